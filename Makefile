@@ -1,0 +1,43 @@
+# Top-level entry points; the README's first lines are `make run` and `make test`.
+MODEL ?= ../shared/fixtures/models/brown-llama-8m
+JOBS  ?= $(shell nproc)
+BUILD ?= build
+
+.PHONY: all build run test test-asan fuzz bench clean deps
+
+all: build
+
+deps:
+	@bash scripts/setup-deps.sh
+
+$(BUILD)/Makefile: CMakeLists.txt
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+
+build: $(BUILD)/Makefile
+	@cmake --build $(BUILD) -j$(JOBS)
+
+run: deps build
+	./$(BUILD)/hearth run --model $(MODEL) --prompt-ids 1,450,3186,310 --max-tokens 48
+
+test: deps build
+	@bash tests/run.sh $(BUILD)
+
+build-asan/Makefile: CMakeLists.txt
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_SANITIZE=ON >/dev/null
+
+test-asan: deps build-asan/Makefile
+	@cmake --build build-asan -j$(JOBS)
+	@HEARTH_ASAN=1 bash tests/run.sh build-asan
+
+build-fuzz/Makefile: CMakeLists.txt
+	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_FUZZ=ON >/dev/null
+
+fuzz: deps build-fuzz/Makefile
+	@cmake --build build-fuzz -j$(JOBS)
+	@bash tests/fuzz/run.sh build-fuzz
+
+bench: build
+	@ls $(BUILD)/bench
+
+clean:
+	rm -rf build build-asan build-fuzz

@@ -1,0 +1,47 @@
+/* cpuid-based feature detection; see cpu.h. */
+#include "base/cpu.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static hr_cpu_features features;
+static hr_cpu_level hw_level;
+static int detected;
+
+static void detect(void) {
+    if (detected) return;
+    __builtin_cpu_init();
+    hw_level = HR_CPU_GENERIC;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) hw_level = HR_CPU_AVX2;
+    if (hw_level == HR_CPU_AVX2 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+        __builtin_cpu_supports("avx512dq"))
+        hw_level = HR_CPU_AVX512;
+    features.level = hw_level;
+    const char *cap = getenv("HEARTH_CPU");
+    if (cap && strcmp(cap, "generic") == 0) features.level = HR_CPU_GENERIC;
+    else if (cap && strcmp(cap, "avx2") == 0 && hw_level >= HR_CPU_AVX2) features.level = HR_CPU_AVX2;
+    features.avx512bf16 =
+        features.level == HR_CPU_AVX512 && __builtin_cpu_supports("avx512bf16");
+    detected = 1;
+}
+
+const hr_cpu_features *hr_cpu(void) {
+    detect();
+    return &features;
+}
+
+void hr_cpu_set_level(hr_cpu_level level) {
+    detect();
+    features.level = level < hw_level ? level : hw_level;
+    features.avx512bf16 =
+        features.level == HR_CPU_AVX512 && __builtin_cpu_supports("avx512bf16");
+}
+
+const char *hr_cpu_level_name(hr_cpu_level level) {
+    switch (level) {
+    case HR_CPU_AVX512: return "avx512";
+    case HR_CPU_AVX2: return "avx2";
+    default: return "generic";
+    }
+}

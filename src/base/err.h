@@ -1,0 +1,33 @@
+/* Error values: a function that can fail returns hr_err * (NULL on success). The error
+ * carries a message a user can act on; callers add context with hr_err_wrap and the
+ * owner of the final error prints it and frees it with hr_err_free. */
+#ifndef HR_BASE_ERR_H
+#define HR_BASE_ERR_H
+
+#include <stdarg.h>
+
+typedef struct hr_err hr_err;
+
+/* Creates an error with a printf-style message. Never returns NULL: when memory is
+ * exhausted it returns a static "out of memory" error that hr_err_free ignores. */
+hr_err *hr_errf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+hr_err *hr_errv(const char *fmt, va_list ap);
+
+/* Prefixes context to err ("loading x: " + old message); takes ownership of err and
+ * returns the (possibly new) error. Returns NULL if err is NULL. */
+hr_err *hr_err_wrap(hr_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+const char *hr_err_msg(const hr_err *err);
+void hr_err_free(hr_err *err);
+
+/* The shared out-of-memory error. */
+hr_err *hr_err_oom(void);
+
+/* Evaluates expr (an hr_err *); on error returns it from the current function. */
+#define HR_TRY(expr)                                                                        \
+    do {                                                                                    \
+        hr_err *hr_try_err_ = (expr);                                                       \
+        if (hr_try_err_) return hr_try_err_;                                                \
+    } while (0)
+
+#endif

@@ -1,0 +1,23 @@
+/* JSON through jansson, with loaders that turn parse errors into hr_err (file, line,
+ * column) and typed getters that say which key had the wrong type. */
+#ifndef HR_BASE_JSON_H
+#define HR_BASE_JSON_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "base/err.h"
+
+hr_err *hr_json_load_file(const char *path, json_t **out);
+hr_err *hr_json_load_buf(const char *what, const char *buf, size_t len, json_t **out);
+
+/* Getters: a missing key (or JSON null) leaves *out at `def` and succeeds; a present key
+ * of the wrong type is an error naming `what` and the key. */
+hr_err *hr_json_int(const json_t *obj, const char *key, int64_t def, const char *what, int64_t *out);
+hr_err *hr_json_num(const json_t *obj, const char *key, double def, const char *what, double *out);
+hr_err *hr_json_bool(const json_t *obj, const char *key, int def, const char *what, int *out);
+/* *out points into obj (valid while obj lives). */
+hr_err *hr_json_str(const json_t *obj, const char *key, const char *def, const char *what,
+                    const char **out);
+
+#endif

@@ -1,0 +1,25 @@
+# Shared helpers for the CLI test scripts (source it). Each check prints "ok NAME" or
+# "FAIL NAME: why"; `summary` prints the "# N passed, M failed" line tests/run.sh reads.
+H=${HEARTH_BIN:-build/hearth}
+S=${HEARTH_SHARED:-../shared}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+_p=0; _f=0
+pass() { echo "ok $1"; _p=$((_p + 1)); }
+fail() { echo "FAIL $1: $2"; _f=$((_f + 1)); }
+# expect_rc NAME RC PATTERN cmd...: runs cmd, wants exit code RC and PATTERN (grep -E) in
+# its stderr+stdout (empty PATTERN: anything).
+expect_rc() {
+  local name=$1 rc=$2 pat=$3; shift 3
+  local out got
+  out=$("$@" 2>&1); got=$?
+  if [ "$got" != "$rc" ]; then fail "$name" "exit $got, wanted $rc: $(echo "$out" | tail -3)"; return; fi
+  if [ -n "$pat" ] && ! echo "$out" | grep -qE -- "$pat"; then
+    fail "$name" "output lacks /$pat/: $(echo "$out" | tail -3)"; return
+  fi
+  if echo "$out" | grep -qE "AddressSanitizer|runtime error:|LeakSanitizer"; then
+    fail "$name" "sanitizer report: $(echo "$out" | grep -E 'Sanitizer|runtime error' | head -2)"; return
+  fi
+  pass "$name"
+}
+summary() { echo "# $_p passed, $_f failed"; [ "$_f" = 0 ]; }

@@ -1,0 +1,102 @@
+/* base/: errors, files (mmap, atomic write), the thread pool, dtype conversions. */
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/file.h"
+#include "base/pool.h"
+#include "harness.h"
+#include "tensor/dtype.h"
+
+static void test_err_wrap(void) {
+    hr_err *e = hr_errf("bad %d", 3);
+    e = hr_err_wrap(e, "ctx %s: ", "x");
+    HR_CHECK(strcmp(hr_err_msg(e), "ctx x: bad 3") == 0, "got %s", hr_err_msg(e));
+    hr_err_free(e);
+    HR_CHECK(hr_err_wrap(NULL, "x") == NULL, "wrap of NULL");
+}
+
+static void test_atomic_write_and_mmap(void) {
+    char dir[] = "/tmp/hr_test_XXXXXX";
+    HR_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char *path = hr_path_join(dir, "f.bin");
+    HR_CHECK_OK(hr_write_atomic(path, "hello", 5));
+    hr_mmap m;
+    HR_CHECK_OK(hr_mmap_open(path, &m));
+    HR_CHECK(m.size == 5 && memcmp(m.data, "hello", 5) == 0, "content");
+    hr_mmap_close(&m);
+    hr_atomic_file f;
+    HR_CHECK_OK(hr_atomic_open(path, &f));
+    HR_CHECK_OK(hr_atomic_write(&f, "xy", 2));
+    hr_atomic_abort(&f);
+    char *buf;
+    size_t len;
+    HR_CHECK_OK(hr_read_file(path, &buf, &len));
+    HR_CHECK(len == 5 && strcmp(buf, "hello") == 0, "abort must keep the old file");
+    free(buf);
+    hr_err *e = hr_mmap_open("/nonexistent/x", &m);
+    HR_CHECK(e && strstr(hr_err_msg(e), "/nonexistent/x"), "missing file error");
+    hr_err_free(e);
+    unlink(path);
+    rmdir(dir);
+    free(path);
+}
+
+typedef struct {
+    atomic_long sum;
+    long n;
+} sum_ctx;
+
+static void sum_task(void *ctx, int t, int nt) {
+    sum_ctx *c = ctx;
+    long b, e, s = 0;
+    hr_split_range(c->n, 1, t, nt, &b, &e);
+    for (long i = b; i < e; i++) s += i;
+    atomic_fetch_add(&c->sum, s);
+}
+
+static void test_pool(void) {
+    hr_pool *p;
+    HR_CHECK_OK(hr_pool_create(3, &p));
+    for (int rep = 0; rep < 300; rep++) {
+        sum_ctx c = {0, 1000 + rep};
+        hr_pool_run(p, sum_task, &c);
+        HR_CHECK(c.sum == (c.n - 1) * c.n / 2, "rep %d sum %ld", rep, (long)c.sum);
+    }
+    usleep(5000); /* let workers fall asleep, then wake them */
+    sum_ctx c = {0, 77};
+    hr_pool_run(p, sum_task, &c);
+    HR_CHECK(c.sum == 76 * 77 / 2, "after sleep");
+    hr_pool_destroy(p);
+}
+
+static void test_split_range(void) {
+    long covered = 0;
+    for (int t = 0; t < 3; t++) {
+        long b, e;
+        hr_split_range(100, 16, t, 3, &b, &e);
+        HR_CHECK(b % 16 == 0 && e >= b, "alignment");
+        covered += e - b;
+    }
+    HR_CHECK(covered == 100, "covered %ld", covered);
+}
+
+static void test_half_conversions(void) {
+    float vals[] = {0.f, 1.f, -2.5f, 65504.f, 6.1e-5f, 1e-7f, 3.14159f};
+    for (size_t i = 0; i < sizeof vals / sizeof *vals; i++) {
+        float h = hr_f16_to_f32(hr_f32_to_f16(vals[i]));
+        HR_CHECK(fabsf(h - vals[i]) <= fabsf(vals[i]) * 1e-3f + 1e-7f, "f16 %g -> %g", vals[i], h);
+        float b = hr_bf16_to_f32(hr_f32_to_bf16(vals[i]));
+        HR_CHECK(fabsf(b - vals[i]) <= fabsf(vals[i]) * 8e-3f, "bf16 %g -> %g", vals[i], b);
+    }
+    HR_CHECK(hr_f32_to_bf16(1.00390625f) == 0x3f80, "ties to even");
+}
+
+int main(void) {
+    HR_RUN(test_err_wrap);
+    HR_RUN(test_atomic_write_and_mmap);
+    HR_RUN(test_pool);
+    HR_RUN(test_split_range);
+    HR_RUN(test_half_conversions);
+    return hr_test_summary();
+}
