@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 const hr_verb hr_verbs[] = {
+    {"logits", hr_cmd_logits, "teacher-forced logits of a token sequence to safetensors"},
     {NULL, NULL, NULL},
 };
 

@@ -20,4 +20,6 @@ extern const hr_verb hr_verbs[];
 int hr_cmd_fail(const char *verb, hr_err *err);
 
 
+int hr_cmd_logits(int argc, char **argv);
+
 #endif

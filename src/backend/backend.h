@@ -1,0 +1,101 @@
+/* The op set every model is written against. A backend owns device memory (weights,
+ * activations, the paged KV store) and executes ops in issue order, like a stream: ops
+ * return nothing and may run asynchronously; hr_be_read waits for them and copies a
+ * result to the host. The CPU backend runs each op at once on its thread pool; a CUDA
+ * backend would enqueue kernels (and could capture a step in a graph).
+ *
+ * Shapes: activations are f32 row-major [tokens, features]. A weight w is [N, K] in its
+ * own dtype and matmul computes y = x w^T (+ bias). Every op of a step sees the step's
+ * token metadata (positions, rows, block tables) given to hr_be_step_begin. */
+#ifndef HR_BACKEND_BACKEND_H
+#define HR_BACKEND_BACKEND_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+#include "tensor/tensor.h"
+
+typedef struct hr_backend hr_backend;
+
+/* Paged KV storage for every layer: K and V are [layer][block][slot][kv_head][head_dim]. */
+typedef struct {
+    hr_dtype dtype;
+    int n_layers, n_blocks, block_size, n_kv_heads, head_dim;
+    void *k, *v; /* device memory */
+} hr_kv_store;
+
+/* One step's token layout. Token i belongs to row[i] and sits at position pos[i]; row r
+ * reads and writes KV through block_tables[r] (block_size positions per entry). */
+typedef struct {
+    int n_tokens;
+    const int32_t *pos;     /* [n_tokens] */
+    const int32_t *row;     /* [n_tokens] */
+    int n_rows;
+    const int32_t *const *block_tables; /* [n_rows][...] */
+} hr_step_meta;
+
+/* Attention parameters of one layer. */
+typedef struct {
+    int layer;
+    int n_heads, n_kv_heads, head_dim;
+    float scale;   /* multiplies q.k */
+    int window;    /* sliding window in positions (0 = full causal) */
+    float softcap; /* tanh soft-capping of scores (0 = off) */
+} hr_attn_params;
+
+typedef enum { HR_ACT_FN_SILU, HR_ACT_FN_GELU_TANH } hr_act_fn;
+
+typedef struct {
+    const char *name;
+    void (*destroy)(hr_backend *be);
+    /* Device buffers for activations and constants. */
+    hr_err *(*alloc)(hr_backend *be, size_t bytes, void **out);
+    void (*free)(hr_backend *be, void *p);
+    /* Makes a host tensor usable by ops. The CPU backend returns a view of the host
+     * memory (which must then outlive the backend's use of it); others copy. */
+    hr_err *(*upload)(hr_backend *be, const hr_tensor *host, hr_tensor *dev);
+    hr_err *(*kv_create)(hr_backend *be, hr_kv_store *kv); /* fills kv->k, kv->v */
+    void (*kv_destroy)(hr_backend *be, hr_kv_store *kv);
+    /* Waits for queued ops, then copies bytes of src (device) to dst (host). */
+    hr_err *(*read)(hr_backend *be, const void *src, void *dst, size_t bytes);
+    hr_err *(*step_begin)(hr_backend *be, const hr_step_meta *meta);
+
+    /* y[T,N] = x[T,K] w[N,K]^T (+ bias[N]) */
+    void (*matmul)(hr_backend *be, float *y, const float *x, const hr_tensor *w,
+                   const hr_tensor *bias, int T);
+    /* y[T,D] = table[ids[t]] * scale; ids are host memory */
+    void (*embed)(hr_backend *be, float *y, const hr_tensor *table, const int32_t *ids, int T,
+                  float scale);
+    /* y[r] = x[r] / rms(x[r]) * (w or 1 + w), rows of length dim; y may alias x */
+    void (*rmsnorm)(hr_backend *be, float *y, const float *x, const hr_tensor *w, int rows,
+                    int dim, float eps, int one_plus);
+    /* Rotates the first rot_dim dims of each head (rotate-half pairing) of x[T, n_heads,
+     * head_dim] in place by angle pos * inv_freq[i]; inv_freq has rot_dim/2 entries. */
+    void (*rope)(hr_backend *be, float *x, int n_heads, int head_dim, int rot_dim,
+                 const hr_tensor *inv_freq);
+    /* Stores k, v ([T, n_kv_heads*head_dim]) of layer at each token's position. */
+    void (*kv_write)(hr_backend *be, hr_kv_store *kv, int layer, const float *k, const float *v);
+    /* out[T, n_heads*head_dim] = causal attention of q over the layer's paged KV. */
+    void (*attention)(hr_backend *be, float *out, const float *q, const hr_kv_store *kv,
+                      const hr_attn_params *p);
+    /* y[i] = act(gate[i]) * up[i], n elements */
+    void (*act_mul)(hr_backend *be, float *y, const float *gate, const float *up, long n,
+                    hr_act_fn act);
+    /* y[i] += a[i] */
+    void (*add)(hr_backend *be, float *y, const float *a, long n);
+    /* dst[0..n) = src[0..n), both device memory */
+    void (*copy)(hr_backend *be, float *dst, const float *src, long n);
+} hr_backend_vt;
+
+struct hr_backend {
+    const hr_backend_vt *vt;
+};
+
+/* The CPU backend with n_threads workers (<= 0: one per online CPU). */
+hr_err *hr_backend_cpu_create(int n_threads, hr_backend **out);
+
+static inline void hr_backend_destroy(hr_backend *be) {
+    if (be) be->vt->destroy(be);
+}
+
+#endif

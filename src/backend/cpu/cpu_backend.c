@@ -1,0 +1,203 @@
+/* The CPU backend: host memory, weights used in place (mmapped), ops run immediately on
+ * the thread pool with kernels picked by cpuid. Matmul and attention are in their own
+ * files; the cheap elementwise ops are here. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_backend.h"
+
+static void cpu_destroy(hr_backend *be) {
+    hr_cpu_backend *cb = (hr_cpu_backend *)be;
+    hr_pool_destroy(cb->pool);
+    free(cb);
+}
+
+static hr_err *cpu_alloc(hr_backend *be, size_t bytes, void **out) {
+    *out = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
+    return *out ? NULL : hr_errf("cannot allocate %zu bytes of host memory", bytes);
+}
+
+static void cpu_free(hr_backend *be, void *p) { free(p); }
+
+static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev) {
+    switch (host->dtype) {
+    case HR_F32: case HR_BF16: case HR_F16: case HR_I32: break;
+    default: return hr_errf("the CPU backend cannot compute with %s tensors yet", hr_dtype_name(host->dtype));
+    }
+    *dev = *host;
+    dev->device = HR_DEV_CPU;
+    return NULL;
+}
+
+static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
+    if (kv->dtype != HR_F32) return hr_errf("the CPU KV store supports F32 only");
+    size_t n = (size_t)kv->n_layers * kv->n_blocks * kv->block_size * kv->n_kv_heads * kv->head_dim;
+    kv->k = calloc(n, sizeof(float));
+    kv->v = calloc(n, sizeof(float));
+    if (!kv->k || !kv->v) {
+        free(kv->k);
+        free(kv->v);
+        kv->k = kv->v = NULL;
+        return hr_errf("cannot allocate %zu MiB for the KV cache", 2 * n * sizeof(float) >> 20);
+    }
+    return NULL;
+}
+
+static void cpu_kv_destroy(hr_backend *be, hr_kv_store *kv) {
+    free(kv->k);
+    free(kv->v);
+    kv->k = kv->v = NULL;
+}
+
+static hr_err *cpu_read(hr_backend *be, const void *src, void *dst, size_t bytes) {
+    memcpy(dst, src, bytes);
+    return NULL;
+}
+
+static hr_err *cpu_step_begin(hr_backend *be, const hr_step_meta *meta) {
+    ((hr_cpu_backend *)be)->meta = *meta;
+    return NULL;
+}
+
+static float elem_f32(const hr_tensor *t, long i) {
+    switch (t->dtype) {
+    case HR_BF16: return hr_bf16_to_f32(((const uint16_t *)t->data)[i]);
+    case HR_F16: return hr_f16_to_f32(((const uint16_t *)t->data)[i]);
+    default: return ((const float *)t->data)[i];
+    }
+}
+
+void hr_cpu_to_f32(float *y, const hr_tensor *t, long off, long n) {
+    for (long i = 0; i < n; i++) y[i] = elem_f32(t, off + i);
+}
+
+static void cpu_embed(hr_backend *be, float *y, const hr_tensor *table, const int32_t *ids, int T,
+                      float scale) {
+    long D = table->shape[1];
+    for (int t = 0; t < T; t++) {
+        hr_cpu_to_f32(y + t * D, table, (long)ids[t] * D, D);
+        if (scale != 1.0f)
+            for (long i = 0; i < D; i++) y[t * D + i] *= scale;
+    }
+}
+
+static void cpu_rmsnorm(hr_backend *be, float *y, const float *x, const hr_tensor *w, int rows,
+                        int dim, float eps, int one_plus) {
+    enum { CHUNK = 256 };
+    float wf[CHUNK];
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (long)r * dim;
+        float *yr = y + (long)r * dim;
+        float ss = 0;
+        for (int i = 0; i < dim; i++) ss += xr[i] * xr[i];
+        float inv = 1.0f / sqrtf(ss / (float)dim + eps);
+        for (int c = 0; c < dim; c += CHUNK) {
+            int n = dim - c < CHUNK ? dim - c : CHUNK;
+            hr_cpu_to_f32(wf, w, c, n);
+            for (int i = 0; i < n; i++) yr[c + i] = xr[c + i] * inv * (wf[i] + (float)one_plus);
+        }
+    }
+}
+
+static void cpu_rope(hr_backend *be, float *x, int n_heads, int head_dim, int rot_dim,
+                     const hr_tensor *inv_freq) {
+    const hr_step_meta *m = &((hr_cpu_backend *)be)->meta;
+    const float *f = inv_freq->data;
+    int half = rot_dim / 2;
+    for (int t = 0; t < m->n_tokens; t++) {
+        float *xt = x + (long)t * n_heads * head_dim;
+        for (int i = 0; i < half; i++) {
+            float ang = (float)m->pos[t] * f[i];
+            float c = cosf(ang), s = sinf(ang);
+            for (int h = 0; h < n_heads; h++) {
+                float *xh = xt + h * head_dim;
+                float x1 = xh[i], x2 = xh[i + half];
+                xh[i] = x1 * c - x2 * s;
+                xh[i + half] = x2 * c + x1 * s;
+            }
+        }
+    }
+}
+
+static void cpu_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float *k, const float *v) {
+    const hr_step_meta *m = &((hr_cpu_backend *)be)->meta;
+    long width = (long)kv->n_kv_heads * kv->head_dim;
+    for (int t = 0; t < m->n_tokens; t++) {
+        int p = m->pos[t];
+        int block = m->block_tables[m->row[t]][p / kv->block_size];
+        long off = hr_kv_offset(kv, layer, block, p % kv->block_size);
+        memcpy((float *)kv->k + off, k + t * width, sizeof(float) * (size_t)width);
+        memcpy((float *)kv->v + off, v + t * width, sizeof(float) * (size_t)width);
+    }
+}
+
+static float act(float g, hr_act_fn fn) {
+    if (fn == HR_ACT_FN_SILU) return g / (1.0f + expf(-g));
+    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
+    return 0.5f * g * (1.0f + tanhf(c * (g + 0.044715f * g * g * g)));
+}
+
+typedef struct {
+    float *y;
+    const float *g, *u;
+    long n;
+    hr_act_fn fn;
+} act_ctx;
+
+static void act_task(void *ctx, int t, int nt) {
+    act_ctx *c = ctx;
+    long b, e;
+    hr_split_range(c->n, 64, t, nt, &b, &e);
+    for (long i = b; i < e; i++) c->y[i] = act(c->g[i], c->fn) * c->u[i];
+}
+
+static void cpu_act_mul(hr_backend *be, float *y, const float *gate, const float *up, long n,
+                        hr_act_fn fn) {
+    act_ctx c = {y, gate, up, n, fn};
+    if (n < 8192) act_task(&c, 0, 1);
+    else hr_pool_run(((hr_cpu_backend *)be)->pool, act_task, &c);
+}
+
+static void cpu_add(hr_backend *be, float *y, const float *a, long n) {
+    for (long i = 0; i < n; i++) y[i] += a[i];
+}
+
+static void cpu_copy(hr_backend *be, float *dst, const float *src, long n) {
+    memcpy(dst, src, sizeof(float) * (size_t)n);
+}
+
+static const hr_backend_vt cpu_vt = {
+    .name = "cpu",
+    .destroy = cpu_destroy,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .upload = cpu_upload,
+    .kv_create = cpu_kv_create,
+    .kv_destroy = cpu_kv_destroy,
+    .read = cpu_read,
+    .step_begin = cpu_step_begin,
+    .matmul = hr_cpu_matmul,
+    .embed = cpu_embed,
+    .rmsnorm = cpu_rmsnorm,
+    .rope = cpu_rope,
+    .kv_write = cpu_kv_write,
+    .attention = hr_cpu_attention,
+    .act_mul = cpu_act_mul,
+    .add = cpu_add,
+    .copy = cpu_copy,
+};
+
+hr_err *hr_backend_cpu_create(int n_threads, hr_backend **out) {
+    *out = NULL;
+    hr_cpu_backend *cb = calloc(1, sizeof *cb);
+    if (!cb) return hr_err_oom();
+    cb->base.vt = &cpu_vt;
+    hr_err *err = hr_pool_create(n_threads, &cb->pool);
+    if (err) {
+        free(cb);
+        return err;
+    }
+    *out = &cb->base;
+    return NULL;
+}

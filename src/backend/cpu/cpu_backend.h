@@ -1,0 +1,28 @@
+/* Internals shared by the CPU backend's files (not part of the backend interface). */
+#ifndef HR_BACKEND_CPU_BACKEND_H
+#define HR_BACKEND_CPU_BACKEND_H
+
+#include "backend/backend.h"
+#include "base/pool.h"
+
+typedef struct {
+    hr_backend base;
+    hr_pool *pool;
+    hr_step_meta meta; /* the current step's token layout (host pointers) */
+} hr_cpu_backend;
+
+/* Offset in floats of (layer, block, slot) in a KV store. */
+static inline long hr_kv_offset(const hr_kv_store *kv, int layer, int block, int slot) {
+    return (((long)layer * kv->n_blocks + block) * kv->block_size + slot) * kv->n_kv_heads *
+           kv->head_dim;
+}
+
+/* Converts n elements of t starting at element off to f32. */
+void hr_cpu_to_f32(float *y, const hr_tensor *t, long off, long n);
+
+void hr_cpu_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
+                   const hr_tensor *bias, int T);
+void hr_cpu_attention(hr_backend *be, float *out, const float *q, const hr_kv_store *kv,
+                      const hr_attn_params *p);
+
+#endif

@@ -1,0 +1,31 @@
+/* CPU inner kernels behind one dispatch table per instruction-set level: the plain C
+ * reference (kernels_ref.c) and AVX2 / AVX-512 variants tested against it. A matmul
+ * kernel computes output columns [n0, n1) of y[T, ldy] = x[T, K] w[N, K]^T (no bias). */
+#ifndef HR_BACKEND_CPU_KERNELS_H
+#define HR_BACKEND_CPU_KERNELS_H
+
+#include <stdint.h>
+
+#include "base/cpu.h"
+
+typedef void (*hr_mm_fn)(float *y, long ldy, const float *x, long ldx, const void *w, int K,
+                         int T, long n0, long n1);
+
+typedef struct {
+    const char *name;
+    hr_mm_fn mm_f32;  /* w is f32 */
+    hr_mm_fn mm_bf16; /* w is bf16 */
+    hr_mm_fn mm_f16;  /* w is IEEE f16 */
+    float (*dot)(const float *a, const float *b, int n);
+    void (*axpy)(float *y, float a, const float *x, int n); /* y += a * x */
+    void (*scale)(float *y, float a, int n);               /* y *= a */
+} hr_cpu_kernels;
+
+extern const hr_cpu_kernels hr_cpu_kernels_ref;
+extern const hr_cpu_kernels hr_cpu_kernels_avx2;
+extern const hr_cpu_kernels hr_cpu_kernels_avx512;
+
+/* The kernels for the current hr_cpu() level. */
+const hr_cpu_kernels *hr_cpu_kernels_get(void);
+
+#endif

@@ -1,0 +1,49 @@
+/* Plain C reference kernels: the definition of what the SIMD variants must compute, and
+ * the fallback on CPUs without AVX2. */
+#include <stddef.h>
+
+#include "backend/cpu/kernels.h"
+#include "tensor/dtype.h"
+
+#define REF_MM(NAME, WT, CONV)                                                              \
+    static void NAME(float *y, long ldy, const float *x, long ldx, const void *wv, int K,   \
+                     int T, long n0, long n1) {                                             \
+        const WT *w = wv;                                                                   \
+        for (int t = 0; t < T; t++)                                                         \
+            for (long n = n0; n < n1; n++) {                                                \
+                const WT *wr = w + n * (long)K;                                             \
+                const float *xr = x + t * ldx;                                              \
+                float s = 0;                                                                \
+                for (int k = 0; k < K; k++) s += CONV(wr[k]) * xr[k];                       \
+                y[t * ldy + n] = s;                                                         \
+            }                                                                               \
+    }
+
+#define ID(v) (v)
+REF_MM(mm_f32, float, ID)
+REF_MM(mm_bf16, uint16_t, hr_bf16_to_f32)
+REF_MM(mm_f16, uint16_t, hr_f16_to_f32)
+
+static float dot(const float *a, const float *b, int n) {
+    float s = 0;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+static void axpy(float *y, float a, const float *x, int n) {
+    for (int i = 0; i < n; i++) y[i] += a * x[i];
+}
+
+static void scale(float *y, float a, int n) {
+    for (int i = 0; i < n; i++) y[i] *= a;
+}
+
+const hr_cpu_kernels hr_cpu_kernels_ref = {"generic", mm_f32, mm_bf16, mm_f16, dot, axpy, scale};
+
+const hr_cpu_kernels *hr_cpu_kernels_get(void) {
+    switch (hr_cpu()->level) {
+    case HR_CPU_AVX512: return &hr_cpu_kernels_avx512;
+    case HR_CPU_AVX2: return &hr_cpu_kernels_avx2;
+    default: return &hr_cpu_kernels_ref;
+    }
+}

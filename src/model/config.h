@@ -1,0 +1,67 @@
+/* The model configuration read from config.json (and generation_config.json): one struct
+ * for every supported family, with the family's defaults applied, so model code reads
+ * plain fields and never the JSON. */
+#ifndef HR_MODEL_CONFIG_H
+#define HR_MODEL_CONFIG_H
+
+#include "base/err.h"
+
+enum { HR_MAX_EOS = 8, HR_MAX_LAYERS = 256 };
+
+typedef enum { HR_ARCH_LLAMA, HR_ARCH_MISTRAL, HR_ARCH_QWEN2, HR_ARCH_QWEN3 } hr_arch;
+typedef enum { HR_ACT_SILU, HR_ACT_GELU_TANH } hr_act;
+typedef enum { HR_ROPE_DEFAULT, HR_ROPE_LINEAR, HR_ROPE_LLAMA3 } hr_rope_type;
+typedef enum { HR_LAYER_FULL, HR_LAYER_SLIDING } hr_layer_kind;
+
+typedef struct {
+    hr_rope_type type;
+    double theta;
+    double factor;            /* linear / llama3 */
+    double low_freq_factor;   /* llama3 */
+    double high_freq_factor;  /* llama3 */
+    double original_max_pos;  /* llama3 */
+    double partial_rotary;    /* fraction of head_dim rotated (1.0 = all) */
+} hr_rope_config;
+
+typedef struct {
+    double temperature; /* 1.0 when unset */
+    double top_p;       /* 1.0 when unset */
+    int top_k;          /* 0 = off */
+    int do_sample;      /* 0: greedy unless the request says otherwise */
+    double repetition_penalty;
+} hr_gen_defaults;
+
+typedef struct {
+    char model_type[32];
+    hr_arch arch;
+    int vocab;
+    int hidden;
+    int n_layers;
+    int n_heads;
+    int n_kv_heads;
+    int head_dim;
+    int intermediate;
+    int max_pos;
+    double rms_eps;
+    int tie_embeddings;
+    int qkv_bias;  /* bias on q/k/v projections */
+    int o_bias;    /* bias on the output projection */
+    int mlp_bias;  /* bias on gate/up/down */
+    int qk_norm;   /* RMSNorm over head_dim on q and k before rope (qwen3) */
+    hr_act act;
+    hr_rope_config rope;
+    int sliding_window;                  /* 0 = none */
+    hr_layer_kind layer_kind[HR_MAX_LAYERS];
+    int bos_id;                          /* -1 if none */
+    int eos_ids[HR_MAX_EOS];
+    int n_eos;
+    int pad_id;                          /* -1 if none */
+    hr_gen_defaults gen;
+} hr_model_config;
+
+/* Reads dir/config.json and, if present, dir/generation_config.json. */
+hr_err *hr_config_load(const char *dir, hr_model_config *cfg);
+/* Parses a config.json already in memory (no generation_config). */
+hr_err *hr_config_parse(const char *what, const char *json_text, hr_model_config *cfg);
+
+#endif

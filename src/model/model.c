@@ -1,0 +1,142 @@
+/* Loading the dense decoder family (llama, mistral, qwen2, qwen3): checks every tensor's
+ * presence and shape against the config, uploads weights to the backend in their file
+ * dtype, and owns the per-step scratch buffers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "model/model_internal.h"
+
+static hr_err *upload(hr_model *m, const hr_tensor *host, const hr_tensor **out) {
+    if (m->n_dev == m->cap_dev) return hr_errf("internal: too many tensors");
+    hr_tensor *d = &m->dev[m->n_dev];
+    HR_TRY(m->be->vt->upload(m->be, host, d));
+    m->n_dev++;
+    *out = d;
+    return NULL;
+}
+
+/* Finds `name`, checks its shape (ndim dims from dims[]), uploads it. Missing: error if
+ * required, else *out = NULL. */
+static hr_err *weight(hr_model *m, const char *name, int required, int ndim, const int64_t *dims,
+                      const hr_tensor **out) {
+    *out = NULL;
+    const hr_tensor *t = hr_st_get(m->st, name);
+    if (!t) return required ? hr_errf("missing tensor \"%s\"", name) : NULL;
+    int ok = t->ndim == ndim;
+    for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == dims[i];
+    if (!ok) {
+        char got[64], want[64];
+        hr_tensor w = {.ndim = ndim};
+        for (int i = 0; i < ndim; i++) w.shape[i] = dims[i];
+        return hr_errf("tensor \"%s\" has shape %s, expected %s", name,
+                       hr_tensor_shape_str(t, got, sizeof got), hr_tensor_shape_str(&w, want, sizeof want));
+    }
+    if (t->dtype != HR_F32 && t->dtype != HR_BF16 && t->dtype != HR_F16)
+        return hr_errf("tensor \"%s\": dtype %s is not a float type", name, hr_dtype_name(t->dtype));
+    return upload(m, t, out);
+}
+
+static hr_err *w1(hr_model *m, const char *name, int req, int64_t a, const hr_tensor **out) {
+    return weight(m, name, req, 1, (int64_t[]){a}, out);
+}
+static hr_err *w2(hr_model *m, const char *name, int req, int64_t a, int64_t b, const hr_tensor **out) {
+    return weight(m, name, req, 2, (int64_t[]){a, b}, out);
+}
+
+static hr_err *load_layer(hr_model *m, int i) {
+    const hr_model_config *c = &m->cfg;
+    hr_layer_weights *L = &m->layers[i];
+    int64_t D = c->hidden, q = (int64_t)c->n_heads * c->head_dim, kv = (int64_t)c->n_kv_heads * c->head_dim;
+    int64_t I = c->intermediate;
+    char n[160];
+#define P(suffix) (snprintf(n, sizeof n, "model.layers.%d.%s", i, suffix), n)
+    HR_TRY(w1(m, P("input_layernorm.weight"), 1, D, &L->attn_norm));
+    HR_TRY(w1(m, P("post_attention_layernorm.weight"), 1, D, &L->mlp_norm));
+    HR_TRY(w2(m, P("self_attn.q_proj.weight"), 1, q, D, &L->wq));
+    HR_TRY(w2(m, P("self_attn.k_proj.weight"), 1, kv, D, &L->wk));
+    HR_TRY(w2(m, P("self_attn.v_proj.weight"), 1, kv, D, &L->wv));
+    HR_TRY(w2(m, P("self_attn.o_proj.weight"), 1, D, q, &L->wo));
+    HR_TRY(w1(m, P("self_attn.q_proj.bias"), c->qkv_bias, q, &L->bq));
+    HR_TRY(w1(m, P("self_attn.k_proj.bias"), c->qkv_bias, kv, &L->bk));
+    HR_TRY(w1(m, P("self_attn.v_proj.bias"), c->qkv_bias, kv, &L->bv));
+    HR_TRY(w1(m, P("self_attn.o_proj.bias"), c->o_bias, D, &L->bo));
+    HR_TRY(w1(m, P("self_attn.q_norm.weight"), c->qk_norm, c->head_dim, &L->q_norm));
+    HR_TRY(w1(m, P("self_attn.k_norm.weight"), c->qk_norm, c->head_dim, &L->k_norm));
+    HR_TRY(w2(m, P("mlp.gate_proj.weight"), 1, I, D, &L->w_gate));
+    HR_TRY(w2(m, P("mlp.up_proj.weight"), 1, I, D, &L->w_up));
+    HR_TRY(w2(m, P("mlp.down_proj.weight"), 1, D, I, &L->w_down));
+    HR_TRY(w1(m, P("mlp.gate_proj.bias"), c->mlp_bias, I, &L->b_gate));
+    HR_TRY(w1(m, P("mlp.up_proj.bias"), c->mlp_bias, I, &L->b_up));
+    HR_TRY(w1(m, P("mlp.down_proj.bias"), c->mlp_bias, D, &L->b_down));
+#undef P
+    return NULL;
+}
+
+static hr_err *load_weights(hr_model *m) {
+    const hr_model_config *c = &m->cfg;
+    m->cap_dev = c->n_layers * 20 + 8;
+    m->dev = calloc((size_t)m->cap_dev, sizeof *m->dev);
+    m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
+    if (!m->dev || !m->layers) return hr_err_oom();
+    HR_TRY(w2(m, "model.embed_tokens.weight", 1, c->vocab, c->hidden, &m->embed));
+    HR_TRY(w1(m, "model.norm.weight", 1, c->hidden, &m->final_norm));
+    if (c->tie_embeddings) m->lm_head = m->embed;
+    else HR_TRY(w2(m, "lm_head.weight", 1, c->vocab, c->hidden, &m->lm_head));
+    for (int i = 0; i < c->n_layers; i++) HR_TRY(load_layer(m, i));
+    HR_TRY(hr_rope_init(m));
+    hr_tensor f = {.data = m->inv_freq_host, .dtype = HR_F32, .ndim = 1, .shape = {m->rot_dim / 2}};
+    return upload(m, &f, &m->inv_freq);
+}
+
+hr_err *hr_model_load(const char *dir, hr_backend *be, hr_model **out) {
+    *out = NULL;
+    hr_model *m = calloc(1, sizeof *m);
+    if (!m) return hr_err_oom();
+    m->be = be;
+    hr_err *err = hr_config_load(dir, &m->cfg);
+    if (!err) err = hr_st_open(dir, &m->st);
+    if (!err) err = hr_err_wrap(load_weights(m), "%s: ", dir);
+    if (err) {
+        hr_model_free(m);
+        return err;
+    }
+    HR_INFO("loaded %s: %s, %d layers, hidden %d, %zu MiB of weights", dir, m->cfg.model_type,
+            m->cfg.n_layers, m->cfg.hidden, hr_st_data_bytes(m->st) >> 20);
+    *out = m;
+    return NULL;
+}
+
+static void free_scratch(hr_model *m) {
+    float **bufs[] = {&m->s.x, &m->s.h, &m->s.q, &m->s.k, &m->s.v, &m->s.attn,
+                      &m->s.gate, &m->s.up, &m->s.sel, &m->s.logits};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
+        if (*bufs[i]) m->be->vt->free(m->be, *bufs[i]);
+        *bufs[i] = NULL;
+    }
+}
+
+void hr_model_free(hr_model *m) {
+    if (!m) return;
+    free_scratch(m);
+    hr_st_close(m->st);
+    free(m->dev);
+    free(m->layers);
+    free(m->inv_freq_host);
+    free(m->meta_pos);
+    free(m->meta_row);
+    free(m->meta_tables);
+    free(m);
+}
+
+const hr_model_config *hr_model_cfg(const hr_model *m) { return &m->cfg; }
+hr_backend *hr_model_backend(const hr_model *m) { return m->be; }
+size_t hr_model_weight_bytes(const hr_model *m) { return hr_st_data_bytes(m->st); }
+
+void hr_model_kv_shape(const hr_model *m, hr_kv_store *kv) {
+    kv->dtype = HR_F32;
+    kv->n_layers = m->cfg.n_layers;
+    kv->n_kv_heads = m->cfg.n_kv_heads;
+    kv->head_dim = m->cfg.head_dim;
+}

@@ -1,0 +1,40 @@
+/* A loaded model: config, weights on a backend, and the batched forward pass. A forward
+ * call takes rows (one per sequence: a prefill chunk, one decode token, or k speculative
+ * tokens, with positions and a KV block table) and returns logits for the positions each
+ * row asks for. The model never owns sequences or the block allocator (engine/ does). */
+#ifndef HR_MODEL_MODEL_H
+#define HR_MODEL_MODEL_H
+
+#include <stdint.h>
+
+#include "backend/backend.h"
+#include "model/config.h"
+
+typedef struct hr_model hr_model;
+
+typedef enum { HR_LOGITS_NONE, HR_LOGITS_LAST, HR_LOGITS_ALL } hr_logits_mode;
+
+typedef struct {
+    const int32_t *tokens; /* [n_tokens] */
+    int n_tokens;
+    int pos0;              /* position of tokens[0]; KV of [0, pos0) is already stored */
+    const int32_t *block_table; /* covers positions [0, pos0 + n_tokens) */
+    hr_logits_mode logits;
+} hr_row;
+
+/* Loads dir (config.json + safetensors) onto be. The model keeps be (not owned). */
+hr_err *hr_model_load(const char *dir, hr_backend *be, hr_model **out);
+void hr_model_free(hr_model *m);
+const hr_model_config *hr_model_cfg(const hr_model *m);
+hr_backend *hr_model_backend(const hr_model *m);
+/* Bytes of weights as stored (what one decode step reads). */
+size_t hr_model_weight_bytes(const hr_model *m);
+
+/* The KV geometry this model needs (dtype F32), for hr_kv_store creation. */
+void hr_model_kv_shape(const hr_model *m, hr_kv_store *kv);
+
+/* Runs one step. logits (host, may be NULL if no row wants any) receives, in row order,
+ * n_tokens x vocab floats for HR_LOGITS_ALL rows and vocab floats for HR_LOGITS_LAST. */
+hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows, float *logits);
+
+#endif
