@@ -51,9 +51,12 @@ typedef struct {
     /* Device buffers for activations and constants. */
     hr_err *(*alloc)(hr_backend *be, size_t bytes, void **out);
     void (*free)(hr_backend *be, void *p);
-    /* Makes a host tensor usable by ops. The CPU backend returns a view of the host
-     * memory (which must then outlive the backend's use of it); others copy. */
+    /* Makes a host tensor usable by ops, in its own dtype. The CPU backend either copies
+     * it into hugepage-backed memory or (weights_in_place) returns a view of the host
+     * memory, which must then outlive its use; device backends copy. */
     hr_err *(*upload)(hr_backend *be, const hr_tensor *host, hr_tensor *dev);
+    /* Frees what upload made for dev. */
+    void (*release)(hr_backend *be, hr_tensor *dev);
     hr_err *(*kv_create)(hr_backend *be, hr_kv_store *kv); /* fills kv->k, kv->v */
     void (*kv_destroy)(hr_backend *be, hr_kv_store *kv);
     /* Waits for queued ops, then copies bytes of src (device) to dst (host). */
@@ -91,8 +94,12 @@ struct hr_backend {
     const hr_backend_vt *vt;
 };
 
-/* The CPU backend with n_threads workers (<= 0: one per online CPU). */
-hr_err *hr_backend_cpu_create(int n_threads, hr_backend **out);
+typedef struct {
+    int n_threads;        /* <= 0: one per online CPU */
+    int weights_in_place; /* use mmapped weights as they are instead of copying them */
+} hr_cpu_options;
+
+hr_err *hr_backend_cpu_create(const hr_cpu_options *opt, hr_backend **out);
 
 static inline void hr_backend_destroy(hr_backend *be) {
     if (be) be->vt->destroy(be);

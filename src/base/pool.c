@@ -4,6 +4,7 @@
 #include "base/pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
@@ -39,7 +40,10 @@ static unsigned long wait_for_work(hr_pool *p, unsigned long seen) {
         unsigned long g = atomic_load(&p->gen);
         if (g != seen || atomic_load(&p->stop)) return g;
         cpu_relax();
-        if ((i & 1023) == 1023 && hr_now_ns() - t0 > SPIN_NS) break;
+        if ((i & 1023) == 1023) {
+            if (hr_now_ns() - t0 > SPIN_NS) break;
+            sched_yield();
+        }
     }
     pthread_mutex_lock(&p->mu);
     atomic_fetch_add(&p->sleepers, 1);
@@ -124,7 +128,11 @@ void hr_pool_run(hr_pool *p, hr_pool_fn fn, void *ctx) {
         pthread_mutex_unlock(&p->mu);
     }
     fn(ctx, 0, p->n);
-    while (atomic_load(&p->pending) > 0) cpu_relax();
+    /* spin; if a worker is not running (more threads than free cores), yield to it */
+    for (long i = 0; atomic_load(&p->pending) > 0; i++) {
+        if (i < 20000) cpu_relax();
+        else sched_yield();
+    }
 }
 
 void hr_split_range(long n, long align, int thread, int n_threads, long *begin, long *end) {

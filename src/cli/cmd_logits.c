@@ -39,7 +39,7 @@ static hr_err *run(const char *dir, const char *tokens, const char *out, long th
     hr_backend *be = NULL;
     hr_model *m = NULL;
     float *logits = NULL;
-    hr_err *err = hr_backend_cpu_create((int)threads, &be);
+    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){(int)threads, 1}, &be);
     if (!err) err = hr_model_load(dir, be, &m);
     if (!err) {
         int V = hr_model_cfg(m)->vocab;

@@ -22,4 +22,8 @@ int hr_cmd_fail(const char *verb, hr_err *err);
 
 int hr_cmd_logits(int argc, char **argv);
 
+int hr_cmd_run(int argc, char **argv);
+
+int hr_cmd_mkmodel(int argc, char **argv);
+
 #endif

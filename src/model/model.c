@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "model/layout.h"
 #include "model/model_internal.h"
 
 static hr_err *upload(hr_model *m, const hr_tensor *host, const hr_tensor **out) {
@@ -17,13 +18,12 @@ static hr_err *upload(hr_model *m, const hr_tensor *host, const hr_tensor **out)
     return NULL;
 }
 
-/* Finds `name`, checks its shape (ndim dims from dims[]), uploads it. Missing: error if
- * required, else *out = NULL. */
-static hr_err *weight(hr_model *m, const char *name, int required, int ndim, const int64_t *dims,
+/* Finds `name`, checks its shape (ndim dims from dims[]) and dtype, uploads it. */
+static hr_err *weight(hr_model *m, const char *name, int ndim, const int64_t *dims,
                       const hr_tensor **out) {
     *out = NULL;
     const hr_tensor *t = hr_st_get(m->st, name);
-    if (!t) return required ? hr_errf("missing tensor \"%s\"", name) : NULL;
+    if (!t) return hr_errf("missing tensor \"%s\"", name);
     int ok = t->ndim == ndim;
     for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == dims[i];
     if (!ok) {
@@ -38,39 +38,28 @@ static hr_err *weight(hr_model *m, const char *name, int required, int ndim, con
     return upload(m, t, out);
 }
 
-static hr_err *w1(hr_model *m, const char *name, int req, int64_t a, const hr_tensor **out) {
-    return weight(m, name, req, 1, (int64_t[]){a}, out);
+static hr_err *w1(hr_model *m, const char *name, int64_t a, const hr_tensor **out) {
+    return weight(m, name, 1, (int64_t[]){a}, out);
 }
-static hr_err *w2(hr_model *m, const char *name, int req, int64_t a, int64_t b, const hr_tensor **out) {
-    return weight(m, name, req, 2, (int64_t[]){a, b}, out);
+static hr_err *w2(hr_model *m, const char *name, int64_t a, int64_t b, const hr_tensor **out) {
+    return weight(m, name, 2, (int64_t[]){a, b}, out);
 }
 
 static hr_err *load_layer(hr_model *m, int i) {
     const hr_model_config *c = &m->cfg;
-    hr_layer_weights *L = &m->layers[i];
-    int64_t D = c->hidden, q = (int64_t)c->n_heads * c->head_dim, kv = (int64_t)c->n_kv_heads * c->head_dim;
-    int64_t I = c->intermediate;
-    char n[160];
-#define P(suffix) (snprintf(n, sizeof n, "model.layers.%d.%s", i, suffix), n)
-    HR_TRY(w1(m, P("input_layernorm.weight"), 1, D, &L->attn_norm));
-    HR_TRY(w1(m, P("post_attention_layernorm.weight"), 1, D, &L->mlp_norm));
-    HR_TRY(w2(m, P("self_attn.q_proj.weight"), 1, q, D, &L->wq));
-    HR_TRY(w2(m, P("self_attn.k_proj.weight"), 1, kv, D, &L->wk));
-    HR_TRY(w2(m, P("self_attn.v_proj.weight"), 1, kv, D, &L->wv));
-    HR_TRY(w2(m, P("self_attn.o_proj.weight"), 1, D, q, &L->wo));
-    HR_TRY(w1(m, P("self_attn.q_proj.bias"), c->qkv_bias, q, &L->bq));
-    HR_TRY(w1(m, P("self_attn.k_proj.bias"), c->qkv_bias, kv, &L->bk));
-    HR_TRY(w1(m, P("self_attn.v_proj.bias"), c->qkv_bias, kv, &L->bv));
-    HR_TRY(w1(m, P("self_attn.o_proj.bias"), c->o_bias, D, &L->bo));
-    HR_TRY(w1(m, P("self_attn.q_norm.weight"), c->qk_norm, c->head_dim, &L->q_norm));
-    HR_TRY(w1(m, P("self_attn.k_norm.weight"), c->qk_norm, c->head_dim, &L->k_norm));
-    HR_TRY(w2(m, P("mlp.gate_proj.weight"), 1, I, D, &L->w_gate));
-    HR_TRY(w2(m, P("mlp.up_proj.weight"), 1, I, D, &L->w_up));
-    HR_TRY(w2(m, P("mlp.down_proj.weight"), 1, D, I, &L->w_down));
-    HR_TRY(w1(m, P("mlp.gate_proj.bias"), c->mlp_bias, I, &L->b_gate));
-    HR_TRY(w1(m, P("mlp.up_proj.bias"), c->mlp_bias, I, &L->b_up));
-    HR_TRY(w1(m, P("mlp.down_proj.bias"), c->mlp_bias, D, &L->b_down));
-#undef P
+    char name[160];
+    for (int k = 0; k < hr_dense_layer_tensor_count; k++) {
+        const hr_layer_tensor *lt = &hr_dense_layer_tensors[k];
+        snprintf(name, sizeof name, "model.layers.%d.%s", i, lt->suffix);
+        const hr_tensor **slot = (const hr_tensor **)((char *)&m->layers[i] + lt->field);
+        if (!hr_when_holds(c, lt->when)) {
+            *slot = NULL; /* e.g. a bias the config turns off: transformers ignores it too */
+            continue;
+        }
+        int64_t rows = hr_dim_value(c, lt->rows), cols = hr_dim_value(c, lt->cols);
+        if (lt->cols == HR_DIM_NONE) HR_TRY(w1(m, name, rows, slot));
+        else HR_TRY(w2(m, name, rows, cols, slot));
+    }
     return NULL;
 }
 
@@ -80,10 +69,10 @@ static hr_err *load_weights(hr_model *m) {
     m->dev = calloc((size_t)m->cap_dev, sizeof *m->dev);
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->dev || !m->layers) return hr_err_oom();
-    HR_TRY(w2(m, "model.embed_tokens.weight", 1, c->vocab, c->hidden, &m->embed));
-    HR_TRY(w1(m, "model.norm.weight", 1, c->hidden, &m->final_norm));
+    HR_TRY(w2(m, "model.embed_tokens.weight", c->vocab, c->hidden, &m->embed));
+    HR_TRY(w1(m, "model.norm.weight", c->hidden, &m->final_norm));
     if (c->tie_embeddings) m->lm_head = m->embed;
-    else HR_TRY(w2(m, "lm_head.weight", 1, c->vocab, c->hidden, &m->lm_head));
+    else HR_TRY(w2(m, "lm_head.weight", c->vocab, c->hidden, &m->lm_head));
     for (int i = 0; i < c->n_layers; i++) HR_TRY(load_layer(m, i));
     HR_TRY(hr_rope_init(m));
     hr_tensor f = {.data = m->inv_freq_host, .dtype = HR_F32, .ndim = 1, .shape = {m->rot_dim / 2}};
@@ -120,6 +109,7 @@ static void free_scratch(hr_model *m) {
 void hr_model_free(hr_model *m) {
     if (!m) return;
     free_scratch(m);
+    for (int i = 0; i < m->n_dev; i++) m->be->vt->release(m->be, &m->dev[i]);
     hr_st_close(m->st);
     free(m->dev);
     free(m->layers);

@@ -22,7 +22,7 @@ static hr_err *fixture_open(const char *name, fixture *f) {
     char dir[512], path[600];
     snprintf(dir, sizeof dir, "%s", hr_fixture("models/"));
     strncat(dir, name, sizeof dir - strlen(dir) - 1);
-    HR_TRY(hr_backend_cpu_create(2, &f->be));
+    HR_TRY(hr_backend_cpu_create(&(hr_cpu_options){2, 0}, &f->be));
     HR_TRY(hr_model_load(dir, f->be, &f->m));
     snprintf(path, sizeof path, "%s/golden.safetensors", dir);
     HR_TRY(hr_st_open(path, &f->gold));

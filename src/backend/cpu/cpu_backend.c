@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "backend/cpu/cpu_backend.h"
 
@@ -20,6 +21,10 @@ static hr_err *cpu_alloc(hr_backend *be, size_t bytes, void **out) {
 
 static void cpu_free(hr_backend *be, void *p) { free(p); }
 
+/* Large tensors are copied into 2 MiB-page memory: decode streams every weight once per
+ * token and 4 KiB pages of a file mapping cost ~20% of it in TLB misses (perf-notes.md). */
+enum { HUGE_PAGE = 2u << 20, COPY_MIN = 1u << 20 };
+
 static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev) {
     switch (host->dtype) {
     case HR_F32: case HR_BF16: case HR_F16: case HR_I32: break;
@@ -27,7 +32,26 @@ static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev)
     }
     *dev = *host;
     dev->device = HR_DEV_CPU;
+    size_t bytes = hr_tensor_bytes(host);
+    if (((hr_cpu_backend *)be)->opt.weights_in_place || bytes < COPY_MIN) return NULL;
+    size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    void *p = mmap(NULL, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return hr_errf("cannot allocate %zu MiB for weights", bytes >> 20);
+    madvise(p, rounded, MADV_HUGEPAGE);
+    memcpy(p, host->data, bytes);
+    dev->data = p;
+    /* drop the source pages from this process (the page cache keeps them) */
+    uintptr_t b = ((uintptr_t)host->data + 4095) & ~(uintptr_t)4095;
+    uintptr_t e = ((uintptr_t)host->data + bytes) & ~(uintptr_t)4095;
+    if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
     return NULL;
+}
+
+static void cpu_release(hr_backend *be, hr_tensor *dev) {
+    size_t bytes = hr_tensor_bytes(dev);
+    if (((hr_cpu_backend *)be)->opt.weights_in_place || bytes < COPY_MIN) return;
+    munmap(dev->data, (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
+    dev->data = NULL;
 }
 
 static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
@@ -173,6 +197,7 @@ static const hr_backend_vt cpu_vt = {
     .alloc = cpu_alloc,
     .free = cpu_free,
     .upload = cpu_upload,
+    .release = cpu_release,
     .kv_create = cpu_kv_create,
     .kv_destroy = cpu_kv_destroy,
     .read = cpu_read,
@@ -188,12 +213,13 @@ static const hr_backend_vt cpu_vt = {
     .copy = cpu_copy,
 };
 
-hr_err *hr_backend_cpu_create(int n_threads, hr_backend **out) {
+hr_err *hr_backend_cpu_create(const hr_cpu_options *opt, hr_backend **out) {
     *out = NULL;
     hr_cpu_backend *cb = calloc(1, sizeof *cb);
     if (!cb) return hr_err_oom();
     cb->base.vt = &cpu_vt;
-    hr_err *err = hr_pool_create(n_threads, &cb->pool);
+    cb->opt = *opt;
+    hr_err *err = hr_pool_create(opt->n_threads, &cb->pool);
     if (err) {
         free(cb);
         return err;

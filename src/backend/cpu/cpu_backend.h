@@ -9,6 +9,7 @@ typedef struct {
     hr_backend base;
     hr_pool *pool;
     hr_step_meta meta; /* the current step's token layout (host pointers) */
+    hr_cpu_options opt;
 } hr_cpu_backend;
 
 /* Offset in floats of (layer, block, slot) in a KV store. */

@@ -26,55 +26,62 @@ static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-#define DEFINE_TILE(NAME, ESZ, LD, SC)                                                      \
+#define UNROLL _Pragma("GCC unroll 8")
+/* NR rows x NT tokens; rows beyond nr alias the first row and are not stored. */
+#define DEFINE_TILE(NAME, NR, NT, ESZ, LD, SC)                                              \
     static void NAME(float *y, long ldy, const float *x, long ldx, const char *wp, int K,   \
-                     int nr, int nt) {                                                      \
-        const char *w[4];                                                                   \
-        const float *xs[2];                                                                 \
-        for (int r = 0; r < 4; r++) w[r] = wp + (r < nr ? r : 0) * (long)K * ESZ;           \
-        for (int t = 0; t < 2; t++) xs[t] = x + (t < nt ? t : 0) * ldx;                     \
-        __m256 acc[2][4];                                                                   \
-        for (int t = 0; t < 2; t++)                                                         \
-            for (int r = 0; r < 4; r++) acc[t][r] = _mm256_setzero_ps();                    \
+                     int nr) {                                                              \
+        const char *w[NR];                                                                  \
+        UNROLL for (int r = 0; r < NR; r++) w[r] = wp + (r < nr ? r : 0) * (long)K * ESZ;   \
+        __m256 acc[NT][NR];                                                                 \
+        UNROLL for (int t = 0; t < NT; t++)                                                 \
+            UNROLL for (int r = 0; r < NR; r++) acc[t][r] = _mm256_setzero_ps();            \
         int k = 0;                                                                          \
         for (; k + 8 <= K; k += 8) {                                                        \
-            __m256 wv[4];                                                                   \
-            for (int r = 0; r < 4; r++) wv[r] = LD(w[r], k);                                \
-            for (int t = 0; t < 2; t++) {                                                   \
-                __m256 xv = _mm256_loadu_ps(xs[t] + k);                                     \
-                for (int r = 0; r < 4; r++) acc[t][r] = _mm256_fmadd_ps(wv[r], xv, acc[t][r]); \
+            __m256 wv[NR];                                                                  \
+            UNROLL for (int r = 0; r < NR; r++) wv[r] = LD(w[r], k);                        \
+            UNROLL for (int t = 0; t < NT; t++) {                                           \
+                __m256 xv = _mm256_loadu_ps(x + t * ldx + k);                               \
+                UNROLL for (int r = 0; r < NR; r++) acc[t][r] = _mm256_fmadd_ps(wv[r], xv, acc[t][r]); \
             }                                                                               \
         }                                                                                   \
-        for (int t = 0; t < nt; t++)                                                        \
-            for (int r = 0; r < nr; r++) {                                                  \
+        UNROLL for (int t = 0; t < NT; t++)                                                 \
+            UNROLL for (int r = 0; r < NR; r++) {                                           \
+                if (r >= nr) continue;                                                      \
                 float s = hsum(acc[t][r]);                                                  \
-                for (int kk = k; kk < K; kk++) s += SC(w[r], kk) * xs[t][kk];               \
+                for (int kk = k; kk < K; kk++) s += SC(w[r], kk) * x[t * ldx + kk];         \
                 y[t * ldy + r] = s;                                                         \
             }                                                                               \
     }
 
-#define DEFINE_MM(NAME, TILE, ESZ)                                                          \
+/* Tokens in pairs (4 rows x 2 tokens), a leftover token alone (4 rows x 1 token). */
+#define DEFINE_MM(NAME, TILE2, TILE1, ESZ)                                                  \
     static void NAME(float *y, long ldy, const float *x, long ldx, const void *w, int K,    \
                      int T, long n0, long n1) {                                             \
+        const char *wb = w;                                                                 \
         for (long nb = n0; nb < n1; nb += 16) {                                             \
             long ne = nb + 16 < n1 ? nb + 16 : n1;                                          \
-            for (int t = 0; t < T; t += 2) {                                                \
-                int nt = T - t < 2 ? T - t : 2;                                             \
-                for (long n = nb; n < ne; n += 4) {                                         \
-                    int nr = ne - n < 4 ? (int)(ne - n) : 4;                                \
-                    TILE(y + t * ldy + n, ldy, x + t * ldx, ldx,                            \
-                         (const char *)w + n * (long)K * ESZ, K, nr, nt);                   \
-                }                                                                           \
-            }                                                                               \
+            int t = 0;                                                                      \
+            for (; t + 2 <= T; t += 2)                                                      \
+                for (long n = nb; n < ne; n += 4)                                           \
+                    TILE2(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K * ESZ,   \
+                          K, ne - n < 4 ? (int)(ne - n) : 4);                               \
+            for (; t < T; t++)                                                              \
+                for (long n = nb; n < ne; n += 4)                                           \
+                    TILE1(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K * ESZ,   \
+                          K, ne - n < 4 ? (int)(ne - n) : 4);                               \
         }                                                                                   \
     }
 
-DEFINE_TILE(tile_f32, 4, ld_f32, sc_f32)
-DEFINE_TILE(tile_bf16, 2, ld_bf16, sc_bf16)
-DEFINE_TILE(tile_f16, 2, ld_f16, sc_f16)
-DEFINE_MM(mm_f32, tile_f32, 4)
-DEFINE_MM(mm_bf16, tile_bf16, 2)
-DEFINE_MM(mm_f16, tile_f16, 2)
+DEFINE_TILE(tile2_f32, 4, 2, 4, ld_f32, sc_f32)
+DEFINE_TILE(tile2_bf16, 4, 2, 2, ld_bf16, sc_bf16)
+DEFINE_TILE(tile2_f16, 4, 2, 2, ld_f16, sc_f16)
+DEFINE_TILE(tile1_f32, 4, 1, 4, ld_f32, sc_f32)
+DEFINE_TILE(tile1_bf16, 4, 1, 2, ld_bf16, sc_bf16)
+DEFINE_TILE(tile1_f16, 4, 1, 2, ld_f16, sc_f16)
+DEFINE_MM(mm_f32, tile2_f32, tile1_f32, 4)
+DEFINE_MM(mm_bf16, tile2_bf16, tile1_bf16, 2)
+DEFINE_MM(mm_f16, tile2_f16, tile1_f16, 2)
 
 static float dot(const float *a, const float *b, int n) {
     __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();

@@ -1,6 +1,7 @@
 /* AVX-512 kernels (compiled with -mavx512*; called only when cpuid says so). The matmul
- * microkernel computes a tile of 4 weight rows x 4 tokens with 16 accumulators, walking
- * 16-row blocks of w so a block stays in cache while every token tile passes over it.
+ * microkernel computes a tile of 4 weight rows x 4 tokens with 16 accumulators (8 rows x
+ * 1 token for decode), walking 16-row blocks of w so a block stays in cache while every
+ * token tile passes over it.
  * Weights are widened to f32 (bf16: shift; f16: vcvtph2ps) and accumulated in f32, which
  * is exact with respect to the reference's products. */
 #include <immintrin.h>
@@ -27,62 +28,70 @@ static inline __m512 ldm_f16(const void *p, long i, __mmask16 m) {
     return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, (const uint16_t *)p + i));
 }
 
-/* One tile: rows nr (1..4) of w starting at wp (element stride K, element size esz) and
- * tokens nt (1..4) of x. Missing rows/tokens alias the first one and are not stored. */
-#define DEFINE_TILE(NAME, ESZ, LD, LDM)                                                     \
+/* One tile: NR rows of w starting at wp (element stride K, element size ESZ) times NT
+ * tokens of x, accumulated in NR*NT registers. Rows beyond nr alias the first row and are
+ * not stored. Loops are fully unrolled so the accumulators stay in registers. */
+#define UNROLL _Pragma("GCC unroll 8")
+#define DEFINE_TILE(NAME, NR, NT, ESZ, LD, LDM)                                             \
     static void NAME(float *y, long ldy, const float *x, long ldx, const char *wp, int K,   \
-                     int nr, int nt) {                                                      \
-        const char *w[4];                                                                   \
-        const float *xs[4];                                                                 \
-        for (int r = 0; r < 4; r++) w[r] = wp + (r < nr ? r : 0) * (long)K * ESZ;           \
-        for (int t = 0; t < 4; t++) xs[t] = x + (t < nt ? t : 0) * ldx;                     \
-        __m512 acc[4][4];                                                                   \
-        for (int t = 0; t < 4; t++)                                                         \
-            for (int r = 0; r < 4; r++) acc[t][r] = _mm512_setzero_ps();                    \
+                     int nr) {                                                              \
+        const char *w[NR];                                                                  \
+        UNROLL for (int r = 0; r < NR; r++) w[r] = wp + (r < nr ? r : 0) * (long)K * ESZ;   \
+        __m512 acc[NT][NR];                                                                 \
+        UNROLL for (int t = 0; t < NT; t++)                                                 \
+            UNROLL for (int r = 0; r < NR; r++) acc[t][r] = _mm512_setzero_ps();            \
         int k = 0;                                                                          \
         for (; k + 16 <= K; k += 16) {                                                      \
-            __m512 wv[4];                                                                   \
-            for (int r = 0; r < 4; r++) wv[r] = LD(w[r], k);                                \
-            for (int t = 0; t < 4; t++) {                                                   \
-                __m512 xv = _mm512_loadu_ps(xs[t] + k);                                     \
-                for (int r = 0; r < 4; r++) acc[t][r] = _mm512_fmadd_ps(wv[r], xv, acc[t][r]); \
+            __m512 wv[NR];                                                                  \
+            UNROLL for (int r = 0; r < NR; r++) wv[r] = LD(w[r], k);                        \
+            UNROLL for (int t = 0; t < NT; t++) {                                           \
+                __m512 xv = _mm512_loadu_ps(x + t * ldx + k);                               \
+                UNROLL for (int r = 0; r < NR; r++) acc[t][r] = _mm512_fmadd_ps(wv[r], xv, acc[t][r]); \
             }                                                                               \
         }                                                                                   \
         if (k < K) {                                                                        \
             __mmask16 m = (__mmask16)((1u << (K - k)) - 1);                                 \
-            __m512 wv[4];                                                                   \
-            for (int r = 0; r < 4; r++) wv[r] = LDM(w[r], k, m);                            \
-            for (int t = 0; t < 4; t++) {                                                   \
-                __m512 xv = _mm512_maskz_loadu_ps(m, xs[t] + k);                            \
-                for (int r = 0; r < 4; r++) acc[t][r] = _mm512_fmadd_ps(wv[r], xv, acc[t][r]); \
+            __m512 wv[NR];                                                                  \
+            UNROLL for (int r = 0; r < NR; r++) wv[r] = LDM(w[r], k, m);                    \
+            UNROLL for (int t = 0; t < NT; t++) {                                           \
+                __m512 xv = _mm512_maskz_loadu_ps(m, x + t * ldx + k);                      \
+                UNROLL for (int r = 0; r < NR; r++) acc[t][r] = _mm512_fmadd_ps(wv[r], xv, acc[t][r]); \
             }                                                                               \
         }                                                                                   \
-        for (int t = 0; t < nt; t++)                                                        \
-            for (int r = 0; r < nr; r++) y[t * ldy + r] = _mm512_reduce_add_ps(acc[t][r]);  \
+        UNROLL for (int t = 0; t < NT; t++)                                                 \
+            UNROLL for (int r = 0; r < NR; r++)                                             \
+                if (r < nr) y[t * ldy + r] = _mm512_reduce_add_ps(acc[t][r]);               \
     }
 
-#define DEFINE_MM(NAME, TILE, ESZ)                                                          \
+/* Columns [n0, n1) in 16-row blocks; tokens in tiles of 4 (4 rows x 4 tokens), leftover
+ * tokens one at a time (8 rows x 1 token, the decode shape). */
+#define DEFINE_MM(NAME, TILE4, TILE1, ESZ)                                                  \
     static void NAME(float *y, long ldy, const float *x, long ldx, const void *w, int K,    \
                      int T, long n0, long n1) {                                             \
+        const char *wb = w;                                                                 \
         for (long nb = n0; nb < n1; nb += 16) {                                             \
             long ne = nb + 16 < n1 ? nb + 16 : n1;                                          \
-            for (int t = 0; t < T; t += 4) {                                                \
-                int nt = T - t < 4 ? T - t : 4;                                             \
-                for (long n = nb; n < ne; n += 4) {                                         \
-                    int nr = ne - n < 4 ? (int)(ne - n) : 4;                                \
-                    TILE(y + t * ldy + n, ldy, x + t * ldx, ldx,                            \
-                         (const char *)w + n * (long)K * ESZ, K, nr, nt);                   \
-                }                                                                           \
-            }                                                                               \
+            int t = 0;                                                                      \
+            for (; t + 4 <= T; t += 4)                                                      \
+                for (long n = nb; n < ne; n += 4)                                           \
+                    TILE4(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K * ESZ,   \
+                          K, ne - n < 4 ? (int)(ne - n) : 4);                               \
+            for (; t < T; t++)                                                              \
+                for (long n = nb; n < ne; n += 8)                                           \
+                    TILE1(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K * ESZ,   \
+                          K, ne - n < 8 ? (int)(ne - n) : 8);                               \
         }                                                                                   \
     }
 
-DEFINE_TILE(tile_f32, 4, ld_f32, ldm_f32)
-DEFINE_TILE(tile_bf16, 2, ld_bf16, ldm_bf16)
-DEFINE_TILE(tile_f16, 2, ld_f16, ldm_f16)
-DEFINE_MM(mm_f32, tile_f32, 4)
-DEFINE_MM(mm_bf16, tile_bf16, 2)
-DEFINE_MM(mm_f16, tile_f16, 2)
+DEFINE_TILE(tile4_f32, 4, 4, 4, ld_f32, ldm_f32)
+DEFINE_TILE(tile4_bf16, 4, 4, 2, ld_bf16, ldm_bf16)
+DEFINE_TILE(tile4_f16, 4, 4, 2, ld_f16, ldm_f16)
+DEFINE_TILE(tile1_f32, 8, 1, 4, ld_f32, ldm_f32)
+DEFINE_TILE(tile1_bf16, 8, 1, 2, ld_bf16, ldm_bf16)
+DEFINE_TILE(tile1_f16, 8, 1, 2, ld_f16, ldm_f16)
+DEFINE_MM(mm_f32, tile4_f32, tile1_f32, 4)
+DEFINE_MM(mm_bf16, tile4_bf16, tile1_bf16, 2)
+DEFINE_MM(mm_f16, tile4_f16, tile1_f16, 2)
 
 static float dot(const float *a, const float *b, int n) {
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();

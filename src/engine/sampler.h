@@ -1,0 +1,36 @@
+/* Token sampling from one row of logits: greedy (temperature 0), or temperature with
+ * top-k, top-p and min-p filters, driven by a per-request seeded generator so a seeded
+ * request reproduces its tokens whatever else shares the batch. */
+#ifndef HR_ENGINE_SAMPLER_H
+#define HR_ENGINE_SAMPLER_H
+
+#include <stdint.h>
+
+#include "base/err.h"
+
+typedef struct {
+    float temperature; /* 0 = greedy */
+    float top_p;       /* 1 = off */
+    int top_k;         /* 0 = off */
+    float min_p;       /* 0 = off */
+    uint64_t seed;
+} hr_sampler_params;
+
+typedef struct {
+    hr_sampler_params p;
+    uint64_t rng[4];
+    int vocab;
+    float *probs; /* (vocab) */
+    int32_t *idx; /* (vocab) */
+} hr_sampler;
+
+/* Checks ranges (temperature >= 0, 0 < top_p <= 1, top_k >= 0, 0 <= min_p <= 1). */
+hr_err *hr_sampler_params_check(const hr_sampler_params *p);
+hr_err *hr_sampler_init(hr_sampler *s, const hr_sampler_params *p, int vocab);
+void hr_sampler_free(hr_sampler *s);
+/* Picks a token from logits[vocab]; does not modify logits. */
+int hr_sampler_sample(hr_sampler *s, const float *logits);
+/* Uniform double in [0, 1) from the sampler's generator. */
+double hr_sampler_uniform(hr_sampler *s);
+
+#endif

@@ -1,0 +1,147 @@
+/* The real small model brown-llama-8m against its reference.json: mean NLL of the held-out
+ * ids (relative 1e-4) and the greedy continuations up to the first position whose
+ * reference margin is below 0.05. */
+#include "base/file.h"
+#include "base/json.h"
+#include "engine/generate.h"
+#include "engine/kv_pool.h"
+#include "harness.h"
+
+static json_t *ref;
+static hr_backend *be;
+static hr_model *model;
+
+static int32_t *ids_of(const json_t *arr, int *n) {
+    *n = (int)json_array_size(arr);
+    int32_t *v = malloc(sizeof(int32_t) * (size_t)*n);
+    for (int i = 0; i < *n; i++) v[i] = (int32_t)json_integer_value(json_array_get(arr, (size_t)i));
+    return v;
+}
+
+static void test_heldout_nll(void) {
+    int n;
+    int32_t *ids = ids_of(json_object_get(ref, "heldout_ids"), &n);
+    int V = hr_model_cfg(model)->vocab;
+    float *logits = malloc(sizeof(float) * (size_t)n * V);
+    hr_kv_pool pool;
+    HR_CHECK_OK(hr_kv_pool_create(&pool, model, n / 16 + 1, 16));
+    hr_kv_seq seq = {0};
+    HR_CHECK_OK(hr_kv_seq_reserve(&pool, &seq, n));
+    hr_row row = {ids, n, 0, seq.blocks, HR_LOGITS_ALL};
+    HR_CHECK_OK(hr_model_forward(model, &pool.store, &row, 1, logits));
+    double nll = 0;
+    for (int t = 0; t + 1 < n; t++) {
+        const float *l = logits + (size_t)t * V;
+        double mx = l[0], sum = 0;
+        for (int i = 1; i < V; i++) mx = l[i] > mx ? l[i] : mx;
+        for (int i = 0; i < V; i++) sum += exp(l[i] - mx);
+        nll += mx + log(sum) - l[ids[t + 1]];
+    }
+    nll /= n - 1;
+    double want = json_real_value(json_object_get(ref, "heldout_mean_nll"));
+    hr_kv_seq_release(&pool, &seq);
+    hr_kv_pool_destroy(&pool);
+    free(logits);
+    free(ids);
+    HR_CHECK(fabs(nll - want) <= 1e-4 * fabs(want), "mean NLL %.7f, reference %.7f", nll, want);
+}
+
+typedef struct {
+    const int32_t *want;
+    const json_t *margins;
+    int n, pos, mismatch;
+} greedy_ctx;
+
+static int check_token(void *ctx, int32_t tok) {
+    greedy_ctx *g = ctx;
+    if (g->pos >= g->n) return 1;
+    double margin = json_real_value(json_array_get(g->margins, (size_t)g->pos));
+    if (margin < 0.05) return 1;
+    if (tok != g->want[g->pos]) {
+        g->mismatch = g->pos;
+        return 1;
+    }
+    g->pos++;
+    return 0;
+}
+
+static void test_greedy(void) {
+    size_t i;
+    const json_t *s;
+    json_array_foreach(json_object_get(ref, "greedy_samples"), i, s) {
+        int np, ng;
+        int32_t *prompt = ids_of(json_object_get(s, "prompt_ids"), &np);
+        int32_t *want = ids_of(json_object_get(s, "greedy_ids"), &ng);
+        greedy_ctx g = {want, json_object_get(s, "margins"), ng, 0, -1};
+        hr_gen_request req = {prompt, np, ng, {0, 1, 0, 0, 0}, NULL, 0, 0};
+        hr_err *err = hr_generate(model, &req, check_token, &g, NULL);
+        free(prompt);
+        free(want);
+        HR_CHECK_OK(err);
+        HR_CHECK(g.mismatch < 0, "sample %zu: token %d differs", i, g.mismatch);
+    }
+}
+
+/* Teacher-forced: prompt + reference continuation; our argmax must equal the reference
+ * token at every position whose margin is clear, also after an unclear one. */
+static void test_greedy_teacher_forced(void) {
+    size_t i;
+    const json_t *s;
+    int V = hr_model_cfg(model)->vocab;
+    json_array_foreach(json_object_get(ref, "greedy_samples"), i, s) {
+        int np, ng;
+        int32_t *prompt = ids_of(json_object_get(s, "prompt_ids"), &np);
+        int32_t *want = ids_of(json_object_get(s, "greedy_ids"), &ng);
+        int n = np + ng;
+        int32_t *all = malloc(sizeof(int32_t) * (size_t)n);
+        memcpy(all, prompt, sizeof(int32_t) * (size_t)np);
+        memcpy(all + np, want, sizeof(int32_t) * (size_t)ng);
+        float *logits = malloc(sizeof(float) * (size_t)n * V);
+        hr_kv_pool pool;
+        hr_kv_seq seq = {0};
+        hr_err *err = hr_kv_pool_create(&pool, model, n / 16 + 1, 16);
+        if (!err) err = hr_kv_seq_reserve(&pool, &seq, n);
+        hr_row row = {all, n, 0, seq.blocks, HR_LOGITS_ALL};
+        if (!err) err = hr_model_forward(model, &pool.store, &row, 1, logits);
+        int bad = -1, compared = 0;
+        for (int k = 0; !err && k < ng && bad < 0; k++) {
+            if (json_real_value(json_array_get(json_object_get(s, "margins"), (size_t)k)) < 0.05) continue;
+            const float *l = logits + (size_t)(np - 1 + k) * V;
+            int best = 0;
+            for (int v = 1; v < V; v++) best = l[v] > l[best] ? v : best;
+            if (best != want[k]) bad = k;
+            compared++;
+        }
+        hr_kv_seq_release(&pool, &seq);
+        hr_kv_pool_destroy(&pool);
+        free(all);
+        free(logits);
+        free(prompt);
+        free(want);
+        HR_CHECK_OK(err);
+        HR_CHECK(bad < 0, "sample %zu: argmax differs at generated position %d", i, bad);
+        HR_CHECK(compared > ng / 2, "sample %zu: only %d positions compared", i, compared);
+    }
+}
+
+int main(void) {
+    char dir[512];
+    snprintf(dir, sizeof dir, "%s", hr_fixture("models/brown-llama-8m"));
+    char *path = hr_path_join(dir, "reference.json");
+    hr_err *err = hr_json_load_file(path, &ref);
+    free(path);
+    if (!err) err = hr_backend_cpu_create(&(hr_cpu_options){2, 0}, &be);
+    if (!err) err = hr_model_load(dir, be, &model);
+    if (err) {
+        printf("FAIL setup: %s\n", hr_err_msg(err));
+        hr_err_free(err);
+        return 1;
+    }
+    HR_RUN(test_heldout_nll);
+    HR_RUN(test_greedy);
+    HR_RUN(test_greedy_teacher_forced);
+    hr_model_free(model);
+    hr_backend_destroy(be);
+    json_decref(ref);
+    return hr_test_summary();
+}
