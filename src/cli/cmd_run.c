@@ -52,6 +52,7 @@ static hr_err *run(const run_opts *o) {
         int first = 1;
         err = hr_generate(m, &req, print_token, &first, &st);
         printf("\n");
+        fflush(stdout);
         if (!err)
             fprintf(stderr, "prompt %d tokens in %.3f s (%.1f tok/s), generated %d tokens (%.1f tok/s)\n",
                     st.n_prompt, st.prefill_s, st.n_prompt / (st.prefill_s + 1e-12), st.n_generated,

@@ -2,6 +2,7 @@
  * dense family: full forward, the KV path (prefill then one token at a time, and chunked
  * prefill), batching of rows from different sequences, and greedy continuations wherever
  * the reference margin is clear. */
+#include "base/cpu.h"
 #include "base/json.h"
 #include "engine/kv_pool.h"
 #include "harness.h"
@@ -181,11 +182,28 @@ static void test_models(void) {
         if (!hr_t_cur_failed) check_batched(&f, models[i]);
         fixture_close(&f);
         if (hr_t_cur_failed) return;
-        printf("  %s: all public cases match\n", models[i]);
+        printf("  %s: all public cases match (%s kernels)\n", models[i], hr_cpu_level_name(hr_cpu()->level));
     }
 }
 
+static void test_models_avx512(void) {
+    hr_cpu_set_level(HR_CPU_AVX512);
+    test_models();
+}
+
+static void test_models_avx2(void) {
+    hr_cpu_set_level(HR_CPU_AVX2);
+    test_models();
+}
+
+static void test_models_generic(void) {
+    hr_cpu_set_level(HR_CPU_GENERIC);
+    test_models();
+}
+
 int main(void) {
-    HR_RUN(test_models);
+    HR_RUN(test_models_avx512);
+    HR_RUN(test_models_avx2);
+    HR_RUN(test_models_generic);
     return hr_test_summary();
 }

@@ -1,0 +1,67 @@
+/* Batch-1 decode and prefill speed of a model on the CPU backend, at several context
+ * lengths, against this machine's streaming-read roofline:
+ *   bench_decode MODEL_DIR [threads=2] [runs=3]
+ * Make a real-shape model first: hearth mkmodel --preset qwen3-0.6b --out DIR. */
+#include <stdio.h>
+
+#include "common.h"
+#include "engine/generate.h"
+
+static int cmp_d(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int bench_ctx(hr_model *m, int ctx, int n_gen, int runs, double gbs) {
+    const hr_model_config *c = hr_model_cfg(m);
+    int32_t *prompt = malloc(sizeof(int32_t) * (size_t)ctx);
+    for (int i = 0; i < ctx; i++) prompt[i] = (int32_t)((i * 7919 + 13) % c->vocab);
+    double dec[16], pre[16];
+    for (int r = 0; r < runs; r++) {
+        hr_gen_request req = {prompt, ctx, n_gen, {0, 1, 0, 0, 0}, NULL, 0, 256};
+        hr_gen_stats st;
+        hr_err *err = hr_generate(m, &req, NULL, NULL, &st);
+        if (err) {
+            fprintf(stderr, "bench: %s\n", hr_err_msg(err));
+            hr_err_free(err);
+            free(prompt);
+            return 1;
+        }
+        dec[r] = (st.n_generated - 1) / st.decode_s;
+        pre[r] = ctx / st.prefill_s;
+    }
+    qsort(dec, (size_t)runs, sizeof *dec, cmp_d);
+    qsort(pre, (size_t)runs, sizeof *pre, cmp_d);
+    double kv = (double)(ctx + n_gen / 2) * c->n_layers * 2 * c->n_kv_heads * c->head_dim * 4;
+    double bytes = (double)hr_model_weight_bytes(m) + kv;
+    double roof = gbs * 1e9 / bytes;
+    printf("ctx %5d | decode %6.2f tok/s (%.2f..%.2f) | roofline %6.2f tok/s | %5.1f%% | prefill %7.1f tok/s\n",
+           ctx, dec[runs / 2], dec[0], dec[runs - 1], roof, 100 * dec[runs / 2] / roof, pre[runs / 2]);
+    free(prompt);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_decode MODEL_DIR [threads] [runs]\n");
+        return 2;
+    }
+    int threads = argc > 2 ? atoi(argv[2]) : 2, runs = argc > 3 ? atoi(argv[3]) : 3;
+    if (runs < 1 || runs > 16) runs = 3;
+    double gbs = bench_read_bandwidth(threads, NULL, NULL);
+    hr_backend *be;
+    hr_model *m;
+    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){threads, 0}, &be);
+    if (!err) err = hr_model_load(argv[1], be, &m);
+    if (err) {
+        fprintf(stderr, "bench: %s\n", hr_err_msg(err));
+        return 1;
+    }
+    printf("model %s (%s, %.2f GB weights), %d threads, %s kernels, read bandwidth %.1f GB/s, %d runs\n",
+           argv[1], hr_model_cfg(m)->model_type, hr_model_weight_bytes(m) / 1e9, threads,
+           hr_cpu_level_name(hr_cpu()->level), gbs, runs);
+    int rc = bench_ctx(m, 128, 33, runs, gbs) || bench_ctx(m, 2048, 33, runs, gbs);
+    hr_model_free(m);
+    hr_backend_destroy(be);
+    return rc;
+}

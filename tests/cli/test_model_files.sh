@@ -1,0 +1,76 @@
+# Loading checkpoints through the CLI: logits/run/mkmodel outputs, sharded checkpoints,
+# and corrupt or inconsistent files, each of which must fail with a clear message and
+# exit code 1, never a crash.
+. "$(dirname "$0")/lib.sh"
+M=$S/fixtures/models
+TINY=$M/tiny-llama
+
+# a corrupt copy of tiny-llama: $1 = name, then a python snippet editing bytes b / header h
+corrupt() {
+  local name=$1 code=$2
+  mkdir -p "$T/$name"
+  cp "$TINY/config.json" "$TINY/generation_config.json" "$T/$name/"
+  python3 - "$TINY/model.safetensors" "$T/$name/model.safetensors" <<PY
+import json, struct, sys
+b = open(sys.argv[1], 'rb').read()
+n = struct.unpack('<Q', b[:8])[0]
+h = json.loads(b[8:8 + n]); data = b[8 + n:]
+def pack(h, data):
+    t = json.dumps(h).encode(); t += b' ' * (-len(t) % 8)
+    return struct.pack('<Q', len(t)) + t + data
+$code
+open(sys.argv[2], 'wb').write(out)
+PY
+}
+
+expect_rc logits_help 0 "--tokens" "$H" logits --help
+expect_rc run_help 0 "--prompt-ids" "$H" run --help
+expect_rc mkmodel_help 0 "--preset" "$H" mkmodel --help
+expect_rc logits_writes 0 "" "$H" logits --model "$TINY" --tokens 1,5,17 --out "$T/l.safetensors"
+expect_rc logits_shape 0 "ok" python3 -c "
+import json,struct; b=open('$T/l.safetensors','rb').read(); n=struct.unpack('<Q',b[:8])[0]
+h=json.loads(b[8:8+n]); assert h['logits']['shape']==[3,512] and h['logits']['dtype']=='F32'; print('ok')"
+expect_rc run_ids 0 "^[0-9]+( [0-9]+){7}$" "$H" run --model "$TINY" --prompt-ids 1,5,17 --max-tokens 8 --print-ids
+expect_rc run_prompt_needs_ids 1 "tokenizer" "$H" run --model "$TINY" --prompt hello
+expect_rc run_bad_ids 1 "not a comma-separated list" "$H" run --model "$TINY" --prompt-ids 1,x
+expect_rc run_id_range 1 "out of range" "$H" run --model "$TINY" --prompt-ids 1,99999 --max-tokens 2
+expect_rc logits_missing_out 2 "required" "$H" logits --model "$TINY" --tokens 1
+expect_rc unknown_option 2 "unknown option --frob" "$H" logits --frob 1
+expect_rc missing_dir 1 "config.json" "$H" logits --model "$T/nope" --tokens 1 --out "$T/x"
+
+corrupt truncated "out = b[:len(b) - 1000]"
+expect_rc truncated 1 "truncated or corrupt" "$H" logits --model "$T/truncated" --tokens 1 --out "$T/x"
+corrupt header_len "out = struct.pack('<Q', len(b) * 2) + b[8:]"
+expect_rc header_beyond_file 1 "header length .* beyond the file" "$H" logits --model "$T/header_len" --tokens 1 --out "$T/x"
+corrupt bad_json "out = struct.pack('<Q', n) + b'{' * n + data"
+expect_rc header_not_json 1 "invalid JSON" "$H" logits --model "$T/bad_json" --tokens 1 --out "$T/x"
+corrupt wrong_shape "h['model.norm.weight']['shape'] = [64, 2]; out = pack(h, data)"
+expect_rc wrong_shape 1 "model.norm.weight.*shape \[64, 2\], expected \[128\]" "$H" logits --model "$T/wrong_shape" --tokens 1 --out "$T/x"
+corrupt missing "del h['model.layers.1.mlp.up_proj.weight']; out = pack(h, data)"
+expect_rc missing_tensor 1 "missing tensor \"model.layers.1.mlp.up_proj.weight\"" "$H" logits --model "$T/missing" --tokens 1 --out "$T/x"
+corrupt dtype "h['model.norm.weight']['dtype'] = 'F8_E4M3'; out = pack(h, data)"
+expect_rc unknown_dtype 1 "unsupported dtype F8_E4M3" "$H" logits --model "$T/dtype" --tokens 1 --out "$T/x"
+corrupt size "h['model.norm.weight']['shape'] = [100]; out = pack(h, data)"
+expect_rc size_mismatch 1 "bytes for a BF16 tensor" "$H" logits --model "$T/size" --tokens 1 --out "$T/x"
+corrupt ok "out = b"
+echo '{"model_type": "llama", "hidden_size": ' > "$T/ok/config.json"
+expect_rc bad_config 1 "config.json:.*invalid JSON" "$H" logits --model "$T/ok" --tokens 1 --out "$T/x"
+sed 's/"num_key_value_heads": 2/"num_key_value_heads": 3/' "$TINY/config.json" > "$T/ok/config.json"
+expect_rc kv_heads 1 "num_key_value_heads \(3\) does not divide num_attention_heads \(4\)" "$H" logits --model "$T/ok" --tokens 1 --out "$T/x"
+sed 's/"model_type": "llama"/"model_type": "gpt9"/' "$TINY/config.json" > "$T/ok/config.json"
+expect_rc unknown_arch 1 "unsupported model_type \"gpt9\"" "$H" logits --model "$T/ok" --tokens 1 --out "$T/x"
+sed 's/"hidden_size": 128/"hidden_size": "big"/' "$TINY/config.json" > "$T/ok/config.json"
+expect_rc config_type 1 "\"hidden_size\" must be an integer" "$H" logits --model "$T/ok" --tokens 1 --out "$T/x"
+
+# mkmodel: a tiny config, sharded, loads and runs; same seed -> same logits
+expect_rc mkmodel_sharded 0 "" "$H" mkmodel --config "$M/tiny-qwen3/config.json" --shard-mb 1 --seed 3 --out "$T/mk"
+expect_rc mkmodel_index 0 "" test -f "$T/mk/model.safetensors.index.json"
+expect_rc mkmodel_runs 0 "" "$H" logits --model "$T/mk" --tokens 1,2,3 --out "$T/mk1.safetensors"
+expect_rc mkmodel_again 0 "" "$H" mkmodel --config "$M/tiny-qwen3/config.json" --seed 3 --dtype f32 --out "$T/mk2"
+expect_rc mkmodel_f32 0 "" "$H" logits --model "$T/mk2" --tokens 1,2,3 --out "$T/mk2.safetensors"
+expect_rc mkmodel_tokenizer 0 "" "$H" mkmodel --config "$M/tiny-llama/config.json" --tokenizer "$M/brown-llama-8m" --out "$T/mk3"
+expect_rc mkmodel_tokenizer_copied 0 "" test -f "$T/mk3/tokenizer.json"
+expect_rc mkmodel_bad_preset 1 "unknown preset \"gpt5\"" "$H" mkmodel --preset gpt5 --out "$T/mk4"
+expect_rc mkmodel_bad_dtype 1 "--dtype must be bf16 or f32" "$H" mkmodel --preset qwen3-0.6b --dtype q3 --out "$T/mk4"
+expect_rc mkmodel_needs_one 2 "required" "$H" mkmodel --out "$T/mk4"
+summary
