@@ -4,6 +4,8 @@
 #include <stdio.h>
 
 const hr_verb hr_verbs[] = {
+    {"tokenize", hr_cmd_tokenize, "print the token ids of a text"},
+    {"detokenize", hr_cmd_detokenize, "print the text of token ids"},
     {NULL, NULL, NULL},
 };
 
