@@ -34,8 +34,10 @@ static void append_dir(hr_buf *b, const char *dir, const char *suffix) {
         if (de->d_name[0] == '.') continue;
         char *p = hr_path_join(dir, de->d_name);
         size_t n = strlen(de->d_name), k = strlen(suffix);
-        if (de->d_type == DT_DIR) append_dir(b, p, suffix);
-        else if (n > k && strcmp(de->d_name + n - k, suffix) == 0) append_file(b, p);
+        if (de->d_type == DT_DIR)
+            append_dir(b, p, suffix);
+        else if (n > k && strcmp(de->d_name + n - k, suffix) == 0)
+            append_file(b, p);
         free(p);
     }
     if (d) closedir(d);
@@ -44,11 +46,13 @@ static void append_dir(hr_buf *b, const char *dir, const char *suffix) {
 static void repeat_to(hr_buf *b, size_t target) {
     size_t base = b->len;
     hr_err_free(hr_buf_reserve(b, target)); /* appending from b->p must not move it */
-    while (base && b->len < target) hr_err_free(hr_buf_append(b, b->p, base < target - b->len ? base : target - b->len));
+    while (base && b->len < target)
+        hr_err_free(hr_buf_append(b, b->p, base < target - b->len ? base : target - b->len));
 }
 
 static void english(hr_buf *b) {
-    json_t *ref = json_load_file("../shared/fixtures/models/brown-llama-8m/reference.json", 0, NULL);
+    json_t *ref =
+        json_load_file("../shared/fixtures/models/brown-llama-8m/reference.json", 0, NULL);
     const char *t = json_string_value(json_object_get(ref, "heldout_text"));
     if (t) hr_err_free(hr_buf_append(b, t, strlen(t)));
     json_decref(ref);
@@ -56,7 +60,9 @@ static void english(hr_buf *b) {
     repeat_to(b, 8 << 20);
 }
 
-static double now_s(void) { return (double)hr_now_ns() / 1e9; }
+static double now_s(void) {
+    return (double)hr_now_ns() / 1e9;
+}
 
 static double encode_mbs(hr_tokenizer *tok, const hr_buf *text) {
     double best = 0;
@@ -104,13 +110,16 @@ int main(int argc, char **argv) {
     append_dir(&code, "src", ".c");
     repeat_to(&code, 8 << 20);
     printf("english text %.1f MB, code %.1f MB (best of 3 runs, one thread, warm word cache "
-           "after the first)\n", eng.len / 1e6, code.len / 1e6);
+           "after the first)\n",
+           eng.len / 1e6, code.len / 1e6);
     static const char *defaults[] = {".cache/tokenizers/qwen3", ".cache/tokenizers/llama3_1",
                                      ".cache/tokenizers/gemma3", ".cache/tokenizers/llama2"};
     if (argc > 1)
-        for (int i = 1; i < argc; i++) bench_one(argv[i], &eng, &code);
+        for (int i = 1; i < argc; i++)
+            bench_one(argv[i], &eng, &code);
     else
-        for (int i = 0; i < 4; i++) bench_one(defaults[i], &eng, &code);
+        for (int i = 0; i < 4; i++)
+            bench_one(defaults[i], &eng, &code);
     hr_buf_free(&eng);
     hr_buf_free(&code);
     return 0;

@@ -14,7 +14,9 @@ int hr_cmd_detokenize(int argc, char **argv) {
         {"ids", HR_OPT_STR, &ids_s, "comma-separated token ids, e.g. 9707,11,1879"},
         {"skip-special", HR_OPT_FLAG, &skip, "leave special tokens out of the text"},
     };
-    hr_err *e = hr_opts_parse(argc, argv, opts, 3, "usage: hearth detokenize --model DIR --ids 1,2,3 [--skip-special]", &help);
+    hr_err *e =
+        hr_opts_parse(argc, argv, opts, 3,
+                      "usage: hearth detokenize --model DIR --ids 1,2,3 [--skip-special]", &help);
     if (e) return hr_cmd_fail("detokenize", e), 2;
     if (help) return 0;
     if (!model) return hr_cmd_fail("detokenize", hr_errf("--model is required")), 2;
@@ -29,7 +31,8 @@ int hr_cmd_detokenize(int argc, char **argv) {
     int32_t *v = malloc(sizeof *v * (size_t)n);
     char *text = NULL;
     if (!v) e = hr_err_oom();
-    for (int i = 0; !e && i < n; i++) v[i] = ids[i];
+    for (int i = 0; !e && i < n; i++)
+        v[i] = ids[i];
     if (!e) e = hr_tokenizer_decode(tok, v, n, skip, &text);
     if (!e) printf("%s\n", text);
     free(text);

@@ -11,7 +11,8 @@
 
 static void print_ids(const int32_t *ids, int n) {
     putchar('[');
-    for (int i = 0; i < n; i++) printf(i ? ", %d" : "%d", ids[i]);
+    for (int i = 0; i < n; i++)
+        printf(i ? ", %d" : "%d", ids[i]);
     printf("]\n");
 }
 
@@ -24,11 +25,14 @@ int hr_cmd_tokenize(int argc, char **argv) {
         {"file", HR_OPT_STR, &file, "file whose contents to tokenize"},
         {"special", HR_OPT_FLAG, &special, "add the tokenizer's special tokens (BOS/EOS)"},
     };
-    hr_err *e = hr_opts_parse(argc, argv, opts, 4, "usage: hearth tokenize --model DIR (--text S | --file F) [--special]", &help);
+    hr_err *e = hr_opts_parse(
+        argc, argv, opts, 4, "usage: hearth tokenize --model DIR (--text S | --file F) [--special]",
+        &help);
     if (e) return hr_cmd_fail("tokenize", e), 2;
     if (help) return 0;
     if (!model) return hr_cmd_fail("tokenize", hr_errf("--model is required")), 2;
-    if (!text == !file) return hr_cmd_fail("tokenize", hr_errf("give exactly one of --text and --file")), 2;
+    if (!text == !file)
+        return hr_cmd_fail("tokenize", hr_errf("give exactly one of --text and --file")), 2;
     char *buf = NULL;
     size_t len = text ? strlen(text) : 0;
     if (file && (e = hr_read_file(file, &buf, &len))) return hr_cmd_fail("tokenize", e);

@@ -68,7 +68,8 @@ int hr_trie_longest(const hr_trie *t, const char *s, size_t n, size_t *mlen) {
 /* The code point ending just before s[end] / starting at s[start]. */
 static uint32_t cp_before(const char *s, size_t end) {
     size_t p = end - 1;
-    while (p > 0 && ((unsigned char)s[p] & 0xC0) == 0x80) p--;
+    while (p > 0 && ((unsigned char)s[p] & 0xC0) == 0x80)
+        p--;
     uint32_t cp;
     hr_utf8_decode(s + p, &cp);
     return cp;
@@ -90,7 +91,8 @@ static int is_ws_cp(uint32_t cp) {
 static size_t lstrip_start(const char *s, size_t start) {
     while (start > 0) {
         size_t p = start - 1;
-        while (p > 0 && ((unsigned char)s[p] & 0xC0) == 0x80) p--;
+        while (p > 0 && ((unsigned char)s[p] & 0xC0) == 0x80)
+            p--;
         uint32_t cp;
         hr_utf8_decode(s + p, &cp);
         if (!is_ws_cp(cp)) break;

@@ -85,17 +85,21 @@ static int initial_symbols(const hr_tokenizer *t, const char *w, size_t n, symbo
         size_t k = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
         if (i + k > n) k = n - i;
         int32_t id = -1;
-        if (k == 1 && t->char_ids) id = t->char_ids[c];
-        else hr_strmap_get(&t->vocab, w + i, k, &id);
+        if (k == 1 && t->char_ids)
+            id = t->char_ids[c];
+        else
+            hr_strmap_get(&t->vocab, w + i, k, &id);
         if (id >= 0) {
             if (unk_len) add_sym(syms, &ns, t->unk_id, unk_len);
             unk_len = 0;
             add_sym(syms, &ns, id, (int)k);
         } else if (t->byte_fallback && t->byte_ids[c] >= 0) {
             int all = 1;
-            for (size_t b = 0; b < k; b++) all &= t->byte_ids[(unsigned char)w[i + b]] >= 0;
+            for (size_t b = 0; b < k; b++)
+                all &= t->byte_ids[(unsigned char)w[i + b]] >= 0;
             if (!all) goto unk;
-            for (size_t b = 0; b < k; b++) add_sym(syms, &ns, t->byte_ids[(unsigned char)w[i + b]], 1);
+            for (size_t b = 0; b < k; b++)
+                add_sym(syms, &ns, t->byte_ids[(unsigned char)w[i + b]], 1);
         } else {
         unk:
             if (t->unk_id >= 0) {
@@ -185,13 +189,15 @@ static int cache_get(hr_word_cache *c, const char *w, size_t n, hr_ids *out, hr_
     if (hr_strmap_get(&c->map, w, n, &k)) {
         hit = 1;
         uint32_t off = c->spans[2 * k], cnt = c->spans[2 * k + 1];
-        for (uint32_t i = 0; i < cnt && !*e; i++) *e = hr_ids_push(out, c->ids[off + i]);
+        for (uint32_t i = 0; i < cnt && !*e; i++)
+            *e = hr_ids_push(out, c->ids[off + i]);
     }
     pthread_mutex_unlock(&c->mu);
     return hit;
 }
 
-static hr_err *cache_put_locked(hr_word_cache *c, const char *w, size_t n, const int32_t *ids, int cnt) {
+static hr_err *cache_put_locked(hr_word_cache *c, const char *w, size_t n, const int32_t *ids,
+                                int cnt) {
     if (c->n_spans >= CACHE_MAX_ENTRIES) {
         hr_strmap_free(&c->map);
         HR_TRY(hr_strmap_init(&c->map, 1024));
@@ -206,7 +212,8 @@ static hr_err *cache_put_locked(hr_word_cache *c, const char *w, size_t n, const
     }
     if (c->n_ids + (size_t)cnt > c->cap_ids) {
         size_t cap = c->cap_ids ? c->cap_ids * 2 : 4096;
-        while (cap < c->n_ids + (size_t)cnt) cap *= 2;
+        while (cap < c->n_ids + (size_t)cnt)
+            cap *= 2;
         int32_t *v = realloc(c->ids, sizeof *v * cap);
         if (!v) return hr_err_oom();
         c->ids = v;

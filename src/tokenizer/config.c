@@ -27,7 +27,9 @@ static const char *token_content(json_t *v) {
     return json_string_value(json_object_get(v, "content"));
 }
 
-static int32_t id_of(const hr_tokenizer *t, const char *s) { return s ? hr_tokenizer_token_id(t, s) : -1; }
+static int32_t id_of(const hr_tokenizer *t, const char *s) {
+    return s ? hr_tokenizer_token_id(t, s) : -1;
+}
 
 static hr_err *stop_push(hr_tokenizer *t, int32_t id) {
     if (id < 0) return NULL;
@@ -101,11 +103,15 @@ static hr_err *chat_templates(hr_tokenizer *t, const char *dir, json_t *cfg) {
  * pre-tokenizer without splitting, prepending per legacy/add_prefix_space. */
 static hr_err *llama_pipeline(hr_tokenizer *t, json_t *cfg) {
     const char *cls = json_string_value(json_object_get(cfg, "tokenizer_class"));
-    if (!cls || (strcmp(cls, "LlamaTokenizer") != 0 && strcmp(cls, "LlamaTokenizerFast") != 0)) return NULL;
-    json_t *legacy = json_object_get(cfg, "legacy"), *aps = json_object_get(cfg, "add_prefix_space");
-    hr_prepend_scheme ps = json_is_false(aps) ? HR_PREPEND_NEVER :
-                           json_is_false(legacy) ? HR_PREPEND_FIRST : HR_PREPEND_ALWAYS;
-    hr_pre_step st = {.kind = HR_PRE_METASPACE, .replacement = strdup("\xE2\x96\x81"), .prepend = ps};
+    if (!cls || (strcmp(cls, "LlamaTokenizer") != 0 && strcmp(cls, "LlamaTokenizerFast") != 0))
+        return NULL;
+    json_t *legacy = json_object_get(cfg, "legacy"),
+           *aps = json_object_get(cfg, "add_prefix_space");
+    hr_prepend_scheme ps = json_is_false(aps)      ? HR_PREPEND_NEVER
+                           : json_is_false(legacy) ? HR_PREPEND_FIRST
+                                                   : HR_PREPEND_ALWAYS;
+    hr_pre_step st = {
+        .kind = HR_PRE_METASPACE, .replacement = strdup("\xE2\x96\x81"), .prepend = ps};
     hr_pipeline *p = &t->pipe[1];
     p->pre = malloc(sizeof *p->pre);
     if (!st.replacement || !p->pre) {

@@ -7,7 +7,9 @@
 
 #include "tokenizer/tok_internal.h"
 
-static const char *tok_at(const hr_pieces *p, int i) { return p->text.p + p->off[i]; }
+static const char *tok_at(const hr_pieces *p, int i) {
+    return p->text.p + p->off[i];
+}
 
 static hr_err *dec_replace(const hr_dec_step *st, hr_pieces *in, hr_pieces *out) {
     size_t pl = strlen(st->a), wl = strlen(st->b);
@@ -39,8 +41,10 @@ static int byte_token(const char *s, size_t n, unsigned *byte) {
     unsigned v = 0;
     for (int i = 3; i < 5; i++) {
         char c = s[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 :
-                c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                                       : -1;
         if (d < 0) return 0;
         v = v * 16 + (unsigned)d;
     }
@@ -51,9 +55,11 @@ static int byte_token(const char *s, size_t n, unsigned *byte) {
 static hr_err *flush_bytes(hr_buf *bytes, hr_pieces *out) {
     if (!bytes->len) return NULL;
     hr_err *e = NULL;
-    if (hr_utf8_is_valid(bytes->p, bytes->len)) e = hr_pieces_add(out, bytes->p, bytes->len, 0);
+    if (hr_utf8_is_valid(bytes->p, bytes->len))
+        e = hr_pieces_add(out, bytes->p, bytes->len, 0);
     else
-        for (size_t i = 0; i < bytes->len && !e; i++) e = hr_pieces_add(out, "\xEF\xBF\xBD", 3, 0);
+        for (size_t i = 0; i < bytes->len && !e; i++)
+            e = hr_pieces_add(out, "\xEF\xBF\xBD", 3, 0);
     bytes->len = 0;
     return e;
 }
@@ -86,8 +92,11 @@ static hr_err *dec_strip(const hr_dec_step *st, hr_pieces *in, hr_pieces *out) {
     for (int i = 0; i < in->n; i++) {
         const char *s = tok_at(in, i);
         size_t a = 0, b = in->len[i];
-        for (int k = 0; k < st->start && cl && a + cl <= b && memcmp(s + a, st->a, cl) == 0; k++) a += cl;
-        for (int k = 0; k < st->stop && cl && b >= a + cl && memcmp(s + b - cl, st->a, cl) == 0; k++) b -= cl;
+        for (int k = 0; k < st->start && cl && a + cl <= b && memcmp(s + a, st->a, cl) == 0; k++)
+            a += cl;
+        for (int k = 0; k < st->stop && cl && b >= a + cl && memcmp(s + b - cl, st->a, cl) == 0;
+             k++)
+            b -= cl;
         HR_TRY(hr_pieces_add(out, s + a, b - a, 0));
     }
     return NULL;
@@ -142,24 +151,30 @@ static hr_err *dec_bytelevel(const hr_bytelevel *bl, hr_pieces *in, hr_pieces *o
     return e;
 }
 
-static hr_err *dec_step(const hr_tokenizer *t, const hr_dec_step *st, hr_pieces *in, hr_pieces *out) {
+static hr_err *dec_step(const hr_tokenizer *t, const hr_dec_step *st, hr_pieces *in,
+                        hr_pieces *out) {
     switch (st->kind) {
-    case HR_DEC_REPLACE: return dec_replace(st, in, out);
-    case HR_DEC_BYTEFALLBACK: return dec_bytefallback(in, out);
-    case HR_DEC_FUSE: return dec_fuse(in, out);
-    case HR_DEC_STRIP: return dec_strip(st, in, out);
-    case HR_DEC_METASPACE: return dec_metaspace(st, in, out);
-    case HR_DEC_BYTELEVEL: return dec_bytelevel(&t->bl, in, out);
+    case HR_DEC_REPLACE:
+        return dec_replace(st, in, out);
+    case HR_DEC_BYTEFALLBACK:
+        return dec_bytefallback(in, out);
+    case HR_DEC_FUSE:
+        return dec_fuse(in, out);
+    case HR_DEC_STRIP:
+        return dec_strip(st, in, out);
+    case HR_DEC_METASPACE:
+        return dec_metaspace(st, in, out);
+    case HR_DEC_BYTELEVEL:
+        return dec_bytelevel(&t->bl, in, out);
     }
     return NULL;
 }
 
 /* transformers' clean_up_tokenization: the same replacements, in the same order. */
 static void cleanup_spaces(hr_buf *b) {
-    static const char *pats[][2] = {{" .", "."},     {" ?", "?"},     {" !", "!"},
-                                    {" ,", ","},     {" ' ", "'"},    {" n't", "n't"},
-                                    {" 'm", "'m"},   {" 's", "'s"},   {" 've", "'ve"},
-                                    {" 're", "'re"}};
+    static const char *pats[][2] = {{" .", "."},     {" ?", "?"},     {" !", "!"},   {" ,", ","},
+                                    {" ' ", "'"},    {" n't", "n't"}, {" 'm", "'m"}, {" 's", "'s"},
+                                    {" 've", "'ve"}, {" 're", "'re"}};
     for (size_t p = 0; p < sizeof pats / sizeof pats[0]; p++) {
         size_t pl = strlen(pats[p][0]), wl = strlen(pats[p][1]), r = 0, w = 0;
         while (r < b->len) {

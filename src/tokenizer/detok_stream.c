@@ -19,8 +19,8 @@ struct hr_detok_stream {
     int byte_fallback; /* the decoder has a ByteFallback step */
     int32_t *ids;
     int n, cap;
-    int start;        /* first id of the window */
-    size_t done;      /* bytes of the window's text already emitted */
+    int start;   /* first id of the window */
+    size_t done; /* bytes of the window's text already emitted */
     hr_buf text, out;
 };
 
@@ -29,7 +29,8 @@ hr_err *hr_detok_stream_create(const hr_tokenizer *tok, int skip_special, hr_det
     if (!*out) return hr_err_oom();
     (*out)->tok = tok;
     (*out)->skip_special = skip_special;
-    for (int i = 0; i < tok->n_dec; i++) (*out)->byte_fallback |= tok->dec[i].kind == HR_DEC_BYTEFALLBACK;
+    for (int i = 0; i < tok->n_dec; i++)
+        (*out)->byte_fallback |= tok->dec[i].kind == HR_DEC_BYTEFALLBACK;
     return NULL;
 }
 
@@ -42,7 +43,8 @@ void hr_detok_stream_destroy(hr_detok_stream *s) {
 }
 
 static size_t cleanup_holdback(const hr_buf *b) {
-    static const char *pats[] = {" .", " ?", " !", " ,", " ' ", " n't", " 'm", " 's", " 've", " 're"};
+    static const char *pats[] = {" .",   " ?",  " !",  " ,",   " ' ",
+                                 " n't", " 'm", " 's", " 've", " 're"};
     for (size_t k = 3; k >= 1; k--) {
         if (b->len < k) continue;
         const char *tail = b->p + b->len - k;
@@ -76,7 +78,8 @@ static size_t holdback(const hr_detok_stream *s) {
 static hr_err *advance(hr_detok_stream *s) {
     if (s->n - s->start <= WINDOW_MAX) return NULL;
     int a = s->n - 1;
-    while (a > s->start && !visible(s, s->ids[a])) a--;
+    while (a > s->start && !visible(s, s->ids[a]))
+        a--;
     if (a == s->start) return NULL;
     HR_TRY(hr_tok_decode_buf(s->tok, s->ids + a, s->n - a, s->skip_special, &s->text));
     s->start = a;
@@ -86,8 +89,10 @@ static hr_err *advance(hr_detok_stream *s) {
 
 static hr_err *emit(hr_detok_stream *s, size_t upto, const char **text, size_t *len) {
     s->out.len = 0;
-    if (upto > s->done) HR_TRY(hr_buf_append(&s->out, s->text.p + s->done, upto - s->done));
-    else HR_TRY(hr_buf_append(&s->out, "", 0));
+    if (upto > s->done)
+        HR_TRY(hr_buf_append(&s->out, s->text.p + s->done, upto - s->done));
+    else
+        HR_TRY(hr_buf_append(&s->out, "", 0));
     if (upto > s->done) s->done = upto;
     *text = s->out.p;
     *len = s->out.len;
@@ -107,7 +112,8 @@ hr_err *hr_detok_stream_push(hr_detok_stream *s, int32_t id, const char **text, 
         s->cap = cap;
     }
     s->ids[s->n++] = id;
-    HR_TRY(hr_tok_decode_buf(s->tok, s->ids + s->start, s->n - s->start, s->skip_special, &s->text));
+    HR_TRY(
+        hr_tok_decode_buf(s->tok, s->ids + s->start, s->n - s->start, s->skip_special, &s->text));
     size_t hold = holdback(s);
     HR_TRY(emit(s, s->text.len - hold, text, len));
     if (hold == 0) HR_TRY(advance(s));
@@ -115,6 +121,7 @@ hr_err *hr_detok_stream_push(hr_detok_stream *s, int32_t id, const char **text, 
 }
 
 hr_err *hr_detok_stream_flush(hr_detok_stream *s, const char **text, size_t *len) {
-    HR_TRY(hr_tok_decode_buf(s->tok, s->ids + s->start, s->n - s->start, s->skip_special, &s->text));
+    HR_TRY(
+        hr_tok_decode_buf(s->tok, s->ids + s->start, s->n - s->start, s->skip_special, &s->text));
     return emit(s, s->text.len, text, len);
 }

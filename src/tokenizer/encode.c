@@ -32,7 +32,8 @@ static hr_err *encode_segment(enc_ctx *c, const char *s, size_t n, int first) {
         HR_TRY(hr_pieces_add(&c->in, c->norm.p, c->norm.len, first));
         return run_words(c);
     }
-    HR_TRY(hr_split_added(c->t, &c->p->norm_trie, c->norm.p, c->norm.len, &c->segs, &c->n_segs, &c->cap_segs));
+    HR_TRY(hr_split_added(c->t, &c->p->norm_trie, c->norm.p, c->norm.len, &c->segs, &c->n_segs,
+                          &c->cap_segs));
     for (int i = 0; i < c->n_segs; i++) {
         hr_segment g = c->segs[i];
         if (g.id >= 0) {
@@ -48,17 +49,22 @@ static hr_err *encode_segment(enc_ctx *c, const char *s, size_t n, int first) {
 static hr_err *encode_text(enc_ctx *c, const char *text, size_t len, int add_special) {
     const hr_tokenizer *t = c->t;
     if (add_special)
-        for (int i = 0; i < t->n_prefix; i++) HR_TRY(hr_ids_push(&c->ids, t->prefix_ids[i]));
+        for (int i = 0; i < t->n_prefix; i++)
+            HR_TRY(hr_ids_push(&c->ids, t->prefix_ids[i]));
     hr_segment *segs = NULL;
     int n_segs = 0, cap = 0;
     hr_err *e = hr_split_added(t, &t->raw_trie, text, len, &segs, &n_segs, &cap);
     for (int i = 0; i < n_segs && !e; i++) {
-        if (segs[i].id >= 0) e = hr_ids_push(&c->ids, segs[i].id);
-        else e = encode_segment(c, text + segs[i].start, segs[i].end - segs[i].start, segs[i].start == 0);
+        if (segs[i].id >= 0)
+            e = hr_ids_push(&c->ids, segs[i].id);
+        else
+            e = encode_segment(c, text + segs[i].start, segs[i].end - segs[i].start,
+                               segs[i].start == 0);
     }
     free(segs);
     if (add_special)
-        for (int i = 0; i < t->n_suffix && !e; i++) e = hr_ids_push(&c->ids, t->suffix_ids[i]);
+        for (int i = 0; i < t->n_suffix && !e; i++)
+            e = hr_ids_push(&c->ids, t->suffix_ids[i]);
     return e;
 }
 

@@ -16,8 +16,10 @@ static int is_ascii(const char *s, size_t n) {
 static hr_err *unicode_form(hr_norm_kind k, const char *s, size_t n, hr_buf *out) {
     if (is_ascii(s, n)) return hr_buf_append(out, s, n);
     int opt = UTF8PROC_STABLE;
-    if (k == HR_NORM_NFC || k == HR_NORM_NFKC) opt |= UTF8PROC_COMPOSE;
-    else opt |= UTF8PROC_DECOMPOSE;
+    if (k == HR_NORM_NFC || k == HR_NORM_NFKC)
+        opt |= UTF8PROC_COMPOSE;
+    else
+        opt |= UTF8PROC_DECOMPOSE;
     if (k == HR_NORM_NFKC || k == HR_NORM_NFKD) opt |= UTF8PROC_COMPAT;
     utf8proc_uint8_t *r = NULL;
     utf8proc_ssize_t m = utf8proc_map((const utf8proc_uint8_t *)s, (utf8proc_ssize_t)n, &r, opt);
@@ -75,7 +77,8 @@ static hr_err *strip(int left, int right, const char *s, size_t n, hr_buf *out) 
     }
     while (right && b > a) {
         size_t p = b - 1;
-        while (p > a && ((unsigned char)s[p] & 0xC0) == 0x80) p--;
+        while (p > a && ((unsigned char)s[p] & 0xC0) == 0x80)
+            p--;
         uint32_t cp;
         hr_utf8_decode(s + p, &cp);
         if (!is_space_cp(cp)) break;
@@ -86,14 +89,20 @@ static hr_err *strip(int left, int right, const char *s, size_t n, hr_buf *out) 
 
 static hr_err *apply(const hr_norm_step *st, const char *s, size_t n, hr_buf *out) {
     switch (st->kind) {
-    case HR_NORM_NFC: case HR_NORM_NFKC: case HR_NORM_NFD: case HR_NORM_NFKD:
+    case HR_NORM_NFC:
+    case HR_NORM_NFKC:
+    case HR_NORM_NFD:
+    case HR_NORM_NFKD:
         return unicode_form(st->kind, s, n, out);
-    case HR_NORM_LOWERCASE: return lowercase(s, n, out);
-    case HR_NORM_REPLACE: return replace(st->a, st->b, s, n, out);
+    case HR_NORM_LOWERCASE:
+        return lowercase(s, n, out);
+    case HR_NORM_REPLACE:
+        return replace(st->a, st->b, s, n, out);
     case HR_NORM_PREPEND:
         if (n) HR_TRY(hr_buf_append(out, st->a, strlen(st->a)));
         return hr_buf_append(out, s, n);
-    case HR_NORM_STRIP: return strip(st->left, st->right, s, n, out);
+    case HR_NORM_STRIP:
+        return strip(st->left, st->right, s, n, out);
     }
     return NULL;
 }

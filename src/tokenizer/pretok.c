@@ -44,8 +44,8 @@ hr_err *hr_pieces_add(hr_pieces *p, const char *s, size_t n, int first) {
 hr_err *hr_compile_regex(const char *pattern, pcre2_code **out) {
     int ec;
     PCRE2_SIZE eo;
-    *out = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &ec, &eo,
-                         NULL);
+    *out = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &ec,
+                         &eo, NULL);
     if (!*out) {
         PCRE2_UCHAR msg[256];
         pcre2_get_error_message(ec, msg, sizeof msg);
@@ -80,7 +80,8 @@ static hr_err *spans_push(spans *s, size_t a, size_t b, int match) {
 
 static size_t char_len(const char *s, size_t i, size_t n) {
     size_t k = 1;
-    while (i + k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80) k++;
+    while (i + k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80)
+        k++;
     return k;
 }
 
@@ -120,16 +121,20 @@ static void apply_behavior(hr_split_behavior bh, spans *sp) {
     int w = 0, prev_match = 0;
     switch (bh) {
     case HR_SPLIT_ISOLATED:
-        for (int i = 0; i < sp->n; i++) sp->v[i].match = 0;
+        for (int i = 0; i < sp->n; i++)
+            sp->v[i].match = 0;
         return;
     case HR_SPLIT_REMOVED:
-        for (int i = 0; i < sp->n; i++) sp->v[i].match = sp->v[i].match ? 2 : 0;
+        for (int i = 0; i < sp->n; i++)
+            sp->v[i].match = sp->v[i].match ? 2 : 0;
         return;
     case HR_SPLIT_MERGED_PREV:
         for (int i = 0; i < sp->n; i++) {
             int m = sp->v[i].match;
-            if (m && !prev_match && w > 0) sp->v[w - 1].b = sp->v[i].b;
-            else sp->v[w++] = (span){sp->v[i].a, sp->v[i].b, 0};
+            if (m && !prev_match && w > 0)
+                sp->v[w - 1].b = sp->v[i].b;
+            else
+                sp->v[w++] = (span){sp->v[i].a, sp->v[i].b, 0};
             prev_match = m;
         }
         break;
@@ -137,8 +142,10 @@ static void apply_behavior(hr_split_behavior bh, spans *sp) {
         w = sp->n;
         for (int i = sp->n - 1; i >= 0; i--) {
             int m = sp->v[i].match;
-            if (m && !prev_match && w < sp->n) sp->v[w].a = sp->v[i].a;
-            else sp->v[--w] = (span){sp->v[i].a, sp->v[i].b, 0};
+            if (m && !prev_match && w < sp->n)
+                sp->v[w].a = sp->v[i].a;
+            else
+                sp->v[--w] = (span){sp->v[i].a, sp->v[i].b, 0};
             prev_match = m;
         }
         memmove(sp->v, sp->v + w, sizeof *sp->v * (size_t)(sp->n - w));
@@ -147,8 +154,10 @@ static void apply_behavior(hr_split_behavior bh, spans *sp) {
     case HR_SPLIT_CONTIGUOUS:
         for (int i = 0; i < sp->n; i++) {
             int m = sp->v[i].match;
-            if (m == prev_match && w > 0) sp->v[w - 1].b = sp->v[i].b;
-            else sp->v[w++] = (span){sp->v[i].a, sp->v[i].b, 0};
+            if (m == prev_match && w > 0)
+                sp->v[w - 1].b = sp->v[i].b;
+            else
+                sp->v[w++] = (span){sp->v[i].a, sp->v[i].b, 0};
             prev_match = m;
         }
         break;
@@ -160,7 +169,8 @@ static hr_err *split_piece(const hr_pre_step *st, hr_split_behavior bh, int inve
                            size_t n, int first, pcre2_match_data *md, spans *sp, hr_pieces *out) {
     HR_TRY(find_matches(st, s, n, md, sp));
     if (invert)
-        for (int i = 0; i < sp->n; i++) sp->v[i].match = !sp->v[i].match;
+        for (int i = 0; i < sp->n; i++)
+            sp->v[i].match = !sp->v[i].match;
     apply_behavior(bh, sp);
     for (int i = 0; i < sp->n; i++)
         if (sp->v[i].match != 2)
@@ -228,8 +238,10 @@ static hr_err *run_step(const hr_tokenizer *t, const hr_pre_step *st, hr_pieces 
             hr_buf w = {0};
             hr_err *e = hr_buf_append(&w, " ", 1);
             if (!e) e = hr_buf_append(&w, s, n);
-            if (!e && st->re) e = split_piece(st, HR_SPLIT_ISOLATED, 0, w.p, w.len, first, md, sp, out);
-            else if (!e) e = hr_pieces_add(out, w.p, w.len, first);
+            if (!e && st->re)
+                e = split_piece(st, HR_SPLIT_ISOLATED, 0, w.p, w.len, first, md, sp, out);
+            else if (!e)
+                e = hr_pieces_add(out, w.p, w.len, first);
             hr_buf_free(&w);
             HR_TRY(e);
         } else if (st->re) {

@@ -7,7 +7,8 @@
 hr_err *hr_buf_reserve(hr_buf *b, size_t extra) {
     if (b->len + extra + 1 <= b->cap) return NULL;
     size_t cap = b->cap ? b->cap : 64;
-    while (cap < b->len + extra + 1) cap *= 2;
+    while (cap < b->len + extra + 1)
+        cap *= 2;
     char *p = realloc(b->p, cap);
     if (!p) return hr_err_oom();
     b->p = p;
@@ -37,7 +38,8 @@ uint32_t hr_hash_bytes(const char *k, size_t len) {
         h = (h ^ w) * 0x100000001b3ull;
         h ^= h >> 29;
     }
-    for (; i < len; i++) h = (h ^ (unsigned char)k[i]) * 0x100000001b3ull;
+    for (; i < len; i++)
+        h = (h ^ (unsigned char)k[i]) * 0x100000001b3ull;
     h ^= h >> 32;
     h *= 0x9E3779B97F4A7C15ull;
     return (uint32_t)(h >> 32);
@@ -48,7 +50,8 @@ static hr_err *strmap_rehash(hr_strmap *m, uint32_t nslots) {
     if (!slots) return hr_err_oom();
     for (uint32_t i = 0; i < m->n; i++) {
         uint32_t s = m->ents[i].hash & (nslots - 1);
-        while (slots[s]) s = (s + 1) & (nslots - 1);
+        while (slots[s])
+            s = (s + 1) & (nslots - 1);
         slots[s] = i + 1;
     }
     free(m->slots);
@@ -60,7 +63,8 @@ static hr_err *strmap_rehash(hr_strmap *m, uint32_t nslots) {
 hr_err *hr_strmap_init(hr_strmap *m, uint32_t expect) {
     memset(m, 0, sizeof *m);
     uint32_t nslots = 16;
-    while (nslots < expect * 2 + 2) nslots *= 2;
+    while (nslots < expect * 2 + 2)
+        nslots *= 2;
     m->cap = expect > 8 ? expect : 8;
     m->ents = malloc(sizeof *m->ents * m->cap);
     if (!m->ents) return hr_err_oom();
@@ -123,7 +127,8 @@ static uint64_t pair_hash(uint64_t k) {
 
 hr_err *hr_pairmap_init(hr_pairmap *m, uint64_t expect) {
     uint64_t nslots = 16;
-    while (nslots < expect * 2 + 2) nslots *= 2;
+    while (nslots < expect * 2 + 2)
+        nslots *= 2;
     m->keys = calloc(nslots, sizeof *m->keys);
     m->vals = malloc(nslots * sizeof *m->vals);
     m->mask = nslots - 1;
@@ -153,7 +158,8 @@ static hr_err *pairmap_grow(hr_pairmap *m) {
 
 hr_err *hr_pairmap_put(hr_pairmap *m, uint64_t key, uint64_t val) {
     uint64_t s = pair_hash(key) & m->mask;
-    while (m->keys[s] && m->keys[s] != key + 1) s = (s + 1) & m->mask;
+    while (m->keys[s] && m->keys[s] != key + 1)
+        s = (s + 1) & m->mask;
     if (!m->keys[s]) {
         m->keys[s] = key + 1;
         m->n++;

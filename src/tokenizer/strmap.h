@@ -19,13 +19,13 @@ hr_err *hr_buf_append(hr_buf *b, const void *s, size_t n);
 void hr_buf_free(hr_buf *b);
 
 typedef struct {
-    uint32_t off, len;  /* key bytes in keys */
+    uint32_t off, len; /* key bytes in keys */
     uint32_t hash;
     int32_t val;
 } hr_strmap_ent;
 
 typedef struct {
-    uint32_t *slots;    /* 1 + index into ents, 0 = empty */
+    uint32_t *slots; /* 1 + index into ents, 0 = empty */
     uint32_t mask;
     hr_strmap_ent *ents;
     uint32_t n, cap;
@@ -41,7 +41,7 @@ int hr_strmap_get(const hr_strmap *m, const char *k, size_t len, int32_t *val);
 uint32_t hr_hash_bytes(const char *k, size_t len);
 
 typedef struct {
-    uint64_t *keys;     /* key + 1, 0 = empty */
+    uint64_t *keys; /* key + 1, 0 = empty */
     uint64_t *vals;
     uint64_t mask;
     uint64_t n;

@@ -100,7 +100,8 @@ hr_err *hr_tokenizer_load(const char *dir, hr_tokenizer **out) {
 
 void hr_tokenizer_free(hr_tokenizer *t) {
     if (!t) return;
-    for (int i = 0; t->id_str && i < t->n_vocab; i++) free(t->id_str[i]);
+    for (int i = 0; t->id_str && i < t->n_vocab; i++)
+        free(t->id_str[i]);
     free(t->id_str);
     free(t->id_len);
     free(t->id_special);
@@ -108,7 +109,8 @@ void hr_tokenizer_free(hr_tokenizer *t) {
     hr_pairmap_free(&t->merges);
     free(t->char_ids);
     hr_word_cache_destroy(t->cache);
-    for (int i = 0; i < t->n_added; i++) free(t->added[i].content);
+    for (int i = 0; i < t->n_added; i++)
+        free(t->added[i].content);
     free(t->added);
     hr_strmap_free(&t->added_map);
     hr_trie_free(&t->raw_trie);
@@ -125,7 +127,9 @@ void hr_tokenizer_free(hr_tokenizer *t) {
     free(t);
 }
 
-int hr_tokenizer_vocab_size(const hr_tokenizer *t) { return t->n_vocab; }
+int hr_tokenizer_vocab_size(const hr_tokenizer *t) {
+    return t->n_vocab;
+}
 
 int32_t hr_tokenizer_token_id(const hr_tokenizer *t, const char *token) {
     int32_t id;
@@ -143,10 +147,18 @@ int hr_tokenizer_is_special(const hr_tokenizer *t, int32_t id) {
     return id >= 0 && id < t->n_vocab && t->id_special[id];
 }
 
-const char *hr_tokenizer_bos(const hr_tokenizer *t) { return t->bos; }
-const char *hr_tokenizer_eos(const hr_tokenizer *t) { return t->eos; }
-int32_t hr_tokenizer_bos_id(const hr_tokenizer *t) { return t->bos_id; }
-int32_t hr_tokenizer_eos_id(const hr_tokenizer *t) { return t->eos_id; }
+const char *hr_tokenizer_bos(const hr_tokenizer *t) {
+    return t->bos;
+}
+const char *hr_tokenizer_eos(const hr_tokenizer *t) {
+    return t->eos;
+}
+int32_t hr_tokenizer_bos_id(const hr_tokenizer *t) {
+    return t->bos_id;
+}
+int32_t hr_tokenizer_eos_id(const hr_tokenizer *t) {
+    return t->eos_id;
+}
 
 int hr_tokenizer_stop_ids(const hr_tokenizer *t, const int32_t **ids) {
     *ids = t->stop_ids;

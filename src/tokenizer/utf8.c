@@ -11,7 +11,8 @@ size_t hr_utf8_next(const unsigned char *s, size_t n, int *valid) {
     if (c < 0x80) return 1;
     size_t need;
     unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) need = 2;
+    if (c >= 0xC2 && c <= 0xDF)
+        need = 2;
     else if (c >= 0xE0 && c <= 0xEF) {
         need = 3;
         if (c == 0xE0) lo = 0xA0;
@@ -70,7 +71,8 @@ size_t hr_utf8_decode(const char *s, uint32_t *cp) {
     const unsigned char *u = (const unsigned char *)s;
     if (u[0] < 0x80) return *cp = u[0], 1;
     if (u[0] < 0xE0) return *cp = ((u[0] & 0x1Fu) << 6) | (u[1] & 0x3Fu), 2;
-    if (u[0] < 0xF0) return *cp = ((u[0] & 0x0Fu) << 12) | ((u[1] & 0x3Fu) << 6) | (u[2] & 0x3Fu), 3;
+    if (u[0] < 0xF0)
+        return *cp = ((u[0] & 0x0Fu) << 12) | ((u[1] & 0x3Fu) << 6) | (u[2] & 0x3Fu), 3;
     *cp = ((u[0] & 0x07u) << 18) | ((u[1] & 0x3Fu) << 12) | ((u[2] & 0x3Fu) << 6) | (u[3] & 0x3Fu);
     return 4;
 }

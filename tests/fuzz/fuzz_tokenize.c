@@ -42,7 +42,8 @@ static void stream_check(hr_tokenizer *t, const int32_t *ids, int n, const char 
     for (int i = 0; i <= n; i++) {
         const char *piece;
         size_t len;
-        hr_err *e = i < n ? hr_detok_stream_push(s, ids[i], &piece, &len) : hr_detok_stream_flush(s, &piece, &len);
+        hr_err *e = i < n ? hr_detok_stream_push(s, ids[i], &piece, &len)
+                          : hr_detok_stream_flush(s, &piece, &len);
         if (e) abort();
         if (used + len + 1 > cap) acc = realloc(acc, cap = (used + len + 1) * 2);
         memcpy(acc + used, piece, len);

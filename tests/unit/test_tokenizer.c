@@ -33,12 +33,14 @@ static int ids_equal(const int32_t *a, int na, json_t *b) {
 
 static void print_ids(const char *what, const int32_t *v, int n) {
     printf("     %s:", what);
-    for (int i = 0; i < n && i < 40; i++) printf(" %d", v[i]);
+    for (int i = 0; i < n && i < 40; i++)
+        printf(" %d", v[i]);
     printf("\n");
 }
 
 /* Runs one encode check; returns 1 on a match and prints the difference otherwise. */
-static int check_encode(hr_tokenizer *t, const char *name, const char *text, int add, json_t *want) {
+static int check_encode(hr_tokenizer *t, const char *name, const char *text, int add,
+                        json_t *want) {
     int32_t *ids;
     int n;
     hr_err *e = hr_tokenizer_encode(t, text, strlen(text), add, &ids, &n);
@@ -50,7 +52,8 @@ static int check_encode(hr_tokenizer *t, const char *name, const char *text, int
     int ok = ids_equal(ids, n, want);
     if (!ok) {
         char *w = json_dumps(want, JSON_COMPACT);
-        printf("     %s: encode(add_special=%d) of \"%.60s\" differs; want %.300s\n", name, add, text, w);
+        printf("     %s: encode(add_special=%d) of \"%.60s\" differs; want %.300s\n", name, add,
+               text, w);
         print_ids("got", ids, n);
         free(w);
     }
@@ -61,11 +64,14 @@ static int check_encode(hr_tokenizer *t, const char *name, const char *text, int
 static int check_decode(hr_tokenizer *t, const char *name, json_t *ids, const char *want) {
     int n = (int)json_array_size(ids);
     int32_t *v = malloc(sizeof *v * (size_t)(n + 1));
-    for (int i = 0; i < n; i++) v[i] = (int32_t)json_integer_value(json_array_get(ids, (size_t)i));
+    for (int i = 0; i < n; i++)
+        v[i] = (int32_t)json_integer_value(json_array_get(ids, (size_t)i));
     char *got = NULL;
     hr_err *e = hr_tokenizer_decode(t, v, n, 0, &got);
     int ok = !e && strcmp(got, want) == 0;
-    if (!ok) printf("     %s: decode: got \"%.80s\" want \"%.80s\" %s\n", name, got ? got : "", want, e ? hr_err_msg(e) : "");
+    if (!ok)
+        printf("     %s: decode: got \"%.80s\" want \"%.80s\" %s\n", name, got ? got : "", want,
+               e ? hr_err_msg(e) : "");
     hr_err_free(e);
     free(got);
     free(v);
@@ -86,7 +92,8 @@ static void golden(int k) {
         total += 3;
         pass += check_encode(toks[k], name, text, 0, json_object_get(c, "ids"));
         pass += check_encode(toks[k], name, text, 1, json_object_get(c, "ids_with_special"));
-        pass += check_decode(toks[k], name, json_object_get(c, "ids"), json_string_value(json_object_get(c, "decoded")));
+        pass += check_decode(toks[k], name, json_object_get(c, "ids"),
+                             json_string_value(json_object_get(c, "decoded")));
     }
     for (size_t i = 0; i < json_array_size(tpls); i++) {
         json_t *c = json_array_get(tpls, i);
@@ -97,23 +104,32 @@ static void golden(int k) {
         tpl_pass += check_encode(toks[k], name, r, 0, ids);
         json_decref(ids);
     }
-    printf("# %s: %d/%d text checks, %d/%d template encodes\n", name, pass, total, tpl_pass, tpl_total);
+    printf("# %s: %d/%d text checks, %d/%d template encodes\n", name, pass, total, tpl_pass,
+           tpl_total);
     json_decref(g);
     HR_CHECK(pass == total && tpl_pass == tpl_total, "%s: golden mismatches", name);
 }
 
-static void test_golden_qwen3(void) { golden(0); }
-static void test_golden_llama3_1(void) { golden(1); }
-static void test_golden_gemma3(void) { golden(2); }
-static void test_golden_llama2(void) { golden(3); }
+static void test_golden_qwen3(void) {
+    golden(0);
+}
+static void test_golden_llama3_1(void) {
+    golden(1);
+}
+static void test_golden_gemma3(void) {
+    golden(2);
+}
+static void test_golden_llama2(void) {
+    golden(3);
+}
 
 /* A random string of characters from scripts the tokenizers see in practice. */
 static size_t random_text(char *out, size_t cap, unsigned *seed) {
-    static const uint32_t ranges[][2] = {{'a', 'z'}, {'A', 'Z'}, {'0', '9'}, {' ', ' '}, {'\n', '\n'},
-                                         {'\t', '\t'}, {'(', '/'}, {':', '@'}, {0xC0, 0x17F},
-                                         {0x300, 0x36F}, {0x400, 0x4FF}, {0x4E00, 0x9FFF},
-                                         {0x3040, 0x30FF}, {0x1F300, 0x1F6FF}, {0x600, 0x6FF},
-                                         {0x900, 0x97F}, {0xAC00, 0xD7A3}, {0x2000, 0x206F}};
+    static const uint32_t ranges[][2] = {
+        {'a', 'z'},     {'A', 'Z'},       {'0', '9'},       {' ', ' '},         {'\n', '\n'},
+        {'\t', '\t'},   {'(', '/'},       {':', '@'},       {0xC0, 0x17F},      {0x300, 0x36F},
+        {0x400, 0x4FF}, {0x4E00, 0x9FFF}, {0x3040, 0x30FF}, {0x1F300, 0x1F6FF}, {0x600, 0x6FF},
+        {0x900, 0x97F}, {0xAC00, 0xD7A3}, {0x2000, 0x206F}};
     size_t n = 0;
     int len = rand_r(seed) % 40;
     for (int i = 0; i < len && n + 4 < cap; i++) {
@@ -158,7 +174,8 @@ static void stream_one(hr_tokenizer *t, const int32_t *ids, int n, int skip, con
     const char *piece;
     size_t len;
     for (int i = 0; i <= n; i++) {
-        hr_err *e = i < n ? hr_detok_stream_push(st, ids[i], &piece, &len) : hr_detok_stream_flush(st, &piece, &len);
+        hr_err *e = i < n ? hr_detok_stream_push(st, ids[i], &piece, &len)
+                          : hr_detok_stream_flush(st, &piece, &len);
         if (e) {
             hr_detok_stream_destroy(st);
             free(acc);
@@ -174,8 +191,10 @@ static void stream_one(hr_tokenizer *t, const int32_t *ids, int n, int skip, con
     HR_CHECK_OK(hr_tokenizer_decode(t, ids, n, skip, &full));
     int ok = strcmp(full, acc) == 0;
     if (!ok) {
-        printf("     %s skip=%d: stream \"%.100s\" vs full \"%.100s\"\n     tokens:", name, skip, acc, full);
-        for (int i = 0; i < n; i++) printf(" %d=%s", ids[i], hr_tokenizer_token_str(t, ids[i]));
+        printf("     %s skip=%d: stream \"%.100s\" vs full \"%.100s\"\n     tokens:", name, skip,
+               acc, full);
+        for (int i = 0; i < n; i++)
+            printf(" %d=%s", ids[i], hr_tokenizer_token_str(t, ids[i]));
         printf("\n");
     }
     free(full);
@@ -194,7 +213,9 @@ static void test_detok_stream(void) {
             int n = 1 + rand_r(&seed) % 60;
             for (int i = 0; i < n; i++) {
                 int r = rand_r(&seed) % 4;
-                ids[i] = r == 0 ? rand_r(&seed) % V : r == 1 ? rand_r(&seed) % 300 : rand_r(&seed) % 5000;
+                ids[i] = r == 0   ? rand_r(&seed) % V
+                         : r == 1 ? rand_r(&seed) % 300
+                                  : rand_r(&seed) % 5000;
                 if (!hr_tokenizer_token_str(toks[k], ids[i])) ids[i] = 1;
             }
             stream_one(toks[k], ids, n, it % 2, names[k]);
@@ -217,11 +238,17 @@ static void test_special_info(void) {
     hr_tokenizer *q = toks[0], *l3 = toks[1], *g = toks[2], *l2 = toks[3];
     HR_CHECK(hr_tokenizer_token_id(q, "<|im_end|>") == 151645, "qwen3 <|im_end|>");
     HR_CHECK(hr_tokenizer_eos_id(q) == 151645 && hr_tokenizer_bos(q) == NULL, "qwen3 eos/bos");
-    HR_CHECK(hr_tokenizer_bos_id(l3) == 128000 && strcmp(hr_tokenizer_eos(l3), "<|eot_id|>") == 0, "llama3 bos/eos");
-    HR_CHECK(hr_tokenizer_bos_id(g) == 2 && hr_tokenizer_bos_id(l2) == 1 && hr_tokenizer_eos_id(l2) == 2, "bos ids");
-    HR_CHECK(hr_tokenizer_chat_template(q, NULL) && strstr(hr_tokenizer_chat_template(q, NULL), "im_start"), "qwen3 template");
+    HR_CHECK(hr_tokenizer_bos_id(l3) == 128000 && strcmp(hr_tokenizer_eos(l3), "<|eot_id|>") == 0,
+             "llama3 bos/eos");
+    HR_CHECK(hr_tokenizer_bos_id(g) == 2 && hr_tokenizer_bos_id(l2) == 1 &&
+                 hr_tokenizer_eos_id(l2) == 2,
+             "bos ids");
+    HR_CHECK(hr_tokenizer_chat_template(q, NULL) &&
+                 strstr(hr_tokenizer_chat_template(q, NULL), "im_start"),
+             "qwen3 template");
     HR_CHECK(hr_tokenizer_chat_template(l2, NULL) == NULL, "llama2 has no template");
-    HR_CHECK(hr_tokenizer_vocab_size(q) == 151669, "qwen3 vocab size %d", hr_tokenizer_vocab_size(q));
+    HR_CHECK(hr_tokenizer_vocab_size(q) == 151669, "qwen3 vocab size %d",
+             hr_tokenizer_vocab_size(q));
     HR_CHECK(hr_tokenizer_is_special(q, 151645) && !hr_tokenizer_is_special(q, 9707), "is_special");
     char *s;
     int32_t ids[] = {151644, 872, 151645};
@@ -237,7 +264,8 @@ static void test_special_info(void) {
 /* Invalid UTF-8 is repaired to U+FFFD first (as Python's errors="replace" would). */
 static void test_invalid_utf8(void) {
     const char bad[] = "ab\xE4\xB8 c\xFF\x80\xED\xA0\x80z\xF0\x9F";
-    const char fixed[] = "ab\xEF\xBF\xBD c\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDz\xEF\xBF\xBD";
+    const char fixed[] =
+        "ab\xEF\xBF\xBD c\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDz\xEF\xBF\xBD";
     for (int k = 0; k < 4; k++) {
         int32_t *a, *b;
         int na, nb;
@@ -258,8 +286,8 @@ static void test_brown_llama(void) {
     if (e) json_decref(ref);
     HR_CHECK_OK(e);
     prefix_only = 1;
-    int ok = check_encode(t, "brown-llama", json_string_value(json_object_get(ref, "heldout_text")), 1,
-                          json_object_get(ref, "heldout_ids"));
+    int ok = check_encode(t, "brown-llama", json_string_value(json_object_get(ref, "heldout_text")),
+                          1, json_object_get(ref, "heldout_ids"));
     prefix_only = 0;
     json_t *samples = json_object_get(ref, "greedy_samples");
     for (size_t i = 0; i < json_array_size(samples); i++) {
@@ -302,24 +330,40 @@ static void test_malformed(void) {
     hr_err_free(e);
     ok &= malformed(dir, "{\"model\": {", "invalid JSON");
     ok &= malformed(dir, "[1, 2]", "not a JSON object");
-    ok &= malformed(dir, "{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}", "unsupported model type \"Unigram\"");
-    ok &= malformed(dir, "{\"model\": {\"type\": \"BPE\", \"merges\": []}}", "model.vocab is missing");
+    ok &= malformed(dir, "{\"model\": {\"type\": \"Unigram\", \"vocab\": []}}",
+                    "unsupported model type \"Unigram\"");
+    ok &= malformed(dir, "{\"model\": {\"type\": \"BPE\", \"merges\": []}}",
+                    "model.vocab is missing");
     snprintf(buf, sizeof buf, "{\"model\": {\"type\": \"BPE\", %s, \"merges\": [\"a c\"]}}", vocab);
     ok &= malformed(dir, buf, "missing from the vocab");
     snprintf(buf, sizeof buf, "{\"model\": {\"type\": \"BPE\", %s, \"merges\": [7]}}", vocab);
     ok &= malformed(dir, buf, "merges[0]");
-    snprintf(buf, sizeof buf, "{\"normalizer\": {\"type\": \"Precompiled\"}, \"model\": {\"type\": \"BPE\", %s, \"merges\": []}}", vocab);
+    snprintf(buf, sizeof buf,
+             "{\"normalizer\": {\"type\": \"Precompiled\"}, \"model\": {\"type\": \"BPE\", %s, "
+             "\"merges\": []}}",
+             vocab);
     ok &= malformed(dir, buf, "unsupported normalizer \"Precompiled\"");
-    snprintf(buf, sizeof buf, "{\"pre_tokenizer\": {\"type\": \"Whitespace\"}, \"model\": {\"type\": \"BPE\", %s, \"merges\": []}}", vocab);
+    snprintf(buf, sizeof buf,
+             "{\"pre_tokenizer\": {\"type\": \"Whitespace\"}, \"model\": {\"type\": \"BPE\", %s, "
+             "\"merges\": []}}",
+             vocab);
     ok &= malformed(dir, buf, "unsupported pre-tokenizer \"Whitespace\"");
-    snprintf(buf, sizeof buf, "{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(a\"}, \"behavior\": \"Isolated\"}, \"model\": {\"type\": \"BPE\", %s, \"merges\": []}}", vocab);
+    snprintf(buf, sizeof buf,
+             "{\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"Regex\": \"(a\"}, "
+             "\"behavior\": \"Isolated\"}, \"model\": {\"type\": \"BPE\", %s, \"merges\": []}}",
+             vocab);
     ok &= malformed(dir, buf, "regex");
-    snprintf(buf, sizeof buf, "{\"decoder\": {\"type\": \"CTC\"}, \"model\": {\"type\": \"BPE\", %s, \"merges\": []}}", vocab);
+    snprintf(
+        buf, sizeof buf,
+        "{\"decoder\": {\"type\": \"CTC\"}, \"model\": {\"type\": \"BPE\", %s, \"merges\": []}}",
+        vocab);
     ok &= malformed(dir, buf, "unsupported decoder \"CTC\"");
-    snprintf(buf, sizeof buf, "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -4}, \"merges\": []}}");
+    snprintf(buf, sizeof buf,
+             "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": -4}, \"merges\": []}}");
     ok &= malformed(dir, buf, "not a valid id");
     /* A minimal valid one loads and encodes. */
-    snprintf(buf, sizeof buf, "{\"model\": {\"type\": \"BPE\", %s, \"merges\": [[\"a\", \"b\"]]}}", vocab);
+    snprintf(buf, sizeof buf, "{\"model\": {\"type\": \"BPE\", %s, \"merges\": [[\"a\", \"b\"]]}}",
+             vocab);
     char *path = hr_path_join(dir, "tokenizer.json");
     HR_CHECK_OK(hr_write_atomic(path, buf, strlen(buf)));
     HR_CHECK_OK(hr_tokenizer_load(dir, &t));
@@ -357,6 +401,7 @@ int main(void) {
     HR_RUN(test_invalid_utf8);
     HR_RUN(test_brown_llama);
     HR_RUN(test_malformed);
-    for (int k = 0; k < 4; k++) hr_tokenizer_free(toks[k]);
+    for (int k = 0; k < 4; k++)
+        hr_tokenizer_free(toks[k]);
     return hr_test_summary();
 }
