@@ -7,6 +7,8 @@ const hr_verb hr_verbs[] = {
     {"run", hr_cmd_run, "generate from a prompt (one shot)"},
     {"logits", hr_cmd_logits, "teacher-forced logits of a token sequence to safetensors"},
     {"mkmodel", hr_cmd_mkmodel, "write a random-weight checkpoint of a real shape"},
+    {"tokenize", hr_cmd_tokenize, "print the token ids of a text"},
+    {"detokenize", hr_cmd_detokenize, "print the text of token ids"},
     {NULL, NULL, NULL},
 };
 

@@ -19,6 +19,9 @@ extern const hr_verb hr_verbs[];
 /* Prints "hearth <verb>: <message>" to stderr, frees err, returns exit code 1. */
 int hr_cmd_fail(const char *verb, hr_err *err);
 
+int hr_cmd_tokenize(int argc, char **argv);
+int hr_cmd_detokenize(int argc, char **argv);
+
 
 int hr_cmd_logits(int argc, char **argv);
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Runs every libFuzzer binary BUILD_DIR/fuzz/fuzz_* for FUZZ_SECONDS (default 20) each,
+# with a fresh corpus folder under a temp dir. Exits nonzero if any fuzzer finds a crash,
+# a leak or a sanitizer error. Run from the repository root (make fuzz does).
+set -uo pipefail
+BUILD=${1:-build-fuzz}
+SECS=${FUZZ_SECONDS:-20}
+bash scripts/fetch-tokenizers.sh >/dev/null || { echo "fuzz: fetching tokenizers failed" >&2; exit 1; }
+export HEARTH_TOKENIZERS="$PWD/.cache/tokenizers"
+export HEARTH_SHARED="${HEARTH_SHARED:-$(cd .. && pwd)/shared}"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+failed=0
+found=0
+for f in "$BUILD"/fuzz/fuzz_*; do
+  [ -x "$f" ] || continue
+  found=1
+  name=$(basename "$f")
+  mkdir -p "$work/$name/corpus" "$work/$name/artifacts"
+  echo "== $name (${SECS} s)"
+  if "$f" -max_total_time="$SECS" -rss_limit_mb=4096 -artifact_prefix="$work/$name/artifacts/" \
+       "$work/$name/corpus" >"$work/$name/log" 2>&1; then
+    grep -E '^(#[0-9]+\s+DONE|Done)' "$work/$name/log" | tail -1
+  else
+    echo "FAIL $name:"; tail -40 "$work/$name/log"
+    failed=1
+  fi
+done
+[ "$found" = 1 ] || { echo "fuzz: no fuzz_* binaries in $BUILD/fuzz" >&2; exit 1; }
+exit $failed
