@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 const hr_verb hr_verbs[] = {
+    {"template", hr_cmd_template, "render a chat request through the model's chat template"},
     {NULL, NULL, NULL},
 };
 

@@ -19,5 +19,7 @@ extern const hr_verb hr_verbs[];
 /* Prints "hearth <verb>: <message>" to stderr, frees err, returns exit code 1. */
 int hr_cmd_fail(const char *verb, hr_err *err);
 
+int hr_cmd_template(int argc, char **argv);
+
 
 #endif
