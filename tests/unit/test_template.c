@@ -121,7 +121,9 @@ static void test_syntax_errors(void) {
 static void test_raise_flag(void) {
     hr_err *e;
     int raised = 0;
-    char *out = render("{{ raise_exception('Bad: ' ~ x) }}", json_pack("{s:i}", "x", 3), &e, &raised);
+    json_t *ctx = json_pack("{s:i}", "x", 3);
+    char *out = render("{{ raise_exception('Bad: ' ~ x) }}", ctx, &e, &raised);
+    json_decref(ctx);
     HR_CHECK(!out && e, "expected an error");
     HR_CHECK(!strcmp(hr_err_msg(e), "Bad: 3") && raised, "got \"%s\" raised=%d", hr_err_msg(e), raised);
     hr_err_free(e);
