@@ -9,6 +9,7 @@ const hr_verb hr_verbs[] = {
     {"mkmodel", hr_cmd_mkmodel, "write a random-weight checkpoint of a real shape"},
     {"tokenize", hr_cmd_tokenize, "print the token ids of a text"},
     {"detokenize", hr_cmd_detokenize, "print the text of token ids"},
+    {"template", hr_cmd_template, "render a chat request through the model's chat template"},
     {NULL, NULL, NULL},
 };
 

@@ -1,0 +1,38 @@
+/* `hearth template`: renders a chat request through a model's chat template and prints
+ * the prompt exactly (no added newline); the template's own errors go to stderr. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "cli/args.h"
+#include "cli/verbs.h"
+#include "template/template.h"
+
+int hr_cmd_template(int argc, char **argv) {
+    const char *model = NULL, *request = NULL, *tpl = NULL;
+    const hr_opt opts[] = {
+        {"model", HR_OPT_STR, &model, "model or tokenizer directory (tokenizer_config.json)"},
+        {"request", HR_OPT_STR, &request, "request JSON: {messages, tools, add_generation_prompt, kwargs}"},
+        {"template", HR_OPT_STR, &tpl, "use this Jinja template file instead of the model's"},
+    };
+    int help;
+    hr_err *e = hr_opts_parse(argc, argv, opts, 3, "usage: hearth template --model DIR --request FILE.json", &help);
+    if (e) return hr_cmd_fail("template", e);
+    if (help) return 0;
+    if (!request || (!model && !tpl)) return hr_cmd_fail("template", hr_errf("--request and --model (or --template) are required"));
+    json_t *req = NULL;
+    hr_chat_template ct;
+    char *out = NULL;
+    if ((e = hr_json_load_file(request, &req))) return hr_cmd_fail("template", e);
+    e = hr_chat_template_load(model ? model : ".", tpl, &ct);
+    if (!e) {
+        e = hr_chat_template_apply(&ct, req, &out, NULL);
+        hr_chat_template_free(&ct);
+    }
+    json_decref(req);
+    if (e) return hr_cmd_fail("template", e);
+    fwrite(out, 1, strlen(out), stdout);
+    free(out);
+    return 0;
+}

@@ -1,0 +1,259 @@
+/* Internals shared by the template engine's files: the arena every value and AST node
+ * lives in, the value model (Python-like: None, bool, int, float, str, list/tuple, dict,
+ * callables, jinja's Undefined), the AST, and the runtime state with its limits. */
+#ifndef HR_TEMPLATE_INTERNAL_H
+#define HR_TEMPLATE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "template/template.h"
+
+/* Limits that keep hostile templates from hanging or exhausting memory. */
+#define TPL_MAX_ARENA (256u << 20)  /* bytes of values per render */
+#define TPL_MAX_OUTPUT (64u << 20)  /* bytes of rendered text */
+#define TPL_MAX_STEPS 20000000L     /* evaluated nodes per render */
+#define TPL_MAX_CALL_DEPTH 100      /* nested macro calls */
+#define TPL_MAX_PARSE_DEPTH 200     /* nested expressions/blocks */
+#define TPL_MAX_RANGE 100000        /* jinja's sandbox MAX_RANGE */
+
+/* ---- arena: bump allocation, freed all at once ---- */
+typedef struct tpl_arena tpl_arena;
+tpl_arena *ta_create(size_t cap);
+void ta_destroy(tpl_arena *a);
+void *ta_alloc(tpl_arena *a, size_t n); /* zeroed; NULL past the cap */
+char *ta_strndup(tpl_arena *a, const char *s, size_t n);
+
+/* ---- values ---- */
+typedef enum { V_UNDEF, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_LIST, V_DICT, V_FUNC } vkind;
+
+typedef struct tv tv;
+typedef struct tdict tdict;
+typedef struct tfunc tfunc;
+
+struct tv {
+    vkind k;
+    union {
+        int b;
+        int64_t i;
+        double f;
+        struct {
+            const char *s; /* NUL-terminated UTF-8 */
+            size_t n;
+        } str;
+        struct {
+            tv **items;
+            size_t n;
+            int tuple;
+        } list;
+        tdict *dict;
+        tfunc *fn;
+        const char *undef_msg; /* the UndefinedError message if used strictly */
+    };
+};
+
+struct tdict {
+    tv **keys, **vals;
+    size_t n, cap;
+    int is_ns; /* a namespace(): attributes assignable with set ns.x = ... */
+    int is_loop;
+};
+
+typedef struct rt rt;
+typedef struct frame frame;
+
+/* Call arguments: positional then keyword. */
+typedef struct {
+    tv **pos;
+    size_t npos;
+    const char **kwn;
+    tv **kwv;
+    size_t nkw;
+} targs;
+
+typedef hr_err *(*builtin_fn)(rt *r, tv *self, const targs *a, tv **out);
+
+typedef enum { F_BUILTIN, F_METHOD, F_MACRO } fkind;
+
+struct stmt;
+struct tfunc {
+    fkind kind;
+    const char *name;
+    builtin_fn fn;            /* F_BUILTIN, F_METHOD */
+    tv *self;                 /* F_METHOD: the bound object */
+    const struct stmt *macro; /* F_MACRO */
+    frame *closure;           /* F_MACRO: the defining frame */
+    const struct stmt *caller_body; /* F_MACRO made by {% call %}: body to render */
+};
+
+extern tv tv_none_v, tv_true_v, tv_false_v, tv_undef_v;
+#define TV_NONE (&tv_none_v)
+#define TV_TRUE (&tv_true_v)
+#define TV_FALSE (&tv_false_v)
+#define TV_UNDEF (&tv_undef_v)
+#define TV_BOOL(x) ((x) ? TV_TRUE : TV_FALSE)
+
+/* Constructors return NULL when the arena is full. */
+tv *tv_int(tpl_arena *a, int64_t i);
+tv *tv_float(tpl_arena *a, double f);
+tv *tv_strn(tpl_arena *a, const char *s, size_t n);
+tv *tv_str(tpl_arena *a, const char *s);
+tv *tv_list(tpl_arena *a, size_t n, int tuple); /* n items, all NULL until set */
+tv *tv_dict(tpl_arena *a);
+tv *tv_undef_msg(tpl_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+tv *tv_builtin(tpl_arena *a, const char *name, builtin_fn fn, tv *self, fkind kind);
+
+/* Dict access; keys compare like Python (==). tv_dict_set returns 0 when out of memory. */
+tv *tv_dict_get(const tdict *d, const tv *key);
+tv *tv_dict_gets(const tdict *d, const char *key);
+int tv_dict_set(tpl_arena *a, tdict *d, tv *key, tv *val);
+
+const char *tv_type_name(const tv *v); /* Python's: 'str', 'dict', 'NoneType', ... */
+int tv_truthy(const tv *v);
+int tv_equal(const tv *x, const tv *y);
+int tv_is_num(const tv *v); /* bool, int or float */
+double tv_num(const tv *v);
+/* Python's <: -1/0/1 in *cmp; an error for unordered types. */
+hr_err *tv_compare(const tv *x, const tv *y, const char *op, int *cmp);
+
+/* A growable heap string buffer, capped at TPL_MAX_OUTPUT. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int full;
+} tsb;
+void tsb_put(tsb *b, const char *s, size_t n);
+void tsb_puts(tsb *b, const char *s);
+void tsb_free(tsb *b);
+
+/* Python str() and repr() of a value appended to b. */
+void tv_write_str(tsb *b, const tv *v);
+void tv_write_repr(tsb *b, const tv *v);
+/* json.dumps(v, ensure_ascii, indent (NULL: none), separators, sort_keys). */
+typedef struct {
+    const char *indent; /* NULL: single line */
+    const char *item_sep, *key_sep;
+    int ensure_ascii, sort_keys;
+} tjson_opts;
+hr_err *tv_write_json(tsb *b, const tv *v, const tjson_opts *o, int depth);
+
+/* Converts a JSON value into a template value (arena-owned). NULL when out of memory. */
+tv *tv_from_json(tpl_arena *a, const json_t *j);
+
+/* UTF-8 helpers. */
+size_t utf8_len(const char *s, size_t n);
+/* Decodes the code point at s[*i], advancing *i (invalid bytes decode as themselves). */
+uint32_t utf8_next(const char *s, size_t n, size_t *i);
+size_t utf8_put(char *dst, uint32_t cp);
+
+/* ---- AST ---- */
+typedef enum {
+    E_CONST, E_NAME, E_LIST, E_TUPLE, E_DICT, E_ATTR, E_ITEM, E_SLICE, E_CALL, E_FILTER,
+    E_TEST, E_BIN, E_NEG, E_POS, E_NOT, E_AND, E_OR, E_COND, E_CONCAT
+} ekind;
+
+/* Binary operators (E_BIN). */
+typedef enum {
+    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW, OP_EQ, OP_NE, OP_LT, OP_LE,
+    OP_GT, OP_GE, OP_IN, OP_NOTIN
+} binop;
+
+typedef struct expr expr;
+struct expr {
+    ekind k;
+    int line, col;
+    tv *cval;            /* E_CONST */
+    const char *name;    /* E_NAME, E_ATTR, E_FILTER, E_TEST */
+    binop op;            /* E_BIN */
+    int negate;          /* E_TEST: is not */
+    expr *a, *b, *c;     /* operands; E_ITEM: a[b]; E_SLICE: a[b:c:d]; E_COND: b if a else c */
+    expr *d;
+    expr **items;        /* E_LIST/E_TUPLE items, E_DICT keys/values alternating, call args */
+    size_t n;
+    const char **kwn;    /* call keyword names and values */
+    expr **kwv;
+    size_t nkw;
+};
+
+typedef enum {
+    S_TEXT, S_OUTPUT, S_IF, S_FOR, S_SET, S_SETBLOCK, S_MACRO, S_CALLBLOCK, S_BREAK, S_CONTINUE,
+    S_SCOPE
+} skind;
+
+typedef struct stmt stmt;
+typedef struct {
+    stmt **v;
+    size_t n;
+} stmt_list;
+
+struct stmt {
+    skind k;
+    int line, col;
+    const char *text; /* S_TEXT */
+    size_t len;
+    expr *e;          /* S_OUTPUT, S_IF cond, S_FOR iterable, S_SET value, S_CALLBLOCK call */
+    expr *target;     /* S_FOR, S_SET, S_SETBLOCK: E_NAME, E_TUPLE of names, or E_ATTR */
+    expr *cond;       /* S_FOR: the `if` filter */
+    stmt_list body, orelse;
+    const char *name;        /* S_MACRO */
+    const char **params;     /* S_MACRO, S_CALLBLOCK: parameter names and defaults */
+    expr **defaults;         /* NULL entries: no default */
+    size_t nparams;
+};
+
+struct hr_template {
+    tpl_arena *arena;
+    stmt_list body;
+};
+
+/* Builds the AST into t->arena. */
+hr_err *tpl_parse(hr_template *t, const char *src);
+
+/* ---- runtime ---- */
+struct frame {
+    frame *parent;
+    const char **names;
+    tv **vals;
+    size_t n, cap;
+};
+
+struct rt {
+    tpl_arena *a;
+    frame *globals;
+    long steps;
+    int depth;
+    int raised;
+};
+
+tv *frame_lookup(const frame *f, const char *name);
+int frame_set(rt *r, frame *f, const char *name, tv *v);
+frame *frame_new(rt *r, frame *parent);
+
+hr_err *rt_nomem(rt *r);
+hr_err *eval_expr(rt *r, frame *f, const expr *e, tv **out);
+hr_err *eval_args(rt *r, frame *f, const expr *call, targs *a);
+hr_err *exec_body(rt *r, frame *f, const stmt_list *l, tsb *out, int *ctl);
+/* Calls any callable value. */
+hr_err *tv_call(rt *r, tv *fn, const targs *a, tv **out);
+/* Raises the UndefinedError of an undefined value. */
+hr_err *undef_error(const tv *u);
+/* Iterates like Python's iter(): a list of items (dict: keys; str: characters). */
+hr_err *tv_iterate(rt *r, tv *v, tv ***items, size_t *n);
+hr_err *tv_getattr(rt *r, tv *obj, const char *name, tv **out);
+hr_err *tv_getitem(rt *r, tv *obj, tv *key, tv **out);
+hr_err *tv_to_str(rt *r, tv *v, tv **out);
+
+/* Filters, tests, methods and globals (filters.c, tests.c, methods.c, builtins.c). */
+int filter_exists(const char *name);
+int test_exists(const char *name);
+hr_err *apply_filter(rt *r, const char *name, tv *subject, const targs *a, tv **out);
+hr_err *apply_test(rt *r, const char *name, tv *subject, const targs *a, int *out);
+/* The bound method obj.name, or NULL when obj has none. */
+tv *method_lookup(rt *r, tv *obj, const char *name);
+void builtins_install(rt *r, frame *globals);
+
+/* Argument helpers: the i-th positional or keyword `name`, or def. */
+tv *targ(const targs *a, size_t i, const char *name, tv *def);
+hr_err *targ_check(const targs *a, size_t max_pos, const char *fn);
+
+#endif

@@ -1,0 +1,297 @@
+/* Template values: constructors, ordered dicts, Python truthiness, equality and ordering,
+ * conversion from JSON, and UTF-8 helpers. Values are arena-owned and, except namespace
+ * dicts (assignable attributes), never change after construction. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "template/internal.h"
+
+tv tv_none_v = {.k = V_NONE};
+tv tv_true_v = {.k = V_BOOL, .b = 1};
+tv tv_false_v = {.k = V_BOOL, .b = 0};
+tv tv_undef_v = {.k = V_UNDEF, .undef_msg = "value is undefined"};
+
+static tv *new_val(tpl_arena *a, vkind k) {
+    tv *v = ta_alloc(a, sizeof *v);
+    if (v) v->k = k;
+    return v;
+}
+
+tv *tv_int(tpl_arena *a, int64_t i) {
+    tv *v = new_val(a, V_INT);
+    if (v) v->i = i;
+    return v;
+}
+
+tv *tv_float(tpl_arena *a, double f) {
+    tv *v = new_val(a, V_FLOAT);
+    if (v) v->f = f;
+    return v;
+}
+
+tv *tv_strn(tpl_arena *a, const char *s, size_t n) {
+    tv *v = new_val(a, V_STR);
+    char *p = v ? ta_strndup(a, s, n) : NULL;
+    if (!p) return NULL;
+    v->str.s = p;
+    v->str.n = n;
+    return v;
+}
+
+tv *tv_str(tpl_arena *a, const char *s) { return tv_strn(a, s, strlen(s)); }
+
+tv *tv_list(tpl_arena *a, size_t n, int tuple) {
+    tv *v = new_val(a, V_LIST);
+    if (!v) return NULL;
+    if (n && n > SIZE_MAX / sizeof(tv *)) return NULL;
+    v->list.items = n ? ta_alloc(a, n * sizeof(tv *)) : NULL;
+    if (n && !v->list.items) return NULL;
+    v->list.n = n;
+    v->list.tuple = tuple;
+    return v;
+}
+
+tv *tv_dict(tpl_arena *a) {
+    tv *v = new_val(a, V_DICT);
+    if (!v) return NULL;
+    v->dict = ta_alloc(a, sizeof(tdict));
+    return v->dict ? v : NULL;
+}
+
+tv *tv_undef_msg(tpl_arena *a, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    tv *v = new_val(a, V_UNDEF);
+    if (v) v->undef_msg = ta_strndup(a, buf, strlen(buf));
+    return v && v->undef_msg ? v : NULL;
+}
+
+tv *tv_builtin(tpl_arena *a, const char *name, builtin_fn fn, tv *self, fkind kind) {
+    tv *v = new_val(a, V_FUNC);
+    if (!v || !(v->fn = ta_alloc(a, sizeof(tfunc)))) return NULL;
+    v->fn->kind = kind;
+    v->fn->name = name;
+    v->fn->fn = fn;
+    v->fn->self = self;
+    return v;
+}
+
+/* Python hashing equates 1, 1.0 and True as keys; == does the same here. */
+tv *tv_dict_get(const tdict *d, const tv *key) {
+    for (size_t i = 0; i < d->n; i++)
+        if (tv_equal(d->keys[i], key)) return d->vals[i];
+    return NULL;
+}
+
+tv *tv_dict_gets(const tdict *d, const char *key) {
+    size_t n = strlen(key);
+    for (size_t i = 0; i < d->n; i++) {
+        const tv *k = d->keys[i];
+        if (k->k == V_STR && k->str.n == n && memcmp(k->str.s, key, n) == 0) return d->vals[i];
+    }
+    return NULL;
+}
+
+int tv_dict_set(tpl_arena *a, tdict *d, tv *key, tv *val) {
+    for (size_t i = 0; i < d->n; i++)
+        if (tv_equal(d->keys[i], key)) {
+            d->vals[i] = val;
+            return 1;
+        }
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 8;
+        tv **k = ta_alloc(a, cap * sizeof *k), **v = ta_alloc(a, cap * sizeof *v);
+        if (!k || !v) return 0;
+        if (d->n) {
+            memcpy(k, d->keys, d->n * sizeof *k);
+            memcpy(v, d->vals, d->n * sizeof *v);
+        }
+        d->keys = k;
+        d->vals = v;
+        d->cap = cap;
+    }
+    d->keys[d->n] = key;
+    d->vals[d->n++] = val;
+    return 1;
+}
+
+const char *tv_type_name(const tv *v) {
+    switch (v->k) {
+    case V_UNDEF: return "Undefined";
+    case V_NONE: return "NoneType";
+    case V_BOOL: return "bool";
+    case V_INT: return "int";
+    case V_FLOAT: return "float";
+    case V_STR: return "str";
+    case V_LIST: return v->list.tuple ? "tuple" : "list";
+    case V_DICT: return v->dict->is_ns ? "Namespace" : v->dict->is_loop ? "LoopContext" : "dict";
+    case V_FUNC: return v->fn->kind == F_MACRO ? "Macro" : "builtin_function_or_method";
+    }
+    return "object";
+}
+
+int tv_truthy(const tv *v) {
+    switch (v->k) {
+    case V_UNDEF:
+    case V_NONE: return 0;
+    case V_BOOL: return v->b;
+    case V_INT: return v->i != 0;
+    case V_FLOAT: return v->f != 0;
+    case V_STR: return v->str.n != 0;
+    case V_LIST: return v->list.n != 0;
+    case V_DICT: return v->dict->is_ns || v->dict->is_loop || v->dict->n != 0;
+    case V_FUNC: return 1;
+    }
+    return 0;
+}
+
+int tv_is_num(const tv *v) { return v->k == V_BOOL || v->k == V_INT || v->k == V_FLOAT; }
+
+double tv_num(const tv *v) {
+    return v->k == V_FLOAT ? v->f : v->k == V_INT ? (double)v->i : v->k == V_BOOL ? v->b : 0;
+}
+
+static int64_t tv_intval(const tv *v) { return v->k == V_INT ? v->i : v->b; }
+
+static int list_equal(const tv *x, const tv *y) {
+    if (x->list.n != y->list.n || x->list.tuple != y->list.tuple) return 0;
+    for (size_t i = 0; i < x->list.n; i++)
+        if (!tv_equal(x->list.items[i], y->list.items[i])) return 0;
+    return 1;
+}
+
+static int dict_equal(const tv *x, const tv *y) {
+    if (x->dict == y->dict) return 1;
+    if (x->dict->is_ns || y->dict->is_ns || x->dict->n != y->dict->n) return 0;
+    for (size_t i = 0; i < x->dict->n; i++) {
+        const tv *o = tv_dict_get(y->dict, x->dict->keys[i]);
+        if (!o || !tv_equal(x->dict->vals[i], o)) return 0;
+    }
+    return 1;
+}
+
+int tv_equal(const tv *x, const tv *y) {
+    if (tv_is_num(x) && tv_is_num(y)) {
+        if (x->k == V_FLOAT || y->k == V_FLOAT) return tv_num(x) == tv_num(y);
+        return tv_intval(x) == tv_intval(y);
+    }
+    if (x->k != y->k) return 0;
+    switch (x->k) {
+    case V_UNDEF:
+    case V_NONE: return 1;
+    case V_STR: return x->str.n == y->str.n && memcmp(x->str.s, y->str.s, x->str.n) == 0;
+    case V_LIST: return list_equal(x, y);
+    case V_DICT: return dict_equal(x, y);
+    case V_FUNC: return x->fn == y->fn;
+    default: return 0;
+    }
+}
+
+static int sign(double d) { return d < 0 ? -1 : d > 0; }
+
+static hr_err *list_compare(const tv *x, const tv *y, const char *op, int *cmp) {
+    size_t n = x->list.n < y->list.n ? x->list.n : y->list.n;
+    for (size_t i = 0; i < n; i++) {
+        if (tv_equal(x->list.items[i], y->list.items[i])) continue;
+        return tv_compare(x->list.items[i], y->list.items[i], op, cmp);
+    }
+    *cmp = x->list.n < y->list.n ? -1 : x->list.n > y->list.n;
+    return NULL;
+}
+
+hr_err *tv_compare(const tv *x, const tv *y, const char *op, int *cmp) {
+    if (tv_is_num(x) && tv_is_num(y)) {
+        if (x->k == V_FLOAT || y->k == V_FLOAT) *cmp = sign(tv_num(x) - tv_num(y));
+        else *cmp = tv_intval(x) < tv_intval(y) ? -1 : tv_intval(x) > tv_intval(y);
+        return NULL;
+    }
+    if (x->k == V_STR && y->k == V_STR) { /* UTF-8 byte order is code point order */
+        size_t n = x->str.n < y->str.n ? x->str.n : y->str.n;
+        int c = memcmp(x->str.s, y->str.s, n);
+        *cmp = c ? sign(c) : x->str.n < y->str.n ? -1 : x->str.n > y->str.n;
+        return NULL;
+    }
+    if (x->k == V_LIST && y->k == V_LIST && x->list.tuple == y->list.tuple)
+        return list_compare(x, y, op, cmp);
+    if (x->k == V_UNDEF) return undef_error(x);
+    if (y->k == V_UNDEF) return undef_error(y);
+    return hr_errf("'%s' not supported between instances of '%s' and '%s'", op, tv_type_name(x),
+                   tv_type_name(y));
+}
+
+static tv *list_from_json(tpl_arena *a, const json_t *j) {
+    tv *v = tv_list(a, json_array_size(j), 0);
+    for (size_t i = 0; v && i < v->list.n; i++)
+        if (!(v->list.items[i] = tv_from_json(a, json_array_get(j, i)))) return NULL;
+    return v;
+}
+
+static tv *dict_from_json(tpl_arena *a, const json_t *j) {
+    tv *v = tv_dict(a);
+    const char *k;
+    json_t *x;
+    json_object_foreach((json_t *)j, k, x) {
+        tv *key = v ? tv_str(a, k) : NULL, *val = key ? tv_from_json(a, x) : NULL;
+        if (!val || !tv_dict_set(a, v->dict, key, val)) return NULL;
+    }
+    return v;
+}
+
+tv *tv_from_json(tpl_arena *a, const json_t *j) {
+    switch (json_typeof(j)) {
+    case JSON_OBJECT: return dict_from_json(a, j);
+    case JSON_ARRAY: return list_from_json(a, j);
+    case JSON_STRING: return tv_strn(a, json_string_value(j), json_string_length(j));
+    case JSON_INTEGER: return tv_int(a, json_integer_value(j));
+    case JSON_REAL: return tv_float(a, json_real_value(j));
+    case JSON_TRUE: return TV_TRUE;
+    case JSON_FALSE: return TV_FALSE;
+    case JSON_NULL: return TV_NONE;
+    }
+    return TV_NONE;
+}
+
+size_t utf8_len(const char *s, size_t n) {
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+uint32_t utf8_next(const char *s, size_t n, size_t *i) {
+    const unsigned char *u = (const unsigned char *)s;
+    uint32_t c = u[*i];
+    int extra = c >= 0xF0 ? 3 : c >= 0xE0 ? 2 : c >= 0xC0 ? 1 : 0;
+    if (*i + (size_t)extra >= n) extra = 0;
+    if (extra) c &= 0x3F >> extra;
+    (*i)++;
+    for (int k = 0; k < extra && *i < n && (u[*i] & 0xC0) == 0x80; k++) c = (c << 6) | (u[(*i)++] & 0x3F);
+    return c;
+}
+
+size_t utf8_put(char *d, uint32_t c) {
+    if (c < 0x80) {
+        d[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        d[0] = (char)(0xC0 | (c >> 6));
+        d[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        d[0] = (char)(0xE0 | (c >> 12));
+        d[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        d[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    d[0] = (char)(0xF0 | (c >> 18));
+    d[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    d[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    d[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
