@@ -22,6 +22,9 @@ typedef struct {
     hr_dtype dtype;
     int n_layers, n_blocks, block_size, n_kv_heads, head_dim;
     void *k, *v; /* device memory */
+    /* Per-layer head dims (n_layers) or NULL. A layer's heads are packed at the front of
+     * each slot of n_kv_heads * head_dim floats, so head_dim must be the largest. */
+    const int *layer_head_dim;
 } hr_kv_store;
 
 /* One step's token layout. Token i belongs to row[i] and sits at position pos[i]; row r
@@ -69,7 +72,8 @@ typedef struct {
     /* y[T,D] = table[ids[t]] * scale; ids are host memory */
     void (*embed)(hr_backend *be, float *y, const hr_tensor *table, const int32_t *ids, int T,
                   float scale);
-    /* y[r] = x[r] / rms(x[r]) * (w or 1 + w), rows of length dim; y may alias x */
+    /* y[r] = x[r] / rms(x[r]) * (w or 1 + w), rows of length dim; y may alias x; w NULL:
+     * no scale */
     void (*rmsnorm)(hr_backend *be, float *y, const float *x, const hr_tensor *w, int rows,
                     int dim, float eps, int one_plus);
     /* Rotates the first rot_dim dims of each head (rotate-half pairing) of x[T, n_heads,
@@ -88,6 +92,22 @@ typedef struct {
     void (*add)(hr_backend *be, float *y, const float *a, long n);
     /* dst[0..n) = src[0..n), both device memory */
     void (*copy)(hr_backend *be, float *dst, const float *src, long n);
+    /* y[i] *= s */
+    void (*scale)(hr_backend *be, float *y, float s, long n);
+    /* y[i] = cap * tanh(y[i] / cap) (logit soft-capping) */
+    void (*softcap)(hr_backend *be, float *y, float cap, long n);
+    /* dst[r * dst_stride + c] = src[r * src_stride + c] for r < rows, c < cols */
+    void (*copy2d)(hr_backend *be, float *dst, long dst_stride, const float *src, long src_stride,
+                   int rows, long cols);
+    /* MoE routing: per token, softmax over logits[T, E], the top k, renormalised to sum 1,
+     * then times expert_scale[e] (NULL: none). idx[T, k], w[T, k] are device memory. */
+    void (*moe_route)(hr_backend *be, int32_t *idx, float *w, const float *logits, int T, int E,
+                      int k, const hr_tensor *expert_scale);
+    /* y[T, H] = sum_j w[t, j] * down[e] (act(gate) * up) with e = idx[t, j] and gate, up
+     * the two halves of gate_up[e] x[t] (gate_up[e] is [2I, H], down[e] is [H, I]). Each
+     * expert runs once over the tokens routed to it. */
+    void (*moe_experts)(hr_backend *be, float *y, const float *x, const int32_t *idx, const float *w,
+                        int T, int k, const hr_tensor *gate_up, const hr_tensor *down, hr_act_fn act);
 } hr_backend_vt;
 
 struct hr_backend {

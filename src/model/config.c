@@ -15,6 +15,7 @@ static const struct {
 } archs[] = {
     {"llama", HR_ARCH_LLAMA}, {"mistral", HR_ARCH_MISTRAL},
     {"qwen2", HR_ARCH_QWEN2}, {"qwen3", HR_ARCH_QWEN3},
+    {"gemma3_text", HR_ARCH_GEMMA3}, {"gemma4_text", HR_ARCH_GEMMA4},
 };
 
 static hr_err *get_int(const json_t *o, const char *k, int64_t def, int *out) {
@@ -36,19 +37,11 @@ static hr_err *parse_arch(const json_t *j, hr_model_config *c) {
             return NULL;
         }
     return hr_errf("config.json: unsupported model_type \"%s\" (supported: llama, mistral, qwen2, "
-                   "qwen3)", mt);
+                   "qwen3, gemma3_text, gemma4_text)", mt);
 }
 
-/* rope_parameters (new) or rope_theta + rope_scaling (old). */
-static hr_err *parse_rope(const json_t *j, hr_model_config *c) {
-    const json_t *rp = json_object_get(j, "rope_parameters");
-    const json_t *rs = json_object_get(j, "rope_scaling");
-    const json_t *src = json_is_object(rp) ? rp : json_is_object(rs) ? rs : NULL;
-    double theta_top;
-    HR_TRY(hr_json_num(j, "rope_theta", 10000.0, "config.json", &theta_top));
-    hr_rope_config *r = &c->rope;
-    HR_TRY(hr_json_num(src, "rope_theta", theta_top, "config.json rope", &r->theta));
-    HR_TRY(hr_json_num(j, "partial_rotary_factor", 1.0, "config.json", &r->partial_rotary));
+hr_err *hr_config_rope_obj(const json_t *src, hr_rope_config *r) {
+    HR_TRY(hr_json_num(src, "rope_theta", r->theta, "config.json rope", &r->theta));
     HR_TRY(hr_json_num(src, "partial_rotary_factor", r->partial_rotary, "config.json rope",
                        &r->partial_rotary));
     const char *type;
@@ -62,13 +55,28 @@ static hr_err *parse_rope(const json_t *j, hr_model_config *c) {
     if (strcmp(type, "default") == 0) r->type = HR_ROPE_DEFAULT;
     else if (strcmp(type, "linear") == 0) r->type = HR_ROPE_LINEAR;
     else if (strcmp(type, "llama3") == 0) r->type = HR_ROPE_LLAMA3;
-    else return hr_errf("config.json: unsupported rope type \"%s\" (supported: default, linear, llama3)", type);
+    else if (strcmp(type, "proportional") == 0) r->type = HR_ROPE_PROPORTIONAL;
+    else return hr_errf("config.json: unsupported rope type \"%s\" (supported: default, linear, "
+                        "llama3, proportional)", type);
     if (r->theta <= 0) return hr_errf("config.json: rope_theta must be positive");
     if (r->factor <= 0) return hr_errf("config.json: rope factor must be positive");
     if (r->type == HR_ROPE_LLAMA3 && r->high_freq_factor <= r->low_freq_factor)
         return hr_errf("config.json: llama3 rope needs high_freq_factor > low_freq_factor");
     if (r->partial_rotary <= 0 || r->partial_rotary > 1)
         return hr_errf("config.json: partial_rotary_factor must be in (0, 1]");
+    return NULL;
+}
+
+/* rope_parameters (new) or rope_theta + rope_scaling (old). */
+static hr_err *parse_rope(const json_t *j, hr_model_config *c) {
+    const json_t *rp = json_object_get(j, "rope_parameters");
+    const json_t *rs = json_object_get(j, "rope_scaling");
+    const json_t *src = json_is_object(rp) ? rp : json_is_object(rs) ? rs : NULL;
+    hr_rope_config *r = &c->rope;
+    HR_TRY(hr_json_num(j, "rope_theta", 10000.0, "config.json", &r->theta));
+    HR_TRY(hr_json_num(j, "partial_rotary_factor", 1.0, "config.json", &r->partial_rotary));
+    HR_TRY(hr_config_rope_obj(src, r));
+    c->rope_sliding = *r;
     return NULL;
 }
 
@@ -181,6 +189,12 @@ static hr_err *parse_config(const json_t *j, hr_model_config *c) {
     HR_TRY(parse_layer_types(j, c));
     HR_TRY(parse_rope(j, c));
     HR_TRY(parse_special_ids(j, c));
+    c->embed_scale = 1.0;
+    for (int i = 0; i < c->n_layers; i++) {
+        c->layer_head_dim[i] = c->head_dim;
+        c->kv_source[i] = i;
+    }
+    if (c->arch == HR_ARCH_GEMMA3 || c->arch == HR_ARCH_GEMMA4) HR_TRY(hr_config_gemma(j, c));
     return NULL;
 }
 

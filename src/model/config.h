@@ -5,12 +5,14 @@
 #define HR_MODEL_CONFIG_H
 
 #include "base/err.h"
+#include "base/json.h"
 
 enum { HR_MAX_EOS = 8, HR_MAX_LAYERS = 256 };
 
-typedef enum { HR_ARCH_LLAMA, HR_ARCH_MISTRAL, HR_ARCH_QWEN2, HR_ARCH_QWEN3 } hr_arch;
+typedef enum { HR_ARCH_LLAMA, HR_ARCH_MISTRAL, HR_ARCH_QWEN2, HR_ARCH_QWEN3, HR_ARCH_GEMMA3,
+               HR_ARCH_GEMMA4 } hr_arch;
 typedef enum { HR_ACT_SILU, HR_ACT_GELU_TANH } hr_act;
-typedef enum { HR_ROPE_DEFAULT, HR_ROPE_LINEAR, HR_ROPE_LLAMA3 } hr_rope_type;
+typedef enum { HR_ROPE_DEFAULT, HR_ROPE_LINEAR, HR_ROPE_LLAMA3, HR_ROPE_PROPORTIONAL } hr_rope_type;
 typedef enum { HR_LAYER_FULL, HR_LAYER_SLIDING } hr_layer_kind;
 
 typedef struct {
@@ -57,11 +59,31 @@ typedef struct {
     int n_eos;
     int pad_id;                          /* -1 if none */
     hr_gen_defaults gen;
+    /* Gemma-style extensions (config_gemma.c); the dense defaults make each a no-op. */
+    hr_rope_config rope_sliding;         /* rope of HR_LAYER_SLIDING layers (= rope if unset) */
+    int norm_one_plus;                   /* RMSNorm scales by (1 + w) */
+    int sandwich_norm;                   /* extra norms after attention and after the MLP */
+    double embed_scale;                  /* multiplies the token embedding (1.0 = none) */
+    double attn_scale;                   /* multiplies q.k (0: 1/sqrt(head_dim)) */
+    double attn_softcap, final_softcap;  /* tanh soft-capping (0 = off) */
+    int v_norm;                          /* scale-free RMSNorm over head_dim on v */
+    int layer_scalar;                    /* each layer's output times its layer_scalar */
+    int layer_head_dim[HR_MAX_LAYERS];   /* per-layer head_dim (= head_dim unless overridden) */
+    int kv_source[HR_MAX_LAYERS];        /* layer whose K/V this layer attends over (itself
+                                          * unless it shares an earlier layer's KV) */
+    int ple_dim, ple_vocab;              /* per-layer input embeddings (0 = none) */
+    int moe;                             /* gemma4 MoE block beside the dense MLP */
+    int n_experts, top_k, moe_inter;
 } hr_model_config;
 
 /* Reads dir/config.json and, if present, dir/generation_config.json. */
 hr_err *hr_config_load(const char *dir, hr_model_config *cfg);
 /* Parses a config.json already in memory (no generation_config). */
 hr_err *hr_config_parse(const char *what, const char *json_text, hr_model_config *cfg);
+/* Reads one rope parameter object (rope_parameters, rope_scaling or a per-layer-type entry)
+ * into r; theta and partial_rotary hold the defaults on entry. */
+hr_err *hr_config_rope_obj(const json_t *src, hr_rope_config *r);
+/* Applies the gemma3/gemma4 keys (config_gemma.c) after the generic parse. */
+hr_err *hr_config_gemma(const json_t *j, hr_model_config *c);
 
 #endif

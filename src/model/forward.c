@@ -1,7 +1,9 @@
-/* The batched forward pass of the dense decoder family, read top to bottom:
- * embed -> per layer [rmsnorm -> q/k/v (+bias) -> q/k norm -> rope -> paged KV write ->
- * attention -> o_proj -> residual -> rmsnorm -> gated MLP -> residual] -> final norm on
- * the rows that want logits -> lm_head. Rows of many sequences share every matmul. */
+/* The batched forward pass of the decoder, read top to bottom: embed (x scale) -> per layer
+ * [rmsnorm -> q/k/v (+bias) -> q/k(/v) norm -> rope -> paged KV write -> attention -> o_proj
+ * (-> post norm) -> residual -> rmsnorm -> gated MLP (+ MoE) (-> post norm) -> residual
+ * (-> per-layer input) (x layer scalar)] -> final norm on the rows that want logits ->
+ * lm_head (-> soft-cap). The config says which optional steps run (docs/families.md).
+ * Rows of many sequences share every matmul. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,8 @@ static hr_err *ensure_scratch(hr_model *m, int T, int R) {
     const hr_model_config *c = &m->cfg;
     hr_scratch *s = &m->s;
     if (T > s->cap_tokens) {
-        size_t t = (size_t)T, qd = (size_t)c->n_heads * c->head_dim, kd = (size_t)c->n_kv_heads * c->head_dim;
+        size_t t = (size_t)T, qd = (size_t)c->n_heads * m->max_head_dim,
+               kd = (size_t)c->n_kv_heads * m->max_head_dim;
         HR_TRY(grow(m, &s->x, t * c->hidden));
         HR_TRY(grow(m, &s->h, t * c->hidden));
         HR_TRY(grow(m, &s->q, t * qd));
@@ -27,6 +30,18 @@ static hr_err *ensure_scratch(hr_model *m, int T, int R) {
         HR_TRY(grow(m, &s->attn, t * qd));
         HR_TRY(grow(m, &s->gate, t * c->intermediate));
         HR_TRY(grow(m, &s->up, t * c->intermediate));
+        if (c->ple_dim) {
+            HR_TRY(grow(m, &s->ple, t * c->n_layers * c->ple_dim));
+            HR_TRY(grow(m, &s->ple_g, t * c->ple_dim));
+            HR_TRY(grow(m, &s->ple_l, t * c->ple_dim));
+        }
+        if (c->moe) {
+            HR_TRY(grow(m, &s->moe_x, t * c->hidden));
+            HR_TRY(grow(m, &s->moe_y, t * c->hidden));
+            HR_TRY(grow(m, &s->router, t * c->n_experts));
+            HR_TRY(grow(m, &s->moe_w, t * c->top_k));
+            HR_TRY(grow(m, (float **)&s->moe_idx, t * c->top_k));
+        }
         int32_t *pos = realloc(m->meta_pos, sizeof(int32_t) * t);
         if (pos) m->meta_pos = pos;
         int32_t *row = realloc(m->meta_row, sizeof(int32_t) * t);
@@ -72,29 +87,75 @@ static hr_err *plan_step(hr_model *m, const hr_row *rows, int n_rows, int *T, in
     return NULL;
 }
 
+static void norm(hr_model *m, float *y, const float *x, const hr_tensor *w, int rows, int dim) {
+    m->be->vt->rmsnorm(m->be, y, x, w, rows, dim, (float)m->cfg.rms_eps, m->cfg.norm_one_plus);
+}
+
 static void attention_block(hr_model *m, hr_kv_store *kv, int l, int T) {
     const hr_model_config *c = &m->cfg;
     const hr_layer_weights *L = &m->layers[l];
     hr_backend *be = m->be;
     hr_scratch *s = &m->s;
-    be->vt->rmsnorm(be, s->h, s->x, L->attn_norm, T, c->hidden, (float)c->rms_eps, 0);
+    int hd = c->layer_head_dim[l], own_kv = c->kv_source[l] == l;
+    int sliding = c->layer_kind[l] == HR_LAYER_SLIDING;
+    const hr_tensor *inv_freq = sliding ? m->inv_freq_sliding : m->inv_freq;
+    int rot = sliding ? m->rot_dim_sliding : m->rot_dim;
+    norm(m, s->h, s->x, L->attn_norm, T, c->hidden);
     be->vt->matmul(be, s->q, s->h, L->wq, L->bq, T);
-    be->vt->matmul(be, s->k, s->h, L->wk, L->bk, T);
-    be->vt->matmul(be, s->v, s->h, L->wv, L->bv, T);
-    if (L->q_norm) {
-        be->vt->rmsnorm(be, s->q, s->q, L->q_norm, T * c->n_heads, c->head_dim, (float)c->rms_eps, 0);
-        be->vt->rmsnorm(be, s->k, s->k, L->k_norm, T * c->n_kv_heads, c->head_dim, (float)c->rms_eps, 0);
+    if (L->q_norm) norm(m, s->q, s->q, L->q_norm, T * c->n_heads, hd);
+    be->vt->rope(be, s->q, c->n_heads, hd, rot, inv_freq);
+    if (own_kv) { /* a KV-sharing layer reads the KV its source layer stored */
+        be->vt->matmul(be, s->k, s->h, L->wk, L->bk, T);
+        be->vt->matmul(be, s->v, s->h, L->wv, L->bv, T);
+        if (L->k_norm) norm(m, s->k, s->k, L->k_norm, T * c->n_kv_heads, hd);
+        if (c->v_norm) be->vt->rmsnorm(be, s->v, s->v, NULL, T * c->n_kv_heads, hd, (float)c->rms_eps, 0);
+        be->vt->rope(be, s->k, c->n_kv_heads, hd, rot, inv_freq);
+        be->vt->kv_write(be, kv, m->kv_slot[l], s->k, s->v);
     }
-    be->vt->rope(be, s->q, c->n_heads, c->head_dim, m->rot_dim, m->inv_freq);
-    be->vt->rope(be, s->k, c->n_kv_heads, c->head_dim, m->rot_dim, m->inv_freq);
-    be->vt->kv_write(be, kv, l, s->k, s->v);
     hr_attn_params p = {
-        .layer = l, .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = c->head_dim,
-        .scale = 1.0f / sqrtf((float)c->head_dim),
-        .window = c->layer_kind[l] == HR_LAYER_SLIDING ? c->sliding_window : 0,
+        .layer = m->kv_slot[l], .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = hd,
+        .scale = c->attn_scale > 0 ? (float)c->attn_scale : 1.0f / sqrtf((float)hd),
+        .window = sliding ? c->sliding_window : 0,
+        .softcap = (float)c->attn_softcap,
     };
     be->vt->attention(be, s->attn, s->q, kv, &p);
     be->vt->matmul(be, s->h, s->attn, L->wo, L->bo, T);
+    if (L->post_attn_norm) norm(m, s->h, s->h, L->post_attn_norm, T, c->hidden);
+    be->vt->add(be, s->x, s->h, (long)T * c->hidden);
+}
+
+/* gemma4's MoE block beside the dense MLP (whose output is in s->h): routed on the
+ * residual stream x, experts on their own pre-norm, each output post-normed, summed. */
+static void moe_block(hr_model *m, int l, int T) {
+    const hr_model_config *c = &m->cfg;
+    const hr_layer_weights *L = &m->layers[l];
+    hr_backend *be = m->be;
+    hr_scratch *s = &m->s;
+    norm(m, s->h, s->h, L->post_mlp_norm1, T, c->hidden);
+    be->vt->rmsnorm(be, s->moe_x, s->x, L->router_scale, T, c->hidden, (float)c->rms_eps, 0);
+    be->vt->scale(be, s->moe_x, 1.0f / sqrtf((float)c->hidden), (long)T * c->hidden);
+    be->vt->matmul(be, s->router, s->moe_x, L->router, NULL, T);
+    be->vt->moe_route(be, s->moe_idx, s->moe_w, s->router, T, c->n_experts, c->top_k, L->expert_scale);
+    norm(m, s->moe_x, s->x, L->moe_norm, T, c->hidden);
+    const hr_tensor *views = m->expert_views + (size_t)l * 2 * c->n_experts;
+    be->vt->moe_experts(be, s->moe_y, s->moe_x, s->moe_idx, s->moe_w, T, c->top_k, views,
+                        views + c->n_experts, HR_ACT_FN_GELU_TANH);
+    norm(m, s->moe_y, s->moe_y, L->post_moe_norm, T, c->hidden);
+    be->vt->add(be, s->h, s->moe_y, (long)T * c->hidden);
+}
+
+/* gemma4's per-layer input: x += norm(proj(act(gate(x)) * ple[:, l])). */
+static void ple_block(hr_model *m, int l, int T) {
+    const hr_model_config *c = &m->cfg;
+    const hr_layer_weights *L = &m->layers[l];
+    hr_backend *be = m->be;
+    hr_scratch *s = &m->s;
+    int P = c->ple_dim;
+    be->vt->matmul(be, s->ple_g, s->x, L->ple_gate, NULL, T);
+    be->vt->copy2d(be, s->ple_l, P, s->ple + (long)l * P, (long)c->n_layers * P, T, P);
+    be->vt->act_mul(be, s->ple_g, s->ple_g, s->ple_l, (long)T * P, HR_ACT_FN_GELU_TANH);
+    be->vt->matmul(be, s->h, s->ple_g, L->ple_proj, NULL, T);
+    norm(m, s->h, s->h, L->ple_norm, T, c->hidden);
     be->vt->add(be, s->x, s->h, (long)T * c->hidden);
 }
 
@@ -103,13 +164,42 @@ static void mlp_block(hr_model *m, int l, int T) {
     const hr_layer_weights *L = &m->layers[l];
     hr_backend *be = m->be;
     hr_scratch *s = &m->s;
-    be->vt->rmsnorm(be, s->h, s->x, L->mlp_norm, T, c->hidden, (float)c->rms_eps, 0);
+    norm(m, s->h, s->x, L->mlp_norm, T, c->hidden);
     be->vt->matmul(be, s->gate, s->h, L->w_gate, L->b_gate, T);
     be->vt->matmul(be, s->up, s->h, L->w_up, L->b_up, T);
     be->vt->act_mul(be, s->gate, s->gate, s->up, (long)T * c->intermediate,
                     c->act == HR_ACT_SILU ? HR_ACT_FN_SILU : HR_ACT_FN_GELU_TANH);
     be->vt->matmul(be, s->h, s->gate, L->w_down, L->b_down, T);
+    if (L->router) moe_block(m, l, T);
+    if (L->post_mlp_norm) norm(m, s->h, s->h, L->post_mlp_norm, T, c->hidden);
     be->vt->add(be, s->x, s->h, (long)T * c->hidden);
+    if (L->ple_gate) ple_block(m, l, T);
+    if (m->layer_scale[l] != 1.0f) be->vt->scale(be, s->x, m->layer_scale[l], (long)T * c->hidden);
+}
+
+/* gemma4's per-layer inputs of every layer, [T, n_layers * ple]: (norm(x W / sqrt(hidden))
+ * + embed_per_layer(ids) * sqrt(ple)) / sqrt(2), from the scaled token embedding x. */
+static void ple_inputs(hr_model *m, const hr_row *rows, int n_rows, int T) {
+    const hr_model_config *c = &m->cfg;
+    hr_backend *be = m->be;
+    hr_scratch *s = &m->s;
+    long all = (long)c->n_layers * c->ple_dim;
+    for (int i = 0, t0 = 0; i < n_rows; t0 += rows[i].n_tokens, i++)
+        be->vt->embed(be, s->ple + t0 * all, m->ple_embed, rows[i].tokens, rows[i].n_tokens,
+                      sqrtf((float)c->ple_dim));
+    /* projected one layer at a time (a row slice of the weight): [T, ple] scratch only */
+    for (int l = 0; l < c->n_layers; l++) {
+        hr_tensor w = *m->ple_model_proj;
+        w.shape[0] = c->ple_dim;
+        w.data = (char *)w.data + hr_dtype_bytes(w.dtype, (int64_t)l * c->ple_dim * c->hidden);
+        be->vt->matmul(be, s->ple_l, s->x, &w, NULL, T);
+        be->vt->scale(be, s->ple_l, 1.0f / sqrtf((float)c->hidden), (long)T * c->ple_dim);
+        norm(m, s->ple_l, s->ple_l, m->ple_proj_norm, T, c->ple_dim);
+        be->vt->copy2d(be, s->ple_g, c->ple_dim, s->ple + l * c->ple_dim, all, T, c->ple_dim);
+        be->vt->add(be, s->ple_l, s->ple_g, (long)T * c->ple_dim);
+        be->vt->scale(be, s->ple_l, 1.0f / sqrtf(2.0f), (long)T * c->ple_dim);
+        be->vt->copy2d(be, s->ple + l * c->ple_dim, all, s->ple_l, c->ple_dim, T, c->ple_dim);
+    }
 }
 
 /* Copies the residual rows that want logits into s->sel, normed, then applies lm_head. */
@@ -124,8 +214,9 @@ static hr_err *head(hr_model *m, const hr_row *rows, int n_rows, int R, float *l
         be->vt->copy(be, s->sel + (long)r * c->hidden, s->x + (long)first * c->hidden, (long)n * c->hidden);
         r += n;
     }
-    be->vt->rmsnorm(be, s->sel, s->sel, m->final_norm, R, c->hidden, (float)c->rms_eps, 0);
+    norm(m, s->sel, s->sel, m->final_norm, R, c->hidden);
     be->vt->matmul(be, s->logits, s->sel, m->lm_head, NULL, R);
+    if (c->final_softcap > 0) be->vt->softcap(be, s->logits, (float)c->final_softcap, (long)R * c->vocab);
     return be->vt->read(be, s->logits, logits, sizeof(float) * (size_t)R * c->vocab);
 }
 
@@ -137,7 +228,9 @@ hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n
     hr_backend *be = m->be;
     HR_TRY(be->vt->step_begin(be, &meta));
     for (int i = 0, t0 = 0; i < n_rows; t0 += rows[i].n_tokens, i++)
-        be->vt->embed(be, m->s.x + (long)t0 * m->cfg.hidden, m->embed, rows[i].tokens, rows[i].n_tokens, 1.0f);
+        be->vt->embed(be, m->s.x + (long)t0 * m->cfg.hidden, m->embed, rows[i].tokens, rows[i].n_tokens,
+                      (float)m->cfg.embed_scale);
+    if (m->cfg.ple_dim) ple_inputs(m, rows, n_rows, T);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         attention_block(m, kv, l, T);
         mlp_block(m, l, T);

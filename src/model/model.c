@@ -1,4 +1,4 @@
-/* Loading the dense decoder family (llama, mistral, qwen2, qwen3): checks every tensor's
+/* Loading the decoder (llama, mistral, qwen2, qwen3, gemma3, gemma4): checks every tensor's
  * presence and shape against the config, uploads weights to the backend in their file
  * dtype, and owns the per-step scratch buffers. */
 #include <stdio.h>
@@ -45,6 +45,15 @@ static hr_err *w2(hr_model *m, const char *name, int64_t a, int64_t b, const hr_
     return weight(m, name, 2, (int64_t[]){a, b}, out);
 }
 
+/* The value of a one-element tensor as stored (layer_scalar). */
+static float host_scalar(const hr_tensor *t) {
+    switch (t->dtype) {
+    case HR_BF16: return hr_bf16_to_f32(*(const uint16_t *)t->data);
+    case HR_F16: return hr_f16_to_f32(*(const uint16_t *)t->data);
+    default: return *(const float *)t->data;
+    }
+}
+
 static hr_err *load_layer(hr_model *m, int i) {
     const hr_model_config *c = &m->cfg;
     char name[160];
@@ -52,20 +61,67 @@ static hr_err *load_layer(hr_model *m, int i) {
         const hr_layer_tensor *lt = &hr_dense_layer_tensors[k];
         snprintf(name, sizeof name, "model.layers.%d.%s", i, lt->suffix);
         const hr_tensor **slot = (const hr_tensor **)((char *)&m->layers[i] + lt->field);
-        if (!hr_when_holds(c, lt->when)) {
-            *slot = NULL; /* e.g. a bias the config turns off: transformers ignores it too */
-            continue;
-        }
-        int64_t rows = hr_dim_value(c, lt->rows), cols = hr_dim_value(c, lt->cols);
-        if (lt->cols == HR_DIM_NONE) HR_TRY(w1(m, name, rows, slot));
+        /* absent: e.g. a bias the config turns off (transformers ignores it too), or the
+         * k/v projections of a KV-sharing layer; the field stays NULL (calloc) */
+        if (!hr_layer_has(c, i, lt)) continue;
+        int64_t rows = hr_layer_dim_value(c, i, lt->rows), cols = hr_layer_dim_value(c, i, lt->cols);
+        if (hr_dim_is_experts(lt->rows))
+            HR_TRY(weight(m, name, 3, (int64_t[]){c->n_experts, rows / c->n_experts, cols}, slot));
+        else if (lt->cols == HR_DIM_NONE) HR_TRY(w1(m, name, rows, slot));
         else HR_TRY(w2(m, name, rows, cols, slot));
+    }
+    m->layer_scale[i] = 1.0f;
+    if (m->layers[i].layer_scalar) {
+        snprintf(name, sizeof name, "model.layers.%d.layer_scalar", i);
+        m->layer_scale[i] = host_scalar(hr_st_get(m->st, name));
     }
     return NULL;
 }
 
+/* Per-expert [rows, cols] views of a layer's [E, rows, cols] expert tensors. */
+static void expert_views(hr_model *m, int l) {
+    const hr_layer_weights *L = &m->layers[l];
+    int E = m->cfg.n_experts;
+    for (int w = 0; w < 2; w++) {
+        const hr_tensor *t = w ? L->experts_down : L->experts_gate_up;
+        size_t bytes = hr_dtype_bytes(t->dtype, t->shape[1] * t->shape[2]);
+        for (int e = 0; e < E; e++) {
+            hr_tensor *v = &m->expert_views[((size_t)l * 2 + w) * E + e];
+            *v = *t;
+            v->ndim = 2;
+            v->shape[0] = t->shape[1];
+            v->shape[1] = t->shape[2];
+            v->data = (char *)t->data + bytes * e;
+        }
+    }
+}
+
+/* KV store layout: one slot per layer that stores KV, each max_head_dim wide. */
+static void plan_kv(hr_model *m) {
+    const hr_model_config *c = &m->cfg;
+    m->max_head_dim = 0;
+    m->n_kv_slots = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        if (c->layer_head_dim[l] > m->max_head_dim) m->max_head_dim = c->layer_head_dim[l];
+        if (c->kv_source[l] != l) continue;
+        m->kv_slot_head_dim[m->n_kv_slots] = c->layer_head_dim[l];
+        m->kv_slot[l] = m->n_kv_slots++;
+    }
+    for (int l = 0; l < c->n_layers; l++) m->kv_slot[l] = m->kv_slot[c->kv_source[l]];
+}
+
+static hr_err *load_ple(hr_model *m) {
+    const hr_model_config *c = &m->cfg;
+    if (!c->ple_dim) return NULL;
+    int64_t all = (int64_t)c->n_layers * c->ple_dim;
+    HR_TRY(w2(m, "model.embed_tokens_per_layer.weight", c->ple_vocab, all, &m->ple_embed));
+    HR_TRY(w2(m, "model.per_layer_model_projection.weight", all, c->hidden, &m->ple_model_proj));
+    return w1(m, "model.per_layer_projection_norm.weight", c->ple_dim, &m->ple_proj_norm);
+}
+
 static hr_err *load_weights(hr_model *m) {
     const hr_model_config *c = &m->cfg;
-    m->cap_dev = c->n_layers * 20 + 8;
+    m->cap_dev = c->n_layers * (hr_dense_layer_tensor_count + 2) + 16;
     m->dev = calloc((size_t)m->cap_dev, sizeof *m->dev);
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->dev || !m->layers) return hr_err_oom();
@@ -74,9 +130,19 @@ static hr_err *load_weights(hr_model *m) {
     if (c->tie_embeddings) m->lm_head = m->embed;
     else HR_TRY(w2(m, "lm_head.weight", c->vocab, c->hidden, &m->lm_head));
     for (int i = 0; i < c->n_layers; i++) HR_TRY(load_layer(m, i));
+    HR_TRY(load_ple(m));
+    if (c->moe) {
+        m->expert_views = calloc((size_t)c->n_layers * 2 * c->n_experts, sizeof *m->expert_views);
+        if (!m->expert_views) return hr_err_oom();
+        for (int i = 0; i < c->n_layers; i++) expert_views(m, i);
+    }
+    plan_kv(m);
     HR_TRY(hr_rope_init(m));
     hr_tensor f = {.data = m->inv_freq_host, .dtype = HR_F32, .ndim = 1, .shape = {m->rot_dim / 2}};
-    return upload(m, &f, &m->inv_freq);
+    HR_TRY(upload(m, &f, &m->inv_freq));
+    f.data = m->inv_freq_sliding_host;
+    f.shape[0] = m->rot_dim_sliding / 2;
+    return upload(m, &f, &m->inv_freq_sliding);
 }
 
 hr_err *hr_model_load(const char *dir, hr_backend *be, hr_model **out) {
@@ -99,7 +165,9 @@ hr_err *hr_model_load(const char *dir, hr_backend *be, hr_model **out) {
 
 static void free_scratch(hr_model *m) {
     float **bufs[] = {&m->s.x, &m->s.h, &m->s.q, &m->s.k, &m->s.v, &m->s.attn,
-                      &m->s.gate, &m->s.up, &m->s.sel, &m->s.logits};
+                      &m->s.gate, &m->s.up, &m->s.sel, &m->s.logits, &m->s.ple, &m->s.ple_g,
+                      &m->s.ple_l, &m->s.moe_x, &m->s.moe_y, &m->s.router, &m->s.moe_w,
+                      (float **)&m->s.moe_idx};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
         if (*bufs[i]) m->be->vt->free(m->be, *bufs[i]);
         *bufs[i] = NULL;
@@ -114,6 +182,8 @@ void hr_model_free(hr_model *m) {
     free(m->dev);
     free(m->layers);
     free(m->inv_freq_host);
+    free(m->inv_freq_sliding_host);
+    free(m->expert_views);
     free(m->meta_pos);
     free(m->meta_row);
     free(m->meta_tables);
@@ -127,6 +197,15 @@ size_t hr_model_weight_bytes(const hr_model *m) { return hr_st_data_bytes(m->st)
 void hr_model_kv_shape(const hr_model *m, hr_kv_store *kv) {
     kv->dtype = HR_F32;
     kv->n_layers = m->cfg.n_layers;
+    kv->n_layers = m->n_kv_slots;
     kv->n_kv_heads = m->cfg.n_kv_heads;
-    kv->head_dim = m->cfg.head_dim;
+    kv->head_dim = m->max_head_dim;
+    kv->layer_head_dim = m->kv_slot_head_dim;
+}
+
+int hr_model_kv_window(const hr_model *m, int slot) {
+    for (int l = 0; l < m->cfg.n_layers; l++)
+        if (m->kv_slot[l] == slot && m->cfg.kv_source[l] == l)
+            return m->cfg.layer_kind[l] == HR_LAYER_SLIDING ? m->cfg.sliding_window : 0;
+    return 0;
 }

@@ -33,6 +33,11 @@ size_t hr_model_weight_bytes(const hr_model *m);
 /* The KV geometry this model needs (dtype F32), for hr_kv_store creation. */
 void hr_model_kv_shape(const hr_model *m, hr_kv_store *kv);
 
+/* The sliding window (0 = none) of KV store layer `slot`. Positions before pos - window + 1
+ * of that layer are never read again; a block can be freed once every layer that uses it
+ * is past it (see docs/families.md for what the engine must do). */
+int hr_model_kv_window(const hr_model *m, int slot);
+
 /* Runs one step. logits (host, may be NULL if no row wants any) receives, in row order,
  * n_tokens x vocab floats for HR_LOGITS_ALL rows and vocab floats for HR_LOGITS_LAST. */
 hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows, float *logits);

@@ -14,6 +14,17 @@ typedef struct {
     const hr_tensor *w_gate, *w_up;      /* (inter, hidden) */
     const hr_tensor *w_down;             /* (hidden, inter) */
     const hr_tensor *b_gate, *b_up, *b_down;
+    const hr_tensor *post_attn_norm, *post_mlp_norm; /* (hidden) sandwich norms or NULL */
+    const hr_tensor *layer_scalar;       /* (1) or NULL; its value is in hr_model.layer_scale */
+    const hr_tensor *ple_gate;           /* (ple, hidden) per-layer input gate or NULL */
+    const hr_tensor *ple_proj;           /* (hidden, ple) */
+    const hr_tensor *ple_norm;           /* (hidden) */
+    const hr_tensor *router;             /* (E, hidden) MoE router or NULL */
+    const hr_tensor *router_scale;       /* (hidden) */
+    const hr_tensor *expert_scale;       /* (E) */
+    const hr_tensor *experts_gate_up;    /* (E, 2*moe_inter, hidden): gate rows, then up rows */
+    const hr_tensor *experts_down;       /* (E, hidden, moe_inter) */
+    const hr_tensor *moe_norm, *post_mlp_norm1, *post_moe_norm; /* (hidden) */
 } hr_layer_weights;
 
 /* Per-step activation buffers on the backend, grown to the largest step seen. */
@@ -27,6 +38,13 @@ typedef struct {
     float *gate, *up; /* (T, inter) */
     float *sel;    /* (R, hidden) rows that produce logits */
     float *logits; /* (R, vocab) */
+    float *ple;    /* (T, n_layers*ple) per-layer inputs */
+    float *ple_g;  /* (T, ple) */
+    float *ple_l;  /* (T, ple) this layer's slice of ple */
+    float *moe_x, *moe_y; /* (T, hidden) expert input / output */
+    float *router; /* (T, E) router logits */
+    float *moe_w;  /* (T, top_k) routing weights */
+    int32_t *moe_idx; /* (T, top_k) routed experts */
 } hr_scratch;
 
 struct hr_model {
@@ -44,6 +62,19 @@ struct hr_model {
     int32_t *meta_pos, *meta_row; /* (cap_tokens) */
     const int32_t **meta_tables;  /* (cap rows) */
     int cap_rows;
+    /* per-layer geometry (see docs/families.md) */
+    int max_head_dim;                     /* largest layer_head_dim: scratch and KV slot size */
+    int kv_slot[HR_MAX_LAYERS];           /* KV store layer of each KV-owning layer */
+    int n_kv_slots;
+    int kv_slot_head_dim[HR_MAX_LAYERS];  /* (n_kv_slots) */
+    float layer_scale[HR_MAX_LAYERS];     /* layer_scalar values (1 when absent) */
+    const hr_tensor *inv_freq_sliding;    /* rope table of sliding layers */
+    float *inv_freq_sliding_host;
+    int rot_dim_sliding;
+    const hr_tensor *ple_embed;           /* (ple_vocab, n_layers*ple) or NULL */
+    const hr_tensor *ple_model_proj;      /* (n_layers*ple, hidden) */
+    const hr_tensor *ple_proj_norm;       /* (ple) */
+    hr_tensor *expert_views;              /* (n_layers*E*2) per-expert 2-D views, owned */
 };
 
 /* Fills m->inv_freq_host for the config's rope type (rope.c). */

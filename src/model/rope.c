@@ -1,5 +1,7 @@
 /* Rotary embedding frequencies as transformers computes them (float32 inv_freq, then the
- * rope type's rescaling): default, linear, llama3. */
+ * rope type's rescaling): default, linear, llama3, and gemma4's "proportional" (the first
+ * partial_rotary * head_dim / 2 frequencies over the whole head, the rest zero, so the
+ * rotation spans the whole head and leaves the tail unrotated). One table per layer kind. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -21,21 +23,44 @@ static void llama3_scale(float *f, int n, const hr_rope_config *r) {
     }
 }
 
-hr_err *hr_rope_init(hr_model *m) {
-    const hr_rope_config *r = &m->cfg.rope;
-    int rot = (int)(m->cfg.head_dim * r->partial_rotary);
+static hr_err *rope_table(const hr_rope_config *r, int head_dim, float **out, int *rot_dim) {
+    int rot = r->type == HR_ROPE_PROPORTIONAL ? head_dim : (int)(head_dim * r->partial_rotary);
     rot -= rot % 2;
     if (rot <= 0) return hr_errf("config.json: rotary dimension is zero");
-    m->rot_dim = rot;
-    int n = rot / 2;
-    m->inv_freq_host = malloc(sizeof(float) * (size_t)n);
-    if (!m->inv_freq_host) return hr_err_oom();
+    int n = rot / 2, live = n;
+    if (r->type == HR_ROPE_PROPORTIONAL) live = (int)floor(r->partial_rotary * head_dim / 2);
+    float *f = malloc(sizeof(float) * (size_t)n);
+    if (!f) return hr_err_oom();
     for (int i = 0; i < n; i++) {
         float expo = (float)(2 * i) / (float)rot;
-        m->inv_freq_host[i] = 1.0f / powf((float)r->theta, expo);
+        f[i] = i < live ? 1.0f / powf((float)r->theta, expo) : 0.0f;
     }
-    if (r->type == HR_ROPE_LINEAR)
-        for (int i = 0; i < n; i++) m->inv_freq_host[i] /= (float)r->factor;
-    if (r->type == HR_ROPE_LLAMA3) llama3_scale(m->inv_freq_host, n, r);
+    if (r->type == HR_ROPE_LINEAR || r->type == HR_ROPE_PROPORTIONAL)
+        for (int i = 0; i < n; i++) f[i] /= (float)r->factor;
+    if (r->type == HR_ROPE_LLAMA3) llama3_scale(f, n, r);
+    *out = f;
+    *rot_dim = rot;
     return NULL;
+}
+
+/* The head_dim of layers of kind k (all of them must agree; config_gemma.c sets them). */
+static hr_err *kind_head_dim(const hr_model_config *c, hr_layer_kind k, int *hd) {
+    *hd = c->head_dim;
+    int seen = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        if (c->layer_kind[l] != k) continue;
+        if (seen && c->layer_head_dim[l] != *hd)
+            return hr_errf("config.json: layers of one attention type with different head_dim");
+        *hd = c->layer_head_dim[l];
+        seen = 1;
+    }
+    return NULL;
+}
+
+hr_err *hr_rope_init(hr_model *m) {
+    int hd;
+    HR_TRY(kind_head_dim(&m->cfg, HR_LAYER_FULL, &hd));
+    HR_TRY(rope_table(&m->cfg.rope, hd, &m->inv_freq_host, &m->rot_dim));
+    HR_TRY(kind_head_dim(&m->cfg, HR_LAYER_SLIDING, &hd));
+    return rope_table(&m->cfg.rope_sliding, hd, &m->inv_freq_sliding_host, &m->rot_dim_sliding);
 }

@@ -8,7 +8,8 @@
 #include "harness.h"
 #include "model/safetensors.h"
 
-static const char *const models[] = {"tiny-llama", "tiny-qwen2", "tiny-qwen3"};
+static const char *const models[] = {"tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3", "tiny-gemma4",
+                                      "tiny-gemma4_moe"};
 
 typedef struct {
     hr_backend *be;

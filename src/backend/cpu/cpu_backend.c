@@ -118,7 +118,8 @@ static void cpu_rmsnorm(hr_backend *be, float *y, const float *x, const hr_tenso
         float inv = 1.0f / sqrtf(ss / (float)dim + eps);
         for (int c = 0; c < dim; c += CHUNK) {
             int n = dim - c < CHUNK ? dim - c : CHUNK;
-            hr_cpu_to_f32(wf, w, c, n);
+            if (w) hr_cpu_to_f32(wf, w, c, n);
+            else for (int i = 0; i < n; i++) wf[i] = one_plus ? 0.0f : 1.0f;
             for (int i = 0; i < n; i++) yr[c + i] = xr[c + i] * inv * (wf[i] + (float)one_plus);
         }
     }
@@ -146,7 +147,7 @@ static void cpu_rope(hr_backend *be, float *x, int n_heads, int head_dim, int ro
 
 static void cpu_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float *k, const float *v) {
     const hr_step_meta *m = &((hr_cpu_backend *)be)->meta;
-    long width = (long)kv->n_kv_heads * kv->head_dim;
+    long width = (long)kv->n_kv_heads * (kv->layer_head_dim ? kv->layer_head_dim[layer] : kv->head_dim);
     for (int t = 0; t < m->n_tokens; t++) {
         int p = m->pos[t];
         int block = m->block_tables[m->row[t]][p / kv->block_size];
@@ -156,7 +157,7 @@ static void cpu_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float
     }
 }
 
-static float act(float g, hr_act_fn fn) {
+float hr_cpu_act(float g, hr_act_fn fn) {
     if (fn == HR_ACT_FN_SILU) return g / (1.0f + expf(-g));
     const float c = 0.7978845608028654f; /* sqrt(2/pi) */
     return 0.5f * g * (1.0f + tanhf(c * (g + 0.044715f * g * g * g)));
@@ -173,7 +174,7 @@ static void act_task(void *ctx, int t, int nt) {
     act_ctx *c = ctx;
     long b, e;
     hr_split_range(c->n, 64, t, nt, &b, &e);
-    for (long i = b; i < e; i++) c->y[i] = act(c->g[i], c->fn) * c->u[i];
+    for (long i = b; i < e; i++) c->y[i] = hr_cpu_act(c->g[i], c->fn) * c->u[i];
 }
 
 static void cpu_act_mul(hr_backend *be, float *y, const float *gate, const float *up, long n,
@@ -189,6 +190,20 @@ static void cpu_add(hr_backend *be, float *y, const float *a, long n) {
 
 static void cpu_copy(hr_backend *be, float *dst, const float *src, long n) {
     memcpy(dst, src, sizeof(float) * (size_t)n);
+}
+
+static void cpu_scale(hr_backend *be, float *y, float s, long n) {
+    for (long i = 0; i < n; i++) y[i] *= s;
+}
+
+static void cpu_softcap(hr_backend *be, float *y, float cap, long n) {
+    for (long i = 0; i < n; i++) y[i] = cap * tanhf(y[i] / cap);
+}
+
+static void cpu_copy2d(hr_backend *be, float *dst, long dst_stride, const float *src, long src_stride,
+                       int rows, long cols) {
+    for (int r = 0; r < rows; r++)
+        memcpy(dst + r * dst_stride, src + r * src_stride, sizeof(float) * (size_t)cols);
 }
 
 static const hr_backend_vt cpu_vt = {
@@ -211,6 +226,11 @@ static const hr_backend_vt cpu_vt = {
     .act_mul = cpu_act_mul,
     .add = cpu_add,
     .copy = cpu_copy,
+    .scale = cpu_scale,
+    .softcap = cpu_softcap,
+    .copy2d = cpu_copy2d,
+    .moe_route = hr_cpu_moe_route,
+    .moe_experts = hr_cpu_moe_experts,
 };
 
 hr_err *hr_backend_cpu_create(const hr_cpu_options *opt, hr_backend **out) {
