@@ -17,7 +17,7 @@ build: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j$(JOBS)
 
 run: deps build
-	./$(BUILD)/hearth run --model $(MODEL) --prompt-ids 1,450,3186,310 --max-tokens 48
+	./$(BUILD)/hearth run --model $(MODEL) --prompt "The jury said" --max-tokens 64 --temperature 0.8 --seed 1
 
 test: deps build
 	@bash tests/run.sh $(BUILD)

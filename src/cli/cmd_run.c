@@ -4,23 +4,69 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/file.h"
+#include "base/json.h"
 #include "cli/args.h"
 #include "cli/verbs.h"
 #include "engine/generate.h"
+#include "template/template.h"
+#include "tokenizer/tokenizer.h"
 
 typedef struct {
-    const char *model, *prompt, *prompt_ids;
+    const char *model, *prompt, *prompt_ids, *chat_template;
     long max_tokens, top_k, seed, threads;
     double temperature, top_p, min_p;
-    int print_ids, mmap;
+    int print_ids, mmap, raw;
 } run_opts;
 
+/* Output of generated tokens: ids on one line, or text through the incremental
+ * detokenizer (never half a UTF-8 character). */
+typedef struct {
+    int print_ids, first;
+    hr_detok_stream *detok;
+    hr_err *err;
+} printer;
+
 static int print_token(void *ctx, int32_t tok) {
-    int *first = ctx;
-    printf(*first ? "%d" : " %d", tok);
-    *first = 0;
+    printer *p = ctx;
+    if (p->print_ids || !p->detok) {
+        printf(p->first ? "%d" : " %d", tok);
+    } else {
+        const char *text;
+        size_t len;
+        p->err = hr_detok_stream_push(p->detok, tok, &text, &len);
+        if (p->err) return 1;
+        fwrite(text, 1, len, stdout);
+    }
+    p->first = 0;
     fflush(stdout);
     return 0;
+}
+
+static void print_flush(printer *p) {
+    const char *text;
+    size_t len;
+    if (p->detok && !p->print_ids && !p->err && !(p->err = hr_detok_stream_flush(p->detok, &text, &len)))
+        fwrite(text, 1, len, stdout);
+}
+
+/* The prompt as ids: rendered through the chat template (a single user message) unless
+ * --raw or the model has none, then tokenized. */
+static hr_err *encode_prompt(const run_opts *o, const hr_tokenizer *tok, int32_t **ids, int *n) {
+    int templated = !o->raw && (o->chat_template || hr_tokenizer_chat_template(tok, NULL));
+    if (!templated) return hr_tokenizer_encode(tok, o->prompt, strlen(o->prompt), 1, ids, n);
+    hr_chat_template ct;
+    HR_TRY(hr_chat_template_load(o->model, o->chat_template, &ct));
+    json_t *req = json_pack("{s:[{s:s,s:s}],s:b}", "messages", "role", "user", "content", o->prompt,
+                            "add_generation_prompt", 1);
+    char *text = NULL;
+    int raised;
+    hr_err *err = req ? hr_chat_template_apply(&ct, req, &text, &raised) : hr_err_oom();
+    if (!err) err = hr_tokenizer_encode(tok, text, strlen(text), 0, ids, n);
+    free(text);
+    json_decref(req);
+    hr_chat_template_free(&ct);
+    return hr_err_wrap(err, "chat template: ");
 }
 
 static hr_sampler_params sampling(const run_opts *o, const hr_model_config *c) {
@@ -37,20 +83,40 @@ static hr_sampler_params sampling(const run_opts *o, const hr_model_config *c) {
     return p;
 }
 
+/* Loads the tokenizer when the model has one (needed for --prompt, optional for ids). */
+static hr_err *load_tokenizer(const run_opts *o, hr_tokenizer **tok) {
+    *tok = NULL;
+    char *path = hr_path_join(o->model, "tokenizer.json");
+    int have = path && hr_file_exists(path);
+    free(path);
+    if (!have) return o->prompt ? hr_errf("%s has no tokenizer.json; use --prompt-ids", o->model) : NULL;
+    return hr_tokenizer_load(o->model, tok);
+}
+
+static hr_err *prompt_ids(const run_opts *o, const hr_tokenizer *tok, int32_t **ids, int *n) {
+    if (o->prompt) return encode_prompt(o, tok, ids, n);
+    return hr_parse_int_list(o->prompt_ids, "--prompt-ids", (int **)ids, n);
+}
+
 static hr_err *run(const run_opts *o) {
-    int *ids = NULL, n = 0;
-    if (o->prompt) return hr_errf("--prompt needs the tokenizer, which this build does not have yet; use --prompt-ids");
-    HR_TRY(hr_parse_int_list(o->prompt_ids, "--prompt-ids", &ids, &n));
+    int32_t *ids = NULL;
+    int n = 0;
+    hr_tokenizer *tok = NULL;
     hr_backend *be = NULL;
     hr_model *m = NULL;
-    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){(int)o->threads, o->mmap}, &be);
+    printer pr = {o->print_ids, 1, NULL, NULL};
+    hr_err *err = load_tokenizer(o, &tok);
+    if (!err) err = prompt_ids(o, tok, &ids, &n);
+    if (!err && tok && !o->print_ids) err = hr_detok_stream_create(tok, 1, &pr.detok);
+    if (!err) err = hr_backend_cpu_create(&(hr_cpu_options){(int)o->threads, o->mmap}, &be);
     if (!err) err = hr_model_load(o->model, be, &m);
     if (!err) {
         const hr_model_config *c = hr_model_cfg(m);
-        hr_gen_request req = {(const int32_t *)ids, n, (int)o->max_tokens, sampling(o, c), c->eos_ids, c->n_eos, 0};
+        hr_gen_request req = {ids, n, (int)o->max_tokens, sampling(o, c), c->eos_ids, c->n_eos, 0};
         hr_gen_stats st;
-        int first = 1;
-        err = hr_generate(m, &req, print_token, &first, &st);
+        err = hr_generate(m, &req, print_token, &pr, &st);
+        print_flush(&pr);
+        if (!err) err = pr.err;
         printf("\n");
         fflush(stdout);
         if (!err)
@@ -60,6 +126,8 @@ static hr_err *run(const run_opts *o) {
     }
     hr_model_free(m);
     hr_backend_destroy(be);
+    hr_detok_stream_destroy(pr.detok);
+    hr_tokenizer_free(tok);
     free(ids);
     return err;
 }
@@ -76,6 +144,8 @@ int hr_cmd_run(int argc, char **argv) {
         {"top-k", HR_OPT_INT, &o.top_k, "keep the k most likely tokens (0 = off)"},
         {"min-p", HR_OPT_FLOAT, &o.min_p, "drop tokens below min-p x the top probability"},
         {"seed", HR_OPT_INT, &o.seed, "random seed (default 0)"},
+        {"raw", HR_OPT_FLAG, &o.raw, "use --prompt as is, without the chat template"},
+        {"chat-template", HR_OPT_STR, &o.chat_template, "a Jinja chat template file to use instead of the model's"},
         {"print-ids", HR_OPT_FLAG, &o.print_ids, "print generated token ids on one line"},
         {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
         {"mmap", HR_OPT_FLAG, &o.mmap, "compute from the mmapped file (faster load, slower decode)"},

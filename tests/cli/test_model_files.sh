@@ -31,7 +31,15 @@ expect_rc logits_shape 0 "ok" python3 -c "
 import json,struct; b=open('$T/l.safetensors','rb').read(); n=struct.unpack('<Q',b[:8])[0]
 h=json.loads(b[8:8+n]); assert h['logits']['shape']==[3,512] and h['logits']['dtype']=='F32'; print('ok')"
 expect_rc run_ids 0 "^[0-9]+( [0-9]+){7}$" "$H" run --model "$TINY" --prompt-ids 1,5,17 --max-tokens 8 --print-ids
-expect_rc run_prompt_needs_ids 1 "tokenizer" "$H" run --model "$TINY" --prompt hello
+expect_rc run_prompt_needs_ids 1 "has no tokenizer.json" "$H" run --model "$TINY" --prompt hello
+B=$M/brown-llama-8m
+expect_rc run_text 0 "^he was a man who had been" "$H" run --model "$B" --prompt "The jury said" --max-tokens 12
+expect_rc run_text_ids 0 "^400 403 264 676 693 553" "$H" run --model "$B" --prompt "The jury said" --max-tokens 6 --print-ids
+expect_rc run_seeded 0 "" bash -c "[ \"\$('$H' run --model '$B' --prompt 'A' --temperature 1 --seed 5 --max-tokens 16 2>/dev/null)\" = \"\$('$H' run --model '$B' --prompt 'A' --temperature 1 --seed 5 --max-tokens 16 2>/dev/null)\" ]"
+echo '{% for m in messages %}Q: {{ m.content }}{% endfor %}A:' > "$T/tpl.jinja"
+expect_rc run_chat_template 0 "" "$H" run --model "$B" --prompt "hi" --chat-template "$T/tpl.jinja" --max-tokens 4
+echo '{% for m in messages %' > "$T/bad.jinja"
+expect_rc run_bad_template 1 "chat template|line" "$H" run --model "$B" --prompt "hi" --chat-template "$T/bad.jinja" --max-tokens 4
 expect_rc run_bad_ids 1 "not a comma-separated list" "$H" run --model "$TINY" --prompt-ids 1,x
 expect_rc run_id_range 1 "out of range" "$H" run --model "$TINY" --prompt-ids 1,99999 --max-tokens 2
 expect_rc logits_missing_out 2 "required" "$H" logits --model "$TINY" --tokens 1

@@ -1,10 +1,14 @@
-/* CPU paged attention: for each (token, head) an online-softmax pass over the row's KV
- * positions [start, pos] read through its block table, where start honours a sliding
- * window. Work items (token x head) are split across the pool. */
+/* CPU paged attention, flash style: one work item per (token, kv head) covers the query
+ * heads of its GQA group, so each K and V row is read once for the whole group. KV
+ * positions [start, pos] (start honours a sliding window) are walked in tiles of TILE
+ * through the row's block table; scores of a tile are kept in a small stack buffer and
+ * the softmax is carried across tiles with one rescale per tile. */
 #include <math.h>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernels.h"
+
+enum { TILE = 128, MAX_GROUP = 32 };
 
 typedef struct {
     hr_cpu_backend *cb;
@@ -15,40 +19,81 @@ typedef struct {
     const hr_cpu_kernels *k;
 } attn_ctx;
 
-static void attend_one(const attn_ctx *c, int t, int h) {
+typedef struct {
+    const float *q[MAX_GROUP]; /* query rows of the group's heads (head_dim each) */
+    float *o[MAX_GROUP];       /* output rows */
+    float mx[MAX_GROUP], sum[MAX_GROUP];
+    int n;                     /* heads in this group chunk */
+} head_group;
+
+static const float *kv_row(const attn_ctx *c, const void *base, const int32_t *bt, int j, int kvh) {
+    const hr_kv_store *kv = c->kv;
+    long off = hr_kv_offset(kv, c->p->layer, bt[j / kv->block_size], j % kv->block_size) +
+               (long)kvh * kv->head_dim;
+    return (const float *)base + off;
+}
+
+/* Scores of positions [j0, j0+len) for every head, then the online-softmax update. */
+static void tile(const attn_ctx *c, head_group *g, const int32_t *bt, int kvh, int j0, int len) {
+    const hr_attn_params *p = c->p;
+    float s[MAX_GROUP][TILE];
+    for (int jj = 0; jj < len; jj++) {
+        const float *krow = kv_row(c, c->kv->k, bt, j0 + jj, kvh);
+        for (int h = 0; h < g->n; h++) {
+            float v = c->k->dot(g->q[h], krow, p->head_dim) * p->scale;
+            s[h][jj] = p->softcap > 0 ? p->softcap * tanhf(v / p->softcap) : v;
+        }
+    }
+    for (int h = 0; h < g->n; h++) {
+        float m = g->mx[h];
+        for (int jj = 0; jj < len; jj++) m = fmaxf(m, s[h][jj]);
+        if (m > g->mx[h]) {
+            float corr = expf(g->mx[h] - m);
+            g->sum[h] *= corr;
+            c->k->scale(g->o[h], corr, p->head_dim);
+            g->mx[h] = m;
+        }
+        for (int jj = 0; jj < len; jj++) {
+            s[h][jj] = expf(s[h][jj] - m);
+            g->sum[h] += s[h][jj];
+        }
+    }
+    for (int jj = 0; jj < len; jj++) {
+        const float *vrow = kv_row(c, c->kv->v, bt, j0 + jj, kvh);
+        for (int h = 0; h < g->n; h++) c->k->axpy(g->o[h], s[h][jj], vrow, p->head_dim);
+    }
+}
+
+static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh) {
     const hr_step_meta *m = &c->cb->meta;
     const hr_attn_params *p = c->p;
-    const hr_kv_store *kv = c->kv;
-    int hd = p->head_dim, kvh = h / (p->n_heads / p->n_kv_heads);
-    int pos = m->pos[t], start = p->window > 0 && pos - p->window + 1 > 0 ? pos - p->window + 1 : 0;
+    int hd = p->head_dim, pos = m->pos[t];
+    int start = p->window > 0 && pos - p->window + 1 > 0 ? pos - p->window + 1 : 0;
     const int32_t *bt = m->block_tables[m->row[t]];
-    const float *q = c->q + ((long)t * p->n_heads + h) * hd;
-    float *o = c->out + ((long)t * p->n_heads + h) * hd;
-    for (int i = 0; i < hd; i++) o[i] = 0;
-    float mx = -INFINITY, sum = 0;
-    for (int j = start; j <= pos; j++) {
-        long off = hr_kv_offset(kv, p->layer, bt[j / kv->block_size], j % kv->block_size) +
-                   (long)kvh * hd;
-        float s = c->k->dot(q, (const float *)kv->k + off, hd) * p->scale;
-        if (p->softcap > 0) s = p->softcap * tanhf(s / p->softcap);
-        if (s > mx) {
-            float corr = expf(mx - s);
-            sum *= corr;
-            c->k->scale(o, corr, hd);
-            mx = s;
-        }
-        float w = expf(s - mx);
-        sum += w;
-        c->k->axpy(o, w, (const float *)kv->v + off, hd);
+    head_group g = {.n = nh};
+    for (int h = 0; h < nh; h++) {
+        long row = (long)t * p->n_heads + h0 + h;
+        g.q[h] = c->q + row * hd;
+        g.o[h] = c->out + row * hd;
+        g.mx[h] = -INFINITY;
+        g.sum[h] = 0;
+        for (int i = 0; i < hd; i++) g.o[h][i] = 0;
     }
-    c->k->scale(o, 1.0f / sum, hd);
+    for (int j = start; j <= pos; j += TILE) tile(c, &g, bt, kvh, j, pos - j + 1 < TILE ? pos - j + 1 : TILE);
+    for (int h = 0; h < nh; h++) c->k->scale(g.o[h], 1.0f / g.sum[h], hd);
 }
 
 static void attn_task(void *ctx, int t, int nt) {
     attn_ctx *c = ctx;
-    long items = (long)c->cb->meta.n_tokens * c->p->n_heads, b, e;
+    const hr_attn_params *p = c->p;
+    int group = p->n_heads / p->n_kv_heads;
+    long items = (long)c->cb->meta.n_tokens * p->n_kv_heads, b, e;
     hr_split_range(items, 1, t, nt, &b, &e);
-    for (long i = b; i < e; i++) attend_one(c, (int)(i / c->p->n_heads), (int)(i % c->p->n_heads));
+    for (long i = b; i < e; i++) {
+        int tok = (int)(i / p->n_kv_heads), kvh = (int)(i % p->n_kv_heads);
+        for (int h0 = 0; h0 < group; h0 += MAX_GROUP)
+            attend_group(c, tok, kvh, kvh * group + h0, group - h0 < MAX_GROUP ? group - h0 : MAX_GROUP);
+    }
 }
 
 void hr_cpu_attention(hr_backend *be, float *out, const float *q, const hr_kv_store *kv,
