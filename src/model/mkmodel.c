@@ -1,6 +1,7 @@
 /* hearth mkmodel: lists the checkpoint's tensors from the layout table, draws each from
- * its own seeded generator (linear weights ~ N(0, 1/fan_in), norms 1 +- 0.1, biases and
- * embeddings small), and writes config.json, generation_config.json and the shards. */
+ * its own seeded generator (linear weights ~ N(0, 1/fan_in), norms 1 +- 0.1 (0 +- 0.1 for
+ * (1 + w) norms), biases and embeddings small), and writes config.json,
+ * generation_config.json and the shards. */
 #include "model/mkmodel.h"
 
 #include <math.h>
@@ -19,11 +20,13 @@ typedef struct {
     hr_init *init;
     int n, cap;
     hr_dtype dtype;
+    int one_plus; /* norms scale by 1 + w: draw w around 0 */
     uint64_t seed;
     uint64_t state; /* generator of the tensor being written */
 } mk_list;
 
-static hr_err *add(mk_list *l, const char *name, int64_t rows, int64_t cols, hr_init init) {
+/* Adds tensor `name` of shape [d0,] rows[, cols] (d0 0: 1- or 2-D, cols 0: 1-D). */
+static hr_err *add3(mk_list *l, const char *name, int64_t d0, int64_t rows, int64_t cols, hr_init init) {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 64;
         hr_st_spec *s = realloc(l->specs, sizeof *s * (size_t)l->cap);
@@ -38,9 +41,14 @@ static hr_err *add(mk_list *l, const char *name, int64_t rows, int64_t cols, hr_
     if (!copy) return hr_err_oom();
     l->names[l->n] = copy;
     l->init[l->n] = init;
-    l->specs[l->n] = (hr_st_spec){copy, l->dtype, cols ? 2 : 1, {rows, cols}};
+    l->specs[l->n] = d0 ? (hr_st_spec){copy, l->dtype, 3, {d0, rows, cols}}
+                        : (hr_st_spec){copy, l->dtype, cols ? 2 : 1, {rows, cols}};
     l->n++;
     return NULL;
+}
+
+static hr_err *add(mk_list *l, const char *name, int64_t rows, int64_t cols, hr_init init) {
+    return add3(l, name, 0, rows, cols, init);
 }
 
 static hr_err *list_tensors(const hr_model_config *c, mk_list *l) {
@@ -49,10 +57,18 @@ static hr_err *list_tensors(const hr_model_config *c, mk_list *l) {
     for (int i = 0; i < c->n_layers; i++)
         for (int k = 0; k < hr_dense_layer_tensor_count; k++) {
             const hr_layer_tensor *t = &hr_dense_layer_tensors[k];
-            if (!hr_when_holds(c, t->when)) continue;
+            if (!hr_layer_has(c, i, t)) continue;
             snprintf(name, sizeof name, "model.layers.%d.%s", i, t->suffix);
-            HR_TRY(add(l, name, hr_dim_value(c, t->rows), hr_dim_value(c, t->cols), t->init));
+            int64_t rows = hr_layer_dim_value(c, i, t->rows), cols = hr_layer_dim_value(c, i, t->cols);
+            if (hr_dim_is_experts(t->rows)) HR_TRY(add3(l, name, c->n_experts, rows / c->n_experts, cols, t->init));
+            else HR_TRY(add(l, name, rows, cols, t->init));
         }
+    if (c->ple_dim) {
+        int64_t all = (int64_t)c->n_layers * c->ple_dim;
+        HR_TRY(add(l, "model.embed_tokens_per_layer.weight", c->ple_vocab, all, HR_INIT_EMBED));
+        HR_TRY(add(l, "model.per_layer_model_projection.weight", all, c->hidden, HR_INIT_LINEAR));
+        HR_TRY(add(l, "model.per_layer_projection_norm.weight", c->ple_dim, 0, HR_INIT_NORM));
+    }
     HR_TRY(add(l, "model.norm.weight", c->hidden, 0, HR_INIT_NORM));
     if (!c->tie_embeddings) HR_TRY(add(l, "lm_head.weight", c->vocab, c->hidden, HR_INIT_LINEAR));
     return NULL;
@@ -83,7 +99,7 @@ static inline float normal(uint64_t *s) {
 static float draw(mk_list *l, int index) {
     const hr_st_spec *s = &l->specs[index];
     switch (l->init[index]) {
-    case HR_INIT_NORM: return 1.0f + 0.1f * normal(&l->state);
+    case HR_INIT_NORM: return (l->one_plus ? 0.0f : 1.0f) + 0.1f * normal(&l->state);
     case HR_INIT_BIAS: return 0.02f * normal(&l->state);
     case HR_INIT_EMBED: return normal(&l->state);
     default: return normal(&l->state) / sqrtf((float)s->shape[s->ndim - 1]);
@@ -111,7 +127,9 @@ static hr_err *shard_fill(void *ctx, int index, size_t off, void *buf, size_t le
 }
 
 static size_t spec_bytes(const hr_st_spec *s) {
-    return hr_dtype_bytes(s->dtype, s->shape[0] * (s->ndim > 1 ? s->shape[1] : 1));
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++) n *= s->shape[i];
+    return hr_dtype_bytes(s->dtype, n);
 }
 
 /* Writes shards of at most shard_bytes and, when there are several, the index. */
@@ -185,7 +203,7 @@ hr_err *hr_mkmodel_write(const char *out_dir, const char *config_json, hr_dtype 
     HR_TRY(hr_mkdir_p(out_dir));
     HR_TRY(write_text(out_dir, "config.json", config_json));
     HR_TRY(write_generation_config(out_dir, &c));
-    mk_list l = {.dtype = dtype, .seed = seed};
+    mk_list l = {.dtype = dtype, .one_plus = c.norm_one_plus, .seed = seed};
     hr_err *err = list_tensors(&c, &l);
     if (!err) err = write_shards(out_dir, &l, shard_bytes);
     list_free(&l);

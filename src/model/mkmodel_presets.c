@@ -4,6 +4,9 @@
 
 #include "model/mkmodel.h"
 
+#define LT "\"sliding_attention\", \"sliding_attention\", \"sliding_attention\", \"sliding_attention\", " \
+           "\"sliding_attention\", \"full_attention\""
+
 static const struct {
     const char *name, *json;
 } presets[] = {
@@ -42,6 +45,31 @@ static const struct {
      "\"max_position_embeddings\": 32768, \"rms_norm_eps\": 1e-05, \"tie_word_embeddings\": false, "
      "\"hidden_act\": \"silu\", \"bos_token_id\": 1, \"eos_token_id\": 2, \"sliding_window\": null, "
      "\"rope_theta\": 1000000.0}"},
+    /* google/gemma-3-1b-pt: older key layout (rope_local_base_freq, sliding_window_pattern) */
+    {"gemma3-1b",
+     "{\"architectures\": [\"Gemma3ForCausalLM\"], \"model_type\": \"gemma3_text\", \"vocab_size\": 262144, "
+     "\"hidden_size\": 1152, \"intermediate_size\": 6912, \"num_hidden_layers\": 26, "
+     "\"num_attention_heads\": 4, \"num_key_value_heads\": 1, \"head_dim\": 256, "
+     "\"query_pre_attn_scalar\": 256, \"max_position_embeddings\": 32768, \"rms_norm_eps\": 1e-06, "
+     "\"hidden_activation\": \"gelu_pytorch_tanh\", \"sliding_window\": 512, \"sliding_window_pattern\": 6, "
+     "\"rope_theta\": 1000000.0, \"rope_local_base_freq\": 10000.0, \"rope_scaling\": null, "
+     "\"attn_logit_softcapping\": null, \"final_logit_softcapping\": null, \"tie_word_embeddings\": true, "
+     "\"bos_token_id\": 2, \"eos_token_id\": [1, 106], \"pad_token_id\": 0}"},
+    /* google/gemma-4-E4B text decoder (text_config of the published config, as read by
+     * transformers <= 5.14: global_head_dim rather than per_layer_config) */
+    {"gemma4-e4b",
+     "{\"architectures\": [\"Gemma4ForCausalLM\"], \"model_type\": \"gemma4_text\", \"vocab_size\": 262144, "
+     "\"hidden_size\": 2560, \"intermediate_size\": 10240, \"num_hidden_layers\": 42, "
+     "\"num_attention_heads\": 8, \"num_key_value_heads\": 2, \"head_dim\": 256, \"global_head_dim\": 512, "
+     "\"hidden_size_per_layer_input\": 256, \"vocab_size_per_layer_input\": 262144, "
+     "\"num_kv_shared_layers\": 18, \"max_position_embeddings\": 131072, \"rms_norm_eps\": 1e-06, "
+     "\"hidden_activation\": \"gelu_pytorch_tanh\", \"sliding_window\": 512, "
+     "\"layer_types\": [" LT ", " LT ", " LT ", " LT ", " LT ", " LT ", " LT "], "
+     "\"rope_parameters\": {\"full_attention\": {\"rope_type\": \"proportional\", \"rope_theta\": 1000000.0, "
+     "\"partial_rotary_factor\": 0.25}, \"sliding_attention\": {\"rope_type\": \"default\", "
+     "\"rope_theta\": 10000.0}}, \"final_logit_softcapping\": 30.0, \"attention_k_eq_v\": false, "
+     "\"use_double_wide_mlp\": false, \"enable_moe_block\": false, \"tie_word_embeddings\": true, "
+     "\"bos_token_id\": 2, \"eos_token_id\": [1, 106], \"pad_token_id\": 0}"},
 };
 
 const char *hr_mkmodel_preset(const char *name) {
@@ -50,4 +78,5 @@ const char *hr_mkmodel_preset(const char *name) {
     return NULL;
 }
 
-const char *hr_mkmodel_preset_names(void) { return "llama3-8b, qwen3-0.6b, qwen3-8b, qwen2.5-0.5b, mistral-7b"; }
+const char *hr_mkmodel_preset_names(void) { return "llama3-8b, qwen3-0.6b, qwen3-8b, qwen2.5-0.5b, mistral-7b, gemma3-1b, gemma4-e4b";
+}
