@@ -17,14 +17,14 @@
 
 typedef struct hr_backend hr_backend;
 
-/* Paged KV storage for every layer: K and V are [layer][block][slot][kv_head][head_dim]. */
+/* Paged KV storage for every layer: K and V are [layer][block][slot][kv_head][head_dim],
+ * where head_dim may differ per layer (each layer's region is packed at its own width). */
 typedef struct {
     hr_dtype dtype;
     int n_layers, n_blocks, block_size, n_kv_heads, head_dim;
     void *k, *v; /* device memory */
-    /* Per-layer head dims (n_layers) or NULL. A layer's heads are packed at the front of
-     * each slot of n_kv_heads * head_dim floats, so head_dim must be the largest. */
-    const int *layer_head_dim;
+    const int *layer_head_dim; /* (n_layers) per-layer head dims, or NULL: all head_dim */
+    long *layer_off;           /* (n_layers) element offset of each layer's region (kv_create) */
 } hr_kv_store;
 
 /* One step's token layout. Token i belongs to row[i] and sits at position pos[i]; row r

@@ -134,7 +134,8 @@ static void test_small_ops(void) {
     hr_backend_destroy(be);
 }
 
-/* tiny-gemma4: layers 4 and 5 share the KV of 3 and 2, so the store has 4 slots, 64 wide. */
+/* tiny-gemma4: layers 4 and 5 share the KV of 3 and 2, so the store has 4 layers, each
+ * packed at its own head_dim (32 or 64). */
 static void test_kv_geometry(void) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s", hr_fixture("models/tiny-gemma4"));

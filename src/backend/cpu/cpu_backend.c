@@ -54,24 +54,29 @@ static void cpu_release(hr_backend *be, hr_tensor *dev) {
     dev->data = NULL;
 }
 
-static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
-    if (kv->dtype != HR_F32) return hr_errf("the CPU KV store supports F32 only");
-    size_t n = (size_t)kv->n_layers * kv->n_blocks * kv->block_size * kv->n_kv_heads * kv->head_dim;
-    kv->k = calloc(n, sizeof(float));
-    kv->v = calloc(n, sizeof(float));
-    if (!kv->k || !kv->v) {
-        free(kv->k);
-        free(kv->v);
-        kv->k = kv->v = NULL;
-        return hr_errf("cannot allocate %zu MiB for the KV cache", 2 * n * sizeof(float) >> 20);
-    }
-    return NULL;
-}
-
 static void cpu_kv_destroy(hr_backend *be, hr_kv_store *kv) {
     free(kv->k);
     free(kv->v);
+    free(kv->layer_off);
     kv->k = kv->v = NULL;
+    kv->layer_off = NULL;
+}
+
+static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
+    if (kv->dtype != HR_F32) return hr_errf("the CPU KV store supports F32 only");
+    kv->layer_off = malloc(sizeof(long) * (size_t)kv->n_layers);
+    size_t n = 0;
+    for (int l = 0; kv->layer_off && l < kv->n_layers; l++) {
+        kv->layer_off[l] = (long)n;
+        n += (size_t)kv->n_blocks * kv->block_size * kv->n_kv_heads * hr_kv_head_dim(kv, l);
+    }
+    kv->k = calloc(n, sizeof(float));
+    kv->v = calloc(n, sizeof(float));
+    if (!kv->k || !kv->v || !kv->layer_off) {
+        cpu_kv_destroy(be, kv);
+        return hr_errf("cannot allocate %zu MiB for the KV cache", 2 * n * sizeof(float) >> 20);
+    }
+    return NULL;
 }
 
 static hr_err *cpu_read(hr_backend *be, const void *src, void *dst, size_t bytes) {
@@ -147,7 +152,7 @@ static void cpu_rope(hr_backend *be, float *x, int n_heads, int head_dim, int ro
 
 static void cpu_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float *k, const float *v) {
     const hr_step_meta *m = &((hr_cpu_backend *)be)->meta;
-    long width = (long)kv->n_kv_heads * (kv->layer_head_dim ? kv->layer_head_dim[layer] : kv->head_dim);
+    long width = (long)kv->n_kv_heads * hr_kv_head_dim(kv, layer);
     for (int t = 0; t < m->n_tokens; t++) {
         int p = m->pos[t];
         int block = m->block_tables[m->row[t]][p / kv->block_size];

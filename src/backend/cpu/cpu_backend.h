@@ -12,10 +12,14 @@ typedef struct {
     hr_cpu_options opt;
 } hr_cpu_backend;
 
+static inline int hr_kv_head_dim(const hr_kv_store *kv, int layer) {
+    return kv->layer_head_dim ? kv->layer_head_dim[layer] : kv->head_dim;
+}
+
 /* Offset in floats of (layer, block, slot) in a KV store. */
 static inline long hr_kv_offset(const hr_kv_store *kv, int layer, int block, int slot) {
-    return (((long)layer * kv->n_blocks + block) * kv->block_size + slot) * kv->n_kv_heads *
-           kv->head_dim;
+    return kv->layer_off[layer] +
+           ((long)block * kv->block_size + slot) * kv->n_kv_heads * hr_kv_head_dim(kv, layer);
 }
 
 /* Converts n elements of t starting at element off to f32. */
