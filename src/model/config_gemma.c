@@ -90,7 +90,8 @@ static hr_err *parse_head_dims(const json_t *j, hr_model_config *c) {
             if (strcmp(f, "head_dim") == 0 && json_is_integer(fv) && json_integer_value(fv) > 0 &&
                 json_integer_value(fv) % 2 == 0 && json_integer_value(fv) <= 4096)
                 c->layer_head_dim[l] = (int)json_integer_value(fv);
-            else return hr_errf("config.json: per_layer_config[%s].%s is not supported", key, f);
+            else
+                return hr_errf("config.json: per_layer_config[%s].%s is not supported", key, f);
         }
     }
     return NULL;
@@ -101,15 +102,18 @@ static hr_err *parse_head_dims(const json_t *j, hr_model_config *c) {
 static hr_err *parse_kv_sharing(const json_t *j, hr_model_config *c) {
     int shared = 0;
     HR_TRY(get_pos_int(j, "num_kv_shared_layers", 0, &shared));
-    if (shared >= c->n_layers) return hr_errf("config.json: num_kv_shared_layers must be < num_hidden_layers");
+    if (shared >= c->n_layers)
+        return hr_errf("config.json: num_kv_shared_layers must be < num_hidden_layers");
     int first = c->n_layers - shared;
     for (int l = first; l < c->n_layers; l++) {
         int src = -1;
         for (int k = first - 1; k >= 0 && src < 0; k--)
             if (c->layer_kind[k] == c->layer_kind[l]) src = k;
-        if (src < 0) return hr_errf("config.json: KV-shared layer %d has no earlier layer of its type", l);
+        if (src < 0)
+            return hr_errf("config.json: KV-shared layer %d has no earlier layer of its type", l);
         if (c->layer_head_dim[src] != c->layer_head_dim[l])
-            return hr_errf("config.json: KV-shared layer %d and layer %d differ in head_dim", l, src);
+            return hr_errf("config.json: KV-shared layer %d and layer %d differ in head_dim", l,
+                           src);
         c->kv_source[l] = src;
     }
     return NULL;
@@ -126,16 +130,18 @@ static hr_err *parse_gemma4(const json_t *j, hr_model_config *c) {
     HR_TRY(get_pos_int(j, "hidden_size_per_layer_input", 0, &c->ple_dim));
     HR_TRY(get_pos_int(j, "vocab_size_per_layer_input", c->vocab, &c->ple_vocab));
     if (c->ple_dim && c->ple_vocab < c->vocab)
-        return hr_errf("config.json: vocab_size_per_layer_input (%d) < vocab_size (%d) is not supported",
-                       c->ple_vocab, c->vocab);
+        return hr_errf(
+            "config.json: vocab_size_per_layer_input (%d) < vocab_size (%d) is not supported",
+            c->ple_vocab, c->vocab);
     HR_TRY(hr_json_bool(j, "enable_moe_block", 0, "config.json", &c->moe));
     if (!c->moe) return NULL;
     HR_TRY(get_pos_int(j, "num_experts", 0, &c->n_experts));
     HR_TRY(get_pos_int(j, "top_k_experts", 0, &c->top_k));
     HR_TRY(get_pos_int(j, "moe_intermediate_size", 0, &c->moe_inter));
     if (c->n_experts <= 0 || c->top_k <= 0 || c->top_k > c->n_experts || c->moe_inter <= 0)
-        return hr_errf("config.json: enable_moe_block needs num_experts, top_k_experts <= num_experts "
-                       "and moe_intermediate_size");
+        return hr_errf(
+            "config.json: enable_moe_block needs num_experts, top_k_experts <= num_experts "
+            "and moe_intermediate_size");
     return NULL;
 }
 

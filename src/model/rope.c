@@ -36,7 +36,8 @@ static hr_err *rope_table(const hr_rope_config *r, int head_dim, float **out, in
         f[i] = i < live ? 1.0f / powf((float)r->theta, expo) : 0.0f;
     }
     if (r->type == HR_ROPE_LINEAR || r->type == HR_ROPE_PROPORTIONAL)
-        for (int i = 0; i < n; i++) f[i] /= (float)r->factor;
+        for (int i = 0; i < n; i++)
+            f[i] /= (float)r->factor;
     if (r->type == HR_ROPE_LLAMA3) llama3_scale(f, n, r);
     *out = f;
     *rot_dim = rot;

@@ -19,7 +19,8 @@ static float frand(void) {
 static void test_gemma3_preset(void) {
     hr_model_config c;
     HR_CHECK_OK(hr_config_parse("gemma3-1b", hr_mkmodel_preset("gemma3-1b"), &c));
-    HR_CHECK(c.arch == HR_ARCH_GEMMA3 && c.norm_one_plus && c.sandwich_norm && c.qk_norm, "gemma3 flags");
+    HR_CHECK(c.arch == HR_ARCH_GEMMA3 && c.norm_one_plus && c.sandwich_norm && c.qk_norm,
+             "gemma3 flags");
     for (int l = 0; l < c.n_layers; l++)
         HR_CHECK(c.layer_kind[l] == ((l + 1) % 6 == 0 ? HR_LAYER_FULL : HR_LAYER_SLIDING),
                  "layer %d kind from sliding_window_pattern", l);
@@ -32,23 +33,27 @@ static void test_gemma3_preset(void) {
 static void test_gemma4_preset(void) {
     hr_model_config c;
     HR_CHECK_OK(hr_config_parse("gemma4-e4b", hr_mkmodel_preset("gemma4-e4b"), &c));
-    HR_CHECK(c.arch == HR_ARCH_GEMMA4 && !c.norm_one_plus && c.v_norm && c.attn_scale == 1.0, "flags");
+    HR_CHECK(c.arch == HR_ARCH_GEMMA4 && !c.norm_one_plus && c.v_norm && c.attn_scale == 1.0,
+             "flags");
     HR_CHECK(c.layer_head_dim[0] == 256 && c.layer_head_dim[5] == 512, "head dims %d %d",
              c.layer_head_dim[0], c.layer_head_dim[5]);
-    for (int l = 0; l < 24; l++) HR_CHECK(c.kv_source[l] == l, "layer %d owns its KV", l);
+    for (int l = 0; l < 24; l++)
+        HR_CHECK(c.kv_source[l] == l, "layer %d owns its KV", l);
     /* shared layers read the last non-shared layer of their type: 22 (sliding), 23 (full) */
     for (int l = 24; l < 42; l++)
-        HR_CHECK(c.kv_source[l] == (c.layer_kind[l] == HR_LAYER_FULL ? 23 : 22), "layer %d source %d", l,
-                 c.kv_source[l]);
+        HR_CHECK(c.kv_source[l] == (c.layer_kind[l] == HR_LAYER_FULL ? 23 : 22),
+                 "layer %d source %d", l, c.kv_source[l]);
     HR_CHECK(c.rope.type == HR_ROPE_PROPORTIONAL && c.rope.partial_rotary == 0.25, "full rope");
-    HR_CHECK(c.ple_dim == 256 && c.final_softcap == 30.0, "ple %d softcap %g", c.ple_dim, c.final_softcap);
+    HR_CHECK(c.ple_dim == 256 && c.final_softcap == 30.0, "ple %d softcap %g", c.ple_dim,
+             c.final_softcap);
 }
 
 /* Dense reference: every expert on every token, weighted by its routing weight or 0. */
-static void moe_dense(float *y, const float *x, const int32_t *idx, const float *w, int T, int k, int E,
-                      int H, int I, const float *gu, const float *dn) {
+static void moe_dense(float *y, const float *x, const int32_t *idx, const float *w, int T, int k,
+                      int E, int H, int I, const float *gu, const float *dn) {
     for (int t = 0; t < T; t++)
-        for (int c = 0; c < H; c++) y[t * H + c] = 0;
+        for (int c = 0; c < H; c++)
+            y[t * H + c] = 0;
     float *h = malloc(sizeof(float) * (size_t)I);
     for (int e = 0; e < E; e++)
         for (int t = 0; t < T; t++) {
@@ -65,7 +70,8 @@ static void moe_dense(float *y, const float *x, const int32_t *idx, const float 
             }
             for (int c = 0; c < H; c++) {
                 float o = 0;
-                for (int i = 0; i < I; i++) o += dn[((long)e * H + c) * I + i] * h[i];
+                for (int i = 0; i < I; i++)
+                    o += dn[((long)e * H + c) * I + i] * h[i];
                 y[t * H + c] += wt * o;
             }
         }
@@ -73,39 +79,52 @@ static void moe_dense(float *y, const float *x, const int32_t *idx, const float 
 }
 
 static void check_moe(hr_backend *be, int T, int E, int k, int H, int I) {
-    float *x = malloc(sizeof(float) * (size_t)T * H), *logits = malloc(sizeof(float) * (size_t)T * E);
-    float *gu = malloc(sizeof(float) * (size_t)E * 2 * I * H), *dn = malloc(sizeof(float) * (size_t)E * H * I);
+    float *x = malloc(sizeof(float) * (size_t)T * H),
+          *logits = malloc(sizeof(float) * (size_t)T * E);
+    float *gu = malloc(sizeof(float) * (size_t)E * 2 * I * H),
+          *dn = malloc(sizeof(float) * (size_t)E * H * I);
     float *scale = malloc(sizeof(float) * (size_t)E), *w = malloc(sizeof(float) * (size_t)T * k);
     float *y0 = malloc(sizeof(float) * (size_t)T * H), *y1 = malloc(sizeof(float) * (size_t)T * H);
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)T * k);
-    for (long i = 0; i < (long)T * H; i++) x[i] = frand();
-    for (long i = 0; i < (long)T * E; i++) logits[i] = 3 * frand();
-    for (long i = 0; i < (long)E * 2 * I * H; i++) gu[i] = frand() / sqrtf((float)H);
-    for (long i = 0; i < (long)E * H * I; i++) dn[i] = frand() / sqrtf((float)I);
-    for (int e = 0; e < E; e++) scale[e] = 1 + frand() / 2;
+    for (long i = 0; i < (long)T * H; i++)
+        x[i] = frand();
+    for (long i = 0; i < (long)T * E; i++)
+        logits[i] = 3 * frand();
+    for (long i = 0; i < (long)E * 2 * I * H; i++)
+        gu[i] = frand() / sqrtf((float)H);
+    for (long i = 0; i < (long)E * H * I; i++)
+        dn[i] = frand() / sqrtf((float)I);
+    for (int e = 0; e < E; e++)
+        scale[e] = 1 + frand() / 2;
     hr_tensor st = {.data = scale, .dtype = HR_F32, .ndim = 1, .shape = {E}};
     be->vt->moe_route(be, idx, w, logits, T, E, k, &st);
     for (int t = 0; t < T; t++) { /* top-k of a softmax, renormalised, then scaled */
         float sum = 0;
         for (int j = 0; j < k; j++) {
             sum += w[t * k + j] / scale[idx[t * k + j]];
-            if (j) HR_CHECK(logits[t * E + idx[t * k + j]] <= logits[t * E + idx[t * k + j - 1]], "order");
+            if (j)
+                HR_CHECK(logits[t * E + idx[t * k + j]] <= logits[t * E + idx[t * k + j - 1]],
+                         "order");
         }
         HR_CHECK(fabsf(sum - 1) < 1e-5f, "token %d weights sum to %g", t, sum);
     }
     hr_tensor *gv = calloc((size_t)E * 2, sizeof *gv);
     for (int e = 0; e < E; e++) {
-        gv[e] = (hr_tensor){.data = gu + (long)e * 2 * I * H, .dtype = HR_F32, .ndim = 2, .shape = {2 * I, H}};
-        gv[E + e] = (hr_tensor){.data = dn + (long)e * H * I, .dtype = HR_F32, .ndim = 2, .shape = {H, I}};
+        gv[e] = (hr_tensor){
+            .data = gu + (long)e * 2 * I * H, .dtype = HR_F32, .ndim = 2, .shape = {2 * I, H}};
+        gv[E + e] =
+            (hr_tensor){.data = dn + (long)e * H * I, .dtype = HR_F32, .ndim = 2, .shape = {H, I}};
     }
     hr_step_meta meta = {T, NULL, NULL, 0, NULL};
     HR_CHECK_OK(be->vt->step_begin(be, &meta));
     be->vt->moe_experts(be, y1, x, idx, w, T, k, gv, gv + E, HR_ACT_FN_GELU_TANH);
     moe_dense(y0, x, idx, w, T, k, E, H, I, gu, dn);
     float worst = 0;
-    for (long i = 0; i < (long)T * H; i++) worst = fmaxf(worst, fabsf(y0[i] - y1[i]) / (1 + fabsf(y0[i])));
+    for (long i = 0; i < (long)T * H; i++)
+        worst = fmaxf(worst, fabsf(y0[i] - y1[i]) / (1 + fabsf(y0[i])));
     HR_CHECK(worst < 1e-4f, "moe T=%d E=%d k=%d H=%d I=%d: rel diff %g", T, E, k, H, I, worst);
-    free(x), free(logits), free(gu), free(dn), free(scale), free(w), free(y0), free(y1), free(idx), free(gv);
+    free(x), free(logits), free(gu), free(dn), free(scale), free(w), free(y0), free(y1), free(idx),
+        free(gv);
 }
 
 static void test_moe_ops(void) {
@@ -121,12 +140,15 @@ static void test_small_ops(void) {
     hr_backend *be;
     HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){1, 0}, &be));
     float y[7], x[7] = {3, -1, 0.5f, 2, -4, 1, 0};
-    for (int i = 0; i < 7; i++) y[i] = x[i] * 20;
+    for (int i = 0; i < 7; i++)
+        y[i] = x[i] * 20;
     be->vt->softcap(be, y, 30.0f, 7);
-    for (int i = 0; i < 7; i++) HR_CHECK(fabsf(y[i] - 30 * tanhf(x[i] * 20 / 30)) < 1e-5f, "softcap %d", i);
+    for (int i = 0; i < 7; i++)
+        HR_CHECK(fabsf(y[i] - 30 * tanhf(x[i] * 20 / 30)) < 1e-5f, "softcap %d", i);
     be->vt->rmsnorm(be, y, x, NULL, 1, 7, 1e-6f, 0);
     float ss = 0;
-    for (int i = 0; i < 7; i++) ss += y[i] * y[i];
+    for (int i = 0; i < 7; i++)
+        ss += y[i] * y[i];
     HR_CHECK(fabsf(ss / 7 - 1) < 1e-4f, "scale-free rmsnorm has unit rms (%g)", ss / 7);
     float d[6] = {0};
     be->vt->copy2d(be, d, 3, x + 1, 3, 2, 2); /* 2 rows of 2, strides 3 */
@@ -148,7 +170,8 @@ static void test_kv_geometry(void) {
     HR_CHECK(kv.n_layers == 4 && kv.head_dim == 64, "slots %d width %d", kv.n_layers, kv.head_dim);
     HR_CHECK(kv.layer_head_dim[0] == 32 && kv.layer_head_dim[2] == 64, "per-slot head dims");
     int want[] = {16, 16, 0, 16};
-    for (int s = 0; s < 4; s++) HR_CHECK(hr_model_kv_window(m, s) == want[s], "slot %d window", s);
+    for (int s = 0; s < 4; s++)
+        HR_CHECK(hr_model_kv_window(m, s) == want[s], "slot %d window", s);
     hr_model_free(m);
     hr_backend_destroy(be);
 }
