@@ -45,6 +45,17 @@ static hr_err *parse_pattern(const json_t *j, hr_model_config *c) {
     return NULL;
 }
 
+/* use_bidirectional_attention: "vision" only changes the mask around image tokens, which a
+ * text-only decoder never sees; true / "all" make text attention bidirectional. */
+static hr_err *check_bidirectional(const json_t *j) {
+    const json_t *v = json_object_get(j, "use_bidirectional_attention");
+    if (json_is_string(v) && strcmp(json_string_value(v), "vision") == 0) return NULL;
+    if (!v || json_is_null(v) || json_is_false(v)) return NULL;
+    return hr_errf(
+        "config.json: \"use_bidirectional_attention\" (bidirectional text attention) is not "
+        "supported");
+}
+
 static hr_err *reject_true(const json_t *j, const char *key) {
     const json_t *v = json_object_get(j, key);
     if (!v || json_is_null(v) || json_is_false(v)) return NULL;
@@ -65,7 +76,7 @@ static hr_err *parse_common(const json_t *j, hr_model_config *c) {
     HR_TRY(hr_json_num(j, "attn_logit_softcapping", 0, "config.json", &c->attn_softcap));
     if (c->final_softcap < 0 || c->attn_softcap < 0)
         return hr_errf("config.json: soft-capping values must be positive");
-    HR_TRY(reject_true(j, "use_bidirectional_attention"));
+    HR_TRY(check_bidirectional(j));
     HR_TRY(parse_rope(j, c));
     return parse_pattern(j, c);
 }
@@ -87,10 +98,12 @@ static hr_err *parse_head_dims(const json_t *j, hr_model_config *c) {
         const char *f;
         const json_t *fv;
         json_object_foreach((json_t *)v, f, fv) {
-            if (strcmp(f, "head_dim") == 0 && json_is_integer(fv) && json_integer_value(fv) > 0 &&
-                json_integer_value(fv) % 2 == 0 && json_integer_value(fv) <= 4096)
-                c->layer_head_dim[l] = (int)json_integer_value(fv);
-            else
+            json_int_t n = json_is_integer(fv) ? json_integer_value(fv) : -1;
+            if (strcmp(f, "head_dim") == 0 && n > 0 && n % 2 == 0 && n <= 4096)
+                c->layer_head_dim[l] = (int)n;
+            else if (!(strcmp(f, "num_key_value_heads") == 0 && n == c->n_kv_heads) &&
+                     !(strcmp(f, "num_attention_heads") == 0 && n == c->n_heads))
+                /* a per-layer head count would need per-layer GQA geometry */
                 return hr_errf("config.json: per_layer_config[%s].%s is not supported", key, f);
         }
     }
