@@ -48,6 +48,14 @@ typedef struct {
 
 typedef enum { HR_ACT_FN_SILU, HR_ACT_FN_GELU_TANH } hr_act_fn;
 
+/* The routed experts of one MoE layer: expert e is down_e(act(gate_e x) * up_e x). */
+typedef struct {
+    int n_experts, hidden, inter;
+    const hr_tensor *const *gate, *const *up; /* [n_experts] of (inter, hidden) */
+    const hr_tensor *const *down;             /* [n_experts] of (hidden, inter) */
+    hr_act_fn act;
+} hr_moe_weights;
+
 typedef struct {
     const char *name;
     void (*destroy)(hr_backend *be);
@@ -99,15 +107,17 @@ typedef struct {
     /* dst[r * dst_stride + c] = src[r * src_stride + c] for r < rows, c < cols */
     void (*copy2d)(hr_backend *be, float *dst, long dst_stride, const float *src, long src_stride,
                    int rows, long cols);
-    /* MoE routing: per token, softmax over logits[T, E], the top k, renormalised to sum 1,
-     * then times expert_scale[e] (NULL: none). idx[T, k], w[T, k] are device memory. */
-    void (*moe_route)(hr_backend *be, int32_t *idx, float *w, const float *logits, int T, int E,
-                      int k, const hr_tensor *expert_scale);
-    /* y[T, H] = sum_j w[t, j] * down[e] (act(gate) * up) with e = idx[t, j] and gate, up
-     * the two halves of gate_up[e] x[t] (gate_up[e] is [2I, H], down[e] is [H, I]). Each
-     * expert runs once over the tokens routed to it. */
-    void (*moe_experts)(hr_backend *be, float *y, const float *x, const int32_t *idx, const float *w,
-                        int T, int k, const hr_tensor *gate_up, const hr_tensor *down, hr_act_fn act);
+    /* --- MoE --- */
+    /* ids/weights[T, k] = the top-k experts of softmax(logits[T, n_experts]) and their
+     * probabilities, renormalised to sum 1 when renorm; ties go to the lower index. */
+    void (*moe_route)(hr_backend *be, int32_t *ids, float *weights, const float *logits, int T,
+                      int n_experts, int k, int renorm);
+    /* y[T, hidden] = sum_j weights[t,j] * expert_{ids[t,j]}(x[t]); each expert runs once on
+     * the rows routed to it. */
+    void (*moe_experts)(hr_backend *be, float *y, const float *x, const int32_t *ids,
+                        const float *weights, int T, int k, const hr_moe_weights *w);
+    /* y[i] *= table[idx[i]] for i < n (e.g. gemma4's per-expert scale on routing weights) */
+    void (*mul_gather)(hr_backend *be, float *y, const int32_t *idx, const hr_tensor *table, long n);
 } hr_backend_vt;
 
 struct hr_backend {

@@ -135,11 +135,10 @@ static void moe_block(hr_model *m, int l, int T) {
     be->vt->rmsnorm(be, s->moe_x, s->x, L->router_scale, T, c->hidden, (float)c->rms_eps, 0);
     be->vt->scale(be, s->moe_x, 1.0f / sqrtf((float)c->hidden), (long)T * c->hidden);
     be->vt->matmul(be, s->router, s->moe_x, L->router, NULL, T);
-    be->vt->moe_route(be, s->moe_idx, s->moe_w, s->router, T, c->n_experts, c->top_k, L->expert_scale);
+    be->vt->moe_route(be, s->moe_idx, s->moe_w, s->router, T, c->n_experts, c->top_k, 1);
+    be->vt->mul_gather(be, s->moe_w, s->moe_idx, L->expert_scale, (long)T * c->top_k);
     norm(m, s->moe_x, s->x, L->moe_norm, T, c->hidden);
-    const hr_tensor *views = m->expert_views + (size_t)l * 2 * c->n_experts;
-    be->vt->moe_experts(be, s->moe_y, s->moe_x, s->moe_idx, s->moe_w, T, c->top_k, views,
-                        views + c->n_experts, HR_ACT_FN_GELU_TANH);
+    be->vt->moe_experts(be, s->moe_y, s->moe_x, s->moe_idx, s->moe_w, T, c->top_k, &m->moe[l]);
     norm(m, s->moe_y, s->moe_y, L->post_moe_norm, T, c->hidden);
     be->vt->add(be, s->h, s->moe_y, (long)T * c->hidden);
 }

@@ -78,22 +78,29 @@ static hr_err *load_layer(hr_model *m, int i) {
     return NULL;
 }
 
-/* Per-expert [rows, cols] views of a layer's [E, rows, cols] expert tensors. */
+/* Per-expert views of a layer's stacked expert tensors: gate = rows [0, I) and up = rows
+ * [I, 2I) of gate_up[e] (E, 2I, hidden), down = down[e] (E, hidden, I). */
 static void expert_views(hr_model *m, int l) {
     const hr_layer_weights *L = &m->layers[l];
     int E = m->cfg.n_experts;
-    for (int w = 0; w < 2; w++) {
-        const hr_tensor *t = w ? L->experts_down : L->experts_gate_up;
-        size_t bytes = hr_dtype_bytes(t->dtype, t->shape[1] * t->shape[2]);
-        for (int e = 0; e < E; e++) {
-            hr_tensor *v = &m->expert_views[((size_t)l * 2 + w) * E + e];
-            *v = *t;
-            v->ndim = 2;
-            v->shape[0] = t->shape[1];
-            v->shape[1] = t->shape[2];
-            v->data = (char *)t->data + bytes * e;
+    long I = m->cfg.moe_inter, H = m->cfg.hidden;
+    hr_tensor *v = m->expert_views + (size_t)l * 3 * E;
+    const hr_tensor **p = m->expert_ptrs + (size_t)l * 3 * E;
+    for (int e = 0; e < E; e++) {
+        const hr_tensor *gu = L->experts_gate_up, *dn = L->experts_down;
+        for (int w = 0; w < 3; w++) {
+            const hr_tensor *src = w == 2 ? dn : gu;
+            hr_tensor *t = &v[w * E + e];
+            *t = *src;
+            t->ndim = 2;
+            t->shape[0] = w == 2 ? H : I;
+            t->shape[1] = w == 2 ? I : H;
+            int64_t first = w == 2 ? (int64_t)e * H * I : ((int64_t)e * 2 + w) * I * H;
+            t->data = (char *)src->data + hr_dtype_bytes(src->dtype, first);
+            p[w * E + e] = t;
         }
     }
+    m->moe[l] = (hr_moe_weights){E, (int)H, (int)I, p, p + E, p + 2 * E, HR_ACT_FN_GELU_TANH};
 }
 
 /* KV store layout: one slot per layer that stores KV, each max_head_dim wide. */
@@ -132,8 +139,11 @@ static hr_err *load_weights(hr_model *m) {
     for (int i = 0; i < c->n_layers; i++) HR_TRY(load_layer(m, i));
     HR_TRY(load_ple(m));
     if (c->moe) {
-        m->expert_views = calloc((size_t)c->n_layers * 2 * c->n_experts, sizeof *m->expert_views);
-        if (!m->expert_views) return hr_err_oom();
+        size_t n = (size_t)c->n_layers * 3 * c->n_experts;
+        m->expert_views = calloc(n, sizeof *m->expert_views);
+        m->expert_ptrs = calloc(n, sizeof *m->expert_ptrs);
+        m->moe = calloc((size_t)c->n_layers, sizeof *m->moe);
+        if (!m->expert_views || !m->expert_ptrs || !m->moe) return hr_err_oom();
         for (int i = 0; i < c->n_layers; i++) expert_views(m, i);
     }
     plan_kv(m);
@@ -184,6 +194,8 @@ void hr_model_free(hr_model *m) {
     free(m->inv_freq_host);
     free(m->inv_freq_sliding_host);
     free(m->expert_views);
+    free(m->expert_ptrs);
+    free(m->moe);
     free(m->meta_pos);
     free(m->meta_row);
     free(m->meta_tables);

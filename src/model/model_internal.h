@@ -74,7 +74,9 @@ struct hr_model {
     const hr_tensor *ple_embed;           /* (ple_vocab, n_layers*ple) or NULL */
     const hr_tensor *ple_model_proj;      /* (n_layers*ple, hidden) */
     const hr_tensor *ple_proj_norm;       /* (ple) */
-    hr_tensor *expert_views;              /* (n_layers*E*2) per-expert 2-D views, owned */
+    hr_tensor *expert_views;              /* (n_layers, 3, E) gate, up, down views, owned */
+    const hr_tensor **expert_ptrs;        /* (n_layers, 3, E) pointers to them */
+    hr_moe_weights *moe;                  /* (n_layers) the experts as the MoE op takes them */
 };
 
 /* Fills m->inv_freq_host for the config's rope type (rope.c). */

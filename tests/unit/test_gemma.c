@@ -97,7 +97,8 @@ static void check_moe(hr_backend *be, int T, int E, int k, int H, int I) {
     for (int e = 0; e < E; e++)
         scale[e] = 1 + frand() / 2;
     hr_tensor st = {.data = scale, .dtype = HR_F32, .ndim = 1, .shape = {E}};
-    be->vt->moe_route(be, idx, w, logits, T, E, k, &st);
+    be->vt->moe_route(be, idx, w, logits, T, E, k, 1);
+    be->vt->mul_gather(be, w, idx, &st, (long)T * k);
     for (int t = 0; t < T; t++) { /* top-k of a softmax, renormalised, then scaled */
         float sum = 0;
         for (int j = 0; j < k; j++) {
@@ -108,23 +109,28 @@ static void check_moe(hr_backend *be, int T, int E, int k, int H, int I) {
         }
         HR_CHECK(fabsf(sum - 1) < 1e-5f, "token %d weights sum to %g", t, sum);
     }
-    hr_tensor *gv = calloc((size_t)E * 2, sizeof *gv);
-    for (int e = 0; e < E; e++) {
-        gv[e] = (hr_tensor){
-            .data = gu + (long)e * 2 * I * H, .dtype = HR_F32, .ndim = 2, .shape = {2 * I, H}};
-        gv[E + e] =
-            (hr_tensor){.data = dn + (long)e * H * I, .dtype = HR_F32, .ndim = 2, .shape = {H, I}};
+    hr_tensor *gv = calloc((size_t)E * 3, sizeof *gv);
+    const hr_tensor **gp = calloc((size_t)E * 3, sizeof *gp);
+    for (int i = 0; i < 3 * E; i++) { /* gate, up = halves of gate_up[e]; down[e] */
+        int e = i % E, part = i / E;
+        float *base = part < 2 ? gu + ((long)e * 2 + part) * I * H : dn + (long)e * H * I;
+        gv[i] = (hr_tensor){.data = base,
+                            .dtype = HR_F32,
+                            .ndim = 2,
+                            .shape = {part < 2 ? I : H, part < 2 ? H : I}};
+        gp[i] = &gv[i];
     }
+    hr_moe_weights mw = {E, H, I, gp, gp + E, gp + 2 * E, HR_ACT_FN_GELU_TANH};
     hr_step_meta meta = {T, NULL, NULL, 0, NULL};
     HR_CHECK_OK(be->vt->step_begin(be, &meta));
-    be->vt->moe_experts(be, y1, x, idx, w, T, k, gv, gv + E, HR_ACT_FN_GELU_TANH);
+    be->vt->moe_experts(be, y1, x, idx, w, T, k, &mw);
     moe_dense(y0, x, idx, w, T, k, E, H, I, gu, dn);
     float worst = 0;
     for (long i = 0; i < (long)T * H; i++)
         worst = fmaxf(worst, fabsf(y0[i] - y1[i]) / (1 + fabsf(y0[i])));
     HR_CHECK(worst < 1e-4f, "moe T=%d E=%d k=%d H=%d I=%d: rel diff %g", T, E, k, H, I, worst);
-    free(x), free(logits), free(gu), free(dn), free(scale), free(w), free(y0), free(y1), free(idx),
-        free(gv);
+    void *bufs[] = {x, logits, gu, dn, scale, w, y0, y1, idx, gv, gp};
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
 }
 
 static void test_moe_ops(void) {

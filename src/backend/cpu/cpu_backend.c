@@ -211,6 +211,14 @@ static void cpu_copy2d(hr_backend *be, float *dst, long dst_stride, const float 
         memcpy(dst + r * dst_stride, src + r * src_stride, sizeof(float) * (size_t)cols);
 }
 
+static void cpu_mul_gather(hr_backend *be, float *y, const int32_t *idx, const hr_tensor *table, long n) {
+    for (long i = 0; i < n; i++) {
+        float s;
+        hr_cpu_to_f32(&s, table, idx[i], 1);
+        y[i] *= s;
+    }
+}
+
 static const hr_backend_vt cpu_vt = {
     .name = "cpu",
     .destroy = cpu_destroy,
@@ -236,6 +244,7 @@ static const hr_backend_vt cpu_vt = {
     .copy2d = cpu_copy2d,
     .moe_route = hr_cpu_moe_route,
     .moe_experts = hr_cpu_moe_experts,
+    .mul_gather = cpu_mul_gather,
 };
 
 hr_err *hr_backend_cpu_create(const hr_cpu_options *opt, hr_backend **out) {

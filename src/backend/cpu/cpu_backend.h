@@ -30,10 +30,11 @@ void hr_cpu_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
 void hr_cpu_attention(hr_backend *be, float *out, const float *q, const hr_kv_store *kv,
                       const hr_attn_params *p);
 
-void hr_cpu_moe_route(hr_backend *be, int32_t *idx, float *w, const float *logits, int T, int E, int k,
-                      const hr_tensor *expert_scale);
-void hr_cpu_moe_experts(hr_backend *be, float *y, const float *x, const int32_t *idx, const float *w,
-                        int T, int k, const hr_tensor *gate_up, const hr_tensor *down, hr_act_fn act);
+/* MoE ops (moe.c). */
+void hr_cpu_moe_route(hr_backend *be, int32_t *ids, float *weights, const float *logits, int T,
+                      int n_experts, int k, int renorm);
+void hr_cpu_moe_experts(hr_backend *be, float *y, const float *x, const int32_t *ids,
+                        const float *weights, int T, int k, const hr_moe_weights *w);
 float hr_cpu_act(float g, hr_act_fn fn);
 
 #endif
