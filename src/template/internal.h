@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/utf8.h"
 #include "template/template.h"
 
 /* Limits that keep hostile templates from hanging or exhausting memory. */
@@ -144,7 +145,6 @@ tv *tv_from_json(tpl_arena *a, const json_t *j);
 size_t utf8_len(const char *s, size_t n);
 /* Decodes the code point at s[*i], advancing *i (invalid bytes decode as themselves). */
 uint32_t utf8_next(const char *s, size_t n, size_t *i);
-size_t utf8_put(char *dst, uint32_t cp);
 
 /* ---- AST ---- */
 typedef enum {

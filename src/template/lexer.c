@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 typedef struct {
     tpl_arena *a;
     const char *s;
@@ -159,7 +161,7 @@ static hr_err *lex_string(lexer *L, size_t *p) {
             char *end;
             unsigned long cp = strtoul(hex, &end, 16);
             if (*end) return lex_err(L, i, "malformed escape in string");
-            o += utf8_put(buf + o, (uint32_t)cp);
+            o += hr_utf8_encode((uint32_t)cp, buf + o);
             i += (size_t)nd;
             break;
         }

@@ -55,7 +55,7 @@ hr_err *str_case(rt *r, const tv *s, char mode, tv **out) {
         const utf8proc_property_t *p = utf8proc_get_property((utf8proc_int32_t)c);
         prev_cased = p->category == UTF8PROC_CATEGORY_LU || p->category == UTF8PROC_CATEGORY_LL ||
                      p->category == UTF8PROC_CATEGORY_LT;
-        o += utf8_put(d + o, m);
+        o += hr_utf8_encode(m, d + o);
         first = 0;
     }
     return (*out = tv_strn(r->a, d, o)) ? NULL : rt_nomem(r);

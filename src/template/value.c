@@ -273,25 +273,3 @@ uint32_t utf8_next(const char *s, size_t n, size_t *i) {
     return c;
 }
 
-size_t utf8_put(char *d, uint32_t c) {
-    if (c < 0x80) {
-        d[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        d[0] = (char)(0xC0 | (c >> 6));
-        d[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        d[0] = (char)(0xE0 | (c >> 12));
-        d[1] = (char)(0x80 | ((c >> 6) & 0x3F));
-        d[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    d[0] = (char)(0xF0 | (c >> 18));
-    d[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    d[2] = (char)(0x80 | ((c >> 6) & 0x3F));
-    d[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
-}

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "base/utf8.h"
 #include "tokenizer/strmap.h"
 #include "tokenizer/tokenizer.h"
 
@@ -20,8 +21,6 @@ int hr_utf8_is_valid(const char *s, size_t n);
 /* Appends s with every invalid sequence replaced by U+FFFD (Rust from_utf8_lossy). */
 hr_err *hr_utf8_lossy_append(hr_buf *b, const char *s, size_t n);
 /* Decodes one valid character at s (n > 0) to a code point; returns its length. */
-size_t hr_utf8_decode(const char *s, uint32_t *cp);
-size_t hr_utf8_encode(uint32_t cp, char *out);
 
 /* GPT-2 byte <-> printable code point table used by ByteLevel. */
 typedef struct {
