@@ -6,6 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+size_t hr_kv_bytes_per_token(const hr_model_config *c) {
+    return (size_t)c->n_layers * 2 * (size_t)c->n_kv_heads * (size_t)c->head_dim * sizeof(float);
+}
+
 hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size) {
     memset(pool, 0, sizeof *pool);
     if (n_blocks <= 0 || block_size <= 0) return hr_errf("KV pool: need at least one block");

@@ -32,6 +32,9 @@ typedef struct {
     long n_evicted;
 } hr_kv_pool;
 
+/* Bytes of KV one position takes over all layers (K and V, f32). */
+size_t hr_kv_bytes_per_token(const hr_model_config *c);
+
 hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size);
 void hr_kv_pool_destroy(hr_kv_pool *pool);
 /* Blocks referenced by some sequence (idle cached blocks are not counted). */

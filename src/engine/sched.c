@@ -64,8 +64,8 @@ static char *tail_text(hr_request *r, size_t *len) {
     return out;
 }
 
-/* Ends r: releases its blocks, emits DONE and drops the engine's reference. The caller
- * removes r from the running array or waiting list. */
+/* Ends r: releases its blocks and emits DONE. The caller removes r from the running array
+ * (remove_ended) or the waiting list, then drops the engine's reference. */
 static void finish(hr_engine *e, hr_request *r, hr_finish why, const char *error) {
     size_t len = 0;
     char *tail = why == HR_FINISH_LENGTH || why == HR_FINISH_STOP ? tail_text(r, &len) : NULL;
@@ -84,13 +84,18 @@ static void finish(hr_engine *e, hr_request *r, hr_finish why, const char *error
     pthread_mutex_lock(&e->mu);
     e->stats.requests_done++;
     pthread_mutex_unlock(&e->mu);
-    hr_request_unref(r);
 }
 
+/* Drops ended requests from the running array, with the engine's references to them. */
 static void remove_ended(hr_engine *e) {
     int n = 0;
-    for (int i = 0; i < e->n_running; i++)
-        if (!e->running[i]->ended) e->running[n++] = e->running[i];
+    for (int i = 0; i < e->n_running; i++) {
+        hr_request *r = e->running[i];
+        if (r->ended)
+            hr_request_unref(r);
+        else
+            e->running[n++] = r;
+    }
     e->n_running = n;
 }
 
@@ -108,6 +113,7 @@ static void drop_cancelled(hr_engine *e) {
         *p = r->next;
         e->n_waiting--;
         finish(e, r, HR_FINISH_CANCELLED, NULL);
+        hr_request_unref(r);
     }
     e->wait_tail = NULL;
     for (hr_request *r = e->wait_head; r; r = r->next)
@@ -163,6 +169,7 @@ static void admit(hr_engine *e) {
             wait_pop(e);
             finish(e, r, HR_FINISH_ERROR, hr_err_msg(err));
             hr_err_free(err);
+            hr_request_unref(r);
             continue;
         }
         wait_pop(e);
@@ -290,7 +297,10 @@ void hr_sched_step(hr_engine *e, int *idle) {
 void hr_sched_cancel_all(hr_engine *e) {
     for (int i = 0; i < e->n_running; i++)
         finish(e, e->running[i], HR_FINISH_CANCELLED, NULL);
-    e->n_running = 0;
-    while (e->wait_head)
-        finish(e, wait_pop(e), HR_FINISH_CANCELLED, NULL);
+    remove_ended(e);
+    while (e->wait_head) {
+        hr_request *r = wait_pop(e);
+        finish(e, r, HR_FINISH_CANCELLED, NULL);
+        hr_request_unref(r);
+    }
 }
