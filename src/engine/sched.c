@@ -79,11 +79,11 @@ static void finish(hr_engine *e, hr_request *r, hr_finish why, const char *error
                    .n_prompt = r->n_prompt,
                    .n_generated = r->n_tokens - r->n_prompt,
                    .n_cached = r->n_cached};
-    hr_request_emit(r, &ev);
-    free(tail);
     pthread_mutex_lock(&e->mu);
     e->stats.requests_done++;
     pthread_mutex_unlock(&e->mu);
+    hr_request_emit(r, &ev);
+    free(tail);
 }
 
 /* Drops ended requests from the running array, with the engine's references to them. */
@@ -280,7 +280,11 @@ void hr_sched_step(hr_engine *e, int *idle) {
         fail_rows(e, n_rows, err);
         return;
     }
-    int V = hr_model_cfg(e->model)->vocab, li = 0;
+    int V = hr_model_cfg(e->model)->vocab, li = 0, n_sampled = 0;
+    for (int k = 0; k < n_rows; k++)
+        n_sampled += e->rows[k].logits == HR_LOGITS_LAST;
+    /* before any DONE goes out, so a caller that saw DONE sees its tokens counted */
+    update_stats(e, n_tokens, n_sampled, hr_now_ns() - t0);
     for (int k = 0; k < n_rows; k++) {
         hr_request *r = e->row_req[k];
         r->n_computed += e->rows[k].n_tokens;
@@ -291,7 +295,6 @@ void hr_sched_step(hr_engine *e, int *idle) {
         if (fin != HR_FINISH_NONE) finish(e, r, fin, error);
     }
     remove_ended(e);
-    update_stats(e, n_tokens, li, hr_now_ns() - t0);
 }
 
 void hr_sched_cancel_all(hr_engine *e) {

@@ -33,9 +33,11 @@ void hr_stop_free(hr_stop_matcher *m) {
 }
 
 static int append(hr_stop_matcher *m, const char *text, size_t len) {
-    memmove(m->buf, m->buf + m->released, m->len - m->released);
-    m->len -= m->released;
-    m->released = 0;
+    if (m->released) {
+        memmove(m->buf, m->buf + m->released, m->len - m->released);
+        m->len -= m->released;
+        m->released = 0;
+    }
     if (m->len + len + 1 > m->cap) {
         size_t cap = 2 * (m->len + len + 1);
         char *b = realloc(m->buf, cap);
@@ -43,7 +45,7 @@ static int append(hr_stop_matcher *m, const char *text, size_t len) {
         m->buf = b;
         m->cap = cap;
     }
-    memcpy(m->buf + m->len, text, len);
+    if (len) memcpy(m->buf + m->len, text, len);
     m->len += len;
     m->buf[m->len] = 0;
     return 1;

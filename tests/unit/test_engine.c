@@ -2,6 +2,7 @@
  * prefill, the prefix cache, refusal, cancellation, stop strings across token boundaries,
  * logits processors against hand-computed values, and a stress run of 200 requests with
  * random cancellations against a small KV pool. Uses brown-llama-8m and its tokenizer. */
+#include <pthread.h>
 #include <unistd.h>
 
 #include "base/clock.h"
@@ -76,7 +77,7 @@ static void check_batch_invariance(float temperature) {
         prompt_of(prompts[i], 80, i);
         p[i] = (hr_request_params){.tokens = prompts[i],
                                    .n_tokens = 5 + i * 4,
-                                   .max_tokens = 12 + i,
+                                   .max_tokens = 8 + i / 2,
                                    .ignore_eos = 1,
                                    .temperature = temperature,
                                    .seed = (uint64_t)i};
@@ -308,7 +309,7 @@ static void test_stress(void) {
     enum { N = 200 };
     hr_engine *e;
     size_t block = (size_t)6 * 2 * 2 * 32 * 4 * 16;
-    hr_engine_options o = {.kv_memory = 13 * block, .max_seqs = 8, .max_batch_tokens = 64};
+    hr_engine_options o = {.kv_memory = 7 * block, .max_seqs = 8, .max_batch_tokens = 64};
     HR_CHECK_OK(hr_engine_create_on(model, tok, &o, &e));
     static int32_t prompts[N][200];
     static hr_request *r[N];
@@ -316,7 +317,7 @@ static void test_stress(void) {
     int refused = 0, cancelled = 0, completed = 0;
     for (int i = 0; i < N; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
-        int n = 1 + (int)((x >> 33) % 190), mt = 1 + (int)((x >> 20) % 40);
+        int n = 1 + (int)((x >> 33) % 100), mt = 1 + (int)((x >> 20) % 24);
         prompt_of(prompts[i], n, i % 7); /* shared prefixes exercise the cache */
         hr_err *err = hr_engine_submit(e,
                                        &(hr_request_params){.tokens = prompts[i],
@@ -363,6 +364,108 @@ static void test_stress(void) {
            completed, cancelled, refused, st.preempted, st.cached_tokens, st.steps);
 }
 
+typedef struct {
+    hr_engine *e;
+    int id, bad;
+} submitter;
+
+static void *submit_many(void *arg) {
+    submitter *s = arg;
+    for (int i = 0; i < 8; i++) {
+        int32_t p[12];
+        prompt_of(p, 12, s->id * 8 + i);
+        hr_request *r;
+        result res;
+        hr_err *err = hr_engine_submit(
+            s->e,
+            &(hr_request_params){.tokens = p, .n_tokens = 12, .max_tokens = 5, .ignore_eos = 1},
+            &r);
+        if (err) {
+            hr_err_free(err);
+            s->bad++;
+            continue;
+        }
+        drain(r, &res);
+        hr_request_release(r);
+        s->bad += res.n != 5 || res.done.finish != HR_FINISH_LENGTH;
+    }
+    return NULL;
+}
+
+/* Four threads submit and drain at once, as HTTP threads would. */
+static void test_threads(void) {
+    hr_engine *e;
+    HR_CHECK_OK(engine(0, 0, 0, &e));
+    submitter s[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        s[i] = (submitter){e, i, 0};
+        pthread_create(&t[i], NULL, submit_many, &s[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    hr_engine_stats st;
+    hr_engine_stats_get(e, &st);
+    hr_engine_destroy(e);
+    for (int i = 0; i < 4; i++)
+        HR_CHECK(s[i].bad == 0, "thread %d: %d bad requests", i, s[i].bad);
+    HR_CHECK(st.requests_done == 32 && st.generated_tokens == 160, "stats: %ld done, %ld tokens",
+             st.requests_done, st.generated_tokens);
+}
+
+/* The public constructor on a model dir with a chat template: text and chat prompts. */
+static void test_public_api_chat(void) {
+    char dir[] = "/tmp/hearth-engine-XXXXXX", path[256], src[256];
+    HR_CHECK(mkdtemp(dir), "mkdtemp");
+    const char *files[] = {"config.json", "generation_config.json", "model.safetensors",
+                           "tokenizer.json", "tokenizer_config.json"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(src, sizeof src, "%s/%s", hr_fixture("models/brown-llama-8m"), files[i]);
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (src[0] != '/') { /* relative fixture path: make it absolute for the link */
+            char cwd[128];
+            HR_CHECK(getcwd(cwd, sizeof cwd), "getcwd");
+            char abs[400];
+            snprintf(abs, sizeof abs, "%s/%s", cwd, src);
+            HR_CHECK(symlink(abs, path) == 0, "symlink");
+        } else {
+            HR_CHECK(symlink(src, path) == 0, "symlink");
+        }
+    }
+    snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
+    FILE *f = fopen(path, "w");
+    HR_CHECK(f, "write template");
+    fputs("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+          "{% if add_generation_prompt %}assistant:{% endif %}",
+          f);
+    fclose(f);
+    hr_engine *e;
+    hr_err *err =
+        hr_engine_create(dir, &(hr_engine_options){.n_threads = 1, .kv_memory = 8 << 20}, &e);
+    const char *chat = "{\"messages\": [{\"role\": \"user\", \"content\": \"The jury\"}]}";
+    result a, b;
+    if (!err)
+        err = run_one(e, &(hr_request_params){.chat = chat, .max_tokens = 6, .ignore_eos = 1}, &a);
+    /* the same prompt as text must give the same tokens (the template adds no BOS) */
+    if (!err)
+        err = run_one(e,
+                      &(hr_request_params){
+                          .text = "user: The jury\nassistant:", .max_tokens = 6, .ignore_eos = 1},
+                      &b);
+    hr_engine_destroy(e);
+    const char *names[] = {"config.json",    "generation_config.json", "model.safetensors",
+                           "tokenizer.json", "tokenizer_config.json",  "chat_template.jinja"};
+    for (int i = 0; i < 6; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    HR_CHECK_OK(err);
+    HR_CHECK(a.n == 6 && a.text_len > 0, "chat request produced %d tokens", a.n);
+    HR_CHECK(b.done.n_prompt == a.done.n_prompt + 1, "text prompt %d tokens (with BOS), chat %d",
+             b.done.n_prompt, a.done.n_prompt);
+}
+
 int main(void) {
     const char *dir = hr_fixture("models/brown-llama-8m");
     hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 1}, &be);
@@ -382,6 +485,8 @@ int main(void) {
     HR_RUN(test_cancel);
     HR_RUN(test_bias_and_logprobs_in_engine);
     HR_RUN(test_stop_string_across_tokens);
+    HR_RUN(test_threads);
+    HR_RUN(test_public_api_chat);
     HR_RUN(test_stress);
     hr_tokenizer_free(tok);
     hr_model_free(model);
