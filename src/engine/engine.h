@@ -66,6 +66,7 @@ struct hr_engine {
     int n_waiting;
     hr_request **running; /* (max_seqs) in admission order */
     int n_running;
+    unsigned decode_turn; /* rotates the decode pass when max_batch_tokens < n_running */
     hr_row *rows;         /* (max_seqs) */
     hr_request **row_req; /* (max_seqs) */
     float *logits;        /* (max_seqs, vocab) */

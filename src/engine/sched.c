@@ -184,12 +184,15 @@ static void admit(hr_engine *e) {
     }
 }
 
-/* Decode rows first, then prefill chunks, within max_batch_tokens. Returns the row count. */
+/* Decode rows first, then prefill chunks, within max_batch_tokens. When the budget cannot
+ * hold every decode row, the decode pass starts one sequence later each step, so every
+ * sequence keeps moving. Returns the row count. */
 static int plan_rows(hr_engine *e, int *n_tokens) {
-    int budget = e->opt.max_batch_tokens, n = 0;
+    int budget = e->opt.max_batch_tokens, n = 0, N = e->n_running;
+    int start = N > budget ? (int)(e->decode_turn++ % (unsigned)N) : 0;
     for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < e->n_running && budget > 0; i++) {
-            hr_request *r = e->running[i];
+        for (int k = 0; k < N && budget > 0; k++) {
+            hr_request *r = e->running[pass == 0 ? (start + k) % N : k];
             int rem = r->n_tokens - r->n_computed;
             if ((rem == 1) != (pass == 0)) continue;
             int len = rem < budget ? rem : budget;

@@ -1,7 +1,8 @@
 /* The engine: batched results equal single-request results (greedy and seeded), chunked
  * prefill, the prefix cache, refusal, cancellation, stop strings across token boundaries,
  * logits processors against hand-computed values, and a stress run of 200 requests with
- * random cancellations against a small KV pool. Uses brown-llama-8m and its tokenizer. */
+ * random cancellations against a small KV pool. Uses brown-llama-8m and its tokenizer
+ * (tiny-llama for the stress run). */
 #include <pthread.h>
 #include <unistd.h>
 
@@ -10,7 +11,7 @@
 #include "harness.h"
 
 static hr_backend *be;
-static hr_model *model;
+static hr_model *model, *tiny; /* brown-llama-8m, tiny-llama (stress) */
 static hr_tokenizer *tok;
 
 typedef struct {
@@ -308,9 +309,9 @@ static void test_stop_string_across_tokens(void) {
 static void test_stress(void) {
     enum { N = 200 };
     hr_engine *e;
-    size_t block = (size_t)6 * 2 * 2 * 32 * 4 * 16;
+    size_t block = (size_t)3 * 2 * 2 * 32 * 4 * 16; /* tiny-llama */
     hr_engine_options o = {.kv_memory = 7 * block, .max_seqs = 8, .max_batch_tokens = 64};
-    HR_CHECK_OK(hr_engine_create_on(model, tok, &o, &e));
+    HR_CHECK_OK(hr_engine_create_on(tiny, NULL, &o, &e));
     static int32_t prompts[N][200];
     static hr_request *r[N];
     uint64_t x = 12345;
@@ -319,6 +320,8 @@ static void test_stress(void) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         int n = 1 + (int)((x >> 33) % 100), mt = 1 + (int)((x >> 20) % 24);
         prompt_of(prompts[i], n, i % 7); /* shared prefixes exercise the cache */
+        for (int j = 0; j < n; j++)
+            prompts[i][j] %= 512;
         hr_err *err = hr_engine_submit(e,
                                        &(hr_request_params){.tokens = prompts[i],
                                                             .n_tokens = n,
@@ -471,6 +474,7 @@ int main(void) {
     hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 1}, &be);
     if (!err) err = hr_model_load(dir, be, &model);
     if (!err) err = hr_tokenizer_load(dir, &tok);
+    if (!err) err = hr_model_load(hr_fixture("models/tiny-llama"), be, &tiny);
     if (err) {
         printf("FAIL setup: %s\n", hr_err_msg(err));
         hr_err_free(err);
@@ -490,6 +494,7 @@ int main(void) {
     HR_RUN(test_stress);
     hr_tokenizer_free(tok);
     hr_model_free(model);
+    hr_model_free(tiny);
     hr_backend_destroy(be);
     return hr_test_summary();
 }
