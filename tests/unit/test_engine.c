@@ -114,6 +114,45 @@ static void test_seeded_batch_invariance(void) {
     check_batch_invariance(1.0f);
 }
 
+/* A pool too small for all sequences at once: the youngest are preempted and recomputed
+ * (or, with no_preempt, wait), and every output equals the request run alone. */
+static void test_preemption(void) {
+    enum { N = 6 };
+    static int32_t prompts[N][24];
+    static result alone[N], got[N];
+    hr_request_params p[N];
+    for (int i = 0; i < N; i++) {
+        prompt_of(prompts[i], 24, 40 + i);
+        p[i] = (hr_request_params){
+            .tokens = prompts[i], .n_tokens = 20, .max_tokens = 40, .ignore_eos = 1};
+    }
+    size_t block = (size_t)6 * 2 * 2 * 32 * 4 * 16;
+    hr_engine *e;
+    HR_CHECK_OK(engine(0, 0, 1, &e));
+    for (int i = 0; i < N; i++)
+        HR_CHECK_OK(run_one(e, &p[i], &alone[i]));
+    hr_engine_destroy(e);
+    for (int no_preempt = 0; no_preempt < 2; no_preempt++) {
+        hr_engine_options o = {.kv_memory = 10 * block, .max_seqs = 8, .no_preempt = no_preempt};
+        HR_CHECK_OK(hr_engine_create_on(model, tok, &o, &e));
+        hr_request *r[N];
+        for (int i = 0; i < N; i++)
+            HR_CHECK_OK(hr_engine_submit(e, &p[i], &r[i]));
+        for (int i = 0; i < N; i++) {
+            drain(r[i], &got[i]);
+            hr_request_release(r[i]);
+        }
+        hr_engine_stats st;
+        hr_engine_stats_get(e, &st);
+        hr_engine_destroy(e);
+        HR_CHECK(no_preempt ? st.preempted == 0 : st.preempted > 0,
+                 "no_preempt %d: %ld preemptions", no_preempt, st.preempted);
+        for (int i = 0; i < N; i++)
+            HR_CHECK(same_tokens(&alone[i], &got[i]), "no_preempt %d: request %d differs",
+                     no_preempt, i);
+    }
+}
+
 static void test_prefix_cache(void) {
     int32_t a[120], b[120];
     prompt_of(a, 120, 99);
@@ -484,6 +523,7 @@ int main(void) {
     HR_RUN(test_stop_matcher);
     HR_RUN(test_greedy_batch_invariance);
     HR_RUN(test_seeded_batch_invariance);
+    HR_RUN(test_preemption);
     HR_RUN(test_prefix_cache);
     HR_RUN(test_refuse_and_errors);
     HR_RUN(test_cancel);
