@@ -77,10 +77,10 @@ typedef struct {
     int n_tokens;
     const char *text;
     const char *chat;
-    int max_tokens; /* >= 0; 0 with n_tokens > 0 means 16 */
-    /* sampling; use_model_defaults takes temperature/top_p/top_k/repetition penalty
-     * from generation_config.json, overridden by fields set >= 0 */
-    int use_model_defaults;
+    int max_tokens; /* tokens to generate (<= 0: 16) */
+    /* Sampling. A zeroed struct is greedy without penalties; a negative temperature,
+     * top_p, top_k or repetition_penalty takes generation_config.json's value (greedy
+     * unless it sets do_sample). */
     float temperature; /* 0 = greedy */
     float top_p;       /* (0, 1]; 0 treated as 1 */
     int top_k;         /* 0 = off */

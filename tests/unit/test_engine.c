@@ -221,6 +221,31 @@ static void test_refuse_and_errors(void) {
     hr_engine_destroy(e);
 }
 
+/* Negative sampling fields take generation_config.json's values: brown-llama-8m has no
+ * do_sample, so that is greedy. */
+static void test_model_defaults(void) {
+    hr_engine *e;
+    HR_CHECK_OK(engine(0, 0, 0, &e));
+    int32_t p[9];
+    prompt_of(p, 9, 8);
+    result a, b;
+    HR_CHECK_OK(run_one(
+        e, &(hr_request_params){.tokens = p, .n_tokens = 9, .max_tokens = 8, .ignore_eos = 1}, &a));
+    HR_CHECK_OK(run_one(e,
+                        &(hr_request_params){.tokens = p,
+                                             .n_tokens = 9,
+                                             .max_tokens = 8,
+                                             .ignore_eos = 1,
+                                             .temperature = -1,
+                                             .top_p = -1,
+                                             .top_k = -1,
+                                             .repetition_penalty = -1,
+                                             .seed = 77},
+                        &b));
+    hr_engine_destroy(e);
+    HR_CHECK(same_tokens(&a, &b), "model defaults are not greedy");
+}
+
 static void test_cancel(void) {
     hr_engine *e;
     HR_CHECK_OK(engine(0, 0, 0, &e));
@@ -526,6 +551,7 @@ int main(void) {
     HR_RUN(test_preemption);
     HR_RUN(test_prefix_cache);
     HR_RUN(test_refuse_and_errors);
+    HR_RUN(test_model_defaults);
     HR_RUN(test_cancel);
     HR_RUN(test_bias_and_logprobs_in_engine);
     HR_RUN(test_stop_string_across_tokens);
