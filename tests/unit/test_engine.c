@@ -266,6 +266,40 @@ static void test_cancel(void) {
     hr_engine_destroy(e);
 }
 
+/* The pool's prefix cache on its own: publish, reuse by chain, LRU, eviction. */
+static void test_kv_pool_cache(void) {
+    hr_kv_pool pool;
+    HR_CHECK_OK(hr_kv_pool_create(&pool, tiny, 4, 16));
+    hr_kv_pool_enable_cache(&pool, 42);
+    int32_t t[64], u[64];
+    for (int i = 0; i < 64; i++)
+        t[i] = u[i] = i + 1;
+    u[3] = 99; /* differs in block 0 only: block 1 has the same tokens but another parent */
+    hr_kv_seq a = {0}, b = {0}, c = {0}, d = {0};
+    HR_CHECK_OK(hr_kv_seq_reserve(&pool, &a, 40));
+    hr_kv_seq_publish(&pool, &a, t, 40);
+    HR_CHECK(a.n_keyed == 2, "published %d blocks", a.n_keyed);
+    hr_kv_seq_release(&pool, &a);
+    HR_CHECK(hr_kv_pool_used(&pool) == 0 && pool.n_lru == 2 && hr_kv_pool_available(&pool) == 4,
+             "after release: used %d, lru %d", hr_kv_pool_used(&pool), pool.n_lru);
+    HR_CHECK(hr_kv_seq_reuse(&pool, &b, u, 64, 4) == 0, "reused a block with another parent");
+    HR_CHECK(hr_kv_seq_reuse(&pool, &c, t, 64, 4) == 2 && pool.n_lru == 0, "chain not reused");
+    hr_kv_seq_release(&pool, &c);
+    HR_CHECK(hr_kv_seq_reuse(&pool, &c, t, 64, 1) == 1, "max_blocks not honoured");
+    hr_kv_seq_release(&pool, &c);
+    HR_CHECK_OK(hr_kv_seq_reserve(&pool, &d, 64)); /* needs every block: evicts both */
+    HR_CHECK(pool.n_evicted == 2 && pool.n_lru == 0, "evicted %ld", pool.n_evicted);
+    hr_err *err = hr_kv_seq_reserve(&pool, &b, 1);
+    HR_CHECK(err != NULL, "reserved beyond the pool");
+    hr_err_free(err);
+    hr_kv_seq_release(&pool, &d);
+    hr_kv_seq_release(&pool, &b);
+    HR_CHECK(hr_kv_seq_reuse(&pool, &c, t, 64, 4) == 0, "evicted blocks still found");
+    hr_kv_seq_release(&pool, &c);
+    HR_CHECK(hr_kv_pool_used(&pool) == 0 && pool.n_free == 4, "pool not empty at the end");
+    hr_kv_pool_destroy(&pool);
+}
+
 static void test_processors(void) {
     float l[5] = {1, 2, -1, 0.5f, 3};
     int counts[5] = {0};
@@ -544,6 +578,7 @@ int main(void) {
         hr_err_free(err);
         return 1;
     }
+    HR_RUN(test_kv_pool_cache);
     HR_RUN(test_processors);
     HR_RUN(test_stop_matcher);
     HR_RUN(test_greedy_batch_invariance);
