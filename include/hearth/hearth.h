@@ -23,14 +23,15 @@ typedef struct hr_engine hr_engine;
 typedef struct hr_request hr_request;
 
 typedef struct {
-    int n_threads;        /* CPU threads (<= 0: all online CPUs) */
-    size_t kv_memory;     /* bytes of KV cache; 0: from memory_budget, else a default */
-    size_t memory_budget; /* bytes for weights + KV (used when kv_memory is 0) */
-    int block_size;       /* positions per KV block (0: 16) */
-    int max_batch_tokens; /* tokens per forward step (0: 2048) */
-    int max_seqs;         /* sequences decoding at once (0: 64) */
-    int no_prefix_cache;  /* 1 turns the prefix cache off */
-    int no_preempt;       /* 1: when KV runs out, wait instead of preempting the youngest */
+    int n_threads;             /* CPU threads (<= 0: all online CPUs) */
+    size_t kv_memory;          /* bytes of KV cache; 0: from memory_budget, else a default */
+    size_t memory_budget;      /* bytes for weights + KV (used when kv_memory is 0) */
+    int block_size;            /* positions per KV block (0: 16) */
+    int max_batch_tokens;      /* tokens per forward step (0: 2048) */
+    int max_seqs;              /* sequences decoding at once (0: 64) */
+    int no_prefix_cache;       /* 1 turns the prefix cache off */
+    int no_preempt;            /* 1: when KV runs out, wait instead of preempting the youngest */
+    const char *chat_template; /* a .jinja file overriding the model's template (NULL: none) */
 } hr_engine_options;
 
 /* Loads dir (config.json, safetensors, and tokenizer/chat template when present) and

@@ -12,6 +12,7 @@
 #include "cli/verbs.h"
 #include "engine/kv_pool.h"
 #include "hearth/hearth.h"
+#include "model/safetensors.h"
 
 typedef struct {
     pthread_mutex_t mu;
@@ -97,15 +98,20 @@ typedef struct {
     long threads, max_seqs, gen;
 } bench_opts;
 
-static hr_err *bench_decode(hr_engine *e, const bench_opts *o, int vocab) {
+/* weight_bytes / step time is the weight-read rate a step achieves: compare it with the
+ * machine's memory bandwidth (bench_bandwidth) to see how far decode is from the roofline. */
+static hr_err *bench_decode(hr_engine *e, const bench_opts *o, int vocab, size_t weight_bytes) {
     bench_run b;
     for (int c = 1; c <= o->max_seqs; c *= 2) {
         HR_TRY(run_batch(e, c, 16, (int)o->gen, vocab, &b));
         double s = (double)(b.t_first_done - b.t_all_started) * 1e-9;
         long toks = b.tok_first_done - b.tok_all_started;
         double steps = (double)toks / c;
-        printf("decode %3d seqs | %8.1f tok/s aggregate | %7.1f tok/s per seq | %7.2f ms/step\n", c,
-               toks / (s + 1e-12), toks / (s + 1e-12) / c, steps > 0 ? 1e3 * s / steps : 0.0);
+        double step_s = steps > 0 ? s / steps : 0.0;
+        printf("decode %3d seqs | %8.1f tok/s aggregate | %7.1f tok/s per seq | %7.2f ms/step | "
+               "weights %6.1f GB/s\n",
+               c, toks / (s + 1e-12), toks / (s + 1e-12) / c, 1e3 * step_s,
+               step_s > 0 ? (double)weight_bytes / step_s / 1e9 : 0.0);
         fflush(stdout);
     }
     return NULL;
@@ -130,6 +136,10 @@ static hr_err *bench_prefill(hr_engine *e, const int *lens, int n, int vocab, in
 static hr_err *bench(const bench_opts *o) {
     hr_model_config c;
     HR_TRY(hr_config_load(o->model, &c));
+    hr_safetensors *st;
+    HR_TRY(hr_st_open(o->model, &st));
+    size_t weight_bytes = hr_st_data_bytes(st);
+    hr_st_close(st);
     int *lens = NULL, n_lens = 0;
     HR_TRY(hr_parse_int_list(o->prefill, "--prefill", &lens, &n_lens));
     int max_len = 0;
@@ -153,7 +163,7 @@ static hr_err *bench(const bench_opts *o) {
                           ? c.max_pos
                           : st.kv_blocks_total * st.block_size;
         err = bench_prefill(e, lens, n_lens, c.vocab, max_ctx);
-        if (!err) err = bench_decode(e, o, c.vocab);
+        if (!err) err = bench_decode(e, o, c.vocab, weight_bytes);
     }
     hr_engine_destroy(e);
     free(lens);

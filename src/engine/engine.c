@@ -433,9 +433,11 @@ hr_err *hr_engine_create(const char *dir, const hr_engine_options *opt, hr_engin
     char *tj = hr_path_join(dir, "tokenizer.json");
     if (!err && tj && hr_file_exists(tj)) {
         err = hr_tokenizer_load(dir, &e->tok);
-        hr_err *terr = err ? NULL : hr_chat_template_load(dir, NULL, &e->ct);
-        if (terr)
-            hr_err_free(terr); /* no chat template: chat requests are refused */
+        hr_err *terr = err ? NULL : hr_chat_template_load(dir, e->opt.chat_template, &e->ct);
+        if (terr && e->opt.chat_template)
+            err = terr; /* asked for explicitly: a real error */
+        else if (terr)
+            hr_err_free(terr); /* none: chat requests are refused */
         else if (!err)
             e->has_ct = 1;
     }

@@ -540,7 +540,7 @@ static void test_public_api_chat(void) {
           "{% if add_generation_prompt %}assistant:{% endif %}",
           f);
     fclose(f);
-    hr_engine *e;
+    hr_engine *e = NULL;
     hr_err *err =
         hr_engine_create(dir, &(hr_engine_options){.n_threads = 1, .kv_memory = 8 << 20}, &e);
     const char *chat = "{\"messages\": [{\"role\": \"user\", \"content\": \"The jury\"}]}";
@@ -554,6 +554,15 @@ static void test_public_api_chat(void) {
                           .text = "user: The jury\nassistant:", .max_tokens = 6, .ignore_eos = 1},
                       &b);
     hr_engine_destroy(e);
+    e = NULL;
+    hr_err *bad =
+        err ? NULL
+            : hr_engine_create(dir,
+                               &(hr_engine_options){.n_threads = 1,
+                                                    .kv_memory = 8 << 20,
+                                                    .chat_template = "/nonexistent/t.jinja"},
+                               &e);
+    hr_engine_destroy(bad ? NULL : e);
     const char *names[] = {"config.json",    "generation_config.json", "model.safetensors",
                            "tokenizer.json", "tokenizer_config.json",  "chat_template.jinja"};
     for (int i = 0; i < 6; i++) {
@@ -562,6 +571,9 @@ static void test_public_api_chat(void) {
     }
     rmdir(dir);
     HR_CHECK_OK(err);
+    HR_CHECK(bad && strstr(hr_err_msg(bad), "nonexistent"),
+             "a missing --chat-template was accepted");
+    hr_err_free(bad);
     HR_CHECK(a.n == 6 && a.text_len > 0, "chat request produced %d tokens", a.n);
     HR_CHECK(b.done.n_prompt == a.done.n_prompt + 1, "text prompt %d tokens (with BOS), chat %d",
              b.done.n_prompt, a.done.n_prompt);
