@@ -10,6 +10,8 @@ const hr_verb hr_verbs[] = {
     {"tokenize", hr_cmd_tokenize, "print the token ids of a text"},
     {"detokenize", hr_cmd_detokenize, "print the text of token ids"},
     {"template", hr_cmd_template, "render a chat request through the model's chat template"},
+    {"bench", hr_cmd_bench, "engine throughput: decode, prefill, concurrent decode"},
+    {"fit", hr_cmd_fit, "will a model and context fit this machine's RAM"},
     {NULL, NULL, NULL},
 };
 

@@ -29,6 +29,8 @@ int hr_cmd_run(int argc, char **argv);
 
 int hr_cmd_mkmodel(int argc, char **argv);
 int hr_cmd_template(int argc, char **argv);
+int hr_cmd_bench(int argc, char **argv);
+int hr_cmd_fit(int argc, char **argv);
 
 
 #endif

@@ -1,76 +1,76 @@
-/* Single-sequence generation over the paged KV pool; see generate.h. */
+/* Single-sequence generation through the engine (one engine path: a batch of one): an
+ * engine on the caller's model with a KV pool just large enough, one request in callback
+ * mode, and a wait for its end. A nonzero callback return cancels the request. */
 #include "engine/generate.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/clock.h"
-#include "engine/kv_pool.h"
+#include "engine/engine.h"
 
 typedef struct {
-    hr_model *m;
-    hr_kv_pool pool;
-    hr_kv_seq seq;
-    hr_sampler sampler;
-    float *logits;
-    int32_t *tokens; /* prompt + generated */
-} gen_state;
+    hr_token_cb cb;
+    void *ctx;
+    hr_request *req;
+    hr_gen_stats *st;
+    uint64_t t0, t_first, t_last;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done;
+    hr_finish finish;
+    char *error;
+} gen_wait;
 
-static int is_stop(const hr_gen_request *r, int tok) {
-    for (int i = 0; i < r->n_stop; i++)
-        if (r->stop_ids[i] == tok) return 1;
-    return 0;
-}
-
-static hr_err *gen_init(gen_state *g, hr_model *m, const hr_gen_request *r) {
-    memset(g, 0, sizeof *g);
-    g->m = m;
-    const hr_model_config *c = hr_model_cfg(m);
-    if (r->n_prompt <= 0) return hr_errf("the prompt is empty");
-    if (r->max_tokens < 0) return hr_errf("max_tokens must be >= 0");
-    int total = r->n_prompt + r->max_tokens, bs = 16;
-    HR_TRY(hr_sampler_init(&g->sampler, &r->sampling, c->vocab));
-    HR_TRY(hr_kv_pool_create(&g->pool, m, (total + bs - 1) / bs, bs));
-    g->logits = malloc(sizeof(float) * (size_t)c->vocab);
-    g->tokens = malloc(sizeof(int32_t) * (size_t)total);
-    if (!g->logits || !g->tokens) return hr_err_oom();
-    memcpy(g->tokens, r->prompt, sizeof(int32_t) * (size_t)r->n_prompt);
-    return hr_kv_seq_reserve(&g->pool, &g->seq, total);
-}
-
-static void gen_free(gen_state *g) {
-    hr_kv_seq_release(&g->pool, &g->seq);
-    hr_kv_pool_destroy(&g->pool);
-    hr_sampler_free(&g->sampler);
-    free(g->logits);
-    free(g->tokens);
-}
-
-static hr_err *step(gen_state *g, int pos, int n, hr_logits_mode mode) {
-    hr_row row = {g->tokens + pos, n, pos, g->seq.blocks, mode};
-    return hr_model_forward(g->m, &g->pool.store, &row, 1, g->logits);
-}
-
-static hr_err *gen_run(gen_state *g, const hr_gen_request *r, hr_token_cb cb, void *ctx,
-                       hr_gen_stats *st) {
-    int chunk = r->prefill_chunk > 0 ? r->prefill_chunk : 512, n = r->n_prompt;
-    uint64_t t0 = hr_now_ns();
-    for (int p = 0; p < n; p += chunk) {
-        int len = n - p < chunk ? n - p : chunk;
-        HR_TRY(step(g, p, len, p + len == n ? HR_LOGITS_LAST : HR_LOGITS_NONE));
+/* Runs on the engine thread. */
+static void on_event(void *arg, const hr_event *ev) {
+    gen_wait *w = arg;
+    if (ev->kind == HR_EVENT_TOKEN) {
+        w->t_last = hr_now_ns();
+        if (!w->t_first) w->t_first = w->t_last;
+        w->st->n_generated++;
+        if (w->cb && w->cb(w->ctx, ev->token)) {
+            pthread_mutex_lock(&w->mu); /* w->req is set once submit returned */
+            hr_request *req = w->req;
+            pthread_mutex_unlock(&w->mu);
+            hr_request_cancel(req);
+        }
+        return;
     }
-    uint64_t t1 = hr_now_ns();
-    st->prefill_s = (double)(t1 - t0) * 1e-9;
-    for (int i = 0; i < r->max_tokens; i++) {
-        int tok = hr_sampler_sample(&g->sampler, g->logits);
-        g->tokens[n] = tok;
-        st->n_generated++;
-        if (cb && cb(ctx, tok)) break;
-        if (is_stop(r, tok) || i + 1 == r->max_tokens) break;
-        HR_TRY(step(g, n, 1, HR_LOGITS_LAST));
-        n++;
-    }
-    st->decode_s = (double)(hr_now_ns() - t1) * 1e-9;
+    pthread_mutex_lock(&w->mu);
+    w->done = 1;
+    w->finish = ev->finish;
+    if (ev->error) w->error = strdup(ev->error);
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static hr_err *run_request(hr_engine *e, const hr_gen_request *r, gen_wait *w) {
+    hr_request_params p = {.tokens = r->prompt,
+                           .n_tokens = r->n_prompt,
+                           .max_tokens = r->max_tokens,
+                           .temperature = r->sampling.temperature,
+                           .top_p = r->sampling.top_p,
+                           .top_k = r->sampling.top_k,
+                           .min_p = r->sampling.min_p,
+                           .seed = r->sampling.seed,
+                           .stop_ids = (const int32_t *)r->stop_ids,
+                           .n_stop_ids = r->n_stop,
+                           .ignore_eos = 1,
+                           .cb = on_event,
+                           .cb_ctx = w};
+    /* Hold the lock so the callback cannot run before w->req is set. */
+    pthread_mutex_lock(&w->mu);
+    w->t0 = hr_now_ns();
+    hr_err *err = hr_engine_submit(e, &p, &w->req);
+    if (!err)
+        while (!w->done)
+            pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    if (err) return err;
+    hr_request_release(w->req);
+    if (w->finish == HR_FINISH_ERROR)
+        return hr_errf("%s", w->error ? w->error : "generation failed");
     return NULL;
 }
 
@@ -80,9 +80,29 @@ hr_err *hr_generate(hr_model *m, const hr_gen_request *req, hr_token_cb cb, void
     hr_gen_stats *st = stats ? stats : &local;
     memset(st, 0, sizeof *st);
     st->n_prompt = req->n_prompt;
-    gen_state g;
-    hr_err *err = gen_init(&g, m, req);
-    if (!err) err = gen_run(&g, req, cb, ctx, st);
-    gen_free(&g);
+    if (req->n_prompt <= 0) return hr_errf("the prompt is empty");
+    if (req->max_tokens < 0) return hr_errf("max_tokens must be >= 0");
+    if (req->max_tokens == 0) return NULL;
+    int bs = 16, total = req->n_prompt + req->max_tokens;
+    hr_engine_options o = {.kv_memory = hr_kv_bytes_per_token(hr_model_cfg(m)) * (size_t)bs *
+                                        (size_t)((total + bs - 1) / bs),
+                           .block_size = bs,
+                           .max_batch_tokens = req->prefill_chunk > 0 ? req->prefill_chunk : 512,
+                           .max_seqs = 1,
+                           .no_prefix_cache = 1};
+    hr_engine *e;
+    HR_TRY(hr_engine_create_on(m, NULL, &o, &e));
+    gen_wait w = {.cb = cb, .ctx = ctx, .st = st};
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    hr_err *err = run_request(e, req, &w);
+    hr_engine_destroy(e);
+    if (w.t_first) {
+        st->prefill_s = (double)(w.t_first - w.t0) * 1e-9;
+        st->decode_s = (double)(w.t_last - w.t_first) * 1e-9;
+    }
+    free(w.error);
+    pthread_mutex_destroy(&w.mu);
+    pthread_cond_destroy(&w.cv);
     return err;
 }

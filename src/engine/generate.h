@@ -14,7 +14,7 @@ typedef struct {
     hr_sampler_params sampling;
     const int *stop_ids; /* end-of-sequence ids */
     int n_stop;
-    int prefill_chunk;   /* tokens per prefill step (0: 512) */
+    int prefill_chunk; /* tokens per prefill step (0: 512) */
 } hr_gen_request;
 
 typedef struct {

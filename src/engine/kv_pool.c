@@ -1,8 +1,14 @@
-/* Paged KV block pool and per-sequence block tables; see kv_pool.h. */
+/* Paged KV block pool, per-sequence block tables and the prefix cache; see kv_pool.h.
+ * Invariant: every block is in exactly one of three states: referenced (refcount > 0),
+ * on the free list, or idle in the LRU (refcount 0 and published). */
 #include "engine/kv_pool.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+size_t hr_kv_bytes_per_token(const hr_model_config *c) {
+    return (size_t)c->n_layers * 2 * (size_t)c->n_kv_heads * (size_t)c->head_dim * sizeof(float);
+}
 
 hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size) {
     memset(pool, 0, sizeof *pool);
@@ -11,14 +17,28 @@ hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int
     hr_model_kv_shape(m, &pool->store);
     pool->store.n_blocks = n_blocks;
     pool->store.block_size = block_size;
-    pool->free_list = malloc(sizeof(int) * (size_t)n_blocks);
-    pool->refcount = calloc((size_t)n_blocks, sizeof(int));
-    if (!pool->free_list || !pool->refcount) {
+    size_t nb = (size_t)n_blocks;
+    pool->n_buckets = 2 * n_blocks;
+    pool->free_list = malloc(sizeof(int) * nb);
+    pool->refcount = calloc(nb, sizeof(int));
+    pool->key = calloc(nb, sizeof(uint64_t));
+    pool->parent = calloc(nb, sizeof(uint64_t));
+    pool->tokens = malloc(sizeof(int32_t) * nb * (size_t)block_size);
+    pool->bucket_next = malloc(sizeof(int) * nb);
+    pool->buckets = malloc(sizeof(int) * (size_t)pool->n_buckets);
+    pool->lru_prev = malloc(sizeof(int) * nb);
+    pool->lru_next = malloc(sizeof(int) * nb);
+    if (!pool->free_list || !pool->refcount || !pool->key || !pool->parent || !pool->tokens ||
+        !pool->bucket_next || !pool->buckets || !pool->lru_prev || !pool->lru_next) {
         hr_kv_pool_destroy(pool);
         return hr_err_oom();
     }
-    for (int i = 0; i < n_blocks; i++) pool->free_list[i] = n_blocks - 1 - i;
+    for (int i = 0; i < n_blocks; i++)
+        pool->free_list[i] = n_blocks - 1 - i;
+    for (int i = 0; i < pool->n_buckets; i++)
+        pool->buckets[i] = -1;
     pool->n_free = n_blocks;
+    pool->lru_head = pool->lru_tail = -1;
     hr_err *err = pool->be->vt->kv_create(pool->be, &pool->store);
     if (err) hr_kv_pool_destroy(pool);
     return err;
@@ -28,37 +48,181 @@ void hr_kv_pool_destroy(hr_kv_pool *pool) {
     if (pool->be && pool->store.k) pool->be->vt->kv_destroy(pool->be, &pool->store);
     free(pool->free_list);
     free(pool->refcount);
+    free(pool->key);
+    free(pool->parent);
+    free(pool->tokens);
+    free(pool->bucket_next);
+    free(pool->buckets);
+    free(pool->lru_prev);
+    free(pool->lru_next);
     memset(pool, 0, sizeof *pool);
 }
 
-int hr_kv_pool_used(const hr_kv_pool *pool) { return pool->store.n_blocks - pool->n_free; }
+int hr_kv_pool_used(const hr_kv_pool *pool) {
+    return pool->store.n_blocks - pool->n_free - pool->n_lru;
+}
+
+int hr_kv_pool_available(const hr_kv_pool *pool) {
+    return pool->n_free + pool->n_lru;
+}
+
+void hr_kv_pool_enable_cache(hr_kv_pool *pool, uint64_t fingerprint) {
+    pool->cache_enabled = 1;
+    pool->fingerprint = fingerprint;
+}
+
+/* ---- hash table and LRU ---- */
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
+}
+
+static uint64_t block_key(const hr_kv_pool *pool, uint64_t parent, const int32_t *tokens) {
+    uint64_t h = mix(pool->fingerprint, parent);
+    for (int i = 0; i < pool->store.block_size; i++)
+        h = mix(h, (uint64_t)(uint32_t)tokens[i]);
+    return h ? h : 1; /* 0 means "not published" */
+}
+
+static int *bucket_of(hr_kv_pool *pool, uint64_t key) {
+    return &pool->buckets[key % (uint64_t)pool->n_buckets];
+}
+
+static int find(hr_kv_pool *pool, uint64_t key, uint64_t parent, const int32_t *tokens) {
+    size_t bs = (size_t)pool->store.block_size;
+    for (int b = *bucket_of(pool, key); b >= 0; b = pool->bucket_next[b])
+        if (pool->key[b] == key && pool->parent[b] == parent &&
+            memcmp(pool->tokens + (size_t)b * bs, tokens, bs * sizeof *tokens) == 0)
+            return b;
+    return -1;
+}
+
+static void unpublish(hr_kv_pool *pool, int b) {
+    int *p = bucket_of(pool, pool->key[b]);
+    while (*p != b)
+        p = &pool->bucket_next[*p];
+    *p = pool->bucket_next[b];
+    pool->key[b] = 0;
+}
+
+static void lru_remove(hr_kv_pool *pool, int b) {
+    int p = pool->lru_prev[b], n = pool->lru_next[b];
+    if (p >= 0)
+        pool->lru_next[p] = n;
+    else
+        pool->lru_head = n;
+    if (n >= 0)
+        pool->lru_prev[n] = p;
+    else
+        pool->lru_tail = p;
+    pool->n_lru--;
+}
+
+static void lru_push(hr_kv_pool *pool, int b) {
+    pool->lru_prev[b] = pool->lru_tail;
+    pool->lru_next[b] = -1;
+    if (pool->lru_tail >= 0)
+        pool->lru_next[pool->lru_tail] = b;
+    else
+        pool->lru_head = b;
+    pool->lru_tail = b;
+    pool->n_lru++;
+}
+
+/* A block with refcount 1, from the free list or else the oldest idle cached block. */
+static int take_block(hr_kv_pool *pool) {
+    int id;
+    if (pool->n_free > 0) {
+        id = pool->free_list[--pool->n_free];
+    } else {
+        id = pool->lru_head;
+        lru_remove(pool, id);
+        unpublish(pool, id);
+        pool->n_evicted++;
+    }
+    pool->refcount[id] = 1;
+    return id;
+}
+
+static void drop_block(hr_kv_pool *pool, int id) {
+    if (--pool->refcount[id] > 0) return;
+    if (pool->key[id])
+        lru_push(pool, id);
+    else
+        pool->free_list[pool->n_free++] = id;
+}
+
+/* ---- sequences ---- */
+
+static hr_err *grow_table(hr_kv_seq *seq, int need) {
+    if (need <= seq->cap) return NULL;
+    int cap = need > 2 * seq->cap ? need : 2 * seq->cap;
+    int32_t *b = realloc(seq->blocks, sizeof(int32_t) * (size_t)cap);
+    if (!b) return hr_err_oom();
+    seq->blocks = b;
+    seq->cap = cap;
+    return NULL;
+}
 
 hr_err *hr_kv_seq_reserve(hr_kv_pool *pool, hr_kv_seq *seq, int n_positions) {
     int bs = pool->store.block_size;
     int need = (n_positions + bs - 1) / bs;
     if (need <= seq->n_blocks) return NULL;
-    if (need - seq->n_blocks > pool->n_free)
-        return hr_errf("KV cache full: %d more blocks needed, %d free", need - seq->n_blocks, pool->n_free);
-    if (need > seq->cap) {
-        int cap = need > 2 * seq->cap ? need : 2 * seq->cap;
-        int32_t *b = realloc(seq->blocks, sizeof(int32_t) * (size_t)cap);
-        if (!b) return hr_err_oom();
-        seq->blocks = b;
-        seq->cap = cap;
-    }
-    while (seq->n_blocks < need) {
-        int id = pool->free_list[--pool->n_free];
-        pool->refcount[id] = 1;
-        seq->blocks[seq->n_blocks++] = id;
-    }
+    if (need - seq->n_blocks > hr_kv_pool_available(pool))
+        return hr_errf("KV cache full: %d more blocks needed, %d free", need - seq->n_blocks,
+                       hr_kv_pool_available(pool));
+    HR_TRY(grow_table(seq, need));
+    while (seq->n_blocks < need)
+        seq->blocks[seq->n_blocks++] = take_block(pool);
     return NULL;
 }
 
 void hr_kv_seq_release(hr_kv_pool *pool, hr_kv_seq *seq) {
-    for (int i = 0; i < seq->n_blocks; i++) {
-        int id = seq->blocks[i];
-        if (--pool->refcount[id] == 0) pool->free_list[pool->n_free++] = id;
-    }
+    /* Drop from the end so a chain's later blocks become the older LRU entries and are
+     * evicted before the blocks they depend on. */
+    for (int i = seq->n_blocks - 1; i >= 0; i--)
+        drop_block(pool, seq->blocks[i]);
     free(seq->blocks);
     memset(seq, 0, sizeof *seq);
+}
+
+int hr_kv_seq_reuse(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, int n,
+                    int max_blocks) {
+    if (!pool->cache_enabled || seq->n_blocks != 0) return 0;
+    int bs = pool->store.block_size, limit = n / bs < max_blocks ? n / bs : max_blocks;
+    if (limit <= 0 || grow_table(seq, limit)) return 0;
+    uint64_t parent = 0;
+    for (int i = 0; i < limit; i++) {
+        const int32_t *t = tokens + (size_t)i * bs;
+        uint64_t key = block_key(pool, parent, t);
+        int b = find(pool, key, parent, t);
+        if (b < 0) break;
+        if (pool->refcount[b]++ == 0) lru_remove(pool, b);
+        seq->blocks[seq->n_blocks++] = b;
+        parent = key;
+    }
+    seq->n_keyed = seq->n_blocks;
+    seq->last_key = parent;
+    return seq->n_blocks;
+}
+
+void hr_kv_seq_publish(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, int n_computed) {
+    if (!pool->cache_enabled) return;
+    int bs = pool->store.block_size, full = n_computed / bs;
+    if (full > seq->n_blocks) full = seq->n_blocks;
+    for (; seq->n_keyed < full; seq->n_keyed++) {
+        const int32_t *t = tokens + (size_t)seq->n_keyed * bs;
+        uint64_t parent = seq->last_key, key = block_key(pool, parent, t);
+        int b = seq->blocks[seq->n_keyed];
+        seq->last_key = key;
+        if (pool->key[b] || find(pool, key, parent, t) >= 0) continue;
+        pool->key[b] = key;
+        pool->parent[b] = parent;
+        memcpy(pool->tokens + (size_t)b * bs, t, sizeof(int32_t) * (size_t)bs);
+        int *head = bucket_of(pool, key);
+        pool->bucket_next[b] = *head;
+        *head = b;
+    }
 }

@@ -1,6 +1,12 @@
 /* The paged KV block pool: a fixed number of blocks of block_size positions in one
  * backend KV store, a free list, and refcounts so sequences can share prefix blocks.
- * A sequence's KV is its block table; hr_kv_seq grows it block by block. */
+ * A sequence's KV is its block table; hr_kv_seq grows it block by block.
+ *
+ * Prefix cache: a full block whose KV is computed can be published under a key, the hash
+ * of (parent block's key, its tokens, model fingerprint). A keyed block whose refcount
+ * drops to zero is kept in an LRU instead of the free list; a later sequence with the same
+ * token prefix takes it back (copy-free), and allocation evicts the oldest when the free
+ * list is empty. "Used" blocks are those referenced by a sequence; LRU blocks are free. */
 #ifndef HR_ENGINE_KV_POOL_H
 #define HR_ENGINE_KV_POOL_H
 
@@ -12,17 +18,38 @@ typedef struct {
     hr_kv_store store;
     int *free_list; /* (n_blocks) stack of free block ids */
     int n_free;
-    int *refcount;  /* (n_blocks) */
+    int *refcount; /* (n_blocks) */
+    /* prefix cache (all (n_blocks) arrays indexed by block id) */
+    int cache_enabled;
+    uint64_t fingerprint;     /* mixed into every key: blocks of another model never match */
+    uint64_t *key;            /* 0: not published */
+    uint64_t *parent;         /* key of the block before it in its chain (0 for the first) */
+    int32_t *tokens;          /* (n_blocks, block_size) token ids of published blocks */
+    int *bucket_next;         /* hash-chain link, -1 ends */
+    int *buckets, n_buckets;  /* (n_buckets) first block of each chain, -1 empty */
+    int *lru_prev, *lru_next; /* idle published blocks, oldest at lru_head */
+    int lru_head, lru_tail, n_lru;
+    long n_evicted;
 } hr_kv_pool;
+
+/* Bytes of KV one position takes over all layers (K and V, f32). */
+size_t hr_kv_bytes_per_token(const hr_model_config *c);
 
 hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size);
 void hr_kv_pool_destroy(hr_kv_pool *pool);
+/* Blocks referenced by some sequence (idle cached blocks are not counted). */
 int hr_kv_pool_used(const hr_kv_pool *pool);
+/* Blocks a reservation can take now: free plus idle cached (evictable) ones. */
+int hr_kv_pool_available(const hr_kv_pool *pool);
+/* Turns the prefix cache on with a model fingerprint (off after create). */
+void hr_kv_pool_enable_cache(hr_kv_pool *pool, uint64_t fingerprint);
 
-/* A sequence's block table. */
+/* A sequence's block table and how far its blocks are published in the prefix cache. */
 typedef struct {
     int32_t *blocks; /* (cap) block ids */
     int n_blocks, cap;
+    int n_keyed;       /* leading blocks whose keys are known */
+    uint64_t last_key; /* key of block n_keyed - 1 (0 when n_keyed is 0) */
 } hr_kv_seq;
 
 /* Makes seq's table cover n_positions, taking blocks from the pool. Fails (leaving the
@@ -30,5 +57,12 @@ typedef struct {
 hr_err *hr_kv_seq_reserve(hr_kv_pool *pool, hr_kv_seq *seq, int n_positions);
 /* Returns every block of seq to the pool (dropping its references). */
 void hr_kv_seq_release(hr_kv_pool *pool, hr_kv_seq *seq);
+
+/* For an empty seq: takes the longest chain of cached blocks matching tokens[0..n), at most
+ * max_blocks, into seq's table. Returns the number of blocks taken (their KV is valid). */
+int hr_kv_seq_reuse(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, int n, int max_blocks);
+/* Publishes seq's full blocks within its first n_computed positions (tokens are the
+ * sequence's tokens). A block whose key is already published elsewhere stays private. */
+void hr_kv_seq_publish(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, int n_computed);
 
 #endif

@@ -14,7 +14,9 @@ static uint64_t splitmix64(uint64_t *x) {
     return z ^ (z >> 31);
 }
 
-static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static inline uint64_t rotl(uint64_t x, int k) {
+    return (x << k) | (x >> (64 - k));
+}
 
 static uint64_t next_u64(uint64_t *s) { /* xoshiro256** */
     uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
@@ -27,7 +29,9 @@ static uint64_t next_u64(uint64_t *s) { /* xoshiro256** */
     return r;
 }
 
-double hr_sampler_uniform(hr_sampler *s) { return (double)(next_u64(s->rng) >> 11) * 0x1.0p-53; }
+double hr_sampler_uniform(hr_sampler *s) {
+    return (double)(next_u64(s->rng) >> 11) * 0x1.0p-53;
+}
 
 hr_err *hr_sampler_params_check(const hr_sampler_params *p) {
     if (!(p->temperature >= 0) || p->temperature > 1e4) return hr_errf("temperature must be >= 0");
@@ -42,7 +46,8 @@ hr_err *hr_sampler_init(hr_sampler *s, const hr_sampler_params *p, int vocab) {
     s->p = *p;
     s->vocab = vocab;
     uint64_t x = p->seed;
-    for (int i = 0; i < 4; i++) s->rng[i] = splitmix64(&x);
+    for (int i = 0; i < 4; i++)
+        s->rng[i] = splitmix64(&x);
     s->probs = malloc(sizeof(float) * (size_t)vocab);
     s->idx = malloc(sizeof(int32_t) * (size_t)vocab);
     if (!s->probs || !s->idx) {
@@ -76,8 +81,10 @@ static int by_prob_desc(const void *a, const void *b, void *ctx) {
 static float softmax(hr_sampler *s, const float *logits) {
     int V = s->vocab;
     float mx = logits[argmax(logits, V)], inv_t = 1.0f / s->p.temperature, sum = 0;
-    for (int i = 0; i < V; i++) sum += s->probs[i] = expf((logits[i] - mx) * inv_t);
-    for (int i = 0; i < V; i++) s->probs[i] /= sum;
+    for (int i = 0; i < V; i++)
+        sum += s->probs[i] = expf((logits[i] - mx) * inv_t);
+    for (int i = 0; i < V; i++)
+        s->probs[i] /= sum;
     return 1.0f / sum;
 }
 
@@ -110,7 +117,8 @@ int hr_sampler_sample(hr_sampler *s, const float *logits) {
     int n = candidates(s, pmax);
     if (n == 0) return argmax(logits, s->vocab);
     double total = 0;
-    for (int i = 0; i < n; i++) total += s->probs[s->idx[i]];
+    for (int i = 0; i < n; i++)
+        total += s->probs[s->idx[i]];
     double u = hr_sampler_uniform(s) * total, cum = 0;
     for (int i = 0; i < n; i++) {
         cum += s->probs[s->idx[i]];

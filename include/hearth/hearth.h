@@ -1,0 +1,133 @@
+/* libhearth's public API: an engine that owns one model, its KV block pool and a thread
+ * that runs every request through one continuously batched forward step. Other threads
+ * (an HTTP server's) submit requests and read each request's events from its own channel,
+ * either by callback (called on the engine thread; keep it short) or by pulling them with
+ * hr_request_next. hr_engine_submit, hr_request_cancel and hr_engine_stats are
+ * thread-safe. Errors are hr_err values (NULL = success; read with hr_err_msg, free with
+ * hr_err_free). See docs/engine.md. */
+#ifndef HEARTH_HEARTH_H
+#define HEARTH_HEARTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hr_err hr_err;
+const char *hr_err_msg(const hr_err *err);
+void hr_err_free(hr_err *err);
+
+typedef struct hr_engine hr_engine;
+typedef struct hr_request hr_request;
+
+typedef struct {
+    int n_threads;             /* CPU threads (<= 0: all online CPUs) */
+    size_t kv_memory;          /* bytes of KV cache; 0: from memory_budget, else a default */
+    size_t memory_budget;      /* bytes for weights + KV (used when kv_memory is 0) */
+    int block_size;            /* positions per KV block (0: 16) */
+    int max_batch_tokens;      /* tokens per forward step (0: 2048) */
+    int max_seqs;              /* sequences decoding at once (0: 64) */
+    int no_prefix_cache;       /* 1 turns the prefix cache off */
+    int no_preempt;            /* 1: when KV runs out, wait instead of preempting the youngest */
+    const char *chat_template; /* a .jinja file overriding the model's template (NULL: none) */
+} hr_engine_options;
+
+/* Loads dir (config.json, safetensors, and tokenizer/chat template when present) and
+ * starts the engine thread. */
+hr_err *hr_engine_create(const char *model_dir, const hr_engine_options *opt, hr_engine **out);
+/* Stops the engine: requests still running end as cancelled. */
+void hr_engine_destroy(hr_engine *e);
+
+typedef enum {
+    HR_FINISH_NONE,      /* not finished */
+    HR_FINISH_LENGTH,    /* max_tokens reached */
+    HR_FINISH_STOP,      /* a stop token id or stop string */
+    HR_FINISH_CANCELLED, /* hr_request_cancel, or the engine shut down */
+    HR_FINISH_ERROR,     /* see hr_event.error */
+} hr_finish;
+
+typedef enum { HR_EVENT_TOKEN, HR_EVENT_DONE } hr_event_kind;
+
+enum { HR_MAX_TOP_LOGPROBS = 20 };
+
+/* One event of a request. Pointers stay valid until the next hr_request_next call on
+ * the request (or until the callback returns). */
+typedef struct {
+    hr_event_kind kind;
+    int32_t token; /* TOKEN: the sampled id */
+    float logprob; /* TOKEN, when logprobs was asked: log p(token) after processors */
+    int n_top;     /* TOKEN: entries in top_ids / top_logprobs */
+    const int32_t *top_ids;
+    const float *top_logprobs;
+    const char *text; /* newly releasable text (may be empty); DONE carries the tail */
+    size_t text_len;
+    hr_finish finish;                    /* DONE */
+    const char *error;                   /* DONE with HR_FINISH_ERROR */
+    int n_prompt, n_generated, n_cached; /* DONE: usage; n_cached = prompt tokens reused */
+} hr_event;
+
+typedef void (*hr_event_cb)(void *ctx, const hr_event *ev);
+
+typedef struct {
+    /* The prompt: exactly one of tokens, text (tokenized with special tokens added) or
+     * chat (a JSON request {"messages": [...], "tools"?, ...} rendered through the chat
+     * template with add_generation_prompt, then tokenized without special tokens). */
+    const int32_t *tokens;
+    int n_tokens;
+    const char *text;
+    const char *chat;
+    int max_tokens; /* tokens to generate (<= 0: 16) */
+    /* Sampling. A zeroed struct is greedy without penalties; a negative temperature,
+     * top_p, top_k or repetition_penalty takes generation_config.json's value (greedy
+     * unless it sets do_sample). */
+    float temperature; /* 0 = greedy */
+    float top_p;       /* (0, 1]; 0 treated as 1 */
+    int top_k;         /* 0 = off */
+    float min_p;       /* 0 = off */
+    uint64_t seed;
+    float repetition_penalty; /* 0 or 1 = off */
+    float presence_penalty, frequency_penalty;
+    const int32_t *bias_ids; /* logit_bias */
+    const float *bias_values;
+    int n_bias;
+    int logprobs;            /* 1: report logprob of each sampled token */
+    int top_logprobs;        /* 0..HR_MAX_TOP_LOGPROBS */
+    const int32_t *stop_ids; /* extra ids that end generation */
+    int n_stop_ids;
+    int ignore_eos;          /* 1: the model's EOS ids do not stop */
+    const char *const *stop; /* stop strings (need the tokenizer) */
+    int n_stop;
+    hr_event_cb cb; /* NULL: pull events with hr_request_next */
+    void *cb_ctx;
+} hr_request_params;
+
+/* Validates and queues a request. A request that can never fit (prompt + max_tokens
+ * beyond the KV pool or the model's context) is refused here with an error. *out is the
+ * caller's handle: release it with hr_request_release (which cancels it if running). */
+hr_err *hr_engine_submit(hr_engine *e, const hr_request_params *p, hr_request **out);
+/* Pull mode: waits for the next event; returns 0 after DONE was returned (no more events). */
+int hr_request_next(hr_request *r, hr_event *ev);
+/* Asks the engine to end the request; its row and blocks are freed at the next step. */
+void hr_request_cancel(hr_request *r);
+void hr_request_release(hr_request *r);
+
+typedef struct {
+    int active, queued; /* sequences running / waiting for admission */
+    int kv_blocks_total, kv_blocks_used, kv_blocks_cached; /* cached: idle reusable blocks */
+    int block_size;
+    long requests_done, refused, preempted;
+    long prompt_tokens, cached_tokens; /* prompt tokens submitted / served from the cache */
+    long generated_tokens, steps, step_tokens;
+    double busy_s; /* time spent in forward steps */
+    double last_step_ms;
+    double decode_tok_s; /* generated tokens / busy_s */
+} hr_engine_stats;
+
+void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,195 @@
+/* hearth bench: engine throughput through the public API (prefix cache off): batch-1
+ * decode, prefill speed at a few prompt lengths, and aggregate decode with 1..64
+ * concurrent sequences, measured over the window where every sequence is decoding.
+ * Numbers, never pass/fail; on a shared machine run it twice. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "cli/args.h"
+#include "cli/verbs.h"
+#include "engine/kv_pool.h"
+#include "hearth/hearth.h"
+#include "model/safetensors.h"
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int n_req, n_started, n_done;
+    long tokens, tok_all_started, tok_first_done;
+    uint64_t t_submit, t_all_started, t_first_done;
+    char *error;
+} bench_run;
+
+typedef struct {
+    bench_run *b;
+    int started;
+} bench_req;
+
+/* Engine thread. */
+static void on_event(void *ctx, const hr_event *ev) {
+    bench_req *q = ctx;
+    bench_run *b = q->b;
+    pthread_mutex_lock(&b->mu);
+    uint64_t now = hr_now_ns();
+    if (ev->kind == HR_EVENT_TOKEN) {
+        b->tokens++;
+        if (!q->started && (q->started = 1) && ++b->n_started == b->n_req) {
+            b->t_all_started = now;
+            b->tok_all_started = b->tokens;
+        }
+    } else {
+        if (ev->finish == HR_FINISH_ERROR && !b->error)
+            b->error = strdup(ev->error ? ev->error : "error");
+        if (++b->n_done == 1) {
+            b->t_first_done = now;
+            b->tok_first_done = b->tokens;
+        }
+        if (b->n_done == b->n_req) pthread_cond_signal(&b->cv);
+    }
+    pthread_mutex_unlock(&b->mu);
+}
+
+/* Runs n requests of prompt_len tokens generating gen tokens each, all submitted at once. */
+static hr_err *run_batch(hr_engine *e, int n, int prompt_len, int gen, int vocab, bench_run *b) {
+    memset(b, 0, sizeof *b);
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    b->n_req = n;
+    bench_req *q = calloc((size_t)n, sizeof *q);
+    hr_request **r = calloc((size_t)n, sizeof *r);
+    int32_t *prompt = malloc(sizeof(int32_t) * (size_t)prompt_len);
+    hr_err *err = q && r && prompt ? NULL : hr_err_oom();
+    pthread_mutex_lock(&b->mu);
+    b->t_submit = hr_now_ns();
+    for (int i = 0; !err && i < n; i++) {
+        for (int j = 0; j < prompt_len; j++)
+            prompt[j] = (int32_t)((j * 7919 + i * 104729 + 13) % vocab);
+        q[i].b = b;
+        err = hr_engine_submit(e,
+                               &(hr_request_params){.tokens = prompt,
+                                                    .n_tokens = prompt_len,
+                                                    .max_tokens = gen,
+                                                    .ignore_eos = 1,
+                                                    .cb = on_event,
+                                                    .cb_ctx = &q[i]},
+                               &r[i]);
+        if (err) b->n_req = i; /* wait only for those submitted */
+    }
+    while (b->n_done < b->n_req)
+        pthread_cond_wait(&b->cv, &b->mu);
+    pthread_mutex_unlock(&b->mu);
+    for (int i = 0; i < n; i++)
+        hr_request_release(r[i]);
+    if (!err && b->error) err = hr_errf("%s", b->error);
+    free(b->error);
+    free(q);
+    free(r);
+    free(prompt);
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+    return err;
+}
+
+typedef struct {
+    const char *model, *prefill;
+    long threads, max_seqs, gen;
+} bench_opts;
+
+/* weight_bytes / step time is the weight-read rate a step achieves: compare it with the
+ * machine's memory bandwidth (bench_bandwidth) to see how far decode is from the roofline. */
+static hr_err *bench_decode(hr_engine *e, const bench_opts *o, int vocab, size_t weight_bytes) {
+    bench_run b;
+    for (int c = 1; c <= o->max_seqs; c *= 2) {
+        HR_TRY(run_batch(e, c, 16, (int)o->gen, vocab, &b));
+        double s = (double)(b.t_first_done - b.t_all_started) * 1e-9;
+        long toks = b.tok_first_done - b.tok_all_started;
+        double steps = (double)toks / c;
+        double step_s = steps > 0 ? s / steps : 0.0;
+        printf("decode %3d seqs | %8.1f tok/s aggregate | %7.1f tok/s per seq | %7.2f ms/step | "
+               "weights %6.1f GB/s\n",
+               c, toks / (s + 1e-12), toks / (s + 1e-12) / c, 1e3 * step_s,
+               step_s > 0 ? (double)weight_bytes / step_s / 1e9 : 0.0);
+        fflush(stdout);
+    }
+    return NULL;
+}
+
+static hr_err *bench_prefill(hr_engine *e, const int *lens, int n, int vocab, int max_ctx) {
+    bench_run b;
+    for (int i = 0; i < n; i++) {
+        if (lens[i] + 1 > max_ctx) {
+            printf("prefill %5d    | skipped: beyond the context (%d)\n", lens[i], max_ctx);
+            continue;
+        }
+        HR_TRY(run_batch(e, 1, lens[i], 1, vocab, &b));
+        double s = (double)(b.t_first_done - b.t_submit) * 1e-9;
+        printf("prefill %5d    | %8.1f tok/s | %8.2f ms to first token\n", lens[i],
+               lens[i] / (s + 1e-12), 1e3 * s);
+        fflush(stdout);
+    }
+    return NULL;
+}
+
+static hr_err *bench(const bench_opts *o) {
+    hr_model_config c;
+    HR_TRY(hr_config_load(o->model, &c));
+    hr_safetensors *st;
+    HR_TRY(hr_st_open(o->model, &st));
+    size_t weight_bytes = hr_st_data_bytes(st);
+    hr_st_close(st);
+    int *lens = NULL, n_lens = 0;
+    HR_TRY(hr_parse_int_list(o->prefill, "--prefill", &lens, &n_lens));
+    int max_len = 0;
+    for (int i = 0; i < n_lens; i++)
+        max_len = lens[i] > max_len ? lens[i] : max_len;
+    long positions = o->max_seqs * (16 + o->gen + 16);
+    if (positions < max_len + 32) positions = max_len + 32;
+    hr_engine_options eo = {.n_threads = (int)o->threads,
+                            .kv_memory = hr_kv_bytes_per_token(&c) * (size_t)positions,
+                            .max_seqs = (int)o->max_seqs,
+                            .no_prefix_cache = 1};
+    hr_engine *e = NULL;
+    hr_err *err = hr_engine_create(o->model, &eo, &e);
+    if (!err) {
+        hr_engine_stats st;
+        hr_engine_stats_get(e, &st);
+        printf(
+            "model %s (%s), %ld threads, KV pool %d blocks of %d, %ld tokens per decode request\n",
+            o->model, c.model_type, o->threads, st.kv_blocks_total, st.block_size, o->gen);
+        int max_ctx = c.max_pos > 0 && c.max_pos < st.kv_blocks_total * st.block_size
+                          ? c.max_pos
+                          : st.kv_blocks_total * st.block_size;
+        err = bench_prefill(e, lens, n_lens, c.vocab, max_ctx);
+        if (!err) err = bench_decode(e, o, c.vocab, weight_bytes);
+    }
+    hr_engine_destroy(e);
+    free(lens);
+    return err;
+}
+
+int hr_cmd_bench(int argc, char **argv) {
+    bench_opts o = {.prefill = "128,512,2048", .threads = 0, .max_seqs = 64, .gen = 32};
+    hr_opt opts[] = {
+        {"model", HR_OPT_STR, &o.model, "model directory"},
+        {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
+        {"max-seqs", HR_OPT_INT, &o.max_seqs, "largest concurrency measured (default 64)"},
+        {"gen", HR_OPT_INT, &o.gen, "tokens generated per decode request (default 32)"},
+        {"prefill", HR_OPT_STR, &o.prefill, "prompt lengths for prefill (default 128,512,2048)"},
+    };
+    int help;
+    hr_err *err =
+        hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
+                      "usage: hearth bench --model DIR [--threads N] [--max-seqs S]", &help);
+    if (err) return hr_cmd_fail("bench", err), 2;
+    if (help) return 0;
+    if (!o.model) return hr_cmd_fail("bench", hr_errf("--model is required")), 2;
+    if (o.max_seqs < 1 || o.max_seqs > 4096 || o.gen < 2 || o.gen > 100000)
+        return hr_cmd_fail("bench",
+                           hr_errf("--max-seqs must be in [1, 4096] and --gen in [2, 100000]")),
+               2;
+    err = bench(&o);
+    return err ? hr_cmd_fail("bench", err) : 0;
+}

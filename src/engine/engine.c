@@ -1,0 +1,478 @@
+/* The engine's public side: creation (model, tokenizer, chat template, KV pool sized from
+ * a memory amount), the engine thread's loop, request submission with validation and
+ * refusal, and each request's event channel (callback, or a mutex+condvar queue pulled by
+ * hr_request_next). The scheduler step itself is in sched.c. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/file.h"
+#include "base/json.h"
+#include "engine/engine.h"
+
+struct hr_ev_node {
+    hr_event ev;
+    hr_ev_node *next;
+    int32_t top_ids[HR_MAX_TOP_LOGPROBS];
+    float top_lp[HR_MAX_TOP_LOGPROBS];
+    char text[]; /* the text, then the error message */
+};
+
+/* ---- request lifetime and channel ---- */
+
+static void free_events(hr_ev_node *n) {
+    while (n) {
+        hr_ev_node *next = n->next;
+        free(n);
+        n = next;
+    }
+}
+
+static void request_free(hr_request *r) {
+    free_events(r->head);
+    free(r->cur);
+    free(r->tokens);
+    hr_sampler_free(&r->sampler);
+    free((void *)r->proc.bias_ids);
+    free((void *)r->proc.bias_values);
+    free(r->stop_ids);
+    hr_stop_free(&r->stop);
+    hr_detok_stream_destroy(r->detok);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r);
+}
+
+void hr_request_unref(hr_request *r) {
+    if (atomic_fetch_sub(&r->refs, 1) == 1) request_free(r);
+}
+
+static hr_ev_node *copy_event(const hr_event *ev) {
+    size_t nt = ev->text_len, ne = ev->error ? strlen(ev->error) + 1 : 0;
+    hr_ev_node *n = malloc(sizeof *n + nt + 1 + ne);
+    if (!n) return NULL;
+    n->ev = *ev;
+    n->next = NULL;
+    memcpy(n->text, ev->text, nt);
+    n->text[nt] = 0;
+    n->ev.text = n->text;
+    if (ne) {
+        memcpy(n->text + nt + 1, ev->error, ne);
+        n->ev.error = n->text + nt + 1;
+    }
+    if (ev->n_top > 0) {
+        memcpy(n->top_ids, ev->top_ids, sizeof(int32_t) * (size_t)ev->n_top);
+        memcpy(n->top_lp, ev->top_logprobs, sizeof(float) * (size_t)ev->n_top);
+    }
+    n->ev.top_ids = n->top_ids;
+    n->ev.top_logprobs = n->top_lp;
+    return n;
+}
+
+void hr_request_emit(hr_request *r, const hr_event *ev) {
+    int done = ev->kind == HR_EVENT_DONE;
+    if (r->cb) {
+        r->cb(r->cb_ctx, ev);
+        pthread_mutex_lock(&r->mu);
+        r->finished |= done;
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    hr_ev_node *n = copy_event(ev);
+    if (!n && done) { /* out of memory: deliver DONE without its text */
+        hr_event bare = *ev;
+        bare.text = "";
+        bare.text_len = 0;
+        bare.error = "out of memory";
+        bare.finish = HR_FINISH_ERROR;
+        n = copy_event(&bare);
+    }
+    pthread_mutex_lock(&r->mu);
+    if (n) {
+        if (r->tail)
+            r->tail->next = n;
+        else
+            r->head = n;
+        r->tail = n;
+    }
+    r->finished |= done;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+int hr_request_next(hr_request *r, hr_event *ev) {
+    pthread_mutex_lock(&r->mu);
+    while (!r->head && !r->finished && !r->cb)
+        pthread_cond_wait(&r->cv, &r->mu);
+    int got = r->head != NULL;
+    if (got) {
+        free(r->cur);
+        r->cur = r->head;
+        r->head = r->head->next;
+        if (!r->head) r->tail = NULL;
+        *ev = r->cur->ev;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return got;
+}
+
+void hr_request_cancel(hr_request *r) {
+    atomic_store(&r->cancel, 1);
+    pthread_mutex_lock(&r->mu);
+    int finished = r->finished;
+    pthread_mutex_unlock(&r->mu);
+    if (finished) return;
+    pthread_mutex_lock(&r->eng->mu);
+    pthread_cond_signal(&r->eng->cv);
+    pthread_mutex_unlock(&r->eng->mu);
+}
+
+void hr_request_release(hr_request *r) {
+    if (!r) return;
+    hr_request_cancel(r);
+    hr_request_unref(r);
+}
+
+/* ---- submission ---- */
+
+/* The prompt's token ids from whichever source p gives. */
+static hr_err *prompt_tokens(hr_engine *e, const hr_request_params *p, int32_t **ids, int *n) {
+    int sources = (p->tokens != NULL) + (p->text != NULL) + (p->chat != NULL);
+    if (sources != 1) return hr_errf("give exactly one of tokens, text or chat");
+    if (p->tokens) {
+        if (p->n_tokens <= 0) return hr_errf("the prompt is empty");
+        *ids = malloc(sizeof(int32_t) * (size_t)p->n_tokens);
+        if (!*ids) return hr_err_oom();
+        memcpy(*ids, p->tokens, sizeof(int32_t) * (size_t)p->n_tokens);
+        *n = p->n_tokens;
+        return NULL;
+    }
+    if (!e->tok) return hr_errf("this model has no tokenizer.json: submit token ids");
+    if (p->text) return hr_tokenizer_encode(e->tok, p->text, strlen(p->text), 1, ids, n);
+    if (!e->has_ct) return hr_errf("this model has no chat template");
+    json_t *req = NULL;
+    HR_TRY(hr_json_load_buf("chat request", p->chat, strlen(p->chat), &req));
+    char *text = NULL;
+    hr_err *err = json_is_object(req) ? NULL : hr_errf("chat request: must be a JSON object");
+    if (!err && !json_object_get(req, "add_generation_prompt"))
+        json_object_set_new(req, "add_generation_prompt", json_true());
+    if (!err) err = hr_chat_template_apply(&e->ct, req, &text, NULL);
+    if (!err) err = hr_tokenizer_encode(e->tok, text, strlen(text), 0, ids, n);
+    free(text);
+    json_decref(req);
+    return err;
+}
+
+static hr_sampler_params sampling(const hr_engine *e, const hr_request_params *p) {
+    const hr_gen_defaults *g = &hr_model_cfg(e->model)->gen;
+    hr_sampler_params s = {p->temperature, p->top_p == 0 ? 1 : p->top_p, p->top_k, p->min_p,
+                           p->seed};
+    if (p->temperature < 0) s.temperature = g->do_sample ? (float)g->temperature : 0;
+    if (p->top_p < 0) s.top_p = g->do_sample ? (float)g->top_p : 1;
+    if (p->top_k < 0) s.top_k = g->do_sample ? g->top_k : 0;
+    return s;
+}
+
+static void *dup_array(const void *src, size_t bytes) {
+    if (!bytes) return NULL;
+    void *d = malloc(bytes);
+    if (d) memcpy(d, src, bytes);
+    return d;
+}
+
+/* Fills r's parameters from p (everything but the prompt). */
+static hr_err *request_params(hr_engine *e, hr_request *r, const hr_request_params *p) {
+    const hr_model_config *c = hr_model_cfg(e->model);
+    if (p->top_logprobs < 0 || p->top_logprobs > HR_MAX_TOP_LOGPROBS)
+        return hr_errf("top_logprobs must be in [0, %d]", HR_MAX_TOP_LOGPROBS);
+    r->logprobs = p->logprobs;
+    r->top_logprobs = p->top_logprobs;
+    r->cb = p->cb;
+    r->cb_ctx = p->cb_ctx;
+    hr_sampler_params sp = sampling(e, p);
+    HR_TRY(hr_sampler_init(&r->sampler, &sp, c->vocab));
+    hr_proc_params pp = {p->repetition_penalty < 0 ? (float)c->gen.repetition_penalty
+                                                   : p->repetition_penalty,
+                         p->presence_penalty,
+                         p->frequency_penalty,
+                         p->bias_ids,
+                         p->bias_values,
+                         p->n_bias};
+    HR_TRY(hr_proc_params_check(&pp, c->vocab));
+    pp.bias_ids = dup_array(p->bias_ids, sizeof(int32_t) * (size_t)p->n_bias);
+    pp.bias_values = dup_array(p->bias_values, sizeof(float) * (size_t)p->n_bias);
+    r->proc = pp;
+    if (p->n_bias > 0 && (!pp.bias_ids || !pp.bias_values)) return hr_err_oom();
+    int n_eos = p->ignore_eos ? 0 : c->n_eos, n_stop = p->n_stop_ids > 0 ? p->n_stop_ids : 0;
+    r->stop_ids = malloc(sizeof(int32_t) * (size_t)(n_eos + n_stop + 1));
+    if (!r->stop_ids) return hr_err_oom();
+    for (int i = 0; i < n_eos; i++)
+        r->stop_ids[r->n_stop_ids++] = c->eos_ids[i];
+    for (int i = 0; i < n_stop; i++)
+        r->stop_ids[r->n_stop_ids++] = p->stop_ids[i];
+    if (p->n_stop > 0 && !e->tok) return hr_errf("stop strings need the model's tokenizer");
+    HR_TRY(hr_stop_init(&r->stop, p->stop, p->n_stop));
+    if (e->tok) HR_TRY(hr_detok_stream_create(e->tok, 1, &r->detok));
+    return NULL;
+}
+
+static hr_err *request_create(hr_engine *e, const hr_request_params *p, hr_request **out) {
+    hr_request *r = calloc(1, sizeof *r);
+    if (!r) return hr_err_oom();
+    r->eng = e;
+    atomic_init(&r->refs, 2);
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    int32_t *ids = NULL;
+    hr_err *err = prompt_tokens(e, p, &ids, &r->n_prompt);
+    r->max_tokens = p->max_tokens > 0 ? p->max_tokens : 16;
+    if (!err && r->n_prompt <= 0) err = hr_errf("the prompt is empty");
+    if (!err && (long)r->n_prompt + r->max_tokens > e->max_context)
+        err = hr_errf(
+            "prompt (%d tokens) + max_tokens (%d) exceed the %d positions this engine can hold "
+            "(KV cache %d blocks of %d, model context %d)",
+            r->n_prompt, r->max_tokens, e->max_context, e->pool.store.n_blocks,
+            e->pool.store.block_size, hr_model_cfg(e->model)->max_pos);
+    for (int i = 0; !err && i < r->n_prompt; i++)
+        if (ids[i] < 0 || ids[i] >= hr_model_cfg(e->model)->vocab)
+            err = hr_errf("token id %d out of range", ids[i]);
+    if (!err) err = request_params(e, r, p);
+    if (!err) {
+        r->cap = r->n_prompt + r->max_tokens;
+        r->tokens = realloc(ids, sizeof(int32_t) * (size_t)r->cap);
+        if (r->tokens)
+            ids = NULL;
+        else
+            err = hr_err_oom();
+        r->n_tokens = r->n_prompt;
+    }
+    free(ids);
+    if (err) {
+        request_free(r);
+        return err;
+    }
+    *out = r;
+    return NULL;
+}
+
+hr_err *hr_engine_submit(hr_engine *e, const hr_request_params *p, hr_request **out) {
+    hr_request *r = NULL;
+    hr_err *err = request_create(e, p, &r);
+    pthread_mutex_lock(&e->mu);
+    if (!err && e->stopping) err = hr_errf("the engine is shutting down");
+    if (err) {
+        e->stats.refused++;
+        pthread_mutex_unlock(&e->mu);
+        return err;
+    }
+    if (e->inbox_tail)
+        e->inbox_tail->next = r;
+    else
+        e->inbox_head = r;
+    e->inbox_tail = r;
+    e->n_inbox++;
+    e->stats.prompt_tokens += r->n_prompt;
+    pthread_cond_signal(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    *out = r;
+    return NULL;
+}
+
+/* ---- the engine thread ---- */
+
+/* Moves submitted requests to the waiting list (under e->mu). */
+static void take_inbox(hr_engine *e) {
+    if (!e->inbox_head) return;
+    if (e->wait_tail)
+        e->wait_tail->next = e->inbox_head;
+    else
+        e->wait_head = e->inbox_head;
+    e->wait_tail = e->inbox_tail;
+    e->n_waiting += e->n_inbox;
+    e->inbox_head = e->inbox_tail = NULL;
+    e->n_inbox = 0;
+}
+
+static void *engine_main(void *arg) {
+    hr_engine *e = arg;
+    int idle = 0;
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        while (idle && !e->stopping && !e->inbox_head)
+            pthread_cond_wait(&e->cv, &e->mu);
+        take_inbox(e);
+        e->stats.active = e->n_running;
+        e->stats.queued = e->n_waiting;
+        e->stats.kv_blocks_used = hr_kv_pool_used(&e->pool);
+        e->stats.kv_blocks_cached = e->pool.n_lru;
+        int stopping = e->stopping;
+        pthread_mutex_unlock(&e->mu);
+        if (stopping) break;
+        hr_sched_step(e, &idle);
+    }
+    hr_sched_cancel_all(e);
+    return NULL;
+}
+
+void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st) {
+    pthread_mutex_lock(&e->mu);
+    *st = e->stats;
+    st->queued += e->n_inbox;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* ---- creation ---- */
+
+static size_t default_kv_memory(const hr_engine *e, size_t per_token) {
+    const hr_model_config *c = hr_model_cfg(e->model);
+    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t quarter = pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 4 : (size_t)1 << 30;
+    size_t ctx = c->max_pos > 0 && c->max_pos < 8192 ? (size_t)c->max_pos : 8192;
+    size_t want = per_token * ctx * (size_t)e->opt.max_seqs;
+    return want < quarter ? want : quarter;
+}
+
+static hr_err *size_pool(hr_engine *e) {
+    const hr_model_config *c = hr_model_cfg(e->model);
+    int bs = e->opt.block_size;
+    size_t per_token =
+        (size_t)c->n_layers * 2 * (size_t)c->n_kv_heads * (size_t)c->head_dim * sizeof(float);
+    size_t kv = e->opt.kv_memory, weights = hr_model_weight_bytes(e->model);
+    if (!kv && e->opt.memory_budget) {
+        if (e->opt.memory_budget <= weights)
+            return hr_errf("memory budget %.2f GB does not cover the weights (%.2f GB)",
+                           (double)e->opt.memory_budget / 1e9, (double)weights / 1e9);
+        kv = e->opt.memory_budget - weights;
+    }
+    if (!kv) kv = default_kv_memory(e, per_token);
+    size_t n_blocks = kv / (per_token * (size_t)bs);
+    if (n_blocks < 1)
+        return hr_errf("KV memory of %zu bytes holds no block (%zu bytes each)", kv,
+                       per_token * (size_t)bs);
+    if (n_blocks > 1 << 24) n_blocks = 1 << 24;
+    HR_TRY(hr_kv_pool_create(&e->pool, e->model, (int)n_blocks, bs));
+    long cap = (long)n_blocks * bs;
+    e->max_context = c->max_pos > 0 && c->max_pos < cap ? c->max_pos : (int)cap;
+    return NULL;
+}
+
+static uint64_t fingerprint(const hr_model_config *c, size_t weight_bytes) {
+    uint64_t h = 1469598103934665603ull;
+    const char *t = c->model_type;
+    for (; *t; t++)
+        h = (h ^ (uint8_t)*t) * 1099511628211ull;
+    int64_t v[] = {c->vocab,
+                   c->hidden,
+                   c->n_layers,
+                   c->n_heads,
+                   c->n_kv_heads,
+                   c->head_dim,
+                   c->intermediate,
+                   (int64_t)weight_bytes,
+                   (int64_t)(c->rope.theta * 1000)};
+    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
+        h = (h ^ (uint64_t)v[i]) * 1099511628211ull;
+    return h;
+}
+
+static hr_err *engine_start(hr_engine *e) {
+    hr_engine_options *o = &e->opt;
+    if (o->block_size <= 0) o->block_size = 16;
+    if (o->max_batch_tokens <= 0) o->max_batch_tokens = 2048;
+    if (o->max_seqs <= 0) o->max_seqs = 64;
+    if (o->max_seqs > 4096) return hr_errf("max_seqs must be <= 4096");
+    const hr_model_config *c = hr_model_cfg(e->model);
+    HR_TRY(size_pool(e));
+    if (!o->no_prefix_cache)
+        hr_kv_pool_enable_cache(&e->pool, fingerprint(c, hr_model_weight_bytes(e->model)));
+    size_t ms = (size_t)o->max_seqs;
+    e->running = calloc(ms, sizeof *e->running);
+    e->row_req = calloc(ms, sizeof *e->row_req);
+    e->rows = calloc(ms, sizeof *e->rows);
+    e->logits = malloc(sizeof(float) * ms * (size_t)c->vocab);
+    e->counts = calloc((size_t)c->vocab, sizeof(int));
+    if (!e->running || !e->row_req || !e->rows || !e->logits || !e->counts) return hr_err_oom();
+    e->stats.kv_blocks_total = e->pool.store.n_blocks;
+    e->stats.block_size = o->block_size;
+    if (pthread_create(&e->thread, NULL, engine_main, e))
+        return hr_errf("cannot start the engine thread");
+    e->thread_started = 1;
+    return NULL;
+}
+
+static hr_engine *engine_alloc(const hr_engine_options *opt) {
+    hr_engine *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    if (opt) e->opt = *opt;
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    return e;
+}
+
+hr_err *hr_engine_create_on(hr_model *m, hr_tokenizer *tok, const hr_engine_options *opt,
+                            hr_engine **out) {
+    hr_engine *e = engine_alloc(opt);
+    if (!e) return hr_err_oom();
+    e->model = m;
+    e->tok = tok;
+    hr_err *err = engine_start(e);
+    if (err) {
+        hr_engine_destroy(e);
+        return err;
+    }
+    *out = e;
+    return NULL;
+}
+
+hr_err *hr_engine_create(const char *dir, const hr_engine_options *opt, hr_engine **out) {
+    hr_engine *e = engine_alloc(opt);
+    if (!e) return hr_err_oom();
+    e->owns_model = 1;
+    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = e->opt.n_threads}, &e->be);
+    if (!err) err = hr_model_load(dir, e->be, &e->model);
+    char *tj = hr_path_join(dir, "tokenizer.json");
+    if (!err && tj && hr_file_exists(tj)) {
+        err = hr_tokenizer_load(dir, &e->tok);
+        hr_err *terr = err ? NULL : hr_chat_template_load(dir, e->opt.chat_template, &e->ct);
+        if (terr && e->opt.chat_template)
+            err = terr; /* asked for explicitly: a real error */
+        else if (terr)
+            hr_err_free(terr); /* none: chat requests are refused */
+        else if (!err)
+            e->has_ct = 1;
+    }
+    free(tj);
+    if (!err) err = engine_start(e);
+    if (err) {
+        hr_engine_destroy(e);
+        return err;
+    }
+    *out = e;
+    return NULL;
+}
+
+void hr_engine_destroy(hr_engine *e) {
+    if (!e) return;
+    if (e->thread_started) {
+        pthread_mutex_lock(&e->mu);
+        e->stopping = 1;
+        pthread_cond_signal(&e->cv);
+        pthread_mutex_unlock(&e->mu);
+        pthread_join(e->thread, NULL);
+    }
+    hr_kv_pool_destroy(&e->pool);
+    free(e->running);
+    free(e->row_req);
+    free(e->rows);
+    free(e->logits);
+    free(e->counts);
+    if (e->owns_model) {
+        if (e->has_ct) hr_chat_template_free(&e->ct);
+        hr_tokenizer_free(e->tok);
+        hr_model_free(e->model);
+        hr_backend_destroy(e->be);
+    }
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e);
+}

@@ -1,0 +1,92 @@
+/* Engine internals shared by engine.c (API, threads, request channels) and sched.c (the
+ * scheduler step). The engine thread alone touches the model, the pool and every field
+ * marked "engine thread"; fields under "mu" are shared with submitting threads. */
+#ifndef HR_ENGINE_ENGINE_H
+#define HR_ENGINE_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "engine/kv_pool.h"
+#include "engine/logits_proc.h"
+#include "engine/sampler.h"
+#include "engine/stop.h"
+#include "hearth/hearth.h"
+#include "template/template.h"
+#include "tokenizer/tokenizer.h"
+
+typedef struct hr_ev_node hr_ev_node;
+
+struct hr_request {
+    hr_engine *eng;
+    atomic_int refs; /* the caller's handle + the engine's until DONE */
+    atomic_int cancel;
+    /* what was asked (immutable after submit) */
+    int n_prompt, max_tokens, logprobs, top_logprobs;
+    hr_sampler sampler;
+    hr_proc_params proc; /* bias arrays owned */
+    int32_t *stop_ids;
+    int n_stop_ids;
+    hr_event_cb cb;
+    void *cb_ctx;
+    /* channel (mu): events waiting to be pulled */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    hr_ev_node *head, *tail, *cur;
+    int finished;
+    /* sequence state (engine thread) */
+    int32_t *tokens; /* (cap) prompt then generated */
+    int n_tokens, cap, n_computed, n_cached, admitted, ended, text_stopped;
+    hr_kv_seq kv;
+    hr_stop_matcher stop;
+    hr_detok_stream *detok; /* NULL without a tokenizer */
+    hr_request *next;       /* inbox / waiting list link */
+};
+
+struct hr_engine {
+    hr_model *model;
+    hr_backend *be;
+    hr_tokenizer *tok;
+    hr_chat_template ct;
+    int has_ct, owns_model;
+    hr_engine_options opt;
+    hr_kv_pool pool;
+    int max_context; /* longest prompt + max_tokens ever admissible */
+    pthread_t thread;
+    int thread_started;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* under mu */
+    int stopping;
+    hr_request *inbox_head, *inbox_tail;
+    int n_inbox;
+    hr_engine_stats stats;
+    /* engine thread */
+    hr_request *wait_head, *wait_tail;
+    int n_waiting;
+    hr_request **running; /* (max_seqs) in admission order */
+    int n_running;
+    unsigned decode_turn; /* rotates the decode pass when max_batch_tokens < n_running */
+    hr_row *rows;         /* (max_seqs) */
+    hr_request **row_req; /* (max_seqs) */
+    float *logits;        /* (max_seqs, vocab) */
+    int *counts;          /* (vocab) zeroed scratch for penalties */
+    int32_t top_ids[HR_MAX_TOP_LOGPROBS];
+    float top_lp[HR_MAX_TOP_LOGPROBS];
+};
+
+/* Creates an engine on an already loaded model (not owned) and tokenizer (may be NULL,
+ * not owned); tests and hr_generate use it to share one model. */
+hr_err *hr_engine_create_on(hr_model *m, hr_tokenizer *tok, const hr_engine_options *opt,
+                            hr_engine **out);
+
+/* sched.c: one scheduler step on the engine thread; *idle says nothing could run. */
+void hr_sched_step(hr_engine *e, int *idle);
+/* sched.c: ends every running and waiting sequence (engine shutdown). */
+void hr_sched_cancel_all(hr_engine *e);
+/* engine.c: delivers an event to r's callback or channel. */
+void hr_request_emit(hr_request *r, const hr_event *ev);
+/* engine.c: drops the engine's reference after DONE. */
+void hr_request_unref(hr_request *r);
+
+#endif

@@ -1,0 +1,312 @@
+/* The scheduler step (engine thread only). Each step: drop cancelled sequences, make sure
+ * every running sequence has blocks for its pending tokens (preempting the youngest when
+ * the pool is short), admit waiting requests in FIFO order while blocks and max_seqs allow,
+ * then run ONE forward over rows: first every decode row (one token each), then prefill
+ * chunks in admission order, until max_batch_tokens is spent. Rows that reach the end of
+ * their pending tokens get logits, go through processors and the sampler, and emit. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "engine/engine.h"
+
+static int blocks_for(const hr_engine *e, int positions) {
+    int bs = e->pool.store.block_size;
+    return (positions + bs - 1) / bs;
+}
+
+static void wait_push_front(hr_engine *e, hr_request *r) {
+    r->next = e->wait_head;
+    e->wait_head = r;
+    if (!e->wait_tail) e->wait_tail = r;
+    e->n_waiting++;
+}
+
+static hr_request *wait_pop(hr_engine *e) {
+    hr_request *r = e->wait_head;
+    e->wait_head = r->next;
+    if (!e->wait_head) e->wait_tail = NULL;
+    r->next = NULL;
+    e->n_waiting--;
+    return r;
+}
+
+/* Text still held by the detokenizer and the stop matcher, as one heap string. */
+static char *tail_text(hr_request *r, size_t *len) {
+    *len = 0;
+    if (!r->detok || r->text_stopped) return NULL;
+    const char *a = "", *b;
+    size_t na = 0, nb;
+    hr_err *err = hr_detok_stream_flush(r->detok, &b, &nb);
+    if (err) {
+        hr_err_free(err);
+        nb = 0;
+    }
+    char *out = NULL;
+    if (hr_stop_push(&r->stop, b, nb, &a, &na)) r->text_stopped = 1; /* a stop string completed */
+    out = malloc(na + 1);
+    if (!out) return NULL;
+    memcpy(out, a, na);
+    if (!r->text_stopped) {
+        hr_stop_flush(&r->stop, &b, &nb);
+        char *o2 = realloc(out, na + nb + 1);
+        if (!o2) {
+            free(out);
+            return NULL;
+        }
+        out = o2;
+        memcpy(out + na, b, nb);
+        na += nb;
+    }
+    out[na] = 0;
+    *len = na;
+    return out;
+}
+
+/* Ends r: releases its blocks and emits DONE. The caller removes r from the running array
+ * (remove_ended) or the waiting list, then drops the engine's reference. */
+static void finish(hr_engine *e, hr_request *r, hr_finish why, const char *error) {
+    size_t len = 0;
+    char *tail = why == HR_FINISH_LENGTH || why == HR_FINISH_STOP ? tail_text(r, &len) : NULL;
+    hr_kv_seq_release(&e->pool, &r->kv);
+    r->ended = 1;
+    hr_event ev = {.kind = HR_EVENT_DONE,
+                   .text = tail ? tail : "",
+                   .text_len = len,
+                   .finish = why,
+                   .error = error,
+                   .n_prompt = r->n_prompt,
+                   .n_generated = r->n_tokens - r->n_prompt,
+                   .n_cached = r->n_cached};
+    pthread_mutex_lock(&e->mu);
+    e->stats.requests_done++;
+    pthread_mutex_unlock(&e->mu);
+    hr_request_emit(r, &ev);
+    free(tail);
+}
+
+/* Drops ended requests from the running array, with the engine's references to them. */
+static void remove_ended(hr_engine *e) {
+    int n = 0;
+    for (int i = 0; i < e->n_running; i++) {
+        hr_request *r = e->running[i];
+        if (r->ended)
+            hr_request_unref(r);
+        else
+            e->running[n++] = r;
+    }
+    e->n_running = n;
+}
+
+static void drop_cancelled(hr_engine *e) {
+    for (int i = 0; i < e->n_running; i++)
+        if (atomic_load(&e->running[i]->cancel))
+            finish(e, e->running[i], HR_FINISH_CANCELLED, NULL);
+    remove_ended(e);
+    for (hr_request **p = &e->wait_head; *p;) {
+        hr_request *r = *p;
+        if (!atomic_load(&r->cancel)) {
+            p = &r->next;
+            continue;
+        }
+        *p = r->next;
+        e->n_waiting--;
+        finish(e, r, HR_FINISH_CANCELLED, NULL);
+        hr_request_unref(r);
+    }
+    e->wait_tail = NULL;
+    for (hr_request *r = e->wait_head; r; r = r->next)
+        e->wait_tail = r;
+}
+
+/* Sends the youngest running sequence back to the head of the queue; its KV is
+ * recomputed (or found in the prefix cache) when it is admitted again. */
+static void preempt_youngest(hr_engine *e) {
+    hr_request *r = e->running[--e->n_running];
+    hr_kv_seq_release(&e->pool, &r->kv);
+    r->n_computed = 0;
+    wait_push_front(e, r);
+    pthread_mutex_lock(&e->mu);
+    e->stats.preempted++;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Every running sequence gets blocks for all its pending tokens, oldest first. */
+static void ensure_blocks(hr_engine *e) {
+    for (int i = 0; i < e->n_running; i++) {
+        hr_request *r = e->running[i];
+        int need = blocks_for(e, r->n_tokens) - r->kv.n_blocks;
+        while (need > hr_kv_pool_available(&e->pool) && i < e->n_running)
+            preempt_youngest(e);
+        if (i >= e->n_running) break; /* r itself was the youngest */
+        hr_err *err = hr_kv_seq_reserve(&e->pool, &r->kv, r->n_tokens);
+        if (err) hr_err_free(err); /* cannot happen: availability was checked */
+    }
+}
+
+/* Admits waiting requests (FIFO) while a slot and enough blocks are free. A request takes
+ * its cached prefix, then blocks for its whole prompt (and, without preemption, for all of
+ * max_tokens); one block per running sequence is kept back for their decode growth. */
+static void admit(hr_engine *e) {
+    int bs = e->pool.store.block_size;
+    while (e->n_running < e->opt.max_seqs && e->wait_head) {
+        hr_request *r = e->wait_head;
+        if (r->kv.n_blocks == 0) {
+            int got =
+                hr_kv_seq_reuse(&e->pool, &r->kv, r->tokens, r->n_tokens, (r->n_tokens - 1) / bs);
+            r->n_computed = got * bs;
+        }
+        int target = e->opt.no_preempt ? r->n_prompt + r->max_tokens : r->n_tokens;
+        int need = blocks_for(e, target) - r->kv.n_blocks;
+        if (need > hr_kv_pool_available(&e->pool) - e->n_running) {
+            hr_kv_seq_release(&e->pool, &r->kv);
+            r->n_computed = 0;
+            break;
+        }
+        hr_err *err = hr_kv_seq_reserve(&e->pool, &r->kv, target);
+        if (err) { /* out of memory growing the table */
+            wait_pop(e);
+            finish(e, r, HR_FINISH_ERROR, hr_err_msg(err));
+            hr_err_free(err);
+            hr_request_unref(r);
+            continue;
+        }
+        wait_pop(e);
+        if (!r->admitted) {
+            r->admitted = 1;
+            r->n_cached = r->n_computed;
+            pthread_mutex_lock(&e->mu);
+            e->stats.cached_tokens += r->n_cached;
+            pthread_mutex_unlock(&e->mu);
+        }
+        e->running[e->n_running++] = r;
+    }
+}
+
+/* Decode rows first, then prefill chunks, within max_batch_tokens. When the budget cannot
+ * hold every decode row, the decode pass starts one sequence later each step, so every
+ * sequence keeps moving. Returns the row count. */
+static int plan_rows(hr_engine *e, int *n_tokens) {
+    int budget = e->opt.max_batch_tokens, n = 0, N = e->n_running;
+    int start = N > budget ? (int)(e->decode_turn++ % (unsigned)N) : 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < N && budget > 0; k++) {
+            hr_request *r = e->running[pass == 0 ? (start + k) % N : k];
+            int rem = r->n_tokens - r->n_computed;
+            if ((rem == 1) != (pass == 0)) continue;
+            int len = rem < budget ? rem : budget;
+            budget -= len;
+            e->rows[n] = (hr_row){.tokens = r->tokens + r->n_computed,
+                                  .n_tokens = len,
+                                  .pos0 = r->n_computed,
+                                  .block_table = r->kv.blocks,
+                                  .logits = len == rem ? HR_LOGITS_LAST : HR_LOGITS_NONE};
+            e->row_req[n++] = r;
+        }
+    *n_tokens = e->opt.max_batch_tokens - budget;
+    return n;
+}
+
+static int is_stop_id(const hr_request *r, int32_t tok) {
+    for (int i = 0; i < r->n_stop_ids; i++)
+        if (r->stop_ids[i] == tok) return 1;
+    return 0;
+}
+
+/* Processors, logprobs, sampler and text for one row's logits; returns how r finished
+ * (HR_FINISH_NONE: it goes on). */
+static hr_finish sample_row(hr_engine *e, hr_request *r, float *logits, const char **error) {
+    int V = hr_model_cfg(e->model)->vocab;
+    if (hr_proc_active(&r->proc))
+        hr_proc_apply(&r->proc, logits, V, r->tokens, r->n_prompt, r->tokens + r->n_prompt,
+                      r->n_tokens - r->n_prompt, e->counts);
+    int32_t tok = hr_sampler_sample(&r->sampler, logits);
+    hr_event ev = {.kind = HR_EVENT_TOKEN, .token = tok, .text = ""};
+    if (r->logprobs || r->top_logprobs) {
+        ev.logprob = hr_logprobs(logits, V, tok, r->top_logprobs, e->top_ids, e->top_lp);
+        ev.n_top = r->top_logprobs < V ? r->top_logprobs : V;
+        ev.top_ids = e->top_ids;
+        ev.top_logprobs = e->top_lp;
+    }
+    r->tokens[r->n_tokens++] = tok; /* tokens has room for n_prompt + max_tokens */
+    hr_finish fin = is_stop_id(r, tok)                           ? HR_FINISH_STOP
+                    : r->n_tokens - r->n_prompt >= r->max_tokens ? HR_FINISH_LENGTH
+                                                                 : HR_FINISH_NONE;
+    if (r->detok && fin != HR_FINISH_STOP) {
+        const char *piece;
+        size_t n;
+        hr_err *err = hr_detok_stream_push(r->detok, tok, &piece, &n);
+        if (err) {
+            hr_err_free(err);
+            *error = "detokenizing failed";
+            return HR_FINISH_ERROR;
+        }
+        if (hr_stop_push(&r->stop, piece, n, &ev.text, &ev.text_len)) {
+            r->text_stopped = 1;
+            fin = HR_FINISH_STOP;
+        }
+    }
+    hr_request_emit(r, &ev);
+    return fin;
+}
+
+static void fail_rows(hr_engine *e, int n_rows, hr_err *err) {
+    for (int k = 0; k < n_rows; k++)
+        if (!e->row_req[k]->ended) finish(e, e->row_req[k], HR_FINISH_ERROR, hr_err_msg(err));
+    hr_err_free(err);
+    remove_ended(e);
+}
+
+static void update_stats(hr_engine *e, int n_tokens, int n_sampled, uint64_t ns) {
+    pthread_mutex_lock(&e->mu);
+    hr_engine_stats *s = &e->stats;
+    s->steps++;
+    s->step_tokens += n_tokens;
+    s->generated_tokens += n_sampled;
+    s->busy_s += (double)ns * 1e-9;
+    s->last_step_ms = (double)ns * 1e-6;
+    s->decode_tok_s = s->busy_s > 0 ? (double)s->generated_tokens / s->busy_s : 0;
+    pthread_mutex_unlock(&e->mu);
+}
+
+void hr_sched_step(hr_engine *e, int *idle) {
+    drop_cancelled(e);
+    ensure_blocks(e);
+    admit(e);
+    int n_tokens, n_rows = plan_rows(e, &n_tokens);
+    *idle = n_rows == 0;
+    if (n_rows == 0) return;
+    uint64_t t0 = hr_now_ns();
+    hr_err *err = hr_model_forward(e->model, &e->pool.store, e->rows, n_rows, e->logits);
+    if (err) {
+        fail_rows(e, n_rows, err);
+        return;
+    }
+    int V = hr_model_cfg(e->model)->vocab, li = 0, n_sampled = 0;
+    for (int k = 0; k < n_rows; k++)
+        n_sampled += e->rows[k].logits == HR_LOGITS_LAST;
+    /* before any DONE goes out, so a caller that saw DONE sees its tokens counted */
+    update_stats(e, n_tokens, n_sampled, hr_now_ns() - t0);
+    for (int k = 0; k < n_rows; k++) {
+        hr_request *r = e->row_req[k];
+        r->n_computed += e->rows[k].n_tokens;
+        hr_kv_seq_publish(&e->pool, &r->kv, r->tokens, r->n_computed);
+        if (e->rows[k].logits != HR_LOGITS_LAST) continue;
+        const char *error = NULL;
+        hr_finish fin = sample_row(e, r, e->logits + (size_t)li++ * V, &error);
+        if (fin != HR_FINISH_NONE) finish(e, r, fin, error);
+    }
+    remove_ended(e);
+}
+
+void hr_sched_cancel_all(hr_engine *e) {
+    for (int i = 0; i < e->n_running; i++)
+        finish(e, e->running[i], HR_FINISH_CANCELLED, NULL);
+    remove_ended(e);
+    while (e->wait_head) {
+        hr_request *r = wait_pop(e);
+        finish(e, r, HR_FINISH_CANCELLED, NULL);
+        hr_request_unref(r);
+    }
+}

@@ -1,0 +1,613 @@
+/* The engine: batched results equal single-request results (greedy and seeded), chunked
+ * prefill, the prefix cache, refusal, cancellation, stop strings across token boundaries,
+ * logits processors against hand-computed values, and a stress run of 200 requests with
+ * random cancellations against a small KV pool. Uses brown-llama-8m and its tokenizer
+ * (tiny-llama for the stress run). */
+#include <pthread.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "engine/engine.h"
+#include "harness.h"
+
+static hr_backend *be;
+static hr_model *model, *tiny; /* brown-llama-8m, tiny-llama (stress) */
+static hr_tokenizer *tok;
+
+typedef struct {
+    int32_t toks[256];
+    int n;
+    char text[4096];
+    size_t text_len;
+    hr_event done;
+    float logprob[256];
+    int32_t top0[256];
+} result;
+
+static void prompt_of(int32_t *p, int n, int salt) {
+    for (int i = 0; i < n; i++)
+        p[i] = 3 + (int32_t)((i * 7919 + salt * 104729 + 17) % 31000);
+}
+
+static void drain(hr_request *r, result *res) {
+    memset(res, 0, sizeof *res);
+    hr_event ev;
+    while (hr_request_next(r, &ev)) {
+        if (res->text_len + ev.text_len < sizeof res->text) {
+            memcpy(res->text + res->text_len, ev.text, ev.text_len);
+            res->text_len += ev.text_len;
+        }
+        if (ev.kind == HR_EVENT_DONE) {
+            res->done = ev;
+            res->done.text = res->done.error = NULL;
+        } else if (res->n < 256) {
+            res->logprob[res->n] = ev.logprob;
+            res->top0[res->n] = ev.n_top > 0 ? ev.top_ids[0] : -1;
+            res->toks[res->n++] = ev.token;
+        }
+    }
+}
+
+static hr_err *engine(int max_batch_tokens, size_t kv_memory, int no_cache, hr_engine **e) {
+    hr_engine_options o = {.max_batch_tokens = max_batch_tokens,
+                           .kv_memory = kv_memory ? kv_memory : 64 << 20,
+                           .max_seqs = 16,
+                           .no_prefix_cache = no_cache};
+    return hr_engine_create_on(model, tok, &o, e);
+}
+
+static hr_err *run_one(hr_engine *e, const hr_request_params *p, result *res) {
+    hr_request *r;
+    HR_TRY(hr_engine_submit(e, p, &r));
+    drain(r, res);
+    hr_request_release(r);
+    return NULL;
+}
+
+static int same_tokens(const result *a, const result *b) {
+    return a->n == b->n && memcmp(a->toks, b->toks, sizeof(int32_t) * (size_t)a->n) == 0;
+}
+
+/* 16 prompts alone, then all at once, then all at once with 7-token prefill chunks. */
+static void check_batch_invariance(float temperature) {
+    enum { N = 16 };
+    static int32_t prompts[N][80];
+    static result alone[N], batched[N];
+    hr_request_params p[N];
+    for (int i = 0; i < N; i++) {
+        prompt_of(prompts[i], 80, i);
+        p[i] = (hr_request_params){.tokens = prompts[i],
+                                   .n_tokens = 5 + i * 4,
+                                   .max_tokens = 8 + i / 2,
+                                   .ignore_eos = 1,
+                                   .temperature = temperature,
+                                   .seed = (uint64_t)i};
+    }
+    hr_engine *e;
+    HR_CHECK_OK(engine(0, 0, 1, &e));
+    for (int i = 0; i < N; i++)
+        HR_CHECK_OK(run_one(e, &p[i], &alone[i]));
+    hr_engine_destroy(e);
+    for (int chunk = 2048; chunk >= 7; chunk = chunk == 2048 ? 7 : 0) {
+        HR_CHECK_OK(engine(chunk, 0, 1, &e));
+        hr_request *r[N];
+        for (int i = 0; i < N; i++)
+            HR_CHECK_OK(hr_engine_submit(e, &p[i], &r[i]));
+        for (int i = 0; i < N; i++) {
+            drain(r[i], &batched[i]);
+            hr_request_release(r[i]);
+        }
+        hr_engine_destroy(e);
+        for (int i = 0; i < N; i++) {
+            HR_CHECK(batched[i].done.finish == HR_FINISH_LENGTH, "request %d finish %d", i,
+                     batched[i].done.finish);
+            HR_CHECK(same_tokens(&alone[i], &batched[i]),
+                     "request %d (chunk %d): batched tokens differ", i, chunk);
+        }
+    }
+}
+
+static void test_greedy_batch_invariance(void) {
+    check_batch_invariance(0);
+}
+static void test_seeded_batch_invariance(void) {
+    check_batch_invariance(1.0f);
+}
+
+/* A pool too small for all sequences at once: the youngest are preempted and recomputed
+ * (or, with no_preempt, wait), and every output equals the request run alone. */
+static void test_preemption(void) {
+    enum { N = 6 };
+    static int32_t prompts[N][24];
+    static result alone[N], got[N];
+    hr_request_params p[N];
+    for (int i = 0; i < N; i++) {
+        prompt_of(prompts[i], 24, 40 + i);
+        p[i] = (hr_request_params){
+            .tokens = prompts[i], .n_tokens = 20, .max_tokens = 40, .ignore_eos = 1};
+    }
+    size_t block = (size_t)6 * 2 * 2 * 32 * 4 * 16;
+    hr_engine *e;
+    HR_CHECK_OK(engine(0, 0, 1, &e));
+    for (int i = 0; i < N; i++)
+        HR_CHECK_OK(run_one(e, &p[i], &alone[i]));
+    hr_engine_destroy(e);
+    for (int no_preempt = 0; no_preempt < 2; no_preempt++) {
+        hr_engine_options o = {.kv_memory = 10 * block, .max_seqs = 8, .no_preempt = no_preempt};
+        HR_CHECK_OK(hr_engine_create_on(model, tok, &o, &e));
+        hr_request *r[N];
+        for (int i = 0; i < N; i++)
+            HR_CHECK_OK(hr_engine_submit(e, &p[i], &r[i]));
+        for (int i = 0; i < N; i++) {
+            drain(r[i], &got[i]);
+            hr_request_release(r[i]);
+        }
+        hr_engine_stats st;
+        hr_engine_stats_get(e, &st);
+        hr_engine_destroy(e);
+        HR_CHECK(no_preempt ? st.preempted == 0 : st.preempted > 0,
+                 "no_preempt %d: %ld preemptions", no_preempt, st.preempted);
+        for (int i = 0; i < N; i++)
+            HR_CHECK(same_tokens(&alone[i], &got[i]), "no_preempt %d: request %d differs",
+                     no_preempt, i);
+    }
+}
+
+static void test_prefix_cache(void) {
+    int32_t a[120], b[120];
+    prompt_of(a, 120, 99);
+    memcpy(b, a, sizeof a);
+    for (int i = 100; i < 120; i++)
+        b[i] = 500 + i;
+    hr_request_params pa = {.tokens = a, .n_tokens = 120, .max_tokens = 10, .ignore_eos = 1};
+    hr_request_params pb = {.tokens = b, .n_tokens = 120, .max_tokens = 10, .ignore_eos = 1};
+    result ra, rb, ref;
+    hr_engine *e;
+    HR_CHECK_OK(engine(0, 0, 1, &e));
+    HR_CHECK_OK(run_one(e, &pb, &ref));
+    hr_engine_destroy(e);
+    HR_CHECK_OK(engine(0, 0, 0, &e));
+    HR_CHECK_OK(run_one(e, &pa, &ra));
+    HR_CHECK_OK(run_one(e, &pb, &rb));
+    result again;
+    HR_CHECK_OK(run_one(e, &pa, &again));
+    hr_engine_stats st;
+    hr_engine_stats_get(e, &st);
+    hr_engine_destroy(e);
+    HR_CHECK(ra.done.n_cached == 0, "first request reused %d tokens", ra.done.n_cached);
+    HR_CHECK(rb.done.n_cached == 96, "shared prefix: reused %d tokens, want 96", rb.done.n_cached);
+    HR_CHECK(same_tokens(&rb, &ref), "tokens with the prefix cache differ from without");
+    HR_CHECK(again.done.n_cached == 112, "repeat: reused %d tokens, want 112", again.done.n_cached);
+    HR_CHECK(same_tokens(&again, &ra), "repeat produced other tokens");
+    HR_CHECK(st.cached_tokens == 96 + 112, "stats report %ld cached tokens", st.cached_tokens);
+}
+
+static void test_refuse_and_errors(void) {
+    hr_engine *e;
+    size_t block =
+        (size_t)6 * 2 * 2 * 32 * 4 * 16; /* layers * k,v * kv_heads * head_dim * f32 * 16 */
+    HR_CHECK_OK(engine(0, 4 * block, 0, &e));
+    int32_t p[100];
+    prompt_of(p, 100, 1);
+    hr_request *r = NULL;
+    hr_err *err =
+        hr_engine_submit(e, &(hr_request_params){.tokens = p, .n_tokens = 60, .max_tokens = 5}, &r);
+    HR_CHECK(err && strstr(hr_err_msg(err), "exceed"), "oversized request not refused");
+    hr_err_free(err);
+    err = hr_engine_submit(e, &(hr_request_params){.tokens = p, .n_tokens = 4, .text = "x"}, &r);
+    HR_CHECK(err, "two prompt sources accepted");
+    hr_err_free(err);
+    err = hr_engine_submit(e, &(hr_request_params){.chat = "{\"messages\": []}"}, &r);
+    HR_CHECK(err && strstr(hr_err_msg(err), "chat template"), "chat without a template accepted");
+    hr_err_free(err);
+    int32_t bad = 5000000;
+    float v = 1;
+    err = hr_engine_submit(
+        e,
+        &(hr_request_params){
+            .tokens = p, .n_tokens = 4, .bias_ids = &bad, .bias_values = &v, .n_bias = 1},
+        &r);
+    HR_CHECK(err && strstr(hr_err_msg(err), "logit_bias"), "bad logit_bias accepted");
+    hr_err_free(err);
+    result res;
+    HR_CHECK_OK(run_one(
+        e, &(hr_request_params){.tokens = p, .n_tokens = 50, .max_tokens = 14, .ignore_eos = 1},
+        &res));
+    HR_CHECK(res.n == 14 && res.done.finish == HR_FINISH_LENGTH,
+             "a request filling the pool got %d tokens", res.n);
+    hr_engine_stats st;
+    hr_engine_stats_get(e, &st);
+    HR_CHECK(st.refused == 4, "refused %ld", st.refused);
+    hr_engine_destroy(e);
+}
+
+/* Negative sampling fields take generation_config.json's values: brown-llama-8m has no
+ * do_sample, so that is greedy. */
+static void test_model_defaults(void) {
+    hr_engine *e;
+    HR_CHECK_OK(engine(0, 0, 0, &e));
+    int32_t p[9];
+    prompt_of(p, 9, 8);
+    result a, b;
+    HR_CHECK_OK(run_one(
+        e, &(hr_request_params){.tokens = p, .n_tokens = 9, .max_tokens = 8, .ignore_eos = 1}, &a));
+    HR_CHECK_OK(run_one(e,
+                        &(hr_request_params){.tokens = p,
+                                             .n_tokens = 9,
+                                             .max_tokens = 8,
+                                             .ignore_eos = 1,
+                                             .temperature = -1,
+                                             .top_p = -1,
+                                             .top_k = -1,
+                                             .repetition_penalty = -1,
+                                             .seed = 77},
+                        &b));
+    hr_engine_destroy(e);
+    HR_CHECK(same_tokens(&a, &b), "model defaults are not greedy");
+}
+
+static void test_cancel(void) {
+    hr_engine *e;
+    HR_CHECK_OK(engine(0, 0, 0, &e));
+    int32_t p[8];
+    prompt_of(p, 8, 3);
+    hr_request *r;
+    HR_CHECK_OK(hr_engine_submit(
+        e, &(hr_request_params){.tokens = p, .n_tokens = 8, .max_tokens = 1000, .ignore_eos = 1},
+        &r));
+    hr_event ev;
+    HR_CHECK(hr_request_next(r, &ev) && ev.kind == HR_EVENT_TOKEN, "no first token");
+    hr_request_cancel(r);
+    result res;
+    drain(r, &res);
+    hr_request_release(r);
+    HR_CHECK(res.done.finish == HR_FINISH_CANCELLED, "finish %d", res.done.finish);
+    HR_CHECK(res.n < 999, "cancel did not stop generation");
+    hr_engine_destroy(e);
+}
+
+/* The pool's prefix cache on its own: publish, reuse by chain, LRU, eviction. */
+static void test_kv_pool_cache(void) {
+    hr_kv_pool pool;
+    HR_CHECK_OK(hr_kv_pool_create(&pool, tiny, 4, 16));
+    hr_kv_pool_enable_cache(&pool, 42);
+    int32_t t[64], u[64];
+    for (int i = 0; i < 64; i++)
+        t[i] = u[i] = i + 1;
+    u[3] = 99; /* differs in block 0 only: block 1 has the same tokens but another parent */
+    hr_kv_seq a = {0}, b = {0}, c = {0}, d = {0};
+    HR_CHECK_OK(hr_kv_seq_reserve(&pool, &a, 40));
+    hr_kv_seq_publish(&pool, &a, t, 40);
+    HR_CHECK(a.n_keyed == 2, "published %d blocks", a.n_keyed);
+    hr_kv_seq_release(&pool, &a);
+    HR_CHECK(hr_kv_pool_used(&pool) == 0 && pool.n_lru == 2 && hr_kv_pool_available(&pool) == 4,
+             "after release: used %d, lru %d", hr_kv_pool_used(&pool), pool.n_lru);
+    HR_CHECK(hr_kv_seq_reuse(&pool, &b, u, 64, 4) == 0, "reused a block with another parent");
+    HR_CHECK(hr_kv_seq_reuse(&pool, &c, t, 64, 4) == 2 && pool.n_lru == 0, "chain not reused");
+    hr_kv_seq_release(&pool, &c);
+    HR_CHECK(hr_kv_seq_reuse(&pool, &c, t, 64, 1) == 1, "max_blocks not honoured");
+    hr_kv_seq_release(&pool, &c);
+    HR_CHECK_OK(hr_kv_seq_reserve(&pool, &d, 64)); /* needs every block: evicts both */
+    HR_CHECK(pool.n_evicted == 2 && pool.n_lru == 0, "evicted %ld", pool.n_evicted);
+    hr_err *err = hr_kv_seq_reserve(&pool, &b, 1);
+    HR_CHECK(err != NULL, "reserved beyond the pool");
+    hr_err_free(err);
+    hr_kv_seq_release(&pool, &d);
+    hr_kv_seq_release(&pool, &b);
+    HR_CHECK(hr_kv_seq_reuse(&pool, &c, t, 64, 4) == 0, "evicted blocks still found");
+    hr_kv_seq_release(&pool, &c);
+    HR_CHECK(hr_kv_pool_used(&pool) == 0 && pool.n_free == 4, "pool not empty at the end");
+    hr_kv_pool_destroy(&pool);
+}
+
+static void test_processors(void) {
+    float l[5] = {1, 2, -1, 0.5f, 3};
+    int counts[5] = {0};
+    int32_t prompt[] = {0, 2, 0}, out[] = {1, 1, 3};
+    int32_t bid[] = {4};
+    float bval[] = {-1.5f};
+    hr_proc_params p = {.repetition_penalty = 2,
+                        .presence_penalty = 0.5f,
+                        .frequency_penalty = 0.25f,
+                        .bias_ids = bid,
+                        .bias_values = bval,
+                        .n_bias = 1};
+    hr_proc_apply(&p, l, 5, prompt, 3, out, 3, counts);
+    /* token 0: 1/2; 1: 2/2 - 0.5 - 2*0.25; 2: -1*2; 3: 0.5/2 - 0.5 - 0.25; 4: 3 - 1.5 */
+    float want[5] = {0.5f, 0.0f, -2.0f, -0.5f, 1.5f};
+    for (int i = 0; i < 5; i++)
+        HR_CHECK(fabsf(l[i] - want[i]) < 1e-6f, "logit %d = %g, want %g", i, l[i], want[i]);
+    for (int i = 0; i < 5; i++)
+        HR_CHECK(counts[i] == 0, "scratch counts not cleared");
+    float x[4] = {0, logf(2), logf(3), logf(2)};
+    int32_t ids[3];
+    float lp[3];
+    float got = hr_logprobs(x, 4, 1, 3, ids, lp);
+    HR_CHECK(fabsf(got - logf(2.0f / 8)) < 1e-6f, "logprob %g", got);
+    HR_CHECK(ids[0] == 2 && ids[1] == 1 && ids[2] == 3, "top order %d %d %d", ids[0], ids[1],
+             ids[2]);
+    HR_CHECK(fabsf(lp[0] - logf(3.0f / 8)) < 1e-6f, "top logprob %g", lp[0]);
+}
+
+static void test_bias_and_logprobs_in_engine(void) {
+    hr_engine *e;
+    HR_CHECK_OK(engine(0, 0, 0, &e));
+    int32_t p[10], bid = 1234;
+    float bv = 100;
+    prompt_of(p, 10, 5);
+    result res;
+    HR_CHECK_OK(run_one(e,
+                        &(hr_request_params){.tokens = p,
+                                             .n_tokens = 10,
+                                             .max_tokens = 6,
+                                             .ignore_eos = 1,
+                                             .bias_ids = &bid,
+                                             .bias_values = &bv,
+                                             .n_bias = 1,
+                                             .logprobs = 1,
+                                             .top_logprobs = 3},
+                        &res));
+    hr_engine_destroy(e);
+    for (int i = 0; i < res.n; i++) {
+        HR_CHECK(res.toks[i] == 1234, "token %d is %d despite logit_bias", i, res.toks[i]);
+        HR_CHECK(res.top0[i] == 1234 && res.logprob[i] <= 0 && res.logprob[i] > -1e-3f,
+                 "logprob %g", res.logprob[i]);
+    }
+}
+
+static void test_stop_matcher(void) {
+    hr_stop_matcher m;
+    const char *stops[] = {"o w", "xyz"};
+    HR_CHECK_OK(hr_stop_init(&m, stops, 2));
+    const char *out;
+    size_t n;
+    HR_CHECK(!hr_stop_push(&m, "Hel", 3, &out, &n) && n == 3, "Hel");
+    HR_CHECK(!hr_stop_push(&m, "lo", 2, &out, &n) && n == 1 && out[0] == 'l', "lo released %zu", n);
+    HR_CHECK(!hr_stop_push(&m, " ", 1, &out, &n) && n == 0, "space released %zu", n);
+    HR_CHECK(hr_stop_push(&m, "world", 5, &out, &n) && n == 0, "stop not found");
+    hr_stop_free(&m);
+    HR_CHECK_OK(hr_stop_init(&m, stops, 2));
+    HR_CHECK(!hr_stop_push(&m, "ax", 2, &out, &n) && n == 1, "ax");
+    hr_stop_flush(&m, &out, &n);
+    HR_CHECK(n == 1 && out[0] == 'x', "flush");
+    hr_stop_free(&m);
+}
+
+/* A stop string that starts inside one token's text and ends inside the next one's. */
+static void test_stop_string_across_tokens(void) {
+    hr_engine *e;
+    HR_CHECK_OK(engine(0, 0, 0, &e));
+    hr_request_params p = {.text = "The jury said that the", .max_tokens = 30, .ignore_eos = 1};
+    result full, cut;
+    HR_CHECK_OK(run_one(e, &p, &full));
+    HR_CHECK(full.text_len > 12, "generated text too short: '%s'", full.text);
+    /* find a token boundary in the text at least 6 bytes in, and straddle it */
+    char piece[64];
+    size_t at = 0;
+    for (int i = 0; i < full.n - 1 && at < 6; i++) {
+        char *s = NULL;
+        HR_CHECK_OK(hr_tokenizer_decode(tok, full.toks, i + 1, 1, &s));
+        at = strlen(s);
+        free(s);
+    }
+    HR_CHECK(at >= 6 && at + 3 < full.text_len, "no boundary found");
+    snprintf(piece, sizeof piece, "%.*s", 5, full.text + at - 2);
+    const char *stops[] = {piece};
+    p.stop = stops;
+    p.n_stop = 1;
+    HR_CHECK_OK(run_one(e, &p, &cut));
+    hr_engine_destroy(e);
+    size_t want = (size_t)(strstr(full.text, piece) - full.text);
+    HR_CHECK(cut.done.finish == HR_FINISH_STOP, "finish %d", cut.done.finish);
+    HR_CHECK(cut.text_len == want && memcmp(cut.text, full.text, want) == 0,
+             "stop '%s': got '%.*s', want '%.*s'", piece, (int)cut.text_len, cut.text, (int)want,
+             full.text);
+}
+
+static void test_stress(void) {
+    enum { N = 200 };
+    hr_engine *e;
+    size_t block = (size_t)3 * 2 * 2 * 32 * 4 * 16; /* tiny-llama */
+    hr_engine_options o = {.kv_memory = 7 * block, .max_seqs = 8, .max_batch_tokens = 64};
+    HR_CHECK_OK(hr_engine_create_on(tiny, NULL, &o, &e));
+    static int32_t prompts[N][200];
+    static hr_request *r[N];
+    uint64_t x = 12345;
+    int refused = 0, cancelled = 0, completed = 0;
+    for (int i = 0; i < N; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        int n = 1 + (int)((x >> 33) % 100), mt = 1 + (int)((x >> 20) % 24);
+        prompt_of(prompts[i], n, i % 7); /* shared prefixes exercise the cache */
+        for (int j = 0; j < n; j++)
+            prompts[i][j] %= 512;
+        hr_err *err = hr_engine_submit(e,
+                                       &(hr_request_params){.tokens = prompts[i],
+                                                            .n_tokens = n,
+                                                            .max_tokens = mt,
+                                                            .temperature = 0.8f,
+                                                            .seed = (uint64_t)i},
+                                       &r[i]);
+        if (err) {
+            refused++;
+            hr_err_free(err);
+            r[i] = NULL;
+        } else if ((x >> 50) % 4 == 0) {
+            hr_request_cancel(r[i]);
+        }
+    }
+    for (int i = 0; i < N; i++) {
+        if (!r[i]) continue;
+        result res;
+        if (i % 9 == 0) usleep(100);
+        drain(r[i], &res);
+        if (i % 5 == 1 && i + 3 < N && r[i + 3]) hr_request_cancel(r[i + 3]);
+        HR_CHECK(res.done.kind == HR_EVENT_DONE, "request %d never finished", i);
+        HR_CHECK(res.done.finish != HR_FINISH_ERROR, "request %d failed", i);
+        cancelled += res.done.finish == HR_FINISH_CANCELLED;
+        completed += res.done.finish != HR_FINISH_CANCELLED;
+        hr_request_release(r[i]);
+    }
+    hr_engine_stats st;
+    for (int t = 0; t < 2000; t++) {
+        hr_engine_stats_get(e, &st);
+        if (st.kv_blocks_used == 0 && st.active == 0 && st.queued == 0) break;
+        usleep(1000);
+    }
+    hr_engine_destroy(e);
+    HR_CHECK(refused + cancelled + completed == N, "%d refused + %d cancelled + %d completed",
+             refused, cancelled, completed);
+    HR_CHECK(refused > 0 && cancelled > 0 && completed > 0,
+             "%d refused, %d cancelled, %d completed", refused, cancelled, completed);
+    HR_CHECK(st.kv_blocks_used == 0, "%d blocks still used", st.kv_blocks_used);
+    HR_CHECK(st.active == 0 && st.queued == 0, "%d active, %d queued", st.active, st.queued);
+    printf("# stress: %d completed, %d cancelled, %d refused, %ld preempted, %ld cached tokens, "
+           "%ld steps\n",
+           completed, cancelled, refused, st.preempted, st.cached_tokens, st.steps);
+}
+
+typedef struct {
+    hr_engine *e;
+    int id, bad;
+} submitter;
+
+static void *submit_many(void *arg) {
+    submitter *s = arg;
+    for (int i = 0; i < 8; i++) {
+        int32_t p[12];
+        prompt_of(p, 12, s->id * 8 + i);
+        hr_request *r;
+        result res;
+        hr_err *err = hr_engine_submit(
+            s->e,
+            &(hr_request_params){.tokens = p, .n_tokens = 12, .max_tokens = 5, .ignore_eos = 1},
+            &r);
+        if (err) {
+            hr_err_free(err);
+            s->bad++;
+            continue;
+        }
+        drain(r, &res);
+        hr_request_release(r);
+        s->bad += res.n != 5 || res.done.finish != HR_FINISH_LENGTH;
+    }
+    return NULL;
+}
+
+/* Four threads submit and drain at once, as HTTP threads would. */
+static void test_threads(void) {
+    hr_engine *e;
+    HR_CHECK_OK(engine(0, 0, 0, &e));
+    submitter s[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        s[i] = (submitter){e, i, 0};
+        pthread_create(&t[i], NULL, submit_many, &s[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    hr_engine_stats st;
+    hr_engine_stats_get(e, &st);
+    hr_engine_destroy(e);
+    for (int i = 0; i < 4; i++)
+        HR_CHECK(s[i].bad == 0, "thread %d: %d bad requests", i, s[i].bad);
+    HR_CHECK(st.requests_done == 32 && st.generated_tokens == 160, "stats: %ld done, %ld tokens",
+             st.requests_done, st.generated_tokens);
+}
+
+/* The public constructor on a model dir with a chat template: text and chat prompts. */
+static void test_public_api_chat(void) {
+    char dir[] = "/tmp/hearth-engine-XXXXXX", path[256], src[256];
+    HR_CHECK(mkdtemp(dir), "mkdtemp");
+    const char *files[] = {"config.json", "generation_config.json", "model.safetensors",
+                           "tokenizer.json", "tokenizer_config.json"};
+    for (int i = 0; i < 5; i++) {
+        snprintf(src, sizeof src, "%s/%s", hr_fixture("models/brown-llama-8m"), files[i]);
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (src[0] != '/') { /* relative fixture path: make it absolute for the link */
+            char cwd[128];
+            HR_CHECK(getcwd(cwd, sizeof cwd), "getcwd");
+            char abs[400];
+            snprintf(abs, sizeof abs, "%s/%s", cwd, src);
+            HR_CHECK(symlink(abs, path) == 0, "symlink");
+        } else {
+            HR_CHECK(symlink(src, path) == 0, "symlink");
+        }
+    }
+    snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
+    FILE *f = fopen(path, "w");
+    HR_CHECK(f, "write template");
+    fputs("{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+          "{% if add_generation_prompt %}assistant:{% endif %}",
+          f);
+    fclose(f);
+    hr_engine *e = NULL;
+    hr_err *err =
+        hr_engine_create(dir, &(hr_engine_options){.n_threads = 1, .kv_memory = 8 << 20}, &e);
+    const char *chat = "{\"messages\": [{\"role\": \"user\", \"content\": \"The jury\"}]}";
+    result a, b;
+    if (!err)
+        err = run_one(e, &(hr_request_params){.chat = chat, .max_tokens = 6, .ignore_eos = 1}, &a);
+    /* the same prompt as text must give the same tokens (the template adds no BOS) */
+    if (!err)
+        err = run_one(e,
+                      &(hr_request_params){
+                          .text = "user: The jury\nassistant:", .max_tokens = 6, .ignore_eos = 1},
+                      &b);
+    hr_engine_destroy(e);
+    e = NULL;
+    hr_err *bad =
+        err ? NULL
+            : hr_engine_create(dir,
+                               &(hr_engine_options){.n_threads = 1,
+                                                    .kv_memory = 8 << 20,
+                                                    .chat_template = "/nonexistent/t.jinja"},
+                               &e);
+    hr_engine_destroy(bad ? NULL : e);
+    const char *names[] = {"config.json",    "generation_config.json", "model.safetensors",
+                           "tokenizer.json", "tokenizer_config.json",  "chat_template.jinja"};
+    for (int i = 0; i < 6; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+    HR_CHECK_OK(err);
+    HR_CHECK(bad && strstr(hr_err_msg(bad), "nonexistent"),
+             "a missing --chat-template was accepted");
+    hr_err_free(bad);
+    HR_CHECK(a.n == 6 && a.text_len > 0, "chat request produced %d tokens", a.n);
+    HR_CHECK(b.done.n_prompt == a.done.n_prompt + 1, "text prompt %d tokens (with BOS), chat %d",
+             b.done.n_prompt, a.done.n_prompt);
+}
+
+int main(void) {
+    const char *dir = hr_fixture("models/brown-llama-8m");
+    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 1}, &be);
+    if (!err) err = hr_model_load(dir, be, &model);
+    if (!err) err = hr_tokenizer_load(dir, &tok);
+    if (!err) err = hr_model_load(hr_fixture("models/tiny-llama"), be, &tiny);
+    if (err) {
+        printf("FAIL setup: %s\n", hr_err_msg(err));
+        hr_err_free(err);
+        return 1;
+    }
+    HR_RUN(test_kv_pool_cache);
+    HR_RUN(test_processors);
+    HR_RUN(test_stop_matcher);
+    HR_RUN(test_greedy_batch_invariance);
+    HR_RUN(test_seeded_batch_invariance);
+    HR_RUN(test_preemption);
+    HR_RUN(test_prefix_cache);
+    HR_RUN(test_refuse_and_errors);
+    HR_RUN(test_model_defaults);
+    HR_RUN(test_cancel);
+    HR_RUN(test_bias_and_logprobs_in_engine);
+    HR_RUN(test_stop_string_across_tokens);
+    HR_RUN(test_threads);
+    HR_RUN(test_public_api_chat);
+    HR_RUN(test_stress);
+    hr_tokenizer_free(tok);
+    hr_model_free(model);
+    hr_model_free(tiny);
+    hr_backend_destroy(be);
+    return hr_test_summary();
+}
