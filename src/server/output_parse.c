@@ -18,7 +18,7 @@ struct hr_out_parser {
     char *buf;
     size_t len, cap;
     int n_tools;
-    int seen_text;    /* content other than whitespace was emitted (Llama 3 detection) */
+    int seen_text;    /* non-blank content was emitted (whole-output call detection) */
     int strip_nl;     /* drop newlines that follow </think> */
     const char *open; /* tool markers of the family, NULL when none */
     const char *close;
@@ -90,41 +90,51 @@ static void emit_tool(hr_out_parser *p, const char *name, const char *args) {
     p->fn(p->ud, &ev);
 }
 
+/* Emits each call of a parsed body; returns 0 (nothing emitted) when it does not parse. */
+static int emit_calls(hr_out_parser *p, const char *body, size_t n) {
+    json_t *calls = hr_tool_body_parse(p->cfg.tools, body, n, p->cfg.tool_defs);
+    size_t i;
+    json_t *c;
+    json_array_foreach(calls, i, c)
+        emit_tool(p, json_string_value(json_object_get(c, "name")),
+                  json_string_value(json_object_get(c, "arguments")));
+    json_decref(calls);
+    return calls != NULL;
+}
+
 /* A closed (or, at finish, unclosed) tool body; falls back to content as written. */
 static void tool_body(hr_out_parser *p, const char *body, size_t n, int closed) {
-    char *name, *args;
-    if (hr_tool_body_parse(p->cfg.tools, body, n, p->cfg.tool_defs, &name, &args)) {
-        emit_tool(p, name, args);
-        free(name);
-        free(args);
-        return;
-    }
+    if (emit_calls(p, body, n)) return;
     emit_text(p, HR_OUT_CONTENT, p->open, strlen(p->open));
     emit_text(p, HR_OUT_CONTENT, body, n);
     if (closed) emit_text(p, HR_OUT_CONTENT, p->close, strlen(p->close));
 }
 
-/* Llama 3: a tool call is the whole output, starting with { or <|python_tag|>. Returns
- * 1 when mode was decided (or nothing to decide), 0 to wait for more text. */
-static int llama_detect(hr_out_parser *p) {
-    if (p->cfg.tools != HR_TOOLS_LLAMA3 || p->seen_text) return 1;
+/* Llama 3 and Gemma: a whole output that starts like a call ({, <|python_tag|>, or for
+ * Gemma [) is held to the end and parsed then. Returns 1 when the mode is decided (or
+ * nothing to decide), 0 to wait for more text. */
+static int whole_detect(hr_out_parser *p) {
+    hr_tool_format f = p->cfg.tools;
+    if ((f != HR_TOOLS_LLAMA3 && f != HR_TOOLS_GEMMA) || p->seen_text) return 1;
     size_t i = 0;
     while (i < p->len && isspace((unsigned char)p->buf[i]))
         i++;
     if (i == p->len) return 0;
     size_t rest = p->len - i, tag = strlen(PYTHON_TAG);
-    if (p->buf[i] == '{' || (rest >= tag && !memcmp(p->buf + i, PYTHON_TAG, tag))) {
+    char c = p->buf[i];
+    if (c == '{' || (f == HR_TOOLS_GEMMA && c == '[') ||
+        (f == HR_TOOLS_LLAMA3 && rest >= tag && !memcmp(p->buf + i, PYTHON_TAG, tag))) {
         p->mode = MODE_WHOLE;
         return 1;
     }
-    if (rest < tag && !memcmp(p->buf + i, PYTHON_TAG, rest)) return 0;
+    if (f == HR_TOOLS_LLAMA3 && rest < tag && !memcmp(p->buf + i, PYTHON_TAG, rest)) return 0;
     p->seen_text = 1;
     return 1;
 }
 
 /* One step in TEXT mode; returns 0 when it needs more input. */
 static int step_text(hr_out_parser *p) {
-    if (!llama_detect(p)) return 0;
+    if (!whole_detect(p)) return 0;
     if (p->mode == MODE_WHOLE) return 1;
     const char *think = p->cfg.reasoning ? find(p->buf, p->len, THINK_OPEN) : NULL;
     const char *tool = p->open ? find(p->buf, p->len, p->open) : NULL;
@@ -187,48 +197,12 @@ hr_err *hr_out_parser_feed(hr_out_parser *p, const char *text, size_t len) {
     return NULL;
 }
 
-/* Llama 3 output: one or more {"name", "parameters"} objects separated by ';' or
- * whitespace; anything else makes the whole output content. */
-static void finish_whole(hr_out_parser *p) {
-    size_t tag = strlen(PYTHON_TAG), off = 0;
-    const char *s = p->buf;
-    while (off < p->len && isspace((unsigned char)s[off]))
-        off++;
-    if (p->len - off >= tag && !memcmp(s + off, PYTHON_TAG, tag)) off += tag;
-    json_t *calls = json_array();
-    int ok = 1;
-    while (ok) {
-        while (off < p->len && (isspace((unsigned char)s[off]) || s[off] == ';'))
-            off++;
-        if (off == p->len) break;
-        json_error_t je;
-        json_t *v = json_loadb(s + off, p->len - off, JSON_DISABLE_EOF_CHECK, &je);
-        ok = json_is_object(v) && json_is_string(json_object_get(v, "name"));
-        if (v) json_array_append_new(calls, v);
-        off += (size_t)je.position;
-    }
-    ok = ok && json_array_size(calls);
-    for (int emit = 0; emit < 2 && ok; emit++) {
-        size_t i;
-        json_t *v;
-        json_array_foreach(calls, i, v) {
-            char *dump = json_dumps(v, JSON_COMPACT), *name = NULL, *args = NULL;
-            ok = ok && dump &&
-                 hr_tool_body_parse(HR_TOOLS_LLAMA3, dump, strlen(dump), NULL, &name, &args);
-            if (ok && emit) emit_tool(p, name, args);
-            free(dump);
-            free(name);
-            free(args);
-        }
-    }
-    json_decref(calls);
-    if (!ok) emit_text(p, HR_OUT_CONTENT, p->buf, p->len);
-}
-
 hr_err *hr_out_parser_finish(hr_out_parser *p) {
-    if (p->mode == MODE_WHOLE) finish_whole(p);
+    if (p->mode == MODE_WHOLE && !emit_calls(p, p->buf, p->len))
+        emit_text(p, HR_OUT_CONTENT, p->buf, p->len);
     else if (p->mode == MODE_TOOL) tool_body(p, p->buf, p->len, 0);
-    else emit_text(p, p->mode == MODE_THINK ? HR_OUT_REASONING : HR_OUT_CONTENT, p->buf, p->len);
+    else if (p->mode != MODE_WHOLE)
+        emit_text(p, p->mode == MODE_THINK ? HR_OUT_REASONING : HR_OUT_CONTENT, p->buf, p->len);
     p->len = 0;
     p->mode = MODE_TEXT;
     return NULL;

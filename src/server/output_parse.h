@@ -43,10 +43,10 @@ hr_err *hr_out_parser_finish(hr_out_parser *p);
 /* Number of tool calls emitted so far. */
 int hr_out_parser_tool_calls(const hr_out_parser *p);
 
-/* Parses one tool-call body (the text between the family's markers) into a name and
- * an arguments JSON text (both heap, caller frees). Returns 0 when it does not parse.
- * Exposed for tests. */
-int hr_tool_body_parse(hr_tool_format fmt, const char *body, size_t len, const json_t *tool_defs,
-                       char **name, char **args);
+/* Parses a tool-call body (the text between the family's markers, or a whole Llama 3 /
+ * Gemma output) into [{"name", "arguments": JSON object text}, ...]; NULL when it does
+ * not parse. Exposed for tests. */
+json_t *hr_tool_body_parse(hr_tool_format fmt, const char *body, size_t len,
+                           const json_t *tool_defs);
 
 #endif

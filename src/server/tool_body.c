@@ -226,20 +226,82 @@ static int parse_py_call(const char *body, size_t len, char **name, char **args)
     return *name && *args;
 }
 
-int hr_tool_body_parse(hr_tool_format fmt, const char *body, size_t len, const json_t *tool_defs,
-                       char **name, char **args) {
-    *name = *args = NULL;
+/* Splits "[f(a=1), g(b='x,y')]" (brackets optional) at top-level commas and parses
+ * each call. */
+static int parse_py_list(const char *s, size_t n, json_t *calls) {
+    const char *end = s + n;
+    while (end > s && isspace((unsigned char)end[-1]))
+        end--;
+    if (end - s >= 2 && *s == '[' && end[-1] == ']') s++, end--;
+    int depth = 0, count = 0;
+    char quote = 0;
+    for (const char *st = s, *p = s; p <= end; p++) {
+        if (p < end && quote) {
+            if (*p == '\\') p++;
+            else if (*p == quote) quote = 0;
+            continue;
+        }
+        if (p < end && (*p == '"' || *p == '\'')) quote = *p;
+        else if (p < end && strchr("([{", *p)) depth++;
+        else if (p < end && strchr(")]}", *p)) depth--;
+        if (p < end && (depth || *p != ',')) continue;
+        char *name, *args;
+        if (!parse_py_call(st, (size_t)(p - st), &name, &args)) return 0;
+        json_array_append_new(calls, json_pack("{s:s, s:s}", "name", name, "arguments", args));
+        free(name);
+        free(args);
+        count++;
+        st = p + 1;
+    }
+    return count > 0 && !quote && !depth;
+}
+
+/* JSON calls separated by ';' or whitespace, maybe after <|python_tag|>. */
+static int parse_json_seq(const char *s, size_t n, json_t *calls) {
+    static const char tag[] = "<|python_tag|>";
+    size_t off = (size_t)(skip_ws(s, s + n) - s);
+    if (n - off >= sizeof tag - 1 && !memcmp(s + off, tag, sizeof tag - 1)) off += sizeof tag - 1;
+    for (;;) {
+        while (off < n && (isspace((unsigned char)s[off]) || s[off] == ';'))
+            off++;
+        if (off == n) return json_array_size(calls) > 0;
+        json_error_t je;
+        json_t *v = json_loadb(s + off, n - off, JSON_DISABLE_EOF_CHECK, &je);
+        char *name, *args;
+        int ok = v && parse_json_call(v, &name, &args);
+        json_decref(v);
+        if (!ok) return 0;
+        json_array_append_new(calls, json_pack("{s:s, s:s}", "name", name, "arguments", args));
+        free(name);
+        free(args);
+        off += (size_t)je.position;
+    }
+}
+
+static int parse_one(const char *s, size_t n, const json_t *defs,
+                     json_t *calls) {
+    char *name = NULL, *args = NULL;
+    int ok = n && *s == '<' ? parse_xml_body(s, n, defs, &name, &args)
+                            : parse_json_body(s, n, &name, &args);
+    if (ok) json_array_append_new(calls, json_pack("{s:s, s:s}", "name", name, "arguments", args));
+    free(name);
+    free(args);
+    return ok;
+}
+
+json_t *hr_tool_body_parse(hr_tool_format fmt, const char *body, size_t len,
+                           const json_t *tool_defs) {
     const char *s = skip_ws(body, body + len);
     size_t n = len - (size_t)(s - body);
+    json_t *calls = json_array();
     int ok = 0;
-    if (fmt == HR_TOOLS_QWEN && n && *s == '<') ok = parse_xml_body(s, n, tool_defs, name, args);
-    else if (fmt == HR_TOOLS_QWEN || fmt == HR_TOOLS_LLAMA3) ok = parse_json_body(s, n, name, args);
+    if (fmt == HR_TOOLS_QWEN) ok = parse_one(s, n, tool_defs, calls);
+    else if (fmt == HR_TOOLS_LLAMA3) ok = parse_json_seq(s, n, calls);
     else if (fmt == HR_TOOLS_GEMMA)
-        ok = (n && *s == '{') ? parse_json_body(s, n, name, args) : parse_py_call(s, n, name, args);
+        ok = n && *s == '{' ? parse_json_seq(s, n, calls) : parse_py_list(s, n, calls);
     if (!ok) {
-        free(*name);
-        free(*args);
-        *name = *args = NULL;
+        json_decref(calls);
+        return NULL;
     }
-    return ok;
+    return calls;
 }

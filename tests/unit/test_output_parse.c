@@ -108,6 +108,10 @@ static const pcase CASES[] = {
     {"gemma_list", HR_TOOLS_GEMMA, 0, 0, "```tool_code\n[f()]\n```", "", "", "0:f{};"},
     {"gemma_json", HR_TOOLS_GEMMA, 0, 0, "```tool_code\n{\"name\": \"f\", \"parameters\": {\"q\": \"x\"}}\n```",
      "", "", "0:f{\"q\":\"x\"};"},
+    {"gemma_bare_list", HR_TOOLS_GEMMA, 0, 0, " [get_weather(city='Rome'), f()]\n", "", "",
+     "0:get_weather{\"city\":\"Rome\"};1:f{};"},
+    {"gemma_bare_json", HR_TOOLS_GEMMA, 0, 0, "{\"name\": \"f\", \"parameters\": {}}", "", "", "0:f{};"},
+    {"gemma_bracket_text", HR_TOOLS_GEMMA, 0, 0, "[1] is a footnote.", "[1] is a footnote.", "", ""},
     {"gemma_bad", HR_TOOLS_GEMMA, 0, 0, "```tool_code\nprint(1 +\n```", "```tool_code\nprint(1 +\n```", "", ""},
     {"gemma_other_fence", HR_TOOLS_GEMMA, 0, 0, "```python\nx = 1\n```", "```python\nx = 1\n```", "", ""},
     {"utf8", HR_TOOLS_QWEN, 1, 0, "<think>日本</think>héllo 👋<tool_call>{\"name\": \"ü\", \"arguments\": {\"s\": \"é\"}}</tool_call>",
@@ -156,22 +160,47 @@ static void test_streams_live(void) {
     hr_out_parser_free(p);
 }
 
+/* Parses body and renders the calls as "name args;" (or "-" when it does not parse). */
+static const char *body(hr_tool_format fmt, const char *text) {
+    static char out[512];
+    json_t *calls = hr_tool_body_parse(fmt, text, strlen(text), NULL);
+    if (!calls) return "-";
+    out[0] = 0;
+    size_t i;
+    json_t *c;
+    json_array_foreach(calls, i, c) {
+        size_t n = strlen(out);
+        snprintf(out + n, sizeof out - n, "%s %s;", json_string_value(json_object_get(c, "name")),
+                 json_string_value(json_object_get(c, "arguments")));
+    }
+    json_decref(calls);
+    return out;
+}
+
 static void test_body_parse(void) {
-    char *name, *args;
-    HR_CHECK(hr_tool_body_parse(HR_TOOLS_QWEN, " {\"name\": \"x\"} ", 15, NULL, &name, &args), "no arguments");
-    HR_CHECK(!strcmp(name, "x") && !strcmp(args, "{}"), "%s %s", name, args);
-    free(name);
-    free(args);
-    HR_CHECK(!hr_tool_body_parse(HR_TOOLS_QWEN, "[1]", 3, NULL, &name, &args) && !name && !args, "array");
-    HR_CHECK(!hr_tool_body_parse(HR_TOOLS_QWEN, "{\"name\": 1}", 11, NULL, &name, &args), "name type");
-    HR_CHECK(!hr_tool_body_parse(HR_TOOLS_GEMMA, "f(1)", 4, NULL, &name, &args), "positional args");
-    HR_CHECK(!hr_tool_body_parse(HR_TOOLS_GEMMA, "f(a='x)", 7, NULL, &name, &args), "open string");
-    HR_CHECK(hr_tool_body_parse(HR_TOOLS_GEMMA, "m.f(a='it\\'s', b=-1.5e3)", 24, NULL, &name, &args), "escape");
-    HR_CHECK(!strcmp(name, "m.f") && !strcmp(args, "{\"a\":\"it's\",\"b\":-1500.0}"), "%s %s", name, args);
-    free(name);
-    free(args);
-    const char *deep = "f(a=[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]])";
-    HR_CHECK(!hr_tool_body_parse(HR_TOOLS_GEMMA, deep, strlen(deep), NULL, &name, &args), "depth limit");
+    static const struct {
+        hr_tool_format fmt;
+        const char *in, *want;
+    } cases[] = {
+        {HR_TOOLS_QWEN, " {\"name\": \"x\"} ", "x {};"},
+        {HR_TOOLS_QWEN, "[1]", "-"},
+        {HR_TOOLS_QWEN, "{\"name\": 1}", "-"},
+        {HR_TOOLS_QWEN, "{\"name\": \"f\", \"arguments\": [1]}", "-"},
+        {HR_TOOLS_QWEN, "<function=>x</function>", "-"},
+        {HR_TOOLS_LLAMA3, "{\"name\": \"a\", \"parameters\": {}} junk", "-"},
+        {HR_TOOLS_GEMMA, "f(1)", "-"},
+        {HR_TOOLS_GEMMA, "f(a='x)", "-"},
+        {HR_TOOLS_GEMMA, "m.f(a='it\\'s', b=-1.5e3)", "m.f {\"a\":\"it's\",\"b\":-1500.0};"},
+        {HR_TOOLS_GEMMA, "[f(a='x, y'), g(b=[1, (2)])]", "-"},
+        {HR_TOOLS_GEMMA, "[f(a='x, y'), g(b=[1, 2])]", "f {\"a\":\"x, y\"};g {\"b\":[1,2]};"},
+        {HR_TOOLS_GEMMA, "[]", "-"},
+        {HR_TOOLS_GEMMA, "f(a=[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]])", "-"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *got = body(cases[i].fmt, cases[i].in);
+        HR_CHECK(!strcmp(got, cases[i].want), "case %zu %s: got [%s] want [%s]", i, cases[i].in, got,
+                 cases[i].want);
+    }
 }
 
 /* Random garbage around markers must never crash or lose bytes when it stays content. */
