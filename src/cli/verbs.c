@@ -10,6 +10,7 @@ const hr_verb hr_verbs[] = {
     {"tokenize", hr_cmd_tokenize, "print the token ids of a text"},
     {"detokenize", hr_cmd_detokenize, "print the text of token ids"},
     {"template", hr_cmd_template, "render a chat request through the model's chat template"},
+    {"bench-serve", hr_cmd_bench_serve, "load-test an OpenAI-compatible server (TTFT, ITL, tok/s)"},
     {NULL, NULL, NULL},
 };
 

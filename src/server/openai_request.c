@@ -155,6 +155,7 @@ static hr_err *parse_common(const json_t *body, hr_gen_request *r) {
     HR_TRY(hr_json_int(body, "n", 1, "request", &n));
     if (n != 1) return hr_errf("request: \"n\" must be 1 (only one choice per request is supported)");
     HR_TRY(hr_json_bool(body, "stream", 0, "request", &r->stream));
+    HR_TRY(hr_json_bool(body, "ignore_eos", 0, "request", &r->ignore_eos));
     const json_t *so = json_object_get(body, "stream_options");
     if (so && !json_is_null(so)) {
         if (!json_is_object(so)) return hr_errf("request: \"stream_options\" must be an object");

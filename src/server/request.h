@@ -49,6 +49,7 @@ typedef struct {
     char **stop; /* stop strings: generation ends before the first match */
     int n_stop;
     int max_tokens; /* >= 1; 0 = until end of context */
+    int ignore_eos; /* keep generating past end-of-sequence (benchmarks) */
 
     int logprobs;     /* return the sampled token's logprob */
     int top_logprobs; /* 0..20 alternatives per token */

@@ -1,0 +1,2 @@
+# Placeholder replaced below.
+echo "ok openai_npm_skipped"
