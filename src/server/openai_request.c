@@ -36,30 +36,37 @@ static hr_err *content_text(const json_t *c, const char *where, json_t **out) {
     return *out ? NULL : hr_err_oom();
 }
 
+static hr_err *norm_tool_call(const json_t *tc, const char *where, size_t i, json_t *out) {
+    const json_t *fn = json_object_get(tc, "function");
+    const char *name = json_string_value(json_object_get(fn, "name"));
+    const json_t *args = json_object_get(fn, "arguments");
+    if (!name) return hr_errf("%s.tool_calls[%zu].function.name must be a string", where, i);
+    json_t *a = NULL;
+    if (json_is_string(args)) a = json_loads(json_string_value(args), JSON_DECODE_ANY, NULL);
+    else if (json_is_object(args)) a = json_incref((json_t *)args);
+    if (!json_is_object(a)) {
+        json_decref(a);
+        return hr_errf("%s.tool_calls[%zu].function.arguments must be a JSON object (or a "
+                       "string holding one)", where, i);
+    }
+    json_t *c = json_deep_copy(tc);
+    json_object_set_new(json_object_get(c, "function"), "arguments", a);
+    if (!json_object_get(c, "type")) json_object_set_new(c, "type", json_string("function"));
+    json_array_append_new(out, c);
+    return NULL;
+}
+
 /* Copies tool_calls with function.arguments as an object, as chat templates expect. */
 static hr_err *norm_tool_calls(const json_t *tcs, const char *where, json_t **out) {
     if (!json_is_array(tcs)) return hr_errf("%s.tool_calls must be an array", where);
-    *out = json_array();
+    json_t *calls = json_array();
     size_t i;
     const json_t *tc;
     json_array_foreach(tcs, i, tc) {
-        const json_t *fn = json_object_get(tc, "function");
-        const char *name = json_string_value(json_object_get(fn, "name"));
-        const json_t *args = json_object_get(fn, "arguments");
-        if (!name) return hr_errf("%s.tool_calls[%zu].function.name must be a string", where, i);
-        json_t *a = NULL;
-        if (json_is_string(args)) a = json_loads(json_string_value(args), JSON_DECODE_ANY, NULL);
-        else if (json_is_object(args)) a = json_incref((json_t *)args);
-        if (!json_is_object(a)) {
-            json_decref(a);
-            return hr_errf("%s.tool_calls[%zu].function.arguments must be a JSON object (or a "
-                           "string holding one)", where, i);
-        }
-        json_t *c = json_deep_copy(tc);
-        json_object_set_new(json_object_get(c, "function"), "arguments", a);
-        if (!json_object_get(c, "type")) json_object_set_new(c, "type", json_string("function"));
-        json_array_append_new(*out, c);
+        hr_err *e = norm_tool_call(tc, where, i, calls);
+        if (e) return json_decref(calls), e;
     }
+    *out = calls;
     return NULL;
 }
 
