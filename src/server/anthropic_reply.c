@@ -9,13 +9,19 @@ enum { BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL };
 static const char *stop_reason(const hr_reply *r) {
     if (r->why == HR_FINISH_LENGTH) return "max_tokens";
     if (json_array_size(r->tool_calls)) return "tool_use";
-    return "end_turn";
+    return r->why == HR_FINISH_STOP && r->detail ? "stop_sequence" : "end_turn";
+}
+
+/* The matched stop sequence, or JSON null. */
+static json_t *stop_sequence(const hr_reply *r) {
+    return r->finished && r->why == HR_FINISH_STOP && r->detail ? json_string(r->detail) : json_null();
 }
 
 static json_t *message(hr_reply *r, json_t *content, const char *stop, int output_tokens) {
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:n, s:{s:i, s:i, s:i}}", "id", r->id,
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:o, s:{s:i, s:i, s:i}}", "id", r->id,
                      "type", "message", "role", "assistant", "model", r->model, "content",
-                     content, "stop_reason", stop, "stop_sequence", "usage", "input_tokens",
+                     content, "stop_reason", stop, "stop_sequence", stop_sequence(r), "usage",
+                     "input_tokens",
                      r->prompt_tokens - r->cached_tokens, "cache_read_input_tokens",
                      r->cached_tokens, "output_tokens", output_tokens);
 }
@@ -77,14 +83,15 @@ void hr_anth_event(hr_reply *r, const hr_out_event *ev) {
 
 void hr_anth_finish(hr_reply *r) {
     if (r->why == HR_FINISH_ERROR) {
-        hr_sse_put(r, "error", hr_error_body(HR_API_MESSAGES, 500, r->error ? r->error : "engine error"));
+        hr_sse_put(r, "error", hr_error_body(HR_API_MESSAGES, 500, r->detail ? r->detail : "engine error"));
         return;
     }
     close_block(r);
     ping(r);
     hr_sse_put(r, "message_delta",
-               json_pack("{s:s, s:{s:s, s:n}, s:{s:i}}", "type", "message_delta", "delta",
-                         "stop_reason", stop_reason(r), "stop_sequence", "usage", "output_tokens",
+               json_pack("{s:s, s:{s:s, s:o}, s:{s:i}}", "type", "message_delta", "delta",
+                         "stop_reason", stop_reason(r), "stop_sequence", stop_sequence(r),
+                         "usage", "output_tokens",
                          r->completion_tokens));
     hr_sse_put(r, "message_stop", json_pack("{s:s}", "type", "message_stop"));
 }

@@ -160,7 +160,7 @@ void hr_reply_free(hr_reply *r) {
     if (!r) return;
     hr_out_parser_free(r->parser);
     free(r->model);
-    free(r->error);
+    free(r->detail);
     free(r->content.s);
     free(r->reasoning.s);
     free(r->out.s);
@@ -224,7 +224,7 @@ void hr_reply_token(hr_reply *r, const hr_gen_token *t) {
 
 static void openai_stream_finish(hr_reply *r) {
     if (r->why == HR_FINISH_ERROR) {
-        hr_sse_put(r, NULL, hr_error_body(HR_API_CHAT, 500, r->error ? r->error : "engine error"));
+        hr_sse_put(r, NULL, hr_error_body(HR_API_CHAT, 500, r->detail ? r->detail : "engine error"));
     } else if (is_chat(r)) {
         hr_sse_put(r, NULL, chunk(r, chat_choice(r, json_object(), finish_str(r))));
     } else {
@@ -241,14 +241,14 @@ static void openai_stream_finish(hr_reply *r) {
     hr_sbuf_add(&r->out, "data: [DONE]\n\n", 14);
 }
 
-void hr_reply_finish(hr_reply *r, hr_finish_reason why, int completion_tokens, const char *error) {
+void hr_reply_finish(hr_reply *r, hr_finish_reason why, int completion_tokens, const char *detail) {
     if (r->finished) return;
     hr_reply_begin(r, 0, 0, 0);
     if (r->parser) hr_out_parser_finish(r->parser);
     r->finished = 1;
     r->why = why;
     r->completion_tokens = completion_tokens;
-    if (error) r->error = strdup(error);
+    if (detail) r->detail = strdup(detail);
     if (!r->req->stream) return;
     if (r->req->api == HR_API_MESSAGES) hr_anth_finish(r);
     else openai_stream_finish(r);
@@ -278,7 +278,7 @@ json_t *hr_reply_body(hr_reply *r, int *status) {
     *status = 200;
     if (r->why == HR_FINISH_ERROR) {
         *status = 500;
-        return hr_error_body(r->req->api, 500, r->error ? r->error : "engine error");
+        return hr_error_body(r->req->api, 500, r->detail ? r->detail : "engine error");
     }
     if (r->req->api == HR_API_MESSAGES) return hr_anth_body(r);
     json_t *choice = is_chat(r) ? chat_body(r)

@@ -19,7 +19,8 @@ void hr_reply_free(hr_reply *r);
 
 void hr_reply_begin(hr_reply *r, int prompt_tokens, int cached_tokens, int in_reasoning);
 void hr_reply_token(hr_reply *r, const hr_gen_token *t);
-void hr_reply_finish(hr_reply *r, hr_finish_reason why, int completion_tokens, const char *error);
+/* detail as for hr_gen_sink_finish: the error message, or the stop string matched. */
+void hr_reply_finish(hr_reply *r, hr_finish_reason why, int completion_tokens, const char *detail);
 
 /* Streaming: the SSE bytes produced since the last call (heap, caller frees; *len may be
  * 0). After finish the last of them ends the stream. */

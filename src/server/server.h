@@ -67,10 +67,12 @@ typedef struct {
  * rendered prompt ends inside an open <think>. */
 void hr_gen_sink_begin(hr_gen_sink *s, int prompt_tokens, int cached_tokens, int in_reasoning);
 void hr_gen_sink_token(hr_gen_sink *s, const hr_gen_token *t);
-/* The last call for this request; error is a message for HR_FINISH_ERROR (else NULL).
- * completion_tokens counts the generated tokens. The sink may be freed at once after. */
+/* The last call for this request. completion_tokens counts the generated tokens.
+ * detail: for HR_FINISH_ERROR the message; for HR_FINISH_STOP the stop string that ended
+ * generation (NULL when it was end-of-sequence); else NULL. The sink may be freed at once
+ * after this call. */
 void hr_gen_sink_finish(hr_gen_sink *s, hr_finish_reason why, int completion_tokens,
-                        const char *error);
+                        const char *detail);
 /* Nonzero once the client disconnected; the engine may poll this every step. */
 int hr_gen_sink_cancelled(const hr_gen_sink *s);
 

@@ -16,7 +16,7 @@ typedef struct ev {
     struct ev *next;
     ev_kind kind;
     int a, b, c;    /* begin: prompt, cached, in_reasoning; finish: why, completion tokens */
-    char *error;    /* finish */
+    char *detail;   /* finish */
     hr_gen_token tok; /* token: text, token_text and top[] point into this allocation */
 } ev;
 
@@ -46,7 +46,7 @@ hr_gen_sink *hr_sink_create(hr_gen_request *req) {
 static void free_events(ev *e) {
     while (e) {
         ev *n = e->next;
-        free(e->error);
+        free(e->detail);
         free(e);
         e = n;
     }
@@ -107,11 +107,11 @@ static ev *copy_token(const hr_gen_token *t) {
 void hr_gen_sink_token(hr_gen_sink *s, const hr_gen_token *t) { push(s, copy_token(t)); }
 
 void hr_gen_sink_finish(hr_gen_sink *s, hr_finish_reason why, int completion_tokens,
-                        const char *error) {
+                        const char *detail) {
     ev *e = s->fin;
     s->fin = NULL;
     *e = (ev){.kind = EV_FINISH, .a = (int)why, .b = completion_tokens};
-    e->error = error ? strdup(error) : NULL;
+    e->detail = detail ? strdup(detail) : NULL;
     push(s, e);
     hr_sink_release(s);
 }
@@ -123,7 +123,7 @@ void hr_sink_cancel(hr_gen_sink *s) { atomic_store(&s->cancelled, 1); }
 static int apply(hr_reply *r, ev *e) {
     if (e->kind == EV_BEGIN) hr_reply_begin(r, e->a, e->b, e->c);
     if (e->kind == EV_TOKEN) hr_reply_token(r, &e->tok);
-    if (e->kind == EV_FINISH) hr_reply_finish(r, (hr_finish_reason)e->a, e->b, e->error);
+    if (e->kind == EV_FINISH) hr_reply_finish(r, (hr_finish_reason)e->a, e->b, e->detail);
     return e->kind == EV_FINISH;
 }
 

@@ -263,7 +263,16 @@ static void test_anthropic_body(void) {
     const char *p2[] = {"a", NULL};
     script(r, p2, HR_FINISH_LENGTH);
     b = hr_reply_body(r, &status);
-    HR_CHECK(!strcmp(path_str(b, "stop_reason"), "max_tokens"), "max_tokens");
+    HR_CHECK(!strcmp(path_str(b, "stop_reason"), "max_tokens") && !strcmp(path_str(b, "stop_sequence"), "null"),
+             "max_tokens");
+    json_decref(b);
+    hr_reply_free(r);
+    HR_CHECK_OK(hr_reply_create(q, "c", 5, &BE, &r));
+    hr_reply_token(r, &(hr_gen_token){.text = "a", .len = 1});
+    hr_reply_finish(r, HR_FINISH_STOP, 1, "\n\nHuman:");
+    b = hr_reply_body(r, &status);
+    HR_CHECK(!strcmp(path_str(b, "stop_reason"), "stop_sequence") &&
+             !strcmp(path_str(b, "stop_sequence"), "\n\nHuman:"), "stop_sequence");
     json_decref(b);
     hr_reply_free(r);
     hr_gen_request_free(q);
