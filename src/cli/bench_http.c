@@ -115,7 +115,8 @@ static void sse_feed(sse_state *s, const char *p, size_t n) {
         }
         if (s->len && s->sse[s->len - 1] == '\r') s->len--;
         if (s->sse) s->sse[s->len] = 0;
-        if (s->len > 6 && !strncmp(s->sse, "data: ", 6)) s->stop = s->fn(s->ud, s->sse + 6, hr_now_ns());
+        if (s->len > 6 && !strncmp(s->sse, "data: ", 6))
+            s->stop = s->fn(s->ud, s->sse + 6, hr_now_ns());
         s->len = 0;
     }
 }
@@ -174,12 +175,13 @@ hr_err *hr_bench_post_sse(const hr_bench_url *u, const char *api_key, const char
     int fd = -1;
     HR_TRY(dial(u, &fd));
     char head[1024];
-    int n = snprintf(head, sizeof head,
-                     "POST %s HTTP/1.1\r\nHost: %s:%s\r\nContent-Type: application/json\r\n"
-                     "Accept: text/event-stream\r\nContent-Length: %zu\r\nConnection: close\r\n"
-                     "%s%s%s\r\n",
-                     u->path, u->host, u->port, strlen(body), api_key ? "Authorization: Bearer " : "",
-                     api_key ? api_key : "", api_key ? "\r\n" : "");
+    int n =
+        snprintf(head, sizeof head,
+                 "POST %s HTTP/1.1\r\nHost: %s:%s\r\nContent-Type: application/json\r\n"
+                 "Accept: text/event-stream\r\nContent-Length: %zu\r\nConnection: close\r\n"
+                 "%s%s%s\r\n",
+                 u->path, u->host, u->port, strlen(body), api_key ? "Authorization: Bearer " : "",
+                 api_key ? api_key : "", api_key ? "\r\n" : "");
     reader *r = calloc(1, sizeof *r);
     hr_err *e = r ? send_all(fd, head, (size_t)n) : hr_err_oom();
     if (!e) e = send_all(fd, body, strlen(body));

@@ -19,9 +19,9 @@
 
 typedef struct {
     uint64_t ttft_ns, latency_ns;
-    int tokens;      /* output tokens: usage.completion_tokens, else chunks with text */
+    int tokens;        /* output tokens: usage.completion_tokens, else chunks with text */
     int prompt_tokens; /* from usage, 0 when the server does not report it */
-    double *gaps_ms; /* inter-token gaps */
+    double *gaps_ms;   /* inter-token gaps */
     int n_gaps, cap_gaps;
     int ok;
     char error[256];
@@ -44,19 +44,21 @@ typedef struct {
 
 /* Short words that are one token in common BPE vocabularies. */
 static const char *WORDS[] = {
-    " the", " of", " and", " to", " in", " is", " it", " you", " that", " he", " was", " for",
-    " on", " are", " with", " as", " his", " they", " be", " at", " one", " have", " this",
-    " from", " or", " had", " by", " hot", " word", " but", " what", " some", " we", " can",
-    " out", " other", " were", " all", " there", " when", " up", " use", " your", " how",
-    " said", " an", " each", " she", " which", " do", " their", " time", " if", " will",
-    " way", " about", " many", " then", " them", " write", " would", " like", " so", " these"};
+    " the",   " of",   " and",  " to",   " in",   " is",    " it",   " you",  " that",  " he",
+    " was",   " for",  " on",   " are",  " with", " as",    " his",  " they", " be",    " at",
+    " one",   " have", " this", " from", " or",   " had",   " by",   " hot",  " word",  " but",
+    " what",  " some", " we",   " can",  " out",  " other", " were", " all",  " there", " when",
+    " up",    " use",  " your", " how",  " said", " an",    " each", " she",  " which", " do",
+    " their", " time", " if",   " will", " way",  " about", " many", " then", " them",  " write",
+    " would", " like", " so",   " these"};
 
 static char *make_prompt(const bench *b, long idx) {
     size_t n_words = sizeof WORDS / sizeof *WORDS;
     char *p = malloc((size_t)b->prompt_tokens * 8 + 1);
     if (!p) return NULL;
     size_t len = 0;
-    uint64_t shared = 0x9e3779b97f4a7c15ull, own = 0x243f6a8885a308d3ull ^ (uint64_t)(idx + 1) * 0x100000001b3ull;
+    uint64_t shared = 0x9e3779b97f4a7c15ull,
+             own = 0x243f6a8885a308d3ull ^ (uint64_t)(idx + 1) * 0x100000001b3ull;
     for (long i = 0; i < b->prompt_tokens; i++) {
         uint64_t *s = i < b->shared_prefix ? &shared : &own;
         *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
@@ -83,11 +85,14 @@ static int on_data(void *ud, const char *data, uint64_t t) {
         s->r->tokens = (int)json_integer_value(json_object_get(usage, "completion_tokens"));
         s->r->prompt_tokens = (int)json_integer_value(json_object_get(usage, "prompt_tokens"));
     }
-    const char *text = json_string_value(json_object_get(json_array_get(json_object_get(j, "choices"), 0), "text"));
+    const char *text = json_string_value(
+        json_object_get(json_array_get(json_object_get(j, "choices"), 0), "text"));
     if (text && *text) {
         req_result *r = s->r;
-        if (!s->chunks++) r->ttft_ns = t - s->start;
-        else if (r->n_gaps < r->cap_gaps) r->gaps_ms[r->n_gaps++] = (double)(t - s->last) / 1e6;
+        if (!s->chunks++)
+            r->ttft_ns = t - s->start;
+        else if (r->n_gaps < r->cap_gaps)
+            r->gaps_ms[r->n_gaps++] = (double)(t - s->last) / 1e6;
         s->last = t;
     }
     json_decref(j);
@@ -109,8 +114,10 @@ static void run_one(bench *b, long idx) {
     hr_err *e = hr_bench_post_sse(&b->url, b->api_key, text, on_data, &s, &status);
     r->latency_ns = hr_now_ns() - s.start;
     if (!r->tokens) r->tokens = s.chunks;
-    if (e) snprintf(r->error, sizeof r->error, "%s", hr_err_msg(e));
-    else if (!s.done && !r->error[0]) snprintf(r->error, sizeof r->error, "stream ended without [DONE]");
+    if (e)
+        snprintf(r->error, sizeof r->error, "%s", hr_err_msg(e));
+    else if (!s.done && !r->error[0])
+        snprintf(r->error, sizeof r->error, "stream ended without [DONE]");
     r->ok = !r->error[0] && s.chunks > 0;
     if (!r->ok && !r->error[0]) snprintf(r->error, sizeof r->error, "no tokens in the reply");
     hr_err_free(e);
@@ -172,7 +179,8 @@ static void report(const bench *b, long concurrency, double wall_s) {
         memcpy(gaps + g, r->gaps_ms, (size_t)r->n_gaps * sizeof *gaps);
         g += (size_t)r->n_gaps;
     }
-    printf("requests:      %zu ok, %zu errors, concurrency %ld, %.2f s\n", ok, n - ok, concurrency, wall_s);
+    printf("requests:      %zu ok, %zu errors, concurrency %ld, %.2f s\n", ok, n - ok, concurrency,
+           wall_s);
     if (first_error) printf("first error:   %s\n", first_error);
     printf("tokens:        %ld output (%.1f per request), %.1f prompt per request (server count)\n",
            out_tokens, ok ? (double)out_tokens / (double)ok : 0.0,
@@ -192,7 +200,8 @@ static hr_err *check_opts(long conc, long reqs, long prompt, long max, long shar
     if (reqs < 1) return hr_errf("--requests must be >= 1");
     if (prompt < 1 || prompt > 1000000) return hr_errf("--prompt-tokens must be in [1, 1000000]");
     if (max < 1 || max > 1000000) return hr_errf("--max-tokens must be in [1, 1000000]");
-    if (shared < 0 || shared > prompt) return hr_errf("--shared-prefix must be in [0, --prompt-tokens]");
+    if (shared < 0 || shared > prompt)
+        return hr_errf("--shared-prefix must be in [0, --prompt-tokens]");
     return NULL;
 }
 
@@ -206,20 +215,26 @@ int hr_cmd_bench_serve(int argc, char **argv) {
         {"requests", HR_OPT_INT, &reqs, "requests in total (default 32)"},
         {"prompt-tokens", HR_OPT_INT, &prompt, "prompt length in one-token words (default 128)"},
         {"max-tokens", HR_OPT_INT, &max, "tokens to generate per request (default 64)"},
-        {"shared-prefix", HR_OPT_INT, &shared, "leading prompt words shared by all requests (default 0)"},
+        {"shared-prefix", HR_OPT_INT, &shared,
+         "leading prompt words shared by all requests (default 0)"},
         {"api-key", HR_OPT_STR, &key, "sent as Authorization: Bearer KEY"},
         {"model", HR_OPT_STR, &model, "model name to send (default: none)"},
     };
-    hr_err *e = hr_opts_parse(argc, argv, opts, 8,
-                              "usage: hearth bench-serve --url URL [--concurrency N] [--requests M]\n"
-                              "       [--prompt-tokens P] [--max-tokens T] [--shared-prefix P2]",
-                              &help);
+    hr_err *e =
+        hr_opts_parse(argc, argv, opts, 8,
+                      "usage: hearth bench-serve --url URL [--concurrency N] [--requests M]\n"
+                      "       [--prompt-tokens P] [--max-tokens T] [--shared-prefix P2]",
+                      &help);
     if (e) return hr_cmd_fail("bench-serve", e), 2;
     if (help) return 0;
     if (!url) return hr_cmd_fail("bench-serve", hr_errf("--url is required")), 2;
     if ((e = check_opts(conc, reqs, prompt, max, shared))) return hr_cmd_fail("bench-serve", e), 2;
-    bench b = {.api_key = key, .model = model, .requests = reqs, .prompt_tokens = prompt,
-               .max_tokens = max, .shared_prefix = shared};
+    bench b = {.api_key = key,
+               .model = model,
+               .requests = reqs,
+               .prompt_tokens = prompt,
+               .max_tokens = max,
+               .shared_prefix = shared};
     if ((e = hr_bench_url_parse(url, &b.url))) return hr_cmd_fail("bench-serve", e), 2;
     b.results = calloc((size_t)reqs, sizeof *b.results);
     if (conc > reqs) conc = reqs;

@@ -14,15 +14,15 @@ static const char *stop_reason(const hr_reply *r) {
 
 /* The matched stop sequence, or JSON null. */
 static json_t *stop_sequence(const hr_reply *r) {
-    return r->finished && r->why == HR_FINISH_STOP && r->detail ? json_string(r->detail) : json_null();
+    return r->finished && r->why == HR_FINISH_STOP && r->detail ? json_string(r->detail)
+                                                                : json_null();
 }
 
 static json_t *message(hr_reply *r, json_t *content, const char *stop, int output_tokens) {
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:o, s:{s:i, s:i, s:i}}", "id", r->id,
-                     "type", "message", "role", "assistant", "model", r->model, "content",
-                     content, "stop_reason", stop, "stop_sequence", stop_sequence(r), "usage",
-                     "input_tokens",
-                     r->prompt_tokens - r->cached_tokens, "cache_read_input_tokens",
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:s?, s:o, s:{s:i, s:i, s:i}}", "id", r->id, "type",
+                     "message", "role", "assistant", "model", r->model, "content", content,
+                     "stop_reason", stop, "stop_sequence", stop_sequence(r), "usage",
+                     "input_tokens", r->prompt_tokens - r->cached_tokens, "cache_read_input_tokens",
                      r->cached_tokens, "output_tokens", output_tokens);
 }
 
@@ -56,9 +56,9 @@ static void open_block(hr_reply *r, int kind, json_t *block) {
 }
 
 static void delta(hr_reply *r, json_t *d) {
-    hr_sse_put(r, "content_block_delta",
-               json_pack("{s:s, s:i, s:o}", "type", "content_block_delta", "index", r->block,
-                         "delta", d));
+    hr_sse_put(
+        r, "content_block_delta",
+        json_pack("{s:s, s:i, s:o}", "type", "content_block_delta", "index", r->block, "delta", d));
 }
 
 void hr_anth_event(hr_reply *r, const hr_out_event *ev) {
@@ -67,40 +67,43 @@ void hr_anth_event(hr_reply *r, const hr_out_event *ev) {
         open_block(r, BLOCK_TOOL,
                    json_pack("{s:s, s:O, s:s, s:{}}", "type", "tool_use", "id",
                              json_object_get(tc, "id"), "name", ev->tool_name, "input"));
-        delta(r, json_pack("{s:s, s:s}", "type", "input_json_delta", "partial_json", ev->tool_args));
+        delta(r,
+              json_pack("{s:s, s:s}", "type", "input_json_delta", "partial_json", ev->tool_args));
         close_block(r);
         return;
     }
     int thinking = ev->kind == HR_OUT_REASONING;
     int kind = thinking ? BLOCK_THINKING : BLOCK_TEXT;
     if (r->block < 0 || r->block_kind != kind)
-        open_block(r, kind, thinking ? json_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking",
-                                                 "", "signature", "")
-                                     : json_pack("{s:s, s:s}", "type", "text", "text", ""));
+        open_block(r, kind,
+                   thinking ? json_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking", "",
+                                        "signature", "")
+                            : json_pack("{s:s, s:s}", "type", "text", "text", ""));
     delta(r, json_pack("{s:s, s:s%}", "type", thinking ? "thinking_delta" : "text_delta",
                        thinking ? "thinking" : "text", ev->text, ev->len));
 }
 
 void hr_anth_finish(hr_reply *r) {
     if (r->why == HR_FINISH_ERROR) {
-        hr_sse_put(r, "error", hr_error_body(HR_API_MESSAGES, 500, r->detail ? r->detail : "engine error"));
+        hr_sse_put(r, "error",
+                   hr_error_body(HR_API_MESSAGES, 500, r->detail ? r->detail : "engine error"));
         return;
     }
     close_block(r);
     ping(r);
     hr_sse_put(r, "message_delta",
                json_pack("{s:s, s:{s:s, s:o}, s:{s:i}}", "type", "message_delta", "delta",
-                         "stop_reason", stop_reason(r), "stop_sequence", stop_sequence(r),
-                         "usage", "output_tokens",
-                         r->completion_tokens));
+                         "stop_reason", stop_reason(r), "stop_sequence", stop_sequence(r), "usage",
+                         "output_tokens", r->completion_tokens));
     hr_sse_put(r, "message_stop", json_pack("{s:s}", "type", "message_stop"));
 }
 
 json_t *hr_anth_body(hr_reply *r) {
     json_t *content = json_array();
     if (r->reasoning.len)
-        json_array_append_new(content, json_pack("{s:s, s:s%, s:s}", "type", "thinking", "thinking",
-                                                 r->reasoning.s, r->reasoning.len, "signature", ""));
+        json_array_append_new(content,
+                              json_pack("{s:s, s:s%, s:s}", "type", "thinking", "thinking",
+                                        r->reasoning.s, r->reasoning.len, "signature", ""));
     if (r->content.len)
         json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text",
                                                  r->content.s, r->content.len));

@@ -14,7 +14,8 @@ static hr_err *blocks_text(const json_t *c, const char *where, int allow_tools, 
         *out = json_incref((json_t *)c);
         return NULL;
     }
-    if (!json_is_array(c)) return hr_errf("%s must be a string or an array of content blocks", where);
+    if (!json_is_array(c))
+        return hr_errf("%s must be a string or an array of content blocks", where);
     json_t *s = json_string("");
     size_t i;
     const json_t *b;
@@ -46,9 +47,8 @@ static hr_err *tool_use_call(const json_t *b, const char *where, json_t *calls) 
     const json_t *input = json_object_get(b, "input");
     if (!id || !name || !json_is_object(input))
         return hr_errf("%s: tool_use needs string id and name and an object input", where);
-    json_array_append_new(calls, json_pack("{s:s, s:s, s:{s:s, s:O}}", "id", id, "type",
-                                           "function", "function", "name", name, "arguments",
-                                           input));
+    json_array_append_new(calls, json_pack("{s:s, s:s, s:{s:s, s:O}}", "id", id, "type", "function",
+                                           "function", "name", name, "arguments", input));
     return NULL;
 }
 
@@ -57,10 +57,12 @@ static hr_err *tool_result_msg(const json_t *b, const char *where, json_t *out) 
     if (!id) return hr_errf("%s: tool_result needs a string tool_use_id", where);
     const json_t *c = json_object_get(b, "content");
     json_t *text = NULL;
-    if (!c || json_is_null(c)) text = json_string("");
-    else HR_TRY(blocks_text(c, where, 0, &text));
-    json_array_append_new(out, json_pack("{s:s, s:o, s:s}", "role", "tool", "content", text,
-                                         "tool_call_id", id));
+    if (!c || json_is_null(c))
+        text = json_string("");
+    else
+        HR_TRY(blocks_text(c, where, 0, &text));
+    json_array_append_new(
+        out, json_pack("{s:s, s:o, s:s}", "role", "tool", "content", text, "tool_call_id", id));
     return NULL;
 }
 
@@ -80,13 +82,13 @@ static hr_err *norm_message(const json_t *m, size_t i, json_t *out) {
     const json_t *b;
     hr_err *e = NULL;
     if (json_is_array(c)) json_array_foreach(c, j, b) {
-        const char *type = json_string_value(json_object_get(b, "type"));
-        char w[80];
-        snprintf(w, sizeof w, "%s.content[%zu]", where, j);
-        if (e || !type) continue;
-        if (!strcmp(type, "tool_use")) e = tool_use_call(b, w, calls);
-        if (!strcmp(type, "tool_result")) e = tool_result_msg(b, w, out), n_results++;
-    }
+            const char *type = json_string_value(json_object_get(b, "type"));
+            char w[80];
+            snprintf(w, sizeof w, "%s.content[%zu]", where, j);
+            if (e || !type) continue;
+            if (!strcmp(type, "tool_use")) e = tool_use_call(b, w, calls);
+            if (!strcmp(type, "tool_result")) e = tool_result_msg(b, w, out), n_results++;
+        }
     if (!e && json_array_size(calls) && strcmp(role, "assistant"))
         e = hr_errf("%s: tool_use blocks belong to assistant messages", where);
     if (!e && (json_string_length(text) || json_array_size(calls) || !n_results)) {
@@ -109,7 +111,8 @@ static hr_err *norm_tools(const json_t *body, hr_gen_request *r, json_t **tools)
         if (!strcmp(type, "none")) return NULL;
         if (strcmp(type, "auto"))
             return hr_errf("request: \"tool_choice\" type \"%s\" is not supported yet (needs "
-                           "constrained decoding); use \"auto\" or \"none\"", type);
+                           "constrained decoding); use \"auto\" or \"none\"",
+                           type);
     }
     if (!t || json_is_null(t)) return NULL;
     if (!json_is_array(t)) return hr_errf("request: \"tools\" must be an array");
@@ -128,8 +131,10 @@ static hr_err *norm_tools(const json_t *body, hr_gen_request *r, json_t **tools)
                                              "function", "name", name, "description",
                                              desc ? desc : "", "parameters", schema));
     }
-    if (json_array_size(out)) *tools = out, r->use_tools = 1;
-    else json_decref(out);
+    if (json_array_size(out))
+        *tools = out, r->use_tools = 1;
+    else
+        json_decref(out);
     return NULL;
 }
 
@@ -152,8 +157,7 @@ static hr_err *parse_thinking(const json_t *body, json_t *kwargs) {
     return NULL;
 }
 
-static hr_err *parse_messages(const json_t *body, const hr_request_limits *lim,
-                              hr_gen_request *r) {
+static hr_err *parse_messages(const json_t *body, const hr_request_limits *lim, hr_gen_request *r) {
     if (!json_is_object(body)) return hr_errf("request body must be a JSON object");
     const char *model;
     HR_TRY(hr_json_str(body, "model", NULL, "request", &model));

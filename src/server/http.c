@@ -17,8 +17,7 @@ hr_err *hr_http_reply_json(struct MHD_Connection *c, int status, json_t *body) {
     char *s = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     if (!s) return hr_err_oom();
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
     if (!r) return free(s), hr_err_oom();
     MHD_add_response_header(r, "Content-Type", "application/json");
     enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
@@ -95,8 +94,8 @@ static void sse_free(void *cls) {
 }
 
 hr_err *hr_http_reply_sse(struct MHD_Connection *c, hr_http_gen *g) {
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read,
-                                                               g, sse_free);
+    struct MHD_Response *r =
+        MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, g, sse_free);
     if (!r) return hr_http_gen_free(g), hr_err_oom();
     MHD_add_response_header(r, "Content-Type", SSE_TYPE);
     MHD_add_response_header(r, "Cache-Control", "no-cache");
@@ -143,8 +142,8 @@ static enum MHD_Result dispatch(hr_server *s, struct MHD_Connection *c, const ch
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload, size_t *upload_size, void **con_cls) {
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls) {
     hr_server *s = cls;
     conn_state *st = *con_cls;
     if (!st) {
@@ -173,8 +172,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 static hr_err *resolve(const char *host, int port, struct sockaddr_storage *ss, int *v6) {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE}, *ai;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE},
+                    *ai;
     char ps[16];
     snprintf(ps, sizeof ps, "%d", port);
     int rc = getaddrinfo(host, ps, &hints, &ai);
@@ -187,7 +188,8 @@ static hr_err *resolve(const char *host, int port, struct sockaddr_storage *ss, 
 
 hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *backend,
                         hr_server **out) {
-    if (cfg->port < 0 || cfg->port > 65535) return hr_errf("--port %d is not a TCP port", cfg->port);
+    if (cfg->port < 0 || cfg->port > 65535)
+        return hr_errf("--port %d is not a TCP port", cfg->port);
     hr_server *s = calloc(1, sizeof *s);
     if (!s) return hr_err_oom();
     s->cfg = *cfg;
@@ -205,7 +207,8 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
     if (!s->d) {
         free(s);
-        return hr_errf("cannot listen on %s:%d (address in use or not available?)", cfg->host ? cfg->host : "127.0.0.1", cfg->port);
+        return hr_errf("cannot listen on %s:%d (address in use or not available?)",
+                       cfg->host ? cfg->host : "127.0.0.1", cfg->port);
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
     s->port = di ? di->port : cfg->port;
@@ -213,7 +216,9 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     return NULL;
 }
 
-int hr_server_port(const hr_server *s) { return s->port; }
+int hr_server_port(const hr_server *s) {
+    return s->port;
+}
 
 void hr_server_stop(hr_server *s) {
     if (!s) return;

@@ -13,7 +13,8 @@ static hr_err *content_text(const json_t *c, const char *where, json_t **out) {
         *out = json_incref((json_t *)c);
         return NULL;
     }
-    if (!json_is_array(c)) return hr_errf("%s.content must be a string or an array of parts", where);
+    if (!json_is_array(c))
+        return hr_errf("%s.content must be a string or an array of parts", where);
     size_t cap = 1, i;
     const json_t *p;
     json_array_foreach(c, i, p) {
@@ -21,7 +22,8 @@ static hr_err *content_text(const json_t *c, const char *where, json_t **out) {
         const json_t *t = json_object_get(p, "text");
         if (!type || strcmp(type, "text") || !json_is_string(t))
             return hr_errf("%s.content[%zu]: only {\"type\": \"text\", \"text\": string} parts "
-                           "are supported", where, i);
+                           "are supported",
+                           where, i);
         cap += json_string_length(t);
     }
     char *buf = malloc(cap), *w = buf;
@@ -42,12 +44,15 @@ static hr_err *norm_tool_call(const json_t *tc, const char *where, size_t i, jso
     const json_t *args = json_object_get(fn, "arguments");
     if (!name) return hr_errf("%s.tool_calls[%zu].function.name must be a string", where, i);
     json_t *a = NULL;
-    if (json_is_string(args)) a = json_loads(json_string_value(args), JSON_DECODE_ANY, NULL);
-    else if (json_is_object(args)) a = json_incref((json_t *)args);
+    if (json_is_string(args))
+        a = json_loads(json_string_value(args), JSON_DECODE_ANY, NULL);
+    else if (json_is_object(args))
+        a = json_incref((json_t *)args);
     if (!json_is_object(a)) {
         json_decref(a);
         return hr_errf("%s.tool_calls[%zu].function.arguments must be a JSON object (or a "
-                       "string holding one)", where, i);
+                       "string holding one)",
+                       where, i);
     }
     json_t *c = json_deep_copy(tc);
     json_object_set_new(json_object_get(c, "function"), "arguments", a);
@@ -147,8 +152,10 @@ static hr_err *parse_response_format(const json_t *body) {
     if (!type) return hr_errf("request: \"response_format\".type must be a string");
     if (!strcmp(type, "json_object") || !strcmp(type, "json_schema"))
         return hr_errf("request: \"response_format\" type \"%s\" is not supported yet (needs "
-                       "constrained decoding)", type);
-    if (strcmp(type, "text")) return hr_errf("request: \"response_format\".type \"%s\" is unknown", type);
+                       "constrained decoding)",
+                       type);
+    if (strcmp(type, "text"))
+        return hr_errf("request: \"response_format\".type \"%s\" is unknown", type);
     return NULL;
 }
 
@@ -160,7 +167,8 @@ static hr_err *parse_common(const json_t *body, hr_gen_request *r) {
     if (model && !(r->model = strdup(model))) return hr_err_oom();
     int64_t n;
     HR_TRY(hr_json_int(body, "n", 1, "request", &n));
-    if (n != 1) return hr_errf("request: \"n\" must be 1 (only one choice per request is supported)");
+    if (n != 1)
+        return hr_errf("request: \"n\" must be 1 (only one choice per request is supported)");
     HR_TRY(hr_json_bool(body, "stream", 0, "request", &r->stream));
     HR_TRY(hr_json_bool(body, "ignore_eos", 0, "request", &r->ignore_eos));
     const json_t *so = json_object_get(body, "stream_options");
@@ -271,7 +279,8 @@ static hr_err *parse_completion(const json_t *body, const hr_request_limits *lim
                                 hr_gen_request *r) {
     HR_TRY(parse_common(body, r));
     HR_TRY(hr_parse_max_tokens(body, "max_tokens", 0, lim, r));
-    if (!json_object_get(body, "max_tokens")) r->max_tokens = lim->max_tokens_limit < 16 ? lim->max_tokens_limit : 16;
+    if (!json_object_get(body, "max_tokens"))
+        r->max_tokens = lim->max_tokens_limit < 16 ? lim->max_tokens_limit : 16;
     int64_t lp;
     HR_TRY(hr_json_int(body, "logprobs", 0, "request", &lp));
     if (lp < 0 || lp > 20) return hr_errf("request: \"logprobs\" must be in [0, 20]");

@@ -48,7 +48,9 @@ void hr_out_parser_free(hr_out_parser *p) {
     free(p);
 }
 
-int hr_out_parser_tool_calls(const hr_out_parser *p) { return p->n_tools; }
+int hr_out_parser_tool_calls(const hr_out_parser *p) {
+    return p->n_tools;
+}
 
 static void emit_text(hr_out_parser *p, hr_out_kind kind, const char *s, size_t n) {
     if (kind == HR_OUT_CONTENT && p->strip_nl) {
@@ -85,8 +87,8 @@ static size_t partial_tail(const char *s, size_t len, const char *marker) {
 }
 
 static void emit_tool(hr_out_parser *p, const char *name, const char *args) {
-    hr_out_event ev = {.kind = HR_OUT_TOOL_CALL, .tool_index = p->n_tools++, .tool_name = name,
-                       .tool_args = args};
+    hr_out_event ev = {
+        .kind = HR_OUT_TOOL_CALL, .tool_index = p->n_tools++, .tool_name = name, .tool_args = args};
     p->fn(p->ud, &ev);
 }
 
@@ -95,9 +97,8 @@ static int emit_calls(hr_out_parser *p, const char *body, size_t n) {
     json_t *calls = hr_tool_body_parse(p->cfg.tools, body, n, p->cfg.tool_defs);
     size_t i;
     json_t *c;
-    json_array_foreach(calls, i, c)
-        emit_tool(p, json_string_value(json_object_get(c, "name")),
-                  json_string_value(json_object_get(c, "arguments")));
+    json_array_foreach(calls, i, c) emit_tool(p, json_string_value(json_object_get(c, "name")),
+                                              json_string_value(json_object_get(c, "arguments")));
     json_decref(calls);
     return calls != NULL;
 }
@@ -189,10 +190,14 @@ hr_err *hr_out_parser_feed(hr_out_parser *p, const char *text, size_t len) {
     memcpy(p->buf + p->len, text, len);
     p->len += len;
     for (int more = 1; more && p->len;) {
-        if (p->mode == MODE_TEXT) more = step_text(p);
-        else if (p->mode == MODE_THINK) more = step_think(p);
-        else if (p->mode == MODE_TOOL) more = step_tool(p);
-        else more = 0;
+        if (p->mode == MODE_TEXT)
+            more = step_text(p);
+        else if (p->mode == MODE_THINK)
+            more = step_think(p);
+        else if (p->mode == MODE_TOOL)
+            more = step_tool(p);
+        else
+            more = 0;
     }
     return NULL;
 }
@@ -200,7 +205,8 @@ hr_err *hr_out_parser_feed(hr_out_parser *p, const char *text, size_t len) {
 hr_err *hr_out_parser_finish(hr_out_parser *p) {
     if (p->mode == MODE_WHOLE && !emit_calls(p, p->buf, p->len))
         emit_text(p, HR_OUT_CONTENT, p->buf, p->len);
-    else if (p->mode == MODE_TOOL) tool_body(p, p->buf, p->len, 0);
+    else if (p->mode == MODE_TOOL)
+        tool_body(p, p->buf, p->len, 0);
     else if (p->mode != MODE_WHOLE)
         emit_text(p, p->mode == MODE_THINK ? HR_OUT_REASONING : HR_OUT_CONTENT, p->buf, p->len);
     p->len = 0;

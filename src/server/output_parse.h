@@ -25,16 +25,15 @@ typedef struct {
 typedef void (*hr_out_fn)(void *ud, const hr_out_event *ev);
 
 typedef struct {
-    int reasoning;        /* recognise <think>...</think> */
-    int in_reasoning;     /* the prompt already opened <think> */
-    hr_tool_format tools; /* HR_TOOLS_NONE: no tool parsing */
+    int reasoning;           /* recognise <think>...</think> */
+    int in_reasoning;        /* the prompt already opened <think> */
+    hr_tool_format tools;    /* HR_TOOLS_NONE: no tool parsing */
     const json_t *tool_defs; /* OpenAI-form tools (borrowed; may be NULL): XML parameter types */
 } hr_out_config;
 
 typedef struct hr_out_parser hr_out_parser;
 
-hr_err *hr_out_parser_create(const hr_out_config *cfg, hr_out_fn fn, void *ud,
-                             hr_out_parser **out);
+hr_err *hr_out_parser_create(const hr_out_config *cfg, hr_out_fn fn, void *ud, hr_out_parser **out);
 void hr_out_parser_free(hr_out_parser *p);
 /* Feeds generated text; events are delivered through fn before it returns. */
 hr_err *hr_out_parser_feed(hr_out_parser *p, const char *text, size_t len);

@@ -60,7 +60,9 @@ static const char *finish_str(const hr_reply *r) {
     return "stop";
 }
 
-static int is_chat(const hr_reply *r) { return r->req->api == HR_API_CHAT; }
+static int is_chat(const hr_reply *r) {
+    return r->req->api == HR_API_CHAT;
+}
 
 /* {"id", "object", "created", "model", "choices": [choice]} (+ "usage": null when the
  * stream reports usage at its end). Steals choice. */
@@ -81,15 +83,14 @@ static json_t *legacy_logprobs(const json_t *entries, size_t offset) {
         json_array_append(toks, json_object_get(e, "token"));
         json_array_append(lps, json_object_get(e, "logprob"));
         json_t *top = json_object();
-        json_array_foreach(json_object_get(e, "top_logprobs"), j, alt)
-            json_object_set(top, json_string_value(json_object_get(alt, "token")),
-                            json_object_get(alt, "logprob"));
+        json_array_foreach(json_object_get(e, "top_logprobs"), j, alt) json_object_set(
+            top, json_string_value(json_object_get(alt, "token")), json_object_get(alt, "logprob"));
         json_array_append_new(tops, top);
         json_array_append_new(offs, json_integer((json_int_t)offset));
         offset += json_string_length(json_object_get(e, "token"));
     }
-    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", toks, "token_logprobs", lps,
-                     "top_logprobs", tops, "text_offset", offs);
+    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", toks, "token_logprobs", lps, "top_logprobs",
+                     tops, "text_offset", offs);
 }
 
 /* The pending logprobs in the API's form (null when not requested); clears them. */
@@ -128,14 +129,15 @@ static void on_event(void *ud, const hr_out_event *ev) {
     if (ev->kind == HR_OUT_TOOL_CALL) {
         char id[48];
         hr_make_id(id, sizeof id, r->req->api == HR_API_MESSAGES ? "toolu_" : "call_");
-        json_array_append_new(r->tool_calls,
-                              json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function",
-                                        "function", "name", ev->tool_name, "arguments",
-                                        ev->tool_args));
+        json_array_append_new(r->tool_calls, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type",
+                                                       "function", "function", "name",
+                                                       ev->tool_name, "arguments", ev->tool_args));
     }
     if (!r->req->stream) return;
-    if (r->req->api == HR_API_MESSAGES) hr_anth_event(r, ev);
-    else openai_stream_event(r, ev);
+    if (r->req->api == HR_API_MESSAGES)
+        hr_anth_event(r, ev);
+    else
+        openai_stream_event(r, ev);
 }
 
 hr_err *hr_reply_create(const hr_gen_request *req, const char *model, long created,
@@ -149,7 +151,9 @@ hr_err *hr_reply_create(const hr_gen_request *req, const char *model, long creat
     r->model = strdup(req->model ? req->model : model);
     r->tool_calls = json_array();
     r->logprobs = json_array();
-    const char *prefix = req->api == HR_API_CHAT ? "chatcmpl-" : req->api == HR_API_MESSAGES ? "msg_" : "cmpl-";
+    const char *prefix = req->api == HR_API_CHAT       ? "chatcmpl-"
+                         : req->api == HR_API_MESSAGES ? "msg_"
+                                                       : "cmpl-";
     hr_make_id(r->id, sizeof r->id, prefix);
     if (!r->model || !r->tool_calls || !r->logprobs) return hr_reply_free(r), hr_err_oom();
     *out = r;
@@ -184,16 +188,18 @@ void hr_reply_begin(hr_reply *r, int prompt_tokens, int cached_tokens, int in_re
     if (!r->req->stream) return;
     if (r->req->api == HR_API_MESSAGES) hr_anth_start(r);
     if (is_chat(r))
-        hr_sse_put(r, NULL, chunk(r, chat_choice(r, json_pack("{s:s, s:s}", "role", "assistant",
-                                                              "content", ""), NULL)));
+        hr_sse_put(
+            r, NULL,
+            chunk(r, chat_choice(r, json_pack("{s:s, s:s}", "role", "assistant", "content", ""),
+                                 NULL)));
 }
 
 static json_t *alt_entry(const char *text, size_t len, float logprob) {
     json_t *bytes = json_array();
     for (size_t i = 0; i < len; i++)
         json_array_append_new(bytes, json_integer((unsigned char)text[i]));
-    return json_pack("{s:s%, s:f, s:o}", "token", text, len, "logprob", (double)logprob,
-                     "bytes", bytes);
+    return json_pack("{s:s%, s:f, s:o}", "token", text, len, "logprob", (double)logprob, "bytes",
+                     bytes);
 }
 
 static void add_logprobs(hr_reply *r, const hr_gen_token *t) {
@@ -217,20 +223,22 @@ void hr_reply_token(hr_reply *r, const hr_gen_token *t) {
     size_t offset = r->content.len;
     hr_sbuf_add(&r->content, text, t->len);
     if (r->req->stream && (t->len || r->req->logprobs))
-        hr_sse_put(r, NULL, chunk(r, json_pack("{s:i, s:s%, s:o, s:n}", "index", 0, "text",
-                                               text, t->len, "logprobs",
-                                               take_logprobs(r, offset), "finish_reason")));
+        hr_sse_put(r, NULL,
+                   chunk(r, json_pack("{s:i, s:s%, s:o, s:n}", "index", 0, "text", text, t->len,
+                                      "logprobs", take_logprobs(r, offset), "finish_reason")));
 }
 
 static void openai_stream_finish(hr_reply *r) {
     if (r->why == HR_FINISH_ERROR) {
-        hr_sse_put(r, NULL, hr_error_body(HR_API_CHAT, 500, r->detail ? r->detail : "engine error"));
+        hr_sse_put(r, NULL,
+                   hr_error_body(HR_API_CHAT, 500, r->detail ? r->detail : "engine error"));
     } else if (is_chat(r)) {
         hr_sse_put(r, NULL, chunk(r, chat_choice(r, json_object(), finish_str(r))));
     } else {
-        hr_sse_put(r, NULL, chunk(r, json_pack("{s:i, s:s, s:o, s:s}", "index", 0, "text", "",
-                                               "logprobs", take_logprobs(r, r->content.len),
-                                               "finish_reason", finish_str(r))));
+        hr_sse_put(
+            r, NULL,
+            chunk(r, json_pack("{s:i, s:s, s:o, s:s}", "index", 0, "text", "", "logprobs",
+                               take_logprobs(r, r->content.len), "finish_reason", finish_str(r))));
     }
     if (r->req->include_usage && r->why != HR_FINISH_ERROR) {
         json_t *c = chunk(r, json_object());
@@ -250,8 +258,10 @@ void hr_reply_finish(hr_reply *r, hr_finish_reason why, int completion_tokens, c
     r->completion_tokens = completion_tokens;
     if (detail) r->detail = strdup(detail);
     if (!r->req->stream) return;
-    if (r->req->api == HR_API_MESSAGES) hr_anth_finish(r);
-    else openai_stream_finish(r);
+    if (r->req->api == HR_API_MESSAGES)
+        hr_anth_finish(r);
+    else
+        openai_stream_finish(r);
 }
 
 char *hr_reply_take(hr_reply *r, size_t *len) {
@@ -264,11 +274,13 @@ char *hr_reply_take(hr_reply *r, size_t *len) {
 static json_t *chat_body(hr_reply *r) {
     int tools = json_array_size(r->tool_calls) > 0;
     json_t *msg = json_pack("{s:s}", "role", "assistant");
-    json_object_set_new(msg, "content", r->content.len || !tools
-                                            ? json_stringn(r->content.s ? r->content.s : "", r->content.len)
-                                            : json_null());
+    json_object_set_new(msg, "content",
+                        r->content.len || !tools
+                            ? json_stringn(r->content.s ? r->content.s : "", r->content.len)
+                            : json_null());
     if (r->reasoning.len)
-        json_object_set_new(msg, "reasoning_content", json_stringn(r->reasoning.s, r->reasoning.len));
+        json_object_set_new(msg, "reasoning_content",
+                            json_stringn(r->reasoning.s, r->reasoning.len));
     if (tools) json_object_set(msg, "tool_calls", r->tool_calls);
     return json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "message", msg, "logprobs",
                      take_logprobs(r, 0), "finish_reason", finish_str(r));
@@ -281,11 +293,11 @@ json_t *hr_reply_body(hr_reply *r, int *status) {
         return hr_error_body(r->req->api, 500, r->detail ? r->detail : "engine error");
     }
     if (r->req->api == HR_API_MESSAGES) return hr_anth_body(r);
-    json_t *choice = is_chat(r) ? chat_body(r)
-                                : json_pack("{s:i, s:s%, s:o, s:s}", "index", 0, "text",
-                                            r->content.s ? r->content.s : "", r->content.len,
-                                            "logprobs", take_logprobs(r, 0), "finish_reason",
-                                            finish_str(r));
+    json_t *choice = is_chat(r)
+                         ? chat_body(r)
+                         : json_pack("{s:i, s:s%, s:o, s:s}", "index", 0, "text",
+                                     r->content.s ? r->content.s : "", r->content.len, "logprobs",
+                                     take_logprobs(r, 0), "finish_reason", finish_str(r));
     return json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", r->id, "object",
                      is_chat(r) ? "chat.completion" : "text_completion", "created",
                      (json_int_t)r->created, "model", r->model, "choices", choice, "usage",

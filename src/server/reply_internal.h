@@ -36,7 +36,7 @@ struct hr_reply {
     int prompt_tokens, cached_tokens, completion_tokens;
     int began, finished;
     hr_finish_reason why;
-    char *detail; /* error message, or the stop string that ended generation */
+    char *detail;                    /* error message, or the stop string that ended generation */
     hr_sbuf content, reasoning, out; /* out: SSE bytes not yet taken */
     json_t *tool_calls;              /* OpenAI-form calls, arguments as strings */
     json_t *logprobs;                /* entries not yet sent (all of them when not streaming) */

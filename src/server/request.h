@@ -55,15 +55,15 @@ typedef struct {
     int top_logprobs; /* 0..20 alternatives per token */
 
     int stream;
-    int include_usage; /* OpenAI stream_options.include_usage */
-    int use_tools;     /* tools were given and tool_choice is not "none": parse tool calls */
+    int include_usage;      /* OpenAI stream_options.include_usage */
+    int use_tools;          /* tools were given and tool_choice is not "none": parse tool calls */
     char *reasoning_effort; /* NULL, or "none" | "low" | "medium" | "high" */
 } hr_gen_request;
 
 /* Limits the parsers check against. */
 typedef struct {
     int max_tokens_limit; /* largest max_tokens accepted (the context length) */
-    int vocab_size;       /* token ids (prompt arrays, logit_bias) must be below it; 0 = unchecked */
+    int vocab_size; /* token ids (prompt arrays, logit_bias) must be below it; 0 = unchecked */
 } hr_request_limits;
 
 /* Parsers: body is the request JSON (borrowed). On success *out is a new request
@@ -79,8 +79,8 @@ void hr_gen_request_free(hr_gen_request *r);
 /* POST /tokenize {"content" | "prompt": text, "add_special_tokens"} and POST /detokenize
  * {"tokens": [ids]}. */
 hr_err *hr_parse_tokenize_request(const json_t *body, const char **text, int *add_special);
-hr_err *hr_parse_detokenize_request(const json_t *body, const hr_request_limits *lim,
-                                    int32_t **ids, int *n);
+hr_err *hr_parse_detokenize_request(const json_t *body, const hr_request_limits *lim, int32_t **ids,
+                                    int *n);
 
 /* Shared by the chat and Anthropic parsers (request_common.c). */
 hr_gen_request *hr_gen_request_new(hr_api_kind api);

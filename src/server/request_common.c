@@ -37,8 +37,8 @@ static hr_err *num_in(const json_t *body, const char *key, double def, double lo
     double v;
     HR_TRY(hr_json_num(body, key, def, "request", &v));
     if (v < lo || v > hi || (lo_open && v == lo))
-        return hr_errf("request: \"%s\" must be in %s%g, %g], got %g", key, lo_open ? "(" : "[",
-                       lo, hi, v);
+        return hr_errf("request: \"%s\" must be in %s%g, %g], got %g", key, lo_open ? "(" : "[", lo,
+                       hi, v);
     *out = (float)v;
     return NULL;
 }
@@ -58,7 +58,8 @@ static hr_err *parse_logit_bias(const json_t *body, hr_gen_request *r) {
             return hr_errf("request: \"logit_bias\" key \"%s\" is not a token id", k);
         if (!json_is_number(v) || json_number_value(v) < -100 || json_number_value(v) > 100)
             return hr_errf("request: \"logit_bias\"[\"%s\"] must be a number in [-100, 100]", k);
-        r->logit_bias[r->n_logit_bias++] = (hr_logit_bias){(int32_t)id, (float)json_number_value(v)};
+        r->logit_bias[r->n_logit_bias++] =
+            (hr_logit_bias){(int32_t)id, (float)json_number_value(v)};
     }
     return NULL;
 }
@@ -100,7 +101,8 @@ static hr_err *add_stop(hr_gen_request *r, const char *key, const json_t *s) {
     size_t len = json_string_length(s);
     if (len == 0 || len > MAX_STOP_LEN)
         return hr_errf("request: \"%s\" strings must be 1..%d bytes", key, MAX_STOP_LEN);
-    if (r->n_stop == MAX_STOP) return hr_errf("request: \"%s\" has more than %d strings", key, MAX_STOP);
+    if (r->n_stop == MAX_STOP)
+        return hr_errf("request: \"%s\" has more than %d strings", key, MAX_STOP);
     if (!(r->stop[r->n_stop] = strdup(json_string_value(s)))) return hr_err_oom();
     r->n_stop++;
     return NULL;
@@ -133,8 +135,8 @@ hr_err *hr_parse_tokenize_request(const json_t *body, const char **text, int *ad
     return hr_json_bool(body, "add_special_tokens", 1, "request", add_special);
 }
 
-hr_err *hr_parse_detokenize_request(const json_t *body, const hr_request_limits *lim,
-                                    int32_t **ids, int *n) {
+hr_err *hr_parse_detokenize_request(const json_t *body, const hr_request_limits *lim, int32_t **ids,
+                                    int *n) {
     if (!json_is_object(body)) return hr_errf("request body must be a JSON object");
     const json_t *t = json_object_get(body, "tokens");
     if (!json_is_array(t)) return hr_errf("request: \"tokens\" must be an array of token ids");

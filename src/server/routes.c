@@ -16,11 +16,10 @@ static hr_err *health(hr_server *s, struct MHD_Connection *c, const char *body, 
 }
 
 static hr_err *models(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
-    return hr_http_reply_json(
-        c, 200,
-        json_pack("{s:s, s:[{s:s, s:s, s:i, s:s}]}", "object", "list", "data", "id",
-                  s->be->model_name(s->be->ctx), "object", "model", "created", 0, "owned_by",
-                  "hearth"));
+    return hr_http_reply_json(c, 200,
+                              json_pack("{s:s, s:[{s:s, s:s, s:i, s:s}]}", "object", "list", "data",
+                                        "id", s->be->model_name(s->be->ctx), "object", "model",
+                                        "created", 0, "owned_by", "hearth"));
 }
 
 /* Parses body as a JSON object, or replies 400 (*j NULL, return value from the reply). */
@@ -60,8 +59,8 @@ static hr_err *submit(hr_server *s, struct MHD_Connection *c, hr_gen_request *re
     }
     g->be = s->be;
     g->conn = c;
-    hr_err *e = hr_reply_create(req, s->be->model_name(s->be->ctx), (long)time(NULL), s->be,
-                                &g->reply);
+    hr_err *e =
+        hr_reply_create(req, s->be->model_name(s->be->ctx), (long)time(NULL), s->be, &g->reply);
     if (!e) e = s->be->submit(s->be->ctx, req, g->sink);
     if (e) {
         hr_sink_release(g->sink); /* the engine's reference: it never got the request */

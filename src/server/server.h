@@ -77,8 +77,8 @@ void hr_gen_sink_finish(hr_gen_sink *s, hr_finish_reason why, int completion_tok
 int hr_gen_sink_cancelled(const hr_gen_sink *s);
 
 typedef struct {
-    const char *host; /* default 127.0.0.1 */
-    int port;         /* 0 = any free port (see hr_server_port) */
+    const char *host;    /* default 127.0.0.1 */
+    int port;            /* 0 = any free port (see hr_server_port) */
     const char *api_key; /* NULL = no auth */
     size_t max_body;     /* bytes; 0 = 8 MiB */
 } hr_server_config;

@@ -15,8 +15,8 @@ typedef enum { EV_BEGIN, EV_TOKEN, EV_FINISH } ev_kind;
 typedef struct ev {
     struct ev *next;
     ev_kind kind;
-    int a, b, c;    /* begin: prompt, cached, in_reasoning; finish: why, completion tokens */
-    char *detail;   /* finish */
+    int a, b, c;      /* begin: prompt, cached, in_reasoning; finish: why, completion tokens */
+    char *detail;     /* finish */
     hr_gen_token tok; /* token: text, token_text and top[] point into this allocation */
 } ev;
 
@@ -68,8 +68,10 @@ void hr_sink_release(hr_gen_sink *s) {
 static void push(hr_gen_sink *s, ev *e) {
     if (!e) return; /* out of memory: the event is lost, finish still ends the request */
     pthread_mutex_lock(&s->mu);
-    if (s->tail) s->tail->next = e;
-    else s->head = e;
+    if (s->tail)
+        s->tail->next = e;
+    else
+        s->head = e;
     s->tail = e;
     pthread_cond_signal(&s->cv);
     pthread_mutex_unlock(&s->mu);
@@ -104,7 +106,9 @@ static ev *copy_token(const hr_gen_token *t) {
     return e;
 }
 
-void hr_gen_sink_token(hr_gen_sink *s, const hr_gen_token *t) { push(s, copy_token(t)); }
+void hr_gen_sink_token(hr_gen_sink *s, const hr_gen_token *t) {
+    push(s, copy_token(t));
+}
 
 void hr_gen_sink_finish(hr_gen_sink *s, hr_finish_reason why, int completion_tokens,
                         const char *detail) {
@@ -116,9 +120,13 @@ void hr_gen_sink_finish(hr_gen_sink *s, hr_finish_reason why, int completion_tok
     hr_sink_release(s);
 }
 
-int hr_gen_sink_cancelled(const hr_gen_sink *s) { return atomic_load(&s->cancelled); }
+int hr_gen_sink_cancelled(const hr_gen_sink *s) {
+    return atomic_load(&s->cancelled);
+}
 
-void hr_sink_cancel(hr_gen_sink *s) { atomic_store(&s->cancelled, 1); }
+void hr_sink_cancel(hr_gen_sink *s) {
+    atomic_store(&s->cancelled, 1);
+}
 
 static int apply(hr_reply *r, ev *e) {
     if (e->kind == EV_BEGIN) hr_reply_begin(r, e->a, e->b, e->c);

@@ -153,13 +153,17 @@ static json_t *py_seq(py_cur *c, int depth, char close, int is_dict) {
         }
         json_t *x = py_value(c, depth + 1);
         if (!x) break;
-        if (is_dict) json_object_set_new(v, json_string_value(k), x);
-        else json_array_append_new(v, x);
+        if (is_dict)
+            json_object_set_new(v, json_string_value(k), x);
+        else
+            json_array_append_new(v, x);
         json_decref(k);
         k = NULL;
         c->s = skip_ws(c->s, c->end);
-        if (c->s < c->end && *c->s == ',') c->s++;
-        else if (c->s == c->end || *c->s != close) break;
+        if (c->s < c->end && *c->s == ',')
+            c->s++;
+        else if (c->s == c->end || *c->s != close)
+            break;
     }
     json_decref(v);
     return NULL;
@@ -180,7 +184,9 @@ static json_t *py_value(py_cur *c, int depth) {
         size_t n = strlen(words[i].word);
         if ((size_t)(c->end - c->s) >= n && !memcmp(c->s, words[i].word, n)) {
             c->s += n;
-            return words[i].kind == 1 ? json_true() : words[i].kind == 2 ? json_false() : json_null();
+            return words[i].kind == 1   ? json_true()
+                   : words[i].kind == 2 ? json_false()
+                                        : json_null();
         }
     }
     const char *st = c->s;
@@ -237,13 +243,18 @@ static int parse_py_list(const char *s, size_t n, json_t *calls) {
     char quote = 0;
     for (const char *st = s, *p = s; p <= end; p++) {
         if (p < end && quote) {
-            if (*p == '\\') p++;
-            else if (*p == quote) quote = 0;
+            if (*p == '\\')
+                p++;
+            else if (*p == quote)
+                quote = 0;
             continue;
         }
-        if (p < end && (*p == '"' || *p == '\'')) quote = *p;
-        else if (p < end && strchr("([{", *p)) depth++;
-        else if (p < end && strchr(")]}", *p)) depth--;
+        if (p < end && (*p == '"' || *p == '\''))
+            quote = *p;
+        else if (p < end && strchr("([{", *p))
+            depth++;
+        else if (p < end && strchr(")]}", *p))
+            depth--;
         if (p < end && (depth || *p != ',')) continue;
         char *name, *args;
         if (!parse_py_call(st, (size_t)(p - st), &name, &args)) return 0;
@@ -278,8 +289,7 @@ static int parse_json_seq(const char *s, size_t n, json_t *calls) {
     }
 }
 
-static int parse_one(const char *s, size_t n, const json_t *defs,
-                     json_t *calls) {
+static int parse_one(const char *s, size_t n, const json_t *defs, json_t *calls) {
     char *name = NULL, *args = NULL;
     int ok = n && *s == '<' ? parse_xml_body(s, n, defs, &name, &args)
                             : parse_json_body(s, n, &name, &args);
@@ -295,8 +305,10 @@ json_t *hr_tool_body_parse(hr_tool_format fmt, const char *body, size_t len,
     size_t n = len - (size_t)(s - body);
     json_t *calls = json_array();
     int ok = 0;
-    if (fmt == HR_TOOLS_QWEN) ok = parse_one(s, n, tool_defs, calls);
-    else if (fmt == HR_TOOLS_LLAMA3) ok = parse_json_seq(s, n, calls);
+    if (fmt == HR_TOOLS_QWEN)
+        ok = parse_one(s, n, tool_defs, calls);
+    else if (fmt == HR_TOOLS_LLAMA3)
+        ok = parse_json_seq(s, n, calls);
     else if (fmt == HR_TOOLS_GEMMA)
         ok = n && *s == '{' ? parse_json_seq(s, n, calls) : parse_py_list(s, n, calls);
     if (!ok) {

@@ -64,7 +64,8 @@ static const char *WEATHER_TOOLS =
 
 static const pcase CASES[] = {
     {"plain", HR_TOOLS_QWEN, 1, 0, "Hello <b>world</b> <thin", "Hello <b>world</b> <thin", "", ""},
-    {"think", HR_TOOLS_NONE, 1, 0, "<think>\nstep 1\n</think>\n\nAnswer: 4", "Answer: 4", "\nstep 1\n", ""},
+    {"think", HR_TOOLS_NONE, 1, 0, "<think>\nstep 1\n</think>\n\nAnswer: 4", "Answer: 4",
+     "\nstep 1\n", ""},
     {"think_in_prompt", HR_TOOLS_NONE, 1, 1, "plan</think>done", "done", "plan", ""},
     {"think_unclosed", HR_TOOLS_NONE, 1, 0, "<think>still going", "", "still going", ""},
     {"think_off", HR_TOOLS_NONE, 0, 0, "<think>x</think>y", "<think>x</think>y", "", ""},
@@ -78,43 +79,58 @@ static const pcase CASES[] = {
      "\n", "", "0:a{};1:b{\"k\":[1,2]};"},
     {"qwen_bad_json", HR_TOOLS_QWEN, 0, 0, "x<tool_call>{not json}</tool_call>y",
      "x<tool_call>{not json}</tool_call>y", "", ""},
-    {"qwen_unclosed_ok", HR_TOOLS_QWEN, 0, 0, "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}",
-     "", "", "0:f{\"a\":1};"},
-    {"qwen_unclosed_bad", HR_TOOLS_QWEN, 0, 0, "ok <tool_call>{\"name\": \"f\"", "ok <tool_call>{\"name\": \"f\"", "", ""},
+    {"qwen_unclosed_ok", HR_TOOLS_QWEN, 0, 0,
+     "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}", "", "", "0:f{\"a\":1};"},
+    {"qwen_unclosed_bad", HR_TOOLS_QWEN, 0, 0, "ok <tool_call>{\"name\": \"f\"",
+     "ok <tool_call>{\"name\": \"f\"", "", ""},
     {"qwen_xml", HR_TOOLS_QWEN, 0, 0,
      "Sure.\n<tool_call>\n<function=get_weather>\n<parameter=city>\nNew York\n</parameter>\n"
-     "<parameter=days>\n3\n</parameter>\n<parameter=zip>\n10001\n</parameter>\n</function>\n</tool_call>",
+     "<parameter=days>\n3\n</parameter>\n<parameter=zip>\n10001\n</parameter>\n</function>\n</"
+     "tool_call>",
      "Sure.\n", "", "0:get_weather{\"city\":\"New York\",\"days\":3,\"zip\":\"10001\"};"},
     {"qwen_xml_untyped", HR_TOOLS_QWEN, 0, 0,
-     "<tool_call><function=f><parameter=obj>{\"a\": true}</parameter><parameter=s>hi there</parameter>"
+     "<tool_call><function=f><parameter=obj>{\"a\": true}</parameter><parameter=s>hi "
+     "there</parameter>"
      "</function></tool_call>",
      "", "", "0:f{\"obj\":{\"a\":true},\"s\":\"hi there\"};"},
-    {"qwen_xml_broken", HR_TOOLS_QWEN, 0, 0, "<tool_call><function=f><parameter=x>1</function></tool_call>",
+    {"qwen_xml_broken", HR_TOOLS_QWEN, 0, 0,
+     "<tool_call><function=f><parameter=x>1</function></tool_call>",
      "<tool_call><function=f><parameter=x>1</function></tool_call>", "", ""},
     {"llama_json", HR_TOOLS_LLAMA3, 0, 0,
      "{\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}", "", "",
      "0:get_weather{\"city\":\"Oslo\"};"},
     {"llama_python_tag", HR_TOOLS_LLAMA3, 0, 0,
-     "<|python_tag|>{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": {\"x\": 1}}",
+     "<|python_tag|>{\"name\": \"a\", \"parameters\": {}}; {\"name\": \"b\", \"parameters\": "
+     "{\"x\": 1}}",
      "", "", "0:a{};1:b{\"x\":1};"},
-    {"llama_text", HR_TOOLS_LLAMA3, 0, 0, "The {braces} here are text.", "The {braces} here are text.", "", ""},
+    {"llama_text", HR_TOOLS_LLAMA3, 0, 0, "The {braces} here are text.",
+     "The {braces} here are text.", "", ""},
     {"llama_json_not_call", HR_TOOLS_LLAMA3, 0, 0, "{\"answer\": 42}", "{\"answer\": 42}", "", ""},
     {"llama_partial_tag_text", HR_TOOLS_LLAMA3, 0, 0, "<|py", "<|py", "", ""},
     {"gemma_call", HR_TOOLS_GEMMA, 0, 0,
-     "I'll look.\n```tool_code\nget_weather(city=\"London\", days=2, metric=True, tags=['a', \"b\"], "
+     "I'll look.\n```tool_code\nget_weather(city=\"London\", days=2, metric=True, tags=['a', "
+     "\"b\"], "
      "opts={'x': None})\n```\n",
      "I'll look.\n\n", "",
-     "0:get_weather{\"city\":\"London\",\"days\":2,\"metric\":true,\"tags\":[\"a\",\"b\"],\"opts\":{\"x\":null}};"},
+     "0:get_weather{\"city\":\"London\",\"days\":2,\"metric\":true,\"tags\":[\"a\",\"b\"],\"opts\":"
+     "{\"x\":null}};"},
     {"gemma_list", HR_TOOLS_GEMMA, 0, 0, "```tool_code\n[f()]\n```", "", "", "0:f{};"},
-    {"gemma_json", HR_TOOLS_GEMMA, 0, 0, "```tool_code\n{\"name\": \"f\", \"parameters\": {\"q\": \"x\"}}\n```",
-     "", "", "0:f{\"q\":\"x\"};"},
+    {"gemma_json", HR_TOOLS_GEMMA, 0, 0,
+     "```tool_code\n{\"name\": \"f\", \"parameters\": {\"q\": \"x\"}}\n```", "", "",
+     "0:f{\"q\":\"x\"};"},
     {"gemma_bare_list", HR_TOOLS_GEMMA, 0, 0, " [get_weather(city='Rome'), f()]\n", "", "",
      "0:get_weather{\"city\":\"Rome\"};1:f{};"},
-    {"gemma_bare_json", HR_TOOLS_GEMMA, 0, 0, "{\"name\": \"f\", \"parameters\": {}}", "", "", "0:f{};"},
-    {"gemma_bracket_text", HR_TOOLS_GEMMA, 0, 0, "[1] is a footnote.", "[1] is a footnote.", "", ""},
-    {"gemma_bad", HR_TOOLS_GEMMA, 0, 0, "```tool_code\nprint(1 +\n```", "```tool_code\nprint(1 +\n```", "", ""},
-    {"gemma_other_fence", HR_TOOLS_GEMMA, 0, 0, "```python\nx = 1\n```", "```python\nx = 1\n```", "", ""},
-    {"utf8", HR_TOOLS_QWEN, 1, 0, "<think>日本</think>héllo 👋<tool_call>{\"name\": \"ü\", \"arguments\": {\"s\": \"é\"}}</tool_call>",
+    {"gemma_bare_json", HR_TOOLS_GEMMA, 0, 0, "{\"name\": \"f\", \"parameters\": {}}", "", "",
+     "0:f{};"},
+    {"gemma_bracket_text", HR_TOOLS_GEMMA, 0, 0, "[1] is a footnote.", "[1] is a footnote.", "",
+     ""},
+    {"gemma_bad", HR_TOOLS_GEMMA, 0, 0, "```tool_code\nprint(1 +\n```",
+     "```tool_code\nprint(1 +\n```", "", ""},
+    {"gemma_other_fence", HR_TOOLS_GEMMA, 0, 0, "```python\nx = 1\n```", "```python\nx = 1\n```",
+     "", ""},
+    {"utf8", HR_TOOLS_QWEN, 1, 0,
+     "<think>日本</think>héllo 👋<tool_call>{\"name\": \"ü\", \"arguments\": {\"s\": "
+     "\"é\"}}</tool_call>",
      "héllo 👋", "日本", "0:ü{\"s\":\"é\"};"},
 };
 
@@ -122,18 +138,22 @@ static void test_cases_all_splits(void) {
     for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
         const pcase *k = &CASES[i];
         json_t *defs = json_loads(WEATHER_TOOLS, 0, NULL);
-        hr_out_config cfg = {.reasoning = k->reasoning, .in_reasoning = k->in_reasoning,
-                             .tools = k->fmt, .tool_defs = defs};
+        hr_out_config cfg = {.reasoning = k->reasoning,
+                             .in_reasoning = k->in_reasoning,
+                             .tools = k->fmt,
+                             .tool_defs = defs};
         for (int mode = 0; mode < 3; mode++)
             for (int rep = 0; rep < (mode == 2 ? 50 : 1); rep++) {
                 collect c;
                 run(&cfg, k->text, mode, &c);
                 HR_CHECK(c.nc == strlen(k->content) && !memcmp(c.content, k->content, c.nc),
-                         "%s mode %d: content [%.*s] want [%s]", k->name, mode, (int)c.nc, c.content, k->content);
-                HR_CHECK(c.nr == strlen(k->reasoning_out) && !memcmp(c.reasoning, k->reasoning_out, c.nr),
+                         "%s mode %d: content [%.*s] want [%s]", k->name, mode, (int)c.nc,
+                         c.content, k->content);
+                HR_CHECK(c.nr == strlen(k->reasoning_out) &&
+                             !memcmp(c.reasoning, k->reasoning_out, c.nr),
                          "%s mode %d: reasoning [%.*s]", k->name, mode, (int)c.nr, c.reasoning);
-                HR_CHECK(!strcmp(c.tools, k->tools), "%s mode %d: tools [%s] want [%s]", k->name, mode,
-                         c.tools, k->tools);
+                HR_CHECK(!strcmp(c.tools, k->tools), "%s mode %d: tools [%s] want [%s]", k->name,
+                         mode, c.tools, k->tools);
             }
         json_decref(defs);
     }
@@ -151,11 +171,13 @@ static void test_streams_live(void) {
              "held back only the marker prefix: [%.*s]", (int)c.nc, c.content);
     const char *b = "_call>{\"name\": \"f\", \"arguments\": {}}</tool_call>";
     HR_CHECK_OK(hr_out_parser_feed(p, b, strlen(b)));
-    HR_CHECK(!strcmp(c.tools, "0:f{};") && hr_out_parser_tool_calls(p) == 1, "call out before finish: %s", c.tools);
+    HR_CHECK(!strcmp(c.tools, "0:f{};") && hr_out_parser_tool_calls(p) == 1,
+             "call out before finish: %s", c.tools);
     HR_CHECK_OK(hr_out_parser_feed(p, "<th", 3));
     HR_CHECK(c.nr == 0, "no reasoning yet");
     HR_CHECK_OK(hr_out_parser_feed(p, "ink>why", 7));
-    HR_CHECK(c.nr == 3 && !memcmp(c.reasoning, "why", 3), "reasoning streams: [%.*s]", (int)c.nr, c.reasoning);
+    HR_CHECK(c.nr == 3 && !memcmp(c.reasoning, "why", 3), "reasoning streams: [%.*s]", (int)c.nr,
+             c.reasoning);
     hr_out_parser_finish(p);
     hr_out_parser_free(p);
 }
@@ -194,19 +216,21 @@ static void test_body_parse(void) {
         {HR_TOOLS_GEMMA, "[f(a='x, y'), g(b=[1, (2)])]", "-"},
         {HR_TOOLS_GEMMA, "[f(a='x, y'), g(b=[1, 2])]", "f {\"a\":\"x, y\"};g {\"b\":[1,2]};"},
         {HR_TOOLS_GEMMA, "[]", "-"},
-        {HR_TOOLS_GEMMA, "f(a=[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]])", "-"},
+        {HR_TOOLS_GEMMA,
+         "f(a=[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]])", "-"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *got = body(cases[i].fmt, cases[i].in);
-        HR_CHECK(!strcmp(got, cases[i].want), "case %zu %s: got [%s] want [%s]", i, cases[i].in, got,
-                 cases[i].want);
+        HR_CHECK(!strcmp(got, cases[i].want), "case %zu %s: got [%s] want [%s]", i, cases[i].in,
+                 got, cases[i].want);
     }
 }
 
 /* Random garbage around markers must never crash or lose bytes when it stays content. */
 static void test_random_no_loss(void) {
-    static const char *atoms[] = {"<", "think>", "</think>", "<tool_call>", "</tool_call>", "```",
-                                  "tool_code", "{", "}", "\"name\"", ":", "a", " ", "\n", "<|python_tag|>"};
+    static const char *atoms[] = {"<",   "think>",    "</think>", "<tool_call>", "</tool_call>",
+                                  "```", "tool_code", "{",        "}",           "\"name\"",
+                                  ":",   "a",         " ",        "\n",          "<|python_tag|>"};
     for (int it = 0; it < 300; it++) {
         char text[512] = "";
         int n = 1 + (int)(rnd() % 30);
@@ -218,11 +242,12 @@ static void test_random_no_loss(void) {
             run(&cfg, text, 0, &whole);
             run(&cfg, text, 1, &bytes);
             HR_CHECK(whole.nc == bytes.nc && !memcmp(whole.content, bytes.content, whole.nc) &&
-                     whole.nr == bytes.nr && !strcmp(whole.tools, bytes.tools),
+                         whole.nr == bytes.nr && !strcmp(whole.tools, bytes.tools),
                      "split-dependent result for fmt %d: %s", f, text);
             if (!whole.tools[0] && !cfg.reasoning)
                 HR_CHECK(whole.nc == strlen(text) && !memcmp(whole.content, text, whole.nc),
-                         "lost bytes for fmt %d: %s -> %.*s", f, text, (int)whole.nc, whole.content);
+                         "lost bytes for fmt %d: %s -> %.*s", f, text, (int)whole.nc,
+                         whole.content);
         }
     }
 }

@@ -52,15 +52,23 @@ static void *fake_run(void *arg) {
         }
         size_t piece = endless ? len : (len - off < 3 ? len - off : 3);
         hr_token_alt alt = {s + off, piece, -1.25f};
-        hr_gen_token t = {.text = s + off, .len = piece, .token = n, .token_text = s + off,
-                          .token_len = piece, .logprob = -0.25f, .top = &alt, .n_top = 1};
+        hr_gen_token t = {.text = s + off,
+                          .len = piece,
+                          .token = n,
+                          .token_text = s + off,
+                          .token_len = piece,
+                          .logprob = -0.25f,
+                          .top = &alt,
+                          .n_top = 1};
         hr_gen_sink_token(j->sink, &t);
         n++;
         if (!endless) off += piece;
         usleep((useconds_t)delay);
     }
-    if (strstr(j->text, "FAIL")) hr_gen_sink_finish(j->sink, HR_FINISH_ERROR, n, "scripted failure");
-    else hr_gen_sink_finish(j->sink, why, n, NULL);
+    if (strstr(j->text, "FAIL"))
+        hr_gen_sink_finish(j->sink, HR_FINISH_ERROR, n, "scripted failure");
+    else
+        hr_gen_sink_finish(j->sink, why, n, NULL);
     atomic_fetch_sub(&j->fe->active, 1);
     free(j->text);
     free(j);
@@ -96,7 +104,9 @@ static hr_err *fake_submit(void *ctx, const hr_gen_request *req, hr_gen_sink *si
     return NULL;
 }
 
-static const char *fake_name(void *ctx) { return "fake-model"; }
+static const char *fake_name(void *ctx) {
+    return "fake-model";
+}
 
 static void fake_stats(void *ctx, json_t *out) {
     fake_engine *fe = ctx;
@@ -181,15 +191,19 @@ int main(void) {
         return hr_test_summary() | 1;
     }
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "python3 tests/server/http_client.py %d sekret 2>&1", hr_server_port(s));
+    snprintf(cmd, sizeof cmd, "python3 tests/server/http_client.py %d sekret 2>&1",
+             hr_server_port(s));
     run_client(cmd);
-    snprintf(cmd, sizeof cmd, "bash tests/server/bench_client.sh %d sekret 2>&1", hr_server_port(s));
+    snprintf(cmd, sizeof cmd, "bash tests/server/bench_client.sh %d sekret 2>&1",
+             hr_server_port(s));
     run_client(cmd);
     snprintf(cmd, sizeof cmd, "bash tests/server/openai_npm.sh %d sekret 2>&1", hr_server_port(s));
     run_client(cmd);
     hr_server_stop(s);
     for (int i = 0; i < 500 && atomic_load(&FE.active); i++)
         usleep(10000);
-    if (atomic_load(&FE.active)) printf("FAIL drain: %d fake requests still running\n", atomic_load(&FE.active)), hr_t_failed++;
+    if (atomic_load(&FE.active))
+        printf("FAIL drain: %d fake requests still running\n", atomic_load(&FE.active)),
+            hr_t_failed++;
     return hr_test_summary();
 }
