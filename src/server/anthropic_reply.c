@@ -2,6 +2,7 @@
  * sequence message_start, (content_block_start, ping after the first one,
  * content_block_delta..., content_block_stop)*, message_delta, message_stop. Blocks are
  * thinking (thinking_delta), text (text_delta) and tool_use (one input_json_delta). */
+#include "base/json.h"
 #include "server/reply_internal.h"
 
 enum { BLOCK_TEXT, BLOCK_THINKING, BLOCK_TOOL };
@@ -79,8 +80,8 @@ void hr_anth_event(hr_reply *r, const hr_out_event *ev) {
                    thinking ? json_pack("{s:s, s:s, s:s}", "type", "thinking", "thinking", "",
                                         "signature", "")
                             : json_pack("{s:s, s:s}", "type", "text", "text", ""));
-    delta(r, json_pack("{s:s, s:s%}", "type", thinking ? "thinking_delta" : "text_delta",
-                       thinking ? "thinking" : "text", ev->text, ev->len));
+    delta(r, json_pack("{s:s, s:o}", "type", thinking ? "thinking_delta" : "text_delta",
+                       thinking ? "thinking" : "text", hr_json_string_lossy(ev->text, ev->len)));
 }
 
 void hr_anth_finish(hr_reply *r) {
@@ -102,11 +103,13 @@ json_t *hr_anth_body(hr_reply *r) {
     json_t *content = json_array();
     if (r->reasoning.len)
         json_array_append_new(content,
-                              json_pack("{s:s, s:s%, s:s}", "type", "thinking", "thinking",
-                                        r->reasoning.s, r->reasoning.len, "signature", ""));
+                              json_pack("{s:s, s:o, s:s}", "type", "thinking", "thinking",
+                                        hr_json_string_lossy(r->reasoning.s, r->reasoning.len),
+                                        "signature", ""));
     if (r->content.len)
-        json_array_append_new(content, json_pack("{s:s, s:s%}", "type", "text", "text",
-                                                 r->content.s, r->content.len));
+        json_array_append_new(content,
+                              json_pack("{s:s, s:o}", "type", "text", "text",
+                                        hr_json_string_lossy(r->content.s, r->content.len)));
     size_t i;
     const json_t *tc;
     json_array_foreach(r->tool_calls, i, tc) {

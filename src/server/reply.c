@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <sys/random.h>
 
+#include "base/json.h"
 #include "server/reply_internal.h"
 
 void hr_make_id(char *buf, size_t cap, const char *prefix) {
@@ -115,8 +116,8 @@ static void openai_stream_event(hr_reply *r, const hr_out_event *ev) {
         json_object_set_new(d, "index", json_integer(ev->tool_index));
         delta = json_pack("{s:[o]}", "tool_calls", d);
     } else {
-        delta = json_pack("{s:s%}", ev->kind == HR_OUT_REASONING ? "reasoning_content" : "content",
-                          ev->text, ev->len);
+        delta = json_pack("{s:o}", ev->kind == HR_OUT_REASONING ? "reasoning_content" : "content",
+                          hr_json_string_lossy(ev->text, ev->len));
     }
     hr_sse_put(r, NULL, chunk(r, chat_choice(r, delta, NULL)));
 }
@@ -198,8 +199,8 @@ static json_t *alt_entry(const char *text, size_t len, float logprob) {
     json_t *bytes = json_array();
     for (size_t i = 0; i < len; i++)
         json_array_append_new(bytes, json_integer((unsigned char)text[i]));
-    return json_pack("{s:s%, s:f, s:o}", "token", text, len, "logprob", (double)logprob, "bytes",
-                     bytes);
+    return json_pack("{s:o, s:f, s:o}", "token", hr_json_string_lossy(text, len), "logprob",
+                     (double)logprob, "bytes", bytes);
 }
 
 static void add_logprobs(hr_reply *r, const hr_gen_token *t) {
@@ -224,8 +225,9 @@ void hr_reply_token(hr_reply *r, const hr_gen_token *t) {
     hr_sbuf_add(&r->content, text, t->len);
     if (r->req->stream && (t->len || r->req->logprobs))
         hr_sse_put(r, NULL,
-                   chunk(r, json_pack("{s:i, s:s%, s:o, s:n}", "index", 0, "text", text, t->len,
-                                      "logprobs", take_logprobs(r, offset), "finish_reason")));
+                   chunk(r, json_pack("{s:i, s:o, s:o, s:n}", "index", 0, "text",
+                                      hr_json_string_lossy(text, t->len), "logprobs",
+                                      take_logprobs(r, offset), "finish_reason")));
 }
 
 static void openai_stream_finish(hr_reply *r) {
@@ -276,11 +278,11 @@ static json_t *chat_body(hr_reply *r) {
     json_t *msg = json_pack("{s:s}", "role", "assistant");
     json_object_set_new(msg, "content",
                         r->content.len || !tools
-                            ? json_stringn(r->content.s ? r->content.s : "", r->content.len)
+                            ? hr_json_string_lossy(r->content.s ? r->content.s : "", r->content.len)
                             : json_null());
     if (r->reasoning.len)
         json_object_set_new(msg, "reasoning_content",
-                            json_stringn(r->reasoning.s, r->reasoning.len));
+                            hr_json_string_lossy(r->reasoning.s, r->reasoning.len));
     if (tools) json_object_set(msg, "tool_calls", r->tool_calls);
     return json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "message", msg, "logprobs",
                      take_logprobs(r, 0), "finish_reason", finish_str(r));
@@ -293,11 +295,12 @@ json_t *hr_reply_body(hr_reply *r, int *status) {
         return hr_error_body(r->req->api, 500, r->detail ? r->detail : "engine error");
     }
     if (r->req->api == HR_API_MESSAGES) return hr_anth_body(r);
-    json_t *choice = is_chat(r)
-                         ? chat_body(r)
-                         : json_pack("{s:i, s:s%, s:o, s:s}", "index", 0, "text",
-                                     r->content.s ? r->content.s : "", r->content.len, "logprobs",
-                                     take_logprobs(r, 0), "finish_reason", finish_str(r));
+    json_t *choice =
+        is_chat(r)
+            ? chat_body(r)
+            : json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "text",
+                        hr_json_string_lossy(r->content.s ? r->content.s : "", r->content.len),
+                        "logprobs", take_logprobs(r, 0), "finish_reason", finish_str(r));
     return json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", r->id, "object",
                      is_chat(r) ? "chat.completion" : "text_completion", "created",
                      (json_int_t)r->created, "model", r->model, "choices", choice, "usage",

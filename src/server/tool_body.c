@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "server/output_parse.h"
 
 static char *dump_args(const json_t *args) {
@@ -72,7 +73,7 @@ static json_t *xml_value(const char *v, const char *end, const char *type) {
         json_t *j = json_loadb(v, (size_t)(end - v), JSON_DECODE_ANY, NULL);
         if (j) return j;
     }
-    return json_stringn_nocheck(v, (size_t)(end - v));
+    return hr_json_string_lossy(v, (size_t)(end - v));
 }
 
 static int parse_xml_params(const char *s, const char *end, const char *fn, const json_t *defs,
@@ -86,8 +87,10 @@ static int parse_xml_params(const char *s, const char *end, const char *fn, cons
         const char *close = find(gt + 1, end, "</parameter>");
         if (!close) return 0;
         char *p = strndup(pn, (size_t)(gt - pn));
-        json_object_set_new(args, p, xml_value(gt + 1, close, param_type(defs, fn, p)));
+        int bad =
+            !p || json_object_set_new(args, p, xml_value(gt + 1, close, param_type(defs, fn, p)));
         free(p);
+        if (bad) return 0; /* a name that is not UTF-8 */
         s = close + 12;
     }
 }
@@ -100,8 +103,9 @@ static int parse_xml_body(const char *body, size_t len, const json_t *defs, char
     const char *close = find(s, end, "</function>");
     if (!gt || !close || close < gt || skip_ws(close + 11, end) != end) return 0;
     char *n = strndup(s + 10, (size_t)(gt - s - 10));
-    json_t *a = json_object();
-    int ok = n && *n && parse_xml_params(gt + 1, close, n, defs, a);
+    json_t *a = json_object(), *valid = n ? json_string(n) : NULL;
+    int ok = valid && *n && parse_xml_params(gt + 1, close, n, defs, a);
+    json_decref(valid);
     if (ok) {
         *name = n;
         *args = dump_args(a);

@@ -384,7 +384,28 @@ static void test_errors(void) {
     hr_gen_request_free(q);
 }
 
+/* Invalid UTF-8 becomes U+FFFD in text (the body joins split sequences first); logprobs
+ * keep the raw bytes. */
+static void test_invalid_utf8(void) {
+    hr_gen_request *q = req(hr_parse_chat_request,
+                            "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logprobs\": true}");
+    hr_reply *r;
+    HR_CHECK_OK(hr_reply_create(q, "m", 5, &BE, &r));
+    const char *p[] = {"a\xff", "\xe6\x97", "\xa5\xed\xa0\x80", NULL};
+    script(r, p, HR_FINISH_STOP);
+    int status;
+    json_t *b = hr_reply_body(r, &status);
+    HR_CHECK(!strcmp(path_str(b, "choices.0.message.content"),
+                     "a\xef\xbf\xbd\xe6\x97\xa5\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"),
+             "content [%s]", path_str(b, "choices.0.message.content"));
+    HR_CHECK(path_int(b, "choices.0.logprobs.content.0.bytes.1") == 0xff, "bytes kept");
+    json_decref(b);
+    hr_reply_free(r);
+    hr_gen_request_free(q);
+}
+
 int main(void) {
+    HR_RUN(test_invalid_utf8);
     HR_RUN(test_chat_body);
     HR_RUN(test_chat_stream);
     HR_RUN(test_completion);
