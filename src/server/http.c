@@ -96,7 +96,10 @@ static void sse_free(void *cls) {
 hr_err *hr_http_reply_sse(struct MHD_Connection *c, hr_http_gen *g) {
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, g, sse_free);
-    if (!r) return hr_http_gen_free(g), hr_err_oom();
+    if (!r) {
+        sse_free(g); /* stops the engine's work on it first */
+        return hr_err_oom();
+    }
     MHD_add_response_header(r, "Content-Type", SSE_TYPE);
     MHD_add_response_header(r, "Cache-Control", "no-cache");
     enum MHD_Result ok = MHD_queue_response(c, 200, r);
@@ -109,12 +112,22 @@ typedef struct {
     int too_large;
 } conn_state;
 
+/* Compares in time independent of where the strings differ. */
+static int key_equal(const char *given, const char *key) {
+    size_t n = strlen(key), m = strlen(given);
+    unsigned char diff = n != m;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned char)(key[i] ^ given[i < m ? i : 0]);
+    return !diff;
+}
+
+/* "Authorization: Bearer KEY" (OpenAI) or "x-api-key: KEY" (Anthropic). */
 static int authorized(const hr_server *s, struct MHD_Connection *c) {
     if (!s->cfg.api_key) return 1;
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     const char *xkey = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key");
-    if (xkey && !strcmp(xkey, s->cfg.api_key)) return 1;
-    return auth && !strncmp(auth, "Bearer ", 7) && !strcmp(auth + 7, s->cfg.api_key);
+    if (xkey && key_equal(xkey, s->cfg.api_key)) return 1;
+    return auth && !strncmp(auth, "Bearer ", 7) && key_equal(auth + 7, s->cfg.api_key);
 }
 
 static enum MHD_Result dispatch(hr_server *s, struct MHD_Connection *c, const char *url,

@@ -96,6 +96,16 @@ def test_routes():
     check("405", st == 405 and "POST" in body["error"]["message"], body)
     st, body, _ = request("POST", "/v1/chat/completions", raw=b"{" + b" " * 70000 + b"}")
     check("413", st == 413 and "larger than 65536" in body["error"]["message"], body)
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10)
+    c.request("POST", "/v1/messages", body=iter([b"{", b" " * 40000, b" " * 40000, b"}"]),
+              headers=dict(AUTH, **{"Content-Type": "application/json"}), encode_chunked=True)
+    r = c.getresponse()
+    body = json.loads(r.read())
+    check("413_chunked_anthropic", r.status == 413 and body["error"]["type"] == "request_too_large", body)
+    st, body, _ = request("POST", "/v1/chat/completions", chat("x"), headers={"Authorization": "Bearer sekret2"})
+    check("401_key_prefix", st == 401, body)
+    st, body, _ = request("POST", "/v1/chat/completions", chat("x"), headers={"Authorization": "Bearer sekre"})
+    check("401_key_shorter", st == 401, body)
 
 
 def test_bad_requests():
