@@ -95,6 +95,8 @@ static hr_err *norm_message(const json_t *m, size_t i, json_t *out) {
         json_object_set_new(n, "content", t);
     } else if (!is_asst || !tcs) {
         return hr_errf("%s.content is required", where);
+    } else {
+        json_object_set_new(n, "content", json_string("")); /* templates treat it as text */
     }
     if (tcs && !json_is_null(tcs)) {
         if (!is_asst) return hr_errf("%s.tool_calls is only allowed on assistant messages", where);

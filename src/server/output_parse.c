@@ -213,3 +213,28 @@ hr_err *hr_out_parser_finish(hr_out_parser *p) {
     p->mode = MODE_TEXT;
     return NULL;
 }
+
+void hr_output_format_detect(const char *src, hr_tool_format *tools, int *reasoning) {
+    *reasoning = strstr(src, THINK_OPEN) || strstr(src, THINK_CLOSE);
+    if (strstr(src, "<tool_call>"))
+        *tools = HR_TOOLS_QWEN;
+    else if (strstr(src, PYTHON_TAG) || strstr(src, "<|start_header_id|>"))
+        *tools = HR_TOOLS_LLAMA3;
+    else if (strstr(src, "<start_of_turn>"))
+        *tools = HR_TOOLS_GEMMA;
+    else
+        *tools = HR_TOOLS_NONE;
+}
+
+/* Last occurrence of needle in s, or NULL. */
+static const char *find_last(const char *s, const char *needle) {
+    const char *last = NULL;
+    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
+        last = p;
+    return last;
+}
+
+int hr_prompt_in_reasoning(const char *prompt) {
+    const char *open = find_last(prompt, THINK_OPEN), *close = find_last(prompt, THINK_CLOSE);
+    return open && (!close || close < open);
+}
