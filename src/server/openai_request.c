@@ -281,7 +281,7 @@ static hr_err *parse_completion(const json_t *body, const hr_request_limits *lim
                                 hr_gen_request *r) {
     HR_TRY(parse_common(body, r));
     HR_TRY(hr_parse_max_tokens(body, "max_tokens", 0, lim, r));
-    if (!json_object_get(body, "max_tokens"))
+    if (!r->max_tokens) /* OpenAI's default for completions */
         r->max_tokens = lim->max_tokens_limit < 16 ? lim->max_tokens_limit : 16;
     int64_t lp;
     HR_TRY(hr_json_int(body, "logprobs", 0, "request", &lp));

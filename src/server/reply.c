@@ -217,8 +217,8 @@ void hr_reply_token(hr_reply *r, const hr_gen_token *t) {
     hr_reply_begin(r, 0, 0, 0);
     if (r->req->logprobs) add_logprobs(r, t);
     const char *text = t->text ? t->text : "";
-    if (r->parser) {
-        hr_out_parser_feed(r->parser, text, t->len);
+    if (r->req->api != HR_API_COMPLETION) {
+        if (r->parser) hr_out_parser_feed(r->parser, text, t->len); /* NULL only on OOM */
         return;
     }
     size_t offset = r->content.len;
