@@ -30,7 +30,8 @@ hr_err *hr_http_reply_error(struct MHD_Connection *c, hr_api_kind api, int statu
     return hr_http_reply_json(c, status, hr_error_body(api, status, msg));
 }
 
-int hr_http_client_gone(struct MHD_Connection *c) {
+/* The client closed its end (poll RDHUP without blocking). */
+static int client_gone(struct MHD_Connection *c) {
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
     if (!ci) return 1;
@@ -51,7 +52,7 @@ void hr_http_gen_free(hr_http_gen *g) {
 void hr_http_gen_wait(hr_http_gen *g) {
     if (g->done) return;
     g->done = hr_sink_drain(g->sink, g->reply, 50);
-    if (!g->cancelled && hr_http_client_gone(g->conn)) {
+    if (!g->cancelled && client_gone(g->conn)) {
         g->cancelled = 1;
         hr_sink_cancel(g->sink);
         if (g->be->cancel) g->be->cancel(g->be->ctx, g->sink);

@@ -43,7 +43,6 @@ hr_err *hr_http_reply_json(struct MHD_Connection *c, int status, json_t *body);
 hr_err *hr_http_reply_error(struct MHD_Connection *c, hr_api_kind api, int status, const char *msg);
 /* Streams g's reply as SSE; takes ownership of g. */
 hr_err *hr_http_reply_sse(struct MHD_Connection *c, hr_http_gen *g);
-int hr_http_client_gone(struct MHD_Connection *c);
 void hr_http_gen_wait(hr_http_gen *g);
 void hr_http_gen_free(hr_http_gen *g);
 
