@@ -1,6 +1,9 @@
 /* jansson loaders and typed getters; see json.h. */
 #include "base/json.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 hr_err *hr_json_load_file(const char *path, json_t **out) {
     json_error_t je;
     *out = json_load_file(path, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
@@ -60,4 +63,46 @@ hr_err *hr_json_str(const json_t *obj, const char *key, const char *def, const c
     if (!json_is_string(v)) return hr_errf("%s: \"%s\" must be a string", what, key);
     *out = json_string_value(v);
     return NULL;
+}
+
+/* Length of the valid UTF-8 sequence at s[0..n) (RFC 3629: no overlongs, surrogates or
+ * code points above U+10FFFF), or 0 when it is invalid or truncated. */
+static size_t utf8_seq(const unsigned char *s, size_t n) {
+    unsigned c = s[0];
+    size_t len = c < 0x80             ? 1
+                 : (c & 0xe0) == 0xc0 ? 2
+                 : (c & 0xf0) == 0xe0 ? 3
+                 : (c & 0xf8) == 0xf0 ? 4
+                                      : 0;
+    if (!len || len > n) return 0;
+    uint32_t cp = len == 1 ? c : c & (0xff >> (len + 1));
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) return 0;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    return len;
+}
+
+json_t *hr_json_string_lossy(const char *s, size_t n) {
+    json_t *v = json_stringn(s, n);
+    if (v) return v;
+    char *buf = malloc(n * 3 + 1), *w = buf;
+    if (!buf) return NULL;
+    for (size_t i = 0; i < n;) {
+        size_t k = utf8_seq((const unsigned char *)s + i, n - i);
+        if (k) {
+            memcpy(w, s + i, k);
+            w += k;
+            i += k;
+        } else {
+            memcpy(w, "\xef\xbf\xbd", 3);
+            w += 3;
+            i++;
+        }
+    }
+    v = json_stringn(buf, (size_t)(w - buf));
+    free(buf);
+    return v;
 }

@@ -20,4 +20,8 @@ hr_err *hr_json_bool(const json_t *obj, const char *key, int def, const char *wh
 hr_err *hr_json_str(const json_t *obj, const char *key, const char *def, const char *what,
                     const char **out);
 
+/* A JSON string of n bytes of text that may not be valid UTF-8 (model output, byte
+ * tokens): each invalid or truncated sequence becomes U+FFFD. Never NULL but on OOM. */
+json_t *hr_json_string_lossy(const char *s, size_t n);
+
 #endif

@@ -12,6 +12,7 @@ const hr_verb hr_verbs[] = {
     {"template", hr_cmd_template, "render a chat request through the model's chat template"},
     {"bench", hr_cmd_bench, "engine throughput: decode, prefill, concurrent decode"},
     {"fit", hr_cmd_fit, "will a model and context fit this machine's RAM"},
+    {"bench-serve", hr_cmd_bench_serve, "load-test an OpenAI-compatible server (TTFT, ITL, tok/s)"},
     {NULL, NULL, NULL},
 };
 

@@ -31,6 +31,7 @@ int hr_cmd_mkmodel(int argc, char **argv);
 int hr_cmd_template(int argc, char **argv);
 int hr_cmd_bench(int argc, char **argv);
 int hr_cmd_fit(int argc, char **argv);
+int hr_cmd_bench_serve(int argc, char **argv);
 
 
 #endif

@@ -1,0 +1,257 @@
+/* `hearth bench-serve`: a load generator for any OpenAI-compatible server. N client
+ * threads send M streaming /v1/completions requests in total, each a prompt of about P
+ * one-token words (the first P2 of them shared by every request, to exercise prefix
+ * caching) asking for T tokens, and report time to first token, inter-token latency,
+ * request latency (p50/p95/p99), aggregate output tokens/s and errors. */
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "base/clock.h"
+#include "cli/args.h"
+#include "cli/bench_http.h"
+#include "cli/verbs.h"
+
+typedef struct {
+    uint64_t ttft_ns, latency_ns;
+    int tokens;        /* output tokens: usage.completion_tokens, else chunks with text */
+    int prompt_tokens; /* from usage, 0 when the server does not report it */
+    double *gaps_ms;   /* inter-token gaps */
+    int n_gaps, cap_gaps;
+    int ok;
+    char error[256];
+} req_result;
+
+typedef struct {
+    hr_bench_url url;
+    const char *api_key, *model;
+    long requests, prompt_tokens, max_tokens, shared_prefix;
+    atomic_long next;
+    req_result *results;
+} bench;
+
+/* Per-request SSE state. */
+typedef struct {
+    req_result *r;
+    uint64_t start, last;
+    int chunks, done;
+} stream_state;
+
+/* Short words that are one token in common BPE vocabularies. */
+static const char *WORDS[] = {
+    " the",   " of",   " and",  " to",   " in",   " is",    " it",   " you",  " that",  " he",
+    " was",   " for",  " on",   " are",  " with", " as",    " his",  " they", " be",    " at",
+    " one",   " have", " this", " from", " or",   " had",   " by",   " hot",  " word",  " but",
+    " what",  " some", " we",   " can",  " out",  " other", " were", " all",  " there", " when",
+    " up",    " use",  " your", " how",  " said", " an",    " each", " she",  " which", " do",
+    " their", " time", " if",   " will", " way",  " about", " many", " then", " them",  " write",
+    " would", " like", " so",   " these"};
+
+static char *make_prompt(const bench *b, long idx) {
+    size_t n_words = sizeof WORDS / sizeof *WORDS;
+    char *p = malloc((size_t)b->prompt_tokens * 8 + 1);
+    if (!p) return NULL;
+    size_t len = 0;
+    uint64_t shared = 0x9e3779b97f4a7c15ull,
+             own = 0x243f6a8885a308d3ull ^ (uint64_t)(idx + 1) * 0x100000001b3ull;
+    for (long i = 0; i < b->prompt_tokens; i++) {
+        uint64_t *s = i < b->shared_prefix ? &shared : &own;
+        *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+        const char *w = WORDS[*s % n_words];
+        memcpy(p + len, w, strlen(w));
+        len += strlen(w);
+    }
+    p[len] = 0;
+    return p;
+}
+
+static int on_data(void *ud, const char *data, uint64_t t) {
+    stream_state *s = ud;
+    if (!strcmp(data, "[DONE]")) return s->done = 1;
+    json_t *j = json_loads(data, 0, NULL);
+    const json_t *err = json_object_get(j, "error");
+    if (!j || err) {
+        snprintf(s->r->error, sizeof s->r->error, "stream error: %.200s", data);
+        json_decref(j);
+        return 1;
+    }
+    const json_t *usage = json_object_get(j, "usage");
+    if (json_is_object(usage)) {
+        s->r->tokens = (int)json_integer_value(json_object_get(usage, "completion_tokens"));
+        s->r->prompt_tokens = (int)json_integer_value(json_object_get(usage, "prompt_tokens"));
+    }
+    const char *text = json_string_value(
+        json_object_get(json_array_get(json_object_get(j, "choices"), 0), "text"));
+    if (text && *text) {
+        req_result *r = s->r;
+        if (!s->chunks++)
+            r->ttft_ns = t - s->start;
+        else if (r->n_gaps < r->cap_gaps)
+            r->gaps_ms[r->n_gaps++] = (double)(t - s->last) / 1e6;
+        s->last = t;
+    }
+    json_decref(j);
+    return 0;
+}
+
+static void run_one(bench *b, long idx) {
+    req_result *r = &b->results[idx];
+    r->cap_gaps = (int)b->max_tokens + 1;
+    r->gaps_ms = calloc((size_t)r->cap_gaps, sizeof *r->gaps_ms);
+    char *prompt = make_prompt(b, idx);
+    json_t *body = json_pack("{s:s, s:I, s:b, s:{s:b}, s:f, s:b}", "prompt", prompt ? prompt : "",
+                             "max_tokens", (json_int_t)b->max_tokens, "stream", 1, "stream_options",
+                             "include_usage", 1, "temperature", 0.0, "ignore_eos", 1);
+    if (b->model) json_object_set_new(body, "model", json_string(b->model));
+    char *text = json_dumps(body, JSON_COMPACT);
+    stream_state s = {.r = r, .start = hr_now_ns()};
+    int status;
+    hr_err *e = hr_bench_post_sse(&b->url, b->api_key, text, on_data, &s, &status);
+    r->latency_ns = hr_now_ns() - s.start;
+    if (!r->tokens) r->tokens = s.chunks;
+    if (e)
+        snprintf(r->error, sizeof r->error, "%s", hr_err_msg(e));
+    else if (!s.done && !r->error[0])
+        snprintf(r->error, sizeof r->error, "stream ended without [DONE]");
+    r->ok = !r->error[0] && s.chunks > 0;
+    if (!r->ok && !r->error[0]) snprintf(r->error, sizeof r->error, "no tokens in the reply");
+    hr_err_free(e);
+    free(text);
+    free(prompt);
+    json_decref(body);
+}
+
+static void *worker(void *arg) {
+    bench *b = arg;
+    for (long i; (i = atomic_fetch_add(&b->next, 1)) < b->requests;)
+        run_one(b, i);
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Prints "NAME ms: p50 X  p95 X  p99 X  mean X" over v[n] (sorted in place). */
+static void print_dist(const char *name, double *v, size_t n) {
+    if (!n) {
+        printf("%-14s (no samples)\n", name);
+        return;
+    }
+    qsort(v, n, sizeof *v, cmp_double);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += v[i];
+    double q[3] = {50, 95, 99};
+    printf("%-14s", name);
+    for (int k = 0; k < 3; k++) {
+        size_t i = (size_t)ceil(q[k] / 100.0 * (double)n);
+        printf(" p%.0f %.2f ", q[k], v[i ? i - 1 : 0]);
+    }
+    printf(" mean %.2f\n", sum / (double)n);
+}
+
+static void report(const bench *b, long concurrency, double wall_s) {
+    size_t n = (size_t)b->requests, ok = 0, n_gaps = 0;
+    long out_tokens = 0, prompt_tokens = 0;
+    for (size_t i = 0; i < n; i++)
+        n_gaps += (size_t)b->results[i].n_gaps;
+    double *ttft = calloc(n + 1, sizeof *ttft), *lat = calloc(n + 1, sizeof *lat);
+    double *gaps = calloc(n_gaps + 1, sizeof *gaps);
+    size_t g = 0;
+    const char *first_error = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const req_result *r = &b->results[i];
+        if (!r->ok) {
+            if (!first_error) first_error = r->error;
+            continue;
+        }
+        ttft[ok] = (double)r->ttft_ns / 1e6;
+        lat[ok++] = (double)r->latency_ns / 1e6;
+        out_tokens += r->tokens;
+        prompt_tokens += r->prompt_tokens;
+        memcpy(gaps + g, r->gaps_ms, (size_t)r->n_gaps * sizeof *gaps);
+        g += (size_t)r->n_gaps;
+    }
+    printf("requests:      %zu ok, %zu errors, concurrency %ld, %.2f s\n", ok, n - ok, concurrency,
+           wall_s);
+    if (first_error) printf("first error:   %s\n", first_error);
+    printf("tokens:        %ld output (%.1f per request), %.1f prompt per request (server count)\n",
+           out_tokens, ok ? (double)out_tokens / (double)ok : 0.0,
+           ok ? (double)prompt_tokens / (double)ok : 0.0);
+    printf("throughput:    %.1f output tok/s, %.2f req/s\n", (double)out_tokens / wall_s,
+           (double)ok / wall_s);
+    print_dist("TTFT ms:", ttft, ok);
+    print_dist("ITL ms:", gaps, g);
+    print_dist("latency ms:", lat, ok);
+    free(ttft);
+    free(lat);
+    free(gaps);
+}
+
+static hr_err *check_opts(long conc, long reqs, long prompt, long max, long shared) {
+    if (conc < 1 || conc > 4096) return hr_errf("--concurrency must be in [1, 4096]");
+    if (reqs < 1) return hr_errf("--requests must be >= 1");
+    if (prompt < 1 || prompt > 1000000) return hr_errf("--prompt-tokens must be in [1, 1000000]");
+    if (max < 1 || max > 1000000) return hr_errf("--max-tokens must be in [1, 1000000]");
+    if (shared < 0 || shared > prompt)
+        return hr_errf("--shared-prefix must be in [0, --prompt-tokens]");
+    return NULL;
+}
+
+int hr_cmd_bench_serve(int argc, char **argv) {
+    const char *url = NULL, *key = NULL, *model = NULL;
+    long conc = 4, reqs = 32, prompt = 128, max = 64, shared = 0;
+    int help = 0;
+    hr_opt opts[] = {
+        {"url", HR_OPT_STR, &url, "server base URL, e.g. http://127.0.0.1:8080"},
+        {"concurrency", HR_OPT_INT, &conc, "requests in flight at once (default 4)"},
+        {"requests", HR_OPT_INT, &reqs, "requests in total (default 32)"},
+        {"prompt-tokens", HR_OPT_INT, &prompt, "prompt length in one-token words (default 128)"},
+        {"max-tokens", HR_OPT_INT, &max, "tokens to generate per request (default 64)"},
+        {"shared-prefix", HR_OPT_INT, &shared,
+         "leading prompt words shared by all requests (default 0)"},
+        {"api-key", HR_OPT_STR, &key, "sent as Authorization: Bearer KEY"},
+        {"model", HR_OPT_STR, &model, "model name to send (default: none)"},
+    };
+    hr_err *e =
+        hr_opts_parse(argc, argv, opts, 8,
+                      "usage: hearth bench-serve --url URL [--concurrency N] [--requests M]\n"
+                      "       [--prompt-tokens P] [--max-tokens T] [--shared-prefix P2]",
+                      &help);
+    if (e) return hr_cmd_fail("bench-serve", e), 2;
+    if (help) return 0;
+    if (!url) return hr_cmd_fail("bench-serve", hr_errf("--url is required")), 2;
+    if ((e = check_opts(conc, reqs, prompt, max, shared))) return hr_cmd_fail("bench-serve", e), 2;
+    bench b = {.api_key = key,
+               .model = model,
+               .requests = reqs,
+               .prompt_tokens = prompt,
+               .max_tokens = max,
+               .shared_prefix = shared};
+    if ((e = hr_bench_url_parse(url, &b.url))) return hr_cmd_fail("bench-serve", e), 2;
+    b.results = calloc((size_t)reqs, sizeof *b.results);
+    if (conc > reqs) conc = reqs;
+    pthread_t *th = calloc((size_t)conc, sizeof *th);
+    if (!b.results || !th) return hr_cmd_fail("bench-serve", hr_err_oom());
+    uint64_t t0 = hr_now_ns();
+    for (long i = 0; i < conc; i++)
+        pthread_create(&th[i], NULL, worker, &b);
+    for (long i = 0; i < conc; i++)
+        pthread_join(th[i], NULL);
+    report(&b, conc, (double)(hr_now_ns() - t0) / 1e9);
+    int failed = 0;
+    for (long i = 0; i < reqs; i++) {
+        failed |= !b.results[i].ok;
+        free(b.results[i].gaps_ms);
+    }
+    free(b.results);
+    free(th);
+    return failed ? 1 : 0;
+}

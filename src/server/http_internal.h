@@ -1,0 +1,49 @@
+/* Shared by the HTTP listener (http.c) and the route handlers (routes.c). */
+#ifndef HR_SERVER_HTTP_INTERNAL_H
+#define HR_SERVER_HTTP_INTERNAL_H
+
+#include <microhttpd.h>
+
+#include "server/reply_internal.h"
+#include "server/sink.h"
+
+struct hr_server {
+    hr_server_config cfg;
+    const hr_server_backend *be;
+    struct MHD_Daemon *d;
+    int port;
+};
+
+/* A request in flight: its channel, reply, and SSE bytes being written. */
+typedef struct {
+    const hr_server_backend *be;
+    struct MHD_Connection *conn;
+    hr_gen_sink *sink;
+    hr_reply *reply;
+    char *pending;
+    size_t len, off;
+    int done, cancelled;
+} hr_http_gen;
+
+typedef hr_err *(*hr_route_fn)(hr_server *s, struct MHD_Connection *c, const char *body,
+                               size_t len);
+
+typedef struct {
+    const char *path;
+    const char *method;
+    hr_api_kind api; /* which error shape */
+    int auth;        /* needs the API key */
+    hr_route_fn fn;
+} hr_route;
+
+const hr_route *hr_route_find(const char *path);
+
+/* Replies; an error means the connection should be dropped. Steals body. */
+hr_err *hr_http_reply_json(struct MHD_Connection *c, int status, json_t *body);
+hr_err *hr_http_reply_error(struct MHD_Connection *c, hr_api_kind api, int status, const char *msg);
+/* Streams g's reply as SSE; takes ownership of g. */
+hr_err *hr_http_reply_sse(struct MHD_Connection *c, hr_http_gen *g);
+void hr_http_gen_wait(hr_http_gen *g);
+void hr_http_gen_free(hr_http_gen *g);
+
+#endif

@@ -1,0 +1,305 @@
+/* OpenAI request bodies: POST /v1/chat/completions (messages normalized for the chat
+ * template: text-part arrays joined into strings, tool-call arguments parsed into
+ * objects) and POST /v1/completions (a text prompt or a token array). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "server/request.h"
+
+/* Joins [{"type":"text","text":...}] into one string (a string stays as it is). */
+static hr_err *content_text(const json_t *c, const char *where, json_t **out) {
+    if (json_is_string(c)) {
+        *out = json_incref((json_t *)c);
+        return NULL;
+    }
+    if (!json_is_array(c))
+        return hr_errf("%s.content must be a string or an array of parts", where);
+    size_t cap = 1, i;
+    const json_t *p;
+    json_array_foreach(c, i, p) {
+        const char *type = json_string_value(json_object_get(p, "type"));
+        const json_t *t = json_object_get(p, "text");
+        if (!type || strcmp(type, "text") || !json_is_string(t))
+            return hr_errf("%s.content[%zu]: only {\"type\": \"text\", \"text\": string} parts "
+                           "are supported",
+                           where, i);
+        cap += json_string_length(t);
+    }
+    char *buf = malloc(cap), *w = buf;
+    if (!buf) return hr_err_oom();
+    json_array_foreach(c, i, p) {
+        const json_t *t = json_object_get(p, "text");
+        memcpy(w, json_string_value(t), json_string_length(t));
+        w += json_string_length(t);
+    }
+    *out = json_stringn_nocheck(buf, (size_t)(w - buf));
+    free(buf);
+    return *out ? NULL : hr_err_oom();
+}
+
+static hr_err *norm_tool_call(const json_t *tc, const char *where, size_t i, json_t *out) {
+    const json_t *fn = json_object_get(tc, "function");
+    const char *name = json_string_value(json_object_get(fn, "name"));
+    const json_t *args = json_object_get(fn, "arguments");
+    if (!name) return hr_errf("%s.tool_calls[%zu].function.name must be a string", where, i);
+    json_t *a = NULL;
+    if (json_is_string(args))
+        a = json_loads(json_string_value(args), JSON_DECODE_ANY, NULL);
+    else if (json_is_object(args))
+        a = json_incref((json_t *)args);
+    if (!json_is_object(a)) {
+        json_decref(a);
+        return hr_errf("%s.tool_calls[%zu].function.arguments must be a JSON object (or a "
+                       "string holding one)",
+                       where, i);
+    }
+    json_t *c = json_deep_copy(tc);
+    json_object_set_new(json_object_get(c, "function"), "arguments", a);
+    if (!json_object_get(c, "type")) json_object_set_new(c, "type", json_string("function"));
+    json_array_append_new(out, c);
+    return NULL;
+}
+
+/* Copies tool_calls with function.arguments as an object, as chat templates expect. */
+static hr_err *norm_tool_calls(const json_t *tcs, const char *where, json_t **out) {
+    if (!json_is_array(tcs)) return hr_errf("%s.tool_calls must be an array", where);
+    json_t *calls = json_array();
+    size_t i;
+    const json_t *tc;
+    json_array_foreach(tcs, i, tc) {
+        hr_err *e = norm_tool_call(tc, where, i, calls);
+        if (e) return json_decref(calls), e;
+    }
+    *out = calls;
+    return NULL;
+}
+
+static hr_err *norm_message(const json_t *m, size_t i, json_t *out) {
+    char where[48];
+    snprintf(where, sizeof where, "messages[%zu]", i);
+    if (!json_is_object(m)) return hr_errf("%s must be an object", where);
+    const char *role = json_string_value(json_object_get(m, "role"));
+    if (!role || (strcmp(role, "system") && strcmp(role, "user") && strcmp(role, "assistant") &&
+                  strcmp(role, "tool") && strcmp(role, "developer")))
+        return hr_errf("%s.role must be one of system, developer, user, assistant, tool", where);
+    json_t *n = json_object();
+    json_array_append_new(out, n);
+    json_object_set_new(n, "role", json_string(strcmp(role, "developer") ? role : "system"));
+    const json_t *c = json_object_get(m, "content");
+    const json_t *tcs = json_object_get(m, "tool_calls");
+    int is_asst = !strcmp(role, "assistant");
+    if (c && !json_is_null(c)) {
+        json_t *t = NULL;
+        HR_TRY(content_text(c, where, &t));
+        json_object_set_new(n, "content", t);
+    } else if (!is_asst || !tcs) {
+        return hr_errf("%s.content is required", where);
+    } else {
+        json_object_set_new(n, "content", json_string("")); /* templates treat it as text */
+    }
+    if (tcs && !json_is_null(tcs)) {
+        if (!is_asst) return hr_errf("%s.tool_calls is only allowed on assistant messages", where);
+        json_t *t = NULL;
+        HR_TRY(norm_tool_calls(tcs, where, &t));
+        json_object_set_new(n, "tool_calls", t);
+    }
+    if (!strcmp(role, "tool")) {
+        const char *id = json_string_value(json_object_get(m, "tool_call_id"));
+        if (!id) return hr_errf("%s.tool_call_id must be a string", where);
+        json_object_set_new(n, "tool_call_id", json_string(id));
+    }
+    const char *name = json_string_value(json_object_get(m, "name"));
+    if (name) json_object_set_new(n, "name", json_string(name));
+    const char *rc = json_string_value(json_object_get(m, "reasoning_content"));
+    if (rc) json_object_set_new(n, "reasoning_content", json_string(rc));
+    return NULL;
+}
+
+static hr_err *parse_tools(const json_t *body, hr_gen_request *r, json_t **tools) {
+    const json_t *t = json_object_get(body, "tools");
+    const json_t *tc = json_object_get(body, "tool_choice");
+    *tools = NULL;
+    if (tc && !json_is_null(tc)) {
+        const char *s = json_string_value(tc);
+        if (json_is_object(tc) || (s && !strcmp(s, "required")))
+            return hr_errf("request: \"tool_choice\" \"required\" or a named function is not "
+                           "supported yet (needs constrained decoding); use \"auto\" or \"none\"");
+        if (!s || (strcmp(s, "auto") && strcmp(s, "none")))
+            return hr_errf("request: \"tool_choice\" must be \"auto\" or \"none\"");
+        if (!strcmp(s, "none")) return NULL;
+    }
+    if (!t || json_is_null(t)) return NULL;
+    if (!json_is_array(t)) return hr_errf("request: \"tools\" must be an array");
+    size_t i;
+    const json_t *x;
+    json_array_foreach(t, i, x) {
+        const char *type = json_string_value(json_object_get(x, "type"));
+        const json_t *fn = json_object_get(x, "function");
+        if (!type || strcmp(type, "function"))
+            return hr_errf("tools[%zu].type must be \"function\"", i);
+        if (!json_is_string(json_object_get(fn, "name")))
+            return hr_errf("tools[%zu].function.name must be a string", i);
+    }
+    if (json_array_size(t) == 0) return NULL;
+    *tools = json_deep_copy(t);
+    r->use_tools = 1;
+    return NULL;
+}
+
+static hr_err *parse_response_format(const json_t *body) {
+    const json_t *rf = json_object_get(body, "response_format");
+    if (!rf || json_is_null(rf)) return NULL;
+    const char *type = json_string_value(json_object_get(rf, "type"));
+    if (!type) return hr_errf("request: \"response_format\".type must be a string");
+    if (!strcmp(type, "json_object") || !strcmp(type, "json_schema"))
+        return hr_errf("request: \"response_format\" type \"%s\" is not supported yet (needs "
+                       "constrained decoding)",
+                       type);
+    if (strcmp(type, "text"))
+        return hr_errf("request: \"response_format\".type \"%s\" is unknown", type);
+    return NULL;
+}
+
+/* Fields common to chat and completions: model, n, stream, sampling, stop. */
+static hr_err *parse_common(const json_t *body, hr_gen_request *r) {
+    if (!json_is_object(body)) return hr_errf("request body must be a JSON object");
+    const char *model;
+    HR_TRY(hr_json_str(body, "model", NULL, "request", &model));
+    if (model && !(r->model = strdup(model))) return hr_err_oom();
+    int64_t n;
+    HR_TRY(hr_json_int(body, "n", 1, "request", &n));
+    if (n != 1)
+        return hr_errf("request: \"n\" must be 1 (only one choice per request is supported)");
+    HR_TRY(hr_json_bool(body, "stream", 0, "request", &r->stream));
+    HR_TRY(hr_json_bool(body, "ignore_eos", 0, "request", &r->ignore_eos));
+    const json_t *so = json_object_get(body, "stream_options");
+    if (so && !json_is_null(so)) {
+        if (!json_is_object(so)) return hr_errf("request: \"stream_options\" must be an object");
+        HR_TRY(hr_json_bool(so, "include_usage", 0, "stream_options", &r->include_usage));
+    }
+    HR_TRY(hr_parse_sampling(body, r));
+    return hr_parse_stop(body, "stop", r);
+}
+
+static hr_err *parse_chat_logprobs(const json_t *body, hr_gen_request *r) {
+    int64_t top;
+    HR_TRY(hr_json_bool(body, "logprobs", 0, "request", &r->logprobs));
+    HR_TRY(hr_json_int(body, "top_logprobs", 0, "request", &top));
+    if (top < 0 || top > 20) return hr_errf("request: \"top_logprobs\" must be in [0, 20]");
+    if (top && !r->logprobs) return hr_errf("request: \"top_logprobs\" needs \"logprobs\": true");
+    r->top_logprobs = (int)top;
+    return NULL;
+}
+
+static hr_err *parse_chat_kwargs(const json_t *body, hr_gen_request *r, json_t **kwargs) {
+    const json_t *k = json_object_get(body, "chat_template_kwargs");
+    if (k && !json_is_null(k) && !json_is_object(k))
+        return hr_errf("request: \"chat_template_kwargs\" must be an object");
+    *kwargs = json_is_object(k) ? json_deep_copy(k) : json_object();
+    const char *effort;
+    HR_TRY(hr_json_str(body, "reasoning_effort", NULL, "request", &effort));
+    if (!effort) return NULL;
+    if (strcmp(effort, "none") && strcmp(effort, "minimal") && strcmp(effort, "low") &&
+        strcmp(effort, "medium") && strcmp(effort, "high"))
+        return hr_errf("request: \"reasoning_effort\" must be none, minimal, low, medium or high");
+    if (!(r->reasoning_effort = strdup(effort))) return hr_err_oom();
+    json_object_set_new(*kwargs, "reasoning_effort", json_string(effort));
+    if (!strcmp(effort, "none") && !json_object_get(*kwargs, "enable_thinking"))
+        json_object_set_new(*kwargs, "enable_thinking", json_false());
+    return NULL;
+}
+
+static hr_err *parse_chat(const json_t *body, const hr_request_limits *lim, hr_gen_request *r) {
+    HR_TRY(parse_common(body, r));
+    HR_TRY(hr_parse_max_tokens(body, "max_tokens", 0, lim, r));
+    if (!r->max_tokens) HR_TRY(hr_parse_max_tokens(body, "max_completion_tokens", 0, lim, r));
+    HR_TRY(parse_chat_logprobs(body, r));
+    HR_TRY(parse_response_format(body));
+    const json_t *msgs = json_object_get(body, "messages");
+    if (!json_is_array(msgs)) return hr_errf("request: \"messages\" must be an array");
+    if (json_array_size(msgs) == 0) return hr_errf("request: \"messages\" must not be empty");
+    json_t *norm = json_array(), *tools = NULL, *kwargs = NULL;
+    size_t i;
+    const json_t *m;
+    hr_err *e = NULL;
+    json_array_foreach(msgs, i, m) if (!e) e = norm_message(m, i, norm);
+    if (!e) e = parse_tools(body, r, &tools);
+    if (!e) e = parse_chat_kwargs(body, r, &kwargs);
+    if (e) {
+        json_decref(norm);
+        json_decref(tools);
+        json_decref(kwargs);
+        return e;
+    }
+    hr_set_chat(r, norm, tools, kwargs);
+    return r->chat ? NULL : hr_err_oom();
+}
+
+hr_err *hr_parse_chat_request(const json_t *body, const hr_request_limits *lim,
+                              hr_gen_request **out) {
+    hr_gen_request *r = hr_gen_request_new(HR_API_CHAT);
+    if (!r) return hr_err_oom();
+    hr_err *e = parse_chat(body, lim, r);
+    if (e) hr_gen_request_free(r);
+    *out = e ? NULL : r;
+    return e;
+}
+
+static hr_err *parse_prompt_ids(const json_t *p, const hr_request_limits *lim, hr_gen_request *r) {
+    if (!(r->prompt_ids = malloc((json_array_size(p) + 1) * sizeof *r->prompt_ids)))
+        return hr_err_oom();
+    size_t i;
+    const json_t *v;
+    json_array_foreach(p, i, v) {
+        json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
+        if (id < 0 || id > INT32_MAX || (lim->vocab_size && id >= lim->vocab_size))
+            return hr_errf("request: \"prompt\"[%zu] is not a token id", i);
+        r->prompt_ids[r->n_prompt_ids++] = (int32_t)id;
+    }
+    return NULL;
+}
+
+static hr_err *parse_prompt(const json_t *body, const hr_request_limits *lim, hr_gen_request *r) {
+    const json_t *p = json_object_get(body, "prompt");
+    if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0)))
+        p = json_array_get(p, 0);
+    if (json_is_string(p)) {
+        if (!json_string_length(p)) return hr_errf("request: \"prompt\" must not be empty");
+        r->prompt = strdup(json_string_value(p));
+        return r->prompt ? NULL : hr_err_oom();
+    }
+    if (json_is_array(p) && json_is_string(json_array_get(p, 0)))
+        return hr_errf("request: \"prompt\" holds several prompts; send one prompt per request");
+    if (!json_is_array(p) || !json_array_size(p))
+        return hr_errf("request: \"prompt\" must be a non-empty string or array of token ids "
+                       "(one prompt per request)");
+    return parse_prompt_ids(p, lim, r);
+}
+
+static hr_err *parse_completion(const json_t *body, const hr_request_limits *lim,
+                                hr_gen_request *r) {
+    HR_TRY(parse_common(body, r));
+    HR_TRY(hr_parse_max_tokens(body, "max_tokens", 0, lim, r));
+    if (!r->max_tokens) /* OpenAI's default for completions */
+        r->max_tokens = lim->max_tokens_limit < 16 ? lim->max_tokens_limit : 16;
+    int64_t lp;
+    HR_TRY(hr_json_int(body, "logprobs", 0, "request", &lp));
+    if (lp < 0 || lp > 20) return hr_errf("request: \"logprobs\" must be in [0, 20]");
+    r->logprobs = json_is_integer(json_object_get(body, "logprobs"));
+    r->top_logprobs = (int)lp;
+    int echo;
+    HR_TRY(hr_json_bool(body, "echo", 0, "request", &echo));
+    if (echo) return hr_errf("request: \"echo\" is not supported");
+    return parse_prompt(body, lim, r);
+}
+
+hr_err *hr_parse_completion_request(const json_t *body, const hr_request_limits *lim,
+                                    hr_gen_request **out) {
+    hr_gen_request *r = hr_gen_request_new(HR_API_COMPLETION);
+    if (!r) return hr_err_oom();
+    hr_err *e = parse_completion(body, lim, r);
+    if (e) hr_gen_request_free(r);
+    *out = e ? NULL : r;
+    return e;
+}

@@ -1,0 +1,308 @@
+/* Replies in OpenAI's shapes (chat.completion, chat.completion.chunk, text_completion),
+ * with logprobs and usage, plus what every formatter shares: ids, SSE framing, the
+ * event plumbing from the output parser, and error bodies. */
+#include <stdio.h>
+#include <sys/random.h>
+
+#include "base/json.h"
+#include "server/reply_internal.h"
+
+void hr_make_id(char *buf, size_t cap, const char *prefix) {
+    unsigned char rnd[12] = {0};
+    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
+        static _Atomic unsigned long counter;
+        unsigned long c = ++counter;
+        memcpy(rnd, &c, sizeof c);
+    }
+    int n = snprintf(buf, cap, "%s", prefix);
+    for (size_t i = 0; i < sizeof rnd && n + 2 < (int)cap; i++)
+        n += snprintf(buf + n, cap - (size_t)n, "%02x", rnd[i]);
+}
+
+json_t *hr_error_body(hr_api_kind api, int status, const char *message) {
+    const char *oa = status == 401   ? "authentication_error"
+                     : status == 404 ? "not_found_error"
+                     : status >= 500 ? "server_error"
+                                     : "invalid_request_error";
+    if (api == HR_API_MESSAGES) {
+        const char *t = status == 413 ? "request_too_large" : status >= 500 ? "api_error" : oa;
+        return json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", t, "message",
+                         message);
+    }
+    return json_pack("{s:{s:s, s:s, s:i}}", "error", "message", message, "type", oa, "code",
+                     status);
+}
+
+void hr_sse_put(hr_reply *r, const char *name, json_t *v) {
+    char *s = json_dumps(v, JSON_COMPACT);
+    json_decref(v);
+    if (!s) return;
+    if (name) {
+        hr_sbuf_add(&r->out, "event: ", 7);
+        hr_sbuf_add(&r->out, name, strlen(name));
+        hr_sbuf_add(&r->out, "\n", 1);
+    }
+    hr_sbuf_add(&r->out, "data: ", 6);
+    hr_sbuf_add(&r->out, s, strlen(s));
+    hr_sbuf_add(&r->out, "\n\n", 2);
+    free(s);
+}
+
+static json_t *usage(const hr_reply *r) {
+    return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", r->prompt_tokens,
+                     "completion_tokens", r->completion_tokens, "total_tokens",
+                     r->prompt_tokens + r->completion_tokens, "prompt_tokens_details",
+                     "cached_tokens", r->cached_tokens);
+}
+
+static const char *finish_str(const hr_reply *r) {
+    if (r->why == HR_FINISH_LENGTH) return "length";
+    if (json_array_size(r->tool_calls)) return "tool_calls";
+    return "stop";
+}
+
+static int is_chat(const hr_reply *r) {
+    return r->req->api == HR_API_CHAT;
+}
+
+/* {"id", "object", "created", "model", "choices": [choice]} (+ "usage": null when the
+ * stream reports usage at its end). Steals choice. */
+static json_t *chunk(hr_reply *r, json_t *choice) {
+    json_t *c = json_pack("{s:s, s:s, s:I, s:s, s:[o]}", "id", r->id, "object",
+                          is_chat(r) ? "chat.completion.chunk" : "text_completion", "created",
+                          (json_int_t)r->created, "model", r->model, "choices", choice);
+    if (r->req->include_usage) json_object_set_new(c, "usage", json_null());
+    return c;
+}
+
+/* Legacy completions logprobs from the chat-form entries. */
+static json_t *legacy_logprobs(const json_t *entries, size_t offset) {
+    json_t *toks = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
+    size_t i, j;
+    const json_t *e, *alt;
+    json_array_foreach(entries, i, e) {
+        json_array_append(toks, json_object_get(e, "token"));
+        json_array_append(lps, json_object_get(e, "logprob"));
+        json_t *top = json_object();
+        json_array_foreach(json_object_get(e, "top_logprobs"), j, alt) json_object_set(
+            top, json_string_value(json_object_get(alt, "token")), json_object_get(alt, "logprob"));
+        json_array_append_new(tops, top);
+        json_array_append_new(offs, json_integer((json_int_t)offset));
+        offset += json_string_length(json_object_get(e, "token"));
+    }
+    return json_pack("{s:o, s:o, s:o, s:o}", "tokens", toks, "token_logprobs", lps, "top_logprobs",
+                     tops, "text_offset", offs);
+}
+
+/* The pending logprobs in the API's form (null when not requested); clears them. */
+static json_t *take_logprobs(hr_reply *r, size_t text_offset) {
+    if (!r->req->logprobs) return json_null();
+    json_t *lp = is_chat(r) ? json_pack("{s:O}", "content", r->logprobs)
+                            : legacy_logprobs(r->logprobs, text_offset);
+    if (r->req->stream) json_array_clear(r->logprobs);
+    return lp;
+}
+
+static json_t *chat_choice(hr_reply *r, json_t *delta, const char *finish) {
+    return json_pack("{s:i, s:o, s:o, s:s?}", "index", 0, "delta", delta, "logprobs",
+                     take_logprobs(r, 0), "finish_reason", finish);
+}
+
+static void openai_stream_event(hr_reply *r, const hr_out_event *ev) {
+    json_t *delta;
+    if (ev->kind == HR_OUT_TOOL_CALL) {
+        json_t *tc = json_array_get(r->tool_calls, (size_t)ev->tool_index);
+        json_t *d = json_deep_copy(tc);
+        json_object_set_new(d, "index", json_integer(ev->tool_index));
+        delta = json_pack("{s:[o]}", "tool_calls", d);
+    } else {
+        delta = json_pack("{s:o}", ev->kind == HR_OUT_REASONING ? "reasoning_content" : "content",
+                          hr_json_string_lossy(ev->text, ev->len));
+    }
+    hr_sse_put(r, NULL, chunk(r, chat_choice(r, delta, NULL)));
+}
+
+/* Parser events: accumulate (for the final body and tool ids), then format. */
+static void on_event(void *ud, const hr_out_event *ev) {
+    hr_reply *r = ud;
+    if (ev->kind == HR_OUT_CONTENT) hr_sbuf_add(&r->content, ev->text, ev->len);
+    if (ev->kind == HR_OUT_REASONING) hr_sbuf_add(&r->reasoning, ev->text, ev->len);
+    if (ev->kind == HR_OUT_TOOL_CALL) {
+        char id[48];
+        hr_make_id(id, sizeof id, r->req->api == HR_API_MESSAGES ? "toolu_" : "call_");
+        json_array_append_new(r->tool_calls, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type",
+                                                       "function", "function", "name",
+                                                       ev->tool_name, "arguments", ev->tool_args));
+    }
+    if (!r->req->stream) return;
+    if (r->req->api == HR_API_MESSAGES)
+        hr_anth_event(r, ev);
+    else
+        openai_stream_event(r, ev);
+}
+
+hr_err *hr_reply_create(const hr_gen_request *req, const char *model, long created,
+                        const hr_server_backend *be, hr_reply **out) {
+    hr_reply *r = calloc(1, sizeof *r);
+    if (!r) return hr_err_oom();
+    r->req = req;
+    r->be = be;
+    r->created = created;
+    r->block = -1;
+    r->model = strdup(req->model ? req->model : model);
+    r->tool_calls = json_array();
+    r->logprobs = json_array();
+    const char *prefix = req->api == HR_API_CHAT       ? "chatcmpl-"
+                         : req->api == HR_API_MESSAGES ? "msg_"
+                                                       : "cmpl-";
+    hr_make_id(r->id, sizeof r->id, prefix);
+    if (!r->model || !r->tool_calls || !r->logprobs) return hr_reply_free(r), hr_err_oom();
+    *out = r;
+    return NULL;
+}
+
+void hr_reply_free(hr_reply *r) {
+    if (!r) return;
+    hr_out_parser_free(r->parser);
+    free(r->model);
+    free(r->detail);
+    free(r->content.s);
+    free(r->reasoning.s);
+    free(r->out.s);
+    json_decref(r->tool_calls);
+    json_decref(r->logprobs);
+    free(r);
+}
+
+void hr_reply_begin(hr_reply *r, int prompt_tokens, int cached_tokens, int in_reasoning) {
+    if (r->began) return;
+    r->began = 1;
+    r->prompt_tokens = prompt_tokens;
+    r->cached_tokens = cached_tokens;
+    if (r->req->api != HR_API_COMPLETION) {
+        hr_out_config oc = {.reasoning = r->be->reasoning,
+                            .in_reasoning = in_reasoning,
+                            .tools = r->req->use_tools ? r->be->tool_format : HR_TOOLS_NONE,
+                            .tool_defs = json_object_get(r->req->chat, "tools")};
+        hr_out_parser_create(&oc, on_event, r, &r->parser);
+    }
+    if (!r->req->stream) return;
+    if (r->req->api == HR_API_MESSAGES) hr_anth_start(r);
+    if (is_chat(r))
+        hr_sse_put(
+            r, NULL,
+            chunk(r, chat_choice(r, json_pack("{s:s, s:s}", "role", "assistant", "content", ""),
+                                 NULL)));
+}
+
+static json_t *alt_entry(const char *text, size_t len, float logprob) {
+    json_t *bytes = json_array();
+    for (size_t i = 0; i < len; i++)
+        json_array_append_new(bytes, json_integer((unsigned char)text[i]));
+    return json_pack("{s:o, s:f, s:o}", "token", hr_json_string_lossy(text, len), "logprob",
+                     (double)logprob, "bytes", bytes);
+}
+
+static void add_logprobs(hr_reply *r, const hr_gen_token *t) {
+    json_t *e = alt_entry(t->token_text ? t->token_text : "", t->token_len, t->logprob);
+    json_t *top = json_array();
+    for (int i = 0; i < t->n_top && i < r->req->top_logprobs; i++)
+        json_array_append_new(top, alt_entry(t->top[i].text, t->top[i].len, t->top[i].logprob));
+    json_object_set_new(e, "top_logprobs", top);
+    json_array_append_new(r->logprobs, e);
+}
+
+void hr_reply_token(hr_reply *r, const hr_gen_token *t) {
+    if (r->finished) return;
+    hr_reply_begin(r, 0, 0, 0);
+    if (r->req->logprobs) add_logprobs(r, t);
+    const char *text = t->text ? t->text : "";
+    if (r->req->api != HR_API_COMPLETION) {
+        if (r->parser) hr_out_parser_feed(r->parser, text, t->len); /* NULL only on OOM */
+        return;
+    }
+    size_t offset = r->content.len;
+    hr_sbuf_add(&r->content, text, t->len);
+    if (r->req->stream && (t->len || r->req->logprobs))
+        hr_sse_put(r, NULL,
+                   chunk(r, json_pack("{s:i, s:o, s:o, s:n}", "index", 0, "text",
+                                      hr_json_string_lossy(text, t->len), "logprobs",
+                                      take_logprobs(r, offset), "finish_reason")));
+}
+
+static void openai_stream_finish(hr_reply *r) {
+    if (r->why == HR_FINISH_ERROR) {
+        hr_sse_put(r, NULL,
+                   hr_error_body(HR_API_CHAT, 500, r->detail ? r->detail : "engine error"));
+    } else if (is_chat(r)) {
+        hr_sse_put(r, NULL, chunk(r, chat_choice(r, json_object(), finish_str(r))));
+    } else {
+        hr_sse_put(
+            r, NULL,
+            chunk(r, json_pack("{s:i, s:s, s:o, s:s}", "index", 0, "text", "", "logprobs",
+                               take_logprobs(r, r->content.len), "finish_reason", finish_str(r))));
+    }
+    if (r->req->include_usage && r->why != HR_FINISH_ERROR) {
+        json_t *c = chunk(r, json_object());
+        json_object_set_new(c, "choices", json_array());
+        json_object_set_new(c, "usage", usage(r));
+        hr_sse_put(r, NULL, c);
+    }
+    hr_sbuf_add(&r->out, "data: [DONE]\n\n", 14);
+}
+
+void hr_reply_finish(hr_reply *r, hr_finish_reason why, int completion_tokens, const char *detail) {
+    if (r->finished) return;
+    hr_reply_begin(r, 0, 0, 0);
+    if (r->parser) hr_out_parser_finish(r->parser);
+    r->finished = 1;
+    r->why = why;
+    r->completion_tokens = completion_tokens;
+    if (detail) r->detail = strdup(detail);
+    if (!r->req->stream) return;
+    if (r->req->api == HR_API_MESSAGES)
+        hr_anth_finish(r);
+    else
+        openai_stream_finish(r);
+}
+
+char *hr_reply_take(hr_reply *r, size_t *len) {
+    char *s = r->out.s;
+    *len = r->out.len;
+    r->out = (hr_sbuf){0};
+    return s;
+}
+
+static json_t *chat_body(hr_reply *r) {
+    int tools = json_array_size(r->tool_calls) > 0;
+    json_t *msg = json_pack("{s:s}", "role", "assistant");
+    json_object_set_new(msg, "content",
+                        r->content.len || !tools
+                            ? hr_json_string_lossy(r->content.s ? r->content.s : "", r->content.len)
+                            : json_null());
+    if (r->reasoning.len)
+        json_object_set_new(msg, "reasoning_content",
+                            hr_json_string_lossy(r->reasoning.s, r->reasoning.len));
+    if (tools) json_object_set(msg, "tool_calls", r->tool_calls);
+    return json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "message", msg, "logprobs",
+                     take_logprobs(r, 0), "finish_reason", finish_str(r));
+}
+
+json_t *hr_reply_body(hr_reply *r, int *status) {
+    *status = 200;
+    if (r->why == HR_FINISH_ERROR) {
+        *status = 500;
+        return hr_error_body(r->req->api, 500, r->detail ? r->detail : "engine error");
+    }
+    if (r->req->api == HR_API_MESSAGES) return hr_anth_body(r);
+    json_t *choice =
+        is_chat(r)
+            ? chat_body(r)
+            : json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "text",
+                        hr_json_string_lossy(r->content.s ? r->content.s : "", r->content.len),
+                        "logprobs", take_logprobs(r, 0), "finish_reason", finish_str(r));
+    return json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", r->id, "object",
+                     is_chat(r) ? "chat.completion" : "text_completion", "created",
+                     (json_int_t)r->created, "model", r->model, "choices", choice, "usage",
+                     usage(r));
+}

@@ -1,0 +1,39 @@
+/* One request's response, built from engine events: the output parser splits the text
+ * into content, reasoning and tool calls, and the API's formatter turns them into SSE
+ * bytes (streaming) or the final JSON body. Pure: no I/O and no threads, so tests drive
+ * it with scripted events. Also the JSON error bodies of both API families. */
+#ifndef HR_SERVER_REPLY_H
+#define HR_SERVER_REPLY_H
+
+#include <jansson.h>
+
+#include "server/server.h"
+
+typedef struct hr_reply hr_reply;
+
+/* req is borrowed for the reply's life; model is the name to echo when the request gave
+ * none; created is the unix time to stamp. */
+hr_err *hr_reply_create(const hr_gen_request *req, const char *model, long created,
+                        const hr_server_backend *be, hr_reply **out);
+void hr_reply_free(hr_reply *r);
+
+void hr_reply_begin(hr_reply *r, int prompt_tokens, int cached_tokens, int in_reasoning);
+void hr_reply_token(hr_reply *r, const hr_gen_token *t);
+/* detail as for hr_gen_sink_finish: the error message, or the stop string matched. */
+void hr_reply_finish(hr_reply *r, hr_finish_reason why, int completion_tokens, const char *detail);
+
+/* Streaming: the SSE bytes produced since the last call (heap, caller frees; *len may be
+ * 0). After finish the last of them ends the stream. */
+char *hr_reply_take(hr_reply *r, size_t *len);
+/* Not streaming, after finish: the response body and its HTTP status (200, or 500 when
+ * the engine failed). New reference. */
+json_t *hr_reply_body(hr_reply *r, int *status);
+
+/* Error bodies: OpenAI {"error": {"message", "type", "code"}} and Anthropic
+ * {"type": "error", "error": {"type", "message"}}; type follows the status. */
+json_t *hr_error_body(hr_api_kind api, int status, const char *message);
+
+/* A response id: prefix + 24 random hex digits, into buf (>= strlen(prefix) + 25). */
+void hr_make_id(char *buf, size_t cap, const char *prefix);
+
+#endif

@@ -1,0 +1,56 @@
+/* State shared by the reply formatters (reply.c for OpenAI, anthropic_reply.c). */
+#ifndef HR_SERVER_REPLY_INTERNAL_H
+#define HR_SERVER_REPLY_INTERNAL_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/output_parse.h"
+#include "server/reply.h"
+
+typedef struct {
+    char *s;
+    size_t len, cap;
+} hr_sbuf;
+
+static inline void hr_sbuf_add(hr_sbuf *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = (b->len + n + 1) * 2;
+        char *p = realloc(b->s, cap);
+        if (!p) return; /* out of memory drops output; the request still finishes */
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+
+struct hr_reply {
+    const hr_gen_request *req;
+    const hr_server_backend *be;
+    char id[48];
+    long created;
+    char *model;
+    hr_out_parser *parser; /* chat APIs only; created at begin (needs in_reasoning) */
+    int prompt_tokens, cached_tokens, completion_tokens;
+    int began, finished;
+    hr_finish_reason why;
+    char *detail;                    /* error message, or the stop string that ended generation */
+    hr_sbuf content, reasoning, out; /* out: SSE bytes not yet taken */
+    json_t *tool_calls;              /* OpenAI-form calls, arguments as strings */
+    json_t *logprobs;                /* entries not yet sent (all of them when not streaming) */
+    /* Anthropic streaming: the open content block (-1 none) and its kind. */
+    int block, block_kind, n_blocks, ping_sent;
+};
+
+/* Anthropic formatter (anthropic_reply.c). */
+void hr_anth_start(hr_reply *r);
+void hr_anth_event(hr_reply *r, const hr_out_event *ev);
+void hr_anth_finish(hr_reply *r);
+json_t *hr_anth_body(hr_reply *r);
+
+/* Appends "event: NAME\n" (when name) and "data: JSON\n\n" to r->out; steals v. */
+void hr_sse_put(hr_reply *r, const char *name, json_t *v);
+
+#endif

@@ -1,0 +1,94 @@
+/* The one internal generation request every HTTP route is parsed into (OpenAI chat and
+ * completions, Anthropic messages), and the parsers that validate a JSON body into it.
+ * Any bad field yields an error naming the field; unknown fields are ignored. This is
+ * what the engine receives through hr_server_backend.submit (server.h). */
+#ifndef HR_SERVER_REQUEST_H
+#define HR_SERVER_REQUEST_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "engine/sampler.h"
+
+typedef enum { HR_API_CHAT, HR_API_COMPLETION, HR_API_MESSAGES } hr_api_kind;
+
+/* How tool calls in the model's output are recognised (output_parse.h). */
+typedef enum {
+    HR_TOOLS_NONE,   /* no tool parsing */
+    HR_TOOLS_QWEN,   /* <tool_call>{json}</tool_call> and Qwen3-Coder <function=..> XML */
+    HR_TOOLS_LLAMA3, /* whole output {"name", "parameters"} JSON, maybe after <|python_tag|> */
+    HR_TOOLS_GEMMA,  /* ```tool_code\nname(arg=value)\n``` */
+} hr_tool_format;
+
+typedef struct {
+    int32_t token;
+    float bias; /* -100..100 */
+} hr_logit_bias;
+
+typedef struct {
+    hr_api_kind api;
+    char *model; /* as the client named it (echoed back); may be NULL */
+
+    /* Chat APIs: {"messages", "tools", "add_generation_prompt": true, "kwargs"}, ready for
+     * hr_chat_template_apply; NULL for completions. Tool-call arguments are objects. */
+    json_t *chat;
+    /* Completions: a text prompt, or token ids (exactly one is set). */
+    char *prompt;
+    int32_t *prompt_ids;
+    int n_prompt_ids;
+
+    hr_sampler_params sampling; /* temperature, top_p, top_k, min_p, seed */
+    int seed_set;               /* 0: the engine picks a seed */
+    float presence_penalty;     /* 0 = off, -2..2 */
+    float frequency_penalty;    /* 0 = off, -2..2 */
+    float repetition_penalty;   /* 1 = off, > 0 */
+    hr_logit_bias *logit_bias;
+    int n_logit_bias;
+
+    char **stop; /* stop strings: generation ends before the first match */
+    int n_stop;
+    int max_tokens; /* >= 1; 0 = until end of context */
+    int ignore_eos; /* keep generating past end-of-sequence (benchmarks) */
+
+    int logprobs;     /* return the sampled token's logprob */
+    int top_logprobs; /* 0..20 alternatives per token */
+
+    int stream;
+    int include_usage;      /* OpenAI stream_options.include_usage */
+    int use_tools;          /* tools were given and tool_choice is not "none": parse tool calls */
+    char *reasoning_effort; /* NULL, or "none" | "low" | "medium" | "high" */
+} hr_gen_request;
+
+/* Limits the parsers check against. */
+typedef struct {
+    int max_tokens_limit; /* largest max_tokens accepted (the context length) */
+    int vocab_size; /* token ids (prompt arrays, logit_bias) must be below it; 0 = unchecked */
+} hr_request_limits;
+
+/* Parsers: body is the request JSON (borrowed). On success *out is a new request
+ * (hr_gen_request_free); on error the message names the offending field. */
+hr_err *hr_parse_chat_request(const json_t *body, const hr_request_limits *lim,
+                              hr_gen_request **out);
+hr_err *hr_parse_completion_request(const json_t *body, const hr_request_limits *lim,
+                                    hr_gen_request **out);
+hr_err *hr_parse_messages_request(const json_t *body, const hr_request_limits *lim,
+                                  hr_gen_request **out);
+void hr_gen_request_free(hr_gen_request *r);
+
+/* POST /tokenize {"content" | "prompt": text, "add_special_tokens"} and POST /detokenize
+ * {"tokens": [ids]}. */
+hr_err *hr_parse_tokenize_request(const json_t *body, const char **text, int *add_special);
+hr_err *hr_parse_detokenize_request(const json_t *body, const hr_request_limits *lim, int32_t **ids,
+                                    int *n);
+
+/* Shared by the chat and Anthropic parsers (request_common.c). */
+hr_gen_request *hr_gen_request_new(hr_api_kind api);
+hr_err *hr_parse_sampling(const json_t *body, hr_gen_request *r);
+hr_err *hr_parse_max_tokens(const json_t *body, const char *key, int required,
+                            const hr_request_limits *lim, hr_gen_request *r);
+hr_err *hr_parse_stop(const json_t *body, const char *key, hr_gen_request *r);
+/* Builds r->chat from normalized messages and tools (takes ownership of both). */
+void hr_set_chat(hr_gen_request *r, json_t *messages, json_t *tools, json_t *kwargs);
+
+#endif

@@ -1,0 +1,160 @@
+/* The route table and its handlers: /health, /v1/models, the three generation routes
+ * (parse, submit to the backend, then one JSON body or an SSE stream), /tokenize and
+ * /detokenize. */
+#include <string.h>
+#include <time.h>
+
+#include "base/json.h"
+#include "server/http_internal.h"
+
+typedef hr_err *(*parse_fn)(const json_t *, const hr_request_limits *, hr_gen_request **);
+
+static hr_err *health(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+    json_t *o = json_pack("{s:s, s:s}", "status", "ok", "model", s->be->model_name(s->be->ctx));
+    if (s->be->stats) s->be->stats(s->be->ctx, o);
+    return hr_http_reply_json(c, 200, o);
+}
+
+static hr_err *models(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+    return hr_http_reply_json(c, 200,
+                              json_pack("{s:s, s:[{s:s, s:s, s:i, s:s}]}", "object", "list", "data",
+                                        "id", s->be->model_name(s->be->ctx), "object", "model",
+                                        "created", 0, "owned_by", "hearth"));
+}
+
+/* Parses body as a JSON object, or replies 400 (*j NULL, return value from the reply). */
+static hr_err *load_body(struct MHD_Connection *c, hr_api_kind api, const char *body, size_t len,
+                         json_t **j) {
+    hr_err *e = hr_json_load_buf("request body", body, len, j);
+    if (e) {
+        hr_err *r = hr_http_reply_error(c, api, 400, hr_err_msg(e));
+        hr_err_free(e);
+        return r;
+    }
+    if (json_is_object(*j)) return NULL;
+    json_decref(*j);
+    *j = NULL;
+    return hr_http_reply_error(c, api, 400, "request body must be a JSON object");
+}
+
+/* Non-streaming: wait for the whole reply, then send it (nothing if the client left). */
+static hr_err *reply_whole(struct MHD_Connection *c, hr_http_gen *g) {
+    while (!g->done)
+        hr_http_gen_wait(g);
+    int status;
+    json_t *body = hr_reply_body(g->reply, &status);
+    int cancelled = g->cancelled;
+    hr_http_gen_free(g);
+    if (cancelled) return json_decref(body), hr_errf("client disconnected");
+    return hr_http_reply_json(c, status, body);
+}
+
+static hr_err *submit(hr_server *s, struct MHD_Connection *c, hr_gen_request *req) {
+    hr_http_gen *g = calloc(1, sizeof *g);
+    hr_api_kind api = req->api;
+    if (!g || !(g->sink = hr_sink_create(req))) {
+        free(g);
+        hr_gen_request_free(req);
+        return hr_http_reply_error(c, api, 500, "out of memory");
+    }
+    g->be = s->be;
+    g->conn = c;
+    hr_err *e =
+        hr_reply_create(req, s->be->model_name(s->be->ctx), (long)time(NULL), s->be, &g->reply);
+    if (!e) e = s->be->submit(s->be->ctx, req, g->sink);
+    if (e) {
+        hr_sink_release(g->sink); /* the engine's reference: it never got the request */
+        g->done = 1;
+        hr_http_gen_free(g);
+        hr_err *r = hr_http_reply_error(c, api, 400, hr_err_msg(e));
+        hr_err_free(e);
+        return r;
+    }
+    return req->stream ? hr_http_reply_sse(c, g) : reply_whole(c, g);
+}
+
+static hr_err *generate(hr_server *s, struct MHD_Connection *c, hr_api_kind api, parse_fn parse,
+                        const char *body, size_t len) {
+    json_t *j;
+    hr_err *e = load_body(c, api, body, len, &j);
+    if (!j) return e;
+    hr_gen_request *req;
+    e = parse(j, &s->be->limits, &req);
+    json_decref(j);
+    if (e) {
+        hr_err *r = hr_http_reply_error(c, api, 400, hr_err_msg(e));
+        hr_err_free(e);
+        return r;
+    }
+    return submit(s, c, req);
+}
+
+static hr_err *chat(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+    return generate(s, c, HR_API_CHAT, hr_parse_chat_request, body, len);
+}
+
+static hr_err *completions(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+    return generate(s, c, HR_API_COMPLETION, hr_parse_completion_request, body, len);
+}
+
+static hr_err *messages(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+    return generate(s, c, HR_API_MESSAGES, hr_parse_messages_request, body, len);
+}
+
+static hr_err *reply_400(struct MHD_Connection *c, hr_err *e) {
+    hr_err *r = hr_http_reply_error(c, HR_API_CHAT, 400, hr_err_msg(e));
+    hr_err_free(e);
+    return r;
+}
+
+static hr_err *tokenize(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+    json_t *j;
+    hr_err *e = load_body(c, HR_API_CHAT, body, len, &j);
+    if (!j) return e;
+    const char *text;
+    int special;
+    int32_t *ids = NULL;
+    int n = 0;
+    e = hr_parse_tokenize_request(j, &text, &special);
+    if (!e) e = s->be->tokenize(s->be->ctx, text, special, &ids, &n);
+    json_decref(j);
+    if (e) return reply_400(c, e);
+    json_t *arr = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(arr, json_integer(ids[i]));
+    free(ids);
+    return hr_http_reply_json(c, 200, json_pack("{s:o, s:i}", "tokens", arr, "count", n));
+}
+
+static hr_err *detokenize(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+    json_t *j;
+    hr_err *e = load_body(c, HR_API_CHAT, body, len, &j);
+    if (!j) return e;
+    int32_t *ids = NULL;
+    int n = 0;
+    char *text = NULL;
+    e = hr_parse_detokenize_request(j, &s->be->limits, &ids, &n);
+    if (!e) e = s->be->detokenize(s->be->ctx, ids, n, &text);
+    json_decref(j);
+    free(ids);
+    if (e) return reply_400(c, e);
+    json_t *o = json_pack("{s:s}", "prompt", text);
+    free(text);
+    return hr_http_reply_json(c, 200, o);
+}
+
+static const hr_route routes[] = {
+    {"/health", "GET", HR_API_CHAT, 0, health},
+    {"/v1/models", "GET", HR_API_CHAT, 1, models},
+    {"/v1/chat/completions", "POST", HR_API_CHAT, 1, chat},
+    {"/v1/completions", "POST", HR_API_COMPLETION, 1, completions},
+    {"/v1/messages", "POST", HR_API_MESSAGES, 1, messages},
+    {"/tokenize", "POST", HR_API_CHAT, 1, tokenize},
+    {"/detokenize", "POST", HR_API_CHAT, 1, detokenize},
+};
+
+const hr_route *hr_route_find(const char *path) {
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++)
+        if (!strcmp(routes[i].path, path)) return &routes[i];
+    return NULL;
+}

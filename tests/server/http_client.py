@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Client side of tests/unit/test_server_http.c: real HTTP on loopback with the standard
+library against the fake-engine server. Prints "ok NAME" / "FAIL NAME: why" per check.
+Usage: http_client.py PORT API_KEY"""
+import http.client
+import json
+import socket
+import sys
+import threading
+import time
+
+PORT = int(sys.argv[1])
+KEY = sys.argv[2]
+AUTH = {"Authorization": "Bearer " + KEY}
+failed = 0
+
+
+def check(name, cond, why=""):
+    global failed
+    if cond:
+        print("ok " + name)
+    else:
+        failed += 1
+        print("FAIL %s: %s" % (name, why))
+    sys.stdout.flush()
+
+
+def request(method, path, body=None, headers=AUTH, raw=None):
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10)
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    h = dict(headers)
+    if data is not None:
+        h["Content-Type"] = "application/json"
+    c.request(method, path, body=data, headers=h)
+    r = c.getresponse()
+    text = r.read().decode()
+    c.close()
+    try:
+        return r.status, json.loads(text), r
+    except ValueError:
+        return r.status, text, r
+
+
+def stream(path, body, headers=AUTH):
+    """Returns (status, [(event, data)], content-type) of an SSE response."""
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10)
+    c.request("POST", path, body=json.dumps(body).encode(),
+              headers=dict(headers, **{"Content-Type": "application/json"}))
+    r = c.getresponse()
+    events, name = [], None
+    while True:
+        line = r.readline()
+        if not line:
+            break
+        line = line.decode().rstrip("\n")
+        if line.startswith("event: "):
+            name = line[7:]
+        elif line.startswith("data: "):
+            d = line[6:]
+            events.append((name, d if d == "[DONE]" else json.loads(d)))
+            name = None
+    c.close()
+    return r.status, events, r.getheader("Content-Type")
+
+
+USER = [{"role": "user", "content": "hi"}]
+
+
+def chat(content, **kw):
+    return dict({"model": "m", "messages": [{"role": "user", "content": content}]}, **kw)
+
+
+TOOLS = [{"type": "function", "function": {"name": "get_weather",
+                                           "parameters": {"type": "object"}}}]
+
+
+def test_routes():
+    st, body, _ = request("GET", "/health", headers={})
+    check("health", st == 200 and body["status"] == "ok" and body["model"] == "fake-model"
+          and "requests" in body, body)
+    st, body, _ = request("GET", "/v1/models")
+    check("models", st == 200 and body["data"][0]["id"] == "fake-model", body)
+    st, body, _ = request("GET", "/v1/models", headers={})
+    check("401_missing_key", st == 401 and body["error"]["type"] == "authentication_error", body)
+    st, body, _ = request("POST", "/v1/chat/completions", chat("x"), headers={"Authorization": "Bearer nope"})
+    check("401_wrong_key", st == 401 and body["error"]["code"] == 401, body)
+    st, body, _ = request("POST", "/v1/messages", {"max_tokens": 5, "messages": USER},
+                          headers={"x-api-key": "nope"})
+    check("401_anthropic_shape", st == 401 and body["type"] == "error"
+          and body["error"]["type"] == "authentication_error", body)
+    st, body, _ = request("POST", "/v1/chat/completions", chat("x"), headers={"x-api-key": KEY})
+    check("x_api_key", st == 200, body)
+    st, body, _ = request("GET", "/v2/nothing")
+    check("404", st == 404 and body["error"]["code"] == 404, body)
+    st, body, _ = request("GET", "/v1/chat/completions")
+    check("405", st == 405 and "POST" in body["error"]["message"], body)
+    st, body, _ = request("POST", "/v1/chat/completions", raw=b"{" + b" " * 70000 + b"}")
+    check("413", st == 413 and "larger than 65536" in body["error"]["message"], body)
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10)
+    c.request("POST", "/v1/messages", body=iter([b"{", b" " * 40000, b" " * 40000, b"}"]),
+              headers=dict(AUTH, **{"Content-Type": "application/json"}), encode_chunked=True)
+    r = c.getresponse()
+    body = json.loads(r.read())
+    check("413_chunked_anthropic", r.status == 413 and body["error"]["type"] == "request_too_large", body)
+    st, body, _ = request("POST", "/v1/chat/completions", chat("x"), headers={"Authorization": "Bearer sekret2"})
+    check("401_key_prefix", st == 401, body)
+    st, body, _ = request("POST", "/v1/chat/completions", chat("x"), headers={"Authorization": "Bearer sekre"})
+    check("401_key_shorter", st == 401, body)
+
+
+def test_bad_requests():
+    cases = [
+        (b"{not json", "invalid JSON"),
+        (b"[1, 2]", "must be a JSON object"),
+        (json.dumps(chat("x", temperature="hot")).encode(), '"temperature" must be a number'),
+        (json.dumps({"messages": []}).encode(), '"messages" must not be empty'),
+        (json.dumps(chat("x", max_tokens=0)).encode(), '"max_tokens" must be in [1, 4096]'),
+        (json.dumps(chat("x", max_tokens=10 ** 6)).encode(), '"max_tokens" must be in'),
+        (json.dumps(chat("x", n=2)).encode(), '"n" must be 1'),
+        (json.dumps(chat("x", response_format={"type": "json_schema", "json_schema": {}})).encode(),
+         "not supported yet"),
+        (json.dumps({"messages": [{"role": "robot", "content": "x"}]}).encode(), "messages[0].role"),
+    ]
+    for i, (raw, want) in enumerate(cases):
+        st, body, _ = request("POST", "/v1/chat/completions", raw=raw)
+        check("400_case_%d" % i, st == 400 and want in body["error"]["message"]
+              and body["error"]["type"] == "invalid_request_error", (st, body))
+    st, body, _ = request("POST", "/v1/messages", {"messages": USER})
+    check("400_anthropic_shape", st == 400 and body["type"] == "error"
+          and body["error"]["type"] == "invalid_request_error"
+          and '"max_tokens" is required' in body["error"]["message"], body)
+    st, body, _ = request("POST", "/v1/chat/completions", chat("REJECT"))
+    check("400_engine_reject", st == 400 and "longer than the context" in body["error"]["message"], body)
+    st, body, _ = request("POST", "/v1/chat/completions", chat("FAIL"))
+    check("500_engine_error", st == 500 and body["error"]["message"] == "scripted failure", body)
+
+
+def test_chat():
+    st, b, r = request("POST", "/v1/chat/completions", chat("hello"))
+    check("chat_body", st == 200 and b["object"] == "chat.completion" and b["model"] == "m"
+          and b["choices"][0]["message"]["content"] == "Hello from the fake engine!"
+          and b["choices"][0]["finish_reason"] == "stop" and b["usage"]["completion_tokens"] == 9
+          and b["usage"]["prompt_tokens_details"]["cached_tokens"] == 0
+          and r.getheader("Content-Type") == "application/json", b)
+    st, ev, ctype = stream("/v1/chat/completions", chat("hello", stream=True,
+                                                        stream_options={"include_usage": True}))
+    text = "".join(d["choices"][0]["delta"].get("content", "") for _, d in ev[:-1] if d["choices"])
+    check("chat_stream", st == 200 and ctype == "text/event-stream" and ev[-1][1] == "[DONE]"
+          and text == "Hello from the fake engine!" and ev[0][1]["choices"][0]["delta"]["role"] == "assistant"
+          and ev[-3][1]["choices"][0]["finish_reason"] == "stop"
+          and ev[-2][1]["choices"] == [] and ev[-2][1]["usage"]["total_tokens"] == 9 + 5, ev[-3:])
+    st, b, _ = request("POST", "/v1/chat/completions", chat("THINK"))
+    m = b["choices"][0]["message"]
+    check("chat_reasoning", m["content"] == "The answer is 42."
+          and m["reasoning_content"] == "\nLet me think.\n", m)
+    st, ev, _ = stream("/v1/chat/completions", chat("THINK", stream=True))
+    rs = "".join(d["choices"][0]["delta"].get("reasoning_content", "") for _, d in ev[:-1])
+    cs = "".join(d["choices"][0]["delta"].get("content", "") for _, d in ev[:-1])
+    check("chat_reasoning_stream", rs == "\nLet me think.\n" and cs == "The answer is 42.", (rs, cs))
+    st, b, _ = request("POST", "/v1/chat/completions", chat("TOOL", tools=TOOLS))
+    m = b["choices"][0]["message"]
+    check("chat_tool_call", b["choices"][0]["finish_reason"] == "tool_calls"
+          and m["content"] == "Let me check.\n"
+          and m["tool_calls"][0]["function"]["name"] == "get_weather"
+          and json.loads(m["tool_calls"][0]["function"]["arguments"]) == {"city": "Paris"}, m)
+    st, ev, _ = stream("/v1/chat/completions", chat("TOOL", tools=TOOLS, stream=True))
+    calls = [d["choices"][0]["delta"]["tool_calls"] for _, d in ev[:-1] if "tool_calls" in d["choices"][0]["delta"]]
+    check("chat_tool_call_stream", len(calls) == 1 and calls[0][0]["index"] == 0
+          and calls[0][0]["id"].startswith("call_") and ev[-2][1]["choices"][0]["finish_reason"] == "tool_calls", calls)
+    st, b, _ = request("POST", "/v1/chat/completions", chat("TOOL"))
+    check("chat_no_tools_no_parse", "<tool_call>" in b["choices"][0]["message"]["content"], b)
+    st, b, _ = request("POST", "/v1/chat/completions", chat("hello", max_tokens=2))
+    check("chat_length", b["choices"][0]["finish_reason"] == "length"
+          and b["choices"][0]["message"]["content"] == "Hello ", b)
+    st, b, _ = request("POST", "/v1/chat/completions", chat("hello", logprobs=True, top_logprobs=1))
+    lp = b["choices"][0]["logprobs"]["content"]
+    check("chat_logprobs", len(lp) == 9 and lp[0]["token"] == "Hel" and lp[0]["logprob"] == -0.25
+          and lp[0]["top_logprobs"][0]["logprob"] == -1.25 and lp[0]["bytes"] == [72, 101, 108], lp[:1])
+
+
+def test_completions():
+    st, b, _ = request("POST", "/v1/completions", {"prompt": "Once", "max_tokens": 100})
+    check("completion_body", st == 200 and b["object"] == "text_completion"
+          and b["choices"][0]["text"] == "Hello from the fake engine!" and b["model"] == "fake-model", b)
+    st, ev, _ = stream("/v1/completions", {"prompt": [5, 6, 7], "max_tokens": 4, "stream": True})
+    text = "".join(d["choices"][0]["text"] for _, d in ev[:-1])
+    check("completion_stream_ids", text == "Hello from t" and ev[-2][1]["choices"][0]["finish_reason"] == "length"
+          and ev[-1][1] == "[DONE]", ev)
+    st, b, _ = request("POST", "/v1/completions", {"prompt": [5, 300]})
+    check("completion_bad_id", st == 400 and '"prompt"[1]' in b["error"]["message"], b)
+
+
+def test_messages():
+    st, b, _ = request("POST", "/v1/messages", {"model": "claude", "max_tokens": 100, "system": "s",
+                                                "messages": [{"role": "user", "content": "TOOL"}],
+                                                "tools": [{"name": "get_weather", "input_schema": {"type": "object"}}]})
+    check("messages_body", st == 200 and b["type"] == "message" and b["role"] == "assistant"
+          and b["content"][0] == {"type": "text", "text": "Let me check.\n"}
+          and b["content"][1]["type"] == "tool_use" and b["content"][1]["input"] == {"city": "Paris"}
+          and b["stop_reason"] == "tool_use" and b["id"].startswith("msg_"), b)
+    st, ev, _ = stream("/v1/messages", {"max_tokens": 100, "stream": True,
+                                        "messages": [{"role": "user", "content": "THINK"}]})
+    names = [n for n, _ in ev]
+    want = ["message_start", "content_block_start", "ping"]
+    check("messages_stream_order", names[:3] == want and names[-2:] == ["message_delta", "message_stop"]
+          and all(n == d["type"] for n, d in ev), names)
+    thinking = "".join(d["delta"].get("thinking", "") for n, d in ev if n == "content_block_delta")
+    text = "".join(d["delta"].get("text", "") for n, d in ev if n == "content_block_delta")
+    check("messages_stream_blocks", thinking == "\nLet me think.\n" and text == "The answer is 42."
+          and ev[-2][1]["delta"]["stop_reason"] == "end_turn", (thinking, text))
+
+
+def test_tokenize():
+    st, b, _ = request("POST", "/tokenize", {"content": "AB"})
+    check("tokenize", st == 200 and b["tokens"] == [1, 65, 66] and b["count"] == 3, b)
+    st, b, _ = request("POST", "/detokenize", {"tokens": [72, 105]})
+    check("detokenize", st == 200 and b["prompt"] == "Hi", b)
+    st, b, _ = request("POST", "/detokenize", {"tokens": [999]})
+    check("detokenize_bad", st == 400 and '"tokens"[0]' in b["error"]["message"], b)
+
+
+def stat(key):
+    return request("GET", "/health", headers={})[1][key]
+
+
+def test_disconnect():
+    before = stat("cancelled")
+    s = socket.create_connection(("127.0.0.1", PORT))
+    body = json.dumps(chat("SLOW", stream=True)).encode()
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode()
+              + b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(body)).encode()
+              + b"\r\n\r\n" + body)
+    got = b""
+    while got.count(b"tick") < 3:
+        got += s.recv(4096)
+    s.close()
+    deadline = time.time() + 5
+    while time.time() < deadline and stat("cancelled") == before:
+        time.sleep(0.05)
+    check("disconnect_cancels_stream", stat("cancelled") == before + 1, stat("cancelled"))
+    before = stat("cancelled")
+    s = socket.create_connection(("127.0.0.1", PORT))
+    body = json.dumps(chat("SLOW")).encode()
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode()
+              + b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+    time.sleep(0.1)
+    s.close()
+    deadline = time.time() + 5
+    while time.time() < deadline and stat("cancelled") == before:
+        time.sleep(0.05)
+    check("disconnect_cancels_whole", stat("cancelled") == before + 1, stat("cancelled"))
+
+
+def test_concurrent():
+    results = []
+
+    def one(i):
+        st, ev, _ = stream("/v1/chat/completions", chat("hello %d" % i, stream=True))
+        text = "".join(d["choices"][0]["delta"].get("content", "") for _, d in ev[:-1])
+        results.append(st == 200 and text == "Hello from the fake engine!")
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    check("concurrent_streams", len(results) == 16 and all(results), results)
+
+
+for t in [test_routes, test_bad_requests, test_chat, test_completions, test_messages, test_tokenize,
+          test_disconnect, test_concurrent]:
+    try:
+        t()
+    except Exception as e:  # a crash in one group fails it and the others still run
+        check(t.__name__, False, "%s: %s" % (type(e).__name__, e))
+sys.exit(1 if failed else 0)

@@ -1,0 +1,209 @@
+/* The HTTP server end to end on loopback, with a fake engine behind hr_server_backend
+ * that streams scripted text from its own threads. The clients are real: Python's
+ * standard library (tests/server/http_client.py), `hearth bench-serve`, and the official
+ * openai npm package when npm can install it (tests/server/openai_client.mjs). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#include "server/server.h"
+
+typedef struct {
+    atomic_int requests, cancelled, active;
+} fake_engine;
+
+typedef struct {
+    fake_engine *fe;
+    hr_gen_sink *sink;
+    char *text; /* the prompt text the script is chosen by */
+    int max_tokens;
+} fake_job;
+
+static const char *script_for(const char *prompt, int *delay_us, int *endless) {
+    *delay_us = 200;
+    *endless = 0;
+    if (strstr(prompt, "THINK")) return "<think>\nLet me think.\n</think>\n\nThe answer is 42.";
+    if (strstr(prompt, "TOOL"))
+        return "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+               "\"Paris\"}}\n</tool_call>";
+    if (strstr(prompt, "SLOW")) return *delay_us = 5000, *endless = 1, "tick ";
+    return "Hello from the fake engine!";
+}
+
+static void *fake_run(void *arg) {
+    fake_job *j = arg;
+    int delay, endless;
+    const char *s = script_for(j->text, &delay, &endless);
+    hr_gen_sink_begin(j->sink, (int)strlen(j->text), 0, 0);
+    int limit = j->max_tokens ? j->max_tokens : 100000, n = 0;
+    size_t off = 0, len = strlen(s);
+    hr_finish_reason why = HR_FINISH_STOP;
+    while (endless || off < len) {
+        if (hr_gen_sink_cancelled(j->sink)) {
+            why = HR_FINISH_CANCELLED;
+            atomic_fetch_add(&j->fe->cancelled, 1);
+            break;
+        }
+        if (n == limit) {
+            why = HR_FINISH_LENGTH;
+            break;
+        }
+        size_t piece = endless ? len : (len - off < 3 ? len - off : 3);
+        hr_token_alt alt = {s + off, piece, -1.25f};
+        hr_gen_token t = {.text = s + off,
+                          .len = piece,
+                          .token = n,
+                          .token_text = s + off,
+                          .token_len = piece,
+                          .logprob = -0.25f,
+                          .top = &alt,
+                          .n_top = 1};
+        hr_gen_sink_token(j->sink, &t);
+        n++;
+        if (!endless) off += piece;
+        usleep((useconds_t)delay);
+    }
+    if (strstr(j->text, "FAIL"))
+        hr_gen_sink_finish(j->sink, HR_FINISH_ERROR, n, "scripted failure");
+    else
+        hr_gen_sink_finish(j->sink, why, n, NULL);
+    atomic_fetch_sub(&j->fe->active, 1);
+    free(j->text);
+    free(j);
+    return NULL;
+}
+
+static char *prompt_text(const hr_gen_request *r) {
+    if (r->prompt) return strdup(r->prompt);
+    if (!r->chat) return strdup("ids");
+    const json_t *msgs = json_object_get(r->chat, "messages");
+    const json_t *last = json_array_get(msgs, json_array_size(msgs) - 1);
+    const char *c = json_string_value(json_object_get(last, "content"));
+    return strdup(c ? c : "");
+}
+
+static hr_err *fake_submit(void *ctx, const hr_gen_request *req, hr_gen_sink *sink) {
+    fake_engine *fe = ctx;
+    char *text = prompt_text(req);
+    if (strstr(text, "REJECT")) {
+        free(text);
+        return hr_errf("prompt is longer than the context (scripted)");
+    }
+    fake_job *j = calloc(1, sizeof *j);
+    *j = (fake_job){fe, sink, text, req->max_tokens};
+    atomic_fetch_add(&fe->requests, 1);
+    atomic_fetch_add(&fe->active, 1);
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_create(&t, &attr, fake_run, j);
+    pthread_attr_destroy(&attr);
+    return NULL;
+}
+
+static const char *fake_name(void *ctx) {
+    return "fake-model";
+}
+
+static void fake_stats(void *ctx, json_t *out) {
+    fake_engine *fe = ctx;
+    json_object_set_new(out, "requests", json_integer(atomic_load(&fe->requests)));
+    json_object_set_new(out, "cancelled", json_integer(atomic_load(&fe->cancelled)));
+    json_object_set_new(out, "active", json_integer(atomic_load(&fe->active)));
+}
+
+static hr_err *fake_tokenize(void *ctx, const char *text, int special, int32_t **ids, int *n) {
+    *n = (int)strlen(text) + (special ? 1 : 0);
+    *ids = malloc(((size_t)*n + 1) * sizeof **ids);
+    int k = 0;
+    if (special) (*ids)[k++] = 1;
+    for (const char *p = text; *p; p++)
+        (*ids)[k++] = (unsigned char)*p;
+    return NULL;
+}
+
+static hr_err *fake_detokenize(void *ctx, const int32_t *ids, int n, char **text) {
+    *text = malloc((size_t)n + 1);
+    for (int i = 0; i < n; i++)
+        (*text)[i] = (char)ids[i];
+    (*text)[n] = 0;
+    return NULL;
+}
+
+/* Runs cmd, echoing its output and adding up its ok / FAIL lines into the harness. */
+static void run_client(const char *cmd) {
+    FILE *f = popen(cmd, "r");
+    if (!f) {
+        printf("FAIL %s: popen failed\n", cmd);
+        hr_t_failed++;
+        return;
+    }
+    char line[4096];
+    int any = 0;
+    while (fgets(line, sizeof line, f)) {
+        fputs(line, stdout);
+        if (!strncmp(line, "ok ", 3)) hr_t_passed++, any = 1;
+        if (!strncmp(line, "FAIL ", 5)) hr_t_failed++, any = 1;
+    }
+    int rc = pclose(f);
+    if (!any || rc) {
+        printf("FAIL %s: exit status %d\n", cmd, rc);
+        hr_t_failed++;
+    }
+    fflush(stdout);
+}
+
+static fake_engine FE;
+
+static void test_start_errors(void) {
+    hr_server_backend be = {.ctx = &FE, .model_name = fake_name};
+    hr_server *s;
+    hr_server_config bad = {.host = "no-such-host.invalid", .port = 0};
+    hr_err *e = hr_server_start(&bad, &be, &s);
+    HR_CHECK(e && strstr(hr_err_msg(e), "--host no-such-host.invalid"), "bad host");
+    hr_err_free(e);
+    hr_server_config port = {.port = 70000};
+    e = hr_server_start(&port, &be, &s);
+    HR_CHECK(e && strstr(hr_err_msg(e), "not a TCP port"), "bad port");
+    hr_err_free(e);
+}
+
+int main(void) {
+    HR_RUN(test_start_errors);
+    hr_server_backend be = {.ctx = &FE,
+                            .model_name = fake_name,
+                            .submit = fake_submit,
+                            .stats = fake_stats,
+                            .tokenize = fake_tokenize,
+                            .detokenize = fake_detokenize,
+                            .tool_format = HR_TOOLS_QWEN,
+                            .reasoning = 1,
+                            .limits = {.max_tokens_limit = 4096, .vocab_size = 256}};
+    hr_server_config cfg = {.port = 0, .api_key = "sekret", .max_body = 64 * 1024};
+    hr_server *s;
+    hr_err *e = hr_server_start(&cfg, &be, &s);
+    if (e) {
+        printf("FAIL start: %s\n", hr_err_msg(e));
+        hr_err_free(e);
+        return hr_test_summary() | 1;
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "python3 tests/server/http_client.py %d sekret 2>&1",
+             hr_server_port(s));
+    run_client(cmd);
+    snprintf(cmd, sizeof cmd, "bash tests/server/bench_client.sh %d sekret 2>&1",
+             hr_server_port(s));
+    run_client(cmd);
+    snprintf(cmd, sizeof cmd, "bash tests/server/openai_npm.sh %d sekret 2>&1", hr_server_port(s));
+    run_client(cmd);
+    hr_server_stop(s);
+    for (int i = 0; i < 500 && atomic_load(&FE.active); i++)
+        usleep(10000);
+    if (atomic_load(&FE.active))
+        printf("FAIL drain: %d fake requests still running\n", atomic_load(&FE.active)),
+            hr_t_failed++;
+    return hr_test_summary();
+}

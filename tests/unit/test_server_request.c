@@ -1,0 +1,355 @@
+/* Request parsing: OpenAI chat and completions, Anthropic messages, tokenize bodies;
+ * every accepted field lands in hr_gen_request, every bad one names itself. */
+#include "harness.h"
+
+#include "base/json.h"
+#include "server/request.h"
+
+static const hr_request_limits LIM = {.max_tokens_limit = 4096, .vocab_size = 1000};
+
+typedef hr_err *(*parse_fn)(const json_t *, const hr_request_limits *, hr_gen_request **);
+
+/* Parses src with fn; returns the request (NULL on error, message into err). */
+static hr_gen_request *parse(parse_fn fn, const char *src, char *err, size_t cap) {
+    json_t *j = json_loads(src, 0, NULL);
+    if (!j) {
+        snprintf(err, cap, "test JSON does not parse: %s", src);
+        return NULL;
+    }
+    hr_gen_request *r = NULL;
+    hr_err *e = fn(j, &LIM, &r);
+    json_decref(j);
+    if (e) {
+        snprintf(err, cap, "%s", hr_err_msg(e));
+        hr_err_free(e);
+    }
+    return r;
+}
+
+/* Expects fn to reject src with a message containing want. */
+static int rejects(parse_fn fn, const char *src, const char *want, char *got, size_t cap) {
+    hr_gen_request *r = parse(fn, src, got, cap);
+    if (r) {
+        hr_gen_request_free(r);
+        snprintf(got, cap, "accepted");
+        return 0;
+    }
+    return strstr(got, want) != NULL;
+}
+
+static void test_chat_full(void) {
+    char err[256] = "";
+    hr_gen_request *r = parse(
+        hr_parse_chat_request,
+        "{\"model\": \"m\", \"messages\": [{\"role\": \"system\", \"content\": \"be brief\"},"
+        " {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"a\"}, {\"type\": "
+        "\"text\", \"text\": \"b\"}]},"
+        " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"c1\", \"type\": "
+        "\"function\","
+        "   \"function\": {\"name\": \"f\", \"arguments\": \"{\\\"x\\\": 1}\"}}]},"
+        " {\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": \"42\"}],"
+        " \"stream\": true, \"stream_options\": {\"include_usage\": true}, "
+        "\"max_completion_tokens\": 100,"
+        " \"temperature\": 0.5, \"top_p\": 0.9, \"top_k\": 40, \"min_p\": 0.05, "
+        "\"presence_penalty\": 0.5,"
+        " \"frequency_penalty\": -0.5, \"repetition_penalty\": 1.1, \"logit_bias\": {\"7\": -100},"
+        " \"stop\": [\"END\", \"###\"], \"seed\": 7, \"logprobs\": true, \"top_logprobs\": 3,"
+        " \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
+        "{}}}],"
+        " \"tool_choice\": \"auto\", \"response_format\": {\"type\": \"text\"},"
+        " \"chat_template_kwargs\": {\"enable_thinking\": true}, \"reasoning_effort\": \"low\","
+        " \"unknown_field\": [1, 2]}",
+        err, sizeof err);
+    HR_CHECK(r, "%s", err);
+    HR_CHECK(r->api == HR_API_CHAT && !strcmp(r->model, "m") && r->stream && r->include_usage,
+             "flags");
+    HR_CHECK(r->max_tokens == 100, "max_tokens %d", r->max_tokens);
+    HR_CHECK(r->sampling.temperature == 0.5f && r->sampling.top_p == 0.9f &&
+                 r->sampling.top_k == 40 && r->sampling.min_p == 0.05f && r->seed_set &&
+                 r->sampling.seed == 7,
+             "sampling");
+    HR_CHECK(r->presence_penalty == 0.5f && r->frequency_penalty == -0.5f &&
+                 r->repetition_penalty == 1.1f,
+             "penalties");
+    HR_CHECK(r->n_logit_bias == 1 && r->logit_bias[0].token == 7 && r->logit_bias[0].bias == -100,
+             "bias");
+    HR_CHECK(r->n_stop == 2 && !strcmp(r->stop[1], "###"), "stop");
+    HR_CHECK(r->logprobs && r->top_logprobs == 3 && r->use_tools, "logprobs/tools");
+    HR_CHECK(!strcmp(r->reasoning_effort, "low"), "effort");
+    const json_t *msgs = json_object_get(r->chat, "messages");
+    HR_CHECK(json_array_size(msgs) == 4, "messages");
+    HR_CHECK(!strcmp(json_string_value(json_object_get(json_array_get(msgs, 1), "content")), "ab"),
+             "joined parts");
+    const json_t *args = json_object_get(
+        json_object_get(json_array_get(json_object_get(json_array_get(msgs, 2), "tool_calls"), 0),
+                        "function"),
+        "arguments");
+    HR_CHECK(json_integer_value(json_object_get(args, "x")) == 1, "arguments became an object");
+    HR_CHECK(
+        !strcmp(json_string_value(json_object_get(json_array_get(msgs, 3), "tool_call_id")), "c1"),
+        "tool id");
+    const json_t *kw = json_object_get(r->chat, "kwargs");
+    HR_CHECK(json_is_true(json_object_get(kw, "enable_thinking")), "kwargs");
+    HR_CHECK(json_is_true(json_object_get(r->chat, "add_generation_prompt")), "gen prompt");
+    HR_CHECK(json_array_size(json_object_get(r->chat, "tools")) == 1, "tools");
+    hr_gen_request_free(r);
+}
+
+static void test_chat_defaults(void) {
+    char err[256] = "";
+    hr_gen_request *r =
+        parse(hr_parse_chat_request,
+              "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"stop\": \"x\","
+              " \"reasoning_effort\": \"none\", \"tool_choice\": \"none\","
+              " \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]}",
+              err, sizeof err);
+    HR_CHECK(r, "%s", err);
+    HR_CHECK(!r->model && !r->stream && r->max_tokens == 0 && r->sampling.temperature == 1.0f &&
+                 r->sampling.top_p == 1.0f && !r->seed_set && r->repetition_penalty == 1.0f,
+             "defaults");
+    HR_CHECK(r->n_stop == 1 && !strcmp(r->stop[0], "x"), "stop string");
+    HR_CHECK(!r->use_tools && json_is_null(json_object_get(r->chat, "tools")), "tool_choice none");
+    HR_CHECK(json_is_false(json_object_get(json_object_get(r->chat, "kwargs"), "enable_thinking")),
+             "effort none disables thinking");
+    hr_gen_request_free(r);
+}
+
+#define MSG "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]"
+
+static void test_chat_errors(void) {
+    static const struct {
+        const char *body, *want;
+    } cases[] = {
+        {"[1]", "must be a JSON object"},
+        {"{}", "\"messages\" must be an array"},
+        {"{\"messages\": []}", "must not be empty"},
+        {"{\"messages\": [{\"role\": \"bot\", \"content\": \"x\"}]}", "messages[0].role"},
+        {"{\"messages\": [{\"role\": \"user\"}]}", "messages[0].content is required"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": 5}]}", "messages[0].content must be"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": [{\"type\": \"image_url\"}]}]}",
+         "messages[0].content[0]"},
+        {"{\"messages\": [{\"role\": \"tool\", \"content\": \"x\"}]}", "messages[0].tool_call_id"},
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"x\", \"tool_calls\": []}]}",
+         "only allowed on assistant"},
+        {"{\"messages\": [{\"role\": \"assistant\", \"tool_calls\": [{\"function\": {\"name\": "
+         "\"f\", \"arguments\": \"[1]\"}}]}]}",
+         "arguments must be a JSON object"},
+        {"{" MSG ", \"max_tokens\": 0}", "\"max_tokens\" must be in [1, 4096]"},
+        {"{" MSG ", \"max_tokens\": 5000}", "\"max_tokens\" must be in [1, 4096]"},
+        {"{" MSG ", \"max_tokens\": \"5\"}", "\"max_tokens\" must be an integer"},
+        {"{" MSG ", \"max_completion_tokens\": -1}", "max_completion_tokens"},
+        {"{" MSG ", \"temperature\": 3}", "\"temperature\" must be in"},
+        {"{" MSG ", \"temperature\": \"hot\"}", "\"temperature\" must be a number"},
+        {"{" MSG ", \"top_p\": 0}", "\"top_p\""},
+        {"{" MSG ", \"top_k\": -5}", "\"top_k\""},
+        {"{" MSG ", \"min_p\": 1.5}", "\"min_p\""},
+        {"{" MSG ", \"presence_penalty\": 2.5}", "\"presence_penalty\""},
+        {"{" MSG ", \"frequency_penalty\": -3}", "\"frequency_penalty\""},
+        {"{" MSG ", \"repetition_penalty\": 0}", "\"repetition_penalty\""},
+        {"{" MSG ", \"logit_bias\": {\"x\": 1}}", "\"logit_bias\" key \"x\""},
+        {"{" MSG ", \"logit_bias\": {\"5\": 200}}", "\"logit_bias\"[\"5\"]"},
+        {"{" MSG ", \"logit_bias\": []}", "\"logit_bias\" must be an object"},
+        {"{" MSG ", \"stop\": 5}", "\"stop\" must be a string or an array"},
+        {"{" MSG ", \"stop\": [\"a\", 1]}", "\"stop\" entries must be strings"},
+        {"{" MSG ", \"stop\": [\"\"]}", "\"stop\" strings must be"},
+        {"{" MSG ", \"seed\": 1.5}", "\"seed\" must be an integer"},
+        {"{" MSG ", \"top_logprobs\": 3}", "needs \"logprobs\": true"},
+        {"{" MSG ", \"logprobs\": true, \"top_logprobs\": 21}", "\"top_logprobs\" must be in"},
+        {"{" MSG ", \"n\": 2}", "\"n\" must be 1"},
+        {"{" MSG ", \"stream\": \"yes\"}", "\"stream\" must be true or false"},
+        {"{" MSG ", \"stream_options\": 1}", "\"stream_options\" must be an object"},
+        {"{" MSG ", \"response_format\": {\"type\": \"json_object\"}}",
+         "\"json_object\" is not supported yet"},
+        {"{" MSG ", \"response_format\": {\"type\": \"json_schema\"}}",
+         "\"json_schema\" is not supported yet"},
+        {"{" MSG ", \"response_format\": {\"type\": \"xml\"}}", "is unknown"},
+        {"{" MSG ", \"tools\": {}}", "\"tools\" must be an array"},
+        {"{" MSG ", \"tools\": [{\"type\": \"code\"}]}", "tools[0].type"},
+        {"{" MSG ", \"tools\": [{\"type\": \"function\", \"function\": {}}]}",
+         "tools[0].function.name"},
+        {"{" MSG ", \"tool_choice\": \"required\"}", "\"tool_choice\" \"required\""},
+        {"{" MSG ", \"tool_choice\": \"maybe\"}", "\"tool_choice\" must be"},
+        {"{" MSG ", \"chat_template_kwargs\": 3}", "\"chat_template_kwargs\" must be an object"},
+        {"{" MSG ", \"reasoning_effort\": \"max\"}", "\"reasoning_effort\" must be"},
+        {"{" MSG ", \"model\": 3}", "\"model\" must be a string"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char got[256] = "";
+        HR_CHECK(rejects(hr_parse_chat_request, cases[i].body, cases[i].want, got, sizeof got),
+                 "case %zu %s: wanted /%s/, got: %s", i, cases[i].body, cases[i].want, got);
+    }
+}
+
+static void test_completion(void) {
+    char err[256] = "";
+    hr_gen_request *r =
+        parse(hr_parse_completion_request,
+              "{\"prompt\": \"Once\", \"max_tokens\": 8, \"logprobs\": 2, \"stream\": true}", err,
+              sizeof err);
+    HR_CHECK(r, "%s", err);
+    HR_CHECK(r->api == HR_API_COMPLETION && !strcmp(r->prompt, "Once") && !r->prompt_ids &&
+                 r->max_tokens == 8 && r->logprobs && r->top_logprobs == 2 && r->stream && !r->chat,
+             "fields");
+    hr_gen_request_free(r);
+    r = parse(hr_parse_completion_request, "{\"prompt\": [1, 2, 999]}", err, sizeof err);
+    HR_CHECK(r, "%s", err);
+    HR_CHECK(r->n_prompt_ids == 3 && r->prompt_ids[2] == 999 && !r->prompt && r->max_tokens == 16 &&
+                 !r->logprobs,
+             "ids, default max_tokens 16");
+    hr_gen_request_free(r);
+    r = parse(hr_parse_completion_request, "{\"prompt\": [\"one\"]}", err, sizeof err);
+    HR_CHECK(r && !strcmp(r->prompt, "one"), "one-string array: %s", err);
+    hr_gen_request_free(r);
+    char got[256];
+    HR_CHECK(rejects(hr_parse_completion_request, "{}", "\"prompt\" must be", got, sizeof got),
+             "%s", got);
+    HR_CHECK(rejects(hr_parse_completion_request, "{\"prompt\": \"\"}", "must not be empty", got,
+                     sizeof got),
+             "%s", got);
+    HR_CHECK(rejects(hr_parse_completion_request, "{\"prompt\": [1, 1000]}",
+                     "\"prompt\"[1] is not a token id", got, sizeof got),
+             "%s", got);
+    HR_CHECK(rejects(hr_parse_completion_request, "{\"prompt\": [\"a\", \"b\"]}",
+                     "one prompt per request", got, sizeof got),
+             "%s", got);
+    HR_CHECK(rejects(hr_parse_completion_request, "{\"prompt\": \"a\", \"echo\": true}", "\"echo\"",
+                     got, sizeof got),
+             "%s", got);
+    HR_CHECK(rejects(hr_parse_completion_request, "{\"prompt\": \"a\", \"logprobs\": 50}",
+                     "\"logprobs\" must be in", got, sizeof got),
+             "%s", got);
+    HR_CHECK(rejects(hr_parse_completion_request, "{\"prompt\": \"a\", \"n\": 3}",
+                     "\"n\" must be 1", got, sizeof got),
+             "%s", got);
+}
+
+static void test_messages(void) {
+    char err[256] = "";
+    hr_gen_request *r = parse(
+        hr_parse_messages_request,
+        "{\"model\": \"claude\", \"max_tokens\": 64, \"system\": [{\"type\": \"text\", \"text\": "
+        "\"sys\"}],"
+        " \"stop_sequences\": [\"\\n\\nHuman:\"], \"stream\": true, \"temperature\": 0.2, "
+        "\"top_k\": 5,"
+        " \"thinking\": {\"type\": \"disabled\"}, \"metadata\": {\"user_id\": \"u\"},"
+        " \"tools\": [{\"name\": \"get_weather\", \"description\": \"d\", \"input_schema\": "
+        "{\"type\": \"object\"}}],"
+        " \"messages\": [{\"role\": \"user\", \"content\": \"weather?\"},"
+        "  {\"role\": \"assistant\", \"content\": [{\"type\": \"text\", \"text\": \"checking\"},"
+        "    {\"type\": \"tool_use\", \"id\": \"toolu_1\", \"name\": \"get_weather\", \"input\": "
+        "{\"city\": \"Paris\"}}]},"
+        "  {\"role\": \"user\", \"content\": [{\"type\": \"tool_result\", \"tool_use_id\": "
+        "\"toolu_1\","
+        "    \"content\": [{\"type\": \"text\", \"text\": \"sunny\"}]}, {\"type\": \"text\", "
+        "\"text\": \"thanks\"}]}]}",
+        err, sizeof err);
+    HR_CHECK(r, "%s", err);
+    HR_CHECK(r->api == HR_API_MESSAGES && r->max_tokens == 64 && r->stream && r->n_stop == 1 &&
+                 r->sampling.top_k == 5 && r->use_tools,
+             "fields");
+    const json_t *m = json_object_get(r->chat, "messages");
+    HR_CHECK(json_array_size(m) == 5, "5 template messages, got %zu", json_array_size(m));
+    HR_CHECK(!strcmp(json_string_value(json_object_get(json_array_get(m, 0), "role")), "system"),
+             "system");
+    const json_t *tc = json_array_get(json_object_get(json_array_get(m, 2), "tool_calls"), 0);
+    HR_CHECK(!strcmp(json_string_value(json_object_get(
+                         json_object_get(json_object_get(tc, "function"), "arguments"), "city")),
+                     "Paris"),
+             "tool_use became tool_calls");
+    const json_t *tool = json_array_get(m, 3);
+    HR_CHECK(!strcmp(json_string_value(json_object_get(tool, "role")), "tool") &&
+                 !strcmp(json_string_value(json_object_get(tool, "content")), "sunny") &&
+                 !strcmp(json_string_value(json_object_get(tool, "tool_call_id")), "toolu_1"),
+             "tool_result");
+    HR_CHECK(!strcmp(json_string_value(json_object_get(json_array_get(m, 4), "content")), "thanks"),
+             "text after result");
+    const json_t *t0 = json_array_get(json_object_get(r->chat, "tools"), 0);
+    HR_CHECK(json_is_object(json_object_get(json_object_get(t0, "function"), "parameters")),
+             "tool converted");
+    HR_CHECK(json_is_false(json_object_get(json_object_get(r->chat, "kwargs"), "enable_thinking")),
+             "thinking");
+    hr_gen_request_free(r);
+
+    static const struct {
+        const char *body, *want;
+    } cases[] = {
+        {"{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}",
+         "\"max_tokens\" is required"},
+        {"{\"max_tokens\": 0, \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}",
+         "\"max_tokens\" must be in"},
+        {"{\"max_tokens\": 5, \"messages\": []}", "must not be empty"},
+        {"{\"max_tokens\": 5, \"messages\": [{\"role\": \"system\", \"content\": \"x\"}]}",
+         "messages[0].role"},
+        {"{\"max_tokens\": 5, \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
+         "\"image\"}]}]}",
+         "unsupported content block (type image)"},
+        {"{\"max_tokens\": 5, \"system\": 4, \"messages\": [{\"role\": \"user\", \"content\": "
+         "\"x\"}]}",
+         "\"system\""},
+        {"{\"max_tokens\": 5, \"stop_sequences\": \"x\", \"messages\": [{\"role\": \"user\", "
+         "\"content\": \"x\"}]}",
+         ""},
+        {"{\"max_tokens\": 5, \"tools\": [{\"name\": \"f\"}], \"messages\": [{\"role\": \"user\", "
+         "\"content\": \"x\"}]}",
+         "tools[0] needs"},
+        {"{\"max_tokens\": 5, \"tool_choice\": {\"type\": \"any\"}, \"messages\": [{\"role\": "
+         "\"user\", \"content\": \"x\"}]}",
+         "\"any\" is not supported yet"},
+        {"{\"max_tokens\": 5, \"thinking\": {\"type\": \"sure\"}, \"messages\": [{\"role\": "
+         "\"user\", \"content\": \"x\"}]}",
+         "\"thinking\".type"},
+        {"{\"max_tokens\": 5, \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
+         "\"tool_use\", \"id\": \"a\", \"name\": \"f\", \"input\": {}}]}]}",
+         "belong to assistant"},
+        {"{\"max_tokens\": 5, \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
+         "\"tool_result\"}]}]}",
+         "tool_use_id"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char got[256] = "";
+        if (!*cases[i].want) { /* accepted: a string stop_sequences is a valid stop */
+            hr_gen_request *ok = parse(hr_parse_messages_request, cases[i].body, got, sizeof got);
+            HR_CHECK(ok, "case %zu: %s", i, got);
+            hr_gen_request_free(ok);
+            continue;
+        }
+        HR_CHECK(rejects(hr_parse_messages_request, cases[i].body, cases[i].want, got, sizeof got),
+                 "case %zu: wanted /%s/, got: %s", i, cases[i].want, got);
+    }
+}
+
+static void test_tokenize_bodies(void) {
+    json_t *j = json_loads("{\"content\": \"hi\", \"add_special_tokens\": false}", 0, NULL);
+    const char *text;
+    int special;
+    HR_CHECK_OK(hr_parse_tokenize_request(j, &text, &special));
+    HR_CHECK(!strcmp(text, "hi") && !special, "tokenize");
+    json_decref(j);
+    j = json_loads("{\"tokens\": [1, 2, 3]}", 0, NULL);
+    int32_t *ids;
+    int n;
+    HR_CHECK_OK(hr_parse_detokenize_request(j, &LIM, &ids, &n));
+    HR_CHECK(n == 3 && ids[2] == 3, "detokenize");
+    free(ids);
+    json_decref(j);
+    j = json_loads("{\"tokens\": [1, -2]}", 0, NULL);
+    hr_err *e = hr_parse_detokenize_request(j, &LIM, &ids, &n);
+    HR_CHECK(e && strstr(hr_err_msg(e), "\"tokens\"[1]"), "bad id");
+    hr_err_free(e);
+    json_decref(j);
+    j = json_loads("{\"text\": 1}", 0, NULL);
+    e = hr_parse_tokenize_request(j, &text, &special);
+    HR_CHECK(e && strstr(hr_err_msg(e), "\"content\""), "missing content");
+    hr_err_free(e);
+    json_decref(j);
+}
+
+int main(void) {
+    HR_RUN(test_chat_full);
+    HR_RUN(test_chat_defaults);
+    HR_RUN(test_chat_errors);
+    HR_RUN(test_completion);
+    HR_RUN(test_messages);
+    HR_RUN(test_tokenize_bodies);
+    return hr_test_summary();
+}
