@@ -2,6 +2,7 @@
 MODEL ?= ../shared/fixtures/models/brown-llama-8m
 JOBS  ?= $(shell nproc)
 BUILD ?= build
+PORT  ?= 8080
 
 .PHONY: all build run test test-asan fuzz bench clean deps
 
@@ -17,7 +18,7 @@ build: $(BUILD)/Makefile
 	@cmake --build $(BUILD) -j$(JOBS)
 
 run: deps build
-	./$(BUILD)/hearth run --model $(MODEL) --prompt "The jury said" --max-tokens 64 --temperature 0.8 --seed 1
+	./$(BUILD)/hearth serve --model $(MODEL) --port $(PORT)
 
 test: deps build
 	@bash tests/run.sh $(BUILD)

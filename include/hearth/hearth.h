@@ -65,7 +65,9 @@ typedef struct {
     size_t text_len;
     hr_finish finish;                    /* DONE */
     const char *error;                   /* DONE with HR_FINISH_ERROR */
-    int n_prompt, n_generated, n_cached; /* DONE: usage; n_cached = prompt tokens reused */
+    const char *stop_string;             /* DONE with HR_FINISH_STOP by a stop string: which */
+    int n_prompt, n_generated, n_cached; /* usage so far (DONE: final); n_cached = prompt
+                                            tokens reused from the prefix cache */
 } hr_event;
 
 typedef void (*hr_event_cb)(void *ctx, const hr_event *ev);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 const hr_verb hr_verbs[] = {
+    {"serve", hr_cmd_serve, "serve a model over HTTP (OpenAI and Anthropic APIs)"},
     {"run", hr_cmd_run, "generate from a prompt (one shot)"},
     {"logits", hr_cmd_logits, "teacher-forced logits of a token sequence to safetensors"},
     {"mkmodel", hr_cmd_mkmodel, "write a random-weight checkpoint of a real shape"},

@@ -34,4 +34,6 @@ int hr_cmd_fit(int argc, char **argv);
 int hr_cmd_bench_serve(int argc, char **argv);
 
 
+int hr_cmd_serve(int argc, char **argv);
+
 #endif

@@ -36,7 +36,8 @@ struct hr_request {
     int finished;
     /* sequence state (engine thread) */
     int32_t *tokens; /* (cap) prompt then generated */
-    int n_tokens, cap, n_computed, n_cached, admitted, ended, text_stopped;
+    int n_tokens, cap, n_computed, n_cached, admitted, ended;
+    int text_stopped; /* 1 + index of the stop string that ended the text, or 0 */
     hr_kv_seq kv;
     hr_stop_matcher stop;
     hr_detok_stream *detok; /* NULL without a tokenizer */

@@ -44,7 +44,8 @@ static char *tail_text(hr_request *r, size_t *len) {
         nb = 0;
     }
     char *out = NULL;
-    if (hr_stop_push(&r->stop, b, nb, &a, &na)) r->text_stopped = 1; /* a stop string completed */
+    int hit = hr_stop_push(&r->stop, b, nb, &a, &na);
+    if (hit) r->text_stopped = hit; /* a stop string completed */
     out = malloc(na + 1);
     if (!out) return NULL;
     memcpy(out, a, na);
@@ -78,7 +79,8 @@ static void finish(hr_engine *e, hr_request *r, hr_finish why, const char *error
                    .error = error,
                    .n_prompt = r->n_prompt,
                    .n_generated = r->n_tokens - r->n_prompt,
-                   .n_cached = r->n_cached};
+                   .n_cached = r->n_cached,
+                   .stop_string = r->text_stopped ? r->stop.stops[r->text_stopped - 1] : NULL};
     pthread_mutex_lock(&e->mu);
     e->stats.requests_done++;
     pthread_mutex_unlock(&e->mu);
@@ -222,7 +224,8 @@ static hr_finish sample_row(hr_engine *e, hr_request *r, float *logits, const ch
         hr_proc_apply(&r->proc, logits, V, r->tokens, r->n_prompt, r->tokens + r->n_prompt,
                       r->n_tokens - r->n_prompt, e->counts);
     int32_t tok = hr_sampler_sample(&r->sampler, logits);
-    hr_event ev = {.kind = HR_EVENT_TOKEN, .token = tok, .text = ""};
+    hr_event ev = {.kind = HR_EVENT_TOKEN, .token = tok, .text = "", .n_prompt = r->n_prompt,
+                   .n_generated = r->n_tokens + 1 - r->n_prompt, .n_cached = r->n_cached};
     if (r->logprobs || r->top_logprobs) {
         ev.logprob = hr_logprobs(logits, V, tok, r->top_logprobs, e->top_ids, e->top_lp);
         ev.n_top = r->top_logprobs < V ? r->top_logprobs : V;
@@ -242,8 +245,9 @@ static hr_finish sample_row(hr_engine *e, hr_request *r, float *logits, const ch
             *error = "detokenizing failed";
             return HR_FINISH_ERROR;
         }
-        if (hr_stop_push(&r->stop, piece, n, &ev.text, &ev.text_len)) {
-            r->text_stopped = 1;
+        int hit = hr_stop_push(&r->stop, piece, n, &ev.text, &ev.text_len);
+        if (hit) {
+            r->text_stopped = hit;
             fin = HR_FINISH_STOP;
         }
     }

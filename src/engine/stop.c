@@ -78,15 +78,19 @@ int hr_stop_push(hr_stop_matcher *m, const char *text, size_t len, const char **
         return 0;
     }
     const char *first = NULL;
+    int which = 0;
     for (int i = 0; i < m->n; i++) {
         const char *p = memmem(m->buf, m->len, m->stops[i], strlen(m->stops[i]));
-        if (p && (!first || p < first)) first = p;
+        if (p && (!first || p < first)) {
+            first = p;
+            which = i;
+        }
     }
     *out = m->buf;
     if (first) {
         *out_len = (size_t)(first - m->buf);
         m->released = m->len;
-        return 1;
+        return which + 1;
     }
     *out_len = m->len - held_tail(m);
     m->released = *out_len;

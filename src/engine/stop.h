@@ -19,7 +19,8 @@ typedef struct {
 hr_err *hr_stop_init(hr_stop_matcher *m, const char *const *stops, int n);
 void hr_stop_free(hr_stop_matcher *m);
 /* Adds text[0..len). out, out_len: the text now safe to emit (valid until the next call).
- * Returns 1 when a stop string completed (*out ends just before it), else 0. */
+ * Returns 1 + the index of the stop string that completed (*out ends just before it; the
+ * earliest match wins), else 0. */
 int hr_stop_push(hr_stop_matcher *m, const char *text, size_t len, const char **out,
                  size_t *out_len);
 /* Releases everything held back (at the end of generation for another reason). */

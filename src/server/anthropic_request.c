@@ -101,7 +101,7 @@ static hr_err *norm_message(const json_t *m, size_t i, json_t *out) {
     return e;
 }
 
-static hr_err *norm_tools(const json_t *body, hr_gen_request *r, json_t **tools) {
+static hr_err *norm_tools(const json_t *body, hr_api_request *r, json_t **tools) {
     const json_t *t = json_object_get(body, "tools");
     const json_t *tc = json_object_get(body, "tool_choice");
     *tools = NULL;
@@ -157,7 +157,7 @@ static hr_err *parse_thinking(const json_t *body, json_t *kwargs) {
     return NULL;
 }
 
-static hr_err *parse_messages(const json_t *body, const hr_request_limits *lim, hr_gen_request *r) {
+static hr_err *parse_messages(const json_t *body, const hr_request_limits *lim, hr_api_request *r) {
     if (!json_is_object(body)) return hr_errf("request body must be a JSON object");
     const char *model;
     HR_TRY(hr_json_str(body, "model", NULL, "request", &model));
@@ -187,11 +187,11 @@ static hr_err *parse_messages(const json_t *body, const hr_request_limits *lim, 
 }
 
 hr_err *hr_parse_messages_request(const json_t *body, const hr_request_limits *lim,
-                                  hr_gen_request **out) {
-    hr_gen_request *r = hr_gen_request_new(HR_API_MESSAGES);
+                                  hr_api_request **out) {
+    hr_api_request *r = hr_api_request_new(HR_API_MESSAGES);
     if (!r) return hr_err_oom();
     hr_err *e = parse_messages(body, lim, r);
-    if (e) hr_gen_request_free(r);
+    if (e) hr_api_request_free(r);
     *out = e ? NULL : r;
     return e;
 }

@@ -25,6 +25,15 @@ hr_err *hr_http_reply_json(struct MHD_Connection *c, int status, json_t *body) {
     return ok == MHD_YES ? NULL : hr_errf("could not queue a response");
 }
 
+hr_err *hr_http_reply_text(struct MHD_Connection *c, int status, const char *type, char *text) {
+    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    if (!r) return free(text), hr_err_oom();
+    MHD_add_response_header(r, "Content-Type", type);
+    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ok == MHD_YES ? NULL : hr_errf("could not queue a response");
+}
+
 hr_err *hr_http_reply_error(struct MHD_Connection *c, hr_api_kind api, int status,
                             const char *msg) {
     return hr_http_reply_json(c, status, hr_error_body(api, status, msg));

@@ -40,6 +40,8 @@ const hr_route *hr_route_find(const char *path);
 
 /* Replies; an error means the connection should be dropped. Steals body. */
 hr_err *hr_http_reply_json(struct MHD_Connection *c, int status, json_t *body);
+/* Replies with text (heap, taken over) of the given Content-Type. */
+hr_err *hr_http_reply_text(struct MHD_Connection *c, int status, const char *type, char *text);
 hr_err *hr_http_reply_error(struct MHD_Connection *c, hr_api_kind api, int status, const char *msg);
 /* Streams g's reply as SSE; takes ownership of g. */
 hr_err *hr_http_reply_sse(struct MHD_Connection *c, hr_http_gen *g);

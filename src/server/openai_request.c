@@ -116,7 +116,7 @@ static hr_err *norm_message(const json_t *m, size_t i, json_t *out) {
     return NULL;
 }
 
-static hr_err *parse_tools(const json_t *body, hr_gen_request *r, json_t **tools) {
+static hr_err *parse_tools(const json_t *body, hr_api_request *r, json_t **tools) {
     const json_t *t = json_object_get(body, "tools");
     const json_t *tc = json_object_get(body, "tool_choice");
     *tools = NULL;
@@ -162,7 +162,7 @@ static hr_err *parse_response_format(const json_t *body) {
 }
 
 /* Fields common to chat and completions: model, n, stream, sampling, stop. */
-static hr_err *parse_common(const json_t *body, hr_gen_request *r) {
+static hr_err *parse_common(const json_t *body, hr_api_request *r) {
     if (!json_is_object(body)) return hr_errf("request body must be a JSON object");
     const char *model;
     HR_TRY(hr_json_str(body, "model", NULL, "request", &model));
@@ -182,7 +182,7 @@ static hr_err *parse_common(const json_t *body, hr_gen_request *r) {
     return hr_parse_stop(body, "stop", r);
 }
 
-static hr_err *parse_chat_logprobs(const json_t *body, hr_gen_request *r) {
+static hr_err *parse_chat_logprobs(const json_t *body, hr_api_request *r) {
     int64_t top;
     HR_TRY(hr_json_bool(body, "logprobs", 0, "request", &r->logprobs));
     HR_TRY(hr_json_int(body, "top_logprobs", 0, "request", &top));
@@ -192,7 +192,7 @@ static hr_err *parse_chat_logprobs(const json_t *body, hr_gen_request *r) {
     return NULL;
 }
 
-static hr_err *parse_chat_kwargs(const json_t *body, hr_gen_request *r, json_t **kwargs) {
+static hr_err *parse_chat_kwargs(const json_t *body, hr_api_request *r, json_t **kwargs) {
     const json_t *k = json_object_get(body, "chat_template_kwargs");
     if (k && !json_is_null(k) && !json_is_object(k))
         return hr_errf("request: \"chat_template_kwargs\" must be an object");
@@ -210,7 +210,7 @@ static hr_err *parse_chat_kwargs(const json_t *body, hr_gen_request *r, json_t *
     return NULL;
 }
 
-static hr_err *parse_chat(const json_t *body, const hr_request_limits *lim, hr_gen_request *r) {
+static hr_err *parse_chat(const json_t *body, const hr_request_limits *lim, hr_api_request *r) {
     HR_TRY(parse_common(body, r));
     HR_TRY(hr_parse_max_tokens(body, "max_tokens", 0, lim, r));
     if (!r->max_tokens) HR_TRY(hr_parse_max_tokens(body, "max_completion_tokens", 0, lim, r));
@@ -237,16 +237,16 @@ static hr_err *parse_chat(const json_t *body, const hr_request_limits *lim, hr_g
 }
 
 hr_err *hr_parse_chat_request(const json_t *body, const hr_request_limits *lim,
-                              hr_gen_request **out) {
-    hr_gen_request *r = hr_gen_request_new(HR_API_CHAT);
+                              hr_api_request **out) {
+    hr_api_request *r = hr_api_request_new(HR_API_CHAT);
     if (!r) return hr_err_oom();
     hr_err *e = parse_chat(body, lim, r);
-    if (e) hr_gen_request_free(r);
+    if (e) hr_api_request_free(r);
     *out = e ? NULL : r;
     return e;
 }
 
-static hr_err *parse_prompt_ids(const json_t *p, const hr_request_limits *lim, hr_gen_request *r) {
+static hr_err *parse_prompt_ids(const json_t *p, const hr_request_limits *lim, hr_api_request *r) {
     if (!(r->prompt_ids = malloc((json_array_size(p) + 1) * sizeof *r->prompt_ids)))
         return hr_err_oom();
     size_t i;
@@ -260,7 +260,7 @@ static hr_err *parse_prompt_ids(const json_t *p, const hr_request_limits *lim, h
     return NULL;
 }
 
-static hr_err *parse_prompt(const json_t *body, const hr_request_limits *lim, hr_gen_request *r) {
+static hr_err *parse_prompt(const json_t *body, const hr_request_limits *lim, hr_api_request *r) {
     const json_t *p = json_object_get(body, "prompt");
     if (json_is_array(p) && json_array_size(p) == 1 && json_is_string(json_array_get(p, 0)))
         p = json_array_get(p, 0);
@@ -278,7 +278,7 @@ static hr_err *parse_prompt(const json_t *body, const hr_request_limits *lim, hr
 }
 
 static hr_err *parse_completion(const json_t *body, const hr_request_limits *lim,
-                                hr_gen_request *r) {
+                                hr_api_request *r) {
     HR_TRY(parse_common(body, r));
     HR_TRY(hr_parse_max_tokens(body, "max_tokens", 0, lim, r));
     if (!r->max_tokens) /* OpenAI's default for completions */
@@ -295,11 +295,11 @@ static hr_err *parse_completion(const json_t *body, const hr_request_limits *lim
 }
 
 hr_err *hr_parse_completion_request(const json_t *body, const hr_request_limits *lim,
-                                    hr_gen_request **out) {
-    hr_gen_request *r = hr_gen_request_new(HR_API_COMPLETION);
+                                    hr_api_request **out) {
+    hr_api_request *r = hr_api_request_new(HR_API_COMPLETION);
     if (!r) return hr_err_oom();
     hr_err *e = parse_completion(body, lim, r);
-    if (e) hr_gen_request_free(r);
+    if (e) hr_api_request_free(r);
     *out = e ? NULL : r;
     return e;
 }

@@ -141,7 +141,7 @@ static void on_event(void *ud, const hr_out_event *ev) {
         openai_stream_event(r, ev);
 }
 
-hr_err *hr_reply_create(const hr_gen_request *req, const char *model, long created,
+hr_err *hr_reply_create(const hr_api_request *req, const char *model, long created,
                         const hr_server_backend *be, hr_reply **out) {
     hr_reply *r = calloc(1, sizeof *r);
     if (!r) return hr_err_oom();
@@ -251,7 +251,7 @@ static void openai_stream_finish(hr_reply *r) {
     hr_sbuf_add(&r->out, "data: [DONE]\n\n", 14);
 }
 
-void hr_reply_finish(hr_reply *r, hr_finish_reason why, int completion_tokens, const char *detail) {
+void hr_reply_finish(hr_reply *r, hr_finish why, int completion_tokens, const char *detail) {
     if (r->finished) return;
     hr_reply_begin(r, 0, 0, 0);
     if (r->parser) hr_out_parser_finish(r->parser);

@@ -13,14 +13,14 @@ typedef struct hr_reply hr_reply;
 
 /* req is borrowed for the reply's life; model is the name to echo when the request gave
  * none; created is the unix time to stamp. */
-hr_err *hr_reply_create(const hr_gen_request *req, const char *model, long created,
+hr_err *hr_reply_create(const hr_api_request *req, const char *model, long created,
                         const hr_server_backend *be, hr_reply **out);
 void hr_reply_free(hr_reply *r);
 
 void hr_reply_begin(hr_reply *r, int prompt_tokens, int cached_tokens, int in_reasoning);
 void hr_reply_token(hr_reply *r, const hr_gen_token *t);
 /* detail as for hr_gen_sink_finish: the error message, or the stop string matched. */
-void hr_reply_finish(hr_reply *r, hr_finish_reason why, int completion_tokens, const char *detail);
+void hr_reply_finish(hr_reply *r, hr_finish why, int completion_tokens, const char *detail);
 
 /* Streaming: the SSE bytes produced since the last call (heap, caller frees; *len may be
  * 0). After finish the last of them ends the stream. */

@@ -27,7 +27,7 @@ static inline void hr_sbuf_add(hr_sbuf *b, const char *s, size_t n) {
 }
 
 struct hr_reply {
-    const hr_gen_request *req;
+    const hr_api_request *req;
     const hr_server_backend *be;
     char id[48];
     long created;
@@ -35,7 +35,7 @@ struct hr_reply {
     hr_out_parser *parser; /* chat APIs only; created at begin (needs in_reasoning) */
     int prompt_tokens, cached_tokens, completion_tokens;
     int began, finished;
-    hr_finish_reason why;
+    hr_finish why;
     char *detail;                    /* error message, or the stop string that ended generation */
     hr_sbuf content, reasoning, out; /* out: SSE bytes not yet taken */
     json_t *tool_calls;              /* OpenAI-form calls, arguments as strings */

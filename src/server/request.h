@@ -58,7 +58,7 @@ typedef struct {
     int include_usage;      /* OpenAI stream_options.include_usage */
     int use_tools;          /* tools were given and tool_choice is not "none": parse tool calls */
     char *reasoning_effort; /* NULL, or "none" | "low" | "medium" | "high" */
-} hr_gen_request;
+} hr_api_request;
 
 /* Limits the parsers check against. */
 typedef struct {
@@ -67,14 +67,14 @@ typedef struct {
 } hr_request_limits;
 
 /* Parsers: body is the request JSON (borrowed). On success *out is a new request
- * (hr_gen_request_free); on error the message names the offending field. */
+ * (hr_api_request_free); on error the message names the offending field. */
 hr_err *hr_parse_chat_request(const json_t *body, const hr_request_limits *lim,
-                              hr_gen_request **out);
+                              hr_api_request **out);
 hr_err *hr_parse_completion_request(const json_t *body, const hr_request_limits *lim,
-                                    hr_gen_request **out);
+                                    hr_api_request **out);
 hr_err *hr_parse_messages_request(const json_t *body, const hr_request_limits *lim,
-                                  hr_gen_request **out);
-void hr_gen_request_free(hr_gen_request *r);
+                                  hr_api_request **out);
+void hr_api_request_free(hr_api_request *r);
 
 /* POST /tokenize {"content" | "prompt": text, "add_special_tokens"} and POST /detokenize
  * {"tokens": [ids]}. */
@@ -83,12 +83,12 @@ hr_err *hr_parse_detokenize_request(const json_t *body, const hr_request_limits 
                                     int *n);
 
 /* Shared by the chat and Anthropic parsers (request_common.c). */
-hr_gen_request *hr_gen_request_new(hr_api_kind api);
-hr_err *hr_parse_sampling(const json_t *body, hr_gen_request *r);
+hr_api_request *hr_api_request_new(hr_api_kind api);
+hr_err *hr_parse_sampling(const json_t *body, hr_api_request *r);
 hr_err *hr_parse_max_tokens(const json_t *body, const char *key, int required,
-                            const hr_request_limits *lim, hr_gen_request *r);
-hr_err *hr_parse_stop(const json_t *body, const char *key, hr_gen_request *r);
+                            const hr_request_limits *lim, hr_api_request *r);
+hr_err *hr_parse_stop(const json_t *body, const char *key, hr_api_request *r);
 /* Builds r->chat from normalized messages and tools (takes ownership of both). */
-void hr_set_chat(hr_gen_request *r, json_t *messages, json_t *tools, json_t *kwargs);
+void hr_set_chat(hr_api_request *r, json_t *messages, json_t *tools, json_t *kwargs);
 
 #endif

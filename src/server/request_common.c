@@ -9,8 +9,8 @@
 #define MAX_STOP 16
 #define MAX_STOP_LEN 1024
 
-hr_gen_request *hr_gen_request_new(hr_api_kind api) {
-    hr_gen_request *r = calloc(1, sizeof *r);
+hr_api_request *hr_api_request_new(hr_api_kind api) {
+    hr_api_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     r->api = api;
     r->sampling = (hr_sampler_params){.temperature = 1.0f, .top_p = 1.0f};
@@ -18,7 +18,7 @@ hr_gen_request *hr_gen_request_new(hr_api_kind api) {
     return r;
 }
 
-void hr_gen_request_free(hr_gen_request *r) {
+void hr_api_request_free(hr_api_request *r) {
     if (!r) return;
     free(r->model);
     json_decref(r->chat);
@@ -43,7 +43,7 @@ static hr_err *num_in(const json_t *body, const char *key, double def, double lo
     return NULL;
 }
 
-static hr_err *parse_logit_bias(const json_t *body, hr_gen_request *r) {
+static hr_err *parse_logit_bias(const json_t *body, hr_api_request *r) {
     const json_t *lb = json_object_get(body, "logit_bias");
     if (!lb || json_is_null(lb)) return NULL;
     if (!json_is_object(lb)) return hr_errf("request: \"logit_bias\" must be an object");
@@ -64,7 +64,7 @@ static hr_err *parse_logit_bias(const json_t *body, hr_gen_request *r) {
     return NULL;
 }
 
-hr_err *hr_parse_sampling(const json_t *body, hr_gen_request *r) {
+hr_err *hr_parse_sampling(const json_t *body, hr_api_request *r) {
     hr_sampler_params *s = &r->sampling;
     HR_TRY(num_in(body, "temperature", 1.0, 0, 2, 0, &s->temperature));
     HR_TRY(num_in(body, "top_p", 1.0, 0, 1, 1, &s->top_p));
@@ -83,7 +83,7 @@ hr_err *hr_parse_sampling(const json_t *body, hr_gen_request *r) {
 }
 
 hr_err *hr_parse_max_tokens(const json_t *body, const char *key, int required,
-                            const hr_request_limits *lim, hr_gen_request *r) {
+                            const hr_request_limits *lim, hr_api_request *r) {
     const json_t *v = json_object_get(body, key);
     if ((!v || json_is_null(v)) && required) return hr_errf("request: \"%s\" is required", key);
     int64_t n;
@@ -96,7 +96,7 @@ hr_err *hr_parse_max_tokens(const json_t *body, const char *key, int required,
     return NULL;
 }
 
-static hr_err *add_stop(hr_gen_request *r, const char *key, const json_t *s) {
+static hr_err *add_stop(hr_api_request *r, const char *key, const json_t *s) {
     if (!json_is_string(s)) return hr_errf("request: \"%s\" entries must be strings", key);
     size_t len = json_string_length(s);
     if (len == 0 || len > MAX_STOP_LEN)
@@ -108,7 +108,7 @@ static hr_err *add_stop(hr_gen_request *r, const char *key, const json_t *s) {
     return NULL;
 }
 
-hr_err *hr_parse_stop(const json_t *body, const char *key, hr_gen_request *r) {
+hr_err *hr_parse_stop(const json_t *body, const char *key, hr_api_request *r) {
     const json_t *v = json_object_get(body, key);
     if (!v || json_is_null(v)) return NULL;
     if (!json_is_string(v) && !json_is_array(v))
@@ -121,7 +121,7 @@ hr_err *hr_parse_stop(const json_t *body, const char *key, hr_gen_request *r) {
     return NULL;
 }
 
-void hr_set_chat(hr_gen_request *r, json_t *messages, json_t *tools, json_t *kwargs) {
+void hr_set_chat(hr_api_request *r, json_t *messages, json_t *tools, json_t *kwargs) {
     r->chat = json_pack("{s:o, s:o, s:b, s:o}", "messages", messages, "tools",
                         tools ? tools : json_null(), "add_generation_prompt", 1, "kwargs",
                         kwargs ? kwargs : json_object());

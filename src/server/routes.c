@@ -1,18 +1,47 @@
-/* The route table and its handlers: /health, /v1/models, the three generation routes
- * (parse, submit to the backend, then one JSON body or an SSE stream), /tokenize and
- * /detokenize. */
+/* The route table and its handlers: /health, /stats, /metrics, /v1/models, the three
+ * generation routes (parse, submit to the backend, then one JSON body or an SSE stream),
+ * /tokenize and /detokenize. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "base/json.h"
 #include "server/http_internal.h"
 
-typedef hr_err *(*parse_fn)(const json_t *, const hr_request_limits *, hr_gen_request **);
+typedef hr_err *(*parse_fn)(const json_t *, const hr_request_limits *, hr_api_request **);
 
 static hr_err *health(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
     json_t *o = json_pack("{s:s, s:s}", "status", "ok", "model", s->be->model_name(s->be->ctx));
     if (s->be->stats) s->be->stats(s->be->ctx, o);
     return hr_http_reply_json(c, 200, o);
+}
+
+static hr_err *stats(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+    json_t *o = json_object();
+    if (!o) return hr_err_oom();
+    if (s->be->stats) s->be->stats(s->be->ctx, o);
+    return hr_http_reply_json(c, 200, o);
+}
+
+/* Prometheus text format: every numeric stats field as a gauge hearth_<name>. */
+static hr_err *metrics(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+    json_t *o = json_object();
+    if (!o) return hr_err_oom();
+    if (s->be->stats) s->be->stats(s->be->ctx, o);
+    size_t cap = 256 + json_object_size(o) * 160, n = 0;
+    char *text = malloc(cap);
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v) {
+        if (!text || !json_is_number(v)) continue;
+        n += (size_t)snprintf(text + n, cap - n, "# TYPE hearth_%s gauge\nhearth_%s %.17g\n", key, key,
+                              json_number_value(v));
+    }
+    json_decref(o);
+    if (!text) return hr_err_oom();
+    if (n == 0) text[0] = 0;
+    return hr_http_reply_text(c, 200, "text/plain; version=0.0.4", text);
 }
 
 static hr_err *models(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
@@ -49,12 +78,12 @@ static hr_err *reply_whole(struct MHD_Connection *c, hr_http_gen *g) {
     return hr_http_reply_json(c, status, body);
 }
 
-static hr_err *submit(hr_server *s, struct MHD_Connection *c, hr_gen_request *req) {
+static hr_err *submit(hr_server *s, struct MHD_Connection *c, hr_api_request *req) {
     hr_http_gen *g = calloc(1, sizeof *g);
     hr_api_kind api = req->api;
     if (!g || !(g->sink = hr_sink_create(req))) {
         free(g);
-        hr_gen_request_free(req);
+        hr_api_request_free(req);
         return hr_http_reply_error(c, api, 500, "out of memory");
     }
     g->be = s->be;
@@ -78,7 +107,7 @@ static hr_err *generate(hr_server *s, struct MHD_Connection *c, hr_api_kind api,
     json_t *j;
     hr_err *e = load_body(c, api, body, len, &j);
     if (!j) return e;
-    hr_gen_request *req;
+    hr_api_request *req;
     e = parse(j, &s->be->limits, &req);
     json_decref(j);
     if (e) {
@@ -145,6 +174,8 @@ static hr_err *detokenize(hr_server *s, struct MHD_Connection *c, const char *bo
 
 static const hr_route routes[] = {
     {"/health", "GET", HR_API_CHAT, 0, health},
+    {"/stats", "GET", HR_API_CHAT, 1, stats},
+    {"/metrics", "GET", HR_API_CHAT, 1, metrics},
     {"/v1/models", "GET", HR_API_CHAT, 1, models},
     {"/v1/chat/completions", "POST", HR_API_CHAT, 1, chat},
     {"/v1/completions", "POST", HR_API_COMPLETION, 1, completions},

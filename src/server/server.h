@@ -9,16 +9,11 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "hearth/hearth.h"
 #include "server/request.h"
 
 typedef struct hr_gen_sink hr_gen_sink;
 
-typedef enum {
-    HR_FINISH_STOP,   /* end-of-sequence token or a stop string */
-    HR_FINISH_LENGTH, /* max_tokens or the context length */
-    HR_FINISH_CANCELLED,
-    HR_FINISH_ERROR,
-} hr_finish_reason;
 
 typedef struct {
     const char *text; /* token text (bytes, not NUL-terminated) */
@@ -48,7 +43,7 @@ typedef struct {
     /* Starts generating for req (borrowed until the sink is finished). Returns an error
      * (and never touches the sink) when the request cannot be accepted; otherwise the
      * engine must later call hr_gen_sink_finish exactly once, from any thread. */
-    hr_err *(*submit)(void *ctx, const hr_gen_request *req, hr_gen_sink *sink);
+    hr_err *(*submit)(void *ctx, const hr_api_request *req, hr_gen_sink *sink);
     /* The client went away: stop the request soon (it still finishes the sink). May be
      * NULL when the engine polls hr_gen_sink_cancelled instead. */
     void (*cancel)(void *ctx, hr_gen_sink *sink);
@@ -71,7 +66,7 @@ void hr_gen_sink_token(hr_gen_sink *s, const hr_gen_token *t);
  * detail: for HR_FINISH_ERROR the message; for HR_FINISH_STOP the stop string that ended
  * generation (NULL when it was end-of-sequence); else NULL. The sink may be freed at once
  * after this call. */
-void hr_gen_sink_finish(hr_gen_sink *s, hr_finish_reason why, int completion_tokens,
+void hr_gen_sink_finish(hr_gen_sink *s, hr_finish why, int completion_tokens,
                         const char *detail);
 /* Nonzero once the client disconnected; the engine may poll this every step. */
 int hr_gen_sink_cancelled(const hr_gen_sink *s);

@@ -26,11 +26,11 @@ struct hr_gen_sink {
     ev *head, *tail;
     atomic_int cancelled;
     int refs;
-    hr_gen_request *req;
+    hr_api_request *req;
     ev *fin; /* the finish event, allocated up front so finishing cannot fail */
 };
 
-hr_gen_sink *hr_sink_create(hr_gen_request *req) {
+hr_gen_sink *hr_sink_create(hr_api_request *req) {
     hr_gen_sink *s = calloc(1, sizeof *s);
     if (!s || !(s->fin = calloc(1, sizeof *s->fin))) {
         free(s);
@@ -59,7 +59,7 @@ void hr_sink_release(hr_gen_sink *s) {
     if (!last) return;
     free_events(s->head);
     free(s->fin);
-    hr_gen_request_free(s->req);
+    hr_api_request_free(s->req);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s);
@@ -110,7 +110,7 @@ void hr_gen_sink_token(hr_gen_sink *s, const hr_gen_token *t) {
     push(s, copy_token(t));
 }
 
-void hr_gen_sink_finish(hr_gen_sink *s, hr_finish_reason why, int completion_tokens,
+void hr_gen_sink_finish(hr_gen_sink *s, hr_finish why, int completion_tokens,
                         const char *detail) {
     ev *e = s->fin;
     s->fin = NULL;
@@ -131,7 +131,7 @@ void hr_sink_cancel(hr_gen_sink *s) {
 static int apply(hr_reply *r, ev *e) {
     if (e->kind == EV_BEGIN) hr_reply_begin(r, e->a, e->b, e->c);
     if (e->kind == EV_TOKEN) hr_reply_token(r, &e->tok);
-    if (e->kind == EV_FINISH) hr_reply_finish(r, (hr_finish_reason)e->a, e->b, e->detail);
+    if (e->kind == EV_FINISH) hr_reply_finish(r, (hr_finish)e->a, e->b, e->detail);
     return e->kind == EV_FINISH;
 }
 

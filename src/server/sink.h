@@ -7,7 +7,7 @@
 #include "server/reply.h"
 
 /* Takes ownership of req; the sink starts with two references (HTTP and engine). */
-hr_gen_sink *hr_sink_create(hr_gen_request *req);
+hr_gen_sink *hr_sink_create(hr_api_request *req);
 /* Waits up to timeout_ms for events, applies every queued one to r; returns 1 once the
  * finish event has been applied. */
 int hr_sink_drain(hr_gen_sink *s, hr_reply *r, int timeout_ms);

@@ -92,7 +92,7 @@ static void run_replies(hr_tool_format fmt, const char *s, size_t n, size_t step
     hr_server_backend be = {.tool_format = fmt, .reasoning = 1, .limits = LIM};
     for (size_t i = 0; i < sizeof REQS / sizeof *REQS; i++) {
         json_t *j = json_loads(REQS[i], 0, NULL);
-        hr_gen_request *q = NULL;
+        hr_api_request *q = NULL;
         hr_err *e = i < 2   ? hr_parse_chat_request(j, &LIM, &q)
                     : i < 3 ? hr_parse_completion_request(j, &LIM, &q)
                             : hr_parse_messages_request(j, &LIM, &q);
@@ -114,7 +114,7 @@ static void run_replies(hr_tool_format fmt, const char *s, size_t n, size_t step
         int status;
         json_decref(hr_reply_body(r, &status));
         hr_reply_free(r);
-        hr_gen_request_free(q);
+        hr_api_request_free(q);
     }
 }
 
@@ -127,15 +127,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t bn = nul ? (size_t)(nul - rest) : rn;
     json_t *body = json_loadb(rest, bn, 0, NULL);
     if (body) {
-        hr_gen_request *q = NULL;
+        hr_api_request *q = NULL;
         hr_err_free(hr_parse_chat_request(body, &LIM, &q));
-        hr_gen_request_free(q);
+        hr_api_request_free(q);
         q = NULL;
         hr_err_free(hr_parse_completion_request(body, &LIM, &q));
-        hr_gen_request_free(q);
+        hr_api_request_free(q);
         q = NULL;
         hr_err_free(hr_parse_messages_request(body, &LIM, &q));
-        hr_gen_request_free(q);
+        hr_api_request_free(q);
         json_decref(body);
     }
     const char *out = nul ? nul + 1 : rest;

@@ -39,7 +39,7 @@ static void *fake_run(void *arg) {
     hr_gen_sink_begin(j->sink, (int)strlen(j->text), 0, 0);
     int limit = j->max_tokens ? j->max_tokens : 100000, n = 0;
     size_t off = 0, len = strlen(s);
-    hr_finish_reason why = HR_FINISH_STOP;
+    hr_finish why = HR_FINISH_STOP;
     while (endless || off < len) {
         if (hr_gen_sink_cancelled(j->sink)) {
             why = HR_FINISH_CANCELLED;
@@ -75,7 +75,7 @@ static void *fake_run(void *arg) {
     return NULL;
 }
 
-static char *prompt_text(const hr_gen_request *r) {
+static char *prompt_text(const hr_api_request *r) {
     if (r->prompt) return strdup(r->prompt);
     if (!r->chat) return strdup("ids");
     const json_t *msgs = json_object_get(r->chat, "messages");
@@ -84,7 +84,7 @@ static char *prompt_text(const hr_gen_request *r) {
     return strdup(c ? c : "");
 }
 
-static hr_err *fake_submit(void *ctx, const hr_gen_request *req, hr_gen_sink *sink) {
+static hr_err *fake_submit(void *ctx, const hr_api_request *req, hr_gen_sink *sink) {
     fake_engine *fe = ctx;
     char *text = prompt_text(req);
     if (strstr(text, "REJECT")) {

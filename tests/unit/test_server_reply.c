@@ -7,10 +7,10 @@
 static const hr_server_backend BE = {
     .tool_format = HR_TOOLS_QWEN, .reasoning = 1, .limits = {.max_tokens_limit = 1000}};
 
-static hr_gen_request *
-req(hr_err *(*fn)(const json_t *, const hr_request_limits *, hr_gen_request **), const char *src) {
+static hr_api_request *
+req(hr_err *(*fn)(const json_t *, const hr_request_limits *, hr_api_request **), const char *src) {
     json_t *j = json_loads(src, 0, NULL);
-    hr_gen_request *r = NULL;
+    hr_api_request *r = NULL;
     hr_err *e = fn(j, &BE.limits, &r);
     if (e) printf("# bad test request: %s\n", hr_err_msg(e));
     hr_err_free(e);
@@ -19,7 +19,7 @@ req(hr_err *(*fn)(const json_t *, const hr_request_limits *, hr_gen_request **),
 }
 
 /* Feeds pieces (NULL-terminated) as tokens, then finishes. */
-static void script(hr_reply *r, const char **pieces, hr_finish_reason why) {
+static void script(hr_reply *r, const char **pieces, hr_finish why) {
     hr_reply_begin(r, 10, 4, 0);
     int n = 0;
     for (; pieces[n]; n++) {
@@ -91,7 +91,7 @@ static json_int_t path_int(const json_t *v, const char *path) {
 }
 
 static void test_chat_body(void) {
-    hr_gen_request *q =
+    hr_api_request *q =
         req(hr_parse_chat_request,
             "{\"model\": \"m1\", \"messages\": [{\"role\": \"user\", \"content\": \"x\"}],"
             " \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], "
@@ -140,11 +140,11 @@ static void test_chat_body(void) {
         "logprobs");
     json_decref(b);
     hr_reply_free(r);
-    hr_gen_request_free(q);
+    hr_api_request_free(q);
 }
 
 static void test_chat_stream(void) {
-    hr_gen_request *q =
+    hr_api_request *q =
         req(hr_parse_chat_request,
             "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream\": true,"
             " \"stream_options\": {\"include_usage\": true},"
@@ -194,11 +194,11 @@ static void test_chat_stream(void) {
     json_decref(ev);
     json_decref(names);
     hr_reply_free(r);
-    hr_gen_request_free(q);
+    hr_api_request_free(q);
 }
 
 static void test_completion(void) {
-    hr_gen_request *q =
+    hr_api_request *q =
         req(hr_parse_completion_request, "{\"prompt\": \"x\", \"stream\": true, \"logprobs\": 1}");
     hr_reply *r;
     HR_CHECK_OK(hr_reply_create(q, "m", 5, &BE, &r));
@@ -220,7 +220,7 @@ static void test_completion(void) {
     json_decref(ev);
     json_decref(names);
     hr_reply_free(r);
-    hr_gen_request_free(q);
+    hr_api_request_free(q);
 
     q = req(hr_parse_completion_request, "{\"prompt\": [1, 2]}");
     HR_CHECK_OK(hr_reply_create(q, "m", 5, &BE, &r));
@@ -235,11 +235,11 @@ static void test_completion(void) {
              "completion body");
     json_decref(b);
     hr_reply_free(r);
-    hr_gen_request_free(q);
+    hr_api_request_free(q);
 }
 
 static void test_anthropic(void) {
-    hr_gen_request *q =
+    hr_api_request *q =
         req(hr_parse_messages_request, "{\"max_tokens\": 50, \"stream\": true, \"messages\": "
                                        "[{\"role\": \"user\", \"content\": \"x\"}],"
                                        " \"tools\": [{\"name\": \"f\", \"input_schema\": {}}]}");
@@ -301,11 +301,11 @@ static void test_anthropic(void) {
     json_decref(ev);
     json_decref(names);
     hr_reply_free(r);
-    hr_gen_request_free(q);
+    hr_api_request_free(q);
 }
 
 static void test_anthropic_body(void) {
-    hr_gen_request *q =
+    hr_api_request *q =
         req(hr_parse_messages_request,
             "{\"max_tokens\": 50, \"messages\": [{\"role\": \"user\", \"content\": \"x\"}],"
             " \"tools\": [{\"name\": \"f\", \"input_schema\": {}}]}");
@@ -327,7 +327,7 @@ static void test_anthropic_body(void) {
              "body");
     json_decref(b);
     hr_reply_free(r);
-    hr_gen_request_free(q);
+    hr_api_request_free(q);
     q = req(hr_parse_messages_request,
             "{\"max_tokens\": 5, \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}");
     HR_CHECK_OK(hr_reply_create(q, "c", 5, &BE, &r));
@@ -348,7 +348,7 @@ static void test_anthropic_body(void) {
              "stop_sequence");
     json_decref(b);
     hr_reply_free(r);
-    hr_gen_request_free(q);
+    hr_api_request_free(q);
 }
 
 static void test_errors(void) {
@@ -364,7 +364,7 @@ static void test_errors(void) {
                  !strcmp(path_str(e, "error.message"), "key"),
              "anthropic");
     json_decref(e);
-    hr_gen_request *q =
+    hr_api_request *q =
         req(hr_parse_chat_request,
             "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream\": true}");
     hr_reply *r;
@@ -381,13 +381,13 @@ static void test_errors(void) {
     HR_CHECK(status == 500 && !strcmp(path_str(b, "error.type"), "server_error"), "500 body");
     json_decref(b);
     hr_reply_free(r);
-    hr_gen_request_free(q);
+    hr_api_request_free(q);
 }
 
 /* Invalid UTF-8 becomes U+FFFD in text (the body joins split sequences first); logprobs
  * keep the raw bytes. */
 static void test_invalid_utf8(void) {
-    hr_gen_request *q = req(hr_parse_chat_request,
+    hr_api_request *q = req(hr_parse_chat_request,
                             "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logprobs\": true}");
     hr_reply *r;
     HR_CHECK_OK(hr_reply_create(q, "m", 5, &BE, &r));
@@ -401,7 +401,7 @@ static void test_invalid_utf8(void) {
     HR_CHECK(path_int(b, "choices.0.logprobs.content.0.bytes.1") == 0xff, "bytes kept");
     json_decref(b);
     hr_reply_free(r);
-    hr_gen_request_free(q);
+    hr_api_request_free(q);
 }
 
 int main(void) {

@@ -1,5 +1,5 @@
 /* Request parsing: OpenAI chat and completions, Anthropic messages, tokenize bodies;
- * every accepted field lands in hr_gen_request, every bad one names itself. */
+ * every accepted field lands in hr_api_request, every bad one names itself. */
 #include "harness.h"
 
 #include "base/json.h"
@@ -7,16 +7,16 @@
 
 static const hr_request_limits LIM = {.max_tokens_limit = 4096, .vocab_size = 1000};
 
-typedef hr_err *(*parse_fn)(const json_t *, const hr_request_limits *, hr_gen_request **);
+typedef hr_err *(*parse_fn)(const json_t *, const hr_request_limits *, hr_api_request **);
 
 /* Parses src with fn; returns the request (NULL on error, message into err). */
-static hr_gen_request *parse(parse_fn fn, const char *src, char *err, size_t cap) {
+static hr_api_request *parse(parse_fn fn, const char *src, char *err, size_t cap) {
     json_t *j = json_loads(src, 0, NULL);
     if (!j) {
         snprintf(err, cap, "test JSON does not parse: %s", src);
         return NULL;
     }
-    hr_gen_request *r = NULL;
+    hr_api_request *r = NULL;
     hr_err *e = fn(j, &LIM, &r);
     json_decref(j);
     if (e) {
@@ -28,9 +28,9 @@ static hr_gen_request *parse(parse_fn fn, const char *src, char *err, size_t cap
 
 /* Expects fn to reject src with a message containing want. */
 static int rejects(parse_fn fn, const char *src, const char *want, char *got, size_t cap) {
-    hr_gen_request *r = parse(fn, src, got, cap);
+    hr_api_request *r = parse(fn, src, got, cap);
     if (r) {
-        hr_gen_request_free(r);
+        hr_api_request_free(r);
         snprintf(got, cap, "accepted");
         return 0;
     }
@@ -39,7 +39,7 @@ static int rejects(parse_fn fn, const char *src, const char *want, char *got, si
 
 static void test_chat_full(void) {
     char err[256] = "";
-    hr_gen_request *r = parse(
+    hr_api_request *r = parse(
         hr_parse_chat_request,
         "{\"model\": \"m\", \"messages\": [{\"role\": \"system\", \"content\": \"be brief\"},"
         " {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"a\"}, {\"type\": "
@@ -92,12 +92,12 @@ static void test_chat_full(void) {
     HR_CHECK(json_is_true(json_object_get(kw, "enable_thinking")), "kwargs");
     HR_CHECK(json_is_true(json_object_get(r->chat, "add_generation_prompt")), "gen prompt");
     HR_CHECK(json_array_size(json_object_get(r->chat, "tools")) == 1, "tools");
-    hr_gen_request_free(r);
+    hr_api_request_free(r);
 }
 
 static void test_chat_defaults(void) {
     char err[256] = "";
-    hr_gen_request *r =
+    hr_api_request *r =
         parse(hr_parse_chat_request,
               "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], \"stop\": \"x\","
               " \"reasoning_effort\": \"none\", \"tool_choice\": \"none\","
@@ -111,7 +111,7 @@ static void test_chat_defaults(void) {
     HR_CHECK(!r->use_tools && json_is_null(json_object_get(r->chat, "tools")), "tool_choice none");
     HR_CHECK(json_is_false(json_object_get(json_object_get(r->chat, "kwargs"), "enable_thinking")),
              "effort none disables thinking");
-    hr_gen_request_free(r);
+    hr_api_request_free(r);
 }
 
 #define MSG "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]"
@@ -182,7 +182,7 @@ static void test_chat_errors(void) {
 
 static void test_completion(void) {
     char err[256] = "";
-    hr_gen_request *r =
+    hr_api_request *r =
         parse(hr_parse_completion_request,
               "{\"prompt\": \"Once\", \"max_tokens\": 8, \"logprobs\": 2, \"stream\": true}", err,
               sizeof err);
@@ -190,16 +190,16 @@ static void test_completion(void) {
     HR_CHECK(r->api == HR_API_COMPLETION && !strcmp(r->prompt, "Once") && !r->prompt_ids &&
                  r->max_tokens == 8 && r->logprobs && r->top_logprobs == 2 && r->stream && !r->chat,
              "fields");
-    hr_gen_request_free(r);
+    hr_api_request_free(r);
     r = parse(hr_parse_completion_request, "{\"prompt\": [1, 2, 999]}", err, sizeof err);
     HR_CHECK(r, "%s", err);
     HR_CHECK(r->n_prompt_ids == 3 && r->prompt_ids[2] == 999 && !r->prompt && r->max_tokens == 16 &&
                  !r->logprobs,
              "ids, default max_tokens 16");
-    hr_gen_request_free(r);
+    hr_api_request_free(r);
     r = parse(hr_parse_completion_request, "{\"prompt\": [\"one\"]}", err, sizeof err);
     HR_CHECK(r && !strcmp(r->prompt, "one"), "one-string array: %s", err);
-    hr_gen_request_free(r);
+    hr_api_request_free(r);
     char got[256];
     HR_CHECK(rejects(hr_parse_completion_request, "{}", "\"prompt\" must be", got, sizeof got),
              "%s", got);
@@ -225,7 +225,7 @@ static void test_completion(void) {
 
 static void test_messages(void) {
     char err[256] = "";
-    hr_gen_request *r = parse(
+    hr_api_request *r = parse(
         hr_parse_messages_request,
         "{\"model\": \"claude\", \"max_tokens\": 64, \"system\": [{\"type\": \"text\", \"text\": "
         "\"sys\"}],"
@@ -268,7 +268,7 @@ static void test_messages(void) {
              "tool converted");
     HR_CHECK(json_is_false(json_object_get(json_object_get(r->chat, "kwargs"), "enable_thinking")),
              "thinking");
-    hr_gen_request_free(r);
+    hr_api_request_free(r);
 
     static const struct {
         const char *body, *want;
@@ -308,9 +308,9 @@ static void test_messages(void) {
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         char got[256] = "";
         if (!*cases[i].want) { /* accepted: a string stop_sequences is a valid stop */
-            hr_gen_request *ok = parse(hr_parse_messages_request, cases[i].body, got, sizeof got);
+            hr_api_request *ok = parse(hr_parse_messages_request, cases[i].body, got, sizeof got);
             HR_CHECK(ok, "case %zu: %s", i, got);
-            hr_gen_request_free(ok);
+            hr_api_request_free(ok);
             continue;
         }
         HR_CHECK(rejects(hr_parse_messages_request, cases[i].body, cases[i].want, got, sizeof got),

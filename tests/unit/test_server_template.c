@@ -8,7 +8,7 @@
 
 static const hr_request_limits LIM = {.max_tokens_limit = 4096};
 
-typedef hr_err *(*parse_fn)(const json_t *, const hr_request_limits *, hr_gen_request **);
+typedef hr_err *(*parse_fn)(const json_t *, const hr_request_limits *, hr_api_request **);
 
 /* Renders body (parsed with fn) through the template of .cache/tokenizers/NAME. */
 static hr_err *render(const char *name, parse_fn fn, const char *body, char **out) {
@@ -17,10 +17,10 @@ static hr_err *render(const char *name, parse_fn fn, const char *body, char **ou
     hr_chat_template ct;
     HR_TRY(hr_chat_template_load(dir, NULL, &ct));
     json_t *j = json_loads(body, 0, NULL);
-    hr_gen_request *r = NULL;
+    hr_api_request *r = NULL;
     hr_err *e = j ? fn(j, &LIM, &r) : hr_errf("test body is not JSON");
     if (!e) e = hr_chat_template_apply(&ct, r->chat, out, NULL);
-    hr_gen_request_free(r);
+    hr_api_request_free(r);
     json_decref(j);
     hr_chat_template_free(&ct);
     return e;

@@ -1,0 +1,115 @@
+/* hearth serve: loads a model into the engine and serves it over HTTP (OpenAI and
+ * Anthropic APIs) until SIGINT or SIGTERM. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/clock.h"
+#include "base/file.h"
+#include "base/log.h"
+#include "cli/args.h"
+#include "cli/verbs.h"
+#include "server/engine_backend.h"
+
+typedef struct {
+    const char *model, *host, *api_key, *chat_template, *alias;
+    long port, threads, kv_mb, max_seqs, max_batch, max_body_mb;
+    int mmap;
+} serve_opts;
+
+typedef struct {
+    hr_backend *be;
+    hr_model *model;
+    hr_tokenizer *tok;
+    hr_engine *engine;
+    hr_engine_server *es;
+    hr_server *http;
+} serve_state;
+
+static const char *base_name(const char *dir) {
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    const char *p = dir + n;
+    while (p > dir && p[-1] != '/') p--;
+    return p;
+}
+
+static hr_err *start(const serve_opts *o, serve_state *st) {
+    char *tj = hr_path_join(o->model, "tokenizer.json");
+    int have_tok = tj && hr_file_exists(tj);
+    free(tj);
+    if (!have_tok) return hr_errf("%s has no tokenizer.json, which serving needs", o->model);
+    HR_TRY(hr_backend_cpu_create(&(hr_cpu_options){(int)o->threads, o->mmap}, &st->be));
+    HR_TRY(hr_model_load(o->model, st->be, &st->model));
+    HR_TRY(hr_tokenizer_load(o->model, &st->tok));
+    hr_engine_options eo = {.n_threads = (int)o->threads, .kv_memory = (size_t)o->kv_mb << 20,
+                            .max_seqs = (int)o->max_seqs, .max_batch_tokens = (int)o->max_batch};
+    HR_TRY(hr_engine_create_on(st->model, st->tok, &eo, &st->engine));
+    const hr_model_config *c = hr_model_cfg(st->model);
+    char name[256];
+    snprintf(name, sizeof name, "%s", o->alias ? o->alias : base_name(o->model));
+    HR_TRY(hr_engine_server_create(st->engine, st->tok, o->model, o->chat_template, name, c->max_pos,
+                                   c->vocab, &st->es));
+    hr_server_config sc = {o->host, (int)o->port, o->api_key, (size_t)o->max_body_mb << 20};
+    return hr_server_start(&sc, hr_engine_server_backend(st->es), &st->http);
+}
+
+static void stop(serve_state *st) {
+    hr_server_stop(st->http);
+    hr_engine_server_destroy(st->es);
+    hr_engine_destroy(st->engine);
+    hr_model_free(st->model);
+    hr_tokenizer_free(st->tok);
+    hr_backend_destroy(st->be);
+}
+
+static hr_err *serve(const serve_opts *o) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL); /* every thread started from here inherits it */
+    signal(SIGPIPE, SIG_IGN);
+    uint64_t t0 = hr_now_ns();
+    serve_state st = {0};
+    hr_err *err = start(o, &st);
+    if (!err) {
+        fprintf(stderr, "hearth serve: %s ready on http://%s:%d in %.2f s\n", o->model, o->host,
+                hr_server_port(st.http), (double)(hr_now_ns() - t0) * 1e-9);
+        int sig;
+        sigwait(&set, &sig);
+        fprintf(stderr, "hearth serve: signal %d, stopping\n", sig);
+    }
+    stop(&st);
+    return err;
+}
+
+int hr_cmd_serve(int argc, char **argv) {
+    serve_opts o = {.host = "127.0.0.1", .port = 8080, .max_body_mb = 8};
+    hr_opt opts[] = {
+        {"model", HR_OPT_STR, &o.model, "model directory (config.json, safetensors, tokenizer.json)"},
+        {"host", HR_OPT_STR, &o.host, "address to bind (default 127.0.0.1)"},
+        {"port", HR_OPT_INT, &o.port, "port (default 8080; 0 = any free port)"},
+        {"api-key", HR_OPT_STR, &o.api_key, "require Authorization: Bearer KEY (or x-api-key)"},
+        {"alias", HR_OPT_STR, &o.alias, "model id shown to clients (default: the directory name)"},
+        {"chat-template", HR_OPT_STR, &o.chat_template, "a Jinja chat template file to use instead of the model's"},
+        {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
+        {"kv-memory", HR_OPT_INT, &o.kv_mb, "MiB of KV cache (default: derived from free memory)"},
+        {"max-seqs", HR_OPT_INT, &o.max_seqs, "sequences decoding at once (default 64)"},
+        {"max-batch-tokens", HR_OPT_INT, &o.max_batch, "tokens per forward step (default 2048)"},
+        {"max-body-mb", HR_OPT_INT, &o.max_body_mb, "largest request body in MiB (default 8)"},
+        {"mmap", HR_OPT_FLAG, &o.mmap, "compute from the mmapped weights (faster load, slower decode)"},
+    };
+    int help;
+    hr_err *err = hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
+                                "usage: hearth serve --model DIR [--host H] [--port P] [--api-key K] [options]", &help);
+    if (err) return hr_cmd_fail("serve", err), 2;
+    if (help) return 0;
+    if (!o.model) return hr_cmd_fail("serve", hr_errf("--model is required")), 2;
+    if (o.port < 0 || o.port > 65535) return hr_cmd_fail("serve", hr_errf("--port must be 0..65535")), 2;
+    if (o.kv_mb < 0 || o.max_seqs < 0 || o.max_batch < 0 || o.max_body_mb <= 0)
+        return hr_cmd_fail("serve", hr_errf("sizes must be positive")), 2;
+    err = serve(&o);
+    return err ? hr_cmd_fail("serve", err) : 0;
+}

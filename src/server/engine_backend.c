@@ -1,0 +1,288 @@
+/* hr_server_backend over hr_engine; see engine_backend.h. Each submitted request gets a
+ * live_req that ties the HTTP sink to the engine's request handle. Events arrive on the
+ * engine thread; handles are released later from an HTTP thread (never inside an engine
+ * callback), when the next request is submitted or the wrapper is destroyed. */
+#include "server/engine_backend.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "server/output_parse.h"
+#include "template/template.h"
+
+const char hr_fallback_chat_template[] =
+    "{% for m in messages %}{{ m.role }}: {% if m.content is string %}{{ m.content }}"
+    "{% else %}{% for p in m.content %}{% if p.type == 'text' %}{{ p.text }}{% endif %}"
+    "{% endfor %}{% endif %}{{ '\\n' }}{% endfor %}"
+    "{% if add_generation_prompt %}{{ 'assistant:' }}{% endif %}";
+
+typedef struct live_req {
+    struct live_req *next;
+    hr_engine_server *srv;
+    hr_gen_sink *sink;
+    hr_request *handle; /* set once submit returned */
+    int began, done, in_reasoning, logprobs;
+} live_req;
+
+struct hr_engine_server {
+    hr_engine *engine;
+    const hr_tokenizer *tok;
+    hr_chat_template ct;
+    int fallback; /* ct is the fallback template: tokenize with special tokens */
+    char *name;
+    hr_server_backend backend;
+    pthread_mutex_t mu;
+    live_req *live; /* submitted, not yet released */
+    unsigned long seed_counter;
+};
+
+/* Releases the handles of finished requests (HTTP threads only). */
+static void reap(hr_engine_server *s) {
+    pthread_mutex_lock(&s->mu);
+    live_req **pp = &s->live, *done = NULL;
+    while (*pp) {
+        live_req *l = *pp;
+        if (l->done && l->handle) {
+            *pp = l->next;
+            l->next = done;
+            done = l;
+        } else {
+            pp = &l->next;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    while (done) {
+        live_req *n = done->next;
+        hr_request_release(done->handle);
+        free(done);
+        done = n;
+    }
+}
+
+static char *decode_one(const hr_tokenizer *tok, int32_t id, size_t *len) {
+    char *text = NULL;
+    hr_err *err = hr_tokenizer_decode(tok, &id, 1, 0, &text);
+    if (err) {
+        hr_err_free(err);
+        text = strdup("");
+    }
+    *len = text ? strlen(text) : 0;
+    return text;
+}
+
+static void emit_token(live_req *l, const hr_event *ev) {
+    const hr_tokenizer *tok = l->srv->tok;
+    hr_gen_token t = {.text = ev->text, .len = ev->text_len, .token = ev->token, .logprob = ev->logprob};
+    char *own = NULL, *alt_text[HR_MAX_TOP_LOGPROBS] = {0};
+    hr_token_alt alts[HR_MAX_TOP_LOGPROBS];
+    if (l->logprobs) {
+        own = decode_one(tok, ev->token, &t.token_len);
+        t.token_text = own ? own : "";
+        for (int i = 0; i < ev->n_top && i < HR_MAX_TOP_LOGPROBS; i++) {
+            alt_text[i] = decode_one(tok, ev->top_ids[i], &alts[i].len);
+            alts[i].text = alt_text[i] ? alt_text[i] : "";
+            alts[i].logprob = ev->top_logprobs[i];
+        }
+        t.top = alts;
+        t.n_top = ev->n_top;
+    }
+    hr_gen_sink_token(l->sink, &t);
+    free(own);
+    for (int i = 0; i < HR_MAX_TOP_LOGPROBS; i++) free(alt_text[i]);
+}
+
+/* Engine thread. */
+static void on_event(void *ctx, const hr_event *ev) {
+    live_req *l = ctx;
+    if (!l->began) {
+        hr_gen_sink_begin(l->sink, ev->n_prompt, ev->n_cached, l->in_reasoning);
+        l->began = 1;
+    }
+    if (ev->kind == HR_EVENT_TOKEN) {
+        emit_token(l, ev);
+        return;
+    }
+    if (ev->text_len > 0) {
+        hr_gen_token tail = {.text = ev->text, .len = ev->text_len, .token = -1};
+        hr_gen_sink_token(l->sink, &tail);
+    }
+    const char *detail = ev->finish == HR_FINISH_ERROR ? ev->error : ev->stop_string;
+    hr_gen_sink_finish(l->sink, ev->finish, ev->n_generated, detail);
+    pthread_mutex_lock(&l->srv->mu);
+    l->done = 1;
+    pthread_mutex_unlock(&l->srv->mu);
+}
+
+static hr_err *render_chat(hr_engine_server *s, const json_t *chat, int32_t **ids, int *n,
+                           int *in_reasoning) {
+    char *text = NULL;
+    int raised = 0;
+    HR_TRY(hr_chat_template_apply(&s->ct, chat, &text, &raised));
+    *in_reasoning = hr_prompt_in_reasoning(text);
+    hr_err *err = hr_tokenizer_encode(s->tok, text, strlen(text), s->fallback, ids, n);
+    free(text);
+    return err;
+}
+
+static hr_err *prompt_ids(hr_engine_server *s, const hr_api_request *req, int32_t **ids, int *n,
+                          int *in_reasoning) {
+    *in_reasoning = 0;
+    if (req->chat) return render_chat(s, req->chat, ids, n, in_reasoning);
+    if (req->prompt) return hr_tokenizer_encode(s->tok, req->prompt, strlen(req->prompt), 1, ids, n);
+    *ids = malloc(sizeof(int32_t) * (size_t)(req->n_prompt_ids > 0 ? req->n_prompt_ids : 1));
+    if (!*ids) return hr_err_oom();
+    memcpy(*ids, req->prompt_ids, sizeof(int32_t) * (size_t)req->n_prompt_ids);
+    *n = req->n_prompt_ids;
+    return NULL;
+}
+
+/* Request fields to engine parameters; bias arrays are allocated into *bias_ids/values. */
+static void to_params(hr_engine_server *s, const hr_api_request *req, hr_request_params *p,
+                      int32_t *bias_ids, float *bias_values) {
+    p->max_tokens = req->max_tokens;
+    p->temperature = req->sampling.temperature;
+    p->top_p = req->sampling.top_p;
+    p->top_k = req->sampling.top_k;
+    p->min_p = req->sampling.min_p;
+    p->seed = req->seed_set ? req->sampling.seed
+                            : (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull + ++s->seed_counter;
+    p->repetition_penalty = req->repetition_penalty;
+    p->presence_penalty = req->presence_penalty;
+    p->frequency_penalty = req->frequency_penalty;
+    for (int i = 0; i < req->n_logit_bias; i++) {
+        bias_ids[i] = req->logit_bias[i].token;
+        bias_values[i] = req->logit_bias[i].bias;
+    }
+    p->bias_ids = bias_ids;
+    p->bias_values = bias_values;
+    p->n_bias = req->n_logit_bias;
+    p->logprobs = req->logprobs;
+    p->top_logprobs = req->top_logprobs;
+    p->ignore_eos = req->ignore_eos;
+    p->stop = (const char *const *)req->stop;
+    p->n_stop = req->n_stop;
+    p->cb = on_event;
+}
+
+static hr_err *submit(void *ctx, const hr_api_request *req, hr_gen_sink *sink) {
+    hr_engine_server *s = ctx;
+    reap(s);
+    int32_t *ids = NULL;
+    int n = 0;
+    live_req *l = calloc(1, sizeof *l);
+    int nb = req->n_logit_bias > 0 ? req->n_logit_bias : 1;
+    int32_t *bias_ids = malloc(sizeof(int32_t) * (size_t)nb);
+    float *bias_values = malloc(sizeof(float) * (size_t)nb);
+    hr_err *err = l && bias_ids && bias_values ? NULL : hr_err_oom();
+    if (!err) err = prompt_ids(s, req, &ids, &n, &l->in_reasoning);
+    hr_request *h = NULL;
+    if (!err) {
+        hr_request_params p = {.tokens = ids, .n_tokens = n, .cb_ctx = l};
+        to_params(s, req, &p, bias_ids, bias_values);
+        if (p.max_tokens <= 0) p.max_tokens = s->backend.limits.max_tokens_limit - n;
+        *l = (live_req){.srv = s, .sink = sink, .in_reasoning = l->in_reasoning,
+                        .logprobs = req->logprobs || req->top_logprobs > 0};
+        pthread_mutex_lock(&s->mu); /* listed before submit: events may come at once */
+        l->next = s->live;
+        s->live = l;
+        pthread_mutex_unlock(&s->mu);
+        err = hr_engine_submit(s->engine, &p, &h);
+        pthread_mutex_lock(&s->mu);
+        if (err) {
+            live_req **pp = &s->live;
+            while (*pp != l) pp = &(*pp)->next;
+            *pp = l->next;
+        } else {
+            l->handle = h;
+        }
+        pthread_mutex_unlock(&s->mu);
+    }
+    if (err) free(l);
+    free(ids);
+    free(bias_ids);
+    free(bias_values);
+    return err;
+}
+
+static void cancel(void *ctx, hr_gen_sink *sink) {
+    hr_engine_server *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    for (live_req *l = s->live; l; l = l->next)
+        if (l->sink == sink && l->handle && !l->done) hr_request_cancel(l->handle);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void stats(void *ctx, json_t *out) {
+    hr_engine_stats st;
+    hr_engine_stats_get(((hr_engine_server *)ctx)->engine, &st);
+    json_object_set_new(out, "active", json_integer(st.active));
+    json_object_set_new(out, "queued", json_integer(st.queued));
+    json_object_set_new(out, "kv_blocks_total", json_integer(st.kv_blocks_total));
+    json_object_set_new(out, "kv_blocks_used", json_integer(st.kv_blocks_used));
+    json_object_set_new(out, "kv_blocks_cached", json_integer(st.kv_blocks_cached));
+    json_object_set_new(out, "requests_done", json_integer(st.requests_done));
+    json_object_set_new(out, "prompt_tokens", json_integer(st.prompt_tokens));
+    json_object_set_new(out, "cached_tokens", json_integer(st.cached_tokens));
+    json_object_set_new(out, "generated_tokens", json_integer(st.generated_tokens));
+    json_object_set_new(out, "decode_tok_s", json_real(st.decode_tok_s));
+}
+
+static const char *model_name(void *ctx) { return ((hr_engine_server *)ctx)->name; }
+
+static hr_err *tokenize(void *ctx, const char *text, int add_special, int32_t **ids, int *n) {
+    return hr_tokenizer_encode(((hr_engine_server *)ctx)->tok, text, strlen(text), add_special, ids, n);
+}
+
+static hr_err *detokenize(void *ctx, const int32_t *ids, int n, char **text) {
+    return hr_tokenizer_decode(((hr_engine_server *)ctx)->tok, ids, n, 0, text);
+}
+
+static hr_err *load_template(hr_engine_server *s, const char *dir, const char *path) {
+    if (path || hr_tokenizer_chat_template(s->tok, NULL)) return hr_chat_template_load(dir, path, &s->ct);
+    s->fallback = 1;
+    return hr_template_parse(hr_fallback_chat_template, &s->ct.tpl);
+}
+
+hr_err *hr_engine_server_create(hr_engine *e, const hr_tokenizer *tok, const char *model_dir,
+                                const char *template_path, const char *name, int max_context,
+                                int vocab, hr_engine_server **out) {
+    *out = NULL;
+    hr_engine_server *s = calloc(1, sizeof *s);
+    if (!s) return hr_err_oom();
+    s->engine = e;
+    s->tok = tok;
+    s->name = strdup(name);
+    pthread_mutex_init(&s->mu, NULL);
+    hr_err *err = s->name ? load_template(s, model_dir, template_path) : hr_err_oom();
+    if (err) {
+        hr_engine_server_destroy(s);
+        return err;
+    }
+    const char *src = s->fallback ? NULL : hr_tokenizer_chat_template(tok, NULL);
+    s->backend = (hr_server_backend){
+        .ctx = s, .model_name = model_name, .submit = submit, .cancel = cancel, .stats = stats,
+        .tokenize = tokenize, .detokenize = detokenize,
+        .limits = {.max_tokens_limit = max_context, .vocab_size = vocab},
+    };
+    hr_output_format_detect(src ? src : "", &s->backend.tool_format, &s->backend.reasoning);
+    *out = s;
+    return NULL;
+}
+
+void hr_engine_server_destroy(hr_engine_server *s) {
+    if (!s) return;
+    reap(s);
+    for (live_req *l = s->live, *n; l; l = n) { /* unfinished: the engine is gone by now */
+        n = l->next;
+        hr_request_release(l->handle);
+        free(l);
+    }
+    hr_chat_template_free(&s->ct);
+    pthread_mutex_destroy(&s->mu);
+    free(s->name);
+    free(s);
+}
+
+const hr_server_backend *hr_engine_server_backend(hr_engine_server *s) { return &s->backend; }

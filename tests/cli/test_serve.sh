@@ -1,0 +1,77 @@
+# hearth serve end to end on loopback with brown-llama-8m: the engine behind the real
+# HTTP server, driven with Python's standard library (OpenAI and Anthropic routes,
+# streaming, stop strings, errors, a client gone mid-stream, concurrent streams), and
+# after it all, no sequence or KV block left in use.
+. "$(dirname "$0")/lib.sh"
+B=$S/fixtures/models/brown-llama-8m
+"$H" serve --model "$B" --port 0 --threads 2 --kv-memory 64 2>"$T/serve.log" &
+PID=$!
+for _ in $(seq 100); do grep -q "ready on" "$T/serve.log" && break; sleep 0.1; done
+PORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$T/serve.log")
+expect_rc serve_ready 0 "" test -n "$PORT"
+greedy=$("$H" run --model "$B" --prompt "The jury said" --max-tokens 16 --raw 2>/dev/null)
+cat > "$T/e2e.py" <<'PY'
+import json, sys, threading, time, urllib.request, urllib.error, socket
+port, greedy = int(sys.argv[1]), sys.argv[2]
+base = f"http://127.0.0.1:{port}"
+def call(path, body=None, method=None, raw=None):
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    req = urllib.request.Request(base + path, data=data, method=method or ("POST" if data else "GET"),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+def check(name, cond, info=""):
+    print(("ok " if cond else "FAIL ") + name + ("" if cond else ": " + str(info)[:300]))
+st, body = call("/v1/completions", {"prompt": "The jury said", "max_tokens": 16, "temperature": 0})
+check("completion_greedy", st == 200 and json.loads(body)["choices"][0]["text"] == greedy, body)
+st, body = call("/v1/completions", {"prompt": "The jury said", "max_tokens": 30, "temperature": 0, "stop": ["a man"]})
+j = json.loads(body)
+check("stop_string", j["choices"][0]["finish_reason"] == "stop" and "a man" not in j["choices"][0]["text"], body)
+st, body = call("/v1/chat/completions", {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 8, "stream": True,
+                                          "stream_options": {"include_usage": True}})
+events = [l[6:] for l in body.split("\n") if l.startswith("data: ")]
+check("chat_stream", st == 200 and events[-1] == "[DONE]" and json.loads(events[-2])["usage"]["completion_tokens"] == 8, body[-300:])
+st, body = call("/v1/messages", {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "Hi"}]})
+check("anthropic", st == 200 and json.loads(body)["stop_reason"] == "max_tokens", body)
+st, body = call("/v1/completions", {"prompt": "x", "max_tokens": 10**7})
+check("too_long", st == 400 and "error" in json.loads(body), body)
+st, body = call("/v1/chat/completions", raw=b"{not json")
+check("malformed", st == 400 and json.loads(body)["error"]["message"], body)
+st, body = call("/nope")
+check("not_found", st == 404, body)
+st, body = call("/v1/completions", method="GET")
+check("wrong_method", st == 405, body)
+st, body = call("/metrics")
+check("metrics", st == 200 and "hearth_kv_blocks_used" in body, body)
+# a client that goes away mid-stream
+s = socket.create_connection(("127.0.0.1", port))
+req = json.dumps({"prompt": "The", "max_tokens": 2000, "stream": True, "ignore_eos": True}).encode()
+s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(req) + req)
+s.recv(1000); s.close()
+# 16 concurrent streams
+res = []
+def stream(i):
+    st, body = call("/v1/completions", {"prompt": f"Story {i}:", "max_tokens": 12, "stream": True, "temperature": 0})
+    res.append(st == 200 and body.rstrip().endswith("data: [DONE]"))
+ts = [threading.Thread(target=stream, args=(i,)) for i in range(16)]
+[t.start() for t in ts]; [t.join() for t in ts]
+check("concurrent_streams", len(res) == 16 and all(res), res)
+for _ in range(100):
+    j = json.loads(call("/stats")[1])
+    if j["active"] == 0 and j["queued"] == 0 and j["kv_blocks_used"] == 0: break
+    time.sleep(0.1)
+check("nothing_leaked", j["active"] == 0 and j["queued"] == 0 and j["kv_blocks_used"] == 0, j)
+PY
+python3 "$T/e2e.py" "$PORT" "$greedy" > "$T/e2e.out" 2>&1
+while read -r line; do
+  case "$line" in ok\ *) pass "${line#ok }";; FAIL\ *) fail "${line#FAIL }" "";; *) fail e2e_script "$line";; esac
+done < "$T/e2e.out"
+kill -INT $PID; wait $PID; rc=$?
+expect_rc serve_clean_exit 0 "" test "$rc" = 0
+expect_rc serve_no_sanitizer 1 "" grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$T/serve.log"
+expect_rc serve_needs_model 2 "required" "$H" serve
+expect_rc serve_no_tokenizer 1 "no tokenizer.json" "$H" serve --model "$S/fixtures/models/tiny-llama" --port 0
+summary
