@@ -1,6 +1,7 @@
 # hearth serve end to end on loopback with brown-llama-8m: the engine behind the real
 # HTTP server, driven with Python's standard library (OpenAI and Anthropic routes,
-# streaming, stop strings, errors, a client gone mid-stream, concurrent streams), and
+# streaming, stop strings, errors, a client gone mid-stream, concurrent streams) and with
+# the official openai and @anthropic-ai/sdk npm packages, and
 # after it all, no sequence or KV block left in use.
 . "$(dirname "$0")/lib.sh"
 B=$S/fixtures/models/brown-llama-8m
@@ -69,6 +70,10 @@ python3 "$T/e2e.py" "$PORT" "$greedy" > "$T/e2e.out" 2>&1
 while read -r line; do
   case "$line" in ok\ *) pass "${line#ok }";; FAIL\ *) fail "${line#FAIL }" "";; *) fail e2e_script "$line";; esac
 done < "$T/e2e.out"
+bash tests/server/sdk_npm.sh tests/server/sdk_engine_client.cjs "$PORT" "$greedy" > "$T/sdk.out" 2>&1
+while read -r line; do
+  case "$line" in ok\ *) pass "${line#ok }";; FAIL\ *) fail "${line#FAIL }" "";; *) fail sdk_script "$line";; esac
+done < "$T/sdk.out"
 kill -INT $PID; wait $PID; rc=$?
 expect_rc serve_clean_exit 0 "" test "$rc" = 0
 expect_rc serve_no_sanitizer 1 "" grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$T/serve.log"
