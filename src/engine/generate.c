@@ -47,7 +47,7 @@ static void gen_free(gen_state *g) {
 }
 
 static hr_err *step(gen_state *g, int pos, int n, hr_logits_mode mode) {
-    hr_row row = {g->tokens + pos, n, pos, g->seq.blocks, mode};
+    hr_row row = {g->tokens + pos, n, pos, g->seq.blocks, mode, 0};
     return hr_model_forward(g->m, &g->pool.store, &row, 1, g->logits);
 }
 

@@ -11,6 +11,9 @@ hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int
     hr_model_kv_shape(m, &pool->store);
     pool->store.n_blocks = n_blocks;
     pool->store.block_size = block_size;
+    /* hybrid models: one recurrent-state slot per possible sequence, at most HR_KV_STATE_SLOTS */
+    if (pool->store.n_state_layers > 0)
+        pool->store.n_state_slots = n_blocks < HR_KV_STATE_SLOTS ? n_blocks : HR_KV_STATE_SLOTS;
     pool->free_list = malloc(sizeof(int) * (size_t)n_blocks);
     pool->refcount = calloc((size_t)n_blocks, sizeof(int));
     if (!pool->free_list || !pool->refcount) {

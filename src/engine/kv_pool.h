@@ -15,6 +15,10 @@ typedef struct {
     int *refcount;  /* (n_blocks) */
 } hr_kv_pool;
 
+/* Recurrent-state slots a pool of a hybrid model gets (docs/hybrid.md): rows use slots
+ * [0, min(n_blocks, HR_KV_STATE_SLOTS)). */
+enum { HR_KV_STATE_SLOTS = 8 };
+
 hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size);
 void hr_kv_pool_destroy(hr_kv_pool *pool);
 int hr_kv_pool_used(const hr_kv_pool *pool);

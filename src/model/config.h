@@ -8,10 +8,13 @@
 
 enum { HR_MAX_EOS = 8, HR_MAX_LAYERS = 256 };
 
-typedef enum { HR_ARCH_LLAMA, HR_ARCH_MISTRAL, HR_ARCH_QWEN2, HR_ARCH_QWEN3 } hr_arch;
+typedef enum {
+    HR_ARCH_LLAMA, HR_ARCH_MISTRAL, HR_ARCH_QWEN2, HR_ARCH_QWEN3,
+    HR_ARCH_QWEN3_MOE, HR_ARCH_QWEN3_NEXT, HR_ARCH_QWEN3_5, HR_ARCH_QWEN3_5_MOE
+} hr_arch;
 typedef enum { HR_ACT_SILU, HR_ACT_GELU_TANH } hr_act;
 typedef enum { HR_ROPE_DEFAULT, HR_ROPE_LINEAR, HR_ROPE_LLAMA3 } hr_rope_type;
-typedef enum { HR_LAYER_FULL, HR_LAYER_SLIDING } hr_layer_kind;
+typedef enum { HR_LAYER_FULL, HR_LAYER_SLIDING, HR_LAYER_LINEAR } hr_layer_kind;
 
 typedef struct {
     hr_rope_type type;
@@ -57,11 +60,28 @@ typedef struct {
     int n_eos;
     int pad_id;                          /* -1 if none */
     hr_gen_defaults gen;
+    /* Mixture of experts (config_hybrid.c): moe_layer[l] says layer l's MLP is routed. */
+    int n_experts;                /* 0: dense MLP everywhere */
+    int n_experts_per_tok;
+    int moe_intermediate;
+    int norm_topk_prob;           /* renormalise the top-k router probabilities */
+    int shared_expert_intermediate; /* 0: no shared expert */
+    unsigned char moe_layer[HR_MAX_LAYERS];
+    /* Hybrid linear attention (qwen3_next, qwen3_5): HR_LAYER_LINEAR layers are gated DeltaNet. */
+    int norm_one_plus;            /* every RMSNorm but the gated one scales by 1 + w */
+    int attn_out_gate;            /* q_proj also yields a sigmoid gate on the attention output */
+    int lin_conv_kernel;          /* causal conv1d kernel width */
+    int lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim;
+    int lin_fused_proj;           /* checkpoint has in_proj_qkvz/in_proj_ba (qwen3_next) */
 } hr_model_config;
 
 /* Reads dir/config.json and, if present, dir/generation_config.json. */
 hr_err *hr_config_load(const char *dir, hr_model_config *cfg);
 /* Parses a config.json already in memory (no generation_config). */
 hr_err *hr_config_parse(const char *what, const char *json_text, hr_model_config *cfg);
+/* The MoE and hybrid fields of the qwen3_moe / qwen3_next / qwen3_5 families (config_hybrid.c). */
+hr_err *hr_config_parse_hybrid(const void *json, hr_model_config *cfg);
+/* 1 if the arch has DeltaNet layers. */
+int hr_arch_is_hybrid(hr_arch a);
 
 #endif

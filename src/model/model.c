@@ -45,35 +45,46 @@ static hr_err *w2(hr_model *m, const char *name, int64_t a, int64_t b, const hr_
     return weight(m, name, 2, (int64_t[]){a, b}, out);
 }
 
-static hr_err *load_layer(hr_model *m, int i) {
+/* Stores tensor t of layer i (each expert's, for a per-expert tensor). */
+static hr_err *load_tensor(hr_model *m, int i, const hr_layer_tensor *lt) {
     const hr_model_config *c = &m->cfg;
-    char name[160];
-    for (int k = 0; k < hr_dense_layer_tensor_count; k++) {
-        const hr_layer_tensor *lt = &hr_dense_layer_tensors[k];
-        snprintf(name, sizeof name, "model.layers.%d.%s", i, lt->suffix);
-        const hr_tensor **slot = (const hr_tensor **)((char *)&m->layers[i] + lt->field);
-        if (!hr_when_holds(c, lt->when)) {
-            *slot = NULL; /* e.g. a bias the config turns off: transformers ignores it too */
-            continue;
-        }
-        int64_t rows = hr_dim_value(c, lt->rows), cols = hr_dim_value(c, lt->cols);
-        if (lt->cols == HR_DIM_NONE) HR_TRY(w1(m, name, rows, slot));
+    char name[160], suffix[128];
+    char *base = (char *)&m->layers[i] + lt->field;
+    int n = lt->per_expert ? c->n_experts : 1;
+    int64_t rows = hr_dim_value(c, lt->rows), cols = hr_dim_value(c, lt->cols);
+    for (int e = 0; e < n; e++) {
+        snprintf(suffix, sizeof suffix, lt->suffix, e);
+        snprintf(name, sizeof name, "model.layers.%d.%s", i, suffix);
+        const hr_tensor **slot = lt->per_expert ? &(*(const hr_tensor ***)base)[e] : (const hr_tensor **)base;
+        if (lt->conv) HR_TRY(weight(m, name, 3, (int64_t[]){rows, 1, cols}, slot));
+        else if (lt->cols == HR_DIM_NONE) HR_TRY(w1(m, name, rows, slot));
         else HR_TRY(w2(m, name, rows, cols, slot));
+    }
+    return NULL;
+}
+
+static hr_err *load_layer(hr_model *m, int i) {
+    for (int k = 0; k < hr_layout_count(); k++) {
+        const hr_layer_tensor *lt = hr_layout_tensor(k);
+        /* a tensor the config turns off (e.g. a bias) is left NULL: transformers ignores it too */
+        if (hr_layer_has(&m->cfg, lt, i)) HR_TRY(load_tensor(m, i, lt));
     }
     return NULL;
 }
 
 static hr_err *load_weights(hr_model *m) {
     const hr_model_config *c = &m->cfg;
-    m->cap_dev = c->n_layers * 20 + 8;
+    m->cap_dev = c->n_layers * (40 + 3 * c->n_experts) + 8;
     m->dev = calloc((size_t)m->cap_dev, sizeof *m->dev);
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->dev || !m->layers) return hr_err_oom();
+    HR_TRY(hr_load_hybrid_prepare(m));
     HR_TRY(w2(m, "model.embed_tokens.weight", c->vocab, c->hidden, &m->embed));
     HR_TRY(w1(m, "model.norm.weight", c->hidden, &m->final_norm));
     if (c->tie_embeddings) m->lm_head = m->embed;
     else HR_TRY(w2(m, "lm_head.weight", c->vocab, c->hidden, &m->lm_head));
     for (int i = 0; i < c->n_layers; i++) HR_TRY(load_layer(m, i));
+    HR_TRY(hr_load_hybrid_finish(m));
     HR_TRY(hr_rope_init(m));
     hr_tensor f = {.data = m->inv_freq_host, .dtype = HR_F32, .ndim = 1, .shape = {m->rot_dim / 2}};
     return upload(m, &f, &m->inv_freq);
@@ -117,6 +128,7 @@ void hr_model_free(hr_model *m) {
     free(m->meta_pos);
     free(m->meta_row);
     free(m->meta_tables);
+    hr_free_hybrid(m);
     free(m);
 }
 
@@ -126,7 +138,10 @@ size_t hr_model_weight_bytes(const hr_model *m) { return hr_st_data_bytes(m->st)
 
 void hr_model_kv_shape(const hr_model *m, hr_kv_store *kv) {
     kv->dtype = HR_F32;
-    kv->n_layers = m->cfg.n_layers;
+    kv->n_layers = m->n_kv_layers;
+    kv->n_state_layers = m->n_state_layers;
+    kv->conv_floats = (long)(m->cfg.lin_conv_kernel - 1) * hr_dim_value(&m->cfg, HR_DIM_LIN_CONV);
+    kv->delta_floats = (long)m->cfg.lin_v_heads * m->cfg.lin_k_dim * m->cfg.lin_v_dim;
     kv->n_kv_heads = m->cfg.n_kv_heads;
     kv->head_dim = m->cfg.head_dim;
 }

@@ -14,6 +14,18 @@ typedef struct {
     const hr_tensor *w_gate, *w_up;      /* (inter, hidden) */
     const hr_tensor *w_down;             /* (hidden, inter) */
     const hr_tensor *b_gate, *b_up, *b_down;
+    /* routed MLP (moe_layer) */
+    const hr_tensor *router;                         /* (experts, hidden) */
+    const hr_tensor **exp_gate, **exp_up, **exp_down; /* [experts]: (mi, hidden) x2, (hidden, mi) */
+    const hr_tensor *sh_gate, *sh_up, *sh_down;      /* shared expert (si, hidden) x2, (hidden, si) */
+    const hr_tensor *sh_router;                      /* shared_expert_gate (1, hidden) */
+    /* gated DeltaNet (HR_LAYER_LINEAR); qwen3_next's fused projections are split at load */
+    const hr_tensor *lin_qkvz, *lin_ba;              /* (2kd + 2vd, hidden) (2 nv, hidden) */
+    const hr_tensor *lin_qkv, *lin_z, *lin_b, *lin_a; /* (conv, hidden) (vd, hidden) (nv, hidden) x2 */
+    const hr_tensor *conv_w;                         /* (conv, 1, K) */
+    const hr_tensor *a_log, *dt_bias;                /* (nv) */
+    const hr_tensor *lin_norm;                       /* (dv) gated RMSNorm */
+    const hr_tensor *lin_out;                        /* (hidden, vd) */
 } hr_layer_weights;
 
 /* Per-step activation buffers on the backend, grown to the largest step seen. */
@@ -27,6 +39,17 @@ typedef struct {
     float *gate, *up; /* (T, inter) */
     float *sel;    /* (R, hidden) rows that produce logits */
     float *logits; /* (R, vocab) */
+    /* MoE and hybrid layers (forward_hybrid.c) */
+    float *qg;       /* (T, 2*H*hd) q_proj output with the gate interleaved per head */
+    float *agate;    /* (T, H*hd) attention output gate */
+    float *rlogits;  /* (T, experts) router logits */
+    float *rweight;  /* (T, top_k) routing weights */
+    int32_t *rids;   /* (T, top_k) routed experts */
+    float *mix;      /* (T, conv) DeltaNet projections, then conv output */
+    float *z;        /* (T, vd) */
+    float *ab;       /* (T, 2 nv): a then b */
+    float *lin;      /* (T, vd) delta-rule output */
+    float *y2;       /* (T, hidden) routed-experts output */
 } hr_scratch;
 
 struct hr_model {
@@ -44,7 +67,23 @@ struct hr_model {
     int32_t *meta_pos, *meta_row; /* (cap_tokens) */
     const int32_t **meta_tables;  /* (cap rows) */
     int cap_rows;
+    const hr_tensor **expert_slots; /* (n_layers * 3 * experts) backing the exp_* arrays */
+    void **owned_host;              /* host copies made at load (split projections) */
+    int n_owned;
+    int kv_layer[HR_MAX_LAYERS];    /* attention layer -> KV store layer */
+    int state_layer[HR_MAX_LAYERS]; /* linear layer -> recurrent state layer */
+    int n_kv_layers, n_state_layers;
+    int32_t *meta_slots;            /* (cap rows) */
 };
+
+/* Hybrid pieces of the loader (load_hybrid.c) and forward (forward_hybrid.c). */
+hr_err *hr_load_hybrid_prepare(hr_model *m);
+hr_err *hr_load_hybrid_finish(hr_model *m);
+void hr_free_hybrid(hr_model *m);
+hr_err *hr_hybrid_scratch(hr_model *m, int T);
+hr_err *hr_check_state_slots(const hr_model *m, const hr_kv_store *kv, const hr_row *rows, int n_rows);
+void hr_linear_attn_block(hr_model *m, hr_kv_store *kv, int l, int T);
+void hr_moe_block(hr_model *m, int l, int T);
 
 /* Fills m->inv_freq_host for the config's rope type (rope.c). */
 hr_err *hr_rope_init(hr_model *m);

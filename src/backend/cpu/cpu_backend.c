@@ -54,15 +54,35 @@ static void cpu_release(hr_backend *be, hr_tensor *dev) {
     dev->data = NULL;
 }
 
+static hr_err *cpu_state_create(hr_kv_store *kv) {
+    size_t n = (size_t)kv->n_state_layers * kv->n_state_slots;
+    if (n == 0) return NULL;
+    kv->conv = calloc(n * (size_t)kv->conv_floats, sizeof(float));
+    kv->delta = calloc(n * (size_t)kv->delta_floats, sizeof(float));
+    if (kv->conv && kv->delta) return NULL;
+    return hr_errf("cannot allocate %zu MiB for the recurrent state",
+                   n * (size_t)(kv->conv_floats + kv->delta_floats) * sizeof(float) >> 20);
+}
+
 static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
     if (kv->dtype != HR_F32) return hr_errf("the CPU KV store supports F32 only");
+    kv->conv = kv->delta = NULL;
+    hr_err *err = cpu_state_create(kv);
+    if (err) {
+        free(kv->conv);
+        free(kv->delta);
+        kv->conv = kv->delta = NULL;
+        return err;
+    }
     size_t n = (size_t)kv->n_layers * kv->n_blocks * kv->block_size * kv->n_kv_heads * kv->head_dim;
     kv->k = calloc(n, sizeof(float));
     kv->v = calloc(n, sizeof(float));
     if (!kv->k || !kv->v) {
         free(kv->k);
         free(kv->v);
-        kv->k = kv->v = NULL;
+        free(kv->conv);
+        free(kv->delta);
+        kv->k = kv->v = kv->conv = kv->delta = NULL;
         return hr_errf("cannot allocate %zu MiB for the KV cache", 2 * n * sizeof(float) >> 20);
     }
     return NULL;
@@ -71,7 +91,9 @@ static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
 static void cpu_kv_destroy(hr_backend *be, hr_kv_store *kv) {
     free(kv->k);
     free(kv->v);
-    kv->k = kv->v = NULL;
+    free(kv->conv);
+    free(kv->delta);
+    kv->k = kv->v = kv->conv = kv->delta = NULL;
 }
 
 static hr_err *cpu_read(hr_backend *be, const void *src, void *dst, size_t bytes) {
@@ -211,6 +233,12 @@ static const hr_backend_vt cpu_vt = {
     .act_mul = cpu_act_mul,
     .add = cpu_add,
     .copy = cpu_copy,
+    .moe_route = hr_cpu_moe_route,
+    .moe_experts = hr_cpu_moe_experts,
+    .split = hr_cpu_split,
+    .sigmoid_mul = hr_cpu_sigmoid_mul,
+    .conv1d = hr_cpu_conv1d,
+    .gated_delta = hr_cpu_gated_delta,
 };
 
 hr_err *hr_backend_cpu_create(const hr_cpu_options *opt, hr_backend **out) {
