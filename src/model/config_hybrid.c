@@ -33,9 +33,6 @@ static hr_err *parse_moe_layers(const json_t *j, hr_model_config *c) {
             if (l >= 0 && l < c->n_layers) c->moe_layer[l] = 0;
         }
     }
-    for (int i = 0; i < c->n_layers; i++)
-        if (!c->moe_layer[i] && c->intermediate <= 0)
-            return hr_errf("config.json: layer %d has a dense MLP but \"intermediate_size\" is missing", i);
     return NULL;
 }
 
@@ -96,6 +93,9 @@ hr_err *hr_config_parse_hybrid(const void *json, hr_model_config *c) {
     if (c->sliding_window > 0)
         return hr_errf("config.json: use_sliding_window is not supported by %s", c->model_type);
     HR_TRY(parse_moe(j, c));
+    for (int i = 0; i < c->n_layers; i++)
+        if ((c->n_experts == 0 || !c->moe_layer[i]) && c->intermediate <= 0)
+            return hr_errf("config.json: layer %d has a dense MLP but \"intermediate_size\" is missing", i);
     if (hr_arch_is_hybrid(c->arch)) HR_TRY(parse_linear(j, c));
     return NULL;
 }

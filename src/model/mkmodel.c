@@ -23,7 +23,8 @@ typedef struct {
     uint64_t state; /* generator of the tensor being written */
 } mk_list;
 
-static hr_err *add(mk_list *l, const char *name, int64_t rows, int64_t cols, hr_init init) {
+/* Adds a (rows) vector, (rows, cols) matrix or, with conv, a (rows, 1, cols) conv weight. */
+static hr_err *add(mk_list *l, const char *name, int64_t rows, int64_t cols, int conv, hr_init init) {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 64;
         hr_st_spec *s = realloc(l->specs, sizeof *s * (size_t)l->cap);
@@ -38,23 +39,27 @@ static hr_err *add(mk_list *l, const char *name, int64_t rows, int64_t cols, hr_
     if (!copy) return hr_err_oom();
     l->names[l->n] = copy;
     l->init[l->n] = init;
-    l->specs[l->n] = (hr_st_spec){copy, l->dtype, cols ? 2 : 1, {rows, cols}};
+    l->specs[l->n] = conv ? (hr_st_spec){copy, l->dtype, 3, {rows, 1, cols}}
+                          : (hr_st_spec){copy, l->dtype, cols ? 2 : 1, {rows, cols}};
     l->n++;
     return NULL;
 }
 
 static hr_err *list_tensors(const hr_model_config *c, mk_list *l) {
-    HR_TRY(add(l, "model.embed_tokens.weight", c->vocab, c->hidden, HR_INIT_EMBED));
-    char name[160];
+    HR_TRY(add(l, "model.embed_tokens.weight", c->vocab, c->hidden, 0, HR_INIT_EMBED));
+    char name[160], suffix[128];
     for (int i = 0; i < c->n_layers; i++)
-        for (int k = 0; k < hr_dense_layer_tensor_count; k++) {
-            const hr_layer_tensor *t = &hr_dense_layer_tensors[k];
-            if (!hr_when_holds(c, t->when)) continue;
-            snprintf(name, sizeof name, "model.layers.%d.%s", i, t->suffix);
-            HR_TRY(add(l, name, hr_dim_value(c, t->rows), hr_dim_value(c, t->cols), t->init));
+        for (int k = 0; k < hr_layout_count(); k++) {
+            const hr_layer_tensor *t = hr_layout_tensor(k);
+            if (!hr_layer_has(c, t, i)) continue;
+            for (int e = 0; e < (t->per_expert ? c->n_experts : 1); e++) {
+                snprintf(suffix, sizeof suffix, t->suffix, e);
+                snprintf(name, sizeof name, "model.layers.%d.%s", i, suffix);
+                HR_TRY(add(l, name, hr_dim_value(c, t->rows), hr_dim_value(c, t->cols), t->conv, t->init));
+            }
         }
-    HR_TRY(add(l, "model.norm.weight", c->hidden, 0, HR_INIT_NORM));
-    if (!c->tie_embeddings) HR_TRY(add(l, "lm_head.weight", c->vocab, c->hidden, HR_INIT_LINEAR));
+    HR_TRY(add(l, "model.norm.weight", c->hidden, 0, 0, HR_INIT_NORM));
+    if (!c->tie_embeddings) HR_TRY(add(l, "lm_head.weight", c->vocab, c->hidden, 0, HR_INIT_LINEAR));
     return NULL;
 }
 
@@ -111,7 +116,9 @@ static hr_err *shard_fill(void *ctx, int index, size_t off, void *buf, size_t le
 }
 
 static size_t spec_bytes(const hr_st_spec *s) {
-    return hr_dtype_bytes(s->dtype, s->shape[0] * (s->ndim > 1 ? s->shape[1] : 1));
+    int64_t n = 1;
+    for (int i = 0; i < s->ndim; i++) n *= s->shape[i];
+    return hr_dtype_bytes(s->dtype, n);
 }
 
 /* Writes shards of at most shard_bytes and, when there are several, the index. */

@@ -42,6 +42,26 @@ static const struct {
      "\"max_position_embeddings\": 32768, \"rms_norm_eps\": 1e-05, \"tie_word_embeddings\": false, "
      "\"hidden_act\": \"silu\", \"bos_token_id\": 1, \"eos_token_id\": 2, \"sliding_window\": null, "
      "\"rope_theta\": 1000000.0}"},
+    {"qwen3-30b-a3b",
+     "{\"architectures\": [\"Qwen3MoeForCausalLM\"], \"model_type\": \"qwen3_moe\", \"vocab_size\": 151936, "
+     "\"hidden_size\": 2048, \"intermediate_size\": 6144, \"moe_intermediate_size\": 768, "
+     "\"num_hidden_layers\": 48, \"num_attention_heads\": 32, \"num_key_value_heads\": 4, \"head_dim\": 128, "
+     "\"num_experts\": 128, \"num_experts_per_tok\": 8, \"norm_topk_prob\": true, \"decoder_sparse_step\": 1, "
+     "\"mlp_only_layers\": [], \"max_position_embeddings\": 40960, \"rms_norm_eps\": 1e-06, "
+     "\"tie_word_embeddings\": false, \"hidden_act\": \"silu\", \"use_sliding_window\": false, "
+     "\"sliding_window\": null, \"bos_token_id\": 151643, \"eos_token_id\": 151645, "
+     "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1000000.0}}"},
+    /* The text model of Qwen/Qwen3.5-4B (its config.json nests this under text_config). */
+    {"qwen3.5-4b",
+     "{\"architectures\": [\"Qwen3_5ForCausalLM\"], \"model_type\": \"qwen3_5_text\", \"vocab_size\": 248320, "
+     "\"hidden_size\": 2560, \"intermediate_size\": 9216, \"num_hidden_layers\": 32, "
+     "\"num_attention_heads\": 16, \"num_key_value_heads\": 4, \"head_dim\": 256, "
+     "\"full_attention_interval\": 4, \"linear_conv_kernel_dim\": 4, \"linear_num_key_heads\": 16, "
+     "\"linear_num_value_heads\": 32, \"linear_key_head_dim\": 128, \"linear_value_head_dim\": 128, "
+     "\"max_position_embeddings\": 262144, \"rms_norm_eps\": 1e-06, \"tie_word_embeddings\": true, "
+     "\"hidden_act\": \"silu\", \"eos_token_id\": 248044, "
+     "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000000.0, "
+     "\"partial_rotary_factor\": 0.25}}"},
 };
 
 const char *hr_mkmodel_preset(const char *name) {
@@ -50,4 +70,5 @@ const char *hr_mkmodel_preset(const char *name) {
     return NULL;
 }
 
-const char *hr_mkmodel_preset_names(void) { return "llama3-8b, qwen3-0.6b, qwen3-8b, qwen2.5-0.5b, mistral-7b"; }
+const char *hr_mkmodel_preset_names(void) { return "llama3-8b, qwen3-0.6b, qwen3-8b, qwen2.5-0.5b, mistral-7b, qwen3-30b-a3b, qwen3.5-4b";
+}
