@@ -28,6 +28,7 @@ typedef struct {
     int n_state_layers, n_state_slots;
     long conv_floats, delta_floats;
     void *conv, *delta; /* [state_layer][slot][...], device memory */
+    int32_t *state_pos; /* host [n_state_slots]: next position each slot's state expects, or NULL */
 } hr_kv_store;
 
 /* One step's token layout. Token i belongs to row[i] and sits at position pos[i]; row r

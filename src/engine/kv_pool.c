@@ -16,7 +16,8 @@ hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int
         pool->store.n_state_slots = n_blocks < HR_KV_STATE_SLOTS ? n_blocks : HR_KV_STATE_SLOTS;
     pool->free_list = malloc(sizeof(int) * (size_t)n_blocks);
     pool->refcount = calloc((size_t)n_blocks, sizeof(int));
-    if (!pool->free_list || !pool->refcount) {
+    pool->store.state_pos = calloc((size_t)pool->store.n_state_slots + 1, sizeof(int32_t));
+    if (!pool->free_list || !pool->refcount || !pool->store.state_pos) {
         hr_kv_pool_destroy(pool);
         return hr_err_oom();
     }
@@ -29,6 +30,7 @@ hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int
 
 void hr_kv_pool_destroy(hr_kv_pool *pool) {
     if (pool->be && pool->store.k) pool->be->vt->kv_destroy(pool->be, &pool->store);
+    free(pool->store.state_pos);
     free(pool->free_list);
     free(pool->refcount);
     memset(pool, 0, sizeof *pool);

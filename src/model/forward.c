@@ -158,5 +158,6 @@ hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n
         if (m->cfg.n_experts > 0 && m->cfg.moe_layer[l]) hr_moe_block(m, l, T);
         else mlp_block(m, l, T);
     }
+    hr_advance_state_slots(m, kv, rows, n_rows);
     return R > 0 ? head(m, rows, n_rows, R, logits) : NULL;
 }

@@ -47,8 +47,18 @@ hr_err *hr_check_state_slots(const hr_model *m, const hr_kv_store *kv, const hr_
         for (int j = 0; j < i; j++)
             if (rows[j].state_slot == rows[i].state_slot)
                 return hr_errf("forward: rows %d and %d share state slot %d", j, i, rows[i].state_slot);
+        int want = kv->state_pos ? kv->state_pos[rows[i].state_slot] : rows[i].pos0;
+        if (rows[i].pos0 != 0 && rows[i].pos0 != want)
+            return hr_errf("forward: row %d starts at position %d but state slot %d holds %d positions "
+                           "(a recurrent state cannot rewind; start again at 0)", i, rows[i].pos0,
+                           rows[i].state_slot, want);
     }
     return NULL;
+}
+
+void hr_advance_state_slots(const hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows) {
+    if (m->n_state_layers == 0 || !kv->state_pos) return;
+    for (int i = 0; i < n_rows; i++) kv->state_pos[rows[i].state_slot] = rows[i].pos0 + rows[i].n_tokens;
 }
 
 void hr_moe_block(hr_model *m, int l, int T) {

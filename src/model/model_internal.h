@@ -82,6 +82,8 @@ hr_err *hr_load_hybrid_finish(hr_model *m);
 void hr_free_hybrid(hr_model *m);
 hr_err *hr_hybrid_scratch(hr_model *m, int T);
 hr_err *hr_check_state_slots(const hr_model *m, const hr_kv_store *kv, const hr_row *rows, int n_rows);
+/* Records the positions the step's rows have consumed (after the step was issued). */
+void hr_advance_state_slots(const hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows);
 void hr_linear_attn_block(hr_model *m, hr_kv_store *kv, int l, int T);
 void hr_moe_block(hr_model *m, int l, int T);
 

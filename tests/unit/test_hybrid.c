@@ -112,6 +112,10 @@ static void check_slots(const char *name) {
     if (hybrid) err = hr_model_forward(m, &pool.store, dup, 2, NULL);
     HR_CHECK(!hybrid || (err && strstr(hr_err_msg(err), "share state slot")), "shared slot accepted");
     hr_err_free(err);
+    hr_row skip = {tok[0] + 5, 1, 5, seq[0].blocks, HR_LOGITS_NONE, 0}; /* slot 0 holds 20 positions */
+    err = hybrid ? hr_model_forward(m, &pool.store, &skip, 1, NULL) : NULL;
+    HR_CHECK(!hybrid || (err && strstr(hr_err_msg(err), "cannot rewind")), "rewinding a state accepted");
+    hr_err_free(err);
     dup[0].state_slot = pool.store.n_state_slots;
     err = hybrid ? hr_model_forward(m, &pool.store, dup, 1, NULL) : NULL;
     HR_CHECK(!hybrid || (err && strstr(hr_err_msg(err), "out of range")), "slot out of range accepted");
