@@ -13,7 +13,8 @@ int hr_arch_is_hybrid(hr_arch a) {
 static hr_err *pos_int(const json_t *j, const char *k, int64_t def, int *out) {
     int64_t v;
     HR_TRY(hr_json_int(j, k, def, "config.json", &v));
-    if (v <= 0 || v > (1 << 24)) return hr_errf("config.json: \"%s\" must be a positive integer", k);
+    if (v <= 0 || v > (1 << 24))
+        return hr_errf("config.json: \"%s\" must be a positive integer", k);
     *out = (int)v;
     return NULL;
 }
@@ -22,13 +23,15 @@ static hr_err *pos_int(const json_t *j, const char *k, int64_t def, int *out) {
 static hr_err *parse_moe_layers(const json_t *j, hr_model_config *c) {
     int step = 1;
     if (c->arch != HR_ARCH_QWEN3_5_MOE) HR_TRY(pos_int(j, "decoder_sparse_step", 1, &step));
-    for (int i = 0; i < c->n_layers; i++) c->moe_layer[i] = (i + 1) % step == 0;
+    for (int i = 0; i < c->n_layers; i++)
+        c->moe_layer[i] = (i + 1) % step == 0;
     const json_t *only = json_object_get(j, "mlp_only_layers");
     if (only && !json_is_null(only) && c->arch != HR_ARCH_QWEN3_5_MOE) {
         if (!json_is_array(only)) return hr_errf("config.json: \"mlp_only_layers\" must be a list");
         for (size_t i = 0; i < json_array_size(only); i++) {
             const json_t *e = json_array_get(only, i);
-            if (!json_is_integer(e)) return hr_errf("config.json: \"mlp_only_layers\" must list integers");
+            if (!json_is_integer(e))
+                return hr_errf("config.json: \"mlp_only_layers\" must list integers");
             json_int_t l = json_integer_value(e);
             if (l >= 0 && l < c->n_layers) c->moe_layer[l] = 0;
         }
@@ -52,8 +55,10 @@ static hr_err *parse_moe(const json_t *j, hr_model_config *c) {
     /* Qwen3.5-MoE's router always renormalises (its config has no norm_topk_prob). */
     c->norm_topk_prob = 1;
     if (c->arch != HR_ARCH_QWEN3_5_MOE)
-        HR_TRY(hr_json_bool(j, "norm_topk_prob", c->arch == HR_ARCH_QWEN3_NEXT, "config.json", &c->norm_topk_prob));
-    if (c->arch != HR_ARCH_QWEN3_MOE) HR_TRY(pos_int(j, "shared_expert_intermediate_size", 512, &c->shared_expert_intermediate));
+        HR_TRY(hr_json_bool(j, "norm_topk_prob", c->arch == HR_ARCH_QWEN3_NEXT, "config.json",
+                            &c->norm_topk_prob));
+    if (c->arch != HR_ARCH_QWEN3_MOE)
+        HR_TRY(pos_int(j, "shared_expert_intermediate_size", 512, &c->shared_expert_intermediate));
     return parse_moe_layers(j, c);
 }
 
@@ -75,15 +80,19 @@ static hr_err *parse_linear(const json_t *j, hr_model_config *c) {
     HR_TRY(pos_int(j, "linear_key_head_dim", 128, &c->lin_k_dim));
     HR_TRY(pos_int(j, "linear_value_head_dim", 128, &c->lin_v_dim));
     if (c->lin_v_heads % c->lin_k_heads)
-        return hr_errf("config.json: linear_num_key_heads (%d) does not divide linear_num_value_heads (%d)",
-                       c->lin_k_heads, c->lin_v_heads);
-    if (c->lin_conv_kernel > 16) return hr_errf("config.json: linear_conv_kernel_dim %d is not supported (max 16)", c->lin_conv_kernel);
+        return hr_errf(
+            "config.json: linear_num_key_heads (%d) does not divide linear_num_value_heads (%d)",
+            c->lin_k_heads, c->lin_v_heads);
+    if (c->lin_conv_kernel > 16)
+        return hr_errf("config.json: linear_conv_kernel_dim %d is not supported (max 16)",
+                       c->lin_conv_kernel);
     c->lin_fused_proj = c->arch == HR_ARCH_QWEN3_NEXT;
     c->norm_one_plus = 1;
     c->attn_out_gate = 1;
     const char *act;
     HR_TRY(hr_json_str(j, "hidden_act", "silu", "config.json", &act));
-    if (c->act != HR_ACT_SILU) return hr_errf("config.json: hidden_act \"%s\" is not supported by %s", act, c->model_type);
+    if (c->act != HR_ACT_SILU)
+        return hr_errf("config.json: hidden_act \"%s\" is not supported by %s", act, c->model_type);
     return NULL;
 }
 
@@ -95,7 +104,8 @@ hr_err *hr_config_parse_hybrid(const void *json, hr_model_config *c) {
     HR_TRY(parse_moe(j, c));
     for (int i = 0; i < c->n_layers; i++)
         if ((c->n_experts == 0 || !c->moe_layer[i]) && c->intermediate <= 0)
-            return hr_errf("config.json: layer %d has a dense MLP but \"intermediate_size\" is missing", i);
+            return hr_errf(
+                "config.json: layer %d has a dense MLP but \"intermediate_size\" is missing", i);
     if (hr_arch_is_hybrid(c->arch)) HR_TRY(parse_linear(j, c));
     return NULL;
 }

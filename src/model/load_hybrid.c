@@ -12,8 +12,10 @@
 hr_err *hr_load_hybrid_prepare(hr_model *m) {
     const hr_model_config *c = &m->cfg;
     for (int l = 0; l < c->n_layers; l++) {
-        if (c->layer_kind[l] == HR_LAYER_LINEAR) m->state_layer[l] = m->n_state_layers++;
-        else m->kv_layer[l] = m->n_kv_layers++;
+        if (c->layer_kind[l] == HR_LAYER_LINEAR)
+            m->state_layer[l] = m->n_state_layers++;
+        else
+            m->kv_layer[l] = m->n_kv_layers++;
     }
     if (c->n_experts == 0) return NULL;
     m->expert_slots = calloc((size_t)c->n_layers * 3 * c->n_experts, sizeof *m->expert_slots);
@@ -37,7 +39,8 @@ static hr_err *gather_rows(hr_model *m, const hr_tensor *src, int rows, const in
     char *data = malloc(row_bytes * (size_t)rows);
     if (!data) return hr_err_oom();
     m->owned_host[m->n_owned++] = data;
-    for (int r = 0; r < rows; r++) memcpy(data + r * row_bytes, (const char *)src->data + row_of[r] * row_bytes, row_bytes);
+    for (int r = 0; r < rows; r++)
+        memcpy(data + r * row_bytes, (const char *)src->data + row_of[r] * row_bytes, row_bytes);
     if (m->n_dev == m->cap_dev) return hr_errf("internal: too many tensors");
     hr_tensor host = {.data = data, .dtype = src->dtype, .ndim = 2, .shape = {rows, src->shape[1]}};
     hr_tensor *d = &m->dev[m->n_dev];
@@ -60,12 +63,12 @@ static hr_err *split_fused(hr_model *m, int l, int *map) {
     const hr_tensor *ba = hr_st_get(m->st, name);
     for (int g = 0; g < nk; g++)
         for (int i = 0; i < dk; i++) {
-            map[g * dk + i] = g * group + i;            /* q */
-            map[kd + g * dk + i] = g * group + dk + i;  /* k */
+            map[g * dk + i] = g * group + i;           /* q */
+            map[kd + g * dk + i] = g * group + dk + i; /* k */
         }
     for (int g = 0; g < nk; g++)
         for (int i = 0; i < r * dv; i++) {
-            map[2 * kd + g * r * dv + i] = g * group + 2 * dk + i;         /* v */
+            map[2 * kd + g * r * dv + i] = g * group + 2 * dk + i;               /* v */
             map[2 * kd + vd + g * r * dv + i] = g * group + 2 * dk + r * dv + i; /* z */
         }
     hr_layer_weights *L = &m->layers[l];
@@ -73,8 +76,8 @@ static hr_err *split_fused(hr_model *m, int l, int *map) {
     HR_TRY(gather_rows(m, qkvz, vd, map + 2 * kd + vd, &L->lin_z));
     for (int g = 0; g < nk; g++)
         for (int i = 0; i < r; i++) {
-            map[g * r + i] = g * 2 * r + i;                        /* b */
-            map[c->lin_v_heads + g * r + i] = g * 2 * r + r + i;   /* a */
+            map[g * r + i] = g * 2 * r + i;                      /* b */
+            map[c->lin_v_heads + g * r + i] = g * 2 * r + r + i; /* a */
         }
     HR_TRY(gather_rows(m, ba, c->lin_v_heads, map, &L->lin_b));
     return gather_rows(m, ba, c->lin_v_heads, map + c->lin_v_heads, &L->lin_a);
@@ -93,11 +96,13 @@ hr_err *hr_load_hybrid_finish(hr_model *m) {
 }
 
 void hr_free_hybrid(hr_model *m) {
-    float *bufs[] = {m->s.qg, m->s.agate, m->s.rlogits, m->s.rweight, m->s.mix, m->s.z, m->s.ab, m->s.lin, m->s.y2};
+    float *bufs[] = {m->s.qg, m->s.agate, m->s.rlogits, m->s.rweight, m->s.mix,
+                     m->s.z,  m->s.ab,    m->s.lin,     m->s.y2};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         if (bufs[i]) m->be->vt->free(m->be, bufs[i]);
     if (m->s.rids) m->be->vt->free(m->be, m->s.rids);
-    for (int i = 0; i < m->n_owned; i++) free(m->owned_host[i]);
+    for (int i = 0; i < m->n_owned; i++)
+        free(m->owned_host[i]);
     free(m->owned_host);
     free(m->expert_slots);
     free(m->meta_slots);

@@ -19,23 +19,29 @@ static void test_route(void) {
     int32_t ids[4];
     float w[4];
     be->vt->moe_route(be, ids, w, logits, 2, 4, 2, 0);
-    HR_CHECK(ids[0] == 1 && ids[1] == 3 && ids[2] == 3 && ids[3] == 0, "top-k ids %d %d %d %d", ids[0], ids[1], ids[2], ids[3]);
+    HR_CHECK(ids[0] == 1 && ids[1] == 3 && ids[2] == 3 && ids[3] == 0, "top-k ids %d %d %d %d",
+             ids[0], ids[1], ids[2], ids[3]);
     float z = expf(0.5f) + 2 * expf(2.0f) + expf(1.0f);
-    HR_CHECK(fabsf(w[0] - expf(2.0f) / z) < 1e-6f && fabsf(w[1] - w[0]) < 1e-6f, "softmax weights %g %g", w[0], w[1]);
+    HR_CHECK(fabsf(w[0] - expf(2.0f) / z) < 1e-6f && fabsf(w[1] - w[0]) < 1e-6f,
+             "softmax weights %g %g", w[0], w[1]);
     be->vt->moe_route(be, ids, w, logits, 2, 4, 2, 1);
-    HR_CHECK(fabsf(w[0] + w[1] - 1) < 1e-6f && fabsf(w[2] + w[3] - 1) < 1e-6f, "renormalised weights do not sum to 1");
+    HR_CHECK(fabsf(w[0] + w[1] - 1) < 1e-6f && fabsf(w[2] + w[3] - 1) < 1e-6f,
+             "renormalised weights do not sum to 1");
     hr_backend_destroy(be);
 }
 
 /* n tensors of shape (rows, cols) in dtype, filled with random values; data in buf. */
-static void make_experts(hr_tensor *t, const hr_tensor **ptr, void **buf, int n, int rows, int cols, hr_dtype dt) {
+static void make_experts(hr_tensor *t, const hr_tensor **ptr, void **buf, int n, int rows, int cols,
+                         hr_dtype dt) {
     for (int e = 0; e < n; e++) {
         size_t cnt = (size_t)rows * cols;
         buf[e] = malloc(cnt * 4);
         for (size_t i = 0; i < cnt; i++) {
             float v = frand() / sqrtf((float)cols);
-            if (dt == HR_F32) ((float *)buf[e])[i] = v;
-            else ((uint16_t *)buf[e])[i] = hr_f32_to_bf16(v);
+            if (dt == HR_F32)
+                ((float *)buf[e])[i] = v;
+            else
+                ((uint16_t *)buf[e])[i] = hr_f32_to_bf16(v);
         }
         t[e] = (hr_tensor){.data = buf[e], .dtype = dt, .ndim = 2, .shape = {rows, cols}};
         ptr[e] = &t[e];
@@ -50,17 +56,21 @@ static void check_experts(hr_backend *be, int T, int E, int k, int H, int I, hr_
     make_experts(tu, pu, bu, E, I, H, dt);
     make_experts(td, pd, bd, E, H, I, dt);
     hr_moe_weights w = {E, H, I, pg, pu, pd, HR_ACT_FN_SILU};
-    float *x = malloc(sizeof(float) * (size_t)T * H), *logits = malloc(sizeof(float) * (size_t)T * E);
+    float *x = malloc(sizeof(float) * (size_t)T * H),
+          *logits = malloc(sizeof(float) * (size_t)T * E);
     float *y0 = malloc(sizeof(float) * (size_t)T * H), *y1 = malloc(sizeof(float) * (size_t)T * H);
     float *wt = malloc(sizeof(float) * (size_t)T * k);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)T * k);
-    for (int i = 0; i < T * H; i++) x[i] = frand();
-    for (int i = 0; i < T * E; i++) logits[i] = 3 * frand();
+    for (int i = 0; i < T * H; i++)
+        x[i] = frand();
+    for (int i = 0; i < T * E; i++)
+        logits[i] = 3 * frand();
     be->vt->moe_route(be, ids, wt, logits, T, E, k, 1);
     hr_cpu_moe_ref(y0, x, ids, wt, T, k, &w);
     be->vt->moe_experts(be, y1, x, ids, wt, T, k, &w);
     float worst = 0;
-    for (int i = 0; i < T * H; i++) worst = fmaxf(worst, fabsf(y0[i] - y1[i]) / (1.0f + fabsf(y0[i])));
+    for (int i = 0; i < T * H; i++)
+        worst = fmaxf(worst, fabsf(y0[i] - y1[i]) / (1.0f + fabsf(y0[i])));
     for (int e = 0; e < E; e++) {
         free(bg[e]);
         free(bu[e]);
@@ -72,21 +82,23 @@ static void check_experts(hr_backend *be, int T, int E, int k, int H, int I, hr_
     free(y1);
     free(wt);
     free(ids);
-    HR_CHECK(worst < 1e-4f, "moe_experts T=%d E=%d k=%d H=%d I=%d dtype %s: rel diff %g", T, E, k, H, I,
-             hr_dtype_name(dt), worst);
+    HR_CHECK(worst < 1e-4f, "moe_experts T=%d E=%d k=%d H=%d I=%d dtype %s: rel diff %g", T, E, k,
+             H, I, hr_dtype_name(dt), worst);
 }
 
 static void test_experts(void) {
     hr_backend *be;
     HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){3, 0}, &be));
     hr_cpu_level levels[] = {HR_CPU_GENERIC, HR_CPU_AVX2, HR_CPU_AVX512};
-    int Ts[] = {1, 2, 7, 33}, cfg[][4] = {{8, 2, 32, 16}, {7, 3, 33, 19}, {5, 5, 17, 1}, {16, 1, 40, 24}};
+    int Ts[] = {1, 2, 7, 33},
+        cfg[][4] = {{8, 2, 32, 16}, {7, 3, 33, 19}, {5, 5, 17, 1}, {16, 1, 40, 24}};
     for (int l = 0; l < 3; l++) {
         hr_cpu_set_level(levels[l]);
         for (int a = 0; a < 4; a++)
             for (int c = 0; c < 4; c++)
                 for (int d = 0; d < 2; d++) {
-                    check_experts(be, Ts[a], cfg[c][0], cfg[c][1], cfg[c][2], cfg[c][3], d ? HR_BF16 : HR_F32);
+                    check_experts(be, Ts[a], cfg[c][0], cfg[c][1], cfg[c][2], cfg[c][3],
+                                  d ? HR_BF16 : HR_F32);
                     if (hr_t_cur_failed) break;
                 }
     }

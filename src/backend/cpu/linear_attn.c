@@ -30,8 +30,10 @@ void hr_cpu_sigmoid_mul(hr_backend *be, float *y, const float *g, long rows, int
 static int *row_starts(const hr_step_meta *m) {
     int *s = calloc((size_t)m->n_rows + 1, sizeof(int));
     if (!s) return NULL;
-    for (int t = 0; t < m->n_tokens; t++) s[m->row[t] + 1]++;
-    for (int r = 0; r < m->n_rows; r++) s[r + 1] += s[r];
+    for (int t = 0; t < m->n_tokens; t++)
+        s[m->row[t] + 1]++;
+    for (int r = 0; r < m->n_rows; r++)
+        s[r + 1] += s[r];
     return s;
 }
 
@@ -62,12 +64,14 @@ static void conv_task(void *ctx, int th, int nth) {
         for (long ch = c0; ch < c1; ch++) {
             hr_cpu_to_f32(w, c->w, ch * K, K);
             float *s = st + ch * (K - 1);
-            for (int j = 0; j < K - 1; j++) win[j] = fresh ? 0 : s[j];
+            for (int j = 0; j < K - 1; j++)
+                win[j] = fresh ? 0 : s[j];
             for (int t = t0; t < t1; t++) {
                 float *xt = c->x + (long)t * c->channels + ch;
                 win[K - 1] = *xt;
                 float acc = 0;
-                for (int j = 0; j < K; j++) acc += w[j] * win[j];
+                for (int j = 0; j < K; j++)
+                    acc += w[j] * win[j];
                 *xt = acc / (1.0f + expf(-acc));
                 memmove(win, win + 1, sizeof(float) * (size_t)(K - 1));
             }
@@ -81,9 +85,14 @@ void hr_cpu_conv1d(hr_backend *be, float *x, const hr_tensor *w, int channels, h
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
     int *starts = row_starts(&cb->meta);
     if (!starts) return;
-    conv_ctx c = {cb, x, w, channels, (int)w->shape[2],
+    conv_ctx c = {cb,
+                  x,
+                  w,
+                  channels,
+                  (int)w->shape[2],
                   (float *)kv->conv + (long)state_layer * kv->n_state_slots * kv->conv_floats,
-                  kv->conv_floats, starts};
+                  kv->conv_floats,
+                  starts};
     hr_pool_run(cb->pool, conv_task, &c);
     free(starts);
 }
@@ -97,14 +106,18 @@ typedef struct {
     const int *starts;
 } delta_ctx;
 
-static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+static float softplus(float x) {
+    return x > 20.0f ? x : log1pf(expf(x));
+}
 
 /* x[n] / sqrt(sum x^2 + 1e-6) * scale into y. */
 static void l2norm(float *y, const float *x, int n, float scale) {
     float ss = 0;
-    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    for (int i = 0; i < n; i++)
+        ss += x[i] * x[i];
     float inv = 1.0f / sqrtf(ss + 1e-6f) * scale;
-    for (int i = 0; i < n; i++) y[i] = x[i] * inv;
+    for (int i = 0; i < n; i++)
+        y[i] = x[i] * inv;
 }
 
 /* The recurrence of one (row, value head): S <- S * exp(g); S += k (beta (v - S^T k))^T;
@@ -127,7 +140,8 @@ static void delta_one(const delta_ctx *c, int r, int h, float *q, float *k) {
         float decay = expf(A * softplus(p->a[(long)t * p->n_v_heads + h] + dt_bias));
         float beta = 1.0f / (1.0f + expf(-p->b[(long)t * p->n_v_heads + h]));
         float *o = c->out + ((long)t * p->n_v_heads + h) * dv;
-        for (int j = 0; j < dv; j++) o[j] = 0; /* o holds S^T k first, then the output */
+        for (int j = 0; j < dv; j++)
+            o[j] = 0; /* o holds S^T k first, then the output */
         for (int i = 0; i < dk; i++) {
             float *Si = S + (long)i * dv;
             for (int j = 0; j < dv; j++) {
@@ -135,15 +149,19 @@ static void delta_one(const delta_ctx *c, int r, int h, float *q, float *k) {
                 o[j] += Si[j] * k[i];
             }
         }
-        for (int j = 0; j < dv; j++) o[j] = (v[j] - o[j]) * beta;
+        for (int j = 0; j < dv; j++)
+            o[j] = (v[j] - o[j]) * beta;
         for (int i = 0; i < dk; i++) {
             float *Si = S + (long)i * dv;
-            for (int j = 0; j < dv; j++) Si[j] += k[i] * o[j];
+            for (int j = 0; j < dv; j++)
+                Si[j] += k[i] * o[j];
         }
-        for (int j = 0; j < dv; j++) o[j] = 0;
+        for (int j = 0; j < dv; j++)
+            o[j] = 0;
         for (int i = 0; i < dk; i++) {
             const float *Si = S + (long)i * dv;
-            for (int j = 0; j < dv; j++) o[j] += Si[j] * q[i];
+            for (int j = 0; j < dv; j++)
+                o[j] += Si[j] * q[i];
         }
     }
 }
@@ -165,8 +183,12 @@ void hr_cpu_gated_delta(hr_backend *be, float *out, hr_kv_store *kv, const hr_de
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
     int *starts = row_starts(&cb->meta);
     if (!starts) return;
-    delta_ctx c = {cb, out, p, (float *)kv->delta + (long)p->state_layer * kv->n_state_slots * kv->delta_floats,
-                   kv->delta_floats, starts};
+    delta_ctx c = {cb,
+                   out,
+                   p,
+                   (float *)kv->delta + (long)p->state_layer * kv->n_state_slots * kv->delta_floats,
+                   kv->delta_floats,
+                   starts};
     hr_pool_run(cb->pool, delta_task, &c);
     free(starts);
 }

@@ -15,15 +15,18 @@ void hr_cpu_moe_route(hr_backend *be, int32_t *ids, float *weights, const float 
     for (int t = 0; t < T; t++) {
         const float *l = logits + (long)t * n_experts;
         float mx = -INFINITY, sum = 0;
-        for (int e = 0; e < n_experts; e++) mx = fmaxf(mx, l[e]);
-        for (int e = 0; e < n_experts; e++) sum += expf(l[e] - mx);
+        for (int e = 0; e < n_experts; e++)
+            mx = fmaxf(mx, l[e]);
+        for (int e = 0; e < n_experts; e++)
+            sum += expf(l[e] - mx);
         int32_t *id = ids + (long)t * k;
         float *w = weights + (long)t * k, wsum = 0;
         for (int j = 0; j < k; j++) {
             int best = -1;
             for (int e = 0; e < n_experts; e++) {
                 int taken = 0;
-                for (int i = 0; i < j; i++) taken |= id[i] == e;
+                for (int i = 0; i < j; i++)
+                    taken |= id[i] == e;
                 if (!taken && (best < 0 || l[e] > l[best])) best = e;
             }
             id[j] = best;
@@ -31,7 +34,8 @@ void hr_cpu_moe_route(hr_backend *be, int32_t *ids, float *weights, const float 
             wsum += w[j];
         }
         if (renorm)
-            for (int j = 0; j < k; j++) w[j] /= wsum;
+            for (int j = 0; j < k; j++)
+                w[j] /= wsum;
     }
 }
 
@@ -43,11 +47,11 @@ static float act(float g, hr_act_fn fn) {
 
 /* Scratch of one moe_experts call: pairs sorted by expert and the gathered activations. */
 typedef struct {
-    int *start;    /* (n_experts + 1) first pair of each expert */
-    int *pair;     /* (T*k) token*k + slot, grouped by expert */
-    float *xs;     /* (T*k, hidden) gathered rows */
-    float *g, *u;  /* (T*k, inter) */
-    float *o;      /* (T*k, hidden) */
+    int *start;   /* (n_experts + 1) first pair of each expert */
+    int *pair;    /* (T*k) token*k + slot, grouped by expert */
+    float *xs;    /* (T*k, hidden) gathered rows */
+    float *g, *u; /* (T*k, inter) */
+    float *o;     /* (T*k, hidden) */
 } moe_scratch;
 
 static int scratch_alloc(moe_scratch *s, int T, int k, const hr_moe_weights *w) {
@@ -72,12 +76,15 @@ static void scratch_free(moe_scratch *s) {
 
 /* Counting sort of the (token, slot) pairs by expert; pairs of one expert keep token order. */
 static void group(moe_scratch *s, const int32_t *ids, int n, int n_experts) {
-    for (int i = 0; i < n; i++) s->start[ids[i] + 1]++;
-    for (int e = 0; e < n_experts; e++) s->start[e + 1] += s->start[e];
+    for (int i = 0; i < n; i++)
+        s->start[ids[i] + 1]++;
+    for (int e = 0; e < n_experts; e++)
+        s->start[e + 1] += s->start[e];
     int *fill = malloc(sizeof(int) * (size_t)n_experts);
     if (!fill) return;
     memcpy(fill, s->start, sizeof(int) * (size_t)n_experts);
-    for (int i = 0; i < n; i++) s->pair[fill[ids[i]]++] = i;
+    for (int i = 0; i < n; i++)
+        s->pair[fill[ids[i]]++] = i;
     free(fill);
 }
 
@@ -96,16 +103,19 @@ void hr_cpu_moe_experts(hr_backend *be, float *y, const float *x, const int32_t 
     for (int e = 0; e < w->n_experts; e++) {
         int b = s.start[e], n = s.start[e + 1] - b;
         if (n == 0) continue;
-        for (int i = 0; i < n; i++) memcpy(s.xs + i * H, x + (s.pair[b + i] / k) * H, sizeof(float) * (size_t)H);
+        for (int i = 0; i < n; i++)
+            memcpy(s.xs + i * H, x + (s.pair[b + i] / k) * H, sizeof(float) * (size_t)H);
         hr_cpu_matmul(be, s.g, s.xs, w->gate[e], NULL, n);
         hr_cpu_matmul(be, s.u, s.xs, w->up[e], NULL, n);
-        for (long i = 0; i < (long)n * I; i++) s.g[i] = act(s.g[i], w->act) * s.u[i];
+        for (long i = 0; i < (long)n * I; i++)
+            s.g[i] = act(s.g[i], w->act) * s.u[i];
         hr_cpu_matmul(be, s.o, s.g, w->down[e], NULL, n);
         for (int i = 0; i < n; i++) {
             int p = s.pair[b + i];
             float wt = weights[p];
             float *yr = y + (p / k) * H;
-            for (long h = 0; h < H; h++) yr[h] += wt * s.o[i * H + h];
+            for (long h = 0; h < H; h++)
+                yr[h] += wt * s.o[i * H + h];
         }
     }
     scratch_free(&s);
@@ -134,17 +144,19 @@ static void expert_row(float *out, const float *x, const hr_moe_weights *w, int 
     }
 }
 
-void hr_cpu_moe_ref(float *y, const float *x, const int32_t *ids, const float *weights, int T, int k,
-                    const hr_moe_weights *w) {
+void hr_cpu_moe_ref(float *y, const float *x, const int32_t *ids, const float *weights, int T,
+                    int k, const hr_moe_weights *w) {
     float *tmp = malloc(sizeof(float) * (size_t)(w->inter + w->hidden));
     if (!tmp) return;
     float *o = tmp + w->inter;
     for (int t = 0; t < T; t++) {
         float *yr = y + (long)t * w->hidden;
-        for (int h = 0; h < w->hidden; h++) yr[h] = 0;
+        for (int h = 0; h < w->hidden; h++)
+            yr[h] = 0;
         for (int j = 0; j < k; j++) {
             expert_row(o, x + (long)t * w->hidden, w, ids[t * k + j], tmp);
-            for (int h = 0; h < w->hidden; h++) yr[h] += weights[t * k + j] * o[h];
+            for (int h = 0; h < w->hidden; h++)
+                yr[h] += weights[t * k + j] * o[h];
         }
     }
     free(tmp);
