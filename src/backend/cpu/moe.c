@@ -1,13 +1,15 @@
 /* CPU mixture-of-experts ops. Routing: softmax over the router logits, top-k, optional
  * renormalisation. Experts: tokens are grouped by expert (a counting sort of the (token,
- * slot) pairs), each hit expert gathers its rows and runs three matmuls on them, and the
- * weighted outputs are added back; experts nobody chose cost nothing. hr_cpu_moe_ref is the
+ * slot) pairs), the rows are gathered in that order, then one pool run computes gate and up
+ * of every hit expert on its rows and another the down projections; the weighted outputs
+ * are added back. Experts nobody chose cost nothing. hr_cpu_moe_ref is the
  * plain per-token definition the grouped version is tested against. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/kernels.h"
 
 void hr_cpu_moe_route(hr_backend *be, int32_t *ids, float *weights, const float *logits, int T,
                       int n_experts, int k, int renorm) {
@@ -45,10 +47,14 @@ static float act(float g, hr_act_fn fn) {
     return 0.5f * g * (1.0f + tanhf(c * (g + 0.044715f * g * g * g)));
 }
 
-/* Scratch of one moe_experts call: pairs sorted by expert and the gathered activations. */
+/* Scratch of one moe_experts call: pairs sorted by expert and the gathered activations; pair
+ * i of the sorted order owns row i of xs, g, u and o. */
 typedef struct {
-    int *start;   /* (n_experts + 1) first pair of each expert */
-    int *pair;    /* (T*k) token*k + slot, grouped by expert */
+    int *start; /* (n_experts + 1) first pair of each expert */
+    int *fill;  /* (n_experts) */
+    int *pair;  /* (T*k) token*k + slot, grouped by expert */
+    int *hit;   /* (n_experts) experts with at least one pair */
+    int n_hit;
     float *xs;    /* (T*k, hidden) gathered rows */
     float *g, *u; /* (T*k, inter) */
     float *o;     /* (T*k, hidden) */
@@ -57,40 +63,84 @@ typedef struct {
 static int scratch_alloc(moe_scratch *s, int T, int k, const hr_moe_weights *w) {
     size_t n = (size_t)T * k;
     s->start = calloc((size_t)w->n_experts + 1, sizeof(int));
+    s->fill = malloc(sizeof(int) * (size_t)w->n_experts);
+    s->hit = malloc(sizeof(int) * (size_t)w->n_experts);
     s->pair = malloc(sizeof(int) * n);
     s->xs = malloc(sizeof(float) * n * (size_t)w->hidden);
     s->o = malloc(sizeof(float) * n * (size_t)w->hidden);
     s->g = malloc(sizeof(float) * n * (size_t)w->inter);
     s->u = malloc(sizeof(float) * n * (size_t)w->inter);
-    return s->start && s->pair && s->xs && s->o && s->g && s->u;
+    return s->start && s->fill && s->hit && s->pair && s->xs && s->o && s->g && s->u;
 }
 
 static void scratch_free(moe_scratch *s) {
-    free(s->start);
-    free(s->pair);
-    free(s->xs);
-    free(s->o);
-    free(s->g);
-    free(s->u);
+    void *p[] = {s->start, s->fill, s->hit, s->pair, s->xs, s->o, s->g, s->u};
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+        free(p[i]);
 }
 
-/* Counting sort of the (token, slot) pairs by expert; pairs of one expert keep token order. */
-static void group(moe_scratch *s, const int32_t *ids, int n, int n_experts) {
+/* Counting sort of the (token, slot) pairs by expert (pairs of one expert keep token order),
+ * the list of hit experts, and the gathered input rows. */
+static void group(moe_scratch *s, const float *x, const int32_t *ids, int n, int k,
+                  const hr_moe_weights *w) {
     for (int i = 0; i < n; i++)
         s->start[ids[i] + 1]++;
-    for (int e = 0; e < n_experts; e++)
+    s->n_hit = 0;
+    for (int e = 0; e < w->n_experts; e++) {
+        if (s->start[e + 1] > 0) s->hit[s->n_hit++] = e;
         s->start[e + 1] += s->start[e];
-    int *fill = malloc(sizeof(int) * (size_t)n_experts);
-    if (!fill) return;
-    memcpy(fill, s->start, sizeof(int) * (size_t)n_experts);
+    }
+    memcpy(s->fill, s->start, sizeof(int) * (size_t)w->n_experts);
     for (int i = 0; i < n; i++)
-        s->pair[fill[ids[i]]++] = i;
-    free(fill);
+        s->pair[s->fill[ids[i]]++] = i;
+    for (int i = 0; i < n; i++)
+        memcpy(s->xs + (long)i * w->hidden, x + (long)(s->pair[i] / k) * w->hidden,
+               sizeof(float) * (size_t)w->hidden);
+}
+
+static hr_mm_fn mm_for(const hr_cpu_kernels *k, const hr_tensor *w) {
+    return w->dtype == HR_BF16 ? k->mm_bf16 : w->dtype == HR_F16 ? k->mm_f16 : k->mm_f32;
+}
+
+/* One pool run computes a matmul for every hit expert: phase 0 gate and up (g, u = xs W^T),
+ * phase 1 down (o = g W^T). Work units are 16 output columns of one (expert, matrix); each
+ * thread takes a contiguous range of units and issues one kernel call per run of units of
+ * the same matrix. */
+typedef struct {
+    moe_scratch *s;
+    const hr_moe_weights *w;
+    const hr_cpu_kernels *k;
+    int phase;
+    long units; /* per (expert, matrix) */
+} ex_ctx;
+
+static void ex_run(const ex_ctx *c, long mat, long u0, long u1) {
+    const moe_scratch *s = c->s;
+    const hr_moe_weights *w = c->w;
+    int e = s->hit[mat / (c->phase == 0 ? 2 : 1)], b = s->start[e], n = s->start[e + 1] - b;
+    const hr_tensor *wt = c->phase == 1 ? w->down[e] : mat % 2 ? w->up[e] : w->gate[e];
+    long N = wt->shape[0], K = wt->shape[1];
+    const float *x = c->phase == 1 ? s->g + (long)b * K : s->xs + (long)b * K;
+    float *y = c->phase == 1 ? s->o : mat % 2 ? s->u : s->g;
+    long n1 = u1 * 16 < N ? u1 * 16 : N;
+    mm_for(c->k, wt)(y + (long)b * N, N, x, K, wt->data, (int)K, n, u0 * 16, n1);
+}
+
+static void ex_task(void *ctx, int th, int nth) {
+    ex_ctx *c = ctx;
+    long mats = c->phase == 0 ? 2L * c->s->n_hit : c->s->n_hit, b, e;
+    hr_split_range(mats * c->units, 1, th, nth, &b, &e);
+    while (b < e) {
+        long mat = b / c->units, u0 = b % c->units;
+        long u1 = e - mat * c->units < c->units ? e - mat * c->units : c->units;
+        ex_run(c, mat, u0, u1);
+        b = mat * c->units + u1;
+    }
 }
 
 void hr_cpu_moe_experts(hr_backend *be, float *y, const float *x, const int32_t *ids,
                         const float *weights, int T, int k, const hr_moe_weights *w) {
-    long H = w->hidden, I = w->inter;
+    long H = w->hidden, I = w->inter, n = (long)T * k;
     memset(y, 0, sizeof(float) * (size_t)T * H);
     moe_scratch s = {0};
     if (!scratch_alloc(&s, T, k, w)) {
@@ -99,24 +149,21 @@ void hr_cpu_moe_experts(hr_backend *be, float *y, const float *x, const int32_t 
         hr_cpu_moe_ref(y, x, ids, weights, T, k, w);
         return;
     }
-    group(&s, ids, T * k, w->n_experts);
-    for (int e = 0; e < w->n_experts; e++) {
-        int b = s.start[e], n = s.start[e + 1] - b;
-        if (n == 0) continue;
-        for (int i = 0; i < n; i++)
-            memcpy(s.xs + i * H, x + (s.pair[b + i] / k) * H, sizeof(float) * (size_t)H);
-        hr_cpu_matmul(be, s.g, s.xs, w->gate[e], NULL, n);
-        hr_cpu_matmul(be, s.u, s.xs, w->up[e], NULL, n);
-        for (long i = 0; i < (long)n * I; i++)
-            s.g[i] = act(s.g[i], w->act) * s.u[i];
-        hr_cpu_matmul(be, s.o, s.g, w->down[e], NULL, n);
-        for (int i = 0; i < n; i++) {
-            int p = s.pair[b + i];
-            float wt = weights[p];
-            float *yr = y + (p / k) * H;
-            for (long h = 0; h < H; h++)
-                yr[h] += wt * s.o[i * H + h];
-        }
+    group(&s, x, ids, (int)n, k, w);
+    hr_pool *pool = ((hr_cpu_backend *)be)->pool;
+    ex_ctx c = {&s, w, hr_cpu_kernels_get(), 0, (I + 15) / 16};
+    hr_pool_run(pool, ex_task, &c);
+    for (long i = 0; i < n * I; i++)
+        s.g[i] = act(s.g[i], w->act) * s.u[i];
+    c.phase = 1;
+    c.units = (H + 15) / 16;
+    hr_pool_run(pool, ex_task, &c);
+    /* weighted sum in expert order, as the reference accumulates */
+    for (long i = 0; i < n; i++) {
+        int p = s.pair[i];
+        float wt = weights[p], *yr = y + (long)(p / k) * H;
+        for (long h = 0; h < H; h++)
+            yr[h] += wt * s.o[i * H + h];
     }
     scratch_free(&s);
 }
