@@ -180,6 +180,9 @@ static hr_err *parse_config(const json_t *j, hr_model_config *c) {
     c->bos_id = c->pad_id = -1;
     c->gen = (hr_gen_defaults){1.0, 1.0, 0, 0, 1.0};
     if (!json_is_object(j)) return hr_errf("config.json: not a JSON object");
+    snprintf(c->prefix, sizeof c->prefix, "model.");
+    const json_t *top = j;
+    j = hr_config_text_part(j, c);
     HR_TRY(parse_arch(j, c));
     HR_TRY(parse_dims(j, c));
     HR_TRY(parse_flags(j, c));
@@ -187,6 +190,7 @@ static hr_err *parse_config(const json_t *j, hr_model_config *c) {
     HR_TRY(parse_rope(j, c));
     HR_TRY(parse_special_ids(j, c));
     HR_TRY(hr_config_parse_hybrid(j, c));
+    if (top != j) HR_TRY(hr_json_bool(top, "tie_word_embeddings", c->tie_embeddings, "config.json", &c->tie_embeddings));
     return NULL;
 }
 

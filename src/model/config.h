@@ -73,6 +73,8 @@ typedef struct {
     int lin_conv_kernel;          /* causal conv1d kernel width */
     int lin_k_heads, lin_v_heads, lin_k_dim, lin_v_dim;
     int lin_fused_proj;           /* checkpoint has in_proj_qkvz/in_proj_ba (qwen3_next) */
+    char prefix[32];              /* of the decoder's tensor names: "model." or, for the text
+                                     model of a vision-language checkpoint, "model.language_model." */
 } hr_model_config;
 
 /* Reads dir/config.json and, if present, dir/generation_config.json. */
@@ -81,6 +83,9 @@ hr_err *hr_config_load(const char *dir, hr_model_config *cfg);
 hr_err *hr_config_parse(const char *what, const char *json_text, hr_model_config *cfg);
 /* The MoE and hybrid fields of the qwen3_moe / qwen3_next / qwen3_5 families (config_hybrid.c). */
 hr_err *hr_config_parse_hybrid(const void *json, hr_model_config *cfg);
+/* The config to parse: j itself, or the text_config of a Qwen3.5 vision-language checkpoint
+ * (which also sets cfg->prefix). */
+const void *hr_config_text_part(const void *json, hr_model_config *cfg);
 /* 1 if the arch has DeltaNet layers. */
 int hr_arch_is_hybrid(hr_arch a);
 

@@ -1,6 +1,7 @@
 /* config.json fields of the MoE and hybrid (gated DeltaNet) families: qwen3_moe, qwen3_next,
  * qwen3_5_text and qwen3_5_moe_text. Which layers are routed (decoder_sparse_step,
  * mlp_only_layers), the linear-attention geometry, and the family's norm and gate flavours. */
+#include <stdio.h>
 #include <string.h>
 
 #include "base/json.h"
@@ -8,6 +9,15 @@
 
 int hr_arch_is_hybrid(hr_arch a) {
     return a == HR_ARCH_QWEN3_NEXT || a == HR_ARCH_QWEN3_5 || a == HR_ARCH_QWEN3_5_MOE;
+}
+
+const void *hr_config_text_part(const void *json, hr_model_config *c) {
+    const json_t *j = json, *tc = json_object_get(j, "text_config");
+    const char *mt = json_string_value(json_object_get(j, "model_type"));
+    if (!json_is_object(tc) || !mt || (strcmp(mt, "qwen3_5") != 0 && strcmp(mt, "qwen3_5_moe") != 0))
+        return j;
+    snprintf(c->prefix, sizeof c->prefix, "model.language_model.");
+    return tc;
 }
 
 static hr_err *pos_int(const json_t *j, const char *k, int64_t def, int *out) {

@@ -48,13 +48,13 @@ static hr_err *w2(hr_model *m, const char *name, int64_t a, int64_t b, const hr_
 /* Stores tensor t of layer i (each expert's, for a per-expert tensor). */
 static hr_err *load_tensor(hr_model *m, int i, const hr_layer_tensor *lt) {
     const hr_model_config *c = &m->cfg;
-    char name[160], suffix[128];
+    char name[224], suffix[128];
     char *base = (char *)&m->layers[i] + lt->field;
     int n = lt->per_expert ? c->n_experts : 1;
     int64_t rows = hr_dim_value(c, lt->rows), cols = hr_dim_value(c, lt->cols);
     for (int e = 0; e < n; e++) {
         snprintf(suffix, sizeof suffix, lt->suffix, e);
-        snprintf(name, sizeof name, "model.layers.%d.%s", i, suffix);
+        snprintf(name, sizeof name, "%slayers.%d.%s", c->prefix, i, suffix);
         const hr_tensor **slot = lt->per_expert ? &(*(const hr_tensor ***)base)[e] : (const hr_tensor **)base;
         if (lt->conv) HR_TRY(weight(m, name, 3, (int64_t[]){rows, 1, cols}, slot));
         else if (lt->cols == HR_DIM_NONE) HR_TRY(w1(m, name, rows, slot));
@@ -79,8 +79,11 @@ static hr_err *load_weights(hr_model *m) {
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->dev || !m->layers) return hr_err_oom();
     HR_TRY(hr_load_hybrid_prepare(m));
-    HR_TRY(w2(m, "model.embed_tokens.weight", c->vocab, c->hidden, &m->embed));
-    HR_TRY(w1(m, "model.norm.weight", c->hidden, &m->final_norm));
+    char name[64];
+    snprintf(name, sizeof name, "%sembed_tokens.weight", c->prefix);
+    HR_TRY(w2(m, name, c->vocab, c->hidden, &m->embed));
+    snprintf(name, sizeof name, "%snorm.weight", c->prefix);
+    HR_TRY(w1(m, name, c->hidden, &m->final_norm));
     if (c->tie_embeddings) m->lm_head = m->embed;
     else HR_TRY(w2(m, "lm_head.weight", c->vocab, c->hidden, &m->lm_head));
     for (int i = 0; i < c->n_layers; i++) HR_TRY(load_layer(m, i));
