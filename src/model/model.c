@@ -1,6 +1,6 @@
-/* Loading the dense decoder family (llama, mistral, qwen2, qwen3): checks every tensor's
- * presence and shape against the config, uploads weights to the backend in their file
- * dtype, and owns the per-step scratch buffers. */
+/* Loading the decoder families (llama, mistral, qwen2, qwen3, and the MoE / hybrid ones with
+ * load_hybrid.c): checks every tensor's presence and shape against the config, uploads
+ * weights to the backend in their file dtype, and owns the per-step scratch buffers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
