@@ -82,6 +82,31 @@ static void test_presets(void) {
              "qwen3.5-4b");
 }
 
+/* All 6 slots can be taken once; a released slot comes back with its position reset. */
+static void check_slot_allocator(hr_kv_pool *pool) {
+    int got[7], n = 0;
+    while (n < 7 && !hr_t_cur_failed) {
+        hr_err *err = hr_kv_state_acquire(pool, &got[n]);
+        if (err) {
+            HR_CHECK(n == 6 && strstr(hr_err_msg(err), "taken"), "slot %d: %s", n, hr_err_msg(err));
+            hr_err_free(err);
+            break;
+        }
+        for (int i = 0; i < n; i++)
+            HR_CHECK(got[i] != got[n], "slot %d handed out twice", got[n]);
+        HR_CHECK(pool->store.state_pos[got[n]] == 0, "acquired slot %d is not at position 0",
+                 got[n]);
+        n++;
+    }
+    HR_CHECK(n == 6, "acquired %d of 6 slots", n);
+    hr_kv_state_release(pool, got[2]);
+    int again;
+    HR_CHECK_OK(hr_kv_state_acquire(pool, &again));
+    HR_CHECK(again == got[2], "released slot not reused");
+    for (int i = 0; i < n; i++)
+        hr_kv_state_release(pool, got[i]);
+}
+
 /* Runs rows of three sequences in one pool, each fed in its own chunk pattern, and compares
  * every position's logits with the sequence run alone in one chunk. */
 static void check_slots(const char *name) {
@@ -99,7 +124,7 @@ static void check_slots(const char *name) {
     float *alone = malloc(sizeof(float) * 3 * n * V), *got = malloc(sizeof(float) * 3 * n * V);
     float *out = malloc(sizeof(float) * 3 * n * V);
     hr_kv_pool pool;
-    HR_CHECK_OK(hr_kv_pool_create(&pool, m, 24, 4));
+    HR_CHECK_OK(hr_kv_pool_create_slots(&pool, m, 24, 4, 6));
     hr_kv_seq seq[3] = {{0}};
     for (int s = 0; s < 3; s++) {
         HR_CHECK_OK(hr_kv_seq_reserve(&pool, &seq[s], n));
@@ -147,6 +172,7 @@ static void check_slots(const char *name) {
     HR_CHECK(!hybrid || (err && strstr(hr_err_msg(err), "out of range")),
              "slot out of range accepted");
     hr_err_free(err);
+    if (hybrid) check_slot_allocator(&pool);
     for (int s = 0; s < 3; s++)
         hr_kv_seq_release(&pool, &seq[s]);
     hr_kv_pool_destroy(&pool);
