@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/kernels.h"
 
 void hr_cpu_split(hr_backend *be, float *a, float *b, const float *x, long rows, int a_w, int b_w) {
     (void)be;
@@ -104,6 +105,7 @@ typedef struct {
     float *state; /* this layer's slots */
     long slot_floats;
     const int *starts;
+    const hr_cpu_kernels *k;
 } delta_ctx;
 
 static float softplus(float x) {
@@ -121,8 +123,10 @@ static void l2norm(float *y, const float *x, int n, float scale) {
 }
 
 /* The recurrence of one (row, value head): S <- S * exp(g); S += k (beta (v - S^T k))^T;
- * out = S^T q, with S (k_dim, v_dim). */
-static void delta_one(const delta_ctx *c, int r, int h, float *q, float *k) {
+ * out = S^T q, with S (k_dim, v_dim): two passes over S per token, on the dispatched
+ * scale/axpy kernels. q, k, d are scratch of k_dim, k_dim, v_dim floats. */
+static void delta_one(const delta_ctx *c, int r, int h, float *q, float *k, float *d) {
+    const hr_cpu_kernels *kn = c->k;
     const hr_step_meta *m = &c->cb->meta;
     const hr_delta_params *p = c->p;
     int dk = p->k_dim, dv = p->v_dim, kh = h / (p->n_v_heads / p->n_k_heads);
@@ -140,28 +144,17 @@ static void delta_one(const delta_ctx *c, int r, int h, float *q, float *k) {
         float decay = expf(A * softplus(p->a[(long)t * p->n_v_heads + h] + dt_bias));
         float beta = 1.0f / (1.0f + expf(-p->b[(long)t * p->n_v_heads + h]));
         float *o = c->out + ((long)t * p->n_v_heads + h) * dv;
-        for (int j = 0; j < dv; j++)
-            o[j] = 0; /* o holds S^T k first, then the output */
-        for (int i = 0; i < dk; i++) {
-            float *Si = S + (long)i * dv;
-            for (int j = 0; j < dv; j++) {
-                Si[j] *= decay;
-                o[j] += Si[j] * k[i];
-            }
+        memset(d, 0, sizeof(float) * (size_t)dv);
+        for (int i = 0; i < dk; i++) { /* decay, and d = S^T k */
+            kn->scale(S + (long)i * dv, decay, dv);
+            kn->axpy(d, k[i], S + (long)i * dv, dv);
         }
         for (int j = 0; j < dv; j++)
-            o[j] = (v[j] - o[j]) * beta;
-        for (int i = 0; i < dk; i++) {
-            float *Si = S + (long)i * dv;
-            for (int j = 0; j < dv; j++)
-                Si[j] += k[i] * o[j];
-        }
-        for (int j = 0; j < dv; j++)
-            o[j] = 0;
-        for (int i = 0; i < dk; i++) {
-            const float *Si = S + (long)i * dv;
-            for (int j = 0; j < dv; j++)
-                o[j] += Si[j] * q[i];
+            d[j] = (v[j] - d[j]) * beta;
+        memset(o, 0, sizeof(float) * (size_t)dv);
+        for (int i = 0; i < dk; i++) { /* S += k d^T, and o = S^T q */
+            kn->axpy(S + (long)i * dv, k[i], d, dv);
+            kn->axpy(o, q[i], S + (long)i * dv, dv);
         }
     }
 }
@@ -170,11 +163,12 @@ static void delta_task(void *ctx, int th, int nth) {
     delta_ctx *c = ctx;
     long items = (long)c->cb->meta.n_rows * c->p->n_v_heads, b, e;
     hr_split_range(items, 1, th, nth, &b, &e);
-    float *qk = malloc(sizeof(float) * 2 * (size_t)c->p->k_dim);
+    float *qk = malloc(sizeof(float) * (2 * (size_t)c->p->k_dim + (size_t)c->p->v_dim));
     if (!qk) return;
     for (long i = b; i < e; i++) {
         int r = (int)(i / c->p->n_v_heads), h = (int)(i % c->p->n_v_heads);
-        if (c->starts[r + 1] > c->starts[r]) delta_one(c, r, h, qk, qk + c->p->k_dim);
+        if (c->starts[r + 1] > c->starts[r])
+            delta_one(c, r, h, qk, qk + c->p->k_dim, qk + 2 * c->p->k_dim);
     }
     free(qk);
 }
@@ -183,12 +177,8 @@ void hr_cpu_gated_delta(hr_backend *be, float *out, hr_kv_store *kv, const hr_de
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
     int *starts = row_starts(&cb->meta);
     if (!starts) return;
-    delta_ctx c = {cb,
-                   out,
-                   p,
-                   (float *)kv->delta + (long)p->state_layer * kv->n_state_slots * kv->delta_floats,
-                   kv->delta_floats,
-                   starts};
+    float *state = (float *)kv->delta + (long)p->state_layer * kv->n_state_slots * kv->delta_floats;
+    delta_ctx c = {cb, out, p, state, kv->delta_floats, starts, hr_cpu_kernels_get()};
     hr_pool_run(cb->pool, delta_task, &c);
     free(starts);
 }
