@@ -1,7 +1,8 @@
 /* Golden tests against transformers' reference logits for the tiny checkpoints of the
- * dense family: full forward, the KV path (prefill then one token at a time, and chunked
- * prefill), batching of rows from different sequences, and greedy continuations wherever
- * the reference margin is clear. */
+ * dense, MoE and hybrid (DeltaNet) families: full forward, the KV / recurrent-state path
+ * (prefill then one token at a time, and chunked prefill), batching of rows from different
+ * sequences (distinct state slots), and greedy continuations wherever the reference margin
+ * is clear. */
 #include "base/cpu.h"
 #include "base/json.h"
 #include "engine/kv_pool.h"
