@@ -38,6 +38,7 @@ struct hr_request {
     int32_t *tokens; /* (cap) prompt then generated */
     int n_tokens, cap, n_computed, n_cached, admitted, ended, text_stopped;
     hr_kv_seq kv;
+    int state_slot; /* recurrent-state slot while running (hybrid models), else -1 */
     hr_stop_matcher stop;
     hr_detok_stream *detok; /* NULL without a tokenizer */
     hr_request *next;       /* inbox / waiting list link */
