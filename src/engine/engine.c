@@ -336,8 +336,7 @@ static size_t default_kv_memory(const hr_engine *e, size_t per_token) {
 static hr_err *size_pool(hr_engine *e) {
     const hr_model_config *c = hr_model_cfg(e->model);
     int bs = e->opt.block_size;
-    size_t per_token =
-        (size_t)c->n_layers * 2 * (size_t)c->n_kv_heads * (size_t)c->head_dim * sizeof(float);
+    size_t per_token = hr_kv_bytes_per_token(c);
     size_t kv = e->opt.kv_memory, weights = hr_model_weight_bytes(e->model);
     if (!kv && e->opt.memory_budget) {
         if (e->opt.memory_budget <= weights)

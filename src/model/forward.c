@@ -11,10 +11,14 @@
 
 #include "model/model_internal.h"
 
-static hr_err *grow(hr_model *m, float **buf, size_t floats) {
+hr_err *hr_scratch_grow(hr_model *m, void **buf, size_t bytes) {
     if (*buf) m->be->vt->free(m->be, *buf);
     *buf = NULL;
-    return m->be->vt->alloc(m->be, floats * sizeof(float), (void **)buf);
+    return m->be->vt->alloc(m->be, bytes, buf);
+}
+
+static hr_err *grow(hr_model *m, float **buf, size_t floats) {
+    return hr_scratch_grow(m, (void **)buf, floats * sizeof(float));
 }
 
 static hr_err *ensure_scratch(hr_model *m, int T, int R) {

@@ -8,32 +8,26 @@
 #include "model/layout.h"
 #include "model/model_internal.h"
 
-static hr_err *grow(hr_model *m, void **buf, size_t bytes) {
-    if (*buf) m->be->vt->free(m->be, *buf);
-    *buf = NULL;
-    return m->be->vt->alloc(m->be, bytes, buf);
-}
-
 hr_err *hr_hybrid_scratch(hr_model *m, int T) {
     const hr_model_config *c = &m->cfg;
     hr_scratch *s = &m->s;
     size_t t = (size_t)T, f = sizeof(float);
     if (c->attn_out_gate) {
-        HR_TRY(grow(m, (void **)&s->qg, t * 2 * c->n_heads * c->head_dim * f));
-        HR_TRY(grow(m, (void **)&s->agate, t * c->n_heads * c->head_dim * f));
+        HR_TRY(hr_scratch_grow(m, (void **)&s->qg, t * 2 * c->n_heads * c->head_dim * f));
+        HR_TRY(hr_scratch_grow(m, (void **)&s->agate, t * c->n_heads * c->head_dim * f));
     }
     if (c->n_experts > 0) {
-        HR_TRY(grow(m, (void **)&s->rlogits, t * c->n_experts * f));
-        HR_TRY(grow(m, (void **)&s->rweight, t * c->n_experts_per_tok * f));
-        HR_TRY(grow(m, (void **)&s->rids, t * c->n_experts_per_tok * sizeof(int32_t)));
-        HR_TRY(grow(m, (void **)&s->y2, t * c->hidden * f));
+        HR_TRY(hr_scratch_grow(m, (void **)&s->rlogits, t * c->n_experts * f));
+        HR_TRY(hr_scratch_grow(m, (void **)&s->rweight, t * c->n_experts_per_tok * f));
+        HR_TRY(hr_scratch_grow(m, (void **)&s->rids, t * c->n_experts_per_tok * sizeof(int32_t)));
+        HR_TRY(hr_scratch_grow(m, (void **)&s->y2, t * c->hidden * f));
     }
     if (m->n_state_layers > 0) {
         size_t vd = (size_t)hr_dim_value(c, HR_DIM_LIN_V);
-        HR_TRY(grow(m, (void **)&s->mix, t * (size_t)hr_dim_value(c, HR_DIM_LIN_CONV) * f));
-        HR_TRY(grow(m, (void **)&s->z, t * vd * f));
-        HR_TRY(grow(m, (void **)&s->lin, t * vd * f));
-        HR_TRY(grow(m, (void **)&s->ab, t * 2 * c->lin_v_heads * f));
+        HR_TRY(hr_scratch_grow(m, (void **)&s->mix, t * (size_t)hr_dim_value(c, HR_DIM_LIN_CONV) * f));
+        HR_TRY(hr_scratch_grow(m, (void **)&s->z, t * vd * f));
+        HR_TRY(hr_scratch_grow(m, (void **)&s->lin, t * vd * f));
+        HR_TRY(hr_scratch_grow(m, (void **)&s->ab, t * 2 * c->lin_v_heads * f));
     }
     return NULL;
 }

@@ -104,6 +104,9 @@ struct hr_model {
     int32_t *meta_slots;            /* (cap rows) */
 };
 
+/* Replaces *buf with a fresh backend buffer of `bytes` (scratch growth, forward.c). */
+hr_err *hr_scratch_grow(hr_model *m, void **buf, size_t bytes);
+
 /* Hybrid pieces of the loader (load_hybrid.c) and forward (forward_hybrid.c). */
 hr_err *hr_load_hybrid_prepare(hr_model *m);
 hr_err *hr_load_hybrid_finish(hr_model *m);
