@@ -25,6 +25,13 @@ typedef struct {
     void *k, *v; /* device memory */
     const int *layer_head_dim; /* (n_layers) per-layer head dims, or NULL: all head_dim */
     long *layer_off;           /* (n_layers) element offset of each layer's region (kv_create) */
+    /* Recurrent state of the linear-attention layers of hybrid models (docs/hybrid.md): per
+     * state layer and slot, the conv window (conv_floats) and the delta-rule matrix
+     * (delta_floats). A row names its slot; n_state_slots is 0 for dense models. */
+    int n_state_layers, n_state_slots;
+    long conv_floats, delta_floats;
+    void *conv, *delta; /* [state_layer][slot][...], device memory */
+    int32_t *state_pos; /* host [n_state_slots]: next position each slot's state expects, or NULL */
 } hr_kv_store;
 
 /* One step's token layout. Token i belongs to row[i] and sits at position pos[i]; row r
@@ -35,6 +42,7 @@ typedef struct {
     const int32_t *row;     /* [n_tokens] */
     int n_rows;
     const int32_t *const *block_tables; /* [n_rows][...] */
+    const int32_t *state_slots;         /* [n_rows] recurrent-state slot of each row */
 } hr_step_meta;
 
 /* Attention parameters of one layer. */
@@ -55,6 +63,17 @@ typedef struct {
     const hr_tensor *const *down;             /* [n_experts] of (hidden, inter) */
     hr_act_fn act;
 } hr_moe_weights;
+
+/* One gated DeltaNet layer's delta rule. q, k, v are rows of the conv output with stride ld
+ * (q: n_k_heads*k_dim, k likewise, v: n_v_heads*v_dim floats); a and b are [T, n_v_heads]. */
+typedef struct {
+    int state_layer;
+    int n_k_heads, n_v_heads, k_dim, v_dim;
+    const float *q, *k, *v;
+    long ld;
+    const float *a, *b;
+    const hr_tensor *a_log, *dt_bias; /* (n_v_heads) */
+} hr_delta_params;
 
 typedef struct {
     const char *name;
@@ -107,7 +126,8 @@ typedef struct {
     /* dst[r * dst_stride + c] = src[r * src_stride + c] for r < rows, c < cols */
     void (*copy2d)(hr_backend *be, float *dst, long dst_stride, const float *src, long src_stride,
                    int rows, long cols);
-    /* --- MoE --- */
+
+    /* --- MoE (docs/hybrid.md) --- */
     /* ids/weights[T, k] = the top-k experts of softmax(logits[T, n_experts]) and their
      * probabilities, renormalised to sum 1 when renorm; ties go to the lower index. */
     void (*moe_route)(hr_backend *be, int32_t *ids, float *weights, const float *logits, int T,
@@ -118,6 +138,19 @@ typedef struct {
                         const float *weights, int T, int k, const hr_moe_weights *w);
     /* y[i] *= table[idx[i]] for i < n (e.g. gemma4's per-expert scale on routing weights) */
     void (*mul_gather)(hr_backend *be, float *y, const int32_t *idx, const hr_tensor *table, long n);
+
+    /* --- hybrid layers --- */
+    /* y[r, i] *= sigmoid(g[r * g_w + (g_w == 1 ? 0 : i)]) for rows of width w. */
+    void (*sigmoid_mul)(hr_backend *be, float *y, const float *g, long rows, int w, int g_w);
+    /* x[T, channels] <- silu(causal depthwise conv of each row's tokens with w (channels, 1,
+     * K)), continuing from and updating the row's conv state; a token at position 0 starts
+     * from a zero state. */
+    void (*conv1d)(hr_backend *be, float *x, const hr_tensor *w, int channels, hr_kv_store *kv,
+                   int state_layer);
+    /* out[T, n_v_heads*v_dim] = gated delta rule (l2-normalised q, k; decay -exp(a_log) *
+     * softplus(a + dt_bias); beta = sigmoid(b)), continuing from and updating each row's
+     * state (zero at position 0). */
+    void (*gated_delta)(hr_backend *be, float *out, hr_kv_store *kv, const hr_delta_params *p);
 } hr_backend_vt;
 
 struct hr_backend {

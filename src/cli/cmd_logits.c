@@ -24,7 +24,7 @@ static hr_err *compute(hr_model *m, const int32_t *ids, int n, float *logits) {
     hr_kv_seq seq = {0};
     hr_err *err = hr_kv_seq_reserve(&pool, &seq, n);
     if (!err) {
-        hr_row row = {ids, n, 0, seq.blocks, HR_LOGITS_ALL};
+        hr_row row = {ids, n, 0, seq.blocks, HR_LOGITS_ALL, 0};
         err = hr_model_forward(m, &pool.store, &row, 1, logits);
     }
     hr_kv_seq_release(&pool, &seq);

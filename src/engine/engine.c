@@ -220,6 +220,7 @@ static hr_err *request_create(hr_engine *e, const hr_request_params *p, hr_reque
     hr_request *r = calloc(1, sizeof *r);
     if (!r) return hr_err_oom();
     r->eng = e;
+    r->state_slot = -1;
     atomic_init(&r->refs, 2);
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
@@ -335,8 +336,7 @@ static size_t default_kv_memory(const hr_engine *e, size_t per_token) {
 static hr_err *size_pool(hr_engine *e) {
     const hr_model_config *c = hr_model_cfg(e->model);
     int bs = e->opt.block_size;
-    size_t per_token =
-        (size_t)c->n_layers * 2 * (size_t)c->n_kv_heads * (size_t)c->head_dim * sizeof(float);
+    size_t per_token = hr_kv_bytes_per_token(c);
     size_t kv = e->opt.kv_memory, weights = hr_model_weight_bytes(e->model);
     if (!kv && e->opt.memory_budget) {
         if (e->opt.memory_budget <= weights)
@@ -350,7 +350,10 @@ static hr_err *size_pool(hr_engine *e) {
         return hr_errf("KV memory of %zu bytes holds no block (%zu bytes each)", kv,
                        per_token * (size_t)bs);
     if (n_blocks > 1 << 24) n_blocks = 1 << 24;
-    HR_TRY(hr_kv_pool_create(&e->pool, e->model, (int)n_blocks, bs));
+    /* hybrid models: one recurrent-state slot per sequence that can run at once (admission
+     * also waits for a free slot); ignored for models without linear-attention layers */
+    int slots = e->opt.max_seqs < (int)n_blocks ? e->opt.max_seqs : (int)n_blocks;
+    HR_TRY(hr_kv_pool_create_slots(&e->pool, e->model, (int)n_blocks, bs, slots));
     long cap = (long)n_blocks * bs;
     e->max_context = c->max_pos > 0 && c->max_pos < cap ? c->max_pos : (int)cap;
     return NULL;
@@ -383,7 +386,10 @@ static hr_err *engine_start(hr_engine *e) {
     if (o->max_seqs > 4096) return hr_errf("max_seqs must be <= 4096");
     const hr_model_config *c = hr_model_cfg(e->model);
     HR_TRY(size_pool(e));
-    if (!o->no_prefix_cache)
+    /* No prefix reuse for models with linear-attention layers: a cached block holds only the
+     * attention layers' KV, and the recurrent state at the block's end is not snapshotted, so
+     * a sequence resuming from cached blocks would run with a zero (wrong) state. */
+    if (!o->no_prefix_cache && e->pool.store.n_state_layers == 0)
         hr_kv_pool_enable_cache(&e->pool, fingerprint(c, hr_model_weight_bytes(e->model)));
     size_t ms = (size_t)o->max_seqs;
     e->running = calloc(ms, sizeof *e->running);

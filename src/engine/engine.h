@@ -39,6 +39,7 @@ struct hr_request {
     int n_tokens, cap, n_computed, n_cached, admitted, ended;
     int text_stopped; /* 1 + index of the stop string that ended the text, or 0 */
     hr_kv_seq kv;
+    int state_slot; /* recurrent-state slot while running (hybrid models), else -1 */
     hr_stop_matcher stop;
     hr_detok_stream *detok; /* NULL without a tokenizer */
     hr_request *next;       /* inbox / waiting list link */

@@ -1,6 +1,7 @@
-/* Paged KV block pool, per-sequence block tables and the prefix cache; see kv_pool.h.
- * Invariant: every block is in exactly one of three states: referenced (refcount > 0),
- * on the free list, or idle in the LRU (refcount 0 and published). */
+/* Paged KV block pool, per-sequence block tables, the prefix cache, and the recurrent-state
+ * slots of hybrid models; see kv_pool.h. Invariant: every block is in exactly one of three
+ * states: referenced (refcount > 0), on the free list, or idle in the LRU (refcount 0 and
+ * published). */
 #include "engine/kv_pool.h"
 
 #include <stdlib.h>
@@ -11,12 +12,23 @@ size_t hr_kv_bytes_per_token(const hr_model_config *c) {
 }
 
 hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size) {
+    int slots = n_blocks < HR_KV_STATE_SLOTS ? n_blocks : HR_KV_STATE_SLOTS;
+    return hr_kv_pool_create_slots(pool, m, n_blocks, block_size, slots);
+}
+
+hr_err *hr_kv_pool_create_slots(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size,
+                                int n_state_slots) {
     memset(pool, 0, sizeof *pool);
     if (n_blocks <= 0 || block_size <= 0) return hr_errf("KV pool: need at least one block");
     pool->be = hr_model_backend(m);
     hr_model_kv_shape(m, &pool->store);
     pool->store.n_blocks = n_blocks;
     pool->store.block_size = block_size;
+    if (pool->store.n_state_layers > 0) {
+        if (n_state_slots <= 0) return hr_errf("KV pool: a hybrid model needs at least one state slot");
+        pool->store.n_state_slots = n_state_slots;
+    }
+    int ns = pool->store.n_state_slots;
     size_t nb = (size_t)n_blocks;
     pool->n_buckets = 2 * n_blocks;
     pool->free_list = malloc(sizeof(int) * nb);
@@ -28,8 +40,11 @@ hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int
     pool->buckets = malloc(sizeof(int) * (size_t)pool->n_buckets);
     pool->lru_prev = malloc(sizeof(int) * nb);
     pool->lru_next = malloc(sizeof(int) * nb);
+    pool->store.state_pos = calloc((size_t)ns + 1, sizeof(int32_t));
+    pool->free_slots = malloc(sizeof(int) * ((size_t)ns + 1));
     if (!pool->free_list || !pool->refcount || !pool->key || !pool->parent || !pool->tokens ||
-        !pool->bucket_next || !pool->buckets || !pool->lru_prev || !pool->lru_next) {
+        !pool->bucket_next || !pool->buckets || !pool->lru_prev || !pool->lru_next ||
+        !pool->store.state_pos || !pool->free_slots) {
         hr_kv_pool_destroy(pool);
         return hr_err_oom();
     }
@@ -39,6 +54,9 @@ hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int
         pool->buckets[i] = -1;
     pool->n_free = n_blocks;
     pool->lru_head = pool->lru_tail = -1;
+    for (int i = 0; i < ns; i++)
+        pool->free_slots[i] = ns - 1 - i;
+    pool->n_free_slots = ns;
     hr_err *err = pool->be->vt->kv_create(pool->be, &pool->store);
     if (err) hr_kv_pool_destroy(pool);
     return err;
@@ -46,6 +64,8 @@ hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int
 
 void hr_kv_pool_destroy(hr_kv_pool *pool) {
     if (pool->be && pool->store.k) pool->be->vt->kv_destroy(pool->be, &pool->store);
+    free(pool->store.state_pos);
+    free(pool->free_slots);
     free(pool->free_list);
     free(pool->refcount);
     free(pool->key);
@@ -164,6 +184,19 @@ static hr_err *grow_table(hr_kv_seq *seq, int need) {
     seq->blocks = b;
     seq->cap = cap;
     return NULL;
+}
+
+hr_err *hr_kv_state_acquire(hr_kv_pool *pool, int *slot) {
+    if (pool->n_free_slots == 0)
+        return hr_errf("KV pool: all %d recurrent-state slots are taken", pool->store.n_state_slots);
+    *slot = pool->free_slots[--pool->n_free_slots];
+    pool->store.state_pos[*slot] = 0;
+    return NULL;
+}
+
+void hr_kv_state_release(hr_kv_pool *pool, int slot) {
+    pool->store.state_pos[slot] = 0;
+    pool->free_slots[pool->n_free_slots++] = slot;
 }
 
 hr_err *hr_kv_seq_reserve(hr_kv_pool *pool, hr_kv_seq *seq, int n_positions) {

@@ -19,6 +19,8 @@ typedef struct {
     int *free_list; /* (n_blocks) stack of free block ids */
     int n_free;
     int *refcount; /* (n_blocks) */
+    int *free_slots; /* (store.n_state_slots) stack of free recurrent-state slots */
+    int n_free_slots;
     /* prefix cache (all (n_blocks) arrays indexed by block id) */
     int cache_enabled;
     uint64_t fingerprint;     /* mixed into every key: blocks of another model never match */
@@ -32,10 +34,21 @@ typedef struct {
     long n_evicted;
 } hr_kv_pool;
 
+/* Recurrent-state slots hr_kv_pool_create gives a hybrid model: min(n_blocks, this). */
+enum { HR_KV_STATE_SLOTS = 8 };
+
 /* Bytes of KV one position takes over all layers (K and V, f32). */
 size_t hr_kv_bytes_per_token(const hr_model_config *c);
 
 hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size);
+/* The same with n_state_slots recurrent-state slots (ignored for models without DeltaNet
+ * layers): the most sequences of a hybrid model that can be live at once. */
+hr_err *hr_kv_pool_create_slots(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size,
+                                int n_state_slots);
+/* A free recurrent-state slot for a new sequence (docs/hybrid.md); fails when all are taken. */
+hr_err *hr_kv_state_acquire(hr_kv_pool *pool, int *slot);
+/* Gives a slot back; its next owner starts at position 0. */
+void hr_kv_state_release(hr_kv_pool *pool, int slot);
 void hr_kv_pool_destroy(hr_kv_pool *pool);
 /* Blocks referenced by some sequence (idle cached blocks are not counted). */
 int hr_kv_pool_used(const hr_kv_pool *pool);

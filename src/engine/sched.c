@@ -65,12 +65,20 @@ static char *tail_text(hr_request *r, size_t *len) {
     return out;
 }
 
+/* Gives back r's recurrent-state slot, if it holds one (hybrid models). */
+static void release_state(hr_engine *e, hr_request *r) {
+    if (r->state_slot < 0) return;
+    hr_kv_state_release(&e->pool, r->state_slot);
+    r->state_slot = -1;
+}
+
 /* Ends r: releases its blocks and emits DONE. The caller removes r from the running array
  * (remove_ended) or the waiting list, then drops the engine's reference. */
 static void finish(hr_engine *e, hr_request *r, hr_finish why, const char *error) {
     size_t len = 0;
     char *tail = why == HR_FINISH_LENGTH || why == HR_FINISH_STOP ? tail_text(r, &len) : NULL;
     hr_kv_seq_release(&e->pool, &r->kv);
+    release_state(e, r);
     r->ended = 1;
     hr_event ev = {.kind = HR_EVENT_DONE,
                    .text = tail ? tail : "",
@@ -123,10 +131,13 @@ static void drop_cancelled(hr_engine *e) {
 }
 
 /* Sends the youngest running sequence back to the head of the queue; its KV is
- * recomputed (or found in the prefix cache) when it is admitted again. */
+ * recomputed (or found in the prefix cache) when it is admitted again. A hybrid model's
+ * recurrent state cannot be rewound: the slot goes back too, and the recompute from
+ * position 0 starts the next slot it gets from a zero state. */
 static void preempt_youngest(hr_engine *e) {
     hr_request *r = e->running[--e->n_running];
     hr_kv_seq_release(&e->pool, &r->kv);
+    release_state(e, r);
     r->n_computed = 0;
     wait_push_front(e, r);
     pthread_mutex_lock(&e->mu);
@@ -149,10 +160,13 @@ static void ensure_blocks(hr_engine *e) {
 
 /* Admits waiting requests (FIFO) while a slot and enough blocks are free. A request takes
  * its cached prefix, then blocks for its whole prompt (and, without preemption, for all of
- * max_tokens); one block per running sequence is kept back for their decode growth. */
+ * max_tokens); one block per running sequence is kept back for their decode growth. For a
+ * hybrid model it also takes a recurrent-state slot (there is no cached prefix then: its
+ * first row starts at position 0, which resets the slot). */
 static void admit(hr_engine *e) {
-    int bs = e->pool.store.block_size;
-    while (e->n_running < e->opt.max_seqs && e->wait_head) {
+    int bs = e->pool.store.block_size, stateful = e->pool.store.n_state_layers > 0;
+    while (e->n_running < e->opt.max_seqs && e->wait_head &&
+           (!stateful || e->pool.n_free_slots > 0)) {
         hr_request *r = e->wait_head;
         if (r->kv.n_blocks == 0) {
             int got =
@@ -175,6 +189,10 @@ static void admit(hr_engine *e) {
             continue;
         }
         wait_pop(e);
+        if (stateful) {
+            err = hr_kv_state_acquire(&e->pool, &r->state_slot);
+            if (err) hr_err_free(err); /* cannot happen: a free slot was checked */
+        }
         if (!r->admitted) {
             r->admitted = 1;
             r->n_cached = r->n_computed;
@@ -203,7 +221,8 @@ static int plan_rows(hr_engine *e, int *n_tokens) {
                                   .n_tokens = len,
                                   .pos0 = r->n_computed,
                                   .block_table = r->kv.blocks,
-                                  .logits = len == rem ? HR_LOGITS_LAST : HR_LOGITS_NONE};
+                                  .logits = len == rem ? HR_LOGITS_LAST : HR_LOGITS_NONE,
+                                  .state_slot = r->state_slot};
             e->row_req[n++] = r;
         }
     *n_tokens = e->opt.max_batch_tokens - budget;

@@ -16,6 +16,8 @@ static const struct {
     {"llama", HR_ARCH_LLAMA}, {"mistral", HR_ARCH_MISTRAL},
     {"qwen2", HR_ARCH_QWEN2}, {"qwen3", HR_ARCH_QWEN3},
     {"gemma3_text", HR_ARCH_GEMMA3}, {"gemma4_text", HR_ARCH_GEMMA4},
+    {"qwen3_moe", HR_ARCH_QWEN3_MOE}, {"qwen3_next", HR_ARCH_QWEN3_NEXT},
+    {"qwen3_5_text", HR_ARCH_QWEN3_5}, {"qwen3_5_moe_text", HR_ARCH_QWEN3_5_MOE},
 };
 
 static hr_err *get_int(const json_t *o, const char *k, int64_t def, int *out) {
@@ -37,7 +39,8 @@ static hr_err *parse_arch(const json_t *j, hr_model_config *c) {
             return NULL;
         }
     return hr_errf("config.json: unsupported model_type \"%s\" (supported: llama, mistral, qwen2, "
-                   "qwen3, gemma3_text, gemma4_text)", mt);
+                   "qwen3, gemma3_text, gemma4_text, qwen3_moe, qwen3_next, qwen3_5_text, "
+                   "qwen3_5_moe_text)", mt);
 }
 
 hr_err *hr_config_rope_obj(const json_t *src, hr_rope_config *r) {
@@ -115,6 +118,8 @@ static hr_err *parse_layer_types(const json_t *j, hr_model_config *c) {
         const char *s = json_string_value(json_array_get(lt, (size_t)i));
         if (!s) return hr_errf("config.json: layer_types[%d] is not a string", i);
         if (strcmp(s, "full_attention") == 0) c->layer_kind[i] = HR_LAYER_FULL;
+        else if (strcmp(s, "linear_attention") == 0 && hr_arch_is_hybrid(c->arch))
+            c->layer_kind[i] = HR_LAYER_LINEAR;
         else if (strcmp(s, "sliding_attention") == 0)
             c->layer_kind[i] = c->sliding_window > 0 ? HR_LAYER_SLIDING : HR_LAYER_FULL;
         else return hr_errf("config.json: layer_types[%d] \"%s\" is not supported", i, s);
@@ -132,14 +137,15 @@ static hr_err *parse_dims(const json_t *j, hr_model_config *c) {
     HR_TRY(get_int(j, "max_position_embeddings", 4096, &c->max_pos));
     const char *need[] = {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                           "intermediate_size"};
-    int vals[] = {c->vocab, c->hidden, c->n_layers, c->n_heads, c->intermediate};
+    if (c->arch == HR_ARCH_QWEN3_5_MOE && c->intermediate < 0) c->intermediate = 0; /* all-MoE */
+    int vals[] = {c->vocab, c->hidden, c->n_layers, c->n_heads, c->intermediate ? c->intermediate : 1};
     for (int i = 0; i < 5; i++)
         if (vals[i] <= 0) return hr_errf("config.json: \"%s\" must be a positive integer", need[i]);
     if (c->n_layers > HR_MAX_LAYERS) return hr_errf("config.json: more than %d layers", HR_MAX_LAYERS);
     if (c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads != 0)
         return hr_errf("config.json: num_key_value_heads (%d) does not divide num_attention_heads (%d)",
                        c->n_kv_heads, c->n_heads);
-    int hd_default = c->arch == HR_ARCH_QWEN3 && !json_object_get(j, "head_dim") ? 128
+    int hd_default = c->arch >= HR_ARCH_QWEN3 && !json_object_get(j, "head_dim") ? 128
                                                                                  : c->hidden / c->n_heads;
     HR_TRY(get_int(j, "head_dim", hd_default, &c->head_dim));
     if (c->head_dim <= 0 || c->head_dim % 2) return hr_errf("config.json: head_dim must be even and positive");
@@ -152,7 +158,7 @@ static hr_err *parse_flags(const json_t *j, hr_model_config *c) {
     c->qkv_bias = c->arch == HR_ARCH_QWEN2 ? 1 : attn_bias;
     c->o_bias = c->arch == HR_ARCH_QWEN2 ? 0 : attn_bias;
     HR_TRY(hr_json_bool(j, "mlp_bias", 0, "config.json", &c->mlp_bias));
-    c->qk_norm = c->arch == HR_ARCH_QWEN3;
+    c->qk_norm = c->arch >= HR_ARCH_QWEN3;
     HR_TRY(hr_json_bool(j, "tie_word_embeddings", 0, "config.json", &c->tie_embeddings));
     HR_TRY(hr_json_num(j, "rms_norm_eps", 1e-6, "config.json", &c->rms_eps));
     const char *act;
@@ -183,6 +189,9 @@ static hr_err *parse_config(const json_t *j, hr_model_config *c) {
     c->bos_id = c->pad_id = -1;
     c->gen = (hr_gen_defaults){1.0, 1.0, 0, 0, 1.0};
     if (!json_is_object(j)) return hr_errf("config.json: not a JSON object");
+    snprintf(c->prefix, sizeof c->prefix, "model.");
+    const json_t *top = j;
+    j = hr_config_text_part(j, c);
     HR_TRY(parse_arch(j, c));
     HR_TRY(parse_dims(j, c));
     HR_TRY(parse_flags(j, c));
@@ -195,6 +204,8 @@ static hr_err *parse_config(const json_t *j, hr_model_config *c) {
         c->kv_source[i] = i;
     }
     if (c->arch == HR_ARCH_GEMMA3 || c->arch == HR_ARCH_GEMMA4) HR_TRY(hr_config_gemma(j, c));
+    HR_TRY(hr_config_parse_hybrid(j, c));
+    if (top != j) HR_TRY(hr_json_bool(top, "tie_word_embeddings", c->tie_embeddings, "config.json", &c->tie_embeddings));
     return NULL;
 }
 

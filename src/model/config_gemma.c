@@ -149,9 +149,10 @@ static hr_err *parse_gemma4(const json_t *j, hr_model_config *c) {
     HR_TRY(hr_json_bool(j, "enable_moe_block", 0, "config.json", &c->moe));
     if (!c->moe) return NULL;
     HR_TRY(get_pos_int(j, "num_experts", 0, &c->n_experts));
-    HR_TRY(get_pos_int(j, "top_k_experts", 0, &c->top_k));
-    HR_TRY(get_pos_int(j, "moe_intermediate_size", 0, &c->moe_inter));
-    if (c->n_experts <= 0 || c->top_k <= 0 || c->top_k > c->n_experts || c->moe_inter <= 0)
+    HR_TRY(get_pos_int(j, "top_k_experts", 0, &c->n_experts_per_tok));
+    HR_TRY(get_pos_int(j, "moe_intermediate_size", 0, &c->moe_intermediate));
+    if (c->n_experts <= 0 || c->n_experts_per_tok <= 0 || c->n_experts_per_tok > c->n_experts ||
+        c->moe_intermediate <= 0)
         return hr_errf(
             "config.json: enable_moe_block needs num_experts, top_k_experts <= num_experts "
             "and moe_intermediate_size");

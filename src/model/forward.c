@@ -1,19 +1,24 @@
 /* The batched forward pass of the decoder, read top to bottom: embed (x scale) -> per layer
- * [rmsnorm -> q/k/v (+bias) -> q/k(/v) norm -> rope -> paged KV write -> attention -> o_proj
- * (-> post norm) -> residual -> rmsnorm -> gated MLP (+ MoE) (-> post norm) -> residual
- * (-> per-layer input) (x layer scalar)] -> final norm on the rows that want logits ->
- * lm_head (-> soft-cap). The config says which optional steps run (docs/families.md).
- * Rows of many sequences share every matmul. */
+ * [rmsnorm -> q/k/v (+bias) -> q/k(/v) norm -> rope -> paged KV write -> attention (-> output
+ * gate) -> o_proj (-> post norm) -> residual -> rmsnorm -> gated MLP (+ MoE) (-> post norm)
+ * -> residual (-> per-layer input) (x layer scalar)] -> final norm on the rows that want
+ * logits -> lm_head (-> soft-cap). The config says which optional steps run
+ * (docs/families.md); hybrid and MoE layers (forward_hybrid.c) replace the token mixer or the
+ * MLP per layer. Rows of many sequences share every matmul. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/model_internal.h"
 
-static hr_err *grow(hr_model *m, float **buf, size_t floats) {
+hr_err *hr_scratch_grow(hr_model *m, void **buf, size_t bytes) {
     if (*buf) m->be->vt->free(m->be, *buf);
     *buf = NULL;
-    return m->be->vt->alloc(m->be, floats * sizeof(float), (void **)buf);
+    return m->be->vt->alloc(m->be, bytes, buf);
+}
+
+static hr_err *grow(hr_model *m, float **buf, size_t floats) {
+    return hr_scratch_grow(m, (void **)buf, floats * sizeof(float));
 }
 
 static hr_err *ensure_scratch(hr_model *m, int T, int R) {
@@ -28,20 +33,17 @@ static hr_err *ensure_scratch(hr_model *m, int T, int R) {
         HR_TRY(grow(m, &s->k, t * kd));
         HR_TRY(grow(m, &s->v, t * kd));
         HR_TRY(grow(m, &s->attn, t * qd));
-        HR_TRY(grow(m, &s->gate, t * c->intermediate));
-        HR_TRY(grow(m, &s->up, t * c->intermediate));
+        size_t inter = (size_t)(c->intermediate > c->shared_expert_intermediate ? c->intermediate
+                                                                              : c->shared_expert_intermediate);
+        HR_TRY(grow(m, &s->gate, t * inter));
+        HR_TRY(grow(m, &s->up, t * inter));
         if (c->ple_dim) {
             HR_TRY(grow(m, &s->ple, t * c->n_layers * c->ple_dim));
             HR_TRY(grow(m, &s->ple_g, t * c->ple_dim));
             HR_TRY(grow(m, &s->ple_l, t * c->ple_dim));
         }
-        if (c->moe) {
-            HR_TRY(grow(m, &s->moe_x, t * c->hidden));
-            HR_TRY(grow(m, &s->moe_y, t * c->hidden));
-            HR_TRY(grow(m, &s->router, t * c->n_experts));
-            HR_TRY(grow(m, &s->moe_w, t * c->top_k));
-            HR_TRY(grow(m, (float **)&s->moe_idx, t * c->top_k));
-        }
+        if (c->moe) HR_TRY(grow(m, &s->moe_x, t * c->hidden));
+        HR_TRY(hr_hybrid_scratch(m, T));
         int32_t *pos = realloc(m->meta_pos, sizeof(int32_t) * t);
         if (pos) m->meta_pos = pos;
         int32_t *row = realloc(m->meta_row, sizeof(int32_t) * t);
@@ -71,12 +73,15 @@ static hr_err *plan_step(hr_model *m, const hr_row *rows, int n_rows, int *T, in
     HR_TRY(ensure_scratch(m, t, r > 0 ? r : 1));
     if (n_rows > m->cap_rows) {
         const int32_t **bt = realloc(m->meta_tables, sizeof *bt * (size_t)n_rows);
-        if (!bt) return hr_err_oom();
-        m->meta_tables = bt;
+        if (bt) m->meta_tables = bt;
+        int32_t *sl = realloc(m->meta_slots, sizeof *sl * (size_t)n_rows);
+        if (sl) m->meta_slots = sl;
+        if (!bt || !sl) return hr_err_oom();
         m->cap_rows = n_rows;
     }
     for (int i = 0, k = 0; i < n_rows; i++) {
         m->meta_tables[i] = rows[i].block_table;
+        m->meta_slots[i] = rows[i].state_slot;
         for (int j = 0; j < rows[i].n_tokens; j++, k++) {
             m->meta_pos[k] = rows[i].pos0 + j;
             m->meta_row[k] = i;
@@ -101,7 +106,14 @@ static void attention_block(hr_model *m, hr_kv_store *kv, int l, int T) {
     const hr_tensor *inv_freq = sliding ? m->inv_freq_sliding : m->inv_freq;
     int rot = sliding ? m->rot_dim_sliding : m->rot_dim;
     norm(m, s->h, s->x, L->attn_norm, T, c->hidden);
-    be->vt->matmul(be, s->q, s->h, L->wq, L->bq, T);
+    if (c->attn_out_gate) { /* q_proj rows: per head, hd of query then hd of gate */
+        long rows = (long)T * c->n_heads;
+        be->vt->matmul(be, s->qg, s->h, L->wq, L->bq, T);
+        be->vt->copy2d(be, s->q, hd, s->qg, 2L * hd, (int)rows, hd);
+        be->vt->copy2d(be, s->agate, hd, s->qg + hd, 2L * hd, (int)rows, hd);
+    } else {
+        be->vt->matmul(be, s->q, s->h, L->wq, L->bq, T);
+    }
     if (L->q_norm) norm(m, s->q, s->q, L->q_norm, T * c->n_heads, hd);
     be->vt->rope(be, s->q, c->n_heads, hd, rot, inv_freq);
     if (own_kv) { /* a KV-sharing layer reads the KV its source layer stored */
@@ -119,6 +131,7 @@ static void attention_block(hr_model *m, hr_kv_store *kv, int l, int T) {
         .softcap = (float)c->attn_softcap,
     };
     be->vt->attention(be, s->attn, s->q, kv, &p);
+    if (c->attn_out_gate) be->vt->sigmoid_mul(be, s->attn, s->agate, T, c->n_heads * hd, c->n_heads * hd);
     be->vt->matmul(be, s->h, s->attn, L->wo, L->bo, T);
     if (L->post_attn_norm) norm(m, s->h, s->h, L->post_attn_norm, T, c->hidden);
     be->vt->add(be, s->x, s->h, (long)T * c->hidden);
@@ -134,13 +147,13 @@ static void moe_block(hr_model *m, int l, int T) {
     norm(m, s->h, s->h, L->post_mlp_norm1, T, c->hidden);
     be->vt->rmsnorm(be, s->moe_x, s->x, L->router_scale, T, c->hidden, (float)c->rms_eps, 0);
     be->vt->scale(be, s->moe_x, 1.0f / sqrtf((float)c->hidden), (long)T * c->hidden);
-    be->vt->matmul(be, s->router, s->moe_x, L->router, NULL, T);
-    be->vt->moe_route(be, s->moe_idx, s->moe_w, s->router, T, c->n_experts, c->top_k, 1);
-    be->vt->mul_gather(be, s->moe_w, s->moe_idx, L->expert_scale, (long)T * c->top_k);
+    be->vt->matmul(be, s->rlogits, s->moe_x, L->router, NULL, T);
+    be->vt->moe_route(be, s->rids, s->rweight, s->rlogits, T, c->n_experts, c->n_experts_per_tok, 1);
+    be->vt->mul_gather(be, s->rweight, s->rids, L->expert_scale, (long)T * c->n_experts_per_tok);
     norm(m, s->moe_x, s->x, L->moe_norm, T, c->hidden);
-    be->vt->moe_experts(be, s->moe_y, s->moe_x, s->moe_idx, s->moe_w, T, c->top_k, &m->moe[l]);
-    norm(m, s->moe_y, s->moe_y, L->post_moe_norm, T, c->hidden);
-    be->vt->add(be, s->h, s->moe_y, (long)T * c->hidden);
+    be->vt->moe_experts(be, s->y2, s->moe_x, s->rids, s->rweight, T, c->n_experts_per_tok, &m->moe[l]);
+    norm(m, s->y2, s->y2, L->post_moe_norm, T, c->hidden);
+    be->vt->add(be, s->h, s->y2, (long)T * c->hidden);
 }
 
 /* gemma4's per-layer input: x += norm(proj(act(gate(x)) * ple[:, l])). */
@@ -223,7 +236,8 @@ hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n
     int T = 0, R = 0;
     HR_TRY(plan_step(m, rows, n_rows, &T, &R));
     if (R > 0 && !logits) return hr_errf("forward: logits requested but no output buffer");
-    hr_step_meta meta = {T, m->meta_pos, m->meta_row, n_rows, m->meta_tables};
+    HR_TRY(hr_check_state_slots(m, kv, rows, n_rows));
+    hr_step_meta meta = {T, m->meta_pos, m->meta_row, n_rows, m->meta_tables, m->meta_slots};
     hr_backend *be = m->be;
     HR_TRY(be->vt->step_begin(be, &meta));
     for (int i = 0, t0 = 0; i < n_rows; t0 += rows[i].n_tokens, i++)
@@ -231,8 +245,11 @@ hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n
                       (float)m->cfg.embed_scale);
     if (m->cfg.ple_dim) ple_inputs(m, rows, n_rows, T);
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        attention_block(m, kv, l, T);
-        mlp_block(m, l, T);
+        if (m->cfg.layer_kind[l] == HR_LAYER_LINEAR) hr_linear_attn_block(m, kv, l, T);
+        else attention_block(m, kv, l, T);
+        if (m->cfg.n_experts > 0 && m->cfg.moe_layer[l]) hr_moe_block(m, l, T);
+        else mlp_block(m, l, T);
     }
+    hr_advance_state_slots(m, kv, rows, n_rows);
     return R > 0 ? head(m, rows, n_rows, R, logits) : NULL;
 }

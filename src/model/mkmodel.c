@@ -25,8 +25,9 @@ typedef struct {
     uint64_t state; /* generator of the tensor being written */
 } mk_list;
 
-/* Adds tensor `name` of shape [d0,] rows[, cols] (d0 0: 1- or 2-D, cols 0: 1-D). */
-static hr_err *add3(mk_list *l, const char *name, int64_t d0, int64_t rows, int64_t cols, hr_init init) {
+/* Adds tensor `name` of shape (a[, b[, c]]): ndim dims. */
+static hr_err *add_nd(mk_list *l, const char *name, int ndim, int64_t a, int64_t b, int64_t c,
+                      hr_init init) {
     if (l->n == l->cap) {
         l->cap = l->cap ? 2 * l->cap : 64;
         hr_st_spec *s = realloc(l->specs, sizeof *s * (size_t)l->cap);
@@ -41,27 +42,32 @@ static hr_err *add3(mk_list *l, const char *name, int64_t d0, int64_t rows, int6
     if (!copy) return hr_err_oom();
     l->names[l->n] = copy;
     l->init[l->n] = init;
-    l->specs[l->n] = d0 ? (hr_st_spec){copy, l->dtype, 3, {d0, rows, cols}}
-                        : (hr_st_spec){copy, l->dtype, cols ? 2 : 1, {rows, cols}};
+    l->specs[l->n] = (hr_st_spec){copy, l->dtype, ndim, {a, b, c}};
     l->n++;
     return NULL;
 }
 
+/* Adds a (rows) vector (cols 0) or a (rows, cols) matrix. */
 static hr_err *add(mk_list *l, const char *name, int64_t rows, int64_t cols, hr_init init) {
-    return add3(l, name, 0, rows, cols, init);
+    return add_nd(l, name, cols ? 2 : 1, rows, cols, 0, init);
 }
 
 static hr_err *list_tensors(const hr_model_config *c, mk_list *l) {
     HR_TRY(add(l, "model.embed_tokens.weight", c->vocab, c->hidden, HR_INIT_EMBED));
-    char name[160];
+    char name[160], suffix[128];
     for (int i = 0; i < c->n_layers; i++)
-        for (int k = 0; k < hr_dense_layer_tensor_count; k++) {
-            const hr_layer_tensor *t = &hr_dense_layer_tensors[k];
-            if (!hr_layer_has(c, i, t)) continue;
-            snprintf(name, sizeof name, "model.layers.%d.%s", i, t->suffix);
+        for (int k = 0; k < hr_layout_count(); k++) {
+            const hr_layer_tensor *t = hr_layout_tensor(k);
+            if (!hr_layer_has(c, t, i)) continue;
             int64_t rows = hr_layer_dim_value(c, i, t->rows), cols = hr_layer_dim_value(c, i, t->cols);
-            if (hr_dim_is_experts(t->rows)) HR_TRY(add3(l, name, c->n_experts, rows / c->n_experts, cols, t->init));
-            else HR_TRY(add(l, name, rows, cols, t->init));
+            for (int e = 0; e < (t->per_expert ? c->n_experts : 1); e++) {
+                snprintf(suffix, sizeof suffix, t->suffix, e);
+                snprintf(name, sizeof name, "model.layers.%d.%s", i, suffix);
+                if (t->conv) HR_TRY(add_nd(l, name, 3, rows, 1, cols, t->init));
+                else if (hr_dim_is_experts(t->rows))
+                    HR_TRY(add_nd(l, name, 3, c->n_experts, rows / c->n_experts, cols, t->init));
+                else HR_TRY(add(l, name, rows, cols, t->init));
+            }
         }
     if (c->ple_dim) {
         int64_t all = (int64_t)c->n_layers * c->ple_dim;

@@ -70,6 +70,26 @@ static const struct {
      "\"rope_theta\": 10000.0}}, \"final_logit_softcapping\": 30.0, \"attention_k_eq_v\": false, "
      "\"use_double_wide_mlp\": false, \"enable_moe_block\": false, \"tie_word_embeddings\": true, "
      "\"bos_token_id\": 2, \"eos_token_id\": [1, 106], \"pad_token_id\": 0}"},
+    {"qwen3-30b-a3b",
+     "{\"architectures\": [\"Qwen3MoeForCausalLM\"], \"model_type\": \"qwen3_moe\", \"vocab_size\": 151936, "
+     "\"hidden_size\": 2048, \"intermediate_size\": 6144, \"moe_intermediate_size\": 768, "
+     "\"num_hidden_layers\": 48, \"num_attention_heads\": 32, \"num_key_value_heads\": 4, \"head_dim\": 128, "
+     "\"num_experts\": 128, \"num_experts_per_tok\": 8, \"norm_topk_prob\": true, \"decoder_sparse_step\": 1, "
+     "\"mlp_only_layers\": [], \"max_position_embeddings\": 40960, \"rms_norm_eps\": 1e-06, "
+     "\"tie_word_embeddings\": false, \"hidden_act\": \"silu\", \"use_sliding_window\": false, "
+     "\"sliding_window\": null, \"bos_token_id\": 151643, \"eos_token_id\": 151645, "
+     "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 1000000.0}}"},
+    /* The text model of Qwen/Qwen3.5-4B (its config.json nests this under text_config). */
+    {"qwen3.5-4b",
+     "{\"architectures\": [\"Qwen3_5ForCausalLM\"], \"model_type\": \"qwen3_5_text\", \"vocab_size\": 248320, "
+     "\"hidden_size\": 2560, \"intermediate_size\": 9216, \"num_hidden_layers\": 32, "
+     "\"num_attention_heads\": 16, \"num_key_value_heads\": 4, \"head_dim\": 256, "
+     "\"full_attention_interval\": 4, \"linear_conv_kernel_dim\": 4, \"linear_num_key_heads\": 16, "
+     "\"linear_num_value_heads\": 32, \"linear_key_head_dim\": 128, \"linear_value_head_dim\": 128, "
+     "\"max_position_embeddings\": 262144, \"rms_norm_eps\": 1e-06, \"tie_word_embeddings\": true, "
+     "\"hidden_act\": \"silu\", \"eos_token_id\": 248044, "
+     "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 10000000.0, "
+     "\"partial_rotary_factor\": 0.25}}"},
 };
 
 const char *hr_mkmodel_preset(const char *name) {
@@ -78,5 +98,7 @@ const char *hr_mkmodel_preset(const char *name) {
     return NULL;
 }
 
-const char *hr_mkmodel_preset_names(void) { return "llama3-8b, qwen3-0.6b, qwen3-8b, qwen2.5-0.5b, mistral-7b, gemma3-1b, gemma4-e4b";
+const char *hr_mkmodel_preset_names(void) {
+    return "llama3-8b, qwen3-0.6b, qwen3-8b, qwen2.5-0.5b, mistral-7b, gemma3-1b, gemma4-e4b, "
+           "qwen3-30b-a3b, qwen3.5-4b";
 }

@@ -1,6 +1,7 @@
-/* Loading the decoder (llama, mistral, qwen2, qwen3, gemma3, gemma4): checks every tensor's
- * presence and shape against the config, uploads weights to the backend in their file
- * dtype, and owns the per-step scratch buffers. */
+/* Loading the decoder families (llama, mistral, qwen2, qwen3, gemma3, gemma4, and the MoE /
+ * hybrid ones with load_hybrid.c): checks every tensor's presence and shape against the
+ * config, uploads weights to the backend in their file dtype, and owns the per-step scratch
+ * buffers. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include "base/log.h"
 #include "model/layout.h"
 #include "model/model_internal.h"
+#include "tensor/view.h"
 
 static hr_err *upload(hr_model *m, const hr_tensor *host, const hr_tensor **out) {
     if (m->n_dev == m->cap_dev) return hr_errf("internal: too many tensors");
@@ -54,67 +56,76 @@ static float host_scalar(const hr_tensor *t) {
     }
 }
 
-static hr_err *load_layer(hr_model *m, int i) {
+/* Stores tensor t of layer i (each expert's, for a per-expert tensor). */
+static hr_err *load_tensor(hr_model *m, int i, const hr_layer_tensor *lt) {
     const hr_model_config *c = &m->cfg;
-    char name[160];
-    for (int k = 0; k < hr_dense_layer_tensor_count; k++) {
-        const hr_layer_tensor *lt = &hr_dense_layer_tensors[k];
-        snprintf(name, sizeof name, "model.layers.%d.%s", i, lt->suffix);
-        const hr_tensor **slot = (const hr_tensor **)((char *)&m->layers[i] + lt->field);
-        /* absent: e.g. a bias the config turns off (transformers ignores it too), or the
-         * k/v projections of a KV-sharing layer; the field stays NULL (calloc) */
-        if (!hr_layer_has(c, i, lt)) continue;
-        int64_t rows = hr_layer_dim_value(c, i, lt->rows), cols = hr_layer_dim_value(c, i, lt->cols);
-        if (hr_dim_is_experts(lt->rows))
+    char name[224], suffix[128];
+    char *base = (char *)&m->layers[i] + lt->field;
+    int n = lt->per_expert ? c->n_experts : 1;
+    int64_t rows = hr_layer_dim_value(c, i, lt->rows), cols = hr_layer_dim_value(c, i, lt->cols);
+    for (int e = 0; e < n; e++) {
+        snprintf(suffix, sizeof suffix, lt->suffix, e);
+        snprintf(name, sizeof name, "%slayers.%d.%s", c->prefix, i, suffix);
+        const hr_tensor **slot = lt->per_expert ? &(*(const hr_tensor ***)base)[e] : (const hr_tensor **)base;
+        if (lt->conv) HR_TRY(weight(m, name, 3, (int64_t[]){rows, 1, cols}, slot));
+        else if (hr_dim_is_experts(lt->rows))
             HR_TRY(weight(m, name, 3, (int64_t[]){c->n_experts, rows / c->n_experts, cols}, slot));
         else if (lt->cols == HR_DIM_NONE) HR_TRY(w1(m, name, rows, slot));
         else HR_TRY(w2(m, name, rows, cols, slot));
     }
+    return NULL;
+}
+
+static hr_err *load_layer(hr_model *m, int i) {
+    for (int k = 0; k < hr_layout_count(); k++) {
+        const hr_layer_tensor *lt = hr_layout_tensor(k);
+        /* absent: e.g. a bias the config turns off (transformers ignores it too), the k/v
+         * projections of a KV-sharing layer, or another layer kind's tensors; the field stays
+         * NULL (calloc) */
+        if (hr_layer_has(&m->cfg, lt, i)) HR_TRY(load_tensor(m, i, lt));
+    }
     m->layer_scale[i] = 1.0f;
-    if (m->layers[i].layer_scalar) {
-        snprintf(name, sizeof name, "model.layers.%d.layer_scalar", i);
+    if (m->layers[i].layer_scalar) { /* read from the file: the uploaded copy is device memory */
+        char name[160];
+        snprintf(name, sizeof name, "%slayers.%d.layer_scalar", m->cfg.prefix, i);
         m->layer_scale[i] = host_scalar(hr_st_get(m->st, name));
     }
     return NULL;
 }
 
-/* Per-expert views of a layer's stacked expert tensors: gate = rows [0, I) and up = rows
- * [I, 2I) of gate_up[e] (E, 2I, hidden), down = down[e] (E, hidden, I). */
-static void expert_views(hr_model *m, int l) {
+/* gemma4's stacked experts as the per-expert matrices the MoE op takes (zero-copy slab
+ * views): gate = rows [0, I) and up = rows [I, 2I) of gate_up[e] (E, 2I, hidden), down =
+ * down[e] (E, hidden, I). */
+static hr_err *expert_views(hr_model *m, int l) {
     const hr_layer_weights *L = &m->layers[l];
     int E = m->cfg.n_experts;
-    long I = m->cfg.moe_inter, H = m->cfg.hidden;
+    int64_t I = m->cfg.moe_intermediate, H = m->cfg.hidden;
     hr_tensor *v = m->expert_views + (size_t)l * 3 * E;
     const hr_tensor **p = m->expert_ptrs + (size_t)l * 3 * E;
     for (int e = 0; e < E; e++) {
-        const hr_tensor *gu = L->experts_gate_up, *dn = L->experts_down;
-        for (int w = 0; w < 3; w++) {
-            const hr_tensor *src = w == 2 ? dn : gu;
-            hr_tensor *t = &v[w * E + e];
-            *t = *src;
-            t->ndim = 2;
-            t->shape[0] = w == 2 ? H : I;
-            t->shape[1] = w == 2 ? I : H;
-            int64_t first = w == 2 ? (int64_t)e * H * I : ((int64_t)e * 2 + w) * I * H;
-            t->data = (char *)src->data + hr_dtype_bytes(src->dtype, first);
-            p[w * E + e] = t;
-        }
+        HR_TRY(hr_tensor_slab_rows(L->experts_gate_up, e, 0, I, &v[e]));
+        HR_TRY(hr_tensor_slab_rows(L->experts_gate_up, e, I, I, &v[E + e]));
+        HR_TRY(hr_tensor_slab_rows(L->experts_down, e, 0, H, &v[2 * E + e]));
+        for (int w = 0; w < 3; w++) p[w * E + e] = &v[w * E + e];
     }
     m->moe[l] = (hr_moe_weights){E, (int)H, (int)I, p, p + E, p + 2 * E, HR_ACT_FN_GELU_TANH};
+    return NULL;
 }
 
-/* KV store layout: one slot per layer that stores KV, each max_head_dim wide. */
+/* KV store layout: one slot per attention layer that stores KV, each max_head_dim wide
+ * (linear-attention layers keep recurrent state instead, see load_hybrid.c). */
 static void plan_kv(hr_model *m) {
     const hr_model_config *c = &m->cfg;
     m->max_head_dim = 0;
     m->n_kv_slots = 0;
     for (int l = 0; l < c->n_layers; l++) {
         if (c->layer_head_dim[l] > m->max_head_dim) m->max_head_dim = c->layer_head_dim[l];
-        if (c->kv_source[l] != l) continue;
+        if (c->kv_source[l] != l || c->layer_kind[l] == HR_LAYER_LINEAR) continue;
         m->kv_slot_head_dim[m->n_kv_slots] = c->layer_head_dim[l];
         m->kv_slot[l] = m->n_kv_slots++;
     }
-    for (int l = 0; l < c->n_layers; l++) m->kv_slot[l] = m->kv_slot[c->kv_source[l]];
+    for (int l = 0; l < c->n_layers; l++)
+        if (c->layer_kind[l] != HR_LAYER_LINEAR) m->kv_slot[l] = m->kv_slot[c->kv_source[l]];
 }
 
 static hr_err *load_ple(hr_model *m) {
@@ -128,12 +139,18 @@ static hr_err *load_ple(hr_model *m) {
 
 static hr_err *load_weights(hr_model *m) {
     const hr_model_config *c = &m->cfg;
-    m->cap_dev = c->n_layers * (hr_dense_layer_tensor_count + 2) + 16;
+    /* every layout entry, one per expert for per-expert ones, plus qwen3_next's 4 split
+     * projections per layer and the model-wide tensors */
+    m->cap_dev = c->n_layers * (hr_layout_count() + 3 * c->n_experts + 4) + 16;
     m->dev = calloc((size_t)m->cap_dev, sizeof *m->dev);
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
     if (!m->dev || !m->layers) return hr_err_oom();
-    HR_TRY(w2(m, "model.embed_tokens.weight", c->vocab, c->hidden, &m->embed));
-    HR_TRY(w1(m, "model.norm.weight", c->hidden, &m->final_norm));
+    HR_TRY(hr_load_hybrid_prepare(m));
+    char name[64];
+    snprintf(name, sizeof name, "%sembed_tokens.weight", c->prefix);
+    HR_TRY(w2(m, name, c->vocab, c->hidden, &m->embed));
+    snprintf(name, sizeof name, "%snorm.weight", c->prefix);
+    HR_TRY(w1(m, name, c->hidden, &m->final_norm));
     if (c->tie_embeddings) m->lm_head = m->embed;
     else HR_TRY(w2(m, "lm_head.weight", c->vocab, c->hidden, &m->lm_head));
     for (int i = 0; i < c->n_layers; i++) HR_TRY(load_layer(m, i));
@@ -144,9 +161,10 @@ static hr_err *load_weights(hr_model *m) {
         m->expert_ptrs = calloc(n, sizeof *m->expert_ptrs);
         m->moe = calloc((size_t)c->n_layers, sizeof *m->moe);
         if (!m->expert_views || !m->expert_ptrs || !m->moe) return hr_err_oom();
-        for (int i = 0; i < c->n_layers; i++) expert_views(m, i);
+        for (int i = 0; i < c->n_layers; i++) HR_TRY(expert_views(m, i));
     }
     plan_kv(m);
+    HR_TRY(hr_load_hybrid_finish(m));
     HR_TRY(hr_rope_init(m));
     hr_tensor f = {.data = m->inv_freq_host, .dtype = HR_F32, .ndim = 1, .shape = {m->rot_dim / 2}};
     HR_TRY(upload(m, &f, &m->inv_freq));
@@ -176,8 +194,7 @@ hr_err *hr_model_load(const char *dir, hr_backend *be, hr_model **out) {
 static void free_scratch(hr_model *m) {
     float **bufs[] = {&m->s.x, &m->s.h, &m->s.q, &m->s.k, &m->s.v, &m->s.attn,
                       &m->s.gate, &m->s.up, &m->s.sel, &m->s.logits, &m->s.ple, &m->s.ple_g,
-                      &m->s.ple_l, &m->s.moe_x, &m->s.moe_y, &m->s.router, &m->s.moe_w,
-                      (float **)&m->s.moe_idx};
+                      &m->s.ple_l, &m->s.moe_x};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
         if (*bufs[i]) m->be->vt->free(m->be, *bufs[i]);
         *bufs[i] = NULL;
@@ -199,6 +216,7 @@ void hr_model_free(hr_model *m) {
     free(m->meta_pos);
     free(m->meta_row);
     free(m->meta_tables);
+    hr_free_hybrid(m);
     free(m);
 }
 
@@ -208,8 +226,10 @@ size_t hr_model_weight_bytes(const hr_model *m) { return hr_st_data_bytes(m->st)
 
 void hr_model_kv_shape(const hr_model *m, hr_kv_store *kv) {
     kv->dtype = HR_F32;
-    kv->n_layers = m->cfg.n_layers;
     kv->n_layers = m->n_kv_slots;
+    kv->n_state_layers = m->n_state_layers;
+    kv->conv_floats = (long)(m->cfg.lin_conv_kernel - 1) * hr_dim_value(&m->cfg, HR_DIM_LIN_CONV);
+    kv->delta_floats = (long)m->cfg.lin_v_heads * m->cfg.lin_k_dim * m->cfg.lin_v_dim;
     kv->n_kv_heads = m->cfg.n_kv_heads;
     kv->head_dim = m->max_head_dim;
     kv->layer_head_dim = m->kv_slot_head_dim;
@@ -217,7 +237,7 @@ void hr_model_kv_shape(const hr_model *m, hr_kv_store *kv) {
 
 int hr_model_kv_window(const hr_model *m, int slot) {
     for (int l = 0; l < m->cfg.n_layers; l++)
-        if (m->kv_slot[l] == slot && m->cfg.kv_source[l] == l)
+        if (m->kv_slot[l] == slot && m->cfg.kv_source[l] == l && m->cfg.layer_kind[l] != HR_LAYER_LINEAR)
             return m->cfg.layer_kind[l] == HR_LAYER_SLIDING ? m->cfg.sliding_window : 0;
     return 0;
 }

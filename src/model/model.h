@@ -20,6 +20,7 @@ typedef struct {
     int pos0;              /* position of tokens[0]; KV of [0, pos0) is already stored */
     const int32_t *block_table; /* covers positions [0, pos0 + n_tokens) */
     hr_logits_mode logits;
+    int state_slot;        /* hybrid models: the sequence's recurrent-state slot (docs/hybrid.md) */
 } hr_row;
 
 /* Loads dir (config.json + safetensors) onto be. The model keeps be (not owned). */

@@ -19,12 +19,23 @@ typedef struct {
     const hr_tensor *ple_gate;           /* (ple, hidden) per-layer input gate or NULL */
     const hr_tensor *ple_proj;           /* (hidden, ple) */
     const hr_tensor *ple_norm;           /* (hidden) */
-    const hr_tensor *router;             /* (E, hidden) MoE router or NULL */
+    const hr_tensor *router;             /* (E, hidden) MoE router (gemma4 block or routed MLP) */
     const hr_tensor *router_scale;       /* (hidden) */
     const hr_tensor *expert_scale;       /* (E) */
-    const hr_tensor *experts_gate_up;    /* (E, 2*moe_inter, hidden): gate rows, then up rows */
-    const hr_tensor *experts_down;       /* (E, hidden, moe_inter) */
+    const hr_tensor *experts_gate_up;    /* (E, 2*moe_intermediate, hidden): gate rows, then up rows */
+    const hr_tensor *experts_down;       /* (E, hidden, moe_intermediate) */
     const hr_tensor *moe_norm, *post_mlp_norm1, *post_moe_norm; /* (hidden) */
+    /* routed MLP (moe_layer) */
+    const hr_tensor **exp_gate, **exp_up, **exp_down; /* [experts]: (mi, hidden) x2, (hidden, mi) */
+    const hr_tensor *sh_gate, *sh_up, *sh_down;      /* shared expert (si, hidden) x2, (hidden, si) */
+    const hr_tensor *sh_router;                      /* shared_expert_gate (1, hidden) */
+    /* gated DeltaNet (HR_LAYER_LINEAR); qwen3_next's fused projections are split at load */
+    const hr_tensor *lin_qkvz, *lin_ba;              /* (2kd + 2vd, hidden) (2 nv, hidden) */
+    const hr_tensor *lin_qkv, *lin_z, *lin_b, *lin_a; /* (conv, hidden) (vd, hidden) (nv, hidden) x2 */
+    const hr_tensor *conv_w;                         /* (conv, 1, K) */
+    const hr_tensor *a_log, *dt_bias;                /* (nv) */
+    const hr_tensor *lin_norm;                       /* (dv) gated RMSNorm */
+    const hr_tensor *lin_out;                        /* (hidden, vd) */
 } hr_layer_weights;
 
 /* Per-step activation buffers on the backend, grown to the largest step seen. */
@@ -41,10 +52,18 @@ typedef struct {
     float *ple;    /* (T, n_layers*ple) per-layer inputs */
     float *ple_g;  /* (T, ple) */
     float *ple_l;  /* (T, ple) this layer's slice of ple */
-    float *moe_x, *moe_y; /* (T, hidden) expert input / output */
-    float *router; /* (T, E) router logits */
-    float *moe_w;  /* (T, top_k) routing weights */
-    int32_t *moe_idx; /* (T, top_k) routed experts */
+    float *moe_x;  /* (T, hidden) gemma4's expert input */
+    /* MoE (both gemma4's block and routed MLPs) and hybrid layers (forward_hybrid.c) */
+    float *qg;       /* (T, 2*H*hd) q_proj output with the gate interleaved per head */
+    float *agate;    /* (T, H*hd) attention output gate */
+    float *rlogits;  /* (T, experts) router logits */
+    float *rweight;  /* (T, top_k) routing weights */
+    int32_t *rids;   /* (T, top_k) routed experts */
+    float *mix;      /* (T, conv) DeltaNet projections, then conv output */
+    float *z;        /* (T, vd) */
+    float *ab;       /* (T, 2 nv): a then b */
+    float *lin;      /* (T, vd) delta-rule output */
+    float *y2;       /* (T, hidden) routed-experts output */
 } hr_scratch;
 
 struct hr_model {
@@ -64,7 +83,7 @@ struct hr_model {
     int cap_rows;
     /* per-layer geometry (see docs/families.md) */
     int max_head_dim;                     /* largest layer_head_dim: scratch and KV slot size */
-    int kv_slot[HR_MAX_LAYERS];           /* KV store layer of each KV-owning layer */
+    int kv_slot[HR_MAX_LAYERS];           /* KV store layer of each attention layer */
     int n_kv_slots;
     int kv_slot_head_dim[HR_MAX_LAYERS];  /* (n_kv_slots) */
     float layer_scale[HR_MAX_LAYERS];     /* layer_scalar values (1 when absent) */
@@ -77,7 +96,27 @@ struct hr_model {
     hr_tensor *expert_views;              /* (n_layers, 3, E) gate, up, down views, owned */
     const hr_tensor **expert_ptrs;        /* (n_layers, 3, E) pointers to them */
     hr_moe_weights *moe;                  /* (n_layers) the experts as the MoE op takes them */
+    const hr_tensor **expert_slots; /* (n_layers * 3 * experts) backing the exp_* arrays */
+    void **owned_host;              /* host copies made at load (split projections) */
+    int n_owned;
+    int state_layer[HR_MAX_LAYERS]; /* linear layer -> recurrent state layer */
+    int n_state_layers;
+    int32_t *meta_slots;            /* (cap rows) */
 };
+
+/* Replaces *buf with a fresh backend buffer of `bytes` (scratch growth, forward.c). */
+hr_err *hr_scratch_grow(hr_model *m, void **buf, size_t bytes);
+
+/* Hybrid pieces of the loader (load_hybrid.c) and forward (forward_hybrid.c). */
+hr_err *hr_load_hybrid_prepare(hr_model *m);
+hr_err *hr_load_hybrid_finish(hr_model *m);
+void hr_free_hybrid(hr_model *m);
+hr_err *hr_hybrid_scratch(hr_model *m, int T);
+hr_err *hr_check_state_slots(const hr_model *m, const hr_kv_store *kv, const hr_row *rows, int n_rows);
+/* Records the positions the step's rows have consumed (after the step was issued). */
+void hr_advance_state_slots(const hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows);
+void hr_linear_attn_block(hr_model *m, hr_kv_store *kv, int l, int T);
+void hr_moe_block(hr_model *m, int l, int T);
 
 /* Fills m->inv_freq_host for the config's rope type (rope.c). */
 hr_err *hr_rope_init(hr_model *m);

@@ -27,7 +27,7 @@ static void test_heldout_nll(void) {
     HR_CHECK_OK(hr_kv_pool_create(&pool, model, n / 16 + 1, 16));
     hr_kv_seq seq = {0};
     HR_CHECK_OK(hr_kv_seq_reserve(&pool, &seq, n));
-    hr_row row = {ids, n, 0, seq.blocks, HR_LOGITS_ALL};
+    hr_row row = {ids, n, 0, seq.blocks, HR_LOGITS_ALL, 0};
     HR_CHECK_OK(hr_model_forward(model, &pool.store, &row, 1, logits));
     double nll = 0;
     for (int t = 0; t + 1 < n; t++) {
@@ -101,7 +101,7 @@ static void test_greedy_teacher_forced(void) {
         hr_kv_seq seq = {0};
         hr_err *err = hr_kv_pool_create(&pool, model, n / 16 + 1, 16);
         if (!err) err = hr_kv_seq_reserve(&pool, &seq, n);
-        hr_row row = {all, n, 0, seq.blocks, HR_LOGITS_ALL};
+        hr_row row = {all, n, 0, seq.blocks, HR_LOGITS_ALL, 0};
         if (!err) err = hr_model_forward(model, &pool.store, &row, 1, logits);
         int bad = -1, compared = 0;
         for (int k = 0; !err && k < ng && bad < 0; k++) {

@@ -1,8 +1,9 @@
 /* The engine: batched results equal single-request results (greedy and seeded), chunked
  * prefill, the prefix cache, refusal, cancellation, stop strings across token boundaries,
  * logits processors against hand-computed values, and a stress run of 200 requests with
- * random cancellations against a small KV pool. Uses brown-llama-8m and its tokenizer
- * (tiny-llama for the stress run). */
+ * random cancellations against a small KV pool, and hybrid models (recurrent state slots,
+ * no prefix reuse). Uses brown-llama-8m and its tokenizer (tiny-llama for the stress run,
+ * tiny-qwen3_next and tiny-qwen3_5 for the hybrid one). */
 #include <pthread.h>
 #include <unistd.h>
 
@@ -465,6 +466,67 @@ static void test_stress(void) {
            completed, cancelled, refused, st.preempted, st.cached_tokens, st.steps);
 }
 
+/* Hybrid models (recurrent state beside the KV): concurrent requests, with 7-token prefill
+ * chunks and with a pool small enough to preempt, each equal its solo output; requests
+ * sharing a prefix reuse nothing (no state snapshots, so the prefix cache is off). */
+static void check_hybrid_engine(const char *name) {
+    enum { N = 6 };
+    hr_model *m;
+    HR_CHECK_OK(hr_model_load(hr_fixture(name), be, &m));
+    if (!m) return;
+    const hr_model_config *c = hr_model_cfg(m);
+    static int32_t prompts[N][40];
+    static result alone[N], got[N];
+    hr_request_params p[N];
+    for (int i = 0; i < N; i++) {
+        prompt_of(prompts[i], 40, i < 2 ? 77 : 50 + i); /* 0 and 1 share a 32-token prefix */
+        for (int j = 0; j < 40; j++)
+            prompts[i][j] %= c->vocab;
+        p[i] = (hr_request_params){.tokens = prompts[i],
+                                   .n_tokens = i == 1 ? 40 : 20 + 3 * i,
+                                   .max_tokens = 24 + i,
+                                   .ignore_eos = 1};
+    }
+    size_t block = (size_t)c->n_layers * 2 * c->n_kv_heads * c->head_dim * sizeof(float) * 16;
+    hr_engine *e;
+    for (int run = 0; run < 4; run++) { /* solo, batched, 7-token chunks, preempting */
+        hr_engine_options o = {.max_seqs = 8,
+                               .max_batch_tokens = run == 2 ? 7 : 0,
+                               .kv_memory = run == 3 ? 8 * block : 64 << 20};
+        HR_CHECK_OK(hr_engine_create_on(m, NULL, &o, &e));
+        if (!e) break;
+        hr_request *r[N];
+        for (int i = 0; i < N; i++) {
+            if (run == 0) {
+                HR_CHECK_OK(run_one(e, &p[i], &alone[i]));
+                continue;
+            }
+            HR_CHECK_OK(hr_engine_submit(e, &p[i], &r[i]));
+        }
+        for (int i = 0; run > 0 && i < N; i++) {
+            drain(r[i], &got[i]);
+            hr_request_release(r[i]);
+        }
+        hr_engine_stats st;
+        hr_engine_stats_get(e, &st);
+        hr_engine_destroy(e);
+        HR_CHECK(st.cached_tokens == 0, "%s: %ld prefix tokens reused", name, st.cached_tokens);
+        if (run == 3) HR_CHECK(st.preempted > 0, "%s: no preemption in a small pool", name);
+        for (int i = 0; run > 0 && i < N; i++) {
+            HR_CHECK(got[i].done.finish == HR_FINISH_LENGTH, "%s run %d: request %d finish %d",
+                     name, run, i, got[i].done.finish);
+            HR_CHECK(same_tokens(&alone[i], &got[i]), "%s run %d: request %d differs from solo",
+                     name, run, i);
+        }
+    }
+    hr_model_free(m);
+}
+
+static void test_hybrid_engine(void) {
+    check_hybrid_engine("models/tiny-qwen3_next");
+    check_hybrid_engine("models/tiny-qwen3_5");
+}
+
 typedef struct {
     hr_engine *e;
     int id, bad;
@@ -604,6 +666,7 @@ int main(void) {
     HR_RUN(test_stop_string_across_tokens);
     HR_RUN(test_threads);
     HR_RUN(test_public_api_chat);
+    HR_RUN(test_hybrid_engine);
     HR_RUN(test_stress);
     hr_tokenizer_free(tok);
     hr_model_free(model);

@@ -9,6 +9,7 @@
 #include "harness.h"
 #include "model/mkmodel.h"
 #include "tensor/dtype.h"
+#include "tensor/view.h"
 
 static unsigned rng = 777;
 static float frand(void) {
@@ -111,17 +112,17 @@ static void check_moe(hr_backend *be, int T, int E, int k, int H, int I) {
     }
     hr_tensor *gv = calloc((size_t)E * 3, sizeof *gv);
     const hr_tensor **gp = calloc((size_t)E * 3, sizeof *gp);
-    for (int i = 0; i < 3 * E; i++) { /* gate, up = halves of gate_up[e]; down[e] */
-        int e = i % E, part = i / E;
-        float *base = part < 2 ? gu + ((long)e * 2 + part) * I * H : dn + (long)e * H * I;
-        gv[i] = (hr_tensor){.data = base,
-                            .dtype = HR_F32,
-                            .ndim = 2,
-                            .shape = {part < 2 ? I : H, part < 2 ? H : I}};
-        gp[i] = &gv[i];
+    hr_tensor sgu = {.data = gu, .dtype = HR_F32, .ndim = 3, .shape = {E, 2 * I, H}};
+    hr_tensor sdn = {.data = dn, .dtype = HR_F32, .ndim = 3, .shape = {E, H, I}};
+    for (int e = 0; e < E; e++) { /* gate, up = halves of gate_up[e]; down[e]: as the loader does */
+        HR_CHECK_OK(hr_tensor_slab_rows(&sgu, e, 0, I, &gv[e]));
+        HR_CHECK_OK(hr_tensor_slab_rows(&sgu, e, I, I, &gv[E + e]));
+        HR_CHECK_OK(hr_tensor_slab_rows(&sdn, e, 0, H, &gv[2 * E + e]));
     }
+    for (int i = 0; i < 3 * E; i++)
+        gp[i] = &gv[i];
     hr_moe_weights mw = {E, H, I, gp, gp + E, gp + 2 * E, HR_ACT_FN_GELU_TANH};
-    hr_step_meta meta = {T, NULL, NULL, 0, NULL};
+    hr_step_meta meta = {T, NULL, NULL, 0, NULL, NULL};
     HR_CHECK_OK(be->vt->step_begin(be, &meta));
     be->vt->moe_experts(be, y1, x, idx, w, T, k, &mw);
     moe_dense(y0, x, idx, w, T, k, E, H, I, gu, dn);

@@ -1,15 +1,18 @@
 /* Golden tests against transformers' reference logits for the tiny checkpoints of the
- * dense family: full forward, the KV path (prefill then one token at a time, and chunked
- * prefill), batching of rows from different sequences, and greedy continuations wherever
- * the reference margin is clear. */
+ * dense, gemma, MoE and hybrid (DeltaNet) families: full forward, the KV / recurrent-state path
+ * (prefill then one token at a time, and chunked prefill), batching of rows from different
+ * sequences (distinct state slots), and greedy continuations wherever the reference margin
+ * is clear. */
 #include "base/cpu.h"
 #include "base/json.h"
 #include "engine/kv_pool.h"
 #include "harness.h"
 #include "model/safetensors.h"
 
-static const char *const models[] = {"tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3", "tiny-gemma4",
-                                      "tiny-gemma4_moe"};
+static const char *const models[] = {"tiny-llama",      "tiny-qwen2",      "tiny-qwen3",
+                                      "tiny-gemma3",     "tiny-gemma4",     "tiny-gemma4_moe",
+                                      "tiny-qwen3_moe",  "tiny-qwen3_next", "tiny-qwen3_5",
+                                      "tiny-qwen3_5_moe"};
 
 typedef struct {
     hr_backend *be;
@@ -49,7 +52,7 @@ static hr_err *run_chunked(fixture *f, const int32_t *tok, int n, int chunk, flo
     hr_err *err = hr_kv_seq_reserve(&pool, &seq, n);
     for (int p = 0; p < n && !err; p += chunk) {
         int len = n - p < chunk ? n - p : chunk;
-        hr_row row = {tok + p, len, p, seq.blocks, HR_LOGITS_ALL};
+        hr_row row = {tok + p, len, p, seq.blocks, HR_LOGITS_ALL, 0};
         err = hr_model_forward(f->m, &pool.store, &row, 1, logits + (size_t)p * f->V);
     }
     hr_kv_seq_release(&pool, &seq);
@@ -94,7 +97,7 @@ static hr_err *check_greedy(fixture *f, const int32_t *ref_tok, const float *ref
     hr_err *err = hr_kv_seq_reserve(&pool, &seq, T);
     int pos = 0, n = prompt_len;
     while (!err && n < T) {
-        hr_row row = {tok + pos, n - pos, pos, seq.blocks, HR_LOGITS_LAST};
+        hr_row row = {tok + pos, n - pos, pos, seq.blocks, HR_LOGITS_LAST, 0};
         err = hr_model_forward(f->m, &pool.store, &row, 1, lg);
         if (err) break;
         pos = n;
@@ -156,9 +159,9 @@ static void check_batched(fixture *f, const char *model) {
     HR_CHECK_OK(hr_kv_seq_reserve(&pool, &sa, 12));
     HR_CHECK_OK(hr_kv_seq_reserve(&pool, &sb, 5));
     float out[13 * 512];
-    hr_row first = {b, 4, 0, sb.blocks, HR_LOGITS_NONE};
+    hr_row first = {b, 4, 0, sb.blocks, HR_LOGITS_NONE, 1};
     HR_CHECK_OK(hr_model_forward(f->m, &pool.store, &first, 1, NULL));
-    hr_row rows[2] = {{a, 12, 0, sa.blocks, HR_LOGITS_ALL}, {b + 4, 1, 4, sb.blocks, HR_LOGITS_LAST}};
+    hr_row rows[2] = {{a, 12, 0, sa.blocks, HR_LOGITS_ALL, 0}, {b + 4, 1, 4, sb.blocks, HR_LOGITS_LAST, 1}};
     HR_CHECK_OK(hr_model_forward(f->m, &pool.store, rows, 2, out));
     float da = max_diff(out, ref_a, (size_t)12 * f->V);
     float db = max_diff(out + 12 * f->V, ref_b + 4 * f->V, (size_t)f->V);

@@ -58,12 +58,28 @@ static void cpu_kv_destroy(hr_backend *be, hr_kv_store *kv) {
     free(kv->k);
     free(kv->v);
     free(kv->layer_off);
-    kv->k = kv->v = NULL;
+    free(kv->conv);
+    free(kv->delta);
+    kv->k = kv->v = kv->conv = kv->delta = NULL;
     kv->layer_off = NULL;
 }
 
+/* KV of the attention layers (per-layer regions sized by hr_kv_head_dim) plus the recurrent
+ * state of the linear-attention layers (none for dense models). */
 static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
     if (kv->dtype != HR_F32) return hr_errf("the CPU KV store supports F32 only");
+    kv->k = kv->v = kv->conv = kv->delta = NULL;
+    size_t ns = (size_t)kv->n_state_layers * kv->n_state_slots;
+    if (ns) {
+        kv->conv = calloc(ns * (size_t)kv->conv_floats, sizeof(float));
+        kv->delta = calloc(ns * (size_t)kv->delta_floats, sizeof(float));
+        if (!kv->conv || !kv->delta) {
+            kv->layer_off = NULL;
+            cpu_kv_destroy(be, kv);
+            return hr_errf("cannot allocate %zu MiB for the recurrent state",
+                           ns * (size_t)(kv->conv_floats + kv->delta_floats) * sizeof(float) >> 20);
+        }
+    }
     kv->layer_off = malloc(sizeof(long) * (size_t)kv->n_layers);
     size_t n = 0;
     for (int l = 0; kv->layer_off && l < kv->n_layers; l++) {
@@ -245,6 +261,9 @@ static const hr_backend_vt cpu_vt = {
     .moe_route = hr_cpu_moe_route,
     .moe_experts = hr_cpu_moe_experts,
     .mul_gather = cpu_mul_gather,
+    .sigmoid_mul = hr_cpu_sigmoid_mul,
+    .conv1d = hr_cpu_conv1d,
+    .gated_delta = hr_cpu_gated_delta,
 };
 
 hr_err *hr_backend_cpu_create(const hr_cpu_options *opt, hr_backend **out) {

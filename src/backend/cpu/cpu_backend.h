@@ -30,11 +30,18 @@ void hr_cpu_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
 void hr_cpu_attention(hr_backend *be, float *out, const float *q, const hr_kv_store *kv,
                       const hr_attn_params *p);
 
-/* MoE ops (moe.c). */
+/* MoE ops (moe.c); hr_cpu_moe_ref is the per-token reference the grouped op is tested against. */
 void hr_cpu_moe_route(hr_backend *be, int32_t *ids, float *weights, const float *logits, int T,
                       int n_experts, int k, int renorm);
 void hr_cpu_moe_experts(hr_backend *be, float *y, const float *x, const int32_t *ids,
                         const float *weights, int T, int k, const hr_moe_weights *w);
 float hr_cpu_act(float g, hr_act_fn fn);
+void hr_cpu_moe_ref(float *y, const float *x, const int32_t *ids, const float *weights, int T, int k,
+                    const hr_moe_weights *w);
+/* Hybrid-layer ops (linear_attn.c). */
+void hr_cpu_sigmoid_mul(hr_backend *be, float *y, const float *g, long rows, int w, int g_w);
+void hr_cpu_conv1d(hr_backend *be, float *x, const hr_tensor *w, int channels, hr_kv_store *kv,
+                   int state_layer);
+void hr_cpu_gated_delta(hr_backend *be, float *out, hr_kv_store *kv, const hr_delta_params *p);
 
 #endif

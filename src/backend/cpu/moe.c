@@ -1,16 +1,19 @@
-/* CPU MoE: routing (softmax, top-k, optional renormalisation) and the expert FFNs grouped
- * by expert: each routed expert gathers its tokens, runs its gate, up and down matmuls
- * over them at once, and adds its weighted output back, experts in ascending order (the
- * order transformers accumulates in). Experts nobody chose cost nothing. The interface is
- * the shared MoE op of backend.h (also used by qwen3_moe on the hybrid branch). */
+/* CPU mixture-of-experts ops. Routing: softmax over the router logits, top-k, optional
+ * renormalisation. Experts: tokens are grouped by expert (a counting sort of the (token,
+ * slot) pairs), the rows are gathered in that order, then one pool run computes gate and up
+ * of every hit expert on its rows and another the down projections; the weighted outputs
+ * are added back. Experts nobody chose cost nothing. hr_cpu_moe_ref is the
+ * plain per-token definition the grouped version is tested against. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/kernels.h"
 
 void hr_cpu_moe_route(hr_backend *be, int32_t *ids, float *weights, const float *logits, int T,
                       int n_experts, int k, int renorm) {
+    (void)be;
     for (int t = 0; t < T; t++) {
         const float *l = logits + (long)t * n_experts;
         float mx = -INFINITY, sum = 0;
@@ -19,76 +22,183 @@ void hr_cpu_moe_route(hr_backend *be, int32_t *ids, float *weights, const float 
         for (int e = 0; e < n_experts; e++)
             sum += expf(l[e] - mx);
         int32_t *id = ids + (long)t * k;
-        float *w = weights + (long)t * k, tot = 0;
-        for (int j = 0; j < k; j++) { /* selection: k is small; ties go to the lower index */
+        float *w = weights + (long)t * k, wsum = 0;
+        for (int j = 0; j < k; j++) {
             int best = -1;
             for (int e = 0; e < n_experts; e++) {
-                int used = 0;
-                for (int q = 0; q < j; q++)
-                    used |= id[q] == e;
-                if (!used && (best < 0 || l[e] > l[best])) best = e;
+                int taken = 0;
+                for (int i = 0; i < j; i++)
+                    taken |= id[i] == e;
+                if (!taken && (best < 0 || l[e] > l[best])) best = e;
             }
             id[j] = best;
             w[j] = expf(l[best] - mx) / sum;
-            tot += w[j];
+            wsum += w[j];
         }
         if (renorm)
             for (int j = 0; j < k; j++)
-                w[j] /= tot;
+                w[j] /= wsum;
     }
 }
 
+/* Scratch of one moe_experts call: pairs sorted by expert and the gathered activations; pair
+ * i of the sorted order owns row i of xs, g, u and o. */
 typedef struct {
-    float *xe, *g, *u, *o; /* (n, hidden) (n, inter) x2 (n, hidden) */
-    int *rows, *slots;     /* (n) token and top-k slot of each gathered row */
-} expert_scratch;
+    int *start; /* (n_experts + 1) first pair of each expert */
+    int *fill;  /* (n_experts) */
+    int *pair;  /* (T*k) token*k + slot, grouped by expert */
+    int *hit;   /* (n_experts) experts with at least one pair */
+    int n_hit;
+    float *xs;    /* (T*k, hidden) gathered rows */
+    float *g, *u; /* (T*k, inter) */
+    float *o;     /* (T*k, hidden) */
+} moe_scratch;
 
-/* Runs expert e over its n gathered tokens and adds the weighted outputs into y. */
-static void run_expert(hr_backend *be, float *y, const float *x, const float *weights, int k, int n,
-                       const hr_moe_weights *w, int e, const expert_scratch *s) {
-    long H = w->hidden, I = w->inter;
+static int scratch_alloc(moe_scratch *s, int T, int k, const hr_moe_weights *w) {
+    size_t n = (size_t)T * k;
+    s->start = calloc((size_t)w->n_experts + 1, sizeof(int));
+    s->fill = malloc(sizeof(int) * (size_t)w->n_experts);
+    s->hit = malloc(sizeof(int) * (size_t)w->n_experts);
+    s->pair = malloc(sizeof(int) * n);
+    s->xs = malloc(sizeof(float) * n * (size_t)w->hidden);
+    s->o = malloc(sizeof(float) * n * (size_t)w->hidden);
+    s->g = malloc(sizeof(float) * n * (size_t)w->inter);
+    s->u = malloc(sizeof(float) * n * (size_t)w->inter);
+    return s->start && s->fill && s->hit && s->pair && s->xs && s->o && s->g && s->u;
+}
+
+static void scratch_free(moe_scratch *s) {
+    void *p[] = {s->start, s->fill, s->hit, s->pair, s->xs, s->o, s->g, s->u};
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+        free(p[i]);
+}
+
+/* Counting sort of the (token, slot) pairs by expert (pairs of one expert keep token order),
+ * the list of hit experts, and the gathered input rows. */
+static void group(moe_scratch *s, const float *x, const int32_t *ids, int n, int k,
+                  const hr_moe_weights *w) {
     for (int i = 0; i < n; i++)
-        memcpy(s->xe + i * H, x + (long)s->rows[i] * H, sizeof(float) * (size_t)H);
-    hr_cpu_matmul(be, s->g, s->xe, w->gate[e], NULL, n);
-    hr_cpu_matmul(be, s->u, s->xe, w->up[e], NULL, n);
-    for (long i = 0; i < (long)n * I; i++)
-        s->g[i] = hr_cpu_act(s->g[i], w->act) * s->u[i];
-    hr_cpu_matmul(be, s->o, s->g, w->down[e], NULL, n);
-    for (int i = 0; i < n; i++) {
-        float wt = weights[(long)s->rows[i] * k + s->slots[i]], *yr = y + (long)s->rows[i] * H;
-        for (long c = 0; c < H; c++)
-            yr[c] += wt * s->o[i * H + c];
+        s->start[ids[i] + 1]++;
+    s->n_hit = 0;
+    for (int e = 0; e < w->n_experts; e++) {
+        if (s->start[e + 1] > 0) s->hit[s->n_hit++] = e;
+        s->start[e + 1] += s->start[e];
+    }
+    memcpy(s->fill, s->start, sizeof(int) * (size_t)w->n_experts);
+    for (int i = 0; i < n; i++)
+        s->pair[s->fill[ids[i]]++] = i;
+    for (int i = 0; i < n; i++)
+        memcpy(s->xs + (long)i * w->hidden, x + (long)(s->pair[i] / k) * w->hidden,
+               sizeof(float) * (size_t)w->hidden);
+}
+
+static hr_mm_fn mm_for(const hr_cpu_kernels *k, const hr_tensor *w) {
+    return w->dtype == HR_BF16 ? k->mm_bf16 : w->dtype == HR_F16 ? k->mm_f16 : k->mm_f32;
+}
+
+/* One pool run computes a matmul for every hit expert: phase 0 gate and up (g, u = xs W^T),
+ * phase 1 down (o = g W^T). Work units are 16 output columns of one (expert, matrix); each
+ * thread takes a contiguous range of units and issues one kernel call per run of units of
+ * the same matrix. */
+typedef struct {
+    moe_scratch *s;
+    const hr_moe_weights *w;
+    const hr_cpu_kernels *k;
+    int phase;
+    long units; /* per (expert, matrix) */
+} ex_ctx;
+
+static void ex_run(const ex_ctx *c, long mat, long u0, long u1) {
+    const moe_scratch *s = c->s;
+    const hr_moe_weights *w = c->w;
+    int e = s->hit[mat / (c->phase == 0 ? 2 : 1)], b = s->start[e], n = s->start[e + 1] - b;
+    const hr_tensor *wt = c->phase == 1 ? w->down[e] : mat % 2 ? w->up[e] : w->gate[e];
+    long N = wt->shape[0], K = wt->shape[1];
+    const float *x = c->phase == 1 ? s->g + (long)b * K : s->xs + (long)b * K;
+    float *y = c->phase == 1 ? s->o : mat % 2 ? s->u : s->g;
+    long n1 = u1 * 16 < N ? u1 * 16 : N;
+    mm_for(c->k, wt)(y + (long)b * N, N, x, K, wt->data, (int)K, n, u0 * 16, n1);
+}
+
+static void ex_task(void *ctx, int th, int nth) {
+    ex_ctx *c = ctx;
+    long mats = c->phase == 0 ? 2L * c->s->n_hit : c->s->n_hit, b, e;
+    hr_split_range(mats * c->units, 1, th, nth, &b, &e);
+    while (b < e) {
+        long mat = b / c->units, u0 = b % c->units;
+        long u1 = e - mat * c->units < c->units ? e - mat * c->units : c->units;
+        ex_run(c, mat, u0, u1);
+        b = mat * c->units + u1;
     }
 }
 
 void hr_cpu_moe_experts(hr_backend *be, float *y, const float *x, const int32_t *ids,
                         const float *weights, int T, int k, const hr_moe_weights *w) {
-    long H = w->hidden, I = w->inter;
+    long H = w->hidden, I = w->inter, n = (long)T * k;
     memset(y, 0, sizeof(float) * (size_t)T * H);
-    expert_scratch s;
-    s.rows = malloc(sizeof(int) * (size_t)T * 2);
-    s.xe = malloc(sizeof(float) * (size_t)T * (2 * H + 2 * I));
-    if (!s.rows || !s.xe) { /* ops cannot fail: make the failure visible in the logits */
-        free(s.rows);
-        free(s.xe);
-        for (long i = 0; i < (long)T * H; i++)
-            y[i] = NAN;
+    moe_scratch s = {0};
+    if (!scratch_alloc(&s, T, k, w)) {
+        /* out of memory: fall back to the per-token reference, which needs no scratch */
+        scratch_free(&s);
+        hr_cpu_moe_ref(y, x, ids, weights, T, k, w);
         return;
     }
-    s.slots = s.rows + T;
-    s.g = s.xe + (long)T * H;
-    s.u = s.g + (long)T * I;
-    s.o = s.u + (long)T * I;
-    for (int e = 0; e < w->n_experts; e++) {
-        int n = 0; /* a token picks an expert at most once */
-        for (int t = 0; t < T; t++)
-            for (int j = 0; j < k; j++)
-                if (ids[t * k + j] == e) {
-                    s.rows[n] = t;
-                    s.slots[n++] = j;
-                }
-        if (n) run_expert(be, y, x, weights, k, n, w, e, &s);
+    group(&s, x, ids, (int)n, k, w);
+    hr_pool *pool = ((hr_cpu_backend *)be)->pool;
+    ex_ctx c = {&s, w, hr_cpu_kernels_get(), 0, (I + 15) / 16};
+    hr_pool_run(pool, ex_task, &c);
+    for (long i = 0; i < n * I; i++)
+        s.g[i] = hr_cpu_act(s.g[i], w->act) * s.u[i];
+    c.phase = 1;
+    c.units = (H + 15) / 16;
+    hr_pool_run(pool, ex_task, &c);
+    /* weighted sum in expert order, as the reference accumulates */
+    for (long i = 0; i < n; i++) {
+        int p = s.pair[i];
+        float wt = weights[p], *yr = y + (long)(p / k) * H;
+        for (long h = 0; h < H; h++)
+            yr[h] += wt * s.o[i * H + h];
     }
-    free(s.rows);
-    free(s.xe);
+    scratch_free(&s);
+}
+
+/* One expert on one row: out[hidden] = down(act(gate x) * up x); g holds inter floats. */
+static void expert_row(float *out, const float *x, const hr_moe_weights *w, int e, float *g) {
+    float wr[1];
+    for (int i = 0; i < w->inter; i++) {
+        float sg = 0, su = 0;
+        for (int h = 0; h < w->hidden; h++) {
+            hr_cpu_to_f32(wr, w->gate[e], (long)i * w->hidden + h, 1);
+            sg += wr[0] * x[h];
+            hr_cpu_to_f32(wr, w->up[e], (long)i * w->hidden + h, 1);
+            su += wr[0] * x[h];
+        }
+        g[i] = hr_cpu_act(sg, w->act) * su;
+    }
+    for (int h = 0; h < w->hidden; h++) {
+        float s = 0;
+        for (int i = 0; i < w->inter; i++) {
+            hr_cpu_to_f32(wr, w->down[e], (long)h * w->inter + i, 1);
+            s += wr[0] * g[i];
+        }
+        out[h] = s;
+    }
+}
+
+void hr_cpu_moe_ref(float *y, const float *x, const int32_t *ids, const float *weights, int T,
+                    int k, const hr_moe_weights *w) {
+    float *tmp = malloc(sizeof(float) * (size_t)(w->inter + w->hidden));
+    if (!tmp) return;
+    float *o = tmp + w->inter;
+    for (int t = 0; t < T; t++) {
+        float *yr = y + (long)t * w->hidden;
+        for (int h = 0; h < w->hidden; h++)
+            yr[h] = 0;
+        for (int j = 0; j < k; j++) {
+            expert_row(o, x + (long)t * w->hidden, w, ids[t * k + j], tmp);
+            for (int h = 0; h < w->hidden; h++)
+                yr[h] += weights[t * k + j] * o[h];
+        }
+    }
+    free(tmp);
 }

@@ -1,0 +1,29 @@
+/* Views into stacked tensors: a 2-D slice of one slab of a 3-D tensor, sharing its memory.
+ * Used to address the experts of a checkpoint that stacks them ([experts, rows, cols]) as the
+ * per-expert matrices the MoE op takes, without copying. */
+#include <stdio.h>
+
+#include "tensor/view.h"
+
+hr_err *hr_tensor_slab_rows(const hr_tensor *t, int64_t i, int64_t row0, int64_t rows,
+                            hr_tensor *out) {
+    char shape[64];
+    if (t->ndim != 3)
+        return hr_errf("slab view: tensor %s is not 3-D",
+                       hr_tensor_shape_str(t, shape, sizeof shape));
+    if (i < 0 || i >= t->shape[0] || row0 < 0 || rows <= 0 || row0 + rows > t->shape[1])
+        return hr_errf("slab view: [%lld, %lld:%lld] is outside %s", (long long)i, (long long)row0,
+                       (long long)(row0 + rows), hr_tensor_shape_str(t, shape, sizeof shape));
+    if (t->scales || t->biases || t->shape[2] % hr_dtype_get(t->dtype)->block)
+        return hr_errf(
+            "slab view: %s tensors with companion scales or partial blocks are not supported",
+            hr_dtype_name(t->dtype));
+    size_t row_bytes = hr_dtype_bytes(t->dtype, t->shape[2]);
+    *out = *t;
+    out->ndim = 2;
+    out->shape[0] = rows;
+    out->shape[1] = t->shape[2];
+    out->shape[2] = 0;
+    out->data = (char *)t->data + ((size_t)i * (size_t)t->shape[1] + (size_t)row0) * row_bytes;
+    return NULL;
+}

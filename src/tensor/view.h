@@ -1,0 +1,15 @@
+/* Views into stacked tensors (view.c): per-expert matrices of a checkpoint that stores all
+ * experts in one [experts, rows, cols] tensor, without copying. */
+#ifndef HR_TENSOR_VIEW_H
+#define HR_TENSOR_VIEW_H
+
+#include "base/err.h"
+#include "tensor/tensor.h"
+
+/* out = rows [row0, row0 + rows) of slab i of the 3-D tensor t, as a (rows, cols) tensor that
+ * shares t's memory (and device). E.g. a stacked gate_up_proj [E, 2I, H]: expert e's gate is
+ * (e, 0, I), its up (e, I, I). */
+hr_err *hr_tensor_slab_rows(const hr_tensor *t, int64_t i, int64_t row0, int64_t rows,
+                            hr_tensor *out);
+
+#endif
