@@ -29,14 +29,14 @@ __attribute__((target("avx512f"))) static double sum512(const char *p, size_t n)
     return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a, b), _mm512_add_ps(c, d)));
 }
 
-static double sum_scalar(const char *p, size_t n) {
+static inline double sum_scalar(const char *p, size_t n) {
     const double *d = (const double *)p;
     double s = 0;
     for (size_t i = 0; i < n / 8; i += 8) s += d[i];
     return s;
 }
 
-static void bw_task(void *ctx, int t, int nt) {
+static inline void bw_task(void *ctx, int t, int nt) {
     bw_ctx *c = ctx;
     long b, e;
     hr_split_range((long)c->bytes, 4096, t, nt, &b, &e);
@@ -44,13 +44,13 @@ static void bw_task(void *ctx, int t, int nt) {
                                                    : sum_scalar(c->buf + b, (size_t)(e - b));
 }
 
-static int cmp_double(const void *a, const void *b) {
+static inline int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
 /* Median GB/s of 5 passes over a 1 GiB hugepage-advised buffer with n_threads. */
-static double bench_read_bandwidth(int n_threads, double *lo, double *hi) {
+static inline double bench_read_bandwidth(int n_threads, double *lo, double *hi) {
     size_t bytes = (size_t)1 << 30;
     char *buf = aligned_alloc(2u << 20, bytes);
     hr_pool *pool;
