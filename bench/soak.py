@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Soak test for `hearth serve` (not run in CI): mixed traffic for N minutes against a
+running server -- chat, completions and Anthropic messages, streamed and whole, random
+lengths, clients that hang up mid-stream, a few malformed bodies -- then reports request
+counts, unexpected errors, the server's RSS at the start and end (from /proc/PID), and
+whether /stats shows sequences or KV blocks left in use.
+
+    python3 bench/soak.py --url http://127.0.0.1:8080 --pid PID [--minutes 10] [--clients 8]
+"""
+import argparse, json, random, socket, threading, time, urllib.error, urllib.parse, urllib.request
+
+
+def rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def post(url, path, body, timeout=120):
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    req = urllib.request.Request(url + path, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def hang_up(url, body):
+    u = urllib.parse.urlparse(url)
+    s = socket.create_connection((u.hostname, u.port))
+    data = json.dumps(body).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(data) + data)
+    s.recv(200)
+    s.close()
+
+
+def one_request(url, rng):
+    words = " ".join(rng.choice(["the", "jury", "said", "a", "man", "city", "of", "time"])
+                     for _ in range(rng.randint(1, 200)))
+    n, stream = rng.randint(1, 48), rng.random() < 0.5
+    kind = rng.random()
+    if kind < 0.05:
+        return "hangup", hang_up(url, {"prompt": words, "max_tokens": 200, "stream": True}) or 200, 200
+    if kind < 0.08:
+        return "malformed", post(url, "/v1/chat/completions", b"{oops")[0], 400
+    if kind < 0.4:
+        body = {"messages": [{"role": "user", "content": words}], "max_tokens": n, "stream": stream}
+        return "chat", post(url, "/v1/chat/completions", body)[0], 200
+    if kind < 0.7:
+        body = {"prompt": words, "max_tokens": n, "stream": stream, "temperature": rng.random()}
+        return "completion", post(url, "/v1/completions", body)[0], 200
+    body = {"model": "m", "max_tokens": n, "stream": stream, "messages": [{"role": "user", "content": words}]}
+    return "messages", post(url, "/v1/messages", body)[0], 200
+
+
+def client(url, deadline, seed, counts, errors, lock):
+    rng = random.Random(seed)
+    while time.time() < deadline:
+        try:
+            kind, got, want = one_request(url, rng)
+            ok = got == want
+        except Exception as e:  # a refused or reset connection is an error too
+            kind, ok, got = "exception", False, repr(e)
+        with lock:
+            counts[kind] = counts.get(kind, 0) + 1
+            if not ok:
+                errors.append(f"{kind}: {got}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--pid", type=int, required=True)
+    ap.add_argument("--minutes", type=float, default=10)
+    ap.add_argument("--clients", type=int, default=8)
+    a = ap.parse_args()
+    rss0, t0 = rss_kib(a.pid), time.time()
+    counts, errors, lock = {}, [], threading.Lock()
+    deadline = t0 + a.minutes * 60
+    threads = [threading.Thread(target=client, args=(a.url, deadline, i, counts, errors, lock))
+               for i in range(a.clients)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    time.sleep(2)
+    stats = json.loads(urllib.request.urlopen(a.url + "/stats").read())
+    rss1 = rss_kib(a.pid)
+    print(f"requests: {sum(counts.values())} in {time.time() - t0:.0f} s {json.dumps(counts)}")
+    print(f"unexpected: {len(errors)}" + "".join(f"\n  {e}" for e in errors[:10]))
+    print(f"rss: {rss0 / 1024:.1f} MiB -> {rss1 / 1024:.1f} MiB ({(rss1 - rss0) / 1024:+.1f} MiB)")
+    print(f"after: active {stats['active']}, queued {stats['queued']}, kv_blocks_used {stats['kv_blocks_used']}")
+
+
+if __name__ == "__main__":
+    main()
