@@ -32,6 +32,9 @@ typedef struct {
     int no_prefix_cache;       /* 1 turns the prefix cache off */
     int no_preempt;            /* 1: when KV runs out, wait instead of preempting the youngest */
     const char *chat_template; /* a .jinja file overriding the model's template (NULL: none) */
+    /* hybrid (DeltaNet) models: prefix reuse needs snapshots of the recurrent state */
+    size_t snapshot_memory; /* bytes for state snapshots (0: as much as the state slots) */
+    int snapshot_interval;  /* blocks between snapshots (0: 256 positions' worth) */
 } hr_engine_options;
 
 /* Loads dir (config.json, safetensors, and tokenizer/chat template when present) and

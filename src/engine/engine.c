@@ -333,6 +333,18 @@ static size_t default_kv_memory(const hr_engine *e, size_t per_token) {
     return want < quarter ? want : quarter;
 }
 
+/* State snapshots for prefix reuse on a hybrid model: snapshot_memory's worth (default: as
+ * many as there are state slots), at most one per block, none without the prefix cache. */
+static int n_snapshots(const hr_engine *e, int slots, int n_blocks) {
+    hr_kv_store shape = {0};
+    hr_model_kv_shape(e->model, &shape);
+    size_t each = (size_t)shape.n_state_layers * (size_t)(shape.conv_floats + shape.delta_floats) *
+                  sizeof(float);
+    if (each == 0 || e->opt.no_prefix_cache) return 0;
+    size_t n = e->opt.snapshot_memory ? e->opt.snapshot_memory / each : (size_t)slots;
+    return n < (size_t)n_blocks ? (int)n : n_blocks;
+}
+
 static hr_err *size_pool(hr_engine *e) {
     const hr_model_config *c = hr_model_cfg(e->model);
     int bs = e->opt.block_size;
@@ -353,7 +365,8 @@ static hr_err *size_pool(hr_engine *e) {
     /* hybrid models: one recurrent-state slot per sequence that can run at once (admission
      * also waits for a free slot); ignored for models without linear-attention layers */
     int slots = e->opt.max_seqs < (int)n_blocks ? e->opt.max_seqs : (int)n_blocks;
-    HR_TRY(hr_kv_pool_create_slots(&e->pool, e->model, (int)n_blocks, bs, slots));
+    HR_TRY(hr_kv_pool_create_slots(&e->pool, e->model, (int)n_blocks, bs, slots,
+                                   n_snapshots(e, slots, (int)n_blocks)));
     long cap = (long)n_blocks * bs;
     e->max_context = c->max_pos > 0 && c->max_pos < cap ? c->max_pos : (int)cap;
     return NULL;
@@ -386,10 +399,10 @@ static hr_err *engine_start(hr_engine *e) {
     if (o->max_seqs > 4096) return hr_errf("max_seqs must be <= 4096");
     const hr_model_config *c = hr_model_cfg(e->model);
     HR_TRY(size_pool(e));
-    /* No prefix reuse for models with linear-attention layers: a cached block holds only the
-     * attention layers' KV, and the recurrent state at the block's end is not snapshotted, so
-     * a sequence resuming from cached blocks would run with a zero (wrong) state. */
-    if (!o->no_prefix_cache && e->pool.store.n_state_layers == 0)
+    if (o->snapshot_interval <= 0)
+        o->snapshot_interval = o->block_size < 256 ? 256 / o->block_size : 1;
+    /* hybrid models reuse a prefix only up to a block with a state snapshot (kv_pool.h) */
+    if (!o->no_prefix_cache)
         hr_kv_pool_enable_cache(&e->pool, fingerprint(c, hr_model_weight_bytes(e->model)));
     size_t ms = (size_t)o->max_seqs;
     e->running = calloc(ms, sizeof *e->running);

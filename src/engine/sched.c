@@ -158,11 +158,31 @@ static void ensure_blocks(hr_engine *e) {
     }
 }
 
+/* Hybrid models with the prefix cache: does r's state get snapshotted after pos positions?
+ * Every snapshot_interval-th block boundary, and the prompt's last full block (the most a
+ * later request with the same prompt can reuse). */
+static int snapshot_point(const hr_engine *e, const hr_request *r, int pos) {
+    int bs = e->pool.store.block_size, last = (r->n_prompt - 1) / bs * bs;
+    return pos > 0 && pos % bs == 0 && (pos % (e->opt.snapshot_interval * bs) == 0 || pos == last);
+}
+
+/* The first snapshot point after pos: a prefill row ends there, so its state can be saved. */
+static int next_snapshot_point(const hr_engine *e, const hr_request *r, int pos) {
+    int bs = e->pool.store.block_size, every = e->opt.snapshot_interval * bs;
+    int next = (pos / every + 1) * every, last = (r->n_prompt - 1) / bs * bs;
+    return last > pos && last < next ? last : next;
+}
+
+static int snapshots_on(const hr_engine *e) {
+    return e->pool.cache_enabled && e->pool.store.n_snapshots > 0;
+}
+
 /* Admits waiting requests (FIFO) while a slot and enough blocks are free. A request takes
  * its cached prefix, then blocks for its whole prompt (and, without preemption, for all of
  * max_tokens); one block per running sequence is kept back for their decode growth. For a
- * hybrid model it also takes a recurrent-state slot (there is no cached prefix then: its
- * first row starts at position 0, which resets the slot). */
+ * hybrid model it also takes a recurrent-state slot and loads the state snapshot at the end
+ * of its cached prefix into it (without one, its first row starts at position 0, which
+ * resets the slot). */
 static void admit(hr_engine *e) {
     int bs = e->pool.store.block_size, stateful = e->pool.store.n_state_layers > 0;
     while (e->n_running < e->opt.max_seqs && e->wait_head &&
@@ -192,6 +212,8 @@ static void admit(hr_engine *e) {
         if (stateful) {
             err = hr_kv_state_acquire(&e->pool, &r->state_slot);
             if (err) hr_err_free(err); /* cannot happen: a free slot was checked */
+            if (r->n_computed > 0)
+                hr_kv_state_restore(&e->pool, &r->kv, r->n_computed / bs, r->state_slot);
         }
         if (!r->admitted) {
             r->admitted = 1;
@@ -206,7 +228,8 @@ static void admit(hr_engine *e) {
 
 /* Decode rows first, then prefill chunks, within max_batch_tokens. When the budget cannot
  * hold every decode row, the decode pass starts one sequence later each step, so every
- * sequence keeps moving. Returns the row count. */
+ * sequence keeps moving. A hybrid model's prefill chunk ends at the next snapshot point.
+ * Returns the row count. */
 static int plan_rows(hr_engine *e, int *n_tokens) {
     int budget = e->opt.max_batch_tokens, n = 0, N = e->n_running;
     int start = N > budget ? (int)(e->decode_turn++ % (unsigned)N) : 0;
@@ -216,6 +239,10 @@ static int plan_rows(hr_engine *e, int *n_tokens) {
             int rem = r->n_tokens - r->n_computed;
             if ((rem == 1) != (pass == 0)) continue;
             int len = rem < budget ? rem : budget;
+            if (pass == 1 && snapshots_on(e)) {
+                int cut = next_snapshot_point(e, r, r->n_computed) - r->n_computed;
+                if (len > cut) len = cut;
+            }
             budget -= len;
             e->rows[n] = (hr_row){.tokens = r->tokens + r->n_computed,
                                   .n_tokens = len,
@@ -315,6 +342,8 @@ void hr_sched_step(hr_engine *e, int *idle) {
         hr_request *r = e->row_req[k];
         r->n_computed += e->rows[k].n_tokens;
         hr_kv_seq_publish(&e->pool, &r->kv, r->tokens, r->n_computed);
+        if (snapshots_on(e) && snapshot_point(e, r, r->n_computed))
+            hr_kv_seq_snapshot(&e->pool, &r->kv, r->state_slot, r->n_computed);
         if (e->rows[k].logits != HR_LOGITS_LAST) continue;
         const char *error = NULL;
         hr_finish fin = sample_row(e, r, e->logits + (size_t)li++ * V, &error);
