@@ -372,6 +372,19 @@ static hr_err *size_pool(hr_engine *e) {
     return NULL;
 }
 
+/* The widest window when every attention layer is sliding (mistral-style), else 0: then a
+ * sequence's blocks before pos - window + 1 are never read again. Hybrid models keep full
+ * attention layers and gemma mixes full and sliding layers, so they get 0. */
+static int all_sliding_window(const hr_engine *e) {
+    int w = 0;
+    for (int s = 0; s < e->pool.store.n_layers; s++) {
+        int ws = hr_model_kv_window(e->model, s);
+        if (ws <= 0) return 0;
+        if (ws > w) w = ws;
+    }
+    return e->pool.store.n_state_layers > 0 ? 0 : w;
+}
+
 static uint64_t fingerprint(const hr_model_config *c, size_t weight_bytes) {
     uint64_t h = 1469598103934665603ull;
     const char *t = c->model_type;
@@ -399,6 +412,7 @@ static hr_err *engine_start(hr_engine *e) {
     if (o->max_seqs > 4096) return hr_errf("max_seqs must be <= 4096");
     const hr_model_config *c = hr_model_cfg(e->model);
     HR_TRY(size_pool(e));
+    e->kv_window = all_sliding_window(e);
     if (o->snapshot_interval <= 0)
         o->snapshot_interval = o->block_size < 256 ? 256 / o->block_size : 1;
     /* hybrid models reuse a prefix only up to a block with a state snapshot (kv_pool.h) */

@@ -231,10 +231,19 @@ hr_err *hr_kv_seq_reserve(hr_kv_pool *pool, hr_kv_seq *seq, int n_positions) {
 void hr_kv_seq_release(hr_kv_pool *pool, hr_kv_seq *seq) {
     /* Drop from the end so a chain's later blocks become the older LRU entries and are
      * evicted before the blocks they depend on. */
-    for (int i = seq->n_blocks - 1; i >= 0; i--)
+    for (int i = seq->n_blocks - 1; i >= seq->n_released; i--)
         drop_block(pool, seq->blocks[i]);
     free(seq->blocks);
     memset(seq, 0, sizeof *seq);
+}
+
+void hr_kv_seq_release_before(hr_kv_pool *pool, hr_kv_seq *seq, int pos) {
+    int end = pos / pool->store.block_size;
+    if (end > seq->n_blocks) end = seq->n_blocks;
+    for (; seq->n_released < end; seq->n_released++) {
+        drop_block(pool, seq->blocks[seq->n_released]);
+        seq->blocks[seq->n_released] = -1;
+    }
 }
 
 /* A free snapshot id, else the one of the oldest idle cached block that has one, else -1. */
@@ -299,7 +308,7 @@ void hr_kv_seq_publish(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, 
         uint64_t parent = seq->last_key, key = block_key(pool, parent, t);
         int b = seq->blocks[seq->n_keyed];
         seq->last_key = key;
-        if (pool->key[b] || find(pool, key, parent, t) >= 0) continue;
+        if (b < 0 || pool->key[b] || find(pool, key, parent, t) >= 0) continue;
         pool->key[b] = key;
         pool->parent[b] = parent;
         memcpy(pool->tokens + (size_t)b * bs, t, sizeof(int32_t) * (size_t)bs);

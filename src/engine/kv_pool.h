@@ -71,8 +71,9 @@ void hr_kv_pool_enable_cache(hr_kv_pool *pool, uint64_t fingerprint);
 
 /* A sequence's block table and how far its blocks are published in the prefix cache. */
 typedef struct {
-    int32_t *blocks; /* (cap) block ids */
+    int32_t *blocks; /* (cap) block ids; -1: released (out of a sliding window) */
     int n_blocks, cap;
+    int n_released;    /* leading blocks given back by hr_kv_seq_release_before */
     int n_keyed;       /* leading blocks whose keys are known */
     uint64_t last_key; /* key of block n_keyed - 1 (0 when n_keyed is 0) */
 } hr_kv_seq;
@@ -82,6 +83,10 @@ typedef struct {
 hr_err *hr_kv_seq_reserve(hr_kv_pool *pool, hr_kv_seq *seq, int n_positions);
 /* Returns every block of seq to the pool (dropping its references). */
 void hr_kv_seq_release(hr_kv_pool *pool, hr_kv_seq *seq);
+/* Gives back the blocks of seq that lie wholly before position pos (models whose layers all
+ * attend within a window never read them again). Their table entries become -1; indices of
+ * the others do not change. */
+void hr_kv_seq_release_before(hr_kv_pool *pool, hr_kv_seq *seq, int pos);
 
 /* For an empty seq: takes the longest chain of cached blocks matching tokens[0..n), at most
  * max_blocks, into seq's table. Returns the number of blocks taken (their KV is valid). For

@@ -3,7 +3,8 @@
  * the pool is short), admit waiting requests in FIFO order while blocks and max_seqs allow,
  * then run ONE forward over rows: first every decode row (one token each), then prefill
  * chunks in admission order, until max_batch_tokens is spent. Rows that reach the end of
- * their pending tokens get logits, go through processors and the sampler, and emit. */
+ * their pending tokens get logits, go through processors and the sampler, and emit. After
+ * the step, models whose layers are all sliding give back blocks that left the window. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -344,6 +345,8 @@ void hr_sched_step(hr_engine *e, int *idle) {
         hr_kv_seq_publish(&e->pool, &r->kv, r->tokens, r->n_computed);
         if (snapshots_on(e) && snapshot_point(e, r, r->n_computed))
             hr_kv_seq_snapshot(&e->pool, &r->kv, r->state_slot, r->n_computed);
+        if (e->kv_window) /* the next token reads from n_computed - window + 1 on */
+            hr_kv_seq_release_before(&e->pool, &r->kv, r->n_computed - e->kv_window + 1);
         if (e->rows[k].logits != HR_LOGITS_LAST) continue;
         const char *error = NULL;
         hr_finish fin = sample_row(e, r, e->logits + (size_t)li++ * V, &error);

@@ -2,7 +2,8 @@
  * prefill, the prefix cache, refusal, cancellation, stop strings across token boundaries,
  * logits processors against hand-computed values, and a stress run of 200 requests with
  * random cancellations against a small KV pool, and hybrid models (recurrent state slots,
- * prefix reuse through state snapshots, snapshot eviction). Uses brown-llama-8m and its tokenizer
+ * prefix reuse through state snapshots, snapshot eviction), and the release of blocks that
+ * left the window of an all-sliding (mistral-style) model. Uses brown-llama-8m and its tokenizer
  * (tiny-llama for the stress run, tiny-qwen3_next and tiny-qwen3_5 for the hybrid one). */
 #include <pthread.h>
 #include <unistd.h>
@@ -10,6 +11,7 @@
 #include "base/clock.h"
 #include "engine/engine.h"
 #include "harness.h"
+#include "model/mkmodel.h"
 
 static hr_backend *be;
 static hr_model *model, *tiny; /* brown-llama-8m, tiny-llama (stress) */
@@ -605,6 +607,146 @@ static void test_hybrid_engine(void) {
     check_hybrid_engine("models/tiny-qwen3_5");
 }
 
+/* Greedy tokens of m for prompt p by plain forwards over a pool that keeps every block. */
+static hr_err *greedy_reference(hr_model *m, const int32_t *p, int n, int max_tokens,
+                                int32_t *out) {
+    int V = hr_model_cfg(m)->vocab, total = n + max_tokens, cur = n;
+    int32_t *toks = malloc(sizeof(int32_t) * (size_t)total);
+    float *logits = malloc(sizeof(float) * (size_t)V);
+    hr_kv_pool pool;
+    hr_kv_seq seq = {0};
+    hr_err *err = !toks || !logits ? hr_err_oom() : hr_kv_pool_create(&pool, m, total / 4 + 1, 4);
+    if (!err) err = hr_kv_seq_reserve(&pool, &seq, total);
+    if (toks) memcpy(toks, p, sizeof(int32_t) * (size_t)n);
+    for (int pos = 0; !err && cur < total; pos = cur++) {
+        hr_row r = {toks + pos, cur - pos, pos, seq.blocks, HR_LOGITS_LAST, 0};
+        err = hr_model_forward(m, &pool.store, &r, 1, logits);
+        int best = 0;
+        for (int v = 1; v < V; v++)
+            if (logits[v] > logits[best]) best = v;
+        toks[cur] = out[cur - n] = best;
+    }
+    if (pool.be) {
+        hr_kv_seq_release(&pool, &seq);
+        hr_kv_pool_destroy(&pool);
+    }
+    free(toks);
+    free(logits);
+    return err;
+}
+
+typedef struct {
+    hr_engine *e;
+    int max_used, n;
+    int32_t toks[64];
+    atomic_int done;
+} used_probe;
+
+/* Runs on the engine thread after each token: the pool's referenced blocks right then. */
+static void note_used(void *ctx, const hr_event *ev) {
+    used_probe *u = ctx;
+    int used = hr_kv_pool_used(&u->e->pool);
+    if (ev->kind == HR_EVENT_DONE) {
+        atomic_store(&u->done, 1);
+        return;
+    }
+    if (used > u->max_used) u->max_used = used;
+    if (u->n < 64) u->toks[u->n++] = ev->token;
+}
+
+static void remove_model_dir(const char *dir) {
+    const char *files[] = {"config.json", "generation_config.json", "model.safetensors"};
+    char path[256];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+/* A mistral config with sliding_window 16 on all layers (random weights, block size 4): a
+ * 40-token prompt (wider than the window) and 60 generated tokens, in 7-token prefill chunks,
+ * twice (the second reuses cached blocks), give the tokens of plain forwards without block
+ * release, and while decoding the sequence holds at most window / block_size + 1 blocks. */
+static void test_sliding_release(void) {
+    char dir[] = "/tmp/hearth-sliding-XXXXXX";
+    HR_CHECK(mkdtemp(dir), "mkdtemp");
+    const char *cfg =
+        "{\"architectures\": [\"MistralForCausalLM\"], \"model_type\": \"mistral\", "
+        "\"vocab_size\": 256, \"hidden_size\": 64, \"intermediate_size\": 128, "
+        "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+        "\"head_dim\": 16, \"max_position_embeddings\": 4096, \"rms_norm_eps\": 1e-05, "
+        "\"tie_word_embeddings\": false, \"hidden_act\": \"silu\", \"bos_token_id\": 1, "
+        "\"eos_token_id\": 2, \"sliding_window\": 16, \"rope_theta\": 10000.0}";
+    hr_model *m = NULL;
+    HR_CHECK_OK(hr_mkmodel_write(dir, cfg, HR_F32, 7, (uint64_t)1 << 30));
+    HR_CHECK_OK(hr_model_load(dir, be, &m));
+    remove_model_dir(dir);
+    if (!m) return;
+    enum { N = 40, G = 60 };
+    int32_t p[N], want[G];
+    for (int i = 0; i < N; i++)
+        p[i] = 3 + (i * 37) % 250;
+    HR_CHECK_OK(greedy_reference(m, p, N, G, want));
+    hr_engine *e = NULL;
+    hr_engine_options o = {
+        .max_seqs = 4, .block_size = 4, .max_batch_tokens = 7, .kv_memory = 64 << 20};
+    HR_CHECK_OK(hr_engine_create_on(m, NULL, &o, &e));
+    for (int round = 0; e && round < 2; round++) {
+        static used_probe u;
+        memset(&u, 0, sizeof u);
+        u.e = e;
+        hr_request_params rp = {.tokens = p,
+                                .n_tokens = N,
+                                .max_tokens = G,
+                                .ignore_eos = 1,
+                                .cb = note_used,
+                                .cb_ctx = &u};
+        hr_request *r;
+        HR_CHECK_OK(hr_engine_submit(e, &rp, &r));
+        while (!atomic_load(&u.done))
+            usleep(1000);
+        hr_request_release(r);
+        HR_CHECK(e->kv_window == 16, "window %d, want 16", e->kv_window);
+        HR_CHECK(u.n == G && memcmp(u.toks, want, sizeof want) == 0,
+                 "round %d: tokens differ from the reference", round);
+        HR_CHECK(u.max_used <= 16 / 4 + 1, "round %d: %d blocks used", round, u.max_used);
+    }
+    hr_engine_stats st;
+    hr_engine_stats_get(e, &st);
+    HR_CHECK(st.cached_tokens > 0, "the second round reused no cached block");
+    hr_engine_destroy(e);
+    hr_model_free(m);
+}
+
+/* Which layers slide, per transformers: mistral slides everywhere with sliding_window; qwen2
+ * without layer_types only with use_sliding_window (default false), from max_window_layers
+ * (default 28) on. */
+static void test_sliding_layer_kinds(void) {
+    const char *base = "{\"model_type\": \"%s\", \"vocab_size\": 64, \"hidden_size\": 32, "
+                       "\"intermediate_size\": 64, \"num_hidden_layers\": 30, "
+                       "\"num_attention_heads\": 2, \"num_key_value_heads\": 1, "
+                       "\"sliding_window\": 16%s}";
+    struct {
+        const char *type, *extra;
+        int first_sliding; /* 30: none */
+    } cases[] = {{"mistral", "", 0},
+                 {"qwen2", "", 30},
+                 {"qwen2", ", \"use_sliding_window\": true", 28},
+                 {"qwen2", ", \"use_sliding_window\": true, \"max_window_layers\": 0", 0},
+                 {"qwen3", ", \"use_sliding_window\": true, \"max_window_layers\": 5", 5}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char json[600];
+        snprintf(json, sizeof json, base, cases[k].type, cases[k].extra);
+        hr_model_config c;
+        HR_CHECK_OK(hr_config_parse("test", json, &c));
+        for (int l = 0; l < c.n_layers; l++)
+            HR_CHECK(c.layer_kind[l] ==
+                         (l >= cases[k].first_sliding ? HR_LAYER_SLIDING : HR_LAYER_FULL),
+                     "case %zu: layer %d kind %d", k, l, c.layer_kind[l]);
+    }
+}
+
 typedef struct {
     hr_engine *e;
     int id, bad;
@@ -745,6 +887,8 @@ int main(void) {
     HR_RUN(test_threads);
     HR_RUN(test_public_api_chat);
     HR_RUN(test_hybrid_engine);
+    HR_RUN(test_sliding_layer_kinds);
+    HR_RUN(test_sliding_release);
     HR_RUN(test_stress);
     hr_tokenizer_free(tok);
     hr_model_free(model);
