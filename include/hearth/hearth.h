@@ -128,6 +128,7 @@ typedef struct {
     double busy_s; /* time spent in forward steps */
     double last_step_ms;
     double decode_tok_s; /* generated tokens / busy_s */
+    int state_snapshots; /* hybrid models: recurrent-state snapshots held by cached blocks */
 } hr_engine_stats;
 
 void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st);

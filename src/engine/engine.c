@@ -306,6 +306,7 @@ static void *engine_main(void *arg) {
         e->stats.queued = e->n_waiting;
         e->stats.kv_blocks_used = hr_kv_pool_used(&e->pool);
         e->stats.kv_blocks_cached = e->pool.n_lru;
+        e->stats.state_snapshots = hr_kv_pool_snapshots(&e->pool);
         int stopping = e->stopping;
         pthread_mutex_unlock(&e->mu);
         if (stopping) break;
@@ -415,6 +416,8 @@ static hr_err *engine_start(hr_engine *e) {
     e->kv_window = all_sliding_window(e);
     if (o->snapshot_interval <= 0)
         o->snapshot_interval = o->block_size < 256 ? 256 / o->block_size : 1;
+    int most = (1 << 30) / o->block_size; /* interval * block_size must fit an int */
+    if (o->snapshot_interval > most) o->snapshot_interval = most > 0 ? most : 1;
     /* hybrid models reuse a prefix only up to a block with a state snapshot (kv_pool.h) */
     if (!o->no_prefix_cache)
         hr_kv_pool_enable_cache(&e->pool, fingerprint(c, hr_model_weight_bytes(e->model)));

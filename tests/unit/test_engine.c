@@ -506,6 +506,8 @@ static void check_hybrid_prefix(hr_model *m, const char *name) {
     HR_CHECK(again.done.n_cached == 112, "%s: repeat reused %d, want 112", name,
              again.done.n_cached);
     HR_CHECK(st.cached_tokens == 96 + 112, "%s: stats %ld cached tokens", name, st.cached_tokens);
+    HR_CHECK(st.state_snapshots > 0 && st.state_snapshots <= 8, "%s: %d snapshots held", name,
+             st.state_snapshots);
     HR_CHECK(same_tokens(&ra, &ref_a) && same_tokens(&again, &ref_a),
              "%s: A with the cache differs from A without", name);
     HR_CHECK(same_tokens(&rb, &ref_b), "%s: B with the cache differs from B without", name);
