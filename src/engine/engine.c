@@ -414,6 +414,13 @@ static hr_err *engine_start(hr_engine *e) {
     const hr_model_config *c = hr_model_cfg(e->model);
     HR_TRY(size_pool(e));
     e->kv_window = all_sliding_window(e);
+    if (e->kv_window && !o->no_preempt) {
+        /* a sequence then holds at most its window plus one step's tokens (sched.c), so the
+         * context is the model's, as long as the pool covers that much */
+        long bs = o->block_size, peak = (e->kv_window + o->max_batch_tokens + bs - 1) / bs + 1;
+        if (peak <= e->pool.store.n_blocks && c->max_pos > e->max_context)
+            e->max_context = c->max_pos;
+    }
     if (o->snapshot_interval <= 0)
         o->snapshot_interval = o->block_size < 256 ? 256 / o->block_size : 1;
     int most = (1 << 30) / o->block_size; /* interval * block_size must fit an int */

@@ -146,15 +146,24 @@ static void preempt_youngest(hr_engine *e) {
     pthread_mutex_unlock(&e->mu);
 }
 
-/* Every running sequence gets blocks for all its pending tokens, oldest first. */
+/* Positions r's table must cover before the next step: all its pending tokens, or for a
+ * model whose layers all slide (blocks behind the window are released after each step),
+ * only what one step can compute, so a sequence holds about window + max_batch_tokens. */
+static int reserve_target(const hr_engine *e, const hr_request *r) {
+    if (!e->kv_window || e->opt.no_preempt) return r->n_tokens;
+    int step_end = r->n_computed + e->opt.max_batch_tokens;
+    return step_end < r->n_tokens ? step_end : r->n_tokens;
+}
+
+/* Every running sequence gets blocks for its pending tokens (reserve_target), oldest first. */
 static void ensure_blocks(hr_engine *e) {
     for (int i = 0; i < e->n_running; i++) {
         hr_request *r = e->running[i];
-        int need = blocks_for(e, r->n_tokens) - r->kv.n_blocks;
+        int need = blocks_for(e, reserve_target(e, r)) - r->kv.n_blocks;
         while (need > hr_kv_pool_available(&e->pool) && i < e->n_running)
             preempt_youngest(e);
         if (i >= e->n_running) break; /* r itself was the youngest */
-        hr_err *err = hr_kv_seq_reserve(&e->pool, &r->kv, r->n_tokens);
+        hr_err *err = hr_kv_seq_reserve(&e->pool, &r->kv, reserve_target(e, r));
         if (err) hr_err_free(err); /* cannot happen: availability was checked */
     }
 }
@@ -193,8 +202,10 @@ static void admit(hr_engine *e) {
             int got =
                 hr_kv_seq_reuse(&e->pool, &r->kv, r->tokens, r->n_tokens, (r->n_tokens - 1) / bs);
             r->n_computed = got * bs;
+            if (e->kv_window) /* cached blocks behind the window are not needed */
+                hr_kv_seq_release_before(&e->pool, &r->kv, r->n_computed - e->kv_window + 1);
         }
-        int target = e->opt.no_preempt ? r->n_prompt + r->max_tokens : r->n_tokens;
+        int target = e->opt.no_preempt ? r->n_prompt + r->max_tokens : reserve_target(e, r);
         int need = blocks_for(e, target) - r->kv.n_blocks;
         if (need > hr_kv_pool_available(&e->pool) - e->n_running) {
             hr_kv_seq_release(&e->pool, &r->kv);
