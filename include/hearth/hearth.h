@@ -32,6 +32,9 @@ typedef struct {
     int no_prefix_cache;       /* 1 turns the prefix cache off */
     int no_preempt;            /* 1: when KV runs out, wait instead of preempting the youngest */
     const char *chat_template; /* a .jinja file overriding the model's template (NULL: none) */
+    /* hybrid (DeltaNet) models: prefix reuse needs snapshots of the recurrent state */
+    size_t snapshot_memory; /* bytes for state snapshots (0: as much as the state slots) */
+    int snapshot_interval;  /* blocks between snapshots (0: 256 positions' worth) */
 } hr_engine_options;
 
 /* Loads dir (config.json, safetensors, and tokenizer/chat template when present) and
@@ -125,6 +128,7 @@ typedef struct {
     double busy_s; /* time spent in forward steps */
     double last_step_ms;
     double decode_tok_s; /* generated tokens / busy_s */
+    int state_snapshots; /* hybrid models: recurrent-state snapshots held by cached blocks */
 } hr_engine_stats;
 
 void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st);

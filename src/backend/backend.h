@@ -32,6 +32,10 @@ typedef struct {
     long conv_floats, delta_floats;
     void *conv, *delta; /* [state_layer][slot][...], device memory */
     int32_t *state_pos; /* host [n_state_slots]: next position each slot's state expects, or NULL */
+    /* Snapshots of a slot's whole state (every state layer's conv window and delta matrix),
+     * kept for the prefix cache (docs/hybrid.md): [state_layer][snapshot][...] like the slots. */
+    int n_snapshots;
+    void *snap_conv, *snap_delta; /* device memory */
 } hr_kv_store;
 
 /* One step's token layout. Token i belongs to row[i] and sits at position pos[i]; row r
@@ -151,6 +155,9 @@ typedef struct {
      * softplus(a + dt_bias); beta = sigmoid(b)), continuing from and updating each row's
      * state (zero at position 0). */
     void (*gated_delta)(hr_backend *be, float *out, hr_kv_store *kv, const hr_delta_params *p);
+    /* Copies slot's recurrent state (all state layers) into snapshot snap, or back when
+     * restore is set. */
+    void (*state_copy)(hr_backend *be, hr_kv_store *kv, int slot, int snap, int restore);
 } hr_backend_vt;
 
 struct hr_backend {

@@ -14,7 +14,7 @@
 
 typedef struct {
     const char *model, *host, *api_key, *chat_template, *alias;
-    long port, threads, kv_mb, max_seqs, max_batch, max_body_mb;
+    long port, threads, kv_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
     int mmap;
 } serve_opts;
 
@@ -43,8 +43,12 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
     HR_TRY(hr_backend_cpu_create(&(hr_cpu_options){(int)o->threads, o->mmap}, &st->be));
     HR_TRY(hr_model_load(o->model, st->be, &st->model));
     HR_TRY(hr_tokenizer_load(o->model, &st->tok));
-    hr_engine_options eo = {.n_threads = (int)o->threads, .kv_memory = (size_t)o->kv_mb << 20,
-                            .max_seqs = (int)o->max_seqs, .max_batch_tokens = (int)o->max_batch};
+    hr_engine_options eo = {.n_threads = (int)o->threads,
+                            .kv_memory = (size_t)o->kv_mb << 20,
+                            .max_seqs = (int)o->max_seqs,
+                            .max_batch_tokens = (int)o->max_batch,
+                            .snapshot_memory = (size_t)o->snap_mb << 20,
+                            .snapshot_interval = (int)o->snap_every};
     HR_TRY(hr_engine_create_on(st->model, st->tok, &eo, &st->engine));
     const hr_model_config *c = hr_model_cfg(st->model);
     char name[256];
@@ -88,18 +92,26 @@ static hr_err *serve(const serve_opts *o) {
 int hr_cmd_serve(int argc, char **argv) {
     serve_opts o = {.host = "127.0.0.1", .port = 8080, .max_body_mb = 8};
     hr_opt opts[] = {
-        {"model", HR_OPT_STR, &o.model, "model directory (config.json, safetensors, tokenizer.json)"},
+        {"model", HR_OPT_STR, &o.model,
+         "model directory (config.json, safetensors, tokenizer.json)"},
         {"host", HR_OPT_STR, &o.host, "address to bind (default 127.0.0.1)"},
         {"port", HR_OPT_INT, &o.port, "port (default 8080; 0 = any free port)"},
         {"api-key", HR_OPT_STR, &o.api_key, "require Authorization: Bearer KEY (or x-api-key)"},
         {"alias", HR_OPT_STR, &o.alias, "model id shown to clients (default: the directory name)"},
-        {"chat-template", HR_OPT_STR, &o.chat_template, "a Jinja chat template file to use instead of the model's"},
+        {"chat-template", HR_OPT_STR, &o.chat_template,
+         "a Jinja chat template file to use instead of the model's"},
         {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
         {"kv-memory", HR_OPT_INT, &o.kv_mb, "MiB of KV cache (default: derived from free memory)"},
         {"max-seqs", HR_OPT_INT, &o.max_seqs, "sequences decoding at once (default 64)"},
         {"max-batch-tokens", HR_OPT_INT, &o.max_batch, "tokens per forward step (default 2048)"},
         {"max-body-mb", HR_OPT_INT, &o.max_body_mb, "largest request body in MiB (default 8)"},
-        {"mmap", HR_OPT_FLAG, &o.mmap, "compute from the mmapped weights (faster load, slower decode)"},
+        {"snapshot-memory", HR_OPT_INT, &o.snap_mb,
+         "hybrid models: MiB of recurrent-state snapshots for prefix reuse (default: as much as "
+         "the state slots)"},
+        {"snapshot-interval", HR_OPT_INT, &o.snap_every,
+         "hybrid models: KV blocks between state snapshots (default: 256 positions' worth)"},
+        {"mmap", HR_OPT_FLAG, &o.mmap,
+         "compute from the mmapped weights (faster load, slower decode)"},
     };
     int help;
     hr_err *err = hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
@@ -108,7 +120,8 @@ int hr_cmd_serve(int argc, char **argv) {
     if (help) return 0;
     if (!o.model) return hr_cmd_fail("serve", hr_errf("--model is required")), 2;
     if (o.port < 0 || o.port > 65535) return hr_cmd_fail("serve", hr_errf("--port must be 0..65535")), 2;
-    if (o.kv_mb < 0 || o.max_seqs < 0 || o.max_batch < 0 || o.max_body_mb <= 0)
+    if (o.kv_mb < 0 || o.max_seqs < 0 || o.max_batch < 0 || o.max_body_mb <= 0 || o.snap_mb < 0 ||
+        o.snap_every < 0)
         return hr_cmd_fail("serve", hr_errf("sizes must be positive")), 2;
     err = serve(&o);
     return err ? hr_cmd_fail("serve", err) : 0;

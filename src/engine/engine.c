@@ -306,6 +306,7 @@ static void *engine_main(void *arg) {
         e->stats.queued = e->n_waiting;
         e->stats.kv_blocks_used = hr_kv_pool_used(&e->pool);
         e->stats.kv_blocks_cached = e->pool.n_lru;
+        e->stats.state_snapshots = hr_kv_pool_snapshots(&e->pool);
         int stopping = e->stopping;
         pthread_mutex_unlock(&e->mu);
         if (stopping) break;
@@ -333,6 +334,18 @@ static size_t default_kv_memory(const hr_engine *e, size_t per_token) {
     return want < quarter ? want : quarter;
 }
 
+/* State snapshots for prefix reuse on a hybrid model: snapshot_memory's worth (default: as
+ * many as there are state slots), at most one per block, none without the prefix cache. */
+static int n_snapshots(const hr_engine *e, int slots, int n_blocks) {
+    hr_kv_store shape = {0};
+    hr_model_kv_shape(e->model, &shape);
+    size_t each = (size_t)shape.n_state_layers * (size_t)(shape.conv_floats + shape.delta_floats) *
+                  sizeof(float);
+    if (each == 0 || e->opt.no_prefix_cache) return 0;
+    size_t n = e->opt.snapshot_memory ? e->opt.snapshot_memory / each : (size_t)slots;
+    return n < (size_t)n_blocks ? (int)n : n_blocks;
+}
+
 static hr_err *size_pool(hr_engine *e) {
     const hr_model_config *c = hr_model_cfg(e->model);
     int bs = e->opt.block_size;
@@ -353,10 +366,24 @@ static hr_err *size_pool(hr_engine *e) {
     /* hybrid models: one recurrent-state slot per sequence that can run at once (admission
      * also waits for a free slot); ignored for models without linear-attention layers */
     int slots = e->opt.max_seqs < (int)n_blocks ? e->opt.max_seqs : (int)n_blocks;
-    HR_TRY(hr_kv_pool_create_slots(&e->pool, e->model, (int)n_blocks, bs, slots));
+    HR_TRY(hr_kv_pool_create_slots(&e->pool, e->model, (int)n_blocks, bs, slots,
+                                   n_snapshots(e, slots, (int)n_blocks)));
     long cap = (long)n_blocks * bs;
     e->max_context = c->max_pos > 0 && c->max_pos < cap ? c->max_pos : (int)cap;
     return NULL;
+}
+
+/* The widest window when every attention layer is sliding (mistral-style), else 0: then a
+ * sequence's blocks before pos - window + 1 are never read again. Hybrid models keep full
+ * attention layers and gemma mixes full and sliding layers, so they get 0. */
+static int all_sliding_window(const hr_engine *e) {
+    int w = 0;
+    for (int s = 0; s < e->pool.store.n_layers; s++) {
+        int ws = hr_model_kv_window(e->model, s);
+        if (ws <= 0) return 0;
+        if (ws > w) w = ws;
+    }
+    return e->pool.store.n_state_layers > 0 ? 0 : w;
 }
 
 static uint64_t fingerprint(const hr_model_config *c, size_t weight_bytes) {
@@ -386,10 +413,20 @@ static hr_err *engine_start(hr_engine *e) {
     if (o->max_seqs > 4096) return hr_errf("max_seqs must be <= 4096");
     const hr_model_config *c = hr_model_cfg(e->model);
     HR_TRY(size_pool(e));
-    /* No prefix reuse for models with linear-attention layers: a cached block holds only the
-     * attention layers' KV, and the recurrent state at the block's end is not snapshotted, so
-     * a sequence resuming from cached blocks would run with a zero (wrong) state. */
-    if (!o->no_prefix_cache && e->pool.store.n_state_layers == 0)
+    e->kv_window = all_sliding_window(e);
+    if (e->kv_window && !o->no_preempt) {
+        /* a sequence then holds at most its window plus one step's tokens (sched.c), so the
+         * context is the model's, as long as the pool covers that much */
+        long bs = o->block_size, peak = (e->kv_window + o->max_batch_tokens + bs - 1) / bs + 1;
+        if (peak <= e->pool.store.n_blocks && c->max_pos > e->max_context)
+            e->max_context = c->max_pos;
+    }
+    if (o->snapshot_interval <= 0)
+        o->snapshot_interval = o->block_size < 256 ? 256 / o->block_size : 1;
+    int most = (1 << 30) / o->block_size; /* interval * block_size must fit an int */
+    if (o->snapshot_interval > most) o->snapshot_interval = most > 0 ? most : 1;
+    /* hybrid models reuse a prefix only up to a block with a state snapshot (kv_pool.h) */
+    if (!o->no_prefix_cache)
         hr_kv_pool_enable_cache(&e->pool, fingerprint(c, hr_model_weight_bytes(e->model)));
     size_t ms = (size_t)o->max_seqs;
     e->running = calloc(ms, sizeof *e->running);

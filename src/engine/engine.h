@@ -54,6 +54,7 @@ struct hr_engine {
     hr_engine_options opt;
     hr_kv_pool pool;
     int max_context; /* longest prompt + max_tokens ever admissible */
+    int kv_window;   /* every KV layer is sliding: the widest window, blocks before it are freed */
     pthread_t thread;
     int thread_started;
     pthread_mutex_t mu;

@@ -13,11 +13,11 @@ size_t hr_kv_bytes_per_token(const hr_model_config *c) {
 
 hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size) {
     int slots = n_blocks < HR_KV_STATE_SLOTS ? n_blocks : HR_KV_STATE_SLOTS;
-    return hr_kv_pool_create_slots(pool, m, n_blocks, block_size, slots);
+    return hr_kv_pool_create_slots(pool, m, n_blocks, block_size, slots, 0);
 }
 
 hr_err *hr_kv_pool_create_slots(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size,
-                                int n_state_slots) {
+                                int n_state_slots, int n_snapshots) {
     memset(pool, 0, sizeof *pool);
     if (n_blocks <= 0 || block_size <= 0) return hr_errf("KV pool: need at least one block");
     pool->be = hr_model_backend(m);
@@ -27,8 +27,9 @@ hr_err *hr_kv_pool_create_slots(hr_kv_pool *pool, const hr_model *m, int n_block
     if (pool->store.n_state_layers > 0) {
         if (n_state_slots <= 0) return hr_errf("KV pool: a hybrid model needs at least one state slot");
         pool->store.n_state_slots = n_state_slots;
+        pool->store.n_snapshots = n_snapshots < 0 ? 0 : n_snapshots;
     }
-    int ns = pool->store.n_state_slots;
+    int ns = pool->store.n_state_slots, nsnap = pool->store.n_snapshots;
     size_t nb = (size_t)n_blocks;
     pool->n_buckets = 2 * n_blocks;
     pool->free_list = malloc(sizeof(int) * nb);
@@ -42,14 +43,21 @@ hr_err *hr_kv_pool_create_slots(hr_kv_pool *pool, const hr_model *m, int n_block
     pool->lru_next = malloc(sizeof(int) * nb);
     pool->store.state_pos = calloc((size_t)ns + 1, sizeof(int32_t));
     pool->free_slots = malloc(sizeof(int) * ((size_t)ns + 1));
-    if (!pool->free_list || !pool->refcount || !pool->key || !pool->parent || !pool->tokens ||
-        !pool->bucket_next || !pool->buckets || !pool->lru_prev || !pool->lru_next ||
-        !pool->store.state_pos || !pool->free_slots) {
+    pool->snap = malloc(sizeof(int) * nb);
+    pool->free_snaps = malloc(sizeof(int) * ((size_t)nsnap + 1));
+    if (!pool->snap || !pool->free_snaps || !pool->free_list || !pool->refcount || !pool->key ||
+        !pool->parent || !pool->tokens || !pool->bucket_next || !pool->buckets || !pool->lru_prev ||
+        !pool->lru_next || !pool->store.state_pos || !pool->free_slots) {
         hr_kv_pool_destroy(pool);
         return hr_err_oom();
     }
-    for (int i = 0; i < n_blocks; i++)
+    for (int i = 0; i < n_blocks; i++) {
         pool->free_list[i] = n_blocks - 1 - i;
+        pool->snap[i] = -1;
+    }
+    for (int i = 0; i < nsnap; i++)
+        pool->free_snaps[i] = nsnap - 1 - i;
+    pool->n_free_snaps = nsnap;
     for (int i = 0; i < pool->n_buckets; i++)
         pool->buckets[i] = -1;
     pool->n_free = n_blocks;
@@ -66,6 +74,8 @@ void hr_kv_pool_destroy(hr_kv_pool *pool) {
     if (pool->be && pool->store.k) pool->be->vt->kv_destroy(pool->be, &pool->store);
     free(pool->store.state_pos);
     free(pool->free_slots);
+    free(pool->snap);
+    free(pool->free_snaps);
     free(pool->free_list);
     free(pool->refcount);
     free(pool->key);
@@ -80,6 +90,10 @@ void hr_kv_pool_destroy(hr_kv_pool *pool) {
 
 int hr_kv_pool_used(const hr_kv_pool *pool) {
     return pool->store.n_blocks - pool->n_free - pool->n_lru;
+}
+
+int hr_kv_pool_snapshots(const hr_kv_pool *pool) {
+    return pool->store.n_snapshots - pool->n_free_snaps;
 }
 
 int hr_kv_pool_available(const hr_kv_pool *pool) {
@@ -125,6 +139,8 @@ static void unpublish(hr_kv_pool *pool, int b) {
         p = &pool->bucket_next[*p];
     *p = pool->bucket_next[b];
     pool->key[b] = 0;
+    if (pool->snap[b] >= 0) pool->free_snaps[pool->n_free_snaps++] = pool->snap[b];
+    pool->snap[b] = -1;
 }
 
 static void lru_remove(hr_kv_pool *pool, int b) {
@@ -215,10 +231,48 @@ hr_err *hr_kv_seq_reserve(hr_kv_pool *pool, hr_kv_seq *seq, int n_positions) {
 void hr_kv_seq_release(hr_kv_pool *pool, hr_kv_seq *seq) {
     /* Drop from the end so a chain's later blocks become the older LRU entries and are
      * evicted before the blocks they depend on. */
-    for (int i = seq->n_blocks - 1; i >= 0; i--)
+    for (int i = seq->n_blocks - 1; i >= seq->n_released; i--)
         drop_block(pool, seq->blocks[i]);
     free(seq->blocks);
     memset(seq, 0, sizeof *seq);
+}
+
+void hr_kv_seq_release_before(hr_kv_pool *pool, hr_kv_seq *seq, int pos) {
+    int end = pos / pool->store.block_size;
+    if (end > seq->n_blocks) end = seq->n_blocks;
+    for (; seq->n_released < end; seq->n_released++) {
+        drop_block(pool, seq->blocks[seq->n_released]);
+        seq->blocks[seq->n_released] = -1;
+    }
+}
+
+/* A free snapshot id, else the one of the oldest idle cached block that has one, else -1. */
+static int take_snapshot(hr_kv_pool *pool) {
+    if (pool->n_free_snaps > 0) return pool->free_snaps[--pool->n_free_snaps];
+    for (int b = pool->lru_head; b >= 0; b = pool->lru_next[b])
+        if (pool->snap[b] >= 0) {
+            int id = pool->snap[b];
+            pool->snap[b] = -1;
+            return id;
+        }
+    return -1;
+}
+
+void hr_kv_seq_snapshot(hr_kv_pool *pool, const hr_kv_seq *seq, int slot, int n_computed) {
+    int bs = pool->store.block_size, i = n_computed / bs - 1;
+    if (pool->store.n_snapshots == 0 || n_computed % bs != 0 || i < 0 || i >= seq->n_keyed) return;
+    int b = seq->blocks[i];
+    if (!pool->key[b] || pool->snap[b] >= 0) return; /* private duplicate, or done */
+    int id = take_snapshot(pool);
+    if (id < 0) return;
+    pool->be->vt->state_copy(pool->be, &pool->store, slot, id, 0);
+    pool->snap[b] = id;
+}
+
+void hr_kv_state_restore(hr_kv_pool *pool, const hr_kv_seq *seq, int n_blocks, int slot) {
+    pool->be->vt->state_copy(pool->be, &pool->store, slot, pool->snap[seq->blocks[n_blocks - 1]],
+                             1);
+    pool->store.state_pos[slot] = n_blocks * pool->store.block_size;
 }
 
 int hr_kv_seq_reuse(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, int n,
@@ -236,8 +290,12 @@ int hr_kv_seq_reuse(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, int
         seq->blocks[seq->n_blocks++] = b;
         parent = key;
     }
+    /* a hybrid model resumes only where the recurrent state was snapshotted */
+    while (pool->store.n_state_layers > 0 && seq->n_blocks > 0 &&
+           pool->snap[seq->blocks[seq->n_blocks - 1]] < 0)
+        drop_block(pool, seq->blocks[--seq->n_blocks]);
     seq->n_keyed = seq->n_blocks;
-    seq->last_key = parent;
+    seq->last_key = seq->n_blocks > 0 ? pool->key[seq->blocks[seq->n_blocks - 1]] : 0;
     return seq->n_blocks;
 }
 
@@ -250,7 +308,7 @@ void hr_kv_seq_publish(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, 
         uint64_t parent = seq->last_key, key = block_key(pool, parent, t);
         int b = seq->blocks[seq->n_keyed];
         seq->last_key = key;
-        if (pool->key[b] || find(pool, key, parent, t) >= 0) continue;
+        if (b < 0 || pool->key[b] || find(pool, key, parent, t) >= 0) continue;
         pool->key[b] = key;
         pool->parent[b] = parent;
         memcpy(pool->tokens + (size_t)b * bs, t, sizeof(int32_t) * (size_t)bs);

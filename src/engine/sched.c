@@ -3,7 +3,8 @@
  * the pool is short), admit waiting requests in FIFO order while blocks and max_seqs allow,
  * then run ONE forward over rows: first every decode row (one token each), then prefill
  * chunks in admission order, until max_batch_tokens is spent. Rows that reach the end of
- * their pending tokens get logits, go through processors and the sampler, and emit. */
+ * their pending tokens get logits, go through processors and the sampler, and emit. After
+ * the step, models whose layers are all sliding give back blocks that left the window. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,24 +146,53 @@ static void preempt_youngest(hr_engine *e) {
     pthread_mutex_unlock(&e->mu);
 }
 
-/* Every running sequence gets blocks for all its pending tokens, oldest first. */
+/* Positions r's table must cover before the next step: all its pending tokens, or for a
+ * model whose layers all slide (blocks behind the window are released after each step),
+ * only what one step can compute, so a sequence holds about window + max_batch_tokens. */
+static int reserve_target(const hr_engine *e, const hr_request *r) {
+    if (!e->kv_window || e->opt.no_preempt) return r->n_tokens;
+    int step_end = r->n_computed + e->opt.max_batch_tokens;
+    return step_end < r->n_tokens ? step_end : r->n_tokens;
+}
+
+/* Every running sequence gets blocks for its pending tokens (reserve_target), oldest first. */
 static void ensure_blocks(hr_engine *e) {
     for (int i = 0; i < e->n_running; i++) {
         hr_request *r = e->running[i];
-        int need = blocks_for(e, r->n_tokens) - r->kv.n_blocks;
+        int need = blocks_for(e, reserve_target(e, r)) - r->kv.n_blocks;
         while (need > hr_kv_pool_available(&e->pool) && i < e->n_running)
             preempt_youngest(e);
         if (i >= e->n_running) break; /* r itself was the youngest */
-        hr_err *err = hr_kv_seq_reserve(&e->pool, &r->kv, r->n_tokens);
+        hr_err *err = hr_kv_seq_reserve(&e->pool, &r->kv, reserve_target(e, r));
         if (err) hr_err_free(err); /* cannot happen: availability was checked */
     }
+}
+
+/* Hybrid models with the prefix cache: does r's state get snapshotted after pos positions?
+ * Every snapshot_interval-th block boundary, and the prompt's last full block (the most a
+ * later request with the same prompt can reuse). */
+static int snapshot_point(const hr_engine *e, const hr_request *r, int pos) {
+    int bs = e->pool.store.block_size, last = (r->n_prompt - 1) / bs * bs;
+    return pos > 0 && pos % bs == 0 && (pos % (e->opt.snapshot_interval * bs) == 0 || pos == last);
+}
+
+/* The first snapshot point after pos: a prefill row ends there, so its state can be saved. */
+static int next_snapshot_point(const hr_engine *e, const hr_request *r, int pos) {
+    int bs = e->pool.store.block_size, every = e->opt.snapshot_interval * bs;
+    int next = (pos / every + 1) * every, last = (r->n_prompt - 1) / bs * bs;
+    return last > pos && last < next ? last : next;
+}
+
+static int snapshots_on(const hr_engine *e) {
+    return e->pool.cache_enabled && e->pool.store.n_snapshots > 0;
 }
 
 /* Admits waiting requests (FIFO) while a slot and enough blocks are free. A request takes
  * its cached prefix, then blocks for its whole prompt (and, without preemption, for all of
  * max_tokens); one block per running sequence is kept back for their decode growth. For a
- * hybrid model it also takes a recurrent-state slot (there is no cached prefix then: its
- * first row starts at position 0, which resets the slot). */
+ * hybrid model it also takes a recurrent-state slot and loads the state snapshot at the end
+ * of its cached prefix into it (without one, its first row starts at position 0, which
+ * resets the slot). */
 static void admit(hr_engine *e) {
     int bs = e->pool.store.block_size, stateful = e->pool.store.n_state_layers > 0;
     while (e->n_running < e->opt.max_seqs && e->wait_head &&
@@ -172,8 +202,10 @@ static void admit(hr_engine *e) {
             int got =
                 hr_kv_seq_reuse(&e->pool, &r->kv, r->tokens, r->n_tokens, (r->n_tokens - 1) / bs);
             r->n_computed = got * bs;
+            if (e->kv_window) /* cached blocks behind the window are not needed */
+                hr_kv_seq_release_before(&e->pool, &r->kv, r->n_computed - e->kv_window + 1);
         }
-        int target = e->opt.no_preempt ? r->n_prompt + r->max_tokens : r->n_tokens;
+        int target = e->opt.no_preempt ? r->n_prompt + r->max_tokens : reserve_target(e, r);
         int need = blocks_for(e, target) - r->kv.n_blocks;
         if (need > hr_kv_pool_available(&e->pool) - e->n_running) {
             hr_kv_seq_release(&e->pool, &r->kv);
@@ -192,6 +224,8 @@ static void admit(hr_engine *e) {
         if (stateful) {
             err = hr_kv_state_acquire(&e->pool, &r->state_slot);
             if (err) hr_err_free(err); /* cannot happen: a free slot was checked */
+            if (r->n_computed > 0)
+                hr_kv_state_restore(&e->pool, &r->kv, r->n_computed / bs, r->state_slot);
         }
         if (!r->admitted) {
             r->admitted = 1;
@@ -206,7 +240,8 @@ static void admit(hr_engine *e) {
 
 /* Decode rows first, then prefill chunks, within max_batch_tokens. When the budget cannot
  * hold every decode row, the decode pass starts one sequence later each step, so every
- * sequence keeps moving. Returns the row count. */
+ * sequence keeps moving. A hybrid model's prefill chunk ends at the next snapshot point.
+ * Returns the row count. */
 static int plan_rows(hr_engine *e, int *n_tokens) {
     int budget = e->opt.max_batch_tokens, n = 0, N = e->n_running;
     int start = N > budget ? (int)(e->decode_turn++ % (unsigned)N) : 0;
@@ -216,6 +251,10 @@ static int plan_rows(hr_engine *e, int *n_tokens) {
             int rem = r->n_tokens - r->n_computed;
             if ((rem == 1) != (pass == 0)) continue;
             int len = rem < budget ? rem : budget;
+            if (pass == 1 && snapshots_on(e)) {
+                int cut = next_snapshot_point(e, r, r->n_computed) - r->n_computed;
+                if (len > cut) len = cut;
+            }
             budget -= len;
             e->rows[n] = (hr_row){.tokens = r->tokens + r->n_computed,
                                   .n_tokens = len,
@@ -315,6 +354,10 @@ void hr_sched_step(hr_engine *e, int *idle) {
         hr_request *r = e->row_req[k];
         r->n_computed += e->rows[k].n_tokens;
         hr_kv_seq_publish(&e->pool, &r->kv, r->tokens, r->n_computed);
+        if (snapshots_on(e) && snapshot_point(e, r, r->n_computed))
+            hr_kv_seq_snapshot(&e->pool, &r->kv, r->state_slot, r->n_computed);
+        if (e->kv_window) /* the next token reads from n_computed - window + 1 on */
+            hr_kv_seq_release_before(&e->pool, &r->kv, r->n_computed - e->kv_window + 1);
         if (e->rows[k].logits != HR_LOGITS_LAST) continue;
         const char *error = NULL;
         hr_finish fin = sample_row(e, r, e->logits + (size_t)li++ * V, &error);

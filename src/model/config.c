@@ -101,15 +101,24 @@ static hr_err *parse_ids(const json_t *j, const char *key, int *ids, int *n, int
     return NULL;
 }
 
+/* Without layer_types, transformers' qwen2/qwen3/qwen3_moe configs make layer i sliding
+ * when use_sliding_window (default false) and i >= max_window_layers (default 28); mistral
+ * (no such keys) slides on every layer when sliding_window is set. */
+static int qwen_window_rule(hr_arch a) {
+    return a == HR_ARCH_QWEN2 || a == HR_ARCH_QWEN3 || a == HR_ARCH_QWEN3_MOE;
+}
+
 static hr_err *parse_layer_types(const json_t *j, hr_model_config *c) {
     const json_t *lt = json_object_get(j, "layer_types");
     for (int i = 0; i < c->n_layers; i++) c->layer_kind[i] = HR_LAYER_FULL;
-    int use_sw = 1;
-    HR_TRY(hr_json_bool(j, "use_sliding_window", 1, "config.json", &use_sw));
+    int use_sw = 1, first_sliding = 0, qwen = qwen_window_rule(c->arch);
+    HR_TRY(hr_json_bool(j, "use_sliding_window", !qwen, "config.json", &use_sw));
+    if (qwen) HR_TRY(get_int(j, "max_window_layers", 28, &first_sliding));
     if (!use_sw) c->sliding_window = 0;
     if (!lt || json_is_null(lt)) {
         if (c->sliding_window > 0)
-            for (int i = 0; i < c->n_layers; i++) c->layer_kind[i] = HR_LAYER_SLIDING;
+            for (int i = first_sliding; i < c->n_layers; i++)
+                c->layer_kind[i] = HR_LAYER_SLIDING;
         return NULL;
     }
     if (!json_is_array(lt) || (int)json_array_size(lt) != c->n_layers)

@@ -222,6 +222,7 @@ static void stats(void *ctx, json_t *out) {
     json_object_set_new(out, "kv_blocks_total", json_integer(st.kv_blocks_total));
     json_object_set_new(out, "kv_blocks_used", json_integer(st.kv_blocks_used));
     json_object_set_new(out, "kv_blocks_cached", json_integer(st.kv_blocks_cached));
+    json_object_set_new(out, "state_snapshots", json_integer(st.state_snapshots));
     json_object_set_new(out, "requests_done", json_integer(st.requests_done));
     json_object_set_new(out, "prompt_tokens", json_integer(st.prompt_tokens));
     json_object_set_new(out, "cached_tokens", json_integer(st.cached_tokens));

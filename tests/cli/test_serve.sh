@@ -5,7 +5,7 @@
 # after it all, no sequence or KV block left in use.
 . "$(dirname "$0")/lib.sh"
 B=$S/fixtures/models/brown-llama-8m
-"$H" serve --model "$B" --port 0 --threads 2 --kv-memory 64 2>"$T/serve.log" &
+"$H" serve --model "$B" --port 0 --threads 2 --kv-memory 64 --snapshot-memory 16 --snapshot-interval 2 2>"$T/serve.log" &
 PID=$!
 for _ in $(seq 100); do grep -q "ready on" "$T/serve.log" && break; sleep 0.1; done
 PORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$T/serve.log")

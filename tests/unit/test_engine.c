@@ -2,14 +2,16 @@
  * prefill, the prefix cache, refusal, cancellation, stop strings across token boundaries,
  * logits processors against hand-computed values, and a stress run of 200 requests with
  * random cancellations against a small KV pool, and hybrid models (recurrent state slots,
- * no prefix reuse). Uses brown-llama-8m and its tokenizer (tiny-llama for the stress run,
- * tiny-qwen3_next and tiny-qwen3_5 for the hybrid one). */
+ * prefix reuse through state snapshots, snapshot eviction), and the release of blocks that
+ * left the window of an all-sliding (mistral-style) model. Uses brown-llama-8m and its tokenizer
+ * (tiny-llama for the stress run, tiny-qwen3_next and tiny-qwen3_5 for the hybrid one). */
 #include <pthread.h>
 #include <unistd.h>
 
 #include "base/clock.h"
 #include "engine/engine.h"
 #include "harness.h"
+#include "model/mkmodel.h"
 
 static hr_backend *be;
 static hr_model *model, *tiny; /* brown-llama-8m, tiny-llama (stress) */
@@ -466,14 +468,94 @@ static void test_stress(void) {
            completed, cancelled, refused, st.preempted, st.cached_tokens, st.steps);
 }
 
+/* Hybrid prefix reuse: A and B share 100 of 120 tokens; with snapshots every 2 blocks (32
+ * positions) and at each prompt's last full block (112), B resumes at 96 and A run again at
+ * 112, and every output equals the output with the cache off. */
+static void check_hybrid_prefix(hr_model *m, const char *name) {
+    int32_t a[120], b[120];
+    prompt_of(a, 120, 99);
+    for (int i = 0; i < 120; i++)
+        a[i] %= hr_model_cfg(m)->vocab;
+    memcpy(b, a, sizeof a);
+    for (int i = 100; i < 120; i++)
+        b[i] = (a[i] + 5) % hr_model_cfg(m)->vocab;
+    hr_request_params pa = {.tokens = a, .n_tokens = 120, .max_tokens = 12, .ignore_eos = 1};
+    hr_request_params pb = {.tokens = b, .n_tokens = 120, .max_tokens = 12, .ignore_eos = 1};
+    result ref_a, ref_b, ra, rb, again;
+    hr_engine *e;
+    hr_engine_options o = {
+        .max_seqs = 8, .kv_memory = 64 << 20, .snapshot_interval = 2}; /* 8 snapshots */
+    o.no_prefix_cache = 1;
+    HR_CHECK_OK(hr_engine_create_on(m, NULL, &o, &e));
+    if (!e) return;
+    HR_CHECK_OK(run_one(e, &pa, &ref_a));
+    HR_CHECK_OK(run_one(e, &pb, &ref_b));
+    hr_engine_destroy(e);
+    o.no_prefix_cache = 0;
+    HR_CHECK_OK(hr_engine_create_on(m, NULL, &o, &e));
+    if (!e) return;
+    HR_CHECK_OK(run_one(e, &pa, &ra));
+    HR_CHECK_OK(run_one(e, &pb, &rb));
+    HR_CHECK_OK(run_one(e, &pa, &again));
+    hr_engine_stats st;
+    hr_engine_stats_get(e, &st);
+    hr_engine_destroy(e);
+    HR_CHECK(ra.done.n_cached == 0, "%s: first request reused %d tokens", name, ra.done.n_cached);
+    HR_CHECK(rb.done.n_cached == 96, "%s: shared prefix reused %d, want 96", name,
+             rb.done.n_cached);
+    HR_CHECK(again.done.n_cached == 112, "%s: repeat reused %d, want 112", name,
+             again.done.n_cached);
+    HR_CHECK(st.cached_tokens == 96 + 112, "%s: stats %ld cached tokens", name, st.cached_tokens);
+    HR_CHECK(st.state_snapshots > 0 && st.state_snapshots <= 8, "%s: %d snapshots held", name,
+             st.state_snapshots);
+    HR_CHECK(same_tokens(&ra, &ref_a) && same_tokens(&again, &ref_a),
+             "%s: A with the cache differs from A without", name);
+    HR_CHECK(same_tokens(&rb, &ref_b), "%s: B with the cache differs from B without", name);
+}
+
+/* Snapshots at the pool level: a store of 2 holds the newest two boundaries (the oldest idle
+ * block's snapshot is taken over), reuse stops at the last block with one, and evicting the
+ * cached blocks frees their snapshots. */
+static void check_snapshot_eviction(hr_model *m, const char *name) {
+    hr_kv_pool pool;
+    HR_CHECK_OK(hr_kv_pool_create_slots(&pool, m, 6, 4, 1, 2));
+    if (hr_t_cur_failed) return;
+    hr_kv_pool_enable_cache(&pool, 42);
+    int32_t t[16];
+    for (int i = 0; i < 16; i++)
+        t[i] = (i * 13 + 1) % hr_model_cfg(m)->vocab;
+    hr_kv_seq seq = {0};
+    HR_CHECK_OK(hr_kv_seq_reserve(&pool, &seq, 16));
+    for (int p = 0; p < 16 && !hr_t_cur_failed; p += 4) { /* one block per step, snapshot each */
+        hr_row r = {t + p, 4, p, seq.blocks, HR_LOGITS_NONE, 0};
+        HR_CHECK_OK(hr_model_forward(m, &pool.store, &r, 1, NULL));
+        hr_kv_seq_publish(&pool, &seq, t, p + 4);
+        hr_kv_seq_snapshot(&pool, &seq, 0, p + 4);
+    }
+    /* blocks 0 and 1 are referenced, so blocks 2 and 3 found no free snapshot */
+    HR_CHECK(hr_kv_pool_snapshots(&pool) == 2, "%s: %d snapshots", name,
+             hr_kv_pool_snapshots(&pool));
+    hr_kv_seq_release(&pool, &seq);
+    HR_CHECK(hr_kv_seq_reuse(&pool, &seq, t, 16, 4) == 2, "%s: reuse past the last snapshot", name);
+    hr_kv_seq_release(&pool, &seq);
+    hr_kv_seq other = {0};
+    HR_CHECK_OK(hr_kv_seq_reserve(&pool, &other, 24)); /* every block: evicts the cache */
+    HR_CHECK(hr_kv_pool_snapshots(&pool) == 0, "%s: %d snapshots left after eviction", name,
+             hr_kv_pool_snapshots(&pool));
+    hr_kv_seq_release(&pool, &other);
+    hr_kv_pool_destroy(&pool);
+}
+
 /* Hybrid models (recurrent state beside the KV): concurrent requests, with 7-token prefill
- * chunks and with a pool small enough to preempt, each equal its solo output; requests
- * sharing a prefix reuse nothing (no state snapshots, so the prefix cache is off). */
+ * chunks and with a pool small enough to preempt, all with the prefix cache (requests 0 and
+ * 1 share a prefix), each equal its solo output without the cache. */
 static void check_hybrid_engine(const char *name) {
     enum { N = 6 };
     hr_model *m;
     HR_CHECK_OK(hr_model_load(hr_fixture(name), be, &m));
     if (!m) return;
+    check_hybrid_prefix(m, name);
+    check_snapshot_eviction(m, name);
     const hr_model_config *c = hr_model_cfg(m);
     static int32_t prompts[N][40];
     static result alone[N], got[N];
@@ -492,7 +574,8 @@ static void check_hybrid_engine(const char *name) {
     for (int run = 0; run < 4; run++) { /* solo, batched, 7-token chunks, preempting */
         hr_engine_options o = {.max_seqs = 8,
                                .max_batch_tokens = run == 2 ? 7 : 0,
-                               .kv_memory = run == 3 ? 8 * block : 64 << 20};
+                               .kv_memory = run == 3 ? 8 * block : 64 << 20,
+                               .no_prefix_cache = run == 0};
         HR_CHECK_OK(hr_engine_create_on(m, NULL, &o, &e));
         if (!e) break;
         hr_request *r[N];
@@ -510,7 +593,6 @@ static void check_hybrid_engine(const char *name) {
         hr_engine_stats st;
         hr_engine_stats_get(e, &st);
         hr_engine_destroy(e);
-        HR_CHECK(st.cached_tokens == 0, "%s: %ld prefix tokens reused", name, st.cached_tokens);
         if (run == 3) HR_CHECK(st.preempted > 0, "%s: no preemption in a small pool", name);
         for (int i = 0; run > 0 && i < N; i++) {
             HR_CHECK(got[i].done.finish == HR_FINISH_LENGTH, "%s run %d: request %d finish %d",
@@ -525,6 +607,161 @@ static void check_hybrid_engine(const char *name) {
 static void test_hybrid_engine(void) {
     check_hybrid_engine("models/tiny-qwen3_next");
     check_hybrid_engine("models/tiny-qwen3_5");
+}
+
+/* Greedy tokens of m for prompt p by plain forwards over a pool that keeps every block. */
+static hr_err *greedy_reference(hr_model *m, const int32_t *p, int n, int max_tokens,
+                                int32_t *out) {
+    int V = hr_model_cfg(m)->vocab, total = n + max_tokens, cur = n;
+    int32_t *toks = malloc(sizeof(int32_t) * (size_t)total);
+    float *logits = malloc(sizeof(float) * (size_t)V);
+    hr_kv_pool pool;
+    hr_kv_seq seq = {0};
+    hr_err *err = !toks || !logits ? hr_err_oom() : hr_kv_pool_create(&pool, m, total / 4 + 1, 4);
+    if (!err) err = hr_kv_seq_reserve(&pool, &seq, total);
+    if (toks) memcpy(toks, p, sizeof(int32_t) * (size_t)n);
+    for (int pos = 0; !err && cur < total; pos = cur++) {
+        hr_row r = {toks + pos, cur - pos, pos, seq.blocks, HR_LOGITS_LAST, 0};
+        err = hr_model_forward(m, &pool.store, &r, 1, logits);
+        int best = 0;
+        for (int v = 1; v < V; v++)
+            if (logits[v] > logits[best]) best = v;
+        toks[cur] = out[cur - n] = best;
+    }
+    if (pool.be) {
+        hr_kv_seq_release(&pool, &seq);
+        hr_kv_pool_destroy(&pool);
+    }
+    free(toks);
+    free(logits);
+    return err;
+}
+
+typedef struct {
+    hr_engine *e;
+    int max_used, n;
+    int32_t toks[64];
+    atomic_int done;
+} used_probe;
+
+/* Runs on the engine thread after each token: the pool's referenced blocks right then. */
+static void note_used(void *ctx, const hr_event *ev) {
+    used_probe *u = ctx;
+    int used = hr_kv_pool_used(&u->e->pool);
+    if (ev->kind == HR_EVENT_DONE) {
+        atomic_store(&u->done, 1);
+        return;
+    }
+    if (used > u->max_used) u->max_used = used;
+    if (u->n < 64) u->toks[u->n++] = ev->token;
+}
+
+static void remove_model_dir(const char *dir) {
+    const char *files[] = {"config.json", "generation_config.json", "model.safetensors"};
+    char path[256];
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+/* A mistral config with sliding_window 16 on all layers (random weights, block size 4): a
+ * 40-token prompt (wider than the window) and 60 generated tokens, in 7-token prefill chunks,
+ * give the tokens of plain forwards without block release, and while decoding the sequence
+ * holds at most window / block_size + 1 blocks; also from cached blocks, and through a pool
+ * smaller than the request. */
+static void test_sliding_release(void) {
+    char dir[] = "/tmp/hearth-sliding-XXXXXX";
+    HR_CHECK(mkdtemp(dir), "mkdtemp");
+    const char *cfg =
+        "{\"architectures\": [\"MistralForCausalLM\"], \"model_type\": \"mistral\", "
+        "\"vocab_size\": 256, \"hidden_size\": 64, \"intermediate_size\": 128, "
+        "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+        "\"head_dim\": 16, \"max_position_embeddings\": 4096, \"rms_norm_eps\": 1e-05, "
+        "\"tie_word_embeddings\": false, \"hidden_act\": \"silu\", \"bos_token_id\": 1, "
+        "\"eos_token_id\": 2, \"sliding_window\": 16, \"rope_theta\": 10000.0}";
+    hr_model *m = NULL;
+    HR_CHECK_OK(hr_mkmodel_write(dir, cfg, HR_F32, 7, (uint64_t)1 << 30));
+    HR_CHECK_OK(hr_model_load(dir, be, &m));
+    remove_model_dir(dir);
+    if (!m) return;
+    enum { N = 40, G = 60 };
+    int32_t p[N], want[G];
+    for (int i = 0; i < N; i++)
+        p[i] = 3 + (i * 37) % 250;
+    HR_CHECK_OK(greedy_reference(m, p, N, G, want));
+    hr_engine *e = NULL;
+    /* a big pool, twice (the second round reuses cached blocks); then a pool of 12 blocks
+     * (48 positions), which only window-bounded reservations let this 100-position request
+     * through */
+    for (int round = 0; round < 3; round++) {
+        if (round != 1) {
+            hr_engine_destroy(e);
+            hr_engine_options o = {.max_seqs = 4,
+                                   .block_size = 4,
+                                   .max_batch_tokens = 7,
+                                   .kv_memory = round ? 12 * 2 * 2 * 2 * 16 * 4 * 4 : 64 << 20};
+            e = NULL;
+            HR_CHECK_OK(hr_engine_create_on(m, NULL, &o, &e));
+            if (!e) break;
+        }
+        static used_probe u;
+        memset(&u, 0, sizeof u);
+        u.e = e;
+        hr_request_params rp = {.tokens = p,
+                                .n_tokens = N,
+                                .max_tokens = G,
+                                .ignore_eos = 1,
+                                .cb = note_used,
+                                .cb_ctx = &u};
+        hr_request *r;
+        HR_CHECK_OK(hr_engine_submit(e, &rp, &r));
+        while (!atomic_load(&u.done))
+            usleep(1000);
+        hr_request_release(r);
+        HR_CHECK(e->kv_window == 16, "window %d, want 16", e->kv_window);
+        HR_CHECK(u.n == G && memcmp(u.toks, want, sizeof want) == 0,
+                 "round %d: tokens differ from the reference", round);
+        HR_CHECK(u.max_used <= 16 / 4 + 1, "round %d: %d blocks used", round, u.max_used);
+        if (round == 1) {
+            hr_engine_stats st;
+            hr_engine_stats_get(e, &st);
+            HR_CHECK(st.cached_tokens > 0, "the second round reused no cached block");
+        }
+        if (round == 2)
+            HR_CHECK(e->pool.store.n_blocks == 12, "pool of %d blocks", e->pool.store.n_blocks);
+    }
+    hr_engine_destroy(e);
+    hr_model_free(m);
+}
+
+/* Which layers slide, per transformers: mistral slides everywhere with sliding_window; qwen2
+ * without layer_types only with use_sliding_window (default false), from max_window_layers
+ * (default 28) on. */
+static void test_sliding_layer_kinds(void) {
+    const char *base = "{\"model_type\": \"%s\", \"vocab_size\": 64, \"hidden_size\": 32, "
+                       "\"intermediate_size\": 64, \"num_hidden_layers\": 30, "
+                       "\"num_attention_heads\": 2, \"num_key_value_heads\": 1, "
+                       "\"sliding_window\": 16%s}";
+    struct {
+        const char *type, *extra;
+        int first_sliding; /* 30: none */
+    } cases[] = {{"mistral", "", 0},
+                 {"qwen2", "", 30},
+                 {"qwen2", ", \"use_sliding_window\": true", 28},
+                 {"qwen2", ", \"use_sliding_window\": true, \"max_window_layers\": 0", 0},
+                 {"qwen3", ", \"use_sliding_window\": true, \"max_window_layers\": 5", 5}};
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char json[600];
+        snprintf(json, sizeof json, base, cases[k].type, cases[k].extra);
+        hr_model_config c;
+        HR_CHECK_OK(hr_config_parse("test", json, &c));
+        for (int l = 0; l < c.n_layers; l++)
+            HR_CHECK(c.layer_kind[l] ==
+                         (l >= cases[k].first_sliding ? HR_LAYER_SLIDING : HR_LAYER_FULL),
+                     "case %zu: layer %d kind %d", k, l, c.layer_kind[l]);
+    }
 }
 
 typedef struct {
@@ -667,6 +904,8 @@ int main(void) {
     HR_RUN(test_threads);
     HR_RUN(test_public_api_chat);
     HR_RUN(test_hybrid_engine);
+    HR_RUN(test_sliding_layer_kinds);
+    HR_RUN(test_sliding_release);
     HR_RUN(test_stress);
     hr_tokenizer_free(tok);
     hr_model_free(model);

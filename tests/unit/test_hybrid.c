@@ -124,7 +124,7 @@ static void check_slots(const char *name) {
     float *alone = malloc(sizeof(float) * 3 * n * V), *got = malloc(sizeof(float) * 3 * n * V);
     float *out = malloc(sizeof(float) * 3 * n * V);
     hr_kv_pool pool;
-    HR_CHECK_OK(hr_kv_pool_create_slots(&pool, m, 24, 4, 6));
+    HR_CHECK_OK(hr_kv_pool_create_slots(&pool, m, 24, 4, 6, 0));
     hr_kv_seq seq[3] = {{0}};
     for (int s = 0; s < 3; s++) {
         HR_CHECK_OK(hr_kv_seq_reserve(&pool, &seq[s], n));

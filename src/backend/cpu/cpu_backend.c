@@ -60,7 +60,9 @@ static void cpu_kv_destroy(hr_backend *be, hr_kv_store *kv) {
     free(kv->layer_off);
     free(kv->conv);
     free(kv->delta);
-    kv->k = kv->v = kv->conv = kv->delta = NULL;
+    free(kv->snap_conv);
+    free(kv->snap_delta);
+    kv->k = kv->v = kv->conv = kv->delta = kv->snap_conv = kv->snap_delta = NULL;
     kv->layer_off = NULL;
 }
 
@@ -68,16 +70,22 @@ static void cpu_kv_destroy(hr_backend *be, hr_kv_store *kv) {
  * state of the linear-attention layers (none for dense models). */
 static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
     if (kv->dtype != HR_F32) return hr_errf("the CPU KV store supports F32 only");
-    kv->k = kv->v = kv->conv = kv->delta = NULL;
+    kv->k = kv->v = kv->conv = kv->delta = kv->snap_conv = kv->snap_delta = NULL;
     size_t ns = (size_t)kv->n_state_layers * kv->n_state_slots;
+    size_t nsnap = (size_t)kv->n_state_layers * kv->n_snapshots;
     if (ns) {
         kv->conv = calloc(ns * (size_t)kv->conv_floats, sizeof(float));
         kv->delta = calloc(ns * (size_t)kv->delta_floats, sizeof(float));
-        if (!kv->conv || !kv->delta) {
+        if (nsnap) {
+            kv->snap_conv = calloc(nsnap * (size_t)kv->conv_floats, sizeof(float));
+            kv->snap_delta = calloc(nsnap * (size_t)kv->delta_floats, sizeof(float));
+        }
+        if (!kv->conv || !kv->delta || (nsnap && (!kv->snap_conv || !kv->snap_delta))) {
             kv->layer_off = NULL;
             cpu_kv_destroy(be, kv);
-            return hr_errf("cannot allocate %zu MiB for the recurrent state",
-                           ns * (size_t)(kv->conv_floats + kv->delta_floats) * sizeof(float) >> 20);
+            return hr_errf(
+                "cannot allocate %zu MiB for the recurrent state",
+                (ns + nsnap) * (size_t)(kv->conv_floats + kv->delta_floats) * sizeof(float) >> 20);
         }
     }
     kv->layer_off = malloc(sizeof(long) * (size_t)kv->n_layers);
@@ -93,6 +101,25 @@ static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
         return hr_errf("cannot allocate %zu MiB for the KV cache", 2 * n * sizeof(float) >> 20);
     }
     return NULL;
+}
+
+/* One state layer's region of n floats per slot: slot i of layer l at (l * count + i) * n. */
+static float *state_at(void *base, int layer, int count, int i, long n) {
+    return (float *)base + ((long)layer * count + i) * n;
+}
+
+static void cpu_state_copy(hr_backend *be, hr_kv_store *kv, int slot, int snap, int restore) {
+    (void)be;
+    for (int l = 0; l < kv->n_state_layers; l++) {
+        float *sc = state_at(kv->conv, l, kv->n_state_slots, slot, kv->conv_floats);
+        float *sd = state_at(kv->delta, l, kv->n_state_slots, slot, kv->delta_floats);
+        float *pc = state_at(kv->snap_conv, l, kv->n_snapshots, snap, kv->conv_floats);
+        float *pd = state_at(kv->snap_delta, l, kv->n_snapshots, snap, kv->delta_floats);
+        size_t nc = sizeof(float) * (size_t)kv->conv_floats;
+        size_t nd = sizeof(float) * (size_t)kv->delta_floats;
+        memcpy(restore ? sc : pc, restore ? pc : sc, nc);
+        memcpy(restore ? sd : pd, restore ? pd : sd, nd);
+    }
 }
 
 static hr_err *cpu_read(hr_backend *be, const void *src, void *dst, size_t bytes) {
@@ -264,6 +291,7 @@ static const hr_backend_vt cpu_vt = {
     .sigmoid_mul = hr_cpu_sigmoid_mul,
     .conv1d = hr_cpu_conv1d,
     .gated_delta = hr_cpu_gated_delta,
+    .state_copy = cpu_state_copy,
 };
 
 hr_err *hr_backend_cpu_create(const hr_cpu_options *opt, hr_backend **out) {

@@ -1,12 +1,13 @@
 /* CPU ops of the gated DeltaNet layers (qwen3_next / qwen3_5): the causal depthwise conv1d
- * and the gated delta rule, both run token by token in the recurrent form (the reference's
- * chunked prefill computes the same recurrence in another order), reading and updating each
- * row's slot of the recurrent state; plus the small sigmoid-gate helper. */
+ * (token by token) and the gated delta rule (recurrent for short rows, chunked for prefill
+ * rows of HR_DELTA_CHUNK tokens or more; delta_rule.c), reading and updating each row's slot
+ * of the recurrent state; plus the small sigmoid-gate helper. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/delta_rule.h"
 #include "backend/cpu/kernels.h"
 
 void hr_cpu_sigmoid_mul(hr_backend *be, float *y, const float *g, long rows, int w, int g_w) {
@@ -96,7 +97,7 @@ typedef struct {
     float *state; /* this layer's slots */
     long slot_floats;
     const int *starts;
-    const hr_cpu_kernels *k;
+    int max_len; /* longest row of the step */
 } delta_ctx;
 
 static float softplus(float x) {
@@ -113,55 +114,58 @@ static void l2norm(float *y, const float *x, int n, float scale) {
         y[i] = x[i] * inv;
 }
 
-/* The recurrence of one (row, value head): S <- S * exp(g); S += k (beta (v - S^T k))^T;
- * out = S^T q, with S (k_dim, v_dim): two passes over S per token, on the dispatched
- * scale/axpy kernels. q, k, d are scratch of k_dim, k_dim, v_dim floats. */
-static void delta_one(const delta_ctx *c, int r, int h, float *q, float *k, float *d) {
-    const hr_cpu_kernels *kn = c->k;
+/* Scratch floats of one task: prepared q, k (max_len, dk), g, beta (max_len), and the
+ * delta-rule kernels' own scratch. */
+static size_t delta_scratch(const delta_ctx *c) {
+    size_t dk = (size_t)c->p->k_dim, T = (size_t)c->max_len;
+    size_t own = hr_delta_chunked_scratch(c->p->k_dim, c->p->v_dim);
+    return 2 * T * dk + 2 * T + (own > (size_t)c->p->v_dim ? own : (size_t)c->p->v_dim);
+}
+
+/* One (row, value head): prepares q, k (l2-normalised, q scaled), the log decay
+ * A softplus(a + dt_bias) and beta = sigmoid(b), then runs the delta rule from the row's
+ * state: chunked for rows of at least HR_DELTA_CHUNK tokens (prefill), else recurrent. */
+static void delta_one(const delta_ctx *c, int r, int h, float *scr) {
     const hr_step_meta *m = &c->cb->meta;
     const hr_delta_params *p = c->p;
     int dk = p->k_dim, dv = p->v_dim, kh = h / (p->n_v_heads / p->n_k_heads);
-    int t0 = c->starts[r], t1 = c->starts[r + 1];
+    int t0 = c->starts[r], T = c->starts[r + 1] - t0;
     float *S = c->state + m->state_slots[r] * c->slot_floats + (long)h * dk * dv;
     if (m->pos[t0] == 0) memset(S, 0, sizeof(float) * (size_t)dk * dv);
     float a_log, dt_bias;
     hr_cpu_to_f32(&a_log, p->a_log, h, 1);
     hr_cpu_to_f32(&dt_bias, p->dt_bias, h, 1);
     float A = -expf(a_log);
-    for (int t = t0; t < t1; t++) {
-        l2norm(q, p->q + t * p->ld + (long)kh * dk, dk, 1.0f / sqrtf((float)dk));
-        l2norm(k, p->k + t * p->ld + (long)kh * dk, dk, 1.0f);
-        const float *v = p->v + t * p->ld + (long)h * dv;
-        float decay = expf(A * softplus(p->a[(long)t * p->n_v_heads + h] + dt_bias));
-        float beta = 1.0f / (1.0f + expf(-p->b[(long)t * p->n_v_heads + h]));
-        float *o = c->out + ((long)t * p->n_v_heads + h) * dv;
-        memset(d, 0, sizeof(float) * (size_t)dv);
-        for (int i = 0; i < dk; i++) { /* decay, and d = S^T k */
-            kn->scale(S + (long)i * dv, decay, dv);
-            kn->axpy(d, k[i], S + (long)i * dv, dv);
-        }
-        for (int j = 0; j < dv; j++)
-            d[j] = (v[j] - d[j]) * beta;
-        memset(o, 0, sizeof(float) * (size_t)dv);
-        for (int i = 0; i < dk; i++) { /* S += k d^T, and o = S^T q */
-            kn->axpy(S + (long)i * dv, k[i], d, dv);
-            kn->axpy(o, q[i], S + (long)i * dv, dv);
-        }
+    float *q = scr, *k = q + (long)T * dk, *g = k + (long)T * dk, *beta = g + T, *own = beta + T;
+    for (int t = 0; t < T; t++) {
+        long row = (long)(t0 + t) * p->ld + (long)kh * dk, ab = (long)(t0 + t) * p->n_v_heads + h;
+        l2norm(q + (long)t * dk, p->q + row, dk, 1.0f / sqrtf((float)dk));
+        l2norm(k + (long)t * dk, p->k + row, dk, 1.0f);
+        g[t] = A * softplus(p->a[ab] + dt_bias);
+        beta[t] = 1.0f / (1.0f + expf(-p->b[ab]));
     }
+    hr_delta_head hd = {.T = T, .dk = dk, .dv = dv, .q = q, .k = k, .g = g, .beta = beta,
+                        .v = p->v + (long)t0 * p->ld + (long)h * dv, .v_ld = p->ld,
+                        .out = c->out + ((long)t0 * p->n_v_heads + h) * dv,
+                        .out_ld = (long)p->n_v_heads * dv};
+    if (T >= HR_DELTA_CHUNK)
+        hr_delta_chunked(&hd, S, own);
+    else
+        hr_delta_recurrent(&hd, S, own);
 }
 
 static void delta_task(void *ctx, int th, int nth) {
     delta_ctx *c = ctx;
     long items = (long)c->cb->meta.n_rows * c->p->n_v_heads, b, e;
     hr_split_range(items, 1, th, nth, &b, &e);
-    float *qk = malloc(sizeof(float) * (2 * (size_t)c->p->k_dim + (size_t)c->p->v_dim));
-    if (!qk) return;
+    if (b >= e) return;
+    float *scr = malloc(sizeof(float) * delta_scratch(c));
+    if (!scr) return;
     for (long i = b; i < e; i++) {
         int r = (int)(i / c->p->n_v_heads), h = (int)(i % c->p->n_v_heads);
-        if (c->starts[r + 1] > c->starts[r])
-            delta_one(c, r, h, qk, qk + c->p->k_dim, qk + 2 * c->p->k_dim);
+        if (c->starts[r + 1] > c->starts[r]) delta_one(c, r, h, scr);
     }
-    free(qk);
+    free(scr);
 }
 
 void hr_cpu_gated_delta(hr_backend *be, float *out, hr_kv_store *kv, const hr_delta_params *p) {
@@ -169,7 +173,9 @@ void hr_cpu_gated_delta(hr_backend *be, float *out, hr_kv_store *kv, const hr_de
     int *starts = row_starts(&cb->meta);
     if (!starts) return;
     float *state = (float *)kv->delta + (long)p->state_layer * kv->n_state_slots * kv->delta_floats;
-    delta_ctx c = {cb, out, p, state, kv->delta_floats, starts, hr_cpu_kernels_get()};
+    delta_ctx c = {cb, out, p, state, kv->delta_floats, starts, 0};
+    for (int r = 0; r < cb->meta.n_rows; r++)
+        if (starts[r + 1] - starts[r] > c.max_len) c.max_len = starts[r + 1] - starts[r];
     hr_pool_run(cb->pool, delta_task, &c);
     free(starts);
 }
