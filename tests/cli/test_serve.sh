@@ -1,6 +1,6 @@
 # hearth serve end to end on loopback with brown-llama-8m: the engine behind the real
 # HTTP server, driven with Python's standard library (OpenAI and Anthropic routes,
-# streaming, stop strings, errors, a client gone mid-stream, concurrent streams) and with
+# streaming, stop strings, errors, a client gone mid-stream, 64 concurrent streams) and with
 # the official openai and @anthropic-ai/sdk npm packages, and
 # after it all, no sequence or KV block left in use.
 . "$(dirname "$0")/lib.sh"
@@ -52,14 +52,14 @@ s = socket.create_connection(("127.0.0.1", port))
 req = json.dumps({"prompt": "The", "max_tokens": 2000, "stream": True, "ignore_eos": True}).encode()
 s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(req) + req)
 s.recv(1000); s.close()
-# 16 concurrent streams
+# 64 concurrent streams
 res = []
 def stream(i):
     st, body = call("/v1/completions", {"prompt": f"Story {i}:", "max_tokens": 12, "stream": True, "temperature": 0})
     res.append(st == 200 and body.rstrip().endswith("data: [DONE]"))
-ts = [threading.Thread(target=stream, args=(i,)) for i in range(16)]
+ts = [threading.Thread(target=stream, args=(i,)) for i in range(64)]
 [t.start() for t in ts]; [t.join() for t in ts]
-check("concurrent_streams", len(res) == 16 and all(res), res)
+check("concurrent_streams_64", len(res) == 64 and all(res), res)
 for _ in range(100):
     j = json.loads(call("/stats")[1])
     if j["active"] == 0 and j["queued"] == 0 and j["kv_blocks_used"] == 0: break
