@@ -230,17 +230,13 @@ static long plan_items(const hr_step_meta *m, const hr_attn_params *p, attn_item
     return n;
 }
 
+
+
 static void attn_task(void *ctx, int t, int nt) {
     attn_ctx *c = ctx;
-    const hr_attn_params *p = c->p;
-    int group = p->n_heads / p->n_kv_heads;
-    long items = (long)c->cb->meta.n_tokens * p->n_kv_heads, b, e;
+    long items = (long)c->cb->meta.n_tokens * c->p->n_kv_heads, b, e;
     hr_split_range(items, 1, t, nt, &b, &e);
-    for (long i = b; i < e; i++) {
-        int tok = (int)(i / p->n_kv_heads), kvh = (int)(i % p->n_kv_heads);
-        for (int h0 = 0; h0 < group; h0 += MAX_GROUP)
-            attend_group(c, tok, kvh, kvh * group + h0, group - h0 < MAX_GROUP ? group - h0 : MAX_GROUP);
-    }
+    for (long i = b; i < e; i++) attend_token(c, (int)(i / c->p->n_kv_heads), (int)(i % c->p->n_kv_heads));
 }
 
 void hr_cpu_attention(hr_backend *be, float *out, const float *q, const hr_kv_store *kv,
