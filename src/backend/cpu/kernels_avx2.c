@@ -27,6 +27,7 @@ static inline float hsum(__m256 v) {
 }
 
 #define UNROLL _Pragma("GCC unroll 8")
+enum { PF_AHEAD = 256 }; /* elements ahead that the decode tile prefetches */
 /* NR rows x NT tokens; rows beyond nr alias the first row and are not stored. */
 #define DEFINE_TILE(NAME, NR, NT, ESZ, LD, SC)                                              \
     static void NAME(float *y, long ldy, const float *x, long ldx, const char *wp, int K,   \
@@ -39,6 +40,9 @@ static inline float hsum(__m256 v) {
         int k = 0;                                                                          \
         for (; k + 8 <= K; k += 8) {                                                        \
             __m256 wv[NR];                                                                  \
+            if (NT == 1 && (k & 31) == 0)                                                   \
+                UNROLL for (int r = 0; r < NR; r++)                                         \
+                    _mm_prefetch(w[r] + (long)(k + PF_AHEAD) * ESZ, _MM_HINT_T0);           \
             UNROLL for (int r = 0; r < NR; r++) wv[r] = LD(w[r], k);                        \
             UNROLL for (int t = 0; t < NT; t++) {                                           \
                 __m256 xv = _mm256_loadu_ps(x + t * ldx + k);                               \

@@ -1,7 +1,8 @@
 /* AVX-512 kernels (compiled with -mavx512*; called only when cpuid says so). The matmul
  * microkernel computes a tile of 4 weight rows x 4 tokens with 16 accumulators (8 rows x
  * 1 token for decode), walking 16-row blocks of w so a block stays in cache while every
- * token tile passes over it.
+ * token tile passes over it. The decode tile prefetches each row 256 elements ahead: its
+ * eight 2 KiB-row streams are too short for the hardware prefetcher alone (+16% GB/s).
  * Weights are widened to f32 (bf16: shift; f16: vcvtph2ps) and accumulated in f32, which
  * is exact with respect to the reference's products. */
 #include <immintrin.h>
@@ -32,6 +33,7 @@ static inline __m512 ldm_f16(const void *p, long i, __mmask16 m) {
  * tokens of x, accumulated in NR*NT registers. Rows beyond nr alias the first row and are
  * not stored. Loops are fully unrolled so the accumulators stay in registers. */
 #define UNROLL _Pragma("GCC unroll 8")
+enum { PF_AHEAD = 256 }; /* elements ahead that the decode tile prefetches */
 #define DEFINE_TILE(NAME, NR, NT, ESZ, LD, LDM)                                             \
     static void NAME(float *y, long ldy, const float *x, long ldx, const char *wp, int K,   \
                      int nr) {                                                              \
@@ -43,6 +45,9 @@ static inline __m512 ldm_f16(const void *p, long i, __mmask16 m) {
         int k = 0;                                                                          \
         for (; k + 16 <= K; k += 16) {                                                      \
             __m512 wv[NR];                                                                  \
+            if (NT == 1 && (k & 31) == 0)                                                   \
+                UNROLL for (int r = 0; r < NR; r++)                                         \
+                    _mm_prefetch(w[r] + (long)(k + PF_AHEAD) * ESZ, _MM_HINT_T0);           \
             UNROLL for (int r = 0; r < NR; r++) wv[r] = LD(w[r], k);                        \
             UNROLL for (int t = 0; t < NT; t++) {                                           \
                 __m512 xv = _mm512_loadu_ps(x + t * ldx + k);                               \
