@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/file.h"
 #include "base/json.h"
 #include "cli/args.h"
 #include "cli/verbs.h"
@@ -86,10 +85,7 @@ static hr_sampler_params sampling(const run_opts *o, const hr_model_config *c) {
 /* Loads the tokenizer when the model has one (needed for --prompt, optional for ids). */
 static hr_err *load_tokenizer(const run_opts *o, hr_tokenizer **tok) {
     *tok = NULL;
-    char *path = hr_path_join(o->model, "tokenizer.json");
-    int have = path && hr_file_exists(path);
-    free(path);
-    if (!have) return o->prompt ? hr_errf("%s has no tokenizer.json; use --prompt-ids", o->model) : NULL;
+    if (!hr_tokenizer_present(o->model)) return o->prompt ? hr_errf("%s has no tokenizer.json; use --prompt-ids", o->model) : NULL;
     return hr_tokenizer_load(o->model, tok);
 }
 

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "base/clock.h"
-#include "base/file.h"
 #include "base/log.h"
 #include "cli/args.h"
 #include "cli/verbs.h"
@@ -36,10 +35,7 @@ static const char *base_name(const char *dir) {
 }
 
 static hr_err *start(const serve_opts *o, serve_state *st) {
-    char *tj = hr_path_join(o->model, "tokenizer.json");
-    int have_tok = tj && hr_file_exists(tj);
-    free(tj);
-    if (!have_tok) return hr_errf("%s has no tokenizer.json, which serving needs", o->model);
+    if (!hr_tokenizer_present(o->model)) return hr_errf("%s has no tokenizer.json, which serving needs", o->model);
     HR_TRY(hr_backend_cpu_create(&(hr_cpu_options){(int)o->threads, o->mmap}, &st->be));
     HR_TRY(hr_model_load(o->model, st->be, &st->model));
     HR_TRY(hr_tokenizer_load(o->model, &st->tok));

@@ -473,8 +473,7 @@ hr_err *hr_engine_create(const char *dir, const hr_engine_options *opt, hr_engin
     e->owns_model = 1;
     hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = e->opt.n_threads}, &e->be);
     if (!err) err = hr_model_load(dir, e->be, &e->model);
-    char *tj = hr_path_join(dir, "tokenizer.json");
-    if (!err && tj && hr_file_exists(tj)) {
+    if (!err && hr_tokenizer_present(dir)) {
         err = hr_tokenizer_load(dir, &e->tok);
         hr_err *terr = err ? NULL : hr_chat_template_load(dir, e->opt.chat_template, &e->ct);
         if (terr && e->opt.chat_template)
@@ -484,7 +483,6 @@ hr_err *hr_engine_create(const char *dir, const hr_engine_options *opt, hr_engin
         else if (!err)
             e->has_ct = 1;
     }
-    free(tj);
     if (!err) err = engine_start(e);
     if (err) {
         hr_engine_destroy(e);

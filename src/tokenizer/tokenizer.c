@@ -178,3 +178,10 @@ const char *hr_tokenizer_chat_template(const hr_tokenizer *t, const char *name) 
     }
     return name ? NULL : first;
 }
+
+int hr_tokenizer_present(const char *dir) {
+    char *path = hr_path_join(dir, "tokenizer.json");
+    int have = path && hr_file_exists(path);
+    free(path);
+    return have;
+}

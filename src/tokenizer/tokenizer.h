@@ -17,6 +17,8 @@ typedef struct hr_tokenizer hr_tokenizer;
 /* dir holds tokenizer.json and tokenizer_config.json (a model dir or a bare tokenizer dir);
  * special_tokens_map.json, generation_config.json and chat_template.jinja are optional. */
 hr_err *hr_tokenizer_load(const char *dir, hr_tokenizer **out);
+/* Nonzero when dir holds a tokenizer.json (what hr_tokenizer_load needs). */
+int hr_tokenizer_present(const char *dir);
 void hr_tokenizer_free(hr_tokenizer *tok);
 
 /* Encodes text[0..len). add_special=1 gives what transformers' AutoTokenizer(text) gives
