@@ -51,7 +51,7 @@ int main(int argc, char **argv) {
     double gbs = bench_read_bandwidth(threads, NULL, NULL);
     hr_backend *be;
     hr_model *m;
-    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){threads, 0}, &be);
+    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = threads}, &be);
     if (!err) err = hr_model_load(argv[1], be, &m);
     if (err) {
         fprintf(stderr, "bench: %s\n", hr_err_msg(err));

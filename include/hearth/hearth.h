@@ -24,6 +24,8 @@ typedef struct hr_request hr_request;
 
 typedef struct {
     int n_threads;             /* CPU threads (<= 0: all online CPUs) */
+    int compute_bf16;          /* bf16 weights multiply activations rounded to bf16 (faster;
+                                  logits no longer match an f32 reference exactly) */
     size_t kv_memory;          /* bytes of KV cache; 0: from memory_budget, else a default */
     size_t memory_budget;      /* bytes for weights + KV (used when kv_memory is 0) */
     int block_size;            /* positions per KV block (0: 16) */

@@ -167,6 +167,7 @@ struct hr_backend {
 typedef struct {
     int n_threads;        /* <= 0: one per online CPU */
     int weights_in_place; /* use mmapped weights as they are instead of copying them */
+    int compute_bf16;     /* bf16 weights multiply x rounded to bf16 (faster, not exact) */
 } hr_cpu_options;
 
 hr_err *hr_backend_cpu_create(const hr_cpu_options *opt, hr_backend **out);

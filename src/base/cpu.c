@@ -6,7 +6,15 @@
 
 static hr_cpu_features features;
 static hr_cpu_level hw_level;
-static int detected;
+static int detected, amx_allowed;
+
+/* The features that ride on the AVX-512 level. */
+static void set_extras(void) {
+    features.avx512bf16 =
+        features.level == HR_CPU_AVX512 && __builtin_cpu_supports("avx512bf16");
+    features.amx = features.avx512bf16 && amx_allowed && __builtin_cpu_supports("amx-tile") &&
+                   __builtin_cpu_supports("amx-bf16");
+}
 
 static void detect(void) {
     if (detected) return;
@@ -21,8 +29,8 @@ static void detect(void) {
     const char *cap = getenv("HEARTH_CPU");
     if (cap && strcmp(cap, "generic") == 0) features.level = HR_CPU_GENERIC;
     else if (cap && strcmp(cap, "avx2") == 0 && hw_level >= HR_CPU_AVX2) features.level = HR_CPU_AVX2;
-    features.avx512bf16 =
-        features.level == HR_CPU_AVX512 && __builtin_cpu_supports("avx512bf16");
+    amx_allowed = !cap || strcmp(cap, "avx512");
+    set_extras();
     detected = 1;
 }
 
@@ -34,8 +42,13 @@ const hr_cpu_features *hr_cpu(void) {
 void hr_cpu_set_level(hr_cpu_level level) {
     detect();
     features.level = level < hw_level ? level : hw_level;
-    features.avx512bf16 =
-        features.level == HR_CPU_AVX512 && __builtin_cpu_supports("avx512bf16");
+    set_extras();
+}
+
+void hr_cpu_set_amx(int allow) {
+    detect();
+    amx_allowed = allow;
+    set_extras();
 }
 
 const char *hr_cpu_level_name(hr_cpu_level level) {

@@ -74,6 +74,12 @@ hr_err *hr_opts_parse(int argc, char **argv, const hr_opt *opts, int n_opts, con
     return NULL;
 }
 
+hr_err *hr_parse_compute(const char *s, int *bf16) {
+    *bf16 = s && !strcmp(s, "bf16");
+    if (s && !*bf16 && strcmp(s, "f32")) return hr_errf("--compute must be f32 or bf16, not \"%s\"", s);
+    return NULL;
+}
+
 hr_err *hr_parse_int_list(const char *s, const char *what, int **out, int *n) {
     *out = NULL;
     *n = 0;

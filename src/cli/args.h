@@ -20,6 +20,9 @@ typedef struct {
 hr_err *hr_opts_parse(int argc, char **argv, const hr_opt *opts, int n_opts, const char *usage,
                       int *help);
 
+/* The --compute option: NULL or "f32" (exact products) gives 0, "bf16" 1. */
+hr_err *hr_parse_compute(const char *s, int *bf16);
+
 /* Parses "1,5,17" into a heap array of ints. */
 hr_err *hr_parse_int_list(const char *s, const char *what, int **out, int *n);
 

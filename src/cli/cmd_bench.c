@@ -4,6 +4,7 @@
  * Numbers, never pass/fail; on a shared machine run it twice. */
 #include <pthread.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,7 +95,7 @@ static hr_err *run_batch(hr_engine *e, int n, int prompt_len, int gen, int vocab
 }
 
 typedef struct {
-    const char *model, *prefill;
+    const char *model, *prefill, *compute;
     long threads, max_seqs, gen;
 } bench_opts;
 
@@ -152,13 +153,16 @@ static hr_err *bench(const bench_opts *o) {
                             .max_seqs = (int)o->max_seqs,
                             .no_prefix_cache = 1};
     hr_engine *e = NULL;
-    hr_err *err = hr_engine_create(o->model, &eo, &e);
+    hr_err *err = hr_parse_compute(o->compute, &eo.compute_bf16);
+    if (!err) err = hr_engine_create(o->model, &eo, &e);
     if (!err) {
         hr_engine_stats st;
         hr_engine_stats_get(e, &st);
         printf(
-            "model %s (%s), %ld threads, KV pool %d blocks of %d, %ld tokens per decode request\n",
-            o->model, c.model_type, o->threads, st.kv_blocks_total, st.block_size, o->gen);
+            "model %s (%s), %d threads, %s products, KV pool %d blocks of %d, %ld tokens per "
+            "decode request\n",
+            o->model, c.model_type, o->threads > 0 ? (int)o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN), eo.compute_bf16 ? "bf16" : "f32",
+            st.kv_blocks_total, st.block_size, o->gen);
         int max_ctx = c.max_pos > 0 && c.max_pos < st.kv_blocks_total * st.block_size
                           ? c.max_pos
                           : st.kv_blocks_total * st.block_size;
@@ -177,6 +181,7 @@ int hr_cmd_bench(int argc, char **argv) {
         {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
         {"max-seqs", HR_OPT_INT, &o.max_seqs, "largest concurrency measured (default 64)"},
         {"gen", HR_OPT_INT, &o.gen, "tokens generated per decode request (default 32)"},
+        {"compute", HR_OPT_STR, &o.compute, "products of bf16 weights: f32 (exact, default) or bf16 (activations rounded to bf16; faster, AMX)"},
         {"prefill", HR_OPT_STR, &o.prefill, "prompt lengths for prefill (default 128,512,2048)"},
     };
     int help;

@@ -32,14 +32,17 @@ static hr_err *compute(hr_model *m, const int32_t *ids, int n, float *logits) {
     return err;
 }
 
-static hr_err *run(const char *dir, const char *tokens, const char *out, long threads) {
+static hr_err *run(const char *dir, const char *tokens, const char *out, long threads,
+                   const char *compute_mode) {
     int *ids;
     int n;
     HR_TRY(hr_parse_int_list(tokens, "--tokens", &ids, &n));
     hr_backend *be = NULL;
     hr_model *m = NULL;
     float *logits = NULL;
-    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){(int)threads, 1}, &be);
+    hr_cpu_options co = {.n_threads = (int)threads, .weights_in_place = 1};
+    hr_err *err = hr_parse_compute(compute_mode, &co.compute_bf16);
+    if (!err) err = hr_backend_cpu_create(&co, &be);
     if (!err) err = hr_model_load(dir, be, &m);
     if (!err) {
         int V = hr_model_cfg(m)->vocab;
@@ -59,19 +62,20 @@ static hr_err *run(const char *dir, const char *tokens, const char *out, long th
 }
 
 int hr_cmd_logits(int argc, char **argv) {
-    const char *model = NULL, *tokens = NULL, *out = NULL;
+    const char *model = NULL, *tokens = NULL, *out = NULL, *compute = NULL;
     long threads = 0;
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &model, "model directory (config.json + safetensors)"},
         {"tokens", HR_OPT_STR, &tokens, "comma-separated token ids, e.g. 1,5,17"},
         {"out", HR_OPT_STR, &out, "output .safetensors file (tensor \"logits\", F32 [T, vocab])"},
         {"threads", HR_OPT_INT, &threads, "CPU threads (default: all online CPUs)"},
+        {"compute", HR_OPT_STR, &compute, "products of bf16 weights: f32 (exact, default) or bf16 (activations rounded to bf16; faster, AMX)"},
     };
     int help;
-    hr_err *err = hr_opts_parse(argc, argv, opts, 4, "usage: hearth logits --model DIR --tokens 1,5,17 --out FILE.safetensors", &help);
+    hr_err *err = hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, "usage: hearth logits --model DIR --tokens 1,5,17 --out FILE.safetensors", &help);
     if (err) return hr_cmd_fail("logits", err), 2;
     if (help) return 0;
     if (!model || !tokens || !out) return hr_cmd_fail("logits", hr_errf("--model, --tokens and --out are required")), 2;
-    err = run(model, tokens, out, threads);
+    err = run(model, tokens, out, threads, compute);
     return err ? hr_cmd_fail("logits", err) : 0;
 }

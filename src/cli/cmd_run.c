@@ -12,7 +12,7 @@
 #include "tokenizer/tokenizer.h"
 
 typedef struct {
-    const char *model, *prompt, *prompt_ids, *chat_template;
+    const char *model, *prompt, *prompt_ids, *chat_template, *compute;
     long max_tokens, top_k, seed, threads;
     double temperature, top_p, min_p;
     int print_ids, mmap, raw;
@@ -104,7 +104,9 @@ static hr_err *run(const run_opts *o) {
     hr_err *err = load_tokenizer(o, &tok);
     if (!err) err = prompt_ids(o, tok, &ids, &n);
     if (!err && tok && !o->print_ids) err = hr_detok_stream_create(tok, 1, &pr.detok);
-    if (!err) err = hr_backend_cpu_create(&(hr_cpu_options){(int)o->threads, o->mmap}, &be);
+    hr_cpu_options co = {.n_threads = (int)o->threads, .weights_in_place = o->mmap};
+    if (!err) err = hr_parse_compute(o->compute, &co.compute_bf16);
+    if (!err) err = hr_backend_cpu_create(&co, &be);
     if (!err) err = hr_model_load(o->model, be, &m);
     if (!err) {
         const hr_model_config *c = hr_model_cfg(m);
@@ -144,6 +146,7 @@ int hr_cmd_run(int argc, char **argv) {
         {"chat-template", HR_OPT_STR, &o.chat_template, "a Jinja chat template file to use instead of the model's"},
         {"print-ids", HR_OPT_FLAG, &o.print_ids, "print generated token ids on one line"},
         {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
+        {"compute", HR_OPT_STR, &o.compute, "products of bf16 weights: f32 (exact, default) or bf16 (activations rounded to bf16; faster, AMX)"},
         {"mmap", HR_OPT_FLAG, &o.mmap, "compute from the mmapped file (faster load, slower decode)"},
     };
     int help;

@@ -12,7 +12,7 @@
 #include "server/engine_backend.h"
 
 typedef struct {
-    const char *model, *host, *api_key, *chat_template, *alias;
+    const char *model, *host, *api_key, *chat_template, *alias, *compute;
     long port, threads, kv_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
     int mmap;
 } serve_opts;
@@ -36,7 +36,9 @@ static const char *base_name(const char *dir) {
 
 static hr_err *start(const serve_opts *o, serve_state *st) {
     if (!hr_tokenizer_present(o->model)) return hr_errf("%s has no tokenizer.json, which serving needs", o->model);
-    HR_TRY(hr_backend_cpu_create(&(hr_cpu_options){(int)o->threads, o->mmap}, &st->be));
+    hr_cpu_options co = {.n_threads = (int)o->threads, .weights_in_place = o->mmap};
+    HR_TRY(hr_parse_compute(o->compute, &co.compute_bf16));
+    HR_TRY(hr_backend_cpu_create(&co, &st->be));
     HR_TRY(hr_model_load(o->model, st->be, &st->model));
     HR_TRY(hr_tokenizer_load(o->model, &st->tok));
     hr_engine_options eo = {.n_threads = (int)o->threads,
@@ -106,6 +108,7 @@ int hr_cmd_serve(int argc, char **argv) {
          "the state slots)"},
         {"snapshot-interval", HR_OPT_INT, &o.snap_every,
          "hybrid models: KV blocks between state snapshots (default: 256 positions' worth)"},
+        {"compute", HR_OPT_STR, &o.compute, "products of bf16 weights: f32 (exact, default) or bf16 (activations rounded to bf16; faster, AMX)"},
         {"mmap", HR_OPT_FLAG, &o.mmap,
          "compute from the mmapped weights (faster load, slower decode)"},
     };

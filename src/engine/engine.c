@@ -471,7 +471,8 @@ hr_err *hr_engine_create(const char *dir, const hr_engine_options *opt, hr_engin
     hr_engine *e = engine_alloc(opt);
     if (!e) return hr_err_oom();
     e->owns_model = 1;
-    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = e->opt.n_threads}, &e->be);
+    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = e->opt.n_threads, .compute_bf16 = e->opt.compute_bf16},
+                                        &e->be);
     if (!err) err = hr_model_load(dir, e->be, &e->model);
     if (!err && hr_tokenizer_present(dir)) {
         err = hr_tokenizer_load(dir, &e->tok);

@@ -1,6 +1,9 @@
 /* The real small model brown-llama-8m against its reference.json: mean NLL of the held-out
  * ids (relative 1e-4) and the greedy continuations up to the first position whose
- * reference margin is below 0.05. */
+ * reference margin is below 0.05. Run again with --compute bf16 (activations rounded to
+ * bf16 before every weight product), whose looser bounds say how far that mode drifts:
+ * NLL within 2e-4 relative (measured 2.6e-5 on AMX, 4.3e-5 with the rounding path), and
+ * margins above 0.1 must keep their argmax. */
 #include "base/file.h"
 #include "base/json.h"
 #include "engine/generate.h"
@@ -10,6 +13,7 @@
 static json_t *ref;
 static hr_backend *be;
 static hr_model *model;
+static double nll_tol = 1e-4, clear_margin = 0.05; /* the f32 bounds; bf16 loosens them */
 
 static int32_t *ids_of(const json_t *arr, int *n) {
     *n = (int)json_array_size(arr);
@@ -43,7 +47,8 @@ static void test_heldout_nll(void) {
     hr_kv_pool_destroy(&pool);
     free(logits);
     free(ids);
-    HR_CHECK(fabs(nll - want) <= 1e-4 * fabs(want), "mean NLL %.7f, reference %.7f", nll, want);
+    printf("  mean NLL %.7f, reference %.7f (relative %.2g)\n", nll, want, fabs(nll - want) / want);
+    HR_CHECK(fabs(nll - want) <= nll_tol * fabs(want), "mean NLL %.7f, reference %.7f", nll, want);
 }
 
 typedef struct {
@@ -56,7 +61,7 @@ static int check_token(void *ctx, int32_t tok) {
     greedy_ctx *g = ctx;
     if (g->pos >= g->n) return 1;
     double margin = json_real_value(json_array_get(g->margins, (size_t)g->pos));
-    if (margin < 0.05) return 1;
+    if (margin < clear_margin) return 1;
     if (tok != g->want[g->pos]) {
         g->mismatch = g->pos;
         return 1;
@@ -105,7 +110,8 @@ static void test_greedy_teacher_forced(void) {
         if (!err) err = hr_model_forward(model, &pool.store, &row, 1, logits);
         int bad = -1, compared = 0;
         for (int k = 0; !err && k < ng && bad < 0; k++) {
-            if (json_real_value(json_array_get(json_object_get(s, "margins"), (size_t)k)) < 0.05) continue;
+            if (json_real_value(json_array_get(json_object_get(s, "margins"), (size_t)k)) < clear_margin)
+                continue;
             const float *l = logits + (size_t)(np - 1 + k) * V;
             int best = 0;
             for (int v = 1; v < V; v++) best = l[v] > l[best] ? v : best;
@@ -124,24 +130,41 @@ static void test_greedy_teacher_forced(void) {
     }
 }
 
+/* Loads the model with the given compute mode and runs every test on it. */
+static void run_mode(const char *dir, int bf16) {
+    printf("  --compute %s\n", bf16 ? "bf16" : "f32");
+    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2, .compute_bf16 = bf16}, &be);
+    if (!err) err = hr_model_load(dir, be, &model);
+    if (err) {
+        printf("FAIL setup: %s\n", hr_err_msg(err));
+        hr_err_free(err);
+        hr_t_failed++;
+    } else {
+        HR_RUN(test_heldout_nll);
+        HR_RUN(test_greedy);
+        HR_RUN(test_greedy_teacher_forced);
+    }
+    hr_model_free(model);
+    hr_backend_destroy(be);
+    model = NULL;
+    be = NULL;
+}
+
 int main(void) {
     char dir[512];
     snprintf(dir, sizeof dir, "%s", hr_fixture("models/brown-llama-8m"));
     char *path = hr_path_join(dir, "reference.json");
     hr_err *err = hr_json_load_file(path, &ref);
     free(path);
-    if (!err) err = hr_backend_cpu_create(&(hr_cpu_options){2, 0}, &be);
-    if (!err) err = hr_model_load(dir, be, &model);
     if (err) {
         printf("FAIL setup: %s\n", hr_err_msg(err));
         hr_err_free(err);
         return 1;
     }
-    HR_RUN(test_heldout_nll);
-    HR_RUN(test_greedy);
-    HR_RUN(test_greedy_teacher_forced);
-    hr_model_free(model);
-    hr_backend_destroy(be);
+    run_mode(dir, 0);
+    nll_tol = 2e-4;
+    clear_margin = 0.1;
+    run_mode(dir, 1);
     json_decref(ref);
     return hr_test_summary();
 }

@@ -117,6 +117,24 @@ static void test_seeded_batch_invariance(void) {
     check_batch_invariance(1.0f);
 }
 
+/* The same with --compute bf16 (AMX, VDPBF16PS or rounded x): each token's products
+ * never depend on what else is in the batch. */
+static void test_bf16_batch_invariance(void) {
+    hr_backend *be16 = NULL;
+    hr_model *m16 = NULL, *saved = model;
+    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2, .compute_bf16 = 1}, &be16);
+    if (!err) err = hr_model_load(hr_fixture("models/brown-llama-8m"), be16, &m16);
+    HR_CHECK_OK(err);
+    if (!err) {
+        model = m16;
+        check_batch_invariance(0);
+        check_batch_invariance(1.0f);
+        model = saved;
+    }
+    hr_model_free(m16);
+    hr_backend_destroy(be16);
+}
+
 /* A pool too small for all sequences at once: the youngest are preempted and recomputed
  * (or, with no_preempt, wait), and every output equals the request run alone. */
 static void test_preemption(void) {
@@ -894,6 +912,7 @@ int main(void) {
     HR_RUN(test_stop_matcher);
     HR_RUN(test_greedy_batch_invariance);
     HR_RUN(test_seeded_batch_invariance);
+    HR_RUN(test_bf16_batch_invariance);
     HR_RUN(test_preemption);
     HR_RUN(test_prefix_cache);
     HR_RUN(test_refuse_and_errors);

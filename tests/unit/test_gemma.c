@@ -136,7 +136,7 @@ static void check_moe(hr_backend *be, int T, int E, int k, int H, int I) {
 
 static void test_moe_ops(void) {
     hr_backend *be;
-    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){2, 0}, &be));
+    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &be));
     int cases[][5] = {{1, 8, 2, 16, 8}, {7, 5, 3, 33, 17}, {13, 8, 1, 20, 9}, {31, 4, 4, 12, 5}};
     for (int i = 0; i < 4 && !hr_t_cur_failed; i++)
         check_moe(be, cases[i][0], cases[i][1], cases[i][2], cases[i][3], cases[i][4]);
@@ -145,7 +145,7 @@ static void test_moe_ops(void) {
 
 static void test_small_ops(void) {
     hr_backend *be;
-    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){1, 0}, &be));
+    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 1}, &be));
     float y[7], x[7] = {3, -1, 0.5f, 2, -4, 1, 0};
     for (int i = 0; i < 7; i++)
         y[i] = x[i] * 20;
@@ -170,7 +170,7 @@ static void test_kv_geometry(void) {
     snprintf(dir, sizeof dir, "%s", hr_fixture("models/tiny-gemma4"));
     hr_backend *be;
     hr_model *m;
-    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){1, 0}, &be));
+    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 1}, &be));
     HR_CHECK_OK(hr_model_load(dir, be, &m));
     hr_kv_store kv = {0};
     hr_model_kv_shape(m, &kv);

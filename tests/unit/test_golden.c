@@ -27,7 +27,7 @@ static hr_err *fixture_open(const char *name, fixture *f) {
     char dir[512], path[600];
     snprintf(dir, sizeof dir, "%s", hr_fixture("models/"));
     strncat(dir, name, sizeof dir - strlen(dir) - 1);
-    HR_TRY(hr_backend_cpu_create(&(hr_cpu_options){2, 0}, &f->be));
+    HR_TRY(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &f->be));
     HR_TRY(hr_model_load(dir, f->be, &f->m));
     snprintf(path, sizeof path, "%s/golden.safetensors", dir);
     HR_TRY(hr_st_open(path, &f->gold));
@@ -133,11 +133,14 @@ static void check_case(fixture *f, const json_t *c, const char *model) {
     HR_CHECK_OK(run_chunked(f, tok, T, T, full));
     float d = max_diff(full, ref, n);
     HR_CHECK(d <= tol, "%s %s: full forward differs from reference by %g (tol %g)", model, key, d, tol);
-    int chunks[] = {1, 3, 16};
+    /* attention models: bit-identical whatever the chunking (attention.c); DeltaNet layers
+     * use the chunked (WY) form for long chunks and the recurrent one for short ones */
+    int chunks[] = {1, 3, 16}, hybrid = hr_arch_is_hybrid(hr_model_cfg(f->m)->arch);
+    float chunk_tol = hybrid ? 1e-4f * fmaxf(1.0f, max_abs(ref, n)) : 0;
     for (int i = 0; i < 3; i++) {
         HR_CHECK_OK(run_chunked(f, tok, T, chunks[i], inc));
         d = max_diff(full, inc, n);
-        HR_CHECK(d <= 1e-4f * fmaxf(1.0f, max_abs(ref, n)), "%s %s: chunk %d differs by %g", model, key, chunks[i], d);
+        HR_CHECK(d <= chunk_tol, "%s %s: chunk %d differs by %g", model, key, chunks[i], d);
     }
     HR_CHECK_OK(check_greedy(f, tok, ref, T, prompt_len));
     free(full);
@@ -168,7 +171,8 @@ static void check_batched(fixture *f, const char *model) {
     hr_kv_seq_release(&pool, &sa);
     hr_kv_seq_release(&pool, &sb);
     hr_kv_pool_destroy(&pool);
-    HR_CHECK(da < 1e-4f && db < 1e-4f, "%s: batched rows differ (%g, %g)", model, da, db);
+    float tol = hr_arch_is_hybrid(hr_model_cfg(f->m)->arch) ? 1e-4f : 0;
+    HR_CHECK(da <= tol && db <= tol, "%s: batched rows differ (%g, %g)", model, da, db);
 }
 
 static void test_models(void) {

@@ -114,7 +114,7 @@ static void check_slots(const char *name) {
     snprintf(dir, sizeof dir, "%s%s", hr_fixture("models/"), name);
     hr_backend *be;
     hr_model *m;
-    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){2, 0}, &be));
+    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &be));
     HR_CHECK_OK(hr_model_load(dir, be, &m));
     int V = hr_model_cfg(m)->vocab, n = 20;
     int32_t tok[3][20];

@@ -15,7 +15,7 @@ static float frand(void) {
 
 static void test_route(void) {
     hr_backend *be;
-    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){1, 0}, &be));
+    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 1}, &be));
     float logits[2 * 4] = {0.5f, 2.0f, 1.0f, 2.0f, /* tie between 1 and 3 */ -1, -2, -3, 4};
     int32_t ids[4];
     float w[4];
@@ -89,7 +89,7 @@ static void check_experts(hr_backend *be, int T, int E, int k, int H, int I, hr_
 
 static void test_experts(void) {
     hr_backend *be;
-    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){3, 0}, &be));
+    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 3}, &be));
     hr_cpu_level levels[] = {HR_CPU_GENERIC, HR_CPU_AVX2, HR_CPU_AVX512};
     int Ts[] = {1, 2, 7, 33},
         cfg[][4] = {{8, 2, 32, 16}, {7, 3, 33, 19}, {5, 5, 17, 1}, {16, 1, 40, 24}};
@@ -112,7 +112,7 @@ static void test_experts(void) {
 static void test_stacked_views(void) {
     enum { E = 5, H = 24, I = 12, T = 9, K = 2 };
     hr_backend *be;
-    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){2, 0}, &be));
+    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &be));
     static float gu[E][2 * I][H], dn[E][H][I], x[T][H], logits[T][E], y0[T][H], y1[T][H], wt[T][K];
     static float sg[E][I][H], su[E][I][H];
     for (int e = 0; e < E; e++) {

@@ -1,11 +1,12 @@
 /* CPU paged attention, flash style. Decode-like rows (few tokens): one work item per
  * (token, kv head) covers the query heads of its GQA group, so each K and V row is read
- * once for the whole group; positions [start, pos] (start honours a sliding window) are
- * walked in tiles through the row's block table with the softmax carried across tiles.
- * Prefill rows: one item per (block of QB consecutive tokens, kv head); each K/V tile is
- * gathered once into contiguous scratch and both products (Q K^T and P V) run on the
- * matmul kernels, with causal and window masks applied per query. Items are handed out
- * from a shared counter. */
+ * once for the whole group. Prefill rows: one item per (block of QB consecutive tokens,
+ * kv head); each K tile is gathered once into contiguous scratch and Q K^T runs on the
+ * matmul kernel. Items are handed out from a shared counter.
+ * Both paths compute the same bits for a query, so a token's output never depends on how
+ * its prompt was chunked or batched: positions go in tiles of TJ aligned to multiples of
+ * TJ, a score is the level's dot (which sums like its matmul tile), the online softmax of
+ * a tile is one function, and P V adds each visible position's row in order. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernels.h"
 
-enum { TILE = 128, MAX_GROUP = 32, QB = 16, TJ = 64, BLOCK_MIN = 8 };
+enum { TJ = 64, MAX_GROUP = 32, QB = 16, BLOCK_MIN = 8 };
 
 typedef struct {
     hr_cpu_backend *cb;
@@ -24,13 +25,6 @@ typedef struct {
     const hr_cpu_kernels *k;
 } attn_ctx;
 
-typedef struct {
-    const float *q[MAX_GROUP]; /* query rows of the group's heads (head_dim each) */
-    float *o[MAX_GROUP];       /* output rows */
-    float mx[MAX_GROUP], sum[MAX_GROUP];
-    int n;                     /* heads in this group chunk */
-} head_group;
-
 static const float *kv_row(const attn_ctx *c, const void *base, const int32_t *bt, int j, int kvh) {
     const hr_kv_store *kv = c->kv;
     long off = hr_kv_offset(kv, c->p->layer, bt[j / kv->block_size], j % kv->block_size) +
@@ -38,105 +32,107 @@ static const float *kv_row(const attn_ctx *c, const void *base, const int32_t *b
     return (const float *)base + off;
 }
 
-/* Scores of positions [j0, j0+len) for every head, then the online-softmax update. */
-static void tile(const attn_ctx *c, head_group *g, const int32_t *bt, int kvh, int j0, int len) {
-    const hr_attn_params *p = c->p;
-    float s[MAX_GROUP][TILE];
-    for (int jj = 0; jj < len; jj++) {
-        const float *krow = kv_row(c, c->kv->k, bt, j0 + jj, kvh);
-        for (int h = 0; h < g->n; h++) {
-            float v = c->k->dot(g->q[h], krow, p->head_dim) * p->scale;
-            s[h][jj] = p->softcap > 0 ? p->softcap * tanhf(v / p->softcap) : v;
-        }
-    }
-    for (int h = 0; h < g->n; h++) {
-        float m = g->mx[h];
-        for (int jj = 0; jj < len; jj++) m = fmaxf(m, s[h][jj]);
-        if (m > g->mx[h]) {
-            float corr = expf(g->mx[h] - m);
-            g->sum[h] *= corr;
-            c->k->scale(g->o[h], corr, p->head_dim);
-            g->mx[h] = m;
-        }
-        for (int jj = 0; jj < len; jj++) {
-            s[h][jj] = expf(s[h][jj] - m);
-            g->sum[h] += s[h][jj];
-        }
-    }
-    for (int jj = 0; jj < len; jj++) {
-        const float *vrow = kv_row(c, c->kv->v, bt, j0 + jj, kvh);
-        for (int h = 0; h < g->n; h++) c->k->axpy(g->o[h], s[h][jj], vrow, p->head_dim);
-    }
+/* First position a query at pq sees (the sliding window's start). */
+static int first_visible(const hr_attn_params *p, int pq) {
+    return p->window > 0 && pq - p->window + 1 > 0 ? pq - p->window + 1 : 0;
 }
 
-static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh) {
-    const hr_step_meta *m = &c->cb->meta;
+/* One query's online-softmax step over the raw scores s of positions [j0, j0 + nj): scales,
+ * caps and masks them, rescales the running output o when the maximum grows, and leaves
+ * exp(score - max) in s (0 where masked). */
+static void softmax_tile(const attn_ctx *c, float *s, int j0, int nj, int pq, float *mx,
+                         float *sum, float *o) {
     const hr_attn_params *p = c->p;
-    int hd = p->head_dim, pos = m->pos[t];
-    int start = p->window > 0 && pos - p->window + 1 > 0 ? pos - p->window + 1 : 0;
-    const int32_t *bt = m->block_tables[m->row[t]];
-    head_group g = {.n = nh};
-    for (int h = 0; h < nh; h++) {
-        long row = (long)t * p->n_heads + h0 + h;
-        g.q[h] = c->q + row * hd;
-        g.o[h] = c->out + row * hd;
-        g.mx[h] = -INFINITY;
-        g.sum[h] = 0;
-        for (int i = 0; i < hd; i++) g.o[h][i] = 0;
-    }
-    for (int j = start; j <= pos; j += TILE) tile(c, &g, bt, kvh, j, pos - j + 1 < TILE ? pos - j + 1 : TILE);
-    for (int h = 0; h < nh; h++) c->k->scale(g.o[h], 1.0f / g.sum[h], hd);
-}
-
-/* Scratch of one prefill block item (floats): Q rows, scores, K tile, V tile transposed,
- * P V product, output accumulators, running max and sum. */
-typedef struct {
-    float *q, *s, *k, *vt, *pv, *o, *mx, *sum;
-} blk_scratch;
-
-static float *blk_alloc(blk_scratch *b, int M, int hd) {
-    size_t n = (size_t)M * hd * 3 + (size_t)M * TJ + (size_t)TJ * hd * 2 + 2 * (size_t)M;
-    float *f = malloc(sizeof(float) * n);
-    if (!f) return NULL;
-    b->q = f;
-    b->o = b->q + (size_t)M * hd;
-    b->pv = b->o + (size_t)M * hd;
-    b->s = b->pv + (size_t)M * hd;
-    b->k = b->s + (size_t)M * TJ;
-    b->vt = b->k + (size_t)TJ * hd;
-    b->mx = b->vt + (size_t)TJ * hd;
-    b->sum = b->mx + M;
-    return f;
-}
-
-/* Masks, softmax-updates and exponentiates one tile of scores for query m at pq. */
-static void blk_softmax(const attn_ctx *c, blk_scratch *b, int m, int pq, int j0, int nj, int hd) {
-    const hr_attn_params *p = c->p;
-    float *s = b->s + (long)m * TJ, mx = -INFINITY;
+    int lo = first_visible(p, pq);
+    float m = -INFINITY;
     for (int jj = 0; jj < nj; jj++) {
         int j = j0 + jj;
         float v = s[jj] * p->scale;
         if (p->softcap > 0) v = p->softcap * tanhf(v / p->softcap);
-        s[jj] = j <= pq && (p->window <= 0 || j > pq - p->window) ? v : -INFINITY;
-        mx = fmaxf(mx, s[jj]);
+        s[jj] = j <= pq && j >= lo ? v : -INFINITY;
+        m = fmaxf(m, s[jj]);
     }
-    if (mx == -INFINITY) { /* nothing visible in this tile */
+    if (m == -INFINITY) { /* nothing visible in this tile */
         for (int jj = 0; jj < nj; jj++) s[jj] = 0;
         return;
     }
-    if (mx > b->mx[m]) {
-        float corr = expf(b->mx[m] - mx);
-        b->sum[m] *= corr;
-        c->k->scale(b->o + (long)m * hd, corr, hd);
-        b->mx[m] = mx;
+    if (m > *mx) {
+        float corr = expf(*mx - m);
+        *sum *= corr;
+        c->k->scale(o, corr, p->head_dim);
+        *mx = m;
     }
     for (int jj = 0; jj < nj; jj++) {
-        s[jj] = s[jj] == -INFINITY ? 0 : expf(s[jj] - b->mx[m]);
-        b->sum[m] += s[jj];
+        s[jj] = s[jj] == -INFINITY ? 0 : expf(s[jj] - *mx);
+        *sum += s[jj];
     }
 }
 
-/* Queries t0..t0+nq-1 (consecutive positions of one row) x the group of kv head kvh. */
+/* o[i] += P[i] V over the tile's positions, each visible position's V row in order (rows
+ * before a sliding window may be released, so only rows someone sees are read). */
+static void pv_tile(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, float *const *o,
+                    const float *s, long s_ld, int n) {
+    for (int jj = 0; jj < nj; jj++) {
+        const float *vrow = NULL;
+        for (int i = 0; i < n; i++) {
+            if (s[i * s_ld + jj] == 0) continue;
+            if (!vrow) vrow = kv_row(c, c->kv->v, bt, j0 + jj, kvh);
+            c->k->axpy(o[i], s[i * s_ld + jj], vrow, c->p->head_dim);
+        }
+    }
+}
+
+/* Query heads [h0, h0 + nh) of kv head kvh for token t. */
+static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh) {
+    const hr_step_meta *m = &c->cb->meta;
+    const hr_attn_params *p = c->p;
+    int hd = p->head_dim, pos = m->pos[t];
+    const int32_t *bt = m->block_tables[m->row[t]];
+    const float *q[MAX_GROUP];
+    float *o[MAX_GROUP], mx[MAX_GROUP], sum[MAX_GROUP], s[MAX_GROUP][TJ];
+    for (int h = 0; h < nh; h++) {
+        long row = (long)t * p->n_heads + h0 + h;
+        q[h] = c->q + row * hd;
+        o[h] = c->out + row * hd;
+        mx[h] = -INFINITY;
+        sum[h] = 0;
+        for (int i = 0; i < hd; i++) o[h][i] = 0;
+    }
+    int lo = first_visible(p, pos);
+    for (int j0 = lo / TJ * TJ; j0 <= pos; j0 += TJ) {
+        int nj = pos - j0 + 1 < TJ ? pos - j0 + 1 : TJ;
+        for (int jj = 0; jj < nj; jj++) {
+            const float *krow = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh) : NULL;
+            for (int h = 0; h < nh; h++) s[h][jj] = krow ? c->k->dot(q[h], krow, hd) : 0;
+        }
+        for (int h = 0; h < nh; h++) softmax_tile(c, s[h], j0, nj, pos, &mx[h], &sum[h], o[h]);
+        pv_tile(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh);
+    }
+    for (int h = 0; h < nh; h++) c->k->scale(o[h], 1.0f / sum[h], hd);
+}
+
+/* Scratch of one prefill block item (floats): Q rows, scores, K tile, running max and sum;
+ * plus the output row pointers. */
+typedef struct {
+    float *q, *s, *k, *mx, *sum;
+    float **o;
+} blk_scratch;
+
+static void *blk_alloc(blk_scratch *b, int M, int hd) {
+    size_t n = (size_t)M * hd + (size_t)M * TJ + (size_t)TJ * hd + 2 * (size_t)M;
+    void *mem = malloc(sizeof(float *) * (size_t)M + sizeof(float) * n);
+    if (!mem) return NULL;
+    b->o = mem;
+    b->q = (float *)(b->o + M);
+    b->s = b->q + (size_t)M * hd;
+    b->k = b->s + (size_t)M * TJ;
+    b->mx = b->k + (size_t)TJ * hd;
+    b->sum = b->mx + M;
+    return mem;
+}
+
+/* Queries t0..t0+nq-1 (consecutive positions of one row) x the group of kv head kvh; query
+ * i * G + h is token t0 + i, head kvh * G + h, accumulated in place in the output. */
 static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int kvh) {
     const hr_step_meta *m = &c->cb->meta;
     const hr_attn_params *p = c->p;
@@ -144,33 +140,25 @@ static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int 
     const int32_t *bt = m->block_tables[m->row[t0]];
     for (int i = 0; i < nq; i++)
         for (int h = 0; h < G; h++) {
-            const float *src = c->q + ((long)(t0 + i) * p->n_heads + kvh * G + h) * hd;
-            for (int d = 0; d < hd; d++) b->q[(long)(i * G + h) * hd + d] = src[d];
+            long row = (long)(t0 + i) * p->n_heads + kvh * G + h;
+            for (int d = 0; d < hd; d++) b->q[(long)(i * G + h) * hd + d] = c->q[row * hd + d];
+            b->o[i * G + h] = c->out + row * hd;
+            for (int d = 0; d < hd; d++) b->o[i * G + h][d] = 0;
         }
-    for (long i = 0; i < (long)M * hd; i++) b->o[i] = 0;
     for (int i = 0; i < M; i++) b->mx[i] = -INFINITY, b->sum[i] = 0;
-    int last = p0 + nq - 1, lo = p->window > 0 && p0 - p->window + 1 > 0 ? p0 - p->window + 1 : 0;
-    for (int j0 = lo; j0 <= last; j0 += TJ) {
+    int last = p0 + nq - 1, lo = first_visible(p, p0);
+    for (int j0 = lo / TJ * TJ; j0 <= last; j0 += TJ) {
         int nj = last - j0 + 1 < TJ ? last - j0 + 1 : TJ;
         for (int jj = 0; jj < nj; jj++) {
-            const float *kr = kv_row(c, c->kv->k, bt, j0 + jj, kvh), *vr = kv_row(c, c->kv->v, bt, j0 + jj, kvh);
-            for (int d = 0; d < hd; d++) {
-                b->k[(long)jj * hd + d] = kr[d];
-                b->vt[(long)d * nj + jj] = vr[d];
-            }
+            const float *kr = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh) : NULL;
+            for (int d = 0; d < hd; d++) b->k[(long)jj * hd + d] = kr ? kr[d] : 0;
         }
         c->k->mm_f32(b->s, TJ, b->q, hd, b->k, hd, M, 0, nj);
-        for (int i = 0; i < M; i++) blk_softmax(c, b, i, p0 + i / G, j0, nj, hd);
-        c->k->mm_f32(b->pv, hd, b->s, TJ, b->vt, nj, M, 0, hd);
-        for (long i = 0; i < (long)M * hd; i++) b->o[i] += b->pv[i];
+        for (int i = 0; i < M; i++)
+            softmax_tile(c, b->s + (long)i * TJ, j0, nj, p0 + i / G, &b->mx[i], &b->sum[i], b->o[i]);
+        pv_tile(c, bt, kvh, j0, nj, b->o, b->s, TJ, M);
     }
-    for (int i = 0; i < nq; i++)
-        for (int h = 0; h < G; h++) {
-            float *dst = c->out + ((long)(t0 + i) * p->n_heads + kvh * G + h) * hd;
-            const float *o = b->o + (long)(i * G + h) * hd;
-            float inv = 1.0f / b->sum[i * G + h];
-            for (int d = 0; d < hd; d++) dst[d] = o[d] * inv;
-        }
+    for (int i = 0; i < M; i++) c->k->scale(b->o[i], 1.0f / b->sum[i], hd);
 }
 
 /* A work item: tokens [t0, t0 + nq) of one row with kv head kvh; nq == 1 (decode-like)
@@ -196,7 +184,7 @@ static void items_task(void *ctx, int th, int nth) {
     items_ctx *ic = ctx;
     const hr_attn_params *p = ic->c.p;
     blk_scratch b;
-    float *mem = NULL;
+    void *mem = NULL;
     int tried = 0;
     for (long i; (i = atomic_fetch_add(&ic->next, 1)) < ic->n_items;) {
         const attn_item *it = &ic->items[i];

@@ -11,6 +11,7 @@
 static void cpu_destroy(hr_backend *be) {
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
     hr_pool_destroy(cb->pool);
+    free(cb->scratch);
     free(cb);
 }
 
@@ -32,8 +33,11 @@ static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev)
     }
     *dev = *host;
     dev->device = HR_DEV_CPU;
+    hr_cpu_backend *cb = (hr_cpu_backend *)be;
+    if (host->dtype == HR_BF16 && host->shape[host->ndim - 1] > cb->max_k)
+        cb->max_k = host->shape[host->ndim - 1];
     size_t bytes = hr_tensor_bytes(host);
-    if (((hr_cpu_backend *)be)->opt.weights_in_place || bytes < COPY_MIN) return NULL;
+    if (cb->opt.weights_in_place || bytes < COPY_MIN) return NULL;
     size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
     void *p = mmap(NULL, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return hr_errf("cannot allocate %zu MiB for weights", bytes >> 20);
@@ -128,7 +132,10 @@ static hr_err *cpu_read(hr_backend *be, const void *src, void *dst, size_t bytes
 }
 
 static hr_err *cpu_step_begin(hr_backend *be, const hr_step_meta *meta) {
-    ((hr_cpu_backend *)be)->meta = *meta;
+    hr_cpu_backend *cb = (hr_cpu_backend *)be;
+    cb->meta = *meta;
+    if (cb->opt.compute_bf16 && !hr_cpu_matmul_reserve(cb, meta->n_tokens))
+        return hr_errf("cannot allocate the bf16 matmul scratch for %d tokens", meta->n_tokens);
     return NULL;
 }
 

@@ -10,6 +10,9 @@ typedef struct {
     hr_pool *pool;
     hr_step_meta meta; /* the current step's token layout (host pointers) */
     hr_cpu_options opt;
+    void *scratch; /* --compute bf16: matmul's packed / rounded x (engine thread only) */
+    size_t scratch_bytes;
+    long max_k; /* longest row of the bf16 weights uploaded: sizes the scratch */
 } hr_cpu_backend;
 
 static inline int hr_kv_head_dim(const hr_kv_store *kv, int layer) {
@@ -25,6 +28,8 @@ static inline long hr_kv_offset(const hr_kv_store *kv, int layer, int block, int
 /* Converts n elements of t starting at element off to f32. */
 void hr_cpu_to_f32(float *y, const hr_tensor *t, long off, long n);
 
+/* Grows the bf16 matmul scratch for steps of up to T tokens; 0 when out of memory. */
+int hr_cpu_matmul_reserve(hr_cpu_backend *cb, int T);
 void hr_cpu_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
                    const hr_tensor *bias, int T);
 void hr_cpu_attention(hr_backend *be, float *out, const float *q, const hr_kv_store *kv,

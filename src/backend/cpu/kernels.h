@@ -11,11 +11,17 @@
 typedef void (*hr_mm_fn)(float *y, long ldy, const float *x, long ldx, const void *w, int K,
                          int T, long n0, long n1);
 
+/* The same with x already rounded to bf16 (--compute bf16): products of bf16 pairs. */
+typedef void (*hr_mm_bx_fn)(float *y, long ldy, const uint16_t *x, long ldx, const void *w, int K,
+                            int T, long n0, long n1);
+
 typedef struct {
     const char *name;
     hr_mm_fn mm_f32;  /* w is f32 */
     hr_mm_fn mm_bf16; /* w is bf16 */
     hr_mm_fn mm_f16;  /* w is IEEE f16 */
+    hr_mm_bx_fn mm_bx; /* bf16 x times bf16 w on VDPBF16PS; NULL below AVX-512, use only
+                          when hr_cpu()->avx512bf16 */
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float *y, float a, const float *x, int n); /* y += a * x */
     void (*scale)(float *y, float a, int n);               /* y *= a */

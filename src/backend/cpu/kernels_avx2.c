@@ -87,14 +87,12 @@ DEFINE_MM(mm_f32, tile2_f32, tile1_f32, 4)
 DEFINE_MM(mm_bf16, tile2_bf16, tile1_bf16, 2)
 DEFINE_MM(mm_f16, tile2_f16, tile1_f16, 2)
 
+/* Sums exactly as a matmul tile sums one output (attention relies on it). */
 static float dot(const float *a, const float *b, int n) {
-    __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+    __m256 v = _mm256_setzero_ps();
     int i = 0;
-    for (; i + 16 <= n; i += 16) {
-        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-    }
-    float s = hsum(_mm256_add_ps(s0, s1));
+    for (; i + 8 <= n; i += 8) v = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), v);
+    float s = hsum(v);
     for (; i < n; i++) s += a[i] * b[i];
     return s;
 }
@@ -114,4 +112,4 @@ static void scale(float *y, float a, int n) {
     for (; i < n; i++) y[i] *= a;
 }
 
-const hr_cpu_kernels hr_cpu_kernels_avx2 = {"avx2", mm_f32, mm_bf16, mm_f16, dot, axpy, scale};
+const hr_cpu_kernels hr_cpu_kernels_avx2 = {"avx2", mm_f32, mm_bf16, mm_f16, NULL, dot, axpy, scale};

@@ -68,10 +68,47 @@ enum { PF_AHEAD = 256 }; /* elements ahead that the decode tile prefetches */
                 if (r < nr) y[t * ldy + r] = _mm512_reduce_add_ps(acc[t][r]);               \
     }
 
+/* The --compute bf16 tile: x is bf16 too and VDPBF16PS multiplies 32 pairs per
+ * instruction, accumulating in f32 (2x the f32 FMA's products, no widening of w). */
+#define BX_FMA(NR, NT, XLOAD)                                                               \
+    UNROLL for (int t = 0; t < NT; t++) {                                                   \
+        __m512bh xv = (__m512bh)(XLOAD);                                                    \
+        UNROLL for (int r = 0; r < NR; r++)                                                 \
+            acc[t][r] = _mm512_dpbf16_ps(acc[t][r], (__m512bh)wv[r], xv);                   \
+    }
+#define DEFINE_TILE_BX(NAME, NR, NT)                                                        \
+    static void NAME(float *y, long ldy, const uint16_t *x, long ldx, const char *wp, int K,\
+                     int nr) {                                                              \
+        const uint16_t *w[NR];                                                              \
+        UNROLL for (int r = 0; r < NR; r++)                                                 \
+            w[r] = (const uint16_t *)wp + (r < nr ? r : 0) * (long)K;                       \
+        __m512 acc[NT][NR];                                                                 \
+        UNROLL for (int t = 0; t < NT; t++)                                                 \
+            UNROLL for (int r = 0; r < NR; r++) acc[t][r] = _mm512_setzero_ps();            \
+        int k = 0;                                                                          \
+        for (; k + 32 <= K; k += 32) {                                                      \
+            __m512i wv[NR];                                                                 \
+            if (NT == 1)                                                                    \
+                UNROLL for (int r = 0; r < NR; r++)                                         \
+                    _mm_prefetch((const char *)(w[r] + k + PF_AHEAD), _MM_HINT_T0);         \
+            UNROLL for (int r = 0; r < NR; r++) wv[r] = _mm512_loadu_si512(w[r] + k);       \
+            BX_FMA(NR, NT, _mm512_loadu_si512(x + t * ldx + k))                             \
+        }                                                                                   \
+        if (k < K) {                                                                        \
+            __mmask32 m = (__mmask32)((1u << (K - k)) - 1);                                 \
+            __m512i wv[NR];                                                                 \
+            UNROLL for (int r = 0; r < NR; r++) wv[r] = _mm512_maskz_loadu_epi16(m, w[r] + k); \
+            BX_FMA(NR, NT, _mm512_maskz_loadu_epi16(m, x + t * ldx + k))                    \
+        }                                                                                   \
+        UNROLL for (int t = 0; t < NT; t++)                                                 \
+            UNROLL for (int r = 0; r < NR; r++)                                             \
+                if (r < nr) y[t * ldy + r] = _mm512_reduce_add_ps(acc[t][r]);               \
+    }
+
 /* Columns [n0, n1) in 16-row blocks; tokens in tiles of 4 (4 rows x 4 tokens), leftover
- * tokens one at a time (8 rows x 1 token, the decode shape). */
-#define DEFINE_MM(NAME, TILE4, TILE1, ESZ)                                                  \
-    static void NAME(float *y, long ldy, const float *x, long ldx, const void *w, int K,    \
+ * tokens one at a time (8 rows x 1 token, the decode shape). XT is x's element type. */
+#define DEFINE_MM(NAME, TILE4, TILE1, ESZ, XT)                                              \
+    static void NAME(float *y, long ldy, const XT *x, long ldx, const void *w, int K,       \
                      int T, long n0, long n1) {                                             \
         const char *wb = w;                                                                 \
         for (long nb = n0; nb < n1; nb += 16) {                                             \
@@ -94,22 +131,23 @@ DEFINE_TILE(tile4_f16, 4, 4, 2, ld_f16, ldm_f16)
 DEFINE_TILE(tile1_f32, 8, 1, 4, ld_f32, ldm_f32)
 DEFINE_TILE(tile1_bf16, 8, 1, 2, ld_bf16, ldm_bf16)
 DEFINE_TILE(tile1_f16, 8, 1, 2, ld_f16, ldm_f16)
-DEFINE_MM(mm_f32, tile4_f32, tile1_f32, 4)
-DEFINE_MM(mm_bf16, tile4_bf16, tile1_bf16, 2)
-DEFINE_MM(mm_f16, tile4_f16, tile1_f16, 2)
+DEFINE_TILE_BX(tile4_bx, 4, 4)
+DEFINE_TILE_BX(tile1_bx, 8, 1)
+DEFINE_MM(mm_f32, tile4_f32, tile1_f32, 4, float)
+DEFINE_MM(mm_bf16, tile4_bf16, tile1_bf16, 2, float)
+DEFINE_MM(mm_f16, tile4_f16, tile1_f16, 2, float)
+DEFINE_MM(mm_bx, tile4_bx, tile1_bx, 2, uint16_t)
 
+/* Sums exactly as a matmul tile sums one output (attention relies on it). */
 static float dot(const float *a, const float *b, int n) {
-    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
+    __m512 s = _mm512_setzero_ps();
     int i = 0;
-    for (; i + 32 <= n; i += 32) {
-        s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
-        s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+    for (; i + 16 <= n; i += 16) s = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s);
+    if (i < n) {
+        __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
+        s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s);
     }
-    for (; i < n; i += 16) {
-        __mmask16 m = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
-        s0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s0);
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(s0, s1));
+    return _mm512_reduce_add_ps(s);
 }
 
 static void axpy(float *y, float a, const float *x, int n) {
@@ -129,4 +167,4 @@ static void scale(float *y, float a, int n) {
     }
 }
 
-const hr_cpu_kernels hr_cpu_kernels_avx512 = {"avx512", mm_f32, mm_bf16, mm_f16, dot, axpy, scale};
+const hr_cpu_kernels hr_cpu_kernels_avx512 = {"avx512", mm_f32, mm_bf16, mm_f16, mm_bx, dot, axpy, scale};

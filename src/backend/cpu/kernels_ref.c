@@ -24,6 +24,7 @@ REF_MM(mm_f32, float, ID)
 REF_MM(mm_bf16, uint16_t, hr_bf16_to_f32)
 REF_MM(mm_f16, uint16_t, hr_f16_to_f32)
 
+/* Sums exactly as mm_f32 sums one output (attention relies on it). */
 static float dot(const float *a, const float *b, int n) {
     float s = 0;
     for (int i = 0; i < n; i++) s += a[i] * b[i];
@@ -38,7 +39,7 @@ static void scale(float *y, float a, int n) {
     for (int i = 0; i < n; i++) y[i] *= a;
 }
 
-const hr_cpu_kernels hr_cpu_kernels_ref = {"generic", mm_f32, mm_bf16, mm_f16, dot, axpy, scale};
+const hr_cpu_kernels hr_cpu_kernels_ref = {"generic", mm_f32, mm_bf16, mm_f16, NULL, dot, axpy, scale};
 
 const hr_cpu_kernels *hr_cpu_kernels_get(void) {
     switch (hr_cpu()->level) {

@@ -1,17 +1,24 @@
 /* CPU matmul op: y[T,N] = x[T,K] w[N,K]^T + bias. Output columns are handed out in chunks
  * from a shared counter (threads that finish early take more), each chunk computed by the
- * kernel of the weight's dtype. */
+ * kernel of the weight's dtype. With --compute bf16, bf16 weights multiply x rounded to
+ * bf16 (matmul_bf16.h): on AMX tiles when the shapes allow, else on VDPBF16PS, else
+ * through the f32 kernels. One weight always takes the same path, whatever T is. */
 #include <stdatomic.h>
+#include <stdlib.h>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/matmul_bf16.h"
+#include "base/log.h"
 
 typedef struct {
     float *y;
     const float *x;
+    const uint16_t *xp; /* x packed for AMX, or x in bf16 for bx */
     const hr_tensor *w, *bias;
     int T;
     hr_mm_fn fn;
+    hr_mm_bx_fn bx; /* set: bx(xp) computes; else xp set: AMX; else fn(x) */
     long chunk;        /* columns per chunk, a multiple of 16 */
     atomic_long next;  /* first column not yet handed out */
 } mm_ctx;
@@ -34,19 +41,102 @@ static void mm_task(void *ctx, int t, int nt) {
         long b = atomic_fetch_add(&c->next, c->chunk);
         if (b >= N) return;
         long e = b + c->chunk < N ? b + c->chunk : N;
-        c->fn(c->y, N, c->x, K, c->w->data, (int)K, c->T, b, e);
+        if (c->bx) c->bx(c->y, N, c->xp, K, c->w->data, (int)K, c->T, b, e);
+        else if (c->xp) hr_amx_mm(c->y, N, c->xp, c->w->data, (int)K, c->T, b, e);
+        else c->fn(c->y, N, c->x, K, c->w->data, (int)K, c->T, b, e);
         if (c->bias) add_bias(c, b, e);
     }
+}
+
+/* Rounds x to bf16 for the non-AMX paths, rows split over the threads: into bf16 (bx) or
+ * back into f32 (the f32 kernels then multiply exactly what bf16 products would). */
+typedef struct {
+    const float *x;
+    uint16_t *xb;
+    float *xr;
+    long K;
+    int T;
+} round_ctx;
+
+static void round_task(void *ctx, int t, int nt) {
+    round_ctx *c = ctx;
+    for (long i = c->K * (c->T * t / nt); i < c->K * (c->T * (t + 1) / nt); i++) {
+        uint16_t b = hr_f32_to_bf16(c->x[i]);
+        if (c->xb) c->xb[i] = b;
+        else c->xr[i] = hr_bf16_to_f32(b);
+    }
+}
+
+typedef struct {
+    uint16_t *xp;
+    const float *x;
+    int K, T;
+} pack_ctx;
+
+static void pack_task(void *ctx, int t, int nt) {
+    pack_ctx *c = ctx;
+    int G = (c->T + 15) / 16;
+    hr_amx_pack(c->xp, c->x, c->K, c->K, c->T, G * t / nt, G * (t + 1) / nt);
+}
+
+/* Bytes of scratch a T-token matmul with rows of K needs on any path. */
+static size_t scratch_need(long T, long K) {
+    size_t packed = (size_t)hr_amx_pack_elems((int)T, (int)K) * 2, rounded = (size_t)T * K * 4;
+    return packed > rounded ? packed : rounded;
+}
+
+static void *scratch(hr_cpu_backend *cb, size_t bytes) {
+    if (bytes <= cb->scratch_bytes) return cb->scratch;
+    free(cb->scratch);
+    cb->scratch = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    cb->scratch_bytes = cb->scratch ? bytes : 0;
+    return cb->scratch;
+}
+
+int hr_cpu_matmul_reserve(hr_cpu_backend *cb, int T) {
+    return scratch(cb, scratch_need(T, (cb->max_k + 31) / 32 * 32)) != NULL;
+}
+
+/* --compute bf16 on a bf16 weight: prepares x for AMX, VDPBF16PS or the f32 kernels in
+ * the scratch (reserved by step_begin; grown here for callers outside a step). Returns 0
+ * when that memory cannot be had. */
+static int prepare_bf16(hr_cpu_backend *cb, const hr_cpu_kernels *k, mm_ctx *c, long N, long K) {
+    if (!scratch(cb, scratch_need(c->T, K))) return 0;
+    if (hr_cpu()->amx && hr_amx_init() && K % 32 == 0 && N % 16 == 0) {
+        uint16_t *xp = cb->scratch;
+        pack_ctx p = {xp, c->x, (int)K, c->T};
+        hr_pool_run(cb->pool, pack_task, &p);
+        c->xp = xp;
+        c->chunk = (c->chunk + 63) / 64 * 64;
+        return 1;
+    }
+    int bx = hr_cpu()->avx512bf16 && k->mm_bx;
+    void *buf = cb->scratch;
+    round_ctx r = {c->x, bx ? buf : NULL, bx ? NULL : buf, K, c->T};
+    hr_pool_run(cb->pool, round_task, &r);
+    if (bx) {
+        c->xp = buf;
+        c->bx = k->mm_bx;
+    } else {
+        c->x = buf;
+    }
+    return 1;
 }
 
 void hr_cpu_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
                    const hr_tensor *bias, int T) {
     const hr_cpu_kernels *k = hr_cpu_kernels_get();
-    hr_pool *pool = ((hr_cpu_backend *)be)->pool;
-    long N = w->shape[0], per_thread = N / (4 * hr_pool_size(pool));
+    hr_cpu_backend *cb = (hr_cpu_backend *)be;
+    long N = w->shape[0], K = w->shape[1], per_thread = N / (4 * hr_pool_size(cb->pool));
     mm_ctx c = {.y = y, .x = x, .w = w, .bias = bias, .T = T,
                 .fn = w->dtype == HR_BF16 ? k->mm_bf16 : w->dtype == HR_F16 ? k->mm_f16 : k->mm_f32};
     c.chunk = per_thread < 16 ? 16 : per_thread / 16 * 16;
+    if (cb->opt.compute_bf16 && w->dtype == HR_BF16 && !prepare_bf16(cb, k, &c, N, K)) {
+        /* only reachable outside a step (step_begin reserved the scratch); switching to
+         * exact products instead would make numerics depend on memory pressure */
+        HR_ERROR("out of memory for the bf16 matmul scratch (%d x %ld)", T, K);
+        abort();
+    }
     atomic_init(&c.next, 0);
-    hr_pool_run(pool, mm_task, &c);
+    hr_pool_run(cb->pool, mm_task, &c);
 }
