@@ -65,14 +65,19 @@ void hr_amx_pack(uint16_t *xp, const float *x, long ldx, int K, int T, int g0, i
     }
 }
 
-/* Writes tokens [0, nt) of C tile buf (16 columns x 16 tokens) to y at column n. */
+/* Writes tokens [0, nt) of C tile buf (16 columns x 16 tokens) to y at column n: token t
+ * is column t of buf, gathered into one 16-float row of y. */
 static void store_c(float *y, long ldy, const float *buf, long n, int nt) {
+    const __m512i idx = _mm512_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176,
+                                          192, 208, 224, 240);
     for (int t = 0; t < nt; t++)
-        for (int c = 0; c < TN; c++) y[t * ldy + n + c] = buf[c * TN + t];
+        _mm512_storeu_ps(y + t * ldy + n, _mm512_i32gather_ps(idx, buf + t, 4));
 }
 
 #define W_AT(w, n, K, kb) ((const char *)(w) + ((long)(n) * (K) + (long)(kb) * TK) * 2)
 #define X_AT(xp, g, nkb, kb) ((const char *)(xp) + (((long)(g) * (nkb) + (kb)) * TN * TK) * 2)
+
+enum { PF_KB = 1 }; /* k blocks ahead that block22 prefetches into L1 */
 
 /* 2 column tiles x 2 token groups: C in tiles 0-3, w in 4-5, x in 6-7. */
 static void block22(float *y, long ldy, const uint16_t *xp, const uint16_t *w, int K, long n,
@@ -85,6 +90,13 @@ static void block22(float *y, long ldy, const uint16_t *xp, const uint16_t *w, i
     _tile_zero(2);
     _tile_zero(3);
     for (int kb = 0; kb < nkb; kb++) {
+        if (kb + PF_KB < nkb) {
+            for (int r = 0; r < 2 * TN; r++) _mm_prefetch(W_AT(w, n + r, K, kb + PF_KB), _MM_HINT_T0);
+            for (int r = 0; r < TN; r++) {
+                _mm_prefetch(X_AT(xp, g, nkb, kb + PF_KB) + r * 64, _MM_HINT_T0);
+                _mm_prefetch(X_AT(xp, g + 1, nkb, kb + PF_KB) + r * 64, _MM_HINT_T0);
+            }
+        }
         _tile_loadd(4, W_AT(w, n, K, kb), wst);
         _tile_loadd(5, W_AT(w, n + TN, K, kb), wst);
         _tile_loadd(6, X_AT(xp, g, nkb, kb), TK * 2);
