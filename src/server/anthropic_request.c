@@ -101,40 +101,60 @@ static hr_err *norm_message(const json_t *m, size_t i, json_t *out) {
     return e;
 }
 
-static hr_err *norm_tools(const json_t *body, hr_api_request *r, json_t **tools) {
-    const json_t *t = json_object_get(body, "tools");
-    const json_t *tc = json_object_get(body, "tool_choice");
-    *tools = NULL;
-    if (tc && !json_is_null(tc)) {
-        const char *type = json_string_value(json_object_get(tc, "type"));
-        if (!type) return hr_errf("request: \"tool_choice\".type must be a string");
-        if (!strcmp(type, "none")) return NULL;
-        if (strcmp(type, "auto"))
-            return hr_errf("request: \"tool_choice\" type \"%s\" is not supported yet (needs "
-                           "constrained decoding); use \"auto\" or \"none\"",
-                           type);
-    }
-    if (!t || json_is_null(t)) return NULL;
+/* tool_choice {"type": "auto" | "any" | "none"} or {"type": "tool", "name"}; *forced for
+ * any and tool, *name for tool. */
+static hr_err *parse_tool_choice(const json_t *tc, int *none, int *forced, const char **name) {
+    *none = *forced = 0;
+    *name = NULL;
+    if (!tc || json_is_null(tc)) return NULL;
+    const char *type = json_string_value(json_object_get(tc, "type"));
+    if (!type || (strcmp(type, "auto") && strcmp(type, "any") && strcmp(type, "tool") &&
+                  strcmp(type, "none")))
+        return hr_errf("request: \"tool_choice\".type must be \"auto\", \"any\", \"tool\" or "
+                       "\"none\"");
+    *none = !strcmp(type, "none");
+    *forced = !strcmp(type, "any") || !strcmp(type, "tool");
+    if (strcmp(type, "tool")) return NULL;
+    *name = json_string_value(json_object_get(tc, "name"));
+    return *name ? NULL
+                 : hr_errf("request: \"tool_choice\" of type \"tool\" needs a string \"name\"");
+}
+
+/* Anthropic tools {"name", "description", "input_schema"} in the OpenAI form. */
+static hr_err *convert_tools(const json_t *t, json_t **out) {
     if (!json_is_array(t)) return hr_errf("request: \"tools\" must be an array");
-    json_t *out = json_array();
+    *out = json_array();
     size_t i;
     const json_t *x;
     json_array_foreach(t, i, x) {
         const char *name = json_string_value(json_object_get(x, "name"));
         const json_t *schema = json_object_get(x, "input_schema");
         if (!name || !json_is_object(schema)) {
-            json_decref(out);
+            json_decref(*out);
+            *out = NULL;
             return hr_errf("tools[%zu] needs a string name and an object input_schema", i);
         }
         const char *desc = json_string_value(json_object_get(x, "description"));
-        json_array_append_new(out, json_pack("{s:s, s:{s:s, s:s, s:O}}", "type", "function",
-                                             "function", "name", name, "description",
-                                             desc ? desc : "", "parameters", schema));
+        json_array_append_new(*out, json_pack("{s:s, s:{s:s, s:s, s:O}}", "type", "function",
+                                              "function", "name", name, "description",
+                                              desc ? desc : "", "parameters", schema));
     }
-    if (json_array_size(out))
-        *tools = out, r->use_tools = 1;
-    else
-        json_decref(out);
+    return NULL;
+}
+
+static hr_err *norm_tools(const json_t *body, hr_api_request *r, json_t **tools) {
+    const json_t *t = json_object_get(body, "tools");
+    const char *name;
+    int none, forced;
+    *tools = NULL;
+    HR_TRY(parse_tool_choice(json_object_get(body, "tool_choice"), &none, &forced, &name));
+    if (none) return NULL;
+    json_t *out = NULL;
+    if (t && !json_is_null(t)) HR_TRY(convert_tools(t, &out));
+    hr_err *e = forced ? hr_set_tool_choice(r, out, name) : NULL;
+    if (e || !json_array_size(out)) return json_decref(out), e;
+    *tools = out;
+    r->use_tools = 1;
     return NULL;
 }
 

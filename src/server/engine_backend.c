@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/file.h"
 #include "server/output_parse.h"
 #include "template/template.h"
 
@@ -115,12 +116,24 @@ static void on_event(void *ctx, const hr_event *ev) {
     pthread_mutex_unlock(&l->srv->mu);
 }
 
-static hr_err *render_chat(hr_engine_server *s, const json_t *chat, int32_t **ids, int *n,
+/* The rendered template, then the request's prefill. A forced tool call skips reasoning:
+ * a <think> the template left open is closed before it. */
+static hr_err *render_chat(hr_engine_server *s, const hr_api_request *req, int32_t **ids, int *n,
                            int *in_reasoning) {
     char *text = NULL;
     int raised = 0;
-    HR_TRY(hr_chat_template_apply(&s->ct, chat, &text, &raised));
+    HR_TRY(hr_chat_template_apply(&s->ct, req->chat, &text, &raised));
     *in_reasoning = hr_prompt_in_reasoning(text);
+    if (req->prefill) {
+        const char *close = *in_reasoning ? "</think>\n\n" : "";
+        size_t a = strlen(text), b = strlen(close), c = strlen(req->prefill);
+        char *t = realloc(text, a + b + c + 1);
+        if (!t) return free(text), hr_err_oom();
+        memcpy(t + a, close, b);
+        memcpy(t + a + b, req->prefill, c + 1);
+        text = t;
+        *in_reasoning = 0;
+    }
     hr_err *err = hr_tokenizer_encode(s->tok, text, strlen(text), s->fallback, ids, n);
     free(text);
     return err;
@@ -129,7 +142,7 @@ static hr_err *render_chat(hr_engine_server *s, const json_t *chat, int32_t **id
 static hr_err *prompt_ids(hr_engine_server *s, const hr_api_request *req, int32_t **ids, int *n,
                           int *in_reasoning) {
     *in_reasoning = 0;
-    if (req->chat) return render_chat(s, req->chat, ids, n, in_reasoning);
+    if (req->chat) return render_chat(s, req, ids, n, in_reasoning);
     if (req->prompt) return hr_tokenizer_encode(s->tok, req->prompt, strlen(req->prompt), 1, ids, n);
     *ids = malloc(sizeof(int32_t) * (size_t)(req->n_prompt_ids > 0 ? req->n_prompt_ids : 1));
     if (!*ids) return hr_err_oom();
@@ -246,6 +259,17 @@ static hr_err *load_template(hr_engine_server *s, const char *dir, const char *p
     return hr_template_parse(hr_fallback_chat_template, &s->ct.tpl);
 }
 
+/* The output markup follows the template in use: the --chat-template file's when given. */
+static hr_err *detect_format(hr_engine_server *s, const char *template_path) {
+    char *file = NULL;
+    size_t len;
+    if (template_path) HR_TRY(hr_read_file(template_path, &file, &len));
+    const char *src = file ? file : s->fallback ? NULL : hr_tokenizer_chat_template(s->tok, NULL);
+    hr_output_format_detect(src ? src : "", &s->backend.tool_format, &s->backend.reasoning);
+    free(file);
+    return NULL;
+}
+
 hr_err *hr_engine_server_create(hr_engine *e, const hr_tokenizer *tok, const char *model_dir,
                                 const char *template_path, const char *name, int max_context,
                                 int vocab, hr_engine_server **out) {
@@ -261,13 +285,16 @@ hr_err *hr_engine_server_create(hr_engine *e, const hr_tokenizer *tok, const cha
         hr_engine_server_destroy(s);
         return err;
     }
-    const char *src = s->fallback ? NULL : hr_tokenizer_chat_template(tok, NULL);
     s->backend = (hr_server_backend){
         .ctx = s, .model_name = model_name, .submit = submit, .cancel = cancel, .stats = stats,
         .tokenize = tokenize, .detokenize = detokenize,
         .limits = {.max_tokens_limit = max_context, .vocab_size = vocab},
     };
-    hr_output_format_detect(src ? src : "", &s->backend.tool_format, &s->backend.reasoning);
+    err = detect_format(s, template_path);
+    if (err) {
+        hr_engine_server_destroy(s);
+        return err;
+    }
     *out = s;
     return NULL;
 }

@@ -52,7 +52,7 @@ void hr_http_gen_free(hr_http_gen *g) {
     if (!g) return;
     free(g->pending);
     hr_reply_free(g->reply);
-    hr_sink_release(g->sink);
+    hr_chan_release(g->chan);
     free(g);
 }
 
@@ -60,12 +60,18 @@ void hr_http_gen_free(hr_http_gen *g) {
  * keeps draining until the engine finishes it (it borrows the request until then). */
 void hr_http_gen_wait(hr_http_gen *g) {
     if (g->done) return;
-    g->done = hr_sink_drain(g->sink, g->reply, 50);
+    g->done = hr_chan_drain(g->chan, g->reply, 50);
     if (!g->cancelled && client_gone(g->conn)) {
         g->cancelled = 1;
-        hr_sink_cancel(g->sink);
-        if (g->be->cancel) g->be->cancel(g->be->ctx, g->sink);
+        hr_chan_cancel(g->chan, g->be->cancel, g->be->ctx);
     }
+}
+
+void hr_http_gen_stop(hr_http_gen *g) {
+    if (g->done) return;
+    hr_chan_cancel(g->chan, g->be->cancel, g->be->ctx);
+    while (!g->done)
+        g->done = hr_chan_drain(g->chan, g->reply, 50);
 }
 
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -94,12 +100,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
 /* Runs when the stream ends or the connection dies: make sure the engine stops. */
 static void sse_free(void *cls) {
     hr_http_gen *g = cls;
-    if (!g->done) {
-        hr_sink_cancel(g->sink);
-        if (g->be->cancel) g->be->cancel(g->be->ctx, g->sink);
-        while (!g->done)
-            g->done = hr_sink_drain(g->sink, g->reply, 50);
-    }
+    hr_http_gen_stop(g);
     hr_http_gen_free(g);
 }
 

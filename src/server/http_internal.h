@@ -18,7 +18,7 @@ struct hr_server {
 typedef struct {
     const hr_server_backend *be;
     struct MHD_Connection *conn;
-    hr_gen_sink *sink;
+    hr_gen_chan *chan;
     hr_reply *reply;
     char *pending;
     size_t len, off;
@@ -46,6 +46,8 @@ hr_err *hr_http_reply_error(struct MHD_Connection *c, hr_api_kind api, int statu
 /* Streams g's reply as SSE; takes ownership of g. */
 hr_err *hr_http_reply_sse(struct MHD_Connection *c, hr_http_gen *g);
 void hr_http_gen_wait(hr_http_gen *g);
+/* Cancels every choice still generating and waits until the engine has finished them. */
+void hr_http_gen_stop(hr_http_gen *g);
 void hr_http_gen_free(hr_http_gen *g);
 
 #endif

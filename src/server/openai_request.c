@@ -116,21 +116,39 @@ static hr_err *norm_message(const json_t *m, size_t i, json_t *out) {
     return NULL;
 }
 
+/* tool_choice: "auto" (the default), "none", "required" or {"type": "function",
+ * "function": {"name"}}; *forced for the last two, *name for the named one. */
+static hr_err *parse_tool_choice(const json_t *tc, int *none, int *forced, const char **name) {
+    *none = *forced = 0;
+    *name = NULL;
+    if (!tc || json_is_null(tc)) return NULL;
+    if (json_is_object(tc)) {
+        const char *type = json_string_value(json_object_get(tc, "type"));
+        *name = json_string_value(json_object_get(json_object_get(tc, "function"), "name"));
+        if (!type || strcmp(type, "function") || !*name)
+            return hr_errf("request: \"tool_choice\" object must be {\"type\": \"function\", "
+                           "\"function\": {\"name\": string}}");
+        *forced = 1;
+        return NULL;
+    }
+    const char *s = json_string_value(tc);
+    if (!s || (strcmp(s, "auto") && strcmp(s, "none") && strcmp(s, "required")))
+        return hr_errf("request: \"tool_choice\" must be \"auto\", \"none\", \"required\" or "
+                       "{\"type\": \"function\", \"function\": {\"name\": string}}");
+    *none = !strcmp(s, "none");
+    *forced = !strcmp(s, "required");
+    return NULL;
+}
+
 static hr_err *parse_tools(const json_t *body, hr_api_request *r, json_t **tools) {
     const json_t *t = json_object_get(body, "tools");
-    const json_t *tc = json_object_get(body, "tool_choice");
+    const char *name;
+    int none, forced;
     *tools = NULL;
-    if (tc && !json_is_null(tc)) {
-        const char *s = json_string_value(tc);
-        if (json_is_object(tc) || (s && !strcmp(s, "required")))
-            return hr_errf("request: \"tool_choice\" \"required\" or a named function is not "
-                           "supported yet (needs constrained decoding); use \"auto\" or \"none\"");
-        if (!s || (strcmp(s, "auto") && strcmp(s, "none")))
-            return hr_errf("request: \"tool_choice\" must be \"auto\" or \"none\"");
-        if (!strcmp(s, "none")) return NULL;
-    }
-    if (!t || json_is_null(t)) return NULL;
-    if (!json_is_array(t)) return hr_errf("request: \"tools\" must be an array");
+    HR_TRY(parse_tool_choice(json_object_get(body, "tool_choice"), &none, &forced, &name));
+    if (none) return NULL;
+    if (t && !json_is_null(t) && !json_is_array(t))
+        return hr_errf("request: \"tools\" must be an array");
     size_t i;
     const json_t *x;
     json_array_foreach(t, i, x) {
@@ -141,10 +159,11 @@ static hr_err *parse_tools(const json_t *body, hr_api_request *r, json_t **tools
         if (!json_is_string(json_object_get(fn, "name")))
             return hr_errf("tools[%zu].function.name must be a string", i);
     }
-    if (json_array_size(t) == 0) return NULL;
+    if (forced) HR_TRY(hr_set_tool_choice(r, t, name));
+    if (!json_array_size(t)) return NULL;
     *tools = json_deep_copy(t);
     r->use_tools = 1;
-    return NULL;
+    return *tools ? NULL : hr_err_oom();
 }
 
 static hr_err *parse_response_format(const json_t *body) {
@@ -169,8 +188,9 @@ static hr_err *parse_common(const json_t *body, hr_api_request *r) {
     if (model && !(r->model = strdup(model))) return hr_err_oom();
     int64_t n;
     HR_TRY(hr_json_int(body, "n", 1, "request", &n));
-    if (n != 1)
-        return hr_errf("request: \"n\" must be 1 (only one choice per request is supported)");
+    if (n < 1 || n > HR_MAX_CHOICES)
+        return hr_errf("request: \"n\" must be in [1, %d], got %lld", HR_MAX_CHOICES, (long long)n);
+    r->n = (int)n;
     HR_TRY(hr_json_bool(body, "stream", 0, "request", &r->stream));
     HR_TRY(hr_json_bool(body, "ignore_eos", 0, "request", &r->ignore_eos));
     const json_t *so = json_object_get(body, "stream_options");

@@ -49,15 +49,17 @@ void hr_sse_put(hr_reply *r, const char *name, json_t *v) {
 }
 
 static json_t *usage(const hr_reply *r) {
+    int completion = 0;
+    for (int i = 0; i < r->n; i++)
+        completion += r->choices[i].completion_tokens;
     return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", r->prompt_tokens,
-                     "completion_tokens", r->completion_tokens, "total_tokens",
-                     r->prompt_tokens + r->completion_tokens, "prompt_tokens_details",
-                     "cached_tokens", r->cached_tokens);
+                     "completion_tokens", completion, "total_tokens", r->prompt_tokens + completion,
+                     "prompt_tokens_details", "cached_tokens", r->cached_tokens);
 }
 
-static const char *finish_str(const hr_reply *r) {
-    if (r->why == HR_FINISH_LENGTH) return "length";
-    if (json_array_size(r->tool_calls)) return "tool_calls";
+static const char *finish_str(const hr_choice *c) {
+    if (c->why == HR_FINISH_LENGTH) return "length";
+    if (json_array_size(c->tool_calls)) return "tool_calls";
     return "stop";
 }
 
@@ -94,24 +96,32 @@ static json_t *legacy_logprobs(const json_t *entries, size_t offset) {
                      tops, "text_offset", offs);
 }
 
-/* The pending logprobs in the API's form (null when not requested); clears them. */
-static json_t *take_logprobs(hr_reply *r, size_t text_offset) {
+/* The choice's pending logprobs in the API's form (null when not requested); clears them. */
+static json_t *take_logprobs(hr_choice *c, size_t text_offset) {
+    const hr_reply *r = c->r;
     if (!r->req->logprobs) return json_null();
-    json_t *lp = is_chat(r) ? json_pack("{s:O}", "content", r->logprobs)
-                            : legacy_logprobs(r->logprobs, text_offset);
-    if (r->req->stream) json_array_clear(r->logprobs);
+    json_t *lp = is_chat(r) ? json_pack("{s:O}", "content", c->logprobs)
+                            : legacy_logprobs(c->logprobs, text_offset);
+    if (r->req->stream) json_array_clear(c->logprobs);
     return lp;
 }
 
-static json_t *chat_choice(hr_reply *r, json_t *delta, const char *finish) {
-    return json_pack("{s:i, s:o, s:o, s:s?}", "index", 0, "delta", delta, "logprobs",
-                     take_logprobs(r, 0), "finish_reason", finish);
+static json_t *chat_choice(hr_choice *c, json_t *delta, const char *finish) {
+    return json_pack("{s:i, s:o, s:o, s:s?}", "index", c->index, "delta", delta, "logprobs",
+                     take_logprobs(c, 0), "finish_reason", finish);
 }
 
-static void openai_stream_event(hr_reply *r, const hr_out_event *ev) {
+static json_t *text_choice(hr_choice *c, const char *text, size_t len, size_t lp_offset,
+                           const char *finish) {
+    return json_pack("{s:i, s:o, s:o, s:s?}", "index", c->index, "text",
+                     hr_json_string_lossy(text, len), "logprobs", take_logprobs(c, lp_offset),
+                     "finish_reason", finish);
+}
+
+static void openai_stream_event(hr_choice *c, const hr_out_event *ev) {
     json_t *delta;
     if (ev->kind == HR_OUT_TOOL_CALL) {
-        json_t *tc = json_array_get(r->tool_calls, (size_t)ev->tool_index);
+        json_t *tc = json_array_get(c->tool_calls, (size_t)ev->tool_index);
         json_t *d = json_deep_copy(tc);
         json_object_set_new(d, "index", json_integer(ev->tool_index));
         delta = json_pack("{s:[o]}", "tool_calls", d);
@@ -119,18 +129,19 @@ static void openai_stream_event(hr_reply *r, const hr_out_event *ev) {
         delta = json_pack("{s:o}", ev->kind == HR_OUT_REASONING ? "reasoning_content" : "content",
                           hr_json_string_lossy(ev->text, ev->len));
     }
-    hr_sse_put(r, NULL, chunk(r, chat_choice(r, delta, NULL)));
+    hr_sse_put(c->r, NULL, chunk(c->r, chat_choice(c, delta, NULL)));
 }
 
 /* Parser events: accumulate (for the final body and tool ids), then format. */
 static void on_event(void *ud, const hr_out_event *ev) {
-    hr_reply *r = ud;
-    if (ev->kind == HR_OUT_CONTENT) hr_sbuf_add(&r->content, ev->text, ev->len);
-    if (ev->kind == HR_OUT_REASONING) hr_sbuf_add(&r->reasoning, ev->text, ev->len);
+    hr_choice *c = ud;
+    hr_reply *r = c->r;
+    if (ev->kind == HR_OUT_CONTENT) hr_sbuf_add(&c->content, ev->text, ev->len);
+    if (ev->kind == HR_OUT_REASONING) hr_sbuf_add(&c->reasoning, ev->text, ev->len);
     if (ev->kind == HR_OUT_TOOL_CALL) {
         char id[48];
         hr_make_id(id, sizeof id, r->req->api == HR_API_MESSAGES ? "toolu_" : "call_");
-        json_array_append_new(r->tool_calls, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type",
+        json_array_append_new(c->tool_calls, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type",
                                                        "function", "function", "name",
                                                        ev->tool_name, "arguments", ev->tool_args));
     }
@@ -138,61 +149,82 @@ static void on_event(void *ud, const hr_out_event *ev) {
     if (r->req->api == HR_API_MESSAGES)
         hr_anth_event(r, ev);
     else
-        openai_stream_event(r, ev);
+        openai_stream_event(c, ev);
 }
 
 hr_err *hr_reply_create(const hr_api_request *req, const char *model, long created,
                         const hr_server_backend *be, hr_reply **out) {
-    hr_reply *r = calloc(1, sizeof *r);
+    int n = req->n > 0 ? req->n : 1;
+    hr_reply *r = calloc(1, sizeof *r + (size_t)n * sizeof(hr_choice));
     if (!r) return hr_err_oom();
     r->req = req;
     r->be = be;
     r->created = created;
     r->block = -1;
+    r->n = n;
     r->model = strdup(req->model ? req->model : model);
-    r->tool_calls = json_array();
-    r->logprobs = json_array();
+    int ok = r->model != NULL;
+    for (int i = 0; i < n; i++) {
+        hr_choice *c = &r->choices[i];
+        *c = (hr_choice){.r = r, .index = i, .tool_calls = json_array(), .logprobs = json_array()};
+        ok = ok && c->tool_calls && c->logprobs;
+    }
     const char *prefix = req->api == HR_API_CHAT       ? "chatcmpl-"
                          : req->api == HR_API_MESSAGES ? "msg_"
                                                        : "cmpl-";
     hr_make_id(r->id, sizeof r->id, prefix);
-    if (!r->model || !r->tool_calls || !r->logprobs) return hr_reply_free(r), hr_err_oom();
+    if (!ok) return hr_reply_free(r), hr_err_oom();
     *out = r;
     return NULL;
 }
 
 void hr_reply_free(hr_reply *r) {
     if (!r) return;
-    hr_out_parser_free(r->parser);
+    for (int i = 0; i < r->n; i++) {
+        hr_choice *c = &r->choices[i];
+        hr_out_parser_free(c->parser);
+        free(c->detail);
+        free(c->content.s);
+        free(c->reasoning.s);
+        json_decref(c->tool_calls);
+        json_decref(c->logprobs);
+    }
     free(r->model);
-    free(r->detail);
-    free(r->content.s);
-    free(r->reasoning.s);
     free(r->out.s);
-    json_decref(r->tool_calls);
-    json_decref(r->logprobs);
     free(r);
 }
 
-void hr_reply_begin(hr_reply *r, int prompt_tokens, int cached_tokens, int in_reasoning) {
-    if (r->began) return;
-    r->began = 1;
-    r->prompt_tokens = prompt_tokens;
-    r->cached_tokens = cached_tokens;
+/* The choice's first event: its parser (fed the request's prefill as if generated) and,
+ * when streaming, the opening chunk or message_start. */
+static void choice_begin(hr_choice *c, int in_reasoning) {
+    if (c->began) return;
+    c->began = 1;
+    hr_reply *r = c->r;
     if (r->req->api != HR_API_COMPLETION) {
         hr_out_config oc = {.reasoning = r->be->reasoning,
                             .in_reasoning = in_reasoning,
                             .tools = r->req->use_tools ? r->be->tool_format : HR_TOOLS_NONE,
                             .tool_defs = json_object_get(r->req->chat, "tools")};
-        hr_out_parser_create(&oc, on_event, r, &r->parser);
+        hr_out_parser_create(&oc, on_event, c, &c->parser);
     }
-    if (!r->req->stream) return;
-    if (r->req->api == HR_API_MESSAGES) hr_anth_start(r);
-    if (is_chat(r))
+    if (r->req->stream && r->req->api == HR_API_MESSAGES) hr_anth_start(r);
+    if (r->req->stream && is_chat(r))
         hr_sse_put(
             r, NULL,
-            chunk(r, chat_choice(r, json_pack("{s:s, s:s}", "role", "assistant", "content", ""),
+            chunk(r, chat_choice(c, json_pack("{s:s, s:s}", "role", "assistant", "content", ""),
                                  NULL)));
+    if (c->parser && r->req->prefill)
+        hr_out_parser_feed(c->parser, r->req->prefill, strlen(r->req->prefill));
+}
+
+void hr_reply_begin(hr_reply *r, int choice, int prompt_tokens, int cached_tokens,
+                    int in_reasoning) {
+    hr_choice *c = &r->choices[choice];
+    if (c->began) return;
+    if (!r->counted) r->prompt_tokens = prompt_tokens;
+    if (!r->counted || cached_tokens < r->cached_tokens) r->cached_tokens = cached_tokens;
+    r->counted = 1;
+    choice_begin(c, in_reasoning);
 }
 
 static json_t *alt_entry(const char *text, size_t len, float logprob) {
@@ -203,67 +235,73 @@ static json_t *alt_entry(const char *text, size_t len, float logprob) {
                      (double)logprob, "bytes", bytes);
 }
 
-static void add_logprobs(hr_reply *r, const hr_gen_token *t) {
+static void add_logprobs(hr_choice *c, const hr_gen_token *t) {
     json_t *e = alt_entry(t->token_text ? t->token_text : "", t->token_len, t->logprob);
     json_t *top = json_array();
-    for (int i = 0; i < t->n_top && i < r->req->top_logprobs; i++)
+    for (int i = 0; i < t->n_top && i < c->r->req->top_logprobs; i++)
         json_array_append_new(top, alt_entry(t->top[i].text, t->top[i].len, t->top[i].logprob));
     json_object_set_new(e, "top_logprobs", top);
-    json_array_append_new(r->logprobs, e);
+    json_array_append_new(c->logprobs, e);
 }
 
-void hr_reply_token(hr_reply *r, const hr_gen_token *t) {
-    if (r->finished) return;
-    hr_reply_begin(r, 0, 0, 0);
-    if (r->req->logprobs) add_logprobs(r, t);
+void hr_reply_token(hr_reply *r, int choice, const hr_gen_token *t) {
+    hr_choice *c = &r->choices[choice];
+    if (c->finished) return;
+    choice_begin(c, 0);
+    if (r->req->logprobs) add_logprobs(c, t);
     const char *text = t->text ? t->text : "";
     if (r->req->api != HR_API_COMPLETION) {
-        if (r->parser) hr_out_parser_feed(r->parser, text, t->len); /* NULL only on OOM */
+        if (c->parser) hr_out_parser_feed(c->parser, text, t->len); /* NULL only on OOM */
         return;
     }
-    size_t offset = r->content.len;
-    hr_sbuf_add(&r->content, text, t->len);
+    size_t offset = c->content.len;
+    hr_sbuf_add(&c->content, text, t->len);
     if (r->req->stream && (t->len || r->req->logprobs))
-        hr_sse_put(r, NULL,
-                   chunk(r, json_pack("{s:i, s:o, s:o, s:n}", "index", 0, "text",
-                                      hr_json_string_lossy(text, t->len), "logprobs",
-                                      take_logprobs(r, offset), "finish_reason")));
+        hr_sse_put(r, NULL, chunk(r, text_choice(c, text, t->len, offset, NULL)));
 }
 
-static void openai_stream_finish(hr_reply *r) {
-    if (r->why == HR_FINISH_ERROR) {
+static int any_error(const hr_reply *r) {
+    for (int i = 0; i < r->n; i++)
+        if (r->choices[i].finished && r->choices[i].why == HR_FINISH_ERROR) return 1;
+    return 0;
+}
+
+/* The choice's last chunk; after the last choice's, usage and [DONE]. */
+static void openai_stream_finish(hr_choice *c) {
+    hr_reply *r = c->r;
+    if (c->why == HR_FINISH_ERROR)
         hr_sse_put(r, NULL,
-                   hr_error_body(HR_API_CHAT, 500, r->detail ? r->detail : "engine error"));
-    } else if (is_chat(r)) {
-        hr_sse_put(r, NULL, chunk(r, chat_choice(r, json_object(), finish_str(r))));
-    } else {
-        hr_sse_put(
-            r, NULL,
-            chunk(r, json_pack("{s:i, s:s, s:o, s:s}", "index", 0, "text", "", "logprobs",
-                               take_logprobs(r, r->content.len), "finish_reason", finish_str(r))));
-    }
-    if (r->req->include_usage && r->why != HR_FINISH_ERROR) {
-        json_t *c = chunk(r, json_object());
-        json_object_set_new(c, "choices", json_array());
-        json_object_set_new(c, "usage", usage(r));
-        hr_sse_put(r, NULL, c);
+                   hr_error_body(HR_API_CHAT, 500, c->detail ? c->detail : "engine error"));
+    else if (is_chat(r))
+        hr_sse_put(r, NULL, chunk(r, chat_choice(c, json_object(), finish_str(c))));
+    else
+        hr_sse_put(r, NULL, chunk(r, text_choice(c, "", 0, c->content.len, finish_str(c))));
+    if (r->n_finished < r->n) return;
+    if (r->req->include_usage && !any_error(r)) {
+        json_t *u = chunk(r, json_object());
+        json_object_set_new(u, "choices", json_array());
+        json_object_set_new(u, "usage", usage(r));
+        hr_sse_put(r, NULL, u);
     }
     hr_sbuf_add(&r->out, "data: [DONE]\n\n", 14);
 }
 
-void hr_reply_finish(hr_reply *r, hr_finish why, int completion_tokens, const char *detail) {
-    if (r->finished) return;
-    hr_reply_begin(r, 0, 0, 0);
-    if (r->parser) hr_out_parser_finish(r->parser);
-    r->finished = 1;
-    r->why = why;
-    r->completion_tokens = completion_tokens;
-    if (detail) r->detail = strdup(detail);
+void hr_reply_finish(hr_reply *r, int choice, hr_finish why, int completion_tokens,
+                     const char *detail) {
+    hr_choice *c = &r->choices[choice];
+    if (c->finished) return;
+    choice_begin(c, 0);
+    if (c->parser) hr_out_parser_finish(c->parser);
+    c->finished = 1;
+    r->n_finished++;
+    c->why = why;
+    c->completion_tokens = completion_tokens;
+    if (detail) c->detail = strdup(detail);
     if (!r->req->stream) return;
     if (r->req->api == HR_API_MESSAGES)
         hr_anth_finish(r);
     else
-        openai_stream_finish(r);
+        openai_stream_finish(c);
 }
 
 char *hr_reply_take(hr_reply *r, size_t *len) {
@@ -273,36 +311,39 @@ char *hr_reply_take(hr_reply *r, size_t *len) {
     return s;
 }
 
-static json_t *chat_body(hr_reply *r) {
-    int tools = json_array_size(r->tool_calls) > 0;
+static json_t *chat_body(hr_choice *c) {
+    int tools = json_array_size(c->tool_calls) > 0;
     json_t *msg = json_pack("{s:s}", "role", "assistant");
     json_object_set_new(msg, "content",
-                        r->content.len || !tools
-                            ? hr_json_string_lossy(r->content.s ? r->content.s : "", r->content.len)
+                        c->content.len || !tools
+                            ? hr_json_string_lossy(c->content.s ? c->content.s : "", c->content.len)
                             : json_null());
-    if (r->reasoning.len)
+    if (c->reasoning.len)
         json_object_set_new(msg, "reasoning_content",
-                            hr_json_string_lossy(r->reasoning.s, r->reasoning.len));
-    if (tools) json_object_set(msg, "tool_calls", r->tool_calls);
-    return json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "message", msg, "logprobs",
-                     take_logprobs(r, 0), "finish_reason", finish_str(r));
+                            hr_json_string_lossy(c->reasoning.s, c->reasoning.len));
+    if (tools) json_object_set(msg, "tool_calls", c->tool_calls);
+    return json_pack("{s:i, s:o, s:o, s:s}", "index", c->index, "message", msg, "logprobs",
+                     take_logprobs(c, 0), "finish_reason", finish_str(c));
 }
 
 json_t *hr_reply_body(hr_reply *r, int *status) {
     *status = 200;
-    if (r->why == HR_FINISH_ERROR) {
+    for (int i = 0; i < r->n; i++) {
+        const hr_choice *c = &r->choices[i];
+        if (c->why != HR_FINISH_ERROR) continue;
         *status = 500;
-        return hr_error_body(r->req->api, 500, r->detail ? r->detail : "engine error");
+        return hr_error_body(r->req->api, 500, c->detail ? c->detail : "engine error");
     }
     if (r->req->api == HR_API_MESSAGES) return hr_anth_body(r);
-    json_t *choice =
-        is_chat(r)
-            ? chat_body(r)
-            : json_pack("{s:i, s:o, s:o, s:s}", "index", 0, "text",
-                        hr_json_string_lossy(r->content.s ? r->content.s : "", r->content.len),
-                        "logprobs", take_logprobs(r, 0), "finish_reason", finish_str(r));
-    return json_pack("{s:s, s:s, s:I, s:s, s:[o], s:o}", "id", r->id, "object",
+    json_t *choices = json_array();
+    for (int i = 0; i < r->n; i++) {
+        hr_choice *c = &r->choices[i];
+        json_array_append_new(choices, is_chat(r) ? chat_body(c)
+                                                  : text_choice(c, c->content.s ? c->content.s : "",
+                                                                c->content.len, 0, finish_str(c)));
+    }
+    return json_pack("{s:s, s:s, s:I, s:s, s:o, s:o}", "id", r->id, "object",
                      is_chat(r) ? "chat.completion" : "text_completion", "created",
-                     (json_int_t)r->created, "model", r->model, "choices", choice, "usage",
+                     (json_int_t)r->created, "model", r->model, "choices", choices, "usage",
                      usage(r));
 }

@@ -1,7 +1,8 @@
-/* One request's response, built from engine events: the output parser splits the text
- * into content, reasoning and tool calls, and the API's formatter turns them into SSE
- * bytes (streaming) or the final JSON body. Pure: no I/O and no threads, so tests drive
- * it with scripted events. Also the JSON error bodies of both API families. */
+/* One request's response (its n choices), built from engine events: the output parser
+ * splits each choice's text into content, reasoning and tool calls, and the API's
+ * formatter turns them into SSE bytes (streaming) or the final JSON body. Pure: no I/O and
+ * no threads, so tests drive it with scripted events. Also the JSON error bodies of both
+ * API families. */
 #ifndef HR_SERVER_REPLY_H
 #define HR_SERVER_REPLY_H
 
@@ -17,16 +18,19 @@ hr_err *hr_reply_create(const hr_api_request *req, const char *model, long creat
                         const hr_server_backend *be, hr_reply **out);
 void hr_reply_free(hr_reply *r);
 
-void hr_reply_begin(hr_reply *r, int prompt_tokens, int cached_tokens, int in_reasoning);
-void hr_reply_token(hr_reply *r, const hr_gen_token *t);
+/* The engine's events for choice 0..req->n-1 (hr_gen_sink_* in server.h). */
+void hr_reply_begin(hr_reply *r, int choice, int prompt_tokens, int cached_tokens,
+                    int in_reasoning);
+void hr_reply_token(hr_reply *r, int choice, const hr_gen_token *t);
 /* detail as for hr_gen_sink_finish: the error message, or the stop string matched. */
-void hr_reply_finish(hr_reply *r, hr_finish why, int completion_tokens, const char *detail);
+void hr_reply_finish(hr_reply *r, int choice, hr_finish why, int completion_tokens,
+                     const char *detail);
 
 /* Streaming: the SSE bytes produced since the last call (heap, caller frees; *len may be
- * 0). After finish the last of them ends the stream. */
+ * 0). After every choice's finish the last of them ends the stream. */
 char *hr_reply_take(hr_reply *r, size_t *len);
-/* Not streaming, after finish: the response body and its HTTP status (200, or 500 when
- * the engine failed). New reference. */
+/* Not streaming, after every finish: the response body and its HTTP status (200, or 500
+ * when the engine failed any choice). New reference. */
 json_t *hr_reply_body(hr_reply *r, int *status);
 
 /* Error bodies: OpenAI {"error": {"message", "type", "code"}} and Anthropic

@@ -26,22 +26,34 @@ static inline void hr_sbuf_add(hr_sbuf *b, const char *s, size_t n) {
     b->s[b->len] = 0;
 }
 
+/* One choice's output (OpenAI n; Anthropic has only choice 0). */
+typedef struct {
+    hr_reply *r;
+    int index;
+    hr_out_parser *parser; /* chat APIs only; created at begin (needs in_reasoning) */
+    int began, finished, completion_tokens;
+    hr_finish why;
+    char *detail;               /* error message, or the stop string that ended generation */
+    hr_sbuf content, reasoning; /* everything so far, for the final body */
+    json_t *tool_calls;         /* OpenAI-form calls, arguments as strings */
+    json_t *logprobs;           /* entries not yet sent (all of them when not streaming) */
+} hr_choice;
+
 struct hr_reply {
     const hr_api_request *req;
     const hr_server_backend *be;
     char id[48];
     long created;
     char *model;
-    hr_out_parser *parser; /* chat APIs only; created at begin (needs in_reasoning) */
-    int prompt_tokens, cached_tokens, completion_tokens;
-    int began, finished;
-    hr_finish why;
-    char *detail;                    /* error message, or the stop string that ended generation */
-    hr_sbuf content, reasoning, out; /* out: SSE bytes not yet taken */
-    json_t *tool_calls;              /* OpenAI-form calls, arguments as strings */
-    json_t *logprobs;                /* entries not yet sent (all of them when not streaming) */
+    /* The choices share one prompt: its tokens are counted once (the first begin) and
+     * cached_tokens is the least any choice found cached. */
+    int prompt_tokens, cached_tokens, counted;
+    int n_finished;
+    hr_sbuf out; /* SSE bytes not yet taken */
     /* Anthropic streaming: the open content block (-1 none) and its kind. */
     int block, block_kind, n_blocks, ping_sent;
+    int n;
+    hr_choice choices[];
 };
 
 /* Anthropic formatter (anthropic_reply.c). */

@@ -26,6 +26,15 @@ typedef struct {
     float bias; /* -100..100 */
 } hr_logit_bias;
 
+/* What tool_choice asks of a request with tools ("none" drops the tools instead). */
+typedef enum {
+    HR_TOOL_CHOICE_AUTO,     /* the model decides */
+    HR_TOOL_CHOICE_REQUIRED, /* OpenAI "required", Anthropic "any": at least one call */
+    HR_TOOL_CHOICE_NAMED,    /* one call of tool_choice_name */
+} hr_tool_choice;
+
+#define HR_MAX_CHOICES 16
+
 typedef struct {
     hr_api_kind api;
     char *model; /* as the client named it (echoed back); may be NULL */
@@ -54,9 +63,17 @@ typedef struct {
     int logprobs;     /* return the sampled token's logprob */
     int top_logprobs; /* 0..20 alternatives per token */
 
+    int n; /* choices: independent generations of the same prompt, 1..HR_MAX_CHOICES */
+
     int stream;
-    int include_usage;      /* OpenAI stream_options.include_usage */
-    int use_tools;          /* tools were given and tool_choice is not "none": parse tool calls */
+    int include_usage; /* OpenAI stream_options.include_usage */
+    int use_tools;     /* tools were given and tool_choice is not "none": parse tool calls */
+    hr_tool_choice tool_choice;
+    char *tool_choice_name; /* HR_TOOL_CHOICE_NAMED: a name in the tools */
+    /* Text the assistant turn starts with (NULL: none), set by hr_request_set_prefill: the
+     * engine appends it to the rendered prompt and the reply feeds it to the output parser
+     * as if the model had generated it. */
+    char *prefill;
     char *reasoning_effort; /* NULL, or "none" | "low" | "medium" | "high" */
 } hr_api_request;
 
@@ -82,12 +99,20 @@ hr_err *hr_parse_tokenize_request(const json_t *body, const char **text, int *ad
 hr_err *hr_parse_detokenize_request(const json_t *body, const hr_request_limits *lim, int32_t **ids,
                                     int *n);
 
+/* Turns a required or named tool_choice into r->prefill: the opening of a tool call in the
+ * model's markup (tool_prefill.c), so generation continues inside a call. Errors when the
+ * model has no known tool-call format. Nothing to do for other requests. */
+hr_err *hr_request_set_prefill(hr_api_request *r, hr_tool_format fmt);
+
 /* Shared by the chat and Anthropic parsers (request_common.c). */
 hr_api_request *hr_api_request_new(hr_api_kind api);
 hr_err *hr_parse_sampling(const json_t *body, hr_api_request *r);
 hr_err *hr_parse_max_tokens(const json_t *body, const char *key, int required,
                             const hr_request_limits *lim, hr_api_request *r);
 hr_err *hr_parse_stop(const json_t *body, const char *key, hr_api_request *r);
+/* tool_choice "required" / named after the tools were read: the named tool must be one of
+ * them (name NULL for required); sets r->tool_choice and r->tool_choice_name. */
+hr_err *hr_set_tool_choice(hr_api_request *r, const json_t *tools, const char *name);
 /* Builds r->chat from normalized messages and tools (takes ownership of both). */
 void hr_set_chat(hr_api_request *r, json_t *messages, json_t *tools, json_t *kwargs);
 

@@ -1,5 +1,6 @@
 /* Request fields shared by the OpenAI and Anthropic parsers: sampling parameters with
- * their ranges, max_tokens, stop strings, and the /tokenize and /detokenize bodies. */
+ * their ranges, max_tokens, stop strings, a forcing tool_choice's tool, and the /tokenize
+ * and /detokenize bodies. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,7 @@ hr_api_request *hr_api_request_new(hr_api_kind api) {
     r->api = api;
     r->sampling = (hr_sampler_params){.temperature = 1.0f, .top_p = 1.0f};
     r->repetition_penalty = 1.0f;
+    r->n = 1;
     return r;
 }
 
@@ -29,6 +31,8 @@ void hr_api_request_free(hr_api_request *r) {
         free(r->stop[i]);
     free(r->stop);
     free(r->reasoning_effort);
+    free(r->tool_choice_name);
+    free(r->prefill);
     free(r);
 }
 
@@ -119,6 +123,25 @@ hr_err *hr_parse_stop(const json_t *body, const char *key, hr_api_request *r) {
     const json_t *s;
     json_array_foreach(v, i, s) HR_TRY(add_stop(r, key, s));
     return NULL;
+}
+
+hr_err *hr_set_tool_choice(hr_api_request *r, const json_t *tools, const char *name) {
+    if (!json_array_size(tools))
+        return hr_errf("request: a \"tool_choice\" that forces a tool call needs a non-empty "
+                       "\"tools\" array");
+    r->tool_choice = name ? HR_TOOL_CHOICE_NAMED : HR_TOOL_CHOICE_REQUIRED;
+    if (!name) return NULL;
+    size_t i;
+    const json_t *t;
+    json_array_foreach(tools, i, t) {
+        const char *n = json_string_value(json_object_get(json_object_get(t, "function"), "name"));
+        if (n && !strcmp(n, name)) {
+            r->tool_choice_name = strdup(name);
+            return r->tool_choice_name ? NULL : hr_err_oom();
+        }
+    }
+    return hr_errf("request: \"tool_choice\" names the tool \"%s\", which is not in \"tools\"",
+                   name);
 }
 
 void hr_set_chat(hr_api_request *r, json_t *messages, json_t *tools, json_t *kwargs) {

@@ -78,22 +78,39 @@ static hr_err *reply_whole(struct MHD_Connection *c, hr_http_gen *g) {
     return hr_http_reply_json(c, status, body);
 }
 
+/* Submits every choice; on the first refusal stops the ones already running and returns
+ * the engine's error. */
+static hr_err *submit_choices(hr_server *s, hr_http_gen *g, int n) {
+    int i = 0;
+    hr_err *e = NULL;
+    while (i < n && !(e = s->be->submit(s->be->ctx, hr_chan_request(g->chan, i),
+                                        hr_chan_sink(g->chan, i))))
+        i++;
+    if (!e) return NULL;
+    for (int k = i; k < n; k++)
+        hr_chan_unsubmitted(g->chan, k); /* the engine never got these */
+    hr_http_gen_stop(g);
+    return e;
+}
+
 static hr_err *submit(hr_server *s, struct MHD_Connection *c, hr_api_request *req) {
-    hr_http_gen *g = calloc(1, sizeof *g);
     hr_api_kind api = req->api;
-    if (!g || !(g->sink = hr_sink_create(req))) {
+    int n = req->n;
+    hr_http_gen *g = calloc(1, sizeof *g);
+    hr_err *e = g ? hr_reply_create(req, s->be->model_name(s->be->ctx), (long)time(NULL), s->be,
+                                    &g->reply)
+                  : hr_err_oom();
+    if (!e && !(g->chan = hr_chan_create(req))) e = hr_err_oom();
+    if (e) {
+        if (g) hr_reply_free(g->reply);
         free(g);
         hr_api_request_free(req);
+        hr_err_free(e);
         return hr_http_reply_error(c, api, 500, "out of memory");
     }
     g->be = s->be;
     g->conn = c;
-    hr_err *e =
-        hr_reply_create(req, s->be->model_name(s->be->ctx), (long)time(NULL), s->be, &g->reply);
-    if (!e) e = s->be->submit(s->be->ctx, req, g->sink);
-    if (e) {
-        hr_sink_release(g->sink); /* the engine's reference: it never got the request */
-        g->done = 1;
+    if ((e = submit_choices(s, g, n))) {
         hr_http_gen_free(g);
         hr_err *r = hr_http_reply_error(c, api, 400, hr_err_msg(e));
         hr_err_free(e);
@@ -110,6 +127,7 @@ static hr_err *generate(hr_server *s, struct MHD_Connection *c, hr_api_kind api,
     hr_api_request *req;
     e = parse(j, &s->be->limits, &req);
     json_decref(j);
+    if (!e && (e = hr_request_set_prefill(req, s->be->tool_format))) hr_api_request_free(req);
     if (e) {
         hr_err *r = hr_http_reply_error(c, api, 400, hr_err_msg(e));
         hr_err_free(e);

@@ -40,7 +40,8 @@ typedef struct {
     void *ctx;
     /* The model id shown in /v1/models and responses. */
     const char *(*model_name)(void *ctx);
-    /* Starts generating for req (borrowed until the sink is finished). Returns an error
+    /* Starts generating for req (borrowed until the sink is finished). Called once per
+     * choice of a request with n > 1, each with its own sink and seed. Returns an error
      * (and never touches the sink) when the request cannot be accepted; otherwise the
      * engine must later call hr_gen_sink_finish exactly once, from any thread. */
     hr_err *(*submit)(void *ctx, const hr_api_request *req, hr_gen_sink *sink);

@@ -1,6 +1,7 @@
-/* Request channel between the engine thread and an HTTP thread (sink.h, server.h). The
- * engine's calls copy their data into queued events and never block on the client; the
- * HTTP thread drains the queue into the request's hr_reply. */
+/* Request channel between the engine threads and an HTTP thread (sink.h, server.h). The
+ * engine's calls on a choice's sink copy their data into events tagged with the choice and
+ * queued on the channel, never blocking on the client; the HTTP thread drains the queue
+ * into the request's hr_reply. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -15,33 +16,31 @@ typedef enum { EV_BEGIN, EV_TOKEN, EV_FINISH } ev_kind;
 typedef struct ev {
     struct ev *next;
     ev_kind kind;
+    int choice;
     int a, b, c;      /* begin: prompt, cached, in_reasoning; finish: why, completion tokens */
     char *detail;     /* finish */
     hr_gen_token tok; /* token: text, token_text and top[] point into this allocation */
 } ev;
 
 struct hr_gen_sink {
+    hr_gen_chan *ch;
+    int index;
+    ev *fin;            /* the finish event, allocated up front so finishing cannot fail */
+    hr_api_request req; /* a shallow copy of ch->req with this choice's seed */
+    int unsubmitted;
+};
+
+struct hr_gen_chan {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     ev *head, *tail;
     atomic_int cancelled;
     int refs;
     hr_api_request *req;
-    ev *fin; /* the finish event, allocated up front so finishing cannot fail */
+    int awaited, finished; /* finishes to wait for, and applied (HTTP thread only) */
+    int n;
+    hr_gen_sink sinks[];
 };
-
-hr_gen_sink *hr_sink_create(hr_api_request *req) {
-    hr_gen_sink *s = calloc(1, sizeof *s);
-    if (!s || !(s->fin = calloc(1, sizeof *s->fin))) {
-        free(s);
-        return NULL;
-    }
-    pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->cv, NULL);
-    s->refs = 2;
-    s->req = req;
-    return s;
-}
 
 static void free_events(ev *e) {
     while (e) {
@@ -52,45 +51,93 @@ static void free_events(ev *e) {
     }
 }
 
-void hr_sink_release(hr_gen_sink *s) {
-    pthread_mutex_lock(&s->mu);
-    int last = --s->refs == 0;
-    pthread_mutex_unlock(&s->mu);
-    if (!last) return;
-    free_events(s->head);
-    free(s->fin);
-    hr_api_request_free(s->req);
-    pthread_mutex_destroy(&s->mu);
-    pthread_cond_destroy(&s->cv);
-    free(s);
+static void chan_free(hr_gen_chan *c) {
+    free_events(c->head);
+    for (int i = 0; i < c->n; i++)
+        free(c->sinks[i].fin);
+    hr_api_request_free(c->req);
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c);
 }
 
-static void push(hr_gen_sink *s, ev *e) {
-    if (!e) return; /* out of memory: the event is lost, finish still ends the request */
-    pthread_mutex_lock(&s->mu);
-    if (s->tail)
-        s->tail->next = e;
+hr_gen_chan *hr_chan_create(hr_api_request *req) {
+    int n = req->n > 0 ? req->n : 1;
+    hr_gen_chan *c = calloc(1, sizeof *c + (size_t)n * sizeof(hr_gen_sink));
+    if (!c) return NULL;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    c->refs = 1 + n;
+    c->awaited = c->n = n;
+    int ok = 1;
+    for (int i = 0; i < n; i++) {
+        hr_gen_sink *s = &c->sinks[i];
+        *s = (hr_gen_sink){.ch = c, .index = i, .fin = calloc(1, sizeof(ev)), .req = *req};
+        if (req->seed_set) s->req.sampling.seed += (uint64_t)i;
+        ok = ok && s->fin;
+    }
+    if (!ok) {
+        chan_free(c); /* req stays the caller's */
+        return NULL;
+    }
+    c->req = req;
+    return c;
+}
+
+hr_gen_sink *hr_chan_sink(hr_gen_chan *c, int i) {
+    return &c->sinks[i];
+}
+
+const hr_api_request *hr_chan_request(const hr_gen_chan *c, int i) {
+    return &c->sinks[i].req;
+}
+
+static void unref(hr_gen_chan *c) {
+    pthread_mutex_lock(&c->mu);
+    int last = --c->refs == 0;
+    pthread_mutex_unlock(&c->mu);
+    if (last) chan_free(c);
+}
+
+void hr_chan_release(hr_gen_chan *c) {
+    unref(c);
+}
+
+void hr_chan_unsubmitted(hr_gen_chan *c, int i) {
+    c->sinks[i].unsubmitted = 1;
+    c->awaited--;
+    unref(c);
+}
+
+static void push(hr_gen_chan *c, ev *e) {
+    if (!e) return; /* out of memory: the event is lost, finish still ends the choice */
+    pthread_mutex_lock(&c->mu);
+    if (c->tail)
+        c->tail->next = e;
     else
-        s->head = e;
-    s->tail = e;
-    pthread_cond_signal(&s->cv);
-    pthread_mutex_unlock(&s->mu);
+        c->head = e;
+    c->tail = e;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
 }
 
 void hr_gen_sink_begin(hr_gen_sink *s, int prompt_tokens, int cached_tokens, int in_reasoning) {
     ev *e = calloc(1, sizeof *e);
-    if (e) *e = (ev){.kind = EV_BEGIN, .a = prompt_tokens, .b = cached_tokens, .c = in_reasoning};
-    push(s, e);
+    if (e)
+        *e = (ev){.kind = EV_BEGIN, .choice = s->index, .a = prompt_tokens, .b = cached_tokens,
+                  .c = in_reasoning};
+    push(s->ch, e);
 }
 
 /* Copies t with all its strings into one allocation. */
-static ev *copy_token(const hr_gen_token *t) {
+static ev *copy_token(const hr_gen_token *t, int choice) {
     size_t size = sizeof(ev) + (size_t)t->n_top * sizeof(hr_token_alt) + t->len + t->token_len + 2;
     for (int i = 0; i < t->n_top; i++)
         size += t->top[i].len + 1;
     ev *e = calloc(1, size);
     if (!e) return NULL;
     e->kind = EV_TOKEN;
+    e->choice = choice;
     e->tok = *t;
     hr_token_alt *alts = (hr_token_alt *)(e + 1);
     char *p = (char *)(alts + t->n_top);
@@ -107,49 +154,51 @@ static ev *copy_token(const hr_gen_token *t) {
 }
 
 void hr_gen_sink_token(hr_gen_sink *s, const hr_gen_token *t) {
-    push(s, copy_token(t));
+    push(s->ch, copy_token(t, s->index));
 }
 
 void hr_gen_sink_finish(hr_gen_sink *s, hr_finish why, int completion_tokens,
                         const char *detail) {
     ev *e = s->fin;
     s->fin = NULL;
-    *e = (ev){.kind = EV_FINISH, .a = (int)why, .b = completion_tokens};
+    *e = (ev){.kind = EV_FINISH, .choice = s->index, .a = (int)why, .b = completion_tokens};
     e->detail = detail ? strdup(detail) : NULL;
-    push(s, e);
-    hr_sink_release(s);
+    push(s->ch, e);
+    unref(s->ch);
 }
 
 int hr_gen_sink_cancelled(const hr_gen_sink *s) {
-    return atomic_load(&s->cancelled);
+    return atomic_load(&s->ch->cancelled);
 }
 
-void hr_sink_cancel(hr_gen_sink *s) {
-    atomic_store(&s->cancelled, 1);
+void hr_chan_cancel(hr_gen_chan *c, void (*cancel)(void *ctx, hr_gen_sink *s), void *ctx) {
+    atomic_store(&c->cancelled, 1);
+    for (int i = 0; cancel && i < c->n; i++)
+        if (!c->sinks[i].unsubmitted) cancel(ctx, &c->sinks[i]);
 }
 
 static int apply(hr_reply *r, ev *e) {
-    if (e->kind == EV_BEGIN) hr_reply_begin(r, e->a, e->b, e->c);
-    if (e->kind == EV_TOKEN) hr_reply_token(r, &e->tok);
-    if (e->kind == EV_FINISH) hr_reply_finish(r, (hr_finish)e->a, e->b, e->detail);
+    if (e->kind == EV_BEGIN) hr_reply_begin(r, e->choice, e->a, e->b, e->c);
+    if (e->kind == EV_TOKEN) hr_reply_token(r, e->choice, &e->tok);
+    if (e->kind == EV_FINISH) hr_reply_finish(r, e->choice, (hr_finish)e->a, e->b, e->detail);
     return e->kind == EV_FINISH;
 }
 
-int hr_sink_drain(hr_gen_sink *s, hr_reply *r, int timeout_ms) {
+int hr_chan_drain(hr_gen_chan *c, hr_reply *r, int timeout_ms) {
+    if (c->finished >= c->awaited) return 1;
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_nsec += (long)timeout_ms * 1000000L;
     until.tv_sec += until.tv_nsec / 1000000000L;
     until.tv_nsec %= 1000000000L;
-    pthread_mutex_lock(&s->mu);
-    while (!s->head)
-        if (pthread_cond_timedwait(&s->cv, &s->mu, &until) == ETIMEDOUT) break;
-    ev *list = s->head;
-    s->head = s->tail = NULL;
-    pthread_mutex_unlock(&s->mu);
-    int done = 0;
+    pthread_mutex_lock(&c->mu);
+    while (!c->head)
+        if (pthread_cond_timedwait(&c->cv, &c->mu, &until) == ETIMEDOUT) break;
+    ev *list = c->head;
+    c->head = c->tail = NULL;
+    pthread_mutex_unlock(&c->mu);
     for (ev *e = list; e; e = e->next)
-        done |= apply(r, e);
+        c->finished += apply(r, e);
     free_events(list);
-    return done;
+    return c->finished >= c->awaited;
 }

@@ -1,19 +1,30 @@
-/* The HTTP side of a request's channel (the engine side is in server.h): a queue of
- * copied engine events under a mutex and condvar, shared by reference count between the
- * HTTP thread and the engine, and the owner of the request the engine borrows. */
+/* The HTTP side of a request's channel (the engine side, hr_gen_sink, is in server.h):
+ * one queue of copied engine events under a mutex and condvar for all of a request's
+ * choices, each choice fed by its own engine sink; shared by reference count between the
+ * HTTP thread and the sinks, and the owner of the request the engine borrows. */
 #ifndef HR_SERVER_SINK_H
 #define HR_SERVER_SINK_H
 
 #include "server/reply.h"
 
-/* Takes ownership of req; the sink starts with two references (HTTP and engine). */
-hr_gen_sink *hr_sink_create(hr_api_request *req);
-/* Waits up to timeout_ms for events, applies every queued one to r; returns 1 once the
- * finish event has been applied. */
-int hr_sink_drain(hr_gen_sink *s, hr_reply *r, int timeout_ms);
-void hr_sink_cancel(hr_gen_sink *s);
-/* Drops one reference: the HTTP side when done, and the engine side of a request that
- * was never submitted. */
-void hr_sink_release(hr_gen_sink *s);
+typedef struct hr_gen_chan hr_gen_chan;
+
+/* Takes ownership of req; one sink per choice (req->n). References: the HTTP side's and
+ * one per sink, dropped by its finish or by hr_chan_unsubmitted. */
+hr_gen_chan *hr_chan_create(hr_api_request *req);
+hr_gen_sink *hr_chan_sink(hr_gen_chan *c, int i);
+/* What to submit with sink i: the request, with seed + i when it has a seed so seeded
+ * choices differ yet repeat. Borrows the request's fields; lives as long as c. */
+const hr_api_request *hr_chan_request(const hr_gen_chan *c, int i);
+/* Sink i never reached the engine: drops its reference, and no finish is awaited from it. */
+void hr_chan_unsubmitted(hr_gen_chan *c, int i);
+/* Waits up to timeout_ms for events, applies every queued one to r; returns 1 once every
+ * awaited finish has been applied. */
+int hr_chan_drain(hr_gen_chan *c, hr_reply *r, int timeout_ms);
+/* The client is gone: hr_gen_sink_cancelled turns true for every sink, and cancel (the
+ * backend's, may be NULL) is called with each submitted one. */
+void hr_chan_cancel(hr_gen_chan *c, void (*cancel)(void *ctx, hr_gen_sink *s), void *ctx);
+/* Drops the HTTP side's reference. */
+void hr_chan_release(hr_gen_chan *c);
 
 #endif

@@ -1,7 +1,8 @@
 /* libFuzzer target for the engine-independent server code. Input: one selector byte,
  * then a request body, a NUL, and model output. The body goes through every request
  * parser; the output through the output parser (whole and split must agree) and through
- * a reply of each API, streamed and not, whose every SSE data line must be valid JSON. */
+ * a reply of each API, streamed and not (n > 1 and a forced tool call's prefill included),
+ * whose every SSE data line must be valid JSON. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +82,10 @@ static const char *const REQS[] = {
     "\"function\": {\"name\": \"f\"}}]}",
     "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": [{\"type\": "
     "\"function\", \"function\": {\"name\": \"f\"}}]}",
-    "{\"prompt\": \"x\", \"stream\": true, \"logprobs\": 2}",
+    "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"n\": 2, \"stream\": true,"
+    " \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}],"
+    " \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"f\"}}}",
+    "{\"prompt\": \"x\", \"stream\": true, \"logprobs\": 2, \"n\": 2}",
     "{\"max_tokens\": 9, \"stream\": true, \"messages\": [{\"role\": \"user\", \"content\": "
     "\"x\"}],"
     " \"tools\": [{\"name\": \"f\", \"input_schema\": {}}]}",
@@ -93,20 +97,24 @@ static void run_replies(hr_tool_format fmt, const char *s, size_t n, size_t step
     for (size_t i = 0; i < sizeof REQS / sizeof *REQS; i++) {
         json_t *j = json_loads(REQS[i], 0, NULL);
         hr_api_request *q = NULL;
-        hr_err *e = i < 2   ? hr_parse_chat_request(j, &LIM, &q)
-                    : i < 3 ? hr_parse_completion_request(j, &LIM, &q)
+        hr_err *e = i < 3   ? hr_parse_chat_request(j, &LIM, &q)
+                    : i < 4 ? hr_parse_completion_request(j, &LIM, &q)
                             : hr_parse_messages_request(j, &LIM, &q);
         json_decref(j);
         hr_reply *r = NULL;
         if (e || hr_reply_create(q, "m", 1, &be, &r)) __builtin_trap();
-        hr_reply_begin(r, 3, 1, 0);
+        hr_err_free(hr_request_set_prefill(q, fmt)); /* HR_TOOLS_NONE: no prefill */
+        for (int c = 0; c < q->n; c++)
+            hr_reply_begin(r, c, 3, 1, 0);
         for (size_t off = 0; off < n; off += step) {
             size_t k = n - off < step ? n - off : step;
             hr_token_alt alt = {s + off, k, -1.0f};
             hr_gen_token t = {s + off, k, 1, s + off, k, -0.5f, &alt, 1};
-            hr_reply_token(r, &t);
+            for (int c = 0; c < q->n; c++) /* the choices' tokens interleaved */
+                hr_reply_token(r, c, &t);
         }
-        hr_reply_finish(r, n % 3 ? HR_FINISH_STOP : HR_FINISH_LENGTH, (int)n, NULL);
+        for (int c = q->n - 1; c >= 0; c--)
+            hr_reply_finish(r, c, n % 3 ? HR_FINISH_STOP : HR_FINISH_LENGTH, (int)n, NULL);
         size_t len;
         char *sse = hr_reply_take(r, &len);
         check_sse(sse, len);

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Client side of tests/unit/test_server_http.c: real HTTP on loopback with the standard
-library against the fake-engine server. Prints "ok NAME" / "FAIL NAME: why" per check.
+library against the fake-engine server (n > 1 and forced tool_choice included). Prints
+"ok NAME" / "FAIL NAME: why" per check.
 Usage: http_client.py PORT API_KEY"""
 import http.client
 import json
@@ -116,7 +117,11 @@ def test_bad_requests():
         (json.dumps({"messages": []}).encode(), '"messages" must not be empty'),
         (json.dumps(chat("x", max_tokens=0)).encode(), '"max_tokens" must be in [1, 4096]'),
         (json.dumps(chat("x", max_tokens=10 ** 6)).encode(), '"max_tokens" must be in'),
-        (json.dumps(chat("x", n=2)).encode(), '"n" must be 1'),
+        (json.dumps(chat("x", n=17)).encode(), '"n" must be in [1, 16], got 17'),
+        (json.dumps(chat("x", n=0)).encode(), '"n" must be in [1, 16], got 0'),
+        (json.dumps(chat("TOOL", tools=TOOLS, tool_choice={"type": "function", "function": {"name": "nope"}})).encode(),
+         'names the tool "nope", which is not in "tools"'),
+        (json.dumps(chat("TOOL", tool_choice="required")).encode(), 'needs a non-empty "tools" array'),
         (json.dumps(chat("x", response_format={"type": "json_schema", "json_schema": {}})).encode(),
          "not supported yet"),
         (json.dumps({"messages": [{"role": "robot", "content": "x"}]}).encode(), "messages[0].role"),
@@ -210,6 +215,94 @@ def test_messages():
           and ev[-2][1]["delta"]["stop_reason"] == "end_turn", (thinking, text))
 
 
+def chunks_by_choice(ev):
+    """Per choice index: (content, finish_reason) from OpenAI stream chunks."""
+    out = {}
+    for _, d in ev:
+        if d == "[DONE]" or not d.get("choices"):
+            continue
+        c = d["choices"][0]
+        text, finish = out.get(c["index"], ("", None))
+        out[c["index"]] = (text + (c.get("delta", {}).get("content") or c.get("text") or ""),
+                           c["finish_reason"] or finish)
+    return out
+
+
+def test_n():
+    st, b, _ = request("POST", "/v1/chat/completions", chat("hello", n=3))
+    ch = b["choices"]
+    check("n3_body", st == 200 and [c["index"] for c in ch] == [0, 1, 2]
+          and all(c["message"]["content"] == "Hello from the fake engine!" and c["finish_reason"] == "stop"
+                  for c in ch)
+          and b["usage"]["prompt_tokens"] == 5 and b["usage"]["completion_tokens"] == 27
+          and b["usage"]["total_tokens"] == 32, b)
+    st, ev, _ = stream("/v1/chat/completions", chat("hello", n=3, stream=True,
+                                                    stream_options={"include_usage": True}))
+    per = chunks_by_choice(ev)
+    dones = [i for i, (_, d) in enumerate(ev) if d == "[DONE]"]
+    roles = sorted(d["choices"][0]["index"] for _, d in ev if d != "[DONE]" and d["choices"]
+                   and d["choices"][0]["delta"].get("role"))
+    check("n3_stream", st == 200 and dones == [len(ev) - 1] and roles == [0, 1, 2]
+          and per == {i: ("Hello from the fake engine!", "stop") for i in range(3)}
+          and ev[-2][1]["choices"] == [] and ev[-2][1]["usage"]["completion_tokens"] == 27
+          and ev[-2][1]["usage"]["prompt_tokens"] == 5, (per, dones, ev[-2:]))
+    st, ev, _ = stream("/v1/completions", {"prompt": "Once", "max_tokens": 4, "n": 2, "stream": True})
+    per = chunks_by_choice(ev)
+    check("n2_completion_stream", st == 200 and ev[-1][1] == "[DONE]"
+          and [d for _, d in ev].count("[DONE]") == 1
+          and per == {0: ("Hello from t", "length"), 1: ("Hello from t", "length")}, per)
+    st, b, _ = request("POST", "/v1/chat/completions", chat("SEED", n=3, seed=7))
+    seeds = [c["message"]["content"] for c in b["choices"]]
+    check("n3_seeds", seeds == ["seed=7", "seed=8", "seed=9"], seeds)
+    st, b, _ = request("POST", "/v1/chat/completions", chat("REJECT", n=3))
+    check("n3_engine_reject", st == 400 and "longer than the context" in b["error"]["message"], b)
+    before = stat("cancelled")
+    st, b, _ = request("POST", "/v1/chat/completions", chat("SLOW REFUSE_ODD_SEED", n=3, seed=10))
+    deadline = time.time() + 5
+    while time.time() < deadline and stat("active"):
+        time.sleep(0.05)
+    check("n3_second_choice_refused", st == 400 and "no room for seed 11" in b["error"]["message"]
+          and stat("cancelled") == before + 1 and stat("active") == 0, (b, stat("cancelled") - before))
+    st, b, _ = request("POST", "/v1/chat/completions", chat("FAIL", n=2))
+    check("n2_engine_error", st == 500 and b["error"]["message"] == "scripted failure", b)
+
+
+def tool_call_of(b):
+    m = b["choices"][0]["message"]
+    calls = m.get("tool_calls") or []
+    return (b["choices"][0]["finish_reason"], m["content"],
+            [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls])
+
+
+def test_tool_choice():
+    want = ("tool_calls", None, [("get_weather", {"city": "Paris"})])
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    st, b, _ = request("POST", "/v1/chat/completions", chat("TOOL", tools=TOOLS, tool_choice="required"))
+    check("tool_choice_required", st == 200 and tool_call_of(b) == want, b)
+    st, b, _ = request("POST", "/v1/chat/completions", chat("TOOL", tools=TOOLS, tool_choice=named))
+    check("tool_choice_named", st == 200 and tool_call_of(b) == want, b)
+    st, ev, _ = stream("/v1/chat/completions", chat("TOOL", tools=TOOLS, tool_choice=named, stream=True))
+    deltas = [d["choices"][0]["delta"] for _, d in ev if d != "[DONE]"]
+    calls = [x["tool_calls"][0] for x in deltas if "tool_calls" in x]
+    text = "".join(x.get("content") or "" for x in deltas)
+    check("tool_choice_named_stream", len(calls) == 1 and calls[0]["function"]["name"] == "get_weather"
+          and json.loads(calls[0]["function"]["arguments"]) == {"city": "Paris"} and text == ""
+          and ev[-2][1]["choices"][0]["finish_reason"] == "tool_calls", deltas)
+    st, b, _ = request("POST", "/v1/chat/completions", chat("TOOL", tools=TOOLS, tool_choice=named, n=2))
+    check("tool_choice_named_n2", st == 200 and len(b["choices"]) == 2 and all(
+        c["message"]["tool_calls"][0]["function"]["name"] == "get_weather" for c in b["choices"]), b)
+    anth = {"model": "claude", "max_tokens": 100, "messages": [{"role": "user", "content": "TOOL"}],
+            "tools": [{"name": "get_weather", "input_schema": {"type": "object"}}]}
+    for name, tc in [("any", {"type": "any"}), ("tool", {"type": "tool", "name": "get_weather"})]:
+        st, b, _ = request("POST", "/v1/messages", dict(anth, tool_choice=tc))
+        check("anthropic_tool_choice_" + name, st == 200 and b["stop_reason"] == "tool_use"
+              and [c["type"] for c in b["content"]] == ["tool_use"]
+              and b["content"][0]["name"] == "get_weather" and b["content"][0]["input"] == {"city": "Paris"}, b)
+    st, b, _ = request("POST", "/v1/messages", dict(anth, tool_choice={"type": "tool", "name": "nope"}))
+    check("anthropic_tool_choice_unknown", st == 400 and b["type"] == "error"
+          and 'names the tool "nope"' in b["error"]["message"], b)
+
+
 def test_tokenize():
     st, b, _ = request("POST", "/tokenize", {"content": "AB"})
     check("tokenize", st == 200 and b["tokens"] == [1, 65, 66] and b["count"] == 3, b)
@@ -251,6 +344,25 @@ def test_disconnect():
     check("disconnect_cancels_whole", stat("cancelled") == before + 1, stat("cancelled"))
 
 
+def test_disconnect_n():
+    """A client leaving a streamed n=3 request cancels all three; nothing stays active."""
+    before = stat("cancelled")
+    s = socket.create_connection(("127.0.0.1", PORT))
+    body = json.dumps(chat("SLOW", stream=True, n=3)).encode()
+    s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode()
+              + b"\r\nContent-Type: application/json\r\nContent-Length: " + str(len(body)).encode()
+              + b"\r\n\r\n" + body)
+    got = b""
+    while got.count(b"tick") < 6:
+        got += s.recv(4096)
+    s.close()
+    deadline = time.time() + 5
+    while time.time() < deadline and (stat("cancelled") < before + 3 or stat("active")):
+        time.sleep(0.05)
+    check("disconnect_cancels_n3", stat("cancelled") == before + 3 and stat("active") == 0,
+          (stat("cancelled") - before, stat("active")))
+
+
 def test_concurrent():
     results = []
 
@@ -267,8 +379,8 @@ def test_concurrent():
     check("concurrent_streams", len(results) == 16 and all(results), results)
 
 
-for t in [test_routes, test_bad_requests, test_chat, test_completions, test_messages, test_tokenize,
-          test_disconnect, test_concurrent]:
+for t in [test_routes, test_bad_requests, test_chat, test_completions, test_messages, test_n,
+          test_tool_choice, test_tokenize, test_disconnect, test_disconnect_n, test_concurrent]:
     try:
         t()
     except Exception as e:  # a crash in one group fails it and the others still run

@@ -1,5 +1,6 @@
 // The official openai npm package (v4) against the fake-engine server: chat (whole and
-// streamed, with reasoning and tool calls), completions, and its error mapping.
+// streamed, with reasoning and tool calls, n > 1, forced tool_choice), completions, and its
+// error mapping.
 // Usage: node openai_client.cjs PORT API_KEY (openai installed under .cache/npm).
 const path = require("path");
 const OpenAI = require(path.resolve(".cache/npm/node_modules/openai"));
@@ -37,6 +38,20 @@ async function main() {
   const fc = final.choices[0].message.tool_calls;
   check("npm_tool_call_stream", fc.length === 1 && fc[0].function.name === "get_weather" &&
         final.choices[0].message.content === "Let me check.\n", final.choices[0]);
+  const n3 = await client.chat.completions.create({ model: "m", messages: user("hello"), n: 3 });
+  check("npm_n3", n3.choices.length === 3 && n3.choices.every((c, i) => c.index === i &&
+        c.message.content === "Hello from the fake engine!") && n3.usage.completion_tokens === 27, n3);
+  const n3s = await client.beta.chat.completions.stream({ model: "m", messages: user("hello"), n: 3 })
+    .finalChatCompletion();
+  check("npm_n3_stream", n3s.choices.length === 3 && n3s.choices.every((c, i) => c.index === i &&
+        c.message.content === "Hello from the fake engine!" && c.finish_reason === "stop"), n3s.choices);
+  const forced = await client.beta.chat.completions.stream({ model: "m", messages: user("TOOL"), tools,
+    tool_choice: { type: "function", function: { name: "get_weather" } } }).finalChatCompletion();
+  const f0 = forced.choices[0];
+  check("npm_tool_choice_named_stream", f0.finish_reason === "tool_calls" && f0.message.tool_calls.length === 1 &&
+        JSON.parse(f0.message.tool_calls[0].function.arguments).city === "Paris", f0);
+  const req = await client.chat.completions.create({ model: "m", messages: user("TOOL"), tools, tool_choice: "required" });
+  check("npm_tool_choice_required", req.choices[0].message.tool_calls[0].function.name === "get_weather", req.choices[0]);
   const c = await client.completions.create({ model: "m", prompt: "Once", max_tokens: 3 });
   check("npm_completion", c.choices[0].text === "Hello fro" && c.choices[0].finish_reason === "length", c);
   try {

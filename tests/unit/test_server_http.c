@@ -17,25 +17,37 @@ typedef struct {
 typedef struct {
     fake_engine *fe;
     hr_gen_sink *sink;
-    char *text; /* the prompt text the script is chosen by */
-    int max_tokens;
+    char *text;   /* the prompt text the script is chosen by */
+    char *script; /* what it generates */
+    int max_tokens, delay_us, endless;
 } fake_job;
 
-static const char *script_for(const char *prompt, int *delay_us, int *endless) {
+/* The scripted output for a prompt. A request's prefill is the start of the assistant turn:
+ * the script continues after it (as a model would), so a prefill the script does not
+ * contain shows up as unparsed text. SEED reports the choice's seed. */
+static char *script_for(const char *prompt, const hr_api_request *req, int *delay_us,
+                        int *endless) {
     *delay_us = 200;
     *endless = 0;
-    if (strstr(prompt, "THINK")) return "<think>\nLet me think.\n</think>\n\nThe answer is 42.";
+    const char *s = "Hello from the fake engine!";
+    if (strstr(prompt, "THINK")) s = "<think>\nLet me think.\n</think>\n\nThe answer is 42.";
     if (strstr(prompt, "TOOL"))
-        return "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
-               "\"Paris\"}}\n</tool_call>";
-    if (strstr(prompt, "SLOW")) return *delay_us = 5000, *endless = 1, "tick ";
-    return "Hello from the fake engine!";
+        s = "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+            "\"Paris\"}}\n</tool_call>";
+    if (strstr(prompt, "SLOW")) *delay_us = 5000, *endless = 1, s = "tick ";
+    if (strstr(prompt, "SEED")) {
+        char buf[64];
+        snprintf(buf, sizeof buf, "seed=%llu", (unsigned long long)req->sampling.seed);
+        return strdup(req->seed_set ? buf : "seed=none");
+    }
+    const char *at = req->prefill ? strstr(s, req->prefill) : NULL;
+    return strdup(at ? at + strlen(req->prefill) : s);
 }
 
 static void *fake_run(void *arg) {
     fake_job *j = arg;
-    int delay, endless;
-    const char *s = script_for(j->text, &delay, &endless);
+    const char *s = j->script;
+    int delay = j->delay_us, endless = j->endless;
     hr_gen_sink_begin(j->sink, (int)strlen(j->text), 0, 0);
     int limit = j->max_tokens ? j->max_tokens : 100000, n = 0;
     size_t off = 0, len = strlen(s);
@@ -71,6 +83,7 @@ static void *fake_run(void *arg) {
         hr_gen_sink_finish(j->sink, why, n, NULL);
     atomic_fetch_sub(&j->fe->active, 1);
     free(j->text);
+    free(j->script);
     free(j);
     return NULL;
 }
@@ -91,8 +104,13 @@ static hr_err *fake_submit(void *ctx, const hr_api_request *req, hr_gen_sink *si
         free(text);
         return hr_errf("prompt is longer than the context (scripted)");
     }
+    if (strstr(text, "REFUSE_ODD_SEED") && req->sampling.seed % 2) { /* a later choice */
+        free(text);
+        return hr_errf("no room for seed %llu (scripted)", (unsigned long long)req->sampling.seed);
+    }
     fake_job *j = calloc(1, sizeof *j);
-    *j = (fake_job){fe, sink, text, req->max_tokens};
+    *j = (fake_job){.fe = fe, .sink = sink, .text = text, .max_tokens = req->max_tokens};
+    j->script = script_for(text, req, &j->delay_us, &j->endless);
     atomic_fetch_add(&fe->requests, 1);
     atomic_fetch_add(&fe->active, 1);
     pthread_t t;

@@ -18,9 +18,9 @@ req(hr_err *(*fn)(const json_t *, const hr_request_limits *, hr_api_request **),
     return r;
 }
 
-/* Feeds pieces (NULL-terminated) as tokens, then finishes. */
-static void script(hr_reply *r, const char **pieces, hr_finish why) {
-    hr_reply_begin(r, 10, 4, 0);
+/* Feeds pieces (NULL-terminated) as choice's tokens, then finishes it. */
+static void script_choice(hr_reply *r, int choice, const char **pieces, hr_finish why) {
+    hr_reply_begin(r, choice, 10, 4, 0);
     int n = 0;
     for (; pieces[n]; n++) {
         hr_token_alt alt[2] = {{pieces[n], strlen(pieces[n]), -0.5f}, {"x", 1, -2.0f}};
@@ -32,9 +32,13 @@ static void script(hr_reply *r, const char **pieces, hr_finish why) {
                           .logprob = -0.5f,
                           .top = alt,
                           .n_top = 2};
-        hr_reply_token(r, &t);
+        hr_reply_token(r, choice, &t);
     }
-    hr_reply_finish(r, why, n, NULL);
+    hr_reply_finish(r, choice, why, n, NULL);
+}
+
+static void script(hr_reply *r, const char **pieces, hr_finish why) {
+    script_choice(r, 0, pieces, why);
 }
 
 /* Splits SSE text into its data payloads (JSON parsed; [DONE] as the string "[DONE]")
@@ -340,8 +344,8 @@ static void test_anthropic_body(void) {
     json_decref(b);
     hr_reply_free(r);
     HR_CHECK_OK(hr_reply_create(q, "c", 5, &BE, &r));
-    hr_reply_token(r, &(hr_gen_token){.text = "a", .len = 1});
-    hr_reply_finish(r, HR_FINISH_STOP, 1, "\n\nHuman:");
+    hr_reply_token(r, 0, &(hr_gen_token){.text = "a", .len = 1});
+    hr_reply_finish(r, 0, HR_FINISH_STOP, 1, "\n\nHuman:");
     b = hr_reply_body(r, &status);
     HR_CHECK(!strcmp(path_str(b, "stop_reason"), "stop_sequence") &&
                  !strcmp(path_str(b, "stop_sequence"), "\n\nHuman:"),
@@ -369,8 +373,8 @@ static void test_errors(void) {
             "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream\": true}");
     hr_reply *r;
     HR_CHECK_OK(hr_reply_create(q, "m", 5, &BE, &r));
-    hr_reply_token(r, &(hr_gen_token){.text = "a", .len = 1});
-    hr_reply_finish(r, HR_FINISH_ERROR, 1, "GPU on fire");
+    hr_reply_token(r, 0, &(hr_gen_token){.text = "a", .len = 1});
+    hr_reply_finish(r, 0, HR_FINISH_ERROR, 1, "GPU on fire");
     size_t len;
     char *s = hr_reply_take(r, &len);
     HR_CHECK(strstr(s, "\"message\":\"GPU on fire\"") && strstr(s, "data: [DONE]"),
@@ -404,6 +408,227 @@ static void test_invalid_utf8(void) {
     hr_api_request_free(q);
 }
 
+static void token(hr_reply *r, int choice, const char *text) {
+    hr_reply_token(r, choice, &(hr_gen_token){.text = text, .len = strlen(text)});
+}
+
+static int count_done(const json_t *ev) {
+    int n = 0;
+    size_t i;
+    const json_t *v;
+    json_array_foreach(ev, i, v) n += json_is_string(v) && !strcmp(json_string_value(v), "[DONE]");
+    return n;
+}
+
+/* n = 3 streamed with the choices' events interleaved: each chunk names its choice, the
+ * usage chunk and [DONE] come once, after the last choice finished. */
+static void test_n_stream(void) {
+    hr_api_request *q = req(hr_parse_chat_request,
+                            "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"n\": 3,"
+                            " \"stream\": true, \"stream_options\": {\"include_usage\": true}}");
+    HR_CHECK(q && q->n == 3, "request");
+    hr_reply *r;
+    HR_CHECK_OK(hr_reply_create(q, "m", 5, &BE, &r));
+    hr_reply_begin(r, 1, 10, 6, 0);
+    hr_reply_begin(r, 0, 10, 4, 0);
+    token(r, 1, "b1");
+    token(r, 0, "a1");
+    hr_reply_begin(r, 2, 10, 8, 0);
+    token(r, 2, "c1");
+    token(r, 1, "b2");
+    hr_reply_finish(r, 1, HR_FINISH_STOP, 2, NULL);
+    token(r, 0, "a2");
+    hr_reply_finish(r, 0, HR_FINISH_LENGTH, 2, NULL);
+    size_t len;
+    char *s = hr_reply_take(r, &len);
+    HR_CHECK(s && !strstr(s, "[DONE]") && !strstr(s, "\"usage\":{"),
+             "no [DONE] or usage while choice 2 runs: %s", s);
+    free(s);
+    hr_reply_finish(r, 2, HR_FINISH_STOP, 1, NULL);
+    s = hr_reply_take(r, &len);
+    json_t *names, *ev = sse_parse(s, &names);
+    free(s);
+    HR_CHECK(json_array_size(ev) == 3 && count_done(ev) == 1 &&
+                 !strcmp(path_str(ev, "2"), "[DONE]"),
+             "choice 2's finish, usage, [DONE]: %zu", json_array_size(ev));
+    HR_CHECK(path_int(json_array_get(ev, 0), "choices.0.index") == 2 &&
+                 !strcmp(path_str(json_array_get(ev, 0), "choices.0.finish_reason"), "stop"),
+             "choice 2 finish chunk");
+    json_t *u = json_array_get(ev, 1);
+    HR_CHECK(path_int(u, "usage.prompt_tokens") == 10 &&
+                 path_int(u, "usage.completion_tokens") == 5 &&
+                 path_int(u, "usage.total_tokens") == 15 &&
+                 path_int(u, "usage.prompt_tokens_details.cached_tokens") == 4,
+             "usage: prompt once, completions summed, least cached");
+    json_decref(ev);
+    json_decref(names);
+    hr_reply_free(r);
+    hr_api_request_free(q);
+
+    /* n = 2, choice 1 before choice 0: every chunk in order */
+    q = req(hr_parse_chat_request, "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}],"
+                                   " \"n\": 2, \"stream\": true}");
+    HR_CHECK_OK(hr_reply_create(q, "m", 5, &BE, &r));
+    const char *p0[] = {"x", "y", NULL}, *p1[] = {"z", NULL};
+    script_choice(r, 1, p1, HR_FINISH_STOP);
+    script_choice(r, 0, p0, HR_FINISH_LENGTH);
+    s = hr_reply_take(r, &len);
+    ev = sse_parse(s, &names);
+    free(s);
+    static const struct {
+        int index;
+        const char *path, *want;
+    } want[] = {{1, "choices.0.delta.role", "assistant"}, {1, "choices.0.delta.content", "z"},
+                {1, "choices.0.finish_reason", "stop"},   {0, "choices.0.delta.role", "assistant"},
+                {0, "choices.0.delta.content", "x"},      {0, "choices.0.delta.content", "y"},
+                {0, "choices.0.finish_reason", "length"}};
+    size_t nw = sizeof want / sizeof *want;
+    HR_CHECK(json_array_size(ev) == nw + 1 && count_done(ev) == 1, "%zu events",
+             json_array_size(ev));
+    for (size_t i = 0; i < nw; i++) {
+        json_t *c = json_array_get(ev, i);
+        HR_CHECK(path_int(c, "choices.0.index") == want[i].index &&
+                     !strcmp(path_str(c, want[i].path), want[i].want),
+                 "chunk %zu: index %lld, %s = %s", i, (long long)path_int(c, "choices.0.index"),
+                 want[i].path, path_str(c, want[i].path));
+    }
+    json_decref(ev);
+    json_decref(names);
+    hr_reply_free(r);
+    hr_api_request_free(q);
+}
+
+static void test_n_body(void) {
+    hr_api_request *q = req(hr_parse_chat_request,
+                            "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"n\": 3}");
+    hr_reply *r;
+    HR_CHECK_OK(hr_reply_create(q, "m", 5, &BE, &r));
+    const char *p0[] = {"Hi", NULL}, *p1[] = {"Yo", " there", NULL}, *p2[] = {"Hey", NULL};
+    script_choice(r, 2, p2, HR_FINISH_STOP);
+    script_choice(r, 0, p0, HR_FINISH_STOP);
+    script_choice(r, 1, p1, HR_FINISH_LENGTH);
+    int status;
+    json_t *b = hr_reply_body(r, &status);
+    HR_CHECK(status == 200 && json_array_size(json_object_get(b, "choices")) == 3, "3 choices");
+    HR_CHECK(path_int(b, "choices.0.index") == 0 && path_int(b, "choices.1.index") == 1 &&
+                 path_int(b, "choices.2.index") == 2,
+             "indices");
+    HR_CHECK(!strcmp(path_str(b, "choices.0.message.content"), "Hi") &&
+                 !strcmp(path_str(b, "choices.1.message.content"), "Yo there") &&
+                 !strcmp(path_str(b, "choices.2.message.content"), "Hey") &&
+                 !strcmp(path_str(b, "choices.1.finish_reason"), "length") &&
+                 !strcmp(path_str(b, "choices.2.finish_reason"), "stop"),
+             "per-choice content and finish");
+    HR_CHECK(path_int(b, "usage.prompt_tokens") == 10 &&
+                 path_int(b, "usage.completion_tokens") == 4 &&
+                 path_int(b, "usage.total_tokens") == 14,
+             "usage");
+    json_decref(b);
+    hr_reply_free(r);
+    hr_api_request_free(q);
+
+    q = req(hr_parse_completion_request, "{\"prompt\": \"x\", \"n\": 2}");
+    HR_CHECK_OK(hr_reply_create(q, "m", 5, &BE, &r));
+    script_choice(r, 1, p1, HR_FINISH_STOP);
+    script_choice(r, 0, p0, HR_FINISH_STOP);
+    b = hr_reply_body(r, &status);
+    HR_CHECK(!strcmp(path_str(b, "choices.0.text"), "Hi") && path_int(b, "choices.1.index") == 1 &&
+                 !strcmp(path_str(b, "choices.1.text"), "Yo there") &&
+                 path_int(b, "usage.completion_tokens") == 3,
+             "completion choices");
+    json_decref(b);
+    hr_reply_free(r);
+    HR_CHECK_OK(hr_reply_create(q, "m", 5, &BE, &r));
+    script_choice(r, 0, p0, HR_FINISH_STOP);
+    hr_reply_finish(r, 1, HR_FINISH_ERROR, 0, "choice 1 failed");
+    b = hr_reply_body(r, &status);
+    HR_CHECK(status == 500 && !strcmp(path_str(b, "error.message"), "choice 1 failed"),
+             "one failed choice fails the request");
+    json_decref(b);
+    hr_reply_free(r);
+    hr_api_request_free(q);
+}
+
+/* The first tool call of choice 0 and whether any content came: from the streamed chunks
+ * (stream) or the body. Returns the call as a new reference, NULL when none. */
+static json_t *first_call(hr_reply *r, int stream, int *content) {
+    json_t *call = NULL, *names = NULL, *all;
+    *content = 0;
+    if (stream) {
+        size_t len, i;
+        char *s = hr_reply_take(r, &len);
+        all = sse_parse(s, &names);
+        free(s);
+        json_t *c;
+        json_array_foreach(all, i, c) {
+            json_t *d = json_object_get(json_array_get(json_object_get(c, "choices"), 0), "delta");
+            if (!call) call = json_array_get(json_object_get(d, "tool_calls"), 0);
+            *content |= json_string_length(json_object_get(d, "content")) > 0;
+        }
+    } else {
+        int status;
+        all = hr_reply_body(r, &status);
+        json_t *c0 = json_array_get(json_object_get(all, "choices"), 0);
+        json_t *msg = json_object_get(c0, "message");
+        call = json_array_get(json_object_get(msg, "tool_calls"), 0);
+        *content = json_string_length(json_object_get(msg, "content")) > 0;
+    }
+    json_incref(call);
+    json_decref(all);
+    json_decref(names);
+    return call;
+}
+
+/* tool_choice named / required: the reply feeds the prefill to the parser before the
+ * model's continuation, so the call comes out whole (body and stream). */
+static void test_forced_tool_call(void) {
+    static const struct {
+        hr_tool_format fmt;
+        const char *choice, *continuation;
+    } cases[] = {
+        {HR_TOOLS_QWEN, "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\"}}",
+         "{\"city\": \"Paris\"}}\n</tool_call>"},
+        {HR_TOOLS_QWEN, "\"required\"",
+         "{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"},
+        {HR_TOOLS_LLAMA3, "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\"}}",
+         "{\"city\": \"Paris\"}}"},
+        {HR_TOOLS_LLAMA3, "\"required\"", "get_weather\", \"parameters\": {\"city\": \"Paris\"}}"},
+        {HR_TOOLS_GEMMA, "{\"type\": \"function\", \"function\": {\"name\": \"get_weather\"}}",
+         "city=\"Paris\")\n```"},
+        {HR_TOOLS_GEMMA, "\"required\"", "get_weather(city=\"Paris\")\n```"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        for (int stream = 0; stream < 2; stream++) {
+            hr_server_backend be = BE;
+            be.tool_format = cases[i].fmt;
+            char body[512];
+            snprintf(body, sizeof body,
+                     "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream\": %s,"
+                     " \"tools\": [{\"type\": \"function\", \"function\": {\"name\": "
+                     "\"get_weather\"}}], \"tool_choice\": %s}",
+                     stream ? "true" : "false", cases[i].choice);
+            hr_api_request *q = req(hr_parse_chat_request, body);
+            HR_CHECK(q, "case %zu request", i);
+            HR_CHECK_OK(hr_request_set_prefill(q, cases[i].fmt));
+            hr_reply *r;
+            HR_CHECK_OK(hr_reply_create(q, "m", 5, &be, &r));
+            hr_reply_begin(r, 0, 10, 0, 0);
+            for (const char *c = cases[i].continuation; *c; c++) /* byte by byte */
+                hr_reply_token(r, 0, &(hr_gen_token){.text = c, .len = 1});
+            hr_reply_finish(r, 0, HR_FINISH_STOP, (int)strlen(cases[i].continuation), NULL);
+            int content;
+            json_t *call = first_call(r, stream, &content);
+            int ok = call && !strcmp(path_str(call, "function.name"), "get_weather") &&
+                     !strcmp(path_str(call, "function.arguments"), "{\"city\":\"Paris\"}") &&
+                     !content;
+            json_decref(call);
+            hr_reply_free(r);
+            hr_api_request_free(q);
+            HR_CHECK(ok, "case %zu (%s): no whole tool call", i, stream ? "stream" : "body");
+        }
+    }
+}
+
 int main(void) {
     HR_RUN(test_invalid_utf8);
     HR_RUN(test_chat_body);
@@ -412,5 +637,8 @@ int main(void) {
     HR_RUN(test_anthropic);
     HR_RUN(test_anthropic_body);
     HR_RUN(test_errors);
+    HR_RUN(test_n_stream);
+    HR_RUN(test_n_body);
+    HR_RUN(test_forced_tool_call);
     return hr_test_summary();
 }

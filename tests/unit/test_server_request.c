@@ -115,6 +115,7 @@ static void test_chat_defaults(void) {
 }
 
 #define MSG "\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]"
+#define TOOLS "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]"
 
 static void test_chat_errors(void) {
     static const struct {
@@ -155,7 +156,9 @@ static void test_chat_errors(void) {
         {"{" MSG ", \"seed\": 1.5}", "\"seed\" must be an integer"},
         {"{" MSG ", \"top_logprobs\": 3}", "needs \"logprobs\": true"},
         {"{" MSG ", \"logprobs\": true, \"top_logprobs\": 21}", "\"top_logprobs\" must be in"},
-        {"{" MSG ", \"n\": 2}", "\"n\" must be 1"},
+        {"{" MSG ", \"n\": 0}", "\"n\" must be in [1, 16], got 0"},
+        {"{" MSG ", \"n\": 17}", "\"n\" must be in [1, 16], got 17"},
+        {"{" MSG ", \"n\": \"2\"}", "\"n\" must be an integer"},
         {"{" MSG ", \"stream\": \"yes\"}", "\"stream\" must be true or false"},
         {"{" MSG ", \"stream_options\": 1}", "\"stream_options\" must be an object"},
         {"{" MSG ", \"response_format\": {\"type\": \"json_object\"}}",
@@ -167,7 +170,15 @@ static void test_chat_errors(void) {
         {"{" MSG ", \"tools\": [{\"type\": \"code\"}]}", "tools[0].type"},
         {"{" MSG ", \"tools\": [{\"type\": \"function\", \"function\": {}}]}",
          "tools[0].function.name"},
-        {"{" MSG ", \"tool_choice\": \"required\"}", "\"tool_choice\" \"required\""},
+        {"{" MSG ", \"tool_choice\": \"required\"}", "forces a tool call needs a non-empty"},
+        {"{" MSG ", \"tools\": [], \"tool_choice\": \"required\"}", "needs a non-empty \"tools\""},
+        {"{" MSG ", \"tools\": " TOOLS ", \"tool_choice\": {\"type\": \"function\", "
+         "\"function\": {\"name\": \"g\"}}}",
+         "names the tool \"g\", which is not in \"tools\""},
+        {"{" MSG ", \"tools\": " TOOLS ", \"tool_choice\": {\"type\": \"function\"}}",
+         "\"tool_choice\" object must be"},
+        {"{" MSG ", \"tools\": " TOOLS ", \"tool_choice\": {\"type\": \"tool\", \"name\": \"f\"}}",
+         "\"tool_choice\" object must be"},
         {"{" MSG ", \"tool_choice\": \"maybe\"}", "\"tool_choice\" must be"},
         {"{" MSG ", \"chat_template_kwargs\": 3}", "\"chat_template_kwargs\" must be an object"},
         {"{" MSG ", \"reasoning_effort\": \"max\"}", "\"reasoning_effort\" must be"},
@@ -218,9 +229,12 @@ static void test_completion(void) {
     HR_CHECK(rejects(hr_parse_completion_request, "{\"prompt\": \"a\", \"logprobs\": 50}",
                      "\"logprobs\" must be in", got, sizeof got),
              "%s", got);
-    HR_CHECK(rejects(hr_parse_completion_request, "{\"prompt\": \"a\", \"n\": 3}",
-                     "\"n\" must be 1", got, sizeof got),
+    HR_CHECK(rejects(hr_parse_completion_request, "{\"prompt\": \"a\", \"n\": 17}",
+                     "\"n\" must be in [1, 16]", got, sizeof got),
              "%s", got);
+    r = parse(hr_parse_completion_request, "{\"prompt\": \"a\", \"n\": 16}", err, sizeof err);
+    HR_CHECK(r && r->n == 16, "n 16: %s", err);
+    hr_api_request_free(r);
 }
 
 static void test_messages(void) {
@@ -294,7 +308,18 @@ static void test_messages(void) {
          "tools[0] needs"},
         {"{\"max_tokens\": 5, \"tool_choice\": {\"type\": \"any\"}, \"messages\": [{\"role\": "
          "\"user\", \"content\": \"x\"}]}",
-         "\"any\" is not supported yet"},
+         "forces a tool call needs a non-empty \"tools\""},
+        {"{\"max_tokens\": 5, \"tool_choice\": {\"type\": \"tool\", \"name\": \"g\"}, \"tools\": "
+         "[{\"name\": \"f\", \"input_schema\": {}}], \"messages\": [{\"role\": \"user\", "
+         "\"content\": \"x\"}]}",
+         "names the tool \"g\", which is not in \"tools\""},
+        {"{\"max_tokens\": 5, \"tool_choice\": {\"type\": \"tool\"}, \"tools\": [{\"name\": "
+         "\"f\", \"input_schema\": {}}], \"messages\": [{\"role\": \"user\", \"content\": "
+         "\"x\"}]}",
+         "needs a string \"name\""},
+        {"{\"max_tokens\": 5, \"tool_choice\": {\"type\": \"required\"}, \"messages\": "
+         "[{\"role\": \"user\", \"content\": \"x\"}]}",
+         "\"tool_choice\".type must be"},
         {"{\"max_tokens\": 5, \"thinking\": {\"type\": \"sure\"}, \"messages\": [{\"role\": "
          "\"user\", \"content\": \"x\"}]}",
          "\"thinking\".type"},
@@ -316,6 +341,115 @@ static void test_messages(void) {
         HR_CHECK(rejects(hr_parse_messages_request, cases[i].body, cases[i].want, got, sizeof got),
                  "case %zu: wanted /%s/, got: %s", i, cases[i].want, got);
     }
+}
+
+/* Parses body and applies hr_request_set_prefill for fmt; the prefill (or "" when none)
+ * into buf, or the error message prefixed with "error: ". */
+static void prefill_of(parse_fn fn, const char *body, hr_tool_format fmt, char *buf, size_t cap) {
+    hr_api_request *r = parse(fn, body, buf, cap);
+    if (!r) return;
+    hr_err *e = hr_request_set_prefill(r, fmt);
+    if (e)
+        snprintf(buf, cap, "error: %s", hr_err_msg(e));
+    else
+        snprintf(buf, cap, "%s", r->prefill ? r->prefill : "");
+    hr_err_free(e);
+    hr_api_request_free(r);
+}
+
+#define CHAT_TOOLS_2                                                                               \
+    "{" MSG ", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}},"             \
+    " {\"type\": \"function\", \"function\": {\"name\": \"get_weather\"}}, "                       \
+    "{\"type\": \"function\", \"function\": {\"name\": \"a-\\\"b\"}}]"
+#define ANTH_TOOLS                                                                                 \
+    "{\"max_tokens\": 5, \"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": "    \
+    "[{\"name\": \"get_weather\", \"input_schema\": {}}]"
+
+static void test_tool_choice(void) {
+    char err[256] = "";
+    hr_api_request *r = parse(hr_parse_chat_request,
+                              CHAT_TOOLS_2 ", \"tool_choice\": \"required\"}", err, sizeof err);
+    HR_CHECK(r && r->tool_choice == HR_TOOL_CHOICE_REQUIRED && r->use_tools &&
+                 !r->tool_choice_name && !r->prefill,
+             "required: %s", err);
+    hr_api_request_free(r);
+    static const struct {
+        parse_fn fn;
+        const char *body;
+        hr_tool_format fmt;
+        const char *want;
+    } cases[] = {
+        {hr_parse_chat_request, CHAT_TOOLS_2 ", \"tool_choice\": \"required\"}", HR_TOOLS_QWEN,
+         "<tool_call>\n"},
+        {hr_parse_chat_request,
+         CHAT_TOOLS_2 ", \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": "
+                      "\"get_weather\"}}}",
+         HR_TOOLS_QWEN, "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": "},
+        {hr_parse_chat_request, CHAT_TOOLS_2 ", \"tool_choice\": \"required\"}", HR_TOOLS_LLAMA3,
+         "{\"name\": \""},
+        {hr_parse_chat_request,
+         CHAT_TOOLS_2 ", \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": "
+                      "\"get_weather\"}}}",
+         HR_TOOLS_LLAMA3, "{\"name\": \"get_weather\", \"parameters\": "},
+        {hr_parse_chat_request, CHAT_TOOLS_2 ", \"tool_choice\": \"required\"}", HR_TOOLS_GEMMA,
+         "```tool_code\n"},
+        {hr_parse_chat_request,
+         CHAT_TOOLS_2 ", \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": "
+                      "\"get_weather\"}}}",
+         HR_TOOLS_GEMMA, "```tool_code\nget_weather("},
+        {hr_parse_chat_request,
+         CHAT_TOOLS_2 ", \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": "
+                      "\"a-\\\"b\"}}}",
+         HR_TOOLS_QWEN, "<tool_call>\n{\"name\": \"a-\\\"b\", \"arguments\": "},
+        {hr_parse_chat_request,
+         CHAT_TOOLS_2 ", \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": "
+                      "\"a-\\\"b\"}}}",
+         HR_TOOLS_GEMMA, "error: request: \"tool_choice\" names \"a-\"b\", which Gemma's"},
+        {hr_parse_chat_request, CHAT_TOOLS_2 ", \"tool_choice\": \"required\"}", HR_TOOLS_NONE,
+         "error: request: this model's chat template has no known tool-call format"},
+        {hr_parse_chat_request, CHAT_TOOLS_2 ", \"tool_choice\": \"auto\"}", HR_TOOLS_NONE, ""},
+        {hr_parse_chat_request, CHAT_TOOLS_2 "}", HR_TOOLS_QWEN, ""},
+        {hr_parse_messages_request, ANTH_TOOLS ", \"tool_choice\": {\"type\": \"any\"}}",
+         HR_TOOLS_QWEN, "<tool_call>\n"},
+        {hr_parse_messages_request,
+         ANTH_TOOLS ", \"tool_choice\": {\"type\": \"tool\", \"name\": \"get_weather\"}}",
+         HR_TOOLS_LLAMA3, "{\"name\": \"get_weather\", \"parameters\": "},
+        {hr_parse_messages_request, ANTH_TOOLS ", \"tool_choice\": {\"type\": \"auto\"}}",
+         HR_TOOLS_QWEN, ""},
+        {hr_parse_messages_request,
+         ANTH_TOOLS ", \"tool_choice\": {\"type\": \"tool\", \"name\": "
+                    "\"get_weather\"}}",
+         HR_TOOLS_NONE, "error: request: this model's chat template has no known"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char got[256] = "";
+        prefill_of(cases[i].fn, cases[i].body, cases[i].fmt, got, sizeof got);
+        HR_CHECK(!strncmp(got, cases[i].want, strlen(cases[i].want)) &&
+                     (!strncmp(cases[i].want, "error: ", 7) || !strcmp(got, cases[i].want)),
+                 "case %zu: wanted [%s], got [%s]", i, cases[i].want, got);
+    }
+    r = parse(hr_parse_messages_request, ANTH_TOOLS ", \"tool_choice\": {\"type\": \"none\"}}", err,
+              sizeof err);
+    HR_CHECK(r && !r->use_tools && r->tool_choice == HR_TOOL_CHOICE_AUTO, "anthropic none: %s",
+             err);
+    hr_api_request_free(r);
+}
+
+static void test_n(void) {
+    char err[256] = "";
+    hr_api_request *r =
+        parse(hr_parse_chat_request, "{" MSG ", \"n\": 3, \"seed\": 5}", err, sizeof err);
+    HR_CHECK(r && r->n == 3 && r->seed_set && r->sampling.seed == 5, "n 3: %s", err);
+    hr_api_request_free(r);
+    r = parse(hr_parse_chat_request, "{" MSG "}", err, sizeof err);
+    HR_CHECK(r && r->n == 1, "default n: %s", err);
+    hr_api_request_free(r);
+    r = parse(
+        hr_parse_messages_request,
+        "{\"max_tokens\": 5, \"n\": 3, \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}",
+        err, sizeof err);
+    HR_CHECK(r && r->n == 1, "anthropic has no n: %s", err);
+    hr_api_request_free(r);
 }
 
 static void test_tokenize_bodies(void) {
@@ -350,6 +484,8 @@ int main(void) {
     HR_RUN(test_chat_errors);
     HR_RUN(test_completion);
     HR_RUN(test_messages);
+    HR_RUN(test_tool_choice);
+    HR_RUN(test_n);
     HR_RUN(test_tokenize_bodies);
     return hr_test_summary();
 }
