@@ -2,7 +2,9 @@
  * threads send M streaming /v1/completions requests in total, each a prompt of about P
  * one-token words (the first P2 of them shared by every request, to exercise prefix
  * caching) asking for T tokens, and report time to first token, inter-token latency,
- * request latency (p50/p95/p99), aggregate output tokens/s and errors. */
+ * request latency (p50/p95/p99), aggregate output tokens/s and errors. With --engine DIR
+ * the same load goes to an in-process engine through the library API instead of HTTP, so
+ * the two runs side by side give the HTTP layer's cost. */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -16,6 +18,7 @@
 #include "cli/args.h"
 #include "cli/bench_http.h"
 #include "cli/verbs.h"
+#include "hearth/hearth.h"
 
 typedef struct {
     uint64_t ttft_ns, latency_ns;
@@ -29,6 +32,7 @@ typedef struct {
 
 typedef struct {
     hr_bench_url url;
+    hr_engine *engine; /* --engine: requests go here instead of url */
     const char *api_key, *model;
     long requests, prompt_tokens, max_tokens, shared_prefix;
     atomic_long next;
@@ -70,6 +74,16 @@ static char *make_prompt(const bench *b, long idx) {
     return p;
 }
 
+/* Records a piece of output text arriving at t (the first one is the time to first token). */
+static void on_text(stream_state *s, uint64_t t) {
+    req_result *r = s->r;
+    if (!s->chunks++)
+        r->ttft_ns = t - s->start;
+    else if (r->n_gaps < r->cap_gaps)
+        r->gaps_ms[r->n_gaps++] = (double)(t - s->last) / 1e6;
+    s->last = t;
+}
+
 static int on_data(void *ud, const char *data, uint64_t t) {
     stream_state *s = ud;
     if (!strcmp(data, "[DONE]")) return s->done = 1;
@@ -87,16 +101,33 @@ static int on_data(void *ud, const char *data, uint64_t t) {
     }
     const char *text = json_string_value(
         json_object_get(json_array_get(json_object_get(j, "choices"), 0), "text"));
-    if (text && *text) {
-        req_result *r = s->r;
-        if (!s->chunks++)
-            r->ttft_ns = t - s->start;
-        else if (r->n_gaps < r->cap_gaps)
-            r->gaps_ms[r->n_gaps++] = (double)(t - s->last) / 1e6;
-        s->last = t;
-    }
+    if (text && *text) on_text(s, t);
     json_decref(j);
     return 0;
+}
+
+/* One request to the in-process engine, with the HTTP request's parameters. */
+static void run_engine(bench *b, req_result *r, const char *prompt) {
+    stream_state s = {.r = r, .start = hr_now_ns()};
+    hr_request_params p = {.text = prompt, .max_tokens = (int)b->max_tokens, .ignore_eos = 1};
+    hr_request *q = NULL;
+    hr_err *e = hr_engine_submit(b->engine, &p, &q);
+    hr_event ev;
+    while (!e && hr_request_next(q, &ev)) {
+        if (ev.text_len) on_text(&s, hr_now_ns());
+        if (ev.kind != HR_EVENT_DONE) continue;
+        s.done = 1;
+        r->tokens = ev.n_generated;
+        r->prompt_tokens = ev.n_prompt;
+        if (ev.finish == HR_FINISH_ERROR)
+            snprintf(r->error, sizeof r->error, "engine: %s", ev.error ? ev.error : "error");
+    }
+    r->latency_ns = hr_now_ns() - s.start;
+    if (e) snprintf(r->error, sizeof r->error, "%s", hr_err_msg(e));
+    r->ok = !r->error[0] && s.chunks > 0;
+    if (!r->ok && !r->error[0]) snprintf(r->error, sizeof r->error, "no tokens in the reply");
+    hr_err_free(e);
+    hr_request_release(q);
 }
 
 static void run_one(bench *b, long idx) {
@@ -104,6 +135,11 @@ static void run_one(bench *b, long idx) {
     r->cap_gaps = (int)b->max_tokens + 1;
     r->gaps_ms = calloc((size_t)r->cap_gaps, sizeof *r->gaps_ms);
     char *prompt = make_prompt(b, idx);
+    if (b->engine) {
+        run_engine(b, r, prompt ? prompt : "");
+        free(prompt);
+        return;
+    }
     json_t *body = json_pack("{s:s, s:I, s:b, s:{s:b}, s:f, s:b}", "prompt", prompt ? prompt : "",
                              "max_tokens", (json_int_t)b->max_tokens, "stream", 1, "stream_options",
                              "include_usage", 1, "temperature", 0.0, "ignore_eos", 1);
@@ -205,53 +241,84 @@ static hr_err *check_opts(long conc, long reqs, long prompt, long max, long shar
     return NULL;
 }
 
-int hr_cmd_bench_serve(int argc, char **argv) {
-    const char *url = NULL, *key = NULL, *model = NULL;
-    long conc = 4, reqs = 32, prompt = 128, max = 64, shared = 0;
-    int help = 0;
-    hr_opt opts[] = {
-        {"url", HR_OPT_STR, &url, "server base URL, e.g. http://127.0.0.1:8080"},
-        {"concurrency", HR_OPT_INT, &conc, "requests in flight at once (default 4)"},
-        {"requests", HR_OPT_INT, &reqs, "requests in total (default 32)"},
-        {"prompt-tokens", HR_OPT_INT, &prompt, "prompt length in one-token words (default 128)"},
-        {"max-tokens", HR_OPT_INT, &max, "tokens to generate per request (default 64)"},
-        {"shared-prefix", HR_OPT_INT, &shared,
-         "leading prompt words shared by all requests (default 0)"},
-        {"api-key", HR_OPT_STR, &key, "sent as Authorization: Bearer KEY"},
-        {"model", HR_OPT_STR, &model, "model name to send (default: none)"},
-    };
-    hr_err *e =
-        hr_opts_parse(argc, argv, opts, 8,
-                      "usage: hearth bench-serve --url URL [--concurrency N] [--requests M]\n"
-                      "       [--prompt-tokens P] [--max-tokens T] [--shared-prefix P2]",
-                      &help);
-    if (e) return hr_cmd_fail("bench-serve", e), 2;
-    if (help) return 0;
-    if (!url) return hr_cmd_fail("bench-serve", hr_errf("--url is required")), 2;
-    if ((e = check_opts(conc, reqs, prompt, max, shared))) return hr_cmd_fail("bench-serve", e), 2;
-    bench b = {.api_key = key,
-               .model = model,
-               .requests = reqs,
-               .prompt_tokens = prompt,
-               .max_tokens = max,
-               .shared_prefix = shared};
-    if ((e = hr_bench_url_parse(url, &b.url))) return hr_cmd_fail("bench-serve", e), 2;
-    b.results = calloc((size_t)reqs, sizeof *b.results);
-    if (conc > reqs) conc = reqs;
+typedef struct {
+    const char *url, *key, *model, *engine_dir, *compute;
+    long conc, reqs, prompt, max, shared, threads;
+} bench_serve_opts;
+
+/* Creates the in-process engine of --engine (default engine options, as hearth serve). */
+static hr_err *open_engine(const bench_serve_opts *o, hr_engine **out) {
+    hr_engine_options eo = {.n_threads = (int)o->threads};
+    HR_TRY(hr_parse_compute(o->compute, &eo.compute_bf16));
+    return hr_engine_create(o->engine_dir, &eo, out);
+}
+
+/* Runs the load with o->conc client threads; returns 1 if any request failed. */
+static int run_load(bench *b, long conc) {
+    b->results = calloc((size_t)b->requests, sizeof *b->results);
+    if (conc > b->requests) conc = b->requests;
     pthread_t *th = calloc((size_t)conc, sizeof *th);
-    if (!b.results || !th) return hr_cmd_fail("bench-serve", hr_err_oom());
+    if (!b->results || !th) {
+        free(b->results);
+        free(th);
+        return hr_cmd_fail("bench-serve", hr_err_oom());
+    }
     uint64_t t0 = hr_now_ns();
     for (long i = 0; i < conc; i++)
-        pthread_create(&th[i], NULL, worker, &b);
+        pthread_create(&th[i], NULL, worker, b);
     for (long i = 0; i < conc; i++)
         pthread_join(th[i], NULL);
-    report(&b, conc, (double)(hr_now_ns() - t0) / 1e9);
+    report(b, conc, (double)(hr_now_ns() - t0) / 1e9);
     int failed = 0;
-    for (long i = 0; i < reqs; i++) {
-        failed |= !b.results[i].ok;
-        free(b.results[i].gaps_ms);
+    for (long i = 0; i < b->requests; i++) {
+        failed |= !b->results[i].ok;
+        free(b->results[i].gaps_ms);
     }
-    free(b.results);
+    free(b->results);
     free(th);
+    return failed;
+}
+
+int hr_cmd_bench_serve(int argc, char **argv) {
+    bench_serve_opts o = {.conc = 4, .reqs = 32, .prompt = 128, .max = 64};
+    int help = 0;
+    hr_opt opts[] = {
+        {"url", HR_OPT_STR, &o.url, "server base URL, e.g. http://127.0.0.1:8080"},
+        {"engine", HR_OPT_STR, &o.engine_dir,
+         "instead of --url: load this model directory into an in-process engine"},
+        {"compute", HR_OPT_STR, &o.compute, "with --engine: f32 (default) or bf16 products"},
+        {"threads", HR_OPT_INT, &o.threads, "with --engine: CPU threads (default: all)"},
+        {"concurrency", HR_OPT_INT, &o.conc, "requests in flight at once (default 4)"},
+        {"requests", HR_OPT_INT, &o.reqs, "requests in total (default 32)"},
+        {"prompt-tokens", HR_OPT_INT, &o.prompt, "prompt length in one-token words (default 128)"},
+        {"max-tokens", HR_OPT_INT, &o.max, "tokens to generate per request (default 64)"},
+        {"shared-prefix", HR_OPT_INT, &o.shared,
+         "leading prompt words shared by all requests (default 0)"},
+        {"api-key", HR_OPT_STR, &o.key, "sent as Authorization: Bearer KEY"},
+        {"model", HR_OPT_STR, &o.model, "model name to send (default: none)"},
+    };
+    hr_err *e = hr_opts_parse(
+        argc, argv, opts, sizeof opts / sizeof *opts,
+        "usage: hearth bench-serve (--url URL | --engine DIR) [--concurrency N] [--requests M]\n"
+        "       [--prompt-tokens P] [--max-tokens T] [--shared-prefix P2]",
+        &help);
+    if (e) return hr_cmd_fail("bench-serve", e), 2;
+    if (help) return 0;
+    if (!o.url == !o.engine_dir)
+        return hr_cmd_fail("bench-serve", hr_errf("give exactly one of --url and --engine")), 2;
+    if ((o.compute || o.threads) && !o.engine_dir)
+        return hr_cmd_fail("bench-serve", hr_errf("--compute and --threads need --engine")), 2;
+    if ((e = check_opts(o.conc, o.reqs, o.prompt, o.max, o.shared)))
+        return hr_cmd_fail("bench-serve", e), 2;
+    bench b = {.api_key = o.key,
+               .model = o.model,
+               .requests = o.reqs,
+               .prompt_tokens = o.prompt,
+               .max_tokens = o.max,
+               .shared_prefix = o.shared};
+    if (o.url && (e = hr_bench_url_parse(o.url, &b.url))) return hr_cmd_fail("bench-serve", e), 2;
+    if (o.engine_dir && (e = open_engine(&o, &b.engine))) return hr_cmd_fail("bench-serve", e);
+    int failed = run_load(&b, o.conc);
+    hr_engine_destroy(b.engine);
     return failed ? 1 : 0;
 }

@@ -12,6 +12,6 @@ done
 expect_rc bench_bad_key 1 'HTTP 401' "$H" bench-serve --url "$U" --api-key nope --requests 2 --max-tokens 2
 expect_rc bench_no_server 1 'cannot connect' "$H" bench-serve --url http://127.0.0.1:1 --requests 1
 expect_rc bench_https 2 'only http://' "$H" bench-serve --url https://x
-expect_rc bench_no_url 2 '--url is required' "$H" bench-serve
+expect_rc bench_no_url 2 'exactly one of --url and --engine' "$H" bench-serve
 expect_rc bench_bad_prefix 2 '--shared-prefix must be' "$H" bench-serve --url "$U" --prompt-tokens 4 --shared-prefix 5
 summary
