@@ -156,9 +156,11 @@ static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int 
     int last = p0 + nq - 1, lo = first_visible(p, p0);
     for (int j0 = lo / TJ * TJ; j0 <= last; j0 += TJ) {
         int nj = last - j0 + 1 < TJ ? last - j0 + 1 : TJ;
-        for (int jj = 0; jj < nj; jj++) {
-            const float *kr = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh) : NULL;
-            for (int d = 0; d < hd; d++) b->kv[(long)jj * hd + d] = kr ? kr[d] : 0;
+        size_t row = sizeof(float) * (size_t)hd;
+        for (int jj = 0; jj < nj; jj++) { /* whole rows: a test per element ran scalar */
+            float *kt = b->kv + (long)jj * hd;
+            if (j0 + jj >= lo) memcpy(kt, kv_row(c, c->kv->k, bt, j0 + jj, kvh), row);
+            else memset(kt, 0, row);
         }
         c->k->mm_f32(b->s, TJ, b->q, hd, b->kv, hd, M, 0, nj);
         for (int i = 0; i < M; i++)
