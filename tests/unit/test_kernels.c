@@ -82,6 +82,64 @@ static void test_vector_variants(void) {
         }
 }
 
+/* pv at one size: bit for bit one axpy per weight that is not 0 at the same level, and
+ * close to the reference level. o starts with some -0, which an FMA by a 0 weight would
+ * turn into +0. zeros 0: every weight is positive; 1: rows i % 8 >= 4 have some 0 (+0 and
+ * -0) weights; 2: every row has, and some columns are all 0 with a NULL V row. */
+static void check_pv(const hr_cpu_kernels *k, int n, int nj, int hd, int zeros) {
+    enum { LD = 67 };
+    float *s = malloc(sizeof(float) * (size_t)n * LD);
+    float *vm = malloc(sizeof(float) * (size_t)nj * hd);
+    float *o[3][20], *buf = malloc(sizeof(float) * 3 * 20 * (size_t)hd);
+    const float *v[64];
+    for (int jj = 0; jj < nj; jj++) {
+        int gone = zeros == 2 && nj > 2 && jj % 5 == 1; /* a row no query sees */
+        v[jj] = gone ? NULL : vm + (long)jj * hd;
+        for (int d = 0; d < hd; d++) vm[(long)jj * hd + d] = frand();
+        for (int i = 0; i < n; i++) {
+            float r = frand();
+            int z = zeros == 2 || (zeros == 1 && i % 8 >= 4);
+            float w = z && r > 0.7f ? 0 : z && r < -0.9f ? -0.0f : 0.01f + fabsf(r);
+            s[i * LD + jj] = gone ? 0 : w;
+        }
+    }
+    for (int l = 0; l < 3; l++)
+        for (int i = 0; i < n; i++) o[l][i] = buf + (long)(l * 20 + i) * hd;
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < hd; d++) o[0][i][d] = o[1][i][d] = o[2][i][d] = d % 3 ? frand() : -0.0f;
+    k->pv(o[0], s, LD, n, v, nj, hd);
+    hr_cpu_kernels_ref.pv(o[2], s, LD, n, v, nj, hd);
+    for (int jj = 0; jj < nj; jj++)
+        for (int i = 0; i < n; i++)
+            if (s[i * LD + jj] != 0) k->axpy(o[1][i], s[i * LD + jj], v[jj], hd);
+    int same = 1;
+    float worst = 0;
+    for (int i = 0; i < n; i++) {
+        same &= memcmp(o[0][i], o[1][i], sizeof(float) * (size_t)hd) == 0;
+        for (int d = 0; d < hd; d++) worst = fmaxf(worst, fabsf(o[0][i][d] - o[2][i][d]));
+    }
+    free(s);
+    free(vm);
+    free(buf);
+    HR_CHECK(same, "%s pv n=%d nj=%d hd=%d zeros %d: not its axpy's bits", k->name, n, nj, hd,
+             zeros);
+    HR_CHECK(worst < 1e-4f, "%s pv n=%d nj=%d hd=%d zeros %d: diff %g from ref", k->name, n, nj, hd,
+             zeros, worst);
+}
+
+static void test_pv_variants(void) {
+    int hds[] = {1, 7, 16, 33, 128}, njs[] = {1, 5, 64};
+    const hr_cpu_kernels *levels[3] = {&hr_cpu_kernels_ref, variants[0], variants[1]};
+    for (int l = 0; l < 1 + n_variants; l++)
+        for (int h = 0; h < 5; h++)
+            for (int j = 0; j < 3; j++)
+                for (int n = 1; n <= 20; n++)
+                    for (int z = 0; z < 3; z++) {
+                        check_pv(levels[l], n, njs[j], hds[h], z);
+                        if (hr_t_cur_failed) return;
+                    }
+}
+
 static void test_sampler_greedy_and_filters(void) {
     float logits[4] = {1.0f, 3.0f, 2.0f, 0.5f};
     hr_sampler s;
@@ -132,6 +190,7 @@ int main(void) {
     printf("  SIMD variants on this CPU: %d\n", n_variants);
     HR_RUN(test_matmul_variants);
     HR_RUN(test_vector_variants);
+    HR_RUN(test_pv_variants);
     HR_RUN(test_sampler_greedy_and_filters);
     HR_RUN(test_sampler_distribution_and_seed);
     return hr_test_summary();

@@ -2,14 +2,17 @@
  * (token, kv head) covers the query heads of its GQA group, so each K and V row is read
  * once for the whole group. Prefill rows: one item per (block of QB consecutive tokens,
  * kv head); each K tile is gathered once into contiguous scratch and Q K^T runs on the
- * matmul kernel. Items are handed out from a shared counter.
+ * matmul kernel, then the tile's V rows are gathered into the same scratch for P V.
+ * Items are handed out from a shared counter.
  * Both paths compute the same bits for a query, so a token's output never depends on how
  * its prompt was chunked or batched: positions go in tiles of TJ aligned to multiples of
  * TJ, a score is the level's dot (which sums like its matmul tile), the online softmax of
- * a tile is one function, and P V adds each visible position's row in order. */
+ * a tile is one function, and P V (the pv kernel) adds each visible position's row in
+ * order. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernels.h"
@@ -68,18 +71,22 @@ static void softmax_tile(const attn_ctx *c, float *s, int j0, int nj, int pq, fl
     }
 }
 
-/* o[i] += P[i] V over the tile's positions, each visible position's V row in order (rows
- * before a sliding window may be released, so only rows someone sees are read). */
+/* o[i] += P[i] V over the tile's positions, each visible position's V row in order, on
+ * the pv kernel (rows before a sliding window may be released, so a row no query sees is
+ * passed as NULL and never read). With tile set, the rows are first copied into it: rows
+ * of one kv head lie a whole KV row apart (4 KiB for 8 heads of 128) and would compete for
+ * the same few L1 sets while every block of queries walks them again. */
 static void pv_tile(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, float *const *o,
-                    const float *s, long s_ld, int n) {
+                    const float *s, long s_ld, int n, float *tile) {
+    const float *v[TJ];
+    int hd = c->p->head_dim;
     for (int jj = 0; jj < nj; jj++) {
-        const float *vrow = NULL;
-        for (int i = 0; i < n; i++) {
-            if (s[i * s_ld + jj] == 0) continue;
-            if (!vrow) vrow = kv_row(c, c->kv->v, bt, j0 + jj, kvh);
-            c->k->axpy(o[i], s[i * s_ld + jj], vrow, c->p->head_dim);
-        }
+        int i = 0;
+        while (i < n && s[i * s_ld + jj] == 0) i++;
+        v[jj] = i < n ? kv_row(c, c->kv->v, bt, j0 + jj, kvh) : NULL;
+        if (v[jj] && tile) v[jj] = memcpy(tile + (long)jj * hd, v[jj], sizeof(float) * (size_t)hd);
     }
+    c->k->pv(o, s, s_ld, n, v, nj, hd);
 }
 
 /* Query heads [h0, h0 + nh) of kv head kvh for token t. */
@@ -106,15 +113,15 @@ static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh) {
             for (int h = 0; h < nh; h++) s[h][jj] = krow ? c->k->dot(q[h], krow, hd) : 0;
         }
         for (int h = 0; h < nh; h++) softmax_tile(c, s[h], j0, nj, pos, &mx[h], &sum[h], o[h]);
-        pv_tile(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh);
+        pv_tile(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh, NULL);
     }
     for (int h = 0; h < nh; h++) c->k->scale(o[h], 1.0f / sum[h], hd);
 }
 
-/* Scratch of one prefill block item (floats): Q rows, scores, K tile, running max and sum;
- * plus the output row pointers. */
+/* Scratch of one prefill block item (floats): Q rows, scores, the K tile (then the same
+ * positions' V rows), running max and sum; plus the output row pointers. */
 typedef struct {
-    float *q, *s, *k, *mx, *sum;
+    float *q, *s, *kv, *mx, *sum;
     float **o;
 } blk_scratch;
 
@@ -125,8 +132,8 @@ static void *blk_alloc(blk_scratch *b, int M, int hd) {
     b->o = mem;
     b->q = (float *)(b->o + M);
     b->s = b->q + (size_t)M * hd;
-    b->k = b->s + (size_t)M * TJ;
-    b->mx = b->k + (size_t)TJ * hd;
+    b->kv = b->s + (size_t)M * TJ;
+    b->mx = b->kv + (size_t)TJ * hd;
     b->sum = b->mx + M;
     return mem;
 }
@@ -149,14 +156,16 @@ static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int 
     int last = p0 + nq - 1, lo = first_visible(p, p0);
     for (int j0 = lo / TJ * TJ; j0 <= last; j0 += TJ) {
         int nj = last - j0 + 1 < TJ ? last - j0 + 1 : TJ;
-        for (int jj = 0; jj < nj; jj++) {
-            const float *kr = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh) : NULL;
-            for (int d = 0; d < hd; d++) b->k[(long)jj * hd + d] = kr ? kr[d] : 0;
+        size_t row = sizeof(float) * (size_t)hd;
+        for (int jj = 0; jj < nj; jj++) { /* whole rows: a test per element ran scalar */
+            float *kt = b->kv + (long)jj * hd;
+            if (j0 + jj >= lo) memcpy(kt, kv_row(c, c->kv->k, bt, j0 + jj, kvh), row);
+            else memset(kt, 0, row);
         }
-        c->k->mm_f32(b->s, TJ, b->q, hd, b->k, hd, M, 0, nj);
+        c->k->mm_f32(b->s, TJ, b->q, hd, b->kv, hd, M, 0, nj);
         for (int i = 0; i < M; i++)
             softmax_tile(c, b->s + (long)i * TJ, j0, nj, p0 + i / G, &b->mx[i], &b->sum[i], b->o[i]);
-        pv_tile(c, bt, kvh, j0, nj, b->o, b->s, TJ, M);
+        pv_tile(c, bt, kvh, j0, nj, b->o, b->s, TJ, M, b->kv);
     }
     for (int i = 0; i < M; i++) c->k->scale(b->o[i], 1.0f / b->sum[i], hd);
 }

@@ -25,6 +25,11 @@ typedef struct {
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float *y, float a, const float *x, int n); /* y += a * x */
     void (*scale)(float *y, float a, int n);               /* y *= a */
+    /* P V of one attention tile: for each position jj < nj in order, for each query i < n
+       whose weight w = s[i * s_ld + jj] is not 0, o[i] += w * v[jj] over hd floats, each
+       element bit for bit what axpy gives; v[jj] may be NULL where every weight is 0. */
+    void (*pv)(float *const *o, const float *s, long s_ld, int n, const float *const *v, int nj,
+               int hd);
 } hr_cpu_kernels;
 
 extern const hr_cpu_kernels hr_cpu_kernels_ref;

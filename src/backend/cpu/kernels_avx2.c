@@ -112,4 +112,94 @@ static void scale(float *y, float a, int n) {
     for (; i < n; i++) y[i] *= a;
 }
 
-const hr_cpu_kernels hr_cpu_kernels_avx2 = {"avx2", mm_f32, mm_bf16, mm_f16, NULL, dot, axpy, scale};
+/* P V keeps a tile of PV_NR queries x PV_NV vectors of o in registers across the tile's
+ * positions and reuses each V load for all its queries (see the AVX-512 file). */
+enum { PV_NR = 4, PV_NV = 2 };
+#define INLINE static inline __attribute__((always_inline))
+
+/* Whether queries [0, nr) all weigh every position of the tile, so nothing is skipped. */
+static int pv_dense(const float *s, long s_ld, int nr, int nj) {
+    for (int r = 0; r < nr; r++) {
+        const float *w = s + r * s_ld;
+        int jj = 0;
+        for (; jj + 8 <= nj; jj += 8)
+            if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(w + jj), _mm256_setzero_ps(),
+                                                 _CMP_EQ_OQ)))
+                return 0;
+        for (; jj < nj; jj++)
+            if (w[jj] == 0) return 0;
+    }
+    return 1;
+}
+
+/* Lanes below n of a maskload / maskstore. */
+static inline __m256i lanes_below(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline __m256 ld_part(const float *p, int tail, __m256i m) {
+    return tail ? _mm256_maskload_ps(p, m) : _mm256_loadu_ps(p);
+}
+
+/* o[r][d0, d0 + 8 NV) for NR queries; with tail the last vector only has the lanes of dm.
+ * Not dense: a weight of 0 leaves o untouched (an FMA by 0 could turn -0 into +0; a branch,
+ * as a blend would sit on the accumulators' dependency chain) and NULL rows are not read.
+ * Per lane the same fma as axpy (its scalar tail contracts to one), in the same order. */
+INLINE void pv_chunk(float *const *o, const float *s, long s_ld, const float *const *v, int nj,
+                     int d0, const int tail, __m256i dm, const int dense, const int NR,
+                     const int NV) {
+    __m256 acc[PV_NR][PV_NV];
+    UNROLL for (int r = 0; r < NR; r++)
+        UNROLL for (int c = 0; c < NV; c++)
+            acc[r][c] = ld_part(o[r] + d0 + 8 * c, tail && c == NV - 1, dm);
+    for (int jj = 0; jj < nj; jj++) {
+        if (!dense && !v[jj]) continue;
+        __m256 x[PV_NV];
+        UNROLL for (int c = 0; c < NV; c++)
+            x[c] = ld_part(v[jj] + d0 + 8 * c, tail && c == NV - 1, dm);
+        UNROLL for (int r = 0; r < NR; r++) {
+            if (!dense && s[r * s_ld + jj] == 0) continue;
+            __m256 w = _mm256_set1_ps(s[r * s_ld + jj]);
+            UNROLL for (int c = 0; c < NV; c++) acc[r][c] = _mm256_fmadd_ps(w, x[c], acc[r][c]);
+        }
+    }
+    UNROLL for (int r = 0; r < NR; r++)
+        UNROLL for (int c = 0; c < NV; c++) {
+            if (tail && c == NV - 1) _mm256_maskstore_ps(o[r] + d0 + 8 * c, dm, acc[r][c]);
+            else _mm256_storeu_ps(o[r] + d0 + 8 * c, acc[r][c]);
+        }
+}
+
+/* NR queries over all of hd: chunks of PV_NV vectors, then single vectors, the last one
+ * partial. */
+INLINE void pv_rows(float *const *o, const float *s, long s_ld, const float *const *v, int nj,
+                    int hd, const int NR) {
+    int dense = pv_dense(s, s_ld, NR, nj), d0 = 0;
+    __m256i all = _mm256_set1_epi32(-1);
+    for (; d0 + 8 * PV_NV <= hd; d0 += 8 * PV_NV) {
+        if (dense) pv_chunk(o, s, s_ld, v, nj, d0, 0, all, 1, NR, PV_NV);
+        else pv_chunk(o, s, s_ld, v, nj, d0, 0, all, 0, NR, PV_NV);
+    }
+    for (; d0 + 8 <= hd; d0 += 8) {
+        if (dense) pv_chunk(o, s, s_ld, v, nj, d0, 0, all, 1, NR, 1);
+        else pv_chunk(o, s, s_ld, v, nj, d0, 0, all, 0, NR, 1);
+    }
+    if (d0 < hd) {
+        __m256i dm = lanes_below(hd - d0);
+        if (dense) pv_chunk(o, s, s_ld, v, nj, d0, 1, dm, 1, NR, 1);
+        else pv_chunk(o, s, s_ld, v, nj, d0, 1, dm, 0, NR, 1);
+    }
+}
+
+static void pv(float *const *o, const float *s, long s_ld, int n, const float *const *v, int nj,
+               int hd) {
+    int i = 0;
+    for (; i + PV_NR <= n; i += PV_NR) pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, PV_NR);
+    switch (n - i) {
+    case 3: pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, 3); break;
+    case 2: pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, 2); break;
+    case 1: pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, 1); break;
+    }
+}
+
+const hr_cpu_kernels hr_cpu_kernels_avx2 = {"avx2", mm_f32, mm_bf16, mm_f16, NULL,
+                                            dot,    axpy,   scale,  pv};

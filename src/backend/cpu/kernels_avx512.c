@@ -167,4 +167,75 @@ static void scale(float *y, float a, int n) {
     }
 }
 
-const hr_cpu_kernels hr_cpu_kernels_avx512 = {"avx512", mm_f32, mm_bf16, mm_f16, mm_bx, dot, axpy, scale};
+/* P V keeps a tile of PV_NR queries x PV_NV vectors of o in registers across the tile's
+ * positions and reuses each V load for all its queries; one axpy per (query, position)
+ * instead loads and stores o around every FMA and is bound by those. */
+enum { PV_NR = 4, PV_NV = 4 };
+#define INLINE static inline __attribute__((always_inline))
+
+/* Whether queries [0, nr) all weigh every position of the tile, so nothing is skipped. */
+static int pv_dense(const float *s, long s_ld, int nr, int nj) {
+    for (int r = 0; r < nr; r++)
+        for (int jj = 0; jj < nj; jj += 16) {
+            __mmask16 m = nj - jj >= 16 ? 0xffff : (__mmask16)((1u << (nj - jj)) - 1);
+            __m512 w = _mm512_maskz_loadu_ps(m, s + r * s_ld + jj);
+            if (_mm512_mask_cmpneq_ps_mask(m, w, _mm512_setzero_ps()) != m) return 0;
+        }
+    return 1;
+}
+
+/* o[r][d0, d0 + 16 NV) for NR queries, the last vector's lanes masked by dm. Not dense: a
+ * weight of 0 leaves o untouched (an FMA by 0 could turn -0 into +0) and NULL rows are
+ * not read. Per lane the same fmadd(w, v, o) as axpy, in the same order. */
+INLINE void pv_chunk(float *const *o, const float *s, long s_ld, const float *const *v, int nj,
+                     int d0, __mmask16 dm, const int dense, const int NR, const int NV) {
+    __m512 acc[PV_NR][PV_NV];
+    UNROLL for (int r = 0; r < NR; r++)
+        UNROLL for (int c = 0; c < NV; c++)
+            acc[r][c] = _mm512_maskz_loadu_ps(c == NV - 1 ? dm : 0xffff, o[r] + d0 + 16 * c);
+    for (int jj = 0; jj < nj; jj++) {
+        if (!dense && !v[jj]) continue;
+        __m512 x[PV_NV];
+        UNROLL for (int c = 0; c < NV; c++)
+            x[c] = _mm512_maskz_loadu_ps(c == NV - 1 ? dm : 0xffff, v[jj] + d0 + 16 * c);
+        UNROLL for (int r = 0; r < NR; r++) {
+            __m512 w = _mm512_set1_ps(s[r * s_ld + jj]);
+            __mmask16 k = dense ? 0xffff : _mm512_cmpneq_ps_mask(w, _mm512_setzero_ps());
+            UNROLL for (int c = 0; c < NV; c++)
+                acc[r][c] = dense ? _mm512_fmadd_ps(w, x[c], acc[r][c])
+                                  : _mm512_mask3_fmadd_ps(w, x[c], acc[r][c], k);
+        }
+    }
+    UNROLL for (int r = 0; r < NR; r++)
+        UNROLL for (int c = 0; c < NV; c++)
+            _mm512_mask_storeu_ps(o[r] + d0 + 16 * c, c == NV - 1 ? dm : 0xffff, acc[r][c]);
+}
+
+/* NR queries over all of hd: chunks of PV_NV vectors, then single (last: partial) vectors. */
+INLINE void pv_rows(float *const *o, const float *s, long s_ld, const float *const *v, int nj,
+                    int hd, const int NR) {
+    int dense = pv_dense(s, s_ld, NR, nj), d0 = 0;
+    for (; d0 + 16 * PV_NV <= hd; d0 += 16 * PV_NV) {
+        if (dense) pv_chunk(o, s, s_ld, v, nj, d0, 0xffff, 1, NR, PV_NV);
+        else pv_chunk(o, s, s_ld, v, nj, d0, 0xffff, 0, NR, PV_NV);
+    }
+    for (; d0 < hd; d0 += 16) {
+        __mmask16 dm = hd - d0 >= 16 ? 0xffff : (__mmask16)((1u << (hd - d0)) - 1);
+        if (dense) pv_chunk(o, s, s_ld, v, nj, d0, dm, 1, NR, 1);
+        else pv_chunk(o, s, s_ld, v, nj, d0, dm, 0, NR, 1);
+    }
+}
+
+static void pv(float *const *o, const float *s, long s_ld, int n, const float *const *v, int nj,
+               int hd) {
+    int i = 0;
+    for (; i + PV_NR <= n; i += PV_NR) pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, PV_NR);
+    switch (n - i) {
+    case 3: pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, 3); break;
+    case 2: pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, 2); break;
+    case 1: pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, 1); break;
+    }
+}
+
+const hr_cpu_kernels hr_cpu_kernels_avx512 = {"avx512", mm_f32, mm_bf16, mm_f16, mm_bx,
+                                              dot,      axpy,   scale,   pv};

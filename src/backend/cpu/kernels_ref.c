@@ -39,7 +39,16 @@ static void scale(float *y, float a, int n) {
     for (int i = 0; i < n; i++) y[i] *= a;
 }
 
-const hr_cpu_kernels hr_cpu_kernels_ref = {"generic", mm_f32, mm_bf16, mm_f16, NULL, dot, axpy, scale};
+/* The definition of pv: one axpy per weight that is not 0. */
+static void pv(float *const *o, const float *s, long s_ld, int n, const float *const *v, int nj,
+               int hd) {
+    for (int jj = 0; jj < nj; jj++)
+        for (int i = 0; i < n; i++)
+            if (s[i * s_ld + jj] != 0) axpy(o[i], s[i * s_ld + jj], v[jj], hd);
+}
+
+const hr_cpu_kernels hr_cpu_kernels_ref = {"generic", mm_f32, mm_bf16, mm_f16, NULL,
+                                           dot,       axpy,   scale,   pv};
 
 const hr_cpu_kernels *hr_cpu_kernels_get(void) {
     switch (hr_cpu()->level) {
