@@ -18,7 +18,7 @@ static int bench_ctx(hr_model *m, int ctx, int n_gen, int runs, double gbs) {
     for (int i = 0; i < ctx; i++) prompt[i] = (int32_t)((i * 7919 + 13) % c->vocab);
     double dec[16], pre[16];
     for (int r = 0; r < runs; r++) {
-        hr_gen_request req = {prompt, ctx, n_gen, {0, 1, 0, 0, 0}, NULL, 0, 256};
+        hr_gen_request req = {prompt, ctx, n_gen, {.top_p = 1}, NULL, 0, 256};
         hr_gen_stats st;
         hr_err *err = hr_generate(m, &req, NULL, NULL, &st);
         if (err) {

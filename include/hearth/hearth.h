@@ -93,6 +93,9 @@ typedef struct {
     float top_p;       /* (0, 1]; 0 treated as 1 */
     int top_k;         /* 0 = off */
     float min_p;       /* 0 = off */
+    float typical_p;   /* (0, 1); 0 or 1 = off, negative = generation_config's */
+    float xtc_probability; /* XTC: chance per token of excluding the top choices; 0 = off */
+    float xtc_threshold;   /* XTC: a "top choice" has at least this probability (0: 0.1) */
     uint64_t seed;
     float repetition_penalty; /* 0 or 1 = off */
     float presence_penalty, frequency_penalty;

@@ -14,7 +14,7 @@
 typedef struct {
     const char *model, *prompt, *prompt_ids, *chat_template, *compute;
     long max_tokens, top_k, seed, threads;
-    double temperature, top_p, min_p;
+    double temperature, top_p, min_p, typical_p, xtc_probability, xtc_threshold;
     int print_ids, mmap, raw;
 } run_opts;
 
@@ -69,16 +69,20 @@ static hr_err *encode_prompt(const run_opts *o, const hr_tokenizer *tok, int32_t
 }
 
 static hr_sampler_params sampling(const run_opts *o, const hr_model_config *c) {
-    hr_sampler_params p = {0, 1, 0, 0, (uint64_t)o->seed};
+    hr_sampler_params p = {.top_p = 1, .seed = (uint64_t)o->seed, .typical_p = 1,
+                           .xtc_probability = (float)o->xtc_probability,
+                           .xtc_threshold = (float)o->xtc_threshold};
     if (c->gen.do_sample) {
         p.temperature = (float)c->gen.temperature;
         p.top_p = (float)c->gen.top_p;
         p.top_k = c->gen.top_k;
+        p.typical_p = (float)c->gen.typical_p;
     }
     if (o->temperature >= 0) p.temperature = (float)o->temperature;
     if (o->top_p >= 0) p.top_p = (float)o->top_p;
     if (o->top_k >= 0) p.top_k = (int)o->top_k;
     if (o->min_p >= 0) p.min_p = (float)o->min_p;
+    if (o->typical_p >= 0) p.typical_p = (float)o->typical_p;
     return p;
 }
 
@@ -131,7 +135,8 @@ static hr_err *run(const run_opts *o) {
 }
 
 int hr_cmd_run(int argc, char **argv) {
-    run_opts o = {.max_tokens = 64, .top_k = -1, .seed = 0, .temperature = -1, .top_p = -1, .min_p = -1};
+    run_opts o = {.max_tokens = 64, .top_k = -1, .seed = 0, .temperature = -1, .top_p = -1, .min_p = -1,
+                  .typical_p = -1, .xtc_threshold = 0.1};
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model, "model directory"},
         {"prompt", HR_OPT_STR, &o.prompt, "prompt text"},
@@ -141,6 +146,11 @@ int hr_cmd_run(int argc, char **argv) {
         {"top-p", HR_OPT_FLOAT, &o.top_p, "nucleus sampling mass (1 = off)"},
         {"top-k", HR_OPT_INT, &o.top_k, "keep the k most likely tokens (0 = off)"},
         {"min-p", HR_OPT_FLOAT, &o.min_p, "drop tokens below min-p x the top probability"},
+        {"typical-p", HR_OPT_FLOAT, &o.typical_p, "locally typical sampling mass (1 = off)"},
+        {"xtc-probability", HR_OPT_FLOAT, &o.xtc_probability,
+         "chance per token of excluding the top choices (XTC; 0 = off)"},
+        {"xtc-threshold", HR_OPT_FLOAT, &o.xtc_threshold,
+         "XTC: probability that makes a token a top choice (default 0.1)"},
         {"seed", HR_OPT_INT, &o.seed, "random seed (default 0)"},
         {"raw", HR_OPT_FLAG, &o.raw, "use --prompt as is, without the chat template"},
         {"chat-template", HR_OPT_STR, &o.chat_template, "a Jinja chat template file to use instead of the model's"},

@@ -165,10 +165,17 @@ static hr_err *prompt_tokens(hr_engine *e, const hr_request_params *p, int32_t *
 
 static hr_sampler_params sampling(const hr_engine *e, const hr_request_params *p) {
     const hr_gen_defaults *g = &hr_model_cfg(e->model)->gen;
-    hr_sampler_params s = {p->temperature, p->top_p == 0 ? 1 : p->top_p, p->top_k, p->min_p,
-                           p->seed};
+    hr_sampler_params s = {.temperature = p->temperature,
+                           .top_p = p->top_p == 0 ? 1 : p->top_p,
+                           .top_k = p->top_k,
+                           .min_p = p->min_p,
+                           .seed = p->seed,
+                           .typical_p = p->typical_p,
+                           .xtc_probability = p->xtc_probability,
+                           .xtc_threshold = p->xtc_threshold == 0 ? 0.1f : p->xtc_threshold};
     if (p->temperature < 0) s.temperature = g->do_sample ? (float)g->temperature : 0;
     if (p->top_p < 0) s.top_p = g->do_sample ? (float)g->top_p : 1;
+    if (p->typical_p < 0) s.typical_p = g->do_sample ? (float)g->typical_p : 1;
     if (p->top_k < 0) s.top_k = g->do_sample ? g->top_k : 0;
     return s;
 }

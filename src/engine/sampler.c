@@ -1,6 +1,7 @@
 /* Samplers: argmax, or softmax at a temperature over the candidates that survive top-k,
- * min-p and top-p. Top-p works on a candidate set pruned of tokens whose total mass
- * cannot reach the nucleus, so it sorts a few hundred tokens, not the vocabulary. */
+ * min-p, top-p, locally typical sampling and XTC. Top-p works on a candidate set pruned of
+ * tokens whose total mass cannot reach the nucleus, so it sorts a few hundred tokens, not
+ * the vocabulary. */
 #define _GNU_SOURCE
 #include "engine/sampler.h"
 
@@ -38,6 +39,11 @@ hr_err *hr_sampler_params_check(const hr_sampler_params *p) {
     if (!(p->top_p > 0 && p->top_p <= 1)) return hr_errf("top_p must be in (0, 1]");
     if (p->top_k < 0) return hr_errf("top_k must be >= 0");
     if (!(p->min_p >= 0 && p->min_p <= 1)) return hr_errf("min_p must be in [0, 1]");
+    if (!(p->typical_p >= 0 && p->typical_p <= 1)) return hr_errf("typical_p must be in [0, 1]");
+    if (!(p->xtc_probability >= 0 && p->xtc_probability <= 1))
+        return hr_errf("xtc_probability must be in [0, 1]");
+    if (!(p->xtc_threshold >= 0 && p->xtc_threshold <= 1))
+        return hr_errf("xtc_threshold must be in [0, 1]");
     return NULL;
 }
 
@@ -111,14 +117,76 @@ static int candidates(hr_sampler *s, float pmax) {
     return n;
 }
 
+static double mass(const hr_sampler *s, int n) {
+    double total = 0;
+    for (int i = 0; i < n; i++)
+        total += s->probs[s->idx[i]];
+    return total;
+}
+
+/* Typical-score order: |-log q - H| ascending (ties by id), q the renormalized candidate
+ * probability; the context is {probs, log-normalizer + entropy}. */
+typedef struct {
+    const float *probs;
+    double log_total, entropy;
+} typical_ctx;
+
+static double typical_score(const typical_ctx *c, int32_t id) {
+    return fabs(-(log((double)c->probs[id]) - c->log_total) - c->entropy);
+}
+
+static int by_typical(const void *a, const void *b, void *ctx) {
+    int32_t ia = *(const int32_t *)a, ib = *(const int32_t *)b;
+    double sa = typical_score(ctx, ia), sb = typical_score(ctx, ib);
+    return sa < sb ? -1 : sa > sb ? 1 : ia - ib;
+}
+
+/* Locally typical sampling (Meister et al.; HF's TypicalLogitsWarper): keeps the tokens
+ * whose surprisal is closest to the entropy until their mass reaches typical_p. */
+static int typical(hr_sampler *s, int n) {
+    double total = mass(s, n), h = 0;
+    for (int i = 0; i < n; i++) {
+        double q = s->probs[s->idx[i]] / total;
+        h -= q * log(q);
+    }
+    typical_ctx c = {s->probs, log(total), h};
+    qsort_r(s->idx, (size_t)n, sizeof *s->idx, by_typical, &c);
+    double cum = 0;
+    for (int i = 0; i < n; i++) {
+        cum += s->probs[s->idx[i]] / total;
+        if (cum >= s->p.typical_p) return i + 1;
+    }
+    return n;
+}
+
+/* XTC ("exclude top choices"): with probability xtc_probability, when two or more
+ * candidates reach xtc_threshold (renormalized), all of them but the least likely go. */
+static int xtc(hr_sampler *s, int n) {
+    if (hr_sampler_uniform(s) >= s->p.xtc_probability) return n;
+    double cut = s->p.xtc_threshold * mass(s, n);
+    int above = 0, keep = -1;
+    for (int i = 0; i < n; i++) {
+        int32_t id = s->idx[i];
+        if (s->probs[id] < cut) continue;
+        above++;
+        if (keep < 0 || s->probs[id] < s->probs[keep] || (s->probs[id] == s->probs[keep] && id > keep))
+            keep = id;
+    }
+    if (above < 2) return n;
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (s->probs[s->idx[i]] < cut || s->idx[i] == keep) s->idx[m++] = s->idx[i];
+    return m;
+}
+
 int hr_sampler_sample(hr_sampler *s, const float *logits) {
     if (s->p.temperature == 0) return argmax(logits, s->vocab);
     float pmax = softmax(s, logits);
     int n = candidates(s, pmax);
     if (n == 0) return argmax(logits, s->vocab);
-    double total = 0;
-    for (int i = 0; i < n; i++)
-        total += s->probs[s->idx[i]];
+    if (s->p.typical_p > 0 && s->p.typical_p < 1) n = typical(s, n);
+    if (s->p.xtc_probability > 0) n = xtc(s, n);
+    double total = mass(s, n);
     double u = hr_sampler_uniform(s) * total, cum = 0;
     for (int i = 0; i < n; i++) {
         cum += s->probs[s->idx[i]];

@@ -1,6 +1,7 @@
 /* Token sampling from one row of logits: greedy (temperature 0), or temperature with
- * top-k, top-p and min-p filters, driven by a per-request seeded generator so a seeded
- * request reproduces its tokens whatever else shares the batch. */
+ * top-k, min-p, top-p, locally typical and XTC filters (applied in that order to the
+ * tempered distribution), driven by a per-request seeded generator so a seeded request
+ * reproduces its tokens whatever else shares the batch. */
 #ifndef HR_ENGINE_SAMPLER_H
 #define HR_ENGINE_SAMPLER_H
 
@@ -14,6 +15,9 @@ typedef struct {
     int top_k;         /* 0 = off */
     float min_p;       /* 0 = off */
     uint64_t seed;
+    float typical_p;       /* locally typical mass; 0 or 1 = off */
+    float xtc_probability; /* chance per token of excluding the top choices; 0 = off */
+    float xtc_threshold;   /* XTC: tokens at or above this probability are "top choices" */
 } hr_sampler_params;
 
 typedef struct {
@@ -24,7 +28,8 @@ typedef struct {
     int32_t *idx; /* (vocab) */
 } hr_sampler;
 
-/* Checks ranges (temperature >= 0, 0 < top_p <= 1, top_k >= 0, 0 <= min_p <= 1). */
+/* Checks ranges (temperature >= 0, 0 < top_p <= 1, top_k >= 0, min_p, typical_p and the
+ * XTC fields in [0, 1]). */
 hr_err *hr_sampler_params_check(const hr_sampler_params *p);
 hr_err *hr_sampler_init(hr_sampler *s, const hr_sampler_params *p, int vocab);
 void hr_sampler_free(hr_sampler *s);

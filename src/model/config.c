@@ -196,7 +196,7 @@ static hr_err *parse_special_ids(const json_t *j, hr_model_config *c) {
 static hr_err *parse_config(const json_t *j, hr_model_config *c) {
     memset(c, 0, sizeof *c);
     c->bos_id = c->pad_id = -1;
-    c->gen = (hr_gen_defaults){1.0, 1.0, 0, 0, 1.0};
+    c->gen = (hr_gen_defaults){.temperature = 1.0, .top_p = 1.0, .typical_p = 1.0, .repetition_penalty = 1.0};
     if (!json_is_object(j)) return hr_errf("config.json: not a JSON object");
     snprintf(c->prefix, sizeof c->prefix, "model.");
     const json_t *top = j;
@@ -223,6 +223,7 @@ static hr_err *parse_generation(const json_t *g, hr_model_config *c) {
     const char *w = "generation_config.json";
     HR_TRY(hr_json_num(g, "temperature", d->temperature, w, &d->temperature));
     HR_TRY(hr_json_num(g, "top_p", d->top_p, w, &d->top_p));
+    HR_TRY(hr_json_num(g, "typical_p", d->typical_p, w, &d->typical_p));
     int64_t k;
     HR_TRY(hr_json_int(g, "top_k", d->top_k, w, &k));
     d->top_k = k > 0 && k < (1 << 30) ? (int)k : 0;

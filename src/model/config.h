@@ -33,6 +33,7 @@ typedef struct {
     double top_p;       /* 1.0 when unset */
     int top_k;          /* 0 = off */
     int do_sample;      /* 0: greedy unless the request says otherwise */
+    double typical_p;   /* 1.0 when unset */
     double repetition_penalty;
 } hr_gen_defaults;
 

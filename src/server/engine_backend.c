@@ -159,6 +159,9 @@ static void to_params(hr_engine_server *s, const hr_api_request *req, hr_request
     p->top_p = req->sampling.top_p;
     p->top_k = req->sampling.top_k;
     p->min_p = req->sampling.min_p;
+    p->typical_p = req->sampling.typical_p;
+    p->xtc_probability = req->sampling.xtc_probability;
+    p->xtc_threshold = req->sampling.xtc_threshold;
     p->seed = req->seed_set ? req->sampling.seed
                             : (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull + ++s->seed_counter;
     p->repetition_penalty = req->repetition_penalty;

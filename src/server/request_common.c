@@ -14,7 +14,8 @@ hr_api_request *hr_api_request_new(hr_api_kind api) {
     hr_api_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     r->api = api;
-    r->sampling = (hr_sampler_params){.temperature = 1.0f, .top_p = 1.0f};
+    r->sampling = (hr_sampler_params){.temperature = 1.0f, .top_p = 1.0f, .typical_p = 1.0f,
+                                      .xtc_threshold = 0.1f};
     r->repetition_penalty = 1.0f;
     r->n = 1;
     return r;
@@ -73,6 +74,9 @@ hr_err *hr_parse_sampling(const json_t *body, hr_api_request *r) {
     HR_TRY(num_in(body, "temperature", 1.0, 0, 2, 0, &s->temperature));
     HR_TRY(num_in(body, "top_p", 1.0, 0, 1, 1, &s->top_p));
     HR_TRY(num_in(body, "min_p", 0.0, 0, 1, 0, &s->min_p));
+    HR_TRY(num_in(body, "typical_p", 1.0, 0, 1, 1, &s->typical_p));
+    HR_TRY(num_in(body, "xtc_probability", 0.0, 0, 1, 0, &s->xtc_probability));
+    HR_TRY(num_in(body, "xtc_threshold", 0.1, 0, 1, 0, &s->xtc_threshold));
     HR_TRY(num_in(body, "presence_penalty", 0.0, -2, 2, 0, &r->presence_penalty));
     HR_TRY(num_in(body, "frequency_penalty", 0.0, -2, 2, 0, &r->frequency_penalty));
     HR_TRY(num_in(body, "repetition_penalty", 1.0, 0, 2, 1, &r->repetition_penalty));

@@ -12,6 +12,10 @@ for _ in $(seq 100); do grep -q "ready on" "$T/serve.log" && break; sleep 0.1; d
 PORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$T/serve.log")
 expect_rc serve_ready 0 "" test -n "$PORT"
 greedy=$("$H" run --model "$B" --prompt "The jury said" --max-tokens 16 --raw 2>/dev/null)
+# typical-p and XTC through both entry points: a seeded request reproduces run's tokens
+filtered=$("$H" run --model "$B" --prompt "The jury said" --max-tokens 12 --raw --temperature 1 \
+  --typical-p 0.5 --xtc-probability 1 --xtc-threshold 0.05 --seed 4 2>/dev/null)
+expect_rc run_filters_differ 0 "" test "$filtered" != "$(echo "$greedy" | cut -c1-${#filtered})"
 cat > "$T/e2e.py" <<'PY'
 import json, sys, threading, time, urllib.request, urllib.error, socket
 port, greedy = int(sys.argv[1]), sys.argv[2]
@@ -29,6 +33,11 @@ def check(name, cond, info=""):
     print(("ok " if cond else "FAIL ") + name + ("" if cond else ": " + str(info)[:300]))
 st, body = call("/v1/completions", {"prompt": "The jury said", "max_tokens": 16, "temperature": 0})
 check("completion_greedy", st == 200 and json.loads(body)["choices"][0]["text"] == greedy, body)
+st, body = call("/v1/completions", {"prompt": "The jury said", "max_tokens": 12, "temperature": 1, "typical_p": 0.5,
+                                    "xtc_probability": 1, "xtc_threshold": 0.05, "seed": 4})
+check("typical_xtc_equal_run", st == 200 and json.loads(body)["choices"][0]["text"] == sys.argv[3], (body, sys.argv[3]))
+st, body = call("/v1/completions", {"prompt": "The jury said", "xtc_threshold": 2})
+check("xtc_threshold_range", st == 400 and "xtc_threshold" in json.loads(body)["error"]["message"], body)
 st, body = call("/v1/completions", {"prompt": "The jury said", "max_tokens": 30, "temperature": 0, "stop": ["a man"]})
 j = json.loads(body)
 check("stop_string", j["choices"][0]["finish_reason"] == "stop" and "a man" not in j["choices"][0]["text"], body)
@@ -92,7 +101,7 @@ for _ in range(100):
     time.sleep(0.1)
 check("nothing_leaked", j["active"] == 0 and j["queued"] == 0 and j["kv_blocks_used"] == 0, j)
 PY
-python3 "$T/e2e.py" "$PORT" "$greedy" > "$T/e2e.out" 2>&1
+python3 "$T/e2e.py" "$PORT" "$greedy" "$filtered" > "$T/e2e.out" 2>&1
 while read -r line; do
   case "$line" in ok\ *) pass "${line#ok }";; FAIL\ *) fail "${line#FAIL }" "";; *) fail e2e_script "$line";; esac
 done < "$T/e2e.out"

@@ -78,7 +78,7 @@ static void test_greedy(void) {
         int32_t *prompt = ids_of(json_object_get(s, "prompt_ids"), &np);
         int32_t *want = ids_of(json_object_get(s, "greedy_ids"), &ng);
         greedy_ctx g = {want, json_object_get(s, "margins"), ng, 0, -1};
-        hr_gen_request req = {prompt, np, ng, {0, 1, 0, 0, 0}, NULL, 0, 0};
+        hr_gen_request req = {prompt, np, ng, {.top_p = 1}, NULL, 0, 0};
         hr_err *err = hr_generate(model, &req, check_token, &g, NULL);
         free(prompt);
         free(want);

@@ -140,17 +140,21 @@ static void test_pv_variants(void) {
                     }
 }
 
+/* temperature, top_p, top_k, min_p, seed; the other filters off */
+#define SP(t_, p_, k_, m_, s_) \
+    ((hr_sampler_params){.temperature = (t_), .top_p = (p_), .top_k = (k_), .min_p = (m_), .seed = (s_)})
+
 static void test_sampler_greedy_and_filters(void) {
     float logits[4] = {1.0f, 3.0f, 2.0f, 0.5f};
     hr_sampler s;
-    HR_CHECK_OK(hr_sampler_init(&s, &(hr_sampler_params){0, 1, 0, 0, 1}, 4));
+    HR_CHECK_OK(hr_sampler_init(&s, &SP(0, 1, 0, 0, 1), 4));
     HR_CHECK(hr_sampler_sample(&s, logits) == 1, "greedy");
     hr_sampler_free(&s);
-    HR_CHECK_OK(hr_sampler_init(&s, &(hr_sampler_params){1, 1, 1, 0, 7}, 4));
+    HR_CHECK_OK(hr_sampler_init(&s, &SP(1, 1, 1, 0, 7), 4));
     for (int i = 0; i < 50; i++) HR_CHECK(hr_sampler_sample(&s, logits) == 1, "top_k 1");
     hr_sampler_free(&s);
     /* probabilities: softmax(1,3,2,0.5) = .0896,.6624,.2437,.0543; top_p .8 keeps {1,2} */
-    HR_CHECK_OK(hr_sampler_init(&s, &(hr_sampler_params){1, 0.8f, 0, 0, 3}, 4));
+    HR_CHECK_OK(hr_sampler_init(&s, &SP(1, 0.8f, 0, 0, 3), 4));
     int counts[4] = {0};
     for (int i = 0; i < 20000; i++) counts[hr_sampler_sample(&s, logits)]++;
     hr_sampler_free(&s);
@@ -159,11 +163,62 @@ static void test_sampler_greedy_and_filters(void) {
     HR_CHECK(fabs(p1 - want) < 0.015, "top_p frequency %.3f, want %.3f", p1, want);
 }
 
+/* Frequencies of each of 4 tokens over n draws with params p. */
+static void draw(const hr_sampler_params *p, const float *logits, int n, double *freq) {
+    hr_sampler s;
+    int counts[4] = {0};
+    HR_CHECK_OK(hr_sampler_init(&s, p, 4));
+    for (int i = 0; i < n; i++) counts[hr_sampler_sample(&s, logits)]++;
+    hr_sampler_free(&s);
+    for (int i = 0; i < 4; i++) freq[i] = counts[i] / (double)n;
+}
+
+/* softmax(1, 3, 2, 0.5) = .0896 .6624 .2437 .0543, entropy H = .9913 nats; surprisals
+ * -ln p = 2.412 .412 1.412 2.913, so |-ln p - H| orders the tokens 2 (.42), 1 (.58), 0, 3.
+ * typical_p .2 keeps {2} (not the argmax); .5 keeps {2, 1}. */
+static void test_sampler_typical(void) {
+    float logits[4] = {1.0f, 3.0f, 2.0f, 0.5f};
+    double f[4], p1 = exp(3.0), p2 = exp(2.0);
+    hr_sampler_params p = SP(1, 1, 0, 0, 5);
+    p.typical_p = 0.2f;
+    draw(&p, logits, 2000, f);
+    HR_CHECK(f[2] == 1, "typical_p .2: token 2 freq %.3f, want 1", f[2]);
+    p.typical_p = 0.5f;
+    draw(&p, logits, 20000, f);
+    HR_CHECK(f[0] == 0 && f[3] == 0, "typical_p .5 kept tokens 0/3 (%.3f %.3f)", f[0], f[3]);
+    HR_CHECK(fabs(f[1] - p1 / (p1 + p2)) < 0.015, "typical_p .5: token 1 freq %.3f, want %.3f", f[1], p1 / (p1 + p2));
+    p.typical_p = 1.5f;
+    hr_err *e = hr_sampler_params_check(&p);
+    HR_CHECK(e != NULL, "typical_p 1.5 accepted");
+    hr_err_free(e);
+}
+
+/* Same distribution. XTC at threshold .2 sees two top choices (1: .66, 2: .24) and drops
+ * all but the least likely: tokens {0, 2, 3} renormalized; at .3 only one token reaches it
+ * and nothing changes; with probability .5 token 1 survives half the time. */
+static void test_sampler_xtc(void) {
+    float logits[4] = {1.0f, 3.0f, 2.0f, 0.5f};
+    double f[4], e0 = exp(1.0), e1 = exp(3.0), e2 = exp(2.0), e3 = exp(0.5), z = e0 + e1 + e2 + e3;
+    hr_sampler_params p = SP(1, 1, 0, 0, 9);
+    p.xtc_probability = 1;
+    p.xtc_threshold = 0.2f;
+    draw(&p, logits, 20000, f);
+    HR_CHECK(f[1] == 0, "xtc removed the top token only %.3f of the time", 1 - f[1]);
+    HR_CHECK(fabs(f[2] - e2 / (e0 + e2 + e3)) < 0.015, "xtc: token 2 freq %.3f, want %.3f", f[2], e2 / (e0 + e2 + e3));
+    p.xtc_threshold = 0.3f;
+    draw(&p, logits, 20000, f);
+    HR_CHECK(fabs(f[1] - e1 / z) < 0.015, "xtc with one top choice changed it: %.3f", f[1]);
+    p.xtc_threshold = 0.2f;
+    p.xtc_probability = 0.5f;
+    draw(&p, logits, 20000, f);
+    HR_CHECK(fabs(f[1] - 0.5 * e1 / z) < 0.015, "xtc probability .5: token 1 freq %.3f, want %.3f", f[1], 0.5 * e1 / z);
+}
+
 static void test_sampler_distribution_and_seed(void) {
     float logits[3] = {0.0f, 1.0f, 2.0f};
     hr_sampler s, s2;
-    HR_CHECK_OK(hr_sampler_init(&s, &(hr_sampler_params){2.0f, 1, 0, 0, 42}, 3));
-    HR_CHECK_OK(hr_sampler_init(&s2, &(hr_sampler_params){2.0f, 1, 0, 0, 42}, 3));
+    HR_CHECK_OK(hr_sampler_init(&s, &SP(2.0f, 1, 0, 0, 42), 3));
+    HR_CHECK_OK(hr_sampler_init(&s2, &SP(2.0f, 1, 0, 0, 42), 3));
     int counts[3] = {0}, same = 1;
     for (int i = 0; i < 30000; i++) {
         int a = hr_sampler_sample(&s, logits);
@@ -177,10 +232,10 @@ static void test_sampler_distribution_and_seed(void) {
     double want[3] = {1 / z, exp(0.5) / z, exp(1.0) / z};
     for (int i = 0; i < 3; i++)
         HR_CHECK(fabs(counts[i] / 30000.0 - want[i]) < 0.012, "T=2 token %d freq %.3f want %.3f", i, counts[i] / 30000.0, want[i]);
-    hr_err *e = hr_sampler_params_check(&(hr_sampler_params){-1, 1, 0, 0, 0});
+    hr_err *e = hr_sampler_params_check(&SP(-1, 1, 0, 0, 0));
     HR_CHECK(e != NULL, "negative temperature accepted");
     hr_err_free(e);
-    e = hr_sampler_params_check(&(hr_sampler_params){1, 0, 0, 0, 0});
+    e = hr_sampler_params_check(&SP(1, 0, 0, 0, 0));
     HR_CHECK(e != NULL, "top_p 0 accepted");
     hr_err_free(e);
 }
@@ -193,5 +248,7 @@ int main(void) {
     HR_RUN(test_pv_variants);
     HR_RUN(test_sampler_greedy_and_filters);
     HR_RUN(test_sampler_distribution_and_seed);
+    HR_RUN(test_sampler_typical);
+    HR_RUN(test_sampler_xtc);
     return hr_test_summary();
 }

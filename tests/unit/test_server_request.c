@@ -51,6 +51,7 @@ static void test_chat_full(void) {
         " \"stream\": true, \"stream_options\": {\"include_usage\": true}, "
         "\"max_completion_tokens\": 100,"
         " \"temperature\": 0.5, \"top_p\": 0.9, \"top_k\": 40, \"min_p\": 0.05, "
+        "\"typical_p\": 0.8, \"xtc_probability\": 0.25, \"xtc_threshold\": 0.2, "
         "\"presence_penalty\": 0.5,"
         " \"frequency_penalty\": -0.5, \"repetition_penalty\": 1.1, \"logit_bias\": {\"7\": -100},"
         " \"stop\": [\"END\", \"###\"], \"seed\": 7, \"logprobs\": true, \"top_logprobs\": 3,"
@@ -66,7 +67,8 @@ static void test_chat_full(void) {
     HR_CHECK(r->max_tokens == 100, "max_tokens %d", r->max_tokens);
     HR_CHECK(r->sampling.temperature == 0.5f && r->sampling.top_p == 0.9f &&
                  r->sampling.top_k == 40 && r->sampling.min_p == 0.05f && r->seed_set &&
-                 r->sampling.seed == 7,
+                 r->sampling.seed == 7 && r->sampling.typical_p == 0.8f &&
+                 r->sampling.xtc_probability == 0.25f && r->sampling.xtc_threshold == 0.2f,
              "sampling");
     HR_CHECK(r->presence_penalty == 0.5f && r->frequency_penalty == -0.5f &&
                  r->repetition_penalty == 1.1f,
@@ -105,7 +107,9 @@ static void test_chat_defaults(void) {
               err, sizeof err);
     HR_CHECK(r, "%s", err);
     HR_CHECK(!r->model && !r->stream && r->max_tokens == 0 && r->sampling.temperature == 1.0f &&
-                 r->sampling.top_p == 1.0f && !r->seed_set && r->repetition_penalty == 1.0f,
+                 r->sampling.top_p == 1.0f && !r->seed_set && r->repetition_penalty == 1.0f &&
+                 r->sampling.typical_p == 1.0f && r->sampling.xtc_probability == 0 &&
+                 r->sampling.xtc_threshold == 0.1f,
              "defaults");
     HR_CHECK(r->n_stop == 1 && !strcmp(r->stop[0], "x"), "stop string");
     HR_CHECK(!r->use_tools && json_is_null(json_object_get(r->chat, "tools")), "tool_choice none");
@@ -144,6 +148,9 @@ static void test_chat_errors(void) {
         {"{" MSG ", \"top_p\": 0}", "\"top_p\""},
         {"{" MSG ", \"top_k\": -5}", "\"top_k\""},
         {"{" MSG ", \"min_p\": 1.5}", "\"min_p\""},
+        {"{" MSG ", \"typical_p\": 0}", "\"typical_p\""},
+        {"{" MSG ", \"xtc_probability\": -0.1}", "\"xtc_probability\""},
+        {"{" MSG ", \"xtc_threshold\": \"high\"}", "\"xtc_threshold\" must be a number"},
         {"{" MSG ", \"presence_penalty\": 2.5}", "\"presence_penalty\""},
         {"{" MSG ", \"frequency_penalty\": -3}", "\"frequency_penalty\""},
         {"{" MSG ", \"repetition_penalty\": 0}", "\"repetition_penalty\""},
