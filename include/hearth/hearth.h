@@ -98,6 +98,7 @@ typedef struct {
     float xtc_threshold;   /* XTC: a "top choice" has at least this probability (0: 0.1) */
     uint64_t seed;
     float repetition_penalty; /* 0 or 1 = off */
+    int penalty_last_n;       /* > 0: the penalties see only the last N tokens; 0 = all */
     float presence_penalty, frequency_penalty;
     const int32_t *bias_ids; /* logit_bias */
     const float *bias_values;

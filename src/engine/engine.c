@@ -202,6 +202,7 @@ static hr_err *request_params(hr_engine *e, hr_request *r, const hr_request_para
                                                    : p->repetition_penalty,
                          p->presence_penalty,
                          p->frequency_penalty,
+                         p->penalty_last_n,
                          p->bias_ids,
                          p->bias_values,
                          p->n_bias};

@@ -11,6 +11,7 @@ hr_err *hr_proc_params_check(const hr_proc_params *p, int vocab) {
         return hr_errf("repetition_penalty must be in (0, 100]");
     if (!(fabsf(p->presence_penalty) <= 2)) return hr_errf("presence_penalty must be in [-2, 2]");
     if (!(fabsf(p->frequency_penalty) <= 2)) return hr_errf("frequency_penalty must be in [-2, 2]");
+    if (p->last_n < 0) return hr_errf("the penalty window must be >= 0 tokens (0 = all)");
     if (p->n_bias < 0 || (p->n_bias > 0 && (!p->bias_ids || !p->bias_values)))
         return hr_errf("logit_bias: ids and values are required");
     for (int i = 0; i < p->n_bias; i++) {
@@ -42,6 +43,14 @@ void hr_proc_apply(const hr_proc_params *p, float *logits, int vocab, const int3
     (void)vocab;
     for (int i = 0; i < p->n_bias; i++)
         logits[p->bias_ids[i]] += p->bias_values[i];
+    if (p->last_n > 0 && n_out > p->last_n) { /* the window lies inside the output */
+        out += n_out - p->last_n;
+        n_out = p->last_n;
+    }
+    if (p->last_n > 0 && n_prompt > p->last_n - n_out) { /* and takes the prompt's tail */
+        prompt += n_prompt - (p->last_n - n_out);
+        n_prompt = p->last_n - n_out;
+    }
     if (p->repetition_penalty > 0 && p->repetition_penalty != 1) {
         repetition(logits, p->repetition_penalty, prompt, n_prompt, counts);
         repetition(logits, p->repetition_penalty, out, n_out, counts);

@@ -1,6 +1,7 @@
 /* Logits processors applied to one row's logits before sampling: logit_bias, the
  * repetition penalty (HF: over prompt and output), presence and frequency penalties
- * (OpenAI: over output tokens), and log-probabilities of the processed logits. */
+ * (OpenAI: over output tokens), each optionally over only the last N tokens of its history
+ * (llama.cpp's repeat_last_n), and log-probabilities of the processed logits. */
 #ifndef HR_ENGINE_LOGITS_PROC_H
 #define HR_ENGINE_LOGITS_PROC_H
 
@@ -12,6 +13,7 @@ typedef struct {
     float repetition_penalty; /* 1 or 0 = off; > 1 discourages repeats */
     float presence_penalty;   /* subtracted once from every token already generated */
     float frequency_penalty;  /* subtracted per occurrence in the output */
+    int last_n; /* > 0: penalties see only the last N tokens of their history; 0 = all */
     const int32_t *bias_ids;  /* logit_bias: logits[bias_ids[i]] += bias_values[i] */
     const float *bias_values;
     int n_bias;

@@ -165,6 +165,7 @@ static void to_params(hr_engine_server *s, const hr_api_request *req, hr_request
     p->seed = req->seed_set ? req->sampling.seed
                             : (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull + ++s->seed_counter;
     p->repetition_penalty = req->repetition_penalty;
+    p->penalty_last_n = req->penalty_last_n;
     p->presence_penalty = req->presence_penalty;
     p->frequency_penalty = req->frequency_penalty;
     for (int i = 0; i < req->n_logit_bias; i++) {

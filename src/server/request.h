@@ -52,6 +52,7 @@ typedef struct {
     float presence_penalty;     /* 0 = off, -2..2 */
     float frequency_penalty;    /* 0 = off, -2..2 */
     float repetition_penalty;   /* 1 = off, > 0 */
+    int penalty_last_n;         /* > 0: penalties look at the last N tokens only; 0 = all */
     hr_logit_bias *logit_bias;
     int n_logit_bias;
 

@@ -80,7 +80,14 @@ hr_err *hr_parse_sampling(const json_t *body, hr_api_request *r) {
     HR_TRY(num_in(body, "presence_penalty", 0.0, -2, 2, 0, &r->presence_penalty));
     HR_TRY(num_in(body, "frequency_penalty", 0.0, -2, 2, 0, &r->frequency_penalty));
     HR_TRY(num_in(body, "repetition_penalty", 1.0, 0, 2, 1, &r->repetition_penalty));
-    int64_t k, seed;
+    int64_t k, seed, last_n;
+    HR_TRY(hr_json_int(body, "repeat_last_n", -1, "request", &last_n));
+    if (last_n < -1 || last_n > INT32_MAX)
+        return hr_errf("request: \"repeat_last_n\" must be -1 (all tokens), 0 (no penalties) or a "
+                       "window of tokens");
+    if (last_n == 0) /* llama.cpp: a window of nothing turns the penalties off */
+        r->presence_penalty = r->frequency_penalty = 0, r->repetition_penalty = 1;
+    r->penalty_last_n = last_n > 0 ? (int)last_n : 0;
     HR_TRY(hr_json_int(body, "top_k", 0, "request", &k));
     if (k < -1 || k > INT32_MAX) return hr_errf("request: \"top_k\" must be >= 0 (or -1 for off)");
     s->top_k = k < 0 ? 0 : (int)k;

@@ -340,6 +340,16 @@ static void test_processors(void) {
         HR_CHECK(fabsf(l[i] - want[i]) < 1e-6f, "logit %d = %g, want %g", i, l[i], want[i]);
     for (int i = 0; i < 5; i++)
         HR_CHECK(counts[i] == 0, "scratch counts not cleared");
+    /* windows: the last 2 tokens are out {1, 3}; the last 4 are prompt {0} + out {1, 1, 3} */
+    float want2[5] = {1.0f, 0.25f, -1.0f, -0.5f, 1.5f}, want4[5] = {0.5f, 0.0f, -1.0f, -0.5f, 1.5f};
+    for (int w = 2; w <= 4; w += 2) {
+        float lw[5] = {1, 2, -1, 0.5f, 3};
+        p.last_n = w;
+        hr_proc_apply(&p, lw, 5, prompt, 3, out, 3, counts);
+        for (int i = 0; i < 5; i++)
+            HR_CHECK(fabsf(lw[i] - (w == 2 ? want2 : want4)[i]) < 1e-6f, "last_n %d: logit %d = %g", w,
+                     i, lw[i]);
+    }
     float x[4] = {0, logf(2), logf(3), logf(2)};
     int32_t ids[3];
     float lp[3];

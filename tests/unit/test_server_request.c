@@ -54,6 +54,7 @@ static void test_chat_full(void) {
         "\"typical_p\": 0.8, \"xtc_probability\": 0.25, \"xtc_threshold\": 0.2, "
         "\"presence_penalty\": 0.5,"
         " \"frequency_penalty\": -0.5, \"repetition_penalty\": 1.1, \"logit_bias\": {\"7\": -100},"
+        " \"repeat_last_n\": 64,"
         " \"stop\": [\"END\", \"###\"], \"seed\": 7, \"logprobs\": true, \"top_logprobs\": 3,"
         " \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\", \"parameters\": "
         "{}}}],"
@@ -71,7 +72,7 @@ static void test_chat_full(void) {
                  r->sampling.xtc_probability == 0.25f && r->sampling.xtc_threshold == 0.2f,
              "sampling");
     HR_CHECK(r->presence_penalty == 0.5f && r->frequency_penalty == -0.5f &&
-                 r->repetition_penalty == 1.1f,
+                 r->repetition_penalty == 1.1f && r->penalty_last_n == 64,
              "penalties");
     HR_CHECK(r->n_logit_bias == 1 && r->logit_bias[0].token == 7 && r->logit_bias[0].bias == -100,
              "bias");
@@ -94,6 +95,24 @@ static void test_chat_full(void) {
     HR_CHECK(json_is_true(json_object_get(kw, "enable_thinking")), "kwargs");
     HR_CHECK(json_is_true(json_object_get(r->chat, "add_generation_prompt")), "gen prompt");
     HR_CHECK(json_array_size(json_object_get(r->chat, "tools")) == 1, "tools");
+    hr_api_request_free(r);
+}
+
+/* llama.cpp's repeat_last_n: 0 turns the penalties off, -1 (the default) means all tokens. */
+static void test_penalty_window(void) {
+    char err[256] = "";
+    hr_api_request *r = parse(hr_parse_completion_request,
+                              "{\"prompt\": \"x\", \"presence_penalty\": 1, \"frequency_penalty\": 1,"
+                              " \"repetition_penalty\": 1.3, \"repeat_last_n\": 0}",
+                              err, sizeof err);
+    HR_CHECK(r, "%s", err);
+    HR_CHECK(r && r->presence_penalty == 0 && r->frequency_penalty == 0 &&
+                 r->repetition_penalty == 1 && r->penalty_last_n == 0,
+             "repeat_last_n 0 left penalties on");
+    hr_api_request_free(r);
+    r = parse(hr_parse_completion_request, "{\"prompt\": \"x\", \"presence_penalty\": 1}", err,
+              sizeof err);
+    HR_CHECK(r && r->presence_penalty == 1 && r->penalty_last_n == 0, "default window");
     hr_api_request_free(r);
 }
 
@@ -149,6 +168,7 @@ static void test_chat_errors(void) {
         {"{" MSG ", \"top_k\": -5}", "\"top_k\""},
         {"{" MSG ", \"min_p\": 1.5}", "\"min_p\""},
         {"{" MSG ", \"typical_p\": 0}", "\"typical_p\""},
+        {"{" MSG ", \"repeat_last_n\": -2}", "\"repeat_last_n\""},
         {"{" MSG ", \"xtc_probability\": -0.1}", "\"xtc_probability\""},
         {"{" MSG ", \"xtc_threshold\": \"high\"}", "\"xtc_threshold\" must be a number"},
         {"{" MSG ", \"presence_penalty\": 2.5}", "\"presence_penalty\""},
@@ -488,6 +508,7 @@ static void test_tokenize_bodies(void) {
 int main(void) {
     HR_RUN(test_chat_full);
     HR_RUN(test_chat_defaults);
+    HR_RUN(test_penalty_window);
     HR_RUN(test_chat_errors);
     HR_RUN(test_completion);
     HR_RUN(test_messages);
