@@ -1,6 +1,7 @@
 /* cpuid-based feature detection; see cpu.h. */
 #include "base/cpu.h"
 
+#include <cpuid.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,12 +9,20 @@ static hr_cpu_features features;
 static hr_cpu_level hw_level;
 static int detected, amx_allowed;
 
+/* CPUID leaf 7: EDX bit 22 AMX-BF16, bit 24 AMX-TILE (read directly: not every compiler's
+ * __builtin_cpu_supports knows them). Whether the OS grants the tile state is asked when
+ * AMX is first used (matmul_amx.c). */
+static int has_amx_bf16(void) {
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    return (d >> 22 & 1) && (d >> 24 & 1);
+}
+
 /* The features that ride on the AVX-512 level. */
 static void set_extras(void) {
     features.avx512bf16 =
         features.level == HR_CPU_AVX512 && __builtin_cpu_supports("avx512bf16");
-    features.amx = features.avx512bf16 && amx_allowed && __builtin_cpu_supports("amx-tile") &&
-                   __builtin_cpu_supports("amx-bf16");
+    features.amx = features.avx512bf16 && amx_allowed && has_amx_bf16();
 }
 
 static void detect(void) {
