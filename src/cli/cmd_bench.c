@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/clock.h"
+#include "base/membw.h"
 #include "cli/args.h"
 #include "cli/verbs.h"
 #include "engine/kv_pool.h"
@@ -99,9 +100,11 @@ typedef struct {
     long threads, max_seqs, gen;
 } bench_opts;
 
-/* weight_bytes / step time is the weight-read rate a step achieves: compare it with the
- * machine's memory bandwidth (bench_bandwidth) to see how far decode is from the roofline. */
-static hr_err *bench_decode(hr_engine *e, const bench_opts *o, int vocab, size_t weight_bytes) {
+/* weight_bytes / step time is the weight-read rate a step achieves; over the machine's
+ * read bandwidth (bw, GB/s) it is the step's fraction of the decode roofline (every step
+ * must read the weights once; KV reads are on top, so short contexts are shown). */
+static hr_err *bench_decode(hr_engine *e, const bench_opts *o, int vocab, size_t weight_bytes,
+                            double bw) {
     bench_run b;
     for (int c = 1; c <= o->max_seqs; c *= 2) {
         HR_TRY(run_batch(e, c, 16, (int)o->gen, vocab, &b));
@@ -109,10 +112,11 @@ static hr_err *bench_decode(hr_engine *e, const bench_opts *o, int vocab, size_t
         long toks = b.tok_first_done - b.tok_all_started;
         double steps = (double)toks / c;
         double step_s = steps > 0 ? s / steps : 0.0;
+        double gbs = step_s > 0 ? (double)weight_bytes / step_s / 1e9 : 0.0;
         printf("decode %3d seqs | %8.1f tok/s aggregate | %7.1f tok/s per seq | %7.2f ms/step | "
-               "weights %6.1f GB/s\n",
-               c, toks / (s + 1e-12), toks / (s + 1e-12) / c, 1e3 * step_s,
-               step_s > 0 ? (double)weight_bytes / step_s / 1e9 : 0.0);
+               "weights %6.1f GB/s = %3.0f%% of roofline\n",
+               c, toks / (s + 1e-12), toks / (s + 1e-12) / c, 1e3 * step_s, gbs,
+               bw > 0 ? 100 * gbs / bw : 0.0);
         fflush(stdout);
     }
     return NULL;
@@ -158,16 +162,19 @@ static hr_err *bench(const bench_opts *o) {
     if (!err) {
         hr_engine_stats st;
         hr_engine_stats_get(e, &st);
-        printf(
-            "model %s (%s), %d threads, %s products, KV pool %d blocks of %d, %ld tokens per "
-            "decode request\n",
-            o->model, c.model_type, o->threads > 0 ? (int)o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN), eo.compute_bf16 ? "bf16" : "f32",
-            st.kv_blocks_total, st.block_size, o->gen);
+        int threads = o->threads > 0 ? (int)o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+        printf("model %s (%s), %d threads, %s products, KV pool %d blocks of %d, %ld tokens per "
+               "decode request\n",
+               o->model, c.model_type, threads, eo.compute_bf16 ? "bf16" : "f32",
+               st.kv_blocks_total, st.block_size, o->gen);
         int max_ctx = c.max_pos > 0 && c.max_pos < st.kv_blocks_total * st.block_size
                           ? c.max_pos
                           : st.kv_blocks_total * st.block_size;
         err = bench_prefill(e, lens, n_lens, c.vocab, max_ctx);
-        if (!err) err = bench_decode(e, o, c.vocab, weight_bytes);
+        double bw = hr_read_bandwidth(threads, (size_t)512 << 20, NULL, NULL);
+        printf("read bandwidth %.1f GB/s: decode roofline %.1f tok/s per sequence\n", bw,
+               bw * 1e9 / (double)weight_bytes);
+        if (!err) err = bench_decode(e, o, c.vocab, weight_bytes, bw);
     }
     hr_engine_destroy(e);
     free(lens);

@@ -13,8 +13,8 @@
 
 typedef struct {
     const char *model, *host, *api_key, *chat_template, *alias, *compute;
-    long port, threads, kv_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
-    int mmap;
+    long port, threads, kv_mb, budget_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
+    int mmap, no_preempt, no_prefix_cache;
 } serve_opts;
 
 typedef struct {
@@ -43,6 +43,9 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
     HR_TRY(hr_tokenizer_load(o->model, &st->tok));
     hr_engine_options eo = {.n_threads = (int)o->threads,
                             .kv_memory = (size_t)o->kv_mb << 20,
+                            .memory_budget = (size_t)o->budget_mb << 20,
+                            .no_preempt = o->no_preempt,
+                            .no_prefix_cache = o->no_prefix_cache,
                             .max_seqs = (int)o->max_seqs,
                             .max_batch_tokens = (int)o->max_batch,
                             .snapshot_memory = (size_t)o->snap_mb << 20,
@@ -100,6 +103,11 @@ int hr_cmd_serve(int argc, char **argv) {
          "a Jinja chat template file to use instead of the model's"},
         {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
         {"kv-memory", HR_OPT_INT, &o.kv_mb, "MiB of KV cache (default: derived from free memory)"},
+        {"memory-budget", HR_OPT_INT, &o.budget_mb,
+         "MiB for weights + KV cache; the KV cache gets what the weights leave (without --kv-memory)"},
+        {"no-preempt", HR_OPT_FLAG, &o.no_preempt,
+         "when the KV cache is full, new work waits instead of preempting the youngest sequence"},
+        {"no-prefix-cache", HR_OPT_FLAG, &o.no_prefix_cache, "do not reuse cached prompt prefixes"},
         {"max-seqs", HR_OPT_INT, &o.max_seqs, "sequences decoding at once (default 64)"},
         {"max-batch-tokens", HR_OPT_INT, &o.max_batch, "tokens per forward step (default 2048)"},
         {"max-body-mb", HR_OPT_INT, &o.max_body_mb, "largest request body in MiB (default 8)"},
@@ -119,7 +127,7 @@ int hr_cmd_serve(int argc, char **argv) {
     if (help) return 0;
     if (!o.model) return hr_cmd_fail("serve", hr_errf("--model is required")), 2;
     if (o.port < 0 || o.port > 65535) return hr_cmd_fail("serve", hr_errf("--port must be 0..65535")), 2;
-    if (o.kv_mb < 0 || o.max_seqs < 0 || o.max_batch < 0 || o.max_body_mb <= 0 || o.snap_mb < 0 ||
+    if (o.kv_mb < 0 || o.budget_mb < 0 || o.max_seqs < 0 || o.max_batch < 0 || o.max_body_mb <= 0 || o.snap_mb < 0 ||
         o.snap_every < 0)
         return hr_cmd_fail("serve", hr_errf("sizes must be positive")), 2;
     err = serve(&o);

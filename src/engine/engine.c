@@ -361,8 +361,8 @@ static hr_err *size_pool(hr_engine *e) {
     size_t kv = e->opt.kv_memory, weights = hr_model_weight_bytes(e->model);
     if (!kv && e->opt.memory_budget) {
         if (e->opt.memory_budget <= weights)
-            return hr_errf("memory budget %.2f GB does not cover the weights (%.2f GB)",
-                           (double)e->opt.memory_budget / 1e9, (double)weights / 1e9);
+            return hr_errf("memory budget %.1f MiB does not cover the weights (%.1f MiB)",
+                           (double)e->opt.memory_budget / (1 << 20), (double)weights / (1 << 20));
         kv = e->opt.memory_budget - weights;
     }
     if (!kv) kv = default_kv_memory(e, per_token);

@@ -123,7 +123,7 @@ cat > "$T/tools.jinja" <<'JINJA'
 {% endif %}assistant:{% if think %} <think>
 {% endif %}
 JINJA
-"$H" serve --model "$B" --chat-template "$T/tools.jinja" --port 0 --threads 2 --kv-memory 32 2>"$T/serve2.log" &
+"$H" serve --model "$B" --chat-template "$T/tools.jinja" --port 0 --threads 2 --memory-budget 64 --no-preempt 2>"$T/serve2.log" &
 PID=$!
 for _ in $(seq 100); do grep -q "ready on" "$T/serve2.log" && break; sleep 0.1; done
 PORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$T/serve2.log")
@@ -163,5 +163,6 @@ kill -INT $PID; wait $PID; rc=$?
 expect_rc serve_tools_clean_exit 0 "" test "$rc" = 0
 expect_rc serve_tools_no_sanitizer 1 "" grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$T/serve2.log"
 expect_rc serve_needs_model 2 "required" "$H" serve
+expect_rc serve_budget_too_small 1 "budget" "$H" serve --model "$B" --port 0 --memory-budget 4
 expect_rc serve_no_tokenizer 1 "no tokenizer.json" "$H" serve --model "$S/fixtures/models/tiny-llama" --port 0
 summary
