@@ -1,6 +1,7 @@
 /* The CPU matmul kernels alone, one thread, bf16 weights [N, K] (4096 x 1024 by default)
  * times f32 activations [T, K] for several T: GFLOP/s (compute-bound large T) and weight
- * GB/s (memory-bound T = 1), median of 7 runs, per kernel level.
+ * GB/s (memory-bound T = 1), median of 7 runs, per kernel level and for the two bf16-product
+ * paths of --compute bf16 (VDPBF16PS, AMX), x preparation included.
  *   bench_matmul [N] [K] */
 #include <stdio.h>
 
@@ -9,42 +10,48 @@
 #include "common.h"
 #include "tensor/dtype.h"
 
-static double run(const hr_cpu_kernels *k, float *y, const float *x, const uint16_t *w, int N, int K,
-                  int T) {
-    double t[7];
-    for (int r = 0; r < 7; r++) {
-        uint64_t t0 = hr_now_ns();
-        k->mm_bf16(y, N, x, K, w, K, T, 0, N);
-        t[r] = (double)(hr_now_ns() - t0) * 1e-9;
+/* What one timed run multiplies: an f32-path kernel level, VDPBF16PS, or AMX. */
+typedef enum { PATH_F32, PATH_BX, PATH_AMX } mm_path;
+
+typedef struct {
+    mm_path path;
+    const hr_cpu_kernels *k; /* PATH_F32 */
+    uint16_t *scratch;       /* bf16 / packed x for the bf16 paths */
+    float *y;
+    const float *x;
+    const uint16_t *w;
+    int N, K;
+} mm_bench;
+
+/* One matmul of T tokens; the bf16 paths include preparing x, as the backend does. */
+static void run_once(const mm_bench *b, int T) {
+    switch (b->path) {
+    case PATH_F32: b->k->mm_bf16(b->y, b->N, b->x, b->K, b->w, b->K, T, 0, b->N); break;
+    case PATH_BX:
+        for (long i = 0; i < (long)T * b->K; i++) b->scratch[i] = hr_f32_to_bf16(b->x[i]);
+        hr_cpu_kernels_avx512.mm_bx(b->y, b->N, b->scratch, b->K, b->w, b->K, T, 0, b->N);
+        break;
+    case PATH_AMX:
+        hr_amx_pack(b->scratch, b->x, b->K, b->K, T, 0, (T + 15) / 16);
+        hr_amx_mm(b->y, b->N, b->scratch, b->w, b->K, T, 0, b->N);
+        break;
     }
-    qsort(t, 7, sizeof *t, cmp_double);
-    return t[3];
 }
 
-/* --compute bf16 on AMX: packing x plus the tile kernel. */
-static double run_amx(uint16_t *xp, float *y, const float *x, const uint16_t *w, int N, int K, int T) {
-    double t[7];
-    for (int r = 0; r < 7; r++) {
-        uint64_t t0 = hr_now_ns();
-        hr_amx_pack(xp, x, K, K, T, 0, (T + 15) / 16);
-        hr_amx_mm(y, N, xp, w, K, T, 0, N);
-        t[r] = (double)(hr_now_ns() - t0) * 1e-9;
+/* Median of 7 runs at each T, one line each. */
+static void report(const char *name, const mm_bench *b, const int *Ts, int n) {
+    for (int i = 0; i < n; i++) {
+        double t[7];
+        for (int r = 0; r < 7; r++) {
+            uint64_t t0 = hr_now_ns();
+            run_once(b, Ts[i]);
+            t[r] = (double)(hr_now_ns() - t0) * 1e-9;
+        }
+        qsort(t, 7, sizeof *t, cmp_double);
+        double s = t[3], NK = (double)b->N * b->K;
+        printf("%-7s T=%-3d %8.3f ms  %7.1f GFLOP/s  %6.1f GB/s of weights\n", name, Ts[i], s * 1e3,
+               2.0 * NK * Ts[i] / s * 1e-9, 2.0 * NK / s * 1e-9);
     }
-    qsort(t, 7, sizeof *t, cmp_double);
-    return t[3];
-}
-
-/* --compute bf16 on VDPBF16PS: rounding x to bf16 plus the kernel. */
-static double run_bx(uint16_t *xb, float *y, const float *x, const uint16_t *w, int N, int K, int T) {
-    double t[7];
-    for (int r = 0; r < 7; r++) {
-        uint64_t t0 = hr_now_ns();
-        for (long i = 0; i < (long)T * K; i++) xb[i] = hr_f32_to_bf16(x[i]);
-        hr_cpu_kernels_avx512.mm_bx(y, N, xb, K, w, K, T, 0, N);
-        t[r] = (double)(hr_now_ns() - t0) * 1e-9;
-    }
-    qsort(t, 7, sizeof *t, cmp_double);
-    return t[3];
 }
 
 int main(int argc, char **argv) {
@@ -53,33 +60,19 @@ int main(int argc, char **argv) {
     enum { NT = sizeof Ts / sizeof Ts[0], TMAX = 256 };
     uint16_t *w = malloc(sizeof(uint16_t) * (size_t)N * K);
     float *x = malloc(sizeof(float) * TMAX * (size_t)K), *y = malloc(sizeof(float) * TMAX * (size_t)N);
-    if (!w || !x || !y) return 1;
+    uint16_t *xp = malloc(sizeof(uint16_t) * (size_t)hr_amx_pack_elems(TMAX, K) + sizeof(uint16_t) * TMAX * (size_t)K);
+    if (!w || !x || !y || !xp) return 1;
     for (long i = 0; i < (long)N * K; i++) w[i] = hr_f32_to_bf16((float)((i * 7919) % 1000) / 1000.0f - 0.5f);
     for (long i = 0; i < (long)TMAX * K; i++) x[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
-    const hr_cpu_kernels *levels[] = {&hr_cpu_kernels_avx2, &hr_cpu_kernels_avx512};
-    hr_cpu_level need[] = {HR_CPU_AVX2, HR_CPU_AVX512};
     printf("bf16 matmul, N=%d K=%d, one thread\n", N, K);
-    for (int l = 0; l < 2; l++) {
-        if (hr_cpu()->level < need[l]) continue;
-        for (int i = 0; i < NT; i++) {
-            double s = run(levels[l], y, x, w, N, K, Ts[i]);
-            printf("%-7s T=%-3d %8.3f ms  %7.1f GFLOP/s  %6.1f GB/s of weights\n", levels[l]->name, Ts[i],
-                   s * 1e3, 2.0 * N * K * Ts[i] / s * 1e-9, 2.0 * N * K / s * 1e-9);
-        }
-    }
-    uint16_t *xp = malloc(sizeof(uint16_t) * (size_t)hr_amx_pack_elems(TMAX, K));
-    if (hr_cpu()->avx512bf16 && xp)
-        for (int i = 0; i < NT; i++) {
-            double s = run_bx(xp, y, x, w, N, K, Ts[i]);
-            printf("%-7s T=%-3d %8.3f ms  %7.1f GFLOP/s  %6.1f GB/s of weights\n", "bf16dot", Ts[i],
-                   s * 1e3, 2.0 * N * K * Ts[i] / s * 1e-9, 2.0 * N * K / s * 1e-9);
-        }
-    if (hr_cpu()->amx && hr_amx_init() && xp && K % 32 == 0 && N % 16 == 0)
-        for (int i = 0; i < NT; i++) {
-            double s = run_amx(xp, y, x, w, N, K, Ts[i]);
-            printf("%-7s T=%-3d %8.3f ms  %7.1f GFLOP/s  %6.1f GB/s of weights\n", "amx", Ts[i],
-                   s * 1e3, 2.0 * N * K * Ts[i] / s * 1e-9, 2.0 * N * K / s * 1e-9);
-        }
+    mm_bench b = {PATH_F32, &hr_cpu_kernels_avx2, xp, y, x, w, N, K};
+    if (hr_cpu()->level >= HR_CPU_AVX2) report("avx2", &b, Ts, NT);
+    b.k = &hr_cpu_kernels_avx512;
+    if (hr_cpu()->level >= HR_CPU_AVX512) report("avx512", &b, Ts, NT);
+    b.path = PATH_BX;
+    if (hr_cpu()->avx512bf16) report("bf16dot", &b, Ts, NT);
+    b.path = PATH_AMX;
+    if (hr_cpu()->amx && hr_amx_init() && K % 32 == 0 && N % 16 == 0) report("amx", &b, Ts, NT);
     free(xp);
     free(w);
     free(x);
