@@ -1,6 +1,8 @@
 /* The CPU MoE ops: routing (softmax, top-k, renormalisation, ties) on hand-made logits, and
  * the grouped expert op against the per-token reference on random inputs at odd sizes, with
  * f32 and bf16 experts, at every kernel level. */
+#include <string.h>
+
 #include "backend/cpu/cpu_backend.h"
 #include "base/cpu.h"
 #include "harness.h"
@@ -107,6 +109,93 @@ static void test_experts(void) {
     hr_backend_destroy(be);
 }
 
+static float round_bf16(float v) { return hr_bf16_to_f32(hr_f32_to_bf16(v)); }
+
+/* --compute bf16 reference: x rounded before gate/up, act(gate) * up rounded before down,
+ * exact products summed in double. */
+static void moe_bf16_ref(float *y, const float *x, const int32_t *ids, const float *wt, int T,
+                         int k, const hr_moe_weights *w) {
+    int H = w->hidden, I = w->inter;
+    float *g = malloc(sizeof(float) * (size_t)I), wr[1];
+    memset(y, 0, sizeof(float) * (size_t)T * H);
+    for (int t = 0; t < T; t++)
+        for (int j = 0; j < k; j++) {
+            int e = ids[t * k + j];
+            for (int i = 0; i < I; i++) {
+                double sg = 0, su = 0;
+                for (int h = 0; h < H; h++) {
+                    double xv = round_bf16(x[t * H + h]);
+                    hr_cpu_to_f32(wr, w->gate[e], (long)i * H + h, 1);
+                    sg += wr[0] * xv;
+                    hr_cpu_to_f32(wr, w->up[e], (long)i * H + h, 1);
+                    su += wr[0] * xv;
+                }
+                g[i] = round_bf16(hr_cpu_act((float)sg, w->act) * (float)su);
+            }
+            for (int h = 0; h < H; h++) {
+                double s = 0;
+                for (int i = 0; i < I; i++) {
+                    hr_cpu_to_f32(wr, w->down[e], (long)h * I + i, 1);
+                    s += wr[0] * g[i];
+                }
+                y[t * H + h] += wt[t * k + j] * (float)s;
+            }
+        }
+    free(g);
+}
+
+/* The bf16 mode on AMX-sized experts (H, I multiples of 32) and odd ones (rounded f32 path)
+ * against moe_bf16_ref; the exact f32 op must differ from that reference by much more, or
+ * the test could not tell the modes apart. */
+static void test_experts_bf16(void) {
+    hr_backend *be16, *be32;
+    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2, .compute_bf16 = 1}, &be16));
+    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &be32));
+    int cfg[][5] = {{1, 8, 2, 64, 32}, {7, 8, 2, 64, 96}, {33, 6, 3, 32, 64}, {9, 5, 2, 40, 24}};
+    for (size_t c = 0; c < sizeof cfg / sizeof *cfg && !hr_t_cur_failed; c++) {
+        int T = cfg[c][0], E = cfg[c][1], k = cfg[c][2], H = cfg[c][3], I = cfg[c][4];
+        hr_tensor tg[8], tu[8], td[8];
+        const hr_tensor *pg[8], *pu[8], *pd[8];
+        void *bg[8], *bu[8], *bd[8];
+        make_experts(tg, pg, bg, E, I, H, HR_BF16);
+        make_experts(tu, pu, bu, E, I, H, HR_BF16);
+        make_experts(td, pd, bd, E, H, I, HR_BF16);
+        hr_moe_weights w = {E, H, I, pg, pu, pd, HR_ACT_FN_SILU};
+        float *x = malloc(sizeof(float) * (size_t)T * H), *logits = malloc(sizeof(float) * (size_t)T * E);
+        float *yr = malloc(sizeof(float) * (size_t)T * H), *y16 = malloc(sizeof(float) * (size_t)T * H),
+              *y32 = malloc(sizeof(float) * (size_t)T * H), *wt = malloc(sizeof(float) * (size_t)T * k);
+        int32_t *ids = malloc(sizeof(int32_t) * (size_t)T * k);
+        for (int i = 0; i < T * H; i++) x[i] = 4 * frand();
+        for (int i = 0; i < T * E; i++) logits[i] = 3 * frand();
+        be16->vt->moe_route(be16, ids, wt, logits, T, E, k, 1);
+        moe_bf16_ref(yr, x, ids, wt, T, k, &w);
+        be16->vt->moe_experts(be16, y16, x, ids, wt, T, k, &w);
+        be32->vt->moe_experts(be32, y32, x, ids, wt, T, k, &w);
+        float mx = 0, d16 = 0, d32 = 0;
+        for (int i = 0; i < T * H; i++) {
+            mx = fmaxf(mx, fabsf(yr[i]));
+            d16 = fmaxf(d16, fabsf(y16[i] - yr[i]));
+            d32 = fmaxf(d32, fabsf(y32[i] - yr[i]));
+        }
+        HR_CHECK(d16 <= 1e-4f * mx, "T=%d H=%d I=%d: bf16 mode off its reference by %g (max %g)", T, H, I, d16, mx);
+        HR_CHECK(d32 >= 10 * d16, "T=%d H=%d I=%d: exact path as close (%g vs %g)", T, H, I, d32, d16);
+        for (int e = 0; e < E; e++) {
+            free(bg[e]);
+            free(bu[e]);
+            free(bd[e]);
+        }
+        free(x);
+        free(logits);
+        free(yr);
+        free(y16);
+        free(y32);
+        free(wt);
+        free(ids);
+    }
+    hr_backend_destroy(be16);
+    hr_backend_destroy(be32);
+}
+
 /* Experts stacked as gate_up [E, 2I, H] and down [E, H, I] (gemma4's layout) addressed through
  * slab views give exactly what separate per-expert tensors give. */
 static void test_stacked_views(void) {
@@ -167,6 +256,7 @@ static void test_stacked_views(void) {
 int main(void) {
     HR_RUN(test_route);
     HR_RUN(test_experts);
+    HR_RUN(test_experts_bf16);
     HR_RUN(test_stacked_views);
     return hr_test_summary();
 }

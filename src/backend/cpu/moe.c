@@ -2,14 +2,18 @@
  * renormalisation. Experts: tokens are grouped by expert (a counting sort of the (token,
  * slot) pairs), the rows are gathered in that order, then one pool run computes gate and up
  * of every hit expert on its rows and another the down projections; the weighted outputs
- * are added back. Experts nobody chose cost nothing. hr_cpu_moe_ref is the
- * plain per-token definition the grouped version is tested against. */
+ * are added back. Experts nobody chose cost nothing. With --compute bf16 and bf16 experts
+ * each expert's rows are packed for AMX tiles (or, without AMX, rounded to bf16 for the f32
+ * kernels) before each phase. hr_cpu_moe_ref is the plain per-token definition the grouped
+ * version is tested against. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/matmul_bf16.h"
+#include "tensor/dtype.h"
 
 void hr_cpu_moe_route(hr_backend *be, int32_t *ids, float *weights, const float *logits, int T,
                       int n_experts, int k, int renorm) {
@@ -52,10 +56,19 @@ typedef struct {
     float *xs;    /* (T*k, hidden) gathered rows */
     float *g, *u; /* (T*k, inter) */
     float *o;     /* (T*k, hidden) */
+    uint16_t *xp; /* AMX: the current phase's input rows packed per hit expert */
+    long *xp_off; /* (n_experts) where hit expert i's packed rows start in xp */
 } moe_scratch;
 
-static int scratch_alloc(moe_scratch *s, int T, int k, const hr_moe_weights *w) {
+static int scratch_alloc(moe_scratch *s, int T, int k, const hr_moe_weights *w, int amx) {
     size_t n = (size_t)T * k;
+    if (amx) {
+        size_t groups = n < (size_t)w->n_experts ? n : (size_t)w->n_experts;
+        size_t K = (size_t)(w->hidden > w->inter ? w->hidden : w->inter);
+        s->xp = malloc(sizeof(uint16_t) * (n + 15 * groups) * K);
+        s->xp_off = malloc(sizeof(long) * (size_t)w->n_experts);
+        if (!s->xp || !s->xp_off) return 0;
+    }
     s->start = calloc((size_t)w->n_experts + 1, sizeof(int));
     s->fill = malloc(sizeof(int) * (size_t)w->n_experts);
     s->hit = malloc(sizeof(int) * (size_t)w->n_experts);
@@ -68,7 +81,7 @@ static int scratch_alloc(moe_scratch *s, int T, int k, const hr_moe_weights *w) 
 }
 
 static void scratch_free(moe_scratch *s) {
-    void *p[] = {s->start, s->fill, s->hit, s->pair, s->xs, s->o, s->g, s->u};
+    void *p[] = {s->start, s->fill, s->hit, s->pair, s->xs, s->o, s->g, s->u, s->xp, s->xp_off};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         free(p[i]);
 }
@@ -106,6 +119,7 @@ typedef struct {
     const hr_cpu_kernels *k;
     int phase;
     long units; /* per (expert, matrix) */
+    int amx;    /* inputs are packed in s->xp */
 } ex_ctx;
 
 static void ex_run(const ex_ctx *c, long mat, long u0, long u1) {
@@ -117,7 +131,11 @@ static void ex_run(const ex_ctx *c, long mat, long u0, long u1) {
     const float *x = c->phase == 1 ? s->g + (long)b * K : s->xs + (long)b * K;
     float *y = c->phase == 1 ? s->o : mat % 2 ? s->u : s->g;
     long n1 = u1 * 16 < N ? u1 * 16 : N;
-    mm_for(c->k, wt)(y + (long)b * N, N, x, K, wt->data, (int)K, n, u0 * 16, n1);
+    if (c->amx)
+        hr_amx_mm(y + (long)b * N, N, s->xp + s->xp_off[mat / (c->phase == 0 ? 2 : 1)], wt->data,
+                  (int)K, n, u0 * 16, n1);
+    else
+        mm_for(c->k, wt)(y + (long)b * N, N, x, K, wt->data, (int)K, n, u0 * 16, n1);
 }
 
 static void ex_task(void *ctx, int th, int nth) {
@@ -132,12 +150,54 @@ static void ex_task(void *ctx, int th, int nth) {
     }
 }
 
+/* Packs (AMX) or rounds to bf16 in place (other CPUs) the rows of every hit expert in
+ * rows[(T*k), K], the input of the coming phase. */
+typedef struct {
+    moe_scratch *s;
+    float *rows;
+    int K, amx;
+} prep_ctx;
+
+static void prep_task(void *ctx, int th, int nth) {
+    prep_ctx *c = ctx;
+    moe_scratch *s = c->s;
+    long b, e;
+    hr_split_range(s->n_hit, 1, th, nth, &b, &e);
+    for (long i = b; i < e; i++) {
+        int ex = s->hit[i], r0 = s->start[ex], n = s->start[ex + 1] - r0;
+        float *x = c->rows + (long)r0 * c->K;
+        if (c->amx) {
+            hr_amx_pack(s->xp + s->xp_off[i], x, c->K, c->K, n, 0, (n + 15) / 16);
+            continue;
+        }
+        for (long j = 0; j < (long)n * c->K; j++) x[j] = hr_bf16_to_f32(hr_f32_to_bf16(x[j]));
+    }
+}
+
+static void prepare_bf16(hr_pool *pool, moe_scratch *s, float *rows, int K, int amx) {
+    long off = 0;
+    for (int i = 0; amx && i < s->n_hit; i++) {
+        s->xp_off[i] = off;
+        off += hr_amx_pack_elems(s->start[s->hit[i] + 1] - s->start[s->hit[i]], K);
+    }
+    prep_ctx c = {s, rows, K, amx};
+    hr_pool_run(pool, prep_task, &c);
+}
+
+/* --compute bf16 applies: 0 no, 1 through the rounded f32 path, 2 on AMX tiles. */
+static int bf16_mode(const hr_cpu_backend *cb, const hr_moe_weights *w) {
+    if (!cb->opt.compute_bf16 || w->gate[0]->dtype != HR_BF16) return 0;
+    int shapes = w->hidden % 32 == 0 && w->inter % 32 == 0;
+    return hr_cpu()->amx && shapes && hr_amx_init() ? 2 : 1;
+}
+
 void hr_cpu_moe_experts(hr_backend *be, float *y, const float *x, const int32_t *ids,
                         const float *weights, int T, int k, const hr_moe_weights *w) {
     long H = w->hidden, I = w->inter, n = (long)T * k;
     memset(y, 0, sizeof(float) * (size_t)T * H);
     moe_scratch s = {0};
-    if (!scratch_alloc(&s, T, k, w)) {
+    int bf16 = bf16_mode((hr_cpu_backend *)be, w);
+    if (!scratch_alloc(&s, T, k, w, bf16 == 2)) {
         /* out of memory: fall back to the per-token reference, which needs no scratch */
         scratch_free(&s);
         hr_cpu_moe_ref(y, x, ids, weights, T, k, w);
@@ -145,10 +205,12 @@ void hr_cpu_moe_experts(hr_backend *be, float *y, const float *x, const int32_t 
     }
     group(&s, x, ids, (int)n, k, w);
     hr_pool *pool = ((hr_cpu_backend *)be)->pool;
-    ex_ctx c = {&s, w, hr_cpu_kernels_get(), 0, (I + 15) / 16};
+    ex_ctx c = {&s, w, hr_cpu_kernels_get(), 0, (I + 15) / 16, bf16 == 2};
+    if (bf16) prepare_bf16(pool, &s, s.xs, (int)H, bf16 == 2);
     hr_pool_run(pool, ex_task, &c);
     for (long i = 0; i < n * I; i++)
         s.g[i] = hr_cpu_act(s.g[i], w->act) * s.u[i];
+    if (bf16) prepare_bf16(pool, &s, s.g, (int)I, bf16 == 2);
     c.phase = 1;
     c.units = (H + 15) / 16;
     hr_pool_run(pool, ex_task, &c);
