@@ -14,6 +14,7 @@
 typedef struct {
     const char *model, *host, *api_key, *chat_template, *alias, *compute;
     long port, threads, kv_mb, budget_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
+    long timeout_s, max_conns;
     int mmap, no_preempt, no_prefix_cache;
 } serve_opts;
 
@@ -56,7 +57,8 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
     snprintf(name, sizeof name, "%s", o->alias ? o->alias : base_name(o->model));
     HR_TRY(hr_engine_server_create(st->engine, st->tok, o->model, o->chat_template, name, c->max_pos,
                                    c->vocab, &st->es));
-    hr_server_config sc = {o->host, (int)o->port, o->api_key, (size_t)o->max_body_mb << 20};
+    hr_server_config sc = {o->host, (int)o->port, o->api_key, (size_t)o->max_body_mb << 20,
+                           o->timeout_s ? (int)o->timeout_s : -1, (unsigned)o->max_conns};
     return hr_server_start(&sc, hr_engine_server_backend(st->es), &st->http);
 }
 
@@ -91,7 +93,8 @@ static hr_err *serve(const serve_opts *o) {
 }
 
 int hr_cmd_serve(int argc, char **argv) {
-    serve_opts o = {.host = "127.0.0.1", .port = 8080, .max_body_mb = 8};
+    serve_opts o = {.host = "127.0.0.1", .port = 8080, .max_body_mb = 8, .timeout_s = 60,
+                    .max_conns = 512};
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model,
          "model directory (config.json, safetensors, tokenizer.json)"},
@@ -111,6 +114,11 @@ int hr_cmd_serve(int argc, char **argv) {
         {"max-seqs", HR_OPT_INT, &o.max_seqs, "sequences decoding at once (default 64)"},
         {"max-batch-tokens", HR_OPT_INT, &o.max_batch, "tokens per forward step (default 2048)"},
         {"max-body-mb", HR_OPT_INT, &o.max_body_mb, "largest request body in MiB (default 8)"},
+        {"timeout", HR_OPT_INT, &o.timeout_s,
+         "seconds a client may send nothing (or take no reply bytes) before its connection is "
+         "closed; waiting on the engine does not count (default 60; 0 = never)"},
+        {"max-connections", HR_OPT_INT, &o.max_conns,
+         "connections open at once; more are refused (default 512)"},
         {"snapshot-memory", HR_OPT_INT, &o.snap_mb,
          "hybrid models: MiB of recurrent-state snapshots for prefix reuse (default: as much as "
          "the state slots)"},
@@ -130,6 +138,10 @@ int hr_cmd_serve(int argc, char **argv) {
     if (o.kv_mb < 0 || o.budget_mb < 0 || o.max_seqs < 0 || o.max_batch < 0 || o.max_body_mb <= 0 || o.snap_mb < 0 ||
         o.snap_every < 0)
         return hr_cmd_fail("serve", hr_errf("sizes must be positive")), 2;
+    if (o.timeout_s < 0 || o.timeout_s > 86400)
+        return hr_cmd_fail("serve", hr_errf("--timeout must be 0..86400 seconds (0 = never)")), 2;
+    if (o.max_conns < 1 || o.max_conns > 65536)
+        return hr_cmd_fail("serve", hr_errf("--max-connections must be 1..65536")), 2;
     err = serve(&o);
     return err ? hr_cmd_fail("serve", err) : 0;
 }

@@ -1,7 +1,9 @@
-/* The HTTP listener on libmicrohttpd, one thread per connection: body collection with a
- * size limit, API-key check, routing (404 unknown path, 405 wrong method), JSON replies,
- * and SSE streams that notice a vanished client (poll for RDHUP while waiting on the
- * engine) and cancel its request. Generation routes are in routes.c. */
+/* The HTTP listener on libmicrohttpd, one thread per connection up to a connection limit,
+ * each closed after a timeout of client silence (not counting time spent waiting on the
+ * engine): body collection with a size limit, API-key check, routing (404 unknown path,
+ * 405 wrong method), JSON replies, and SSE streams that notice a vanished client (poll for
+ * RDHUP while waiting on the engine) and cancel its request. Generation routes are in
+ * routes.c. */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -61,6 +63,11 @@ void hr_http_gen_free(hr_http_gen *g) {
 void hr_http_gen_wait(hr_http_gen *g) {
     if (g->done) return;
     g->done = hr_chan_drain(g->chan, g->reply, 50);
+    /* The client is not the one being waited on: restart its idle timer, so a long
+     * prefill or a slow engine does not count as a silent client. libmicrohttpd 0.9.75
+     * restarts it only when the previous timeout was 0, hence the two calls. */
+    MHD_set_connection_option(g->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+    MHD_set_connection_option(g->conn, MHD_CONNECTION_OPTION_TIMEOUT, g->timeout_s);
     if (!g->cancelled && client_gone(g->conn)) {
         g->cancelled = 1;
         hr_chan_cancel(g->chan, g->be->cancel, g->be->ctx);
@@ -220,6 +227,8 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     s->be = backend;
     if (!s->cfg.max_body) s->cfg.max_body = 8u << 20;
     if (!s->cfg.host) s->cfg.host = "127.0.0.1";
+    if (!s->cfg.max_connections) s->cfg.max_connections = 512;
+    s->timeout_s = cfg->timeout_s < 0 ? 0 : cfg->timeout_s ? (unsigned)cfg->timeout_s : 60;
     struct sockaddr_storage ss;
     int v6 = 0;
     hr_err *e = resolve(s->cfg.host, cfg->port, &ss, &v6);
@@ -228,7 +237,10 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
                      MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0);
     s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s, MHD_OPTION_END);
+                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+                            MHD_OPTION_CONNECTION_TIMEOUT, s->timeout_s,
+                            MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_connections,
+                            MHD_OPTION_END);
     if (!s->d) {
         free(s);
         return hr_errf("cannot listen on %s:%d (address in use or not available?)",

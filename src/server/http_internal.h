@@ -12,12 +12,14 @@ struct hr_server {
     const hr_server_backend *be;
     struct MHD_Daemon *d;
     int port;
+    unsigned timeout_s; /* libmicrohttpd's: 0 = never */
 };
 
 /* A request in flight: its channel, reply, and SSE bytes being written. */
 typedef struct {
     const hr_server_backend *be;
     struct MHD_Connection *conn;
+    unsigned timeout_s; /* the connection's, restarted while waiting on the engine */
     hr_gen_chan *chan;
     hr_reply *reply;
     char *pending;

@@ -1,6 +1,6 @@
-/* The route table and its handlers: /health, /stats, /metrics, /v1/models, the three
- * generation routes (parse, submit to the backend, then one JSON body or an SSE stream),
- * /tokenize and /detokenize. */
+/* The route table and its handlers: /health, /stats, /metrics (engine counters and open
+ * connections), /v1/models, the three generation routes (parse, submit to the backend,
+ * then one JSON body or an SSE stream), /tokenize and /detokenize. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,16 +11,27 @@
 
 typedef hr_err *(*parse_fn)(const json_t *, const hr_request_limits *, hr_api_request **);
 
+/* The engine's counters, then the listener's: connections open (idle keep-alive ones and
+ * the asking one included) and the limit they count against. */
+static void add_stats(hr_server *s, json_t *o) {
+    if (s->be->stats) s->be->stats(s->be->ctx, o);
+    const union MHD_DaemonInfo *di =
+        MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    if (di) json_object_set_new(o, "connections", json_integer(di->num_connections));
+    json_object_set_new(o, "max_connections", json_integer(s->cfg.max_connections));
+}
+
 static hr_err *health(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
     json_t *o = json_pack("{s:s, s:s}", "status", "ok", "model", s->be->model_name(s->be->ctx));
-    if (s->be->stats) s->be->stats(s->be->ctx, o);
+    if (!o) return hr_err_oom();
+    add_stats(s, o);
     return hr_http_reply_json(c, 200, o);
 }
 
 static hr_err *stats(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
     json_t *o = json_object();
     if (!o) return hr_err_oom();
-    if (s->be->stats) s->be->stats(s->be->ctx, o);
+    add_stats(s, o);
     return hr_http_reply_json(c, 200, o);
 }
 
@@ -28,7 +39,7 @@ static hr_err *stats(hr_server *s, struct MHD_Connection *c, const char *body, s
 static hr_err *metrics(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
     json_t *o = json_object();
     if (!o) return hr_err_oom();
-    if (s->be->stats) s->be->stats(s->be->ctx, o);
+    add_stats(s, o);
     size_t cap = 256 + json_object_size(o) * 160, n = 0;
     char *text = malloc(cap);
     const char *key;
@@ -110,6 +121,7 @@ static hr_err *submit(hr_server *s, struct MHD_Connection *c, hr_api_request *re
     }
     g->be = s->be;
     g->conn = c;
+    g->timeout_s = s->timeout_s;
     if ((e = submit_choices(s, g, n))) {
         hr_http_gen_free(g);
         hr_err *r = hr_http_reply_error(c, api, 400, hr_err_msg(e));

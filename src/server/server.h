@@ -77,6 +77,13 @@ typedef struct {
     int port;            /* 0 = any free port (see hr_server_port) */
     const char *api_key; /* NULL = no auth */
     size_t max_body;     /* bytes; 0 = 8 MiB */
+    /* Seconds a connection may wait on a silent client (no request bytes arriving, or no
+     * reply bytes taken) before it is closed; time spent waiting on the engine does not
+     * count. 0 = 60 s, negative = never. */
+    int timeout_s;
+    /* Connections open at once (idle keep-alive ones included); libmicrohttpd accepts and
+     * closes any beyond, without a reply. 0 = 512. */
+    unsigned max_connections;
 } hr_server_config;
 
 typedef struct hr_server hr_server;

@@ -3,7 +3,8 @@
 # streaming, stop strings, errors, n > 1, clients gone mid-stream, 64 concurrent streams,
 # forced tool_choice through a --chat-template with tool markup) and with
 # the official openai and @anthropic-ai/sdk npm packages, and
-# after it all, no sequence or KV block left in use.
+# after it all, no sequence or KV block left in use; then slow and stalled clients
+# against a server with --timeout 1 --max-connections 8 (tests/server/slow_engine_client.py).
 . "$(dirname "$0")/lib.sh"
 B=$S/fixtures/models/brown-llama-8m
 "$H" serve --model "$B" --port 0 --threads 2 --kv-memory 64 --snapshot-memory 16 --snapshot-interval 2 2>"$T/serve.log" &
@@ -162,6 +163,22 @@ done < "$T/tools.out"
 kill -INT $PID; wait $PID; rc=$?
 expect_rc serve_tools_clean_exit 0 "" test "$rc" = 0
 expect_rc serve_tools_no_sanitizer 1 "" grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$T/serve2.log"
+
+# Slow and stalled clients: trickled requests, idle connections, slow and absent readers,
+# more connections than the limit; no sequence or KV block left after each.
+"$H" serve --model "$B" --port 0 --threads 2 --kv-memory 64 --timeout 1 --max-connections 8 2>"$T/serve3.log" &
+PID=$!
+for _ in $(seq 100); do grep -q "ready on" "$T/serve3.log" && break; sleep 0.1; done
+PORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$T/serve3.log")
+python3 tests/server/slow_engine_client.py "$PORT" "$greedy" > "$T/slow.out" 2>&1
+while read -r line; do
+  case "$line" in ok\ *) pass "${line#ok }";; FAIL\ *) fail "${line#FAIL }" "";; *) fail slow_script "$line";; esac
+done < "$T/slow.out"
+kill -INT $PID; wait $PID; rc=$?
+expect_rc serve_slow_clean_exit 0 "" test "$rc" = 0
+expect_rc serve_slow_no_sanitizer 1 "" grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$T/serve3.log"
+expect_rc serve_bad_timeout 2 "--timeout must be 0..86400" "$H" serve --model "$B" --timeout -1
+expect_rc serve_bad_max_connections 2 "--max-connections must be 1..65536" "$H" serve --model "$B" --max-connections 0
 expect_rc serve_needs_model 2 "required" "$H" serve
 expect_rc serve_budget_too_small 1 "budget" "$H" serve --model "$B" --port 0 --memory-budget 4
 expect_rc serve_no_tokenizer 1 "no tokenizer.json" "$H" serve --model "$S/fixtures/models/tiny-llama" --port 0

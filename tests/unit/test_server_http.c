@@ -1,7 +1,9 @@
 /* The HTTP server end to end on loopback, with a fake engine behind hr_server_backend
  * that streams scripted text from its own threads. The clients are real: Python's
  * standard library (tests/server/http_client.py), `hearth bench-serve`, and the official
- * openai npm package when npm can install it (tests/server/openai_client.mjs). */
+ * openai npm package when npm can install it (tests/server/openai_client.mjs). A second
+ * listener with a 1 s idle timeout and 8 connections at most meets slow and stalled
+ * clients (tests/server/slow_client.py). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -11,7 +13,7 @@
 #include "server/server.h"
 
 typedef struct {
-    atomic_int requests, cancelled, active;
+    atomic_int requests, cancelled, active, peak_active;
 } fake_engine;
 
 typedef struct {
@@ -19,16 +21,25 @@ typedef struct {
     hr_gen_sink *sink;
     char *text;   /* the prompt text the script is chosen by */
     char *script; /* what it generates */
-    int max_tokens, delay_us, endless;
+    int max_tokens, delay_us, endless, logprobs;
 } fake_job;
 
 /* The scripted output for a prompt. A request's prefill is the start of the assistant turn:
  * the script continues after it (as a model would), so a prefill the script does not
- * contain shows up as unparsed text. SEED reports the choice's seed. */
+ * contain shows up as unparsed text. SEED reports the choice's seed; FLOOD is 16 KiB a
+ * token, one a millisecond, to outrun a slow reader and fill socket buffers; PAUSE (in
+ * fake_run) waits 1.2 s before the first token, as a long prefill. */
 static char *script_for(const char *prompt, const hr_api_request *req, int *delay_us,
                         int *endless) {
     *delay_us = 200;
     *endless = 0;
+    if (strstr(prompt, "FLOOD")) {
+        char *f = malloc(16385);
+        memset(f, 'f', 16384);
+        f[16384] = 0;
+        *delay_us = 1000, *endless = 1;
+        return f;
+    }
     const char *s = "Hello from the fake engine!";
     if (strstr(prompt, "THINK")) s = "<think>\nLet me think.\n</think>\n\nThe answer is 42.";
     if (strstr(prompt, "TOOL"))
@@ -48,6 +59,7 @@ static void *fake_run(void *arg) {
     fake_job *j = arg;
     const char *s = j->script;
     int delay = j->delay_us, endless = j->endless;
+    if (strstr(j->text, "PAUSE")) usleep(1200 * 1000);
     hr_gen_sink_begin(j->sink, (int)strlen(j->text), 0, 0);
     int limit = j->max_tokens ? j->max_tokens : 100000, n = 0;
     size_t off = 0, len = strlen(s);
@@ -64,14 +76,9 @@ static void *fake_run(void *arg) {
         }
         size_t piece = endless ? len : (len - off < 3 ? len - off : 3);
         hr_token_alt alt = {s + off, piece, -1.25f};
-        hr_gen_token t = {.text = s + off,
-                          .len = piece,
-                          .token = n,
-                          .token_text = s + off,
-                          .token_len = piece,
-                          .logprob = -0.25f,
-                          .top = &alt,
-                          .n_top = 1};
+        hr_gen_token t = {.text = s + off, .len = piece, .token = n, .logprob = -0.25f};
+        if (j->logprobs) /* as the engine: token text and alternatives only when asked */
+            t.token_text = s + off, t.token_len = piece, t.top = &alt, t.n_top = 1;
         hr_gen_sink_token(j->sink, &t);
         n++;
         if (!endless) off += piece;
@@ -97,6 +104,13 @@ static char *prompt_text(const hr_api_request *r) {
     return strdup(c ? c : "");
 }
 
+/* One more request running; the peak is kept for the connection-limit test. */
+static void count_active(fake_engine *fe) {
+    int active = atomic_fetch_add(&fe->active, 1) + 1, peak = atomic_load(&fe->peak_active);
+    while (active > peak && !atomic_compare_exchange_weak(&fe->peak_active, &peak, active))
+        ; /* a failed exchange reloaded peak: retry while still below */
+}
+
 static hr_err *fake_submit(void *ctx, const hr_api_request *req, hr_gen_sink *sink) {
     fake_engine *fe = ctx;
     char *text = prompt_text(req);
@@ -109,10 +123,11 @@ static hr_err *fake_submit(void *ctx, const hr_api_request *req, hr_gen_sink *si
         return hr_errf("no room for seed %llu (scripted)", (unsigned long long)req->sampling.seed);
     }
     fake_job *j = calloc(1, sizeof *j);
-    *j = (fake_job){.fe = fe, .sink = sink, .text = text, .max_tokens = req->max_tokens};
+    *j = (fake_job){.fe = fe, .sink = sink, .text = text, .max_tokens = req->max_tokens,
+                    .logprobs = req->logprobs};
     j->script = script_for(text, req, &j->delay_us, &j->endless);
     atomic_fetch_add(&fe->requests, 1);
-    atomic_fetch_add(&fe->active, 1);
+    count_active(fe);
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -131,6 +146,7 @@ static void fake_stats(void *ctx, json_t *out) {
     json_object_set_new(out, "requests", json_integer(atomic_load(&fe->requests)));
     json_object_set_new(out, "cancelled", json_integer(atomic_load(&fe->cancelled)));
     json_object_set_new(out, "active", json_integer(atomic_load(&fe->active)));
+    json_object_set_new(out, "peak_active", json_integer(atomic_load(&fe->peak_active)));
 }
 
 static hr_err *fake_tokenize(void *ctx, const char *text, int special, int32_t **ids, int *n) {
@@ -176,6 +192,27 @@ static void run_client(const char *cmd) {
 
 static fake_engine FE;
 
+/* Slow and stalled clients against a listener with a 1 s idle timeout and room for 8
+ * connections (and a slow reader on the main one); the peak of concurrent requests is
+ * counted from here on. */
+static void run_slow_clients(const hr_server_backend *be, int main_port) {
+    hr_server_config cfg = {.port = 0, .api_key = "sekret", .timeout_s = 1, .max_connections = 8};
+    hr_server *s;
+    hr_err *e = hr_server_start(&cfg, be, &s);
+    if (e) {
+        printf("FAIL start_slow: %s\n", hr_err_msg(e));
+        hr_t_failed++;
+        hr_err_free(e);
+        return;
+    }
+    atomic_store(&FE.peak_active, 0);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "python3 tests/server/slow_client.py %d %d sekret %d 2>&1",
+             hr_server_port(s), main_port, (int)getpid());
+    run_client(cmd);
+    hr_server_stop(s);
+}
+
 static void test_start_errors(void) {
     hr_server_backend be = {.ctx = &FE, .model_name = fake_name};
     hr_server *s;
@@ -217,6 +254,7 @@ int main(void) {
     run_client(cmd);
     snprintf(cmd, sizeof cmd, "bash tests/server/openai_npm.sh %d sekret 2>&1", hr_server_port(s));
     run_client(cmd);
+    run_slow_clients(&be, hr_server_port(s));
     hr_server_stop(s);
     for (int i = 0; i < 500 && atomic_load(&FE.active); i++)
         usleep(10000);
