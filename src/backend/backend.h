@@ -22,8 +22,7 @@ typedef struct hr_backend hr_backend;
 typedef struct {
     hr_dtype dtype;
     int n_layers, n_blocks, block_size, n_kv_heads, head_dim;
-    void *k, *v;     /* device memory */
-    size_t kv_bytes; /* bytes of each of k and v (kv_create) */
+    void *k, *v; /* device memory */
     const int *layer_head_dim; /* (n_layers) per-layer head dims, or NULL: all head_dim */
     long *layer_off;           /* (n_layers) element offset of each layer's region (kv_create) */
     /* Recurrent state of the linear-attention layers of hybrid models (docs/hybrid.md): per

@@ -58,18 +58,9 @@ static void cpu_release(hr_backend *be, hr_tensor *dev) {
     dev->data = NULL;
 }
 
-/* Zeroed memory in 2 MiB pages: attention reads one kv head's rows a whole KV row (often
- * 4 KiB) apart, so with 4 KiB pages nearly every row read is a TLB miss. */
-static void *huge_zeroed(size_t bytes) {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return NULL;
-    madvise(p, bytes, MADV_HUGEPAGE);
-    return p;
-}
-
 static void cpu_kv_destroy(hr_backend *be, hr_kv_store *kv) {
-    if (kv->k) munmap(kv->k, kv->kv_bytes);
-    if (kv->v) munmap(kv->v, kv->kv_bytes);
+    free(kv->k);
+    free(kv->v);
     free(kv->layer_off);
     free(kv->conv);
     free(kv->delta);
@@ -107,9 +98,8 @@ static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
         kv->layer_off[l] = (long)n;
         n += (size_t)kv->n_blocks * kv->block_size * kv->n_kv_heads * hr_kv_head_dim(kv, l);
     }
-    kv->kv_bytes = n ? (n * sizeof(float) + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE : HUGE_PAGE;
-    kv->k = huge_zeroed(kv->kv_bytes);
-    kv->v = huge_zeroed(kv->kv_bytes);
+    kv->k = calloc(n, sizeof(float));
+    kv->v = calloc(n, sizeof(float));
     if (!kv->k || !kv->v || !kv->layer_off) {
         cpu_kv_destroy(be, kv);
         return hr_errf("cannot allocate %zu MiB for the KV cache", 2 * n * sizeof(float) >> 20);
