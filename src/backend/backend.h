@@ -17,7 +17,7 @@
 
 typedef struct hr_backend hr_backend;
 
-/* Paged KV storage for every layer: K and V are [layer][block][slot][kv_head][head_dim],
+/* Paged KV storage for every layer: K and V are [layer][block][kv_head][slot][head_dim],
  * where head_dim may differ per layer (each layer's region is packed at its own width). */
 typedef struct {
     hr_dtype dtype;

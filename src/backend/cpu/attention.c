@@ -30,8 +30,7 @@ typedef struct {
 
 static const float *kv_row(const attn_ctx *c, const void *base, const int32_t *bt, int j, int kvh) {
     const hr_kv_store *kv = c->kv;
-    long off = hr_kv_offset(kv, c->p->layer, bt[j / kv->block_size], j % kv->block_size) +
-               (long)kvh * hr_kv_head_dim(kv, c->p->layer);
+    long off = hr_kv_offset(kv, c->p->layer, bt[j / kv->block_size], kvh, j % kv->block_size);
     return (const float *)base + off;
 }
 

@@ -202,13 +202,16 @@ static void cpu_rope(hr_backend *be, float *x, int n_heads, int head_dim, int ro
 
 static void cpu_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float *k, const float *v) {
     const hr_step_meta *m = &((hr_cpu_backend *)be)->meta;
-    long width = (long)kv->n_kv_heads * hr_kv_head_dim(kv, layer);
+    int hd = hr_kv_head_dim(kv, layer);
+    long width = (long)kv->n_kv_heads * hd;
     for (int t = 0; t < m->n_tokens; t++) {
         int p = m->pos[t];
         int block = m->block_tables[m->row[t]][p / kv->block_size];
-        long off = hr_kv_offset(kv, layer, block, p % kv->block_size);
-        memcpy((float *)kv->k + off, k + t * width, sizeof(float) * (size_t)width);
-        memcpy((float *)kv->v + off, v + t * width, sizeof(float) * (size_t)width);
+        for (int h = 0; h < kv->n_kv_heads; h++) {
+            long off = hr_kv_offset(kv, layer, block, h, p % kv->block_size);
+            memcpy((float *)kv->k + off, k + t * width + h * hd, sizeof(float) * (size_t)hd);
+            memcpy((float *)kv->v + off, v + t * width + h * hd, sizeof(float) * (size_t)hd);
+        }
     }
 }
 

@@ -19,10 +19,12 @@ static inline int hr_kv_head_dim(const hr_kv_store *kv, int layer) {
     return kv->layer_head_dim ? kv->layer_head_dim[layer] : kv->head_dim;
 }
 
-/* Offset in floats of (layer, block, slot) in a KV store. */
-static inline long hr_kv_offset(const hr_kv_store *kv, int layer, int block, int slot) {
+/* Offset in floats of (layer, block, kv head, slot) in a KV store. A block keeps each kv
+ * head's rows together, so the rows attention walks for one head are contiguous within a
+ * block (and share pages) instead of a whole KV row apart. */
+static inline long hr_kv_offset(const hr_kv_store *kv, int layer, int block, int kvh, int slot) {
     return kv->layer_off[layer] +
-           ((long)block * kv->block_size + slot) * kv->n_kv_heads * hr_kv_head_dim(kv, layer);
+           (((long)block * kv->n_kv_heads + kvh) * kv->block_size + slot) * hr_kv_head_dim(kv, layer);
 }
 
 /* Converts n elements of t starting at element off to f32. */
