@@ -196,22 +196,10 @@ static hr_err *parse_messages(const json_t *body, const hr_request_limits *lim, 
     json_array_foreach(msgs, i, m) if (!e) e = norm_message(m, i, norm);
     if (!e) e = norm_tools(body, r, &tools);
     if (!e) e = parse_thinking(body, kwargs);
-    if (e) {
-        json_decref(norm);
-        json_decref(tools);
-        json_decref(kwargs);
-        return e;
-    }
-    hr_set_chat(r, norm, tools, kwargs);
-    return r->chat ? NULL : hr_err_oom();
+    return hr_set_chat(r, e, norm, tools, kwargs);
 }
 
 hr_err *hr_parse_messages_request(const json_t *body, const hr_request_limits *lim,
                                   hr_api_request **out) {
-    hr_api_request *r = hr_api_request_new(HR_API_MESSAGES);
-    if (!r) return hr_err_oom();
-    hr_err *e = parse_messages(body, lim, r);
-    if (e) hr_api_request_free(r);
-    *out = e ? NULL : r;
-    return e;
+    return hr_parse_request(HR_API_MESSAGES, parse_messages, body, lim, out);
 }

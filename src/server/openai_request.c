@@ -246,24 +246,12 @@ static hr_err *parse_chat(const json_t *body, const hr_request_limits *lim, hr_a
     json_array_foreach(msgs, i, m) if (!e) e = norm_message(m, i, norm);
     if (!e) e = parse_tools(body, r, &tools);
     if (!e) e = parse_chat_kwargs(body, r, &kwargs);
-    if (e) {
-        json_decref(norm);
-        json_decref(tools);
-        json_decref(kwargs);
-        return e;
-    }
-    hr_set_chat(r, norm, tools, kwargs);
-    return r->chat ? NULL : hr_err_oom();
+    return hr_set_chat(r, e, norm, tools, kwargs);
 }
 
 hr_err *hr_parse_chat_request(const json_t *body, const hr_request_limits *lim,
                               hr_api_request **out) {
-    hr_api_request *r = hr_api_request_new(HR_API_CHAT);
-    if (!r) return hr_err_oom();
-    hr_err *e = parse_chat(body, lim, r);
-    if (e) hr_api_request_free(r);
-    *out = e ? NULL : r;
-    return e;
+    return hr_parse_request(HR_API_CHAT, parse_chat, body, lim, out);
 }
 
 static hr_err *parse_prompt_ids(const json_t *p, const hr_request_limits *lim, hr_api_request *r) {
@@ -316,10 +304,5 @@ static hr_err *parse_completion(const json_t *body, const hr_request_limits *lim
 
 hr_err *hr_parse_completion_request(const json_t *body, const hr_request_limits *lim,
                                     hr_api_request **out) {
-    hr_api_request *r = hr_api_request_new(HR_API_COMPLETION);
-    if (!r) return hr_err_oom();
-    hr_err *e = parse_completion(body, lim, r);
-    if (e) hr_api_request_free(r);
-    *out = e ? NULL : r;
-    return e;
+    return hr_parse_request(HR_API_COMPLETION, parse_completion, body, lim, out);
 }

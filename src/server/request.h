@@ -106,7 +106,11 @@ hr_err *hr_parse_detokenize_request(const json_t *body, const hr_request_limits 
 hr_err *hr_request_set_prefill(hr_api_request *r, hr_tool_format fmt);
 
 /* Shared by the chat and Anthropic parsers (request_common.c). */
-hr_api_request *hr_api_request_new(hr_api_kind api);
+/* A new request of kind api filled by parse from body; *out is NULL on error. */
+hr_err *hr_parse_request(hr_api_kind api,
+                         hr_err *(*parse)(const json_t *body, const hr_request_limits *lim,
+                                          hr_api_request *r),
+                         const json_t *body, const hr_request_limits *lim, hr_api_request **out);
 hr_err *hr_parse_sampling(const json_t *body, hr_api_request *r);
 hr_err *hr_parse_max_tokens(const json_t *body, const char *key, int required,
                             const hr_request_limits *lim, hr_api_request *r);
@@ -114,7 +118,9 @@ hr_err *hr_parse_stop(const json_t *body, const char *key, hr_api_request *r);
 /* tool_choice "required" / named after the tools were read: the named tool must be one of
  * them (name NULL for required); sets r->tool_choice and r->tool_choice_name. */
 hr_err *hr_set_tool_choice(hr_api_request *r, const json_t *tools, const char *name);
-/* Builds r->chat from normalized messages and tools (takes ownership of both). */
-void hr_set_chat(hr_api_request *r, json_t *messages, json_t *tools, json_t *kwargs);
+/* Ends a chat parse: takes ownership of messages, tools and kwargs (any may be NULL); with
+ * err (the parse's error so far) frees them and returns it, else builds r->chat. */
+hr_err *hr_set_chat(hr_api_request *r, hr_err *err, json_t *messages, json_t *tools,
+                    json_t *kwargs);
 
 #endif

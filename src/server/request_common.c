@@ -10,7 +10,7 @@
 #define MAX_STOP 16
 #define MAX_STOP_LEN 1024
 
-hr_api_request *hr_api_request_new(hr_api_kind api) {
+static hr_api_request *request_new(hr_api_kind api) {
     hr_api_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     r->api = api;
@@ -155,10 +155,31 @@ hr_err *hr_set_tool_choice(hr_api_request *r, const json_t *tools, const char *n
                    name);
 }
 
-void hr_set_chat(hr_api_request *r, json_t *messages, json_t *tools, json_t *kwargs) {
+hr_err *hr_set_chat(hr_api_request *r, hr_err *err, json_t *messages, json_t *tools,
+                    json_t *kwargs) {
+    if (err) {
+        json_decref(messages);
+        json_decref(tools);
+        json_decref(kwargs);
+        return err;
+    }
     r->chat = json_pack("{s:o, s:o, s:b, s:o}", "messages", messages, "tools",
                         tools ? tools : json_null(), "add_generation_prompt", 1, "kwargs",
                         kwargs ? kwargs : json_object());
+    return r->chat ? NULL : hr_err_oom();
+}
+
+hr_err *hr_parse_request(hr_api_kind api,
+                         hr_err *(*parse)(const json_t *body, const hr_request_limits *lim,
+                                          hr_api_request *r),
+                         const json_t *body, const hr_request_limits *lim, hr_api_request **out) {
+    *out = NULL;
+    hr_api_request *r = request_new(api);
+    if (!r) return hr_err_oom();
+    hr_err *e = parse(body, lim, r);
+    if (e) hr_api_request_free(r);
+    else *out = r;
+    return e;
 }
 
 hr_err *hr_parse_tokenize_request(const json_t *body, const char **text, int *add_special) {
