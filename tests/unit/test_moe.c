@@ -51,40 +51,66 @@ static void make_experts(hr_tensor *t, const hr_tensor **ptr, void **buf, int n,
     }
 }
 
-static void check_experts(hr_backend *be, int T, int E, int k, int H, int I, hr_dtype dt) {
+/* One random MoE input: E experts of (H, I) in dtype dt, T tokens routed to k experts each
+ * by be, and an output buffer. */
+typedef struct {
+    int T, k, H;
     hr_tensor tg[16], tu[16], td[16];
     const hr_tensor *pg[16], *pu[16], *pd[16];
     void *bg[16], *bu[16], *bd[16];
-    make_experts(tg, pg, bg, E, I, H, dt);
-    make_experts(tu, pu, bu, E, I, H, dt);
-    make_experts(td, pd, bd, E, H, I, dt);
-    hr_moe_weights w = {E, H, I, pg, pu, pd, HR_ACT_FN_SILU};
-    float *x = malloc(sizeof(float) * (size_t)T * H),
-          *logits = malloc(sizeof(float) * (size_t)T * E);
-    float *y0 = malloc(sizeof(float) * (size_t)T * H), *y1 = malloc(sizeof(float) * (size_t)T * H);
-    float *wt = malloc(sizeof(float) * (size_t)T * k);
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)T * k);
+    hr_moe_weights w;
+    float *x, *logits, *wt, *y;
+    int32_t *ids;
+} moe_case;
+
+static void moe_case_init(moe_case *c, hr_backend *be, int T, int E, int k, int H, int I,
+                          hr_dtype dt, float x_scale) {
+    c->T = T, c->k = k, c->H = H;
+    make_experts(c->tg, c->pg, c->bg, E, I, H, dt);
+    make_experts(c->tu, c->pu, c->bu, E, I, H, dt);
+    make_experts(c->td, c->pd, c->bd, E, H, I, dt);
+    c->w = (hr_moe_weights){E, H, I, c->pg, c->pu, c->pd, HR_ACT_FN_SILU};
+    c->x = malloc(sizeof(float) * (size_t)T * H);
+    c->logits = malloc(sizeof(float) * (size_t)T * E);
+    c->y = malloc(sizeof(float) * (size_t)T * H);
+    c->wt = malloc(sizeof(float) * (size_t)T * k);
+    c->ids = malloc(sizeof(int32_t) * (size_t)T * k);
     for (int i = 0; i < T * H; i++)
-        x[i] = frand();
+        c->x[i] = x_scale * frand();
     for (int i = 0; i < T * E; i++)
-        logits[i] = 3 * frand();
-    be->vt->moe_route(be, ids, wt, logits, T, E, k, 1);
-    hr_cpu_moe_ref(y0, x, ids, wt, T, k, &w);
-    be->vt->moe_experts(be, y1, x, ids, wt, T, k, &w);
+        c->logits[i] = 3 * frand();
+    be->vt->moe_route(be, c->ids, c->wt, c->logits, T, E, k, 1);
+}
+
+/* be's moe_experts on the case, into c->y. */
+static void moe_case_run(moe_case *c, hr_backend *be) {
+    be->vt->moe_experts(be, c->y, c->x, c->ids, c->wt, c->T, c->k, &c->w);
+}
+
+static void moe_case_free(moe_case *c) {
+    for (int e = 0; e < c->w.n_experts; e++) {
+        free(c->bg[e]);
+        free(c->bu[e]);
+        free(c->bd[e]);
+    }
+    free(c->x);
+    free(c->logits);
+    free(c->y);
+    free(c->wt);
+    free(c->ids);
+}
+
+static void check_experts(hr_backend *be, int T, int E, int k, int H, int I, hr_dtype dt) {
+    moe_case c;
+    moe_case_init(&c, be, T, E, k, H, I, dt, 1);
+    float *y0 = malloc(sizeof(float) * (size_t)T * H);
+    hr_cpu_moe_ref(y0, c.x, c.ids, c.wt, T, k, &c.w);
+    moe_case_run(&c, be);
     float worst = 0;
     for (int i = 0; i < T * H; i++)
-        worst = fmaxf(worst, fabsf(y0[i] - y1[i]) / (1.0f + fabsf(y0[i])));
-    for (int e = 0; e < E; e++) {
-        free(bg[e]);
-        free(bu[e]);
-        free(bd[e]);
-    }
-    free(x);
-    free(logits);
+        worst = fmaxf(worst, fabsf(y0[i] - c.y[i]) / (1.0f + fabsf(y0[i])));
     free(y0);
-    free(y1);
-    free(wt);
-    free(ids);
+    moe_case_free(&c);
     HR_CHECK(worst < 1e-4f, "moe_experts T=%d E=%d k=%d H=%d I=%d dtype %s: rel diff %g", T, E, k,
              H, I, hr_dtype_name(dt), worst);
 }
@@ -152,45 +178,26 @@ static void test_experts_bf16(void) {
     HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2, .compute_bf16 = 1}, &be16));
     HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &be32));
     int cfg[][5] = {{1, 8, 2, 64, 32}, {7, 8, 2, 64, 96}, {33, 6, 3, 32, 64}, {9, 5, 2, 40, 24}};
-    for (size_t c = 0; c < sizeof cfg / sizeof *cfg && !hr_t_cur_failed; c++) {
-        int T = cfg[c][0], E = cfg[c][1], k = cfg[c][2], H = cfg[c][3], I = cfg[c][4];
-        hr_tensor tg[8], tu[8], td[8];
-        const hr_tensor *pg[8], *pu[8], *pd[8];
-        void *bg[8], *bu[8], *bd[8];
-        make_experts(tg, pg, bg, E, I, H, HR_BF16);
-        make_experts(tu, pu, bu, E, I, H, HR_BF16);
-        make_experts(td, pd, bd, E, H, I, HR_BF16);
-        hr_moe_weights w = {E, H, I, pg, pu, pd, HR_ACT_FN_SILU};
-        float *x = malloc(sizeof(float) * (size_t)T * H), *logits = malloc(sizeof(float) * (size_t)T * E);
-        float *yr = malloc(sizeof(float) * (size_t)T * H), *y16 = malloc(sizeof(float) * (size_t)T * H),
-              *y32 = malloc(sizeof(float) * (size_t)T * H), *wt = malloc(sizeof(float) * (size_t)T * k);
-        int32_t *ids = malloc(sizeof(int32_t) * (size_t)T * k);
-        for (int i = 0; i < T * H; i++) x[i] = 4 * frand();
-        for (int i = 0; i < T * E; i++) logits[i] = 3 * frand();
-        be16->vt->moe_route(be16, ids, wt, logits, T, E, k, 1);
-        moe_bf16_ref(yr, x, ids, wt, T, k, &w);
-        be16->vt->moe_experts(be16, y16, x, ids, wt, T, k, &w);
-        be32->vt->moe_experts(be32, y32, x, ids, wt, T, k, &w);
+    for (size_t i = 0; i < sizeof cfg / sizeof *cfg && !hr_t_cur_failed; i++) {
+        int T = cfg[i][0], H = cfg[i][3], I = cfg[i][4];
+        moe_case c;
+        moe_case_init(&c, be16, T, cfg[i][1], cfg[i][2], H, I, HR_BF16, 4);
+        float *yr = malloc(sizeof(float) * (size_t)T * H), *y32 = malloc(sizeof(float) * (size_t)T * H);
+        moe_bf16_ref(yr, c.x, c.ids, c.wt, T, c.k, &c.w);
+        moe_case_run(&c, be32);
+        memcpy(y32, c.y, sizeof(float) * (size_t)T * H);
+        moe_case_run(&c, be16);
         float mx = 0, d16 = 0, d32 = 0;
-        for (int i = 0; i < T * H; i++) {
-            mx = fmaxf(mx, fabsf(yr[i]));
-            d16 = fmaxf(d16, fabsf(y16[i] - yr[i]));
-            d32 = fmaxf(d32, fabsf(y32[i] - yr[i]));
+        for (int j = 0; j < T * H; j++) {
+            mx = fmaxf(mx, fabsf(yr[j]));
+            d16 = fmaxf(d16, fabsf(c.y[j] - yr[j]));
+            d32 = fmaxf(d32, fabsf(y32[j] - yr[j]));
         }
         HR_CHECK(d16 <= 1e-4f * mx, "T=%d H=%d I=%d: bf16 mode off its reference by %g (max %g)", T, H, I, d16, mx);
         HR_CHECK(d32 >= 10 * d16, "T=%d H=%d I=%d: exact path as close (%g vs %g)", T, H, I, d32, d16);
-        for (int e = 0; e < E; e++) {
-            free(bg[e]);
-            free(bu[e]);
-            free(bd[e]);
-        }
-        free(x);
-        free(logits);
         free(yr);
-        free(y16);
         free(y32);
-        free(wt);
-        free(ids);
+        moe_case_free(&c);
     }
     hr_backend_destroy(be16);
     hr_backend_destroy(be32);
