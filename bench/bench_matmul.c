@@ -72,7 +72,7 @@ int main(int argc, char **argv) {
     b.path = PATH_BX;
     if (hr_cpu()->avx512bf16) report("bf16dot", &b, Ts, NT);
     b.path = PATH_AMX;
-    if (hr_cpu()->amx && hr_amx_init() && K % 32 == 0 && N % 16 == 0) report("amx", &b, Ts, NT);
+    if (hr_amx_fits(N, K)) report("amx", &b, Ts, NT);
     free(xp);
     free(w);
     free(x);

@@ -102,7 +102,7 @@ int hr_cpu_matmul_reserve(hr_cpu_backend *cb, int T) {
  * when that memory cannot be had. */
 static int prepare_bf16(hr_cpu_backend *cb, const hr_cpu_kernels *k, mm_ctx *c, long N, long K) {
     if (!scratch(cb, scratch_need(c->T, K))) return 0;
-    if (hr_cpu()->amx && hr_amx_init() && K % 32 == 0 && N % 16 == 0) {
+    if (hr_amx_fits(N, K)) {
         uint16_t *xp = cb->scratch;
         pack_ctx p = {xp, c->x, (int)K, c->T};
         hr_pool_run(cb->pool, pack_task, &p);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/matmul_bf16.h"
+#include "base/cpu.h"
 
 enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
 enum { TN = 16, TK = 32 }; /* tile: 16 rows (columns of y / tokens) by 32 bf16 of k */
@@ -26,6 +27,10 @@ int hr_amx_init(void) {
     if (state >= 0) return state;
     state = syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
     return state;
+}
+
+int hr_amx_fits(long N, long K) {
+    return hr_cpu()->amx && K % 32 == 0 && N % 16 == 0 && hr_amx_init();
 }
 
 static void load_config(void) {

@@ -9,6 +9,9 @@
 /* Asks the kernel (once) for this process's AMX tile state; 1 if granted. Call only when
  * hr_cpu()->amx. */
 int hr_amx_init(void);
+/* 1 when a weight [N, K] multiplies on AMX tiles here: the CPU has them (not capped), the
+ * kernel grants them, K is a multiple of 32 and N of 16. */
+int hr_amx_fits(long N, long K);
 /* uint16 elements of x[T, K] packed for hr_amx_mm (K a multiple of 32). */
 long hr_amx_pack_elems(int T, int K);
 /* Packs token groups [g0, g1) (16 tokens each) of x[T, K]. */

@@ -187,8 +187,7 @@ static void prepare_bf16(hr_pool *pool, moe_scratch *s, float *rows, int K, int 
 /* --compute bf16 applies: 0 no, 1 through the rounded f32 path, 2 on AMX tiles. */
 static int bf16_mode(const hr_cpu_backend *cb, const hr_moe_weights *w) {
     if (!cb->opt.compute_bf16 || w->gate[0]->dtype != HR_BF16) return 0;
-    int shapes = w->hidden % 32 == 0 && w->inter % 32 == 0;
-    return hr_cpu()->amx && shapes && hr_amx_init() ? 2 : 1;
+    return hr_amx_fits(w->inter, w->hidden) && hr_amx_fits(w->hidden, w->inter) ? 2 : 1;
 }
 
 void hr_cpu_moe_experts(hr_backend *be, float *y, const float *x, const int32_t *ids,
