@@ -68,22 +68,17 @@ static hr_err *encode_prompt(const run_opts *o, const hr_tokenizer *tok, int32_t
     return hr_err_wrap(err, "chat template: ");
 }
 
-static hr_sampler_params sampling(const run_opts *o, const hr_model_config *c) {
-    hr_sampler_params p = {.top_p = 1, .seed = (uint64_t)o->seed, .typical_p = 1,
-                           .xtc_probability = (float)o->xtc_probability,
-                           .xtc_threshold = (float)o->xtc_threshold};
-    if (c->gen.do_sample) {
-        p.temperature = (float)c->gen.temperature;
-        p.top_p = (float)c->gen.top_p;
-        p.top_k = c->gen.top_k;
-        p.typical_p = (float)c->gen.typical_p;
-    }
-    if (o->temperature >= 0) p.temperature = (float)o->temperature;
-    if (o->top_p >= 0) p.top_p = (float)o->top_p;
-    if (o->top_k >= 0) p.top_k = (int)o->top_k;
-    if (o->min_p >= 0) p.min_p = (float)o->min_p;
-    if (o->typical_p >= 0) p.typical_p = (float)o->typical_p;
-    return p;
+/* Unset (negative) temperature, top-p, top-k and typical-p stay negative: the engine fills
+ * them from generation_config.json, as for HTTP requests. */
+static hr_sampler_params sampling(const run_opts *o) {
+    return (hr_sampler_params){.temperature = (float)o->temperature,
+                               .top_p = (float)o->top_p,
+                               .top_k = (int)o->top_k,
+                               .min_p = o->min_p >= 0 ? (float)o->min_p : 0,
+                               .seed = (uint64_t)o->seed,
+                               .typical_p = (float)o->typical_p,
+                               .xtc_probability = (float)o->xtc_probability,
+                               .xtc_threshold = (float)o->xtc_threshold};
 }
 
 /* Loads the tokenizer when the model has one (needed for --prompt, optional for ids). */
@@ -114,7 +109,7 @@ static hr_err *run(const run_opts *o) {
     if (!err) err = hr_model_load(o->model, be, &m);
     if (!err) {
         const hr_model_config *c = hr_model_cfg(m);
-        hr_gen_request req = {ids, n, (int)o->max_tokens, sampling(o, c), c->eos_ids, c->n_eos, 0};
+        hr_gen_request req = {ids, n, (int)o->max_tokens, sampling(o), c->eos_ids, c->n_eos, 0};
         hr_gen_stats st;
         err = hr_generate(m, &req, print_token, &pr, &st);
         print_flush(&pr);
