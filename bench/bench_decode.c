@@ -7,11 +7,6 @@
 #include "common.h"
 #include "engine/generate.h"
 
-static int cmp_d(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int bench_ctx(hr_model *m, int ctx, int n_gen, int runs, double gbs) {
     const hr_model_config *c = hr_model_cfg(m);
     int32_t *prompt = malloc(sizeof(int32_t) * (size_t)ctx);
@@ -30,8 +25,8 @@ static int bench_ctx(hr_model *m, int ctx, int n_gen, int runs, double gbs) {
         dec[r] = (st.n_generated - 1) / st.decode_s;
         pre[r] = ctx / st.prefill_s;
     }
-    qsort(dec, (size_t)runs, sizeof *dec, cmp_d);
-    qsort(pre, (size_t)runs, sizeof *pre, cmp_d);
+    qsort(dec, (size_t)runs, sizeof *dec, cmp_double);
+    qsort(pre, (size_t)runs, sizeof *pre, cmp_double);
     double kv = (double)(ctx + n_gen / 2) * c->n_layers * 2 * c->n_kv_heads * c->head_dim * 4;
     double bytes = (double)hr_model_weight_bytes(m) + kv;
     double roof = gbs * 1e9 / bytes;
