@@ -29,8 +29,15 @@ json_t *hr_error_body(hr_api_kind api, int status, const char *message) {
         return json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", t, "message",
                          message);
     }
-    return json_pack("{s:{s:s, s:s, s:i}}", "error", "message", message, "type", oa, "code",
-                     status);
+    char buf[96];
+    const char *param = api == HR_API_RESPONSES ? hr_resp_error_param(message, buf, sizeof buf)
+                                                : NULL;
+    json_t *b = json_pack("{s:{s:s, s:s, s:i}}", "error", "message", message, "type", oa, "code",
+                          status);
+    if (api == HR_API_RESPONSES)
+        json_object_set_new(json_object_get(b, "error"), "param",
+                            param ? json_string(param) : json_null());
+    return b;
 }
 
 void hr_sse_put(hr_reply *r, const char *name, json_t *v) {
@@ -145,6 +152,10 @@ static void on_event(void *ud, const hr_out_event *ev) {
                                                        "function", "function", "name",
                                                        ev->tool_name, "arguments", ev->tool_args));
     }
+    if (r->req->api == HR_API_RESPONSES) { /* streamed or not */
+        hr_resp_event(r, ev);
+        return;
+    }
     if (!r->req->stream) return;
     if (r->req->api == HR_API_MESSAGES)
         hr_anth_event(r, ev);
@@ -169,9 +180,10 @@ hr_err *hr_reply_create(const hr_api_request *req, const char *model, long creat
         *c = (hr_choice){.r = r, .index = i, .tool_calls = json_array(), .logprobs = json_array()};
         ok = ok && c->tool_calls && c->logprobs;
     }
-    const char *prefix = req->api == HR_API_CHAT       ? "chatcmpl-"
-                         : req->api == HR_API_MESSAGES ? "msg_"
-                                                       : "cmpl-";
+    const char *prefix = req->api == HR_API_CHAT        ? "chatcmpl-"
+                         : req->api == HR_API_MESSAGES  ? "msg_"
+                         : req->api == HR_API_RESPONSES ? "resp_"
+                                                        : "cmpl-";
     hr_make_id(r->id, sizeof r->id, prefix);
     if (!ok) return hr_reply_free(r), hr_err_oom();
     *out = r;
@@ -189,9 +201,14 @@ void hr_reply_free(hr_reply *r) {
         json_decref(c->tool_calls);
         json_decref(c->logprobs);
     }
+    hr_resp_free(r);
     free(r->model);
     free(r->out.s);
     free(r);
+}
+
+void hr_reply_set_store(hr_reply *r, struct hr_response_store *s) {
+    r->store = s;
 }
 
 /* The choice's first event: its parser (fed the request's prefill as if generated) and,
@@ -208,6 +225,7 @@ static void choice_begin(hr_choice *c, int in_reasoning) {
         hr_out_parser_create(&oc, on_event, c, &c->parser);
     }
     if (r->req->stream && r->req->api == HR_API_MESSAGES) hr_anth_start(r);
+    if (r->req->api == HR_API_RESPONSES) hr_resp_start(r, in_reasoning);
     if (r->req->stream && is_chat(r))
         hr_sse_put(
             r, NULL,
@@ -252,6 +270,7 @@ void hr_reply_token(hr_reply *r, int choice, const hr_gen_token *t) {
     const char *text = t->text ? t->text : "";
     if (r->req->api != HR_API_COMPLETION) {
         if (c->parser) hr_out_parser_feed(c->parser, text, t->len); /* NULL only on OOM */
+        if (r->req->api == HR_API_RESPONSES) hr_resp_token(r);
         return;
     }
     size_t offset = c->content.len;
@@ -297,6 +316,10 @@ void hr_reply_finish(hr_reply *r, int choice, hr_finish why, int completion_toke
     c->why = why;
     c->completion_tokens = completion_tokens;
     if (detail) c->detail = strdup(detail);
+    if (r->req->api == HR_API_RESPONSES) { /* streamed or not */
+        hr_resp_finish(r);
+        return;
+    }
     if (!r->req->stream) return;
     if (r->req->api == HR_API_MESSAGES)
         hr_anth_finish(r);
@@ -335,6 +358,7 @@ json_t *hr_reply_body(hr_reply *r, int *status) {
         return hr_error_body(r->req->api, 500, c->detail ? c->detail : "engine error");
     }
     if (r->req->api == HR_API_MESSAGES) return hr_anth_body(r);
+    if (r->req->api == HR_API_RESPONSES) return hr_resp_body(r);
     json_t *choices = json_array();
     for (int i = 0; i < r->n; i++) {
         hr_choice *c = &r->choices[i];

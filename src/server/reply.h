@@ -17,6 +17,9 @@ typedef struct hr_reply hr_reply;
 hr_err *hr_reply_create(const hr_api_request *req, const char *model, long created,
                         const hr_server_backend *be, hr_reply **out);
 void hr_reply_free(hr_reply *r);
+/* Responses: a finished response asked to be stored (store: true) goes into s. */
+struct hr_response_store;
+void hr_reply_set_store(hr_reply *r, struct hr_response_store *s);
 
 /* The engine's events for choice 0..req->n-1 (hr_gen_sink_* in server.h). */
 void hr_reply_begin(hr_reply *r, int choice, int prompt_tokens, int cached_tokens,
@@ -33,7 +36,8 @@ char *hr_reply_take(hr_reply *r, size_t *len);
  * when the engine failed any choice). New reference. */
 json_t *hr_reply_body(hr_reply *r, int *status);
 
-/* Error bodies: OpenAI {"error": {"message", "type", "code"}} and Anthropic
+/* Error bodies: OpenAI {"error": {"message", "type", "code"}} (Responses adds "param", the
+ * field the message names, or null) and Anthropic
  * {"type": "error", "error": {"type", "message"}}; type follows the status. */
 json_t *hr_error_body(hr_api_kind api, int status, const char *message);
 

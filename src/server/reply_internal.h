@@ -52,6 +52,10 @@ struct hr_reply {
     hr_sbuf out; /* SSE bytes not yet taken */
     /* Anthropic streaming: the open content block (-1 none) and its kind. */
     int block, block_kind, n_blocks, ping_sent;
+    /* Responses: the formatter's state (responses_reply.c) and where finished responses
+     * are kept (NULL: nowhere). */
+    struct hr_resp_state *resp;
+    struct hr_response_store *store;
     int n;
     hr_choice choices[];
 };
@@ -61,6 +65,17 @@ void hr_anth_start(hr_reply *r);
 void hr_anth_event(hr_reply *r, const hr_out_event *ev);
 void hr_anth_finish(hr_reply *r);
 json_t *hr_anth_body(hr_reply *r);
+
+/* Responses formatter (responses_reply.c); n is always 1. */
+typedef struct hr_resp_state hr_resp_state;
+void hr_resp_start(hr_reply *r, int in_reasoning);
+void hr_resp_event(hr_reply *r, const hr_out_event *ev);
+void hr_resp_token(hr_reply *r);
+void hr_resp_finish(hr_reply *r);
+json_t *hr_resp_body(hr_reply *r);
+void hr_resp_free(hr_reply *r);
+/* The request field an error message names (buf holds it), for the error's "param". */
+const char *hr_resp_error_param(const char *msg, char *buf, size_t cap);
 
 /* Appends "event: NAME\n" (when name) and "data: JSON\n\n" to r->out; steals v. */
 void hr_sse_put(hr_reply *r, const char *name, json_t *v);

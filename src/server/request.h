@@ -11,7 +11,7 @@
 #include "base/err.h"
 #include "engine/sampler.h"
 
-typedef enum { HR_API_CHAT, HR_API_COMPLETION, HR_API_MESSAGES } hr_api_kind;
+typedef enum { HR_API_CHAT, HR_API_COMPLETION, HR_API_MESSAGES, HR_API_RESPONSES } hr_api_kind;
 
 /* How tool calls in the model's output are recognised (output_parse.h). */
 typedef enum {
@@ -75,7 +75,11 @@ typedef struct {
      * engine appends it to the rendered prompt and the reply feeds it to the output parser
      * as if the model had generated it. */
     char *prefill;
-    char *reasoning_effort; /* NULL, or "none" | "low" | "medium" | "high" */
+    char *reasoning_effort; /* NULL, or "none" | "minimal" | "low" | "medium" | "high" | "xhigh" */
+    /* Responses API only (responses_request.c), else NULL: {"echo": the request fields the
+     * response object repeats, "input": the conversation so far without the instructions
+     * (the stored history, then this request's input), "store": bool}. */
+    json_t *responses;
 } hr_api_request;
 
 /* Limits the parsers check against. */
@@ -105,7 +109,15 @@ hr_err *hr_parse_detokenize_request(const json_t *body, const hr_request_limits 
  * model has no known tool-call format. Nothing to do for other requests. */
 hr_err *hr_request_set_prefill(hr_api_request *r, hr_tool_format fmt);
 
+struct hr_response_store;
+/* POST /v1/responses (responses_request.c). store (may be NULL) resolves
+ * previous_response_id: its conversation is prepended to the input. */
+hr_err *hr_parse_responses_request(const json_t *body, const hr_request_limits *lim,
+                                   struct hr_response_store *store, hr_api_request **out);
+
 /* Shared by the chat and Anthropic parsers (request_common.c). */
+/* A new request of kind api with the defaults every parser starts from. */
+hr_api_request *hr_api_request_new(hr_api_kind api);
 /* A new request of kind api filled by parse from body; *out is NULL on error. */
 hr_err *hr_parse_request(hr_api_kind api,
                          hr_err *(*parse)(const json_t *body, const hr_request_limits *lim,

@@ -10,7 +10,7 @@
 #define MAX_STOP 16
 #define MAX_STOP_LEN 1024
 
-static hr_api_request *request_new(hr_api_kind api) {
+hr_api_request *hr_api_request_new(hr_api_kind api) {
     hr_api_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     r->api = api;
@@ -34,6 +34,7 @@ void hr_api_request_free(hr_api_request *r) {
     free(r->reasoning_effort);
     free(r->tool_choice_name);
     free(r->prefill);
+    json_decref(r->responses);
     free(r);
 }
 
@@ -174,7 +175,7 @@ hr_err *hr_parse_request(hr_api_kind api,
                                           hr_api_request *r),
                          const json_t *body, const hr_request_limits *lim, hr_api_request **out) {
     *out = NULL;
-    hr_api_request *r = request_new(api);
+    hr_api_request *r = hr_api_request_new(api);
     if (!r) return hr_err_oom();
     hr_err *e = parse(body, lim, r);
     if (e) hr_api_request_free(r);

@@ -1,0 +1,492 @@
+/* OpenAI Responses request bodies (POST /v1/responses) normalized into the chat-template
+ * input every other route uses: input items become messages (consecutive function_call
+ * items one assistant message with tool_calls, after the assistant text of the same turn;
+ * function_call_output items tool messages; reasoning items the assistant's
+ * reasoning_content), instructions a leading system message, flat function tools the
+ * {"type": "function", "function": {...}} form; previous_response_id prepends the stored
+ * conversation. Hosted tool types are accepted and not offered to the model. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/json.h"
+#include "base/log.h"
+#include "server/request.h"
+#include "server/response_store.h"
+
+/* The conversation being built: messages in template form, and the assistant message of
+ * the current turn while more of it (text, calls, reasoning) may follow. */
+typedef struct {
+    json_t *msgs;
+    json_t *open; /* borrowed from msgs; NULL after a non-assistant message */
+} conv;
+
+static int is(const char *s, const char *t) {
+    return s && !strcmp(s, t);
+}
+
+/* Appends text to the string field key of o (created when missing), joined by sep. */
+static void str_append(json_t *o, const char *key, const char *text, const char *sep) {
+    const char *old = json_string_value(json_object_get(o, key));
+    if (!old || !*old) {
+        json_object_set_new(o, key, json_string(text));
+        return;
+    }
+    size_t a = strlen(old), b = strlen(sep), c = strlen(text);
+    char *buf = malloc(a + b + c + 1);
+    if (!buf) return;
+    memcpy(buf, old, a);
+    memcpy(buf + a, sep, b);
+    memcpy(buf + a + b, text, c + 1);
+    json_object_set_new(o, key, json_string(buf));
+    free(buf);
+}
+
+/* The text of one content part: input_text / output_text / text, or a refusal. */
+static hr_err *part_text(const json_t *p, const char *where, size_t i, const char **out) {
+    const char *type = json_string_value(json_object_get(p, "type"));
+    const char *key = is(type, "refusal") ? "refusal" : "text";
+    if (is(type, "input_image") || is(type, "input_file") || is(type, "input_audio"))
+        return hr_errf("%s.content[%zu] is an %s part; this server is text-only", where, i, type);
+    if (!is(type, "input_text") && !is(type, "output_text") && !is(type, "text") &&
+        !is(type, "refusal"))
+        return hr_errf("%s.content[%zu].type must be input_text, output_text or text, got %s",
+                       where, i, type ? type : "nothing");
+    *out = json_string_value(json_object_get(p, key));
+    if (!*out) return hr_errf("%s.content[%zu].%s must be a string", where, i, key);
+    return NULL;
+}
+
+/* A string, or the joined text of an array of text parts, as a new JSON string. */
+static hr_err *content_text(const json_t *c, const char *where, const char *field,
+                            json_t **out) {
+    if (json_is_string(c)) {
+        *out = json_string(json_string_value(c));
+        return *out ? NULL : hr_err_oom();
+    }
+    if (!json_is_array(c))
+        return hr_errf("%s.%s must be a string or an array of text parts", where, field);
+    json_t *acc = json_object();
+    size_t i;
+    const json_t *p;
+    json_array_foreach(c, i, p) {
+        const char *t;
+        hr_err *e = part_text(p, where, i, &t);
+        if (e) return json_decref(acc), e;
+        str_append(acc, "t", t, "");
+    }
+    const json_t *t = json_object_get(acc, "t");
+    *out = json_string(t ? json_string_value(t) : "");
+    json_decref(acc);
+    return *out ? NULL : hr_err_oom();
+}
+
+/* The assistant message of the current turn, opened when there is none. */
+static json_t *assistant(conv *cv) {
+    if (cv->open) return cv->open;
+    json_t *m = json_pack("{s:s, s:s}", "role", "assistant", "content", "");
+    json_array_append_new(cv->msgs, m);
+    return cv->open = m;
+}
+
+static int has_text(const json_t *m) {
+    return json_string_length(json_object_get(m, "content")) > 0;
+}
+
+static hr_err *message_item(const json_t *it, const char *where, conv *cv) {
+    const char *role = json_string_value(json_object_get(it, "role"));
+    if (!is(role, "system") && !is(role, "developer") && !is(role, "user") &&
+        !is(role, "assistant"))
+        return hr_errf("%s.role must be one of system, developer, user, assistant", where);
+    const json_t *c = json_object_get(it, "content");
+    if (!c) return hr_errf("%s.content is required", where);
+    json_t *text;
+    HR_TRY(content_text(c, where, "content", &text));
+    if (is(role, "assistant")) {
+        if (cv->open && json_object_get(cv->open, "tool_calls")) cv->open = NULL;
+        str_append(assistant(cv), "content", json_string_value(text), "");
+        json_decref(text);
+        return NULL;
+    }
+    cv->open = NULL;
+    json_array_append_new(cv->msgs, json_pack("{s:s, s:o}", "role", is(role, "developer") ? "system" : role,
+                                              "content", text));
+    return NULL;
+}
+
+static hr_err *function_call_item(const json_t *it, const char *where, conv *cv) {
+    const char *call_id = json_string_value(json_object_get(it, "call_id"));
+    const char *name = json_string_value(json_object_get(it, "name"));
+    const json_t *args = json_object_get(it, "arguments");
+    if (!call_id) return hr_errf("%s.call_id must be a string", where);
+    if (!name) return hr_errf("%s.name must be a string", where);
+    json_t *a = json_is_string(args) ? json_loads(json_string_value(args), JSON_DECODE_ANY, NULL)
+                                     : json_incref((json_t *)args);
+    if (!json_is_object(a)) {
+        json_decref(a);
+        return hr_errf("%s.arguments must be a string holding a JSON object", where);
+    }
+    json_t *m = assistant(cv), *calls = json_object_get(m, "tool_calls");
+    if (!calls) json_object_set_new(m, "tool_calls", calls = json_array());
+    json_array_append_new(calls, json_pack("{s:s, s:s, s:{s:s, s:o}}", "id", call_id, "type",
+                                           "function", "function", "name", name, "arguments", a));
+    return NULL;
+}
+
+static hr_err *function_output_item(const json_t *it, const char *where, conv *cv) {
+    const char *call_id = json_string_value(json_object_get(it, "call_id"));
+    if (!call_id) return hr_errf("%s.call_id must be a string", where);
+    const json_t *o = json_object_get(it, "output");
+    if (!o) return hr_errf("%s.output is required", where);
+    json_t *text;
+    HR_TRY(content_text(o, where, "output", &text));
+    cv->open = NULL;
+    json_array_append_new(cv->msgs, json_pack("{s:s, s:o, s:s}", "role", "tool", "content", text,
+                                              "tool_call_id", call_id));
+    return NULL;
+}
+
+/* The text of a reasoning item's reasoning_text content, else of its summary. */
+static void reasoning_text(const json_t *it, json_t *acc) {
+    const char *keys[] = {"content", "summary"};
+    for (int k = 0; k < 2 && !json_object_get(acc, "t"); k++) {
+        size_t i;
+        const json_t *p;
+        json_array_foreach(json_object_get(it, keys[k]), i, p) {
+            const char *t = json_string_value(json_object_get(p, "text"));
+            if (t && *t) str_append(acc, "t", t, "\n\n");
+        }
+    }
+}
+
+/* Reasoning opens the turn's assistant message (encrypted_content is ignored). */
+static hr_err *reasoning_item(const json_t *it, const char *where, conv *cv) {
+    const json_t *s = json_object_get(it, "summary"), *c = json_object_get(it, "content");
+    if ((s && !json_is_array(s)) || (c && !json_is_null(c) && !json_is_array(c)))
+        return hr_errf("%s: a reasoning item's summary and content must be arrays", where);
+    json_t *acc = json_object();
+    reasoning_text(it, acc);
+    const char *t = json_string_value(json_object_get(acc, "t"));
+    if (t) {
+        if (cv->open && (has_text(cv->open) || json_object_get(cv->open, "tool_calls")))
+            cv->open = NULL;
+        str_append(assistant(cv), "reasoning_content", t, "\n\n");
+    }
+    json_decref(acc);
+    return NULL;
+}
+
+static hr_err *input_item(const json_t *it, size_t i, conv *cv) {
+    char where[48];
+    snprintf(where, sizeof where, "input[%zu]", i);
+    if (!json_is_object(it)) return hr_errf("%s must be an object", where);
+    const char *type = json_string_value(json_object_get(it, "type"));
+    if (!type || is(type, "message")) return message_item(it, where, cv);
+    if (is(type, "function_call")) return function_call_item(it, where, cv);
+    if (is(type, "function_call_output")) return function_output_item(it, where, cv);
+    if (is(type, "reasoning")) return reasoning_item(it, where, cv);
+    if (is(type, "item_reference"))
+        return hr_errf("%s: item_reference is not supported; send the item itself, or continue "
+                       "a stored response with previous_response_id",
+                       where);
+    return hr_errf("%s.type \"%s\" is not supported (message, function_call, "
+                   "function_call_output and reasoning items are)",
+                   where, type);
+}
+
+static hr_err *parse_input(const json_t *body, conv *cv) {
+    const json_t *in = json_object_get(body, "input");
+    if (!in || json_is_null(in)) return NULL;
+    if (json_is_string(in)) {
+        json_array_append_new(cv->msgs, json_pack("{s:s, s:O}", "role", "user", "content", in));
+        return NULL;
+    }
+    if (!json_is_array(in))
+        return hr_errf("request: \"input\" must be a string or an array of items");
+    size_t i;
+    const json_t *it;
+    json_array_foreach(in, i, it) HR_TRY(input_item(it, i, cv));
+    return NULL;
+}
+
+/* A flat function tool in the chat-template form. */
+static hr_err *function_tool(const json_t *x, size_t i, json_t *out) {
+    const json_t *name = json_object_get(x, "name");
+    if (!json_is_string(name)) return hr_errf("tools[%zu].name must be a string", i);
+    const json_t *params = json_object_get(x, "parameters");
+    if (params && !json_is_null(params) && !json_is_object(params))
+        return hr_errf("tools[%zu].parameters must be an object", i);
+    json_t *fn = json_pack("{s:O}", "name", name);
+    const char *keys[] = {"description", "parameters", "strict"};
+    for (int k = 0; k < 3; k++) {
+        const json_t *v = json_object_get(x, keys[k]);
+        if (v && !json_is_null(v)) json_object_set(fn, keys[k], (json_t *)v);
+    }
+    json_array_append_new(out, json_pack("{s:s, s:o}", "type", "function", "function", fn));
+    return NULL;
+}
+
+/* Function tools converted; tools of every other type (web_search, file_search, mcp,
+ * custom, ...) are run by OpenAI's servers, not the model's markup: skipped. */
+static hr_err *convert_tools(const json_t *t, json_t **out) {
+    *out = NULL;
+    if (!t || json_is_null(t)) return NULL;
+    if (!json_is_array(t)) return hr_errf("request: \"tools\" must be an array");
+    json_t *conv = json_array();
+    size_t i, skipped = 0;
+    const json_t *x;
+    json_array_foreach(t, i, x) {
+        const char *type = json_string_value(json_object_get(x, "type"));
+        hr_err *e = NULL;
+        if (!type) e = hr_errf("tools[%zu].type must be a string", i);
+        else if (is(type, "function")) e = function_tool(x, i, conv);
+        else skipped++;
+        if (e) return json_decref(conv), e;
+    }
+    if (skipped)
+        HR_DEBUG("responses: %zu tool(s) of hosted types (web_search, mcp, ...) not offered to "
+                 "the model",
+                 skipped);
+    *out = conv;
+    return NULL;
+}
+
+/* tool_choice "auto" | "none" | "required" | {"type": "function", "name"}. */
+static hr_err *parse_tool_choice(const json_t *tc, int *none, int *forced, const char **name) {
+    *none = *forced = 0;
+    *name = NULL;
+    if (!tc || json_is_null(tc)) return NULL;
+    if (json_is_object(tc)) {
+        const char *type = json_string_value(json_object_get(tc, "type"));
+        *name = json_string_value(json_object_get(tc, "name"));
+        if (is(type, "function") && *name) return *forced = 1, NULL;
+        if (is(type, "function"))
+            return hr_errf("request: \"tool_choice\" of type function needs a string \"name\"");
+        return hr_errf("request: \"tool_choice\" type \"%s\" is not supported here; use \"auto\", "
+                       "\"none\", \"required\" or {\"type\": \"function\", \"name\"}",
+                       type ? type : "missing");
+    }
+    const char *s = json_string_value(tc);
+    if (!is(s, "auto") && !is(s, "none") && !is(s, "required"))
+        return hr_errf("request: \"tool_choice\" must be \"auto\", \"none\", \"required\" or "
+                       "{\"type\": \"function\", \"name\": string}");
+    *none = is(s, "none");
+    *forced = is(s, "required");
+    return NULL;
+}
+
+static hr_err *parse_tools(const json_t *body, hr_api_request *r, json_t **tools) {
+    const char *name;
+    int none, forced;
+    *tools = NULL;
+    HR_TRY(parse_tool_choice(json_object_get(body, "tool_choice"), &none, &forced, &name));
+    json_t *t;
+    HR_TRY(convert_tools(json_object_get(body, "tools"), &t));
+    hr_err *e = !none && forced ? hr_set_tool_choice(r, t, name) : NULL;
+    if (e || none || !json_array_size(t)) return json_decref(t), e;
+    *tools = t;
+    r->use_tools = 1;
+    return NULL;
+}
+
+static const char *const EFFORTS[] = {"none", "minimal", "low", "medium", "high", "xhigh", NULL};
+static const char *const SUMMARIES[] = {"auto", "concise", "detailed", NULL};
+static const char *const VERBOSITY[] = {"low", "medium", "high", NULL};
+
+/* A string field of o that must be one of allowed (or absent / null). */
+static hr_err *one_of(const json_t *o, const char *key, const char *prefix,
+                      const char *const *allowed, const char **out) {
+    const json_t *v = json_object_get(o, key);
+    *out = json_string_value(v);
+    if (v && !json_is_null(v) && !*out)
+        return hr_errf("request: \"%s%s\" must be a string", prefix, key);
+    if (!*out) return NULL;
+    char list[128] = "";
+    for (const char *const *a = allowed; *a; a++) {
+        if (!strcmp(*a, *out)) return NULL;
+        size_t n = strlen(list);
+        snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", *a);
+    }
+    return hr_errf("request: \"%s%s\" must be one of %s, got \"%s\"", prefix, key, list,
+                   *out);
+}
+
+/* reasoning {"effort", "summary"}: effort goes to the template like chat's
+ * reasoning_effort; "none" turns thinking off. */
+static hr_err *parse_reasoning(const json_t *body, hr_api_request *r, json_t *kwargs) {
+    const json_t *rs = json_object_get(body, "reasoning");
+    if (!rs || json_is_null(rs)) return NULL;
+    if (!json_is_object(rs)) return hr_errf("request: \"reasoning\" must be an object");
+    const char *effort, *summary;
+    HR_TRY(one_of(rs, "effort", "reasoning.", EFFORTS, &effort));
+    HR_TRY(one_of(rs, "summary", "reasoning.", SUMMARIES, &summary));
+    if (!effort) return NULL;
+    if (!(r->reasoning_effort = strdup(effort))) return hr_err_oom();
+    json_object_set_new(kwargs, "reasoning_effort", json_string(effort));
+    if (is(effort, "none")) json_object_set_new(kwargs, "enable_thinking", json_false());
+    return NULL;
+}
+
+/* text {"format": {"type": "text"}, "verbosity"}; structured formats need constrained
+ * decoding. */
+static hr_err *parse_text(const json_t *body) {
+    const json_t *t = json_object_get(body, "text");
+    if (!t || json_is_null(t)) return NULL;
+    if (!json_is_object(t)) return hr_errf("request: \"text\" must be an object");
+    const char *verbosity;
+    HR_TRY(one_of(t, "verbosity", "text.", VERBOSITY, &verbosity));
+    const json_t *f = json_object_get(t, "format");
+    if (!f || json_is_null(f)) return NULL;
+    const char *type = json_string_value(json_object_get(f, "type"));
+    if (is(type, "json_schema") || is(type, "json_object"))
+        return hr_errf("request: \"text.format\" type \"%s\" needs constrained decoding, not "
+                       "supported yet",
+                       type);
+    if (!is(type, "text")) return hr_errf("request: \"text.format\".type must be \"text\"");
+    return NULL;
+}
+
+/* Accepted fields with nothing to do here: their types are still checked. */
+static hr_err *parse_accepted(const json_t *body, int *store) {
+    const char *s;
+    int b;
+    const char *strs[] = {"user", "safety_identifier", "prompt_cache_key", "service_tier"};
+    for (int i = 0; i < 4; i++)
+        HR_TRY(hr_json_str(body, strs[i], NULL, "request", &s));
+    HR_TRY(hr_json_bool(body, "store", 1, "request", store));
+    HR_TRY(hr_json_bool(body, "parallel_tool_calls", 1, "request", &b));
+    HR_TRY(hr_json_bool(body, "background", 0, "request", &b));
+    if (b) return hr_errf("request: \"background\": true is not supported (responses run while "
+                          "the request is open)");
+    static const char *const TRUNC[] = {"auto", "disabled", NULL};
+    HR_TRY(one_of(body, "truncation", "", TRUNC, &s));
+    const char *objs[] = {"metadata", "stream_options"};
+    for (int i = 0; i < 2; i++) {
+        const json_t *v = json_object_get(body, objs[i]);
+        if (v && !json_is_null(v) && !json_is_object(v))
+            return hr_errf("request: \"%s\" must be an object", objs[i]);
+    }
+    const json_t *inc = json_object_get(body, "include");
+    size_t i;
+    const json_t *x;
+    if (inc && !json_is_null(inc) && !json_is_array(inc))
+        return hr_errf("request: \"include\" must be an array of strings");
+    json_array_foreach(inc, i, x) if (!json_is_string(x))
+        return hr_errf("request: \"include\"[%zu] must be a string", i);
+    const char *unsupported[] = {"conversation", "prompt"};
+    for (int k = 0; k < 2; k++) {
+        const json_t *v = json_object_get(body, unsupported[k]);
+        if (v && !json_is_null(v))
+            return hr_errf("request: \"%s\" is not supported; send the input, or continue a "
+                           "stored response with previous_response_id",
+                           unsupported[k]);
+    }
+    return NULL;
+}
+
+/* body[key] when present and not null, else def (a new reference either way). */
+static json_t *field_or(const json_t *body, const char *key, json_t *def) {
+    const json_t *v = json_object_get(body, key);
+    if (!v || json_is_null(v)) return def;
+    json_decref(def);
+    return json_deep_copy(v);
+}
+
+/* The request fields a response object repeats, with OpenAI's defaults. */
+static json_t *echo_fields(const json_t *body, int store) {
+    json_t *e = json_object();
+    json_object_set_new(e, "instructions", field_or(body, "instructions", json_null()));
+    json_object_set_new(e, "tools", field_or(body, "tools", json_array()));
+    json_object_set_new(e, "tool_choice", field_or(body, "tool_choice", json_string("auto")));
+    json_object_set_new(e, "parallel_tool_calls",
+                        field_or(body, "parallel_tool_calls", json_true()));
+    const char *keys[] = {"temperature", "top_p", "max_output_tokens", "previous_response_id",
+                          "user", "safety_identifier", "prompt_cache_key"};
+    for (int i = 0; i < 7; i++)
+        json_object_set_new(e, keys[i], field_or(body, keys[i], json_null()));
+    json_object_set_new(e, "reasoning",
+                        field_or(body, "reasoning", json_pack("{s:n, s:n}", "effort", "summary")));
+    json_t *text = field_or(body, "text", json_object());
+    if (!json_object_get(text, "format"))
+        json_object_set_new(text, "format", json_pack("{s:s}", "type", "text"));
+    if (!json_object_get(text, "verbosity"))
+        json_object_set_new(text, "verbosity", json_string("medium"));
+    json_object_set_new(e, "text", text);
+    json_object_set_new(e, "truncation", field_or(body, "truncation", json_string("disabled")));
+    json_object_set_new(e, "service_tier", field_or(body, "service_tier", json_string("default")));
+    json_object_set_new(e, "metadata", field_or(body, "metadata", json_object()));
+    json_object_set_new(e, "store", json_boolean(store));
+    json_object_set_new(e, "background", json_false());
+    return e;
+}
+
+/* The stored conversation previous_response_id continues (none: nothing to do). */
+static hr_err *previous(const json_t *body, hr_response_store *store, conv *cv) {
+    const char *id;
+    HR_TRY(hr_json_str(body, "previous_response_id", NULL, "request", &id));
+    if (!id) return NULL;
+    json_t *history = NULL, *resp = store ? hr_response_store_get(store, id, &history) : NULL;
+    json_decref(resp);
+    if (!resp) return hr_errf("Previous response with id '%s' not found.", id);
+    json_array_extend(cv->msgs, history);
+    json_decref(history);
+    return NULL;
+}
+
+static hr_err *parse_instructions(const json_t *body, json_t *msgs) {
+    const char *ins;
+    HR_TRY(hr_json_str(body, "instructions", NULL, "request", &ins));
+    if (ins)
+        json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", ins));
+    return NULL;
+}
+
+static hr_err *parse_body(const json_t *body, const hr_request_limits *lim,
+                          hr_response_store *store, hr_api_request *r, int *stored,
+                          json_t *kwargs, conv *cv) {
+    if (!json_is_object(body)) return hr_errf("request body must be a JSON object");
+    const char *model;
+    HR_TRY(hr_json_str(body, "model", NULL, "request", &model));
+    if (model && !(r->model = strdup(model))) return hr_err_oom();
+    HR_TRY(hr_json_bool(body, "stream", 0, "request", &r->stream));
+    HR_TRY(hr_parse_max_tokens(body, "max_output_tokens", 0, lim, r));
+    HR_TRY(hr_parse_sampling(body, r));
+    HR_TRY(parse_accepted(body, stored));
+    HR_TRY(parse_text(body));
+    HR_TRY(parse_reasoning(body, r, kwargs));
+    HR_TRY(previous(body, store, cv));
+    HR_TRY(parse_input(body, cv));
+    if (json_array_size(cv->msgs)) return NULL;
+    return json_object_get(body, "input")
+               ? hr_errf("request: \"input\" must not be empty")
+               : hr_errf("request: \"input\" is required (a string or an array of items)");
+}
+
+/* The chat object (instructions first, then the conversation) and r->responses. */
+static hr_err *finish(const json_t *body, hr_api_request *r, hr_err *e, int store, conv *cv,
+                      json_t *tools, json_t *kwargs) {
+    json_t *msgs = json_array();
+    if (!e) e = parse_instructions(body, msgs);
+    json_array_extend(msgs, cv->msgs);
+    if (!e)
+        r->responses = json_pack("{s:o, s:O, s:b}", "echo", echo_fields(body, store), "input",
+                                 cv->msgs, "store", store);
+    if (!e && !r->responses) e = hr_err_oom();
+    json_decref(cv->msgs);
+    return hr_set_chat(r, e, msgs, tools, kwargs);
+}
+
+hr_err *hr_parse_responses_request(const json_t *body, const hr_request_limits *lim,
+                                   hr_response_store *store, hr_api_request **out) {
+    *out = NULL;
+    hr_api_request *r = hr_api_request_new(HR_API_RESPONSES);
+    if (!r) return hr_err_oom();
+    conv cv = {.msgs = json_array()};
+    json_t *kwargs = json_object(), *tools = NULL;
+    int stored = 1;
+    hr_err *e = parse_body(body, lim, store, r, &stored, kwargs, &cv);
+    if (!e) e = parse_tools(body, r, &tools);
+    e = finish(body, r, e, stored, &cv, tools, kwargs);
+    if (e) hr_api_request_free(r);
+    else *out = r;
+    return e;
+}
