@@ -15,6 +15,10 @@
 
 static const char *SSE_TYPE = "text/event-stream";
 
+/* The Responses store's bounds (docs/server.md): most recently used responses first. */
+#define HR_RESPONSE_STORE_ENTRIES 256
+#define HR_RESPONSE_STORE_BYTES (64u << 20)
+
 hr_err *hr_http_reply_json(struct MHD_Connection *c, int status, json_t *body) {
     char *s = json_dumps(body, JSON_COMPACT);
     json_decref(body);
@@ -150,20 +154,24 @@ static int authorized(const hr_server *s, struct MHD_Connection *c) {
 
 static enum MHD_Result dispatch(hr_server *s, struct MHD_Connection *c, const char *url,
                                 const char *method, conn_state *st) {
-    const hr_route *rt = hr_route_find(url);
+    char allowed[64];
+    const hr_route *rt = hr_route_find(url, method, allowed, sizeof allowed);
     hr_err *e;
-    if (!rt) {
+    if (!rt && !allowed[0]) {
         e = hr_http_reply_error(c, HR_API_CHAT, 404, "unknown route");
-    } else if (strcmp(method, rt->method)) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "%s takes %s", rt->path, rt->method);
-        e = hr_http_reply_error(c, rt->api, 405, msg);
+    } else if (!rt) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "%.200s takes %s", url, allowed);
+        e = hr_http_reply_error(c, HR_API_CHAT, 405, msg);
     } else if (rt->auth && !authorized(s, c)) {
         e = hr_http_reply_error(c, rt->api, 401, "invalid or missing API key");
     } else if (st->too_large) {
         char msg[96];
         snprintf(msg, sizeof msg, "request body is larger than %zu bytes", s->cfg.max_body);
         e = hr_http_reply_error(c, rt->api, 413, msg);
+    } else if (rt->prefix) {
+        const char *rest = url + strlen(rt->path);
+        e = rt->fn(s, c, rest, strlen(rest));
     } else {
         e = rt->fn(s, c, st->body.s ? st->body.s : "", st->body.len);
     }
@@ -225,6 +233,8 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     if (!s) return hr_err_oom();
     s->cfg = *cfg;
     s->be = backend;
+    s->responses = hr_response_store_create(HR_RESPONSE_STORE_ENTRIES, HR_RESPONSE_STORE_BYTES);
+    if (!s->responses) return free(s), hr_err_oom();
     if (!s->cfg.max_body) s->cfg.max_body = 8u << 20;
     if (!s->cfg.host) s->cfg.host = "127.0.0.1";
     if (!s->cfg.max_connections) s->cfg.max_connections = 512;
@@ -232,7 +242,7 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     struct sockaddr_storage ss;
     int v6 = 0;
     hr_err *e = resolve(s->cfg.host, cfg->port, &ss, &v6);
-    if (e) return free(s), e;
+    if (e) return hr_response_store_destroy(s->responses), free(s), e;
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0);
     s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s,
@@ -242,6 +252,7 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
                             MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_connections,
                             MHD_OPTION_END);
     if (!s->d) {
+        hr_response_store_destroy(s->responses);
         free(s);
         return hr_errf("cannot listen on %s:%d (address in use or not available?)",
                        cfg->host ? cfg->host : "127.0.0.1", cfg->port);
@@ -259,5 +270,6 @@ int hr_server_port(const hr_server *s) {
 void hr_server_stop(hr_server *s) {
     if (!s) return;
     MHD_stop_daemon(s->d);
+    hr_response_store_destroy(s->responses);
     free(s);
 }

@@ -5,11 +5,13 @@
 #include <microhttpd.h>
 
 #include "server/reply_internal.h"
+#include "server/response_store.h"
 #include "server/sink.h"
 
 struct hr_server {
     hr_server_config cfg;
     const hr_server_backend *be;
+    hr_response_store *responses; /* stored Responses API responses (routes.c) */
     struct MHD_Daemon *d;
     int port;
     unsigned timeout_s; /* libmicrohttpd's: 0 = never */
@@ -35,10 +37,13 @@ typedef struct {
     const char *method;
     hr_api_kind api; /* which error shape */
     int auth;        /* needs the API key */
+    int prefix;      /* path is a prefix: fn gets the rest of the path (an id) as its body */
     hr_route_fn fn;
 } hr_route;
 
-const hr_route *hr_route_find(const char *path);
+/* The route for path and method; NULL when none. allowed gets the methods the path takes
+ * ("" for an unknown path: 404; else 405). */
+const hr_route *hr_route_find(const char *path, const char *method, char *allowed, size_t cap);
 
 /* Replies; an error means the connection should be dropped. Steals body. */
 hr_err *hr_http_reply_json(struct MHD_Connection *c, int status, json_t *body);

@@ -281,9 +281,14 @@ void hr_resp_free(hr_reply *r) {
 const char *hr_resp_error_param(const char *msg, char *buf, size_t cap) {
     if (!strncmp(msg, "Previous response with id", 25)) return "previous_response_id";
     const char *s = msg, *end;
-    if (!strncmp(msg, "request: \"", 10)) s = msg + 10, end = strchr(s, '"');
-    else if (!strncmp(msg, "input[", 6) || !strncmp(msg, "tools[", 6)) end = s + strcspn(s, " :");
-    else return NULL;
+    if (!strncmp(msg, "request: ", 9)) { /* the first quoted name */
+        if (!(s = strchr(msg + 9, '"'))) return NULL;
+        end = strchr(++s, '"');
+    } else if (!strncmp(msg, "input[", 6) || !strncmp(msg, "tools[", 6)) {
+        end = s + strcspn(s, " :");
+    } else {
+        return NULL;
+    }
     if (!end || end == s) return NULL;
     snprintf(buf, cap, "%.*s", (int)(end - s), s);
     return buf;

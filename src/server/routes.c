@@ -1,6 +1,7 @@
 /* The route table and its handlers: /health, /stats, /metrics (engine counters and open
- * connections), /v1/models, the three generation routes (parse, submit to the backend,
- * then one JSON body or an SSE stream), /tokenize and /detokenize. */
+ * connections), /v1/models, the four generation routes (parse, submit to the backend,
+ * then one JSON body or an SSE stream), GET / DELETE of stored responses, /tokenize and
+ * /detokenize. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,10 @@ static void add_stats(hr_server *s, json_t *o) {
         MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     if (di) json_object_set_new(o, "connections", json_integer(di->num_connections));
     json_object_set_new(o, "max_connections", json_integer(s->cfg.max_connections));
+    size_t stored, bytes;
+    hr_response_store_usage(s->responses, &stored, &bytes);
+    json_object_set_new(o, "responses_stored", json_integer((json_int_t)stored));
+    json_object_set_new(o, "responses_stored_bytes", json_integer((json_int_t)bytes));
 }
 
 static hr_err *health(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
@@ -119,6 +124,7 @@ static hr_err *submit(hr_server *s, struct MHD_Connection *c, hr_api_request *re
         hr_err_free(e);
         return hr_http_reply_error(c, api, 500, "out of memory");
     }
+    hr_reply_set_store(g->reply, s->responses);
     g->be = s->be;
     g->conn = c;
     g->timeout_s = s->timeout_s;
@@ -158,6 +164,45 @@ static hr_err *completions(hr_server *s, struct MHD_Connection *c, const char *b
 
 static hr_err *messages(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
     return generate(s, c, HR_API_MESSAGES, hr_parse_messages_request, body, len);
+}
+
+/* POST /v1/responses: like generate, with the store resolving previous_response_id. */
+static hr_err *responses_create(hr_server *s, struct MHD_Connection *c, const char *body,
+                                size_t len) {
+    json_t *j;
+    hr_err *e = load_body(c, HR_API_RESPONSES, body, len, &j);
+    if (!j) return e;
+    hr_api_request *req;
+    e = hr_parse_responses_request(j, &s->be->limits, s->responses, &req);
+    json_decref(j);
+    if (!e && (e = hr_request_set_prefill(req, s->be->tool_format))) hr_api_request_free(req);
+    if (e) {
+        hr_err *r = hr_http_reply_error(c, HR_API_RESPONSES, 400, hr_err_msg(e));
+        hr_err_free(e);
+        return r;
+    }
+    return submit(s, c, req);
+}
+
+static hr_err *response_not_found(struct MHD_Connection *c, const char *id) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "Response with id '%.200s' not found.", id);
+    return hr_http_reply_error(c, HR_API_RESPONSES, 404, msg);
+}
+
+/* GET /v1/responses/{id} (the prefix route gives the id as the body): the stored
+ * response object. */
+static hr_err *responses_get(hr_server *s, struct MHD_Connection *c, const char *id, size_t len) {
+    json_t *r = hr_response_store_get(s->responses, id, NULL);
+    return r ? hr_http_reply_json(c, 200, r) : response_not_found(c, id);
+}
+
+/* DELETE /v1/responses/{id}. */
+static hr_err *responses_delete(hr_server *s, struct MHD_Connection *c, const char *id,
+                                size_t len) {
+    if (!hr_response_store_delete(s->responses, id)) return response_not_found(c, id);
+    return hr_http_reply_json(
+        c, 200, json_pack("{s:s, s:s, s:b}", "id", id, "object", "response", "deleted", 1));
 }
 
 static hr_err *reply_400(struct MHD_Connection *c, hr_err *e) {
@@ -203,19 +248,34 @@ static hr_err *detokenize(hr_server *s, struct MHD_Connection *c, const char *bo
 }
 
 static const hr_route routes[] = {
-    {"/health", "GET", HR_API_CHAT, 0, health},
-    {"/stats", "GET", HR_API_CHAT, 1, stats},
-    {"/metrics", "GET", HR_API_CHAT, 1, metrics},
-    {"/v1/models", "GET", HR_API_CHAT, 1, models},
-    {"/v1/chat/completions", "POST", HR_API_CHAT, 1, chat},
-    {"/v1/completions", "POST", HR_API_COMPLETION, 1, completions},
-    {"/v1/messages", "POST", HR_API_MESSAGES, 1, messages},
-    {"/tokenize", "POST", HR_API_CHAT, 1, tokenize},
-    {"/detokenize", "POST", HR_API_CHAT, 1, detokenize},
+    {"/health", "GET", HR_API_CHAT, 0, 0, health},
+    {"/stats", "GET", HR_API_CHAT, 1, 0, stats},
+    {"/metrics", "GET", HR_API_CHAT, 1, 0, metrics},
+    {"/v1/models", "GET", HR_API_CHAT, 1, 0, models},
+    {"/v1/chat/completions", "POST", HR_API_CHAT, 1, 0, chat},
+    {"/v1/completions", "POST", HR_API_COMPLETION, 1, 0, completions},
+    {"/v1/messages", "POST", HR_API_MESSAGES, 1, 0, messages},
+    {"/v1/responses", "POST", HR_API_RESPONSES, 1, 0, responses_create},
+    {"/v1/responses/", "GET", HR_API_RESPONSES, 1, 1, responses_get},
+    {"/v1/responses/", "DELETE", HR_API_RESPONSES, 1, 1, responses_delete},
+    {"/tokenize", "POST", HR_API_CHAT, 1, 0, tokenize},
+    {"/detokenize", "POST", HR_API_CHAT, 1, 0, detokenize},
 };
 
-const hr_route *hr_route_find(const char *path) {
-    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++)
-        if (!strcmp(routes[i].path, path)) return &routes[i];
+static int path_matches(const hr_route *r, const char *path) {
+    size_t n = strlen(r->path);
+    if (r->prefix) return !strncmp(r->path, path, n) && path[n];
+    return !strcmp(r->path, path);
+}
+
+const hr_route *hr_route_find(const char *path, const char *method, char *allowed, size_t cap) {
+    size_t n = 0;
+    allowed[0] = 0;
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+        if (!path_matches(&routes[i], path)) continue;
+        if (!strcmp(routes[i].method, method)) return &routes[i];
+        int k = snprintf(allowed + n, cap - n, "%s%s", n ? ", " : "", routes[i].method);
+        if (k > 0 && n + (size_t)k < cap) n += (size_t)k;
+    }
     return NULL;
 }

@@ -379,8 +379,118 @@ def test_concurrent():
     check("concurrent_streams", len(results) == 16 and all(results), results)
 
 
+RTOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}},
+          {"type": "web_search_preview"}]
+
+
+def responses_stream(body):
+    """A streamed /v1/responses: (status, [(event, data)]), each data's type checked against
+    its event line and its sequence_number against its position."""
+    st, ev, ctype = stream("/v1/responses", dict(body, stream=True))
+    ok = ctype == "text/event-stream" and all(
+        d != "[DONE]" and d["type"] == name and d["sequence_number"] == i for i, (name, d) in enumerate(ev))
+    return st, ev, ok
+
+
+def test_responses():
+    st, b, _ = request("POST", "/v1/responses", {"model": "m", "input": "THINK please", "instructions": "Be brief."})
+    out = b.get("output", []) if st == 200 else []
+    check("responses_create", st == 200 and b["object"] == "response" and b["id"].startswith("resp_")
+          and b["status"] == "completed" and [o["type"] for o in out] == ["reasoning", "message"]
+          and out[0]["content"][0]["text"] == "Let me think.\n"
+          and out[1]["content"][0] == {"type": "output_text", "text": "The answer is 42.", "annotations": [],
+                                       "logprobs": []}
+          and b["usage"]["input_tokens"] > 0 and b["usage"]["output_tokens"] > 0
+          and b["usage"]["output_tokens_details"]["reasoning_tokens"] > 0
+          and b["instructions"] == "Be brief." and b["model"] == "m" and b["error"] is None, b)
+    first = b.get("id")
+    st, g, _ = request("GET", "/v1/responses/" + str(first))
+    check("responses_get", st == 200 and g == b, g)
+    st, ev, ok = responses_stream({"input": "THINK please"})
+    names = [n for n, _ in ev]
+    fin = ev[-1][1]["response"] if ev else {}
+    text = "".join(d["delta"] for n, d in ev if n == "response.output_text.delta")
+    check("responses_stream", st == 200 and ok and names[:3] == ["response.created", "response.in_progress",
+                                                                 "response.output_item.added"]
+          and names[-1] == "response.completed" and "response.reasoning_text.delta" in names
+          and text == "The answer is 42." and fin["output"][1]["content"][0]["text"] == text
+          and fin["usage"]["total_tokens"] > 0, names)
+    st, g, _ = request("GET", "/v1/responses/" + fin.get("id", "x"))
+    check("responses_stream_stored", st == 200 and g["output"] == fin["output"], g)
+    # a tool call, then its result through previous_response_id
+    st, b, _ = request("POST", "/v1/responses", {"input": "TOOL weather", "tools": RTOOLS})
+    calls = [o for o in b.get("output", []) if o["type"] == "function_call"]
+    check("responses_tool_call", st == 200 and len(calls) == 1 and calls[0]["name"] == "get_weather"
+          and json.loads(calls[0]["arguments"]) == {"city": "Paris"} and calls[0]["call_id"].startswith("call_")
+          and b["output"][0]["type"] == "message" and b["output"][0]["content"][0]["text"] == "Let me check.\n"
+          and len(b["tools"]) == 2, b)
+    st, b2, _ = request("POST", "/v1/responses", {
+        "previous_response_id": b.get("id"), "tools": RTOOLS,
+        "input": [{"type": "function_call_output", "call_id": calls[0]["call_id"] if calls else "x", "output": "21 C"}]})
+    check("responses_tool_result", st == 200 and b2["previous_response_id"] == b.get("id")
+          and b2["output"][0]["content"][0]["text"] == "Hello from the fake engine!", b2)
+    st, ev, ok = responses_stream({"input": "TOOL weather", "tools": RTOOLS,
+                                   "tool_choice": {"type": "function", "name": "get_weather"}})
+    names = [n for n, _ in ev]
+    done = [d for n, d in ev if n == "response.function_call_arguments.done"]
+    check("responses_tool_stream_forced", st == 200 and ok and len(done) == 1
+          and json.loads(done[0]["arguments"]) == {"city": "Paris"}
+          and "response.output_text.delta" not in names and names[-1] == "response.completed", names)
+    # the history reaches the template: instructions are not carried over
+    st, c1, _ = request("POST", "/v1/responses", {"input": "COUNT", "instructions": "sys"})
+    st2, c2, _ = request("POST", "/v1/responses", {"input": "COUNT", "previous_response_id": c1.get("id")})
+    st3, c3, _ = request("POST", "/v1/responses", {"input": [{"role": "user", "content": "COUNT"}],
+                                                   "previous_response_id": c2.get("id"), "instructions": "sys"})
+    texts = [c["output"][0]["content"][0]["text"] if c.get("output") else c for c in (c1, c2, c3)]
+    check("responses_previous_chain", texts == ["messages=2", "messages=3", "messages=6"], texts)
+    st, d, _ = request("DELETE", "/v1/responses/" + str(first))
+    check("responses_delete", st == 200 and d == {"id": first, "object": "response", "deleted": True}, d)
+    st, d, _ = request("GET", "/v1/responses/" + str(first))
+    check("responses_get_deleted_404", st == 404 and "not found" in d["error"]["message"], d)
+    st, d, _ = request("DELETE", "/v1/responses/resp_nope")
+    check("responses_delete_unknown_404", st == 404 and d["error"]["type"] == "not_found_error", d)
+    st, d, _ = request("POST", "/v1/responses", {"input": "x", "previous_response_id": "resp_nope"})
+    check("responses_previous_unknown", st == 400 and d["error"]["param"] == "previous_response_id"
+          and d["error"]["message"] == "Previous response with id 'resp_nope' not found.", d)
+    st, b, _ = request("POST", "/v1/responses", {"input": "x", "store": False})
+    st2, g, _ = request("GET", "/v1/responses/" + b.get("id", ""))
+    check("responses_store_false", st == 200 and b["store"] is False and st2 == 404, (b, g))
+    st, b, _ = request("POST", "/v1/responses", {"input": "story", "max_output_tokens": 2})
+    check("responses_incomplete", st == 200 and b["status"] == "incomplete"
+          and b["incomplete_details"] == {"reason": "max_output_tokens"} and b["usage"]["output_tokens"] == 2, b)
+    st, ev, ok = responses_stream({"input": "FAIL now"})
+    check("responses_stream_failed", st == 200 and ok and ev[-1][0] == "response.failed"
+          and ev[-1][1]["response"]["error"]["message"] == "scripted failure", ev[-1:])
+    st, b, _ = request("POST", "/v1/responses", {"input": "FAIL now"})
+    check("responses_failed_500", st == 500 and "scripted failure" in b["error"]["message"], b)
+    st, b, _ = request("PUT", "/v1/responses/resp_x")
+    check("responses_405", st == 405 and "GET, DELETE" in b["error"]["message"], b)
+    st, b, _ = request("GET", "/v1/responses/resp_x", headers={})
+    check("responses_401", st == 401, b)
+    bad = [
+        ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "data:"}]}]},
+         "input[0].content[0] is an input_image part", "input[0].content[0]"),
+        ({"input": "x", "text": {"format": {"type": "json_schema", "name": "s", "schema": {}}}},
+         "needs constrained decoding", "text.format"),
+        ({"input": "x", "background": True}, '"background": true is not supported', "background"),
+        ({}, '"input" is required', "input"),
+        ({"input": [{"type": "item_reference", "id": "msg_1"}]}, "item_reference is not supported", "input[0]"),
+        ({"input": "x", "tool_choice": "required"}, 'needs a non-empty "tools"', "tool_choice"),
+        ({"input": "x", "temperature": 9}, '"temperature" must be in', "temperature"),
+    ]
+    for body, want, param in bad:
+        st, b, _ = request("POST", "/v1/responses", body)
+        check("responses_400_" + param.replace("[", "_").replace("]", "").replace(".", "_"),
+              st == 400 and want in b["error"]["message"] and b["error"]["param"] == param, b)
+    st, b, _ = request("POST", "/v1/responses", raw=b"{not json")
+    check("responses_400_json", st == 400 and b["error"]["param"] is None, b)
+    st, s, _ = request("GET", "/stats")
+    check("responses_stats", st == 200 and s["responses_stored"] >= 5 and s["responses_stored_bytes"] > 0, s)
+
+
 for t in [test_routes, test_bad_requests, test_chat, test_completions, test_messages, test_n,
-          test_tool_choice, test_tokenize, test_disconnect, test_disconnect_n, test_concurrent]:
+          test_tool_choice, test_tokenize, test_responses, test_disconnect, test_disconnect_n,
+          test_concurrent]:
     try:
         t()
     except Exception as e:  # a crash in one group fails it and the others still run

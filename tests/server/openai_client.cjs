@@ -1,4 +1,4 @@
-// The official openai npm package (v4) against the fake-engine server: chat (whole and
+// The official openai npm package (v7, pinned in sdk_npm.sh) against the fake-engine server: chat (whole and
 // streamed, with reasoning and tool calls, n > 1, forced tool_choice), completions, and its
 // error mapping.
 // Usage: node openai_client.cjs PORT API_KEY (openai installed under .cache/npm).
@@ -33,7 +33,7 @@ async function main() {
   const call = t.choices[0].message.tool_calls[0];
   check("npm_tool_call", t.choices[0].finish_reason === "tool_calls" && call.function.name === "get_weather" &&
         JSON.parse(call.function.arguments).city === "Paris", t.choices[0]);
-  const runner = client.beta.chat.completions.stream({ model: "m", messages: user("TOOL"), tools });
+  const runner = client.chat.completions.stream({ model: "m", messages: user("TOOL"), tools });
   const final = await runner.finalChatCompletion();
   const fc = final.choices[0].message.tool_calls;
   check("npm_tool_call_stream", fc.length === 1 && fc[0].function.name === "get_weather" &&
@@ -41,11 +41,11 @@ async function main() {
   const n3 = await client.chat.completions.create({ model: "m", messages: user("hello"), n: 3 });
   check("npm_n3", n3.choices.length === 3 && n3.choices.every((c, i) => c.index === i &&
         c.message.content === "Hello from the fake engine!") && n3.usage.completion_tokens === 27, n3);
-  const n3s = await client.beta.chat.completions.stream({ model: "m", messages: user("hello"), n: 3 })
+  const n3s = await client.chat.completions.stream({ model: "m", messages: user("hello"), n: 3 })
     .finalChatCompletion();
   check("npm_n3_stream", n3s.choices.length === 3 && n3s.choices.every((c, i) => c.index === i &&
         c.message.content === "Hello from the fake engine!" && c.finish_reason === "stop"), n3s.choices);
-  const forced = await client.beta.chat.completions.stream({ model: "m", messages: user("TOOL"), tools,
+  const forced = await client.chat.completions.stream({ model: "m", messages: user("TOOL"), tools,
     tool_choice: { type: "function", function: { name: "get_weather" } } }).finalChatCompletion();
   const f0 = forced.choices[0];
   check("npm_tool_choice_named_stream", f0.finish_reason === "tool_calls" && f0.message.tool_calls.length === 1 &&

@@ -1,8 +1,6 @@
-# The official openai npm client (tests/server/openai_client.cjs) against the fake-engine
-# server; installs openai@4 into the git-ignored .cache/npm first. Usage: PORT API_KEY.
-if [ ! -d .cache/npm/node_modules/openai ] &&
-   ! npm install --prefix .cache/npm openai@4 --no-audit --no-fund >/dev/null 2>&1; then
-  echo "FAIL openai_npm_install: npm install --prefix .cache/npm openai@4 failed"
-  exit 1
-fi
-node tests/server/openai_client.cjs "$1" "$2"
+# The official openai npm client (tests/server/openai_client.cjs, Chat Completions, and
+# tests/server/responses_fake_client.cjs, Responses) against the fake-engine server;
+# sdk_npm.sh installs the pinned SDKs into the git-ignored .cache/npm first.
+# Usage: PORT API_KEY.
+bash tests/server/sdk_npm.sh tests/server/openai_client.cjs "$1" "$2" || exit 1
+node tests/server/responses_fake_client.cjs "$1" "$2"

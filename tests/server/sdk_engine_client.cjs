@@ -1,4 +1,4 @@
-// The official openai (v4) and @anthropic-ai/sdk packages against `hearth serve` running
+// The official openai and @anthropic-ai/sdk packages (pinned in sdk_npm.sh) against `hearth serve` running
 // the real engine on brown-llama-8m: greedy completions equal to `hearth run`, chat
 // (whole and streamed), models, Anthropic messages (whole and streamed), and errors
 // surfacing as the SDKs' exceptions. Usage: node sdk_engine_client.cjs PORT GREEDY_TEXT.

@@ -1,8 +1,11 @@
-# Installs the official openai@4 and @anthropic-ai/sdk packages into the git-ignored
-# .cache/npm (once), then runs a client script: sdk_npm.sh SCRIPT ARGS...
-for pkg in openai@4 @anthropic-ai/sdk; do
-  dir=.cache/npm/node_modules/${pkg%@4}
-  if [ ! -d "$dir" ] && ! npm install --prefix .cache/npm "$pkg" --no-audit --no-fund >/dev/null 2>&1; then
+# Installs the official SDKs, pinned, into the git-ignored .cache/npm (again only when the
+# installed version differs), then runs a client script: sdk_npm.sh SCRIPT ARGS...
+PINS="openai@7.59.0 @anthropic-ai/sdk@1.15.0"
+for pkg in $PINS; do
+  name=${pkg%@*} want=${pkg##*@}
+  have=$(node -p "require('./.cache/npm/node_modules/$name/package.json').version" 2>/dev/null)
+  if [ "$have" != "$want" ] &&
+     ! npm install --prefix .cache/npm "$pkg" --no-audit --no-fund >/dev/null 2>&1; then
     echo "FAIL npm_install: npm install --prefix .cache/npm $pkg failed"
     exit 1
   fi

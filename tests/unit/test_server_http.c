@@ -26,7 +26,8 @@ typedef struct {
 
 /* The scripted output for a prompt. A request's prefill is the start of the assistant turn:
  * the script continues after it (as a model would), so a prefill the script does not
- * contain shows up as unparsed text. SEED reports the choice's seed; FLOOD is 16 KiB a
+ * contain shows up as unparsed text. SEED reports the choice's seed, COUNT the number of
+ * chat messages (a Responses continuation's history); FLOOD is 16 KiB a
  * token, one a millisecond, to outrun a slow reader and fill socket buffers; PAUSE (in
  * fake_run) waits 1.2 s before the first token, as a long prefill. */
 static char *script_for(const char *prompt, const hr_api_request *req, int *delay_us,
@@ -46,6 +47,12 @@ static char *script_for(const char *prompt, const hr_api_request *req, int *dela
         s = "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
             "\"Paris\"}}\n</tool_call>";
     if (strstr(prompt, "SLOW")) *delay_us = 5000, *endless = 1, s = "tick ";
+    if (strstr(prompt, "COUNT")) { /* how many messages reached the template */
+        char buf[64];
+        snprintf(buf, sizeof buf, "messages=%zu",
+                 json_array_size(json_object_get(req->chat, "messages")));
+        return strdup(buf);
+    }
     if (strstr(prompt, "SEED")) {
         char buf[64];
         snprintf(buf, sizeof buf, "seed=%llu", (unsigned long long)req->sampling.seed);

@@ -292,6 +292,7 @@ static void test_error_param(void) {
         {"input[3].call_id must be a string", "input[3].call_id"},
         {"input[0]: item_reference is not supported", "input[0]"},
         {"tools[1].name must be a string", "tools[1].name"},
+        {"request: a \"tool_choice\" that forces", "tool_choice"},
         {"request body must be a JSON object", NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
