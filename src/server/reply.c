@@ -225,7 +225,7 @@ static void choice_begin(hr_choice *c, int in_reasoning) {
         hr_out_parser_create(&oc, on_event, c, &c->parser);
     }
     if (r->req->stream && r->req->api == HR_API_MESSAGES) hr_anth_start(r);
-    if (r->req->api == HR_API_RESPONSES) hr_resp_start(r, in_reasoning);
+    if (r->req->api == HR_API_RESPONSES) hr_resp_start(r);
     if (r->req->stream && is_chat(r))
         hr_sse_put(
             r, NULL,

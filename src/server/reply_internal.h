@@ -68,7 +68,7 @@ json_t *hr_anth_body(hr_reply *r);
 
 /* Responses formatter (responses_reply.c); n is always 1. */
 typedef struct hr_resp_state hr_resp_state;
-void hr_resp_start(hr_reply *r, int in_reasoning);
+void hr_resp_start(hr_reply *r);
 void hr_resp_event(hr_reply *r, const hr_out_event *ev);
 void hr_resp_token(hr_reply *r);
 void hr_resp_finish(hr_reply *r);

@@ -25,8 +25,8 @@ struct hr_resp_state {
     hr_sbuf text;    /* the open item's text */
     hr_sbuf thought; /* every reasoning item's text, for the stored conversation */
     hr_sbuf answer;  /* every message item's text, likewise */
-    int in_reasoning; /* the prompt opened <think> */
-    int saw_reasoning, answered, reasoning_tokens;
+    int tokens;           /* generated tokens fed so far */
+    int reasoning_tokens; /* tokens up to the last one that released reasoning text */
     json_t *final; /* the response object, once finished */
 };
 
@@ -48,6 +48,7 @@ static void put(hr_reply *r, const char *type, json_t *ev) {
 static json_t *usage(const hr_reply *r) {
     const hr_choice *c = &r->choices[0];
     int reasoning = r->resp->reasoning_tokens;
+    if (reasoning && reasoning < r->resp->tokens) reasoning++; /* the </think> token */
     if (reasoning > c->completion_tokens) reasoning = c->completion_tokens;
     return json_pack("{s:i, s:{s:i}, s:i, s:{s:i}, s:i}", "input_tokens", r->prompt_tokens,
                      "input_tokens_details", "cached_tokens", r->cached_tokens, "output_tokens",
@@ -76,11 +77,10 @@ static json_t *response(hr_reply *r, const char *status) {
     return copy;
 }
 
-void hr_resp_start(hr_reply *r, int in_reasoning) {
+void hr_resp_start(hr_reply *r) {
     if (r->resp) return;
     if (!(r->resp = calloc(1, sizeof *r->resp))) return; /* out of memory: an empty reply */
     r->resp->open = -1;
-    r->resp->in_reasoning = in_reasoning;
     r->resp->output = json_array();
     put(r, "response.created", json_pack("{s:o}", "response", response(r, "in_progress")));
     put(r, "response.in_progress", json_pack("{s:o}", "response", response(r, "in_progress")));
@@ -195,22 +195,20 @@ void hr_resp_event(hr_reply *r, const hr_out_event *ev) {
     hr_resp_state *st = r->resp;
     if (!st) return;
     if (ev->kind == HR_OUT_TOOL_CALL) {
-        st->answered = 1;
         call_event(r, ev);
     } else if (ev->kind == HR_OUT_REASONING) {
-        st->saw_reasoning = 1;
+        st->reasoning_tokens = st->tokens + 1; /* the token being fed released it */
         text_event(r, ITEM_REASONING, ev->text, ev->len);
     } else {
         text_event(r, ITEM_MESSAGE, ev->text, ev->len);
-        st->answered |= st->open >= 0;
     }
 }
 
-/* Tokens up to the first answer (message text or call) count as reasoning once the
- * model reasoned: an estimate, as a token's text may come out of the parser later. */
+/* Counts generated tokens: reasoning_tokens is an estimate, the tokens up to the one whose
+ * text ended the reasoning (the parser holds back at most a marker's length), plus the
+ * closing marker's token. */
 void hr_resp_token(hr_reply *r) {
-    hr_resp_state *st = r->resp;
-    if (st && !st->answered && (st->saw_reasoning || st->in_reasoning)) st->reasoning_tokens++;
+    if (r->resp) r->resp->tokens++;
 }
 
 /* This turn as one assistant message in template form (tool-call arguments as objects). */
