@@ -16,7 +16,12 @@ seen: max_tokens clamped, unknown fields dropped, system-role messages folded in
 the system text, unknown content blocks turned into text, and POST /v1/responses
 translated to /v1/chat/completions (non-streaming and streaming). The log line then
 keeps the first answer ("status", "error") and adds "fixed": {"rewrites", "status"}.
-The client sees the fixed answer. Stdlib only.
+The client sees the fixed answer.
+
+With --script-read PATH, the proxy itself answers the first generation request that
+offers a read-file (or shell) tool with a call reading PATH (log line: "scripted"), in
+the request's own protocol; the request carrying the tool result then goes upstream.
+Stdlib only.
 """
 import argparse
 import gzip
@@ -290,6 +295,109 @@ def response_sse(resp):
     return "".join(f"event: {n}\ndata: {json.dumps(d)}\n\n" for n, d in ev).encode()
 
 
+# ---------------------------------------------------------------- scripted tool call
+
+SCRIPTED = [False]
+
+
+def tool_names(body):
+    out = {}
+    for t in body.get("tools") or []:
+        fn = t.get("function") if isinstance(t.get("function"), dict) else t
+        name = fn.get("name")
+        schema = fn.get("input_schema") or fn.get("parameters") or {}
+        if name:
+            out[name] = list((schema.get("properties") or {}).keys())
+    return out
+
+
+def has_tool_result(body):
+    for m in body.get("messages") or []:
+        if m.get("role") == "tool":
+            return True
+        if isinstance(m.get("content"), list) and any(
+                isinstance(b, dict) and b.get("type") == "tool_result" for b in m["content"]):
+            return True
+    for it in body.get("input") or [] if isinstance(body.get("input"), list) else []:
+        if it.get("type", "").endswith("_output"):
+            return True
+    return False
+
+
+def scripted_call(body):
+    """(name, arguments) of a call reading ARGS.script_read, or None."""
+    if SCRIPTED[0] or not ARGS.script_read or not isinstance(body, dict) or has_tool_result(body):
+        return None
+    tools = tool_names(body)
+    for name, props in tools.items():
+        if name.lower() in ("read", "read_file"):
+            key = next((k for k in ("file_path", "filePath", "path") if k in props), "path")
+            return name, {key: ARGS.script_read}
+    for name, props in tools.items():
+        if name.lower() in ("exec_command", "shell", "bash"):
+            key = "cmd" if "cmd" in props else "command"
+            return name, {key: f"cat {ARGS.script_read}"}
+    return None
+
+
+def sse(events):
+    return "".join(f"event: {n}\ndata: {json.dumps(d)}\n\n" for n, d in events).encode()
+
+
+def scripted_reply(path, body, name, args):
+    """(content type, bytes) answering one generation request with a tool call."""
+    cid = "call_" + uuid.uuid4().hex[:12]
+    arg = json.dumps(args)
+    model = body.get("model")
+    stream = bool(body.get("stream"))
+    if path.startswith("/v1/messages"):
+        mid = "msg_" + uuid.uuid4().hex[:24]
+        usage = {"input_tokens": 10, "output_tokens": 10}
+        block = {"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:20], "name": name,
+                 "input": args}
+        if not stream:
+            return "application/json", json.dumps({
+                "id": mid, "type": "message", "role": "assistant", "model": model,
+                "content": [block], "stop_reason": "tool_use", "stop_sequence": None,
+                "usage": usage}).encode()
+        return "text/event-stream", sse([
+            ("message_start", {"type": "message_start", "message": {
+                "id": mid, "type": "message", "role": "assistant", "model": model,
+                "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}),
+            ("content_block_start", {"type": "content_block_start", "index": 0,
+                                     "content_block": dict(block, input={})}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                     "delta": {"type": "input_json_delta", "partial_json": arg}}),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta", "delta": {
+                "stop_reason": "tool_use", "stop_sequence": None}, "usage": {"output_tokens": 10}}),
+            ("message_stop", {"type": "message_stop"})])
+    chat = {"id": "chatcmpl-" + uuid.uuid4().hex[:12], "object": "chat.completion",
+            "created": int(time.time()), "model": model,
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": None, "tool_calls": [{
+                    "id": cid, "type": "function",
+                    "function": {"name": name, "arguments": arg}}]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20}}
+    if path == "/v1/responses":
+        out = chat_to_response(chat, model)
+        if stream:
+            return "text/event-stream", response_sse(out)
+        return "application/json", json.dumps(out).encode()
+    if not stream:
+        return "application/json", json.dumps(chat).encode()
+    base = {"id": chat["id"], "object": "chat.completion.chunk", "created": chat["created"],
+            "model": model}
+    chunks = [dict(base, choices=[{"index": 0, "delta": {"role": "assistant", "tool_calls": [{
+                  "index": 0, "id": cid, "type": "function",
+                  "function": {"name": name, "arguments": arg}}]}, "finish_reason": None}]),
+              dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": "tool_calls"}])]
+    if (body.get("stream_options") or {}).get("include_usage"):
+        chunks.append(dict(base, choices=[], usage=chat["usage"]))
+    return "text/event-stream", (
+        "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n").encode()
+
+
 # ---------------------------------------------------------------- proxy
 
 
@@ -392,6 +500,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def forward(self, rec, raw, jbody, u):
         method = self.command
+        call = scripted_call(jbody) if method == "POST" and u.path in (
+            "/v1/messages", "/v1/chat/completions", "/v1/responses") else None
+        if call:
+            SCRIPTED[0] = True
+            ctype, data = scripted_reply(u.path, jbody, *call)
+            rec["status"] = 200
+            rec["scripted"] = {"tool": call[0], "arguments": call[1]}
+            return self.answer(200, ctype, data)
         if not ARGS.fix:
             conn, resp = self.upstream(method, self.path, self.headers, raw)
             self.finish_log(rec, resp, self.relay(resp, rec))
@@ -480,6 +596,10 @@ def main():
     p.add_argument("--keep-responses", action="store_true",
                    help="log the first 64 KiB of 2xx bodies too")
     p.add_argument("--timeout", type=float, default=600)
+    p.add_argument("--script-read", metavar="PATH",
+                   help="answer the first generation request that offers a read (or shell) "
+                        "tool with a call reading PATH, so the request carrying the tool "
+                        "result can be seen (the model cannot be relied on to call it)")
     ARGS = p.parse_args()
     srv = Server(("127.0.0.1", ARGS.port), Handler)
     port = srv.server_address[1]

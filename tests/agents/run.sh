@@ -14,6 +14,10 @@
 #   AGENTS_TASKS      tasks to run (default "hello tool")
 #   AGENTS_TIMEOUT    seconds per CLI run (default 180)
 #   AGENTS_CAPTURES   where the request logs and outputs go (default .cache/agents-captures)
+#   AGENTS_SCRIPT=0   in the "tool" task, let the model decide; by default the proxy answers
+#                     the first turn itself with a call of the CLI's read tool on notes.txt
+#                     (a 20M model does not reliably call tools under an agent's long
+#                     prompt), so the server always sees the follow-up carrying the result
 #   AGENTS_FIX=1      let the proxy rewrite requests the server rejects (exploration only:
 #                     the status check still reads the server's first answer)
 set -u
@@ -77,11 +81,12 @@ for _ in $(seq 300); do grep -q "ready on" "$CAP/serve.log" && break; sleep 0.1;
 SPORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$CAP/serve.log")
 [ -n "$SPORT" ] || { echo "FAIL setup: hearth serve did not start: $(tail -3 "$CAP/serve.log")"; echo "# 0 passed, 1 failed"; exit 1; }
 
-# start_proxy NAME: a capture proxy logging to $CAP/NAME.jsonl; sets PORT.
+# start_proxy NAME TASK: a capture proxy logging to $CAP/NAME.jsonl; sets PORT.
 start_proxy() {
   rm -f "$CAP/$1.jsonl" "$T/$1.port"
   local fix=()
   [ "${AGENTS_FIX:-0}" = 1 ] && fix=(--fix --keep-responses)
+  [ "$2" = tool ] && [ "${AGENTS_SCRIPT:-1}" = 1 ] && fix+=(--script-read "$WORK/notes.txt")
   python3 "$ROOT/tests/agents/capture_proxy.py" --upstream "http://127.0.0.1:$SPORT" \
     --log "$CAP/$1.jsonl" --port-file "$T/$1.port" --name "$1" "${fix[@]}" 2>"$T/$1.proxy.log" &
   PROXY=$!
@@ -200,6 +205,9 @@ except FileNotFoundError:
     recs = []
 if not recs:
     print("no request reached the server"); sys.exit()
+recs = [r for r in recs if "scripted" not in r]
+if not recs:
+    print("no request reached the server"); sys.exit()
 bad = [r for r in recs if not 200 <= r.get("status", 0) < 300]
 if bad:
     r = bad[0]
@@ -221,9 +229,9 @@ PY
 for cli in $ONLY; do
   for task in $TASKS; do
     name=${cli}_$task
-    start_proxy "$name"
-    [ -n "$PORT" ] || { fail "$name" "capture proxy did not start: $(tail -2 "$T/$name.proxy.log")"; continue; }
     setup_dirs "$name"
+    start_proxy "$name" "$task"
+    [ -n "$PORT" ] || { fail "$name" "capture proxy did not start: $(tail -2 "$T/$name.proxy.log")"; continue; }
     "run_$cli" "$(prompt_of "$task")" >"$CAP/$name.out" 2>&1
     rc=$?
     kill "$PROXY" 2>/dev/null
