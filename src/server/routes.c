@@ -26,22 +26,22 @@ static void add_stats(hr_server *s, json_t *o) {
     json_object_set_new(o, "responses_stored_bytes", json_integer((json_int_t)bytes));
 }
 
-static hr_err *health(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+static hr_err *health(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *o = json_pack("{s:s, s:s}", "status", "ok", "model", s->be->model_name(s->be->ctx));
     if (!o) return hr_err_oom();
     add_stats(s, o);
-    return hr_http_reply_json(c, 200, o);
+    return hr_http_reply_json(q, 200, o);
 }
 
-static hr_err *stats(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+static hr_err *stats(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *o = json_object();
     if (!o) return hr_err_oom();
     add_stats(s, o);
-    return hr_http_reply_json(c, 200, o);
+    return hr_http_reply_json(q, 200, o);
 }
 
 /* Prometheus text format: every numeric stats field as a gauge hearth_<name>. */
-static hr_err *metrics(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+static hr_err *metrics(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *o = json_object();
     if (!o) return hr_err_oom();
     add_stats(s, o);
@@ -57,41 +57,38 @@ static hr_err *metrics(hr_server *s, struct MHD_Connection *c, const char *body,
     json_decref(o);
     if (!text) return hr_err_oom();
     if (n == 0) text[0] = 0;
-    return hr_http_reply_text(c, 200, "text/plain; version=0.0.4", text);
+    return hr_http_reply_text(q, 200, "text/plain; version=0.0.4", text);
 }
 
-static hr_err *models(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
-    return hr_http_reply_json(c, 200,
+static hr_err *models(hr_server *s, hr_http_req *q, const char *body, size_t len) {
+    return hr_http_reply_json(q, 200,
                               json_pack("{s:s, s:[{s:s, s:s, s:i, s:s}]}", "object", "list", "data",
                                         "id", s->be->model_name(s->be->ctx), "object", "model",
                                         "created", 0, "owned_by", "hearth"));
 }
 
 /* Parses body as a JSON object, or replies 400 (*j NULL, return value from the reply). */
-static hr_err *load_body(struct MHD_Connection *c, hr_api_kind api, const char *body, size_t len,
+static hr_err *load_body(hr_http_req *q, hr_api_kind api, const char *body, size_t len,
                          json_t **j) {
     hr_err *e = hr_json_load_buf("request body", body, len, j);
-    if (e) {
-        hr_err *r = hr_http_reply_error(c, api, 400, hr_err_msg(e));
-        hr_err_free(e);
-        return r;
-    }
+    if (e) return hr_http_reply_err(q, api, 400, e);
     if (json_is_object(*j)) return NULL;
     json_decref(*j);
     *j = NULL;
-    return hr_http_reply_error(c, api, 400, "request body must be a JSON object");
+    return hr_http_reply_error(q, api, 400, "request body must be a JSON object");
 }
 
 /* Non-streaming: wait for the whole reply, then send it (nothing if the client left). */
-static hr_err *reply_whole(struct MHD_Connection *c, hr_http_gen *g) {
+static hr_err *reply_whole(hr_http_req *q, hr_http_gen *g) {
     while (!g->done)
         hr_http_gen_wait(g);
     int status;
     json_t *body = hr_reply_body(g->reply, &status);
     int cancelled = g->cancelled;
+    hr_http_gen_account(g, &q->acc);
     hr_http_gen_free(g);
     if (cancelled) return json_decref(body), hr_errf("client disconnected");
-    return hr_http_reply_json(c, status, body);
+    return hr_http_reply_json(q, status, body);
 }
 
 /* Submits every choice; on the first refusal stops the ones already running and returns
@@ -109,7 +106,7 @@ static hr_err *submit_choices(hr_server *s, hr_http_gen *g, int n) {
     return e;
 }
 
-static hr_err *submit(hr_server *s, struct MHD_Connection *c, hr_api_request *req) {
+static hr_err *submit(hr_server *s, hr_http_req *q, hr_api_request *req) {
     hr_api_kind api = req->api;
     int n = req->n;
     hr_http_gen *g = calloc(1, sizeof *g);
@@ -122,98 +119,85 @@ static hr_err *submit(hr_server *s, struct MHD_Connection *c, hr_api_request *re
         free(g);
         hr_api_request_free(req);
         hr_err_free(e);
-        return hr_http_reply_error(c, api, 500, "out of memory");
+        return hr_http_reply_error(q, api, 500, "out of memory");
     }
     hr_reply_set_store(g->reply, s->responses);
     g->be = s->be;
-    g->conn = c;
+    g->conn = q->conn;
     g->timeout_s = s->timeout_s;
     if ((e = submit_choices(s, g, n))) {
         hr_http_gen_free(g);
-        hr_err *r = hr_http_reply_error(c, api, 400, hr_err_msg(e));
-        hr_err_free(e);
-        return r;
+        return hr_http_reply_err(q, api, 400, e);
     }
-    return req->stream ? hr_http_reply_sse(c, g) : reply_whole(c, g);
+    return req->stream ? hr_http_reply_sse(q, g) : reply_whole(q, g);
 }
 
-static hr_err *generate(hr_server *s, struct MHD_Connection *c, hr_api_kind api, parse_fn parse,
+static hr_err *generate(hr_server *s, hr_http_req *q, hr_api_kind api, parse_fn parse,
                         const char *body, size_t len) {
     json_t *j;
-    hr_err *e = load_body(c, api, body, len, &j);
+    hr_err *e = load_body(q, api, body, len, &j);
     if (!j) return e;
     hr_api_request *req;
     e = parse(j, &s->be->limits, &req);
     json_decref(j);
     if (!e && (e = hr_request_set_prefill(req, s->be->tool_format))) hr_api_request_free(req);
-    if (e) {
-        hr_err *r = hr_http_reply_error(c, api, 400, hr_err_msg(e));
-        hr_err_free(e);
-        return r;
-    }
-    return submit(s, c, req);
+    if (e) return hr_http_reply_err(q, api, 400, e);
+    return submit(s, q, req);
 }
 
-static hr_err *chat(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
-    return generate(s, c, HR_API_CHAT, hr_parse_chat_request, body, len);
+static hr_err *chat(hr_server *s, hr_http_req *q, const char *body, size_t len) {
+    return generate(s, q, HR_API_CHAT, hr_parse_chat_request, body, len);
 }
 
-static hr_err *completions(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
-    return generate(s, c, HR_API_COMPLETION, hr_parse_completion_request, body, len);
+static hr_err *completions(hr_server *s, hr_http_req *q, const char *body, size_t len) {
+    return generate(s, q, HR_API_COMPLETION, hr_parse_completion_request, body, len);
 }
 
-static hr_err *messages(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
-    return generate(s, c, HR_API_MESSAGES, hr_parse_messages_request, body, len);
+static hr_err *messages(hr_server *s, hr_http_req *q, const char *body, size_t len) {
+    return generate(s, q, HR_API_MESSAGES, hr_parse_messages_request, body, len);
 }
 
 /* POST /v1/responses: like generate, with the store resolving previous_response_id. */
-static hr_err *responses_create(hr_server *s, struct MHD_Connection *c, const char *body,
-                                size_t len) {
+static hr_err *responses_create(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *j;
-    hr_err *e = load_body(c, HR_API_RESPONSES, body, len, &j);
+    hr_err *e = load_body(q, HR_API_RESPONSES, body, len, &j);
     if (!j) return e;
     hr_api_request *req;
     e = hr_parse_responses_request(j, &s->be->limits, s->responses, &req);
     json_decref(j);
     if (!e && (e = hr_request_set_prefill(req, s->be->tool_format))) hr_api_request_free(req);
-    if (e) {
-        hr_err *r = hr_http_reply_error(c, HR_API_RESPONSES, 400, hr_err_msg(e));
-        hr_err_free(e);
-        return r;
-    }
-    return submit(s, c, req);
+    if (e) return hr_http_reply_err(q, HR_API_RESPONSES, 400, e);
+    return submit(s, q, req);
 }
 
-static hr_err *response_not_found(struct MHD_Connection *c, const char *id) {
-    char msg[300];
-    snprintf(msg, sizeof msg, "Response with id '%.200s' not found.", id);
-    return hr_http_reply_error(c, HR_API_RESPONSES, 404, msg);
+/* The {id} of /v1/responses/{id}. */
+static const char *response_id(const hr_http_req *q) {
+    return q->path + strlen("/v1/responses/");
 }
 
-/* GET /v1/responses/{id} (the prefix route gives the id as the body): the stored
- * response object. */
-static hr_err *responses_get(hr_server *s, struct MHD_Connection *c, const char *id, size_t len) {
-    json_t *r = hr_response_store_get(s->responses, id, NULL);
-    return r ? hr_http_reply_json(c, 200, r) : response_not_found(c, id);
+static hr_err *response_not_found(hr_http_req *q, const char *id) {
+    return hr_http_reply_err(q, HR_API_RESPONSES, 404,
+                             hr_errc(HR_E_NOTFOUND, "Response with id '%.200s' not found.", id));
+}
+
+/* GET /v1/responses/{id}: the stored response object. */
+static hr_err *responses_get(hr_server *s, hr_http_req *q, const char *body, size_t len) {
+    json_t *r = hr_response_store_get(s->responses, response_id(q), NULL);
+    return r ? hr_http_reply_json(q, 200, r) : response_not_found(q, response_id(q));
 }
 
 /* DELETE /v1/responses/{id}. */
-static hr_err *responses_delete(hr_server *s, struct MHD_Connection *c, const char *id,
-                                size_t len) {
-    if (!hr_response_store_delete(s->responses, id)) return response_not_found(c, id);
+static hr_err *responses_delete(hr_server *s, hr_http_req *q, const char *body, size_t len) {
+    const char *id = response_id(q);
+    if (!hr_response_store_delete(s->responses, id)) return response_not_found(q, id);
     return hr_http_reply_json(
-        c, 200, json_pack("{s:s, s:s, s:b}", "id", id, "object", "response", "deleted", 1));
+        q, 200, json_pack("{s:s, s:s, s:b}", "id", id, "object", "response", "deleted", 1));
 }
 
-static hr_err *reply_400(struct MHD_Connection *c, hr_err *e) {
-    hr_err *r = hr_http_reply_error(c, HR_API_CHAT, 400, hr_err_msg(e));
-    hr_err_free(e);
-    return r;
-}
 
-static hr_err *tokenize(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+static hr_err *tokenize(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *j;
-    hr_err *e = load_body(c, HR_API_CHAT, body, len, &j);
+    hr_err *e = load_body(q, HR_API_CHAT, body, len, &j);
     if (!j) return e;
     const char *text;
     int special;
@@ -222,17 +206,17 @@ static hr_err *tokenize(hr_server *s, struct MHD_Connection *c, const char *body
     e = hr_parse_tokenize_request(j, &text, &special);
     if (!e) e = s->be->tokenize(s->be->ctx, text, special, &ids, &n);
     json_decref(j);
-    if (e) return reply_400(c, e);
+    if (e) return hr_http_reply_err(q, HR_API_CHAT, 400, e);
     json_t *arr = json_array();
     for (int i = 0; i < n; i++)
         json_array_append_new(arr, json_integer(ids[i]));
     free(ids);
-    return hr_http_reply_json(c, 200, json_pack("{s:o, s:i}", "tokens", arr, "count", n));
+    return hr_http_reply_json(q, 200, json_pack("{s:o, s:i}", "tokens", arr, "count", n));
 }
 
-static hr_err *detokenize(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+static hr_err *detokenize(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *j;
-    hr_err *e = load_body(c, HR_API_CHAT, body, len, &j);
+    hr_err *e = load_body(q, HR_API_CHAT, body, len, &j);
     if (!j) return e;
     int32_t *ids = NULL;
     int n = 0;
@@ -241,10 +225,10 @@ static hr_err *detokenize(hr_server *s, struct MHD_Connection *c, const char *bo
     if (!e) e = s->be->detokenize(s->be->ctx, ids, n, &text);
     json_decref(j);
     free(ids);
-    if (e) return reply_400(c, e);
+    if (e) return hr_http_reply_err(q, HR_API_CHAT, 400, e);
     json_t *o = json_pack("{s:s}", "prompt", text);
     free(text);
-    return hr_http_reply_json(c, 200, o);
+    return hr_http_reply_json(q, 200, o);
 }
 
 static const hr_route routes[] = {

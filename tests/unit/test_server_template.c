@@ -3,6 +3,7 @@
  * tool history and Anthropic conversions included; output-format detection per family. */
 #include "harness.h"
 
+#include "engine/prompt.h"
 #include "server/output_parse.h"
 #include "template/template.h"
 
