@@ -38,10 +38,14 @@ static void entry_free(entry *e) {
 }
 
 static void unlink_entry(hr_response_store *s, entry *e) {
-    if (e->prev) e->prev->next = e->next;
-    else s->head = e->next;
-    if (e->next) e->next->prev = e->prev;
-    else s->tail = e->prev;
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        s->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        s->tail = e->prev;
     e->prev = e->next = NULL;
     s->n--;
     s->bytes -= e->bytes;
@@ -50,8 +54,10 @@ static void unlink_entry(hr_response_store *s, entry *e) {
 static void push_front(hr_response_store *s, entry *e) {
     e->prev = NULL;
     e->next = s->head;
-    if (s->head) s->head->prev = e;
-    else s->tail = e;
+    if (s->head)
+        s->head->prev = e;
+    else
+        s->tail = e;
     s->head = e;
     s->n++;
     s->bytes += e->bytes;

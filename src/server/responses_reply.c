@@ -22,12 +22,12 @@ struct hr_resp_state {
     int open;       /* index of the open reasoning / message item, -1 none */
     int open_kind;
     char open_id[48];
-    hr_sbuf text;    /* the open item's text */
-    hr_sbuf thought; /* every reasoning item's text, for the stored conversation */
-    hr_sbuf answer;  /* every message item's text, likewise */
+    hr_sbuf text;         /* the open item's text */
+    hr_sbuf thought;      /* every reasoning item's text, for the stored conversation */
+    hr_sbuf answer;       /* every message item's text, likewise */
     int tokens;           /* generated tokens fed so far */
     int reasoning_tokens; /* tokens up to the last one that released reasoning text */
-    json_t *final; /* the response object, once finished */
+    json_t *final;        /* the response object, once finished */
 };
 
 static const json_t *echo(const hr_reply *r) {
@@ -60,16 +60,17 @@ static json_t *usage(const hr_reply *r) {
 static json_t *response(hr_reply *r, const char *status) {
     const hr_choice *c = &r->choices[0];
     int done = c->finished;
-    json_t *o = json_pack("{s:s, s:s, s:I, s:s, s:n, s:n, s:s, s:O}", "id", r->id, "object",
-                          "response", "created_at", (json_int_t)r->created, "status", status,
-                          "error", "incomplete_details", "model", r->model, "output",
-                          r->resp->output);
+    json_t *o =
+        json_pack("{s:s, s:s, s:I, s:s, s:n, s:n, s:s, s:O}", "id", r->id, "object", "response",
+                  "created_at", (json_int_t)r->created, "status", status, "error",
+                  "incomplete_details", "model", r->model, "output", r->resp->output);
     if (done && c->why == HR_FINISH_LENGTH)
         json_object_set_new(o, "incomplete_details",
                             json_pack("{s:s}", "reason", "max_output_tokens"));
     if (done && c->why == HR_FINISH_ERROR)
-        json_object_set_new(o, "error", json_pack("{s:s, s:s}", "code", "server_error", "message",
-                                                  c->detail ? c->detail : "engine error"));
+        json_object_set_new(o, "error",
+                            json_pack("{s:s, s:s}", "code", "server_error", "message",
+                                      c->detail ? c->detail : "engine error"));
     json_object_update(o, (json_t *)echo(r));
     json_object_set_new(o, "usage", done ? usage(r) : json_null());
     json_t *copy = json_deep_copy(o); /* output items keep changing; the event must not */
@@ -97,8 +98,8 @@ static json_t *item(hr_resp_state *st, const char *status, int whole) {
     json_t *content = json_array();
     if (whole) json_array_append_new(content, part(st->open_kind, st->text.s, st->text.len));
     if (st->open_kind == ITEM_REASONING)
-        return json_pack("{s:s, s:s, s:[], s:o}", "id", st->open_id, "type", "reasoning",
-                         "summary", "content", content);
+        return json_pack("{s:s, s:s, s:[], s:o}", "id", st->open_id, "type", "reasoning", "summary",
+                         "content", content);
     return json_pack("{s:s, s:s, s:s, s:s, s:o}", "id", st->open_id, "type", "message", "status",
                      status, "role", "assistant", "content", content);
 }
@@ -116,7 +117,9 @@ static void close_item(hr_reply *r, const char *status) {
     json_t *ev = at(st);
     json_object_set_new(ev, "text", text);
     if (st->open_kind == ITEM_MESSAGE) json_object_set_new(ev, "logprobs", json_array());
-    put(r, st->open_kind == ITEM_MESSAGE ? "response.output_text.done" : "response.reasoning_text.done",
+    put(r,
+        st->open_kind == ITEM_MESSAGE ? "response.output_text.done"
+                                      : "response.reasoning_text.done",
         ev);
     ev = at(st);
     json_object_set_new(ev, "part", part(st->open_kind, st->text.s, st->text.len));

@@ -57,8 +57,7 @@ static hr_err *part_text(const json_t *p, const char *where, size_t i, const cha
 }
 
 /* A string, or the joined text of an array of text parts, as a new JSON string. */
-static hr_err *content_text(const json_t *c, const char *where, const char *field,
-                            json_t **out) {
+static hr_err *content_text(const json_t *c, const char *where, const char *field, json_t **out) {
     if (json_is_string(c)) {
         *out = json_string(json_string_value(c));
         return *out ? NULL : hr_err_oom();
@@ -108,8 +107,9 @@ static hr_err *message_item(const json_t *it, const char *where, conv *cv) {
         return NULL;
     }
     cv->open = NULL;
-    json_array_append_new(cv->msgs, json_pack("{s:s, s:o}", "role", is(role, "developer") ? "system" : role,
-                                              "content", text));
+    json_array_append_new(
+        cv->msgs,
+        json_pack("{s:s, s:o}", "role", is(role, "developer") ? "system" : role, "content", text));
     return NULL;
 }
 
@@ -237,9 +237,12 @@ static hr_err *convert_tools(const json_t *t, json_t **out) {
     json_array_foreach(t, i, x) {
         const char *type = json_string_value(json_object_get(x, "type"));
         hr_err *e = NULL;
-        if (!type) e = hr_errf("tools[%zu].type must be a string", i);
-        else if (is(type, "function")) e = function_tool(x, i, conv);
-        else skipped++;
+        if (!type)
+            e = hr_errf("tools[%zu].type must be a string", i);
+        else if (is(type, "function"))
+            e = function_tool(x, i, conv);
+        else
+            skipped++;
         if (e) return json_decref(conv), e;
     }
     if (skipped)
@@ -306,8 +309,7 @@ static hr_err *one_of(const json_t *o, const char *key, const char *prefix,
         size_t n = strlen(list);
         snprintf(list + n, sizeof list - n, "%s%s", n ? ", " : "", *a);
     }
-    return hr_errf("request: \"%s%s\" must be one of %s, got \"%s\"", prefix, key, list,
-                   *out);
+    return hr_errf("request: \"%s%s\" must be one of %s, got \"%s\"", prefix, key, list, *out);
 }
 
 /* reasoning {"effort", "summary"}: effort goes to the template like chat's
@@ -355,8 +357,9 @@ static hr_err *parse_accepted(const json_t *body, int *store) {
     HR_TRY(hr_json_bool(body, "store", 1, "request", store));
     HR_TRY(hr_json_bool(body, "parallel_tool_calls", 1, "request", &b));
     HR_TRY(hr_json_bool(body, "background", 0, "request", &b));
-    if (b) return hr_errf("request: \"background\": true is not supported (responses run while "
-                          "the request is open)");
+    if (b)
+        return hr_errf("request: \"background\": true is not supported (responses run while "
+                       "the request is open)");
     static const char *const TRUNC[] = {"auto", "disabled", NULL};
     HR_TRY(one_of(body, "truncation", "", TRUNC, &s));
     const char *objs[] = {"metadata", "stream_options"};
@@ -370,8 +373,8 @@ static hr_err *parse_accepted(const json_t *body, int *store) {
     const json_t *x;
     if (inc && !json_is_null(inc) && !json_is_array(inc))
         return hr_errf("request: \"include\" must be an array of strings");
-    json_array_foreach(inc, i, x) if (!json_is_string(x))
-        return hr_errf("request: \"include\"[%zu] must be a string", i);
+    json_array_foreach(inc, i, x) if (!json_is_string(x)) return hr_errf(
+        "request: \"include\"[%zu] must be a string", i);
     const char *unsupported[] = {"conversation", "prompt"};
     for (int k = 0; k < 2; k++) {
         const json_t *v = json_object_get(body, unsupported[k]);
@@ -399,8 +402,9 @@ static json_t *echo_fields(const json_t *body, int store) {
     json_object_set_new(e, "tool_choice", field_or(body, "tool_choice", json_string("auto")));
     json_object_set_new(e, "parallel_tool_calls",
                         field_or(body, "parallel_tool_calls", json_true()));
-    const char *keys[] = {"temperature", "top_p", "max_output_tokens", "previous_response_id",
-                          "user", "safety_identifier", "prompt_cache_key"};
+    const char *keys[] = {"temperature",          "top_p", "max_output_tokens",
+                          "previous_response_id", "user",  "safety_identifier",
+                          "prompt_cache_key"};
     for (int i = 0; i < 7; i++)
         json_object_set_new(e, keys[i], field_or(body, keys[i], json_null()));
     json_object_set_new(e, "reasoning",
@@ -435,14 +439,13 @@ static hr_err *previous(const json_t *body, hr_response_store *store, conv *cv) 
 static hr_err *parse_instructions(const json_t *body, json_t *msgs) {
     const char *ins;
     HR_TRY(hr_json_str(body, "instructions", NULL, "request", &ins));
-    if (ins)
-        json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", ins));
+    if (ins) json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", ins));
     return NULL;
 }
 
 static hr_err *parse_body(const json_t *body, const hr_request_limits *lim,
-                          hr_response_store *store, hr_api_request *r, int *stored,
-                          json_t *kwargs, conv *cv) {
+                          hr_response_store *store, hr_api_request *r, int *stored, json_t *kwargs,
+                          conv *cv) {
     if (!json_is_object(body)) return hr_errf("request body must be a JSON object");
     const char *model;
     HR_TRY(hr_json_str(body, "model", NULL, "request", &model));
@@ -486,7 +489,9 @@ hr_err *hr_parse_responses_request(const json_t *body, const hr_request_limits *
     hr_err *e = parse_body(body, lim, store, r, &stored, kwargs, &cv);
     if (!e) e = parse_tools(body, r, &tools);
     e = finish(body, r, e, stored, &cv, tools, kwargs);
-    if (e) hr_api_request_free(r);
-    else *out = r;
+    if (e)
+        hr_api_request_free(r);
+    else
+        *out = r;
     return e;
 }

@@ -166,8 +166,8 @@ static void test_tools(void) {
 
 static void test_reasoning(void) {
     char err[256] = "";
-    hr_api_request *r = parse("{\"input\": \"x\", \"reasoning\": {\"effort\": \"none\"}}", NULL,
-                              err, sizeof err);
+    hr_api_request *r =
+        parse("{\"input\": \"x\", \"reasoning\": {\"effort\": \"none\"}}", NULL, err, sizeof err);
     HR_CHECK(r, "%s", err);
     const json_t *kw = json_object_get(r->chat, "kwargs");
     HR_CHECK(json_is_false(json_object_get(kw, "enable_thinking")) &&
@@ -194,7 +194,8 @@ static void test_errors(void) {
         {"{\"input\": [5]}", "input[0] must be an object"},
         {"{\"input\": [{\"role\": \"tool\", \"content\": \"x\"}]}", "input[0].role must be one of"},
         {"{\"input\": [{\"role\": \"user\"}]}", "input[0].content is required"},
-        {"{\"input\": [{\"role\": \"user\", \"content\": 3}]}", "input[0].content must be a string"},
+        {"{\"input\": [{\"role\": \"user\", \"content\": 3}]}",
+         "input[0].content must be a string"},
         {"{\"input\": [{\"role\": \"user\", \"content\": [{\"type\": \"input_image\", "
          "\"image_url\": \"u\"}]}]}",
          "input[0].content[0] is an input_image part; this server is text-only"},
@@ -230,7 +231,8 @@ static void test_errors(void) {
          "\"parameters\": 1}]}",
          "tools[0].parameters must be an object"},
         {"{\"input\": \"x\", \"tool_choice\": \"always\"}", "\"tool_choice\" must be"},
-        {"{\"input\": \"x\", \"tool_choice\": {\"type\": \"function\"}}", "needs a string \"name\""},
+        {"{\"input\": \"x\", \"tool_choice\": {\"type\": \"function\"}}",
+         "needs a string \"name\""},
         {"{\"input\": \"x\", \"tool_choice\": {\"type\": \"file_search\"}}",
          "\"tool_choice\" type \"file_search\" is not supported"},
         {"{\"input\": \"x\", \"tool_choice\": \"required\"}", "needs a non-empty \"tools\""},
@@ -243,7 +245,8 @@ static void test_errors(void) {
         {"{\"input\": \"x\", \"reasoning\": \"high\"}", "\"reasoning\" must be an object"},
         {"{\"input\": \"x\", \"reasoning\": {\"effort\": \"max\"}}",
          "\"reasoning.effort\" must be one of none, minimal, low, medium, high, xhigh"},
-        {"{\"input\": \"x\", \"reasoning\": {\"summary\": 1}}", "\"reasoning.summary\" must be a string"},
+        {"{\"input\": \"x\", \"reasoning\": {\"summary\": 1}}",
+         "\"reasoning.summary\" must be a string"},
         {"{\"input\": \"x\", \"text\": {\"format\": {\"type\": \"json_schema\", \"name\": \"s\", "
          "\"schema\": {}}}}",
          "\"text.format\" type \"json_schema\" needs constrained decoding, not supported yet"},
@@ -251,7 +254,8 @@ static void test_errors(void) {
          "needs constrained decoding"},
         {"{\"input\": \"x\", \"text\": {\"format\": {\"type\": \"xml\"}}}",
          "\"text.format\".type must be \"text\""},
-        {"{\"input\": \"x\", \"text\": {\"verbosity\": \"loud\"}}", "\"text.verbosity\" must be one of"},
+        {"{\"input\": \"x\", \"text\": {\"verbosity\": \"loud\"}}",
+         "\"text.verbosity\" must be one of"},
         {"{\"input\": \"x\", \"text\": 1}", "\"text\" must be an object"},
         {"{\"input\": \"x\", \"background\": true}", "\"background\": true is not supported"},
         {"{\"input\": \"x\", \"store\": \"yes\"}", "\"store\""},
@@ -260,7 +264,8 @@ static void test_errors(void) {
         {"{\"input\": \"x\", \"stream_options\": 1}", "\"stream_options\" must be an object"},
         {"{\"input\": \"x\", \"include\": \"all\"}", "\"include\" must be an array"},
         {"{\"input\": \"x\", \"include\": [1]}", "\"include\"[0] must be a string"},
-        {"{\"input\": \"x\", \"truncation\": \"cut\"}", "\"truncation\" must be one of auto, disabled"},
+        {"{\"input\": \"x\", \"truncation\": \"cut\"}",
+         "\"truncation\" must be one of auto, disabled"},
         {"{\"input\": \"x\", \"user\": 1}", "\"user\""},
         {"{\"input\": \"x\", \"conversation\": \"conv_1\"}", "\"conversation\" is not supported"},
         {"{\"input\": \"x\", \"prompt\": {\"id\": \"p\"}}", "\"prompt\" is not supported"},
@@ -364,8 +369,8 @@ static json_t *sse_events(const char *s) {
             snprintf(name, sizeof name, "%.*s", (int)(nl - s - 7), s + 7);
         else if (!strncmp(s, "data: ", 6)) {
             json_t *d = json_loadb(s + 6, (size_t)(nl - s - 6), 0, NULL);
-            json_array_append_new(out, json_pack("{s:s, s:o}", "event", name,
-                                                 "data", d ? d : json_string("BAD JSON")));
+            json_array_append_new(out, json_pack("{s:s, s:o}", "event", name, "data",
+                                                 d ? d : json_string("BAD JSON")));
             name[0] = 0;
         }
         s = nl + 1;
@@ -401,9 +406,9 @@ static json_t *run(const char *src, hr_response_store *store, const char **piece
         if (status != 200) json_object_set_new(out, "status", json_integer(status));
     }
     /* the id, for continuing */
-    json_t *resp = q->stream ? json_object_get(json_object_get(json_array_get(out, 0), "data"),
-                                               "response")
-                             : out;
+    json_t *resp =
+        q->stream ? json_object_get(json_object_get(json_array_get(out, 0), "data"), "response")
+                  : out;
     snprintf(id, id_cap, "%s", str(resp, "id"));
     hr_reply_free(r);
     hr_api_request_free(q);
@@ -418,7 +423,7 @@ static void test_body(void) {
     snprintf(src, sizeof src,
              "{\"model\": \"m1\", \"input\": \"Weather?\", \"instructions\": \"Be brief.\", %s}",
              TOOLS);
-    const char *p[] = {"<think>\nhm",  "</think>\n\n", "Checking.\n",
+    const char *p[] = {"<think>\nhm", "</think>\n\n", "Checking.\n",
                        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
                        "\"Oslo\"}}\n</tool_call>",
                        NULL};
@@ -449,7 +454,8 @@ static void test_body(void) {
                  json_is_array(json_object_get(part, "logprobs")),
              "message item");
     HR_CHECK(!strcmp(str(fc, "type"), "function_call") && !strncmp(str(fc, "id"), "fc_", 3) &&
-                 !strncmp(str(fc, "call_id"), "call_", 5) && !strcmp(str(fc, "name"), "get_weather") &&
+                 !strncmp(str(fc, "call_id"), "call_", 5) &&
+                 !strcmp(str(fc, "name"), "get_weather") &&
                  !strcmp(str(fc, "arguments"), "{\"city\":\"Oslo\"}") &&
                  !strcmp(str(fc, "status"), "completed"),
              "function_call item");
@@ -462,16 +468,17 @@ static void test_body(void) {
                  json_integer_value(json_object_get(json_object_get(u, "output_tokens_details"),
                                                     "reasoning_tokens")) == 2,
              "usage: %s", json_dumps(u, JSON_COMPACT));
-    HR_CHECK(!strcmp(str(b, "instructions"), "Be brief.") &&
-                 json_array_size(json_object_get(b, "tools")) == 1 &&
-                 !strcmp(str(b, "tool_choice"), "auto") &&
-                 json_is_true(json_object_get(b, "parallel_tool_calls")) &&
-                 json_is_true(json_object_get(b, "store")) &&
-                 json_is_null(json_object_get(b, "previous_response_id")) &&
-                 json_is_object(json_object_get(b, "metadata")) &&
-                 json_is_object(json_object_get(b, "reasoning")) &&
-                 !strcmp(str(json_object_get(json_object_get(b, "text"), "format"), "type"), "text"),
-             "echoed fields");
+    HR_CHECK(
+        !strcmp(str(b, "instructions"), "Be brief.") &&
+            json_array_size(json_object_get(b, "tools")) == 1 &&
+            !strcmp(str(b, "tool_choice"), "auto") &&
+            json_is_true(json_object_get(b, "parallel_tool_calls")) &&
+            json_is_true(json_object_get(b, "store")) &&
+            json_is_null(json_object_get(b, "previous_response_id")) &&
+            json_is_object(json_object_get(b, "metadata")) &&
+            json_is_object(json_object_get(b, "reasoning")) &&
+            !strcmp(str(json_object_get(json_object_get(b, "text"), "format"), "type"), "text"),
+        "echoed fields");
     json_decref(b);
 }
 
@@ -480,13 +487,12 @@ static void test_incomplete_and_failed(void) {
     const char *p[] = {"Once upon", " a time", NULL};
     json_t *b = run("{\"input\": \"story\", \"max_output_tokens\": 2}", NULL, p, HR_FINISH_LENGTH,
                     id, sizeof id);
-    HR_CHECK(!strcmp(str(b, "status"), "incomplete") &&
-                 !strcmp(str(json_object_get(b, "incomplete_details"), "reason"),
-                         "max_output_tokens") &&
-                 !strcmp(str(json_array_get(json_object_get(b, "output"), 0), "status"),
-                         "incomplete") &&
-                 json_integer_value(json_object_get(b, "max_output_tokens")) == 2,
-             "incomplete: %s", json_dumps(b, JSON_COMPACT));
+    HR_CHECK(
+        !strcmp(str(b, "status"), "incomplete") &&
+            !strcmp(str(json_object_get(b, "incomplete_details"), "reason"), "max_output_tokens") &&
+            !strcmp(str(json_array_get(json_object_get(b, "output"), 0), "status"), "incomplete") &&
+            json_integer_value(json_object_get(b, "max_output_tokens")) == 2,
+        "incomplete: %s", json_dumps(b, JSON_COMPACT));
     json_decref(b);
     b = run("{\"input\": \"x\"}", NULL, p, HR_FINISH_ERROR, id, sizeof id);
     HR_CHECK(json_integer_value(json_object_get(b, "status")) == 500 &&
@@ -495,11 +501,12 @@ static void test_incomplete_and_failed(void) {
     json_decref(b);
     b = run("{\"input\": \"x\", \"stream\": true}", NULL, p, HR_FINISH_ERROR, id, sizeof id);
     const json_t *last = json_object_get(json_array_get(b, json_array_size(b) - 1), "data");
-    HR_CHECK(!strcmp(str(last, "type"), "response.failed") &&
-                 !strcmp(str(json_object_get(last, "response"), "status"), "failed") &&
-                 !strcmp(str(json_object_get(json_object_get(last, "response"), "error"), "message"),
-                         "boom"),
-             "failed stream");
+    HR_CHECK(
+        !strcmp(str(last, "type"), "response.failed") &&
+            !strcmp(str(json_object_get(last, "response"), "status"), "failed") &&
+            !strcmp(str(json_object_get(json_object_get(last, "response"), "error"), "message"),
+                    "boom"),
+        "failed stream");
     json_decref(b);
 }
 
@@ -507,7 +514,10 @@ static void test_incomplete_and_failed(void) {
 static void test_stream(void) {
     char src[512], id[64];
     snprintf(src, sizeof src, "{\"input\": \"Weather?\", \"stream\": true, %s}", TOOLS);
-    const char *p[] = {"<think>\nh", "m</think>\n\n", "Chec", "king.\n",
+    const char *p[] = {"<think>\nh",
+                       "m</think>\n\n",
+                       "Chec",
+                       "king.\n",
                        "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": "
                        "\"Oslo\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"get_weather\", "
                        "\"arguments\": {\"city\": \"Lima\"}}\n</tool_call>",
@@ -536,7 +546,8 @@ static void test_stream(void) {
         "function_call_arguments.done output_item.done completed";
     HR_CHECK(!strcmp(names, want), "sequence:\n got  %s\n want %s", names, want);
     HR_CHECK(seq_ok && names_ok, "sequence_number 0.. and event: line = type");
-    const json_t *created = json_object_get(json_object_get(json_array_get(ev, 0), "data"), "response");
+    const json_t *created =
+        json_object_get(json_object_get(json_array_get(ev, 0), "data"), "response");
     HR_CHECK(!strcmp(str(created, "status"), "in_progress") &&
                  json_array_size(json_object_get(created, "output")) == 0 &&
                  json_is_null(json_object_get(created, "usage")),
@@ -564,8 +575,8 @@ static void test_stream(void) {
     const json_t *out = json_object_get(fin, "output");
     HR_CHECK(!strcmp(str(fin, "status"), "completed") && json_array_size(out) == 4 &&
                  !strcmp(str(json_array_get(out, 3), "arguments"), "{\"city\":\"Lima\"}") &&
-                 json_integer_value(json_object_get(json_object_get(fin, "usage"),
-                                                    "input_tokens")) == 12,
+                 json_integer_value(
+                     json_object_get(json_object_get(fin, "usage"), "input_tokens")) == 12,
              "final response: %s", json_dumps(fin, JSON_COMPACT));
     /* the item ids in the final response are the streamed ones */
     const json_t *added = json_object_get(json_object_get(json_array_get(ev, 9), "data"), "item");
@@ -595,7 +606,8 @@ static void test_continue(void) {
     HR_CHECK(q, "%s", err);
     const json_t *msgs = json_object_get(q->chat, "messages");
     HR_CHECK(json_array_size(msgs) == 3, "user, assistant, tool: %s", json_dumps(msgs, 0));
-    HR_CHECK(!strcmp(str(msg(q, 0), "role"), "user") && !strcmp(str(msg(q, 1), "role"), "assistant") &&
+    HR_CHECK(!strcmp(str(msg(q, 0), "role"), "user") &&
+                 !strcmp(str(msg(q, 1), "role"), "assistant") &&
                  !strcmp(str(msg(q, 1), "reasoning_content"), "x") &&
                  !strcmp(str(json_array_get(json_object_get(msg(q, 1), "tool_calls"), 0), "id"),
                          call_id) &&
