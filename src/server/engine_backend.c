@@ -11,6 +11,7 @@
 
 #include "base/file.h"
 #include "server/output_parse.h"
+#include "server/system_turns.h"
 #include "template/template.h"
 
 const char hr_fallback_chat_template[] =
@@ -32,6 +33,7 @@ struct hr_engine_server {
     const hr_tokenizer *tok;
     hr_chat_template ct;
     int fallback; /* ct is the fallback template: tokenize with special tokens */
+    int system_turns; /* ct renders system messages after the first turn (else folded) */
     char *name;
     hr_server_backend backend;
     pthread_mutex_t mu;
@@ -116,13 +118,18 @@ static void on_event(void *ctx, const hr_event *ev) {
     pthread_mutex_unlock(&l->srv->mu);
 }
 
-/* The rendered template, then the request's prefill. A forced tool call skips reasoning:
+/* The rendered template (later system messages folded into the leading one when the
+ * template has no system turns), then the request's prefill. A forced tool call skips reasoning:
  * a <think> the template left open is closed before it. */
 static hr_err *render_chat(hr_engine_server *s, const hr_api_request *req, int32_t **ids, int *n,
                            int *in_reasoning) {
     char *text = NULL;
     int raised = 0;
-    HR_TRY(hr_chat_template_apply(&s->ct, req->chat, &text, &raised));
+    json_t *folded = NULL;
+    if (!s->system_turns) HR_TRY(hr_chat_fold_system(req->chat, &folded));
+    hr_err *e = hr_chat_template_apply(&s->ct, folded ? folded : req->chat, &text, &raised);
+    json_decref(folded);
+    if (e) return e;
     *in_reasoning = hr_prompt_in_reasoning(text);
     if (req->prefill) {
         const char *close = *in_reasoning ? "</think>\n\n" : "";
@@ -295,6 +302,7 @@ hr_err *hr_engine_server_create(hr_engine *e, const hr_tokenizer *tok, const cha
         .limits = {.max_tokens_limit = max_context, .vocab_size = vocab},
     };
     err = detect_format(s, template_path);
+    s->system_turns = hr_chat_template_system_turns(&s->ct);
     if (err) {
         hr_engine_server_destroy(s);
         return err;

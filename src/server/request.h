@@ -76,6 +76,9 @@ typedef struct {
      * as if the model had generated it. */
     char *prefill;
     char *reasoning_effort; /* NULL, or "none" | "low" | "medium" | "high" */
+    /* Anthropic thinking.budget_tokens: the engine closes the reasoning block after this many
+     * generated tokens; 0 = no budget. Below max_tokens when that is set. */
+    int reasoning_budget;
 } hr_api_request;
 
 /* Limits the parsers check against. */
@@ -92,6 +95,9 @@ hr_err *hr_parse_completion_request(const json_t *body, const hr_request_limits 
                                     hr_api_request **out);
 hr_err *hr_parse_messages_request(const json_t *body, const hr_request_limits *lim,
                                   hr_api_request **out);
+/* POST /v1/messages/count_tokens: a messages body without max_tokens (ignored if given). */
+hr_err *hr_parse_count_tokens_request(const json_t *body, const hr_request_limits *lim,
+                                      hr_api_request **out);
 void hr_api_request_free(hr_api_request *r);
 
 /* POST /tokenize {"content" | "prompt": text, "add_special_tokens"} and POST /detokenize
