@@ -215,6 +215,49 @@ def test_messages():
           and ev[-2][1]["delta"]["stop_reason"] == "end_turn", (thinking, text))
 
 
+def anthropic_error(st, b, status, etype, msg=""):
+    return (st == status and isinstance(b, dict) and b.get("type") == "error"
+            and b["error"]["type"] == etype and msg in b["error"]["message"])
+
+
+def test_anthropic():
+    """/v1/messages as Claude Code sends it, and Anthropic's error shapes."""
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": [{"type": "text", "text": "s",
+            "cache_control": {"type": "ephemeral"}}], "thinking": {"type": "adaptive"},
+            "metadata": {"user_id": "u"}, "context_management": {"edits": []}, "service_tier": "auto",
+            "output_config": {"effort": "high"}, "top_k": 5, "stop_sequences": ["STOP"],
+            "tools": [{"name": "get_weather", "input_schema": {"type": "object"}},
+                      {"type": "web_search_20250305", "name": "web_search"}],
+            "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
+            "messages": [{"role": "user", "content": "hi"},
+                         {"role": "assistant", "content": [
+                             {"type": "thinking", "thinking": "t", "signature": "x"},
+                             {"type": "text", "text": "hello"}]},
+                         {"role": "system", "content": "be brief"},
+                         {"role": "user", "content": "THINK"}]}
+    st, b, _ = request("POST", "/v1/messages", body, headers={"x-api-key": KEY,
+                                                               "anthropic-version": "2023-06-01"})
+    check("anth_claude_code_body", st == 200 and b["content"][0]["type"] == "thinking"
+          and b["content"][1] == {"type": "text", "text": "The answer is 42."}, b)
+    st, b, _ = request("POST", "/v1/messages", dict(body, thinking={"type": "enabled", "budget_tokens": 50}))
+    check("anth_thinking_enabled_budget", st == 200, b)
+    bad = dict(body, messages=[{"role": "user", "content": [
+        {"type": "text", "text": "look"}, {"type": "image", "source": {"type": "base64"}}]}])
+    st, b, _ = request("POST", "/v1/messages", bad)
+    check("anth_400_image", anthropic_error(st, b, 400, "invalid_request_error",
+          "messages[0].content[1]: image blocks are not supported by this text-only model"), b)
+    st, b, _ = request("POST", "/v1/messages", dict(body, thinking={"type": "enabled", "budget_tokens": 0}))
+    check("anth_400_budget", anthropic_error(st, b, 400, "invalid_request_error", "budget_tokens"), b)
+    st, b, _ = request("POST", "/v1/messages", raw=b"{oops")
+    check("anth_400_json", anthropic_error(st, b, 400, "invalid_request_error"), b)
+    st, b, _ = request("POST", "/v1/messages", body, headers={"x-api-key": "wrong"})
+    check("anth_401", anthropic_error(st, b, 401, "authentication_error"), b)
+    st, b, _ = request("GET", "/v1/messages")
+    check("anth_405", anthropic_error(st, b, 405, "invalid_request_error", "POST"), b)
+    st, b, _ = request("POST", "/v1/messages", raw=b"{" + b" " * 70000 + b"}")
+    check("anth_413", anthropic_error(st, b, 413, "request_too_large", "larger than 65536"), b)
+
+
 def chunks_by_choice(ev):
     """Per choice index: (content, finish_reason) from OpenAI stream chunks."""
     out = {}
@@ -379,7 +422,7 @@ def test_concurrent():
     check("concurrent_streams", len(results) == 16 and all(results), results)
 
 
-for t in [test_routes, test_bad_requests, test_chat, test_completions, test_messages, test_n,
+for t in [test_routes, test_bad_requests, test_chat, test_completions, test_messages, test_anthropic, test_n,
           test_tool_choice, test_tokenize, test_disconnect, test_disconnect_n, test_concurrent]:
     try:
         t()
