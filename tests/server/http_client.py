@@ -254,6 +254,13 @@ def test_anthropic():
     check("anth_401", anthropic_error(st, b, 401, "authentication_error"), b)
     st, b, _ = request("GET", "/v1/messages")
     check("anth_405", anthropic_error(st, b, 405, "invalid_request_error", "POST"), b)
+    # The SDK's beta calls add ?beta=true: libmicrohttpd routes on the path alone.
+    st, b, _ = request("POST", "/v1/messages?beta=true", {"max_tokens": 5, "messages": USER})
+    check("anth_beta_query", st == 200 and b["type"] == "message", b)
+    for method, path in [("GET", "/health?beta=true"), ("GET", "/v1/models?beta=true&x=1"),
+                         ("POST", "/tokenize?beta=true")]:
+        st, b, _ = request(method, path, {"content": "ab"} if method == "POST" else None)
+        check("query_string " + path, st == 200, b)
     st, b, _ = request("POST", "/v1/messages", raw=b"{" + b" " * 70000 + b"}")
     check("anth_413", anthropic_error(st, b, 413, "request_too_large", "larger than 65536"), b)
 
