@@ -4,7 +4,7 @@ JOBS  ?= $(shell nproc)
 BUILD ?= build
 PORT  ?= 8080
 
-.PHONY: all build run test test-asan fuzz bench clean deps
+.PHONY: all build run test test-asan fuzz bench clean deps test-agents
 
 all: build
 
@@ -22,6 +22,10 @@ run: deps build
 
 test: deps build
 	@bash tests/run.sh $(BUILD)
+
+# opt-in, not in CI: real agent CLIs (pinned, from npm) against hearth serve
+test-agents: build
+	@HEARTH_BIN=$(BUILD)/hearth bash tests/agents/run.sh
 
 build-asan/Makefile: CMakeLists.txt
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_SANITIZE=ON >/dev/null

@@ -26,6 +26,7 @@ typedef struct {
     int n_threads;             /* CPU threads (<= 0: all online CPUs) */
     int compute_bf16;          /* bf16 weights multiply activations rounded to bf16 (faster;
                                   logits no longer match an f32 reference exactly) */
+    int weights_in_place;      /* compute from the mmapped weights (faster load, slower decode) */
     size_t kv_memory;          /* bytes of KV cache; 0: from memory_budget, else a default */
     size_t memory_budget;      /* bytes for weights + KV (used when kv_memory is 0) */
     int block_size;            /* positions per KV block (0: 16) */
@@ -33,14 +34,18 @@ typedef struct {
     int max_seqs;              /* sequences decoding at once (0: 64) */
     int no_prefix_cache;       /* 1 turns the prefix cache off */
     int no_preempt;            /* 1: when KV runs out, wait instead of preempting the youngest */
-    const char *chat_template; /* a .jinja file overriding the model's template (NULL: none) */
+    int max_queue;             /* requests waiting for admission before submit refuses more
+                                  (HR_E_BUSY; 0: 1024) */
+    const char *chat_template; /* a .jinja file overriding the model's template (NULL: the
+                                  model's; a model without one gets "role: content" lines) */
     /* hybrid (DeltaNet) models: prefix reuse needs snapshots of the recurrent state */
     size_t snapshot_memory; /* bytes for state snapshots (0: as much as the state slots) */
     int snapshot_interval;  /* blocks between snapshots (0: 256 positions' worth) */
 } hr_engine_options;
 
 /* Loads dir (config.json, safetensors, and tokenizer/chat template when present) and
- * starts the engine thread. */
+ * starts the engine thread. Chat prompts need the tokenizer; a model without a chat
+ * template renders them as "role: content" lines ending in "assistant:". */
 hr_err *hr_engine_create(const char *model_dir, const hr_engine_options *opt, hr_engine **out);
 /* Stops the engine: requests still running end as cancelled. */
 void hr_engine_destroy(hr_engine *e);
@@ -110,9 +115,20 @@ typedef struct {
     int ignore_eos;          /* 1: the model's EOS ids do not stop */
     const char *const *stop; /* stop strings (need the tokenizer) */
     int n_stop;
+    /* Reasoning cap, for models whose tokenizer has <think> and </think> tokens: after
+     * reasoning_budget tokens inside <think> blocks, "\n</think>\n\n" is forced (not
+     * sampled) and the answer follows. in_reasoning: the prompt ends inside an open
+     * <think> (the chat template opened it). 0 = no cap. */
+    int reasoning_budget;
+    int in_reasoning;
     hr_event_cb cb; /* NULL: pull events with hr_request_next */
     void *cb_ctx;
 } hr_request_params;
+
+/* The positions one sequence can have (prompt + generated tokens): the model's context
+ * or what the KV pool can hold, whichever is smaller. A prompt of n tokens can generate at
+ * most hr_engine_max_context(e) - n. */
+int hr_engine_max_context(const hr_engine *e);
 
 /* Validates and queues a request. A request that can never fit (prompt + max_tokens
  * beyond the KV pool or the model's context) is refused here with an error. *out is the

@@ -7,10 +7,11 @@
 
 struct hr_err {
     char *msg;
+    hr_err_code code;
 };
 
 static char oom_msg[] = "out of memory";
-static hr_err oom_err = {oom_msg};
+static hr_err oom_err = {oom_msg, HR_E_GENERIC};
 
 hr_err *hr_err_oom(void) { return &oom_err; }
 
@@ -29,6 +30,7 @@ hr_err *hr_errv(const char *fmt, va_list ap) {
     }
     vsnprintf(m, (size_t)n + 1, fmt, ap);
     e->msg = m;
+    e->code = HR_E_GENERIC;
     return e;
 }
 
@@ -39,6 +41,17 @@ hr_err *hr_errf(const char *fmt, ...) {
     va_end(ap);
     return e;
 }
+
+hr_err *hr_errc(hr_err_code code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    hr_err *e = hr_errv(fmt, ap);
+    va_end(ap);
+    if (e != &oom_err) e->code = code;
+    return e;
+}
+
+hr_err_code hr_err_code_of(const hr_err *err) { return err ? err->code : HR_E_GENERIC; }
 
 hr_err *hr_err_wrap(hr_err *err, const char *fmt, ...) {
     if (!err) return NULL;

@@ -20,6 +20,20 @@ hr_err *hr_err_wrap(hr_err *err, const char *fmt, ...) __attribute__((format(pri
 const char *hr_err_msg(const hr_err *err);
 void hr_err_free(hr_err *err);
 
+/* What kind of failure an error is, for callers that answer differently (an HTTP status,
+ * a client's retry): most errors are HR_E_GENERIC. */
+typedef enum {
+    HR_E_GENERIC,
+    HR_E_CONTEXT,  /* the input does not fit the context a sequence can have */
+    HR_E_BUSY,     /* refused for load (a full queue); retrying later can succeed */
+    HR_E_NOTFOUND, /* a named thing (a stored response) does not exist */
+} hr_err_code;
+
+/* As hr_errf, with a code other than HR_E_GENERIC. */
+hr_err *hr_errc(hr_err_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The error's code (HR_E_GENERIC for NULL, out-of-memory and plain errors). */
+hr_err_code hr_err_code_of(const hr_err *err);
+
 /* The shared out-of-memory error. */
 hr_err *hr_err_oom(void);
 

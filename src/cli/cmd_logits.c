@@ -6,6 +6,7 @@
 #include "cli/args.h"
 #include "cli/verbs.h"
 #include "engine/kv_pool.h"
+#include "engine/open.h"
 #include "model/safetensors.h"
 
 typedef struct {
@@ -37,13 +38,12 @@ static hr_err *run(const char *dir, const char *tokens, const char *out, long th
     int *ids;
     int n;
     HR_TRY(hr_parse_int_list(tokens, "--tokens", &ids, &n));
-    hr_backend *be = NULL;
-    hr_model *m = NULL;
+    hr_opened_model om = {0};
     float *logits = NULL;
-    hr_cpu_options co = {.n_threads = (int)threads, .weights_in_place = 1};
-    hr_err *err = hr_parse_compute(compute_mode, &co.compute_bf16);
-    if (!err) err = hr_backend_cpu_create(&co, &be);
-    if (!err) err = hr_model_load(dir, be, &m);
+    hr_open_options oo = {.n_threads = (int)threads, .weights_in_place = 1, .no_tokenizer = 1};
+    hr_err *err = hr_parse_compute(compute_mode, &oo.compute_bf16);
+    if (!err) err = hr_model_open(dir, &oo, &om);
+    hr_model *m = om.model;
     if (!err) {
         int V = hr_model_cfg(m)->vocab;
         logits = malloc(sizeof(float) * (size_t)n * (size_t)V);
@@ -55,8 +55,7 @@ static hr_err *run(const char *dir, const char *tokens, const char *out, long th
         }
     }
     free(logits);
-    hr_model_free(m);
-    hr_backend_destroy(be);
+    hr_model_close(&om);
     free(ids);
     return err;
 }

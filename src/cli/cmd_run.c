@@ -8,8 +8,8 @@
 #include "cli/args.h"
 #include "cli/verbs.h"
 #include "engine/generate.h"
-#include "template/template.h"
-#include "tokenizer/tokenizer.h"
+#include "engine/open.h"
+#include "engine/prompt.h"
 
 typedef struct {
     const char *model, *prompt, *prompt_ids, *chat_template, *compute;
@@ -49,23 +49,19 @@ static void print_flush(printer *p) {
         fwrite(text, 1, len, stdout);
 }
 
-/* The prompt as ids: rendered through the chat template (a single user message) unless
- * --raw or the model has none, then tokenized. */
+/* The prompt as ids: rendered through the engine's prompt path (the model's chat template,
+ * else "role: content" lines) as a single user message, unless --raw or the model has no
+ * template and no --chat-template. */
 static hr_err *encode_prompt(const run_opts *o, const hr_tokenizer *tok, int32_t **ids, int *n) {
     int templated = !o->raw && (o->chat_template || hr_tokenizer_chat_template(tok, NULL));
     if (!templated) return hr_tokenizer_encode(tok, o->prompt, strlen(o->prompt), 1, ids, n);
-    hr_chat_template ct;
-    HR_TRY(hr_chat_template_load(o->model, o->chat_template, &ct));
-    json_t *req = json_pack("{s:[{s:s,s:s}],s:b}", "messages", "role", "user", "content", o->prompt,
-                            "add_generation_prompt", 1);
-    char *text = NULL;
-    int raised;
-    hr_err *err = req ? hr_chat_template_apply(&ct, req, &text, &raised) : hr_err_oom();
-    if (!err) err = hr_tokenizer_encode(tok, text, strlen(text), 0, ids, n);
-    free(text);
+    hr_prompt pr;
+    HR_TRY(hr_prompt_open(o->model, o->chat_template, tok, &pr));
+    json_t *req = json_pack("{s:[{s:s,s:s}]}", "messages", "role", "user", "content", o->prompt);
+    hr_err *err = req ? hr_prompt_render(&pr, req, NULL, ids, n, NULL) : hr_err_oom();
     json_decref(req);
-    hr_chat_template_free(&ct);
-    return hr_err_wrap(err, "chat template: ");
+    hr_prompt_close(&pr);
+    return err;
 }
 
 /* Unset (negative) temperature, top-p, top-k and typical-p stay negative: the engine fills
@@ -81,14 +77,8 @@ static hr_sampler_params sampling(const run_opts *o) {
                                .xtc_threshold = (float)o->xtc_threshold};
 }
 
-/* Loads the tokenizer when the model has one (needed for --prompt, optional for ids). */
-static hr_err *load_tokenizer(const run_opts *o, hr_tokenizer **tok) {
-    *tok = NULL;
-    if (!hr_tokenizer_present(o->model)) return o->prompt ? hr_errf("%s has no tokenizer.json; use --prompt-ids", o->model) : NULL;
-    return hr_tokenizer_load(o->model, tok);
-}
-
 static hr_err *prompt_ids(const run_opts *o, const hr_tokenizer *tok, int32_t **ids, int *n) {
+    if (o->prompt && !tok) return hr_errf("%s has no tokenizer.json; use --prompt-ids", o->model);
     if (o->prompt) return encode_prompt(o, tok, ids, n);
     return hr_parse_int_list(o->prompt_ids, "--prompt-ids", (int **)ids, n);
 }
@@ -96,22 +86,18 @@ static hr_err *prompt_ids(const run_opts *o, const hr_tokenizer *tok, int32_t **
 static hr_err *run(const run_opts *o) {
     int32_t *ids = NULL;
     int n = 0;
-    hr_tokenizer *tok = NULL;
-    hr_backend *be = NULL;
-    hr_model *m = NULL;
+    hr_opened_model om = {0};
     printer pr = {o->print_ids, 1, NULL, NULL};
-    hr_err *err = load_tokenizer(o, &tok);
-    if (!err) err = prompt_ids(o, tok, &ids, &n);
-    if (!err && tok && !o->print_ids) err = hr_detok_stream_create(tok, 1, &pr.detok);
-    hr_cpu_options co = {.n_threads = (int)o->threads, .weights_in_place = o->mmap};
-    if (!err) err = hr_parse_compute(o->compute, &co.compute_bf16);
-    if (!err) err = hr_backend_cpu_create(&co, &be);
-    if (!err) err = hr_model_load(o->model, be, &m);
+    hr_open_options oo = {.n_threads = (int)o->threads, .weights_in_place = o->mmap};
+    hr_err *err = hr_parse_compute(o->compute, &oo.compute_bf16);
+    if (!err) err = hr_model_open(o->model, &oo, &om);
+    if (!err) err = prompt_ids(o, om.tok, &ids, &n);
+    if (!err && om.tok && !o->print_ids) err = hr_detok_stream_create(om.tok, 1, &pr.detok);
     if (!err) {
-        const hr_model_config *c = hr_model_cfg(m);
+        const hr_model_config *c = hr_model_cfg(om.model);
         hr_gen_request req = {ids, n, (int)o->max_tokens, sampling(o), c->eos_ids, c->n_eos, 0};
         hr_gen_stats st;
-        err = hr_generate(m, &req, print_token, &pr, &st);
+        err = hr_generate(om.model, &req, print_token, &pr, &st);
         print_flush(&pr);
         if (!err) err = pr.err;
         printf("\n");
@@ -121,10 +107,8 @@ static hr_err *run(const run_opts *o) {
                     st.n_prompt, st.prefill_s, st.n_prompt / (st.prefill_s + 1e-12), st.n_generated,
                     st.n_generated > 1 ? (st.n_generated - 1) / (st.decode_s + 1e-12) : 0.0);
     }
-    hr_model_free(m);
-    hr_backend_destroy(be);
     hr_detok_stream_destroy(pr.detok);
-    hr_tokenizer_free(tok);
+    hr_model_close(&om);
     free(ids);
     return err;
 }

@@ -14,14 +14,11 @@
 typedef struct {
     const char *model, *host, *api_key, *chat_template, *alias, *compute;
     long port, threads, kv_mb, budget_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
-    long timeout_s, max_conns;
+    long timeout_s, max_conns, max_queue;
     int mmap, no_preempt, no_prefix_cache;
 } serve_opts;
 
 typedef struct {
-    hr_backend *be;
-    hr_model *model;
-    hr_tokenizer *tok;
     hr_engine *engine;
     hr_engine_server *es;
     hr_server *http;
@@ -37,26 +34,26 @@ static const char *base_name(const char *dir) {
 
 static hr_err *start(const serve_opts *o, serve_state *st) {
     if (!hr_tokenizer_present(o->model)) return hr_errf("%s has no tokenizer.json, which serving needs", o->model);
-    hr_cpu_options co = {.n_threads = (int)o->threads, .weights_in_place = o->mmap};
-    HR_TRY(hr_parse_compute(o->compute, &co.compute_bf16));
-    HR_TRY(hr_backend_cpu_create(&co, &st->be));
-    HR_TRY(hr_model_load(o->model, st->be, &st->model));
-    HR_TRY(hr_tokenizer_load(o->model, &st->tok));
     hr_engine_options eo = {.n_threads = (int)o->threads,
+                            .weights_in_place = o->mmap,
                             .kv_memory = (size_t)o->kv_mb << 20,
                             .memory_budget = (size_t)o->budget_mb << 20,
                             .no_preempt = o->no_preempt,
                             .no_prefix_cache = o->no_prefix_cache,
                             .max_seqs = (int)o->max_seqs,
+                            .max_queue = (int)o->max_queue,
                             .max_batch_tokens = (int)o->max_batch,
+                            .chat_template = o->chat_template,
                             .snapshot_memory = (size_t)o->snap_mb << 20,
                             .snapshot_interval = (int)o->snap_every};
-    HR_TRY(hr_engine_create_on(st->model, st->tok, &eo, &st->engine));
-    const hr_model_config *c = hr_model_cfg(st->model);
+    HR_TRY(hr_parse_compute(o->compute, &eo.compute_bf16));
+    HR_TRY(hr_engine_create(o->model, &eo, &st->engine));
     char name[256];
     snprintf(name, sizeof name, "%s", o->alias ? o->alias : base_name(o->model));
-    HR_TRY(hr_engine_server_create(st->engine, st->tok, o->model, o->chat_template, name, c->max_pos,
-                                   c->vocab, &st->es));
+    HR_TRY(hr_engine_server_create(st->engine, name, &st->es));
+    HR_INFO("model %s: context %d positions per sequence, %s", name,
+            hr_engine_max_context(st->engine),
+            hr_engine_prompt(st->engine)->fallback ? "no chat template (role: content lines)" : "chat template");
     hr_server_config sc = {o->host, (int)o->port, o->api_key, (size_t)o->max_body_mb << 20,
                            o->timeout_s ? (int)o->timeout_s : -1, (unsigned)o->max_conns};
     return hr_server_start(&sc, hr_engine_server_backend(st->es), &st->http);
@@ -66,9 +63,6 @@ static void stop(serve_state *st) {
     hr_server_stop(st->http);
     hr_engine_server_destroy(st->es);
     hr_engine_destroy(st->engine);
-    hr_model_free(st->model);
-    hr_tokenizer_free(st->tok);
-    hr_backend_destroy(st->be);
 }
 
 static hr_err *serve(const serve_opts *o) {
@@ -113,6 +107,8 @@ int hr_cmd_serve(int argc, char **argv) {
         {"no-prefix-cache", HR_OPT_FLAG, &o.no_prefix_cache, "do not reuse cached prompt prefixes"},
         {"max-seqs", HR_OPT_INT, &o.max_seqs, "sequences decoding at once (default 64)"},
         {"max-batch-tokens", HR_OPT_INT, &o.max_batch, "tokens per forward step (default 2048)"},
+        {"max-queue", HR_OPT_INT, &o.max_queue,
+         "requests waiting for a slot before more are refused (503; Anthropic 529) (default 1024)"},
         {"max-body-mb", HR_OPT_INT, &o.max_body_mb, "largest request body in MiB (default 8)"},
         {"timeout", HR_OPT_INT, &o.timeout_s,
          "seconds a client may send nothing (or take no reply bytes) before its connection is "
@@ -135,7 +131,7 @@ int hr_cmd_serve(int argc, char **argv) {
     if (help) return 0;
     if (!o.model) return hr_cmd_fail("serve", hr_errf("--model is required")), 2;
     if (o.port < 0 || o.port > 65535) return hr_cmd_fail("serve", hr_errf("--port must be 0..65535")), 2;
-    if (o.kv_mb < 0 || o.budget_mb < 0 || o.max_seqs < 0 || o.max_batch < 0 || o.max_body_mb <= 0 || o.snap_mb < 0 ||
+    if (o.kv_mb < 0 || o.budget_mb < 0 || o.max_seqs < 0 || o.max_batch < 0 || o.max_queue < 0 || o.max_body_mb <= 0 || o.snap_mb < 0 ||
         o.snap_every < 0)
         return hr_cmd_fail("serve", hr_errf("sizes must be positive")), 2;
     if (o.timeout_s < 0 || o.timeout_s > 86400)

@@ -36,6 +36,7 @@ static void request_free(hr_request *r) {
     free((void *)r->proc.bias_ids);
     free((void *)r->proc.bias_values);
     free(r->stop_ids);
+    free(r->think.close);
     hr_stop_free(&r->stop);
     hr_detok_stream_destroy(r->detok);
     pthread_mutex_destroy(&r->mu);
@@ -149,16 +150,9 @@ static hr_err *prompt_tokens(hr_engine *e, const hr_request_params *p, int32_t *
     }
     if (!e->tok) return hr_errf("this model has no tokenizer.json: submit token ids");
     if (p->text) return hr_tokenizer_encode(e->tok, p->text, strlen(p->text), 1, ids, n);
-    if (!e->has_ct) return hr_errf("this model has no chat template");
     json_t *req = NULL;
     HR_TRY(hr_json_load_buf("chat request", p->chat, strlen(p->chat), &req));
-    char *text = NULL;
-    hr_err *err = json_is_object(req) ? NULL : hr_errf("chat request: must be a JSON object");
-    if (!err && !json_object_get(req, "add_generation_prompt"))
-        json_object_set_new(req, "add_generation_prompt", json_true());
-    if (!err) err = hr_chat_template_apply(&e->ct, req, &text, NULL);
-    if (!err) err = hr_tokenizer_encode(e->tok, text, strlen(text), 0, ids, n);
-    free(text);
+    hr_err *err = hr_prompt_render(&e->prompt, req, NULL, ids, n, NULL);
     json_decref(req);
     return err;
 }
@@ -185,6 +179,22 @@ static void *dup_array(const void *src, size_t bytes) {
     void *d = malloc(bytes);
     if (d) memcpy(d, src, bytes);
     return d;
+}
+
+/* The reasoning cap: needs <think> / </think> as single tokens (else the budget is not
+ * enforceable and is ignored). */
+static hr_err *think_params(hr_engine *e, hr_request *r, const hr_request_params *p) {
+    if (p->reasoning_budget <= 0 || !e->tok) return NULL;
+    int32_t open = hr_tokenizer_token_id(e->tok, "<think>"),
+            close = hr_tokenizer_token_id(e->tok, "</think>");
+    if (open < 0 || close < 0) return NULL;
+    static const char text[] = "\n</think>\n\n";
+    HR_TRY(hr_tokenizer_encode(e->tok, text, sizeof text - 1, 0, &r->think.close, &r->think.n_close));
+    r->think.budget = p->reasoning_budget;
+    r->think.in = p->in_reasoning;
+    r->think.open_id = open;
+    r->think.close_id = close;
+    return NULL;
 }
 
 /* Fills r's parameters from p (everything but the prompt). */
@@ -221,7 +231,7 @@ static hr_err *request_params(hr_engine *e, hr_request *r, const hr_request_para
     if (p->n_stop > 0 && !e->tok) return hr_errf("stop strings need the model's tokenizer");
     HR_TRY(hr_stop_init(&r->stop, p->stop, p->n_stop));
     if (e->tok) HR_TRY(hr_detok_stream_create(e->tok, 1, &r->detok));
-    return NULL;
+    return think_params(e, r, p);
 }
 
 static hr_err *request_create(hr_engine *e, const hr_request_params *p, hr_request **out) {
@@ -269,6 +279,9 @@ hr_err *hr_engine_submit(hr_engine *e, const hr_request_params *p, hr_request **
     hr_err *err = request_create(e, p, &r);
     pthread_mutex_lock(&e->mu);
     if (!err && e->stopping) err = hr_errf("the engine is shutting down");
+    if (!err && e->n_inbox + e->stats.queued >= e->opt.max_queue)
+        err = hr_errc(HR_E_BUSY, "the engine is overloaded: %d requests are already waiting",
+                      e->n_inbox + e->stats.queued);
     if (err) {
         e->stats.refused++;
         pthread_mutex_unlock(&e->mu);
@@ -302,6 +315,16 @@ static void take_inbox(hr_engine *e) {
     e->n_inbox = 0;
 }
 
+/* The gauges /stats reads, as of now (under e->mu): refreshed after every step, so a
+ * request that ended or was cancelled no longer shows once the engine goes idle. */
+static void publish_stats(hr_engine *e) {
+    e->stats.active = e->n_running;
+    e->stats.queued = e->n_waiting;
+    e->stats.kv_blocks_used = hr_kv_pool_used(&e->pool);
+    e->stats.kv_blocks_cached = e->pool.n_lru;
+    e->stats.state_snapshots = hr_kv_pool_snapshots(&e->pool);
+}
+
 static void *engine_main(void *arg) {
     hr_engine *e = arg;
     int idle = 0;
@@ -310,19 +333,20 @@ static void *engine_main(void *arg) {
         while (idle && !e->stopping && !e->inbox_head)
             pthread_cond_wait(&e->cv, &e->mu);
         take_inbox(e);
-        e->stats.active = e->n_running;
-        e->stats.queued = e->n_waiting;
-        e->stats.kv_blocks_used = hr_kv_pool_used(&e->pool);
-        e->stats.kv_blocks_cached = e->pool.n_lru;
-        e->stats.state_snapshots = hr_kv_pool_snapshots(&e->pool);
+        publish_stats(e);
         int stopping = e->stopping;
         pthread_mutex_unlock(&e->mu);
         if (stopping) break;
         hr_sched_step(e, &idle);
+        pthread_mutex_lock(&e->mu);
+        publish_stats(e);
+        pthread_mutex_unlock(&e->mu);
     }
     hr_sched_cancel_all(e);
     return NULL;
 }
+
+int hr_engine_max_context(const hr_engine *e) { return e->max_context; }
 
 void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st) {
     pthread_mutex_lock(&e->mu);
@@ -419,6 +443,7 @@ static hr_err *engine_start(hr_engine *e) {
     if (o->max_batch_tokens <= 0) o->max_batch_tokens = 2048;
     if (o->max_seqs <= 0) o->max_seqs = 64;
     if (o->max_seqs > 4096) return hr_errf("max_seqs must be <= 4096");
+    if (o->max_queue <= 0) o->max_queue = 1024;
     const hr_model_config *c = hr_model_cfg(e->model);
     HR_TRY(size_pool(e));
     e->kv_window = all_sliding_window(e);
@@ -460,38 +485,16 @@ static hr_engine *engine_alloc(const hr_engine_options *opt) {
     return e;
 }
 
-hr_err *hr_engine_create_on(hr_model *m, hr_tokenizer *tok, const hr_engine_options *opt,
-                            hr_engine **out) {
-    hr_engine *e = engine_alloc(opt);
-    if (!e) return hr_err_oom();
-    e->model = m;
-    e->tok = tok;
-    hr_err *err = engine_start(e);
-    if (err) {
-        hr_engine_destroy(e);
-        return err;
-    }
-    *out = e;
+/* The prompt path over e->tok (dir: where the chat template is; NULL: the tokenizer's). */
+static hr_err *open_prompt(hr_engine *e, const char *dir) {
+    if (!e->tok) return NULL;
+    HR_TRY(hr_prompt_open(dir, e->opt.chat_template, e->tok, &e->prompt));
+    e->has_prompt = 1;
     return NULL;
 }
 
-hr_err *hr_engine_create(const char *dir, const hr_engine_options *opt, hr_engine **out) {
-    hr_engine *e = engine_alloc(opt);
-    if (!e) return hr_err_oom();
-    e->owns_model = 1;
-    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = e->opt.n_threads, .compute_bf16 = e->opt.compute_bf16},
-                                        &e->be);
-    if (!err) err = hr_model_load(dir, e->be, &e->model);
-    if (!err && hr_tokenizer_present(dir)) {
-        err = hr_tokenizer_load(dir, &e->tok);
-        hr_err *terr = err ? NULL : hr_chat_template_load(dir, e->opt.chat_template, &e->ct);
-        if (terr && e->opt.chat_template)
-            err = terr; /* asked for explicitly: a real error */
-        else if (terr)
-            hr_err_free(terr); /* none: chat requests are refused */
-        else if (!err)
-            e->has_ct = 1;
-    }
+static hr_err *create(hr_engine *e, const char *dir, hr_engine **out) {
+    hr_err *err = open_prompt(e, dir);
     if (!err) err = engine_start(e);
     if (err) {
         hr_engine_destroy(e);
@@ -500,6 +503,37 @@ hr_err *hr_engine_create(const char *dir, const hr_engine_options *opt, hr_engin
     *out = e;
     return NULL;
 }
+
+hr_err *hr_engine_create_on(hr_model *m, hr_tokenizer *tok, const hr_engine_options *opt,
+                            hr_engine **out) {
+    hr_engine *e = engine_alloc(opt);
+    if (!e) return hr_err_oom();
+    e->model = m;
+    e->tok = tok;
+    return create(e, NULL, out);
+}
+
+hr_err *hr_engine_create(const char *dir, const hr_engine_options *opt, hr_engine **out) {
+    hr_engine *e = engine_alloc(opt);
+    if (!e) return hr_err_oom();
+    hr_open_options oo = {.n_threads = e->opt.n_threads,
+                          .compute_bf16 = e->opt.compute_bf16,
+                          .weights_in_place = e->opt.weights_in_place};
+    hr_err *err = hr_model_open(dir, &oo, &e->opened);
+    if (err) {
+        hr_engine_destroy(e);
+        return err;
+    }
+    e->model = e->opened.model;
+    e->tok = e->opened.tok;
+    return create(e, dir, out);
+}
+
+const hr_model_config *hr_engine_model_cfg(const hr_engine *e) { return hr_model_cfg(e->model); }
+
+const hr_tokenizer *hr_engine_tokenizer(const hr_engine *e) { return e->tok; }
+
+const hr_prompt *hr_engine_prompt(const hr_engine *e) { return e->has_prompt ? &e->prompt : NULL; }
 
 void hr_engine_destroy(hr_engine *e) {
     if (!e) return;
@@ -516,12 +550,8 @@ void hr_engine_destroy(hr_engine *e) {
     free(e->rows);
     free(e->logits);
     free(e->counts);
-    if (e->owns_model) {
-        if (e->has_ct) hr_chat_template_free(&e->ct);
-        hr_tokenizer_free(e->tok);
-        hr_model_free(e->model);
-        hr_backend_destroy(e->be);
-    }
+    if (e->has_prompt) hr_prompt_close(&e->prompt);
+    hr_model_close(&e->opened);
     pthread_mutex_destroy(&e->mu);
     pthread_cond_destroy(&e->cv);
     free(e);

@@ -12,8 +12,8 @@
 #include "engine/sampler.h"
 #include "engine/stop.h"
 #include "hearth/hearth.h"
-#include "template/template.h"
-#include "tokenizer/tokenizer.h"
+#include "engine/open.h"
+#include "engine/prompt.h"
 
 typedef struct hr_ev_node hr_ev_node;
 
@@ -27,6 +27,13 @@ struct hr_request {
     hr_proc_params proc; /* bias arrays owned */
     int32_t *stop_ids;
     int n_stop_ids;
+    struct {                   /* the reasoning cap (budget 0: none) */
+        int budget, used;      /* tokens allowed / generated inside <think> */
+        int in, forcing, pos;  /* inside a block; emitting close[pos..] instead of sampling */
+        int32_t open_id, close_id;
+        int32_t *close;        /* "\n</think>\n\n" */
+        int n_close;
+    } think;
     hr_event_cb cb;
     void *cb_ctx;
     /* channel (mu): events waiting to be pulled */
@@ -47,10 +54,10 @@ struct hr_request {
 
 struct hr_engine {
     hr_model *model;
-    hr_backend *be;
     hr_tokenizer *tok;
-    hr_chat_template ct;
-    int has_ct, owns_model;
+    hr_opened_model opened; /* what hr_engine_create opened (empty for hr_engine_create_on) */
+    hr_prompt prompt;       /* chat requests (has_prompt: the engine has a tokenizer) */
+    int has_prompt;
     hr_engine_options opt;
     hr_kv_pool pool;
     int max_context; /* longest prompt + max_tokens ever admissible */
@@ -82,6 +89,12 @@ struct hr_engine {
  * not owned); tests and hr_generate use it to share one model. */
 hr_err *hr_engine_create_on(hr_model *m, hr_tokenizer *tok, const hr_engine_options *opt,
                             hr_engine **out);
+
+/* What the server and verbs built on the engine share with it: the model's config, its
+ * tokenizer (NULL without tokenizer.json) and its prompt path (NULL without a tokenizer). */
+const hr_model_config *hr_engine_model_cfg(const hr_engine *e);
+const hr_tokenizer *hr_engine_tokenizer(const hr_engine *e);
+const hr_prompt *hr_engine_prompt(const hr_engine *e);
 
 /* sched.c: one scheduler step on the engine thread; *idle says nothing could run. */
 void hr_sched_step(hr_engine *e, int *idle);

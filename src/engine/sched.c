@@ -274,6 +274,25 @@ static int is_stop_id(const hr_request *r, int32_t tok) {
     return 0;
 }
 
+/* The next token: sampled, or the next of a reasoning close being forced. */
+static int32_t next_token(hr_request *r, const float *logits) {
+    if (!r->think.forcing) return hr_sampler_sample(&r->sampler, logits);
+    int32_t tok = r->think.close[r->think.pos++];
+    if (r->think.pos == r->think.n_close) r->think.forcing = 0;
+    return tok;
+}
+
+/* Follows <think> blocks; once the budget is spent inside one, starts forcing its close. */
+static void track_reasoning(hr_request *r, int32_t tok) {
+    if (!r->think.budget) return;
+    if (tok == r->think.open_id) r->think.in = 1;
+    else if (tok == r->think.close_id) r->think.in = 0;
+    else if (r->think.in && !r->think.forcing && ++r->think.used >= r->think.budget) {
+        r->think.forcing = 1;
+        r->think.pos = 0;
+    }
+}
+
 /* Processors, logprobs, sampler and text for one row's logits; returns how r finished
  * (HR_FINISH_NONE: it goes on). */
 static hr_finish sample_row(hr_engine *e, hr_request *r, float *logits, const char **error) {
@@ -281,7 +300,8 @@ static hr_finish sample_row(hr_engine *e, hr_request *r, float *logits, const ch
     if (hr_proc_active(&r->proc))
         hr_proc_apply(&r->proc, logits, V, r->tokens, r->n_prompt, r->tokens + r->n_prompt,
                       r->n_tokens - r->n_prompt, e->counts);
-    int32_t tok = hr_sampler_sample(&r->sampler, logits);
+    int32_t tok = next_token(r, logits);
+    track_reasoning(r, tok);
     hr_event ev = {.kind = HR_EVENT_TOKEN, .token = tok, .text = "", .n_prompt = r->n_prompt,
                    .n_generated = r->n_tokens + 1 - r->n_prompt, .n_cached = r->n_cached};
     if (r->logprobs || r->top_logprobs) {

@@ -9,16 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/file.h"
 #include "server/output_parse.h"
-#include "server/system_turns.h"
-#include "template/template.h"
-
-const char hr_fallback_chat_template[] =
-    "{% for m in messages %}{{ m.role }}: {% if m.content is string %}{{ m.content }}"
-    "{% else %}{% for p in m.content %}{% if p.type == 'text' %}{{ p.text }}{% endif %}"
-    "{% endfor %}{% endif %}{{ '\\n' }}{% endfor %}"
-    "{% if add_generation_prompt %}{{ 'assistant:' }}{% endif %}";
 
 typedef struct live_req {
     struct live_req *next;
@@ -31,9 +22,7 @@ typedef struct live_req {
 struct hr_engine_server {
     hr_engine *engine;
     const hr_tokenizer *tok;
-    hr_chat_template ct;
-    int fallback; /* ct is the fallback template: tokenize with special tokens */
-    int system_turns; /* ct renders system messages after the first turn (else folded) */
+    const hr_prompt *prompt;
     char *name;
     hr_server_backend backend;
     pthread_mutex_t mu;
@@ -118,38 +107,10 @@ static void on_event(void *ctx, const hr_event *ev) {
     pthread_mutex_unlock(&l->srv->mu);
 }
 
-/* The rendered template (later system messages folded into the leading one when the
- * template has no system turns), then the request's prefill. A forced tool call skips reasoning:
- * a <think> the template left open is closed before it. */
-static hr_err *render_chat(hr_engine_server *s, const hr_api_request *req, int32_t **ids, int *n,
-                           int *in_reasoning) {
-    char *text = NULL;
-    int raised = 0;
-    json_t *folded = NULL;
-    if (!s->system_turns) HR_TRY(hr_chat_fold_system(req->chat, &folded));
-    hr_err *e = hr_chat_template_apply(&s->ct, folded ? folded : req->chat, &text, &raised);
-    json_decref(folded);
-    if (e) return e;
-    *in_reasoning = hr_prompt_in_reasoning(text);
-    if (req->prefill) {
-        const char *close = *in_reasoning ? "</think>\n\n" : "";
-        size_t a = strlen(text), b = strlen(close), c = strlen(req->prefill);
-        char *t = realloc(text, a + b + c + 1);
-        if (!t) return free(text), hr_err_oom();
-        memcpy(t + a, close, b);
-        memcpy(t + a + b, req->prefill, c + 1);
-        text = t;
-        *in_reasoning = 0;
-    }
-    hr_err *err = hr_tokenizer_encode(s->tok, text, strlen(text), s->fallback, ids, n);
-    free(text);
-    return err;
-}
-
 static hr_err *prompt_ids(hr_engine_server *s, const hr_api_request *req, int32_t **ids, int *n,
                           int *in_reasoning) {
     *in_reasoning = 0;
-    if (req->chat) return render_chat(s, req, ids, n, in_reasoning);
+    if (req->chat) return hr_prompt_render(s->prompt, req->chat, req->prefill, ids, n, in_reasoning);
     if (req->prompt) return hr_tokenizer_encode(s->tok, req->prompt, strlen(req->prompt), 1, ids, n);
     *ids = malloc(sizeof(int32_t) * (size_t)(req->n_prompt_ids > 0 ? req->n_prompt_ids : 1));
     if (!*ids) return hr_err_oom();
@@ -187,6 +148,7 @@ static void to_params(hr_engine_server *s, const hr_api_request *req, hr_request
     p->ignore_eos = req->ignore_eos;
     p->stop = (const char *const *)req->stop;
     p->n_stop = req->n_stop;
+    p->reasoning_budget = req->reasoning_budget;
     p->cb = on_event;
 }
 
@@ -201,11 +163,15 @@ static hr_err *submit(void *ctx, const hr_api_request *req, hr_gen_sink *sink) {
     float *bias_values = malloc(sizeof(float) * (size_t)nb);
     hr_err *err = l && bias_ids && bias_values ? NULL : hr_err_oom();
     if (!err) err = prompt_ids(s, req, &ids, &n, &l->in_reasoning);
+    int room = hr_engine_max_context(s->engine);
+    if (!err && n >= room) err = hr_context_error(req->api, n, room);
     hr_request *h = NULL;
     if (!err) {
         hr_request_params p = {.tokens = ids, .n_tokens = n, .cb_ctx = l};
         to_params(s, req, &p, bias_ids, bias_values);
-        if (p.max_tokens <= 0) p.max_tokens = s->backend.limits.max_tokens_limit - n;
+        p.in_reasoning = l->in_reasoning;
+        /* max_tokens is an upper bound: what fits beside the prompt, or all of it */
+        if (p.max_tokens <= 0 || p.max_tokens > room - n) p.max_tokens = room - n;
         *l = (live_req){.srv = s, .sink = sink, .in_reasoning = l->in_reasoning,
                         .logprobs = req->logprobs || req->top_logprobs > 0};
         pthread_mutex_lock(&s->mu); /* listed before submit: events may come at once */
@@ -227,6 +193,14 @@ static hr_err *submit(void *ctx, const hr_api_request *req, hr_gen_sink *sink) {
     free(ids);
     free(bias_ids);
     free(bias_values);
+    return err;
+}
+
+static hr_err *count(void *ctx, const hr_api_request *req, int *n_tokens) {
+    int32_t *ids = NULL;
+    int in_reasoning;
+    hr_err *err = prompt_ids(ctx, req, &ids, n_tokens, &in_reasoning);
+    free(ids);
     return err;
 }
 
@@ -264,49 +238,23 @@ static hr_err *detokenize(void *ctx, const int32_t *ids, int n, char **text) {
     return hr_tokenizer_decode(((hr_engine_server *)ctx)->tok, ids, n, 0, text);
 }
 
-static hr_err *load_template(hr_engine_server *s, const char *dir, const char *path) {
-    if (path || hr_tokenizer_chat_template(s->tok, NULL)) return hr_chat_template_load(dir, path, &s->ct);
-    s->fallback = 1;
-    return hr_template_parse(hr_fallback_chat_template, &s->ct.tpl);
-}
-
-/* The output markup follows the template in use: the --chat-template file's when given. */
-static hr_err *detect_format(hr_engine_server *s, const char *template_path) {
-    char *file = NULL;
-    size_t len;
-    if (template_path) HR_TRY(hr_read_file(template_path, &file, &len));
-    const char *src = file ? file : s->fallback ? NULL : hr_tokenizer_chat_template(s->tok, NULL);
-    hr_output_format_detect(src ? src : "", &s->backend.tool_format, &s->backend.reasoning);
-    free(file);
-    return NULL;
-}
-
-hr_err *hr_engine_server_create(hr_engine *e, const hr_tokenizer *tok, const char *model_dir,
-                                const char *template_path, const char *name, int max_context,
-                                int vocab, hr_engine_server **out) {
+hr_err *hr_engine_server_create(hr_engine *e, const char *name, hr_engine_server **out) {
     *out = NULL;
+    if (!hr_engine_prompt(e)) return hr_errf("serving needs the model's tokenizer.json");
     hr_engine_server *s = calloc(1, sizeof *s);
-    if (!s) return hr_err_oom();
+    if (!s || !(s->name = strdup(name))) return free(s), hr_err_oom();
     s->engine = e;
-    s->tok = tok;
-    s->name = strdup(name);
+    s->tok = hr_engine_tokenizer(e);
+    s->prompt = hr_engine_prompt(e);
     pthread_mutex_init(&s->mu, NULL);
-    hr_err *err = s->name ? load_template(s, model_dir, template_path) : hr_err_oom();
-    if (err) {
-        hr_engine_server_destroy(s);
-        return err;
-    }
     s->backend = (hr_server_backend){
-        .ctx = s, .model_name = model_name, .submit = submit, .cancel = cancel, .stats = stats,
-        .tokenize = tokenize, .detokenize = detokenize,
-        .limits = {.max_tokens_limit = max_context, .vocab_size = vocab},
+        .ctx = s, .model_name = model_name, .submit = submit, .count = count, .cancel = cancel,
+        .stats = stats, .tokenize = tokenize, .detokenize = detokenize,
+        .limits = {.max_tokens_limit = hr_engine_max_context(e),
+                   .vocab_size = hr_engine_model_cfg(e)->vocab},
     };
-    err = detect_format(s, template_path);
-    s->system_turns = hr_chat_template_system_turns(&s->ct);
-    if (err) {
-        hr_engine_server_destroy(s);
-        return err;
-    }
+    /* the output markup follows the template in use (the --chat-template file's when given) */
+    hr_output_format_detect(s->prompt->source, &s->backend.tool_format, &s->backend.reasoning);
     *out = s;
     return NULL;
 }
@@ -319,7 +267,6 @@ void hr_engine_server_destroy(hr_engine_server *s) {
         hr_request_release(l->handle);
         free(l);
     }
-    hr_chat_template_free(&s->ct);
     pthread_mutex_destroy(&s->mu);
     free(s->name);
     free(s);

@@ -11,34 +11,61 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
+#include "base/log.h"
 #include "server/http_internal.h"
 
 static const char *SSE_TYPE = "text/event-stream";
 
-hr_err *hr_http_reply_json(struct MHD_Connection *c, int status, json_t *body) {
+/* Whether a client should retry a request that got status (Anthropic's x-should-retry,
+ * which Claude Code and the SDKs honour): only for load, timeouts and server faults. */
+static int retryable(int status) {
+    return status == 408 || status == 409 || status == 429 || status >= 500;
+}
+
+static hr_err *queue(hr_http_req *q, int status, struct MHD_Response *r, const char *type) {
+    MHD_add_response_header(r, "Content-Type", type);
+    if (status >= 400) MHD_add_response_header(r, "x-should-retry", retryable(status) ? "true" : "false");
+    q->acc.status = status;
+    enum MHD_Result ok = MHD_queue_response(q->conn, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return ok == MHD_YES ? NULL : hr_errf("could not queue a response");
+}
+
+hr_err *hr_http_reply_json(hr_http_req *q, int status, json_t *body) {
     char *s = json_dumps(body, JSON_COMPACT);
     json_decref(body);
     if (!s) return hr_err_oom();
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
     if (!r) return free(s), hr_err_oom();
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
-    return ok == MHD_YES ? NULL : hr_errf("could not queue a response");
+    return queue(q, status, r, "application/json");
 }
 
-hr_err *hr_http_reply_text(struct MHD_Connection *c, int status, const char *type, char *text) {
+hr_err *hr_http_reply_text(hr_http_req *q, int status, const char *type, char *text) {
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     if (!r) return free(text), hr_err_oom();
-    MHD_add_response_header(r, "Content-Type", type);
-    enum MHD_Result ok = MHD_queue_response(c, (unsigned)status, r);
-    MHD_destroy_response(r);
-    return ok == MHD_YES ? NULL : hr_errf("could not queue a response");
+    return queue(q, status, r, type);
 }
 
-hr_err *hr_http_reply_error(struct MHD_Connection *c, hr_api_kind api, int status,
-                            const char *msg) {
-    return hr_http_reply_json(c, status, hr_error_body(api, status, msg));
+hr_err *hr_http_reply_error(hr_http_req *q, hr_api_kind api, int status, const char *msg) {
+    snprintf(q->acc.error, sizeof q->acc.error, "%.199s", msg);
+    return hr_http_reply_json(q, status, hr_error_body(api, status, msg));
+}
+
+hr_err *hr_http_reply_err(hr_http_req *q, hr_api_kind api, int status, hr_err *e) {
+    hr_err_code code = hr_err_code_of(e);
+    if (code == HR_E_BUSY) status = api == HR_API_MESSAGES ? 529 : 503;
+    if (code == HR_E_NOTFOUND) status = 404;
+    if (code == HR_E_CONTEXT) status = 400;
+    json_t *body = hr_error_body(api, status, hr_err_msg(e));
+    json_t *err = json_object_get(body, "error");
+    if (code == HR_E_CONTEXT && api != HR_API_MESSAGES) {
+        json_object_set_new(err, "code", json_string("context_length_exceeded"));
+        json_object_set_new(err, "param", json_string(api == HR_API_CHAT ? "messages" : "input"));
+    }
+    snprintf(q->acc.error, sizeof q->acc.error, "%.199s", hr_err_msg(e));
+    hr_err_free(e);
+    return hr_http_reply_json(q, status, body);
 }
 
 /* The client closed its end (poll RDHUP without blocking). */
@@ -63,6 +90,11 @@ void hr_http_gen_free(hr_http_gen *g) {
 void hr_http_gen_wait(hr_http_gen *g) {
     if (g->done) return;
     g->done = hr_chan_drain(g->chan, g->reply, 50);
+    if (!g->acc.first_token_ns) {
+        hr_reply_summary sum;
+        hr_reply_summarize(g->reply, &sum);
+        if (sum.tokens_seen) g->acc.first_token_ns = hr_now_ns();
+    }
     /* The client is not the one being waited on: restart its idle timer, so a long
      * prefill or a slow engine does not count as a silent client. libmicrohttpd 0.9.75
      * restarts it only when the previous timeout was 0, hence the two calls. */
@@ -104,30 +136,62 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
     }
 }
 
+void hr_http_gen_account(const hr_http_gen *g, hr_access *acc) {
+    acc->generated = 1;
+    if (g->acc.first_token_ns) acc->first_token_ns = g->acc.first_token_ns;
+    hr_reply_summarize(g->reply, &acc->sum);
+    if (g->cancelled && !acc->sum.finish) acc->sum.finish = "cancelled";
+}
+
+static void log_access(const hr_access *a) {
+    if (HR_LOG_INFO < hr_log_threshold) return;
+    uint64_t now = hr_now_ns();
+    json_t *f = json_pack("{s:s, s:s, s:s, s:i, s:f}", "client", a->client, "method", a->method,
+                          "path", a->path, "status", a->status, "duration_ms",
+                          (double)(now - a->t0_ns) * 1e-6);
+    if (!f) return;
+    if (a->generated) {
+        json_object_set_new(f, "prompt_tokens", json_integer(a->sum.prompt_tokens));
+        json_object_set_new(f, "cached_tokens", json_integer(a->sum.cached_tokens));
+        json_object_set_new(f, "completion_tokens", json_integer(a->sum.completion_tokens));
+        if (a->first_token_ns)
+            json_object_set_new(f, "ttft_ms", json_real((double)(a->first_token_ns - a->t0_ns) * 1e-6));
+        if (a->sum.finish) json_object_set_new(f, "finish", json_string(a->sum.finish));
+        json_object_set_new(f, "stream", json_boolean(a->stream));
+    }
+    if (a->error[0]) json_object_set_new(f, "error", json_string(a->error));
+    hr_log_fields(HR_LOG_INFO, "request", f);
+    json_decref(f);
+}
+
 /* Runs when the stream ends or the connection dies: make sure the engine stops. */
 static void sse_free(void *cls) {
     hr_http_gen *g = cls;
     hr_http_gen_stop(g);
+    hr_http_gen_account(g, &g->acc);
+    log_access(&g->acc);
     hr_http_gen_free(g);
 }
 
-hr_err *hr_http_reply_sse(struct MHD_Connection *c, hr_http_gen *g) {
+hr_err *hr_http_reply_sse(hr_http_req *q, hr_http_gen *g) {
+    q->acc.status = 200;
+    q->acc.stream = 1;
+    g->acc = q->acc;
+    q->handed = 1;
     struct MHD_Response *r =
         MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, sse_read, g, sse_free);
     if (!r) {
         sse_free(g); /* stops the engine's work on it first */
         return hr_err_oom();
     }
-    MHD_add_response_header(r, "Content-Type", SSE_TYPE);
     MHD_add_response_header(r, "Cache-Control", "no-cache");
-    enum MHD_Result ok = MHD_queue_response(c, 200, r);
-    MHD_destroy_response(r);
-    return ok == MHD_YES ? NULL : hr_errf("could not queue a response");
+    return queue(q, 200, r, SSE_TYPE);
 }
 
 typedef struct {
     hr_sbuf body;
     int too_large;
+    hr_http_req q;
 } conn_state;
 
 /* Compares in time independent of where the strings differ. */
@@ -148,28 +212,82 @@ static int authorized(const hr_server *s, struct MHD_Connection *c) {
     return auth && !strncmp(auth, "Bearer ", 7) && key_equal(auth + 7, s->cfg.api_key);
 }
 
-static enum MHD_Result dispatch(hr_server *s, struct MHD_Connection *c, const char *url,
-                                const char *method, conn_state *st) {
-    const hr_route *rt = hr_route_find(url);
-    hr_err *e;
+/* The error shape for a request no route takes: Anthropic's for its paths and for
+ * clients that send its version header, else OpenAI's. */
+static hr_api_kind unrouted_api(struct MHD_Connection *c, const char *url) {
+    if (!strncmp(url, "/v1/messages", 12) ||
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "anthropic-version"))
+        return HR_API_MESSAGES;
+    return HR_API_CHAT;
+}
+
+static hr_err *route(hr_server *s, conn_state *st, const char *url, const char *method) {
+    hr_http_req *q = &st->q;
+    char allowed[64];
+    const hr_route *rt = hr_route_find(url, method, allowed, sizeof allowed);
+    hr_api_kind api = rt ? rt->api : unrouted_api(q->conn, url);
+    if (!rt && !allowed[0]) return hr_http_reply_error(q, api, 404, "unknown route");
     if (!rt) {
-        e = hr_http_reply_error(c, HR_API_CHAT, 404, "unknown route");
-    } else if (strcmp(method, rt->method)) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "%s takes %s", rt->path, rt->method);
-        e = hr_http_reply_error(c, rt->api, 405, msg);
-    } else if (rt->auth && !authorized(s, c)) {
-        e = hr_http_reply_error(c, rt->api, 401, "invalid or missing API key");
-    } else if (st->too_large) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "%.200s takes %s, not %s", url, allowed, method);
+        return hr_http_reply_error(q, api, 405, msg);
+    }
+    if (rt->auth && !authorized(s, q->conn))
+        return hr_http_reply_error(q, api, 401, "invalid or missing API key");
+    if (st->too_large) {
         char msg[96];
         snprintf(msg, sizeof msg, "request body is larger than %zu bytes", s->cfg.max_body);
-        e = hr_http_reply_error(c, rt->api, 413, msg);
-    } else {
-        e = rt->fn(s, c, st->body.s ? st->body.s : "", st->body.len);
+        return hr_http_reply_error(q, api, 413, msg);
     }
+    if (st->body.len && HR_LOG_DEBUG >= hr_log_threshold)
+        HR_DEBUG("%s %s body (%zu bytes): %.*s%s", method, url, st->body.len,
+                 st->body.len > 800 ? 800 : (int)st->body.len, st->body.s,
+                 st->body.len > 800 ? "..." : "");
+    return rt->fn(s, q, st->body.s ? st->body.s : "", st->body.len);
+}
+
+static enum MHD_Result dispatch(hr_server *s, struct MHD_Connection *c, const char *url,
+                                const char *method, conn_state *st) {
+    hr_http_req *q = &st->q;
+    hr_err *e = route(s, st, url, method);
+    if (!q->handed) log_access(&q->acc);
     if (!e) return MHD_YES;
     hr_err_free(e);
     return MHD_NO;
+}
+
+/* "ADDR:PORT" of the peer, for the access log. */
+static void client_addr(struct MHD_Connection *c, char *buf, size_t cap) {
+    snprintf(buf, cap, "?");
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr) return;
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (ci->client_addr->sa_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ci->client_addr;
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+        port = ntohs(a->sin_port);
+    } else if (ci->client_addr->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ci->client_addr;
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+        port = ntohs(a->sin6_port);
+    }
+    snprintf(buf, cap, "%s:%d", host, port);
+}
+
+static conn_state *conn_state_new(hr_server *s, struct MHD_Connection *c, const char *url,
+                                  const char *method) {
+    conn_state *st = calloc(1, sizeof *st);
+    if (!st) return NULL;
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    st->too_large = cl && strtoull(cl, NULL, 10) > s->cfg.max_body;
+    st->q = (hr_http_req){.s = s, .conn = c, .path = url};
+    hr_access *a = &st->q.acc;
+    a->t0_ns = hr_now_ns();
+    snprintf(a->method, sizeof a->method, "%s", method);
+    snprintf(a->path, sizeof a->path, "%s", url);
+    client_addr(c, a->client, sizeof a->client);
+    return st;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -178,9 +296,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     hr_server *s = cls;
     conn_state *st = *con_cls;
     if (!st) {
-        if (!(st = calloc(1, sizeof *st))) return MHD_NO;
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-        st->too_large = cl && strtoull(cl, NULL, 10) > s->cfg.max_body;
+        if (!(st = conn_state_new(s, c, url, method))) return MHD_NO;
         *con_cls = st;
         return MHD_YES;
     }

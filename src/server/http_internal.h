@@ -3,6 +3,7 @@
 #define HR_SERVER_HTTP_INTERNAL_H
 
 #include <microhttpd.h>
+#include <stdint.h>
 
 #include "server/reply_internal.h"
 #include "server/sink.h"
@@ -15,6 +16,26 @@ struct hr_server {
     unsigned timeout_s; /* libmicrohttpd's: 0 = never */
 };
 
+/* What the access log line of one request says (http.c writes it when the reply is done). */
+typedef struct {
+    char method[16], path[160], client[64];
+    uint64_t t0_ns, first_token_ns; /* request dispatched; first generated token (0: none) */
+    int status;
+    int generated; /* a generation route: the token fields below mean something */
+    int stream;
+    hr_reply_summary sum;
+    char error[200]; /* the message of an error reply */
+} hr_access;
+
+/* One HTTP request being answered: its connection and access record. */
+typedef struct {
+    hr_server *s;
+    struct MHD_Connection *conn;
+    const char *path; /* without the query string */
+    hr_access acc;
+    int handed; /* a stream took over acc: the stream writes the log line when it ends */
+} hr_http_req;
+
 /* A request in flight: its channel, reply, and SSE bytes being written. */
 typedef struct {
     const hr_server_backend *be;
@@ -25,31 +46,41 @@ typedef struct {
     char *pending;
     size_t len, off;
     int done, cancelled;
+    hr_access acc; /* streams: copied from the request when the stream starts */
 } hr_http_gen;
 
-typedef hr_err *(*hr_route_fn)(hr_server *s, struct MHD_Connection *c, const char *body,
-                               size_t len);
+typedef hr_err *(*hr_route_fn)(hr_server *s, hr_http_req *q, const char *body, size_t len);
 
 typedef struct {
     const char *path;
     const char *method;
     hr_api_kind api; /* which error shape */
     int auth;        /* needs the API key */
+    int prefix;      /* path is a prefix: the rest (e.g. an id) is the handler's to read */
     hr_route_fn fn;
 } hr_route;
 
-const hr_route *hr_route_find(const char *path);
+/* The route for path and method; NULL when none. allowed gets the methods the path takes
+ * ("" for an unknown path: 404; else 405). */
+const hr_route *hr_route_find(const char *path, const char *method, char *allowed, size_t cap);
 
 /* Replies; an error means the connection should be dropped. Steals body. */
-hr_err *hr_http_reply_json(struct MHD_Connection *c, int status, json_t *body);
+hr_err *hr_http_reply_json(hr_http_req *q, int status, json_t *body);
 /* Replies with text (heap, taken over) of the given Content-Type. */
-hr_err *hr_http_reply_text(struct MHD_Connection *c, int status, const char *type, char *text);
-hr_err *hr_http_reply_error(struct MHD_Connection *c, hr_api_kind api, int status, const char *msg);
+hr_err *hr_http_reply_text(hr_http_req *q, int status, const char *type, char *text);
+/* An error body in api's shape, with x-should-retry saying whether a retry can help. */
+hr_err *hr_http_reply_error(hr_http_req *q, hr_api_kind api, int status, const char *msg);
+/* An hr_err as a reply: its code picks the status (HR_E_CONTEXT 400 with OpenAI's
+ * context_length_exceeded, HR_E_BUSY 503 / Anthropic 529, HR_E_NOTFOUND 404, else
+ * status); frees e. */
+hr_err *hr_http_reply_err(hr_http_req *q, hr_api_kind api, int status, hr_err *e);
 /* Streams g's reply as SSE; takes ownership of g. */
-hr_err *hr_http_reply_sse(struct MHD_Connection *c, hr_http_gen *g);
+hr_err *hr_http_reply_sse(hr_http_req *q, hr_http_gen *g);
 void hr_http_gen_wait(hr_http_gen *g);
 /* Cancels every choice still generating and waits until the engine has finished them. */
 void hr_http_gen_stop(hr_http_gen *g);
 void hr_http_gen_free(hr_http_gen *g);
+/* Copies g's usage, finish and first-token time into acc. */
+void hr_http_gen_account(const hr_http_gen *g, hr_access *acc);
 
 #endif

@@ -221,8 +221,9 @@ static hr_err *parse_chat_kwargs(const json_t *body, hr_api_request *r, json_t *
     HR_TRY(hr_json_str(body, "reasoning_effort", NULL, "request", &effort));
     if (!effort) return NULL;
     if (strcmp(effort, "none") && strcmp(effort, "minimal") && strcmp(effort, "low") &&
-        strcmp(effort, "medium") && strcmp(effort, "high"))
-        return hr_errf("request: \"reasoning_effort\" must be none, minimal, low, medium or high");
+        strcmp(effort, "medium") && strcmp(effort, "high") && strcmp(effort, "xhigh"))
+        return hr_errf(
+            "request: \"reasoning_effort\" must be none, minimal, low, medium, high or xhigh");
     if (!(r->reasoning_effort = strdup(effort))) return hr_err_oom();
     json_object_set_new(*kwargs, "reasoning_effort", json_string(effort));
     if (!strcmp(effort, "none") && !json_object_get(*kwargs, "enable_thinking"))

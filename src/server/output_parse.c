@@ -225,16 +225,3 @@ void hr_output_format_detect(const char *src, hr_tool_format *tools, int *reason
     else
         *tools = HR_TOOLS_NONE;
 }
-
-/* Last occurrence of needle in s, or NULL. */
-static const char *find_last(const char *s, const char *needle) {
-    const char *last = NULL;
-    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle))
-        last = p;
-    return last;
-}
-
-int hr_prompt_in_reasoning(const char *prompt) {
-    const char *open = find_last(prompt, THINK_OPEN), *close = find_last(prompt, THINK_CLOSE);
-    return open && (!close || close < open);
-}

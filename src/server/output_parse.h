@@ -45,9 +45,6 @@ int hr_out_parser_tool_calls(const hr_out_parser *p);
 /* The output markup a chat template implies: the tool-call family (Qwen <tool_call>,
  * Llama 3 header tokens, Gemma turns; else HR_TOOLS_NONE) and whether it knows <think>. */
 void hr_output_format_detect(const char *template_src, hr_tool_format *tools, int *reasoning);
-/* Nonzero when a rendered prompt ends inside an open <think> (the template opened the
- * reasoning block, as DeepSeek-R1 and Qwen3 thinking-only templates do). */
-int hr_prompt_in_reasoning(const char *prompt);
 
 /* Parses a tool-call body (the text between the family's markers, or a whole Llama 3 /
  * Gemma output) into [{"name", "arguments": JSON object text}, ...]; NULL when it does

@@ -260,6 +260,7 @@ static void add_logprobs(hr_choice *c, const hr_gen_token *t) {
 void hr_reply_token(hr_reply *r, int choice, const hr_gen_token *t) {
     hr_choice *c = &r->choices[choice];
     if (c->finished) return;
+    r->tokens_seen++;
     choice_begin(c, 0);
     if (r->req->logprobs) add_logprobs(c, t);
     const char *text = t->text ? t->text : "";
@@ -315,6 +316,19 @@ void hr_reply_finish(hr_reply *r, int choice, hr_finish why, int completion_toke
         hr_anth_finish(r);
     else
         openai_stream_finish(c);
+}
+
+void hr_reply_summarize(const hr_reply *r, hr_reply_summary *out) {
+    *out = (hr_reply_summary){.prompt_tokens = r->prompt_tokens,
+                              .cached_tokens = r->cached_tokens,
+                              .tokens_seen = r->tokens_seen};
+    for (int i = 0; i < r->n; i++)
+        out->completion_tokens += r->choices[i].completion_tokens;
+    const hr_choice *c = &r->choices[0];
+    if (!c->finished) return;
+    out->finish = c->why == HR_FINISH_CANCELLED ? "cancelled"
+                  : c->why == HR_FINISH_ERROR   ? "error"
+                                                : finish_str(c);
 }
 
 char *hr_reply_take(hr_reply *r, size_t *len) {

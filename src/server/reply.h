@@ -33,6 +33,15 @@ char *hr_reply_take(hr_reply *r, size_t *len);
  * when the engine failed any choice). New reference. */
 json_t *hr_reply_body(hr_reply *r, int *status);
 
+/* What a reply amounts to so far, for the access log. */
+typedef struct {
+    int prompt_tokens, cached_tokens, completion_tokens; /* completion: all choices */
+    int tokens_seen;    /* token events applied so far */
+    const char *finish; /* choice 0's: length, stop, tool_calls, cancelled, error; NULL
+                           until it finished */
+} hr_reply_summary;
+void hr_reply_summarize(const hr_reply *r, hr_reply_summary *out);
+
 /* Error bodies: OpenAI {"error": {"message", "type", "code"}} and Anthropic
  * {"type": "error", "error": {"type", "message"}}; type follows the status. */
 json_t *hr_error_body(hr_api_kind api, int status, const char *message);

@@ -49,6 +49,7 @@ struct hr_reply {
      * cached_tokens is the least any choice found cached. */
     int prompt_tokens, cached_tokens, counted;
     int n_finished;
+    int tokens_seen;
     hr_sbuf out; /* SSE bytes not yet taken */
     /* Anthropic streaming: the open content block (-1 none) and its kind. */
     int block, block_kind, n_blocks, ping_sent;

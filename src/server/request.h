@@ -58,7 +58,7 @@ typedef struct {
 
     char **stop; /* stop strings: generation ends before the first match */
     int n_stop;
-    int max_tokens; /* >= 1; 0 = until end of context */
+    int max_tokens; /* an upper bound >= 1 (lowered to what fits); 0 = until end of context */
     int ignore_eos; /* keep generating past end-of-sequence (benchmarks) */
 
     int logprobs;     /* return the sampled token's logprob */
@@ -75,15 +75,15 @@ typedef struct {
      * engine appends it to the rendered prompt and the reply feeds it to the output parser
      * as if the model had generated it. */
     char *prefill;
-    char *reasoning_effort; /* NULL, or "none" | "low" | "medium" | "high" */
-    /* Anthropic thinking.budget_tokens: the engine closes the reasoning block after this many
-     * generated tokens; 0 = no budget. Below max_tokens when that is set. */
+    char *reasoning_effort; /* NULL, or "none" | "minimal" | "low" | "medium" | "high" | "xhigh" */
+    /* > 0: at most this many tokens of reasoning; then the engine closes the <think> block
+     * and the answer follows (Anthropic thinking.budget_tokens). 0 = no cap. */
     int reasoning_budget;
 } hr_api_request;
 
 /* Limits the parsers check against. */
 typedef struct {
-    int max_tokens_limit; /* largest max_tokens accepted (the context length) */
+    int max_tokens_limit; /* the context a sequence can have (prompt + output positions) */
     int vocab_size; /* token ids (prompt arrays, logit_bias) must be below it; 0 = unchecked */
 } hr_request_limits;
 
@@ -121,6 +121,10 @@ hr_err *hr_parse_sampling(const json_t *body, hr_api_request *r);
 hr_err *hr_parse_max_tokens(const json_t *body, const char *key, int required,
                             const hr_request_limits *lim, hr_api_request *r);
 hr_err *hr_parse_stop(const json_t *body, const char *key, hr_api_request *r);
+/* The refusal of a prompt that leaves no room for output in context positions, in the
+ * wording clients recover from (they shorten and retry): Anthropic's "prompt is too long:
+ * N tokens > M maximum", else OpenAI's; code HR_E_CONTEXT (400, context_length_exceeded). */
+hr_err *hr_context_error(hr_api_kind api, int prompt_tokens, int context);
 /* tool_choice "required" / named after the tools were read: the named tool must be one of
  * them (name NULL for required); sets r->tool_choice and r->tool_choice_name. */
 hr_err *hr_set_tool_choice(hr_api_request *r, const json_t *tools, const char *name);

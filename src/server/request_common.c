@@ -104,11 +104,21 @@ hr_err *hr_parse_max_tokens(const json_t *body, const char *key, int required,
     int64_t n;
     HR_TRY(hr_json_int(body, key, 0, "request", &n));
     if (!v || json_is_null(v)) return NULL;
-    if (n < 1 || n > lim->max_tokens_limit)
-        return hr_errf("request: \"%s\" must be in [1, %d], got %lld", key, lim->max_tokens_limit,
-                       (long long)n);
-    r->max_tokens = (int)n;
+    if (n < 1) return hr_errf("request: \"%s\" must be at least 1, got %lld", key, (long long)n);
+    /* an upper bound: the engine lowers it to what fits beside the prompt */
+    r->max_tokens = n > INT32_MAX ? INT32_MAX : (int)n;
     return NULL;
+}
+
+hr_err *hr_context_error(hr_api_kind api, int prompt_tokens, int context) {
+    if (api == HR_API_MESSAGES)
+        return hr_errc(HR_E_CONTEXT, "prompt is too long: %d tokens > %d maximum", prompt_tokens,
+                       context - 1);
+    return hr_errc(HR_E_CONTEXT,
+                   "This model's maximum context length is %d tokens. However, your request has "
+                   "%d input tokens, which leaves no room for output. Please reduce the length "
+                   "of the input.",
+                   context, prompt_tokens);
 }
 
 static hr_err *add_stop(hr_api_request *r, const char *key, const json_t *s) {

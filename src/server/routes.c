@@ -1,6 +1,7 @@
 /* The route table and its handlers: /health, /stats, /metrics (engine counters and open
  * connections), /v1/models, the three generation routes (parse, submit to the backend,
- * then one JSON body or an SSE stream), /tokenize and /detokenize. */
+ * then one JSON body or an SSE stream), /v1/messages/count_tokens, /tokenize and
+ * /detokenize. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,22 +22,22 @@ static void add_stats(hr_server *s, json_t *o) {
     json_object_set_new(o, "max_connections", json_integer(s->cfg.max_connections));
 }
 
-static hr_err *health(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+static hr_err *health(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *o = json_pack("{s:s, s:s}", "status", "ok", "model", s->be->model_name(s->be->ctx));
     if (!o) return hr_err_oom();
     add_stats(s, o);
-    return hr_http_reply_json(c, 200, o);
+    return hr_http_reply_json(q, 200, o);
 }
 
-static hr_err *stats(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+static hr_err *stats(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *o = json_object();
     if (!o) return hr_err_oom();
     add_stats(s, o);
-    return hr_http_reply_json(c, 200, o);
+    return hr_http_reply_json(q, 200, o);
 }
 
 /* Prometheus text format: every numeric stats field as a gauge hearth_<name>. */
-static hr_err *metrics(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+static hr_err *metrics(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *o = json_object();
     if (!o) return hr_err_oom();
     add_stats(s, o);
@@ -52,41 +53,38 @@ static hr_err *metrics(hr_server *s, struct MHD_Connection *c, const char *body,
     json_decref(o);
     if (!text) return hr_err_oom();
     if (n == 0) text[0] = 0;
-    return hr_http_reply_text(c, 200, "text/plain; version=0.0.4", text);
+    return hr_http_reply_text(q, 200, "text/plain; version=0.0.4", text);
 }
 
-static hr_err *models(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
-    return hr_http_reply_json(c, 200,
+static hr_err *models(hr_server *s, hr_http_req *q, const char *body, size_t len) {
+    return hr_http_reply_json(q, 200,
                               json_pack("{s:s, s:[{s:s, s:s, s:i, s:s}]}", "object", "list", "data",
                                         "id", s->be->model_name(s->be->ctx), "object", "model",
                                         "created", 0, "owned_by", "hearth"));
 }
 
 /* Parses body as a JSON object, or replies 400 (*j NULL, return value from the reply). */
-static hr_err *load_body(struct MHD_Connection *c, hr_api_kind api, const char *body, size_t len,
+static hr_err *load_body(hr_http_req *q, hr_api_kind api, const char *body, size_t len,
                          json_t **j) {
     hr_err *e = hr_json_load_buf("request body", body, len, j);
-    if (e) {
-        hr_err *r = hr_http_reply_error(c, api, 400, hr_err_msg(e));
-        hr_err_free(e);
-        return r;
-    }
+    if (e) return hr_http_reply_err(q, api, 400, e);
     if (json_is_object(*j)) return NULL;
     json_decref(*j);
     *j = NULL;
-    return hr_http_reply_error(c, api, 400, "request body must be a JSON object");
+    return hr_http_reply_error(q, api, 400, "request body must be a JSON object");
 }
 
 /* Non-streaming: wait for the whole reply, then send it (nothing if the client left). */
-static hr_err *reply_whole(struct MHD_Connection *c, hr_http_gen *g) {
+static hr_err *reply_whole(hr_http_req *q, hr_http_gen *g) {
     while (!g->done)
         hr_http_gen_wait(g);
     int status;
     json_t *body = hr_reply_body(g->reply, &status);
     int cancelled = g->cancelled;
+    hr_http_gen_account(g, &q->acc);
     hr_http_gen_free(g);
     if (cancelled) return json_decref(body), hr_errf("client disconnected");
-    return hr_http_reply_json(c, status, body);
+    return hr_http_reply_json(q, status, body);
 }
 
 /* Submits every choice; on the first refusal stops the ones already running and returns
@@ -104,7 +102,7 @@ static hr_err *submit_choices(hr_server *s, hr_http_gen *g, int n) {
     return e;
 }
 
-static hr_err *submit(hr_server *s, struct MHD_Connection *c, hr_api_request *req) {
+static hr_err *submit(hr_server *s, hr_http_req *q, hr_api_request *req) {
     hr_api_kind api = req->api;
     int n = req->n;
     hr_http_gen *g = calloc(1, sizeof *g);
@@ -117,58 +115,65 @@ static hr_err *submit(hr_server *s, struct MHD_Connection *c, hr_api_request *re
         free(g);
         hr_api_request_free(req);
         hr_err_free(e);
-        return hr_http_reply_error(c, api, 500, "out of memory");
+        return hr_http_reply_error(q, api, 500, "out of memory");
     }
     g->be = s->be;
-    g->conn = c;
+    g->conn = q->conn;
     g->timeout_s = s->timeout_s;
     if ((e = submit_choices(s, g, n))) {
         hr_http_gen_free(g);
-        hr_err *r = hr_http_reply_error(c, api, 400, hr_err_msg(e));
-        hr_err_free(e);
-        return r;
+        return hr_http_reply_err(q, api, 400, e);
     }
-    return req->stream ? hr_http_reply_sse(c, g) : reply_whole(c, g);
+    return req->stream ? hr_http_reply_sse(q, g) : reply_whole(q, g);
 }
 
-static hr_err *generate(hr_server *s, struct MHD_Connection *c, hr_api_kind api, parse_fn parse,
+static hr_err *generate(hr_server *s, hr_http_req *q, hr_api_kind api, parse_fn parse,
                         const char *body, size_t len) {
     json_t *j;
-    hr_err *e = load_body(c, api, body, len, &j);
+    hr_err *e = load_body(q, api, body, len, &j);
     if (!j) return e;
     hr_api_request *req;
     e = parse(j, &s->be->limits, &req);
     json_decref(j);
     if (!e && (e = hr_request_set_prefill(req, s->be->tool_format))) hr_api_request_free(req);
-    if (e) {
-        hr_err *r = hr_http_reply_error(c, api, 400, hr_err_msg(e));
-        hr_err_free(e);
-        return r;
-    }
-    return submit(s, c, req);
+    if (e) return hr_http_reply_err(q, api, 400, e);
+    return submit(s, q, req);
 }
 
-static hr_err *chat(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
-    return generate(s, c, HR_API_CHAT, hr_parse_chat_request, body, len);
+static hr_err *chat(hr_server *s, hr_http_req *q, const char *body, size_t len) {
+    return generate(s, q, HR_API_CHAT, hr_parse_chat_request, body, len);
 }
 
-static hr_err *completions(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
-    return generate(s, c, HR_API_COMPLETION, hr_parse_completion_request, body, len);
+static hr_err *completions(hr_server *s, hr_http_req *q, const char *body, size_t len) {
+    return generate(s, q, HR_API_COMPLETION, hr_parse_completion_request, body, len);
 }
 
-static hr_err *messages(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
-    return generate(s, c, HR_API_MESSAGES, hr_parse_messages_request, body, len);
+static hr_err *messages(hr_server *s, hr_http_req *q, const char *body, size_t len) {
+    return generate(s, q, HR_API_MESSAGES, hr_parse_messages_request, body, len);
 }
 
-static hr_err *reply_400(struct MHD_Connection *c, hr_err *e) {
-    hr_err *r = hr_http_reply_error(c, HR_API_CHAT, 400, hr_err_msg(e));
-    hr_err_free(e);
-    return r;
-}
-
-static hr_err *tokenize(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+/* The prompt /v1/messages would build for the body (prefill included), counted. */
+static hr_err *count_tokens(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *j;
-    hr_err *e = load_body(c, HR_API_CHAT, body, len, &j);
+    hr_err *e = load_body(q, HR_API_MESSAGES, body, len, &j);
+    if (!j) return e;
+    hr_api_request *req;
+    e = hr_parse_count_tokens_request(j, &s->be->limits, &req);
+    json_decref(j);
+    if (!e && (e = hr_request_set_prefill(req, s->be->tool_format))) hr_api_request_free(req);
+    if (e) return hr_http_reply_err(q, HR_API_MESSAGES, 400, e);
+    int n = 0;
+    e = s->be->count ? s->be->count(s->be->ctx, req, &n)
+                     : hr_errf("this server's engine cannot count tokens");
+    hr_api_request_free(req);
+    if (e) return hr_http_reply_err(q, HR_API_MESSAGES, 400, e);
+    return hr_http_reply_json(q, 200, json_pack("{s:i}", "input_tokens", n));
+}
+
+
+static hr_err *tokenize(hr_server *s, hr_http_req *q, const char *body, size_t len) {
+    json_t *j;
+    hr_err *e = load_body(q, HR_API_CHAT, body, len, &j);
     if (!j) return e;
     const char *text;
     int special;
@@ -177,17 +182,17 @@ static hr_err *tokenize(hr_server *s, struct MHD_Connection *c, const char *body
     e = hr_parse_tokenize_request(j, &text, &special);
     if (!e) e = s->be->tokenize(s->be->ctx, text, special, &ids, &n);
     json_decref(j);
-    if (e) return reply_400(c, e);
+    if (e) return hr_http_reply_err(q, HR_API_CHAT, 400, e);
     json_t *arr = json_array();
     for (int i = 0; i < n; i++)
         json_array_append_new(arr, json_integer(ids[i]));
     free(ids);
-    return hr_http_reply_json(c, 200, json_pack("{s:o, s:i}", "tokens", arr, "count", n));
+    return hr_http_reply_json(q, 200, json_pack("{s:o, s:i}", "tokens", arr, "count", n));
 }
 
-static hr_err *detokenize(hr_server *s, struct MHD_Connection *c, const char *body, size_t len) {
+static hr_err *detokenize(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *j;
-    hr_err *e = load_body(c, HR_API_CHAT, body, len, &j);
+    hr_err *e = load_body(q, HR_API_CHAT, body, len, &j);
     if (!j) return e;
     int32_t *ids = NULL;
     int n = 0;
@@ -196,26 +201,39 @@ static hr_err *detokenize(hr_server *s, struct MHD_Connection *c, const char *bo
     if (!e) e = s->be->detokenize(s->be->ctx, ids, n, &text);
     json_decref(j);
     free(ids);
-    if (e) return reply_400(c, e);
+    if (e) return hr_http_reply_err(q, HR_API_CHAT, 400, e);
     json_t *o = json_pack("{s:s}", "prompt", text);
     free(text);
-    return hr_http_reply_json(c, 200, o);
+    return hr_http_reply_json(q, 200, o);
 }
 
 static const hr_route routes[] = {
-    {"/health", "GET", HR_API_CHAT, 0, health},
-    {"/stats", "GET", HR_API_CHAT, 1, stats},
-    {"/metrics", "GET", HR_API_CHAT, 1, metrics},
-    {"/v1/models", "GET", HR_API_CHAT, 1, models},
-    {"/v1/chat/completions", "POST", HR_API_CHAT, 1, chat},
-    {"/v1/completions", "POST", HR_API_COMPLETION, 1, completions},
-    {"/v1/messages", "POST", HR_API_MESSAGES, 1, messages},
-    {"/tokenize", "POST", HR_API_CHAT, 1, tokenize},
-    {"/detokenize", "POST", HR_API_CHAT, 1, detokenize},
+    {"/health", "GET", HR_API_CHAT, 0, 0, health},
+    {"/stats", "GET", HR_API_CHAT, 1, 0, stats},
+    {"/metrics", "GET", HR_API_CHAT, 1, 0, metrics},
+    {"/v1/models", "GET", HR_API_CHAT, 1, 0, models},
+    {"/v1/chat/completions", "POST", HR_API_CHAT, 1, 0, chat},
+    {"/v1/completions", "POST", HR_API_COMPLETION, 1, 0, completions},
+    {"/v1/messages", "POST", HR_API_MESSAGES, 1, 0, messages},
+    {"/v1/messages/count_tokens", "POST", HR_API_MESSAGES, 1, 0, count_tokens},
+    {"/tokenize", "POST", HR_API_CHAT, 1, 0, tokenize},
+    {"/detokenize", "POST", HR_API_CHAT, 1, 0, detokenize},
 };
 
-const hr_route *hr_route_find(const char *path) {
-    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++)
-        if (!strcmp(routes[i].path, path)) return &routes[i];
+static int path_matches(const hr_route *r, const char *path) {
+    size_t n = strlen(r->path);
+    if (r->prefix) return !strncmp(r->path, path, n) && path[n];
+    return !strcmp(r->path, path);
+}
+
+const hr_route *hr_route_find(const char *path, const char *method, char *allowed, size_t cap) {
+    size_t n = 0;
+    allowed[0] = 0;
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+        if (!path_matches(&routes[i], path)) continue;
+        if (!strcmp(routes[i].method, method)) return &routes[i];
+        int k = snprintf(allowed + n, cap - n, "%s%s", n ? ", " : "", routes[i].method);
+        if (k > 0 && n + (size_t)k < cap) n += (size_t)k;
+    }
     return NULL;
 }

@@ -50,6 +50,9 @@ typedef struct {
     void (*cancel)(void *ctx, hr_gen_sink *sink);
     /* Adds counters to the /health object (may be NULL). */
     void (*stats)(void *ctx, json_t *out);
+    /* The prompt's token count as submit would build it (template, prefill); for
+     * count_tokens routes. */
+    hr_err *(*count)(void *ctx, const hr_api_request *req, int *n_tokens);
     hr_err *(*tokenize)(void *ctx, const char *text, int add_special, int32_t **ids, int *n);
     hr_err *(*detokenize)(void *ctx, const int32_t *ids, int n, char **text);
     /* The output markup of the loaded model: tool-call family and <think> reasoning. */

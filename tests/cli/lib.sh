@@ -23,3 +23,11 @@ expect_rc() {
   pass "$name"
 }
 summary() { echo "# $_p passed, $_f failed"; [ "$_f" = 0 ]; }
+# report NAME FILE: turns a client script's "ok X" / "FAIL X: why" lines in FILE into
+# checks; any other line is a failure of NAME (a crash, a traceback).
+report() {
+  local name=$1 file=$2 line
+  while read -r line; do
+    case "$line" in ok\ *) pass "${line#ok }";; FAIL\ *) fail "${line#FAIL }" "";; *) fail "$name" "$line";; esac
+  done < "$file"
+}

@@ -41,10 +41,10 @@ async function main() {
     check("sdk_error_empty_messages", e instanceof OpenAI.BadRequestError && e.status === 400, String(e));
   }
   try {
-    await openai.completions.create({ model: "m", prompt: "x", max_tokens: 10000000 });
+    await openai.completions.create({ model: "m", prompt: "the ".repeat(2100), max_tokens: 4 });
     check("sdk_error_too_long", false, "no error");
   } catch (e) {
-    check("sdk_error_too_long", e instanceof OpenAI.BadRequestError, String(e));
+    check("sdk_error_too_long", e instanceof OpenAI.BadRequestError && e.code === "context_length_exceeded", String(e));
   }
   const m = await anthropic.messages.create({ model: "m", max_tokens: 6, messages: user("Hi"),
                                               system: "Be brief." });

@@ -218,8 +218,8 @@ static void test_refuse_and_errors(void) {
     err = hr_engine_submit(e, &(hr_request_params){.tokens = p, .n_tokens = 4, .text = "x"}, &r);
     HR_CHECK(err, "two prompt sources accepted");
     hr_err_free(err);
-    err = hr_engine_submit(e, &(hr_request_params){.chat = "{\"messages\": []}"}, &r);
-    HR_CHECK(err && strstr(hr_err_msg(err), "chat template"), "chat without a template accepted");
+    err = hr_engine_submit(e, &(hr_request_params){.chat = "[1]"}, &r);
+    HR_CHECK(err && strstr(hr_err_msg(err), "JSON object"), "a chat request that is no object");
     hr_err_free(err);
     int32_t bad = 5000000;
     float v = 1;
@@ -244,6 +244,62 @@ static void test_refuse_and_errors(void) {
 
 /* Negative sampling fields take generation_config.json's values: brown-llama-8m has no
  * do_sample, so that is greedy. */
+/* A model without a chat template renders chat as "role: content" lines, then
+ * "assistant:", tokenized with BOS (brown-llama-8m is a base model). */
+static void test_chat_fallback(void) {
+    hr_engine *e;
+    HR_CHECK_OK(engine(0, 0, 0, &e));
+    const char *text = "user: Hi\nassistant:";
+    int32_t *ids = NULL;
+    int n = 0;
+    HR_CHECK_OK(hr_tokenizer_encode(tok, text, strlen(text), 1, &ids, &n));
+    result res;
+    HR_CHECK_OK(run_one(e,
+                        &(hr_request_params){.chat = "{\"messages\": [{\"role\": \"user\", "
+                                                     "\"content\": \"Hi\"}]}",
+                                             .max_tokens = 2,
+                                             .ignore_eos = 1},
+                        &res));
+    HR_CHECK(res.n == 2 && res.done.n_prompt == n, "prompt %d tokens, wanted %d", res.done.n_prompt, n);
+    free(ids);
+    hr_engine_destroy(e);
+}
+
+/* Number of tokens strictly between the first <think> and the first </think> of toks
+ * (-1 when either is missing). */
+static int think_span(const result *r, int32_t open, int32_t close) {
+    int a = -1;
+    for (int i = 0; i < r->n; i++) {
+        if (r->toks[i] == open && a < 0) a = i;
+        if (r->toks[i] == close && a >= 0) return i - a - 1;
+    }
+    return -1;
+}
+
+/* reasoning_budget on qwen3-tools-20m (it opens <think> itself by default): the block is
+ * closed after the budget by the forced "\n</think>\n\n", and the answer follows; without
+ * a budget the model's own block is longer. */
+static void test_reasoning_budget(void) {
+    hr_engine *e = NULL;
+    HR_CHECK_OK(hr_engine_create(hr_fixture("models/qwen3-tools-20m"),
+                                 &(hr_engine_options){.n_threads = 1, .kv_memory = 16 << 20}, &e));
+    const char *chat = "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello there\"}]}";
+    const hr_tokenizer *t = hr_engine_tokenizer(e);
+    int32_t open = hr_tokenizer_token_id(t, "<think>"), close = hr_tokenizer_token_id(t, "</think>");
+    result free_run, capped;
+    HR_CHECK_OK(run_one(e, &(hr_request_params){.chat = chat, .max_tokens = 60}, &free_run));
+    int natural = think_span(&free_run, open, close);
+    HR_CHECK(natural > 3, "the model's own reasoning has %d tokens", natural);
+    HR_CHECK_OK(run_one(e, &(hr_request_params){.chat = chat, .max_tokens = 60, .reasoning_budget = 3},
+                        &capped));
+    int span = think_span(&capped, open, close);
+    /* 3 reasoning tokens, then the forced "\n" before </think> */
+    HR_CHECK(span == 4, "capped reasoning has %d tokens: %.*s", span, (int)capped.text_len, capped.text);
+    HR_CHECK(strstr(capped.text, "</think>\n\n") && capped.n > span + 4,
+             "an answer follows the closed block: %.*s", (int)capped.text_len, capped.text);
+    hr_engine_destroy(e);
+}
+
 static void test_model_defaults(void) {
     hr_engine *e;
     HR_CHECK_OK(engine(0, 0, 0, &e));
@@ -926,6 +982,8 @@ int main(void) {
     HR_RUN(test_preemption);
     HR_RUN(test_prefix_cache);
     HR_RUN(test_refuse_and_errors);
+    HR_RUN(test_chat_fallback);
+    HR_RUN(test_reasoning_budget);
     HR_RUN(test_model_defaults);
     HR_RUN(test_cancel);
     HR_RUN(test_bias_and_logprobs_in_engine);

@@ -5,8 +5,9 @@
  * per family. */
 #include "harness.h"
 
+#include "engine/prompt.h"
 #include "server/output_parse.h"
-#include "server/system_turns.h"
+#include "template/system_turns.h"
 #include "template/template.h"
 
 static const hr_request_limits LIM = {.max_tokens_limit = 4096};

@@ -1,7 +1,7 @@
 /* Mid-conversation system messages: the probe that tells whether a chat template renders
  * them as turns, and the fold into the leading system message for templates that do not
  * (see system_turns.h). */
-#include "server/system_turns.h"
+#include "template/system_turns.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,8 @@
 /* System messages after the first turn (Anthropic "role": "system" entries inside
  * messages, OpenAI system/developer messages mid-conversation): rendered as system turns
  * where the chat template supports them, else folded into the leading system message. */
-#ifndef HR_SERVER_SYSTEM_TURNS_H
-#define HR_SERVER_SYSTEM_TURNS_H
+#ifndef HR_TEMPLATE_SYSTEM_TURNS_H
+#define HR_TEMPLATE_SYSTEM_TURNS_H
 
 #include <jansson.h>
 
