@@ -59,6 +59,16 @@ static hr_err *text_block(json_t *s, const json_t *b, const char *where) {
     return append_text(s, text, ""); /* cache_control, citations: ignored */
 }
 
+/* Claude Code starts its system prompt with a per-session text block
+ * "x-anthropic-billing-header: cc_version=...; ..." meant for Anthropic's billing. It would
+ * make every session's prompt differ in its first tokens and so defeat the prefix cache:
+ * it is dropped. */
+static int billing_block(const json_t *b) {
+    static const char head[] = "x-anthropic-billing-header:";
+    const char *text = json_string_value(json_object_get(b, "text"));
+    return text && !strncmp(text, head, sizeof head - 1);
+}
+
 /* A string, or an array of text blocks only (the "system" field, system messages and
  * tool_result content). */
 static hr_err *text_only(const json_t *c, const char *where, json_t **out) {
@@ -77,7 +87,7 @@ static hr_err *text_only(const json_t *c, const char *where, json_t **out) {
         snprintf(w, sizeof w, "%s[%zu]", where, i);
         const char *type = json_string_value(json_object_get(b, "type"));
         if (type && !strcmp(type, "text"))
-            e = text_block(s, b, w);
+            e = billing_block(b) ? NULL : text_block(s, b, w);
         else if (type && in_list(type, MEDIA_BLOCKS, N_OF(MEDIA_BLOCKS)))
             e = media_error(w, type);
         else

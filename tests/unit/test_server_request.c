@@ -423,6 +423,14 @@ static void test_messages_system_roles(void) {
     HR_CHECK(r && n_msgs(r) == 2 && !strcmp(msg_str(r, 0, "content"), "only"),
              "system message without the field: %s", err);
     hr_api_request_free(r);
+    r = parse(hr_parse_messages_request, /* Claude Code's per-session billing block is dropped */
+              q("{'max_tokens': 9, 'system': [{'type': 'text', 'text': 'x-anthropic-billing-header: "
+                "cc_version=2.1.332.1c9; cc_entrypoint=sdk-cli;'}, {'type': 'text', 'text': "
+                "'You are Claude Code.'}], 'messages': [{'role': 'user', 'content': 'hi'}]}"),
+              err, sizeof err);
+    HR_CHECK(r && !strcmp(msg_str(r, 0, "content"), "You are Claude Code."), "billing block: %s",
+             r ? msg_str(r, 0, "content") : err);
+    hr_api_request_free(r);
     static const struct {
         const char *body, *want;
     } bad[] = {
