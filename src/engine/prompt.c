@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/file.h"
+#include "template/system_turns.h"
 
 const char hr_fallback_chat_template[] =
     "{% for m in messages %}{{ m.role }}: {% if m.content is string %}{{ m.content }}"
@@ -32,6 +33,7 @@ hr_err *hr_prompt_open(const char *dir, const char *template_path, const hr_toke
         err = p->source ? hr_template_parse(hr_fallback_chat_template, &p->ct.tpl) : hr_err_oom();
     }
     if (err) hr_prompt_close(p);
+    else p->system_turns = hr_chat_template_system_turns(&p->ct);
     return err;
 }
 
@@ -70,8 +72,9 @@ static hr_err *append_prefill(char **text, const char *prefill, int *in_reasonin
 hr_err *hr_prompt_render(const hr_prompt *p, const json_t *chat, const char *prefill,
                          int32_t **ids, int *n, int *in_reasoning) {
     if (!json_is_object(chat)) return hr_errf("chat request: must be a JSON object");
-    json_t *req = json_copy((json_t *)chat);
-    if (!req) return hr_err_oom();
+    json_t *req = NULL;
+    if (!p->system_turns) HR_TRY(hr_chat_fold_system(chat, &req));
+    if (!req && !(req = json_copy((json_t *)chat))) return hr_err_oom();
     if (!json_object_get(req, "add_generation_prompt"))
         json_object_set_new(req, "add_generation_prompt", json_true());
     char *text = NULL;

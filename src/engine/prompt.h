@@ -19,6 +19,9 @@ typedef struct {
     hr_chat_template ct;
     int fallback; /* ct is hr_fallback_chat_template */
     char *source; /* the template's text ("" for the fallback), for output-format detection */
+    /* ct renders system messages after the first turn in place; else hr_prompt_render folds
+     * them into the leading system message (template/system_turns.h) */
+    int system_turns;
 } hr_prompt;
 
 /* The template of model dir (template_path, when not NULL, overrides it; a bad file is an
@@ -28,7 +31,8 @@ hr_err *hr_prompt_open(const char *dir, const char *template_path, const hr_toke
 void hr_prompt_close(hr_prompt *p);
 
 /* Renders chat ({"messages", "tools"?, "add_generation_prompt"?, "kwargs"?}; a missing
- * add_generation_prompt counts as true), appends prefill (NULL: none; a <think> the
+ * add_generation_prompt counts as true; later system messages folded into the leading one
+ * when the template has no system turns), appends prefill (NULL: none; a <think> the
  * template left open is closed before it), and tokenizes. *in_reasoning (may be NULL):
  * the prompt ends inside an open <think>. */
 hr_err *hr_prompt_render(const hr_prompt *p, const json_t *chat, const char *prefill,

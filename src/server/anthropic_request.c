@@ -1,15 +1,77 @@
-/* Anthropic POST /v1/messages bodies, normalized into the same chat-template input as
- * OpenAI chat: system (string or text blocks) becomes a system message, tool_use blocks
- * become assistant tool_calls, tool_result blocks become tool messages. */
+/* Anthropic POST /v1/messages and /v1/messages/count_tokens bodies, normalized into the
+ * same chat-template input as OpenAI chat. The "system" field and system-role messages
+ * before the first turn become one leading system message; later system-role messages stay
+ * system turns (the engine folds them into the leading one when the template cannot render
+ * them, system_turns.c). tool_use blocks become assistant tool_calls, thinking blocks the
+ * assistant's reasoning_content, tool_result blocks tool messages. Fields that mean nothing
+ * to a local model are accepted and ignored (docs/server.md lists them). */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/json.h"
+#include "base/log.h"
 #include "server/request.h"
 
-/* Text of a string or of a block array's text blocks (other block types rejected
- * unless allow_tools, in which case they are skipped here). */
-static hr_err *blocks_text(const json_t *c, const char *where, int allow_tools, json_t **out) {
+/* Blocks a text-only model cannot read: a 400 naming the block. */
+static const char *const MEDIA_BLOCKS[] = {"image", "document", "search_result",
+                                           "container_upload"};
+/* Calls and results of tools Anthropic runs on its side, in a history that came from
+ * there: skipped, as hearth never offers such tools. */
+static const char *const SERVER_BLOCKS[] = {"server_tool_use",
+                                            "web_search_tool_result",
+                                            "web_fetch_tool_result",
+                                            "code_execution_tool_result",
+                                            "bash_code_execution_tool_result",
+                                            "text_editor_code_execution_tool_result",
+                                            "tool_search_tool_result",
+                                            "mcp_tool_use",
+                                            "mcp_tool_result"};
+
+#define N_OF(a) (sizeof(a) / sizeof *(a))
+
+static int in_list(const char *s, const char *const *list, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(s, list[i])) return 1;
+    return 0;
+}
+
+static hr_err *media_error(const char *where, const char *type) {
+    return hr_errf("%s: %s blocks are not supported by this text-only model", where, type);
+}
+
+/* Appends text to the JSON string s, after sep when s is not empty. */
+static hr_err *append_text(json_t *s, const char *text, const char *sep) {
+    size_t n = json_string_length(s), k = n ? strlen(sep) : 0, m = strlen(text);
+    char *buf = malloc(n + k + m + 1);
+    if (!buf) return hr_err_oom();
+    memcpy(buf, json_string_value(s), n);
+    memcpy(buf + n, sep, k);
+    memcpy(buf + n + k, text, m + 1);
+    int rc = json_string_set(s, buf);
+    free(buf);
+    return rc ? hr_err_oom() : NULL;
+}
+
+static hr_err *text_block(json_t *s, const json_t *b, const char *where) {
+    const char *text = json_string_value(json_object_get(b, "text"));
+    if (!text) return hr_errf("%s.text must be a string", where);
+    return append_text(s, text, ""); /* cache_control, citations: ignored */
+}
+
+/* Claude Code starts its system prompt with a per-session text block
+ * "x-anthropic-billing-header: cc_version=...; ..." meant for Anthropic's billing. It would
+ * make every session's prompt differ in its first tokens and so defeat the prefix cache:
+ * it is dropped. */
+static int billing_block(const json_t *b) {
+    static const char head[] = "x-anthropic-billing-header:";
+    const char *text = json_string_value(json_object_get(b, "text"));
+    return text && !strncmp(text, head, sizeof head - 1);
+}
+
+/* A string, or an array of text blocks only (the "system" field, system messages and
+ * tool_result content). */
+static hr_err *text_only(const json_t *c, const char *where, json_t **out) {
     if (json_is_string(c)) {
         *out = json_incref((json_t *)c);
         return NULL;
@@ -19,90 +81,174 @@ static hr_err *blocks_text(const json_t *c, const char *where, int allow_tools, 
     json_t *s = json_string("");
     size_t i;
     const json_t *b;
+    hr_err *e = NULL;
     json_array_foreach(c, i, b) {
+        char w[128];
+        snprintf(w, sizeof w, "%s[%zu]", where, i);
         const char *type = json_string_value(json_object_get(b, "type"));
-        const char *text = json_string_value(json_object_get(b, "text"));
-        int is_tool = type && (!strcmp(type, "tool_use") || !strcmp(type, "tool_result"));
-        if (type && !strcmp(type, "text") && text) {
-            size_t n = json_string_length(s), m = strlen(text);
-            char *buf = malloc(n + m + 1);
-            if (!buf) return json_decref(s), hr_err_oom();
-            memcpy(buf, json_string_value(s), n);
-            memcpy(buf + n, text, m + 1);
-            json_string_set(s, buf);
-            free(buf);
-        } else if (!(is_tool && allow_tools) && !(type && !strcmp(type, "thinking"))) {
-            json_decref(s);
-            return hr_errf("%s[%zu]: unsupported content block (type %s)", where, i,
-                           type ? type : "missing");
-        }
+        if (type && !strcmp(type, "text"))
+            e = billing_block(b) ? NULL : text_block(s, b, w);
+        else if (type && in_list(type, MEDIA_BLOCKS, N_OF(MEDIA_BLOCKS)))
+            e = media_error(w, type);
+        else
+            e = hr_errf("%s: only text blocks are accepted here (type %s)", w,
+                        type ? type : "missing");
+        if (e) break;
     }
+    if (e) return json_decref(s), e;
     *out = s;
     return NULL;
 }
 
-static hr_err *tool_use_call(const json_t *b, const char *where, json_t *calls) {
+/* One Anthropic message taken apart: what its blocks add up to. */
+typedef struct {
+    const char *where; /* "messages[3]" */
+    const char *role;
+    json_t *text;      /* string: the text blocks, concatenated */
+    json_t *reasoning; /* string: the thinking blocks, newline-joined */
+    json_t *calls;     /* tool_use blocks as OpenAI tool_calls */
+    json_t *results;   /* tool_result blocks as tool messages */
+} msg_parts;
+
+static hr_err *tool_use_call(msg_parts *p, const json_t *b, const char *where) {
     const char *id = json_string_value(json_object_get(b, "id"));
     const char *name = json_string_value(json_object_get(b, "name"));
     const json_t *input = json_object_get(b, "input");
     if (!id || !name || !json_is_object(input))
         return hr_errf("%s: tool_use needs string id and name and an object input", where);
-    json_array_append_new(calls, json_pack("{s:s, s:s, s:{s:s, s:O}}", "id", id, "type", "function",
-                                           "function", "name", name, "arguments", input));
+    json_array_append_new(p->calls,
+                          json_pack("{s:s, s:s, s:{s:s, s:O}}", "id", id, "type", "function",
+                                    "function", "name", name, "arguments", input));
     return NULL;
 }
 
-static hr_err *tool_result_msg(const json_t *b, const char *where, json_t *out) {
+static hr_err *tool_result_msg(msg_parts *p, const json_t *b, const char *where) {
     const char *id = json_string_value(json_object_get(b, "tool_use_id"));
     if (!id) return hr_errf("%s: tool_result needs a string tool_use_id", where);
     const json_t *c = json_object_get(b, "content");
     json_t *text = NULL;
+    char w[128];
+    snprintf(w, sizeof w, "%s.content", where);
     if (!c || json_is_null(c))
         text = json_string("");
     else
-        HR_TRY(blocks_text(c, where, 0, &text));
-    json_array_append_new(
-        out, json_pack("{s:s, s:o, s:s}", "role", "tool", "content", text, "tool_call_id", id));
+        HR_TRY(text_only(c, w, &text)); /* is_error: the text says what went wrong */
+    json_array_append_new(p->results, json_pack("{s:s, s:o, s:s}", "role", "tool", "content", text,
+                                                "tool_call_id", id));
     return NULL;
 }
 
-/* Appends the template messages for one Anthropic message (tool results first, as they
- * answer the previous assistant turn). */
-static hr_err *norm_message(const json_t *m, size_t i, json_t *out) {
-    char where[48];
-    snprintf(where, sizeof where, "messages[%zu]", i);
-    const char *role = json_string_value(json_object_get(m, "role"));
-    if (!role || (strcmp(role, "user") && strcmp(role, "assistant")))
-        return hr_errf("%s.role must be \"user\" or \"assistant\"", where);
-    const json_t *c = json_object_get(m, "content");
-    json_t *text;
-    HR_TRY(blocks_text(c, where, 1, &text));
-    json_t *calls = json_array();
-    size_t j, n_results = 0;
-    const json_t *b;
-    hr_err *e = NULL;
-    if (json_is_array(c)) json_array_foreach(c, j, b) {
-            const char *type = json_string_value(json_object_get(b, "type"));
-            char w[80];
-            snprintf(w, sizeof w, "%s.content[%zu]", where, j);
-            if (e || !type) continue;
-            if (!strcmp(type, "tool_use")) e = tool_use_call(b, w, calls);
-            if (!strcmp(type, "tool_result")) e = tool_result_msg(b, w, out), n_results++;
-        }
-    if (!e && json_array_size(calls) && strcmp(role, "assistant"))
-        e = hr_errf("%s: tool_use blocks belong to assistant messages", where);
-    if (!e && (json_string_length(text) || json_array_size(calls) || !n_results)) {
-        json_t *msg = json_pack("{s:s, s:O}", "role", role, "content", text);
-        if (json_array_size(calls)) json_object_set(msg, "tool_calls", calls);
-        json_array_append_new(out, msg);
+static hr_err *thinking_block(msg_parts *p, const json_t *b, const char *where) {
+    const char *text = json_string_value(json_object_get(b, "thinking"));
+    if (!text) return hr_errf("%s.thinking must be a string", where);
+    return append_text(p->reasoning, text, "\n"); /* the signature is not checked */
+}
+
+/* Which role a block type belongs to (NULL: any but system). */
+static hr_err *check_role(const msg_parts *p, const char *type, const char *role,
+                          const char *where) {
+    if (!strcmp(p->role, "system"))
+        return hr_errf("%s: system messages take text blocks only (got %s)", where, type);
+    if (role && strcmp(p->role, role))
+        return hr_errf("%s: %s blocks belong to %s messages", where, type, role);
+    return NULL;
+}
+
+static hr_err *add_block(msg_parts *p, const json_t *b, size_t j) {
+    char w[96];
+    snprintf(w, sizeof w, "%s.content[%zu]", p->where, j);
+    const char *type = json_string_value(json_object_get(b, "type"));
+    if (!type) return hr_errf("%s must be a content block with a string type", w);
+    if (!strcmp(type, "text")) return text_block(p->text, b, w);
+    if (in_list(type, MEDIA_BLOCKS, N_OF(MEDIA_BLOCKS))) return media_error(w, type);
+    int thinking = !strcmp(type, "thinking"), redacted = !strcmp(type, "redacted_thinking");
+    if (thinking || redacted || !strcmp(type, "tool_use")) {
+        HR_TRY(check_role(p, type, "assistant", w));
+        return thinking ? thinking_block(p, b, w) : redacted ? NULL : tool_use_call(p, b, w);
     }
+    if (!strcmp(type, "tool_result")) {
+        HR_TRY(check_role(p, type, "user", w));
+        return tool_result_msg(p, b, w);
+    }
+    if (in_list(type, SERVER_BLOCKS, N_OF(SERVER_BLOCKS))) return check_role(p, type, NULL, w);
+    return hr_errf("%s: unsupported content block (type %s)", w, type);
+}
+
+/* Before the first user or assistant turn: norm holds at most the leading system. */
+static int before_turns(const json_t *norm) {
+    size_t n = json_array_size(norm);
+    const char *r0 = json_string_value(json_object_get(json_array_get(norm, 0), "role"));
+    return n == 0 || (n == 1 && r0 && !strcmp(r0, "system"));
+}
+
+/* A system message's text: merged into the leading system message before the first turn,
+ * else a system turn of its own. */
+static hr_err *add_system(json_t *norm, json_t *text) {
+    if (!before_turns(norm)) {
+        json_array_append_new(norm, json_pack("{s:s, s:o}", "role", "system", "content", text));
+        return NULL;
+    }
+    json_t *lead = json_array_get(norm, 0);
+    if (!lead) {
+        json_array_append_new(norm, json_pack("{s:s, s:o}", "role", "system", "content", text));
+        return NULL;
+    }
+    hr_err *e = append_text(json_object_get(lead, "content"), json_string_value(text), "\n\n");
     json_decref(text);
-    json_decref(calls);
     return e;
 }
 
-/* tool_choice {"type": "auto" | "any" | "none"} or {"type": "tool", "name"}; *forced for
- * any and tool, *name for tool. */
+/* The template messages of a user or assistant message: tool results first (they answer
+ * the previous assistant turn), then the message unless it held only results. */
+static void emit_parts(const msg_parts *p, json_t *norm) {
+    json_array_extend(norm, p->results);
+    int has_reasoning = json_string_length(p->reasoning) > 0;
+    if (!json_string_length(p->text) && !json_array_size(p->calls) && !has_reasoning &&
+        json_array_size(p->results))
+        return;
+    json_t *msg = json_pack("{s:s, s:O}", "role", p->role, "content", p->text);
+    if (json_array_size(p->calls)) json_object_set(msg, "tool_calls", p->calls);
+    if (has_reasoning) json_object_set(msg, "reasoning_content", p->reasoning);
+    json_array_append_new(norm, msg);
+}
+
+static hr_err *norm_message(const json_t *m, size_t i, json_t *norm) {
+    char where[48];
+    snprintf(where, sizeof where, "messages[%zu]", i);
+    const char *role = json_string_value(json_object_get(m, "role"));
+    if (!role || (strcmp(role, "user") && strcmp(role, "assistant") && strcmp(role, "system")))
+        return hr_errf("%s.role must be \"user\", \"assistant\" or \"system\"", where);
+    const json_t *c = json_object_get(m, "content");
+    char cw[64];
+    snprintf(cw, sizeof cw, "%s.content", where);
+    json_t *text;
+    if (!strcmp(role, "system")) {
+        HR_TRY(text_only(c, cw, &text));
+        return add_system(norm, text);
+    }
+    if (!json_is_string(c) && !json_is_array(c))
+        return hr_errf("%s must be a string or an array of content blocks", cw);
+    msg_parts p = {.where = where,
+                   .role = role,
+                   .text = json_string(""),
+                   .reasoning = json_string(""),
+                   .calls = json_array(),
+                   .results = json_array()};
+    hr_err *e = json_is_string(c) ? append_text(p.text, json_string_value(c), "") : NULL;
+    size_t j;
+    const json_t *b;
+    if (json_is_array(c)) json_array_foreach(c, j, b) if (!e) e = add_block(&p, b, j);
+    if (!e) emit_parts(&p, norm);
+    json_decref(p.text);
+    json_decref(p.reasoning);
+    json_decref(p.calls);
+    json_decref(p.results);
+    return e;
+}
+
+/* tool_choice {"type": "auto" | "any" | "none"} or {"type": "tool", "name"}, each with an
+ * optional disable_parallel_tool_use (accepted, not enforced); *forced for any and tool,
+ * *name for tool. */
 static hr_err *parse_tool_choice(const json_t *tc, int *none, int *forced, const char **name) {
     *none = *forced = 0;
     *name = NULL;
@@ -112,6 +258,8 @@ static hr_err *parse_tool_choice(const json_t *tc, int *none, int *forced, const
                   strcmp(type, "none")))
         return hr_errf("request: \"tool_choice\".type must be \"auto\", \"any\", \"tool\" or "
                        "\"none\"");
+    int one;
+    HR_TRY(hr_json_bool(tc, "disable_parallel_tool_use", 0, "tool_choice", &one));
     *none = !strcmp(type, "none");
     *forced = !strcmp(type, "any") || !strcmp(type, "tool");
     if (strcmp(type, "tool")) return NULL;
@@ -120,26 +268,48 @@ static hr_err *parse_tool_choice(const json_t *tc, int *none, int *forced, const
                  : hr_errf("request: \"tool_choice\" of type \"tool\" needs a string \"name\"");
 }
 
+/* A tool Anthropic runs itself (web_search_*, bash_*, text_editor_*, ...): any type but
+ * "custom". Accepted and not offered to the model; said once per process. */
+static int server_tool(const json_t *x, size_t i, hr_err **e) {
+    const json_t *t = json_object_get(x, "type");
+    *e = NULL;
+    if (!t || json_is_null(t)) return 0;
+    if (!json_is_string(t)) return *e = hr_errf("tools[%zu].type must be a string", i), 0;
+    if (!strcmp(json_string_value(t), "custom")) return 0;
+    static atomic_int said;
+    const char *name = json_string_value(json_object_get(x, "name"));
+    if (!atomic_exchange(&said, 1))
+        HR_INFO("/v1/messages: server tools such as %s (type %s) are accepted but not offered "
+                "to the model: hearth runs no server tools",
+                name ? name : "(unnamed)", json_string_value(t));
+    return 1;
+}
+
 /* Anthropic tools {"name", "description", "input_schema"} in the OpenAI form. */
 static hr_err *convert_tools(const json_t *t, json_t **out) {
     if (!json_is_array(t)) return hr_errf("request: \"tools\" must be an array");
     *out = json_array();
     size_t i;
     const json_t *x;
+    hr_err *e = NULL;
     json_array_foreach(t, i, x) {
+        if (server_tool(x, i, &e) || e) {
+            if (e) break;
+            continue;
+        }
         const char *name = json_string_value(json_object_get(x, "name"));
         const json_t *schema = json_object_get(x, "input_schema");
         if (!name || !json_is_object(schema)) {
-            json_decref(*out);
-            *out = NULL;
-            return hr_errf("tools[%zu] needs a string name and an object input_schema", i);
+            e = hr_errf("tools[%zu] needs a string name and an object input_schema", i);
+            break;
         }
         const char *desc = json_string_value(json_object_get(x, "description"));
         json_array_append_new(*out, json_pack("{s:s, s:{s:s, s:s, s:O}}", "type", "function",
                                               "function", "name", name, "description",
                                               desc ? desc : "", "parameters", schema));
     }
-    return NULL;
+    if (e) json_decref(*out), *out = NULL;
+    return e;
 }
 
 static hr_err *norm_tools(const json_t *body, hr_api_request *r, json_t **tools) {
@@ -162,28 +332,65 @@ static hr_err *parse_system(const json_t *body, json_t *msgs) {
     const json_t *s = json_object_get(body, "system");
     if (!s || json_is_null(s)) return NULL;
     json_t *text;
-    HR_TRY(blocks_text(s, "request: \"system\"", 0, &text));
+    HR_TRY(text_only(s, "request: \"system\"", &text));
     json_array_append_new(msgs, json_pack("{s:s, s:o}", "role", "system", "content", text));
     return NULL;
 }
 
-static hr_err *parse_thinking(const json_t *body, json_t *kwargs) {
-    const json_t *t = json_object_get(body, "thinking");
-    if (!t || json_is_null(t)) return NULL;
-    const char *type = json_string_value(json_object_get(t, "type"));
-    if (!type || (strcmp(type, "enabled") && strcmp(type, "disabled")))
-        return hr_errf("request: \"thinking\".type must be \"enabled\" or \"disabled\"");
-    json_object_set_new(kwargs, "enable_thinking", json_boolean(!strcmp(type, "enabled")));
+/* budget_tokens: at least 1 (Anthropic asks for 1024), capped below max_tokens. */
+static hr_err *parse_budget(const json_t *t, hr_api_request *r) {
+    int64_t b;
+    HR_TRY(hr_json_int(t, "budget_tokens", 0, "thinking", &b));
+    if (!json_object_get(t, "budget_tokens") || json_is_null(json_object_get(t, "budget_tokens")))
+        return NULL; /* no budget: as adaptive */
+    if (b < 1)
+        return hr_errf("request: \"thinking\".budget_tokens must be >= 1, got %lld", (long long)b);
+    if (r->max_tokens > 0 && b >= r->max_tokens) b = r->max_tokens - 1;
+    r->reasoning_budget = b > INT32_MAX ? INT32_MAX : (int)b;
     return NULL;
 }
 
-static hr_err *parse_messages(const json_t *body, const hr_request_limits *lim, hr_api_request *r) {
-    if (!json_is_object(body)) return hr_errf("request body must be a JSON object");
-    const char *model;
-    HR_TRY(hr_json_str(body, "model", NULL, "request", &model));
-    if (model && !(r->model = strdup(model))) return hr_err_oom();
-    HR_TRY(hr_parse_max_tokens(body, "max_tokens", 1, lim, r));
-    HR_TRY(hr_json_bool(body, "stream", 0, "request", &r->stream));
+/* thinking {"type": "enabled", "budget_tokens"} | {"type": "adaptive"} | {"type":
+ * "disabled"}: the template's enable_thinking, and the budget the engine enforces. */
+static hr_err *parse_thinking(const json_t *body, hr_api_request *r, json_t *kwargs) {
+    const json_t *t = json_object_get(body, "thinking");
+    if (!t || json_is_null(t)) return NULL;
+    const char *type = json_string_value(json_object_get(t, "type"));
+    if (!type || (strcmp(type, "enabled") && strcmp(type, "adaptive") && strcmp(type, "disabled")))
+        return hr_errf("request: \"thinking\".type must be \"enabled\", \"adaptive\" or "
+                       "\"disabled\"");
+    json_object_set_new(kwargs, "enable_thinking", json_boolean(strcmp(type, "disabled")));
+    return strcmp(type, "enabled") ? NULL : parse_budget(t, r);
+}
+
+/* output_config {"effort": low | medium | high | max} as reasoning_effort ("max" is the
+ * templates' "high"); "format" (structured outputs) needs constrained decoding. */
+static hr_err *parse_output_config(const json_t *body, hr_api_request *r, json_t *kwargs) {
+    const json_t *fmt = json_object_get(body, "output_format");
+    if (fmt && !json_is_null(fmt))
+        return hr_errf("request: \"output_format\" (structured outputs) is not supported yet "
+                       "(needs constrained decoding)");
+    const json_t *oc = json_object_get(body, "output_config");
+    if (!oc || json_is_null(oc)) return NULL;
+    if (!json_is_object(oc)) return hr_errf("request: \"output_config\" must be an object");
+    fmt = json_object_get(oc, "format");
+    if (fmt && !json_is_null(fmt))
+        return hr_errf("request: \"output_config\".format (structured outputs) is not supported "
+                       "yet (needs constrained decoding)");
+    const char *effort;
+    HR_TRY(hr_json_str(oc, "effort", NULL, "output_config", &effort));
+    if (!effort) return NULL;
+    if (strcmp(effort, "low") && strcmp(effort, "medium") && strcmp(effort, "high") &&
+        strcmp(effort, "max"))
+        return hr_errf("request: \"output_config\".effort must be low, medium, high or max");
+    if (!strcmp(effort, "max")) effort = "high";
+    if (!(r->reasoning_effort = strdup(effort))) return hr_err_oom();
+    json_object_set_new(kwargs, "reasoning_effort", json_string(effort));
+    return NULL;
+}
+
+/* Everything but max_tokens and stream, which /count_tokens does not take. */
+static hr_err *parse_conversation(const json_t *body, hr_api_request *r) {
     HR_TRY(hr_parse_sampling(body, r));
     HR_TRY(hr_parse_stop(body, "stop_sequences", r));
     const json_t *msgs = json_object_get(body, "messages");
@@ -195,11 +402,38 @@ static hr_err *parse_messages(const json_t *body, const hr_request_limits *lim, 
     const json_t *m;
     json_array_foreach(msgs, i, m) if (!e) e = norm_message(m, i, norm);
     if (!e) e = norm_tools(body, r, &tools);
-    if (!e) e = parse_thinking(body, kwargs);
+    if (!e) e = parse_thinking(body, r, kwargs);
+    if (!e) e = parse_output_config(body, r, kwargs);
     return hr_set_chat(r, e, norm, tools, kwargs);
+}
+
+static hr_err *parse_model(const json_t *body, hr_api_request *r) {
+    if (!json_is_object(body)) return hr_errf("request body must be a JSON object");
+    const char *model;
+    HR_TRY(hr_json_str(body, "model", NULL, "request", &model));
+    if (model && !(r->model = strdup(model))) return hr_err_oom();
+    return NULL;
+}
+
+static hr_err *parse_messages(const json_t *body, const hr_request_limits *lim, hr_api_request *r) {
+    HR_TRY(parse_model(body, r));
+    HR_TRY(hr_parse_max_tokens(body, "max_tokens", 1, lim, r));
+    HR_TRY(hr_json_bool(body, "stream", 0, "request", &r->stream));
+    return parse_conversation(body, r);
+}
+
+static hr_err *parse_count(const json_t *body, const hr_request_limits *lim, hr_api_request *r) {
+    (void)lim;
+    HR_TRY(parse_model(body, r));
+    return parse_conversation(body, r);
 }
 
 hr_err *hr_parse_messages_request(const json_t *body, const hr_request_limits *lim,
                                   hr_api_request **out) {
     return hr_parse_request(HR_API_MESSAGES, parse_messages, body, lim, out);
+}
+
+hr_err *hr_parse_count_tokens_request(const json_t *body, const hr_request_limits *lim,
+                                      hr_api_request **out) {
+    return hr_parse_request(HR_API_MESSAGES, parse_count, body, lim, out);
 }

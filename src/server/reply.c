@@ -19,16 +19,29 @@ void hr_make_id(char *buf, size_t cap, const char *prefix) {
         n += snprintf(buf + n, cap - (size_t)n, "%02x", rnd[i]);
 }
 
+/* Anthropic's error type for an HTTP status (docs.anthropic.com, "Errors"): other 4xx are
+ * invalid_request_error, other 5xx api_error. */
+static const char *anthropic_error_type(int status) {
+    switch (status) {
+    case 401: return "authentication_error";
+    case 402: return "billing_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 413: return "request_too_large";
+    case 429: return "rate_limit_error";
+    case 529: return "overloaded_error";
+    default: return status >= 500 ? "api_error" : "invalid_request_error";
+    }
+}
+
 json_t *hr_error_body(hr_api_kind api, int status, const char *message) {
+    if (api == HR_API_MESSAGES)
+        return json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type",
+                         anthropic_error_type(status), "message", message);
     const char *oa = status == 401   ? "authentication_error"
                      : status == 404 ? "not_found_error"
                      : status >= 500 ? "server_error"
                                      : "invalid_request_error";
-    if (api == HR_API_MESSAGES) {
-        const char *t = status == 413 ? "request_too_large" : status >= 500 ? "api_error" : oa;
-        return json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type", t, "message",
-                         message);
-    }
     char buf[96];
     const char *param = api == HR_API_RESPONSES ? hr_resp_error_param(message, buf, sizeof buf)
                                                 : NULL;

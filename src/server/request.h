@@ -99,6 +99,9 @@ hr_err *hr_parse_completion_request(const json_t *body, const hr_request_limits 
                                     hr_api_request **out);
 hr_err *hr_parse_messages_request(const json_t *body, const hr_request_limits *lim,
                                   hr_api_request **out);
+/* POST /v1/messages/count_tokens: a messages body without max_tokens (ignored if given). */
+hr_err *hr_parse_count_tokens_request(const json_t *body, const hr_request_limits *lim,
+                                      hr_api_request **out);
 void hr_api_request_free(hr_api_request *r);
 
 /* POST /tokenize {"content" | "prompt": text, "add_special_tokens"} and POST /detokenize

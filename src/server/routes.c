@@ -1,7 +1,7 @@
 /* The route table and its handlers: /health, /stats, /metrics (engine counters and open
  * connections), /v1/models, the four generation routes (parse, submit to the backend,
- * then one JSON body or an SSE stream), GET / DELETE of stored responses, /tokenize and
- * /detokenize. */
+ * then one JSON body or an SSE stream), /v1/messages/count_tokens, GET / DELETE of stored
+ * responses, /tokenize and /detokenize. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +157,24 @@ static hr_err *messages(hr_server *s, hr_http_req *q, const char *body, size_t l
     return generate(s, q, HR_API_MESSAGES, hr_parse_messages_request, body, len);
 }
 
+/* The prompt /v1/messages would build for the body (prefill included), counted. */
+static hr_err *count_tokens(hr_server *s, hr_http_req *q, const char *body, size_t len) {
+    json_t *j;
+    hr_err *e = load_body(q, HR_API_MESSAGES, body, len, &j);
+    if (!j) return e;
+    hr_api_request *req;
+    e = hr_parse_count_tokens_request(j, &s->be->limits, &req);
+    json_decref(j);
+    if (!e && (e = hr_request_set_prefill(req, s->be->tool_format))) hr_api_request_free(req);
+    if (e) return hr_http_reply_err(q, HR_API_MESSAGES, 400, e);
+    int n = 0;
+    e = s->be->count ? s->be->count(s->be->ctx, req, &n)
+                     : hr_errf("this server's engine cannot count tokens");
+    hr_api_request_free(req);
+    if (e) return hr_http_reply_err(q, HR_API_MESSAGES, 400, e);
+    return hr_http_reply_json(q, 200, json_pack("{s:i}", "input_tokens", n));
+}
+
 /* POST /v1/responses: like generate, with the store resolving previous_response_id. */
 static hr_err *responses_create(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *j;
@@ -193,7 +211,6 @@ static hr_err *responses_delete(hr_server *s, hr_http_req *q, const char *body, 
     return hr_http_reply_json(
         q, 200, json_pack("{s:s, s:s, s:b}", "id", id, "object", "response", "deleted", 1));
 }
-
 
 static hr_err *tokenize(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *j;
@@ -239,6 +256,7 @@ static const hr_route routes[] = {
     {"/v1/chat/completions", "POST", HR_API_CHAT, 1, 0, chat},
     {"/v1/completions", "POST", HR_API_COMPLETION, 1, 0, completions},
     {"/v1/messages", "POST", HR_API_MESSAGES, 1, 0, messages},
+    {"/v1/messages/count_tokens", "POST", HR_API_MESSAGES, 1, 0, count_tokens},
     {"/v1/responses", "POST", HR_API_RESPONSES, 1, 0, responses_create},
     {"/v1/responses/", "GET", HR_API_RESPONSES, 1, 1, responses_get},
     {"/v1/responses/", "DELETE", HR_API_RESPONSES, 1, 1, responses_delete},

@@ -214,6 +214,68 @@ def test_messages():
           and ev[-2][1]["delta"]["stop_reason"] == "end_turn", (thinking, text))
 
 
+def anthropic_error(st, b, status, etype, msg=""):
+    return (st == status and isinstance(b, dict) and b.get("type") == "error"
+            and b["error"]["type"] == etype and msg in b["error"]["message"])
+
+
+def test_anthropic():
+    """/v1/messages as Claude Code sends it, and Anthropic's error shapes."""
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "system": [{"type": "text", "text": "s",
+            "cache_control": {"type": "ephemeral"}}], "thinking": {"type": "adaptive"},
+            "metadata": {"user_id": "u"}, "context_management": {"edits": []}, "service_tier": "auto",
+            "output_config": {"effort": "high"}, "top_k": 5, "stop_sequences": ["STOP"],
+            "tools": [{"name": "get_weather", "input_schema": {"type": "object"}},
+                      {"type": "web_search_20250305", "name": "web_search"}],
+            "tool_choice": {"type": "auto", "disable_parallel_tool_use": True},
+            "messages": [{"role": "user", "content": "hi"},
+                         {"role": "assistant", "content": [
+                             {"type": "thinking", "thinking": "t", "signature": "x"},
+                             {"type": "text", "text": "hello"}]},
+                         {"role": "system", "content": "be brief"},
+                         {"role": "user", "content": "THINK"}]}
+    st, b, _ = request("POST", "/v1/messages", body, headers={"x-api-key": KEY,
+                                                               "anthropic-version": "2023-06-01"})
+    check("anth_claude_code_body", st == 200 and b["content"][0]["type"] == "thinking"
+          and b["content"][1] == {"type": "text", "text": "The answer is 42."}, b)
+    st, b, _ = request("POST", "/v1/messages", dict(body, thinking={"type": "enabled", "budget_tokens": 50}))
+    check("anth_thinking_enabled_budget", st == 200, b)
+    bad = dict(body, messages=[{"role": "user", "content": [
+        {"type": "text", "text": "look"}, {"type": "image", "source": {"type": "base64"}}]}])
+    st, b, _ = request("POST", "/v1/messages", bad)
+    check("anth_400_image", anthropic_error(st, b, 400, "invalid_request_error",
+          "messages[0].content[1]: image blocks are not supported by this text-only model"), b)
+    st, b, _ = request("POST", "/v1/messages", dict(body, thinking={"type": "enabled", "budget_tokens": 0}))
+    check("anth_400_budget", anthropic_error(st, b, 400, "invalid_request_error", "budget_tokens"), b)
+    st, b, _ = request("POST", "/v1/messages", raw=b"{oops")
+    check("anth_400_json", anthropic_error(st, b, 400, "invalid_request_error"), b)
+    st, b, _ = request("POST", "/v1/messages", body, headers={"x-api-key": "wrong"})
+    check("anth_401", anthropic_error(st, b, 401, "authentication_error"), b)
+    st, b, _ = request("GET", "/v1/messages")
+    check("anth_405", anthropic_error(st, b, 405, "invalid_request_error", "POST"), b)
+    st, full, _ = request("POST", "/v1/messages", dict(body, messages=body["messages"][:3] + [
+        {"role": "user", "content": "count me"}]))
+    st2, n, _ = request("POST", "/v1/messages/count_tokens?beta=true", {k: v for k, v in dict(
+        body, messages=body["messages"][:3] + [{"role": "user", "content": "count me"}]).items() if k != "max_tokens"})
+    check("anth_count_tokens", st == 200 and st2 == 200 and n == {"input_tokens": full["usage"]["input_tokens"]},
+          (full, n))
+    st, b, _ = request("POST", "/v1/messages/count_tokens", {"messages": []})
+    check("anth_count_tokens_400", anthropic_error(st, b, 400, "invalid_request_error", "must not be empty"), b)
+    st, b, _ = request("GET", "/v1/messages/count_tokens")
+    check("anth_count_tokens_405", anthropic_error(st, b, 405, "invalid_request_error", "POST"), b)
+    st, b, _ = request("POST", "/v1/messages/nothing", {})
+    check("anth_404", anthropic_error(st, b, 404, "not_found_error"), b)
+    # The SDK's beta calls add ?beta=true: libmicrohttpd routes on the path alone.
+    st, b, _ = request("POST", "/v1/messages?beta=true", {"max_tokens": 5, "messages": USER})
+    check("anth_beta_query", st == 200 and b["type"] == "message", b)
+    for method, path in [("GET", "/health?beta=true"), ("GET", "/v1/models?beta=true&x=1"),
+                         ("POST", "/tokenize?beta=true")]:
+        st, b, _ = request(method, path, {"content": "ab"} if method == "POST" else None)
+        check("query_string " + path, st == 200, b)
+    st, b, _ = request("POST", "/v1/messages", raw=b"{" + b" " * 70000 + b"}")
+    check("anth_413", anthropic_error(st, b, 413, "request_too_large", "larger than 65536"), b)
+
+
 def chunks_by_choice(ev):
     """Per choice index: (content, finish_reason) from OpenAI stream chunks."""
     out = {}
@@ -487,7 +549,7 @@ def test_responses():
     check("responses_stats", st == 200 and s["responses_stored"] >= 5 and s["responses_stored_bytes"] > 0, s)
 
 
-for t in [test_routes, test_bad_requests, test_chat, test_completions, test_messages, test_n,
+for t in [test_routes, test_bad_requests, test_chat, test_completions, test_messages, test_anthropic, test_n,
           test_tool_choice, test_tokenize, test_responses, test_disconnect, test_disconnect_n,
           test_concurrent]:
     try:

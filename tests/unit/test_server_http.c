@@ -174,6 +174,15 @@ static hr_err *fake_detokenize(void *ctx, const int32_t *ids, int n, char **text
     return NULL;
 }
 
+/* As fake_run reports the prompt: one token per byte of the last message's text. */
+static hr_err *fake_count(void *ctx, const hr_api_request *req, int *n) {
+    char *text = prompt_text(req);
+    if (!text) return hr_err_oom();
+    *n = (int)strlen(text);
+    free(text);
+    return NULL;
+}
+
 /* Runs cmd, echoing its output and adding up its ok / FAIL lines into the harness. */
 static void run_client(const char *cmd) {
     FILE *f = popen(cmd, "r");
@@ -241,6 +250,7 @@ int main(void) {
                             .stats = fake_stats,
                             .tokenize = fake_tokenize,
                             .detokenize = fake_detokenize,
+                            .count = fake_count,
                             .tool_format = HR_TOOLS_QWEN,
                             .reasoning = 1,
                             .limits = {.max_tokens_limit = 4096, .vocab_size = 256}};

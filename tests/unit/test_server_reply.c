@@ -368,6 +368,21 @@ static void test_errors(void) {
                  !strcmp(path_str(e, "error.message"), "key"),
              "anthropic");
     json_decref(e);
+    static const struct {
+        int status;
+        const char *type;
+    } anth[] = {{400, "invalid_request_error"}, {401, "authentication_error"},
+                {402, "billing_error"},         {403, "permission_error"},
+                {404, "not_found_error"},       {405, "invalid_request_error"},
+                {409, "invalid_request_error"}, {413, "request_too_large"},
+                {429, "rate_limit_error"},      {500, "api_error"},
+                {503, "api_error"},             {529, "overloaded_error"}};
+    for (size_t i = 0; i < sizeof anth / sizeof *anth; i++) {
+        e = hr_error_body(HR_API_MESSAGES, anth[i].status, "m");
+        HR_CHECK(!strcmp(path_str(e, "error.type"), anth[i].type), "anthropic %d: %s",
+                 anth[i].status, path_str(e, "error.type"));
+        json_decref(e);
+    }
     hr_api_request *q =
         req(hr_parse_chat_request,
             "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"stream\": true}");

@@ -319,11 +319,11 @@ static void test_messages(void) {
         {"{\"max_tokens\": 0, \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}",
          "\"max_tokens\" must be at least 1"},
         {"{\"max_tokens\": 5, \"messages\": []}", "must not be empty"},
-        {"{\"max_tokens\": 5, \"messages\": [{\"role\": \"system\", \"content\": \"x\"}]}",
-         "messages[0].role"},
+        {"{\"max_tokens\": 5, \"messages\": [{\"role\": \"bot\", \"content\": \"x\"}]}",
+         "messages[0].role must be \"user\", \"assistant\" or \"system\""},
         {"{\"max_tokens\": 5, \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
          "\"image\"}]}]}",
-         "unsupported content block (type image)"},
+         "messages[0].content[0]: image blocks are not supported by this text-only model"},
         {"{\"max_tokens\": 5, \"system\": 4, \"messages\": [{\"role\": \"user\", \"content\": "
          "\"x\"}]}",
          "\"system\""},
@@ -349,7 +349,7 @@ static void test_messages(void) {
          "\"tool_choice\".type must be"},
         {"{\"max_tokens\": 5, \"thinking\": {\"type\": \"sure\"}, \"messages\": [{\"role\": "
          "\"user\", \"content\": \"x\"}]}",
-         "\"thinking\".type"},
+         "\"thinking\".type must be \"enabled\", \"adaptive\" or \"disabled\""},
         {"{\"max_tokens\": 5, \"messages\": [{\"role\": \"user\", \"content\": [{\"type\": "
          "\"tool_use\", \"id\": \"a\", \"name\": \"f\", \"input\": {}}]}]}",
          "belong to assistant"},
@@ -368,6 +368,338 @@ static void test_messages(void) {
         HR_CHECK(rejects(hr_parse_messages_request, cases[i].body, cases[i].want, got, sizeof got),
                  "case %zu: wanted /%s/, got: %s", i, cases[i].want, got);
     }
+}
+
+/* Single-quoted JSON (test bodies stay readable): every ' becomes ". Returns a static
+ * buffer, valid until the next call. */
+static const char *q(const char *src) {
+    static char buf[8192];
+    size_t i = 0;
+    for (; src[i] && i + 1 < sizeof buf; i++)
+        buf[i] = src[i] == '\'' ? '"' : src[i];
+    buf[i] = 0;
+    return buf;
+}
+
+/* messages[i][key] of a parsed request's template input, as a string ("" if absent). */
+static const char *msg_str(const hr_api_request *r, size_t i, const char *key) {
+    const json_t *m = json_array_get(json_object_get(r->chat, "messages"), i);
+    const char *s = json_string_value(json_object_get(m, key));
+    return s ? s : "";
+}
+
+static size_t n_msgs(const hr_api_request *r) {
+    return json_array_size(json_object_get(r->chat, "messages"));
+}
+
+/* Claude Code's shape: system messages inside messages. Leading ones join the system
+ * field; later ones stay system turns. */
+static void test_messages_system_roles(void) {
+    char err[256] = "";
+    hr_api_request *r =
+        parse(hr_parse_messages_request,
+              q("{'max_tokens': 9, 'system': [{'type': 'text', 'text': 'top', 'cache_control': "
+                "{'type': 'ephemeral'}}], 'messages': ["
+                " {'role': 'system', 'content': 'first'},"
+                " {'role': 'system', 'content': [{'type': 'text', 'text': 'second'}]},"
+                " {'role': 'user', 'content': 'hi'}, {'role': 'assistant', 'content': 'hello'},"
+                " {'role': 'system', 'content': [{'type': 'text', 'text': 'mid', 'cache_control': "
+                "{'type': 'ephemeral'}}]}, {'role': 'user', 'content': 'more'}]}"),
+              err, sizeof err);
+    HR_CHECK(r, "%s", err);
+    if (!r) return;
+    HR_CHECK(n_msgs(r) == 5, "5 messages, got %zu", n_msgs(r));
+    HR_CHECK(!strcmp(msg_str(r, 0, "role"), "system") &&
+                 !strcmp(msg_str(r, 0, "content"), "top\n\nfirst\n\nsecond"),
+             "leading system: [%s]", msg_str(r, 0, "content"));
+    HR_CHECK(!strcmp(msg_str(r, 3, "role"), "system") && !strcmp(msg_str(r, 3, "content"), "mid"),
+             "mid system turn: %s %s", msg_str(r, 3, "role"), msg_str(r, 3, "content"));
+    HR_CHECK(!strcmp(msg_str(r, 4, "content"), "more"), "last user");
+    hr_api_request_free(r);
+    r = parse(hr_parse_messages_request,
+              q("{'max_tokens': 9, 'messages': [{'role': 'system', 'content': 'only'},"
+                " {'role': 'user', 'content': 'hi'}]}"),
+              err, sizeof err);
+    HR_CHECK(r && n_msgs(r) == 2 && !strcmp(msg_str(r, 0, "content"), "only"),
+             "system message without the field: %s", err);
+    hr_api_request_free(r);
+    r = parse(hr_parse_messages_request, /* Claude Code's per-session billing block is dropped */
+              q("{'max_tokens': 9, 'system': [{'type': 'text', 'text': 'x-anthropic-billing-header: "
+                "cc_version=2.1.332.1c9; cc_entrypoint=sdk-cli;'}, {'type': 'text', 'text': "
+                "'You are Claude Code.'}], 'messages': [{'role': 'user', 'content': 'hi'}]}"),
+              err, sizeof err);
+    HR_CHECK(r && !strcmp(msg_str(r, 0, "content"), "You are Claude Code."), "billing block: %s",
+             r ? msg_str(r, 0, "content") : err);
+    hr_api_request_free(r);
+    static const struct {
+        const char *body, *want;
+    } bad[] = {
+        {"{'max_tokens': 5, 'messages': [{'role': 'user', 'content': 'x'}, {'role': 'system',"
+         " 'content': [{'type': 'image', 'source': {}}]}]}",
+         "messages[1].content[0]: image blocks are not supported by this text-only model"},
+        {"{'max_tokens': 5, 'messages': [{'role': 'system', 'content': [{'type': 'tool_use',"
+         " 'id': 'a', 'name': 'f', 'input': {}}]}, {'role': 'user', 'content': 'x'}]}",
+         "messages[0].content[0]: only text blocks are accepted here (type tool_use)"},
+        {"{'max_tokens': 5, 'messages': [{'role': 'system', 'content': 3}]}",
+         "messages[0].content must be a string or an array of content blocks"},
+        {"{'max_tokens': 5, 'messages': [{'role': 'system', 'content': [{'type': 'text'}]}]}",
+         "messages[0].content[0].text must be a string"},
+        {"{'max_tokens': 5, 'system': [{'type': 'image'}], 'messages': [{'role': 'user', "
+         "'content': 'x'}]}",
+         "request: \"system\"[0]: image blocks are not supported"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char got[256] = "";
+        HR_CHECK(rejects(hr_parse_messages_request, q(bad[i].body), bad[i].want, got, sizeof got),
+                 "case %zu: wanted /%s/, got: %s", i, bad[i].want, got);
+    }
+}
+
+static const json_t *kwarg(const hr_api_request *r, const char *key) {
+    return json_object_get(json_object_get(r->chat, "kwargs"), key);
+}
+
+#define USER_X "'messages': [{'role': 'user', 'content': 'x'}]"
+
+static void test_messages_thinking(void) {
+    static const struct {
+        const char *body;
+        int enable, budget; /* enable: -1 = kwarg absent */
+        const char *effort;
+    } ok[] = {
+        {"{'max_tokens': 4000, 'thinking': {'type': 'adaptive'}, " USER_X "}", 1, 0, NULL},
+        {"{'max_tokens': 4000, 'thinking': {'type': 'enabled', 'budget_tokens': 2048}, " USER_X "}",
+         1, 2048, NULL},
+        {"{'max_tokens': 100, 'thinking': {'type': 'enabled', 'budget_tokens': 5000}, " USER_X "}",
+         1, 99, NULL},
+        {"{'max_tokens': 100, 'thinking': {'type': 'enabled', 'budget_tokens': 16}, " USER_X "}", 1,
+         16, NULL},
+        {"{'max_tokens': 100, 'thinking': {'type': 'enabled'}, " USER_X "}", 1, 0, NULL},
+        {"{'max_tokens': 100, 'thinking': {'type': 'disabled'}, " USER_X "}", 0, 0, NULL},
+        {"{'max_tokens': 100, 'thinking': null, " USER_X "}", -1, 0, NULL},
+        {"{'max_tokens': 100, 'output_config': {'effort': 'max'}, " USER_X "}", -1, 0, "high"},
+        {"{'max_tokens': 100, 'output_config': {'effort': 'low'}, 'thinking': {'type': "
+         "'adaptive'}, " USER_X "}",
+         1, 0, "low"},
+        {"{'max_tokens': 100, 'output_config': {}, " USER_X "}", -1, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+        char err[256] = "";
+        hr_api_request *r = parse(hr_parse_messages_request, q(ok[i].body), err, sizeof err);
+        HR_CHECK(r, "case %zu: %s", i, err);
+        if (!r) continue;
+        const json_t *en = kwarg(r, "enable_thinking");
+        int enable = en ? json_is_true(en) : -1;
+        const char *eff = json_string_value(kwarg(r, "reasoning_effort"));
+        HR_CHECK(enable == ok[i].enable && r->reasoning_budget == ok[i].budget,
+                 "case %zu: enable %d budget %d", i, enable, r->reasoning_budget);
+        HR_CHECK(ok[i].effort ? eff && !strcmp(eff, ok[i].effort) && r->reasoning_effort &&
+                                    !strcmp(r->reasoning_effort, ok[i].effort)
+                              : !eff && !r->reasoning_effort,
+                 "case %zu: effort %s", i, eff ? eff : "(none)");
+        hr_api_request_free(r);
+    }
+    static const struct {
+        const char *body, *want;
+    } bad[] = {
+        {"{'max_tokens': 100, 'thinking': {'type': 'enabled', 'budget_tokens': 0}, " USER_X "}",
+         "\"thinking\".budget_tokens must be >= 1, got 0"},
+        {"{'max_tokens': 100, 'thinking': {'type': 'enabled', 'budget_tokens': 'lots'}, " USER_X
+         "}",
+         "budget_tokens"},
+        {"{'max_tokens': 100, 'thinking': {'budget_tokens': 10}, " USER_X "}", "\"thinking\".type"},
+        {"{'max_tokens': 100, 'output_config': {'effort': 'extreme'}, " USER_X "}",
+         "\"output_config\".effort must be low, medium, high or max"},
+        {"{'max_tokens': 100, 'output_config': 'high', " USER_X "}",
+         "\"output_config\" must be an object"},
+        {"{'max_tokens': 100, 'output_config': {'format': {'type': 'json_schema', 'schema': "
+         "{}}}, " USER_X "}",
+         "\"output_config\".format (structured outputs) is not supported yet"},
+        {"{'max_tokens': 100, 'output_format': {'type': 'json_schema'}, " USER_X "}",
+         "\"output_format\" (structured outputs) is not supported yet"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char got[256] = "";
+        HR_CHECK(rejects(hr_parse_messages_request, q(bad[i].body), bad[i].want, got, sizeof got),
+                 "case %zu: wanted /%s/, got: %s", i, bad[i].want, got);
+    }
+}
+
+/* Assistant history as Claude Code sends it back: thinking (with signatures), redacted
+ * thinking, server-tool blocks, text with citations, tool_use; tool_result content in
+ * both forms. */
+static void test_messages_history(void) {
+    char err[256] = "";
+    hr_api_request *r = parse(
+        hr_parse_messages_request,
+        q("{'max_tokens': 9, 'messages': [{'role': 'user', 'content': [{'type': 'text', 'text': "
+          "'w?', 'cache_control': {'type': 'ephemeral', 'ttl': '5m'}}]},"
+          " {'role': 'assistant', 'content': ["
+          "  {'type': 'thinking', 'thinking': 'need weather', 'signature': 'sig=='},"
+          "  {'type': 'redacted_thinking', 'data': 'xyz'},"
+          "  {'type': 'server_tool_use', 'id': 'srv_1', 'name': 'web_search', 'input': {}},"
+          "  {'type': 'web_search_tool_result', 'tool_use_id': 'srv_1', 'content': []},"
+          "  {'type': 'text', 'text': 'checking', 'citations': [{'type': 'char_location'}]},"
+          "  {'type': 'tool_use', 'id': 't1', 'name': 'get_weather', 'input': {'city': 'Oslo'}},"
+          "  {'type': 'tool_use', 'id': 't2', 'name': 'get_weather', 'input': {'city': 'Lima'}}]},"
+          " {'role': 'user', 'content': ["
+          "  {'type': 'tool_result', 'tool_use_id': 't1', 'content': 'rain', 'cache_control': "
+          "{'type': 'ephemeral'}},"
+          "  {'type': 'tool_result', 'tool_use_id': 't2', 'is_error': true, 'content': ["
+          "   {'type': 'text', 'text': 'no '}, {'type': 'text', 'text': 'data'}]}]}]}"),
+        err, sizeof err);
+    HR_CHECK(r, "%s", err);
+    if (!r) return;
+    HR_CHECK(n_msgs(r) == 4, "user, assistant, 2 tool messages: %zu", n_msgs(r));
+    HR_CHECK(!strcmp(msg_str(r, 1, "content"), "checking") &&
+                 !strcmp(msg_str(r, 1, "reasoning_content"), "need weather"),
+             "assistant: [%s] [%s]", msg_str(r, 1, "content"), msg_str(r, 1, "reasoning_content"));
+    const json_t *a = json_array_get(json_object_get(r->chat, "messages"), 1);
+    HR_CHECK(json_array_size(json_object_get(a, "tool_calls")) == 2, "two tool calls");
+    HR_CHECK(!strcmp(msg_str(r, 2, "content"), "rain") &&
+                 !strcmp(msg_str(r, 3, "content"), "no data") &&
+                 !strcmp(msg_str(r, 3, "tool_call_id"), "t2"),
+             "tool results: [%s] [%s]", msg_str(r, 2, "content"), msg_str(r, 3, "content"));
+    hr_api_request_free(r);
+    r = parse(hr_parse_messages_request,
+              q("{'max_tokens': 9, 'messages': [{'role': 'user', 'content': 'x'},"
+                " {'role': 'assistant', 'content': [{'type': 'redacted_thinking', 'data': 'z'}]},"
+                " {'role': 'user', 'content': 'y'}]}"),
+              err, sizeof err);
+    HR_CHECK(r && n_msgs(r) == 3 &&
+                 !json_object_get(json_array_get(json_object_get(r->chat, "messages"), 1),
+                                  "reasoning_content"),
+             "only redacted thinking: an empty assistant turn: %s", err);
+    hr_api_request_free(r);
+
+    static const struct {
+        const char *body, *want;
+    } bad[] = {
+        {"{'max_tokens': 5, 'messages': [{'role': 'user', 'content': [{'type': 'text', 'text': "
+         "'x'}, {'type': 'document', 'source': {}}]}]}",
+         "messages[0].content[1]: document blocks are not supported by this text-only model"},
+        {"{'max_tokens': 5, 'messages': [{'role': 'user', 'content': [{'type': "
+         "'search_result'}]}]}",
+         "messages[0].content[0]: search_result blocks are not supported"},
+        {"{'max_tokens': 5, 'messages': [{'role': 'user', 'content': [{'type': "
+         "'container_upload', 'file_id': 'f'}]}]}",
+         "messages[0].content[0]: container_upload blocks are not supported"},
+        {"{'max_tokens': 5, 'messages': [{'role': 'user', 'content': 'x'}, {'role': 'assistant', "
+         "'content': [{'type': 'tool_use', 'id': 'a', 'name': 'f', 'input': {}}]}, {'role': "
+         "'user', 'content': [{'type': 'tool_result', 'tool_use_id': 'a', 'content': [{'type': "
+         "'text', 'text': 'see'}, {'type': 'image', 'source': {}}]}]}]}",
+         "messages[2].content[0].content[1]: image blocks are not supported by this text-only "
+         "model"},
+        {"{'max_tokens': 5, 'messages': [{'role': 'user', 'content': [{'type': 'tool_result', "
+         "'tool_use_id': 'a', 'content': [{'type': 'tool_use'}]}]}]}",
+         "messages[0].content[0].content[0]: only text blocks are accepted here"},
+        {"{'max_tokens': 5, 'messages': [{'role': 'user', 'content': [{'type': 'tool_result', "
+         "'tool_use_id': 'a', 'content': 7}]}]}",
+         "messages[0].content[0].content must be a string or an array"},
+        {"{'max_tokens': 5, 'messages': [{'role': 'user', 'content': [{'type': 'thinking', "
+         "'thinking': 'x'}]}]}",
+         "messages[0].content[0]: thinking blocks belong to assistant messages"},
+        {"{'max_tokens': 5, 'messages': [{'role': 'assistant', 'content': [{'type': "
+         "'thinking'}]}]}",
+         "messages[0].content[0].thinking must be a string"},
+        {"{'max_tokens': 5, 'messages': [{'role': 'assistant', 'content': [{'type': "
+         "'tool_result', 'tool_use_id': 'a'}]}]}",
+         "messages[0].content[0]: tool_result blocks belong to user messages"},
+        {"{'max_tokens': 5, 'messages': [{'role': 'user', 'content': [{'text': 'x'}]}]}",
+         "messages[0].content[0] must be a content block with a string type"},
+        {"{'max_tokens': 5, 'messages': [{'role': 'user', 'content': [{'type': 'video'}]}]}",
+         "messages[0].content[0]: unsupported content block (type video)"},
+        {"{'max_tokens': 5, 'messages': [{'role': 'user', 'content': [{'type': 'text', 'text': "
+         "5}]}]}",
+         "messages[0].content[0].text must be a string"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char got[256] = "";
+        HR_CHECK(rejects(hr_parse_messages_request, q(bad[i].body), bad[i].want, got, sizeof got),
+                 "case %zu: wanted /%s/, got: %s", i, bad[i].want, got);
+    }
+}
+
+/* Server tools (no input_schema) are accepted and not offered; fields that mean nothing
+ * locally are accepted. */
+static void test_messages_tools_and_ignored(void) {
+    char err[256] = "";
+    hr_api_request *r = parse(
+        hr_parse_messages_request,
+        q("{'model': 'claude-sonnet-4-5', 'max_tokens': 32000, 'top_k': 40, 'stop_sequences': "
+          "['END'], 'metadata': {'user_id': 'u'}, 'service_tier': 'auto', 'container': 'c1',"
+          " 'context_management': {'edits': [{'type': 'clear_tool_uses_20250919'}]},"
+          " 'mcp_servers': [{'type': 'url', 'url': 'https://x', 'name': 'x'}],"
+          " 'tool_choice': {'type': 'auto', 'disable_parallel_tool_use': true},"
+          " 'tools': [{'type': 'web_search_20250305', 'name': 'web_search', 'max_uses': 5},"
+          "  {'type': 'bash_20250124', 'name': 'bash'}, {'type': 'text_editor_20250728', 'name': "
+          "'str_replace_based_edit_tool'},"
+          "  {'type': 'computer_20250124', 'name': 'computer', 'display_width_px': 1024},"
+          "  {'type': 'code_execution_20250825', 'name': 'code_execution'},"
+          "  {'type': 'web_fetch_20250910', 'name': 'web_fetch'}, {'type': 'memory_20250818', "
+          "'name': 'memory'},"
+          "  {'type': 'custom', 'name': 'get_weather', 'input_schema': {'type': 'object'}, "
+          "'cache_control': {'type': 'ephemeral'}},"
+          "  {'name': 'read_file', 'description': 'd', 'input_schema': {'type': "
+          "'object'}}], " USER_X "}"),
+        err, sizeof err);
+    HR_CHECK(r, "%s", err);
+    if (!r) return;
+    const json_t *tools = json_object_get(r->chat, "tools");
+    HR_CHECK(r->use_tools && json_array_size(tools) == 2, "2 function tools, got %zu",
+             json_array_size(tools));
+    HR_CHECK(r->sampling.top_k == 40 && r->n_stop == 1 && r->max_tokens == 32000 &&
+                 !strcmp(r->model, "claude-sonnet-4-5"),
+             "top_k, stop_sequences, max_tokens, model");
+    hr_api_request_free(r);
+    r = parse(hr_parse_messages_request,
+              q("{'max_tokens': 9, 'tools': [{'type': 'web_search_20250305', 'name': "
+                "'web_search'}], " USER_X "}"),
+              err, sizeof err);
+    HR_CHECK(r && !r->use_tools && json_is_null(json_object_get(r->chat, "tools")),
+             "server tools only: no tools offered: %s", err);
+    hr_api_request_free(r);
+    static const struct {
+        const char *body, *want;
+    } bad[] = {
+        {"{'max_tokens': 5, 'tools': [{'type': 5, 'name': 'f'}], " USER_X "}",
+         "tools[0].type must be a string"},
+        {"{'max_tokens': 5, 'tools': [{'type': 'custom', 'name': 'f'}], " USER_X "}",
+         "tools[0] needs a string name and an object input_schema"},
+        {"{'max_tokens': 5, 'tool_choice': {'type': 'auto', 'disable_parallel_tool_use': "
+         "'yes'}, " USER_X "}",
+         "disable_parallel_tool_use"},
+        {"{'max_tokens': 5, 'tools': [{'type': 'bash_20250124', 'name': 'bash'}], 'tool_choice': "
+         "{'type': 'any'}, " USER_X "}",
+         "forces a tool call needs a non-empty \"tools\""},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        char got[256] = "";
+        HR_CHECK(rejects(hr_parse_messages_request, q(bad[i].body), bad[i].want, got, sizeof got),
+                 "case %zu: wanted /%s/, got: %s", i, bad[i].want, got);
+    }
+}
+
+/* /v1/messages/count_tokens: the messages body without max_tokens. */
+static void test_count_tokens_body(void) {
+    char err[256] = "";
+    hr_api_request *r = parse(hr_parse_count_tokens_request,
+                              q("{'model': 'm', 'system': 's', " USER_X "}"), err, sizeof err);
+    HR_CHECK(r && r->api == HR_API_MESSAGES && n_msgs(r) == 2 && r->max_tokens == 0,
+             "no max_tokens: %s", err);
+    hr_api_request_free(r);
+    r = parse(hr_parse_count_tokens_request, q("{'max_tokens': 999999, " USER_X "}"), err,
+              sizeof err);
+    HR_CHECK(r, "max_tokens ignored: %s", err);
+    hr_api_request_free(r);
+    char got[256] = "";
+    HR_CHECK(rejects(hr_parse_count_tokens_request, q("{'messages': []}"), "must not be empty", got,
+                     sizeof got),
+             "%s", got);
+    HR_CHECK(rejects(hr_parse_count_tokens_request,
+                     q("{'messages': [{'role': 'user', 'content': [{'type': 'image'}]}]}"),
+                     "messages[0].content[0]: image blocks", got, sizeof got),
+             "%s", got);
 }
 
 /* Parses body and applies hr_request_set_prefill for fmt; the prefill (or "" when none)
@@ -531,6 +863,11 @@ int main(void) {
     HR_RUN(test_chat_errors);
     HR_RUN(test_completion);
     HR_RUN(test_messages);
+    HR_RUN(test_messages_system_roles);
+    HR_RUN(test_messages_thinking);
+    HR_RUN(test_messages_history);
+    HR_RUN(test_messages_tools_and_ignored);
+    HR_RUN(test_count_tokens_body);
     HR_RUN(test_tool_choice);
     HR_RUN(test_n);
     HR_RUN(test_tokenize_bodies);
