@@ -10,7 +10,28 @@
 #include "base/json.h"
 #include "server/http_internal.h"
 
-typedef hr_err *(*parse_fn)(const json_t *, const hr_request_limits *, hr_api_request **);
+/* A body parser of a generation route, with what the server adds (limits, the store). */
+typedef hr_err *(*parse_fn)(const hr_server *s, const json_t *body, hr_api_request **out);
+
+static hr_err *parse_chat(const hr_server *s, const json_t *b, hr_api_request **out) {
+    return hr_parse_chat_request(b, &s->be->limits, out);
+}
+
+static hr_err *parse_completion(const hr_server *s, const json_t *b, hr_api_request **out) {
+    return hr_parse_completion_request(b, &s->be->limits, out);
+}
+
+static hr_err *parse_messages(const hr_server *s, const json_t *b, hr_api_request **out) {
+    return hr_parse_messages_request(b, &s->be->limits, out);
+}
+
+static hr_err *parse_count(const hr_server *s, const json_t *b, hr_api_request **out) {
+    return hr_parse_count_tokens_request(b, &s->be->limits, out);
+}
+
+static hr_err *parse_responses(const hr_server *s, const json_t *b, hr_api_request **out) {
+    return hr_parse_responses_request(b, &s->be->limits, s->responses, out);
+}
 
 /* The engine's counters, then the listener's: connections open (idle keep-alive ones and
  * the asking one included) and the limit they count against. */
@@ -132,60 +153,58 @@ static hr_err *submit(hr_server *s, hr_http_req *q, hr_api_request *req) {
     return req->stream ? hr_http_reply_sse(q, g) : reply_whole(q, g);
 }
 
-static hr_err *generate(hr_server *s, hr_http_req *q, hr_api_kind api, parse_fn parse,
-                        const char *body, size_t len) {
+/* The body parsed into a request with its forced-tool prefill; a bad body gets its 400
+ * here (*req NULL, the return value is the reply's). */
+static hr_err *parse_body(hr_server *s, hr_http_req *q, hr_api_kind api, parse_fn parse,
+                          const char *body, size_t len, hr_api_request **req) {
+    *req = NULL;
     json_t *j;
     hr_err *e = load_body(q, api, body, len, &j);
     if (!j) return e;
-    hr_api_request *req;
-    e = parse(j, &s->be->limits, &req);
+    e = parse(s, j, req);
     json_decref(j);
-    if (!e && (e = hr_request_set_prefill(req, s->be->tool_format))) hr_api_request_free(req);
-    if (e) return hr_http_reply_err(q, api, 400, e);
-    return submit(s, q, req);
+    if (!e && (e = hr_request_set_prefill(*req, s->be->tool_format))) {
+        hr_api_request_free(*req);
+        *req = NULL;
+    }
+    return e ? hr_http_reply_err(q, api, 400, e) : NULL;
+}
+
+static hr_err *generate(hr_server *s, hr_http_req *q, hr_api_kind api, parse_fn parse,
+                        const char *body, size_t len) {
+    hr_api_request *req;
+    hr_err *e = parse_body(s, q, api, parse, body, len, &req);
+    return req ? submit(s, q, req) : e;
 }
 
 static hr_err *chat(hr_server *s, hr_http_req *q, const char *body, size_t len) {
-    return generate(s, q, HR_API_CHAT, hr_parse_chat_request, body, len);
+    return generate(s, q, HR_API_CHAT, parse_chat, body, len);
 }
 
 static hr_err *completions(hr_server *s, hr_http_req *q, const char *body, size_t len) {
-    return generate(s, q, HR_API_COMPLETION, hr_parse_completion_request, body, len);
+    return generate(s, q, HR_API_COMPLETION, parse_completion, body, len);
 }
 
 static hr_err *messages(hr_server *s, hr_http_req *q, const char *body, size_t len) {
-    return generate(s, q, HR_API_MESSAGES, hr_parse_messages_request, body, len);
+    return generate(s, q, HR_API_MESSAGES, parse_messages, body, len);
+}
+
+/* POST /v1/responses: the store resolves previous_response_id while parsing. */
+static hr_err *responses_create(hr_server *s, hr_http_req *q, const char *body, size_t len) {
+    return generate(s, q, HR_API_RESPONSES, parse_responses, body, len);
 }
 
 /* The prompt /v1/messages would build for the body (prefill included), counted. */
 static hr_err *count_tokens(hr_server *s, hr_http_req *q, const char *body, size_t len) {
-    json_t *j;
-    hr_err *e = load_body(q, HR_API_MESSAGES, body, len, &j);
-    if (!j) return e;
     hr_api_request *req;
-    e = hr_parse_count_tokens_request(j, &s->be->limits, &req);
-    json_decref(j);
-    if (!e && (e = hr_request_set_prefill(req, s->be->tool_format))) hr_api_request_free(req);
-    if (e) return hr_http_reply_err(q, HR_API_MESSAGES, 400, e);
+    hr_err *e = parse_body(s, q, HR_API_MESSAGES, parse_count, body, len, &req);
+    if (!req) return e;
     int n = 0;
     e = s->be->count ? s->be->count(s->be->ctx, req, &n)
                      : hr_errf("this server's engine cannot count tokens");
     hr_api_request_free(req);
     if (e) return hr_http_reply_err(q, HR_API_MESSAGES, 400, e);
     return hr_http_reply_json(q, 200, json_pack("{s:i}", "input_tokens", n));
-}
-
-/* POST /v1/responses: like generate, with the store resolving previous_response_id. */
-static hr_err *responses_create(hr_server *s, hr_http_req *q, const char *body, size_t len) {
-    json_t *j;
-    hr_err *e = load_body(q, HR_API_RESPONSES, body, len, &j);
-    if (!j) return e;
-    hr_api_request *req;
-    e = hr_parse_responses_request(j, &s->be->limits, s->responses, &req);
-    json_decref(j);
-    if (!e && (e = hr_request_set_prefill(req, s->be->tool_format))) hr_api_request_free(req);
-    if (e) return hr_http_reply_err(q, HR_API_RESPONSES, 400, e);
-    return submit(s, q, req);
 }
 
 /* The {id} of /v1/responses/{id}. */

@@ -31,3 +31,13 @@ report() {
     case "$line" in ok\ *) pass "${line#ok }";; FAIL\ *) fail "${line#FAIL }" "";; *) fail "$name" "$line";; esac
   done < "$file"
 }
+# serve_start LOG ARGS...: runs "$H" ARGS... (a serve command with --port 0) in the
+# background with stderr in LOG, waits until it is ready; sets PID and PORT (empty when it
+# never got ready).
+serve_start() {
+  local log=$1; shift
+  "$H" "$@" 2>"$log" &
+  PID=$!
+  for _ in $(seq 100); do grep -q "ready on" "$log" && break; sleep 0.1; done
+  PORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$log")
+}

@@ -8,12 +8,9 @@
 # log line per request (text and --log-format json).
 . "$(dirname "$0")/lib.sh"
 Q=$S/fixtures/models/qwen3-tools-20m
-start_serve() { # LOG FORMAT ARGS...: hearth serve on a free port with --log-format FORMAT; sets PID, PORT
+start_serve() { # LOG FORMAT ARGS...: hearth serve on a free port with --log-format FORMAT
   local log=$1 format=$2; shift 2
-  "$H" --log-level info --log-format "$format" serve --model "$Q" --port 0 --threads 2 --kv-memory 2 "$@" 2>"$log" &
-  PID=$!
-  for _ in $(seq 100); do grep -q "ready on" "$log" && break; sleep 0.1; done
-  PORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$log")
+  serve_start "$log" --log-level info --log-format "$format" serve --model "$Q" --port 0 --threads 2 --kv-memory 2 "$@"
 }
 start_serve "$T/serve.log" text
 expect_rc serve_ready 0 "" test -n "$PORT"

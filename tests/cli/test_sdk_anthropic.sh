@@ -3,23 +3,11 @@
 # template): Claude Code's request shapes, tool round trips, thinking, count_tokens and
 # errors (tests/server/sdk_anthropic.cjs); then no sequence or KV block left in use.
 . "$(dirname "$0")/lib.sh"
-SDK=1.15.0
 M=$S/fixtures/models/qwen3-tools-20m
-pkg=.cache/npm/node_modules/@anthropic-ai/sdk/package.json
-if ! grep -q "\"version\": \"$SDK\"" "$pkg" 2>/dev/null &&
-   ! npm install --prefix .cache/npm "@anthropic-ai/sdk@$SDK" --no-audit --no-fund >/dev/null 2>&1; then
-  fail npm_install "npm install --prefix .cache/npm @anthropic-ai/sdk@$SDK failed"
-  summary; exit
-fi
-"$H" serve --model "$M" --port 0 --threads 2 --kv-memory 64 --api-key sdk-key 2>"$T/serve.log" &
-PID=$!
-for _ in $(seq 100); do grep -q "ready on" "$T/serve.log" && break; sleep 0.1; done
-PORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$T/serve.log")
+serve_start "$T/serve.log" serve --model "$M" --port 0 --threads 2 --kv-memory 64 --api-key sdk-key
 expect_rc serve_ready 0 "" test -n "$PORT"
-node tests/server/sdk_anthropic.cjs "$PORT" sdk-key > "$T/sdk.out" 2>&1
-while read -r line; do
-  case "$line" in ok\ *) pass "${line#ok }";; FAIL\ *) fail "${line#FAIL }" "";; *) fail sdk_script "$line";; esac
-done < "$T/sdk.out"
+bash tests/server/sdk_npm.sh tests/server/sdk_anthropic.cjs "$PORT" sdk-key > "$T/sdk.out" 2>&1
+report sdk_script "$T/sdk.out"
 stats=""
 for _ in $(seq 50); do
   stats=$(curl -s -H "x-api-key: sdk-key" "http://127.0.0.1:$PORT/stats")

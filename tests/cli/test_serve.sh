@@ -7,10 +7,7 @@
 # against a server with --timeout 1 --max-connections 8 (tests/server/slow_engine_client.py).
 . "$(dirname "$0")/lib.sh"
 B=$S/fixtures/models/brown-llama-8m
-"$H" serve --model "$B" --port 0 --threads 2 --kv-memory 64 --snapshot-memory 16 --snapshot-interval 2 2>"$T/serve.log" &
-PID=$!
-for _ in $(seq 100); do grep -q "ready on" "$T/serve.log" && break; sleep 0.1; done
-PORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$T/serve.log")
+serve_start "$T/serve.log" serve --model "$B" --port 0 --threads 2 --kv-memory 64 --snapshot-memory 16 --snapshot-interval 2
 expect_rc serve_ready 0 "" test -n "$PORT"
 greedy=$("$H" run --model "$B" --prompt "The jury said" --max-tokens 16 --raw 2>/dev/null)
 # typical-p and XTC through both entry points: a seeded request reproduces run's tokens
@@ -103,13 +100,9 @@ for _ in range(100):
 check("nothing_leaked", j["active"] == 0 and j["queued"] == 0 and j["kv_blocks_used"] == 0, j)
 PY
 python3 "$T/e2e.py" "$PORT" "$greedy" "$filtered" > "$T/e2e.out" 2>&1
-while read -r line; do
-  case "$line" in ok\ *) pass "${line#ok }";; FAIL\ *) fail "${line#FAIL }" "";; *) fail e2e_script "$line";; esac
-done < "$T/e2e.out"
+report e2e_script "$T/e2e.out"
 bash tests/server/sdk_npm.sh tests/server/sdk_engine_client.cjs "$PORT" "$greedy" > "$T/sdk.out" 2>&1
-while read -r line; do
-  case "$line" in ok\ *) pass "${line#ok }";; FAIL\ *) fail "${line#FAIL }" "";; *) fail sdk_script "$line";; esac
-done < "$T/sdk.out"
+report sdk_script "$T/sdk.out"
 kill -INT $PID; wait $PID; rc=$?
 expect_rc serve_clean_exit 0 "" test "$rc" = 0
 expect_rc serve_no_sanitizer 1 "" grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$T/serve.log"
@@ -124,10 +117,7 @@ cat > "$T/tools.jinja" <<'JINJA'
 {% endif %}assistant:{% if think %} <think>
 {% endif %}
 JINJA
-"$H" serve --model "$B" --chat-template "$T/tools.jinja" --port 0 --threads 2 --memory-budget 64 --no-preempt 2>"$T/serve2.log" &
-PID=$!
-for _ in $(seq 100); do grep -q "ready on" "$T/serve2.log" && break; sleep 0.1; done
-PORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$T/serve2.log")
+serve_start "$T/serve2.log" serve --model "$B" --chat-template "$T/tools.jinja" --port 0 --threads 2 --memory-budget 64 --no-preempt
 cat > "$T/tools.py" <<'PY'
 import json, sys, urllib.request
 port = int(sys.argv[1])
@@ -157,23 +147,16 @@ m = json.loads(chat(chat_template_kwargs={"think": True}))["choices"][0]["messag
 check("engine_think_open", m.get("reasoning_content") and not m["content"], m)
 PY
 python3 "$T/tools.py" "$PORT" > "$T/tools.out" 2>&1
-while read -r line; do
-  case "$line" in ok\ *) pass "${line#ok }";; FAIL\ *) fail "${line#FAIL }" "";; *) fail tools_script "$line";; esac
-done < "$T/tools.out"
+report tools_script "$T/tools.out"
 kill -INT $PID; wait $PID; rc=$?
 expect_rc serve_tools_clean_exit 0 "" test "$rc" = 0
 expect_rc serve_tools_no_sanitizer 1 "" grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$T/serve2.log"
 
 # Slow and stalled clients: trickled requests, idle connections, slow and absent readers,
 # more connections than the limit; no sequence or KV block left after each.
-"$H" serve --model "$B" --port 0 --threads 2 --kv-memory 64 --timeout 1 --max-connections 8 2>"$T/serve3.log" &
-PID=$!
-for _ in $(seq 100); do grep -q "ready on" "$T/serve3.log" && break; sleep 0.1; done
-PORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$T/serve3.log")
+serve_start "$T/serve3.log" serve --model "$B" --port 0 --threads 2 --kv-memory 64 --timeout 1 --max-connections 8
 python3 tests/server/slow_engine_client.py "$PORT" "$greedy" > "$T/slow.out" 2>&1
-while read -r line; do
-  case "$line" in ok\ *) pass "${line#ok }";; FAIL\ *) fail "${line#FAIL }" "";; *) fail slow_script "$line";; esac
-done < "$T/slow.out"
+report slow_script "$T/slow.out"
 kill -INT $PID; wait $PID; rc=$?
 expect_rc serve_slow_clean_exit 0 "" test "$rc" = 0
 expect_rc serve_slow_no_sanitizer 1 "" grep -qE "AddressSanitizer|LeakSanitizer|runtime error" "$T/serve3.log"
