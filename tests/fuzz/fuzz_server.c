@@ -1,6 +1,6 @@
 /* libFuzzer target for the engine-independent server code. Input: one selector byte,
  * then a request body, a NUL, and model output. The body goes through every request
- * parser; the output through the output parser (whole and split must agree) and through
+ * parser (chat, completions, Anthropic messages, Responses); the output through the output parser (whole and split must agree) and through
  * a reply of each API, streamed and not (n > 1 and a forced tool call's prefill included),
  * whose every SSE data line must be valid JSON. */
 #include <stdint.h>
@@ -90,6 +90,9 @@ static const char *const REQS[] = {
     "\"x\"}],"
     " \"tools\": [{\"name\": \"f\", \"input_schema\": {}}]}",
     "{\"max_tokens\": 9, \"messages\": [{\"role\": \"user\", \"content\": \"x\"}]}",
+    "{\"input\": \"x\", \"stream\": true, \"tools\": [{\"type\": \"function\", \"name\": \"f\"}]}",
+    "{\"input\": [{\"role\": \"user\", \"content\": \"x\"}], \"tools\": [{\"type\": "
+    "\"function\", \"name\": \"f\"}], \"tool_choice\": \"required\"}",
 };
 
 static void run_replies(hr_tool_format fmt, const char *s, size_t n, size_t step) {
@@ -99,7 +102,8 @@ static void run_replies(hr_tool_format fmt, const char *s, size_t n, size_t step
         hr_api_request *q = NULL;
         hr_err *e = i < 3   ? hr_parse_chat_request(j, &LIM, &q)
                     : i < 4 ? hr_parse_completion_request(j, &LIM, &q)
-                            : hr_parse_messages_request(j, &LIM, &q);
+                    : i < 6 ? hr_parse_messages_request(j, &LIM, &q)
+                            : hr_parse_responses_request(j, &LIM, NULL, &q);
         json_decref(j);
         hr_reply *r = NULL;
         if (e || hr_reply_create(q, "m", 1, &be, &r)) __builtin_trap();
@@ -143,6 +147,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         hr_api_request_free(q);
         q = NULL;
         hr_err_free(hr_parse_messages_request(body, &LIM, &q));
+        hr_api_request_free(q);
+        q = NULL;
+        hr_err_free(hr_parse_responses_request(body, &LIM, NULL, &q));
         hr_api_request_free(q);
         json_decref(body);
     }
