@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # make test-agents: real agent CLIs (Claude Code, Codex, opencode, pi) against `hearth serve`
-# on the trained tool-calling fixture, through a logging proxy (capture_proxy.py). Opt-in,
-# not in CI: it installs pinned CLIs from npm into .cache/agents on first use.
+# on the trained tool-calling fixture, through a logging proxy (capture_proxy.py), then the
+# agent frameworks (sdks.sh: @openai/agents, Vercel AI SDK, LangChain) on the same server.
+# Opt-in, not in CI: it installs pinned CLIs from npm into .cache/agents (and the frameworks
+# into .cache/agents-sdks) on first use.
 #
 # Each check prints "ok NAME" or "FAIL NAME: why" and the last line is "# N passed, M failed"
-# (the tests/cli/lib.sh convention). A check passes when the CLI exits 0 within the timeout
-# and every request the server saw got a 2xx.
+# (the tests/cli/lib.sh convention), one total over CLIs and frameworks. A CLI check passes
+# when the CLI exits 0 within the timeout and every request the server saw got a 2xx.
 #
 # Environment:
 #   HEARTH_BIN        hearth binary (default build/hearth; this script builds nothing)
 #   AGENTS_MODEL      model dir (default ../shared/fixtures/models/qwen3-tools-20m)
-#   AGENTS_ONLY       CLIs to run, space separated (default "claude codex opencode pi")
+#   AGENTS_ONLY       CLIs to run, space separated (default "claude codex opencode pi";
+#                     empty: none)
+#   AGENTS_SDKS_ONLY  frameworks to run (default "openai_agents vercel_ai langchain"; empty:
+#                     none; see sdks.sh)
 #   AGENTS_TASKS      tasks to run (default "hello tool")
 #   AGENTS_TIMEOUT    seconds per CLI run (default 180)
 #   AGENTS_CAPTURES   where the request logs and outputs go (default .cache/agents-captures)
@@ -25,7 +30,7 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 H=${HEARTH_BIN:-build/hearth}
 MODEL=${AGENTS_MODEL:-$ROOT/../shared/fixtures/models/qwen3-tools-20m}
-ONLY=${AGENTS_ONLY:-claude codex opencode pi}
+ONLY=${AGENTS_ONLY-claude codex opencode pi}
 TASKS=${AGENTS_TASKS:-hello tool}
 TMO=${AGENTS_TIMEOUT:-180}
 CAP=${AGENTS_CAPTURES:-$ROOT/.cache/agents-captures}
@@ -54,14 +59,17 @@ installed() {
   done
   for b in claude codex opencode pi; do [ -x "$BIN/$b" ] || return 1; done
 }
-if ! installed; then
+if [ -n "$ONLY" ] && ! installed; then
   echo "# installing $PKGS into $AG" >&2
   mkdir -p "$AG"
   [ -f "$AG/package.json" ] || echo '{"name":"hearth-agents","private":true,"version":"0.0.0"}' >"$AG/package.json"
+  # a failed install skips the CLIs, not the frameworks
   # shellcheck disable=SC2086
-  (cd "$AG" && npm install --no-audit --no-fund --save-exact $PKGS >"$AG/npm-install.log" 2>&1) ||
-    { echo "FAIL setup: npm install failed: $(tail -3 "$AG/npm-install.log")"; echo "# 0 passed, 1 failed"; exit 1; }
-  installed || { echo "FAIL setup: CLIs missing after npm install"; echo "# 0 passed, 1 failed"; exit 1; }
+  if ! (cd "$AG" && npm install --no-audit --no-fund --save-exact $PKGS >"$AG/npm-install.log" 2>&1); then
+    fail setup "npm install failed: $(tail -3 "$AG/npm-install.log" | tr '\n' ' ')"; ONLY=
+  elif ! installed; then
+    fail setup "CLIs missing after npm install"; ONLY=
+  fi
 fi
 
 # ---- hearth serve
@@ -239,5 +247,11 @@ for cli in $ONLY; do
     check "$name" "$rc"
   done
 done
+
+# ---- the frameworks (same server, same counters)
+# shellcheck source=tests/agents/sdks.sh
+. "$ROOT/tests/agents/sdks.sh"
+sdks_main
+
 echo "# $_p passed, $_f failed"
 [ "$_f" = 0 ]
