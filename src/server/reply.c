@@ -68,13 +68,22 @@ void hr_sse_put(hr_reply *r, const char *name, json_t *v) {
     free(s);
 }
 
+int hr_choice_reasoning_tokens(const hr_choice *c) {
+    int n = c->reasoning_until;
+    if (n && n < c->tokens_fed) n++; /* the </think> token */
+    return n > c->completion_tokens ? c->completion_tokens : n;
+}
+
 static json_t *usage(const hr_reply *r) {
-    int completion = 0;
-    for (int i = 0; i < r->n; i++)
+    int completion = 0, reasoning = 0;
+    for (int i = 0; i < r->n; i++) {
         completion += r->choices[i].completion_tokens;
-    return json_pack("{s:i, s:i, s:i, s:{s:i}}", "prompt_tokens", r->prompt_tokens,
+        reasoning += hr_choice_reasoning_tokens(&r->choices[i]);
+    }
+    return json_pack("{s:i, s:i, s:i, s:{s:i}, s:{s:i}}", "prompt_tokens", r->prompt_tokens,
                      "completion_tokens", completion, "total_tokens", r->prompt_tokens + completion,
-                     "prompt_tokens_details", "cached_tokens", r->cached_tokens);
+                     "prompt_tokens_details", "cached_tokens", r->cached_tokens,
+                     "completion_tokens_details", "reasoning_tokens", reasoning);
 }
 
 static const char *finish_str(const hr_choice *c) {
@@ -157,7 +166,10 @@ static void on_event(void *ud, const hr_out_event *ev) {
     hr_choice *c = ud;
     hr_reply *r = c->r;
     if (ev->kind == HR_OUT_CONTENT) hr_sbuf_add(&c->content, ev->text, ev->len);
-    if (ev->kind == HR_OUT_REASONING) hr_sbuf_add(&c->reasoning, ev->text, ev->len);
+    if (ev->kind == HR_OUT_REASONING) {
+        hr_sbuf_add(&c->reasoning, ev->text, ev->len);
+        c->reasoning_until = c->tokens_fed + 1; /* the token being fed released it */
+    }
     if (ev->kind == HR_OUT_TOOL_CALL) {
         char id[48];
         hr_make_id(id, sizeof id, r->req->api == HR_API_MESSAGES ? "toolu_" : "call_");
@@ -284,7 +296,7 @@ void hr_reply_token(hr_reply *r, int choice, const hr_gen_token *t) {
     const char *text = t->text ? t->text : "";
     if (r->req->api != HR_API_COMPLETION) {
         if (c->parser) hr_out_parser_feed(c->parser, text, t->len); /* NULL only on OOM */
-        if (r->req->api == HR_API_RESPONSES) hr_resp_token(r);
+        c->tokens_fed++;
         return;
     }
     size_t offset = c->content.len;

@@ -32,6 +32,8 @@ typedef struct {
     int index;
     hr_out_parser *parser; /* chat APIs only; created at begin (needs in_reasoning) */
     int began, finished, completion_tokens;
+    int tokens_fed;       /* generated tokens fed to the parser so far */
+    int reasoning_until;  /* tokens_fed up to the last one that released reasoning text */
     hr_finish why;
     char *detail;               /* error message, or the stop string that ended generation */
     hr_sbuf content, reasoning; /* everything so far, for the final body */
@@ -61,6 +63,11 @@ struct hr_reply {
     hr_choice choices[];
 };
 
+/* The choice's reasoning tokens: an estimate, the tokens up to the one whose text ended
+ * the reasoning (the parser holds back at most a marker's length) plus the closing
+ * marker's token, at most completion_tokens. */
+int hr_choice_reasoning_tokens(const hr_choice *c);
+
 /* Anthropic formatter (anthropic_reply.c). */
 void hr_anth_start(hr_reply *r);
 void hr_anth_event(hr_reply *r, const hr_out_event *ev);
@@ -71,7 +78,6 @@ json_t *hr_anth_body(hr_reply *r);
 typedef struct hr_resp_state hr_resp_state;
 void hr_resp_start(hr_reply *r);
 void hr_resp_event(hr_reply *r, const hr_out_event *ev);
-void hr_resp_token(hr_reply *r);
 void hr_resp_finish(hr_reply *r);
 json_t *hr_resp_body(hr_reply *r);
 void hr_resp_free(hr_reply *r);

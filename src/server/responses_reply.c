@@ -25,8 +25,6 @@ struct hr_resp_state {
     hr_sbuf text;         /* the open item's text */
     hr_sbuf thought;      /* every reasoning item's text, for the stored conversation */
     hr_sbuf answer;       /* every message item's text, likewise */
-    int tokens;           /* generated tokens fed so far */
-    int reasoning_tokens; /* tokens up to the last one that released reasoning text */
     json_t *final;        /* the response object, once finished */
 };
 
@@ -47,9 +45,7 @@ static void put(hr_reply *r, const char *type, json_t *ev) {
 
 static json_t *usage(const hr_reply *r) {
     const hr_choice *c = &r->choices[0];
-    int reasoning = r->resp->reasoning_tokens;
-    if (reasoning && reasoning < r->resp->tokens) reasoning++; /* the </think> token */
-    if (reasoning > c->completion_tokens) reasoning = c->completion_tokens;
+    int reasoning = hr_choice_reasoning_tokens(c);
     return json_pack("{s:i, s:{s:i}, s:i, s:{s:i}, s:i}", "input_tokens", r->prompt_tokens,
                      "input_tokens_details", "cached_tokens", r->cached_tokens, "output_tokens",
                      c->completion_tokens, "output_tokens_details", "reasoning_tokens", reasoning,
@@ -200,18 +196,10 @@ void hr_resp_event(hr_reply *r, const hr_out_event *ev) {
     if (ev->kind == HR_OUT_TOOL_CALL) {
         call_event(r, ev);
     } else if (ev->kind == HR_OUT_REASONING) {
-        st->reasoning_tokens = st->tokens + 1; /* the token being fed released it */
         text_event(r, ITEM_REASONING, ev->text, ev->len);
     } else {
         text_event(r, ITEM_MESSAGE, ev->text, ev->len);
     }
-}
-
-/* Counts generated tokens: reasoning_tokens is an estimate, the tokens up to the one whose
- * text ended the reasoning (the parser holds back at most a marker's length), plus the
- * closing marker's token. */
-void hr_resp_token(hr_reply *r) {
-    if (r->resp) r->resp->tokens++;
 }
 
 /* This turn as one assistant message in template form (tool-call arguments as objects). */

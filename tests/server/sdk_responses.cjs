@@ -128,6 +128,9 @@ async function chat() {
   const tc = c.choices[0].message.tool_calls || [];
   check("chat_tool_call", c.choices[0].finish_reason === "tool_calls" && tc.length === 1 &&
         JSON.parse(tc[0].function.arguments).city === "Oslo", c.choices[0]);
+  const rt = c.usage.completion_tokens_details && c.usage.completion_tokens_details.reasoning_tokens;
+  check("chat_reasoning_tokens", c.choices[0].message.reasoning_content && rt > 0 &&
+        rt < c.usage.completion_tokens, c.usage);
   const round = [...msgs, c.choices[0].message,
                  { role: "tool", tool_call_id: tc[0] && tc[0].id, content: result("Oslo") }];
   const a = await client.chat.completions.create({ ...chatBase, messages: round });
