@@ -95,6 +95,16 @@ typedef struct {
     void (*kv_destroy)(hr_backend *be, hr_kv_store *kv);
     /* Waits for queued ops, then copies bytes of src (device) to dst (host). */
     hr_err *(*read)(hr_backend *be, const void *src, void *dst, size_t bytes);
+    /* Copies bytes of src (host) into dst (device memory from alloc), in issue order: ops
+     * issued before see the old contents, ops after the new. src may be reused as soon as
+     * write returns (a device backend stages it). */
+    hr_err *(*write)(hr_backend *be, void *dst, const void *src, size_t bytes);
+    /* Waits until every issued op has finished (the CPU's ops finish as they are issued). */
+    hr_err *(*sync)(hr_backend *be);
+    /* Bytes of the memory this backend allocates from: what can still be had and the total
+     * (host RAM for the CPU: MemAvailable and MemTotal; device memory for a GPU). The engine
+     * sizes its default KV pool from free_bytes after the weights are uploaded. */
+    hr_err *(*mem_info)(hr_backend *be, size_t *free_bytes, size_t *total_bytes);
     hr_err *(*step_begin)(hr_backend *be, const hr_step_meta *meta);
 
     /* y[T,N] = x[T,K] w[N,K]^T (+ bias[N]) */
@@ -171,6 +181,25 @@ typedef struct {
 } hr_cpu_options;
 
 hr_err *hr_backend_cpu_create(const hr_cpu_options *opt, hr_backend **out);
+
+/* What hr_backend_create makes. device: "cpu", "cuda", or "auto"/NULL (CUDA when this build
+ * has it and a GPU is present, else the CPU). cpu applies to the CPU backend. */
+typedef struct {
+    const char *device;
+    hr_cpu_options cpu;
+} hr_backend_options;
+
+/* The backend factory (backend.c); o may be NULL (auto, default CPU options). "cuda" in a
+ * build without the CUDA backend and unknown names are errors that say so. */
+hr_err *hr_backend_create(const hr_backend_options *o, hr_backend **out);
+/* NULL when device is a name hr_backend_create knows (NULL, "auto", "cpu", "cuda"). */
+hr_err *hr_backend_device_check(const char *device);
+/* 1 when this build has the CUDA backend. */
+int hr_backend_cuda_built(void);
+#ifdef HEARTH_CUDA
+int hr_backend_cuda_devices(void); /* GPUs the CUDA runtime sees (0 without a driver) */
+hr_err *hr_backend_cuda_create(const hr_backend_options *o, hr_backend **out);
+#endif
 
 static inline void hr_backend_destroy(hr_backend *be) {
     if (be) be->vt->destroy(be);

@@ -2,9 +2,11 @@
  * the thread pool with kernels picked by cpuid. Matmul and attention are in their own
  * files; the cheap elementwise ops are here. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
 
@@ -128,6 +130,42 @@ static void cpu_state_copy(hr_backend *be, hr_kv_store *kv, int slot, int snap, 
 
 static hr_err *cpu_read(hr_backend *be, const void *src, void *dst, size_t bytes) {
     memcpy(dst, src, bytes);
+    return NULL;
+}
+
+static hr_err *cpu_write(hr_backend *be, void *dst, const void *src, size_t bytes) {
+    memcpy(dst, src, bytes);
+    return NULL;
+}
+
+static hr_err *cpu_sync(hr_backend *be) { return NULL; }
+
+int hr_cpu_meminfo_parse(const char *text, size_t *avail, size_t *total) {
+    unsigned long long a = 0, t = 0;
+    int got = 0;
+    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        if (sscanf(l, "MemAvailable: %llu kB", &a) == 1) got |= 1;
+        else if (sscanf(l, "MemTotal: %llu kB", &t) == 1) got |= 2;
+    }
+    if (got != 3) return 0;
+    *avail = (size_t)a << 10;
+    *total = (size_t)t << 10;
+    return 1;
+}
+
+/* Host RAM from /proc/meminfo: MemAvailable counts reclaimable page cache (e.g. a model's
+ * file pages), which sysconf's free pages do not. Without /proc: sysconf. */
+static hr_err *cpu_mem_info(hr_backend *be, size_t *free_bytes, size_t *total_bytes) {
+    char buf[4096];
+    FILE *f = fopen("/proc/meminfo", "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    if (hr_cpu_meminfo_parse(buf, free_bytes, total_bytes)) return NULL;
+    long avail = sysconf(_SC_AVPHYS_PAGES), phys = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (avail <= 0 || phys <= 0 || page <= 0) return hr_errf("cannot read this machine's memory size");
+    *free_bytes = (size_t)avail * (size_t)page;
+    *total_bytes = (size_t)phys * (size_t)page;
     return NULL;
 }
 
@@ -282,6 +320,9 @@ static const hr_backend_vt cpu_vt = {
     .kv_create = cpu_kv_create,
     .kv_destroy = cpu_kv_destroy,
     .read = cpu_read,
+    .write = cpu_write,
+    .sync = cpu_sync,
+    .mem_info = cpu_mem_info,
     .step_begin = cpu_step_begin,
     .matmul = hr_cpu_matmul,
     .embed = cpu_embed,
