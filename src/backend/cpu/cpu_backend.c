@@ -189,11 +189,11 @@ void hr_cpu_to_f32(float *y, const hr_tensor *t, long off, long n) {
     for (long i = 0; i < n; i++) y[i] = elem_f32(t, off + i);
 }
 
-static void cpu_embed(hr_backend *be, float *y, const hr_tensor *table, const int32_t *ids, int T,
-                      float scale) {
+static void cpu_embed(hr_backend *be, float *y, const hr_tensor *table, float scale) {
+    const hr_step_meta *m = &((hr_cpu_backend *)be)->meta;
     long D = table->shape[1];
-    for (int t = 0; t < T; t++) {
-        hr_cpu_to_f32(y + t * D, table, (long)ids[t] * D, D);
+    for (int t = 0; t < m->n_tokens; t++) {
+        hr_cpu_to_f32(y + t * D, table, (long)m->tokens[t] * D, D);
         if (scale != 1.0f)
             for (long i = 0; i < D; i++) y[t * D + i] *= scale;
     }
@@ -244,7 +244,7 @@ static void cpu_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float
     long width = (long)kv->n_kv_heads * hd;
     for (int t = 0; t < m->n_tokens; t++) {
         int p = m->pos[t];
-        int block = m->block_tables[m->row[t]][p / kv->block_size];
+        int block = m->block_table[(long)m->row[t] * m->max_blocks + p / kv->block_size];
         for (int h = 0; h < kv->n_kv_heads; h++) {
             long off = hr_kv_offset(kv, layer, block, h, p % kv->block_size);
             memcpy((float *)kv->k + off, k + t * width + h * hd, sizeof(float) * (size_t)hd);
