@@ -23,6 +23,8 @@ typedef struct hr_engine hr_engine;
 typedef struct hr_request hr_request;
 
 typedef struct {
+    const char *device;        /* "cpu", "cuda", or "auto"/NULL: CUDA when hearth was built with
+                                  it and a GPU is present, else the CPU */
     int n_threads;             /* CPU threads (<= 0: all online CPUs) */
     int compute_bf16;          /* bf16 weights multiply activations rounded to bf16 (faster;
                                   logits no longer match an f32 reference exactly) */

@@ -6,7 +6,7 @@
  *
  * Shapes: activations are f32 row-major [tokens, features]. A weight w is [N, K] in its
  * own dtype and matmul computes y = x w^T (+ bias). Every op of a step sees the step's
- * token metadata (positions, rows, block tables) given to hr_be_step_begin. */
+ * token metadata (token ids, positions, rows, the block table) given to step_begin. */
 #ifndef HR_BACKEND_BACKEND_H
 #define HR_BACKEND_BACKEND_H
 
@@ -38,15 +38,22 @@ typedef struct {
     void *snap_conv, *snap_delta; /* device memory */
 } hr_kv_store;
 
-/* One step's token layout. Token i belongs to row[i] and sits at position pos[i]; row r
- * reads and writes KV through block_tables[r] (block_size positions per entry). */
+/* One step's token layout, as flat arrays (docs/backend-v2.md). Token i is tokens[i], belongs
+ * to row[i] and sits at position pos[i]; row r's tokens are q_start[r] .. q_start[r + 1] - 1
+ * (consecutive positions: a prefill chunk, one decode token, or k + 1 tokens to verify), and
+ * it reads and writes KV through block_table[r * max_blocks + p / block_size] (-1: no block).
+ * The arrays are host memory given to step_begin, which makes them the step's device
+ * metadata: a device backend uploads them in one transfer; the CPU backend uses them in
+ * place, so they must stay unchanged until the step's last op is issued. */
 typedef struct {
-    int n_tokens;
-    const int32_t *pos;     /* [n_tokens] */
-    const int32_t *row;     /* [n_tokens] */
-    int n_rows;
-    const int32_t *const *block_tables; /* [n_rows][...] */
-    const int32_t *state_slots;         /* [n_rows] recurrent-state slot of each row */
+    int n_tokens, n_rows;
+    const int32_t *tokens;      /* [n_tokens] token ids (embed reads them) */
+    const int32_t *pos;         /* [n_tokens] */
+    const int32_t *row;         /* [n_tokens] */
+    const int32_t *q_start;     /* [n_rows + 1] */
+    int max_blocks;             /* entries per row of block_table */
+    const int32_t *block_table; /* [n_rows, max_blocks] */
+    const int32_t *state_slots; /* [n_rows] recurrent-state slot of each row */
 } hr_step_meta;
 
 /* Attention parameters of one layer. */
@@ -95,14 +102,23 @@ typedef struct {
     void (*kv_destroy)(hr_backend *be, hr_kv_store *kv);
     /* Waits for queued ops, then copies bytes of src (device) to dst (host). */
     hr_err *(*read)(hr_backend *be, const void *src, void *dst, size_t bytes);
+    /* Copies bytes of src (host) into dst (device memory from alloc), in issue order: ops
+     * issued before see the old contents, ops after the new. src may be reused as soon as
+     * write returns (a device backend stages it). */
+    hr_err *(*write)(hr_backend *be, void *dst, const void *src, size_t bytes);
+    /* Waits until every issued op has finished (the CPU's ops finish as they are issued). */
+    hr_err *(*sync)(hr_backend *be);
+    /* Bytes of the memory this backend allocates from: what can still be had and the total
+     * (host RAM for the CPU: MemAvailable and MemTotal; device memory for a GPU). The engine
+     * sizes its default KV pool from free_bytes after the weights are uploaded. */
+    hr_err *(*mem_info)(hr_backend *be, size_t *free_bytes, size_t *total_bytes);
     hr_err *(*step_begin)(hr_backend *be, const hr_step_meta *meta);
 
     /* y[T,N] = x[T,K] w[N,K]^T (+ bias[N]) */
     void (*matmul)(hr_backend *be, float *y, const float *x, const hr_tensor *w,
                    const hr_tensor *bias, int T);
-    /* y[T,D] = table[ids[t]] * scale; ids are host memory */
-    void (*embed)(hr_backend *be, float *y, const hr_tensor *table, const int32_t *ids, int T,
-                  float scale);
+    /* y[n_tokens, D] = table[tokens[t]] * scale over the step's tokens */
+    void (*embed)(hr_backend *be, float *y, const hr_tensor *table, float scale);
     /* y[r] = x[r] / rms(x[r]) * (w or 1 + w), rows of length dim; y may alias x; w NULL:
      * no scale */
     void (*rmsnorm)(hr_backend *be, float *y, const float *x, const hr_tensor *w, int rows,
@@ -171,6 +187,25 @@ typedef struct {
 } hr_cpu_options;
 
 hr_err *hr_backend_cpu_create(const hr_cpu_options *opt, hr_backend **out);
+
+/* What hr_backend_create makes. device: "cpu", "cuda", or "auto"/NULL (CUDA when this build
+ * has it and a GPU is present, else the CPU). cpu applies to the CPU backend. */
+typedef struct {
+    const char *device;
+    hr_cpu_options cpu;
+} hr_backend_options;
+
+/* The backend factory (backend.c); o may be NULL (auto, default CPU options). "cuda" in a
+ * build without the CUDA backend and unknown names are errors that say so. */
+hr_err *hr_backend_create(const hr_backend_options *o, hr_backend **out);
+/* NULL when device is a name hr_backend_create knows (NULL, "auto", "cpu", "cuda"). */
+hr_err *hr_backend_device_check(const char *device);
+/* 1 when this build has the CUDA backend. */
+int hr_backend_cuda_built(void);
+#ifdef HEARTH_CUDA
+int hr_backend_cuda_devices(void); /* GPUs the CUDA runtime sees (0 without a driver) */
+hr_err *hr_backend_cuda_create(const hr_backend_options *o, hr_backend **out);
+#endif
 
 static inline void hr_backend_destroy(hr_backend *be) {
     if (be) be->vt->destroy(be);

@@ -1,6 +1,8 @@
 /* Option table parsing; see args.h. */
 #include "cli/args.h"
 
+#include "backend/backend.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -78,6 +80,11 @@ hr_err *hr_parse_compute(const char *s, int *bf16) {
     *bf16 = s && !strcmp(s, "bf16");
     if (s && !*bf16 && strcmp(s, "f32")) return hr_errf("--compute must be f32 or bf16, not \"%s\"", s);
     return NULL;
+}
+
+hr_err *hr_parse_device(const char *s) {
+    hr_err *err = hr_backend_device_check(s);
+    return err ? hr_err_wrap(err, "--device: ") : NULL;
 }
 
 hr_err *hr_parse_int_list(const char *s, const char *what, int **out, int *n) {

@@ -23,6 +23,10 @@ hr_err *hr_opts_parse(int argc, char **argv, const hr_opt *opts, int n_opts, con
 /* The --compute option: NULL or "f32" (exact products) gives 0, "bf16" 1. */
 hr_err *hr_parse_compute(const char *s, int *bf16);
 
+/* The --device option: NULL, "auto", "cpu" or "cuda"; anything else is a usage error. */
+hr_err *hr_parse_device(const char *s);
+#define HR_DEVICE_HELP "cpu, cuda or auto (default: cuda when hearth was built with it and a GPU is present, else cpu)"
+
 /* Parses "1,5,17" into a heap array of ints. */
 hr_err *hr_parse_int_list(const char *s, const char *what, int **out, int *n);
 

@@ -96,7 +96,7 @@ static hr_err *run_batch(hr_engine *e, int n, int prompt_len, int gen, int vocab
 }
 
 typedef struct {
-    const char *model, *prefill, *compute;
+    const char *model, *prefill, *compute, *device;
     long threads, max_seqs, gen;
 } bench_opts;
 
@@ -152,7 +152,8 @@ static hr_err *bench(const bench_opts *o) {
         max_len = lens[i] > max_len ? lens[i] : max_len;
     long positions = o->max_seqs * (16 + o->gen + 16);
     if (positions < max_len + 32) positions = max_len + 32;
-    hr_engine_options eo = {.n_threads = (int)o->threads,
+    hr_engine_options eo = {.device = o->device,
+                            .n_threads = (int)o->threads,
                             .kv_memory = hr_kv_bytes_per_token(&c) * (size_t)positions,
                             .max_seqs = (int)o->max_seqs,
                             .no_prefix_cache = 1};
@@ -185,6 +186,7 @@ int hr_cmd_bench(int argc, char **argv) {
     bench_opts o = {.prefill = "128,512,2048", .threads = 0, .max_seqs = 64, .gen = 32};
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model, "model directory"},
+        {"device", HR_OPT_STR, &o.device, HR_DEVICE_HELP},
         {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
         {"max-seqs", HR_OPT_INT, &o.max_seqs, "largest concurrency measured (default 64)"},
         {"gen", HR_OPT_INT, &o.gen, "tokens generated per decode request (default 32)"},
@@ -198,6 +200,7 @@ int hr_cmd_bench(int argc, char **argv) {
     if (err) return hr_cmd_fail("bench", err), 2;
     if (help) return 0;
     if (!o.model) return hr_cmd_fail("bench", hr_errf("--model is required")), 2;
+    if ((err = hr_parse_device(o.device))) return hr_cmd_fail("bench", err), 2;
     if (o.max_seqs < 1 || o.max_seqs > 4096 || o.gen < 2 || o.gen > 100000)
         return hr_cmd_fail("bench",
                            hr_errf("--max-seqs must be in [1, 4096] and --gen in [2, 100000]")),

@@ -242,13 +242,13 @@ static hr_err *check_opts(long conc, long reqs, long prompt, long max, long shar
 }
 
 typedef struct {
-    const char *url, *key, *model, *engine_dir, *compute;
+    const char *url, *key, *model, *engine_dir, *compute, *device;
     long conc, reqs, prompt, max, shared, threads;
 } bench_serve_opts;
 
 /* Creates the in-process engine of --engine (default engine options, as hearth serve). */
 static hr_err *open_engine(const bench_serve_opts *o, hr_engine **out) {
-    hr_engine_options eo = {.n_threads = (int)o->threads};
+    hr_engine_options eo = {.device = o->device, .n_threads = (int)o->threads};
     HR_TRY(hr_parse_compute(o->compute, &eo.compute_bf16));
     return hr_engine_create(o->engine_dir, &eo, out);
 }
@@ -287,6 +287,7 @@ int hr_cmd_bench_serve(int argc, char **argv) {
         {"engine", HR_OPT_STR, &o.engine_dir,
          "instead of --url: load this model directory into an in-process engine"},
         {"compute", HR_OPT_STR, &o.compute, "with --engine: f32 (default) or bf16 products"},
+        {"device", HR_OPT_STR, &o.device, "with --engine: " HR_DEVICE_HELP},
         {"threads", HR_OPT_INT, &o.threads, "with --engine: CPU threads (default: all)"},
         {"concurrency", HR_OPT_INT, &o.conc, "requests in flight at once (default 4)"},
         {"requests", HR_OPT_INT, &o.reqs, "requests in total (default 32)"},
@@ -306,8 +307,9 @@ int hr_cmd_bench_serve(int argc, char **argv) {
     if (help) return 0;
     if (!o.url == !o.engine_dir)
         return hr_cmd_fail("bench-serve", hr_errf("give exactly one of --url and --engine")), 2;
-    if ((o.compute || o.threads) && !o.engine_dir)
-        return hr_cmd_fail("bench-serve", hr_errf("--compute and --threads need --engine")), 2;
+    if ((o.compute || o.threads || o.device) && !o.engine_dir)
+        return hr_cmd_fail("bench-serve", hr_errf("--compute, --threads and --device need --engine")), 2;
+    if ((e = hr_parse_device(o.device))) return hr_cmd_fail("bench-serve", e), 2;
     if ((e = check_opts(o.conc, o.reqs, o.prompt, o.max, o.shared)))
         return hr_cmd_fail("bench-serve", e), 2;
     bench b = {.api_key = o.key,

@@ -34,13 +34,14 @@ static hr_err *compute(hr_model *m, const int32_t *ids, int n, float *logits) {
 }
 
 static hr_err *run(const char *dir, const char *tokens, const char *out, long threads,
-                   const char *compute_mode) {
+                   const char *compute_mode, const char *device) {
     int *ids;
     int n;
     HR_TRY(hr_parse_int_list(tokens, "--tokens", &ids, &n));
     hr_opened_model om = {0};
     float *logits = NULL;
-    hr_open_options oo = {.n_threads = (int)threads, .weights_in_place = 1, .no_tokenizer = 1};
+    hr_open_options oo = {
+        .device = device, .n_threads = (int)threads, .weights_in_place = 1, .no_tokenizer = 1};
     hr_err *err = hr_parse_compute(compute_mode, &oo.compute_bf16);
     if (!err) err = hr_model_open(dir, &oo, &om);
     hr_model *m = om.model;
@@ -61,12 +62,13 @@ static hr_err *run(const char *dir, const char *tokens, const char *out, long th
 }
 
 int hr_cmd_logits(int argc, char **argv) {
-    const char *model = NULL, *tokens = NULL, *out = NULL, *compute = NULL;
+    const char *model = NULL, *tokens = NULL, *out = NULL, *compute = NULL, *device = NULL;
     long threads = 0;
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &model, "model directory (config.json + safetensors)"},
         {"tokens", HR_OPT_STR, &tokens, "comma-separated token ids, e.g. 1,5,17"},
         {"out", HR_OPT_STR, &out, "output .safetensors file (tensor \"logits\", F32 [T, vocab])"},
+        {"device", HR_OPT_STR, &device, HR_DEVICE_HELP},
         {"threads", HR_OPT_INT, &threads, "CPU threads (default: all online CPUs)"},
         {"compute", HR_OPT_STR, &compute, "products of bf16 weights: f32 (exact, default) or bf16 (activations rounded to bf16; faster, AMX)"},
     };
@@ -75,6 +77,7 @@ int hr_cmd_logits(int argc, char **argv) {
     if (err) return hr_cmd_fail("logits", err), 2;
     if (help) return 0;
     if (!model || !tokens || !out) return hr_cmd_fail("logits", hr_errf("--model, --tokens and --out are required")), 2;
-    err = run(model, tokens, out, threads, compute);
+    if ((err = hr_parse_device(device))) return hr_cmd_fail("logits", err), 2;
+    err = run(model, tokens, out, threads, compute, device);
     return err ? hr_cmd_fail("logits", err) : 0;
 }

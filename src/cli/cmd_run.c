@@ -12,7 +12,7 @@
 #include "engine/prompt.h"
 
 typedef struct {
-    const char *model, *prompt, *prompt_ids, *chat_template, *compute;
+    const char *model, *prompt, *prompt_ids, *chat_template, *compute, *device;
     long max_tokens, top_k, seed, threads;
     double temperature, top_p, min_p, typical_p, xtc_probability, xtc_threshold;
     int print_ids, mmap, raw;
@@ -88,7 +88,7 @@ static hr_err *run(const run_opts *o) {
     int n = 0;
     hr_opened_model om = {0};
     printer pr = {o->print_ids, 1, NULL, NULL};
-    hr_open_options oo = {.n_threads = (int)o->threads, .weights_in_place = o->mmap};
+    hr_open_options oo = {.device = o->device, .n_threads = (int)o->threads, .weights_in_place = o->mmap};
     hr_err *err = hr_parse_compute(o->compute, &oo.compute_bf16);
     if (!err) err = hr_model_open(o->model, &oo, &om);
     if (!err) err = prompt_ids(o, om.tok, &ids, &n);
@@ -134,6 +134,7 @@ int hr_cmd_run(int argc, char **argv) {
         {"raw", HR_OPT_FLAG, &o.raw, "use --prompt as is, without the chat template"},
         {"chat-template", HR_OPT_STR, &o.chat_template, "a Jinja chat template file to use instead of the model's"},
         {"print-ids", HR_OPT_FLAG, &o.print_ids, "print generated token ids on one line"},
+        {"device", HR_OPT_STR, &o.device, HR_DEVICE_HELP},
         {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
         {"compute", HR_OPT_STR, &o.compute, "products of bf16 weights: f32 (exact, default) or bf16 (activations rounded to bf16; faster, AMX)"},
         {"mmap", HR_OPT_FLAG, &o.mmap, "compute from the mmapped file (faster load, slower decode)"},
@@ -146,6 +147,7 @@ int hr_cmd_run(int argc, char **argv) {
     if (!o.model || (!o.prompt == !o.prompt_ids))
         return hr_cmd_fail("run", hr_errf("--model and one of --prompt / --prompt-ids are required")), 2;
     if (o.max_tokens < 0 || o.max_tokens > 1000000) return hr_cmd_fail("run", hr_errf("--max-tokens out of range")), 2;
+    if ((err = hr_parse_device(o.device))) return hr_cmd_fail("run", err), 2;
     err = run(&o);
     return err ? hr_cmd_fail("run", err) : 0;
 }

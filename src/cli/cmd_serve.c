@@ -12,7 +12,7 @@
 #include "server/engine_backend.h"
 
 typedef struct {
-    const char *model, *host, *api_key, *chat_template, *alias, *compute;
+    const char *model, *host, *api_key, *chat_template, *alias, *compute, *device;
     long port, threads, kv_mb, budget_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
     long timeout_s, max_conns, max_queue;
     int mmap, no_preempt, no_prefix_cache;
@@ -34,7 +34,8 @@ static const char *base_name(const char *dir) {
 
 static hr_err *start(const serve_opts *o, serve_state *st) {
     if (!hr_tokenizer_present(o->model)) return hr_errf("%s has no tokenizer.json, which serving needs", o->model);
-    hr_engine_options eo = {.n_threads = (int)o->threads,
+    hr_engine_options eo = {.device = o->device,
+                            .n_threads = (int)o->threads,
                             .weights_in_place = o->mmap,
                             .kv_memory = (size_t)o->kv_mb << 20,
                             .memory_budget = (size_t)o->budget_mb << 20,
@@ -98,6 +99,7 @@ int hr_cmd_serve(int argc, char **argv) {
         {"alias", HR_OPT_STR, &o.alias, "model id shown to clients (default: the directory name)"},
         {"chat-template", HR_OPT_STR, &o.chat_template,
          "a Jinja chat template file to use instead of the model's"},
+        {"device", HR_OPT_STR, &o.device, HR_DEVICE_HELP},
         {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
         {"kv-memory", HR_OPT_INT, &o.kv_mb, "MiB of KV cache (default: derived from free memory)"},
         {"memory-budget", HR_OPT_INT, &o.budget_mb,
@@ -130,6 +132,7 @@ int hr_cmd_serve(int argc, char **argv) {
     if (err) return hr_cmd_fail("serve", err), 2;
     if (help) return 0;
     if (!o.model) return hr_cmd_fail("serve", hr_errf("--model is required")), 2;
+    if ((err = hr_parse_device(o.device))) return hr_cmd_fail("serve", err), 2;
     if (o.port < 0 || o.port > 65535) return hr_cmd_fail("serve", hr_errf("--port must be 0..65535")), 2;
     if (o.kv_mb < 0 || o.budget_mb < 0 || o.max_seqs < 0 || o.max_batch < 0 || o.max_queue < 0 || o.max_body_mb <= 0 || o.snap_mb < 0 ||
         o.snap_every < 0)

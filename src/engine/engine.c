@@ -4,7 +4,6 @@
  * hr_request_next). The scheduler step itself is in sched.c. */
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/file.h"
 #include "base/json.h"
@@ -357,10 +356,15 @@ void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st) {
 
 /* ---- creation ---- */
 
+/* min(a quarter of the backend's free memory, max_seqs sequences of min(context, 8192)
+ * positions). The weights are uploaded by now, so free memory is what they left. */
 static size_t default_kv_memory(const hr_engine *e, size_t per_token) {
     const hr_model_config *c = hr_model_cfg(e->model);
-    long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    size_t quarter = pages > 0 && page > 0 ? (size_t)pages * (size_t)page / 4 : (size_t)1 << 30;
+    hr_backend *be = hr_model_backend(e->model);
+    size_t avail = 0, total = 0, quarter = (size_t)1 << 30;
+    hr_err *err = be->vt->mem_info(be, &avail, &total);
+    if (err) hr_err_free(err);
+    else quarter = avail / 4;
     size_t ctx = c->max_pos > 0 && c->max_pos < 8192 ? (size_t)c->max_pos : 8192;
     size_t want = per_token * ctx * (size_t)e->opt.max_seqs;
     return want < quarter ? want : quarter;
@@ -516,7 +520,8 @@ hr_err *hr_engine_create_on(hr_model *m, hr_tokenizer *tok, const hr_engine_opti
 hr_err *hr_engine_create(const char *dir, const hr_engine_options *opt, hr_engine **out) {
     hr_engine *e = engine_alloc(opt);
     if (!e) return hr_err_oom();
-    hr_open_options oo = {.n_threads = e->opt.n_threads,
+    hr_open_options oo = {.device = e->opt.device,
+                          .n_threads = e->opt.n_threads,
                           .compute_bf16 = e->opt.compute_bf16,
                           .weights_in_place = e->opt.weights_in_place};
     hr_err *err = hr_model_open(dir, &oo, &e->opened);

@@ -5,10 +5,11 @@ hr_err *hr_model_open(const char *dir, const hr_open_options *o, hr_opened_model
     *out = (hr_opened_model){0};
     int has_tok = !o->no_tokenizer && hr_tokenizer_present(dir);
     if (o->need_tokenizer && !has_tok) return hr_errf("%s has no tokenizer.json", dir);
-    hr_cpu_options co = {.n_threads = o->n_threads,
-                         .compute_bf16 = o->compute_bf16,
-                         .weights_in_place = o->weights_in_place};
-    hr_err *err = hr_backend_cpu_create(&co, &out->be);
+    hr_backend_options bo = {.device = o->device,
+                             .cpu = {.n_threads = o->n_threads,
+                                     .compute_bf16 = o->compute_bf16,
+                                     .weights_in_place = o->weights_in_place}};
+    hr_err *err = hr_backend_create(&bo, &out->be);
     if (!err) err = hr_model_load(dir, out->be, &out->model);
     if (!err && has_tok) err = hr_tokenizer_load(dir, &out->tok);
     if (err) hr_model_close(out);

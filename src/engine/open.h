@@ -1,4 +1,4 @@
-/* Opening a model directory the one way every verb and the engine do it: the CPU backend,
+/* Opening a model directory the one way every verb and the engine do it: the backend,
  * the weights, and the tokenizer when the directory has one. */
 #ifndef HR_ENGINE_OPEN_H
 #define HR_ENGINE_OPEN_H
@@ -8,6 +8,7 @@
 #include "tokenizer/tokenizer.h"
 
 typedef struct {
+    const char *device;   /* "cpu", "cuda", "auto" or NULL (auto): see hr_backend_create */
     int n_threads;        /* <= 0: all online CPUs */
     int compute_bf16;     /* bf16 weights multiply bf16-rounded activations */
     int weights_in_place; /* compute from the mmapped file instead of a copy */

@@ -44,11 +44,13 @@ static hr_err *ensure_scratch(hr_model *m, int T, int R) {
         }
         if (c->moe) HR_TRY(grow(m, &s->moe_x, t * c->hidden));
         HR_TRY(hr_hybrid_scratch(m, T));
+        int32_t *tok = realloc(m->meta_tokens, sizeof(int32_t) * t);
+        if (tok) m->meta_tokens = tok;
         int32_t *pos = realloc(m->meta_pos, sizeof(int32_t) * t);
         if (pos) m->meta_pos = pos;
         int32_t *row = realloc(m->meta_row, sizeof(int32_t) * t);
         if (row) m->meta_row = row;
-        if (!pos || !row) return hr_err_oom();
+        if (!tok || !pos || !row) return hr_err_oom();
         s->cap_tokens = T;
     }
     if (R > s->cap_logit_rows) {
@@ -59,9 +61,33 @@ static hr_err *ensure_scratch(hr_model *m, int T, int R) {
     return NULL;
 }
 
-/* Validates rows and fills the step metadata; returns total tokens and logit rows. */
-static hr_err *plan_step(hr_model *m, const hr_row *rows, int n_rows, int *T, int *R) {
-    int t = 0, r = 0;
+/* Grows the step's per-row arrays for n_rows rows and a block table of n_rows x max_blocks. */
+static hr_err *ensure_rows(hr_model *m, int n_rows, int max_blocks) {
+    if (n_rows > m->cap_rows) {
+        int32_t *qs = realloc(m->meta_qstart, sizeof *qs * ((size_t)n_rows + 1));
+        if (qs) m->meta_qstart = qs;
+        int32_t *sl = realloc(m->meta_slots, sizeof *sl * (size_t)n_rows);
+        if (sl) m->meta_slots = sl;
+        if (!qs || !sl) return hr_err_oom();
+        m->cap_rows = n_rows;
+    }
+    size_t cells = (size_t)n_rows * (size_t)max_blocks;
+    if (cells > m->cap_table) {
+        int32_t *bt = realloc(m->meta_table, sizeof *bt * cells);
+        if (!bt) return hr_err_oom();
+        m->meta_table = bt;
+        m->cap_table = cells;
+    }
+    return NULL;
+}
+
+/* Validates rows and fills the step metadata as flat arrays: token ids, positions and the
+ * row of each token, each row's first token, and one [n_rows, max_blocks] block table (the
+ * rows' tables copied side by side, -1 past a row's last block). Returns total tokens and
+ * logit rows. */
+static hr_err *plan_step(hr_model *m, const hr_kv_store *kv, const hr_row *rows, int n_rows,
+                         hr_step_meta *meta, int *R) {
+    int t = 0, r = 0, bs = kv->block_size, max_blocks = 1;
     for (int i = 0; i < n_rows; i++) {
         if (rows[i].n_tokens <= 0 || rows[i].pos0 < 0) return hr_errf("forward: row %d is empty", i);
         for (int j = 0; j < rows[i].n_tokens; j++)
@@ -69,25 +95,34 @@ static hr_err *plan_step(hr_model *m, const hr_row *rows, int n_rows, int *T, in
                 return hr_errf("token id %d out of range (vocab %d)", rows[i].tokens[j], m->cfg.vocab);
         t += rows[i].n_tokens;
         r += rows[i].logits == HR_LOGITS_ALL ? rows[i].n_tokens : rows[i].logits == HR_LOGITS_LAST;
+        int nb = (rows[i].pos0 + rows[i].n_tokens + bs - 1) / bs;
+        if (nb > max_blocks) max_blocks = nb;
     }
     HR_TRY(ensure_scratch(m, t, r > 0 ? r : 1));
-    if (n_rows > m->cap_rows) {
-        const int32_t **bt = realloc(m->meta_tables, sizeof *bt * (size_t)n_rows);
-        if (bt) m->meta_tables = bt;
-        int32_t *sl = realloc(m->meta_slots, sizeof *sl * (size_t)n_rows);
-        if (sl) m->meta_slots = sl;
-        if (!bt || !sl) return hr_err_oom();
-        m->cap_rows = n_rows;
-    }
+    HR_TRY(ensure_rows(m, n_rows, max_blocks));
     for (int i = 0, k = 0; i < n_rows; i++) {
-        m->meta_tables[i] = rows[i].block_table;
+        int nb = (rows[i].pos0 + rows[i].n_tokens + bs - 1) / bs;
+        int32_t *bt = m->meta_table + (size_t)i * max_blocks;
+        memcpy(bt, rows[i].block_table, sizeof *bt * (size_t)nb);
+        for (int b = nb; b < max_blocks; b++) bt[b] = -1;
         m->meta_slots[i] = rows[i].state_slot;
+        m->meta_qstart[i] = k;
+        memcpy(m->meta_tokens + k, rows[i].tokens, sizeof(int32_t) * (size_t)rows[i].n_tokens);
         for (int j = 0; j < rows[i].n_tokens; j++, k++) {
             m->meta_pos[k] = rows[i].pos0 + j;
             m->meta_row[k] = i;
         }
     }
-    *T = t;
+    m->meta_qstart[n_rows] = t;
+    *meta = (hr_step_meta){.n_tokens = t,
+                           .n_rows = n_rows,
+                           .tokens = m->meta_tokens,
+                           .pos = m->meta_pos,
+                           .row = m->meta_row,
+                           .q_start = m->meta_qstart,
+                           .max_blocks = max_blocks,
+                           .block_table = m->meta_table,
+                           .state_slots = m->meta_slots};
     *R = r;
     return NULL;
 }
@@ -191,14 +226,12 @@ static void mlp_block(hr_model *m, int l, int T) {
 
 /* gemma4's per-layer inputs of every layer, [T, n_layers * ple]: (norm(x W / sqrt(hidden))
  * + embed_per_layer(ids) * sqrt(ple)) / sqrt(2), from the scaled token embedding x. */
-static void ple_inputs(hr_model *m, const hr_row *rows, int n_rows, int T) {
+static void ple_inputs(hr_model *m, int T) {
     const hr_model_config *c = &m->cfg;
     hr_backend *be = m->be;
     hr_scratch *s = &m->s;
     long all = (long)c->n_layers * c->ple_dim;
-    for (int i = 0, t0 = 0; i < n_rows; t0 += rows[i].n_tokens, i++)
-        be->vt->embed(be, s->ple + t0 * all, m->ple_embed, rows[i].tokens, rows[i].n_tokens,
-                      sqrtf((float)c->ple_dim));
+    be->vt->embed(be, s->ple, m->ple_embed, sqrtf((float)c->ple_dim));
     /* projected one layer at a time (a row slice of the weight): [T, ple] scratch only */
     for (int l = 0; l < c->n_layers; l++) {
         hr_tensor w = *m->ple_model_proj;
@@ -233,17 +266,16 @@ static hr_err *head(hr_model *m, const hr_row *rows, int n_rows, int R, float *l
 }
 
 hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows, float *logits) {
-    int T = 0, R = 0;
-    HR_TRY(plan_step(m, rows, n_rows, &T, &R));
+    int R = 0;
+    hr_step_meta meta;
+    HR_TRY(plan_step(m, kv, rows, n_rows, &meta, &R));
     if (R > 0 && !logits) return hr_errf("forward: logits requested but no output buffer");
     HR_TRY(hr_check_state_slots(m, kv, rows, n_rows));
-    hr_step_meta meta = {T, m->meta_pos, m->meta_row, n_rows, m->meta_tables, m->meta_slots};
     hr_backend *be = m->be;
     HR_TRY(be->vt->step_begin(be, &meta));
-    for (int i = 0, t0 = 0; i < n_rows; t0 += rows[i].n_tokens, i++)
-        be->vt->embed(be, m->s.x + (long)t0 * m->cfg.hidden, m->embed, rows[i].tokens, rows[i].n_tokens,
-                      (float)m->cfg.embed_scale);
-    if (m->cfg.ple_dim) ple_inputs(m, rows, n_rows, T);
+    int T = meta.n_tokens;
+    be->vt->embed(be, m->s.x, m->embed, (float)m->cfg.embed_scale);
+    if (m->cfg.ple_dim) ple_inputs(m, T);
     for (int l = 0; l < m->cfg.n_layers; l++) {
         if (m->cfg.layer_kind[l] == HR_LAYER_LINEAR) hr_linear_attn_block(m, kv, l, T);
         else attention_block(m, kv, l, T);

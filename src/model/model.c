@@ -213,9 +213,11 @@ void hr_model_free(hr_model *m) {
     free(m->expert_views);
     free(m->expert_ptrs);
     free(m->moe);
+    free(m->meta_tokens);
     free(m->meta_pos);
     free(m->meta_row);
-    free(m->meta_tables);
+    free(m->meta_qstart);
+    free(m->meta_table);
     hr_free_hybrid(m);
     free(m);
 }

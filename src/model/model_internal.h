@@ -78,8 +78,11 @@ struct hr_model {
     const hr_tensor *inv_freq;
     int rot_dim;
     hr_scratch s;
-    int32_t *meta_pos, *meta_row; /* (cap_tokens) */
-    const int32_t **meta_tables;  /* (cap rows) */
+    /* the step's metadata (hr_step_meta's flat host arrays), grown as steps need */
+    int32_t *meta_tokens, *meta_pos, *meta_row; /* (cap_tokens) */
+    int32_t *meta_qstart;                       /* (cap_rows + 1) */
+    int32_t *meta_table;                        /* (cap_table) [n_rows, max_blocks] */
+    size_t cap_table;
     int cap_rows;
     /* per-layer geometry (see docs/families.md) */
     int max_head_dim;                     /* largest layer_head_dim: scratch and KV slot size */

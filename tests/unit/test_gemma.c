@@ -122,7 +122,7 @@ static void check_moe(hr_backend *be, int T, int E, int k, int H, int I) {
     for (int i = 0; i < 3 * E; i++)
         gp[i] = &gv[i];
     hr_moe_weights mw = {E, H, I, gp, gp + E, gp + 2 * E, HR_ACT_FN_GELU_TANH};
-    hr_step_meta meta = {T, NULL, NULL, 0, NULL, NULL};
+    hr_step_meta meta = {.n_tokens = T};
     HR_CHECK_OK(be->vt->step_begin(be, &meta));
     be->vt->moe_experts(be, y1, x, idx, w, T, k, &mw);
     moe_dense(y0, x, idx, w, T, k, E, H, I, gu, dn);

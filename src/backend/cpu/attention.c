@@ -93,7 +93,7 @@ static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh) {
     const hr_step_meta *m = &c->cb->meta;
     const hr_attn_params *p = c->p;
     int hd = p->head_dim, pos = m->pos[t];
-    const int32_t *bt = m->block_tables[m->row[t]];
+    const int32_t *bt = m->block_table + (long)m->row[t] * m->max_blocks;
     const float *q[MAX_GROUP];
     float *o[MAX_GROUP], mx[MAX_GROUP], sum[MAX_GROUP], s[MAX_GROUP][TJ];
     for (int h = 0; h < nh; h++) {
@@ -143,7 +143,7 @@ static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int 
     const hr_step_meta *m = &c->cb->meta;
     const hr_attn_params *p = c->p;
     int G = p->n_heads / p->n_kv_heads, hd = p->head_dim, M = nq * G, p0 = m->pos[t0];
-    const int32_t *bt = m->block_tables[m->row[t0]];
+    const int32_t *bt = m->block_table + (long)m->row[t0] * m->max_blocks;
     for (int i = 0; i < nq; i++)
         for (int h = 0; h < G; h++) {
             long row = (long)(t0 + i) * p->n_heads + kvh * G + h;

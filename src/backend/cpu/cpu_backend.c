@@ -2,9 +2,11 @@
  * the thread pool with kernels picked by cpuid. Matmul and attention are in their own
  * files; the cheap elementwise ops are here. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
 
@@ -131,6 +133,42 @@ static hr_err *cpu_read(hr_backend *be, const void *src, void *dst, size_t bytes
     return NULL;
 }
 
+static hr_err *cpu_write(hr_backend *be, void *dst, const void *src, size_t bytes) {
+    memcpy(dst, src, bytes);
+    return NULL;
+}
+
+static hr_err *cpu_sync(hr_backend *be) { return NULL; }
+
+int hr_cpu_meminfo_parse(const char *text, size_t *avail, size_t *total) {
+    unsigned long long a = 0, t = 0;
+    int got = 0;
+    for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+        if (sscanf(l, "MemAvailable: %llu kB", &a) == 1) got |= 1;
+        else if (sscanf(l, "MemTotal: %llu kB", &t) == 1) got |= 2;
+    }
+    if (got != 3) return 0;
+    *avail = (size_t)a << 10;
+    *total = (size_t)t << 10;
+    return 1;
+}
+
+/* Host RAM from /proc/meminfo: MemAvailable counts reclaimable page cache (e.g. a model's
+ * file pages), which sysconf's free pages do not. Without /proc: sysconf. */
+static hr_err *cpu_mem_info(hr_backend *be, size_t *free_bytes, size_t *total_bytes) {
+    char buf[4096];
+    FILE *f = fopen("/proc/meminfo", "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f) fclose(f);
+    buf[n] = 0;
+    if (hr_cpu_meminfo_parse(buf, free_bytes, total_bytes)) return NULL;
+    long avail = sysconf(_SC_AVPHYS_PAGES), phys = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (avail <= 0 || phys <= 0 || page <= 0) return hr_errf("cannot read this machine's memory size");
+    *free_bytes = (size_t)avail * (size_t)page;
+    *total_bytes = (size_t)phys * (size_t)page;
+    return NULL;
+}
+
 static hr_err *cpu_step_begin(hr_backend *be, const hr_step_meta *meta) {
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
     cb->meta = *meta;
@@ -151,11 +189,11 @@ void hr_cpu_to_f32(float *y, const hr_tensor *t, long off, long n) {
     for (long i = 0; i < n; i++) y[i] = elem_f32(t, off + i);
 }
 
-static void cpu_embed(hr_backend *be, float *y, const hr_tensor *table, const int32_t *ids, int T,
-                      float scale) {
+static void cpu_embed(hr_backend *be, float *y, const hr_tensor *table, float scale) {
+    const hr_step_meta *m = &((hr_cpu_backend *)be)->meta;
     long D = table->shape[1];
-    for (int t = 0; t < T; t++) {
-        hr_cpu_to_f32(y + t * D, table, (long)ids[t] * D, D);
+    for (int t = 0; t < m->n_tokens; t++) {
+        hr_cpu_to_f32(y + t * D, table, (long)m->tokens[t] * D, D);
         if (scale != 1.0f)
             for (long i = 0; i < D; i++) y[t * D + i] *= scale;
     }
@@ -206,7 +244,7 @@ static void cpu_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float
     long width = (long)kv->n_kv_heads * hd;
     for (int t = 0; t < m->n_tokens; t++) {
         int p = m->pos[t];
-        int block = m->block_tables[m->row[t]][p / kv->block_size];
+        int block = m->block_table[(long)m->row[t] * m->max_blocks + p / kv->block_size];
         for (int h = 0; h < kv->n_kv_heads; h++) {
             long off = hr_kv_offset(kv, layer, block, h, p % kv->block_size);
             memcpy((float *)kv->k + off, k + t * width + h * hd, sizeof(float) * (size_t)hd);
@@ -282,6 +320,9 @@ static const hr_backend_vt cpu_vt = {
     .kv_create = cpu_kv_create,
     .kv_destroy = cpu_kv_destroy,
     .read = cpu_read,
+    .write = cpu_write,
+    .sync = cpu_sync,
+    .mem_info = cpu_mem_info,
     .step_begin = cpu_step_begin,
     .matmul = hr_cpu_matmul,
     .embed = cpu_embed,

@@ -27,6 +27,9 @@ static inline long hr_kv_offset(const hr_kv_store *kv, int layer, int block, int
            (((long)block * kv->n_kv_heads + kvh) * kv->block_size + slot) * hr_kv_head_dim(kv, layer);
 }
 
+/* MemAvailable and MemTotal (bytes) from the text of /proc/meminfo; 0 when either is missing. */
+int hr_cpu_meminfo_parse(const char *text, size_t *avail, size_t *total);
+
 /* Converts n elements of t starting at element off to f32. */
 void hr_cpu_to_f32(float *y, const hr_tensor *t, long off, long n);
 

@@ -19,17 +19,6 @@ void hr_cpu_sigmoid_mul(hr_backend *be, float *y, const float *g, long rows, int
         }
 }
 
-/* First token of each row of the step: starts[n_rows + 1]. NULL when out of memory. */
-static int *row_starts(const hr_step_meta *m) {
-    int *s = calloc((size_t)m->n_rows + 1, sizeof(int));
-    if (!s) return NULL;
-    for (int t = 0; t < m->n_tokens; t++)
-        s[m->row[t] + 1]++;
-    for (int r = 0; r < m->n_rows; r++)
-        s[r + 1] += s[r];
-    return s;
-}
-
 typedef struct {
     hr_cpu_backend *cb;
     float *x;
@@ -37,7 +26,7 @@ typedef struct {
     int channels, K;
     float *state; /* this layer's slots */
     long slot_floats;
-    const int *starts;
+    const int32_t *starts; /* the step's q_start */
 } conv_ctx;
 
 /* Channels [c0, c1) of every row: out[t] = silu(sum_j w[j] * in[t - K + 1 + j]), where inputs
@@ -76,8 +65,6 @@ static void conv_task(void *ctx, int th, int nth) {
 void hr_cpu_conv1d(hr_backend *be, float *x, const hr_tensor *w, int channels, hr_kv_store *kv,
                    int state_layer) {
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
-    int *starts = row_starts(&cb->meta);
-    if (!starts) return;
     conv_ctx c = {cb,
                   x,
                   w,
@@ -85,9 +72,8 @@ void hr_cpu_conv1d(hr_backend *be, float *x, const hr_tensor *w, int channels, h
                   (int)w->shape[2],
                   (float *)kv->conv + (long)state_layer * kv->n_state_slots * kv->conv_floats,
                   kv->conv_floats,
-                  starts};
+                  cb->meta.q_start};
     hr_pool_run(cb->pool, conv_task, &c);
-    free(starts);
 }
 
 typedef struct {
@@ -96,7 +82,7 @@ typedef struct {
     const hr_delta_params *p;
     float *state; /* this layer's slots */
     long slot_floats;
-    const int *starts;
+    const int32_t *starts; /* the step's q_start */
     int max_len; /* longest row of the step */
 } delta_ctx;
 
@@ -170,12 +156,10 @@ static void delta_task(void *ctx, int th, int nth) {
 
 void hr_cpu_gated_delta(hr_backend *be, float *out, hr_kv_store *kv, const hr_delta_params *p) {
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
-    int *starts = row_starts(&cb->meta);
-    if (!starts) return;
+    const int32_t *starts = cb->meta.q_start;
     float *state = (float *)kv->delta + (long)p->state_layer * kv->n_state_slots * kv->delta_floats;
     delta_ctx c = {cb, out, p, state, kv->delta_floats, starts, 0};
     for (int r = 0; r < cb->meta.n_rows; r++)
         if (starts[r + 1] - starts[r] > c.max_len) c.max_len = starts[r + 1] - starts[r];
     hr_pool_run(cb->pool, delta_task, &c);
-    free(starts);
 }

@@ -1,0 +1,46 @@
+/* The backend factory: the one place a backend is chosen by device name ("cpu", "cuda",
+ * "auto"). Verbs and the engine reach it through hr_model_open; docs/backend-v2.md. */
+#include <string.h>
+
+#include "backend/backend.h"
+
+#ifndef HEARTH_NO_CUDA_REASON
+#define HEARTH_NO_CUDA_REASON "nvcc not found at build time"
+#endif
+
+int hr_backend_cuda_built(void) {
+#ifdef HEARTH_CUDA
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+hr_err *hr_backend_device_check(const char *device) {
+    if (!device || !strcmp(device, "auto") || !strcmp(device, "cpu") || !strcmp(device, "cuda"))
+        return NULL;
+    return hr_errf("unknown device \"%s\" (cpu, cuda or auto)", device);
+}
+
+/* auto: CUDA when this build has it and a GPU is present; the CPU otherwise. */
+static const char *resolve(const char *device) {
+    if (device && strcmp(device, "auto")) return device;
+#ifdef HEARTH_CUDA
+    if (hr_backend_cuda_devices() > 0) return "cuda";
+#endif
+    return "cpu";
+}
+
+hr_err *hr_backend_create(const hr_backend_options *o, hr_backend **out) {
+    *out = NULL;
+    static const hr_backend_options none = {0};
+    if (!o) o = &none;
+    HR_TRY(hr_backend_device_check(o->device));
+    const char *dev = resolve(o->device);
+    if (!strcmp(dev, "cpu")) return hr_backend_cpu_create(&o->cpu, out);
+#ifdef HEARTH_CUDA
+    return hr_backend_cuda_create(o, out);
+#else
+    return hr_errf("device cuda: this hearth was built without CUDA (" HEARTH_NO_CUDA_REASON ")");
+#endif
+}

@@ -1,0 +1,43 @@
+# --device on every verb that opens a backend (serve, run, bench, logits, bench-serve
+# --engine): unknown names are usage errors, cuda in a build without the CUDA backend says
+# so, cpu and auto run on the CPU.
+. "$(dirname "$0")/lib.sh"
+M=$S/fixtures/models/brown-llama-8m
+NOCUDA="built without CUDA"
+expect_rc run_bad_device 2 'unknown device "tpu" \(cpu, cuda or auto\)' \
+  "$H" run --model "$M" --prompt-ids 1,2,3 --max-tokens 2 --device tpu
+expect_rc run_cuda_unavailable 1 "$NOCUDA" \
+  "$H" run --model "$M" --prompt-ids 1,2,3 --max-tokens 2 --device cuda
+expect_rc run_cpu 0 "generated 2 tokens" \
+  "$H" run --model "$M" --prompt-ids 1,2,3 --max-tokens 2 --threads 1 --device cpu
+expect_rc run_auto 0 "generated 2 tokens" \
+  "$H" run --model "$M" --prompt-ids 1,2,3 --max-tokens 2 --threads 1 --device auto
+expect_rc logits_bad_device 2 "unknown device" \
+  "$H" logits --model "$M" --tokens 1,2,3 --out "$T/l.safetensors" --device gpu
+expect_rc logits_cuda_unavailable 1 "$NOCUDA" \
+  "$H" logits --model "$M" --tokens 1,2,3 --out "$T/l.safetensors" --device cuda
+expect_rc logits_cpu 0 "" "$H" logits --model "$M" --tokens 1,2,3 --out "$T/l.safetensors" --device cpu
+if [ -s "$T/l.safetensors" ]; then pass logits_cpu_wrote; else fail logits_cpu_wrote "no output file"; fi
+expect_rc bench_bad_device 2 "unknown device" "$H" bench --model "$M" --device CUDA
+expect_rc bench_cuda_unavailable 1 "$NOCUDA" \
+  "$H" bench --model "$M" --threads 1 --max-seqs 1 --gen 2 --prefill 16 --device cuda
+expect_rc bench_cpu 0 "decode   1 seqs" \
+  "$H" bench --model "$M" --threads 1 --max-seqs 1 --gen 2 --prefill 16 --device cpu
+expect_rc bench_serve_bad_device 2 "unknown device" \
+  "$H" bench-serve --engine "$M" --requests 1 --device metal
+expect_rc bench_serve_device_http 2 "need --engine" \
+  "$H" bench-serve --url http://127.0.0.1:1 --device cpu
+expect_rc bench_serve_cuda_unavailable 1 "$NOCUDA" \
+  "$H" bench-serve --engine "$M" --requests 1 --device cuda
+expect_rc bench_serve_cpu 0 "tokens: +2 output" \
+  "$H" bench-serve --engine "$M" --threads 1 --concurrency 1 --requests 1 --prompt-tokens 4 --max-tokens 2 --device cpu
+expect_rc serve_bad_device 2 "unknown device" "$H" serve --model "$M" --port 0 --device rocm
+expect_rc serve_cuda_unavailable 1 "$NOCUDA" "$H" serve --model "$M" --port 0 --device cuda
+serve_start "$T/serve.log" serve --model "$M" --port 0 --threads 1 --device cpu
+if [ -n "$PORT" ] && curl -sf "http://127.0.0.1:$PORT/v1/models" | grep -q brown-llama-8m; then
+  pass serve_cpu
+else
+  fail serve_cpu "$(tail -3 "$T/serve.log")"
+fi
+kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null
+summary
