@@ -73,21 +73,9 @@ if [ -n "$ONLY" ] && ! installed; then
 fi
 
 # ---- hearth serve
-mkdir -p "$CAP"
-T=$(mktemp -d)
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  rm -rf "$T"
-}
-trap cleanup EXIT
-"$H" --log-level info serve --model "$MODEL" --port 0 >"$CAP/serve.log" 2>&1 &
-PIDS+=($!)
-for _ in $(seq 300); do grep -q "ready on" "$CAP/serve.log" && break; sleep 0.1; done
-SPORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$CAP/serve.log")
-[ -n "$SPORT" ] || { echo "FAIL setup: hearth serve did not start: $(tail -3 "$CAP/serve.log")"; echo "# 0 passed, 1 failed"; exit 1; }
+# shellcheck source=tests/agents/server.sh
+. "$ROOT/tests/agents/server.sh"
+agents_serve
 
 # start_proxy NAME TASK: a capture proxy logging to $CAP/NAME.jsonl; sets PORT.
 start_proxy() {

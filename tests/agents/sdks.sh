@@ -105,21 +105,9 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
   pass() { echo "ok $1"; _p=$((_p + 1)); }
   fail() { echo "FAIL $1: $2"; _f=$((_f + 1)); }
   [ -x "$H" ] || { echo "FAIL setup: no $H (run make build first)"; echo "# 0 passed, 1 failed"; exit 1; }
-  mkdir -p "$CAP"
-  T=$(mktemp -d)
-  PIDS=()
-  cleanup() {
-    local p
-    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    wait 2>/dev/null
-    rm -rf "$T"
-  }
-  trap cleanup EXIT
-  "$H" --log-level info serve --model "$MODEL" --port 0 >"$CAP/serve.log" 2>&1 &
-  PIDS+=($!)
-  for _ in $(seq 300); do grep -q "ready on" "$CAP/serve.log" && break; sleep 0.1; done
-  SPORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$CAP/serve.log")
-  [ -n "$SPORT" ] || { echo "FAIL setup: hearth serve did not start: $(tail -3 "$CAP/serve.log")"; echo "# 0 passed, 1 failed"; exit 1; }
+  # shellcheck source=tests/agents/server.sh
+  . "$ROOT/tests/agents/server.sh"
+  agents_serve
   sdks_main
   echo "# $_p passed, $_f failed"
   [ "$_f" = 0 ]
