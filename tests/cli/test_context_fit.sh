@@ -12,6 +12,8 @@ start_serve() { # LOG FORMAT ARGS...: hearth serve on a free port with --log-for
   local log=$1 format=$2; shift 2
   serve_start "$log" --log-level info --log-format "$format" serve --model "$Q" --port 0 --threads 2 --kv-memory 2 "$@"
 }
+expect_rc bad_log_format 2 'unknown --log-format "xml" \(text\|json\)' "$H" --log-format xml serve --model "$Q"
+expect_rc bad_max_queue 2 "sizes must be positive" "$H" serve --model "$Q" --max-queue -1
 start_serve "$T/serve.log" text
 expect_rc serve_ready 0 "" test -n "$PORT"
 expect_rc context_logged 0 "context 1024 positions per sequence" cat "$T/serve.log"
