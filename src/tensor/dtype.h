@@ -1,5 +1,5 @@
 /* Element types of tensors: plain (f32, f16, bf16, integers) and quantized block formats
- * (GGUF Q8_0/Q4_0/Q4_K, MLX affine 4/8-bit groups). A quantized format stores `block`
+ * (GGUF Q*_0/Q*_1, K-quants and IQ4, MLX affine 4/8-bit groups). A quantized format stores `block`
  * elements in `block_bytes` bytes; MLX affine keeps its scales and biases in companion
  * tensors (see tensor.h) so its block is one packed word. */
 #ifndef HR_TENSOR_DTYPE_H
@@ -20,7 +20,16 @@ typedef enum {
     HR_I64,
     HR_Q8_0,      /* GGUF: 32 elements, f16 scale + 32 x i8 */
     HR_Q4_0,      /* GGUF: 32 elements, f16 scale + 16 bytes of nibbles */
-    HR_Q4_K,      /* GGUF: 256 elements super-block */
+    HR_Q4_1,      /* GGUF: 32 elements, f16 scale and min + 16 bytes of nibbles */
+    HR_Q5_0,      /* GGUF: 32 elements, f16 scale + 4 bytes of high bits + 16 of nibbles */
+    HR_Q5_1,      /* GGUF: 32 elements, f16 scale and min + high bits + nibbles */
+    HR_Q2_K,      /* GGUF K-quants: 256-element super-blocks */
+    HR_Q3_K,
+    HR_Q4_K,
+    HR_Q5_K,
+    HR_Q6_K,
+    HR_IQ4_NL,    /* GGUF: 32 elements, f16 scale + 16 bytes of indices into a fixed table */
+    HR_IQ4_XS,    /* GGUF: 256 elements, f16 scale + 6-bit sub-block scales + indices */
     HR_MLX_Q4,    /* MLX affine 4-bit: 8 elements per u32, per-group scales/biases */
     HR_MLX_Q8,    /* MLX affine 8-bit: 4 elements per u32, per-group scales/biases */
     HR_DTYPE_COUNT
