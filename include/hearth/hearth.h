@@ -153,6 +153,7 @@ typedef struct {
     double last_step_ms;
     double decode_tok_s; /* generated tokens / busy_s */
     int state_snapshots; /* hybrid models: recurrent-state snapshots held by cached blocks */
+    const char *device;  /* the backend the engine runs on: "cpu" or "cuda" */
 } hr_engine_stats;
 
 void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st);

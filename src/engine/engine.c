@@ -352,6 +352,7 @@ void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st) {
     *st = e->stats;
     st->queued += e->n_inbox;
     pthread_mutex_unlock(&e->mu);
+    st->device = hr_model_backend(e->model)->vt->name;
 }
 
 /* ---- creation ---- */

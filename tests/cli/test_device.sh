@@ -1,9 +1,10 @@
 # --device on every verb that opens a backend (serve, run, bench, logits, bench-serve
-# --engine): unknown names are usage errors, cuda in a build without the CUDA backend says
-# so, cpu and auto run on the CPU.
+# --engine): unknown names are usage errors, cuda in a build without the CUDA backend or on a
+# machine without a GPU says so, cpu and auto run on the CPU (auto: where there is no GPU;
+# tests/gpu/run.sh covers the GPU machine).
 . "$(dirname "$0")/lib.sh"
 M=$S/fixtures/models/brown-llama-8m
-NOCUDA="built without CUDA"
+NOCUDA="built without CUDA|no CUDA GPU is visible"
 expect_rc run_bad_device 2 'unknown device "tpu" \(cpu, cuda or auto\)' \
   "$H" run --model "$M" --prompt-ids 1,2,3 --max-tokens 2 --device tpu
 expect_rc run_cuda_unavailable 1 "$NOCUDA" \

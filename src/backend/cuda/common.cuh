@@ -1,0 +1,54 @@
+/* Device helpers shared by the CUDA backend's kernels: typed element loads and stores, warp
+ * and block reductions, launch geometry. */
+#ifndef HR_BACKEND_CUDA_COMMON_CUH
+#define HR_BACKEND_CUDA_COMMON_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "backend/cuda/kernels.h"
+
+static __device__ __forceinline__ float hr_ld(const void *p, int dtype, long i) {
+    switch (dtype) {
+    case HR_CU_BF16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    case HR_CU_F16: return __half2float(((const __half *)p)[i]);
+    default: return ((const float *)p)[i];
+    }
+}
+
+static __device__ __forceinline__ void hr_st(void *p, int dtype, long i, float v) {
+    switch (dtype) {
+    case HR_CU_BF16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v); break;
+    case HR_CU_F16: ((__half *)p)[i] = __float2half_rn(v); break;
+    default: ((float *)p)[i] = v;
+    }
+}
+
+static __device__ __forceinline__ float hr_warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+static __device__ __forceinline__ float hr_warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* Sum over the block (blockDim.x a multiple of 32, at most 1024); every thread gets it. */
+static __device__ __forceinline__ float hr_block_sum(float v) {
+    __shared__ float part[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+    v = hr_warp_sum(v);
+    __syncthreads();
+    if (lane == 0) part[warp] = v;
+    __syncthreads();
+    float t = lane < nw ? part[lane] : 0.0f;
+    return hr_warp_sum(t);
+}
+
+static inline unsigned hr_blocks(long n, int threads) {
+    long b = (n + threads - 1) / threads;
+    return (unsigned)(b < 1 ? 1 : b > 8192 ? 8192 : b); /* grid-stride loops do the rest */
+}
+
+#endif

@@ -1,0 +1,323 @@
+/* The CUDA backend: device memory for weights (uploaded once in their dtype), activations
+ * and the paged KV store, one stream on which every op is enqueued in issue order, the step's
+ * metadata uploaded in one transfer from pinned staging, and cuBLAS for large products. This
+ * file is the memory side of the vtable; the ops are in cuda_ops.c and cuda_moe.c, the kernels
+ * in *.cu (docs/cuda.md). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_backend.h"
+
+hr_err *hr_cu_check(cudaError_t e, const char *what) {
+    return e == cudaSuccess ? NULL : hr_errf("cuda: %s: %s", what, cudaGetErrorString(e));
+}
+
+void hr_cu_fail(hr_cuda_backend *cb, hr_err *err) {
+    if (!err) return;
+    if (cb->sticky) hr_err_free(err);
+    else cb->sticky = err;
+}
+
+int hr_cu_grow(hr_cuda_backend *cb, void **buf, size_t *cap, size_t bytes) {
+    if (bytes <= *cap) return 1;
+    if (*buf) cudaFree(*buf);
+    *buf = NULL;
+    *cap = 0;
+    size_t want = bytes + bytes / 4;
+    hr_err *err = hr_cu_check(cudaMalloc(buf, want), "scratch");
+    if (err) {
+        *buf = NULL;
+        hr_cu_fail(cb, err);
+        return 0;
+    }
+    *cap = want;
+    return 1;
+}
+
+int hr_cu_dtype(hr_dtype t) {
+    switch (t) {
+    case HR_F32: return HR_CU_F32;
+    case HR_F16: return HR_CU_F16;
+    case HR_BF16: return HR_CU_BF16;
+    default: return -1;
+    }
+}
+
+/* The op failure recorded since the last sync point, or a launch / execution error the
+ * runtime reports; clears the record. */
+static hr_err *take_error(hr_cuda_backend *cb) {
+    hr_err *err = cb->sticky;
+    cb->sticky = NULL;
+    hr_err *launch = hr_cu_check(cudaGetLastError(), "kernel");
+    if (err) {
+        hr_err_free(launch);
+        return err;
+    }
+    return launch;
+}
+
+static void cu_destroy(hr_backend *be) {
+    hr_cuda_backend *cb = (hr_cuda_backend *)be;
+    if (cb->stream) cudaStreamSynchronize(cb->stream);
+    for (int i = 0; i < HR_CU_STAGES; i++) {
+        if (cb->stage[i]) cudaFreeHost(cb->stage[i]);
+        if (cb->stage_done[i]) cudaEventDestroy(cb->stage_done[i]);
+    }
+    void *dev[] = {cb->meta_dev, cb->xh, cb->partial, cb->moe};
+    for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
+        if (dev[i]) cudaFree(dev[i]);
+    free(cb->moe_host);
+    if (cb->blas) cublasDestroy(cb->blas);
+    if (cb->stream) cudaStreamDestroy(cb->stream);
+    hr_err_free(cb->sticky);
+    free(cb);
+}
+
+static hr_err *cu_alloc(hr_backend *be, size_t bytes, void **out) {
+    *out = NULL;
+    hr_err *err = hr_cu_check(cudaMalloc(out, bytes ? bytes : 1), "allocating device memory");
+    if (err) {
+        *out = NULL;
+        return hr_err_wrap(err, "%zu MiB: ", bytes >> 20);
+    }
+    return NULL;
+}
+
+static void cu_free(hr_backend *be, void *p) {
+    if (p) cudaFree(p);
+}
+
+static hr_err *cu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev) {
+    hr_cuda_backend *cb = (hr_cuda_backend *)be;
+    if (hr_cu_dtype(host->dtype) < 0 && host->dtype != HR_I32)
+        return hr_errf("the CUDA backend cannot compute with %s tensors yet", hr_dtype_name(host->dtype));
+    *dev = *host;
+    dev->device = HR_DEV_CUDA;
+    size_t bytes = hr_tensor_bytes(host);
+    HR_TRY(cu_alloc(be, bytes, &dev->data));
+    hr_err *err = hr_cu_check(cudaMemcpy(dev->data, host->data, bytes, cudaMemcpyHostToDevice), "upload");
+    if (err) {
+        cudaFree(dev->data);
+        dev->data = NULL;
+        return err;
+    }
+    if (host->ndim >= 2 && host->shape[host->ndim - 1] > cb->max_k) cb->max_k = host->shape[host->ndim - 1];
+    return NULL;
+}
+
+static void cu_release(hr_backend *be, hr_tensor *dev) {
+    if (dev->data) cudaFree(dev->data);
+    dev->data = NULL;
+}
+
+static void cu_kv_destroy(hr_backend *be, hr_kv_store *kv) {
+    void *p[] = {kv->k, kv->v, kv->conv, kv->delta, kv->snap_conv, kv->snap_delta};
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++)
+        if (p[i]) cudaFree(p[i]);
+    free(kv->layer_off);
+    kv->k = kv->v = kv->conv = kv->delta = kv->snap_conv = kv->snap_delta = NULL;
+    kv->layer_off = NULL;
+}
+
+/* A zeroed device buffer of n floats (NULL for n == 0). */
+static hr_err *zeroed(size_t bytes, void **out) {
+    *out = NULL;
+    if (!bytes) return NULL;
+    HR_TRY(hr_cu_check(cudaMalloc(out, bytes), "allocating the KV store"));
+    return hr_cu_check(cudaMemset(*out, 0, bytes), "clearing the KV store");
+}
+
+static hr_err *kv_alloc(hr_kv_store *kv) {
+    size_t es = hr_dtype_bytes(kv->dtype, 1), n = 0;
+    kv->layer_off = malloc(sizeof(long) * (size_t)(kv->n_layers > 0 ? kv->n_layers : 1));
+    if (!kv->layer_off) return hr_err_oom();
+    for (int l = 0; l < kv->n_layers; l++) {
+        kv->layer_off[l] = (long)n;
+        int hd = kv->layer_head_dim ? kv->layer_head_dim[l] : kv->head_dim;
+        n += (size_t)kv->n_blocks * kv->block_size * kv->n_kv_heads * hd;
+    }
+    size_t ns = (size_t)kv->n_state_layers * kv->n_state_slots * sizeof(float);
+    size_t nsnap = (size_t)kv->n_state_layers * kv->n_snapshots * sizeof(float);
+    HR_TRY(zeroed(n * es, &kv->k));
+    HR_TRY(zeroed(n * es, &kv->v));
+    HR_TRY(zeroed(ns * (size_t)kv->conv_floats, &kv->conv));
+    HR_TRY(zeroed(ns * (size_t)kv->delta_floats, &kv->delta));
+    HR_TRY(zeroed(nsnap * (size_t)kv->conv_floats, &kv->snap_conv));
+    return zeroed(nsnap * (size_t)kv->delta_floats, &kv->snap_delta);
+}
+
+static hr_err *cu_kv_create(hr_backend *be, hr_kv_store *kv) {
+    if (kv->dtype != HR_BF16 && kv->dtype != HR_F32)
+        return hr_errf("the CUDA KV store holds BF16 or F32, not %s", hr_dtype_name(kv->dtype));
+    kv->k = kv->v = kv->conv = kv->delta = kv->snap_conv = kv->snap_delta = NULL;
+    hr_err *err = kv_alloc(kv);
+    if (err) cu_kv_destroy(be, kv);
+    return err;
+}
+
+static hr_err *cu_sync(hr_backend *be) {
+    hr_cuda_backend *cb = (hr_cuda_backend *)be;
+    hr_err *err = hr_cu_check(cudaStreamSynchronize(cb->stream), "running the step");
+    hr_err *op = take_error(cb);
+    if (err) {
+        hr_err_free(op);
+        return err;
+    }
+    return op;
+}
+
+static hr_err *cu_read(hr_backend *be, const void *src, void *dst, size_t bytes) {
+    hr_cuda_backend *cb = (hr_cuda_backend *)be;
+    hr_cu_fail(cb, hr_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream), "read"));
+    return cu_sync(be);
+}
+
+/* Pageable host memory: the runtime has staged src when cudaMemcpyAsync returns. */
+static hr_err *cu_write(hr_backend *be, void *dst, const void *src, size_t bytes) {
+    hr_cuda_backend *cb = (hr_cuda_backend *)be;
+    return hr_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->stream), "write");
+}
+
+static hr_err *cu_mem_info(hr_backend *be, size_t *free_bytes, size_t *total_bytes) {
+    return hr_cu_check(cudaMemGetInfo(free_bytes, total_bytes), "memory query");
+}
+
+/* Packs the step's arrays into staging slot i (grown to bytes) once its last upload is done. */
+static hr_err *stage_slot(hr_cuda_backend *cb, size_t bytes, void **out) {
+    int i = cb->stage_next;
+    cb->stage_next = (i + 1) % HR_CU_STAGES;
+    HR_TRY(hr_cu_check(cudaEventSynchronize(cb->stage_done[i]), "staging"));
+    if (bytes > cb->stage_bytes) { /* both slots grow together */
+        for (int j = 0; j < HR_CU_STAGES; j++) {
+            HR_TRY(hr_cu_check(cudaEventSynchronize(cb->stage_done[j]), "staging"));
+            if (cb->stage[j]) cudaFreeHost(cb->stage[j]);
+            cb->stage[j] = NULL;
+        }
+        cb->stage_bytes = 0;
+        size_t want = bytes * 2;
+        for (int j = 0; j < HR_CU_STAGES; j++)
+            HR_TRY(hr_cu_check(cudaHostAlloc(&cb->stage[j], want, cudaHostAllocDefault), "pinned staging"));
+        cb->stage_bytes = want;
+    }
+    *out = cb->stage[i];
+    return NULL;
+}
+
+static int max_len(const hr_step_meta *m) {
+    int n = 0;
+    for (int t = 0; t < m->n_tokens; t++)
+        if (m->pos[t] + 1 > n) n = m->pos[t] + 1;
+    return n;
+}
+
+static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
+    hr_cuda_backend *cb = (hr_cuda_backend *)be;
+    HR_TRY(take_error(cb));
+    size_t nt = (size_t)m->n_tokens, nr = (size_t)m->n_rows, cells = nr * (size_t)m->max_blocks;
+    size_t words = 3 * nt + (nr + 1) + cells + nr, bytes = words * sizeof(int32_t);
+    int32_t *st;
+    int slot = cb->stage_next;
+    HR_TRY(stage_slot(cb, bytes, (void **)&st));
+    const struct { const int32_t *src; size_t n; } parts[] = {
+        {m->tokens, nt}, {m->pos, nt}, {m->row, nt}, {m->q_start, nr + 1}, {m->block_table, cells}, {m->state_slots, nr}};
+    size_t at = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        memcpy(st + at, parts[i].src, parts[i].n * sizeof(int32_t));
+        at += parts[i].n;
+    }
+    if (!hr_cu_grow(cb, &cb->meta_dev, &cb->meta_dev_bytes, bytes)) return take_error(cb);
+    HR_TRY(hr_cu_check(cudaMemcpyAsync(cb->meta_dev, st, bytes, cudaMemcpyHostToDevice, cb->stream), "step metadata"));
+    HR_TRY(hr_cu_check(cudaEventRecord(cb->stage_done[slot], cb->stream), "staging"));
+    const int32_t *d = cb->meta_dev;
+    cb->meta = (hr_cu_meta){.n_tokens = m->n_tokens, .n_rows = m->n_rows, .max_blocks = m->max_blocks,
+                            .max_len = max_len(m), .tokens = d, .pos = d + nt, .row = d + 2 * nt,
+                            .q_start = d + 3 * nt, .block_table = d + 3 * nt + nr + 1,
+                            .state_slots = d + 3 * nt + nr + 1 + cells};
+    if (m->n_tokens > HR_CU_GEMV_MAX_T &&
+        !hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * nt * (size_t)cb->max_k * 2))
+        return take_error(cb);
+    return NULL;
+}
+
+static const hr_backend_vt cuda_vt = {
+    .name = "cuda",
+    .destroy = cu_destroy,
+    .alloc = cu_alloc,
+    .free = cu_free,
+    .upload = cu_upload,
+    .release = cu_release,
+    .kv_create = cu_kv_create,
+    .kv_destroy = cu_kv_destroy,
+    .read = cu_read,
+    .write = cu_write,
+    .sync = cu_sync,
+    .mem_info = cu_mem_info,
+    .step_begin = cu_step_begin,
+    .matmul = hr_cu_op_matmul,
+    .embed = hr_cu_op_embed,
+    .rmsnorm = hr_cu_op_rmsnorm,
+    .rope = hr_cu_op_rope,
+    .kv_write = hr_cu_op_kv_write,
+    .attention = hr_cu_op_attention,
+    .act_mul = hr_cu_op_act_mul,
+    .add = hr_cu_op_add,
+    .copy = hr_cu_op_copy,
+    .scale = hr_cu_op_scale,
+    .softcap = hr_cu_op_softcap,
+    .copy2d = hr_cu_op_copy2d,
+    .moe_route = hr_cu_op_moe_route,
+    .moe_experts = hr_cu_op_moe_experts,
+    .mul_gather = hr_cu_op_mul_gather,
+    .sigmoid_mul = hr_cu_op_sigmoid_mul,
+    .conv1d = hr_cu_op_conv1d,
+    .gated_delta = hr_cu_op_gated_delta,
+    .state_copy = hr_cu_op_state_copy,
+};
+
+int hr_backend_cuda_devices(void) {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError(); /* clear it: the runtime keeps the last error per thread */
+        return 0;
+    }
+    return n;
+}
+
+static hr_err *init(hr_cuda_backend *cb) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n == 0) {
+        cudaGetLastError();
+        const char *why = e == cudaErrorInsufficientDriver
+                              ? "no NVIDIA driver is loaded, or it is older than this build's CUDA runtime"
+                          : e != cudaSuccess ? cudaGetErrorString(e)
+                                             : "the driver reports no devices";
+        return hr_errf("device cuda: no CUDA GPU is visible (%s)", why);
+    }
+    HR_TRY(hr_cu_check(cudaSetDevice(cb->device), "selecting the GPU"));
+    HR_TRY(hr_cu_check(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), "stream"));
+    for (int i = 0; i < HR_CU_STAGES; i++)
+        HR_TRY(hr_cu_check(cudaEventCreateWithFlags(&cb->stage_done[i], cudaEventDisableTiming), "event"));
+    if (cublasCreate(&cb->blas) != CUBLAS_STATUS_SUCCESS) {
+        cb->blas = NULL;
+        return hr_errf("cuda: cannot create the cuBLAS handle");
+    }
+    if (cublasSetStream(cb->blas, cb->stream) != CUBLAS_STATUS_SUCCESS)
+        return hr_errf("cuda: cannot bind cuBLAS to the stream");
+    return NULL;
+}
+
+hr_err *hr_backend_cuda_create(const hr_backend_options *o, hr_backend **out) {
+    *out = NULL;
+    hr_cuda_backend *cb = calloc(1, sizeof *cb);
+    if (!cb) return hr_err_oom();
+    cb->base.vt = &cuda_vt;
+    cb->bf16_products = o->cpu.compute_bf16; /* the compute mode applies to every device */
+    hr_err *err = init(cb);
+    if (err) {
+        cu_destroy(&cb->base);
+        return err;
+    }
+    *out = &cb->base;
+    return NULL;
+}

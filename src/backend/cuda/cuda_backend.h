@@ -1,0 +1,84 @@
+/* Internals shared by the CUDA backend's host files (not part of the backend interface). */
+#ifndef HR_BACKEND_CUDA_CUDA_BACKEND_H
+#define HR_BACKEND_CUDA_CUDA_BACKEND_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include "backend/backend.h"
+#include "backend/cuda/kernels.h"
+
+enum { HR_CU_STAGES = 2 };
+
+typedef struct {
+    hr_backend base;
+    int device;
+    cudaStream_t stream;
+    cublasHandle_t blas;
+    hr_err *sticky; /* the first failure of an op (ops return nothing); reported at sync */
+    /* products of 16-bit weights: x rounded to the weight's type (bf16_products), or split
+     * into a rounded high part and the rounded rest, two products summed (near-f32 x; the
+     * exact mode, twice the tensor-core work) */
+    int bf16_products;
+    /* step metadata: packed on the host into pinned staging (two slots, each reused only
+     * after its upload finished), copied in one transfer into meta_dev */
+    void *stage[HR_CU_STAGES];
+    cudaEvent_t stage_done[HR_CU_STAGES];
+    size_t stage_bytes;
+    int stage_next;
+    void *meta_dev;
+    size_t meta_dev_bytes;
+    hr_cu_meta meta; /* device pointers into meta_dev, counts on the host */
+    /* scratch: x in 16 bits for cuBLAS (high and low halves); attention split partials */
+    void *xh;
+    size_t xh_bytes;
+    float *partial;
+    size_t partial_bytes;
+    void *moe; /* grouped rows and their products */
+    size_t moe_bytes;
+    int32_t *moe_host; /* expert ids read back, then the sorted pairs and their slots */
+    size_t moe_host_n;
+    long max_k; /* longest weight row uploaded */
+} hr_cuda_backend;
+
+/* A CUDA runtime failure as an hr_err ("what: message"), NULL on success. */
+hr_err *hr_cu_check(cudaError_t e, const char *what);
+/* Records the first op failure; later ones are dropped. */
+void hr_cu_fail(hr_cuda_backend *cb, hr_err *err);
+/* Grows a device scratch buffer to at least bytes (contents not kept); 0 on failure. */
+int hr_cu_grow(hr_cuda_backend *cb, void **buf, size_t *cap, size_t bytes);
+/* The kernels' code for a tensor dtype (F32, F16, BF16); -1 for others. */
+int hr_cu_dtype(hr_dtype t);
+
+/* Ops in cuda_ops.c / cuda_moe.c, installed in the vtable by cuda_backend.c. */
+void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
+                     const hr_tensor *bias, int T);
+void hr_cu_op_embed(hr_backend *be, float *y, const hr_tensor *table, float scale);
+void hr_cu_op_rmsnorm(hr_backend *be, float *y, const float *x, const hr_tensor *w, int rows,
+                      int dim, float eps, int one_plus);
+void hr_cu_op_rope(hr_backend *be, float *x, int n_heads, int head_dim, int rot_dim,
+                   const hr_tensor *inv_freq);
+void hr_cu_op_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float *k, const float *v);
+void hr_cu_op_attention(hr_backend *be, float *out, const float *q, const hr_kv_store *kv,
+                        const hr_attn_params *p);
+void hr_cu_op_act_mul(hr_backend *be, float *y, const float *gate, const float *up, long n,
+                      hr_act_fn act);
+void hr_cu_op_add(hr_backend *be, float *y, const float *a, long n);
+void hr_cu_op_copy(hr_backend *be, float *dst, const float *src, long n);
+void hr_cu_op_scale(hr_backend *be, float *y, float s, long n);
+void hr_cu_op_softcap(hr_backend *be, float *y, float cap, long n);
+void hr_cu_op_copy2d(hr_backend *be, float *dst, long dst_stride, const float *src,
+                     long src_stride, int rows, long cols);
+void hr_cu_op_mul_gather(hr_backend *be, float *y, const int32_t *idx, const hr_tensor *table,
+                         long n);
+void hr_cu_op_sigmoid_mul(hr_backend *be, float *y, const float *g, long rows, int w, int g_w);
+void hr_cu_op_conv1d(hr_backend *be, float *x, const hr_tensor *w, int channels, hr_kv_store *kv,
+                     int state_layer);
+void hr_cu_op_gated_delta(hr_backend *be, float *out, hr_kv_store *kv, const hr_delta_params *p);
+void hr_cu_op_state_copy(hr_backend *be, hr_kv_store *kv, int slot, int snap, int restore);
+void hr_cu_op_moe_route(hr_backend *be, int32_t *ids, float *weights, const float *logits, int T,
+                        int n_experts, int k, int renorm);
+void hr_cu_op_moe_experts(hr_backend *be, float *y, const float *x, const int32_t *ids,
+                          const float *weights, int T, int k, const hr_moe_weights *w);
+
+#endif

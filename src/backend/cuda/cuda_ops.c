@@ -1,0 +1,198 @@
+/* The CUDA backend's ops: argument checks and kernel launches on the backend's stream, and the
+ * matmul dispatch: own GEMV for up to HR_CU_GEMV_MAX_T rows (f32 x), cuBLAS beyond, with x
+ * rounded to the weight's 16-bit type (bf16 products) or, in the exact mode, split into two
+ * 16-bit halves whose products add up to near-f32 precision; f32 accumulation and output. An
+ * op cannot fail in the interface's terms; a failure is recorded and reported at the next
+ * sync point. */
+#include "backend/cuda/cuda_backend.h"
+
+static hr_cuda_backend *cu(hr_backend *be) { return (hr_cuda_backend *)be; }
+
+/* The kernels' dtype code of t, or -1 with the failure recorded. */
+static int dt(hr_cuda_backend *cb, const hr_tensor *t, const char *op) {
+    int d = hr_cu_dtype(t->dtype);
+    if (d < 0) hr_cu_fail(cb, hr_errf("cuda %s: %s tensors are not supported", op, hr_dtype_name(t->dtype)));
+    return d;
+}
+
+static void gemm(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor *w, int d, int T,
+                 long N, long K) {
+    const float one = 1.0f, zero = 0.0f;
+    cublasStatus_t st;
+    if (d == HR_CU_F32) {
+        st = cublasSgemm(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, T, (int)K, &one, w->data, (int)K,
+                         x, (int)K, &zero, y, (int)N);
+    } else {
+        size_t n = (size_t)T * (size_t)K;
+        if (!hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * n * 2)) return;
+        void *lo = cb->bf16_products ? NULL : (char *)cb->xh + n * 2;
+        hr_cu_round(cb->stream, cb->xh, lo, d, x, (long)n);
+        cudaDataType ty = d == HR_CU_BF16 ? CUDA_R_16BF : CUDA_R_16F;
+        st = cublasGemmEx(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, T, (int)K, &one, w->data, ty,
+                          (int)K, cb->xh, ty, (int)K, &zero, y, CUDA_R_32F, (int)N, CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT);
+        if (lo && st == CUBLAS_STATUS_SUCCESS)
+            st = cublasGemmEx(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, T, (int)K, &one, w->data, ty,
+                              (int)K, lo, ty, (int)K, &one, y, CUDA_R_32F, (int)N, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT);
+    }
+    if (st != CUBLAS_STATUS_SUCCESS)
+        hr_cu_fail(cb, hr_errf("cuda matmul: cuBLAS failed (%s)", cublasGetStatusString(st)));
+}
+
+void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
+                     const hr_tensor *bias, int T) {
+    hr_cuda_backend *cb = cu(be);
+    int d = dt(cb, w, "matmul");
+    if (d < 0 || T <= 0) return;
+    long N = w->shape[0], K = w->shape[w->ndim - 1];
+    if (T <= HR_CU_GEMV_MAX_T) hr_cu_gemv(cb->stream, y, x, w->data, d, T, N, K);
+    else gemm(cb, y, x, w, d, T, N, K);
+    if (bias) {
+        int bd = dt(cb, bias, "matmul bias");
+        if (bd >= 0) hr_cu_add_bias(cb->stream, y, bias->data, bd, T, N);
+    }
+}
+
+void hr_cu_op_embed(hr_backend *be, float *y, const hr_tensor *table, float scale) {
+    hr_cuda_backend *cb = cu(be);
+    int d = dt(cb, table, "embed");
+    if (d >= 0 && cb->meta.n_tokens > 0) hr_cu_embed(cb->stream, &cb->meta, y, table->data, d, table->shape[1], scale);
+}
+
+void hr_cu_op_rmsnorm(hr_backend *be, float *y, const float *x, const hr_tensor *w, int rows,
+                      int dim, float eps, int one_plus) {
+    hr_cuda_backend *cb = cu(be);
+    int d = w ? dt(cb, w, "rmsnorm") : HR_CU_F32;
+    if (d >= 0) hr_cu_rmsnorm(cb->stream, y, x, w ? w->data : NULL, d, rows, dim, eps, one_plus);
+}
+
+void hr_cu_op_rope(hr_backend *be, float *x, int n_heads, int head_dim, int rot_dim,
+                   const hr_tensor *inv_freq) {
+    hr_cuda_backend *cb = cu(be);
+    if (inv_freq->dtype != HR_F32) {
+        hr_cu_fail(cb, hr_errf("cuda rope: inverse frequencies must be F32"));
+        return;
+    }
+    if (cb->meta.n_tokens > 0) hr_cu_rope(cb->stream, &cb->meta, x, n_heads, head_dim, rot_dim, inv_freq->data);
+}
+
+/* Layer `layer` of the KV store as the kernels see it. */
+static hr_cu_kv_layer kv_layer(const hr_kv_store *kv, int layer) {
+    size_t es = hr_dtype_bytes(kv->dtype, 1), off = (size_t)kv->layer_off[layer] * es;
+    return (hr_cu_kv_layer){.k = (char *)kv->k + off, .v = (char *)kv->v + off,
+                            .dtype = kv->dtype == HR_BF16 ? HR_CU_BF16 : HR_CU_F32,
+                            .block_size = kv->block_size, .n_kv_heads = kv->n_kv_heads,
+                            .head_dim = kv->layer_head_dim ? kv->layer_head_dim[layer] : kv->head_dim};
+}
+
+void hr_cu_op_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float *k, const float *v) {
+    hr_cuda_backend *cb = cu(be);
+    hr_cu_kv_layer l = kv_layer(kv, layer);
+    if (cb->meta.n_tokens > 0) hr_cu_kv_write(cb->stream, &cb->meta, &l, k, v);
+}
+
+enum { MAX_HEAD_DIM = 512 };
+
+void hr_cu_op_attention(hr_backend *be, float *out, const float *q, const hr_kv_store *kv,
+                        const hr_attn_params *p) {
+    hr_cuda_backend *cb = cu(be);
+    if (p->head_dim > MAX_HEAD_DIM) {
+        hr_cu_fail(cb, hr_errf("cuda attention: head_dim %d is over %d", p->head_dim, MAX_HEAD_DIM));
+        return;
+    }
+    hr_cu_kv_layer l = kv_layer(kv, p->layer);
+    hr_cu_attn a = {p->n_heads, p->n_kv_heads, p->head_dim, p->window, p->scale, p->softcap};
+    size_t need = sizeof(float) * (size_t)hr_cu_attention_scratch(&cb->meta, &a);
+    if (need && !hr_cu_grow(cb, (void **)&cb->partial, &cb->partial_bytes, need)) return;
+    hr_cu_attention(cb->stream, &cb->meta, &l, &a, out, q, cb->partial);
+}
+
+void hr_cu_op_act_mul(hr_backend *be, float *y, const float *gate, const float *up, long n,
+                      hr_act_fn act) {
+    hr_cu_act_mul(cu(be)->stream, y, gate, up, n, act == HR_ACT_FN_SILU ? 0 : 1);
+}
+
+void hr_cu_op_add(hr_backend *be, float *y, const float *a, long n) { hr_cu_add(cu(be)->stream, y, a, n); }
+
+void hr_cu_op_copy(hr_backend *be, float *dst, const float *src, long n) {
+    hr_cuda_backend *cb = cu(be);
+    if (n > 0)
+        hr_cu_fail(cb, hr_cu_check(cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)n,
+                                                   cudaMemcpyDeviceToDevice, cb->stream), "copy"));
+}
+
+void hr_cu_op_scale(hr_backend *be, float *y, float s, long n) { hr_cu_scale(cu(be)->stream, y, s, n); }
+
+void hr_cu_op_softcap(hr_backend *be, float *y, float cap, long n) {
+    hr_cu_softcap(cu(be)->stream, y, cap, n);
+}
+
+void hr_cu_op_copy2d(hr_backend *be, float *dst, long dst_stride, const float *src,
+                     long src_stride, int rows, long cols) {
+    hr_cu_copy2d(cu(be)->stream, dst, dst_stride, src, src_stride, rows, cols);
+}
+
+void hr_cu_op_mul_gather(hr_backend *be, float *y, const int32_t *idx, const hr_tensor *table,
+                         long n) {
+    hr_cuda_backend *cb = cu(be);
+    int d = dt(cb, table, "mul_gather");
+    if (d >= 0) hr_cu_mul_gather(cb->stream, y, idx, table->data, d, n);
+}
+
+void hr_cu_op_sigmoid_mul(hr_backend *be, float *y, const float *g, long rows, int w, int g_w) {
+    hr_cu_sigmoid_mul(cu(be)->stream, y, g, rows, w, g_w);
+}
+
+enum { MAX_CONV_TAPS = 16 };
+
+void hr_cu_op_conv1d(hr_backend *be, float *x, const hr_tensor *w, int channels, hr_kv_store *kv,
+                     int state_layer) {
+    hr_cuda_backend *cb = cu(be);
+    int d = dt(cb, w, "conv1d"), K = (int)w->shape[2];
+    if (d < 0) return;
+    if (K > MAX_CONV_TAPS) {
+        hr_cu_fail(cb, hr_errf("cuda conv1d: kernel of %d taps is over %d", K, MAX_CONV_TAPS));
+        return;
+    }
+    float *state = (float *)kv->conv + (long)state_layer * kv->n_state_slots * kv->conv_floats;
+    hr_cu_conv1d(cb->stream, &cb->meta, x, w->data, d, channels, K, state, kv->conv_floats);
+}
+
+void hr_cu_op_gated_delta(hr_backend *be, float *out, hr_kv_store *kv, const hr_delta_params *p) {
+    hr_cuda_backend *cb = cu(be);
+    int da = dt(cb, p->a_log, "gated_delta"), db = dt(cb, p->dt_bias, "gated_delta");
+    if (da < 0 || db < 0) return;
+    hr_cu_delta d = {p->n_k_heads, p->n_v_heads, p->k_dim, p->v_dim, p->q, p->k, p->v, p->a, p->b,
+                     p->ld, p->a_log->data, p->dt_bias->data, da, db};
+    float *state = (float *)kv->delta + (long)p->state_layer * kv->n_state_slots * kv->delta_floats;
+    if (!hr_cu_gated_delta(cb->stream, &cb->meta, &d, out, state, kv->delta_floats))
+        hr_cu_fail(cb, hr_errf("cuda gated_delta: head dims %d x %d are over 256 x 1024", p->k_dim, p->v_dim));
+}
+
+/* One state layer's region: slot i of layer l at (l * count + i) * n floats. */
+static float *state_at(void *base, int layer, int count, int i, long n) {
+    return (float *)base + ((long)layer * count + i) * n;
+}
+
+void hr_cu_op_state_copy(hr_backend *be, hr_kv_store *kv, int slot, int snap, int restore) {
+    hr_cuda_backend *cb = cu(be);
+    for (int l = 0; l < kv->n_state_layers; l++) {
+        const struct { void *live, *saved; long n; } parts[] = {
+            {state_at(kv->conv, l, kv->n_state_slots, slot, kv->conv_floats),
+             state_at(kv->snap_conv, l, kv->n_snapshots, snap, kv->conv_floats), kv->conv_floats},
+            {state_at(kv->delta, l, kv->n_state_slots, slot, kv->delta_floats),
+             state_at(kv->snap_delta, l, kv->n_snapshots, snap, kv->delta_floats), kv->delta_floats}};
+        for (int i = 0; i < 2; i++) {
+            void *dst = restore ? parts[i].live : parts[i].saved;
+            const void *src = restore ? parts[i].saved : parts[i].live;
+            hr_cu_fail(cb, hr_cu_check(cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)parts[i].n,
+                                                       cudaMemcpyDeviceToDevice, cb->stream), "state copy"));
+        }
+    }
+}
+
+void hr_cu_op_moe_route(hr_backend *be, int32_t *ids, float *weights, const float *logits, int T,
+                        int n_experts, int k, int renorm) {
+    hr_cu_moe_route(cu(be)->stream, ids, weights, logits, T, n_experts, k, renorm);
+}

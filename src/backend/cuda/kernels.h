@@ -1,0 +1,103 @@
+/* Launchers of the CUDA backend's kernels (the *.cu files), callable from its C host code.
+ * Every launcher enqueues on the given stream and returns at once; launch errors surface at
+ * the backend's next sync point (cudaGetLastError there). Activations are f32 row-major;
+ * weights and tables come as (pointer, dtype) in their upload dtype (F32, F16 or BF16). The
+ * step's metadata arrays (tokens, pos, row, q_start, block table, state slots) are device
+ * memory uploaded once per step (cuda_backend.c). */
+#ifndef HR_BACKEND_CUDA_KERNELS_H
+#define HR_BACKEND_CUDA_KERNELS_H
+
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The element type codes the kernels take (the subset of hr_dtype they read). */
+enum { HR_CU_F32 = 0, HR_CU_F16 = 1, HR_CU_BF16 = 2 };
+
+/* The step's device metadata (see hr_step_meta). */
+typedef struct {
+    int n_tokens, n_rows, max_blocks;
+    int max_len;          /* the longest row's last position + 1 (attention splits) */
+    const int32_t *tokens, *pos, *row, *q_start, *block_table, *state_slots;
+} hr_cu_meta;
+
+/* One layer's view of the paged KV store: element (block, kvh, slot, d) of K is
+ * k[((block * n_kv_heads + kvh) * block_size + slot) * head_dim + d]. */
+typedef struct {
+    void *k, *v;
+    int dtype; /* HR_CU_F32 or HR_CU_BF16 */
+    int block_size, n_kv_heads, head_dim;
+} hr_cu_kv_layer;
+
+void hr_cu_embed(cudaStream_t s, const hr_cu_meta *m, float *y, const void *table, int dtype,
+                 long dim, float scale);
+void hr_cu_rmsnorm(cudaStream_t s, float *y, const float *x, const void *w, int w_dtype, int rows,
+                   int dim, float eps, int one_plus);
+void hr_cu_rope(cudaStream_t s, const hr_cu_meta *m, float *x, int n_heads, int head_dim,
+                int rot_dim, const float *inv_freq);
+void hr_cu_kv_write(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *kv, const float *k,
+                    const float *v);
+/* act(gate) * up; act 0 = silu, 1 = gelu (tanh) */
+void hr_cu_act_mul(cudaStream_t s, float *y, const float *gate, const float *up, long n, int act);
+void hr_cu_add(cudaStream_t s, float *y, const float *a, long n);
+/* y[r, c] += bias[c] over rows x cols */
+void hr_cu_add_bias(cudaStream_t s, float *y, const void *bias, int dtype, int rows, long cols);
+void hr_cu_scale(cudaStream_t s, float *y, float f, long n);
+void hr_cu_softcap(cudaStream_t s, float *y, float cap, long n);
+void hr_cu_copy2d(cudaStream_t s, float *dst, long dst_stride, const float *src, long src_stride,
+                  int rows, long cols);
+void hr_cu_mul_gather(cudaStream_t s, float *y, const int32_t *idx, const void *table, int dtype,
+                      long n);
+void hr_cu_sigmoid_mul(cudaStream_t s, float *y, const float *g, long rows, int w, int g_w);
+/* dst = src rounded to bf16 (dtype BF16) or f16 (F16), n elements; with lo non-NULL also
+ * lo = src - dst rounded likewise (dst + lo carries about twice the mantissa bits) */
+void hr_cu_round(cudaStream_t s, void *dst, void *lo, int dtype, const float *src, long n);
+
+/* y[T, N] = x[T, K] w[N, K]^T for T <= HR_CU_GEMV_MAX_T, f32 accumulation (gemv.cu). */
+enum { HR_CU_GEMV_MAX_T = 8 };
+void hr_cu_gemv(cudaStream_t s, float *y, const float *x, const void *w, int dtype, int T, long N,
+                long K);
+
+/* Causal paged attention of q [n_tokens, n_heads, head_dim] into out (attention.cu).
+ * partial: scratch of hr_cu_attention_scratch floats. */
+typedef struct {
+    int n_heads, n_kv_heads, head_dim, window;
+    float scale, softcap;
+} hr_cu_attn;
+long hr_cu_attention_scratch(const hr_cu_meta *m, const hr_cu_attn *p);
+void hr_cu_attention(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *kv,
+                     const hr_cu_attn *p, float *out, const float *q, float *partial);
+
+/* MoE (moe.cu). */
+void hr_cu_moe_route(cudaStream_t s, int32_t *ids, float *weights, const float *logits, int T,
+                     int n_experts, int k, int renorm);
+/* dst[i] = src[idx[i] / k] rows of width w, n rows */
+void hr_cu_gather_rows(cudaStream_t s, float *dst, const float *src, const int32_t *idx, int k,
+                       int n, long w);
+/* y[t] = sum_j weights[t*k + j] * o[slot[t*k + j]] rows of width w, T tokens */
+void hr_cu_combine_rows(cudaStream_t s, float *y, const float *o, const int32_t *slot,
+                        const float *weights, int T, int k, long w);
+
+/* Gated DeltaNet (linear_attn.cu). state: this layer's slots, slot_floats apart. */
+void hr_cu_conv1d(cudaStream_t s, const hr_cu_meta *m, float *x, const void *w, int w_dtype,
+                  int channels, int K, float *state, long slot_floats);
+typedef struct {
+    int n_k_heads, n_v_heads, k_dim, v_dim;
+    const float *q, *k, *v, *a, *b;
+    long ld;
+    const void *a_log, *dt_bias;
+    int a_log_dtype, dt_bias_dtype;
+} hr_cu_delta;
+/* Returns 0 when k_dim or v_dim is beyond what the kernel handles. */
+int hr_cu_gated_delta(cudaStream_t s, const hr_cu_meta *m, const hr_cu_delta *p, float *out,
+                      float *state, long slot_floats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
