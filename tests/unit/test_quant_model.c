@@ -1,7 +1,10 @@
 /* Models with quantized matrices on the CPU backend: tiny-qwen3 with every 2-D weight
- * quantized (Q8_0, Q4_0, Q5_0) as it is uploaded, against the same model with those
- * weights quantized and dequantized back to f32; and the same logits whatever the prefill
- * chunking. Quantizing at upload stands in for a GGUF file until the loader lands. */
+ * quantized (Q8_0, Q4_0, Q5_0, Q4_1) as it is uploaded, against the same model with those
+ * weights quantized and dequantized back to f32 (equal where the type multiplies through
+ * dequantized rows, within the measured 8-bit activation error where it has a dot), and the
+ * same logits whatever the prefill chunking. Quantizing at upload stands in for a GGUF file
+ * until the loader lands. */
+#include "backend/cpu/qdot.h"
 #include "engine/kv_pool.h"
 #include "harness.h"
 #include "model/model.h"
@@ -118,17 +121,22 @@ static void check_type(hr_dtype t) {
     HR_CHECK_OK(err);
     HR_CHECK(nq >= 3 * 7 + 1, "%s: %d matrices quantized", hr_dtype_name(t), nq);
     HR_CHECK(same_chunks, "%s: logits depend on the prefill chunking", hr_dtype_name(t));
-    HR_CHECK(d == 0, "%s: quantized model differs from its dequantized f32 twin by %g (|logit| <= %g)",
+    int q8 = hr_cpu_qdots_get()->dot[t] != NULL;
+    if (q8) printf("  %s: max |logit - f32 twin| = %.3g (|logit| <= %.3g)\n", hr_dtype_name(t), d, scale);
+    HR_CHECK(q8 ? d < 0.02f * scale : d == 0,
+             "%s: quantized model differs from its dequantized f32 twin by %g (|logit| <= %g)",
              hr_dtype_name(t), d, scale);
 }
 
 static void test_q8_0_model(void) { check_type(HR_Q8_0); }
 static void test_q4_0_model(void) { check_type(HR_Q4_0); }
 static void test_q5_0_model(void) { check_type(HR_Q5_0); }
+static void test_q4_1_model(void) { check_type(HR_Q4_1); }
 
 int main(void) {
     HR_RUN(test_q8_0_model);
     HR_RUN(test_q4_0_model);
     HR_RUN(test_q5_0_model);
+    HR_RUN(test_q4_1_model);
     return hr_test_summary();
 }

@@ -145,7 +145,7 @@ void hr_cpu_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
             HR_ERROR("out of memory for the quantized matmul scratch (%d x %ld)", T, K);
             abort();
         }
-        hr_qmm_prepare(&q, k, x, w, T, cb->scratch);
+        hr_qmm_prepare(&q, cb->pool, x, w, T, cb->scratch);
         c.q = &q;
     }
     if (cb->opt.compute_bf16 && w->dtype == HR_BF16 && !prepare_bf16(cb, k, &c, N, K)) {
