@@ -6,8 +6,9 @@
 
 #include <math.h>
 
-const int8_t hr_iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                    1,    13,   25,  38,  53,  69,  89,  113};
+/* The 16 values IQ4_NL and IQ4_XS indices select. */
+static const int8_t iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                       1,    13,   25,  38,  53,  69,  89,  113};
 
 static float f16_at(const uint8_t *p) { return hr_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
@@ -39,8 +40,8 @@ static void dq_q4_0(const uint8_t *b, float *y) {
 static void dq_iq4_nl(const uint8_t *b, float *y) {
     float d = f16_at(b);
     for (int j = 0; j < 16; j++) {
-        y[j] = d * (float)hr_iq4nl_values[b[2 + j] & 15];
-        y[j + 16] = d * (float)hr_iq4nl_values[b[2 + j] >> 4];
+        y[j] = d * (float)iq4nl_values[b[2 + j] & 15];
+        y[j + 16] = d * (float)iq4nl_values[b[2 + j] >> 4];
     }
 }
 
@@ -173,8 +174,8 @@ static void dq_iq4_xs(const uint8_t *b, float *y) {
         int s = ((sl[j / 2] >> (4 * (j % 2)) & 15) | (int)(sh >> (2 * j) & 3) << 4) - 32;
         float dl = d * (float)s;
         for (int l = 0; l < 16; l++) {
-            y[j * 32 + l] = dl * (float)hr_iq4nl_values[qs[j * 16 + l] & 15];
-            y[j * 32 + l + 16] = dl * (float)hr_iq4nl_values[qs[j * 16 + l] >> 4];
+            y[j * 32 + l] = dl * (float)iq4nl_values[qs[j * 16 + l] & 15];
+            y[j * 32 + l + 16] = dl * (float)iq4nl_values[qs[j * 16 + l] >> 4];
         }
     }
 }

@@ -17,7 +17,4 @@ int hr_quant_can_write(hr_dtype t);
  * hr_quant_can_write accepts. */
 void hr_quant_row(hr_dtype t, const float *x, void *blocks, int64_t n);
 
-/* The 16 values IQ4_NL and IQ4_XS indices select. */
-extern const int8_t hr_iq4nl_values[16];
-
 #endif
