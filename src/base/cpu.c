@@ -23,6 +23,8 @@ static void set_extras(void) {
     features.avx512bf16 =
         features.level == HR_CPU_AVX512 && __builtin_cpu_supports("avx512bf16");
     features.amx = features.avx512bf16 && amx_allowed && has_amx_bf16();
+    features.avx512vnni =
+        features.level == HR_CPU_AVX512 && __builtin_cpu_supports("avx512vnni");
 }
 
 static void detect(void) {

@@ -9,6 +9,7 @@ typedef struct {
     hr_cpu_level level; /* best usable level after the HEARTH_CPU cap */
     int avx512bf16;     /* AVX512_BF16 available (and level == AVX512) */
     int amx;            /* AMX-BF16 tiles present (and avx512bf16, and not capped) */
+    int avx512vnni;     /* AVX512_VNNI available (and level == AVX512) */
 } hr_cpu_features;
 
 const hr_cpu_features *hr_cpu(void);

@@ -20,8 +20,10 @@ static hr_err *upload(hr_model *m, const hr_tensor *host, const hr_tensor **out)
     return NULL;
 }
 
-/* Finds `name`, checks its shape (ndim dims from dims[]) and dtype, uploads it. */
-static hr_err *weight(hr_model *m, const char *name, int ndim, const int64_t *dims,
+/* Finds `name`, checks its shape (ndim dims from dims[]) and dtype, uploads it. A float
+ * type always does; a GGUF block type (tensor/quant.h) only for a matrix (`matrix`: a 2-D
+ * weight that matmul or embed reads; not MoE experts, whose kernels are float only). */
+static hr_err *weight(hr_model *m, const char *name, int ndim, const int64_t *dims, int matrix,
                       const hr_tensor **out) {
     *out = NULL;
     const hr_tensor *t = hr_st_get(m->st, name);
@@ -35,16 +37,25 @@ static hr_err *weight(hr_model *m, const char *name, int ndim, const int64_t *di
         return hr_errf("tensor \"%s\" has shape %s, expected %s", name,
                        hr_tensor_shape_str(t, got, sizeof got), hr_tensor_shape_str(&w, want, sizeof want));
     }
-    if (t->dtype != HR_F32 && t->dtype != HR_BF16 && t->dtype != HR_F16)
-        return hr_errf("tensor \"%s\": dtype %s is not a float type", name, hr_dtype_name(t->dtype));
+    if (t->dtype == HR_F32 || t->dtype == HR_BF16 || t->dtype == HR_F16) return upload(m, t, out);
+    if (!hr_dtype_get(t->dtype)->quantized || t->dtype == HR_MLX_Q4 || t->dtype == HR_MLX_Q8)
+        return hr_errf("tensor \"%s\": dtype %s is not a float or GGUF quantized type", name,
+                       hr_dtype_name(t->dtype));
+    if (!matrix)
+        return hr_errf("tensor \"%s\": a %s tensor here is not supported (quantized weights must be "
+                       "2-D matrices outside MoE experts)", name, hr_dtype_name(t->dtype));
+    if (dims[ndim - 1] % hr_dtype_get(t->dtype)->block)
+        return hr_errf("tensor \"%s\": rows of %lld elements are not a multiple of the %s block (%d)",
+                       name, (long long)dims[ndim - 1], hr_dtype_name(t->dtype),
+                       hr_dtype_get(t->dtype)->block);
     return upload(m, t, out);
 }
 
 static hr_err *w1(hr_model *m, const char *name, int64_t a, const hr_tensor **out) {
-    return weight(m, name, 1, (int64_t[]){a}, out);
+    return weight(m, name, 1, (int64_t[]){a}, 0, out);
 }
 static hr_err *w2(hr_model *m, const char *name, int64_t a, int64_t b, const hr_tensor **out) {
-    return weight(m, name, 2, (int64_t[]){a, b}, out);
+    return weight(m, name, 2, (int64_t[]){a, b}, 1, out);
 }
 
 /* The value of a one-element tensor as stored (layer_scalar). */
@@ -67,11 +78,11 @@ static hr_err *load_tensor(hr_model *m, int i, const hr_layer_tensor *lt) {
         snprintf(suffix, sizeof suffix, lt->suffix, e);
         snprintf(name, sizeof name, "%slayers.%d.%s", c->prefix, i, suffix);
         const hr_tensor **slot = lt->per_expert ? &(*(const hr_tensor ***)base)[e] : (const hr_tensor **)base;
-        if (lt->conv) HR_TRY(weight(m, name, 3, (int64_t[]){rows, 1, cols}, slot));
+        if (lt->conv) HR_TRY(weight(m, name, 3, (int64_t[]){rows, 1, cols}, 0, slot));
         else if (hr_dim_is_experts(lt->rows))
-            HR_TRY(weight(m, name, 3, (int64_t[]){c->n_experts, rows / c->n_experts, cols}, slot));
+            HR_TRY(weight(m, name, 3, (int64_t[]){c->n_experts, rows / c->n_experts, cols}, 0, slot));
         else if (lt->cols == HR_DIM_NONE) HR_TRY(w1(m, name, rows, slot));
-        else HR_TRY(w2(m, name, rows, cols, slot));
+        else HR_TRY(weight(m, name, 2, (int64_t[]){rows, cols}, !lt->per_expert, slot));
     }
     return NULL;
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "tensor/quant.h"
 
 static void cpu_destroy(hr_backend *be) {
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
@@ -28,16 +29,22 @@ static void cpu_free(hr_backend *be, void *p) { free(p); }
  * token and 4 KiB pages of a file mapping cost ~20% of it in TLB misses (perf-notes.md). */
 enum { HUGE_PAGE = 2u << 20, COPY_MIN = 1u << 20 };
 
+/* The GGUF block types (tensor/quant.h); MLX affine ones are not computed with yet. */
+static int gguf_quant(hr_dtype t) { return hr_dtype_get(t)->quantized && t != HR_MLX_Q4 && t != HR_MLX_Q8; }
+
 static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev) {
-    switch (host->dtype) {
-    case HR_F32: case HR_BF16: case HR_F16: case HR_I32: break;
-    default: return hr_errf("the CPU backend cannot compute with %s tensors yet", hr_dtype_name(host->dtype));
-    }
+    hr_dtype t = host->dtype;
+    if (t != HR_F32 && t != HR_BF16 && t != HR_F16 && t != HR_I32 && !gguf_quant(t))
+        return hr_errf("the CPU backend cannot compute with %s tensors yet", hr_dtype_name(t));
+    int64_t row = host->ndim ? host->shape[host->ndim - 1] : 1;
+    if (row % hr_dtype_get(t)->block)
+        return hr_errf("a %s tensor's rows of %lld elements are not a multiple of its %d-element block",
+                       hr_dtype_name(t), (long long)row, hr_dtype_get(t)->block);
     *dev = *host;
     dev->device = HR_DEV_CPU;
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
-    if (host->dtype == HR_BF16 && host->shape[host->ndim - 1] > cb->max_k)
-        cb->max_k = host->shape[host->ndim - 1];
+    if (gguf_quant(t)) cb->has_quant = 1;
+    if ((t == HR_BF16 || gguf_quant(t)) && row > cb->max_k) cb->max_k = row;
     size_t bytes = hr_tensor_bytes(host);
     if (cb->opt.weights_in_place || bytes < COPY_MIN) return NULL;
     size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
@@ -172,8 +179,8 @@ static hr_err *cpu_mem_info(hr_backend *be, size_t *free_bytes, size_t *total_by
 static hr_err *cpu_step_begin(hr_backend *be, const hr_step_meta *meta) {
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
     cb->meta = *meta;
-    if (cb->opt.compute_bf16 && !hr_cpu_matmul_reserve(cb, meta->n_tokens))
-        return hr_errf("cannot allocate the bf16 matmul scratch for %d tokens", meta->n_tokens);
+    if ((cb->opt.compute_bf16 || cb->has_quant) && !hr_cpu_matmul_reserve(cb, meta->n_tokens))
+        return hr_errf("cannot allocate the matmul scratch for %d tokens", meta->n_tokens);
     return NULL;
 }
 
@@ -185,7 +192,24 @@ static float elem_f32(const hr_tensor *t, long i) {
     }
 }
 
+/* A quantized tensor decodes whole blocks, keeping the elements asked for. */
+static void quant_to_f32(float *y, const hr_tensor *t, long off, long n) {
+    const hr_dtype_info *info = hr_dtype_get(t->dtype);
+    float buf[256]; /* the largest block */
+    for (long i = off; i < off + n;) {
+        long blk = i / info->block, b0 = blk * info->block, e = b0 + info->block;
+        if (e > off + n) e = off + n;
+        hr_dequant_row(t->dtype, (const char *)t->data + blk * info->block_bytes, buf, info->block);
+        memcpy(y + (i - off), buf + (i - b0), sizeof(float) * (size_t)(e - i));
+        i = e;
+    }
+}
+
 void hr_cpu_to_f32(float *y, const hr_tensor *t, long off, long n) {
+    if (hr_dtype_get(t->dtype)->quantized) {
+        quant_to_f32(y, t, off, n);
+        return;
+    }
     for (long i = 0; i < n; i++) y[i] = elem_f32(t, off + i);
 }
 

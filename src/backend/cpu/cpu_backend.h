@@ -10,9 +10,11 @@ typedef struct {
     hr_pool *pool;
     hr_step_meta meta; /* the current step's token layout (host pointers) */
     hr_cpu_options opt;
-    void *scratch; /* --compute bf16: matmul's packed / rounded x (engine thread only) */
+    void *scratch; /* matmul's packed / rounded x (--compute bf16) or quantized-weight
+                      buffers (engine thread only) */
     size_t scratch_bytes;
-    long max_k; /* longest row of the bf16 weights uploaded: sizes the scratch */
+    long max_k; /* longest row of the bf16 and quantized weights uploaded: sizes the scratch */
+    int has_quant; /* a quantized weight was uploaded: steps reserve the quantized matmul scratch */
 } hr_cpu_backend;
 
 static inline int hr_kv_head_dim(const hr_kv_store *kv, int layer) {
@@ -33,7 +35,8 @@ int hr_cpu_meminfo_parse(const char *text, size_t *avail, size_t *total);
 /* Converts n elements of t starting at element off to f32. */
 void hr_cpu_to_f32(float *y, const hr_tensor *t, long off, long n);
 
-/* Grows the bf16 matmul scratch for steps of up to T tokens; 0 when out of memory. */
+/* Grows the matmul scratch (bf16 and quantized-weight paths) for steps of up to T tokens;
+ * 0 when out of memory. */
 int hr_cpu_matmul_reserve(hr_cpu_backend *cb, int T);
 void hr_cpu_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
                    const hr_tensor *bias, int T);

@@ -2,13 +2,15 @@
  * from a shared counter (threads that finish early take more), each chunk computed by the
  * kernel of the weight's dtype. With --compute bf16, bf16 weights multiply x rounded to
  * bf16 (matmul_bf16.h): on AMX tiles when the shapes allow, else on VDPBF16PS, else
- * through the f32 kernels. One weight always takes the same path, whatever T is. */
+ * through the f32 kernels. Quantized weights go through matmul_quant.c. One weight always
+ * takes the same path, whatever T is. */
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/matmul_bf16.h"
+#include "backend/cpu/matmul_quant.h"
 #include "base/log.h"
 
 typedef struct {
@@ -18,7 +20,8 @@ typedef struct {
     const hr_tensor *w, *bias;
     int T;
     hr_mm_fn fn;
-    hr_mm_bx_fn bx; /* set: bx(xp) computes; else xp set: AMX; else fn(x) */
+    hr_mm_bx_fn bx; /* set: bx(xp) computes; else xp set: AMX; else q set: quantized w; else fn(x) */
+    const hr_qmm *q;
     long chunk;        /* columns per chunk, a multiple of 16 */
     atomic_long next;  /* first column not yet handed out */
 } mm_ctx;
@@ -43,6 +46,7 @@ static void mm_task(void *ctx, int t, int nt) {
         long e = b + c->chunk < N ? b + c->chunk : N;
         if (c->bx) c->bx(c->y, N, c->xp, K, c->w->data, (int)K, c->T, b, e);
         else if (c->xp) hr_amx_mm(c->y, N, c->xp, c->w->data, (int)K, c->T, b, e);
+        else if (c->q) hr_qmm_cols(c->q, c->y, b, e, t);
         else c->fn(c->y, N, c->x, K, c->w->data, (int)K, c->T, b, e);
         if (c->bias) add_bias(c, b, e);
     }
@@ -79,10 +83,13 @@ static void pack_task(void *ctx, int t, int nt) {
     hr_amx_pack(c->xp, c->x, c->K, c->K, c->T, G * t / nt, G * (t + 1) / nt);
 }
 
+static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
 /* Bytes of scratch a T-token matmul with rows of K needs on any path. */
-static size_t scratch_need(long T, long K) {
+static size_t scratch_need(const hr_cpu_backend *cb, long T, long K) {
     size_t packed = (size_t)hr_amx_pack_elems((int)T, (int)K) * 2, rounded = (size_t)T * K * 4;
-    return packed > rounded ? packed : rounded;
+    size_t quant = cb->has_quant ? hr_qmm_scratch_bytes((int)T, K, hr_pool_size(cb->pool)) : 0;
+    return max_size(max_size(packed, rounded), quant);
 }
 
 static void *scratch(hr_cpu_backend *cb, size_t bytes) {
@@ -94,14 +101,14 @@ static void *scratch(hr_cpu_backend *cb, size_t bytes) {
 }
 
 int hr_cpu_matmul_reserve(hr_cpu_backend *cb, int T) {
-    return scratch(cb, scratch_need(T, (cb->max_k + 31) / 32 * 32)) != NULL;
+    return scratch(cb, scratch_need(cb, T, (cb->max_k + 31) / 32 * 32)) != NULL;
 }
 
 /* --compute bf16 on a bf16 weight: prepares x for AMX, VDPBF16PS or the f32 kernels in
  * the scratch (reserved by step_begin; grown here for callers outside a step). Returns 0
  * when that memory cannot be had. */
 static int prepare_bf16(hr_cpu_backend *cb, const hr_cpu_kernels *k, mm_ctx *c, long N, long K) {
-    if (!scratch(cb, scratch_need(c->T, K))) return 0;
+    if (!scratch(cb, scratch_need(cb, c->T, K))) return 0;
     if (hr_amx_fits(N, K)) {
         uint16_t *xp = cb->scratch;
         pack_ctx p = {xp, c->x, (int)K, c->T};
@@ -131,6 +138,16 @@ void hr_cpu_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
     mm_ctx c = {.y = y, .x = x, .w = w, .bias = bias, .T = T,
                 .fn = w->dtype == HR_BF16 ? k->mm_bf16 : w->dtype == HR_F16 ? k->mm_f16 : k->mm_f32};
     c.chunk = per_thread < 16 ? 16 : per_thread / 16 * 16;
+    hr_qmm q;
+    if (hr_dtype_get(w->dtype)->quantized) {
+        if (!scratch(cb, hr_qmm_scratch_bytes(T, K, hr_pool_size(cb->pool)))) {
+            /* as for bf16: step_begin reserved it; no silent second path */
+            HR_ERROR("out of memory for the quantized matmul scratch (%d x %ld)", T, K);
+            abort();
+        }
+        hr_qmm_prepare(&q, cb->pool, x, w, T, cb->scratch);
+        c.q = &q;
+    }
     if (cb->opt.compute_bf16 && w->dtype == HR_BF16 && !prepare_bf16(cb, k, &c, N, K)) {
         /* only reachable outside a step (step_begin reserved the scratch); switching to
          * exact products instead would make numerics depend on memory pressure */

@@ -1,0 +1,12 @@
+/* AVX-512 VNNI 8-bit-activation dot products (qdot_x86.h) on 256-bit vpdpbusd; compiled with
+ * -mavx512vnni -mavx512vl, used only where cpuid has VNNI. */
+#include <immintrin.h>
+#include <string.h>
+
+static inline __m256i dot_us(__m256i u, __m256i s) {
+    return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+}
+
+#include "backend/cpu/qdot_x86.h"
+
+const hr_cpu_qdots hr_cpu_qdots_vnni = QDOT_TABLE("avx512-vnni");
