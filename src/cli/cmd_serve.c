@@ -35,7 +35,7 @@ static const char *base_name(const char *dir) {
 
 static hr_err *start(const serve_opts *o, serve_state *st) {
     if (!hr_tokenizer_available(o->model))
-        return hr_errf("%s has no tokenizer (tokenizer.json or GGUF tokenizer metadata), which serving needs", o->model);
+        return hr_errf("%s has no tokenizer.json (nor GGUF tokenizer metadata), which serving needs", o->model);
     hr_engine_options eo = {.device = o->device,
                             .n_threads = (int)o->threads,
                             .weights_in_place = o->mmap,

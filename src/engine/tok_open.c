@@ -20,7 +20,8 @@ static hr_err *strings(const hr_gguf *g, const char *key, hr_tok_str **out, int 
     HR_TRY(hr_gguf_get_arr(g, key, HR_GGUF_STRING, &kv));
     *n = 0;
     if (!kv) return NULL;
-    if (kv->arr_n > (1u << 26)) return hr_errf("GGUF %s has %llu entries, too many", key, (unsigned long long)kv->arr_n);
+    if (kv->arr_n > (1u << 26))
+        return hr_errf("GGUF %s has %llu entries, too many", key, (unsigned long long)kv->arr_n);
     *out = malloc(sizeof **out * (size_t)(kv->arr_n + 1));
     if (!*out) return hr_err_oom();
     for (uint64_t i = 0; i < kv->arr_n; i++) {
@@ -32,16 +33,21 @@ static hr_err *strings(const hr_gguf *g, const char *key, hr_tok_str **out, int 
 }
 
 /* An optional per-token array of `type`, as floats (scores) or ints (types). */
-static hr_err *per_token(const hr_gguf *g, const char *key, hr_gguf_type type, int n, float **f, int32_t **i) {
+static hr_err *per_token(const hr_gguf *g, const char *key, hr_gguf_type type, int n, float **f,
+                         int32_t **i) {
     const hr_gguf_kv *kv;
     HR_TRY(hr_gguf_get_arr(g, key, type, &kv));
     if (!kv) return NULL;
-    if (kv->arr_n != (uint64_t)n) return hr_errf("GGUF %s has %llu entries for %d tokens", key, (unsigned long long)kv->arr_n, n);
+    if (kv->arr_n != (uint64_t)n)
+        return hr_errf("GGUF %s has %llu entries for %d tokens", key, (unsigned long long)kv->arr_n,
+                       n);
     if (f && !(*f = malloc(sizeof **f * (size_t)(n + 1)))) return hr_err_oom();
     if (i && !(*i = malloc(sizeof **i * (size_t)(n + 1)))) return hr_err_oom();
     for (int k = 0; k < n; k++) {
-        if (f) (*f)[k] = (float)hr_gguf_arr_num(kv, (uint64_t)k);
-        else (*i)[k] = (int32_t)hr_gguf_arr_int(kv, (uint64_t)k);
+        if (f)
+            (*f)[k] = (float)hr_gguf_arr_num(kv, (uint64_t)k);
+        else
+            (*i)[k] = (int32_t)hr_gguf_arr_int(kv, (uint64_t)k);
     }
     return NULL;
 }

@@ -13,8 +13,19 @@
 #include "tensor/tensor.h"
 
 typedef enum {
-    HR_GGUF_U8, HR_GGUF_I8, HR_GGUF_U16, HR_GGUF_I16, HR_GGUF_U32, HR_GGUF_I32, HR_GGUF_F32,
-    HR_GGUF_BOOL, HR_GGUF_STRING, HR_GGUF_ARRAY, HR_GGUF_U64, HR_GGUF_I64, HR_GGUF_F64,
+    HR_GGUF_U8,
+    HR_GGUF_I8,
+    HR_GGUF_U16,
+    HR_GGUF_I16,
+    HR_GGUF_U32,
+    HR_GGUF_I32,
+    HR_GGUF_F32,
+    HR_GGUF_BOOL,
+    HR_GGUF_STRING,
+    HR_GGUF_ARRAY,
+    HR_GGUF_U64,
+    HR_GGUF_I64,
+    HR_GGUF_F64,
     HR_GGUF_TYPE_COUNT
 } hr_gguf_type;
 
@@ -25,14 +36,15 @@ typedef struct {
 } hr_gguf_str;
 
 typedef struct {
-    const char *key;     /* NUL-terminated copy */
+    const char *key; /* NUL-terminated copy */
     hr_gguf_type type;
     /* scalars: the value widened (integers and bools in i or u, floats in f) */
     int64_t i;
     uint64_t u;
     double f;
-    hr_gguf_str s;       /* HR_GGUF_STRING */
-    /* HR_GGUF_ARRAY: element type, count, the elements in the file (strings: see hr_gguf_arr_str) */
+    hr_gguf_str s; /* HR_GGUF_STRING */
+    /* HR_GGUF_ARRAY: element type, count, the elements in the file (strings: see hr_gguf_arr_str)
+     */
     hr_gguf_type arr_type;
     uint64_t arr_n;
     const uint8_t *arr_data;
@@ -64,7 +76,8 @@ hr_err *hr_gguf_get_bool(const hr_gguf *g, const char *key, int def, int *out);
 hr_err *hr_gguf_get_str(const hr_gguf *g, const char *key, const char **out);
 /* The array named key with elements of type `type` (NULL when absent); an array of another
  * element type is an error. */
-hr_err *hr_gguf_get_arr(const hr_gguf *g, const char *key, hr_gguf_type type, const hr_gguf_kv **out);
+hr_err *hr_gguf_get_arr(const hr_gguf *g, const char *key, hr_gguf_type type,
+                        const hr_gguf_kv **out);
 
 /* Element i (< arr_n) of an array. */
 hr_gguf_str hr_gguf_arr_str(const hr_gguf_kv *kv, uint64_t i);

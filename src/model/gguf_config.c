@@ -12,7 +12,7 @@
 static const struct {
     const char *gguf, *model_type;
 } archs[] = {
-    {"llama", "llama"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"},
+    {"llama", "llama"},        {"qwen2", "qwen2"},        {"qwen3", "qwen3"},
     {"qwen3moe", "qwen3_moe"}, {"gemma3", "gemma3_text"},
 };
 
@@ -32,7 +32,8 @@ static hr_err *copy_int(builder *b, const char *suffix, const char *key, int req
     snprintf(k, sizeof k, "%s.%s", b->arch, suffix);
     const hr_gguf_kv *kv = hr_gguf_find(b->g, k);
     if (!kv) return required ? hr_errf("missing GGUF key %s", k) : NULL;
-    if (kv->type == HR_GGUF_ARRAY) return hr_errf("GGUF key %s: per-layer values are not supported", k);
+    if (kv->type == HR_GGUF_ARRAY)
+        return hr_errf("GGUF key %s: per-layer values are not supported", k);
     int64_t v;
     HR_TRY(hr_gguf_get_int(b->g, k, 0, &v));
     return set(b, key, json_integer(v));
@@ -70,10 +71,13 @@ static hr_err *rope(builder *b, int64_t head_dim) {
     HR_TRY(hr_gguf_get_str(b->g, k, &type));
     snprintf(k, sizeof k, "%s.rope.scaling.factor", b->arch);
     HR_TRY(hr_gguf_get_num(b->g, k, 1.0, &factor));
-    if (dims <= 0 || dims > head_dim) return hr_errf("GGUF %s.rope.dimension_count %lld is out of range", b->arch, (long long)dims);
+    if (dims <= 0 || dims > head_dim)
+        return hr_errf("GGUF %s.rope.dimension_count %lld is out of range", b->arch,
+                       (long long)dims);
     json_t *r = json_pack("{s:f, s:s}", "rope_theta", theta, "rope_type", "default");
     if (!r) return hr_err_oom();
-    if (dims != head_dim) json_object_set_new(r, "partial_rotary_factor", json_real((double)dims / (double)head_dim));
+    if (dims != head_dim)
+        json_object_set_new(r, "partial_rotary_factor", json_real((double)dims / (double)head_dim));
     if (type && strcmp(type, "linear") == 0 && factor != 1.0) {
         json_object_set_new(r, "rope_type", json_string("linear"));
         json_object_set_new(r, "factor", json_real(factor));
@@ -99,13 +103,16 @@ static hr_err *gemma3(builder *b, int64_t layers, int64_t hidden, int64_t heads,
     const hr_gguf_kv *pat = hr_gguf_find(b->g, k);
     if (pat && pat->type != HR_GGUF_ARRAY) HR_TRY(hr_gguf_get_int(b->g, k, 6, &period));
     if (period <= 0) return hr_errf("GGUF %s must be positive", k);
-    if (pat && pat->type == HR_GGUF_ARRAY && (pat->arr_type != HR_GGUF_BOOL || pat->arr_n != (uint64_t)layers))
+    if (pat && pat->type == HR_GGUF_ARRAY &&
+        (pat->arr_type != HR_GGUF_BOOL || pat->arr_n != (uint64_t)layers))
         return hr_errf("GGUF %s must be a number or one bool per layer", k);
     json_t *types = json_array();
     if (!types) return hr_err_oom();
     for (int64_t i = 0; i < layers; i++) {
-        int sliding = pat && pat->type == HR_GGUF_ARRAY ? hr_gguf_arr_int(pat, (uint64_t)i) != 0 : (i + 1) % period != 0;
-        json_array_append_new(types, json_string(window > 0 && sliding ? "sliding_attention" : "full_attention"));
+        int sliding = pat && pat->type == HR_GGUF_ARRAY ? hr_gguf_arr_int(pat, (uint64_t)i) != 0
+                                                        : (i + 1) % period != 0;
+        json_array_append_new(
+            types, json_string(window > 0 && sliding ? "sliding_attention" : "full_attention"));
     }
     return set(b, "layer_types", types);
 }
@@ -141,13 +148,17 @@ static hr_err *build(builder *b, const char *model_type) {
     int64_t vlen;
     snprintf(k, sizeof k, "%s.attention.value_length", b->arch);
     HR_TRY(hr_gguf_get_int(b->g, k, head_dim, &vlen));
-    if (vlen != head_dim) return hr_errf("GGUF value_length %lld != key_length %lld is not supported", (long long)vlen, (long long)head_dim);
+    if (vlen != head_dim)
+        return hr_errf("GGUF value_length %lld != key_length %lld is not supported",
+                       (long long)vlen, (long long)head_dim);
     HR_TRY(set(b, "head_dim", json_integer(head_dim)));
-    snprintf(k, sizeof k, "%s.feed_forward_length", b->arch);
-    HR_TRY(copy_int(b, "feed_forward_length", "intermediate_size", !strcmp(model_type, "qwen3_moe") ? 0 : 1));
-    if (!json_object_get(b->j, "intermediate_size")) HR_TRY(copy_int(b, "expert_feed_forward_length", "intermediate_size", 1));
+    HR_TRY(copy_int(b, "feed_forward_length", "intermediate_size",
+                    !strcmp(model_type, "qwen3_moe") ? 0 : 1));
+    if (!json_object_get(b->j, "intermediate_size"))
+        HR_TRY(copy_int(b, "expert_feed_forward_length", "intermediate_size", 1));
     HR_TRY(set(b, "tie_word_embeddings", json_boolean(!hr_gguf_tensor(b->g, "output.weight"))));
-    HR_TRY(set(b, "attention_bias", json_boolean(hr_gguf_tensor(b->g, "blk.0.attn_q.bias") != NULL)));
+    HR_TRY(
+        set(b, "attention_bias", json_boolean(hr_gguf_tensor(b->g, "blk.0.attn_q.bias") != NULL)));
     HR_TRY(token_id(b, "bos", "bos_token_id"));
     HR_TRY(token_id(b, "eos", "eos_token_id"));
     HR_TRY(token_id(b, "padding", "pad_token_id"));
@@ -165,7 +176,9 @@ hr_err *hr_config_from_gguf(const hr_gguf *g, hr_model_config *cfg) {
     for (size_t i = 0; i < sizeof archs / sizeof *archs; i++)
         if (!strcmp(arch, archs[i].gguf)) mt = archs[i].model_type;
     if (!mt)
-        return hr_errf("GGUF architecture \"%s\" is not supported (supported: llama, qwen2, qwen3, qwen3moe, gemma3)", arch);
+        return hr_errf("GGUF architecture \"%s\" is not supported (supported: llama, qwen2, qwen3, "
+                       "qwen3moe, gemma3)",
+                       arch);
     builder b = {g, arch, json_object()};
     if (!b.j) return hr_err_oom();
     hr_err *e = build(&b, mt);

@@ -64,7 +64,8 @@ static int layer_of(const char *name, const char *prefix, const char **rest) {
 int hr_gguf_to_hf(const char *arch, const char *gguf, char *hf, size_t n, int *stacked) {
     *stacked = 0;
     for (size_t i = 0; i < sizeof model_names / sizeof *model_names; i++)
-        if (strcmp(gguf, model_names[i].gguf) == 0) return snprintf(hf, n, "%s", model_names[i].hf) < (int)n;
+        if (strcmp(gguf, model_names[i].gguf) == 0)
+            return snprintf(hf, n, "%s", model_names[i].hf) < (int)n;
     const char *rest;
     int l = layer_of(gguf, "blk.", &rest);
     if (l < 0) return 0;
@@ -79,7 +80,8 @@ int hr_gguf_to_hf(const char *arch, const char *gguf, char *hf, size_t n, int *s
 int hr_hf_to_gguf(const char *arch, const char *hf, char *gguf, size_t n, int *expert) {
     *expert = -1;
     for (size_t i = 0; i < sizeof model_names / sizeof *model_names; i++)
-        if (strcmp(hf, model_names[i].hf) == 0) return snprintf(gguf, n, "%s", model_names[i].gguf) < (int)n;
+        if (strcmp(hf, model_names[i].hf) == 0)
+            return snprintf(gguf, n, "%s", model_names[i].gguf) < (int)n;
     const char *rest;
     int l = layer_of(hf, "model.layers.", &rest);
     if (l < 0) return 0;
@@ -107,8 +109,10 @@ int hr_gguf_permutes(const char *arch) {
 char hr_gguf_qk_kind(const char *hf) {
     const char *rest;
     if (layer_of(hf, "model.layers.", &rest) < 0) return 0;
-    if (!strcmp(rest, "self_attn.q_proj.weight") || !strcmp(rest, "self_attn.q_proj.bias")) return 'q';
-    if (!strcmp(rest, "self_attn.k_proj.weight") || !strcmp(rest, "self_attn.k_proj.bias")) return 'k';
+    if (!strcmp(rest, "self_attn.q_proj.weight") || !strcmp(rest, "self_attn.q_proj.bias"))
+        return 'q';
+    if (!strcmp(rest, "self_attn.k_proj.weight") || !strcmp(rest, "self_attn.k_proj.bias"))
+        return 'k';
     return 0;
 }
 
@@ -120,7 +124,7 @@ void hr_gguf_permute_rows(const void *src, void *dst, int64_t rows, size_t row_b
             for (int64_t j = 0; j < 2; j++) {
                 int64_t g = h * hd + 2 * i + j, f = h * hd + j * half + i;
                 int64_t to = inverse ? f : g, from = inverse ? g : f;
-                memcpy((char *)dst + (size_t)to * row_bytes, (const char *)src + (size_t)from * row_bytes,
-                       row_bytes);
+                memcpy((char *)dst + (size_t)to * row_bytes,
+                       (const char *)src + (size_t)from * row_bytes, row_bytes);
             }
 }

@@ -38,10 +38,12 @@ static hr_err *add(gguf_src *s, const char *name, const hr_tensor *t) {
 }
 
 /* The q/k rows back in HF order (the converter interleaved each head's two rotary halves). */
-static hr_err *unpermute(gguf_src *s, const char *name, const hr_tensor *t, int n_head, hr_tensor *out) {
+static hr_err *unpermute(gguf_src *s, const char *name, const hr_tensor *t, int n_head,
+                         hr_tensor *out) {
     int64_t rows = t->shape[0];
     if (n_head <= 0 || rows % n_head || (rows / n_head) % 2)
-        return hr_errf("tensor \"%s\": %lld rows do not split into %d heads of even size", name, (long long)rows, n_head);
+        return hr_errf("tensor \"%s\": %lld rows do not split into %d heads of even size", name,
+                       (long long)rows, n_head);
     size_t bytes = hr_tensor_bytes(t);
     void **owned = realloc(s->owned, sizeof *owned * (size_t)(s->n_owned + 1));
     if (!owned) return hr_err_oom();
@@ -55,7 +57,8 @@ static hr_err *unpermute(gguf_src *s, const char *name, const hr_tensor *t, int 
     return NULL;
 }
 
-static hr_err *add_stacked(gguf_src *s, const char *pattern, const char *gname, const hr_tensor *t) {
+static hr_err *add_stacked(gguf_src *s, const char *pattern, const char *gname,
+                           const hr_tensor *t) {
     if (t->ndim != 3) return hr_errf("tensor \"%s\" must be 3-D [experts, rows, cols]", gname);
     char name[256];
     for (int64_t e = 0; e < t->shape[0]; e++) {
@@ -92,13 +95,17 @@ static const hr_tensor *src_get(const void *impl, const char *name) {
     return e ? &e->t : NULL;
 }
 
-static size_t src_bytes(const void *impl) { return hr_gguf_data_bytes(((const gguf_src *)impl)->g); }
+static size_t src_bytes(const void *impl) {
+    return hr_gguf_data_bytes(((const gguf_src *)impl)->g);
+}
 
 static void src_close(void *impl) {
     gguf_src *s = impl;
     if (!s) return;
-    for (int i = 0; i < s->n; i++) free(s->e[i].name);
-    for (int i = 0; i < s->n_owned; i++) free(s->owned[i]);
+    for (int i = 0; i < s->n; i++)
+        free(s->e[i].name);
+    for (int i = 0; i < s->n_owned; i++)
+        free(s->owned[i]);
     free(s->e);
     free(s->owned);
     hr_gguf_close(s->g);
@@ -111,10 +118,12 @@ static hr_err *build(gguf_src *s, hr_model_config *cfg) {
     HR_TRY(hr_config_from_gguf(s->g, cfg));
     const char *arch;
     HR_TRY(hr_gguf_get_str(s->g, "general.architecture", &arch));
-    for (int i = 0; i < hr_gguf_tensor_count(s->g); i++) HR_TRY(index_tensor(s, arch, cfg, i));
+    for (int i = 0; i < hr_gguf_tensor_count(s->g); i++)
+        HR_TRY(index_tensor(s, arch, cfg, i));
     qsort(s->e, (size_t)s->n, sizeof *s->e, cmp_entry);
     for (int i = 1; i < s->n; i++)
-        if (!strcmp(s->e[i - 1].name, s->e[i].name)) return hr_errf("tensor \"%s\" appears twice", s->e[i].name);
+        if (!strcmp(s->e[i - 1].name, s->e[i].name))
+            return hr_errf("tensor \"%s\" appears twice", s->e[i].name);
     return NULL;
 }
 

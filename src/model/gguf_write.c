@@ -24,7 +24,8 @@ static const size_t elem_size[HR_GGUF_TYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 
 static hr_err *put(wbuf *b, const void *p, size_t n) {
     if (b->len + n > b->cap) {
         size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->len + n) cap *= 2;
+        while (cap < b->len + n)
+            cap *= 2;
         uint8_t *q = realloc(b->p, cap);
         if (!q) return hr_err_oom();
         b->p = q;
@@ -35,8 +36,12 @@ static hr_err *put(wbuf *b, const void *p, size_t n) {
     return NULL;
 }
 
-static hr_err *put_u32(wbuf *b, uint32_t v) { return put(b, &v, 4); }
-static hr_err *put_u64(wbuf *b, uint64_t v) { return put(b, &v, 8); }
+static hr_err *put_u32(wbuf *b, uint32_t v) {
+    return put(b, &v, 4);
+}
+static hr_err *put_u64(wbuf *b, uint64_t v) {
+    return put(b, &v, 8);
+}
 
 static hr_err *put_string(wbuf *b, const char *s) {
     HR_TRY(put_u64(b, strlen(s)));
@@ -68,26 +73,34 @@ hr_err *hr_gguf_put_str(hr_gguf_writer *w, const char *k, const char *v) {
 }
 
 hr_err *hr_gguf_put(hr_gguf_writer *w, const char *k, hr_gguf_type t, const void *v) {
-    if (t >= HR_GGUF_TYPE_COUNT || !elem_size[t]) return hr_errf("hr_gguf_put: %s is not a scalar type", k);
+    if (t >= HR_GGUF_TYPE_COUNT || !elem_size[t])
+        return hr_errf("hr_gguf_put: %s is not a scalar type", k);
     HR_TRY(key(w, k, t));
     return put(&w->kv, v, elem_size[t]);
 }
 
-hr_err *hr_gguf_put_u32(hr_gguf_writer *w, const char *k, uint32_t v) { return hr_gguf_put(w, k, HR_GGUF_U32, &v); }
-hr_err *hr_gguf_put_f32(hr_gguf_writer *w, const char *k, float v) { return hr_gguf_put(w, k, HR_GGUF_F32, &v); }
+hr_err *hr_gguf_put_u32(hr_gguf_writer *w, const char *k, uint32_t v) {
+    return hr_gguf_put(w, k, HR_GGUF_U32, &v);
+}
+hr_err *hr_gguf_put_f32(hr_gguf_writer *w, const char *k, float v) {
+    return hr_gguf_put(w, k, HR_GGUF_F32, &v);
+}
 
-hr_err *hr_gguf_put_arr(hr_gguf_writer *w, const char *k, hr_gguf_type t, const void *elems, uint64_t n) {
-    if (t >= HR_GGUF_TYPE_COUNT || t == HR_GGUF_ARRAY) return hr_errf("hr_gguf_put_arr: bad element type for %s", k);
+hr_err *hr_gguf_put_arr(hr_gguf_writer *w, const char *k, hr_gguf_type t, const void *elems,
+                        uint64_t n) {
+    if (t >= HR_GGUF_TYPE_COUNT || t == HR_GGUF_ARRAY)
+        return hr_errf("hr_gguf_put_arr: bad element type for %s", k);
     HR_TRY(key(w, k, HR_GGUF_ARRAY));
     HR_TRY(put_u32(&w->kv, t));
     HR_TRY(put_u64(&w->kv, n));
     if (t != HR_GGUF_STRING) return put(&w->kv, elems, elem_size[t] * (size_t)n);
-    for (uint64_t i = 0; i < n; i++) HR_TRY(put_string(&w->kv, ((const char *const *)elems)[i]));
+    for (uint64_t i = 0; i < n; i++)
+        HR_TRY(put_string(&w->kv, ((const char *const *)elems)[i]));
     return NULL;
 }
 
-hr_err *hr_gguf_put_tensor(hr_gguf_writer *w, const char *name, hr_dtype dt, int ndim, const int64_t *shape,
-                           const void *data) {
+hr_err *hr_gguf_put_tensor(hr_gguf_writer *w, const char *name, hr_dtype dt, int ndim,
+                           const int64_t *shape, const void *data) {
     int gt = hr_gguf_ggml_type(dt);
     if (gt < 0) return hr_errf("tensor \"%s\": dtype %s has no ggml type", name, hr_dtype_name(dt));
     int64_t numel = 1;

@@ -22,10 +22,11 @@ hr_err *hr_gguf_put(hr_gguf_writer *w, const char *key, hr_gguf_type t, const vo
 hr_err *hr_gguf_put_u32(hr_gguf_writer *w, const char *key, uint32_t v);
 hr_err *hr_gguf_put_f32(hr_gguf_writer *w, const char *key, float v);
 /* An array of n scalars of type t, or (t = HR_GGUF_STRING, elems a const char **) strings. */
-hr_err *hr_gguf_put_arr(hr_gguf_writer *w, const char *key, hr_gguf_type t, const void *elems, uint64_t n);
+hr_err *hr_gguf_put_arr(hr_gguf_writer *w, const char *key, hr_gguf_type t, const void *elems,
+                        uint64_t n);
 /* A tensor (row-major shape; written as GGUF's reversed ne); data is copied. */
-hr_err *hr_gguf_put_tensor(hr_gguf_writer *w, const char *name, hr_dtype dt, int ndim, const int64_t *shape,
-                           const void *data);
+hr_err *hr_gguf_put_tensor(hr_gguf_writer *w, const char *name, hr_dtype dt, int ndim,
+                           const int64_t *shape, const void *data);
 
 /* The file's bytes (caller frees). */
 hr_err *hr_gguf_writer_bytes(const hr_gguf_writer *w, uint8_t **out, size_t *len);

@@ -9,9 +9,15 @@
 #include "model/gguf.h"
 #include "model/safetensors.h"
 
-static const hr_tensor *st_get(const void *impl, const char *name) { return hr_st_get(impl, name); }
-static size_t st_bytes(const void *impl) { return hr_st_data_bytes(impl); }
-static void st_close(void *impl) { hr_st_close(impl); }
+static const hr_tensor *st_get(const void *impl, const char *name) {
+    return hr_st_get(impl, name);
+}
+static size_t st_bytes(const void *impl) {
+    return hr_st_data_bytes(impl);
+}
+static void st_close(void *impl) {
+    hr_st_close(impl);
+}
 
 static const hr_weights_vt st_vt = {st_get, st_bytes, st_close};
 
@@ -38,8 +44,12 @@ hr_err *hr_weights_open(const char *path, hr_model_config *cfg, hr_weights **out
     *out = NULL;
     if (hr_is_gguf(path)) return hr_gguf_weights_open(path, cfg, out);
     if (is_dir(path)) return open_dir(path, cfg, out);
-    if (!hr_file_exists(path)) return hr_errf("%s: no such file or directory", path);
-    return hr_errf("%s is neither a model directory (config.json + safetensors) nor a GGUF file", path);
+    if (!hr_file_exists(path))
+        return hr_errf("%s: no such file or directory (want a model directory with config.json, or "
+                       "a .gguf file)",
+                       path);
+    return hr_errf("%s is neither a model directory (config.json + safetensors) nor a GGUF file",
+                   path);
 }
 
 void hr_weights_close(hr_weights *w) {
@@ -48,5 +58,9 @@ void hr_weights_close(hr_weights *w) {
     free(w);
 }
 
-const hr_tensor *hr_weights_get(const hr_weights *w, const char *name) { return w->vt->get(w->impl, name); }
-size_t hr_weights_data_bytes(const hr_weights *w) { return w->vt->data_bytes(w->impl); }
+const hr_tensor *hr_weights_get(const hr_weights *w, const char *name) {
+    return w->vt->get(w->impl, name);
+}
+size_t hr_weights_data_bytes(const hr_weights *w) {
+    return w->vt->data_bytes(w->impl);
+}

@@ -47,7 +47,8 @@ static bigram pop(bigram *h, int *n) {
     return top;
 }
 
-static void try_pair(const hr_tokenizer *t, const char *w, const sym *s, int l, int r, bigram *h, int *nh) {
+static void try_pair(const hr_tokenizer *t, const char *w, const sym *s, int l, int r, bigram *h,
+                     int *nh) {
     if (l < 0 || r < 0) return;
     int32_t id;
     uint32_t size = s[l].len + s[r].len;
@@ -68,7 +69,8 @@ static hr_err *emit(const hr_tokenizer *t, const char *w, const sym *s, hr_ids *
 
 static void merge_all(const hr_tokenizer *t, const char *w, sym *s, int ns, bigram *h) {
     int nh = 0;
-    for (int i = 1; i < ns; i++) try_pair(t, w, s, i - 1, i, h, &nh);
+    for (int i = 1; i < ns; i++)
+        try_pair(t, w, s, i - 1, i, h, &nh);
     while (nh > 0) {
         bigram b = pop(h, &nh);
         sym *l = &s[b.left], *r = &s[b.right];
@@ -96,7 +98,8 @@ hr_err *hr_spm_word(const hr_tokenizer *t, const char *w, size_t n, hr_ids *out)
         i += k;
     }
     if (!e) merge_all(t, w, s, ns, h);
-    for (int i = 0; !e && ns && i >= 0; i = s[i].next) e = emit(t, w, &s[i], out);
+    for (int i = 0; !e && ns && i >= 0; i = s[i].next)
+        e = emit(t, w, &s[i], out);
     free(s);
     free(h);
     return e;

@@ -18,17 +18,26 @@ static const struct {
     const char *pre, *regex;
     int ignore_merges;
 } pres[] = {
-    {"qwen2", "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?"
-              "[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", 0},
-    {"llama-bpe", "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
-                  "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", 1},
+    {"qwen2",
+     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{"
+     "N}| ?"
+     "[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     0},
+    {"llama-bpe",
+     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+     "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     1},
     {"gpt2", NULL, 0},
     {"default", NULL, 0},
 };
 
-static int type_of(const hr_tok_vocab *v, int i) { return v->types ? v->types[i] : T_NORMAL; }
+static int type_of(const hr_tok_vocab *v, int i) {
+    return v->types ? v->types[i] : T_NORMAL;
+}
 
-static json_t *str(hr_tok_str s) { return json_stringn(s.p, s.len); }
+static json_t *str(hr_tok_str s) {
+    return json_stringn(s.p, s.len);
+}
 
 static hr_err *tokens(const hr_tok_vocab *v, json_t *vocab, json_t *added) {
     for (int i = 0; i < v->n_tokens; i++) {
@@ -36,11 +45,12 @@ static hr_err *tokens(const hr_tok_vocab *v, json_t *vocab, json_t *added) {
         json_t *s = str(v->tokens[i]);
         if (!s) return hr_errf("GGUF token %d is not valid UTF-8", i);
         if (ty == T_CONTROL || ty == T_USER) {
-            json_t *a = json_pack("{s:i, s:o, s:b, s:b}", "id", i, "content", s, "special", ty == T_CONTROL,
-                                  "normalized", 0);
+            json_t *a = json_pack("{s:i, s:o, s:b, s:b}", "id", i, "content", s, "special",
+                                  ty == T_CONTROL, "normalized", 0);
             if (!a || json_array_append_new(added, a)) return hr_err_oom();
         } else {
-            int bad = json_object_setn_new(vocab, v->tokens[i].p, v->tokens[i].len, json_integer(i));
+            int bad =
+                json_object_setn_new(vocab, v->tokens[i].p, v->tokens[i].len, json_integer(i));
             json_decref(s);
             if (bad) return hr_errf("GGUF token %d cannot be a vocab key", i);
         }
@@ -53,12 +63,16 @@ static json_t *pre_tokenizer(const hr_tok_vocab *v, hr_err **e, int *ignore_merg
     for (size_t i = 0; i < sizeof pres / sizeof *pres; i++) {
         if (strcmp(pre, pres[i].pre)) continue;
         *ignore_merges = pres[i].ignore_merges;
-        if (!pres[i].regex) return json_pack("{s:s, s:b, s:b}", "type", "ByteLevel", "add_prefix_space", 0, "use_regex", 1);
-        return json_pack("{s:s, s:[{s:s, s:{s:s}, s:s, s:b}, {s:s, s:b, s:b}]}", "type", "Sequence", "pretokenizers",
-                         "type", "Split", "pattern", "Regex", pres[i].regex, "behavior", "Isolated", "invert", 0,
-                         "type", "ByteLevel", "add_prefix_space", 0, "use_regex", 0);
+        if (!pres[i].regex)
+            return json_pack("{s:s, s:b, s:b}", "type", "ByteLevel", "add_prefix_space", 0,
+                             "use_regex", 1);
+        return json_pack("{s:s, s:[{s:s, s:{s:s}, s:s, s:b}, {s:s, s:b, s:b}]}", "type", "Sequence",
+                         "pretokenizers", "type", "Split", "pattern", "Regex", pres[i].regex,
+                         "behavior", "Isolated", "invert", 0, "type", "ByteLevel",
+                         "add_prefix_space", 0, "use_regex", 0);
     }
-    *e = hr_errf("GGUF tokenizer.ggml.pre \"%s\" is not supported (qwen2, llama-bpe, gpt2, default)", pre);
+    *e = hr_errf(
+        "GGUF tokenizer.ggml.pre \"%s\" is not supported (qwen2, llama-bpe, gpt2, default)", pre);
     return NULL;
 }
 
@@ -89,15 +103,16 @@ static hr_err *gpt2(const hr_tok_vocab *v, json_t *j, json_t *model) {
 
 /* The tokenizer.json of a llama (SentencePiece) vocab; the merging itself is spm.c's. */
 static hr_err *spm(const hr_tok_vocab *v, json_t *j, json_t *model) {
-    if (!v->scores) return hr_errf("GGUF tokenizer.ggml.scores is missing (a llama vocab needs it)");
+    if (!v->scores)
+        return hr_errf("GGUF tokenizer.ggml.scores is missing (a llama vocab needs it)");
     int prefix = v->add_space_prefix != 0;
-    json_t *norm = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:{s:s}, s:s}]}", "type", "Sequence", "normalizers",
-                             "type", "Prepend", "prepend", prefix ? SPIECE : "",
+    json_t *norm = json_pack("{s:s, s:[{s:s, s:s}, {s:s, s:{s:s}, s:s}]}", "type", "Sequence",
+                             "normalizers", "type", "Prepend", "prepend", prefix ? SPIECE : "",
                              "type", "Replace", "pattern", "String", " ", "content", SPIECE);
-    json_t *dec = json_pack("{s:s, s:[{s:s, s:{s:s}, s:s}, {s:s}, {s:s}, {s:s, s:s, s:i, s:i}]}", "type",
-                            "Sequence", "decoders", "type", "Replace", "pattern", "String", SPIECE, "content", " ",
-                            "type", "ByteFallback", "type", "Fuse", "type", "Strip", "content", " ", "start",
-                            prefix, "stop", 0);
+    json_t *dec = json_pack("{s:s, s:[{s:s, s:{s:s}, s:s}, {s:s}, {s:s}, {s:s, s:s, s:i, s:i}]}",
+                            "type", "Sequence", "decoders", "type", "Replace", "pattern", "String",
+                            SPIECE, "content", " ", "type", "ByteFallback", "type", "Fuse", "type",
+                            "Strip", "content", " ", "start", prefix, "stop", 0);
     if (!norm || !dec) {
         json_decref(norm);
         json_decref(dec);
@@ -112,7 +127,8 @@ static hr_err *spm(const hr_tok_vocab *v, json_t *j, json_t *model) {
 static hr_err *tokenizer_json(const hr_tok_vocab *v, json_t *j) {
     json_t *vocab = json_object(), *added = json_array();
     json_t *model = json_pack("{s:s, s:o}", "type", "BPE", "vocab", vocab);
-    if (!model || !added || json_object_set_new(j, "model", model) || json_object_set_new(j, "added_tokens", added))
+    if (!model || !added || json_object_set_new(j, "model", model) ||
+        json_object_set_new(j, "added_tokens", added))
         return hr_err_oom();
     HR_TRY(tokens(v, vocab, added));
     if (!strcmp(v->model, "gpt2")) return gpt2(v, j, model);
@@ -127,10 +143,12 @@ static json_t *token_json(const hr_tok_vocab *v, int32_t id) {
 /* The tokenizer_config.json: BOS/EOS, whether to add them, the chat template. */
 static json_t *config_json(const hr_tok_vocab *v) {
     int spm_model = !strcmp(v->model, "llama");
-    json_t *c = json_pack("{s:o, s:o, s:b, s:b}", "bos_token", token_json(v, v->bos), "eos_token",
-                          token_json(v, v->eos), "add_bos_token", v->add_bos >= 0 ? v->add_bos : spm_model,
-                          "add_eos_token", v->add_eos > 0);
-    if (c && v->chat_template) json_object_set_new(c, "chat_template", json_string(v->chat_template));
+    json_t *c =
+        json_pack("{s:o, s:o, s:b, s:b}", "bos_token", token_json(v, v->bos), "eos_token",
+                  token_json(v, v->eos), "add_bos_token", v->add_bos >= 0 ? v->add_bos : spm_model,
+                  "add_eos_token", v->add_eos > 0);
+    if (c && v->chat_template)
+        json_object_set_new(c, "chat_template", json_string(v->chat_template));
     return c;
 }
 
@@ -147,7 +165,8 @@ static hr_err *build(hr_tokenizer *t, const hr_tok_vocab *v) {
     t->unk_id = v->unk >= 0 && v->unk < t->n_vocab ? v->unk : -1;
     t->spm_scores = malloc(sizeof *t->spm_scores * (size_t)(t->n_vocab ? t->n_vocab : 1));
     if (!t->spm_scores) return hr_err_oom();
-    for (int i = 0; i < t->n_vocab; i++) t->spm_scores[i] = i < v->n_tokens ? v->scores[i] : -1e30f;
+    for (int i = 0; i < t->n_vocab; i++)
+        t->spm_scores[i] = i < v->n_tokens ? v->scores[i] : -1e30f;
     return NULL;
 }
 

@@ -15,7 +15,8 @@ static void walk(const hr_gguf *g) {
         const hr_gguf_kv *kv = hr_gguf_kv_at(g, i);
         sink += kv->u + (uint64_t)kv->s.len;
         for (uint64_t k = 0; kv->type == HR_GGUF_ARRAY && k < kv->arr_n && k < 4096; k++)
-            sink += kv->arr_type == HR_GGUF_STRING ? hr_gguf_arr_str(kv, k).len : (uint64_t)hr_gguf_arr_int(kv, k);
+            sink += kv->arr_type == HR_GGUF_STRING ? hr_gguf_arr_str(kv, k).len
+                                                   : (uint64_t)hr_gguf_arr_int(kv, k);
     }
     for (int i = 0; i < hr_gguf_tensor_count(g); i++) {
         const hr_tensor *t = hr_gguf_tensor_at(g, i);

@@ -12,19 +12,29 @@ typedef struct {
     size_t n;
 } raw;
 
-static void r_bytes(raw *r, const void *p, size_t n) { memcpy(r->p + r->n, p, n), r->n += n; }
-static void r_u32(raw *r, uint32_t v) { r_bytes(r, &v, 4); }
-static void r_u64(raw *r, uint64_t v) { r_bytes(r, &v, 8); }
-static void r_str(raw *r, const char *s) { r_u64(r, strlen(s)), r_bytes(r, s, strlen(s)); }
+static void r_bytes(raw *r, const void *p, size_t n) {
+    memcpy(r->p + r->n, p, n), r->n += n;
+}
+static void r_u32(raw *r, uint32_t v) {
+    r_bytes(r, &v, 4);
+}
+static void r_u64(raw *r, uint64_t v) {
+    r_bytes(r, &v, 8);
+}
+static void r_str(raw *r, const char *s) {
+    r_u64(r, strlen(s)), r_bytes(r, s, strlen(s));
+}
 static void r_header(raw *r, uint32_t version, uint64_t nt, uint64_t nkv) {
     r->n = 0;
     r_bytes(r, "GGUF", 4), r_u32(r, version), r_u64(r, nt), r_u64(r, nkv);
 }
-static void r_tensor(raw *r, const char *name, uint64_t ne0, uint64_t ne1, uint32_t type, uint64_t off) {
+static void r_tensor(raw *r, const char *name, uint64_t ne0, uint64_t ne1, uint32_t type,
+                     uint64_t off) {
     r_str(r, name), r_u32(r, 2), r_u64(r, ne0), r_u64(r, ne1), r_u32(r, type), r_u64(r, off);
 }
 static void r_pad(raw *r, size_t total) {
-    while (r->n % 32) r->p[r->n++] = 0;
+    while (r->n % 32)
+        r->p[r->n++] = 0;
     memset(r->p + r->n, 0, total), r->n += total;
 }
 
@@ -80,17 +90,20 @@ static void test_roundtrip(void) {
     int b;
     const char *s;
     const hr_gguf_kv *strs, *ints;
-    int ok = !hr_gguf_get_int(g, "t.i8", 0, &i) && i == -5 && !hr_gguf_get_int(g, "t.u16", 0, &i) && i == 65000 &&
-             !hr_gguf_get_int(g, "t.i64", 0, &i) && i == -(1ll << 40) && !hr_gguf_get_num(g, "t.f64", 0, &d) &&
-             d == 2.5 && !hr_gguf_get_num(g, "t.f32", 0, &d) && d == 0.25 && !hr_gguf_get_bool(g, "t.bool", 0, &b) &&
-             b && !hr_gguf_get_str(g, "general.architecture", &s) && !strcmp(s, "llama") &&
+    int ok = !hr_gguf_get_int(g, "t.i8", 0, &i) && i == -5 && !hr_gguf_get_int(g, "t.u16", 0, &i) &&
+             i == 65000 && !hr_gguf_get_int(g, "t.i64", 0, &i) && i == -(1ll << 40) &&
+             !hr_gguf_get_num(g, "t.f64", 0, &d) && d == 2.5 &&
+             !hr_gguf_get_num(g, "t.f32", 0, &d) && d == 0.25 &&
+             !hr_gguf_get_bool(g, "t.bool", 0, &b) && b &&
+             !hr_gguf_get_str(g, "general.architecture", &s) && !strcmp(s, "llama") &&
              !hr_gguf_get_arr(g, "t.strs", HR_GGUF_STRING, &strs) && strs && strs->arr_n == 3 &&
              hr_gguf_arr_str(strs, 2).len == 4 && hr_gguf_arr_str(strs, 1).len == 0 &&
              !hr_gguf_get_arr(g, "t.ints", HR_GGUF_I32, &ints) && hr_gguf_arr_int(ints, 1) == -4 &&
              !hr_gguf_get_int(g, "absent", 7, &i) && i == 7;
     const hr_tensor *a = hr_gguf_tensor(g, "a");
-    int tensors = a && a->ndim == 2 && a->shape[0] == 2 && a->shape[1] == 3 && ((float *)a->data)[5] == 6 &&
-                  hr_gguf_tensor(g, "b") && !hr_gguf_tensor(g, "c") && hr_gguf_data_bytes(g) == 44;
+    int tensors = a && a->ndim == 2 && a->shape[0] == 2 && a->shape[1] == 3 &&
+                  ((float *)a->data)[5] == 6 && hr_gguf_tensor(g, "b") && !hr_gguf_tensor(g, "c") &&
+                  hr_gguf_data_bytes(g) == 44;
     hr_err *wrong = hr_gguf_get_str(g, "t.i8", &s);
     int typed = wrong && strstr(hr_err_msg(wrong), "t.i8");
     hr_err_free(wrong);
@@ -146,21 +159,26 @@ static void test_bad_metadata(void) {
     bad(r, "not valid UTF-8");
     r_header(r, 3, 0, 1), r_str(r, "k\xC0\x80"), r_u32(r, HR_GGUF_U8), r->p[r->n++] = 1;
     bad(r, "not valid UTF-8");
-    r_header(r, 3, 0, 1), r_u64(r, 70000), memset(r->p + r->n, 'a', 70000), r->n += 70000, r_u32(r, 0), r->p[r->n++] = 1;
+    r_header(r, 3, 0, 1), r_u64(r, 70000), memset(r->p + r->n, 'a', 70000), r->n += 70000,
+        r_u32(r, 0), r->p[r->n++] = 1;
     bad(r, "at most 65535");
     r_header(r, 3, 0, 1), r_str(r, ""), r_u32(r, 0), r->p[r->n++] = 1;
     bad(r, "is empty");
     r_header(r, 3, 0, 1), r_str(r, "k"), r_u32(r, 13);
     bad(r, "unknown value type 13");
-    r_header(r, 3, 0, 1), r_str(r, "k"), r_u32(r, HR_GGUF_ARRAY), r_u32(r, HR_GGUF_ARRAY), r_u64(r, 1);
+    r_header(r, 3, 0, 1), r_str(r, "k"), r_u32(r, HR_GGUF_ARRAY), r_u32(r, HR_GGUF_ARRAY),
+        r_u64(r, 1);
     bad(r, "nested arrays");
-    r_header(r, 3, 0, 1), r_str(r, "k"), r_u32(r, HR_GGUF_ARRAY), r_u32(r, HR_GGUF_U64), r_u64(r, 1ull << 61);
+    r_header(r, 3, 0, 1), r_str(r, "k"), r_u32(r, HR_GGUF_ARRAY), r_u32(r, HR_GGUF_U64),
+        r_u64(r, 1ull << 61);
     bad(r, "elements of u64");
-    r_header(r, 3, 0, 1), r_str(r, "k"), r_u32(r, HR_GGUF_ARRAY), r_u32(r, HR_GGUF_STRING), r_u64(r, 1ull << 40);
+    r_header(r, 3, 0, 1), r_str(r, "k"), r_u32(r, HR_GGUF_ARRAY), r_u32(r, HR_GGUF_STRING),
+        r_u64(r, 1ull << 40);
     bad(r, "strings, more than");
     r_header(r, 3, 0, 1), r_str(r, "k"), r_u32(r, HR_GGUF_STRING), r_u64(r, ~0ull);
     bad(r, "past the end");
-    r_header(r, 3, 0, 2), r_str(r, "k"), r_u32(r, 0), r->p[r->n++] = 1, r_str(r, "k"), r_u32(r, 0), r->p[r->n++] = 1;
+    r_header(r, 3, 0, 2), r_str(r, "k"), r_u32(r, 0), r->p[r->n++] = 1, r_str(r, "k"), r_u32(r, 0),
+                                                      r->p[r->n++] = 1;
     bad(r, "appears twice");
     r_header(r, 3, 0, 1), r_str(r, "general.alignment"), r_u32(r, HR_GGUF_U32), r_u32(r, 24);
     bad(r, "not a power of two");
@@ -177,7 +195,8 @@ static void test_bad_tensors(void) {
     bad(r, "outside the file");
     r_header(r, 3, 1, 0), r_tensor(r, "w", 4, 2, 0, 4), r_pad(r, 64);
     bad(r, "not aligned to 32");
-    r_header(r, 3, 2, 0), r_tensor(r, "a", 16, 2, 0, 0), r_tensor(r, "b", 8, 1, 0, 96), r_pad(r, 256);
+    r_header(r, 3, 2, 0), r_tensor(r, "a", 16, 2, 0, 0), r_tensor(r, "b", 8, 1, 0, 96),
+        r_pad(r, 256);
     bad(r, "overlap");
     r_header(r, 3, 2, 0), r_tensor(r, "a", 8, 1, 0, 0), r_tensor(r, "a", 8, 1, 0, 32), r_pad(r, 64);
     bad(r, "appears twice");
@@ -196,14 +215,16 @@ static void test_bad_tensors(void) {
     hr_gguf *g;
     HR_CHECK_OK(hr_gguf_parse(r->p, r->n, "ok", &g));
     const hr_tensor *b = hr_gguf_tensor(g, "b");
-    HR_CHECK(b && b->dtype == HR_F16 && b->shape[0] == 2 && b->shape[1] == 4, "tensor b: dims reversed, F16");
+    HR_CHECK(b && b->dtype == HR_F16 && b->shape[0] == 2 && b->shape[1] == 4,
+             "tensor b: dims reversed, F16");
     hr_gguf_close(g);
     free(r);
 }
 
 /* The llama.cpp-made fixtures parse: version 3, their tensor counts. */
 static void test_fixtures(void) {
-    const char *files[] = {"gguf/brown-llama-8m-F16.gguf", "gguf/brown-llama-8m-Q4_K_M.gguf", "gguf/e2e-qwen3-Q8_0.gguf"};
+    const char *files[] = {"gguf/brown-llama-8m-F16.gguf", "gguf/brown-llama-8m-Q4_K_M.gguf",
+                           "gguf/e2e-qwen3-Q8_0.gguf"};
     const int counts[] = {56, 56, 24};
     for (int i = 0; i < 3; i++) {
         hr_gguf *g;
@@ -212,7 +233,8 @@ static void test_fixtures(void) {
         hr_gguf_close(g);
         HR_CHECK(n == counts[i] && v == 3, "%s: %d tensors, version %d", files[i], n, v);
     }
-    HR_CHECK(!hr_is_gguf(hr_fixture("models/brown-llama-8m")) && hr_is_gguf(hr_fixture(files[0])), "hr_is_gguf");
+    HR_CHECK(!hr_is_gguf(hr_fixture("models/brown-llama-8m")) && hr_is_gguf(hr_fixture(files[0])),
+             "hr_is_gguf");
 }
 
 int main(void) {

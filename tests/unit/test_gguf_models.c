@@ -35,14 +35,17 @@ static hr_err *logits_of(const char *path, const int32_t *ids, int n, float **ou
         hr_kv_pool_destroy(&pool);
     }
     hr_model_free(m);
-    if (e) free(l);
-    else *out = l, *vocab = V;
+    if (e)
+        free(l);
+    else
+        *out = l, *vocab = V;
     return e;
 }
 
 static double max_diff(const float *a, const float *b, size_t n) {
     double d = 0;
-    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    for (size_t i = 0; i < n; i++)
+        d = fmax(d, fabs((double)a[i] - b[i]));
     return d;
 }
 
@@ -61,8 +64,10 @@ static void compare(const char *a, const char *b, const int32_t *ids, int n, dou
 }
 
 static void test_brown_f16_logits(void) {
-    const int32_t ids[] = {1, 415, 2936, 9060, 12459, 28744, 6483, 28713, 754, 272, 17898, 3914, 28723};
-    compare(hr_fixture("gguf/brown-llama-8m-F16.gguf"), hr_fixture("models/brown-llama-8m"), ids, 13, 1e-4);
+    const int32_t ids[] = {1,     415, 2936, 9060,  12459, 28744, 6483,
+                           28713, 754, 272,  17898, 3914,  28723};
+    compare(hr_fixture("gguf/brown-llama-8m-F16.gguf"), hr_fixture("models/brown-llama-8m"), ids,
+            13, 1e-4);
 }
 
 static void test_brown_f16_nll(void) {
@@ -71,7 +76,8 @@ static void test_brown_f16_nll(void) {
     const json_t *arr = json_object_get(mref, "heldout_ids");
     int n = (int)json_array_size(arr);
     int32_t *ids = malloc(sizeof *ids * (size_t)n);
-    for (int i = 0; i < n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(arr, (size_t)i));
+    for (int i = 0; i < n; i++)
+        ids[i] = (int32_t)json_integer_value(json_array_get(arr, (size_t)i));
     json_decref(mref);
     float *l = NULL;
     int V = 0;
@@ -80,8 +86,10 @@ static void test_brown_f16_nll(void) {
     for (int t = 0; !e && t + 1 < n; t++) {
         const float *r = l + (size_t)t * V;
         double mx = r[0], s = 0;
-        for (int i = 1; i < V; i++) mx = fmax(mx, r[i]);
-        for (int i = 0; i < V; i++) s += exp(r[i] - mx);
+        for (int i = 1; i < V; i++)
+            mx = fmax(mx, r[i]);
+        for (int i = 0; i < V; i++)
+            s += exp(r[i] - mx);
         nll += mx + log(s) - r[ids[t + 1]];
     }
     nll /= n - 1;
@@ -89,7 +97,8 @@ static void test_brown_f16_nll(void) {
     free(ids);
     HR_CHECK_OK(e);
     const json_t *f = json_object_get(json_object_get(gref, "files"), "brown-llama-8m-F16.gguf");
-    double want = json_real_value(json_object_get(json_object_get(f, "transformers"), "heldout_ids_mean_nll"));
+    double want = json_real_value(
+        json_object_get(json_object_get(f, "transformers"), "heldout_ids_mean_nll"));
     printf("  mean NLL %.7f, transformers on the GGUF %.7f\n", nll, want);
     HR_CHECK(fabs(nll - want) <= 1e-5 * want, "NLL %.7f, want %.7f", nll, want);
 }
@@ -100,46 +109,66 @@ static void converted(const char *family) {
     snprintf(dir, sizeof dir, "models/tiny-%s", family);
     snprintf(path, sizeof path, "/tmp/hearth-test-gguf-%d-%s.gguf", (int)getpid(), family);
     HR_CHECK_OK(hr_gguf_convert(hr_fixture(dir), path));
-    const int32_t ids[] = {1, 17, 300, 42, 5, 99, 260, 7, 511, 3, 64, 128, 2, 77, 400, 12, 13, 14, 200, 201};
+    const int32_t ids[] = {1,  17,  300, 42, 5,   99, 260, 7,  511, 3,
+                           64, 128, 2,   77, 400, 12, 13,  14, 200, 201};
     compare(path, hr_fixture(dir), ids, 20, 1e-4);
     unlink(path);
 }
 
-static void test_converted_llama(void) { converted("llama"); }
-static void test_converted_qwen2(void) { converted("qwen2"); }
-static void test_converted_qwen3(void) { converted("qwen3"); }
-static void test_converted_qwen3_moe(void) { converted("qwen3_moe"); }
-static void test_converted_gemma3(void) { converted("gemma3"); }
+static void test_converted_llama(void) {
+    converted("llama");
+}
+static void test_converted_qwen2(void) {
+    converted("qwen2");
+}
+static void test_converted_qwen3(void) {
+    converted("qwen3");
+}
+static void test_converted_qwen3_moe(void) {
+    converted("qwen3_moe");
+}
+static void test_converted_gemma3(void) {
+    converted("gemma3");
+}
 
 /* Every tensor of a llama.cpp-quantized file has reference.json's type; the config loads. */
-static void quantized(const char *file, int layers, int hidden, int heads, int kv_heads, int head_dim) {
+static void quantized(const char *file, int layers, int hidden, int heads, int kv_heads,
+                      int head_dim) {
     char rel[128];
     snprintf(rel, sizeof rel, "gguf/%s", file);
     hr_gguf *g;
     HR_CHECK_OK(hr_gguf_open(hr_fixture(rel), &g));
-    const json_t *tt = json_object_get(json_object_get(json_object_get(json_object_get(gref, "files"), file),
-                                                       "tensor_types"), "per_tensor");
+    const json_t *tt = json_object_get(
+        json_object_get(json_object_get(json_object_get(gref, "files"), file), "tensor_types"),
+        "per_tensor");
     int n = hr_gguf_tensor_count(g), bad = 0;
     for (int i = 0; i < n; i++) {
         const char *want = json_string_value(json_object_get(tt, hr_gguf_tensor_name(g, i)));
         const char *got = hr_dtype_name(hr_gguf_tensor_at(g, i)->dtype);
-        if (!want || strcmp(want, got)) printf("  %s: %s, reference %s\n", hr_gguf_tensor_name(g, i), got, want), bad++;
+        if (!want || strcmp(want, got))
+            printf("  %s: %s, reference %s\n", hr_gguf_tensor_name(g, i), got, want), bad++;
     }
     hr_model_config c;
     hr_err *e = hr_config_from_gguf(g, &c);
     const hr_tensor *q = hr_gguf_tensor(g, "blk.0.attn_q.weight");
     hr_gguf_close(g);
     HR_CHECK_OK(e);
-    HR_CHECK(n == (int)json_object_size(tt) && !bad, "%d tensors (reference %zu), %d of another type", n,
-             json_object_size(tt), bad);
-    HR_CHECK(c.n_layers == layers && c.hidden == hidden && (!heads || (c.n_heads == heads && c.n_kv_heads == kv_heads)) &&
-             c.head_dim == head_dim, "config %d layers, hidden %d, heads %d/%d x %d", c.n_layers, c.hidden,
-             c.n_heads, c.n_kv_heads, c.head_dim);
+    HR_CHECK(n == (int)json_object_size(tt) && !bad,
+             "%d tensors (reference %zu), %d of another type", n, json_object_size(tt), bad);
+    HR_CHECK(c.n_layers == layers && c.hidden == hidden &&
+                 (!heads || (c.n_heads == heads && c.n_kv_heads == kv_heads)) &&
+                 c.head_dim == head_dim,
+             "config %d layers, hidden %d, heads %d/%d x %d", c.n_layers, c.hidden, c.n_heads,
+             c.n_kv_heads, c.head_dim);
     HR_CHECK(q && q->shape[0] == c.n_heads * head_dim && q->shape[1] == hidden, "attn_q shape");
 }
 
-static void test_quantized_brown(void) { quantized("brown-llama-8m-Q4_K_M.gguf", 6, 192, 6, 2, 32); }
-static void test_quantized_qwen3(void) { quantized("e2e-qwen3-Q8_0.gguf", 2, 64, 0, 0, 32); }
+static void test_quantized_brown(void) {
+    quantized("brown-llama-8m-Q4_K_M.gguf", 6, 192, 6, 2, 32);
+}
+static void test_quantized_qwen3(void) {
+    quantized("e2e-qwen3-Q8_0.gguf", 2, 64, 0, 0, 32);
+}
 
 int main(void) {
     hr_err *e = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &be);

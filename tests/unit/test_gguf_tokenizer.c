@@ -19,7 +19,8 @@ static int ids_equal(const int32_t *ids, int n, const json_t *want) {
 static void texts(const char *file, const char *set) {
     hr_tokenizer *tok;
     HR_CHECK_OK(hr_tokenizer_open(hr_fixture(file), &tok));
-    const json_t *all = json_object_get(json_object_get(json_object_get(ref, "tokenizer_check"), "all_texts"), set);
+    const json_t *all =
+        json_object_get(json_object_get(json_object_get(ref, "tokenizer_check"), "all_texts"), set);
     size_t i, bad = 0;
     const json_t *c;
     json_array_foreach(all, i, c) {
@@ -28,18 +29,25 @@ static void texts(const char *file, const char *set) {
             int32_t *ids = NULL;
             int n = 0;
             hr_err *e = hr_tokenizer_encode(tok, text, strlen(text), special, &ids, &n);
-            const json_t *want = json_object_get(c, special ? "llamacpp_ids" : "llamacpp_ids_no_bos");
-            if (e || !ids_equal(ids, n, want)) printf("  %s: \"%.40s\" (special %d) differs\n", file, text, special), bad++;
+            const json_t *want =
+                json_object_get(c, special ? "llamacpp_ids" : "llamacpp_ids_no_bos");
+            if (e || !ids_equal(ids, n, want))
+                printf("  %s: \"%.40s\" (special %d) differs\n", file, text, special), bad++;
             hr_err_free(e);
             free(ids);
         }
     }
     hr_tokenizer_free(tok);
-    HR_CHECK(json_array_size(all) > 0 && bad == 0, "%zu of %zu encodings differ", bad, 2 * json_array_size(all));
+    HR_CHECK(json_array_size(all) > 0 && bad == 0, "%zu of %zu encodings differ", bad,
+             2 * json_array_size(all));
 }
 
-static void test_brown_texts(void) { texts("gguf/brown-llama-8m-F16.gguf", "A"); }
-static void test_qwen3_texts(void) { texts("gguf/e2e-qwen3-Q8_0.gguf", "B"); }
+static void test_brown_texts(void) {
+    texts("gguf/brown-llama-8m-F16.gguf", "A");
+}
+static void test_qwen3_texts(void) {
+    texts("gguf/e2e-qwen3-Q8_0.gguf", "B");
+}
 
 static void test_brown_heldout(void) {
     json_t *mref;
@@ -52,8 +60,9 @@ static void test_brown_heldout(void) {
     char *back = NULL;
     if (!e) e = hr_tokenizer_encode(tok, text, strlen(text), 1, &ids, &n);
     if (!e) e = hr_tokenizer_decode(tok, ids, n, 1, &back);
-    const json_t *want = json_object_get(json_object_get(json_object_get(ref, "tokenizer_check"),
-                                                         "brown-llama-8m heldout ids"), "llamacpp_ids");
+    const json_t *want = json_object_get(
+        json_object_get(json_object_get(ref, "tokenizer_check"), "brown-llama-8m heldout ids"),
+        "llamacpp_ids");
     int same = !e && ids_equal(ids, n, want), round = back && !strcmp(back, text);
     free(ids);
     free(back);
@@ -72,7 +81,8 @@ static void test_qwen3_specials(void) {
     int special = hr_tokenizer_is_special(tok, im), eos = hr_tokenizer_eos_id(tok);
     hr_tokenizer_free(tok);
     HR_CHECK(tpl && strstr(tpl, "<|im_start|>"), "no chat template");
-    HR_CHECK(im == 151644 && special && eos == 151645, "<|im_start|> %d (special %d), eos %d", im, special, eos);
+    HR_CHECK(im == 151644 && special && eos == 151645, "<|im_start|> %d (special %d), eos %d", im,
+             special, eos);
 }
 
 int main(void) {
