@@ -151,6 +151,7 @@ static void quantized(const char *file, int layers, int hidden, int heads, int k
     hr_model_config c;
     hr_err *e = hr_config_from_gguf(g, &c);
     const hr_tensor *q = hr_gguf_tensor(g, "blk.0.attn_q.weight");
+    int64_t q_rows = q ? q->shape[0] : -1, q_cols = q ? q->shape[1] : -1;
     hr_gguf_close(g);
     HR_CHECK_OK(e);
     HR_CHECK(n == (int)json_object_size(tt) && !bad,
@@ -160,7 +161,7 @@ static void quantized(const char *file, int layers, int hidden, int heads, int k
                  c.head_dim == head_dim,
              "config %d layers, hidden %d, heads %d/%d x %d", c.n_layers, c.hidden, c.n_heads,
              c.n_kv_heads, c.head_dim);
-    HR_CHECK(q && q->shape[0] == c.n_heads * head_dim && q->shape[1] == hidden, "attn_q shape");
+    HR_CHECK(q_rows == c.n_heads * head_dim && q_cols == hidden, "attn_q shape");
 }
 
 static void test_quantized_brown(void) {

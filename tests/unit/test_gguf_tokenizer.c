@@ -77,10 +77,11 @@ static void test_qwen3_specials(void) {
     hr_tokenizer *tok;
     HR_CHECK_OK(hr_tokenizer_open(hr_fixture("gguf/e2e-qwen3-Q8_0.gguf"), &tok));
     const char *tpl = hr_tokenizer_chat_template(tok, NULL);
+    int has_tpl = tpl && strstr(tpl, "<|im_start|>");
     int32_t im = hr_tokenizer_token_id(tok, "<|im_start|>");
     int special = hr_tokenizer_is_special(tok, im), eos = hr_tokenizer_eos_id(tok);
     hr_tokenizer_free(tok);
-    HR_CHECK(tpl && strstr(tpl, "<|im_start|>"), "no chat template");
+    HR_CHECK(has_tpl, "no chat template");
     HR_CHECK(im == 151644 && special && eos == 151645, "<|im_start|> %d (special %d), eos %d", im,
              special, eos);
 }
