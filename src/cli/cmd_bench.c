@@ -14,7 +14,7 @@
 #include "cli/verbs.h"
 #include "engine/kv_pool.h"
 #include "hearth/hearth.h"
-#include "model/safetensors.h"
+#include "model/weights.h"
 
 typedef struct {
     pthread_mutex_t mu;
@@ -141,11 +141,10 @@ static hr_err *bench_prefill(hr_engine *e, const int *lens, int n, int vocab, in
 
 static hr_err *bench(const bench_opts *o) {
     hr_model_config c;
-    HR_TRY(hr_config_load(o->model, &c));
-    hr_safetensors *st;
-    HR_TRY(hr_st_open(o->model, &st));
-    size_t weight_bytes = hr_st_data_bytes(st);
-    hr_st_close(st);
+    hr_weights *w;
+    HR_TRY(hr_weights_open(o->model, &c, &w));
+    size_t weight_bytes = hr_weights_data_bytes(w);
+    hr_weights_close(w);
     int *lens = NULL, n_lens = 0;
     HR_TRY(hr_parse_int_list(o->prefill, "--prefill", &lens, &n_lens));
     int max_len = 0;

@@ -4,13 +4,13 @@
 
 #include "cli/args.h"
 #include "cli/verbs.h"
-#include "tokenizer/tokenizer.h"
+#include "engine/tok_open.h"
 
 int hr_cmd_detokenize(int argc, char **argv) {
     const char *model = NULL, *ids_s = NULL;
     int skip = 0, help = 0;
     hr_opt opts[] = {
-        {"model", HR_OPT_STR, &model, "model or tokenizer directory (tokenizer.json)"},
+        {"model", HR_OPT_STR, &model, "model or tokenizer directory (tokenizer.json), or a .gguf file"},
         {"ids", HR_OPT_STR, &ids_s, "comma-separated token ids, e.g. 9707,11,1879"},
         {"skip-special", HR_OPT_FLAG, &skip, "leave special tokens out of the text"},
     };
@@ -24,7 +24,7 @@ int hr_cmd_detokenize(int argc, char **argv) {
     int *ids, n;
     if ((e = hr_parse_int_list(ids_s, "--ids", &ids, &n))) return hr_cmd_fail("detokenize", e), 2;
     hr_tokenizer *tok;
-    if ((e = hr_tokenizer_load(model, &tok))) {
+    if ((e = hr_tokenizer_open(model, &tok))) {
         free(ids);
         return hr_cmd_fail("detokenize", e);
     }

@@ -1,5 +1,5 @@
 /* hearth fit: will a model with a context of N positions for S sequences fit this
- * machine's RAM? Reads config.json and the safetensors headers only (the tensor data is
+ * machine's RAM? Reads config.json and the safetensors headers (or the GGUF header) only (the tensor data is
  * mapped, never read) and prints weight bytes, KV bytes per token and the total. */
 #include <stdio.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include "cli/args.h"
 #include "cli/verbs.h"
 #include "engine/kv_pool.h"
-#include "model/safetensors.h"
+#include "model/weights.h"
 
 static double gib(double b) {
     return b / (1024.0 * 1024.0 * 1024.0);
@@ -15,11 +15,10 @@ static double gib(double b) {
 
 static hr_err *fit(const char *dir, long ctx, long seqs) {
     hr_model_config c;
-    HR_TRY(hr_config_load(dir, &c));
-    hr_safetensors *st;
-    HR_TRY(hr_st_open(dir, &st));
-    size_t weights = hr_st_data_bytes(st);
-    hr_st_close(st);
+    hr_weights *w;
+    HR_TRY(hr_weights_open(dir, &c, &w));
+    size_t weights = hr_weights_data_bytes(w);
+    hr_weights_close(w);
     if (ctx > c.max_pos && c.max_pos > 0)
         fprintf(stderr, "note: --ctx %ld is beyond the model's max_position_embeddings (%d)\n", ctx,
                 c.max_pos);

@@ -1,11 +1,12 @@
 /* hearth mkmodel: writes a random-weight checkpoint of a preset or a given config.json,
- * optionally with a tokenizer's files copied beside it. */
+ * optionally with a tokenizer's files copied beside it and an F16 GGUF copy (--gguf). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/file.h"
 #include "cli/args.h"
 #include "cli/verbs.h"
+#include "model/gguf_write.h"
 #include "model/mkmodel.h"
 
 static hr_err *copy_tokenizer(const char *src, const char *dst) {
@@ -31,7 +32,7 @@ static hr_err *copy_tokenizer(const char *src, const char *dst) {
 }
 
 static hr_err *run(const char *config, const char *preset, const char *tok, const char *dtype,
-                   long seed, long shard_mb, const char *out) {
+                   long seed, long shard_mb, const char *out, const char *gguf) {
     hr_dtype dt;
     if (strcmp(dtype, "bf16") == 0) dt = HR_BF16;
     else if (strcmp(dtype, "f32") == 0) dt = HR_F32;
@@ -45,11 +46,12 @@ static hr_err *run(const char *config, const char *preset, const char *tok, cons
     hr_err *err = hr_mkmodel_write(out, text, dt, (uint64_t)seed, (uint64_t)shard_mb << 20);
     free(text);
     if (!err && tok) err = copy_tokenizer(tok, out);
+    if (!err && gguf) err = hr_gguf_convert(out, gguf);
     return err;
 }
 
 int hr_cmd_mkmodel(int argc, char **argv) {
-    const char *config = NULL, *preset = NULL, *tok = NULL, *dtype = "bf16", *out = NULL;
+    const char *config = NULL, *preset = NULL, *tok = NULL, *dtype = "bf16", *out = NULL, *gguf = NULL;
     long seed = 0, shard_mb = 2048;
     hr_opt opts[] = {
         {"config", HR_OPT_STR, &config, "a config.json to build"},
@@ -59,15 +61,16 @@ int hr_cmd_mkmodel(int argc, char **argv) {
         {"dtype", HR_OPT_STR, &dtype, "bf16 (default) or f32"},
         {"shard-mb", HR_OPT_INT, &shard_mb, "largest shard in MiB (default 2048)"},
         {"out", HR_OPT_STR, &out, "output directory"},
+        {"gguf", HR_OPT_STR, &gguf, "also write it as this F16 GGUF file (llama.cpp's converter conventions)"},
     };
     int help;
     hr_err *err = hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
                                 "usage: hearth mkmodel (--config FILE | --preset NAME) [--tokenizer DIR] "
-                                "[--seed N] [--dtype bf16|f32] --out DIR", &help);
+                                "[--seed N] [--dtype bf16|f32] --out DIR [--gguf FILE]", &help);
     if (err) return hr_cmd_fail("mkmodel", err), 2;
     if (help) return 0;
     if (!out || !config == !preset)
         return hr_cmd_fail("mkmodel", hr_errf("--out and one of --config / --preset are required")), 2;
-    err = run(config, preset, tok, dtype, seed, shard_mb, out);
+    err = run(config, preset, tok, dtype, seed, shard_mb, out, gguf);
     return err ? hr_cmd_fail("mkmodel", err) : 0;
 }

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "cli/args.h"
 #include "cli/verbs.h"
+#include "engine/tok_open.h"
 #include "server/engine_backend.h"
 
 typedef struct {
@@ -33,7 +34,8 @@ static const char *base_name(const char *dir) {
 }
 
 static hr_err *start(const serve_opts *o, serve_state *st) {
-    if (!hr_tokenizer_present(o->model)) return hr_errf("%s has no tokenizer.json, which serving needs", o->model);
+    if (!hr_tokenizer_available(o->model))
+        return hr_errf("%s has no tokenizer.json (nor GGUF tokenizer metadata), which serving needs", o->model);
     hr_engine_options eo = {.device = o->device,
                             .n_threads = (int)o->threads,
                             .weights_in_place = o->mmap,
@@ -92,7 +94,7 @@ int hr_cmd_serve(int argc, char **argv) {
                     .max_conns = 512};
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model,
-         "model directory (config.json, safetensors, tokenizer.json)"},
+         "model directory (config.json, safetensors, tokenizer.json) or .gguf file"},
         {"host", HR_OPT_STR, &o.host, "address to bind (default 127.0.0.1)"},
         {"port", HR_OPT_INT, &o.port, "port (default 8080; 0 = any free port)"},
         {"api-key", HR_OPT_STR, &o.api_key, "require Authorization: Bearer KEY (or x-api-key)"},

@@ -7,12 +7,29 @@
 #include "base/json.h"
 #include "cli/args.h"
 #include "cli/verbs.h"
+#include "base/file.h"
+#include "engine/tok_open.h"
+#include "model/gguf.h"
 #include "template/template.h"
+
+/* A GGUF file's tokenizer.chat_template (or the file at tpl) with its BOS/EOS tokens. */
+static hr_err *gguf_template(const char *model, const char *tpl, hr_chat_template *ct) {
+    hr_tokenizer *tok;
+    HR_TRY(hr_tokenizer_open(model, &tok));
+    char *src = NULL;
+    size_t len;
+    hr_err *e = tpl ? hr_read_file(tpl, &src, &len) : NULL;
+    if (!e) e = hr_chat_template_from(tpl ? src : hr_tokenizer_chat_template(tok, NULL), hr_tokenizer_bos(tok),
+                                      hr_tokenizer_eos(tok), ct);
+    free(src);
+    hr_tokenizer_free(tok);
+    return e;
+}
 
 int hr_cmd_template(int argc, char **argv) {
     const char *model = NULL, *request = NULL, *tpl = NULL;
     const hr_opt opts[] = {
-        {"model", HR_OPT_STR, &model, "model or tokenizer directory (tokenizer_config.json)"},
+        {"model", HR_OPT_STR, &model, "model or tokenizer directory (tokenizer_config.json), or a .gguf file"},
         {"request", HR_OPT_STR, &request, "request JSON: {messages, tools, add_generation_prompt, kwargs}"},
         {"template", HR_OPT_STR, &tpl, "use this Jinja template file instead of the model's"},
     };
@@ -25,7 +42,7 @@ int hr_cmd_template(int argc, char **argv) {
     hr_chat_template ct;
     char *out = NULL;
     if ((e = hr_json_load_file(request, &req))) return hr_cmd_fail("template", e);
-    e = hr_chat_template_load(model ? model : ".", tpl, &ct);
+    e = model && hr_is_gguf(model) ? gguf_template(model, tpl, &ct) : hr_chat_template_load(model ? model : ".", tpl, &ct);
     if (!e) {
         e = hr_chat_template_apply(&ct, req, &out, NULL);
         hr_chat_template_free(&ct);

@@ -7,7 +7,7 @@
 #include "base/file.h"
 #include "cli/args.h"
 #include "cli/verbs.h"
-#include "tokenizer/tokenizer.h"
+#include "engine/tok_open.h"
 
 static void print_ids(const int32_t *ids, int n) {
     putchar('[');
@@ -20,7 +20,7 @@ int hr_cmd_tokenize(int argc, char **argv) {
     const char *model = NULL, *text = NULL, *file = NULL;
     int special = 0, help = 0;
     hr_opt opts[] = {
-        {"model", HR_OPT_STR, &model, "model or tokenizer directory (tokenizer.json)"},
+        {"model", HR_OPT_STR, &model, "model or tokenizer directory (tokenizer.json), or a .gguf file"},
         {"text", HR_OPT_STR, &text, "text to tokenize"},
         {"file", HR_OPT_STR, &file, "file whose contents to tokenize"},
         {"special", HR_OPT_FLAG, &special, "add the tokenizer's special tokens (BOS/EOS)"},
@@ -37,7 +37,7 @@ int hr_cmd_tokenize(int argc, char **argv) {
     size_t len = text ? strlen(text) : 0;
     if (file && (e = hr_read_file(file, &buf, &len))) return hr_cmd_fail("tokenize", e);
     hr_tokenizer *tok;
-    if ((e = hr_tokenizer_load(model, &tok))) {
+    if ((e = hr_tokenizer_open(model, &tok))) {
         free(buf);
         return hr_cmd_fail("tokenize", e);
     }

@@ -1,17 +1,19 @@
-/* hr_model_open: backend, weights and tokenizer of a model directory; see open.h. */
+/* hr_model_open: backend, weights and tokenizer of a model directory or GGUF file; see open.h. */
 #include "engine/open.h"
+
+#include "engine/tok_open.h"
 
 hr_err *hr_model_open(const char *dir, const hr_open_options *o, hr_opened_model *out) {
     *out = (hr_opened_model){0};
-    int has_tok = !o->no_tokenizer && hr_tokenizer_present(dir);
-    if (o->need_tokenizer && !has_tok) return hr_errf("%s has no tokenizer.json", dir);
+    int has_tok = !o->no_tokenizer && hr_tokenizer_available(dir);
+    if (o->need_tokenizer && !has_tok) return hr_errf("%s has no tokenizer (tokenizer.json, or GGUF tokenizer metadata)", dir);
     hr_backend_options bo = {.device = o->device,
                              .cpu = {.n_threads = o->n_threads,
                                      .compute_bf16 = o->compute_bf16,
                                      .weights_in_place = o->weights_in_place}};
     hr_err *err = hr_backend_create(&bo, &out->be);
     if (!err) err = hr_model_load(dir, out->be, &out->model);
-    if (!err && has_tok) err = hr_tokenizer_load(dir, &out->tok);
+    if (!err && has_tok) err = hr_tokenizer_open(dir, &out->tok);
     if (err) hr_model_close(out);
     return err;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/file.h"
+#include "model/gguf.h"
 #include "template/system_turns.h"
 
 const char hr_fallback_chat_template[] =
@@ -15,6 +16,14 @@ const char hr_fallback_chat_template[] =
 
 static const char THINK_OPEN[] = "<think>", THINK_CLOSE[] = "</think>";
 
+/* p->ct from dir's files, or for a GGUF file from p->source and the tokenizer's BOS/EOS
+ * (the file's metadata carries both). */
+static hr_err *load_ct(const char *dir, const char *template_path, hr_prompt *p) {
+    if (hr_is_gguf(dir))
+        return hr_chat_template_from(p->source, hr_tokenizer_bos(p->tok), hr_tokenizer_eos(p->tok), &p->ct);
+    return hr_chat_template_load(dir, template_path, &p->ct);
+}
+
 hr_err *hr_prompt_open(const char *dir, const char *template_path, const hr_tokenizer *tok,
                        hr_prompt *p) {
     *p = (hr_prompt){.tok = tok};
@@ -23,10 +32,10 @@ hr_err *hr_prompt_open(const char *dir, const char *template_path, const hr_toke
     if (template_path) {
         size_t len;
         err = hr_read_file(template_path, &p->source, &len);
-        if (!err) err = hr_chat_template_load(dir, template_path, &p->ct);
+        if (!err) err = load_ct(dir, template_path, p);
     } else if (own) {
         p->source = strdup(own);
-        err = p->source ? hr_chat_template_load(dir, NULL, &p->ct) : hr_err_oom();
+        err = p->source ? load_ct(dir, NULL, p) : hr_err_oom();
     } else {
         p->fallback = 1;
         p->source = strdup("");

@@ -96,6 +96,9 @@ typedef struct {
 
 /* Reads dir/config.json and, if present, dir/generation_config.json. */
 hr_err *hr_config_load(const char *dir, hr_model_config *cfg);
+struct hr_gguf;
+/* The config of a GGUF file, from its metadata (gguf_config.c; docs/gguf.md). */
+hr_err *hr_config_from_gguf(const struct hr_gguf *g, hr_model_config *cfg);
 /* Parses a config.json already in memory (no generation_config). */
 hr_err *hr_config_parse(const char *what, const char *json_text, hr_model_config *cfg);
 /* Reads one rope parameter object (rope_parameters, rope_scaling or a per-layer-type entry)

@@ -54,9 +54,9 @@ static hr_err *split_fused(hr_model *m, int l, int *map) {
     int nk = c->lin_k_heads, dk = c->lin_k_dim, dv = c->lin_v_dim, r = c->lin_v_heads / nk;
     int group = 2 * dk + 2 * r * dv, kd = nk * dk, vd = c->lin_v_heads * dv;
     snprintf(name, sizeof name, "%slayers.%d.linear_attn.in_proj_qkvz.weight", c->prefix, l);
-    const hr_tensor *qkvz = hr_st_get(m->st, name);
+    const hr_tensor *qkvz = hr_weights_get(m->w, name);
     snprintf(name, sizeof name, "%slayers.%d.linear_attn.in_proj_ba.weight", c->prefix, l);
-    const hr_tensor *ba = hr_st_get(m->st, name);
+    const hr_tensor *ba = hr_weights_get(m->w, name);
     for (int g = 0; g < nk; g++)
         for (int i = 0; i < dk; i++) {
             map[g * dk + i] = g * group + i;           /* q */

@@ -26,7 +26,7 @@ static hr_err *upload(hr_model *m, const hr_tensor *host, const hr_tensor **out)
 static hr_err *weight(hr_model *m, const char *name, int ndim, const int64_t *dims, int matrix,
                       const hr_tensor **out) {
     *out = NULL;
-    const hr_tensor *t = hr_st_get(m->st, name);
+    const hr_tensor *t = hr_weights_get(m->w, name);
     if (!t) return hr_errf("missing tensor \"%s\"", name);
     int ok = t->ndim == ndim;
     for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == dims[i];
@@ -99,7 +99,7 @@ static hr_err *load_layer(hr_model *m, int i) {
     if (m->layers[i].layer_scalar) { /* read from the file: the uploaded copy is device memory */
         char name[160];
         snprintf(name, sizeof name, "%slayers.%d.layer_scalar", m->cfg.prefix, i);
-        m->layer_scale[i] = host_scalar(hr_st_get(m->st, name));
+        m->layer_scale[i] = host_scalar(hr_weights_get(m->w, name));
     }
     return NULL;
 }
@@ -189,15 +189,14 @@ hr_err *hr_model_load(const char *dir, hr_backend *be, hr_model **out) {
     hr_model *m = calloc(1, sizeof *m);
     if (!m) return hr_err_oom();
     m->be = be;
-    hr_err *err = hr_config_load(dir, &m->cfg);
-    if (!err) err = hr_st_open(dir, &m->st);
+    hr_err *err = hr_weights_open(dir, &m->cfg, &m->w);
     if (!err) err = hr_err_wrap(load_weights(m), "%s: ", dir);
     if (err) {
         hr_model_free(m);
         return err;
     }
     HR_INFO("loaded %s: %s, %d layers, hidden %d, %zu MiB of weights", dir, m->cfg.model_type,
-            m->cfg.n_layers, m->cfg.hidden, hr_st_data_bytes(m->st) >> 20);
+            m->cfg.n_layers, m->cfg.hidden, hr_weights_data_bytes(m->w) >> 20);
     *out = m;
     return NULL;
 }
@@ -216,7 +215,7 @@ void hr_model_free(hr_model *m) {
     if (!m) return;
     free_scratch(m);
     for (int i = 0; i < m->n_dev; i++) m->be->vt->release(m->be, &m->dev[i]);
-    hr_st_close(m->st);
+    hr_weights_close(m->w);
     free(m->dev);
     free(m->layers);
     free(m->inv_freq_host);
@@ -235,7 +234,7 @@ void hr_model_free(hr_model *m) {
 
 const hr_model_config *hr_model_cfg(const hr_model *m) { return &m->cfg; }
 hr_backend *hr_model_backend(const hr_model *m) { return m->be; }
-size_t hr_model_weight_bytes(const hr_model *m) { return hr_st_data_bytes(m->st); }
+size_t hr_model_weight_bytes(const hr_model *m) { return hr_weights_data_bytes(m->w); }
 
 void hr_model_kv_shape(const hr_model *m, hr_kv_store *kv) {
     kv->dtype = HR_F32;

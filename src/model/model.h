@@ -23,7 +23,7 @@ typedef struct {
     int state_slot;        /* hybrid models: the sequence's recurrent-state slot (docs/hybrid.md) */
 } hr_row;
 
-/* Loads dir (config.json + safetensors) onto be. The model keeps be (not owned). */
+/* Loads dir (config.json + safetensors) or a .gguf file onto be. The model keeps be (not owned). */
 hr_err *hr_model_load(const char *dir, hr_backend *be, hr_model **out);
 void hr_model_free(hr_model *m);
 const hr_model_config *hr_model_cfg(const hr_model *m);

@@ -3,7 +3,7 @@
 #define HR_MODEL_INTERNAL_H
 
 #include "model/model.h"
-#include "model/safetensors.h"
+#include "model/weights.h"
 
 typedef struct {
     const hr_tensor *attn_norm;          /* (hidden) */
@@ -69,7 +69,7 @@ typedef struct {
 struct hr_model {
     hr_model_config cfg;
     hr_backend *be;
-    hr_safetensors *st;
+    hr_weights *w; /* where config and tensors came from */
     hr_tensor *dev; /* uploaded tensors, owned */
     int n_dev, cap_dev;
     const hr_tensor *embed, *final_norm, *lm_head;
@@ -121,7 +121,8 @@ void hr_advance_state_slots(const hr_model *m, hr_kv_store *kv, const hr_row *ro
 void hr_linear_attn_block(hr_model *m, hr_kv_store *kv, int l, int T);
 void hr_moe_block(hr_model *m, int l, int T);
 
-/* Fills m->inv_freq_host for the config's rope type (rope.c). */
+/* Fills m->inv_freq_host for the config's rope type, divided by a GGUF rope_freqs.weight
+ * when the weights have one (rope.c). */
 hr_err *hr_rope_init(hr_model *m);
 
 #endif

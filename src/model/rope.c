@@ -1,7 +1,8 @@
 /* Rotary embedding frequencies as transformers computes them (float32 inv_freq, then the
  * rope type's rescaling): default, linear, llama3, and gemma4's "proportional" (the first
  * partial_rotary * head_dim / 2 frequencies over the whole head, the rest zero, so the
- * rotation spans the whole head and leaves the tail unrotated). One table per layer kind. */
+ * rotation spans the whole head and leaves the tail unrotated). One table per layer kind.
+ * A GGUF file's rope_freqs.weight (llama.cpp's form of llama3 scaling) divides the table. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -58,10 +59,24 @@ static hr_err *kind_head_dim(const hr_model_config *c, hr_layer_kind k, int *hd)
     return NULL;
 }
 
+/* inv_freq[i] / factors[i], as llama.cpp applies rope_freqs.weight (F32, rot_dim / 2). */
+static hr_err *freq_factors(hr_model *m, const hr_tensor *t) {
+    if (!t) return NULL;
+    if (t->dtype != HR_F32 || t->ndim != 1 || t->shape[0] != m->rot_dim / 2)
+        return hr_errf("tensor rope_freqs.weight must be F32 of %d elements", m->rot_dim / 2);
+    const float *f = t->data;
+    for (int i = 0; i < m->rot_dim / 2; i++) {
+        if (!(f[i] > 0)) return hr_errf("tensor rope_freqs.weight: factor %d is not positive", i);
+        m->inv_freq_host[i] /= f[i];
+    }
+    return NULL;
+}
+
 hr_err *hr_rope_init(hr_model *m) {
     int hd;
     HR_TRY(kind_head_dim(&m->cfg, HR_LAYER_FULL, &hd));
     HR_TRY(rope_table(&m->cfg.rope, hd, &m->inv_freq_host, &m->rot_dim));
+    HR_TRY(freq_factors(m, hr_weights_get(m->w, "rope_freqs.weight")));
     HR_TRY(kind_head_dim(&m->cfg, HR_LAYER_SLIDING, &hd));
     return rope_table(&m->cfg.rope_sliding, hd, &m->inv_freq_sliding_host, &m->rot_dim_sliding);
 }

@@ -85,6 +85,17 @@ hr_err *hr_chat_template_load(const char *dir, const char *template_path, hr_cha
     return e;
 }
 
+hr_err *hr_chat_template_from(const char *source, const char *bos, const char *eos, hr_chat_template *out) {
+    memset(out, 0, sizeof *out);
+    if (!source) return hr_errf("%s", no_template_msg);
+    HR_TRY(hr_err_wrap(hr_template_parse(source, &out->tpl), "chat template: "));
+    if ((bos && !(out->bos_token = strdup(bos))) || (eos && !(out->eos_token = strdup(eos)))) {
+        hr_chat_template_free(out);
+        return hr_err_oom();
+    }
+    return NULL;
+}
+
 void hr_chat_template_free(hr_chat_template *ct) {
     hr_template_free(ct->tpl);
     free(ct->bos_token);

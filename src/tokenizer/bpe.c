@@ -140,6 +140,7 @@ static void merge_all(const hr_tokenizer *t, symbol *syms, int ns, merge *heap) 
 }
 
 static hr_err *bpe_uncached(const hr_tokenizer *t, const char *w, size_t n, hr_ids *out) {
+    if (t->spm_scores) return hr_spm_word(t, w, n, out);
     symbol stack_syms[128];
     merge stack_heap[256];
     /* Every merge pushes at most 2 heap entries, so 3n bounds the heap. */

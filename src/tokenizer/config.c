@@ -31,7 +31,7 @@ static int32_t id_of(const hr_tokenizer *t, const char *s) {
     return s ? hr_tokenizer_token_id(t, s) : -1;
 }
 
-static hr_err *stop_push(hr_tokenizer *t, int32_t id) {
+hr_err *hr_tok_stop_push(hr_tokenizer *t, int32_t id) {
     if (id < 0) return NULL;
     for (int i = 0; i < t->n_stop; i++)
         if (t->stop_ids[i] == id) return NULL;
@@ -50,7 +50,7 @@ static hr_err *special_tokens(hr_tokenizer *t, json_t *cfg, json_t *map) {
     if ((bos && !(t->bos = strdup(bos))) || (eos && !(t->eos = strdup(eos)))) return hr_err_oom();
     t->bos_id = id_of(t, bos);
     t->eos_id = id_of(t, eos);
-    return stop_push(t, t->eos_id);
+    return hr_tok_stop_push(t, t->eos_id);
 }
 
 /* transformers adds BOS/EOS per add_bos_token/add_eos_token when the config sets them;
@@ -78,16 +78,14 @@ static hr_err *generation_stops(hr_tokenizer *t, const char *dir) {
     HR_TRY(load_optional(dir, "generation_config.json", &gen));
     json_t *v = json_object_get(gen, "eos_token_id");
     hr_err *e = NULL;
-    if (json_is_number(v)) e = stop_push(t, (int32_t)json_number_value(v));
+    if (json_is_number(v)) e = hr_tok_stop_push(t, (int32_t)json_number_value(v));
     for (size_t i = 0; json_is_array(v) && i < json_array_size(v) && !e; i++)
-        e = stop_push(t, (int32_t)json_number_value(json_array_get(v, i)));
+        e = hr_tok_stop_push(t, (int32_t)json_number_value(json_array_get(v, i)));
     json_decref(gen);
     return e;
 }
 
-static hr_err *chat_templates(hr_tokenizer *t, const char *dir, json_t *cfg) {
-    json_t *ct = json_object_get(cfg, "chat_template");
-    if (json_is_string(ct) || json_is_array(ct)) t->templates = json_incref(ct);
+static hr_err *template_file(hr_tokenizer *t, const char *dir) {
     char *path = hr_path_join(dir, "chat_template.jinja");
     if (!path) return hr_err_oom();
     hr_err *e = NULL;
@@ -122,16 +120,23 @@ static hr_err *llama_pipeline(hr_tokenizer *t, json_t *cfg) {
     return NULL;
 }
 
+hr_err *hr_tok_apply_config(hr_tokenizer *t, json_t *cfg, json_t *map) {
+    HR_TRY(special_tokens(t, cfg, map));
+    HR_TRY(bos_eos_flags(t, cfg));
+    json_t *ct = json_object_get(cfg, "chat_template");
+    if (json_is_string(ct) || json_is_array(ct)) t->templates = json_incref(ct);
+    HR_TRY(llama_pipeline(t, cfg));
+    t->cleanup_spaces = json_is_true(json_object_get(cfg, "clean_up_tokenization_spaces"));
+    return NULL;
+}
+
 hr_err *hr_tok_load_config(hr_tokenizer *t, const char *dir) {
     json_t *cfg, *map = NULL;
     HR_TRY(load_optional(dir, "tokenizer_config.json", &cfg));
     hr_err *e = load_optional(dir, "special_tokens_map.json", &map);
-    if (!e) e = special_tokens(t, cfg, map);
-    if (!e) e = bos_eos_flags(t, cfg);
+    if (!e) e = hr_tok_apply_config(t, cfg, map);
     if (!e) e = generation_stops(t, dir);
-    if (!e) e = chat_templates(t, dir, cfg);
-    if (!e) e = llama_pipeline(t, cfg);
-    t->cleanup_spaces = json_is_true(json_object_get(cfg, "clean_up_tokenization_spaces"));
+    if (!e) e = template_file(t, dir);
     json_decref(cfg);
     json_decref(map);
     return e;

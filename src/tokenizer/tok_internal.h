@@ -130,6 +130,7 @@ struct hr_tokenizer {
     hr_strmap vocab;     /* model vocab: token -> id */
     hr_pairmap merges;   /* (left id, right id) -> rank << 32 | merged id */
     int byte_fallback, fuse_unk, ignore_merges;
+    float *spm_scores;     /* (n_vocab) a GGUF SentencePiece vocab: merge by score, else NULL */
     int32_t unk_id;        /* -1: none */
     int32_t byte_ids[256]; /* <0xXX> ids, -1 when absent */
     int32_t *char_ids;     /* ids of single bytes 0..127 as vocab strings, -1 if absent */
@@ -172,6 +173,14 @@ hr_err *hr_tok_load_pretok(json_t *j, hr_pipeline *p);
 hr_err *hr_tok_load_decoder(json_t *j, hr_tokenizer *t);
 hr_err *hr_tok_load_post(hr_tokenizer *t, json_t *post);
 hr_err *hr_tok_load_config(hr_tokenizer *t, const char *dir);
+/* tokenizer_config.json (cfg) and special_tokens_map.json (map, may be NULL) already parsed. */
+hr_err *hr_tok_apply_config(hr_tokenizer *t, json_t *cfg, json_t *map);
+/* tokenizer.c: a tokenizer.json object into t, and the steps after the config. */
+hr_err *hr_tok_load_json(hr_tokenizer *t, json_t *j);
+hr_err *hr_tok_finish(hr_tokenizer *t);
+hr_tokenizer *hr_tok_new(void); /* empty, ids unset; NULL when out of memory */
+/* stop ids (config.c): adds id once (ignores -1). */
+hr_err *hr_tok_stop_push(hr_tokenizer *t, int32_t id);
 void hr_pipeline_free(hr_pipeline *p);
 void hr_tok_decoders_free(hr_tokenizer *t);
 
@@ -218,6 +227,8 @@ typedef struct {
 } hr_ids;
 hr_err *hr_ids_push(hr_ids *ids, int32_t id);
 hr_err *hr_bpe_word(const hr_tokenizer *t, const char *w, size_t n, hr_ids *out);
+/* spm.c: the same for a SentencePiece vocab with scores (llama.cpp's merge order). */
+hr_err *hr_spm_word(const hr_tokenizer *t, const char *w, size_t n, hr_ids *out);
 hr_err *hr_word_cache_create(hr_word_cache **out);
 void hr_word_cache_destroy(hr_word_cache *c);
 

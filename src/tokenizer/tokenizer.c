@@ -54,7 +54,7 @@ static hr_err *normalized_tries(hr_tokenizer *t) {
     return NULL;
 }
 
-static hr_err *load_json(hr_tokenizer *t, json_t *j) {
+hr_err *hr_tok_load_json(hr_tokenizer *t, json_t *j) {
     if (!json_is_object(j)) return hr_errf("tokenizer.json: not a JSON object");
     HR_TRY(hr_tok_load_model(t, json_object_get(j, "model")));
     HR_TRY(hr_tok_load_added(t, json_object_get(j, "added_tokens")));
@@ -63,6 +63,19 @@ static hr_err *load_json(hr_tokenizer *t, json_t *j) {
     HR_TRY(hr_tok_load_post(t, json_object_get(j, "post_processor")));
     HR_TRY(hr_tok_load_decoder(json_object_get(j, "decoder"), t));
     return build_id_table(t);
+}
+
+hr_tokenizer *hr_tok_new(void) {
+    hr_tokenizer *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    hr_bytelevel_init(&t->bl);
+    t->bos_id = t->eos_id = t->unk_id = -1;
+    return t;
+}
+
+hr_err *hr_tok_finish(hr_tokenizer *t) {
+    HR_TRY(normalized_tries(t));
+    return hr_word_cache_create(&t->cache);
 }
 
 hr_err *hr_tokenizer_load(const char *dir, hr_tokenizer **out) {
@@ -74,20 +87,17 @@ hr_err *hr_tokenizer_load(const char *dir, hr_tokenizer **out) {
         free(path);
         return e;
     }
-    hr_tokenizer *t = calloc(1, sizeof *t);
+    hr_tokenizer *t = hr_tok_new();
     if (!t) {
         free(path);
         return hr_err_oom();
     }
-    hr_bytelevel_init(&t->bl);
-    t->bos_id = t->eos_id = t->unk_id = -1;
     json_t *j = NULL;
     hr_err *e = hr_json_load_file(path, &j);
-    if (!e) e = load_json(t, j);
+    if (!e) e = hr_tok_load_json(t, j);
     json_decref(j);
     if (!e) e = hr_tok_load_config(t, dir);
-    if (!e) e = normalized_tries(t);
-    if (!e) e = hr_word_cache_create(&t->cache);
+    if (!e) e = hr_tok_finish(t);
     if (e) {
         e = hr_err_wrap(e, "loading tokenizer from %s: ", dir);
         hr_tokenizer_free(t);
@@ -108,6 +118,7 @@ void hr_tokenizer_free(hr_tokenizer *t) {
     hr_strmap_free(&t->vocab);
     hr_pairmap_free(&t->merges);
     free(t->char_ids);
+    free(t->spm_scores);
     hr_word_cache_destroy(t->cache);
     for (int i = 0; i < t->n_added; i++)
         free(t->added[i].content);

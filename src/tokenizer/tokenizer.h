@@ -21,6 +21,31 @@ hr_err *hr_tokenizer_load(const char *dir, hr_tokenizer **out);
 int hr_tokenizer_present(const char *dir);
 void hr_tokenizer_free(hr_tokenizer *tok);
 
+/* A vocabulary as a GGUF file's tokenizer.ggml.* metadata gives it (engine/tok_open.c reads
+ * it): model "gpt2" (byte-level BPE with merges; pre names the pre-tokenizer: "qwen2",
+ * "llama-bpe", "gpt2"/"default") or "llama" (SentencePiece: merges by score, as llama.cpp
+ * encodes). token types are llama.cpp's: 1 normal, 2 unknown, 3 control, 4 user-defined,
+ * 5 unused, 6 byte. */
+typedef struct {
+    const char *p;
+    size_t len;
+} hr_tok_str;
+
+typedef struct {
+    const char *model, *pre;     /* pre may be NULL */
+    int n_tokens;
+    const hr_tok_str *tokens;
+    const float *scores;         /* (n_tokens) or NULL */
+    const int32_t *types;        /* (n_tokens) or NULL (all normal) */
+    int n_merges;
+    const hr_tok_str *merges;    /* "a b" */
+    int32_t bos, eos, eot, unk;  /* -1 when absent */
+    int add_bos, add_eos, add_space_prefix; /* -1: the model's default */
+    const char *chat_template;   /* or NULL */
+} hr_tok_vocab;
+
+hr_err *hr_tokenizer_from_vocab(const hr_tok_vocab *v, hr_tokenizer **out);
+
 /* Encodes text[0..len). add_special=1 gives what transformers' AutoTokenizer(text) gives
  * (BOS/EOS per tokenizer_config.json or the post-processor); add_special=0 gives what
  * tokenizers' Tokenizer.encode(text, add_special_tokens=False) gives on tokenizer.json.
