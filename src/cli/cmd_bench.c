@@ -12,8 +12,8 @@
 #include "base/membw.h"
 #include "cli/args.h"
 #include "cli/verbs.h"
-#include "engine/kv_pool.h"
 #include "hearth/hearth.h"
+#include "model/config.h"
 #include "model/safetensors.h"
 
 typedef struct {
