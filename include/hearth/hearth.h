@@ -22,14 +22,25 @@ void hr_err_free(hr_err *err);
 typedef struct hr_engine hr_engine;
 typedef struct hr_request hr_request;
 
+/* Products of bf16 weights: F32 widens them (exact); BF16 rounds the activations to bf16
+ * first (faster; logits no longer match an f32 reference exactly); docs/engine.md. */
+typedef enum { HR_COMPUTE_AUTO, HR_COMPUTE_F32, HR_COMPUTE_BF16 } hr_compute;
+/* KV cache element types (Q8_0: GGML's blocks of 32, head dims a multiple of 32). */
+typedef enum { HR_KV_AUTO, HR_KV_F32, HR_KV_BF16, HR_KV_F16, HR_KV_Q8_0 } hr_kv_type;
+
 typedef struct {
     const char *device;        /* "cpu", "cuda", or "auto"/NULL: CUDA when hearth was built with
                                   it and a GPU is present, else the CPU */
     int n_threads;             /* CPU threads (<= 0: all online CPUs) */
-    int compute_bf16;          /* bf16 weights multiply activations rounded to bf16 (faster;
-                                  logits no longer match an f32 reference exactly) */
+    int compute;               /* hr_compute: products of bf16 weights (AUTO: by `fast`) */
+    int kv_dtype;              /* hr_kv_type: the KV cache's element type (AUTO: by `fast`) */
+    int fast;                  /* 1: for bf16 checkpoints, AUTO means bf16 products and a bf16
+                                  KV cache (hearth serve/run/bench without --exact); 0: f32
+                                  products and the backend's exact KV (f32 on the CPU) */
     int weights_in_place;      /* compute from the mmapped weights (faster load, slower decode) */
-    size_t kv_memory;          /* bytes of KV cache; 0: from memory_budget, else a default */
+    size_t kv_memory;          /* bytes of KV cache (with the recurrent state of hybrid models);
+                                  0: from memory_budget, else a default */
+    long kv_positions;         /* > 0: a pool of this many positions instead (benches) */
     size_t memory_budget;      /* bytes for weights + KV (used when kv_memory is 0) */
     int block_size;            /* positions per KV block (0: 16) */
     int max_batch_tokens;      /* tokens per forward step (0: 2048) */
@@ -153,6 +164,8 @@ typedef struct {
     double last_step_ms;
     double decode_tok_s; /* generated tokens / busy_s */
     int state_snapshots; /* hybrid models: recurrent-state snapshots held by cached blocks */
+    int compute;         /* hr_compute in use (AUTO: unknown, an engine on a caller's model) */
+    int kv_dtype;        /* hr_kv_type of the KV cache */
     const char *device;  /* the backend the engine runs on: "cpu" or "cuda" */
 } hr_engine_stats;
 

@@ -31,6 +31,23 @@ static const char *resolve(const char *device) {
     return "cpu";
 }
 
+hr_err *hr_backend_caps_of(const char *device, hr_backend_caps *caps) {
+    HR_TRY(hr_backend_device_check(device));
+    const char *dev = resolve(device);
+    if (!strcmp(dev, "cpu")) {
+        *caps = (hr_backend_caps){(1u << HR_F32) | (1u << HR_BF16) | (1u << HR_F16) | (1u << HR_Q8_0),
+                                  HR_F32, HR_BF16};
+        return NULL;
+    }
+#ifdef HEARTH_CUDA
+    /* the CUDA backend stores bf16 KV (the fast default) or f32 (--exact) */
+    *caps = (hr_backend_caps){(1u << HR_F32) | (1u << HR_BF16), HR_F32, HR_BF16};
+    return NULL;
+#else
+    return hr_errf("device cuda: this hearth was built without CUDA (" HEARTH_NO_CUDA_REASON ")");
+#endif
+}
+
 hr_err *hr_backend_create(const hr_backend_options *o, hr_backend **out) {
     *out = NULL;
     static const hr_backend_options none = {0};

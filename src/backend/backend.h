@@ -18,13 +18,15 @@
 typedef struct hr_backend hr_backend;
 
 /* Paged KV storage for every layer: K and V are [layer][block][kv_head][slot][head_dim],
- * where head_dim may differ per layer (each layer's region is packed at its own width). */
+ * where head_dim may differ per layer (each layer's region is packed at its own width). A
+ * head vector is stored in dtype: F32, BF16, F16 or Q8_0 (GGML's blocks of 32: an f16 scale
+ * and 32 int8), hr_kv_row_bytes each; which of them a backend stores: hr_backend_caps. */
 typedef struct {
     hr_dtype dtype;
     int n_layers, n_blocks, block_size, n_kv_heads, head_dim;
     void *k, *v; /* device memory */
     const int *layer_head_dim; /* (n_layers) per-layer head dims, or NULL: all head_dim */
-    long *layer_off;           /* (n_layers) element offset of each layer's region (kv_create) */
+    size_t *layer_off;         /* (n_layers) byte offset of each layer's region (kv_create) */
     /* Recurrent state of the linear-attention layers of hybrid models (docs/hybrid.md): per
      * state layer and slot, the conv window (conv_floats) and the delta-rule matrix
      * (delta_floats). A row names its slot; n_state_slots is 0 for dense models. */
@@ -36,7 +38,22 @@ typedef struct {
      * kept for the prefix cache (docs/hybrid.md): [state_layer][snapshot][...] like the slots. */
     int n_snapshots;
     void *snap_conv, *snap_delta; /* device memory */
+    size_t bytes; /* what kv_create allocated for all of the above (hr_kv_store_bytes) */
 } hr_kv_store;
+
+/* The sizes of a KV store, in one place (kv_store.c): the pool sizing, `hearth fit` and
+ * generation count with these, and every backend's kv_create allocates exactly them. */
+/* Bytes of one head vector of hd elements in dtype (Q8_0: hd / 32 blocks of 34 bytes). */
+size_t hr_kv_row_bytes(hr_dtype dtype, int hd);
+/* Bytes of K and V of one position over all KV layers. */
+size_t hr_kv_token_bytes(const hr_kv_store *kv);
+/* Bytes of one slot's (or snapshot's) recurrent state over all state layers (f32). */
+size_t hr_kv_state_bytes(const hr_kv_store *kv);
+/* Everything kv_create allocates: n_blocks * block_size positions, n_state_slots slots and
+ * n_snapshots snapshots. */
+size_t hr_kv_store_bytes(const hr_kv_store *kv);
+/* NULL when kv's dtype can store its head dims (Q8_0: multiples of 32), else why not. */
+hr_err *hr_kv_dtype_check(const hr_kv_store *kv);
 
 /* One step's token layout, as flat arrays (docs/backend-v2.md). Token i is tokens[i], belongs
  * to row[i] and sits at position pos[i]; row r's tokens are q_start[r] .. q_start[r + 1] - 1
@@ -187,6 +204,19 @@ typedef struct {
 } hr_cpu_options;
 
 hr_err *hr_backend_cpu_create(const hr_cpu_options *opt, hr_backend **out);
+
+/* What a kind of backend can do, known before one is created, so the numerics (compute mode
+ * and KV dtype, engine/numerics.c) are chosen before the weights are uploaded. kv_dtypes is a
+ * bitmask of (1u << hr_dtype) that its kv_create stores; kv_exact is the KV dtype of --exact
+ * (the CPU: F32; a backend without f32 KV names its widest) and kv_fast the one of the fast
+ * default. A new backend adds its row to hr_backend_caps_of (backend.c). */
+typedef struct {
+    unsigned kv_dtypes;
+    hr_dtype kv_exact, kv_fast;
+} hr_backend_caps;
+
+/* The caps of the backend hr_backend_create would make for device (auto resolved alike). */
+hr_err *hr_backend_caps_of(const char *device, hr_backend_caps *caps);
 
 /* What hr_backend_create makes. device: "cpu", "cuda", or "auto"/NULL (CUDA when this build
  * has it and a GPU is present, else the CPU). cpu applies to the CPU backend. */

@@ -2,6 +2,7 @@
 #include "cli/args.h"
 
 #include "backend/backend.h"
+#include "hearth/hearth.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -76,9 +77,18 @@ hr_err *hr_opts_parse(int argc, char **argv, const hr_opt *opts, int n_opts, con
     return NULL;
 }
 
-hr_err *hr_parse_compute(const char *s, int *bf16) {
-    *bf16 = s && !strcmp(s, "bf16");
-    if (s && !*bf16 && strcmp(s, "f32")) return hr_errf("--compute must be f32 or bf16, not \"%s\"", s);
+hr_err *hr_parse_numerics(const char *compute, const char *kv_dtype, int exact, int fast,
+                          hr_numerics_req *out) {
+    *out = (hr_numerics_req){HR_COMPUTE_AUTO, HR_KV_AUTO, fast && !exact};
+    if (compute && !strcmp(compute, "bf16")) out->compute = HR_COMPUTE_BF16;
+    else if (compute && !strcmp(compute, "f32")) out->compute = HR_COMPUTE_F32;
+    else if (compute) return hr_errf("--compute must be f32 or bf16, not \"%s\"", compute);
+    if (kv_dtype && !(out->kv_dtype = hr_kv_type_parse(kv_dtype)))
+        return hr_errf("--kv-dtype must be f32, bf16, f16 or q8_0, not \"%s\"", kv_dtype);
+    if (exact && out->compute == HR_COMPUTE_BF16)
+        return hr_errf("--exact keeps f32 products; it cannot go with --compute bf16");
+    if (exact && out->kv_dtype > HR_KV_F32)
+        return hr_errf("--exact keeps an f32 KV cache; it cannot go with --kv-dtype %s", kv_dtype);
     return NULL;
 }
 

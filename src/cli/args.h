@@ -5,6 +5,7 @@
 #define HR_CLI_ARGS_H
 
 #include "base/err.h"
+#include "engine/numerics.h"
 
 typedef enum { HR_OPT_STR, HR_OPT_INT, HR_OPT_FLOAT, HR_OPT_FLAG } hr_opt_kind;
 
@@ -20,8 +21,15 @@ typedef struct {
 hr_err *hr_opts_parse(int argc, char **argv, const hr_opt *opts, int n_opts, const char *usage,
                       int *help);
 
-/* The --compute option: NULL or "f32" (exact products) gives 0, "bf16" 1. */
-hr_err *hr_parse_compute(const char *s, int *bf16);
+/* --compute f32|bf16, --kv-dtype f32|bf16|f16|q8_0 and --exact (NULL / 0 when absent) into
+ * a numerics request. fast: the verb's default is the fast numerics (serve, run, bench,
+ * bench-serve) unless --exact. Unknown values and --exact with --compute bf16 or a narrow
+ * --kv-dtype are usage errors. */
+hr_err *hr_parse_numerics(const char *compute, const char *kv_dtype, int exact, int fast,
+                          hr_numerics_req *out);
+#define HR_COMPUTE_HELP "products of bf16 weights: f32 (exact) or bf16 (activations rounded to bf16; faster, AMX); default bf16 for bf16 weights unless --exact"
+#define HR_KV_DTYPE_HELP "KV cache: f32, bf16, f16 or q8_0 (default bf16 for bf16 weights unless --exact, else f32)"
+#define HR_EXACT_HELP "f32 products and f32 KV for reference work (the default for bf16 weights is bf16)"
 
 /* The --device option: NULL, "auto", "cpu" or "cuda"; anything else is a usage error. */
 hr_err *hr_parse_device(const char *s);

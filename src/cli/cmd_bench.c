@@ -12,8 +12,8 @@
 #include "base/membw.h"
 #include "cli/args.h"
 #include "cli/verbs.h"
-#include "engine/kv_pool.h"
 #include "hearth/hearth.h"
+#include "model/config.h"
 #include "model/weights.h"
 
 typedef struct {
@@ -96,8 +96,10 @@ static hr_err *run_batch(hr_engine *e, int n, int prompt_len, int gen, int vocab
 }
 
 typedef struct {
-    const char *model, *prefill, *compute, *device;
+    const char *model, *prefill, *compute, *device, *kv_dtype;
     long threads, max_seqs, gen, context;
+    int exact;
+    hr_numerics_req num; /* from --compute, --kv-dtype, --exact */
 } bench_opts;
 
 /* weight_bytes / step time is the weight-read rate a step achieves; over the machine's
@@ -155,20 +157,23 @@ static hr_err *bench(const bench_opts *o) {
     if (positions < max_len + 32) positions = max_len + 32;
     hr_engine_options eo = {.device = o->device,
                             .n_threads = (int)o->threads,
-                            .kv_memory = hr_kv_bytes_per_token(&c) * (size_t)positions,
+                            .kv_positions = positions,
+                            .compute = o->num.compute,
+                            .kv_dtype = o->num.kv_dtype,
+                            .fast = o->num.fast,
                             .max_seqs = (int)o->max_seqs,
                             .no_prefix_cache = 1};
     hr_engine *e = NULL;
-    hr_err *err = hr_parse_compute(o->compute, &eo.compute_bf16);
-    if (!err) err = hr_engine_create(o->model, &eo, &e);
+    hr_err *err = hr_engine_create(o->model, &eo, &e);
     if (!err) {
         hr_engine_stats st;
         hr_engine_stats_get(e, &st);
         int threads = o->threads > 0 ? (int)o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-        printf("model %s (%s), %d threads, %s products, KV pool %d blocks of %d, %ld tokens per "
-               "decode request\n",
-               o->model, c.model_type, threads, eo.compute_bf16 ? "bf16" : "f32",
-               st.kv_blocks_total, st.block_size, o->gen);
+        printf("model %s (%s), %d threads, %s products, %s KV pool %d blocks of %d, %ld tokens "
+               "per decode request\n",
+               o->model, c.model_type, threads, st.compute == HR_COMPUTE_BF16 ? "bf16" : "f32",
+               hr_kv_dtype_flag(hr_kv_type_dtype(st.kv_dtype)), st.kv_blocks_total, st.block_size,
+               o->gen);
         int max_ctx = c.max_pos > 0 && c.max_pos < st.kv_blocks_total * st.block_size
                           ? c.max_pos
                           : st.kv_blocks_total * st.block_size;
@@ -196,7 +201,9 @@ int hr_cmd_bench(int argc, char **argv) {
         {"max-seqs", HR_OPT_INT, &o.max_seqs, "largest concurrency measured (default 64)"},
         {"gen", HR_OPT_INT, &o.gen, "tokens generated per decode request (default 32)"},
         {"context", HR_OPT_INT, &o.context, "prompt tokens of each decode request (default 16)"},
-        {"compute", HR_OPT_STR, &o.compute, "products of bf16 weights: f32 (exact, default) or bf16 (activations rounded to bf16; faster, AMX)"},
+        {"compute", HR_OPT_STR, &o.compute, HR_COMPUTE_HELP},
+        {"kv-dtype", HR_OPT_STR, &o.kv_dtype, HR_KV_DTYPE_HELP},
+        {"exact", HR_OPT_FLAG, &o.exact, HR_EXACT_HELP},
         {"prefill", HR_OPT_STR, &o.prefill, "prompt lengths for prefill (default 128,512,2048)"},
     };
     int help;
@@ -207,6 +214,8 @@ int hr_cmd_bench(int argc, char **argv) {
     if (help) return 0;
     if (!o.model) return hr_cmd_fail("bench", hr_errf("--model is required")), 2;
     if ((err = hr_parse_device(o.device))) return hr_cmd_fail("bench", err), 2;
+    if ((err = hr_parse_numerics(o.compute, o.kv_dtype, o.exact, 1, &o.num)))
+        return hr_cmd_fail("bench", err), 2;
     if (o.max_seqs < 1 || o.max_seqs > 4096 || o.gen < 2 || o.gen > 100000)
         return hr_cmd_fail("bench",
                            hr_errf("--max-seqs must be in [1, 4096] and --gen in [2, 100000]")),

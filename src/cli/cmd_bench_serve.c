@@ -242,14 +242,19 @@ static hr_err *check_opts(long conc, long reqs, long prompt, long max, long shar
 }
 
 typedef struct {
-    const char *url, *key, *model, *engine_dir, *compute, *device;
+    const char *url, *key, *model, *engine_dir, *compute, *device, *kv_dtype;
     long conc, reqs, prompt, max, shared, threads;
+    int exact;
+    hr_numerics_req num; /* from --compute, --kv-dtype, --exact */
 } bench_serve_opts;
 
 /* Creates the in-process engine of --engine (default engine options, as hearth serve). */
 static hr_err *open_engine(const bench_serve_opts *o, hr_engine **out) {
-    hr_engine_options eo = {.device = o->device, .n_threads = (int)o->threads};
-    HR_TRY(hr_parse_compute(o->compute, &eo.compute_bf16));
+    hr_engine_options eo = {.device = o->device,
+                            .n_threads = (int)o->threads,
+                            .compute = o->num.compute,
+                            .kv_dtype = o->num.kv_dtype,
+                            .fast = o->num.fast};
     return hr_engine_create(o->engine_dir, &eo, out);
 }
 
@@ -286,7 +291,9 @@ int hr_cmd_bench_serve(int argc, char **argv) {
         {"url", HR_OPT_STR, &o.url, "server base URL, e.g. http://127.0.0.1:8080"},
         {"engine", HR_OPT_STR, &o.engine_dir,
          "instead of --url: load this model directory into an in-process engine"},
-        {"compute", HR_OPT_STR, &o.compute, "with --engine: f32 (default) or bf16 products"},
+        {"compute", HR_OPT_STR, &o.compute, "with --engine: " HR_COMPUTE_HELP},
+        {"kv-dtype", HR_OPT_STR, &o.kv_dtype, "with --engine: " HR_KV_DTYPE_HELP},
+        {"exact", HR_OPT_FLAG, &o.exact, "with --engine: " HR_EXACT_HELP},
         {"device", HR_OPT_STR, &o.device, "with --engine: " HR_DEVICE_HELP},
         {"threads", HR_OPT_INT, &o.threads, "with --engine: CPU threads (default: all)"},
         {"concurrency", HR_OPT_INT, &o.conc, "requests in flight at once (default 4)"},
@@ -307,9 +314,13 @@ int hr_cmd_bench_serve(int argc, char **argv) {
     if (help) return 0;
     if (!o.url == !o.engine_dir)
         return hr_cmd_fail("bench-serve", hr_errf("give exactly one of --url and --engine")), 2;
-    if ((o.compute || o.threads || o.device) && !o.engine_dir)
-        return hr_cmd_fail("bench-serve", hr_errf("--compute, --threads and --device need --engine")), 2;
+    if ((o.compute || o.kv_dtype || o.exact || o.threads || o.device) && !o.engine_dir)
+        return hr_cmd_fail("bench-serve",
+                           hr_errf("--compute, --kv-dtype, --exact, --threads and --device need --engine")),
+               2;
     if ((e = hr_parse_device(o.device))) return hr_cmd_fail("bench-serve", e), 2;
+    if ((e = hr_parse_numerics(o.compute, o.kv_dtype, o.exact, 1, &o.num)))
+        return hr_cmd_fail("bench-serve", e), 2;
     if ((e = check_opts(o.conc, o.reqs, o.prompt, o.max, o.shared)))
         return hr_cmd_fail("bench-serve", e), 2;
     bench b = {.api_key = o.key,

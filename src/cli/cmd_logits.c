@@ -34,16 +34,16 @@ static hr_err *compute(hr_model *m, const int32_t *ids, int n, float *logits) {
 }
 
 static hr_err *run(const char *dir, const char *tokens, const char *out, long threads,
-                   const char *compute_mode, const char *device) {
+                   const hr_numerics_req *num, const char *device) {
     int *ids;
     int n;
     HR_TRY(hr_parse_int_list(tokens, "--tokens", &ids, &n));
     hr_opened_model om = {0};
     float *logits = NULL;
     hr_open_options oo = {
-        .device = device, .n_threads = (int)threads, .weights_in_place = 1, .no_tokenizer = 1};
-    hr_err *err = hr_parse_compute(compute_mode, &oo.compute_bf16);
-    if (!err) err = hr_model_open(dir, &oo, &om);
+        .device = device, .n_threads = (int)threads, .weights_in_place = 1, .no_tokenizer = 1,
+        .numerics = *num};
+    hr_err *err = hr_model_open(dir, &oo, &om);
     hr_model *m = om.model;
     if (!err) {
         int V = hr_model_cfg(m)->vocab;
@@ -62,7 +62,9 @@ static hr_err *run(const char *dir, const char *tokens, const char *out, long th
 }
 
 int hr_cmd_logits(int argc, char **argv) {
-    const char *model = NULL, *tokens = NULL, *out = NULL, *compute = NULL, *device = NULL;
+    const char *model = NULL, *tokens = NULL, *out = NULL, *compute = NULL, *device = NULL,
+               *kv_dtype = NULL;
+    hr_numerics_req num;
     long threads = 0;
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &model, "model directory (config.json + safetensors)"},
@@ -71,6 +73,7 @@ int hr_cmd_logits(int argc, char **argv) {
         {"device", HR_OPT_STR, &device, HR_DEVICE_HELP},
         {"threads", HR_OPT_INT, &threads, "CPU threads (default: all online CPUs)"},
         {"compute", HR_OPT_STR, &compute, "products of bf16 weights: f32 (exact, default) or bf16 (activations rounded to bf16; faster, AMX)"},
+        {"kv-dtype", HR_OPT_STR, &kv_dtype, "KV cache: f32 (default), bf16, f16 or q8_0"},
     };
     int help;
     hr_err *err = hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, "usage: hearth logits --model DIR --tokens 1,5,17 --out FILE.safetensors", &help);
@@ -78,6 +81,7 @@ int hr_cmd_logits(int argc, char **argv) {
     if (help) return 0;
     if (!model || !tokens || !out) return hr_cmd_fail("logits", hr_errf("--model, --tokens and --out are required")), 2;
     if ((err = hr_parse_device(device))) return hr_cmd_fail("logits", err), 2;
-    err = run(model, tokens, out, threads, compute, device);
+    if ((err = hr_parse_numerics(compute, kv_dtype, 0, 0, &num))) return hr_cmd_fail("logits", err), 2;
+    err = run(model, tokens, out, threads, &num, device);
     return err ? hr_cmd_fail("logits", err) : 0;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "base/log.h"
 #include "cli/args.h"
 #include "cli/verbs.h"
 #include "engine/generate.h"
@@ -12,10 +13,11 @@
 #include "engine/prompt.h"
 
 typedef struct {
-    const char *model, *prompt, *prompt_ids, *chat_template, *compute, *device;
+    const char *model, *prompt, *prompt_ids, *chat_template, *compute, *device, *kv_dtype;
     long max_tokens, top_k, seed, threads;
     double temperature, top_p, min_p, typical_p, xtc_probability, xtc_threshold;
-    int print_ids, mmap, raw;
+    int print_ids, mmap, raw, exact;
+    hr_numerics_req num; /* from --compute, --kv-dtype, --exact */
 } run_opts;
 
 /* Output of generated tokens: ids on one line, or text through the incremental
@@ -88,9 +90,12 @@ static hr_err *run(const run_opts *o) {
     int n = 0;
     hr_opened_model om = {0};
     printer pr = {o->print_ids, 1, NULL, NULL};
-    hr_open_options oo = {.device = o->device, .n_threads = (int)o->threads, .weights_in_place = o->mmap};
-    hr_err *err = hr_parse_compute(o->compute, &oo.compute_bf16);
-    if (!err) err = hr_model_open(o->model, &oo, &om);
+    hr_open_options oo = {.device = o->device, .n_threads = (int)o->threads,
+                          .weights_in_place = o->mmap, .numerics = o->num};
+    hr_err *err = hr_model_open(o->model, &oo, &om);
+    if (!err)
+        HR_INFO("%s products, %s KV cache", om.numerics.compute_bf16 ? "bf16" : "f32",
+                hr_kv_dtype_flag(om.numerics.kv));
     if (!err) err = prompt_ids(o, om.tok, &ids, &n);
     if (!err && om.tok && !o->print_ids) err = hr_detok_stream_create(om.tok, 1, &pr.detok);
     if (!err) {
@@ -136,7 +141,9 @@ int hr_cmd_run(int argc, char **argv) {
         {"print-ids", HR_OPT_FLAG, &o.print_ids, "print generated token ids on one line"},
         {"device", HR_OPT_STR, &o.device, HR_DEVICE_HELP},
         {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
-        {"compute", HR_OPT_STR, &o.compute, "products of bf16 weights: f32 (exact, default) or bf16 (activations rounded to bf16; faster, AMX)"},
+        {"compute", HR_OPT_STR, &o.compute, HR_COMPUTE_HELP},
+        {"kv-dtype", HR_OPT_STR, &o.kv_dtype, HR_KV_DTYPE_HELP},
+        {"exact", HR_OPT_FLAG, &o.exact, HR_EXACT_HELP},
         {"mmap", HR_OPT_FLAG, &o.mmap, "compute from the mmapped file (faster load, slower decode)"},
     };
     int help;
@@ -148,6 +155,8 @@ int hr_cmd_run(int argc, char **argv) {
         return hr_cmd_fail("run", hr_errf("--model and one of --prompt / --prompt-ids are required")), 2;
     if (o.max_tokens < 0 || o.max_tokens > 1000000) return hr_cmd_fail("run", hr_errf("--max-tokens out of range")), 2;
     if ((err = hr_parse_device(o.device))) return hr_cmd_fail("run", err), 2;
+    if ((err = hr_parse_numerics(o.compute, o.kv_dtype, o.exact, 1, &o.num)))
+        return hr_cmd_fail("run", err), 2;
     err = run(&o);
     return err ? hr_cmd_fail("run", err) : 0;
 }

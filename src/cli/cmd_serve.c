@@ -13,10 +13,11 @@
 #include "server/engine_backend.h"
 
 typedef struct {
-    const char *model, *host, *api_key, *chat_template, *alias, *compute, *device;
+    const char *model, *host, *api_key, *chat_template, *alias, *compute, *device, *kv_dtype;
     long port, threads, kv_mb, budget_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
     long timeout_s, max_conns, max_queue;
-    int mmap, no_preempt, no_prefix_cache;
+    int mmap, no_preempt, no_prefix_cache, exact;
+    hr_numerics_req num; /* from --compute, --kv-dtype, --exact */
 } serve_opts;
 
 typedef struct {
@@ -49,13 +50,18 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
                             .chat_template = o->chat_template,
                             .snapshot_memory = (size_t)o->snap_mb << 20,
                             .snapshot_interval = (int)o->snap_every};
-    HR_TRY(hr_parse_compute(o->compute, &eo.compute_bf16));
+    eo.compute = o->num.compute;
+    eo.kv_dtype = o->num.kv_dtype;
+    eo.fast = o->num.fast;
     HR_TRY(hr_engine_create(o->model, &eo, &st->engine));
     char name[256];
     snprintf(name, sizeof name, "%s", o->alias ? o->alias : base_name(o->model));
     HR_TRY(hr_engine_server_create(st->engine, name, &st->es));
-    HR_INFO("model %s: context %d positions per sequence, %s", name,
-            hr_engine_max_context(st->engine),
+    hr_engine_stats es;
+    hr_engine_stats_get(st->engine, &es);
+    HR_INFO("model %s: context %d positions per sequence, %s products, %s KV cache, %s", name,
+            hr_engine_max_context(st->engine), es.compute == HR_COMPUTE_BF16 ? "bf16" : "f32",
+            hr_kv_dtype_flag(hr_kv_type_dtype(es.kv_dtype)),
             hr_engine_prompt(st->engine)->fallback ? "no chat template (role: content lines)" : "chat template");
     hr_server_config sc = {o->host, (int)o->port, o->api_key, (size_t)o->max_body_mb << 20,
                            o->timeout_s ? (int)o->timeout_s : -1, (unsigned)o->max_conns};
@@ -124,7 +130,9 @@ int hr_cmd_serve(int argc, char **argv) {
          "the state slots)"},
         {"snapshot-interval", HR_OPT_INT, &o.snap_every,
          "hybrid models: KV blocks between state snapshots (default: 256 positions' worth)"},
-        {"compute", HR_OPT_STR, &o.compute, "products of bf16 weights: f32 (exact, default) or bf16 (activations rounded to bf16; faster, AMX)"},
+        {"compute", HR_OPT_STR, &o.compute, HR_COMPUTE_HELP},
+        {"kv-dtype", HR_OPT_STR, &o.kv_dtype, HR_KV_DTYPE_HELP},
+        {"exact", HR_OPT_FLAG, &o.exact, HR_EXACT_HELP},
         {"mmap", HR_OPT_FLAG, &o.mmap,
          "compute from the mmapped weights (faster load, slower decode)"},
     };
@@ -135,6 +143,8 @@ int hr_cmd_serve(int argc, char **argv) {
     if (help) return 0;
     if (!o.model) return hr_cmd_fail("serve", hr_errf("--model is required")), 2;
     if ((err = hr_parse_device(o.device))) return hr_cmd_fail("serve", err), 2;
+    if ((err = hr_parse_numerics(o.compute, o.kv_dtype, o.exact, 1, &o.num)))
+        return hr_cmd_fail("serve", err), 2;
     if (o.port < 0 || o.port > 65535) return hr_cmd_fail("serve", hr_errf("--port must be 0..65535")), 2;
     if (o.kv_mb < 0 || o.budget_mb < 0 || o.max_seqs < 0 || o.max_batch < 0 || o.max_queue < 0 || o.max_body_mb <= 0 || o.snap_mb < 0 ||
         o.snap_every < 0)

@@ -2,6 +2,7 @@
  * a memory amount), the engine thread's loop, request submission with validation and
  * refusal, and each request's event channel (callback, or a mutex+condvar queue pulled by
  * hr_request_next). The scheduler step itself is in sched.c. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -358,8 +359,9 @@ void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st) {
 /* ---- creation ---- */
 
 /* min(a quarter of the backend's free memory, max_seqs sequences of min(context, 8192)
- * positions). The weights are uploaded by now, so free memory is what they left. */
-static size_t default_kv_memory(const hr_engine *e, size_t per_token) {
+ * positions plus the recurrent state (fixed bytes)). The weights are uploaded by now, so
+ * free memory is what they left. */
+static size_t default_kv_memory(const hr_engine *e, size_t per_token, size_t fixed) {
     const hr_model_config *c = hr_model_cfg(e->model);
     hr_backend *be = hr_model_backend(e->model);
     size_t avail = 0, total = 0, quarter = (size_t)1 << 30;
@@ -367,26 +369,30 @@ static size_t default_kv_memory(const hr_engine *e, size_t per_token) {
     if (err) hr_err_free(err);
     else quarter = avail / 4;
     size_t ctx = c->max_pos > 0 && c->max_pos < 8192 ? (size_t)c->max_pos : 8192;
-    size_t want = per_token * ctx * (size_t)e->opt.max_seqs;
+    size_t want = per_token * ctx * (size_t)e->opt.max_seqs + fixed;
     return want < quarter ? want : quarter;
 }
 
 /* State snapshots for prefix reuse on a hybrid model: snapshot_memory's worth (default: as
  * many as there are state slots), at most one per block, none without the prefix cache. */
-static int n_snapshots(const hr_engine *e, int slots, int n_blocks) {
-    hr_kv_store shape = {0};
-    hr_model_kv_shape(e->model, &shape);
-    size_t each = (size_t)shape.n_state_layers * (size_t)(shape.conv_floats + shape.delta_floats) *
-                  sizeof(float);
+static int n_snapshots(const hr_engine *e, size_t each, int slots, int n_blocks) {
     if (each == 0 || e->opt.no_prefix_cache) return 0;
     size_t n = e->opt.snapshot_memory ? e->opt.snapshot_memory / each : (size_t)slots;
     return n < (size_t)n_blocks ? (int)n : n_blocks;
 }
 
+/* The pool's memory (kv_memory, else memory_budget - weights, else kv_positions' worth,
+ * else the default) holds the
+ * hybrid models' recurrent state (a slot per sequence that can run at once, and the
+ * snapshots) and then as many KV blocks as fit; the sizes are backend.h's. */
 static hr_err *size_pool(hr_engine *e) {
     const hr_model_config *c = hr_model_cfg(e->model);
     int bs = e->opt.block_size;
-    size_t per_token = hr_kv_bytes_per_token(c);
+    hr_kv_store shape;
+    hr_model_kv_shape(e->model, &shape);
+    size_t per_token = hr_kv_token_bytes(&shape), each = hr_kv_state_bytes(&shape);
+    int slots = each ? e->opt.max_seqs : 0, snaps = n_snapshots(e, each, slots, INT_MAX);
+    size_t fixed = each * (size_t)(slots + snaps);
     size_t kv = e->opt.kv_memory, weights = hr_model_weight_bytes(e->model);
     if (!kv && e->opt.memory_budget) {
         if (e->opt.memory_budget <= weights)
@@ -394,17 +400,19 @@ static hr_err *size_pool(hr_engine *e) {
                            (double)e->opt.memory_budget / (1 << 20), (double)weights / (1 << 20));
         kv = e->opt.memory_budget - weights;
     }
-    if (!kv) kv = default_kv_memory(e, per_token);
-    size_t n_blocks = kv / (per_token * (size_t)bs);
+    if (!kv && e->opt.kv_positions > 0)
+        kv = fixed + per_token * (size_t)bs * (size_t)((e->opt.kv_positions + bs - 1) / bs);
+    if (!kv) kv = default_kv_memory(e, per_token, fixed);
+    size_t n_blocks = kv > fixed ? (kv - fixed) / (per_token * (size_t)bs) : 0;
     if (n_blocks < 1)
-        return hr_errf("KV memory of %zu bytes holds no block (%zu bytes each)", kv,
-                       per_token * (size_t)bs);
+        return hr_errf("KV memory of %zu bytes holds no block (%zu bytes each, after %zu bytes of "
+                       "recurrent state for %d sequences and %d snapshots)",
+                       kv, per_token * (size_t)bs, fixed, slots, snaps);
     if (n_blocks > 1 << 24) n_blocks = 1 << 24;
-    /* hybrid models: one recurrent-state slot per sequence that can run at once (admission
-     * also waits for a free slot); ignored for models without linear-attention layers */
-    int slots = e->opt.max_seqs < (int)n_blocks ? e->opt.max_seqs : (int)n_blocks;
-    HR_TRY(hr_kv_pool_create_slots(&e->pool, e->model, (int)n_blocks, bs, slots,
-                                   n_snapshots(e, slots, (int)n_blocks)));
+    /* hybrid models: admission also waits for a free state slot */
+    if (slots > (int)n_blocks) slots = (int)n_blocks;
+    HR_TRY(hr_kv_pool_create_slots(&e->pool, e->model, (int)n_blocks, bs, slots > 0 ? slots : 1,
+                                   n_snapshots(e, each, slots, (int)n_blocks)));
     long cap = (long)n_blocks * bs;
     e->max_context = c->max_pos > 0 && c->max_pos < cap ? c->max_pos : (int)cap;
     return NULL;
@@ -475,6 +483,9 @@ static hr_err *engine_start(hr_engine *e) {
     if (!e->running || !e->row_req || !e->rows || !e->logits || !e->counts) return hr_err_oom();
     e->stats.kv_blocks_total = e->pool.store.n_blocks;
     e->stats.block_size = o->block_size;
+    e->stats.kv_dtype = hr_kv_type_of(e->pool.store.dtype);
+    if (e->opened.model)
+        e->stats.compute = e->opened.numerics.compute_bf16 ? HR_COMPUTE_BF16 : HR_COMPUTE_F32;
     if (pthread_create(&e->thread, NULL, engine_main, e))
         return hr_errf("cannot start the engine thread");
     e->thread_started = 1;
@@ -523,7 +534,7 @@ hr_err *hr_engine_create(const char *dir, const hr_engine_options *opt, hr_engin
     if (!e) return hr_err_oom();
     hr_open_options oo = {.device = e->opt.device,
                           .n_threads = e->opt.n_threads,
-                          .compute_bf16 = e->opt.compute_bf16,
+                          .numerics = {e->opt.compute, e->opt.kv_dtype, e->opt.fast},
                           .weights_in_place = e->opt.weights_in_place};
     hr_err *err = hr_model_open(dir, &oo, &e->opened);
     if (err) {

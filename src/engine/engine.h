@@ -86,7 +86,9 @@ struct hr_engine {
 };
 
 /* Creates an engine on an already loaded model (not owned) and tokenizer (may be NULL,
- * not owned); tests and hr_generate use it to share one model. */
+ * not owned); tests and hr_generate use it to share one model. The model's backend and KV
+ * dtype (hr_model_set_kv_dtype) are used as they are: opt's compute, kv_dtype and fast
+ * apply only to hr_engine_create. */
 hr_err *hr_engine_create_on(hr_model *m, hr_tokenizer *tok, const hr_engine_options *opt,
                             hr_engine **out);
 

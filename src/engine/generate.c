@@ -87,8 +87,7 @@ hr_err *hr_generate(hr_model *m, const hr_gen_request *req, hr_token_cb cb, void
     if (req->max_tokens < 0) return hr_errf("max_tokens must be >= 0");
     if (req->max_tokens == 0) return NULL;
     int bs = 16, total = req->n_prompt + req->max_tokens;
-    hr_engine_options o = {.kv_memory = hr_kv_bytes_per_token(hr_model_cfg(m)) * (size_t)bs *
-                                        (size_t)((total + bs - 1) / bs),
+    hr_engine_options o = {.kv_positions = total,
                            .block_size = bs,
                            .max_batch_tokens = req->prefill_chunk > 0 ? req->prefill_chunk : 512,
                            .max_seqs = 1,

@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t hr_kv_bytes_per_token(const hr_model_config *c) {
-    return (size_t)c->n_layers * 2 * (size_t)c->n_kv_heads * (size_t)c->head_dim * sizeof(float);
-}
 
 hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size) {
     int slots = n_blocks < HR_KV_STATE_SLOTS ? n_blocks : HR_KV_STATE_SLOTS;

@@ -46,8 +46,6 @@ typedef struct {
 /* Recurrent-state slots hr_kv_pool_create gives a hybrid model: min(n_blocks, this). */
 enum { HR_KV_STATE_SLOTS = 8 };
 
-/* Bytes of KV one position takes over all layers (K and V, f32). */
-size_t hr_kv_bytes_per_token(const hr_model_config *c);
 
 hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size);
 /* The same with n_state_slots recurrent-state slots (the most sequences of a hybrid model

@@ -2,17 +2,33 @@
 #include "engine/open.h"
 
 #include "engine/tok_open.h"
+#include "model/weights.h"
+
+/* The numerics for the weights' dtype (opened first, so a path that is not a model says so
+ * as hr_model_load would). */
+static hr_err *choose(const char *dir, const hr_open_options *o, hr_numerics *out) {
+    hr_model_config c;
+    hr_weights *w;
+    HR_TRY(hr_weights_open(dir, &c, &w));
+    hr_dtype weights = hr_weights_main_dtype(w);
+    hr_weights_close(w);
+    hr_backend_caps caps;
+    HR_TRY(hr_backend_caps_of(o->device, &caps));
+    return hr_numerics_choose(&o->numerics, weights, &caps, out);
+}
 
 hr_err *hr_model_open(const char *dir, const hr_open_options *o, hr_opened_model *out) {
     *out = (hr_opened_model){0};
     int has_tok = !o->no_tokenizer && hr_tokenizer_available(dir);
     if (o->need_tokenizer && !has_tok) return hr_errf("%s has no tokenizer (tokenizer.json, or GGUF tokenizer metadata)", dir);
+    HR_TRY(choose(dir, o, &out->numerics));
     hr_backend_options bo = {.device = o->device,
                              .cpu = {.n_threads = o->n_threads,
-                                     .compute_bf16 = o->compute_bf16,
+                                     .compute_bf16 = out->numerics.compute_bf16,
                                      .weights_in_place = o->weights_in_place}};
     hr_err *err = hr_backend_create(&bo, &out->be);
     if (!err) err = hr_model_load(dir, out->be, &out->model);
+    if (!err) hr_model_set_kv_dtype(out->model, out->numerics.kv);
     if (!err && has_tok) err = hr_tokenizer_open(dir, &out->tok);
     if (err) hr_model_close(out);
     return err;

@@ -99,6 +99,16 @@ static size_t src_bytes(const void *impl) {
     return hr_gguf_data_bytes(((const gguf_src *)impl)->g);
 }
 
+static hr_dtype src_main(const void *impl) {
+    const gguf_src *s = impl;
+    size_t bytes[HR_DTYPE_COUNT] = {0};
+    for (int i = 0; i < s->n; i++) bytes[s->e[i].t.dtype] += hr_tensor_bytes(&s->e[i].t);
+    int best = HR_F32;
+    for (int d = 0; d < HR_DTYPE_COUNT; d++)
+        if (bytes[d] > bytes[best]) best = d;
+    return (hr_dtype)best;
+}
+
 static void src_close(void *impl) {
     gguf_src *s = impl;
     if (!s) return;
@@ -112,7 +122,7 @@ static void src_close(void *impl) {
     free(s);
 }
 
-static const hr_weights_vt gguf_vt = {src_get, src_bytes, src_close};
+static const hr_weights_vt gguf_vt = {src_get, src_bytes, src_main, src_close};
 
 static hr_err *build(gguf_src *s, hr_model_config *cfg) {
     HR_TRY(hr_config_from_gguf(s->g, cfg));

@@ -123,20 +123,29 @@ static hr_err *expert_views(hr_model *m, int l) {
     return NULL;
 }
 
-/* KV store layout: one slot per attention layer that stores KV, each max_head_dim wide
- * (linear-attention layers keep recurrent state instead, see load_hybrid.c). */
+/* KV store layout: one slot per attention layer that stores KV, at that layer's head dim
+ * (KV-sharing layers read their source's slot; linear-attention layers keep recurrent state
+ * instead, see load_hybrid.c). Fills slot_of (n_layers, -1 for linear layers) and
+ * slot_head_dim (per slot); returns the slot count. */
+static int kv_slots(const hr_model_config *c, int *slot_of, int *slot_head_dim) {
+    int n = 0;
+    for (int l = 0; l < c->n_layers; l++) {
+        slot_of[l] = -1;
+        if (c->kv_source[l] != l || c->layer_kind[l] == HR_LAYER_LINEAR) continue;
+        slot_head_dim[n] = c->layer_head_dim[l];
+        slot_of[l] = n++;
+    }
+    for (int l = 0; l < c->n_layers; l++)
+        if (c->layer_kind[l] != HR_LAYER_LINEAR) slot_of[l] = slot_of[c->kv_source[l]];
+    return n;
+}
+
 static void plan_kv(hr_model *m) {
     const hr_model_config *c = &m->cfg;
     m->max_head_dim = 0;
-    m->n_kv_slots = 0;
-    for (int l = 0; l < c->n_layers; l++) {
-        if (c->layer_head_dim[l] > m->max_head_dim) m->max_head_dim = c->layer_head_dim[l];
-        if (c->kv_source[l] != l || c->layer_kind[l] == HR_LAYER_LINEAR) continue;
-        m->kv_slot_head_dim[m->n_kv_slots] = c->layer_head_dim[l];
-        m->kv_slot[l] = m->n_kv_slots++;
-    }
     for (int l = 0; l < c->n_layers; l++)
-        if (c->layer_kind[l] != HR_LAYER_LINEAR) m->kv_slot[l] = m->kv_slot[c->kv_source[l]];
+        if (c->layer_head_dim[l] > m->max_head_dim) m->max_head_dim = c->layer_head_dim[l];
+    m->n_kv_slots = kv_slots(c, m->kv_slot, m->kv_slot_head_dim);
 }
 
 static hr_err *load_ple(hr_model *m) {
@@ -236,16 +245,27 @@ const hr_model_config *hr_model_cfg(const hr_model *m) { return &m->cfg; }
 hr_backend *hr_model_backend(const hr_model *m) { return m->be; }
 size_t hr_model_weight_bytes(const hr_model *m) { return hr_weights_data_bytes(m->w); }
 
-void hr_model_kv_shape(const hr_model *m, hr_kv_store *kv) {
-    kv->dtype = HR_F32;
-    kv->n_layers = m->n_kv_slots;
-    kv->n_state_layers = m->n_state_layers;
-    kv->conv_floats = (long)(m->cfg.lin_conv_kernel - 1) * hr_dim_value(&m->cfg, HR_DIM_LIN_CONV);
-    kv->delta_floats = (long)m->cfg.lin_v_heads * m->cfg.lin_k_dim * m->cfg.lin_v_dim;
-    kv->n_kv_heads = m->cfg.n_kv_heads;
-    kv->head_dim = m->max_head_dim;
-    kv->layer_head_dim = m->kv_slot_head_dim;
+void hr_config_kv_shape(const hr_model_config *c, hr_dtype dtype, hr_kv_store *kv,
+                        int *slot_head_dim) {
+    int slot_of[HR_MAX_LAYERS];
+    *kv = (hr_kv_store){.dtype = dtype, .n_kv_heads = c->n_kv_heads, .layer_head_dim = slot_head_dim};
+    kv->n_layers = kv_slots(c, slot_of, slot_head_dim);
+    for (int l = 0; l < c->n_layers; l++) {
+        if (c->layer_head_dim[l] > kv->head_dim) kv->head_dim = c->layer_head_dim[l];
+        kv->n_state_layers += c->layer_kind[l] == HR_LAYER_LINEAR;
+    }
+    if (kv->n_state_layers == 0) return;
+    kv->conv_floats = (long)(c->lin_conv_kernel - 1) * hr_dim_value(c, HR_DIM_LIN_CONV);
+    kv->delta_floats = (long)c->lin_v_heads * c->lin_k_dim * c->lin_v_dim;
 }
+
+void hr_model_kv_shape(const hr_model *m, hr_kv_store *kv) {
+    int head_dims[HR_MAX_LAYERS];
+    hr_config_kv_shape(&m->cfg, m->kv_dtype, kv, head_dims);
+    kv->layer_head_dim = m->kv_slot_head_dim; /* plan_kv's copy of the same dims, kept */
+}
+
+void hr_model_set_kv_dtype(hr_model *m, hr_dtype dtype) { m->kv_dtype = dtype; }
 
 int hr_model_kv_window(const hr_model *m, int slot) {
     for (int l = 0; l < m->cfg.n_layers; l++)

@@ -31,8 +31,16 @@ hr_backend *hr_model_backend(const hr_model *m);
 /* Bytes of weights as stored (what one decode step reads). */
 size_t hr_model_weight_bytes(const hr_model *m);
 
-/* The KV geometry this model needs (dtype F32), for hr_kv_store creation. */
+/* The KV geometry of a config: dtype, the per-slot head dims (written to slot_head_dim,
+ * HR_MAX_LAYERS entries, which kv->layer_head_dim then points at), n_kv_heads and the
+ * recurrent-state sizes; no blocks, slots or memory. `hearth fit` sizes from it without
+ * loading weights; hr_model_kv_shape is the same for a loaded model. */
+void hr_config_kv_shape(const hr_model_config *c, hr_dtype dtype, hr_kv_store *kv,
+                        int *slot_head_dim);
+/* The KV geometry this model needs, in its KV dtype, for hr_kv_store creation. */
 void hr_model_kv_shape(const hr_model *m, hr_kv_store *kv);
+/* The dtype of the KV stores made from now on (hr_model_open sets the chosen one). */
+void hr_model_set_kv_dtype(hr_model *m, hr_dtype dtype);
 
 /* The sliding window (0 = none) of KV store layer `slot`. Positions before pos - window + 1
  * of that layer are never read again; a block can be freed once every layer that uses it

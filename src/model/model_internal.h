@@ -89,6 +89,7 @@ struct hr_model {
     int kv_slot[HR_MAX_LAYERS];           /* KV store layer of each attention layer */
     int n_kv_slots;
     int kv_slot_head_dim[HR_MAX_LAYERS];  /* (n_kv_slots) */
+    hr_dtype kv_dtype;                    /* of the KV stores made for it (F32 unless set) */
     float layer_scale[HR_MAX_LAYERS];     /* layer_scalar values (1 when absent) */
     const hr_tensor *inv_freq_sliding;    /* rope table of sliding layers */
     float *inv_freq_sliding_host;

@@ -254,3 +254,15 @@ const hr_tensor *hr_st_get(const hr_safetensors *st, const char *name) {
 int hr_st_count(const hr_safetensors *st) { return st->n; }
 const char *hr_st_name(const hr_safetensors *st, int i) { return st->entries[i].name; }
 size_t hr_st_data_bytes(const hr_safetensors *st) { return st->data_bytes; }
+
+hr_dtype hr_st_main_dtype(const hr_safetensors *st) {
+    size_t bytes[HR_DTYPE_COUNT] = {0};
+    for (int i = 0; i < hr_st_count(st); i++) {
+        const hr_tensor *t = hr_st_get(st, hr_st_name(st, i));
+        if (t) bytes[t->dtype] += hr_tensor_bytes(t);
+    }
+    int best = HR_F32;
+    for (int d = 0; d < HR_DTYPE_COUNT; d++)
+        if (bytes[d] > bytes[best]) best = d;
+    return (hr_dtype)best;
+}

@@ -20,6 +20,8 @@ int hr_st_count(const hr_safetensors *st);
 const char *hr_st_name(const hr_safetensors *st, int i);
 /* Total bytes of tensor data. */
 size_t hr_st_data_bytes(const hr_safetensors *st);
+/* The dtype holding most of the tensor bytes (a checkpoint's weight dtype). */
+hr_dtype hr_st_main_dtype(const hr_safetensors *st);
 
 /* Writer: the header is written from the specs first, then fill() supplies each
  * tensor's bytes in order (it may be called several times per tensor with consecutive

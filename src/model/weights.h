@@ -11,6 +11,7 @@
 typedef struct {
     const hr_tensor *(*get)(const void *impl, const char *name);
     size_t (*data_bytes)(const void *impl);
+    hr_dtype (*main_dtype)(const void *impl);
     void (*close)(void *impl);
 } hr_weights_vt;
 
@@ -27,6 +28,8 @@ void hr_weights_close(hr_weights *w);
 const hr_tensor *hr_weights_get(const hr_weights *w, const char *name);
 /* Bytes of tensor data as stored. */
 size_t hr_weights_data_bytes(const hr_weights *w);
+/* The dtype holding most of the weight bytes (what the numerics choice looks at). */
+hr_dtype hr_weights_main_dtype(const hr_weights *w);
 
 /* The GGUF source (gguf_weights.c). */
 hr_err *hr_gguf_weights_open(const char *path, hr_model_config *cfg, hr_weights **out);

@@ -1,6 +1,6 @@
 # Context fit, errors clients recover from, and the access log, against `hearth serve` on
 # qwen3-tools-20m (the real Qwen3 tokenizer and template, 131072-token config context)
-# with a 2 MiB KV pool (1024 positions): no max_tokens and max_tokens far above the context
+# with a 1 MiB KV pool (1024 positions of the default bf16 KV): no max_tokens and max_tokens far above the context
 # are served (ended by "length" at the engine's context), a prompt over it gets each API's
 # wording (OpenAI context_length_exceeded, Anthropic "prompt is too long: N tokens > M
 # maximum"), x-should-retry on errors, Anthropic-shaped 404s, a full queue refused with
@@ -10,7 +10,7 @@
 Q=$S/fixtures/models/qwen3-tools-20m
 start_serve() { # LOG FORMAT ARGS...: hearth serve on a free port with --log-format FORMAT
   local log=$1 format=$2; shift 2
-  serve_start "$log" --log-level info --log-format "$format" serve --model "$Q" --port 0 --threads 2 --kv-memory 2 "$@"
+  serve_start "$log" --log-level info --log-format "$format" serve --model "$Q" --port 0 --threads 2 --kv-memory 1 "$@"
 }
 expect_rc bad_log_format 2 'unknown --log-format "xml" \(text\|json\)' "$H" --log-format xml serve --model "$Q"
 expect_rc bad_max_queue 2 "sizes must be positive" "$H" serve --model "$Q" --max-queue -1

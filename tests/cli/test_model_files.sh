@@ -38,7 +38,9 @@ expect_rc run_text_ids 0 "^400 403 264 676 693 553" "$H" run --model "$B" --prom
 expect_rc run_bad_typical 1 "typical_p must be in" "$H" run --model "$B" --prompt A --typical-p 2
 expect_rc run_bad_xtc 1 "xtc_probability must be in" "$H" run --model "$B" --prompt A --xtc-probability -1
 expect_rc run_bad_xtc_threshold 2 "xtc-threshold" "$H" run --model "$B" --prompt A --xtc-threshold abc
-expect_rc run_bad_compute 1 "--compute must be f32 or bf16" "$H" run --model "$B" --prompt A --compute fp16
+expect_rc run_bad_compute 2 "--compute must be f32 or bf16" "$H" run --model "$B" --prompt A --compute fp16
+expect_rc run_bad_kv_dtype 2 "--kv-dtype must be f32, bf16, f16 or q8_0" "$H" run --model "$B" --prompt A --kv-dtype fp8
+expect_rc run_exact_conflict 2 "cannot go with --compute bf16" "$H" run --model "$B" --prompt A --exact --compute bf16
 expect_rc run_seeded 0 "" bash -c "[ \"\$('$H' run --model '$B' --prompt 'A' --temperature 1 --seed 5 --max-tokens 16 2>/dev/null)\" = \"\$('$H' run --model '$B' --prompt 'A' --temperature 1 --seed 5 --max-tokens 16 2>/dev/null)\" ]"
 echo '{% for m in messages %}Q: {{ m.content }}{% endfor %}A:' > "$T/tpl.jinja"
 expect_rc run_chat_template 0 "" "$H" run --model "$B" --prompt "hi" --chat-template "$T/tpl.jinja" --max-tokens 4

@@ -4,8 +4,8 @@
  * time, greedy continuations where the reference margin is clear, and 16 sequences batched in
  * one step against each run alone; brown-llama-8m's held-out NLL against its reference.json.
  * The checks run in the exact mode (--compute f32: large products on near-f32 activations,
- * f32 KV), where CUDA must agree with the CPU to f32 rounding; the fast mode (bf16 products)
- * is reported beside the CPU's own bf16 mode, whose error shows what bf16 rounding does to
+ * f32 KV), where CUDA must agree with the CPU to f32 rounding; the fast mode (bf16 products
+ * and bf16 KV, serve's default for bf16 checkpoints) is reported beside the CPU's own bf16 mode, whose error shows what bf16 rounding does to
  * each model (the random-weight hybrids amplify it far beyond the dense ones). Prints one
  * table row per check (max error, relative to max |reference|, top-1 agreement where the
  * reference margin is over 0.05) and exits 1 when a check is outside its tolerance.
@@ -254,6 +254,7 @@ static void check_model(const char *name) {
     if (!err) err = side_open(dir, "cpu", 0, &cpu);
     if (!err) err = side_open(dir, "cuda", 1, &fast[0]);
     if (!err) err = side_open(dir, "cpu", 1, &fast[1]);
+    for (int i = 0; !err && i < 2; i++) hr_model_set_kv_dtype(fast[i].m, HR_BF16); /* serve's default */
     if (!err) err = check_cases(dir, &gpu, &cpu, fast, &sc);
     if (!err) err = run_batched(&gpu, &cpu, &sc.batched);
     if (err) {
@@ -264,8 +265,8 @@ static void check_model(const char *name) {
         report(name, "kv path vs reference", &sc.kv_path, 1);
         report(name, "greedy vs reference", &sc.greedy, 1);
         report(name, "16 batched vs cpu solo", &sc.batched, 1);
-        report(name, "bf16 products: cuda", &sc.gpu_bf16, 0);
-        report(name, "bf16 products: cpu", &sc.cpu_bf16, 0);
+        report(name, "fast (bf16): cuda", &sc.gpu_bf16, 0);
+        report(name, "fast (bf16): cpu", &sc.cpu_bf16, 0);
     }
     side_close(&fast[0]);
     side_close(&fast[1]);

@@ -653,12 +653,15 @@ static void check_hybrid_engine(const char *name) {
                                    .max_tokens = 24 + i,
                                    .ignore_eos = 1};
     }
-    size_t block = (size_t)c->n_layers * 2 * c->n_kv_heads * c->head_dim * sizeof(float) * 16;
+    hr_kv_store shape;
+    hr_model_kv_shape(m, &shape);
+    /* 8 blocks of 16 after the recurrent state of 8 slots and their 8 snapshots */
+    size_t small = 8 * 16 * hr_kv_token_bytes(&shape) + 16 * hr_kv_state_bytes(&shape);
     hr_engine *e;
     for (int run = 0; run < 4; run++) { /* solo, batched, 7-token chunks, preempting */
         hr_engine_options o = {.max_seqs = 8,
                                .max_batch_tokens = run == 2 ? 7 : 0,
-                               .kv_memory = run == 3 ? 8 * block : 64 << 20,
+                               .kv_memory = run == 3 ? small : 64 << 20,
                                .no_prefix_cache = run == 0};
         HR_CHECK_OK(hr_engine_create_on(m, NULL, &o, &e));
         if (!e) break;

@@ -8,7 +8,8 @@
  * its prompt was chunked or batched: positions go in tiles of TJ aligned to multiples of
  * TJ, a score is the level's dot (which sums like its matmul tile), the online softmax of
  * a tile is one function, and P V (the pv kernel) adds each visible position's row in
- * order. */
+ * order. KV stored narrow (bf16, f16, q8_0) is widened row by row into per-thread scratch
+ * by the level's kv_load (exact, so every path still sees the same f32 values). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -26,12 +27,25 @@ typedef struct {
     const hr_kv_store *kv;
     const hr_attn_params *p;
     const hr_cpu_kernels *k;
+    size_t rb; /* bytes of one stored head vector */
 } attn_ctx;
 
-static const float *kv_row(const attn_ctx *c, const void *base, const int32_t *bt, int j, int kvh) {
+/* Position j's row of kv head kvh in K or V (base) as f32: the stored row of an f32 store,
+ * else the row widened into buf (head_dim floats). */
+static const float *kv_row(const attn_ctx *c, const void *base, const int32_t *bt, int j, int kvh,
+                           float *buf) {
     const hr_kv_store *kv = c->kv;
-    long off = hr_kv_offset(kv, c->p->layer, bt[j / kv->block_size], kvh, j % kv->block_size);
-    return (const float *)base + off;
+    const char *row = (const char *)base + hr_kv_offset(kv, c->p->layer, c->rb, bt[j / kv->block_size],
+                                                        kvh, j % kv->block_size);
+    if (kv->dtype == HR_F32) return (const float *)row;
+    c->k->kv_load(buf, row, kv->dtype, c->p->head_dim);
+    return buf;
+}
+
+/* Floats of per-thread scratch the per-token path needs: a V tile and a K row when the
+ * store is narrow, none for f32. */
+static size_t token_scratch(const attn_ctx *c) {
+    return c->kv->dtype == HR_F32 ? 0 : (size_t)(TJ + 1) * (size_t)c->p->head_dim;
 }
 
 /* First position a query at pq sees (the sliding window's start). */
@@ -72,9 +86,10 @@ static void softmax_tile(const attn_ctx *c, float *s, int j0, int nj, int pq, fl
 
 /* o[i] += P[i] V over the tile's positions, each visible position's V row in order, on
  * the pv kernel (rows before a sliding window may be released, so a row no query sees is
- * passed as NULL and never read). With tile set, the rows are first copied into it: rows
- * of one kv head lie a whole KV row apart (4 KiB for 8 heads of 128) and would compete for
- * the same few L1 sets while every block of queries walks them again. */
+ * passed as NULL and never read). With tile set, the rows are first copied (or widened)
+ * into it: rows of one kv head lie a whole KV row apart (4 KiB for 8 heads of 128) and
+ * would compete for the same few L1 sets while every block of queries walks them again.
+ * A narrow store needs the tile. */
 static void pv_tile(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, float *const *o,
                     const float *s, long s_ld, int n, float *tile) {
     const float *v[TJ];
@@ -82,14 +97,15 @@ static void pv_tile(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int n
     for (int jj = 0; jj < nj; jj++) {
         int i = 0;
         while (i < n && s[i * s_ld + jj] == 0) i++;
-        v[jj] = i < n ? kv_row(c, c->kv->v, bt, j0 + jj, kvh) : NULL;
-        if (v[jj] && tile) v[jj] = memcpy(tile + (long)jj * hd, v[jj], sizeof(float) * (size_t)hd);
+        float *dst = tile ? tile + (long)jj * hd : NULL;
+        v[jj] = i < n ? kv_row(c, c->kv->v, bt, j0 + jj, kvh, dst) : NULL;
+        if (v[jj] && dst && v[jj] != dst) v[jj] = memcpy(dst, v[jj], sizeof(float) * (size_t)hd);
     }
     c->k->pv(o, s, s_ld, n, v, nj, hd);
 }
 
-/* Query heads [h0, h0 + nh) of kv head kvh for token t. */
-static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh) {
+/* Query heads [h0, h0 + nh) of kv head kvh for token t; scr: token_scratch floats. */
+static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, float *scr) {
     const hr_step_meta *m = &c->cb->meta;
     const hr_attn_params *p = c->p;
     int hd = p->head_dim, pos = m->pos[t];
@@ -108,11 +124,11 @@ static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh) {
     for (int j0 = lo / TJ * TJ; j0 <= pos; j0 += TJ) {
         int nj = pos - j0 + 1 < TJ ? pos - j0 + 1 : TJ;
         for (int jj = 0; jj < nj; jj++) {
-            const float *krow = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh) : NULL;
+            const float *krow = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh, scr) : NULL;
             for (int h = 0; h < nh; h++) s[h][jj] = krow ? c->k->dot(q[h], krow, hd) : 0;
         }
         for (int h = 0; h < nh; h++) softmax_tile(c, s[h], j0, nj, pos, &mx[h], &sum[h], o[h]);
-        pv_tile(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh, NULL);
+        pv_tile(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh, scr ? scr + hd : NULL);
     }
     for (int h = 0; h < nh; h++) c->k->scale(o[h], 1.0f / sum[h], hd);
 }
@@ -158,8 +174,9 @@ static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int 
         size_t row = sizeof(float) * (size_t)hd;
         for (int jj = 0; jj < nj; jj++) { /* whole rows: a test per element ran scalar */
             float *kt = b->kv + (long)jj * hd;
-            if (j0 + jj >= lo) memcpy(kt, kv_row(c, c->kv->k, bt, j0 + jj, kvh), row);
-            else memset(kt, 0, row);
+            const float *kr = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh, kt) : NULL;
+            if (!kr) memset(kt, 0, row);
+            else if (kr != kt) memcpy(kt, kr, row);
         }
         c->k->mm_f32(b->s, TJ, b->q, hd, b->kv, hd, M, 0, nj);
         for (int i = 0; i < M; i++)
@@ -182,10 +199,11 @@ typedef struct {
     atomic_long next;
 } items_ctx;
 
-static void attend_token(const attn_ctx *c, int tok, int kvh) {
+static void attend_token(const attn_ctx *c, int tok, int kvh, float *scr) {
     int group = c->p->n_heads / c->p->n_kv_heads;
     for (int h0 = 0; h0 < group; h0 += MAX_GROUP)
-        attend_group(c, tok, kvh, kvh * group + h0, group - h0 < MAX_GROUP ? group - h0 : MAX_GROUP);
+        attend_group(c, tok, kvh, kvh * group + h0, group - h0 < MAX_GROUP ? group - h0 : MAX_GROUP,
+                     scr);
 }
 
 static void items_task(void *ctx, int th, int nth) {
@@ -194,6 +212,9 @@ static void items_task(void *ctx, int th, int nth) {
     blk_scratch b;
     void *mem = NULL;
     int tried = 0;
+    size_t ns = token_scratch(&ic->c);
+    float *scr = ns ? malloc(sizeof(float) * ns) : NULL;
+    if (ns && !scr) return; /* out of memory: nothing to compute with */
     for (long i; (i = atomic_fetch_add(&ic->next, 1)) < ic->n_items;) {
         const attn_item *it = &ic->items[i];
         if (it->nq > 1 && !tried) { /* block scratch only when this thread gets a block */
@@ -202,9 +223,10 @@ static void items_task(void *ctx, int th, int nth) {
         }
         if (it->nq > 1 && mem) attend_block(&ic->c, &b, it->t0, it->nq, it->kvh);
         else
-            for (int t = it->t0; t < it->t0 + it->nq; t++) attend_token(&ic->c, t, it->kvh);
+            for (int t = it->t0; t < it->t0 + it->nq; t++) attend_token(&ic->c, t, it->kvh, scr);
     }
     free(mem);
+    free(scr);
 }
 
 /* Items of the step: rows with BLOCK_MIN+ tokens in blocks of QB, others token by token.
@@ -232,13 +254,18 @@ static void attn_task(void *ctx, int t, int nt) {
     attn_ctx *c = ctx;
     long items = (long)c->cb->meta.n_tokens * c->p->n_kv_heads, b, e;
     hr_split_range(items, 1, t, nt, &b, &e);
-    for (long i = b; i < e; i++) attend_token(c, (int)(i / c->p->n_kv_heads), (int)(i % c->p->n_kv_heads));
+    size_t ns = token_scratch(c);
+    float *scr = ns && e > b ? malloc(sizeof(float) * ns) : NULL;
+    if (ns && e > b && !scr) return; /* out of memory: nothing to compute with */
+    for (long i = b; i < e; i++)
+        attend_token(c, (int)(i / c->p->n_kv_heads), (int)(i % c->p->n_kv_heads), scr);
+    free(scr);
 }
 
 void hr_cpu_attention(hr_backend *be, float *out, const float *q, const hr_kv_store *kv,
                       const hr_attn_params *p) {
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
-    attn_ctx c = {cb, out, q, kv, p, hr_cpu_kernels_get()};
+    attn_ctx c = {cb, out, q, kv, p, hr_cpu_kernels_get(), hr_kv_row_bytes(kv->dtype, p->head_dim)};
     items_ctx ic = {.c = c, .items = malloc(sizeof(attn_item) * (size_t)cb->meta.n_tokens * (size_t)p->n_kv_heads)};
     int blocks = 0;
     if (ic.items) ic.n_items = plan_items(&cb->meta, p, ic.items, &blocks);

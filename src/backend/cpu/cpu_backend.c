@@ -79,11 +79,15 @@ static void cpu_kv_destroy(hr_backend *be, hr_kv_store *kv) {
     kv->layer_off = NULL;
 }
 
-/* KV of the attention layers (per-layer regions sized by hr_kv_head_dim) plus the recurrent
- * state of the linear-attention layers (none for dense models). */
+/* KV of the attention layers (per-layer regions of hr_kv_row_bytes rows) plus the
+ * recurrent state of the linear-attention layers (none for dense models): exactly
+ * hr_kv_store_bytes in all. */
 static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
-    if (kv->dtype != HR_F32) return hr_errf("the CPU KV store supports F32 only");
+    if (kv->dtype != HR_F32 && kv->dtype != HR_BF16 && kv->dtype != HR_F16 && kv->dtype != HR_Q8_0)
+        return hr_errf("the CPU KV store holds f32, bf16, f16 or q8_0, not %s", hr_dtype_name(kv->dtype));
+    HR_TRY(hr_kv_dtype_check(kv));
     kv->k = kv->v = kv->conv = kv->delta = kv->snap_conv = kv->snap_delta = NULL;
+    kv->bytes = 0;
     size_t ns = (size_t)kv->n_state_layers * kv->n_state_slots;
     size_t nsnap = (size_t)kv->n_state_layers * kv->n_snapshots;
     if (ns) {
@@ -100,19 +104,22 @@ static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
                 "cannot allocate %zu MiB for the recurrent state",
                 (ns + nsnap) * (size_t)(kv->conv_floats + kv->delta_floats) * sizeof(float) >> 20);
         }
+        kv->bytes += (ns + nsnap) * (size_t)(kv->conv_floats + kv->delta_floats) * sizeof(float);
     }
-    kv->layer_off = malloc(sizeof(long) * (size_t)kv->n_layers);
+    kv->layer_off = malloc(sizeof(size_t) * (size_t)kv->n_layers);
     size_t n = 0;
     for (int l = 0; kv->layer_off && l < kv->n_layers; l++) {
-        kv->layer_off[l] = (long)n;
-        n += (size_t)kv->n_blocks * kv->block_size * kv->n_kv_heads * hr_kv_head_dim(kv, l);
+        kv->layer_off[l] = n;
+        n += (size_t)kv->n_blocks * kv->block_size * kv->n_kv_heads *
+             hr_kv_row_bytes(kv->dtype, hr_kv_head_dim(kv, l));
     }
-    kv->k = calloc(n, sizeof(float));
-    kv->v = calloc(n, sizeof(float));
+    kv->k = calloc(n + 1, 1);
+    kv->v = calloc(n + 1, 1);
     if (!kv->k || !kv->v || !kv->layer_off) {
         cpu_kv_destroy(be, kv);
-        return hr_errf("cannot allocate %zu MiB for the KV cache", 2 * n * sizeof(float) >> 20);
+        return hr_errf("cannot allocate %zu MiB for the KV cache", 2 * n >> 20);
     }
+    kv->bytes += 2 * n;
     return NULL;
 }
 
@@ -266,13 +273,14 @@ static void cpu_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float
     const hr_step_meta *m = &((hr_cpu_backend *)be)->meta;
     int hd = hr_kv_head_dim(kv, layer);
     long width = (long)kv->n_kv_heads * hd;
+    size_t rb = hr_kv_row_bytes(kv->dtype, hd);
     for (int t = 0; t < m->n_tokens; t++) {
         int p = m->pos[t];
         int block = m->block_table[(long)m->row[t] * m->max_blocks + p / kv->block_size];
         for (int h = 0; h < kv->n_kv_heads; h++) {
-            long off = hr_kv_offset(kv, layer, block, h, p % kv->block_size);
-            memcpy((float *)kv->k + off, k + t * width + h * hd, sizeof(float) * (size_t)hd);
-            memcpy((float *)kv->v + off, v + t * width + h * hd, sizeof(float) * (size_t)hd);
+            size_t off = hr_kv_offset(kv, layer, rb, block, h, p % kv->block_size);
+            hr_kv_row_store((char *)kv->k + off, k + t * width + h * hd, kv->dtype, hd);
+            hr_kv_row_store((char *)kv->v + off, v + t * width + h * hd, kv->dtype, hd);
         }
     }
 }

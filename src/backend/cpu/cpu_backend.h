@@ -21,13 +21,19 @@ static inline int hr_kv_head_dim(const hr_kv_store *kv, int layer) {
     return kv->layer_head_dim ? kv->layer_head_dim[layer] : kv->head_dim;
 }
 
-/* Offset in floats of (layer, block, kv head, slot) in a KV store. A block keeps each kv
- * head's rows together, so the rows attention walks for one head are contiguous within a
- * block (and share pages) instead of a whole KV row apart. */
-static inline long hr_kv_offset(const hr_kv_store *kv, int layer, int block, int kvh, int slot) {
+/* Byte offset of (layer, block, kv head, slot) in a KV store whose head vectors in that
+ * layer take row_bytes (hr_kv_row_bytes). A block keeps each kv head's rows together, so
+ * the rows attention walks for one head are contiguous within a block (and share pages)
+ * instead of a whole KV row apart. */
+static inline size_t hr_kv_offset(const hr_kv_store *kv, int layer, size_t row_bytes, int block,
+                                  int kvh, int slot) {
     return kv->layer_off[layer] +
-           (((long)block * kv->n_kv_heads + kvh) * kv->block_size + slot) * hr_kv_head_dim(kv, layer);
+           (((size_t)block * kv->n_kv_heads + kvh) * kv->block_size + slot) * row_bytes;
 }
+
+/* Stores n floats of x as one head vector in dtype (kv_rows.c): bf16 and f16 round to
+ * nearest even, Q8_0 quantizes like GGML's quantize_row_q8_0_ref (n a multiple of 32). */
+void hr_kv_row_store(void *row, const float *x, hr_dtype dtype, int n);
 
 /* MemAvailable and MemTotal (bytes) from the text of /proc/meminfo; 0 when either is missing. */
 int hr_cpu_meminfo_parse(const char *text, size_t *avail, size_t *total);

@@ -201,5 +201,36 @@ static void pv(float *const *o, const float *s, long s_ld, int n, const float *c
     }
 }
 
+/* One KV head vector to f32: 8 lanes at a time, Q8_0 a block (4 x 8 int8) per scale. */
+static void kv_load(float *y, const void *row, hr_dtype dtype, int n) {
+    int i = 0;
+    switch (dtype) {
+    case HR_BF16:
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, ld_bf16(row, i));
+        for (; i < n; i++) y[i] = sc_bf16(row, i);
+        break;
+    case HR_F16:
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, ld_f16(row, i));
+        for (; i < n; i++) y[i] = sc_f16(row, i);
+        break;
+    case HR_Q8_0:
+        for (int b = 0; b < n / HR_Q8_BLOCK; b++) {
+            const uint8_t *blk = (const uint8_t *)row + (long)b * HR_Q8_BYTES;
+            __m256 d = _mm256_set1_ps(sc_f16(blk, 0));
+            for (int k = 0; k < HR_Q8_BLOCK; k += 8) {
+                __m128i q = _mm_loadl_epi64((const __m128i *)(blk + 2 + k));
+                __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+                _mm256_storeu_ps(y + b * HR_Q8_BLOCK + k, _mm256_mul_ps(d, f));
+            }
+        }
+        break;
+    default:
+        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, ld_f32(row, i));
+        for (; i < n; i++) y[i] = sc_f32(row, i);
+        break;
+    }
+}
+
 const hr_cpu_kernels hr_cpu_kernels_avx2 = {"avx2", mm_f32, mm_bf16, mm_f16, NULL,
-                                            dot,    axpy,   scale,  pv};
+                                            dot,    axpy,   scale,  pv,
+                                            kv_load};

@@ -7,6 +7,7 @@
  * is exact with respect to the reference's products. */
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "backend/cpu/kernels.h"
 
@@ -237,5 +238,40 @@ static void pv(float *const *o, const float *s, long s_ld, int n, const float *c
     }
 }
 
+/* One KV head vector to f32: 16 lanes at a time (masked tail), Q8_0 a block (2 x 16 int8)
+ * per scale. */
+static void kv_load(float *y, const void *row, hr_dtype dtype, int n) {
+    int i = 0;
+    __mmask16 tail = (__mmask16)((1u << (n & 15)) - 1);
+    switch (dtype) {
+    case HR_BF16:
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, ld_bf16(row, i));
+        if (tail) _mm512_mask_storeu_ps(y + i, tail, ldm_bf16(row, i, tail));
+        break;
+    case HR_F16:
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, ld_f16(row, i));
+        if (tail) _mm512_mask_storeu_ps(y + i, tail, ldm_f16(row, i, tail));
+        break;
+    case HR_Q8_0:
+        for (int b = 0; b < n / HR_Q8_BLOCK; b++) {
+            const uint8_t *blk = (const uint8_t *)row + (long)b * HR_Q8_BYTES;
+            uint16_t dh;
+            memcpy(&dh, blk, 2);
+            __m512 d = _mm512_set1_ps(_cvtsh_ss(dh));
+            for (int k = 0; k < HR_Q8_BLOCK; k += 16) {
+                __m128i q = _mm_loadu_si128((const __m128i *)(blk + 2 + k));
+                __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
+                _mm512_storeu_ps(y + b * HR_Q8_BLOCK + k, _mm512_mul_ps(d, f));
+            }
+        }
+        break;
+    default:
+        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, ld_f32(row, i));
+        if (tail) _mm512_mask_storeu_ps(y + i, tail, ldm_f32(row, i, tail));
+        break;
+    }
+}
+
 const hr_cpu_kernels hr_cpu_kernels_avx512 = {"avx512", mm_f32, mm_bf16, mm_f16, mm_bx,
-                                              dot,      axpy,   scale,   pv};
+                                              dot,      axpy,   scale,   pv,
+                                              kv_load};

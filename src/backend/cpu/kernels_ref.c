@@ -48,7 +48,8 @@ static void pv(float *const *o, const float *s, long s_ld, int n, const float *c
 }
 
 const hr_cpu_kernels hr_cpu_kernels_ref = {"generic", mm_f32, mm_bf16, mm_f16, NULL,
-                                           dot,       axpy,   scale,   pv};
+                                           dot,       axpy,   scale,   pv,
+                                           hr_kv_row_load_ref};
 
 const hr_cpu_kernels *hr_cpu_kernels_get(void) {
     switch (hr_cpu()->level) {

@@ -127,19 +127,20 @@ static hr_err *zeroed(size_t bytes, void **out) {
     return hr_cu_check(cudaMemset(*out, 0, bytes), "clearing the KV store");
 }
 
+/* Sizes from kv_store.c (the pool and `hearth fit` count the same bytes). */
 static hr_err *kv_alloc(hr_kv_store *kv) {
-    size_t es = hr_dtype_bytes(kv->dtype, 1), n = 0;
-    kv->layer_off = malloc(sizeof(long) * (size_t)(kv->n_layers > 0 ? kv->n_layers : 1));
+    size_t n = 0;
+    kv->layer_off = malloc(sizeof(size_t) * (size_t)(kv->n_layers > 0 ? kv->n_layers : 1));
     if (!kv->layer_off) return hr_err_oom();
     for (int l = 0; l < kv->n_layers; l++) {
-        kv->layer_off[l] = (long)n;
+        kv->layer_off[l] = n;
         int hd = kv->layer_head_dim ? kv->layer_head_dim[l] : kv->head_dim;
-        n += (size_t)kv->n_blocks * kv->block_size * kv->n_kv_heads * hd;
+        n += (size_t)kv->n_blocks * kv->block_size * kv->n_kv_heads * hr_kv_row_bytes(kv->dtype, hd);
     }
     size_t ns = (size_t)kv->n_state_layers * kv->n_state_slots * sizeof(float);
     size_t nsnap = (size_t)kv->n_state_layers * kv->n_snapshots * sizeof(float);
-    HR_TRY(zeroed(n * es, &kv->k));
-    HR_TRY(zeroed(n * es, &kv->v));
+    HR_TRY(zeroed(n, &kv->k));
+    HR_TRY(zeroed(n, &kv->v));
     HR_TRY(zeroed(ns * (size_t)kv->conv_floats, &kv->conv));
     HR_TRY(zeroed(ns * (size_t)kv->delta_floats, &kv->delta));
     HR_TRY(zeroed(nsnap * (size_t)kv->conv_floats, &kv->snap_conv));
@@ -152,6 +153,7 @@ static hr_err *cu_kv_create(hr_backend *be, hr_kv_store *kv) {
     kv->k = kv->v = kv->conv = kv->delta = kv->snap_conv = kv->snap_delta = NULL;
     hr_err *err = kv_alloc(kv);
     if (err) cu_kv_destroy(be, kv);
+    else kv->bytes = hr_kv_store_bytes(kv);
     return err;
 }
 

@@ -79,7 +79,7 @@ void hr_cu_op_rope(hr_backend *be, float *x, int n_heads, int head_dim, int rot_
 
 /* Layer `layer` of the KV store as the kernels see it. */
 static hr_cu_kv_layer kv_layer(const hr_kv_store *kv, int layer) {
-    size_t es = hr_dtype_bytes(kv->dtype, 1), off = (size_t)kv->layer_off[layer] * es;
+    size_t off = kv->layer_off[layer];
     return (hr_cu_kv_layer){.k = (char *)kv->k + off, .v = (char *)kv->v + off,
                             .dtype = kv->dtype == HR_BF16 ? HR_CU_BF16 : HR_CU_F32,
                             .block_size = kv->block_size, .n_kv_heads = kv->n_kv_heads,
