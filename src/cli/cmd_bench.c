@@ -109,7 +109,14 @@ static hr_err *bench_decode(hr_engine *e, const bench_opts *o, int vocab, size_t
                             double bw) {
     bench_run b;
     for (int c = 1; c <= o->max_seqs; c *= 2) {
+        hr_engine_stats before, after;
+        hr_engine_stats_get(e, &before);
         HR_TRY(run_batch(e, c, (int)o->context, (int)o->gen, vocab, &b));
+        hr_engine_stats_get(e, &after);
+        long n_steps = after.steps - before.steps;
+        /* the forward's share of a step (the rest is sampling and scheduling), over the whole
+         * run including its prefill steps */
+        double fwd_ms = n_steps > 0 ? 1e3 * (after.busy_s - before.busy_s) / (double)n_steps : 0.0;
         double s = (double)(b.t_first_done - b.t_all_started) * 1e-9;
         long toks = b.tok_first_done - b.tok_all_started;
         double steps = (double)toks / c;
@@ -119,7 +126,7 @@ static hr_err *bench_decode(hr_engine *e, const bench_opts *o, int vocab, size_t
                "weights %6.1f GB/s",
                c, toks / (s + 1e-12), toks / (s + 1e-12) / c, 1e3 * step_s, gbs);
         if (bw > 0) printf(" = %3.0f%% of roofline", 100 * gbs / bw);
-        printf("\n");
+        printf(" | forward (prefill included) %.2f ms/step\n", fwd_ms);
         fflush(stdout);
     }
     return NULL;

@@ -24,6 +24,7 @@ int hr_cu_grow(hr_cuda_backend *cb, void **buf, size_t *cap, size_t bytes) {
     *buf = NULL;
     *cap = 0;
     size_t want = bytes + bytes / 4;
+    hr_cu_moved(cb);
     hr_err *err = hr_cu_check(cudaMalloc(buf, want), "scratch");
     if (err) {
         *buf = NULL;
@@ -58,12 +59,17 @@ static hr_err *take_error(hr_cuda_backend *cb) {
 
 static void cu_destroy(hr_backend *be) {
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
+    hr_cu_flush(cb);
+    hr_err_free(hr_cu_graph_end(cb));
+    hr_cu_graph_reset(cb);
     if (cb->stream) cudaStreamSynchronize(cb->stream);
     for (int i = 0; i < HR_CU_STAGES; i++) {
         if (cb->stage[i]) cudaFreeHost(cb->stage[i]);
         if (cb->stage_done[i]) cudaEventDestroy(cb->stage_done[i]);
+        if (cb->bounce[i]) cudaFreeHost(cb->bounce[i]);
+        if (cb->bounce_done[i]) cudaEventDestroy(cb->bounce_done[i]);
     }
-    void *dev[] = {cb->meta_dev, cb->xh, cb->partial, cb->moe};
+    void *dev[] = {cb->meta_dev, cb->xh, cb->partial, cb->moe, cb->blas_ws};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i]) cudaFree(dev[i]);
     free(cb->moe_host);
@@ -75,6 +81,7 @@ static void cu_destroy(hr_backend *be) {
 
 static hr_err *cu_alloc(hr_backend *be, size_t bytes, void **out) {
     *out = NULL;
+    hr_cu_moved((hr_cuda_backend *)be);
     hr_err *err = hr_cu_check(cudaMalloc(out, bytes ? bytes : 1), "allocating device memory");
     if (err) {
         *out = NULL;
@@ -84,6 +91,7 @@ static hr_err *cu_alloc(hr_backend *be, size_t bytes, void **out) {
 }
 
 static void cu_free(hr_backend *be, void *p) {
+    hr_cu_moved((hr_cuda_backend *)be);
     if (p) cudaFree(p);
 }
 
@@ -106,11 +114,13 @@ static hr_err *cu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev) 
 }
 
 static void cu_release(hr_backend *be, hr_tensor *dev) {
+    hr_cu_moved((hr_cuda_backend *)be);
     if (dev->data) cudaFree(dev->data);
     dev->data = NULL;
 }
 
 static void cu_kv_destroy(hr_backend *be, hr_kv_store *kv) {
+    hr_cu_moved((hr_cuda_backend *)be);
     void *p[] = {kv->k, kv->v, kv->conv, kv->delta, kv->snap_conv, kv->snap_delta};
     for (size_t i = 0; i < sizeof p / sizeof *p; i++)
         if (p[i]) cudaFree(p[i]);
@@ -151,6 +161,7 @@ static hr_err *cu_kv_create(hr_backend *be, hr_kv_store *kv) {
     if (kv->dtype != HR_BF16 && kv->dtype != HR_F32)
         return hr_errf("the CUDA KV store holds BF16 or F32, not %s", hr_dtype_name(kv->dtype));
     kv->k = kv->v = kv->conv = kv->delta = kv->snap_conv = kv->snap_delta = NULL;
+    hr_cu_moved((hr_cuda_backend *)be);
     hr_err *err = kv_alloc(kv);
     if (err) cu_kv_destroy(be, kv);
     else kv->bytes = hr_kv_store_bytes(kv);
@@ -159,6 +170,8 @@ static hr_err *cu_kv_create(hr_backend *be, hr_kv_store *kv) {
 
 static hr_err *cu_sync(hr_backend *be) {
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
+    hr_cu_flush(cb);
+    hr_cu_fail(cb, hr_cu_graph_end(cb));
     hr_err *err = hr_cu_check(cudaStreamSynchronize(cb->stream), "running the step");
     hr_err *op = take_error(cb);
     if (err) {
@@ -168,9 +181,32 @@ static hr_err *cu_sync(hr_backend *be) {
     return op;
 }
 
+/* Small reads copy straight into dst; large ones in HR_CU_BOUNCE chunks through two pinned
+ * buffers, the device filling one while the host empties the other. */
+static hr_err *read_bounced(hr_cuda_backend *cb, const char *src, char *dst, size_t bytes) {
+    size_t n_chunks = (bytes + HR_CU_BOUNCE - 1) / HR_CU_BOUNCE;
+    for (size_t i = 0; i <= n_chunks; i++) {
+        if (i < n_chunks) {
+            size_t n = bytes - i * HR_CU_BOUNCE < HR_CU_BOUNCE ? bytes - i * HR_CU_BOUNCE : HR_CU_BOUNCE;
+            HR_TRY(hr_cu_check(cudaMemcpyAsync(cb->bounce[i % 2], src + i * HR_CU_BOUNCE, n,
+                                               cudaMemcpyDeviceToHost, cb->stream), "read"));
+            HR_TRY(hr_cu_check(cudaEventRecord(cb->bounce_done[i % 2], cb->stream), "read"));
+        }
+        if (i > 0) {
+            size_t j = i - 1, n = bytes - j * HR_CU_BOUNCE < HR_CU_BOUNCE ? bytes - j * HR_CU_BOUNCE : HR_CU_BOUNCE;
+            HR_TRY(hr_cu_check(cudaEventSynchronize(cb->bounce_done[j % 2]), "read"));
+            memcpy(dst + j * HR_CU_BOUNCE, cb->bounce[j % 2], n);
+        }
+    }
+    return NULL;
+}
+
 static hr_err *cu_read(hr_backend *be, const void *src, void *dst, size_t bytes) {
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
-    hr_cu_fail(cb, hr_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream), "read"));
+    hr_cu_flush(cb);
+    hr_cu_fail(cb, hr_cu_graph_end(cb));
+    if (bytes > HR_CU_BOUNCE / 4) hr_cu_fail(cb, read_bounced(cb, src, dst, bytes));
+    else hr_cu_fail(cb, hr_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream), "read"));
     return cu_sync(be);
 }
 
@@ -205,39 +241,63 @@ static hr_err *stage_slot(hr_cuda_backend *cb, size_t bytes, void **out) {
     return NULL;
 }
 
-static int max_len(const hr_step_meta *m) {
+static int pow2_at_least(int n, int floor) {
+    int p = floor;
+    while (p < n) p *= 2;
+    return p;
+}
+
+/* The step's shape as the kernels see it: the block table's width and the context rounded up
+ * to powers of two, so decode steps share a shape (and a CUDA graph) for many tokens. */
+static void step_shape(const hr_step_meta *m, int *width, int *max_len) {
     int n = 0;
     for (int t = 0; t < m->n_tokens; t++)
         if (m->pos[t] + 1 > n) n = m->pos[t] + 1;
-    return n;
+    *max_len = pow2_at_least(n, 128);
+    *width = pow2_at_least(m->max_blocks, 1);
+}
+
+/* tokens, pos, row, q_start, the block table re-laid at the padded width, state slots */
+static void pack(const hr_step_meta *m, int width, int32_t *st) {
+    size_t nt = (size_t)m->n_tokens, nr = (size_t)m->n_rows;
+    memcpy(st, m->tokens, nt * 4);
+    memcpy(st + nt, m->pos, nt * 4);
+    memcpy(st + 2 * nt, m->row, nt * 4);
+    memcpy(st + 3 * nt, m->q_start, (nr + 1) * 4);
+    int32_t *bt = st + 3 * nt + nr + 1;
+    for (size_t r = 0; r < nr; r++) {
+        memcpy(bt + r * width, m->block_table + r * m->max_blocks, (size_t)m->max_blocks * 4);
+        for (int b = m->max_blocks; b < width; b++) bt[r * width + b] = -1;
+    }
+    memcpy(bt + nr * width, m->state_slots, nr * 4);
 }
 
 static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
+    hr_cu_flush(cb);
+    hr_cu_fail(cb, hr_cu_graph_end(cb)); /* a step that never synced */
     HR_TRY(take_error(cb));
-    size_t nt = (size_t)m->n_tokens, nr = (size_t)m->n_rows, cells = nr * (size_t)m->max_blocks;
-    size_t words = 3 * nt + (nr + 1) + cells + nr, bytes = words * sizeof(int32_t);
+    int width, max_len;
+    step_shape(m, &width, &max_len);
+    size_t nt = (size_t)m->n_tokens, nr = (size_t)m->n_rows, cells = nr * (size_t)width;
+    size_t bytes = (3 * nt + (nr + 1) + cells + nr) * sizeof(int32_t);
     int32_t *st;
     int slot = cb->stage_next;
     HR_TRY(stage_slot(cb, bytes, (void **)&st));
-    const struct { const int32_t *src; size_t n; } parts[] = {
-        {m->tokens, nt}, {m->pos, nt}, {m->row, nt}, {m->q_start, nr + 1}, {m->block_table, cells}, {m->state_slots, nr}};
-    size_t at = 0;
-    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
-        memcpy(st + at, parts[i].src, parts[i].n * sizeof(int32_t));
-        at += parts[i].n;
-    }
+    pack(m, width, st);
     if (!hr_cu_grow(cb, &cb->meta_dev, &cb->meta_dev_bytes, bytes)) return take_error(cb);
-    HR_TRY(hr_cu_check(cudaMemcpyAsync(cb->meta_dev, st, bytes, cudaMemcpyHostToDevice, cb->stream), "step metadata"));
-    HR_TRY(hr_cu_check(cudaEventRecord(cb->stage_done[slot], cb->stream), "staging"));
-    const int32_t *d = cb->meta_dev;
-    cb->meta = (hr_cu_meta){.n_tokens = m->n_tokens, .n_rows = m->n_rows, .max_blocks = m->max_blocks,
-                            .max_len = max_len(m), .tokens = d, .pos = d + nt, .row = d + 2 * nt,
-                            .q_start = d + 3 * nt, .block_table = d + 3 * nt + nr + 1,
-                            .state_slots = d + 3 * nt + nr + 1 + cells};
     if (m->n_tokens > HR_CU_GEMV_MAX_T &&
         !hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * nt * (size_t)cb->max_k * 2))
         return take_error(cb);
+    HR_TRY(hr_cu_check(cudaMemcpyAsync(cb->meta_dev, st, bytes, cudaMemcpyHostToDevice, cb->stream),
+                       "step metadata"));
+    HR_TRY(hr_cu_check(cudaEventRecord(cb->stage_done[slot], cb->stream), "staging"));
+    const int32_t *d = cb->meta_dev;
+    cb->meta = (hr_cu_meta){.n_tokens = m->n_tokens, .n_rows = m->n_rows, .max_blocks = width,
+                            .max_len = max_len, .tokens = d, .pos = d + nt, .row = d + 2 * nt,
+                            .q_start = d + 3 * nt, .block_table = d + 3 * nt + nr + 1,
+                            .state_slots = d + 3 * nt + nr + 1 + cells};
+    hr_cu_graph_begin(cb, m->n_tokens == m->n_rows);
     return NULL;
 }
 
@@ -298,14 +358,23 @@ static hr_err *init(hr_cuda_backend *cb) {
     }
     HR_TRY(hr_cu_check(cudaSetDevice(cb->device), "selecting the GPU"));
     HR_TRY(hr_cu_check(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), "stream"));
-    for (int i = 0; i < HR_CU_STAGES; i++)
+    for (int i = 0; i < HR_CU_STAGES; i++) {
         HR_TRY(hr_cu_check(cudaEventCreateWithFlags(&cb->stage_done[i], cudaEventDisableTiming), "event"));
+        HR_TRY(hr_cu_check(cudaEventCreateWithFlags(&cb->bounce_done[i], cudaEventDisableTiming), "event"));
+        HR_TRY(hr_cu_check(cudaHostAlloc(&cb->bounce[i], HR_CU_BOUNCE, cudaHostAllocDefault), "pinned bounce buffer"));
+    }
     if (cublasCreate(&cb->blas) != CUBLAS_STATUS_SUCCESS) {
         cb->blas = NULL;
         return hr_errf("cuda: cannot create the cuBLAS handle");
     }
     if (cublasSetStream(cb->blas, cb->stream) != CUBLAS_STATUS_SUCCESS)
         return hr_errf("cuda: cannot bind cuBLAS to the stream");
+    /* a workspace of its own, so cuBLAS allocates nothing inside a captured graph */
+    HR_TRY(hr_cu_check(cudaMalloc(&cb->blas_ws, HR_CU_BLAS_WORKSPACE), "cuBLAS workspace"));
+    if (cublasSetWorkspace(cb->blas, cb->blas_ws, HR_CU_BLAS_WORKSPACE) != CUBLAS_STATUS_SUCCESS)
+        return hr_errf("cuda: cannot give cuBLAS its workspace");
+    const char *g = getenv("HEARTH_CUDA_GRAPHS");
+    cb->graphs_off = g && !strcmp(g, "0");
     return NULL;
 }
 

@@ -8,13 +8,32 @@
 #include "backend/backend.h"
 #include "backend/cuda/kernels.h"
 
-enum { HR_CU_STAGES = 2 };
+enum { HR_CU_STAGES = 2, HR_CU_GRAPHS = 32, HR_CU_BLAS_WORKSPACE = 32 << 20, HR_CU_BOUNCE = 4 << 20 };
+
+/* A decode step's shape: steps of equal keys issue the same ops with the same arguments, so
+ * one captured CUDA graph replays them (cuda_graph.c). epoch changes whenever device memory
+ * is allocated or freed (a pointer some op might take may have moved). */
+typedef struct {
+    int n_tokens, n_rows, max_blocks, max_len;
+    unsigned long epoch;
+} hr_cu_graph_key;
+
+typedef struct {
+    hr_cu_graph_key key;
+    cudaGraphExec_t exec; /* NULL: seen once (run eagerly), captured on the next occurrence */
+    long n_ops;           /* ops the captured step issued */
+    unsigned long used;   /* LRU tick */
+    int valid;
+} hr_cu_graph;
+
+typedef enum { HR_CU_EAGER, HR_CU_CAPTURE, HR_CU_REPLAY } hr_cu_graph_mode;
 
 typedef struct {
     hr_backend base;
     int device;
     cudaStream_t stream;
     cublasHandle_t blas;
+    void *blas_ws;
     hr_err *sticky; /* the first failure of an op (ops return nothing); reported at sync */
     /* products of 16-bit weights: x rounded to the weight's type (bf16_products), or split
      * into a rounded high part and the rounded rest, two products summed (near-f32 x; the
@@ -29,6 +48,10 @@ typedef struct {
     void *meta_dev;
     size_t meta_dev_bytes;
     hr_cu_meta meta; /* device pointers into meta_dev, counts on the host */
+    /* reads go through pinned bounce buffers (a copy into pageable memory runs at a fraction
+     * of the bus speed): chunk i + 1 lands while chunk i is copied out */
+    void *bounce[2];
+    cudaEvent_t bounce_done[2];
     /* scratch: x in 16 bits for cuBLAS (high and low halves); attention split partials */
     void *xh;
     size_t xh_bytes;
@@ -39,6 +62,21 @@ typedef struct {
     int32_t *moe_host; /* expert ids read back, then the sorted pairs and their slots */
     size_t moe_host_n;
     long max_k; /* longest weight row uploaded */
+    /* small-batch products waiting to be launched together (cuda_ops.c) */
+    struct {
+        hr_cu_gemv_set set;
+        const hr_tensor *bias[HR_CU_GEMV_FUSE];
+        const float *x;
+        int T, dtype;
+        long K;
+    } pending;
+    /* decode-step graphs (cuda_graph.c) */
+    hr_cu_graph graphs[HR_CU_GRAPHS];
+    hr_cu_graph *graph_cur;
+    hr_cu_graph_mode graph_mode;
+    long graph_ops; /* ops issued since the step began */
+    unsigned long epoch, tick, capture_epoch;
+    int graphs_off; /* HEARTH_CUDA_GRAPHS=0, or a step needed the host (MoE) */
 } hr_cuda_backend;
 
 /* A CUDA runtime failure as an hr_err ("what: message"), NULL on success. */
@@ -49,6 +87,22 @@ void hr_cu_fail(hr_cuda_backend *cb, hr_err *err);
 int hr_cu_grow(hr_cuda_backend *cb, void **buf, size_t *cap, size_t bytes);
 /* The kernels' code for a tensor dtype (F32, F16, BF16); -1 for others. */
 int hr_cu_dtype(hr_dtype t);
+
+/* Decode-step graphs (cuda_graph.c). hr_cu_graph_begin picks the step's mode once its
+ * metadata is uploaded (decode_like: one token per row); every op first calls hr_cu_graph_op,
+ * which says whether to skip it (a replayed graph already holds it, and is launched after the
+ * step's last op); hr_cu_graph_end ends a capture (instantiate, launch) at the step's first
+ * sync point. hr_cu_graph_reset drops every graph (memory moved, or teardown). */
+void hr_cu_graph_begin(hr_cuda_backend *cb, int decode_like);
+int hr_cu_graph_op(hr_cuda_backend *cb);
+hr_err *hr_cu_graph_end(hr_cuda_backend *cb);
+void hr_cu_graph_reset(hr_cuda_backend *cb);
+/* Memory moved: every graph may hold a stale pointer. */
+static inline void hr_cu_moved(hr_cuda_backend *cb) { cb->epoch++; }
+
+/* Launches the products matmul deferred (it gathers consecutive small-batch products of one x
+ * into one launch); every other op, and every sync point, calls it first. */
+void hr_cu_flush(hr_cuda_backend *cb);
 
 /* Ops in cuda_ops.c / cuda_moe.c, installed in the vtable by cuda_backend.c. */
 void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,

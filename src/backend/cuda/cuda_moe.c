@@ -54,6 +54,9 @@ static int host_room(hr_cuda_backend *cb, size_t n) {
 void hr_cu_op_moe_experts(hr_backend *be, float *y, const float *x, const int32_t *ids,
                           const float *weights, int T, int k, const hr_moe_weights *w) {
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
+    hr_cu_flush(cb);
+    if (hr_cu_graph_op(cb)) return;
+    cb->graphs_off = 1; /* the routing comes back to the host mid-step */
     int n = T * k, E = w->n_experts;
     moe_bufs b;
     if (n <= 0) return;
@@ -84,6 +87,7 @@ void hr_cu_op_moe_experts(hr_backend *be, float *y, const float *x, const int32_
         hr_cu_op_act_mul(be, b.g + r0 * I, b.g + r0 * I, b.u + r0 * I, rows * I, w->act);
         hr_cu_op_matmul(be, b.o + r0 * H, b.g + r0 * I, w->down[e], NULL, rows);
     }
+    hr_cu_flush(cb);
     hr_cu_combine_rows(cb->stream, y, b.o, b.slot, weights, T, k, H);
     free(start);
 }

@@ -6,7 +6,12 @@
  * sync point. */
 #include "backend/cuda/cuda_backend.h"
 
-static hr_cuda_backend *cu(hr_backend *be) { return (hr_cuda_backend *)be; }
+/* Every op but matmul starts here: cb for the body, deferred products launched first, and
+ * nothing to do when a replayed graph holds the op. */
+#define HR_CU_OP(be)                                 \
+    hr_cuda_backend *cb = (hr_cuda_backend *)(be);   \
+    hr_cu_flush(cb);                                 \
+    if (hr_cu_graph_op(cb)) return
 
 /* The kernels' dtype code of t, or -1 with the failure recorded. */
 static int dt(hr_cuda_backend *cb, const hr_tensor *t, const char *op) {
@@ -40,36 +45,76 @@ static void gemm(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor 
         hr_cu_fail(cb, hr_errf("cuda matmul: cuBLAS failed (%s)", cublasGetStatusString(st)));
 }
 
+void hr_cu_flush(hr_cuda_backend *cb) {
+    hr_cu_gemv_set *g = &cb->pending.set;
+    if (!g->n) return;
+    hr_cu_gemv(cb->stream, g, cb->pending.x, cb->pending.dtype, cb->pending.T, cb->pending.K);
+    for (int i = 0; i < g->n; i++) {
+        const hr_tensor *b = cb->pending.bias[i];
+        int bd = b ? dt(cb, b, "matmul bias") : -1;
+        if (bd >= 0) hr_cu_add_bias(cb->stream, g->y[i], b->data, bd, cb->pending.T, g->start[i + 1] - g->start[i]);
+    }
+    g->n = 0;
+}
+
+/* Whether a product of x can join the pending launch: same x, shape and type, room left, and
+ * its output is none of the pending inputs or outputs. */
+static int joins(const hr_cuda_backend *cb, float *y, const float *x, int d, int T, long K) {
+    const hr_cu_gemv_set *g = &cb->pending.set;
+    if (!g->n || g->n == HR_CU_GEMV_FUSE || x != cb->pending.x || T != cb->pending.T ||
+        K != cb->pending.K || d != cb->pending.dtype || (const float *)y == x)
+        return 0;
+    for (int i = 0; i < g->n; i++)
+        if (g->y[i] == y) return 0;
+    return 1;
+}
+
 void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
                      const hr_tensor *bias, int T) {
-    hr_cuda_backend *cb = cu(be);
+    hr_cuda_backend *cb = (hr_cuda_backend *)be;
+    if (hr_cu_graph_op(cb)) return;
     int d = dt(cb, w, "matmul");
     if (d < 0 || T <= 0) return;
     long N = w->shape[0], K = w->shape[w->ndim - 1];
-    if (T <= HR_CU_GEMV_MAX_T) hr_cu_gemv(cb->stream, y, x, w->data, d, T, N, K);
-    else gemm(cb, y, x, w, d, T, N, K);
-    if (bias) {
-        int bd = dt(cb, bias, "matmul bias");
+    if (T > HR_CU_GEMV_MAX_T) {
+        hr_cu_flush(cb);
+        gemm(cb, y, x, w, d, T, N, K);
+        int bd = bias ? dt(cb, bias, "matmul bias") : -1;
         if (bd >= 0) hr_cu_add_bias(cb->stream, y, bias->data, bd, T, N);
+        return;
     }
+    if (!joins(cb, y, x, d, T, K)) {
+        hr_cu_flush(cb);
+        cb->pending.x = x;
+        cb->pending.T = T;
+        cb->pending.K = K;
+        cb->pending.dtype = d;
+        cb->pending.set.start[0] = 0;
+    }
+    hr_cu_gemv_set *g = &cb->pending.set;
+    g->w[g->n] = w->data;
+    g->y[g->n] = y;
+    cb->pending.bias[g->n] = bias;
+    g->start[g->n + 1] = g->start[g->n] + N;
+    g->n++;
 }
 
 void hr_cu_op_embed(hr_backend *be, float *y, const hr_tensor *table, float scale) {
-    hr_cuda_backend *cb = cu(be);
+    HR_CU_OP(be);
     int d = dt(cb, table, "embed");
     if (d >= 0 && cb->meta.n_tokens > 0) hr_cu_embed(cb->stream, &cb->meta, y, table->data, d, table->shape[1], scale);
 }
 
 void hr_cu_op_rmsnorm(hr_backend *be, float *y, const float *x, const hr_tensor *w, int rows,
                       int dim, float eps, int one_plus) {
-    hr_cuda_backend *cb = cu(be);
+    HR_CU_OP(be);
     int d = w ? dt(cb, w, "rmsnorm") : HR_CU_F32;
     if (d >= 0) hr_cu_rmsnorm(cb->stream, y, x, w ? w->data : NULL, d, rows, dim, eps, one_plus);
 }
 
 void hr_cu_op_rope(hr_backend *be, float *x, int n_heads, int head_dim, int rot_dim,
                    const hr_tensor *inv_freq) {
-    hr_cuda_backend *cb = cu(be);
+    HR_CU_OP(be);
     if (inv_freq->dtype != HR_F32) {
         hr_cu_fail(cb, hr_errf("cuda rope: inverse frequencies must be F32"));
         return;
@@ -87,7 +132,7 @@ static hr_cu_kv_layer kv_layer(const hr_kv_store *kv, int layer) {
 }
 
 void hr_cu_op_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float *k, const float *v) {
-    hr_cuda_backend *cb = cu(be);
+    HR_CU_OP(be);
     hr_cu_kv_layer l = kv_layer(kv, layer);
     if (cb->meta.n_tokens > 0) hr_cu_kv_write(cb->stream, &cb->meta, &l, k, v);
 }
@@ -96,7 +141,7 @@ enum { MAX_HEAD_DIM = 512 };
 
 void hr_cu_op_attention(hr_backend *be, float *out, const float *q, const hr_kv_store *kv,
                         const hr_attn_params *p) {
-    hr_cuda_backend *cb = cu(be);
+    HR_CU_OP(be);
     if (p->head_dim > MAX_HEAD_DIM) {
         hr_cu_fail(cb, hr_errf("cuda attention: head_dim %d is over %d", p->head_dim, MAX_HEAD_DIM));
         return;
@@ -110,45 +155,55 @@ void hr_cu_op_attention(hr_backend *be, float *out, const float *q, const hr_kv_
 
 void hr_cu_op_act_mul(hr_backend *be, float *y, const float *gate, const float *up, long n,
                       hr_act_fn act) {
-    hr_cu_act_mul(cu(be)->stream, y, gate, up, n, act == HR_ACT_FN_SILU ? 0 : 1);
+    HR_CU_OP(be);
+    hr_cu_act_mul(cb->stream, y, gate, up, n, act == HR_ACT_FN_SILU ? 0 : 1);
 }
 
-void hr_cu_op_add(hr_backend *be, float *y, const float *a, long n) { hr_cu_add(cu(be)->stream, y, a, n); }
+void hr_cu_op_add(hr_backend *be, float *y, const float *a, long n) {
+    HR_CU_OP(be);
+    hr_cu_add(cb->stream, y, a, n);
+}
 
 void hr_cu_op_copy(hr_backend *be, float *dst, const float *src, long n) {
-    hr_cuda_backend *cb = cu(be);
+    HR_CU_OP(be);
     if (n > 0)
         hr_cu_fail(cb, hr_cu_check(cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)n,
                                                    cudaMemcpyDeviceToDevice, cb->stream), "copy"));
 }
 
-void hr_cu_op_scale(hr_backend *be, float *y, float s, long n) { hr_cu_scale(cu(be)->stream, y, s, n); }
+void hr_cu_op_scale(hr_backend *be, float *y, float s, long n) {
+    HR_CU_OP(be);
+    hr_cu_scale(cb->stream, y, s, n);
+}
 
 void hr_cu_op_softcap(hr_backend *be, float *y, float cap, long n) {
-    hr_cu_softcap(cu(be)->stream, y, cap, n);
+    HR_CU_OP(be);
+    hr_cu_softcap(cb->stream, y, cap, n);
 }
 
 void hr_cu_op_copy2d(hr_backend *be, float *dst, long dst_stride, const float *src,
                      long src_stride, int rows, long cols) {
-    hr_cu_copy2d(cu(be)->stream, dst, dst_stride, src, src_stride, rows, cols);
+    HR_CU_OP(be);
+    hr_cu_copy2d(cb->stream, dst, dst_stride, src, src_stride, rows, cols);
 }
 
 void hr_cu_op_mul_gather(hr_backend *be, float *y, const int32_t *idx, const hr_tensor *table,
                          long n) {
-    hr_cuda_backend *cb = cu(be);
+    HR_CU_OP(be);
     int d = dt(cb, table, "mul_gather");
     if (d >= 0) hr_cu_mul_gather(cb->stream, y, idx, table->data, d, n);
 }
 
 void hr_cu_op_sigmoid_mul(hr_backend *be, float *y, const float *g, long rows, int w, int g_w) {
-    hr_cu_sigmoid_mul(cu(be)->stream, y, g, rows, w, g_w);
+    HR_CU_OP(be);
+    hr_cu_sigmoid_mul(cb->stream, y, g, rows, w, g_w);
 }
 
 enum { MAX_CONV_TAPS = 16 };
 
 void hr_cu_op_conv1d(hr_backend *be, float *x, const hr_tensor *w, int channels, hr_kv_store *kv,
                      int state_layer) {
-    hr_cuda_backend *cb = cu(be);
+    HR_CU_OP(be);
     int d = dt(cb, w, "conv1d"), K = (int)w->shape[2];
     if (d < 0) return;
     if (K > MAX_CONV_TAPS) {
@@ -160,7 +215,7 @@ void hr_cu_op_conv1d(hr_backend *be, float *x, const hr_tensor *w, int channels,
 }
 
 void hr_cu_op_gated_delta(hr_backend *be, float *out, hr_kv_store *kv, const hr_delta_params *p) {
-    hr_cuda_backend *cb = cu(be);
+    HR_CU_OP(be);
     int da = dt(cb, p->a_log, "gated_delta"), db = dt(cb, p->dt_bias, "gated_delta");
     if (da < 0 || db < 0) return;
     hr_cu_delta d = {p->n_k_heads, p->n_v_heads, p->k_dim, p->v_dim, p->q, p->k, p->v, p->a, p->b,
@@ -176,7 +231,7 @@ static float *state_at(void *base, int layer, int count, int i, long n) {
 }
 
 void hr_cu_op_state_copy(hr_backend *be, hr_kv_store *kv, int slot, int snap, int restore) {
-    hr_cuda_backend *cb = cu(be);
+    HR_CU_OP(be);
     for (int l = 0; l < kv->n_state_layers; l++) {
         const struct { void *live, *saved; long n; } parts[] = {
             {state_at(kv->conv, l, kv->n_state_slots, slot, kv->conv_floats),
@@ -194,5 +249,6 @@ void hr_cu_op_state_copy(hr_backend *be, hr_kv_store *kv, int slot, int snap, in
 
 void hr_cu_op_moe_route(hr_backend *be, int32_t *ids, float *weights, const float *logits, int T,
                         int n_experts, int k, int renorm) {
-    hr_cu_moe_route(cu(be)->stream, ids, weights, logits, T, n_experts, k, renorm);
+    HR_CU_OP(be);
+    hr_cu_moe_route(cb->stream, ids, weights, logits, T, n_experts, k, renorm);
 }

@@ -57,10 +57,17 @@ void hr_cu_sigmoid_mul(cudaStream_t s, float *y, const float *g, long rows, int 
  * lo = src - dst rounded likewise (dst + lo carries about twice the mantissa bits) */
 void hr_cu_round(cudaStream_t s, void *dst, void *lo, int dtype, const float *src, long n);
 
-/* y[T, N] = x[T, K] w[N, K]^T for T <= HR_CU_GEMV_MAX_T, f32 accumulation (gemv.cu). */
-enum { HR_CU_GEMV_MAX_T = 8 };
-void hr_cu_gemv(cudaStream_t s, float *y, const float *x, const void *w, int dtype, int T, long N,
-                long K);
+/* y_i[T, N_i] = x[T, K] w_i[N_i, K]^T for up to HR_CU_GEMV_FUSE matrices sharing x, T <=
+ * HR_CU_GEMV_MAX_T, f32 accumulation (gemv.cu). Matrix i's rows are start[i] .. start[i+1]-1
+ * of the launch. */
+enum { HR_CU_GEMV_MAX_T = 4, HR_CU_GEMV_FUSE = 4 };
+typedef struct {
+    int n;
+    const void *w[HR_CU_GEMV_FUSE];
+    float *y[HR_CU_GEMV_FUSE];
+    long start[HR_CU_GEMV_FUSE + 1];
+} hr_cu_gemv_set;
+void hr_cu_gemv(cudaStream_t s, const hr_cu_gemv_set *g, const float *x, int dtype, int T, long K);
 
 /* Causal paged attention of q [n_tokens, n_heads, head_dim] into out (attention.cu).
  * partial: scratch of hr_cu_attention_scratch floats. */
