@@ -31,6 +31,11 @@ hr_backend *hr_model_backend(const hr_model *m);
 /* Bytes of weights as stored (what one decode step reads). */
 size_t hr_model_weight_bytes(const hr_model *m);
 
+/* The uploaded tensor made as is from file tensor `name` (not a split or gathered one), or
+ * NULL. Mutable for convert's sensitivity measurement, which swaps in perturbed f32 copies
+ * on the CPU backend and restores the original before anything else runs. */
+hr_tensor *hr_model_weight_dev(hr_model *m, const char *name);
+
 /* The KV geometry this model needs (dtype F32), for hr_kv_store creation. */
 void hr_model_kv_shape(const hr_model *m, hr_kv_store *kv);
 

@@ -2,6 +2,7 @@
 #ifndef HR_MODEL_INTERNAL_H
 #define HR_MODEL_INTERNAL_H
 
+#include "model/mlx_load.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 
@@ -70,7 +71,9 @@ struct hr_model {
     hr_model_config cfg;
     hr_backend *be;
     hr_safetensors *st;
+    hr_mlx_qconfig mlx; /* config.json's MLX quantization block (q NULL: none) */
     hr_tensor *dev; /* uploaded tensors, owned */
+    char **dev_name; /* (cap_dev) the file tensor each was uploaded from as is, or NULL */
     int n_dev, cap_dev;
     const hr_tensor *embed, *final_norm, *lm_head;
     hr_layer_weights *layers;
