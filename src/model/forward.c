@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "model/model_internal.h"
+#include "tensor/view.h"
 
 hr_err *hr_scratch_grow(hr_model *m, void **buf, size_t bytes) {
     if (*buf) m->be->vt->free(m->be, *buf);
@@ -234,9 +235,8 @@ static void ple_inputs(hr_model *m, int T) {
     be->vt->embed(be, s->ple, m->ple_embed, sqrtf((float)c->ple_dim));
     /* projected one layer at a time (a row slice of the weight): [T, ple] scratch only */
     for (int l = 0; l < c->n_layers; l++) {
-        hr_tensor w = *m->ple_model_proj;
-        w.shape[0] = c->ple_dim;
-        w.data = (char *)w.data + hr_dtype_bytes(w.dtype, (int64_t)l * c->ple_dim * c->hidden);
+        hr_tensor w, ws, wb;
+        hr_tensor_rows(m->ple_model_proj, (int64_t)l * c->ple_dim, c->ple_dim, &w, &ws, &wb);
         be->vt->matmul(be, s->ple_l, s->x, &w, NULL, T);
         be->vt->scale(be, s->ple_l, 1.0f / sqrtf((float)c->hidden), (long)T * c->ple_dim);
         norm(m, s->ple_l, s->ple_l, m->ple_proj_norm, T, c->ple_dim);
