@@ -164,6 +164,10 @@ typedef struct {
     void (*copy2d)(hr_backend *be, float *dst, long dst_stride, const float *src, long src_stride,
                    int rows, long cols);
 
+    /* ids[r] = the first index of the largest of x[r, 0..n) for r < rows (greedy decoding
+     * without reading the logits back; ids is device memory) */
+    void (*argmax)(hr_backend *be, int32_t *ids, const float *x, int rows, int n);
+
     /* --- MoE (docs/hybrid.md) --- */
     /* ids/weights[T, k] = the top-k experts of softmax(logits[T, n_experts]) and their
      * probabilities, renormalised to sum 1 when renorm; ties go to the lower index. */

@@ -7,6 +7,7 @@ const hr_verb hr_verbs[] = {
     {"serve", hr_cmd_serve, "serve a model over HTTP (OpenAI and Anthropic APIs)"},
     {"run", hr_cmd_run, "generate from a prompt (one shot)"},
     {"logits", hr_cmd_logits, "teacher-forced logits of a token sequence to safetensors"},
+    {"convert", hr_cmd_convert, "quantize a checkpoint to the MLX affine layout (2..8 bits)"},
     {"mkmodel", hr_cmd_mkmodel, "write a random-weight checkpoint of a real shape"},
     {"tokenize", hr_cmd_tokenize, "print the token ids of a text"},
     {"detokenize", hr_cmd_detokenize, "print the text of token ids"},

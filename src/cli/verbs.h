@@ -28,6 +28,7 @@ int hr_cmd_logits(int argc, char **argv);
 int hr_cmd_run(int argc, char **argv);
 
 int hr_cmd_mkmodel(int argc, char **argv);
+int hr_cmd_convert(int argc, char **argv);
 int hr_cmd_template(int argc, char **argv);
 int hr_cmd_bench(int argc, char **argv);
 int hr_cmd_fit(int argc, char **argv);

@@ -80,6 +80,7 @@ struct hr_engine {
     hr_row *rows;         /* (max_seqs) */
     hr_request **row_req; /* (max_seqs) */
     float *logits;        /* (max_seqs, vocab) */
+    int32_t *greedy_ids;  /* (max_seqs) argmax of each row, when a step needs no logits */
     int *counts;          /* (vocab) zeroed scratch for penalties */
     int32_t top_ids[HR_MAX_TOP_LOGPROBS];
     float top_lp[HR_MAX_TOP_LOGPROBS];

@@ -1,28 +1,53 @@
 /* hr_model_open: backend, weights and tokenizer of a model directory or GGUF file; see open.h. */
 #include "engine/open.h"
 
+#include <string.h>
+
+#include "base/log.h"
 #include "engine/tok_open.h"
 #include "model/weights.h"
 
 /* The numerics for the weights' dtype (opened first, so a path that is not a model says so
  * as hr_model_load would). */
-static hr_err *choose(const char *dir, const hr_open_options *o, hr_numerics *out) {
+static hr_err *choose(const char *dir, const hr_open_options *o, const char *device,
+                      hr_numerics *out) {
     hr_model_config c;
     hr_weights *w;
     HR_TRY(hr_weights_open(dir, &c, &w));
     hr_dtype weights = hr_weights_main_dtype(w);
     hr_weights_close(w);
     hr_backend_caps caps;
-    HR_TRY(hr_backend_caps_of(o->device, &caps));
+    HR_TRY(hr_backend_caps_of(device, &caps));
     return hr_numerics_choose(&o->numerics, weights, &caps, out);
+}
+
+/* --device auto with quantized weights: the CPU, which computes every quantized type (the
+ * CUDA backend computes bf16 / f16 / f32 weights only, so far; docs/cuda.md). An explicit
+ * --device cuda still says why it cannot. */
+static hr_err *auto_device(const char *dir, const char **device) {
+    if (*device && strcmp(*device, "auto")) return NULL;
+    if (!hr_backend_cuda_built()) return NULL;
+    hr_model_config c;
+    hr_weights *w;
+    HR_TRY(hr_weights_open(dir, &c, &w));
+    hr_dtype weights = hr_weights_main_dtype(w);
+    hr_weights_close(w);
+    if (hr_dtype_get(weights)->quantized || weights == HR_U32) { /* U32: MLX packed words */
+        HR_INFO("%s weights run on the CPU backend (--device auto)",
+                weights == HR_U32 ? "MLX-quantized" : hr_dtype_name(weights));
+        *device = "cpu";
+    }
+    return NULL;
 }
 
 hr_err *hr_model_open(const char *dir, const hr_open_options *o, hr_opened_model *out) {
     *out = (hr_opened_model){0};
     int has_tok = !o->no_tokenizer && hr_tokenizer_available(dir);
     if (o->need_tokenizer && !has_tok) return hr_errf("%s has no tokenizer (tokenizer.json, or GGUF tokenizer metadata)", dir);
-    HR_TRY(choose(dir, o, &out->numerics));
-    hr_backend_options bo = {.device = o->device,
+    const char *device = o->device;
+    HR_TRY(auto_device(dir, &device));
+    HR_TRY(choose(dir, o, device, &out->numerics));
+    hr_backend_options bo = {.device = device,
                              .cpu = {.n_threads = o->n_threads,
                                      .compute_bf16 = out->numerics.compute_bf16,
                                      .weights_in_place = o->weights_in_place}};

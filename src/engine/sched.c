@@ -275,8 +275,9 @@ static int is_stop_id(const hr_request *r, int32_t tok) {
 }
 
 /* The next token: sampled, or the next of a reasoning close being forced. */
-static int32_t next_token(hr_request *r, const float *logits) {
-    if (!r->think.forcing) return hr_sampler_sample(&r->sampler, logits);
+/* The sampler's pick from logits, or (logits NULL) the argmax the device already chose. */
+static int32_t next_token(hr_request *r, const float *logits, int32_t greedy) {
+    if (!r->think.forcing) return logits ? hr_sampler_sample(&r->sampler, logits) : greedy;
     int32_t tok = r->think.close[r->think.pos++];
     if (r->think.pos == r->think.n_close) r->think.forcing = 0;
     return tok;
@@ -293,14 +294,16 @@ static void track_reasoning(hr_request *r, int32_t tok) {
     }
 }
 
-/* Processors, logprobs, sampler and text for one row's logits; returns how r finished
- * (HR_FINISH_NONE: it goes on). */
-static hr_finish sample_row(hr_engine *e, hr_request *r, float *logits, const char **error) {
+/* Processors, logprobs, sampler and text for one row's logits (or, logits NULL, the row's
+ * device argmax `greedy`: only for rows that need nothing else, see greedy_only); returns how
+ * r finished (HR_FINISH_NONE: it goes on). */
+static hr_finish sample_row(hr_engine *e, hr_request *r, float *logits, int32_t greedy,
+                            const char **error) {
     int V = hr_model_cfg(e->model)->vocab;
-    if (hr_proc_active(&r->proc))
+    if (logits && hr_proc_active(&r->proc))
         hr_proc_apply(&r->proc, logits, V, r->tokens, r->n_prompt, r->tokens + r->n_prompt,
                       r->n_tokens - r->n_prompt, e->counts);
-    int32_t tok = next_token(r, logits);
+    int32_t tok = next_token(r, logits, greedy);
     track_reasoning(r, tok);
     hr_event ev = {.kind = HR_EVENT_TOKEN, .token = tok, .text = "", .n_prompt = r->n_prompt,
                    .n_generated = r->n_tokens + 1 - r->n_prompt, .n_cached = r->n_cached};
@@ -352,6 +355,18 @@ static void update_stats(hr_engine *e, int n_tokens, int n_sampled, uint64_t ns)
     pthread_mutex_unlock(&e->mu);
 }
 
+/* Whether every row that samples takes the argmax of its raw logits (greedy, no processors,
+ * no logprobs): then only the ids leave the device, not rows x vocab floats. */
+static int greedy_only(const hr_engine *e, int n_rows) {
+    for (int k = 0; k < n_rows; k++) {
+        const hr_request *r = e->row_req[k];
+        if (e->rows[k].logits == HR_LOGITS_LAST &&
+            (r->sampler.p.temperature != 0 || hr_proc_active(&r->proc) || r->logprobs || r->top_logprobs))
+            return 0;
+    }
+    return 1;
+}
+
 void hr_sched_step(hr_engine *e, int *idle) {
     drop_cancelled(e);
     ensure_blocks(e);
@@ -360,7 +375,9 @@ void hr_sched_step(hr_engine *e, int *idle) {
     *idle = n_rows == 0;
     if (n_rows == 0) return;
     uint64_t t0 = hr_now_ns();
-    hr_err *err = hr_model_forward(e->model, &e->pool.store, e->rows, n_rows, e->logits);
+    int greedy = greedy_only(e, n_rows);
+    hr_err *err = greedy ? hr_model_forward_greedy(e->model, &e->pool.store, e->rows, n_rows, e->greedy_ids)
+                         : hr_model_forward(e->model, &e->pool.store, e->rows, n_rows, e->logits);
     if (err) {
         fail_rows(e, n_rows, err);
         return;
@@ -380,7 +397,8 @@ void hr_sched_step(hr_engine *e, int *idle) {
             hr_kv_seq_release_before(&e->pool, &r->kv, r->n_computed - e->kv_window + 1);
         if (e->rows[k].logits != HR_LOGITS_LAST) continue;
         const char *error = NULL;
-        hr_finish fin = sample_row(e, r, e->logits + (size_t)li++ * V, &error);
+        hr_finish fin = greedy ? sample_row(e, r, NULL, e->greedy_ids[li++], &error)
+                               : sample_row(e, r, e->logits + (size_t)li++ * V, -1, &error);
         if (fin != HR_FINISH_NONE) finish(e, r, fin, error);
     }
     remove_ended(e);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "model/model_internal.h"
+#include "tensor/view.h"
 
 hr_err *hr_scratch_grow(hr_model *m, void **buf, size_t bytes) {
     if (*buf) m->be->vt->free(m->be, *buf);
@@ -56,6 +57,7 @@ static hr_err *ensure_scratch(hr_model *m, int T, int R) {
     if (R > s->cap_logit_rows) {
         HR_TRY(grow(m, &s->sel, (size_t)R * c->hidden));
         HR_TRY(grow(m, &s->logits, (size_t)R * c->vocab));
+        HR_TRY(hr_scratch_grow(m, (void **)&s->ids, (size_t)R * sizeof(int32_t)));
         s->cap_logit_rows = R;
     }
     return NULL;
@@ -234,9 +236,8 @@ static void ple_inputs(hr_model *m, int T) {
     be->vt->embed(be, s->ple, m->ple_embed, sqrtf((float)c->ple_dim));
     /* projected one layer at a time (a row slice of the weight): [T, ple] scratch only */
     for (int l = 0; l < c->n_layers; l++) {
-        hr_tensor w = *m->ple_model_proj;
-        w.shape[0] = c->ple_dim;
-        w.data = (char *)w.data + hr_dtype_bytes(w.dtype, (int64_t)l * c->ple_dim * c->hidden);
+        hr_tensor w, ws, wb;
+        hr_tensor_rows(m->ple_model_proj, (int64_t)l * c->ple_dim, c->ple_dim, &w, &ws, &wb);
         be->vt->matmul(be, s->ple_l, s->x, &w, NULL, T);
         be->vt->scale(be, s->ple_l, 1.0f / sqrtf((float)c->hidden), (long)T * c->ple_dim);
         norm(m, s->ple_l, s->ple_l, m->ple_proj_norm, T, c->ple_dim);
@@ -247,8 +248,9 @@ static void ple_inputs(hr_model *m, int T) {
     }
 }
 
-/* Copies the residual rows that want logits into s->sel, normed, then applies lm_head. */
-static hr_err *head(hr_model *m, const hr_row *rows, int n_rows, int R, float *logits) {
+/* Copies the residual rows that want logits into s->sel, normed, then applies lm_head; reads
+ * the logits back, or with ids set only each row's argmax. */
+static hr_err *head(hr_model *m, const hr_row *rows, int n_rows, int R, float *logits, int32_t *ids) {
     const hr_model_config *c = &m->cfg;
     hr_backend *be = m->be;
     hr_scratch *s = &m->s;
@@ -262,14 +264,19 @@ static hr_err *head(hr_model *m, const hr_row *rows, int n_rows, int R, float *l
     norm(m, s->sel, s->sel, m->final_norm, R, c->hidden);
     be->vt->matmul(be, s->logits, s->sel, m->lm_head, NULL, R);
     if (c->final_softcap > 0) be->vt->softcap(be, s->logits, (float)c->final_softcap, (long)R * c->vocab);
+    if (ids) {
+        be->vt->argmax(be, s->ids, s->logits, R, c->vocab);
+        return be->vt->read(be, s->ids, ids, sizeof(int32_t) * (size_t)R);
+    }
     return be->vt->read(be, s->logits, logits, sizeof(float) * (size_t)R * c->vocab);
 }
 
-hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows, float *logits) {
+static hr_err *forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows, float *logits,
+                       int32_t *ids) {
     int R = 0;
     hr_step_meta meta;
     HR_TRY(plan_step(m, kv, rows, n_rows, &meta, &R));
-    if (R > 0 && !logits) return hr_errf("forward: logits requested but no output buffer");
+    if (R > 0 && !logits && !ids) return hr_errf("forward: logits requested but no output buffer");
     HR_TRY(hr_check_state_slots(m, kv, rows, n_rows));
     hr_backend *be = m->be;
     HR_TRY(be->vt->step_begin(be, &meta));
@@ -283,5 +290,14 @@ hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n
         else mlp_block(m, l, T);
     }
     hr_advance_state_slots(m, kv, rows, n_rows);
-    return R > 0 ? head(m, rows, n_rows, R, logits) : NULL;
+    return R > 0 ? head(m, rows, n_rows, R, logits, ids) : NULL;
+}
+
+hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows, float *logits) {
+    return forward(m, kv, rows, n_rows, logits, NULL);
+}
+
+hr_err *hr_model_forward_greedy(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows,
+                                int32_t *ids) {
+    return forward(m, kv, rows, n_rows, NULL, ids);
 }

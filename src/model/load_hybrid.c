@@ -25,9 +25,9 @@ hr_err *hr_load_hybrid_prepare(hr_model *m) {
     return NULL;
 }
 
-/* Uploads a (rows, cols) host tensor made of `rows` rows picked from src by row_of. */
-static hr_err *gather_rows(hr_model *m, const hr_tensor *src, int rows, const int *row_of,
-                           const hr_tensor **out) {
+/* host: `rows` rows of src picked by row_of, in a new host buffer the model owns. */
+static hr_err *pick_rows(hr_model *m, const hr_tensor *src, int rows, const int *row_of,
+                         hr_tensor *host) {
     size_t row_bytes = hr_dtype_bytes(src->dtype, src->shape[1]);
     void **owned = realloc(m->owned_host, sizeof *owned * (size_t)(m->n_owned + 1));
     if (!owned) return hr_err_oom();
@@ -37,26 +37,51 @@ static hr_err *gather_rows(hr_model *m, const hr_tensor *src, int rows, const in
     m->owned_host[m->n_owned++] = data;
     for (int r = 0; r < rows; r++)
         memcpy(data + r * row_bytes, (const char *)src->data + row_of[r] * row_bytes, row_bytes);
+    *host = *src;
+    host->data = data;
+    host->shape[0] = rows;
+    return NULL;
+}
+
+static hr_err *upload_host(hr_model *m, const hr_tensor *host, const hr_tensor **out) {
     if (m->n_dev == m->cap_dev) return hr_errf("internal: too many tensors");
-    hr_tensor host = {.data = data, .dtype = src->dtype, .ndim = 2, .shape = {rows, src->shape[1]}};
     hr_tensor *d = &m->dev[m->n_dev];
-    HR_TRY(m->be->vt->upload(m->be, &host, d));
+    HR_TRY(m->be->vt->upload(m->be, host, d));
     m->n_dev++;
     *out = d;
     return NULL;
+}
+
+/* Uploads the (rows, cols) tensor made of `rows` rows of file tensor `name` picked by row_of;
+ * an MLX-quantized one keeps its format (its scales and biases rows picked alike). */
+static hr_err *gather_rows(hr_model *m, const char *name, int64_t cols, int rows, const int *row_of,
+                           const hr_tensor **out) {
+    const hr_tensor *src = hr_weights_get(m->w, name);
+    hr_mlx_parts p;
+    int q;
+    HR_TRY(hr_mlx_weight(&m->mlx, m->w, name, src->shape[0], cols, &p, &q));
+    hr_tensor w, s, b;
+    if (!q) {
+        HR_TRY(pick_rows(m, src, rows, row_of, &w));
+        return upload_host(m, &w, out);
+    }
+    HR_TRY(pick_rows(m, &p.w, rows, row_of, &w));
+    HR_TRY(pick_rows(m, p.scales, rows, row_of, &s));
+    HR_TRY(pick_rows(m, p.biases, rows, row_of, &b));
+    HR_TRY(upload_host(m, &s, &w.scales));
+    HR_TRY(upload_host(m, &b, &w.biases));
+    return upload_host(m, &w, out);
 }
 
 /* qwen3_next: per key head g, qkvz rows are [q_g (dk), k_g (dk), v_g (r dv), z_g (r dv)] and ba
  * rows [b_g (r), a_g (r)], r = value heads per key head. */
 static hr_err *split_fused(hr_model *m, int l, int *map) {
     const hr_model_config *c = &m->cfg;
-    char name[160];
+    char qkvz[160], ba[160];
     int nk = c->lin_k_heads, dk = c->lin_k_dim, dv = c->lin_v_dim, r = c->lin_v_heads / nk;
     int group = 2 * dk + 2 * r * dv, kd = nk * dk, vd = c->lin_v_heads * dv;
-    snprintf(name, sizeof name, "%slayers.%d.linear_attn.in_proj_qkvz.weight", c->prefix, l);
-    const hr_tensor *qkvz = hr_weights_get(m->w, name);
-    snprintf(name, sizeof name, "%slayers.%d.linear_attn.in_proj_ba.weight", c->prefix, l);
-    const hr_tensor *ba = hr_weights_get(m->w, name);
+    snprintf(qkvz, sizeof qkvz, "%slayers.%d.linear_attn.in_proj_qkvz.weight", c->prefix, l);
+    snprintf(ba, sizeof ba, "%slayers.%d.linear_attn.in_proj_ba.weight", c->prefix, l);
     for (int g = 0; g < nk; g++)
         for (int i = 0; i < dk; i++) {
             map[g * dk + i] = g * group + i;           /* q */
@@ -68,15 +93,15 @@ static hr_err *split_fused(hr_model *m, int l, int *map) {
             map[2 * kd + vd + g * r * dv + i] = g * group + 2 * dk + r * dv + i; /* z */
         }
     hr_layer_weights *L = &m->layers[l];
-    HR_TRY(gather_rows(m, qkvz, 2 * kd + vd, map, &L->lin_qkv));
-    HR_TRY(gather_rows(m, qkvz, vd, map + 2 * kd + vd, &L->lin_z));
+    HR_TRY(gather_rows(m, qkvz, c->hidden, 2 * kd + vd, map, &L->lin_qkv));
+    HR_TRY(gather_rows(m, qkvz, c->hidden, vd, map + 2 * kd + vd, &L->lin_z));
     for (int g = 0; g < nk; g++)
         for (int i = 0; i < r; i++) {
             map[g * r + i] = g * 2 * r + i;                      /* b */
             map[c->lin_v_heads + g * r + i] = g * 2 * r + r + i; /* a */
         }
-    HR_TRY(gather_rows(m, ba, c->lin_v_heads, map, &L->lin_b));
-    return gather_rows(m, ba, c->lin_v_heads, map + c->lin_v_heads, &L->lin_a);
+    HR_TRY(gather_rows(m, ba, c->hidden, c->lin_v_heads, map, &L->lin_b));
+    return gather_rows(m, ba, c->hidden, c->lin_v_heads, map + c->lin_v_heads, &L->lin_a);
 }
 
 hr_err *hr_load_hybrid_finish(hr_model *m) {

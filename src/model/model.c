@@ -7,8 +7,10 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "model/gguf.h"
 #include "model/layout.h"
 #include "model/model_internal.h"
+#include "tensor/mlx_quant.h"
 #include "tensor/view.h"
 
 static hr_err *upload(hr_model *m, const hr_tensor *host, const hr_tensor **out) {
@@ -20,14 +22,49 @@ static hr_err *upload(hr_model *m, const hr_tensor *host, const hr_tensor **out)
     return NULL;
 }
 
+/* An MLX-quantized matrix: its scales and biases are uploaded first and the weight's
+ * companions point at those copies, so any backend sees one self-describing tensor. */
+static hr_err *upload_mlx(hr_model *m, hr_mlx_parts *p, const hr_tensor **out) {
+    HR_TRY(upload(m, p->scales, &p->w.scales));
+    HR_TRY(upload(m, p->biases, &p->w.biases));
+    return upload(m, &p->w, out);
+}
+
+/* Uploads a file tensor as is, remembering its name (hr_model_weight_dev). */
+static hr_err *upload_named(hr_model *m, const char *name, const hr_tensor *t, const hr_tensor **out) {
+    HR_TRY(upload(m, t, out));
+    m->dev_name[m->n_dev - 1] = strdup(name);
+    return m->dev_name[m->n_dev - 1] ? NULL : hr_err_oom();
+}
+
+hr_tensor *hr_model_weight_dev(hr_model *m, const char *name) {
+    for (int i = 0; i < m->n_dev; i++)
+        if (m->dev_name[i] && strcmp(m->dev_name[i], name) == 0) return &m->dev[i];
+    return NULL;
+}
+
 /* Finds `name`, checks its shape (ndim dims from dims[]) and dtype, uploads it. A float
- * type always does; a GGUF block type (tensor/quant.h) only for a matrix (`matrix`: a 2-D
- * weight that matmul or embed reads; not MoE experts, whose kernels are float only). */
+ * type always does; a GGUF block type (tensor/quant.h) or an MLX-quantized weight
+ * (mlx_load.h) only for a matrix (`matrix`: a 2-D weight that matmul or embed reads; not MoE
+ * experts, whose kernels are float only). */
 static hr_err *weight(hr_model *m, const char *name, int ndim, const int64_t *dims, int matrix,
                       const hr_tensor **out) {
     *out = NULL;
     const hr_tensor *t = hr_weights_get(m->w, name);
     if (!t) return hr_errf("missing tensor \"%s\"", name);
+    if (matrix) {
+        hr_mlx_parts p;
+        int q;
+        HR_TRY(hr_mlx_weight(&m->mlx, m->w, name, dims[0], dims[1], &p, &q));
+        if (q) {
+            HR_TRY(upload_mlx(m, &p, out));
+            m->dev_name[m->n_dev - 1] = strdup(name);
+            return m->dev_name[m->n_dev - 1] ? NULL : hr_err_oom();
+        }
+    } else if (hr_mlx_has_scales(m->w, name)) {
+        return hr_errf("tensor \"%s\": MLX-quantized here is not supported (quantized weights must "
+                       "be 2-D matrices outside MoE experts)", name);
+    }
     int ok = t->ndim == ndim;
     for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == dims[i];
     if (!ok) {
@@ -37,8 +74,8 @@ static hr_err *weight(hr_model *m, const char *name, int ndim, const int64_t *di
         return hr_errf("tensor \"%s\" has shape %s, expected %s", name,
                        hr_tensor_shape_str(t, got, sizeof got), hr_tensor_shape_str(&w, want, sizeof want));
     }
-    if (t->dtype == HR_F32 || t->dtype == HR_BF16 || t->dtype == HR_F16) return upload(m, t, out);
-    if (!hr_dtype_get(t->dtype)->quantized || t->dtype == HR_MLX_Q4 || t->dtype == HR_MLX_Q8)
+    if (t->dtype == HR_F32 || t->dtype == HR_BF16 || t->dtype == HR_F16) return upload_named(m, name, t, out);
+    if (!hr_dtype_get(t->dtype)->quantized || hr_mlx_bits(t->dtype))
         return hr_errf("tensor \"%s\": dtype %s is not a float or GGUF quantized type", name,
                        hr_dtype_name(t->dtype));
     if (!matrix)
@@ -48,7 +85,7 @@ static hr_err *weight(hr_model *m, const char *name, int ndim, const int64_t *di
         return hr_errf("tensor \"%s\": rows of %lld elements are not a multiple of the %s block (%d)",
                        name, (long long)dims[ndim - 1], hr_dtype_name(t->dtype),
                        hr_dtype_get(t->dtype)->block);
-    return upload(m, t, out);
+    return upload_named(m, name, t, out);
 }
 
 static hr_err *w1(hr_model *m, const char *name, int64_t a, const hr_tensor **out) {
@@ -160,11 +197,12 @@ static hr_err *load_ple(hr_model *m) {
 static hr_err *load_weights(hr_model *m) {
     const hr_model_config *c = &m->cfg;
     /* every layout entry, one per expert for per-expert ones, plus qwen3_next's 4 split
-     * projections per layer and the model-wide tensors */
-    m->cap_dev = c->n_layers * (hr_layout_count() + 3 * c->n_experts + 4) + 16;
+     * projections per layer and the model-wide tensors, each with room for MLX companions */
+    m->cap_dev = 3 * (c->n_layers * (hr_layout_count() + 3 * c->n_experts + 4) + 16);
     m->dev = calloc((size_t)m->cap_dev, sizeof *m->dev);
+    m->dev_name = calloc((size_t)m->cap_dev, sizeof *m->dev_name);
     m->layers = calloc((size_t)c->n_layers, sizeof *m->layers);
-    if (!m->dev || !m->layers) return hr_err_oom();
+    if (!m->dev || !m->dev_name || !m->layers) return hr_err_oom();
     HR_TRY(hr_load_hybrid_prepare(m));
     char name[64];
     snprintf(name, sizeof name, "%sembed_tokens.weight", c->prefix);
@@ -199,6 +237,7 @@ hr_err *hr_model_load(const char *dir, hr_backend *be, hr_model **out) {
     if (!m) return hr_err_oom();
     m->be = be;
     hr_err *err = hr_weights_open(dir, &m->cfg, &m->w);
+    if (!err && !hr_is_gguf(dir)) err = hr_mlx_qconfig_load(dir, &m->mlx);
     if (!err) err = hr_err_wrap(load_weights(m), "%s: ", dir);
     if (err) {
         hr_model_free(m);
@@ -218,13 +257,20 @@ static void free_scratch(hr_model *m) {
         if (*bufs[i]) m->be->vt->free(m->be, *bufs[i]);
         *bufs[i] = NULL;
     }
+    if (m->s.ids) m->be->vt->free(m->be, m->s.ids);
+    m->s.ids = NULL;
 }
 
 void hr_model_free(hr_model *m) {
     if (!m) return;
     free_scratch(m);
-    for (int i = 0; i < m->n_dev; i++) m->be->vt->release(m->be, &m->dev[i]);
+    for (int i = 0; i < m->n_dev; i++) {
+        m->be->vt->release(m->be, &m->dev[i]);
+        if (m->dev_name) free(m->dev_name[i]);
+    }
+    free(m->dev_name);
     hr_weights_close(m->w);
+    hr_mlx_qconfig_free(&m->mlx);
     free(m->dev);
     free(m->layers);
     free(m->inv_freq_host);

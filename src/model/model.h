@@ -31,6 +31,11 @@ hr_backend *hr_model_backend(const hr_model *m);
 /* Bytes of weights as stored (what one decode step reads). */
 size_t hr_model_weight_bytes(const hr_model *m);
 
+/* The uploaded tensor made as is from file tensor `name` (not a split or gathered one), or
+ * NULL. Mutable for convert's sensitivity measurement, which swaps in perturbed f32 copies
+ * on the CPU backend and restores the original before anything else runs. */
+hr_tensor *hr_model_weight_dev(hr_model *m, const char *name);
+
 /* The KV geometry of a config: dtype, the per-slot head dims (written to slot_head_dim,
  * HR_MAX_LAYERS entries, which kv->layer_head_dim then points at), n_kv_heads and the
  * recurrent-state sizes; no blocks, slots or memory. `hearth fit` sizes from it without
@@ -50,5 +55,9 @@ int hr_model_kv_window(const hr_model *m, int slot);
 /* Runs one step. logits (host, may be NULL if no row wants any) receives, in row order,
  * n_tokens x vocab floats for HR_LOGITS_ALL rows and vocab floats for HR_LOGITS_LAST. */
 hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows, float *logits);
+/* The same step, but for each logit row only its argmax (the first index of the largest
+ * logit, as greedy sampling picks) comes back, in ids: the logits stay on the device. */
+hr_err *hr_model_forward_greedy(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows,
+                                int32_t *ids);
 
 #endif

@@ -2,6 +2,7 @@
 #ifndef HR_MODEL_INTERNAL_H
 #define HR_MODEL_INTERNAL_H
 
+#include "model/mlx_load.h"
 #include "model/model.h"
 #include "model/weights.h"
 
@@ -49,6 +50,7 @@ typedef struct {
     float *gate, *up; /* (T, inter) */
     float *sel;    /* (R, hidden) rows that produce logits */
     float *logits; /* (R, vocab) */
+    int32_t *ids;  /* (R) greedy tokens (hr_model_forward_greedy) */
     float *ple;    /* (T, n_layers*ple) per-layer inputs */
     float *ple_g;  /* (T, ple) */
     float *ple_l;  /* (T, ple) this layer's slice of ple */
@@ -70,7 +72,9 @@ struct hr_model {
     hr_model_config cfg;
     hr_backend *be;
     hr_weights *w; /* where config and tensors came from */
+    hr_mlx_qconfig mlx; /* config.json's MLX quantization block (q NULL: none) */
     hr_tensor *dev; /* uploaded tensors, owned */
+    char **dev_name; /* (cap_dev) the file tensor each was uploaded from as is, or NULL */
     int n_dev, cap_dev;
     const hr_tensor *embed, *final_norm, *lm_head;
     hr_layer_weights *layers;

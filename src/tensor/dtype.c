@@ -12,8 +12,9 @@ static const hr_dtype_info infos[HR_DTYPE_COUNT] = {
     [HR_Q3_K] = {"Q3_K", 256, 110, 1}, [HR_Q4_K] = {"Q4_K", 256, 144, 1},
     [HR_Q5_K] = {"Q5_K", 256, 176, 1}, [HR_Q6_K] = {"Q6_K", 256, 210, 1},
     [HR_IQ4_NL] = {"IQ4_NL", 32, 18, 1}, [HR_IQ4_XS] = {"IQ4_XS", 256, 136, 1},
-    [HR_MLX_Q4] = {"MLX_Q4", 8, 4, 1},
-    [HR_MLX_Q8] = {"MLX_Q8", 4, 4, 1},
+    [HR_MLX_Q2] = {"MLX_Q2", 32, 8, 1},  [HR_MLX_Q3] = {"MLX_Q3", 32, 12, 1},
+    [HR_MLX_Q4] = {"MLX_Q4", 32, 16, 1}, [HR_MLX_Q5] = {"MLX_Q5", 32, 20, 1},
+    [HR_MLX_Q6] = {"MLX_Q6", 32, 24, 1}, [HR_MLX_Q8] = {"MLX_Q8", 32, 32, 1},
 };
 
 const hr_dtype_info *hr_dtype_get(hr_dtype t) { return &infos[t]; }

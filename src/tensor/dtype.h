@@ -1,7 +1,8 @@
 /* Element types of tensors: plain (f32, f16, bf16, integers) and quantized block formats
- * (GGUF Q*_0/Q*_1, K-quants and IQ4, MLX affine 4/8-bit groups). A quantized format stores `block`
- * elements in `block_bytes` bytes; MLX affine keeps its scales and biases in companion
- * tensors (see tensor.h) so its block is one packed word. */
+ * (GGUF Q*_0/Q*_1, K-quants and IQ4, MLX affine 2..8-bit groups). A quantized format stores
+ * `block` elements in `block_bytes` bytes; MLX affine keeps its scales and biases in
+ * companion tensors (see tensor.h), so its block is the 32 elements that fill `bits` whole
+ * u32 words of its little-endian bit stream (tensor/mlx_quant.h). */
 #ifndef HR_TENSOR_DTYPE_H
 #define HR_TENSOR_DTYPE_H
 
@@ -30,8 +31,12 @@ typedef enum {
     HR_Q6_K,
     HR_IQ4_NL,    /* GGUF: 32 elements, f16 scale + 16 bytes of indices into a fixed table */
     HR_IQ4_XS,    /* GGUF: 256 elements, f16 scale + 6-bit sub-block scales + indices */
-    HR_MLX_Q4,    /* MLX affine 4-bit: 8 elements per u32, per-group scales/biases */
-    HR_MLX_Q8,    /* MLX affine 8-bit: 4 elements per u32, per-group scales/biases */
+    HR_MLX_Q2,    /* MLX affine, 2..8 bits per element packed in u32 words, low bits first; */
+    HR_MLX_Q3,    /* per-group scales and biases; value = scale * q + bias */
+    HR_MLX_Q4,
+    HR_MLX_Q5,
+    HR_MLX_Q6,
+    HR_MLX_Q8,
     HR_DTYPE_COUNT
 } hr_dtype;
 

@@ -1,6 +1,6 @@
-/* Views into stacked tensors: a 2-D slice of one slab of a 3-D tensor, sharing its memory.
- * Used to address the experts of a checkpoint that stacks them ([experts, rows, cols]) as the
- * per-expert matrices the MoE op takes, without copying. */
+/* Views into tensors: a 2-D slice of one slab of a 3-D tensor, sharing its memory (the
+ * experts of a checkpoint that stacks them, [experts, rows, cols], as the per-expert matrices
+ * the MoE op takes), and row ranges of a matrix (with its MLX companions). */
 #include <stdio.h>
 
 #include "tensor/view.h"
@@ -26,4 +26,20 @@ hr_err *hr_tensor_slab_rows(const hr_tensor *t, int64_t i, int64_t row0, int64_t
     out->shape[2] = 0;
     out->data = (char *)t->data + ((size_t)i * (size_t)t->shape[1] + (size_t)row0) * row_bytes;
     return NULL;
+}
+
+static void rows_of(const hr_tensor *t, int64_t row0, int64_t rows, hr_tensor *out) {
+    *out = *t;
+    out->shape[0] = rows;
+    out->data = (char *)t->data + hr_dtype_bytes(t->dtype, row0 * t->shape[1]);
+}
+
+void hr_tensor_rows(const hr_tensor *t, int64_t row0, int64_t rows, hr_tensor *out, hr_tensor *cs,
+                    hr_tensor *cb) {
+    rows_of(t, row0, rows, out);
+    if (!t->scales) return;
+    rows_of(t->scales, row0, rows, cs);
+    rows_of(t->biases, row0, rows, cb);
+    out->scales = cs;
+    out->biases = cb;
 }

@@ -1,5 +1,5 @@
-/* Views into stacked tensors (view.c): per-expert matrices of a checkpoint that stores all
- * experts in one [experts, rows, cols] tensor, without copying. */
+/* Views into tensors (view.c): per-expert matrices of a checkpoint that stores all experts
+ * in one [experts, rows, cols] tensor, and row ranges of a matrix, without copying. */
 #ifndef HR_TENSOR_VIEW_H
 #define HR_TENSOR_VIEW_H
 
@@ -11,5 +11,10 @@
  * (e, 0, I), its up (e, I, I). */
 hr_err *hr_tensor_slab_rows(const hr_tensor *t, int64_t i, int64_t row0, int64_t rows,
                             hr_tensor *out);
+
+/* out = rows [row0, row0 + rows) of the 2-D tensor t, sharing its memory. An MLX tensor's
+ * scales and biases are sliced alike into *cs and *cb, which must outlive out. */
+void hr_tensor_rows(const hr_tensor *t, int64_t row0, int64_t rows, hr_tensor *out, hr_tensor *cs,
+                    hr_tensor *cb);
 
 #endif

@@ -26,10 +26,14 @@ static void test_factory_devices(void) {
     hr_err_free(err);
     HR_CHECK(hr_backend_device_check("cuda") == NULL, "cuda is a known name");
     err = hr_backend_create(&(hr_backend_options){.device = "cuda"}, &be);
+    int gpus = 0;
+#ifdef HEARTH_CUDA
+    gpus = hr_backend_cuda_devices();
+#endif
     if (!hr_backend_cuda_built())
         HR_CHECK(err && strstr(hr_err_msg(err), "built without CUDA"), "cuda: %s",
                  err ? hr_err_msg(err) : "accepted");
-    else if (hr_backend_cuda_devices() == 0) /* built with CUDA, on a machine without a GPU */
+    else if (gpus == 0) /* built with CUDA, on a machine without a GPU */
         HR_CHECK(err && strstr(hr_err_msg(err), "no CUDA GPU"), "cuda: %s",
                  err ? hr_err_msg(err) : "accepted");
     else

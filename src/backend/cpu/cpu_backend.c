@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "tensor/mlx_quant.h"
 #include "tensor/quant.h"
 
 static void cpu_destroy(hr_backend *be) {
@@ -29,22 +30,31 @@ static void cpu_free(hr_backend *be, void *p) { free(p); }
  * token and 4 KiB pages of a file mapping cost ~20% of it in TLB misses (perf-notes.md). */
 enum { HUGE_PAGE = 2u << 20, COPY_MIN = 1u << 20 };
 
-/* The GGUF block types (tensor/quant.h); MLX affine ones are not computed with yet. */
-static int gguf_quant(hr_dtype t) { return hr_dtype_get(t)->quantized && t != HR_MLX_Q4 && t != HR_MLX_Q8; }
+/* An MLX-quantized weight needs its companions on this backend and whole groups per row. */
+static hr_err *check_mlx(const hr_tensor *w, int64_t row) {
+    const hr_tensor *s = w->scales, *b = w->biases;
+    if (!s || !b || s->device != HR_DEV_CPU || b->device != HR_DEV_CPU || w->ndim != 2 ||
+        !hr_mlx_group_ok(w->group_size) || row % w->group_size)
+        return hr_errf("an %s tensor needs 2-D rows of whole groups and its scales and biases "
+                       "uploaded first", hr_dtype_name(w->dtype));
+    return NULL;
+}
 
 static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev) {
     hr_dtype t = host->dtype;
-    if (t != HR_F32 && t != HR_BF16 && t != HR_F16 && t != HR_I32 && !gguf_quant(t))
+    int quant = hr_dtype_get(t)->quantized;
+    if (t != HR_F32 && t != HR_BF16 && t != HR_F16 && t != HR_I32 && !quant)
         return hr_errf("the CPU backend cannot compute with %s tensors yet", hr_dtype_name(t));
     int64_t row = host->ndim ? host->shape[host->ndim - 1] : 1;
+    if (hr_mlx_bits(t)) HR_TRY(check_mlx(host, row));
     if (row % hr_dtype_get(t)->block)
         return hr_errf("a %s tensor's rows of %lld elements are not a multiple of its %d-element block",
                        hr_dtype_name(t), (long long)row, hr_dtype_get(t)->block);
     *dev = *host;
     dev->device = HR_DEV_CPU;
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
-    if (gguf_quant(t)) cb->has_quant = 1;
-    if ((t == HR_BF16 || gguf_quant(t)) && row > cb->max_k) cb->max_k = row;
+    if (quant) cb->has_quant = 1;
+    if ((t == HR_BF16 || quant) && row > cb->max_k) cb->max_k = row;
     size_t bytes = hr_tensor_bytes(host);
     if (cb->opt.weights_in_place || bytes < COPY_MIN) return NULL;
     size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
@@ -199,7 +209,17 @@ static float elem_f32(const hr_tensor *t, long i) {
     }
 }
 
-/* A quantized tensor decodes whole blocks, keeping the elements asked for. */
+/* An MLX tensor decodes element ranges of its rows (tensor/mlx_quant.h). */
+static void mlx_to_f32(float *y, const hr_tensor *t, long off, long n) {
+    long cols = (long)t->shape[1];
+    for (long i = off; i < off + n;) {
+        long r = i / cols, c = i % cols, len = cols - c < off + n - i ? cols - c : off + n - i;
+        hr_mlx_dequant(t, r, c, len, y + (i - off));
+        i += len;
+    }
+}
+
+/* A GGUF tensor decodes whole blocks, keeping the elements asked for. */
 static void quant_to_f32(float *y, const hr_tensor *t, long off, long n) {
     const hr_dtype_info *info = hr_dtype_get(t->dtype);
     float buf[256]; /* the largest block */
@@ -213,6 +233,10 @@ static void quant_to_f32(float *y, const hr_tensor *t, long off, long n) {
 }
 
 void hr_cpu_to_f32(float *y, const hr_tensor *t, long off, long n) {
+    if (hr_mlx_bits(t->dtype)) {
+        mlx_to_f32(y, t, off, n);
+        return;
+    }
     if (hr_dtype_get(t->dtype)->quantized) {
         quant_to_f32(y, t, off, n);
         return;
@@ -334,6 +358,16 @@ static void cpu_copy2d(hr_backend *be, float *dst, long dst_stride, const float 
         memcpy(dst + r * dst_stride, src + r * src_stride, sizeof(float) * (size_t)cols);
 }
 
+static void cpu_argmax(hr_backend *be, int32_t *ids, const float *x, int rows, int n) {
+    for (int r = 0; r < rows; r++) {
+        const float *xr = x + (long)r * n;
+        int best = 0;
+        for (int i = 1; i < n; i++)
+            if (xr[i] > xr[best]) best = i;
+        ids[r] = best;
+    }
+}
+
 static void cpu_mul_gather(hr_backend *be, float *y, const int32_t *idx, const hr_tensor *table, long n) {
     for (long i = 0; i < n; i++) {
         float s;
@@ -368,6 +402,7 @@ static const hr_backend_vt cpu_vt = {
     .scale = cpu_scale,
     .softcap = cpu_softcap,
     .copy2d = cpu_copy2d,
+    .argmax = cpu_argmax,
     .moe_route = hr_cpu_moe_route,
     .moe_experts = hr_cpu_moe_experts,
     .mul_gather = cpu_mul_gather,

@@ -1,17 +1,40 @@
-/* Matmul with a quantized weight. Types with an 8-bit dot product (qdot.h) quantize x once
- * per call (rows split over the pool) and take one dot per output: each weight row is read
- * once and decoded in registers for all T tokens. The other types dequantize HR_QMM_ROWS
- * weight rows at a time (tensor/quant.c) into the thread's f32 buffer for the f32 kernel,
- * bit for bit the f32 matmul of the dequantized weight. Either way an output depends on
- * its own row and column only, whatever T is and however the columns are split. */
+/* Matmul with a quantized weight. GGUF types with an 8-bit dot product (qdot.h) quantize x
+ * once per call (rows split over the pool) and take one dot per output: each weight row is
+ * read once and decoded in registers for all T tokens. MLX 4- and 8-bit weights on AVX2 /
+ * AVX-512 take one f32 dot per output likewise (mlx_dot.h), with x's group sums computed once.
+ * The other types (and every type at the generic level for MLX) dequantize HR_QMM_ROWS
+ * weight rows at a time (tensor/quant.c, tensor/mlx_quant.c) into the thread's f32 buffer for
+ * the f32 kernel, bit for bit the f32 matmul of the dequantized weight. Either way an output
+ * depends on its own row and column only, whatever T is and however the columns are split. */
 #include "backend/cpu/matmul_quant.h"
 
+#include "tensor/mlx_quant.h"
 #include "tensor/quant.h"
 
-size_t hr_qmm_scratch_bytes(int T, long K, int n_threads) {
+/* Scratch: x's quantized blocks (or MLX group sums, or the dequantized rows), then per
+ * thread one weight row's MLX scales and biases in f32. */
+static size_t first_part(int T, long K, int n_threads) {
     size_t xq = sizeof(hr_q8x) * (size_t)T * (size_t)(K / 32);
     size_t rows = sizeof(float) * (size_t)n_threads * HR_QMM_ROWS * (size_t)K;
-    return xq > rows ? xq : rows;
+    return ((xq > rows ? xq : rows) + 63) / 64 * 64;
+}
+
+size_t hr_qmm_scratch_bytes(int T, long K, int n_threads) {
+    return first_part(T, K, n_threads) + sizeof(float) * 2 * (size_t)n_threads * (size_t)(K / 32);
+}
+
+static void prepare_mlx(hr_qmm *q, int n_threads, void *scratch) {
+    const hr_cpu_mlx_dots *md = hr_cpu_mlx_dots_get();
+    q->mdot = md ? md->dot[hr_mlx_bits(q->w->dtype)] : NULL;
+    if (!q->mdot) {
+        q->rows = scratch;
+        return;
+    }
+    long G = q->K / q->w->group_size;
+    float *xs = scratch;
+    for (int t = 0; t < q->T; t++) hr_mlx_xsums(q->x + t * q->K, q->K, q->w->group_size, xs + t * G);
+    q->xs = xs;
+    q->sb = (float *)((char *)scratch + first_part(q->T, q->K, n_threads));
 }
 
 typedef struct {
@@ -31,6 +54,10 @@ void hr_qmm_prepare(hr_qmm *q, hr_pool *pool, const float *x, const hr_tensor *w
                     void *scratch) {
     *q = (hr_qmm){.w = w, .x = x, .T = T, .K = w->shape[1], .k = hr_cpu_kernels_get(),
                   .dot = hr_cpu_qdots_get()->dot[w->dtype]};
+    if (hr_mlx_bits(w->dtype)) {
+        prepare_mlx(q, hr_pool_size(pool), scratch);
+        return;
+    }
     if (!q->dot) {
         q->rows = scratch;
         return;
@@ -41,10 +68,36 @@ void hr_qmm_prepare(hr_qmm *q, hr_pool *pool, const float *x, const hr_tensor *w
     q->xq = scratch;
 }
 
+/* MLX 4 / 8 bits: each row's companions in f32 once, then one dot per token. */
+static void mlx_cols(const hr_qmm *q, float *y, long n0, long n1, int thread) {
+    const hr_tensor *w = q->w;
+    long N = w->shape[0], K = q->K, G = K / w->group_size;
+    size_t row_bytes = hr_dtype_bytes(w->dtype, K);
+    float *s = q->sb + (long)thread * 2 * (K / 32), *b = s + G;
+    for (long n = n0; n < n1; n++) {
+        for (long g = 0; g < G; g++) {
+            s[g] = hr_mlx_companion(w->scales, n * G + g);
+            b[g] = hr_mlx_companion(w->biases, n * G + g);
+        }
+        const uint8_t *row = (const uint8_t *)w->data + n * row_bytes;
+        for (int t = 0; t < q->T; t++)
+            y[t * N + n] = q->mdot(row, s, b, q->x + t * K, q->xs + t * G, K, w->group_size);
+    }
+}
+
+static void dequant_row(const hr_tensor *w, long r, size_t row_bytes, float *out) {
+    if (hr_mlx_bits(w->dtype)) hr_mlx_dequant(w, r, 0, w->shape[1], out);
+    else hr_dequant_row(w->dtype, (const char *)w->data + r * row_bytes, out, w->shape[1]);
+}
+
 void hr_qmm_cols(const hr_qmm *q, float *y, long n0, long n1, int thread) {
     long N = q->w->shape[0], K = q->K, nb = K / 32;
     size_t row_bytes = hr_dtype_bytes(q->w->dtype, K);
     const char *w = q->w->data;
+    if (q->mdot) {
+        mlx_cols(q, y, n0, n1, thread);
+        return;
+    }
     if (q->dot) {
         for (long n = n0; n < n1; n++)
             for (int t = 0; t < q->T; t++) y[t * N + n] = q->dot(w + n * row_bytes, q->xq + t * nb, nb);
@@ -54,7 +107,7 @@ void hr_qmm_cols(const hr_qmm *q, float *y, long n0, long n1, int thread) {
     for (long nb0 = n0; nb0 < n1; nb0 += HR_QMM_ROWS) {
         long len = n1 - nb0 < HR_QMM_ROWS ? n1 - nb0 : HR_QMM_ROWS;
         for (long r = 0; r < len; r++)
-            hr_dequant_row(q->w->dtype, w + (nb0 + r) * row_bytes, rows + r * K, K);
+            dequant_row(q->w, nb0 + r, row_bytes, rows + r * K);
         q->k->mm_f32(y + nb0, N, q->x, K, rows, (int)K, q->T, 0, len);
     }
 }

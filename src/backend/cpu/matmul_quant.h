@@ -1,4 +1,4 @@
-/* Matmul with a quantized weight (GGUF block formats): what matmul.c's workers call for
+/* Matmul with a quantized weight (GGUF block formats, MLX affine): what matmul.c's workers call for
  * the output columns they take. See matmul_quant.c. */
 #ifndef HR_BACKEND_CPU_MATMUL_QUANT_H
 #define HR_BACKEND_CPU_MATMUL_QUANT_H
@@ -6,17 +6,21 @@
 #include <stddef.h>
 
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/mlx_dot.h"
 #include "backend/cpu/qdot.h"
 #include "base/pool.h"
 #include "tensor/tensor.h"
 
 typedef struct {
-    const hr_tensor *w; /* [N, K], a GGUF block type */
+    const hr_tensor *w; /* [N, K], a GGUF block type or MLX affine */
     const float *x;     /* [T, K] */
     int T;
     long K;
     hr_qdot_fn dot;     /* set: x quantized into xq; else the dequantized-row path */
     const hr_q8x *xq;   /* [T, K / 32] */
+    hr_mlx_dot_fn mdot; /* set: MLX dots over x with its group sums xs */
+    const float *xs;    /* [T, K / group] */
+    float *sb;          /* per thread: a row's scales and biases, 2 * K / 32 floats */
     const hr_cpu_kernels *k;
     float *rows; /* per thread: HR_QMM_ROWS dequantized weight rows of K floats */
 } hr_qmm;

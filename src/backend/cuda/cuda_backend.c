@@ -327,6 +327,7 @@ static const hr_backend_vt cuda_vt = {
     .scale = hr_cu_op_scale,
     .softcap = hr_cu_op_softcap,
     .copy2d = hr_cu_op_copy2d,
+    .argmax = hr_cu_op_argmax,
     .moe_route = hr_cu_op_moe_route,
     .moe_experts = hr_cu_op_moe_experts,
     .mul_gather = hr_cu_op_mul_gather,

@@ -130,6 +130,7 @@ void hr_cu_op_conv1d(hr_backend *be, float *x, const hr_tensor *w, int channels,
                      int state_layer);
 void hr_cu_op_gated_delta(hr_backend *be, float *out, hr_kv_store *kv, const hr_delta_params *p);
 void hr_cu_op_state_copy(hr_backend *be, hr_kv_store *kv, int slot, int snap, int restore);
+void hr_cu_op_argmax(hr_backend *be, int32_t *ids, const float *x, int rows, int n);
 void hr_cu_op_moe_route(hr_backend *be, int32_t *ids, float *weights, const float *logits, int T,
                         int n_experts, int k, int renorm);
 void hr_cu_op_moe_experts(hr_backend *be, float *y, const float *x, const int32_t *ids,

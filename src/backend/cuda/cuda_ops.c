@@ -252,3 +252,8 @@ void hr_cu_op_moe_route(hr_backend *be, int32_t *ids, float *weights, const floa
     HR_CU_OP(be);
     hr_cu_moe_route(cb->stream, ids, weights, logits, T, n_experts, k, renorm);
 }
+
+void hr_cu_op_argmax(hr_backend *be, int32_t *ids, const float *x, int rows, int n) {
+    HR_CU_OP(be);
+    hr_cu_argmax(cb->stream, ids, x, rows, n);
+}

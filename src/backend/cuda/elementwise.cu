@@ -174,3 +174,33 @@ static __global__ void round_k(void *dst, void *lo, int dtype, const float *src,
 extern "C" void hr_cu_round(cudaStream_t s, void *dst, void *lo, int dtype, const float *src, long n) {
     if (n > 0) round_k<<<hr_blocks(n, 256), 256, 0, s>>>(dst, lo, dtype, src, n);
 }
+
+/* One block per row: each thread scans its stride keeping its first maximum, then a tree
+ * keeps the larger value, the lower index on ties (the host argmax's answer). */
+static __global__ void argmax_k(int32_t *ids, const float *x, int n) {
+    __shared__ float sv[256];
+    __shared__ int si[256];
+    const float *xr = x + (long)blockIdx.x * n;
+    float best = -INFINITY;
+    int bi = n; /* none yet */
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        if (bi == n || xr[i] > best) best = xr[i], bi = i;
+    sv[threadIdx.x] = best;
+    si[threadIdx.x] = bi;
+    __syncthreads();
+    for (int o = blockDim.x / 2; o > 0; o >>= 1) {
+        if (threadIdx.x < o) {
+            float v = sv[threadIdx.x + o];
+            int i = si[threadIdx.x + o];
+            int mine = si[threadIdx.x];
+            if (i < n && (mine == n || v > sv[threadIdx.x] || (v == sv[threadIdx.x] && i < mine)))
+                sv[threadIdx.x] = v, si[threadIdx.x] = i;
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) ids[blockIdx.x] = si[0] < n ? si[0] : 0;
+}
+
+extern "C" void hr_cu_argmax(cudaStream_t s, int32_t *ids, const float *x, int rows, int n) {
+    if (rows > 0 && n > 0) argmax_k<<<rows, 256, 0, s>>>(ids, x, n);
+}

@@ -79,6 +79,9 @@ long hr_cu_attention_scratch(const hr_cu_meta *m, const hr_cu_attn *p);
 void hr_cu_attention(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *kv,
                      const hr_cu_attn *p, float *out, const float *q, float *partial);
 
+/* ids[r] = first index of the maximum of x[r, 0..n) (elementwise.cu) */
+void hr_cu_argmax(cudaStream_t s, int32_t *ids, const float *x, int rows, int n);
+
 /* MoE (moe.cu). */
 void hr_cu_moe_route(cudaStream_t s, int32_t *ids, float *weights, const float *logits, int T,
                      int n_experts, int k, int renorm);
