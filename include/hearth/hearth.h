@@ -41,6 +41,9 @@ typedef struct {
     size_t kv_memory;          /* bytes of KV cache (with the recurrent state of hybrid models);
                                   0: from memory_budget, else a default */
     long kv_positions;         /* > 0: a pool of this many positions instead (benches) */
+    float gpu_memory;          /* on a GPU, the default KV cache is this fraction of the device
+                                  memory the weights left free (0: 0.9); on the CPU a quarter
+                                  of available RAM */
     size_t memory_budget;      /* bytes for weights + KV (used when kv_memory is 0) */
     int block_size;            /* positions per KV block (0: 16) */
     int max_batch_tokens;      /* tokens per forward step (0: 2048) */

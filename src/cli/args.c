@@ -133,3 +133,8 @@ hr_err *hr_parse_int_list(const char *s, const char *what, int **out, int *n) {
     *n = count;
     return NULL;
 }
+
+hr_err *hr_parse_gpu_memory(double f) {
+    if (f == 0 || (f > 0 && f <= 1)) return NULL;
+    return hr_errf("--gpu-memory must be a fraction in (0, 1], e.g. 0.9");
+}

@@ -33,6 +33,9 @@ hr_err *hr_parse_numerics(const char *compute, const char *kv_dtype, int exact, 
 
 /* The --device option: NULL, "auto", "cpu" or "cuda"; anything else is a usage error. */
 hr_err *hr_parse_device(const char *s);
+#define HR_GPU_MEMORY_HELP "on a GPU, the fraction of the memory the weights leave free that the KV cache takes (default 0.9; without --kv-memory)"
+/* NULL when f (a --gpu-memory value; 0 = not given) is in (0, 1]. */
+hr_err *hr_parse_gpu_memory(double f);
 #define HR_DEVICE_HELP "cpu, cuda or auto (default: cuda when hearth was built with it and a GPU is present, else cpu)"
 
 /* Parses "1,5,17" into a heap array of ints. */

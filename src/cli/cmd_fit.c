@@ -4,7 +4,7 @@
  * would choose, or --kv-dtype / --exact), the recurrent state of hybrid models and the
  * total, from the sizes the KV pool allocates (backend.h). */
 #include <stdio.h>
-#include <unistd.h>
+#include <string.h>
 
 #include "cli/args.h"
 #include "cli/verbs.h"
@@ -15,7 +15,22 @@ static double gib(double b) {
     return b / (1024.0 * 1024.0 * 1024.0);
 }
 
-static hr_err *fit(const char *dir, long ctx, long seqs, const hr_numerics_req *num) {
+/* Free and total bytes of the memory the model would live in: the GPU's for CUDA (asked of a
+ * backend made for the purpose), else the host's; *what names it. */
+static hr_err *memory_of(const char *device, hr_dtype weights, size_t *avail, size_t *total,
+                         const char **what) {
+    int quantized = hr_dtype_get(weights)->quantized || weights == HR_U32;
+    if ((!device || !strcmp(device, "auto")) && quantized) device = "cpu"; /* as hr_model_open */
+    hr_backend *be;
+    HR_TRY(hr_backend_create(&(hr_backend_options){.device = device, .cpu = {.n_threads = 1}}, &be));
+    hr_err *err = be->vt->mem_info(be, avail, total);
+    *what = strcmp(be->vt->name, "cpu") ? "GPU memory" : "RAM";
+    hr_backend_destroy(be);
+    return err;
+}
+
+static hr_err *fit(const char *dir, long ctx, long seqs, const hr_numerics_req *num,
+                   const char *device) {
     hr_model_config c;
     hr_weights *w;
     HR_TRY(hr_weights_open(dir, &c, &w));
@@ -24,7 +39,7 @@ static hr_err *fit(const char *dir, long ctx, long seqs, const hr_numerics_req *
     hr_weights_close(w);
     hr_backend_caps caps;
     hr_numerics n;
-    HR_TRY(hr_backend_caps_of(NULL, &caps));
+    HR_TRY(hr_backend_caps_of(device, &caps));
     HR_TRY(hr_numerics_choose(num, wdt, &caps, &n));
     if (ctx > c.max_pos && c.max_pos > 0)
         fprintf(stderr, "note: --ctx %ld is beyond the model's max_position_embeddings (%d)\n", ctx,
@@ -36,9 +51,10 @@ static hr_err *fit(const char *dir, long ctx, long seqs, const hr_numerics_req *
     size_t per_token = hr_kv_token_bytes(&shape), state = hr_kv_state_bytes(&shape);
     double kv = (double)per_token * (double)ctx * (double)seqs + (double)state * (double)seqs;
     double total = (double)weights + kv;
-    long pages = sysconf(_SC_PHYS_PAGES), avail = sysconf(_SC_AVPHYS_PAGES),
-         page = sysconf(_SC_PAGESIZE);
-    double ram = (double)pages * (double)page, free_ram = (double)avail * (double)page;
+    size_t avail_b, total_b;
+    const char *what;
+    HR_TRY(memory_of(device, wdt, &avail_b, &total_b, &what));
+    double ram = (double)total_b, free_ram = (double)avail_b;
     printf("model          %s (%s, %d layers, %d KV heads x %d)\n", dir, c.model_type, c.n_layers,
            c.n_kv_heads, c.head_dim);
     printf("weights        %.0f bytes (%.2f GiB)\n", (double)weights, gib((double)weights));
@@ -51,15 +67,16 @@ static hr_err *fit(const char *dir, long ctx, long seqs, const hr_numerics_req *
     printf("kv total       %.0f bytes (%.2f GiB) for %ld positions x %ld sequences\n", kv, gib(kv),
            ctx, seqs);
     printf("total          %.0f bytes (%.2f GiB)\n", total, gib(total));
-    printf("machine RAM    %.2f GiB total, %.2f GiB available\n", gib(ram), gib(free_ram));
-    printf("verdict        %s\n", total <= free_ram ? "fits in available RAM"
-                                  : total <= ram    ? "fits in total RAM only (free memory first)"
-                                                    : "does NOT fit in RAM");
+    printf("%-14s %.2f GiB total, %.2f GiB available\n", !strcmp(what, "RAM") ? "machine RAM" : what,
+           gib(ram), gib(free_ram));
+    printf("verdict        %s %s\n",
+           total <= free_ram ? "fits in available" : total <= ram ? "fits in total" : "does NOT fit in", what);
+    if (total > free_ram && total <= ram) printf("               (free memory first)\n");
     return NULL;
 }
 
 int hr_cmd_fit(int argc, char **argv) {
-    const char *model = NULL, *kv_dtype = NULL;
+    const char *model = NULL, *kv_dtype = NULL, *device = NULL;
     long ctx = 0, seqs = 1;
     int exact = 0;
     hr_opt opts[] = {
@@ -68,6 +85,7 @@ int hr_cmd_fit(int argc, char **argv) {
         {"seqs", HR_OPT_INT, &seqs, "concurrent sequences (default 1)"},
         {"kv-dtype", HR_OPT_STR, &kv_dtype, HR_KV_DTYPE_HELP},
         {"exact", HR_OPT_FLAG, &exact, "count the f32 KV cache of --exact"},
+        {"device", HR_OPT_STR, &device, "whose memory: " HR_DEVICE_HELP},
     };
     int help;
     hr_err *err = hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
@@ -80,6 +98,7 @@ int hr_cmd_fit(int argc, char **argv) {
         return hr_cmd_fail("fit", hr_errf("--ctx or --seqs out of range")), 2;
     hr_numerics_req num;
     if ((err = hr_parse_numerics(NULL, kv_dtype, exact, 1, &num))) return hr_cmd_fail("fit", err), 2;
-    err = fit(model, ctx, seqs, &num);
+    if ((err = hr_parse_device(device))) return hr_cmd_fail("fit", err), 2;
+    err = fit(model, ctx, seqs, &num, device);
     return err ? hr_cmd_fail("fit", err) : 0;
 }

@@ -14,6 +14,7 @@
 
 typedef struct {
     const char *model, *host, *api_key, *chat_template, *alias, *compute, *device, *kv_dtype;
+    double gpu_memory;
     long port, threads, kv_mb, budget_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
     long timeout_s, max_conns, max_queue;
     int mmap, no_preempt, no_prefix_cache, exact;
@@ -41,6 +42,7 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
                             .n_threads = (int)o->threads,
                             .weights_in_place = o->mmap,
                             .kv_memory = (size_t)o->kv_mb << 20,
+                            .gpu_memory = (float)o->gpu_memory,
                             .memory_budget = (size_t)o->budget_mb << 20,
                             .no_preempt = o->no_preempt,
                             .no_prefix_cache = o->no_prefix_cache,
@@ -110,6 +112,7 @@ int hr_cmd_serve(int argc, char **argv) {
         {"device", HR_OPT_STR, &o.device, HR_DEVICE_HELP},
         {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
         {"kv-memory", HR_OPT_INT, &o.kv_mb, "MiB of KV cache (default: derived from free memory)"},
+        {"gpu-memory", HR_OPT_FLOAT, &o.gpu_memory, HR_GPU_MEMORY_HELP},
         {"memory-budget", HR_OPT_INT, &o.budget_mb,
          "MiB for weights + KV cache; the KV cache gets what the weights leave (without --kv-memory)"},
         {"no-preempt", HR_OPT_FLAG, &o.no_preempt,
@@ -143,6 +146,7 @@ int hr_cmd_serve(int argc, char **argv) {
     if (help) return 0;
     if (!o.model) return hr_cmd_fail("serve", hr_errf("--model is required")), 2;
     if ((err = hr_parse_device(o.device))) return hr_cmd_fail("serve", err), 2;
+    if ((err = hr_parse_gpu_memory(o.gpu_memory))) return hr_cmd_fail("serve", err), 2;
     if ((err = hr_parse_numerics(o.compute, o.kv_dtype, o.exact, 1, &o.num)))
         return hr_cmd_fail("serve", err), 2;
     if (o.port < 0 || o.port > 65535) return hr_cmd_fail("serve", hr_errf("--port must be 0..65535")), 2;

@@ -358,9 +358,11 @@ void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st) {
 
 /* ---- creation ---- */
 
-/* min(a quarter of the backend's free memory, max_seqs sequences of min(context, 8192)
- * positions plus the recurrent state (fixed bytes)). The weights are uploaded by now, so
- * free memory is what they left. */
+/* On a GPU: gpu_memory (default 0.9) of the device memory the weights left free (the pool is
+ * the GPU's to use, and blocks beyond the running sequences keep prefixes cached). On the
+ * CPU: min(a quarter of the free RAM, max_seqs sequences of min(context, 8192) positions
+ * plus the recurrent state (fixed bytes)). The weights are uploaded by now, so free memory
+ * is what they left. */
 static size_t default_kv_memory(const hr_engine *e, size_t per_token, size_t fixed) {
     const hr_model_config *c = hr_model_cfg(e->model);
     hr_backend *be = hr_model_backend(e->model);
@@ -368,6 +370,10 @@ static size_t default_kv_memory(const hr_engine *e, size_t per_token, size_t fix
     hr_err *err = be->vt->mem_info(be, &avail, &total);
     if (err) hr_err_free(err);
     else quarter = avail / 4;
+    if (!err && strcmp(be->vt->name, "cpu")) {
+        double frac = e->opt.gpu_memory > 0 ? e->opt.gpu_memory : 0.9;
+        return (size_t)((double)avail * frac);
+    }
     size_t ctx = c->max_pos > 0 && c->max_pos < 8192 ? (size_t)c->max_pos : 8192;
     size_t want = per_token * ctx * (size_t)e->opt.max_seqs + fixed;
     return want < quarter ? want : quarter;
@@ -456,6 +462,7 @@ static hr_err *engine_start(hr_engine *e) {
     if (o->max_batch_tokens <= 0) o->max_batch_tokens = 2048;
     if (o->max_seqs <= 0) o->max_seqs = 64;
     if (o->max_seqs > 4096) return hr_errf("max_seqs must be <= 4096");
+    if (o->gpu_memory < 0 || o->gpu_memory > 1) return hr_errf("gpu_memory must be in (0, 1]");
     if (o->max_queue <= 0) o->max_queue = 1024;
     const hr_model_config *c = hr_model_cfg(e->model);
     HR_TRY(size_pool(e));

@@ -1,4 +1,4 @@
-# --device on every verb that opens a backend (serve, run, bench, logits, bench-serve
+# --device on every verb that opens a backend (serve, run, bench, logits, fit, bench-serve
 # --engine): unknown names are usage errors, cuda in a build without the CUDA backend or on a
 # machine without a GPU says so, cpu and auto run on the CPU (auto: where there is no GPU;
 # tests/gpu/run.sh covers the GPU machine).
@@ -34,6 +34,13 @@ expect_rc bench_serve_cpu 0 "tokens: +2 output" \
   "$H" bench-serve --engine "$M" --threads 1 --concurrency 1 --requests 1 --prompt-tokens 4 --max-tokens 2 --device cpu
 expect_rc serve_bad_device 2 "unknown device" "$H" serve --model "$M" --port 0 --device rocm
 expect_rc serve_cuda_unavailable 1 "$NOCUDA" "$H" serve --model "$M" --port 0 --device cuda
+expect_rc fit_bad_device 2 "unknown device" "$H" fit --model "$M" --ctx 512 --device gpu
+expect_rc fit_cuda_unavailable 1 "$NOCUDA" "$H" fit --model "$M" --ctx 512 --device cuda
+expect_rc fit_cpu 0 "machine RAM .* GiB total" "$H" fit --model "$M" --ctx 512 --device cpu
+expect_rc serve_gpu_memory_range 2 "--gpu-memory must be a fraction in \(0, 1\]" \
+  "$H" serve --model "$M" --port 0 --gpu-memory 1.5
+expect_rc serve_gpu_memory_zero 2 "--gpu-memory must be a fraction" "$H" serve --model "$M" --port 0 --gpu-memory -0.5
+expect_rc serve_gpu_memory_nan 2 "is not a number" "$H" serve --model "$M" --port 0 --gpu-memory lots
 serve_start "$T/serve.log" serve --model "$M" --port 0 --threads 1 --device cpu
 if [ -n "$PORT" ] && curl -sf "http://127.0.0.1:$PORT/v1/models" | grep -q brown-llama-8m; then
   pass serve_cpu
