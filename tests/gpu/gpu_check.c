@@ -47,14 +47,23 @@ static void add_score(score *s, const float *got, const float *ref, int rows, in
     }
 }
 
-/* judged: 1 = a check (fails the run when off), 0 = a number reported for information */
-static void report(const char *model, const char *what, const score *s, int judged) {
+/* judged: 1 = a check (fails the run when off), 0 = a number reported for information.
+ * tol: the relative error allowed; agree: the top-1 agreement required. */
+static void report_tol(const char *model, const char *what, const score *s, int judged, float tol,
+                       float agree) {
     float rel = s->max_err / fmaxf(1.0f, s->max_ref);
-    int ok = rel <= REL_TOL && s->agree == s->counted && !isnan(s->max_err);
+    int ok = rel <= tol && s->agree >= agree * s->counted && !isnan(s->max_err);
     printf("%-18s %-22s %10.3g %10.3g %6d/%-6d %s\n", model, what, s->max_err, rel, s->agree,
            s->counted, !judged ? "info" : ok ? "ok" : "FAIL");
     if (judged && !ok) failures++;
 }
+
+static void report(const char *model, const char *what, const score *s, int judged) {
+    report_tol(model, what, s, judged, REL_TOL, 1.0f);
+}
+
+/* bf16 class (the fast mode): x and P rounded to bf16, bf16 KV */
+static const float FAST_TOL = 2e-2f, FAST_AGREE = 0.95f;
 
 static void fail(const char *model, const char *what, hr_err *err) {
     printf("%-18s %-22s FAIL: %s\n", model, what, hr_err_msg(err));
@@ -175,8 +184,27 @@ static hr_err *run_greedy(side *s, const int32_t *ref_tok, const float *ref, int
 }
 
 typedef struct {
-    score vs_ref, vs_cpu, kv_path, greedy, batched, gpu_bf16, cpu_bf16;
+    score vs_ref, vs_cpu, kv_path, greedy, batched, gpu_bf16, cpu_bf16, long_prefill;
 } scores;
+
+/* A 200-token prompt in the fast mode, in one chunk and in chunks of 72 (so tiles start past
+ * position 0 and read the previous chunks' KV): the tensor-core prefill attention on the GPU
+ * against the CPU's fast mode. */
+static hr_err *check_long_prefill(side *fast, score *sc) {
+    enum { N = 200 };
+    int V = fast[0].V;
+    int32_t tok[N];
+    for (int i = 0; i < N; i++) tok[i] = (int32_t)((i * 7919 + 29) % V);
+    float *g = malloc(sizeof(float) * N * (size_t)V), *c = malloc(sizeof(float) * N * (size_t)V);
+    hr_err *err = g && c ? run_chunked(&fast[1], tok, N, N, c) : hr_err_oom();
+    if (!err) err = run_chunked(&fast[0], tok, N, N, g);
+    if (!err) add_score(sc, g, c, N, V);
+    if (!err) err = run_chunked(&fast[0], tok, N, 72, g);
+    if (!err) add_score(sc, g, c, N, V);
+    free(g);
+    free(c);
+    return err;
+}
 
 /* One token sequence: the GPU's full forward against ref (the CPU's logits when ref is NULL)
  * and the CPU, the KV path one token at a time, and greedy decoding from prompt. */
@@ -257,6 +285,7 @@ static void check_model(const char *name) {
     for (int i = 0; !err && i < 2; i++) hr_model_set_kv_dtype(fast[i].m, HR_BF16); /* serve's default */
     if (!err) err = check_cases(dir, &gpu, &cpu, fast, &sc);
     if (!err) err = run_batched(&gpu, &cpu, &sc.batched);
+    if (!err) err = check_long_prefill(fast, &sc.long_prefill);
     if (err) {
         fail(name, "run", err);
     } else {
@@ -267,6 +296,12 @@ static void check_model(const char *name) {
         report(name, "16 batched vs cpu solo", &sc.batched, 1);
         report(name, "fast (bf16): cuda", &sc.gpu_bf16, 0);
         report(name, "fast (bf16): cpu", &sc.cpu_bf16, 0);
+        /* reported, not judged: the random-weight hybrids amplify bf16 rounding chaotically
+         * (see above), and MoE routing flips at near-ties when the two devices round apart
+         * (tiny-qwen3_moe: 0.17 relative with every top-1 equal) */
+        const hr_model_config *mc = hr_model_cfg(gpu.m);
+        report_tol(name, "fast prefill 200 vs cpu", &sc.long_prefill,
+                   !hr_arch_is_hybrid(mc->arch) && mc->n_experts == 0, FAST_TOL, FAST_AGREE);
     }
     side_close(&fast[0]);
     side_close(&fast[1]);

@@ -7,7 +7,8 @@
  * splits' (max, sum, output) partials. Splits give decode (one token, many positions) enough
  * blocks to fill the GPU; prefill steps have blocks enough from their tokens and use one
  * split. Sliding windows and tanh soft-capping as the CPU op (src/backend/cpu/attention.c).
- * This is the CUDA-core version; prefill on the tensor cores comes next (docs/cuda.md). */
+ * Rows of HR_CU_TILE_MIN+ tokens with a bf16 KV go to the tensor-core kernel (attention_tc.cu)
+ * when the layer fits it; their tokens are skipped here. */
 #include <math.h>
 
 #include "backend/cuda/common.cuh"
@@ -44,8 +45,9 @@ extern "C" long hr_cu_attention_scratch(const hr_cu_meta *m, const hr_cu_attn *p
 }
 
 typedef struct {
-    const int32_t *pos, *row, *table;
+    const int32_t *pos, *row, *table, *q_start;
     int max_blocks, splits;
+    int skip_tiled; /* tokens of rows the tensor-core kernel takes are left to it */
 } step_args;
 
 template <int EPL, int KDT>
@@ -61,6 +63,7 @@ static __global__ void __launch_bounds__(32 * WARPS) attn_k(step_args st, hr_cu_
     int nh = G - (rest % groups) * GM < GM ? G - (rest % groups) * GM : GM;
     int split = blockIdx.y, hd = p.head_dim;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (st.skip_tiled && st.q_start[st.row[t] + 1] - st.q_start[st.row[t]] >= HR_CU_TILE_MIN) return;
     int pos = st.pos[t];
     int lo = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
     int len = pos + 1 - lo, chunk = (len + st.splits - 1) / st.splits;
@@ -172,8 +175,10 @@ static void launch(cudaStream_t s, const hr_cu_meta *m, int splits, step_args st
 extern "C" void hr_cu_attention(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *kv,
                                 const hr_cu_attn *p, float *out, const float *q, float *partial) {
     if (m->n_tokens <= 0) return;
-    int splits = splits_for(m, p);
-    step_args st = {m->pos, m->row, m->block_table, m->max_blocks, splits};
+    /* prefill rows on the tensor cores when the layer fits; the rest here */
+    int tiled = m->n_tiles > 0 && hr_cu_attention_tc_fits(kv, p) && hr_cu_attention_tc(s, m, kv, p, out, q);
+    int splits = tiled ? 1 : splits_for(m, p); /* a split merge would overwrite tiled rows */
+    step_args st = {m->pos, m->row, m->block_table, m->q_start, m->max_blocks, splits, tiled};
     switch (epl_of(p)) {
     case 1: launch<1>(s, m, splits, st, kv, p, out, q, partial); break;
     case 2: launch<2>(s, m, splits, st, kv, p, out, q, partial); break;

@@ -257,7 +257,21 @@ static void step_shape(const hr_step_meta *m, int *width, int *max_len) {
     *width = pow2_at_least(m->max_blocks, 1);
 }
 
-/* tokens, pos, row, q_start, the block table re-laid at the padded width, state slots */
+/* Prefill tiles of the step (pairs of first token and count), written to out when non-NULL;
+ * returns how many. */
+static int tiles(const hr_step_meta *m, int32_t *out) {
+    int n = 0;
+    for (int r = 0; r < m->n_rows; r++) {
+        int t0 = m->q_start[r], t1 = m->q_start[r + 1];
+        if (t1 - t0 < HR_CU_TILE_MIN) continue;
+        for (int t = t0; t < t1; t += HR_CU_TILE, n++)
+            if (out) out[2 * n] = t, out[2 * n + 1] = t1 - t < HR_CU_TILE ? t1 - t : HR_CU_TILE;
+    }
+    return n;
+}
+
+/* tokens, pos, row, q_start, the block table re-laid at the padded width, state slots, the
+ * prefill tiles */
 static void pack(const hr_step_meta *m, int width, int32_t *st) {
     size_t nt = (size_t)m->n_tokens, nr = (size_t)m->n_rows;
     memcpy(st, m->tokens, nt * 4);
@@ -270,6 +284,7 @@ static void pack(const hr_step_meta *m, int width, int32_t *st) {
         for (int b = m->max_blocks; b < width; b++) bt[r * width + b] = -1;
     }
     memcpy(bt + nr * width, m->state_slots, nr * 4);
+    tiles(m, bt + nr * width + nr);
 }
 
 static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
@@ -280,7 +295,8 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
     int width, max_len;
     step_shape(m, &width, &max_len);
     size_t nt = (size_t)m->n_tokens, nr = (size_t)m->n_rows, cells = nr * (size_t)width;
-    size_t bytes = (3 * nt + (nr + 1) + cells + nr) * sizeof(int32_t);
+    int n_tiles = tiles(m, NULL);
+    size_t bytes = (3 * nt + (nr + 1) + cells + nr + 2 * (size_t)n_tiles) * sizeof(int32_t);
     int32_t *st;
     int slot = cb->stage_next;
     HR_TRY(stage_slot(cb, bytes, (void **)&st));
@@ -296,7 +312,8 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
     cb->meta = (hr_cu_meta){.n_tokens = m->n_tokens, .n_rows = m->n_rows, .max_blocks = width,
                             .max_len = max_len, .tokens = d, .pos = d + nt, .row = d + 2 * nt,
                             .q_start = d + 3 * nt, .block_table = d + 3 * nt + nr + 1,
-                            .state_slots = d + 3 * nt + nr + 1 + cells};
+                            .state_slots = d + 3 * nt + nr + 1 + cells,
+                            .n_tiles = n_tiles, .tiles = d + 3 * nt + nr + 1 + cells + nr};
     hr_cu_graph_begin(cb, m->n_tokens == m->n_rows);
     return NULL;
 }

@@ -15,6 +15,10 @@
 extern "C" {
 #endif
 
+/* Rows of at least HR_CU_TILE_MIN tokens (prefill chunks) run attention on the tensor cores
+ * in tiles of HR_CU_TILE queries. */
+enum { HR_CU_TILE = 64, HR_CU_TILE_MIN = 64 };
+
 /* The element type codes the kernels take (the subset of hr_dtype they read). */
 enum { HR_CU_F32 = 0, HR_CU_F16 = 1, HR_CU_BF16 = 2 };
 
@@ -22,6 +26,9 @@ enum { HR_CU_F32 = 0, HR_CU_F16 = 1, HR_CU_BF16 = 2 };
 typedef struct {
     int n_tokens, n_rows, max_blocks;
     int max_len;          /* the longest row's last position + 1 (attention splits) */
+    int n_tiles;          /* prefill tiles: (first token, tokens) pairs of rows of at least
+                             HR_CU_TILE_MIN tokens, HR_CU_TILE tokens each (attention.cu) */
+    const int32_t *tiles;
     const int32_t *tokens, *pos, *row, *q_start, *block_table, *state_slots;
 } hr_cu_meta;
 
@@ -81,6 +88,12 @@ void hr_cu_attention(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *
 
 /* ids[r] = first index of the maximum of x[r, 0..n) (elementwise.cu) */
 void hr_cu_argmax(cudaStream_t s, int32_t *ids, const float *x, int rows, int n);
+
+/* The tensor-core prefill kernel (attention_tc.cu) for the step's tiles: whether it takes
+ * this layer (bf16 KV, head_dim 32, 64 or 128), and the launch (0: could not launch). */
+int hr_cu_attention_tc_fits(const hr_cu_kv_layer *kv, const hr_cu_attn *p);
+int hr_cu_attention_tc(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *kv,
+                       const hr_cu_attn *p, float *out, const float *q);
 
 /* MoE (moe.cu). */
 void hr_cu_moe_route(cudaStream_t s, int32_t *ids, float *weights, const float *logits, int T,
