@@ -1,8 +1,11 @@
 /* Batch-1 decode and prefill speed of a model on the CPU backend, at several context
  * lengths, against this machine's streaming-read roofline:
- *   bench_decode MODEL_DIR [threads=2] [runs=3]
- * Make a real-shape model first: hearth mkmodel --preset qwen3-0.6b --out DIR. */
+ *   bench_decode MODEL [threads=2] [runs=3] [contexts=128,2048] [f32|bf16 products of bf16 weights]
+ * MODEL is a checkpoint directory or a GGUF file. Each context is one prefill of that many
+ * tokens, then 32 decoded ones. Make a real-shape model first: hearth mkmodel --preset
+ * qwen3-0.6b --out DIR [--gguf FILE]. */
 #include <stdio.h>
+#include <string.h>
 
 #include "common.h"
 #include "engine/generate.h"
@@ -38,7 +41,7 @@ static int bench_ctx(hr_model *m, int ctx, int n_gen, int runs, double gbs) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_decode MODEL_DIR [threads] [runs]\n");
+        fprintf(stderr, "usage: bench_decode MODEL [threads] [runs] [contexts] [f32|bf16]\n");
         return 2;
     }
     int threads = argc > 2 ? atoi(argv[2]) : 2, runs = argc > 3 ? atoi(argv[3]) : 3;
@@ -46,16 +49,22 @@ int main(int argc, char **argv) {
     double gbs = bench_read_bandwidth(threads, NULL, NULL);
     hr_backend *be;
     hr_model *m;
-    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = threads}, &be);
+    const char *ctxs = argc > 4 ? argv[4] : "128,2048";
+    int bf16 = argc > 5 && !strcmp(argv[5], "bf16");
+    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = threads, .compute_bf16 = bf16}, &be);
     if (!err) err = hr_model_load(argv[1], be, &m);
     if (err) {
         fprintf(stderr, "bench: %s\n", hr_err_msg(err));
         return 1;
     }
-    printf("model %s (%s, %.2f GB weights), %d threads, %s kernels, read bandwidth %.1f GB/s, %d runs\n",
+    printf("model %s (%s, %.2f GB weights), %d threads, %s kernels%s, read bandwidth %.1f GB/s, %d runs\n",
            argv[1], hr_model_cfg(m)->model_type, hr_model_weight_bytes(m) / 1e9, threads,
-           hr_cpu_level_name(hr_cpu()->level), gbs, runs);
-    int rc = bench_ctx(m, 128, 33, runs, gbs) || bench_ctx(m, 2048, 33, runs, gbs);
+           hr_cpu_level_name(hr_cpu()->level), bf16 ? ", bf16 products" : "", gbs, runs);
+    int rc = 0;
+    for (const char *p = ctxs; *p && !rc; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+        int ctx = atoi(p);
+        rc = ctx < 1 || bench_ctx(m, ctx, 33, runs, gbs);
+    }
     hr_model_free(m);
     hr_backend_destroy(be);
     return rc;

@@ -16,6 +16,7 @@ typedef struct {
     int T;
     long K;
     hr_qdot_fn dot;     /* set: x quantized into xq; else the dequantized-row path */
+    hr_qdot4_fn dot4;   /* NULL: dot per token */
     const hr_q8x *xq;   /* [T, K / 32] */
     const hr_cpu_kernels *k;
     float *rows; /* per thread: HR_QMM_ROWS dequantized weight rows of K floats */
