@@ -97,12 +97,18 @@ TILE tile_q5_0(const void *wv, const hr_q8x *x, long xs, long nb, int nt, float 
     for (int t = 0; t < nt; t++) out[t] = hsum(acc[t]);
 }
 
-/* Q4_K's 8 six-bit scales and mins of one super-block (s: its 12 scale bytes). */
-static inline void q4_k_scales(const uint8_t *s, int *sc, int *m) {
-    for (int j = 0; j < 8; j++) {
-        sc[j] = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
-        m[j] = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | (s[j] >> 6) << 4;
-    }
+/* Q4_K's 8 six-bit scales and mins of one super-block (s: its 12 scale bytes), as 8 bytes
+ * each: bytes 0-3 are the low 6 bits of words 0 / 1, bytes 4-7 nibbles of word 2 with the
+ * top 2 bits of words 0 / 1 above them (four bytes per u32 operation). */
+static inline void q4_k_scales(const uint8_t *s, uint8_t *sc, uint8_t *m) {
+    uint32_t u[3], r[4];
+    memcpy(u, s, 12);
+    r[0] = u[0] & 0x3f3f3f3f;
+    r[1] = (u[2] & 0x0f0f0f0f) | ((u[0] >> 6) & 0x03030303) << 4;
+    r[2] = u[1] & 0x3f3f3f3f;
+    r[3] = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 6) & 0x03030303) << 4;
+    memcpy(sc, r, 8);
+    memcpy(m, r + 2, 8);
 }
 
 TILE tile_q4_k(const void *wv, const hr_q8x *x, long xs, long nb, int nt, float *out) {
@@ -113,7 +119,7 @@ TILE tile_q4_k(const void *wv, const hr_q8x *x, long xs, long nb, int nt, float 
     zero(acc, nt);
     for (long sb = 0; sb < nb / 8; sb++, w += 144, x += 8) {
         float d = f16(w), dmin = f16(w + 2);
-        int sc[8], m[8];
+        uint8_t sc[8], m[8];
         q4_k_scales(w + 4, sc, m);
         const uint8_t *qs = w + 16;
         for (int j = 0; j < 8; j += 2) {
