@@ -1,8 +1,11 @@
 /* Batch-1 decode and prefill speed of a model on the CPU backend, at several context
  * lengths, against this machine's streaming-read roofline (weights + the KV read per token,
  * in the KV dtype):
- *   bench_decode MODEL_DIR [threads=2] [runs=3] [kv_dtype=f32|bf16|f16|q8_0] [f32|bf16 products]
- * Make a real-shape model first: hearth mkmodel --preset qwen3-0.6b --out DIR. */
+ *   bench_decode MODEL [threads=2] [runs=3] [contexts=128,2048] [kv_dtype=f32|bf16|f16|q8_0]
+ *                [f32|bf16 products of bf16 weights]
+ * MODEL is a checkpoint directory or a GGUF file. Each context is one prefill of that many
+ * tokens, then 32 decoded ones. Make a real-shape model first: hearth mkmodel --preset
+ * qwen3-0.6b --out DIR [--gguf FILE]. */
 #include <stdio.h>
 #include <string.h>
 
@@ -44,7 +47,7 @@ static int bench_ctx(hr_model *m, int ctx, int n_gen, int runs, double gbs) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_decode MODEL_DIR [threads] [runs] [kv_dtype] [f32|bf16]\n");
+        fprintf(stderr, "usage: bench_decode MODEL [threads] [runs] [contexts] [kv_dtype] [f32|bf16]\n");
         return 2;
     }
     int threads = argc > 2 ? atoi(argv[2]) : 2, runs = argc > 3 ? atoi(argv[3]) : 3;
@@ -52,8 +55,9 @@ int main(int argc, char **argv) {
     double gbs = bench_read_bandwidth(threads, NULL, NULL);
     hr_backend *be;
     hr_model *m;
-    int kv = argc > 4 ? hr_kv_type_parse(argv[4]) : HR_KV_F32;
-    int bf16 = argc > 5 && !strcmp(argv[5], "bf16");
+    const char *ctxs = argc > 4 ? argv[4] : "128,2048";
+    int kv = argc > 5 ? hr_kv_type_parse(argv[5]) : HR_KV_F32;
+    int bf16 = argc > 6 && !strcmp(argv[6], "bf16");
     if (!kv) {
         fprintf(stderr, "bench: kv_dtype must be f32, bf16, f16 or q8_0\n");
         return 2;
@@ -70,7 +74,11 @@ int main(int argc, char **argv) {
            argv[1], hr_model_cfg(m)->model_type, hr_model_weight_bytes(m) / 1e9, threads,
            hr_cpu_level_name(hr_cpu()->level), bf16 ? "bf16" : "f32",
            hr_kv_dtype_flag(hr_kv_type_dtype(kv)), gbs, runs);
-    int rc = bench_ctx(m, 128, 33, runs, gbs) || bench_ctx(m, 2048, 33, runs, gbs);
+    int rc = 0;
+    for (const char *p = ctxs; *p && !rc; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+        int ctx = atoi(p);
+        rc = ctx < 1 || bench_ctx(m, ctx, 33, runs, gbs);
+    }
     hr_model_free(m);
     hr_backend_destroy(be);
     return rc;

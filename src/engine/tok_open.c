@@ -89,9 +89,7 @@ static hr_err *read_vocab(const hr_gguf *g, gguf_vocab *gv) {
     return hr_gguf_get_str(g, "tokenizer.chat_template", &v->chat_template);
 }
 
-static hr_err *open_gguf(const char *path, hr_tokenizer **out) {
-    hr_gguf *g;
-    HR_TRY(hr_gguf_open(path, &g));
+hr_err *hr_tokenizer_from_gguf(const hr_gguf *g, hr_tokenizer **out) {
     gguf_vocab gv = {0};
     hr_err *e = read_vocab(g, &gv);
     if (!e) e = hr_tokenizer_from_vocab(&gv.v, out);
@@ -99,6 +97,13 @@ static hr_err *open_gguf(const char *path, hr_tokenizer **out) {
     free(gv.merges);
     free(gv.scores);
     free(gv.types);
+    return e;
+}
+
+static hr_err *open_gguf(const char *path, hr_tokenizer **out) {
+    hr_gguf *g;
+    HR_TRY(hr_gguf_open(path, &g));
+    hr_err *e = hr_tokenizer_from_gguf(g, out);
     hr_gguf_close(g);
     return hr_err_wrap(e, "%s: ", path);
 }

@@ -143,6 +143,10 @@ static hr_err *build(builder *b, const char *model_type) {
     layers = json_integer_value(json_object_get(b->j, "num_hidden_layers"));
     heads = json_integer_value(json_object_get(b->j, "num_attention_heads"));
     if (heads <= 0) return hr_errf("GGUF %s.attention.head_count must be positive", b->arch);
+    /* before any per-layer array is built (fuzz_gguf: a huge block_count ran out of memory) */
+    if (layers < 1 || layers > HR_MAX_LAYERS)
+        return hr_errf("GGUF %s.block_count (%lld) must be 1..%d", b->arch, (long long)layers,
+                       HR_MAX_LAYERS);
     snprintf(k, sizeof k, "%s.attention.key_length", b->arch);
     HR_TRY(hr_gguf_get_int(b->g, k, hidden / heads, &head_dim));
     int64_t vlen;

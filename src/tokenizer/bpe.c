@@ -236,6 +236,7 @@ hr_err *hr_bpe_word(const hr_tokenizer *t, const char *w, size_t n, hr_ids *out)
     if (cache_get(t->cache, w, n, out, &e)) return e;
     int before = out->n;
     HR_TRY(bpe_uncached(t, w, n, out));
+    if (out->n == before) return NULL; /* no ids (a vocab without bytes): nothing to cache */
     pthread_mutex_lock(&t->cache->mu);
     e = cache_put_locked(t->cache, w, n, out->v + before, out->n - before);
     pthread_mutex_unlock(&t->cache->mu);

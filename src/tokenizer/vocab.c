@@ -172,6 +172,8 @@ static hr_err *build(hr_tokenizer *t, const hr_tok_vocab *v) {
 
 hr_err *hr_tokenizer_from_vocab(const hr_tok_vocab *v, hr_tokenizer **out) {
     *out = NULL;
+    if (!v->model) /* found by fuzz_gguf: tokens without a model crashed strcmp */
+        return hr_errf("loading the GGUF tokenizer: tokenizer.ggml.model is missing");
     hr_tokenizer *t = hr_tok_new();
     if (!t) return hr_err_oom();
     hr_err *e = build(t, v);

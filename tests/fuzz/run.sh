@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every libFuzzer binary BUILD_DIR/fuzz/fuzz_* for FUZZ_SECONDS (default 20) each,
-# with a fresh corpus folder under a temp dir. Exits nonzero if any fuzzer finds a crash,
+# with a fresh corpus folder under a temp dir, seeded by BUILD_DIR/fuzz/seed_X when fuzz_X has one
+# (tests/fuzz/seed_X.c writes small valid inputs). Exits nonzero if any fuzzer finds a crash,
 # a leak or a sanitizer error. Run from the repository root (make fuzz does).
 set -uo pipefail
 BUILD=${1:-build-fuzz}
@@ -17,6 +18,10 @@ for f in "$BUILD"/fuzz/fuzz_*; do
   found=1
   name=$(basename "$f")
   mkdir -p "$work/$name/corpus" "$work/$name/artifacts"
+  seed="$BUILD/fuzz/seed_${name#fuzz_}"
+  if [ -x "$seed" ] && ! "$seed" "$work/$name/corpus"; then
+    echo "FAIL $name: $seed could not write the seed corpus"; failed=1; continue
+  fi
   echo "== $name (${SECS} s)"
   if "$f" -max_total_time="$SECS" -rss_limit_mb=4096 -artifact_prefix="$work/$name/artifacts/" \
        "$work/$name/corpus" >"$work/$name/log" 2>&1; then

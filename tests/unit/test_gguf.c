@@ -3,6 +3,7 @@
  * magic/version, huge counts, out-of-range/misaligned/overlapping tensors, bad keys,
  * nested arrays, unknown and unsupported types) are errors that name the problem. */
 #include "harness.h"
+#include "model/config.h"
 #include "model/gguf.h"
 #include "model/gguf_write.h"
 
@@ -237,6 +238,34 @@ static void test_fixtures(void) {
              "hr_is_gguf");
 }
 
+/* A gemma3 header with 2^30 blocks is refused before any per-layer array is built (fuzz_gguf
+ * found it allocating gigabytes). */
+static void test_huge_block_count(void) {
+    hr_gguf_writer *w;
+    HR_CHECK_OK(hr_gguf_writer_new(&w));
+    int64_t shape[2] = {8, 32};
+    static uint16_t embd[8 * 32];
+    hr_err *e = hr_gguf_put_str(w, "general.architecture", "gemma3");
+    if (!e) e = hr_gguf_put_u32(w, "gemma3.block_count", 1u << 30);
+    if (!e) e = hr_gguf_put_u32(w, "gemma3.embedding_length", 32);
+    if (!e) e = hr_gguf_put_u32(w, "gemma3.attention.head_count", 2);
+    if (!e) e = hr_gguf_put_tensor(w, "token_embd.weight", HR_F16, 2, shape, embd);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (!e) e = hr_gguf_writer_bytes(w, &buf, &len);
+    hr_gguf_writer_free(w);
+    hr_gguf *g = NULL;
+    if (!e) e = hr_gguf_parse(buf, len, "mem", &g);
+    hr_model_config c;
+    hr_err *ce = e ? NULL : hr_config_from_gguf(g, &c);
+    int named = ce && strstr(hr_err_msg(ce), "block_count") != NULL;
+    hr_err_free(ce);
+    hr_gguf_close(g);
+    free(buf);
+    HR_CHECK_OK(e);
+    HR_CHECK(named, "a block_count of 2^30 was not refused by name");
+}
+
 int main(void) {
     HR_RUN(test_roundtrip);
     HR_RUN(test_truncated_everywhere);
@@ -244,5 +273,6 @@ int main(void) {
     HR_RUN(test_bad_metadata);
     HR_RUN(test_bad_tensors);
     HR_RUN(test_fixtures);
+    HR_RUN(test_huge_block_count);
     return hr_test_summary();
 }

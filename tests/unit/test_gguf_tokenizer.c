@@ -5,6 +5,7 @@
 #include "base/json.h"
 #include "engine/tok_open.h"
 #include "harness.h"
+#include "model/gguf_write.h"
 
 static json_t *ref;
 
@@ -86,6 +87,29 @@ static void test_qwen3_specials(void) {
              special, eos);
 }
 
+/* A vocab without tokenizer.ggml.model is an error, not a crash (found by fuzz_gguf). */
+static void test_missing_model_key(void) {
+    hr_gguf_writer *w;
+    HR_CHECK_OK(hr_gguf_writer_new(&w));
+    const char *toks[2] = {"a", "b"};
+    hr_err *e = hr_gguf_put_arr(w, "tokenizer.ggml.tokens", HR_GGUF_STRING, toks, 2);
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (!e) e = hr_gguf_writer_bytes(w, &buf, &len);
+    hr_gguf_writer_free(w);
+    hr_gguf *g = NULL;
+    if (!e) e = hr_gguf_parse(buf, len, "mem", &g);
+    hr_tokenizer *tok = NULL;
+    hr_err *te = e ? NULL : hr_tokenizer_from_gguf(g, &tok);
+    int named = te && strstr(hr_err_msg(te), "tokenizer.ggml.model") != NULL;
+    hr_err_free(te);
+    hr_tokenizer_free(tok);
+    hr_gguf_close(g);
+    free(buf);
+    HR_CHECK_OK(e);
+    HR_CHECK(named && !tok, "a vocab without tokenizer.ggml.model was not refused by name");
+}
+
 int main(void) {
     hr_err *e = hr_json_load_file(hr_fixture("gguf/reference.json"), &ref);
     if (e) {
@@ -96,6 +120,7 @@ int main(void) {
     HR_RUN(test_qwen3_texts);
     HR_RUN(test_brown_heldout);
     HR_RUN(test_qwen3_specials);
+    HR_RUN(test_missing_model_key);
     json_decref(ref);
     return hr_test_summary();
 }

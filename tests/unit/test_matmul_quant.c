@@ -119,7 +119,7 @@ static int check_matmul(hr_backend *be, hr_dtype t, int T, long N, long K) {
 }
 
 static void test_matmul_every_type(void) {
-    int Ts[] = {1, 2, 3, 7}, threads[] = {1, 2, 3};
+    int Ts[] = {1, 2, 7, 9}, threads[] = {1, 2, 3};
     long Ns[] = {1, 17, 40};
     worst_err = 0;
     for (int th = 0; th < 3; th++) {
@@ -141,7 +141,30 @@ static void test_matmul_every_type(void) {
     HR_CHECK(worst_err < 1.0f / 127, "8-bit path error %g", worst_err);
 }
 
-/* Every SIMD dot against the plain C one on random blocks, rows of 1..9 blocks of the type. */
+/* dot4 of four tokens is bit for bit four dots (what keeps a tiled prefill batch invariant). */
+static int dot4_matches(const hr_cpu_qdots *v, hr_dtype t, const void *w, long K) {
+    if (!v->dot4[t]) return 1;
+    long nb = K / 32, xs = nb + 3; /* the tokens' blocks need not be adjacent */
+    float *x = malloc(sizeof(float) * (size_t)K);
+    hr_q8x *xq = malloc(sizeof(hr_q8x) * (size_t)(4 * xs));
+    for (int r = 0; r < 4; r++) {
+        for (long k = 0; k < K; k++) x[k] = frand() * (float)(r + 1);
+        hr_q8x_quantize(x, xq + r * xs, K);
+    }
+    float o[4];
+    v->dot4[t](w, xq, xs, nb, o);
+    int ok = 1;
+    for (int r = 0; r < 4; r++) {
+        float d = v->dot[t](w, xq + r * xs, nb);
+        ok &= memcmp(&d, &o[r], sizeof d) == 0;
+    }
+    free(x);
+    free(xq);
+    return ok;
+}
+
+/* Every SIMD dot against the plain C one on random blocks, rows of 1..9 blocks of the type;
+ * each SIMD dot4 against its dot. */
 static void test_qdot_variants(void) {
     const hr_cpu_qdots *v[2];
     int n = 0;
@@ -164,6 +187,7 @@ static void test_qdot_variants(void) {
                 HR_CHECK(v[j]->dot[all_types[i]], "%s has no %s dot", v[j]->name, hr_dtype_name(all_types[i]));
                 float f = v[j]->dot[all_types[i]](w, xq, K / 32);
                 worst = fmaxf(worst, fabsf(f - r) / (1.0f + fabsf(r)));
+                if (!dot4_matches(v[j], all_types[i], w, K)) worst = INFINITY;
             }
             free(w);
             free(x);

@@ -1,11 +1,12 @@
 /* Matmul with a quantized weight. GGUF types with an 8-bit dot product (qdot.h) quantize x
- * once per call (rows split over the pool) and take one dot per output: each weight row is
- * read once and decoded in registers for all T tokens. MLX 4- and 8-bit weights on AVX2 /
- * AVX-512 take one f32 dot per output likewise (mlx_dot.h), with x's group sums computed once.
- * The other types (and every type at the generic level for MLX) dequantize HR_QMM_ROWS
- * weight rows at a time (tensor/quant.c, tensor/mlx_quant.c) into the thread's f32 buffer for
- * the f32 kernel, bit for bit the f32 matmul of the dequantized weight. Either way an output
- * depends on its own row and column only, whatever T is and however the columns are split. */
+ * once per call (rows split over the pool) and take one dot per output, four tokens per
+ * decode of a weight row where the type has dot4 (bit for bit four dots): each weight row is
+ * read once and decoded in registers. MLX 4- and 8-bit weights on AVX2 / AVX-512 take one f32
+ * dot per output likewise (mlx_dot.h), with x's group sums computed once. The other types
+ * (and every type at the generic level for MLX) dequantize HR_QMM_ROWS weight rows at a time
+ * (tensor/quant.c, tensor/mlx_quant.c) into the thread's f32 buffer for the f32 kernel, bit
+ * for bit the f32 matmul of the dequantized weight. Either way an output depends on its own
+ * row and column only, whatever T is and however the columns are split. */
 #include "backend/cpu/matmul_quant.h"
 
 #include "tensor/mlx_quant.h"
@@ -52,8 +53,9 @@ static void quant_task(void *ctx, int t, int nt) {
 
 void hr_qmm_prepare(hr_qmm *q, hr_pool *pool, const float *x, const hr_tensor *w, int T,
                     void *scratch) {
+    const hr_cpu_qdots *qd = hr_cpu_qdots_get();
     *q = (hr_qmm){.w = w, .x = x, .T = T, .K = w->shape[1], .k = hr_cpu_kernels_get(),
-                  .dot = hr_cpu_qdots_get()->dot[w->dtype]};
+                  .dot = qd->dot[w->dtype], .dot4 = qd->dot4[w->dtype]};
     if (hr_mlx_bits(w->dtype)) {
         prepare_mlx(q, hr_pool_size(pool), scratch);
         return;
@@ -99,8 +101,18 @@ void hr_qmm_cols(const hr_qmm *q, float *y, long n0, long n1, int thread) {
         return;
     }
     if (q->dot) {
-        for (long n = n0; n < n1; n++)
-            for (int t = 0; t < q->T; t++) y[t * N + n] = q->dot(w + n * row_bytes, q->xq + t * nb, nb);
+        /* groups of 4 tokens (their x blocks stay in L1) over the chunk's rows */
+        for (int t0 = 0; t0 < q->T; t0 += 4) {
+            const hr_q8x *x = q->xq + t0 * nb;
+            int nt = q->T - t0 < 4 ? q->T - t0 : 4;
+            for (long n = n0; n < n1; n++) {
+                float o[4];
+                if (nt == 4 && q->dot4) q->dot4(w + n * row_bytes, x, nb, nb, o);
+                else
+                    for (int t = 0; t < nt; t++) o[t] = q->dot(w + n * row_bytes, x + t * nb, nb);
+                for (int t = 0; t < nt; t++) y[(t0 + t) * N + n] = o[t];
+            }
+        }
         return;
     }
     float *rows = q->rows + (long)thread * HR_QMM_ROWS * K;

@@ -17,6 +17,7 @@ typedef struct {
     int T;
     long K;
     hr_qdot_fn dot;     /* set: x quantized into xq; else the dequantized-row path */
+    hr_qdot4_fn dot4;   /* NULL: dot per token */
     const hr_q8x *xq;   /* [T, K / 32] */
     hr_mlx_dot_fn mdot; /* set: MLX dots over x with its group sums xs */
     const float *xs;    /* [T, K / group] */

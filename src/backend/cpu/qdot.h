@@ -19,10 +19,14 @@ typedef struct {
 
 /* w: one weight row of nb * 32 elements in its block format; x: the row's nb blocks. */
 typedef float (*hr_qdot_fn)(const void *w, const hr_q8x *x, long nb);
+/* The same row with four tokens' blocks x, x + xs, x + 2 xs, x + 3 xs: out[t] is bit for bit
+ * dot(w, x + t xs, nb), the weight decoded once for the four (prefill). */
+typedef void (*hr_qdot4_fn)(const void *w, const hr_q8x *x, long xs, long nb, float *out);
 
 typedef struct {
     const char *name;
     hr_qdot_fn dot[HR_DTYPE_COUNT]; /* NULL: the type multiplies through dequantized f32 rows */
+    hr_qdot4_fn dot4[HR_DTYPE_COUNT]; /* NULL: four calls of dot */
 } hr_cpu_qdots;
 
 extern const hr_cpu_qdots hr_cpu_qdots_ref;
