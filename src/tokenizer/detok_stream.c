@@ -121,7 +121,7 @@ hr_err *hr_detok_stream_push(hr_detok_stream *s, int32_t id, const char **text, 
 }
 
 hr_err *hr_detok_stream_flush(hr_detok_stream *s, const char **text, size_t *len) {
-    HR_TRY(
-        hr_tok_decode_buf(s->tok, s->ids + s->start, s->n - s->start, s->skip_special, &s->text));
+    const int32_t *pending = s->ids ? s->ids + s->start : NULL; /* nothing pushed yet: no ids */
+    HR_TRY(hr_tok_decode_buf(s->tok, pending, s->n - s->start, s->skip_special, &s->text));
     return emit(s, s->text.len, text, len);
 }

@@ -2,7 +2,7 @@
 # Runs every libFuzzer binary BUILD_DIR/fuzz/fuzz_* for FUZZ_SECONDS (default 20) each,
 # with a fresh corpus folder under a temp dir, seeded by BUILD_DIR/fuzz/seed_X when fuzz_X has one
 # (tests/fuzz/seed_X.c writes small valid inputs). Exits nonzero if any fuzzer finds a crash,
-# a leak or a sanitizer error. Run from the repository root (make fuzz does).
+# a leak or a sanitizer error (UBSan's reports, which do not stop the run, included). Run from the repository root (make fuzz does).
 set -uo pipefail
 BUILD=${1:-build-fuzz}
 SECS=${FUZZ_SECONDS:-20}
@@ -25,7 +25,12 @@ for f in "$BUILD"/fuzz/fuzz_*; do
   echo "== $name (${SECS} s)"
   if "$f" -max_total_time="$SECS" -rss_limit_mb=4096 -artifact_prefix="$work/$name/artifacts/" \
        "$work/$name/corpus" >"$work/$name/log" 2>&1; then
-    grep -E '^(#[0-9]+\s+DONE|Done)' "$work/$name/log" | tail -1
+    if grep -q "runtime error:" "$work/$name/log"; then # UBSan reports and goes on
+      echo "FAIL $name: undefined behaviour"; grep -m3 -A3 "runtime error:" "$work/$name/log"
+      failed=1
+    else
+      grep -E '^(#[0-9]+\s+DONE|Done)' "$work/$name/log" | tail -1
+    fi
   else
     echo "FAIL $name:"; tail -40 "$work/$name/log"
     failed=1

@@ -209,6 +209,8 @@ static void test_detok_stream(void) {
     int32_t ids[64];
     for (int k = 0; k < 4; k++) {
         int V = hr_tokenizer_vocab_size(toks[k]);
+        stream_one(toks[k], ids, 0, 0, names[k]); /* flushed with nothing pushed (fuzz_tokenize) */
+        if (hr_t_cur_failed) return;
         for (int it = 0; it < 300; it++) {
             int n = 1 + rand_r(&seed) % 60;
             for (int i = 0; i < n; i++) {
