@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "base/json.h"
-#include "engine/kv_pool.h"
 #include "harness.h"
+#include "model_logits.h"
 #include "model/gguf.h"
 #include "model/gguf_write.h"
 #include "model/model.h"
@@ -18,28 +18,9 @@
 static hr_backend *be;
 static json_t *gref; /* ../shared/fixtures/gguf/reference.json */
 
-/* Logits of ids (HR_LOGITS_ALL) from the model at path; *out is n x vocab. */
+/* Logits of ids (every position) from the model at path; *out is n x vocab. */
 static hr_err *logits_of(const char *path, const int32_t *ids, int n, float **out, int *vocab) {
-    hr_model *m;
-    HR_TRY(hr_model_load(path, be, &m));
-    int V = hr_model_cfg(m)->vocab;
-    float *l = malloc(sizeof(float) * (size_t)n * V);
-    hr_kv_pool pool;
-    hr_err *e = l ? hr_kv_pool_create(&pool, m, n / 16 + 1, 16) : hr_err_oom();
-    if (!e) {
-        hr_kv_seq seq = {0};
-        e = hr_kv_seq_reserve(&pool, &seq, n);
-        hr_row row = {ids, n, 0, seq.blocks, HR_LOGITS_ALL, 0};
-        if (!e) e = hr_model_forward(m, &pool.store, &row, 1, l);
-        hr_kv_seq_release(&pool, &seq);
-        hr_kv_pool_destroy(&pool);
-    }
-    hr_model_free(m);
-    if (e)
-        free(l);
-    else
-        *out = l, *vocab = V;
-    return e;
+    return hr_t_logits(be, path, ids, n, out, vocab);
 }
 
 static double max_diff(const float *a, const float *b, size_t n) {

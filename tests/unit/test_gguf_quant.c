@@ -8,8 +8,8 @@
  * "twin", every block-typed weight dequantized to f32 at upload, which must match transformers
  * to f32 rounding: that separates the loader and the weights (exact) from the fast products. */
 #include "base/json.h"
-#include "engine/kv_pool.h"
 #include "harness.h"
+#include "model_logits.h"
 #include "model/model.h"
 #include "model/safetensors.h"
 #include "tensor/quant.h"
@@ -53,30 +53,13 @@ static hr_err *twin_upload(hr_backend *b, const hr_tensor *host, hr_tensor *dev)
     return cpu_upload(b, &t, dev);
 }
 
-/* Logits of ids (every position) from the model at path on backend b; *out is n x vocab. */
+/* Logits of ids (every position) from the model at path on backend b; *out is n x vocab. The
+ * twin backend's f32 copies are freed with the model. */
 static hr_err *logits_of(hr_backend *b, const char *path, const int32_t *ids, int n, float **out,
                          int *vocab) {
-    hr_model *m;
-    HR_TRY(hr_model_load(path, b, &m));
-    int V = hr_model_cfg(m)->vocab;
-    float *l = malloc(sizeof(float) * (size_t)n * V);
-    hr_kv_pool pool;
-    hr_err *e = l ? hr_kv_pool_create(&pool, m, n / 16 + 1, 16) : hr_err_oom();
-    if (!e) {
-        hr_kv_seq seq = {0};
-        e = hr_kv_seq_reserve(&pool, &seq, n);
-        hr_row row = {ids, n, 0, seq.blocks, HR_LOGITS_ALL, 0};
-        if (!e) e = hr_model_forward(m, &pool.store, &row, 1, l);
-        hr_kv_seq_release(&pool, &seq);
-        hr_kv_pool_destroy(&pool);
-    }
-    hr_model_free(m);
+    hr_err *e = hr_t_logits(b, path, ids, n, out, vocab);
     while (n_twin_bufs)
         free(twin_bufs[--n_twin_bufs]);
-    if (e)
-        free(l);
-    else
-        *out = l, *vocab = V;
     return e;
 }
 
