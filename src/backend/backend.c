@@ -31,6 +31,11 @@ static const char *resolve(const char *device) {
     return "cpu";
 }
 
+const char *hr_backend_device_for(const char *device, hr_dtype weights) {
+    int quantized = hr_dtype_get(weights)->quantized || weights == HR_U32;
+    return (!device || !strcmp(device, "auto")) && quantized ? "cpu" : device;
+}
+
 hr_err *hr_backend_caps_of(const char *device, hr_backend_caps *caps) {
     HR_TRY(hr_backend_device_check(device));
     const char *dev = resolve(device);

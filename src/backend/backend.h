@@ -219,6 +219,12 @@ typedef struct {
     hr_dtype kv_exact, kv_fast;
 } hr_backend_caps;
 
+/* The device to create for weights whose main dtype is `weights`: device itself, except that
+ * auto (or NULL) with quantized weights (GGUF block types; U32, MLX's packed words) is the
+ * CPU, which computes every quantized type (the CUDA backend computes float weights only, so
+ * far). An explicit "cuda" stays, so its upload says why it cannot. */
+const char *hr_backend_device_for(const char *device, hr_dtype weights);
+
 /* The caps of the backend hr_backend_create would make for device (auto resolved alike). */
 hr_err *hr_backend_caps_of(const char *device, hr_backend_caps *caps);
 

@@ -17,10 +17,7 @@ static double gib(double b) {
 
 /* Free and total bytes of the memory the model would live in: the GPU's for CUDA (asked of a
  * backend made for the purpose), else the host's; *what names it. */
-static hr_err *memory_of(const char *device, hr_dtype weights, size_t *avail, size_t *total,
-                         const char **what) {
-    int quantized = hr_dtype_get(weights)->quantized || weights == HR_U32;
-    if ((!device || !strcmp(device, "auto")) && quantized) device = "cpu"; /* as hr_model_open */
+static hr_err *memory_of(const char *device, size_t *avail, size_t *total, const char **what) {
     hr_backend *be;
     HR_TRY(hr_backend_create(&(hr_backend_options){.device = device, .cpu = {.n_threads = 1}}, &be));
     hr_err *err = be->vt->mem_info(be, avail, total);
@@ -39,6 +36,7 @@ static hr_err *fit(const char *dir, long ctx, long seqs, const hr_numerics_req *
     hr_weights_close(w);
     hr_backend_caps caps;
     hr_numerics n;
+    device = hr_backend_device_for(device, wdt); /* as hr_model_open */
     HR_TRY(hr_backend_caps_of(device, &caps));
     HR_TRY(hr_numerics_choose(num, wdt, &caps, &n));
     if (ctx > c.max_pos && c.max_pos > 0)
@@ -53,7 +51,7 @@ static hr_err *fit(const char *dir, long ctx, long seqs, const hr_numerics_req *
     double total = (double)weights + kv;
     size_t avail_b, total_b;
     const char *what;
-    HR_TRY(memory_of(device, wdt, &avail_b, &total_b, &what));
+    HR_TRY(memory_of(device, &avail_b, &total_b, &what));
     double ram = (double)total_b, free_ram = (double)avail_b;
     printf("model          %s (%s, %d layers, %d KV heads x %d)\n", dir, c.model_type, c.n_layers,
            c.n_kv_heads, c.head_dim);

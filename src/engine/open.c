@@ -7,46 +7,38 @@
 #include "engine/tok_open.h"
 #include "model/weights.h"
 
-/* The numerics for the weights' dtype (opened first, so a path that is not a model says so
- * as hr_model_load would). */
-static hr_err *choose(const char *dir, const hr_open_options *o, const char *device,
-                      hr_numerics *out) {
+/* The dtype holding most of the weight bytes (opened first, so a path that is not a model
+ * says so as hr_model_load would). */
+static hr_err *main_dtype(const char *dir, hr_dtype *out) {
     hr_model_config c;
     hr_weights *w;
     HR_TRY(hr_weights_open(dir, &c, &w));
-    hr_dtype weights = hr_weights_main_dtype(w);
+    *out = hr_weights_main_dtype(w);
     hr_weights_close(w);
-    hr_backend_caps caps;
-    HR_TRY(hr_backend_caps_of(device, &caps));
-    return hr_numerics_choose(&o->numerics, weights, &caps, out);
+    return NULL;
 }
 
-/* --device auto with quantized weights: the CPU, which computes every quantized type (the
- * CUDA backend computes bf16 / f16 / f32 weights only, so far; docs/cuda.md). An explicit
- * --device cuda still says why it cannot. */
-static hr_err *auto_device(const char *dir, const char **device) {
-    if (*device && strcmp(*device, "auto")) return NULL;
-    if (!hr_backend_cuda_built()) return NULL;
-    hr_model_config c;
-    hr_weights *w;
-    HR_TRY(hr_weights_open(dir, &c, &w));
-    hr_dtype weights = hr_weights_main_dtype(w);
-    hr_weights_close(w);
-    if (hr_dtype_get(weights)->quantized || weights == HR_U32) { /* U32: MLX packed words */
+/* The device for these weights (hr_backend_device_for) and the numerics on it. */
+static hr_err *choose(const char *dir, const hr_open_options *o, const char **device,
+                      hr_numerics *out) {
+    hr_dtype weights;
+    HR_TRY(main_dtype(dir, &weights));
+    const char *dev = hr_backend_device_for(o->device, weights);
+    if (dev != o->device && hr_backend_cuda_built())
         HR_INFO("%s weights run on the CPU backend (--device auto)",
                 weights == HR_U32 ? "MLX-quantized" : hr_dtype_name(weights));
-        *device = "cpu";
-    }
-    return NULL;
+    *device = dev;
+    hr_backend_caps caps;
+    HR_TRY(hr_backend_caps_of(dev, &caps));
+    return hr_numerics_choose(&o->numerics, weights, &caps, out);
 }
 
 hr_err *hr_model_open(const char *dir, const hr_open_options *o, hr_opened_model *out) {
     *out = (hr_opened_model){0};
     int has_tok = !o->no_tokenizer && hr_tokenizer_available(dir);
     if (o->need_tokenizer && !has_tok) return hr_errf("%s has no tokenizer (tokenizer.json, or GGUF tokenizer metadata)", dir);
-    const char *device = o->device;
-    HR_TRY(auto_device(dir, &device));
-    HR_TRY(choose(dir, o, device, &out->numerics));
+    const char *device;
+    HR_TRY(choose(dir, o, &device, &out->numerics));
     hr_backend_options bo = {.device = device,
                              .cpu = {.n_threads = o->n_threads,
                                      .compute_bf16 = out->numerics.compute_bf16,
