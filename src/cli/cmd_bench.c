@@ -159,7 +159,6 @@ static hr_err *bench(const bench_opts *o) {
     int max_len = 0;
     for (int i = 0; i < n_lens; i++)
         max_len = lens[i] > max_len ? lens[i] : max_len;
-    if (o->context < 1) return hr_errf("--context must be at least 1");
     long positions = o->max_seqs * (o->context + o->gen + 16);
     if (positions < max_len + 32) positions = max_len + 32;
     hr_engine_options eo = {.device = o->device,
@@ -227,6 +226,8 @@ int hr_cmd_bench(int argc, char **argv) {
         return hr_cmd_fail("bench",
                            hr_errf("--max-seqs must be in [1, 4096] and --gen in [2, 100000]")),
                2;
+    if (o.context < 1 || o.context > 1000000)
+        return hr_cmd_fail("bench", hr_errf("--context must be in [1, 1000000]")), 2;
     err = bench(&o);
     return err ? hr_cmd_fail("bench", err) : 0;
 }

@@ -22,6 +22,8 @@ if [ -s "$T/l.safetensors" ]; then pass logits_cpu_wrote; else fail logits_cpu_w
 expect_rc bench_bad_device 2 "unknown device" "$H" bench --model "$M" --device CUDA
 expect_rc bench_cuda_unavailable 1 "$NOCUDA" \
   "$H" bench --model "$M" --threads 1 --max-seqs 1 --gen 2 --prefill 16 --device cuda
+expect_rc bench_bad_context 2 "--context must be in \[1, 1000000\]" \
+  "$H" bench --model "$M" --threads 1 --context 0
 expect_rc bench_cpu 0 "decode   1 seqs" \
   "$H" bench --model "$M" --threads 1 --max-seqs 1 --gen 2 --prefill 16 --device cpu
 expect_rc bench_serve_bad_device 2 "unknown device" \
