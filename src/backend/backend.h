@@ -71,6 +71,10 @@ typedef struct {
     int max_blocks;             /* entries per row of block_table */
     const int32_t *block_table; /* [n_rows, max_blocks] */
     const int32_t *state_slots; /* [n_rows] recurrent-state slot of each row */
+    /* which ops end the step (0: the logits are read back; 1: argmax ids only): steps of one
+     * layout issue different op sequences per variant, so a backend that records a step and
+     * replays it for later steps of the same layout (CUDA graphs) keys on it */
+    int variant;
 } hr_step_meta;
 
 /* Attention parameters of one layer. */

@@ -96,8 +96,9 @@ static hr_err *run_batch(hr_engine *e, int n, int prompt_len, int gen, int vocab
 }
 
 typedef struct {
-    const char *model, *prefill, *compute, *device, *kv_dtype;
+    const char *model, *prefill, *compute, *device, *kv_dtype, *streams;
     long threads, max_seqs, gen, context;
+    int *conc, n_conc; /* the concurrencies measured (--streams) */
     int exact;
     hr_numerics_req num; /* from --compute, --kv-dtype, --exact */
 } bench_opts;
@@ -108,7 +109,8 @@ typedef struct {
 static hr_err *bench_decode(hr_engine *e, const bench_opts *o, int vocab, size_t weight_bytes,
                             double bw) {
     bench_run b;
-    for (int c = 1; c <= o->max_seqs; c *= 2) {
+    for (int i = 0; i < o->n_conc; i++) {
+        int c = o->conc[i];
         hr_engine_stats before, after;
         hr_engine_stats_get(e, &before);
         HR_TRY(run_batch(e, c, (int)o->context, (int)o->gen, vocab, &b));
@@ -126,7 +128,9 @@ static hr_err *bench_decode(hr_engine *e, const bench_opts *o, int vocab, size_t
                "weights %6.1f GB/s",
                c, toks / (s + 1e-12), toks / (s + 1e-12) / c, 1e3 * step_s, gbs);
         if (bw > 0) printf(" = %3.0f%% of roofline", 100 * gbs / bw);
-        printf(" | forward (prefill included) %.2f ms/step\n", fwd_ms);
+        /* all submitted at once: when the last of them got its first token */
+        printf(" | forward (prefill included) %.2f ms/step | first token of all %.1f ms\n", fwd_ms,
+               (double)(b.t_all_started - b.t_submit) * 1e-6);
         fflush(stdout);
     }
     return NULL;
@@ -198,13 +202,36 @@ static hr_err *bench(const bench_opts *o) {
     return err;
 }
 
+/* o->conc from --streams (each in [1, max-seqs]; without --max-seqs the largest sets it), or
+ * 1, 2, 4, ... up to --max-seqs (default 64). */
+static hr_err *concurrencies(bench_opts *o) {
+    if (!o->streams) {
+        if (o->max_seqs < 0) o->max_seqs = 64;
+        if (o->max_seqs < 1 || o->max_seqs > 4096) return hr_errf("--max-seqs must be in [1, 4096]");
+        o->conc = malloc(sizeof(int) * 13);
+        if (!o->conc) return hr_err_oom();
+        for (int c = 1; c <= o->max_seqs; c *= 2) o->conc[o->n_conc++] = c;
+        return NULL;
+    }
+    HR_TRY(hr_parse_int_list(o->streams, "--streams", &o->conc, &o->n_conc));
+    int top = 0;
+    for (int i = 0; i < o->n_conc; i++) top = o->conc[i] > top ? o->conc[i] : top;
+    if (o->max_seqs < 0) o->max_seqs = top;
+    if (o->max_seqs < 1 || o->max_seqs > 4096) return hr_errf("--max-seqs must be in [1, 4096]");
+    for (int i = 0; i < o->n_conc; i++)
+        if (o->conc[i] < 1 || o->conc[i] > o->max_seqs)
+            return hr_errf("--streams: %d is outside [1, --max-seqs %ld]", o->conc[i], o->max_seqs);
+    return NULL;
+}
+
 int hr_cmd_bench(int argc, char **argv) {
-    bench_opts o = {.prefill = "128,512,2048", .threads = 0, .max_seqs = 64, .gen = 32, .context = 16};
+    bench_opts o = {.prefill = "128,512,2048", .threads = 0, .max_seqs = -1, .gen = 32, .context = 16};
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model, "model directory"},
         {"device", HR_OPT_STR, &o.device, HR_DEVICE_HELP},
         {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
-        {"max-seqs", HR_OPT_INT, &o.max_seqs, "largest concurrency measured (default 64)"},
+        {"max-seqs", HR_OPT_INT, &o.max_seqs, "the engine's concurrency limit, and the largest measured (default 64)"},
+        {"streams", HR_OPT_STR, &o.streams, "concurrencies to measure, e.g. 1,8,64 (default 1, 2, 4, ... up to --max-seqs)"},
         {"gen", HR_OPT_INT, &o.gen, "tokens generated per decode request (default 32)"},
         {"context", HR_OPT_INT, &o.context, "prompt tokens of each decode request (default 16)"},
         {"compute", HR_OPT_STR, &o.compute, HR_COMPUTE_HELP},
@@ -215,19 +242,21 @@ int hr_cmd_bench(int argc, char **argv) {
     int help;
     hr_err *err =
         hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
-                      "usage: hearth bench --model DIR [--threads N] [--max-seqs S]", &help);
+                      "usage: hearth bench --model DIR [--threads N] [--max-seqs S] [--streams LIST]", &help);
     if (err) return hr_cmd_fail("bench", err), 2;
     if (help) return 0;
     if (!o.model) return hr_cmd_fail("bench", hr_errf("--model is required")), 2;
     if ((err = hr_parse_device(o.device))) return hr_cmd_fail("bench", err), 2;
     if ((err = hr_parse_numerics(o.compute, o.kv_dtype, o.exact, 1, &o.num)))
         return hr_cmd_fail("bench", err), 2;
-    if (o.max_seqs < 1 || o.max_seqs > 4096 || o.gen < 2 || o.gen > 100000)
-        return hr_cmd_fail("bench",
-                           hr_errf("--max-seqs must be in [1, 4096] and --gen in [2, 100000]")),
-               2;
+    if (o.gen < 2 || o.gen > 100000) return hr_cmd_fail("bench", hr_errf("--gen must be in [2, 100000]")), 2;
     if (o.context < 1 || o.context > 1000000)
         return hr_cmd_fail("bench", hr_errf("--context must be in [1, 1000000]")), 2;
+    if ((err = concurrencies(&o))) {
+        free(o.conc);
+        return hr_cmd_fail("bench", err), 2;
+    }
     err = bench(&o);
+    free(o.conc);
     return err ? hr_cmd_fail("bench", err) : 0;
 }

@@ -143,21 +143,23 @@ static void attention_block(hr_model *m, hr_kv_store *kv, int l, int T) {
     const hr_tensor *inv_freq = sliding ? m->inv_freq_sliding : m->inv_freq;
     int rot = sliding ? m->rot_dim_sliding : m->rot_dim;
     norm(m, s->h, s->x, L->attn_norm, T, c->hidden);
-    if (c->attn_out_gate) { /* q_proj rows: per head, hd of query then hd of gate */
-        long rows = (long)T * c->n_heads;
-        be->vt->matmul(be, s->qg, s->h, L->wq, L->bq, T);
-        be->vt->copy2d(be, s->q, hd, s->qg, 2L * hd, (int)rows, hd);
-        be->vt->copy2d(be, s->agate, hd, s->qg + hd, 2L * hd, (int)rows, hd);
-    } else {
-        be->vt->matmul(be, s->q, s->h, L->wq, L->bq, T);
-    }
-    if (L->q_norm) norm(m, s->q, s->q, L->q_norm, T * c->n_heads, hd);
-    be->vt->rope(be, s->q, c->n_heads, hd, rot, inv_freq);
+    /* the products of h back to back: a backend may run them as one launch (CUDA's GEMV) */
+    be->vt->matmul(be, c->attn_out_gate ? s->qg : s->q, s->h, L->wq, L->bq, T);
     if (own_kv) { /* a KV-sharing layer reads the KV its source layer stored */
         be->vt->matmul(be, s->k, s->h, L->wk, L->bk, T);
         be->vt->matmul(be, s->v, s->h, L->wv, L->bv, T);
-        if (L->k_norm) norm(m, s->k, s->k, L->k_norm, T * c->n_kv_heads, hd);
-        if (c->v_norm) be->vt->rmsnorm(be, s->v, s->v, NULL, T * c->n_kv_heads, hd, (float)c->rms_eps, 0);
+    }
+    if (c->attn_out_gate) { /* q_proj rows: per head, hd of query then hd of gate */
+        long rows = (long)T * c->n_heads;
+        be->vt->copy2d(be, s->q, hd, s->qg, 2L * hd, (int)rows, hd);
+        be->vt->copy2d(be, s->agate, hd, s->qg + hd, 2L * hd, (int)rows, hd);
+    }
+    if (L->q_norm) norm(m, s->q, s->q, L->q_norm, T * c->n_heads, hd);
+    if (own_kv && L->k_norm) norm(m, s->k, s->k, L->k_norm, T * c->n_kv_heads, hd);
+    if (own_kv && c->v_norm) be->vt->rmsnorm(be, s->v, s->v, NULL, T * c->n_kv_heads, hd, (float)c->rms_eps, 0);
+    /* rope of q and k, then the KV write, back to back: a backend may run them as one launch */
+    be->vt->rope(be, s->q, c->n_heads, hd, rot, inv_freq);
+    if (own_kv) {
         be->vt->rope(be, s->k, c->n_kv_heads, hd, rot, inv_freq);
         be->vt->kv_write(be, kv, m->kv_slot[l], s->k, s->v);
     }
@@ -279,6 +281,7 @@ static hr_err *forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_r
     if (R > 0 && !logits && !ids) return hr_errf("forward: logits requested but no output buffer");
     HR_TRY(hr_check_state_slots(m, kv, rows, n_rows));
     hr_backend *be = m->be;
+    meta.variant = ids ? 1 : 0;
     HR_TRY(be->vt->step_begin(be, &meta));
     int T = meta.n_tokens;
     be->vt->embed(be, m->s.x, m->embed, (float)m->cfg.embed_scale);

@@ -18,6 +18,10 @@ expect_rc fit_needs_ctx 2 "--ctx N" "$H" fit --model "$M"
 expect_rc fit_missing_model 1 "config.json" "$H" fit --model "$T/nope" --ctx 16
 expect_rc bench_tiny 0 "decode   2 seqs" "$H" bench --model "$M" --threads 1 --max-seqs 2 --gen 4 --prefill 32
 expect_rc bench_bad_seqs 2 "max-seqs" "$H" bench --model "$M" --max-seqs 0
+expect_rc bench_streams 0 "decode   3 seqs" "$H" bench --model "$M" --threads 1 --streams 3 --gen 4 --prefill 8
+expect_rc bench_streams_over 2 "--streams: 8 is outside \[1, --max-seqs 4\]" "$H" bench --model "$M" --max-seqs 4 --streams 2,8
+expect_rc bench_streams_empty 2 "--streams: empty list" "$H" bench --model "$M" --streams ","
+expect_rc bench_streams_bad 2 "not a comma-separated list" "$H" bench --model "$M" --streams 2x
 expect_rc bench_bf16 0 "bf16 products" "$H" bench --model "$M" --threads 1 --max-seqs 1 --gen 2 --prefill 16 --compute bf16
 expect_rc bench_bad_compute 2 "--compute must be f32 or bf16" "$H" bench --model "$M" --compute fp8
 expect_rc bench_bad_kv 2 "--kv-dtype must be" "$H" bench --model "$M" --kv-dtype int4

@@ -3,7 +3,8 @@
  * backend's own GEMV — fused as the backend launches them (q, k and v in one launch; gate and
  * up in another) — and through cuBLAS one matrix at a time (x rounded to bf16, as the
  * bf16-products mode does), timed with CUDA events over weight sets rotated so the 60 MB L2
- * never holds them; prints GB/s of weights read. Numbers, never pass/fail. */
+ * never holds them; prints GB/s of weights read; then the prefill products through cuBLAS
+ * (gemm_section). Numbers, never pass/fail. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -38,7 +39,8 @@ static const product products[] = {
     {"lm_head 128256x4096", 4096, 1, {128256}},
 };
 
-/* One timed pass: REPS launches over the rotated weight sets; v 0 own GEMV, 1 cuBLAS. */
+/* One timed pass: REPS launches over the rotated weight sets; v 0 own GEMV (K split over a
+ * block), 1 own GEMV (a warp per row group), 2 cuBLAS. */
 static float pass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[SETS][MAXM], int sets,
                   const float *x, void *xh, float *y[MAXM], int T, int v) {
     cudaEvent_t a, b;
@@ -47,14 +49,15 @@ static float pass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[SE
     CK(cudaEventRecord(a, s));
     for (int r = 0; r < REPS; r++) {
         void **wk = w[r % sets];
-        if (v == 0) {
+        if (v < 2) {
+            hr_cu_gemv_split = v == 0;
             hr_cu_gemv_set g = {.n = p->n};
             for (int i = 0; i < p->n; i++) {
                 g.w[i] = wk[i];
                 g.y[i] = y[i];
                 g.start[i + 1] = g.start[i] + p->N[i];
             }
-            hr_cu_gemv(s, &g, x, HR_CU_BF16, T, p->K);
+            hr_cu_gemv(s, &g, (float *)x, HR_CU_BF16, T, p->K);
         } else {
             const float one = 1, zero = 0;
             hr_cu_round(s, xh, NULL, HR_CU_BF16, x, (long)T * p->K);
@@ -74,13 +77,61 @@ static float pass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[SE
     return ms / REPS;
 }
 
+/* Prefill products (T = 2048 tokens, bf16 x and w as the bf16-products mode runs them) through
+ * cuBLAS: TFLOP/s with an f32 output (what the backend does) and with a bf16 one, per matrix
+ * of a Llama-3-8B layer and for q/k/v and gate/up as one matrix each. */
+static void gemm_section(cudaStream_t s, cublasHandle_t h) {
+    static const struct {
+        const char *name;
+        int N, K;
+    } g[] = {{"q 4096x4096", 4096, 4096},   {"k or v 1024x4096", 1024, 4096},
+             {"q,k,v 6144x4096", 6144, 4096}, {"gate or up 14336x4096", 14336, 4096},
+             {"gate,up 28672x4096", 28672, 4096}, {"down 4096x14336", 4096, 14336}};
+    enum { T = 2048 };
+    printf("%-22s %5s %14s %14s\n", "prefill product", "T", "f32-out TFLOP/s", "bf16-out TFLOP/s");
+    for (size_t i = 0; i < sizeof g / sizeof *g; i++) {
+        void *w, *x, *y;
+        CK(cudaMalloc(&w, (size_t)g[i].N * g[i].K * 2));
+        CK(cudaMalloc(&x, (size_t)T * g[i].K * 2));
+        CK(cudaMalloc(&y, (size_t)T * g[i].N * 4));
+        CK(cudaMemset(w, 0x3c, (size_t)g[i].N * g[i].K * 2));
+        CK(cudaMemset(x, 0x3c, (size_t)T * g[i].K * 2));
+        float best[2] = {1e30f, 1e30f};
+        for (int v = 0; v < 2; v++)
+            for (int round = 0; round < 4; round++) {
+                const float one = 1, zero = 0;
+                cudaEvent_t a, b;
+                CK(cudaEventCreate(&a));
+                CK(cudaEventCreate(&b));
+                CK(cudaEventRecord(a, s));
+                for (int r = 0; r < 10; r++)
+                    cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, g[i].N, T, g[i].K, &one, w, CUDA_R_16BF, g[i].K, x,
+                                 CUDA_R_16BF, g[i].K, &zero, y, v ? CUDA_R_16BF : CUDA_R_32F, g[i].N,
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                CK(cudaEventRecord(b, s));
+                CK(cudaEventSynchronize(b));
+                float ms;
+                CK(cudaEventElapsedTime(&ms, a, b));
+                if (round > 0 && ms / 10 < best[v]) best[v] = ms / 10;
+                cudaEventDestroy(a);
+                cudaEventDestroy(b);
+            }
+        double flop = 2.0 * T * g[i].N * g[i].K;
+        printf("%-22s %5d %14.0f %14.0f\n", g[i].name, T, flop / (best[0] * 1e-3) / 1e12,
+               flop / (best[1] * 1e-3) / 1e12);
+        cudaFree(w);
+        cudaFree(x);
+        cudaFree(y);
+    }
+}
+
 int main(void) {
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
     cublasSetStream(h, s);
-    printf("%-22s %3s %12s %12s\n", "product", "T", "own GB/s", "cuBLAS GB/s");
+    printf("%-22s %3s %12s %12s %12s\n", "product", "T", "split GB/s", "warp GB/s", "cuBLAS GB/s");
     for (size_t pi = 0; pi < sizeof products / sizeof *products; pi++) {
         const product *p = &products[pi];
         size_t wb = 0;
@@ -100,13 +151,14 @@ int main(void) {
         CK(cudaMemset(x, 0x3f, sizeof(float) * 8 * p->K));
         for (int i = 0; i < p->n; i++) CK(cudaMalloc((void **)&y[i], sizeof(float) * 8 * p->N[i]));
         for (int T = 1; T <= HR_CU_GEMV_MAX_T; T *= 2) {
-            float best[2] = {1e30f, 1e30f};
-            for (int v = 0; v < 2; v++)
+            float best[3] = {1e30f, 1e30f, 1e30f};
+            for (int v = 0; v < 3; v++)
                 for (int round = 0; round < 3; round++) {
                     float ms = pass(s, h, p, w, sets, x, xh, y, T, v);
                     if (ms < best[v]) best[v] = ms;
                 }
-            printf("%-22s %3d %12.0f %12.0f\n", p->name, T, wb / (best[0] * 1e-3) / 1e9, wb / (best[1] * 1e-3) / 1e9);
+            printf("%-22s %3d %12.0f %12.0f %12.0f\n", p->name, T, wb / (best[0] * 1e-3) / 1e9,
+                   wb / (best[1] * 1e-3) / 1e9, wb / (best[2] * 1e-3) / 1e9);
         }
         for (int k = 0; k < sets; k++)
             for (int i = 0; i < p->n; i++) cudaFree(w[k][i]);
@@ -114,5 +166,6 @@ int main(void) {
         cudaFree(x);
         cudaFree(xh);
     }
+    gemm_section(s, h);
     return 0;
 }

@@ -149,8 +149,12 @@ static hr_err *run_batched(side *gpu, side *ref_side, score *sc) {
 }
 
 /* Greedy decode on the GPU from the prompt; counts tokens equal to the reference's up to the
- * first position whose reference margin is under 0.05. */
-static hr_err *run_greedy(side *s, const int32_t *ref_tok, const float *ref, int T, int prompt, score *sc) {
+ * first position whose reference margin is under 0.05. Each position of a model without
+ * recurrent state also runs again through hr_model_forward_greedy (the same KV rewritten with
+ * the same values; steps of both kinds then share their decode graphs' shapes): the device
+ * argmax must pick the host argmax of the same logits (dev). */
+static hr_err *run_greedy(side *s, const int32_t *ref_tok, const float *ref, int T, int prompt, score *sc,
+                          score *dev) {
     float *lg = malloc(sizeof(float) * (size_t)s->V);
     int32_t tok[MAX_T];
     memcpy(tok, ref_tok, sizeof(int32_t) * (size_t)prompt);
@@ -169,6 +173,13 @@ static hr_err *run_greedy(side *s, const int32_t *ref_tok, const float *ref, int
         const float *f = ref + (size_t)(n - 1) * s->V;
         int bg = 0, bf = 0;
         for (int i = 1; i < s->V; i++) bg = lg[i] > lg[bg] ? i : bg, bf = f[i] > f[bf] ? i : bf;
+        if (pool.store.n_state_slots == 0) {
+            int32_t id = -1;
+            err = hr_model_forward_greedy(s->m, &pool.store, &row, 1, &id);
+            if (err) break;
+            dev->counted++;
+            dev->agree += id == bg;
+        }
         float second = -INFINITY;
         for (int i = 0; i < s->V; i++)
             if (i != bf && f[i] > second) second = f[i];
@@ -184,7 +195,7 @@ static hr_err *run_greedy(side *s, const int32_t *ref_tok, const float *ref, int
 }
 
 typedef struct {
-    score vs_ref, vs_cpu, kv_path, greedy, batched, gpu_bf16, cpu_bf16, long_prefill;
+    score vs_ref, vs_cpu, kv_path, greedy, dev_argmax, batched, gpu_bf16, cpu_bf16, long_prefill;
 } scores;
 
 /* A 200-token prompt in the fast mode, in one chunk and in chunks of 72 (so tiles start past
@@ -220,7 +231,7 @@ static hr_err *check_case(side *gpu, side *cpu, side *fast, const int32_t *tok, 
     if (!err && ref != h) err = run_chunked(gpu, tok, T, 1, h);
     else if (!err) err = run_chunked(gpu, tok, T, 1, g); /* h holds the CPU reference */
     if (!err) add_score(&sc->kv_path, ref != h ? h : g, ref, T, gpu->V);
-    if (!err) err = run_greedy(gpu, tok, ref, T, prompt, &sc->greedy);
+    if (!err) err = run_greedy(gpu, tok, ref, T, prompt, &sc->greedy, &sc->dev_argmax);
     if (!err) err = run_chunked(&fast[0], tok, T, T, g);
     if (!err) add_score(&sc->gpu_bf16, g, ref, T, gpu->V);
     if (!err) err = run_chunked(&fast[1], tok, T, T, g);
@@ -293,6 +304,7 @@ static void check_model(const char *name) {
         report(name, "full vs cpu", &sc.vs_cpu, 1);
         report(name, "kv path vs reference", &sc.kv_path, 1);
         report(name, "greedy vs reference", &sc.greedy, 1);
+        report(name, "device argmax vs host", &sc.dev_argmax, 1);
         report(name, "16 batched vs cpu solo", &sc.batched, 1);
         report(name, "fast (bf16): cuda", &sc.gpu_bf16, 0);
         report(name, "fast (bf16): cpu", &sc.cpu_bf16, 0);

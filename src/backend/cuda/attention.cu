@@ -13,7 +13,7 @@
 
 #include "backend/cuda/common.cuh"
 
-enum { WARPS = 4, MAX_SPLITS = 32, MIN_SPLIT_POSITIONS = 128, FILL_BLOCKS = 1024 };
+enum { WARPS = 4, U = 4, MAX_SPLITS = 32, MIN_SPLIT_POSITIONS = 32, FILL_BLOCKS = 1024 };
 
 /* Query heads per block for EPL dims per lane: registers hold GMAX x EPL outputs and queries. */
 static __host__ __device__ constexpr int gmax_for(int epl) { return epl >= 16 ? 1 : epl >= 8 ? 2 : epl >= 4 ? 4 : 8; }
@@ -39,9 +39,56 @@ static int splits_for(const hr_cu_meta *m, const hr_cu_attn *p) {
     return s < 1 ? 1 : s > MAX_SPLITS ? MAX_SPLITS : s;
 }
 
-extern "C" long hr_cu_attention_scratch(const hr_cu_meta *m, const hr_cu_attn *p) {
-    int s = splits_for(m, p);
+/* Splits of the kernel that takes the layer: the tensor-core decode kernel when it fits. */
+static int layer_splits(const hr_cu_meta *m, const hr_cu_kv_layer *kv, const hr_cu_attn *p) {
+    return hr_cu_attention_dtc_fits(kv, p) ? hr_cu_attention_dtc_splits(m, p) : splits_for(m, p);
+}
+
+extern "C" long hr_cu_attention_scratch(const hr_cu_meta *m, const hr_cu_kv_layer *kv,
+                                        const hr_cu_attn *p) {
+    int s = layer_splits(m, kv, p);
     return s > 1 ? (long)m->n_tokens * p->n_heads * s * (p->head_dim + 2) : 0;
+}
+
+/* Elements EPL lane .. EPL lane + EPL - 1 of the head vector at element base (zeros past hd):
+ * one load of EPL elements when the row is whole (VEC: hd % EPL == 0 and aligned rows). */
+template <int EPL, int KDT, int VEC>
+static __device__ __forceinline__ void ld_row(float *r, const void *p, long base, int lane, int hd) {
+    int d0 = EPL * lane;
+    if (VEC && d0 + EPL <= hd) {
+        if (KDT == HR_CU_BF16) {
+            const __nv_bfloat16 *b = (const __nv_bfloat16 *)p + base + d0;
+            if (EPL == 8) {
+                uint4 u = *(const uint4 *)b;
+                const uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+                for (int j = 0; j < 4 && 2 * j < EPL; j++)
+                    r[2 * j] = __uint_as_float(w[j] << 16), r[2 * j + 1] = __uint_as_float(w[j] & 0xffff0000u);
+            } else if (EPL == 4) {
+                uint2 u = *(const uint2 *)b;
+                r[0] = __uint_as_float(u.x << 16), r[1] = __uint_as_float(u.x & 0xffff0000u);
+                r[2] = __uint_as_float(u.y << 16), r[3] = __uint_as_float(u.y & 0xffff0000u);
+            } else if (EPL == 2) {
+                uint32_t u = *(const uint32_t *)b;
+                r[0] = __uint_as_float(u << 16), r[1] = __uint_as_float(u & 0xffff0000u);
+            } else {
+#pragma unroll
+                for (int e = 0; e < EPL; e++) r[e] = __bfloat162float(b[e]);
+            }
+            return;
+        }
+        const float *f = (const float *)p + base + d0;
+        if (EPL % 4 == 0) {
+#pragma unroll
+            for (int e = 0; e < EPL; e += 4) {
+                float4 v = *(const float4 *)(f + e);
+                r[e] = v.x, r[e + 1] = v.y, r[e + 2] = v.z, r[e + 3] = v.w;
+            }
+            return;
+        }
+    }
+#pragma unroll
+    for (int e = 0; e < EPL; e++) r[e] = d0 + e < hd ? hr_ld(p, KDT, base + d0 + e) : 0.0f;
 }
 
 typedef struct {
@@ -50,10 +97,11 @@ typedef struct {
     int skip_tiled; /* tokens of rows the tensor-core kernel takes are left to it */
 } step_args;
 
-template <int EPL, int KDT>
+template <int EPL, int KDT, int VEC>
 static __global__ void __launch_bounds__(32 * WARPS) attn_k(step_args st, hr_cu_kv_layer kv,
                                                             hr_cu_attn p, float *out,
                                                             const float *q, float *partial) {
+    HR_PDL_ENTRY();
     constexpr int GM = gmax_for(EPL);
     __shared__ float sm_m[WARPS][GM], sm_l[WARPS][GM];
     extern __shared__ float sm_o[]; /* [WARPS][GM][head_dim] */
@@ -64,10 +112,8 @@ static __global__ void __launch_bounds__(32 * WARPS) attn_k(step_args st, hr_cu_
     int split = blockIdx.y, hd = p.head_dim;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (st.skip_tiled && st.q_start[st.row[t] + 1] - st.q_start[st.row[t]] >= HR_CU_TILE_MIN) return;
-    int pos = st.pos[t];
-    int lo = p.window > 0 && pos - p.window + 1 > 0 ? pos - p.window + 1 : 0;
-    int len = pos + 1 - lo, chunk = (len + st.splits - 1) / st.splits;
-    int j0 = lo + split * chunk, j1 = j0 + chunk < pos + 1 ? j0 + chunk : pos + 1;
+    int j0, j1;
+    hr_attn_split(st.pos[t], p.window, st.splits, split, &j0, &j1);
     const int32_t *bt = st.table + (long)st.row[t] * st.max_blocks;
     float qr[GM][EPL], acc[GM][EPL], mx[GM], sum[GM];
 #pragma unroll
@@ -75,35 +121,44 @@ static __global__ void __launch_bounds__(32 * WARPS) attn_k(step_args st, hr_cu_
         const float *qt = q + ((long)t * p.n_heads + h0 + (g < nh ? g : 0)) * hd;
 #pragma unroll
         for (int e = 0; e < EPL; e++) {
-            int d = lane + 32 * e;
+            int d = EPL * lane + e;
             qr[g][e] = d < hd && g < nh ? qt[d] : 0.0f;
             acc[g][e] = 0;
         }
         mx[g] = -INFINITY;
         sum[g] = 0;
     }
-    for (int j = j0 + warp; j < j1; j += WARPS) {
-        long base = (((long)bt[j / kv.block_size] * kv.n_kv_heads + kvh) * kv.block_size +
-                     j % kv.block_size) * hd;
-        float kr[EPL], vr[EPL];
+    for (int jb = j0 + U * warp; jb < j1; jb += U * WARPS) {
+        float kr[U][EPL], vr[U][EPL];
 #pragma unroll
-        for (int e = 0; e < EPL; e++) {
-            int d = lane + 32 * e;
-            kr[e] = d < hd ? hr_ld(kv.k, KDT, base + d) : 0.0f;
-            vr[e] = d < hd ? hr_ld(kv.v, KDT, base + d) : 0.0f;
+        for (int u = 0; u < U; u++) {
+            int j = jb + u < j1 ? jb + u : jb; /* past the range: a row already loaded, unused */
+            long base = (((long)bt[j / kv.block_size] * kv.n_kv_heads + kvh) * kv.block_size +
+                         j % kv.block_size) * hd;
+            ld_row<EPL, KDT, VEC>(kr[u], kv.k, base, lane, hd);
+            ld_row<EPL, KDT, VEC>(vr[u], kv.v, base, lane, hd);
         }
 #pragma unroll
         for (int g = 0; g < GM; g++) {
-            float sc = 0;
+            float sc[U];
 #pragma unroll
-            for (int e = 0; e < EPL; e++) sc += qr[g][e] * kr[e];
-            sc = hr_warp_sum(sc) * p.scale;
-            if (p.softcap > 0) sc = p.softcap * tanhf(sc / p.softcap);
-            float nm = fmaxf(mx[g], sc), corr = expf(mx[g] - nm), w = expf(sc - nm);
-            sum[g] = sum[g] * corr + w;
+            for (int u = 0; u < U; u++) {
+                sc[u] = 0;
 #pragma unroll
-            for (int e = 0; e < EPL; e++) acc[g][e] = acc[g][e] * corr + w * vr[e];
-            mx[g] = nm;
+                for (int e = 0; e < EPL; e++) sc[u] += qr[g][e] * kr[u][e];
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) sc[u] = hr_warp_sum(sc[u]) * p.scale;
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                if (jb + u >= j1) break;
+                float v = p.softcap > 0 ? p.softcap * tanhf(sc[u] / p.softcap) : sc[u];
+                float nm = fmaxf(mx[g], v), corr = expf(mx[g] - nm), w = expf(v - nm);
+                sum[g] = sum[g] * corr + w;
+#pragma unroll
+                for (int e = 0; e < EPL; e++) acc[g][e] = acc[g][e] * corr + w * vr[u][e];
+                mx[g] = nm;
+            }
         }
     }
 #pragma unroll
@@ -111,7 +166,7 @@ static __global__ void __launch_bounds__(32 * WARPS) attn_k(step_args st, hr_cu_
         if (lane == 0) sm_m[warp][g] = mx[g], sm_l[warp][g] = sum[g];
 #pragma unroll
         for (int e = 0; e < EPL; e++) {
-            int d = lane + 32 * e;
+            int d = EPL * lane + e;
             if (d < hd) sm_o[(warp * GM + g) * hd + d] = acc[g][e];
         }
     }
@@ -140,6 +195,7 @@ static __global__ void __launch_bounds__(32 * WARPS) attn_k(step_args st, hr_cu_
 }
 
 static __global__ void merge_k(float *out, const float *partial, int splits, int hd) {
+    HR_PDL_ENTRY();
     int th = blockIdx.x;
     const float *pp = partial + (long)th * splits * (hd + 2);
     float M = -INFINITY;
@@ -166,18 +222,22 @@ static void launch(cudaStream_t s, const hr_cu_meta *m, int splits, step_args st
     constexpr int GM = gmax_for(EPL);
     dim3 grid((unsigned)(m->n_tokens * p->n_kv_heads * head_groups(p, GM)), (unsigned)splits);
     size_t shm = sizeof(float) * WARPS * GM * (size_t)p->head_dim;
-    if (kv->dtype == HR_CU_BF16)
-        attn_k<EPL, HR_CU_BF16><<<grid, 32 * WARPS, shm, s>>>(st, *kv, *p, out, q, partial);
+    int esize = kv->dtype == HR_CU_BF16 ? 2 : 4;
+    int vec = p->head_dim % EPL == 0 && ((uintptr_t)kv->k | (uintptr_t)kv->v) % (EPL * esize) == 0;
+    if (kv->dtype == HR_CU_BF16 && vec)
+        hr_launch(attn_k<EPL, HR_CU_BF16, 1>, grid, 32 * WARPS, shm, s, st, *kv, *p, out, q, partial);
+    else if (kv->dtype == HR_CU_BF16)
+        hr_launch(attn_k<EPL, HR_CU_BF16, 0>, grid, 32 * WARPS, shm, s, st, *kv, *p, out, q, partial);
+    else if (vec)
+        hr_launch(attn_k<EPL, HR_CU_F32, 1>, grid, 32 * WARPS, shm, s, st, *kv, *p, out, q, partial);
     else
-        attn_k<EPL, HR_CU_F32><<<grid, 32 * WARPS, shm, s>>>(st, *kv, *p, out, q, partial);
+        hr_launch(attn_k<EPL, HR_CU_F32, 0>, grid, 32 * WARPS, shm, s, st, *kv, *p, out, q, partial);
 }
 
-extern "C" void hr_cu_attention(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *kv,
-                                const hr_cu_attn *p, float *out, const float *q, float *partial) {
-    if (m->n_tokens <= 0) return;
-    /* prefill rows on the tensor cores when the layer fits; the rest here */
-    int tiled = m->n_tiles > 0 && hr_cu_attention_tc_fits(kv, p) && hr_cu_attention_tc(s, m, kv, p, out, q);
-    int splits = tiled ? 1 : splits_for(m, p); /* a split merge would overwrite tiled rows */
+/* The CUDA-core kernel for the tokens the tensor-core kernels leave. */
+static void cuda_core(cudaStream_t s, const hr_cu_meta *m, int splits, int tiled,
+                      const hr_cu_kv_layer *kv, const hr_cu_attn *p, float *out, const float *q,
+                      float *partial) {
     step_args st = {m->pos, m->row, m->block_table, m->q_start, m->max_blocks, splits, tiled};
     switch (epl_of(p)) {
     case 1: launch<1>(s, m, splits, st, kv, p, out, q, partial); break;
@@ -186,8 +246,20 @@ extern "C" void hr_cu_attention(cudaStream_t s, const hr_cu_meta *m, const hr_cu
     case 8: launch<8>(s, m, splits, st, kv, p, out, q, partial); break;
     default: launch<16>(s, m, splits, st, kv, p, out, q, partial); break;
     }
+}
+
+extern "C" void hr_cu_attention(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *kv,
+                                const hr_cu_attn *p, float *out, const float *q, float *partial) {
+    if (m->n_tokens <= 0) return;
+    /* prefill rows on the tensor cores when the layer fits; the rest here */
+    int tiled = m->n_tiles > 0 && hr_cu_attention_tc_fits(kv, p) && hr_cu_attention_tc(s, m, kv, p, out, q);
+    int splits = tiled ? 1 : layer_splits(m, kv, p); /* a split merge would overwrite tiled rows */
+    if (hr_cu_attention_dtc_fits(kv, p))
+        hr_cu_attention_dtc(s, m, kv, p, splits, tiled, out, q, partial);
+    else
+        cuda_core(s, m, splits, tiled, kv, p, out, q, partial);
     if (splits > 1) {
         int threads = p->head_dim < 256 ? (p->head_dim + 31) / 32 * 32 : 256;
-        merge_k<<<m->n_tokens * p->n_heads, threads, 0, s>>>(out, partial, splits, p->head_dim);
+        hr_launch(merge_k, m->n_tokens * p->n_heads, threads, 0, s, out, partial, splits, p->head_dim);
     }
 }

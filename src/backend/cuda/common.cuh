@@ -8,6 +8,33 @@
 
 #include "backend/cuda/kernels.h"
 
+/* Programmatic dependent launch (docs/cuda.md): with hr_cu_pdl set, hr_launch lets a kernel
+ * start while the previous one in the stream drains; each kernel's first statement is
+ * HR_PDL_ENTRY, which waits until the previous grid has completed and its writes are visible
+ * (a no-op for a kernel launched without the attribute), then lets the next kernel launch. A
+ * kernel reads or writes nothing before it. */
+#define HR_PDL_ENTRY()                                              \
+    do {                                                            \
+        asm volatile("griddepcontrol.wait;\n" ::: "memory");        \
+        asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); \
+    } while (0)
+
+template <typename... Params, typename... Args>
+static inline void hr_launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shm,
+                             cudaStream_t s, Args... args) {
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = shm;
+    cfg.stream = s;
+    cfg.attrs = at;
+    cfg.numAttrs = hr_cu_pdl ? 1 : 0;
+    cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+
 static __device__ __forceinline__ float hr_ld(const void *p, int dtype, long i) {
     switch (dtype) {
     case HR_CU_BF16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
@@ -44,6 +71,16 @@ static __device__ __forceinline__ float hr_block_sum(float v) {
     __syncthreads();
     float t = lane < nw ? part[lane] : 0.0f;
     return hr_warp_sum(t);
+}
+
+/* Split `split` of `splits` equal ranges [j0, j1) of the positions a query at pos sees (from
+ * its sliding-window start, or 0, to pos). */
+static __device__ __forceinline__ void hr_attn_split(int pos, int window, int splits, int split,
+                                                     int *j0, int *j1) {
+    int lo = window > 0 && pos - window + 1 > 0 ? pos - window + 1 : 0;
+    int chunk = (pos + 1 - lo + splits - 1) / splits;
+    *j0 = lo + split * chunk;
+    *j1 = *j0 + chunk < pos + 1 ? *j0 + chunk : pos + 1;
 }
 
 static inline unsigned hr_blocks(long n, int threads) {

@@ -91,6 +91,7 @@ static hr_err *cu_alloc(hr_backend *be, size_t bytes, void **out) {
 }
 
 static void cu_free(hr_backend *be, void *p) {
+    hr_cu_flush((hr_cuda_backend *)be); /* a deferred launch may still read p */
     hr_cu_moved((hr_cuda_backend *)be);
     if (p) cudaFree(p);
 }
@@ -114,6 +115,7 @@ static hr_err *cu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev) 
 }
 
 static void cu_release(hr_backend *be, hr_tensor *dev) {
+    hr_cu_flush((hr_cuda_backend *)be);
     hr_cu_moved((hr_cuda_backend *)be);
     if (dev->data) cudaFree(dev->data);
     dev->data = NULL;
@@ -213,6 +215,8 @@ static hr_err *cu_read(hr_backend *be, const void *src, void *dst, size_t bytes)
 /* Pageable host memory: the runtime has staged src when cudaMemcpyAsync returns. */
 static hr_err *cu_write(hr_backend *be, void *dst, const void *src, size_t bytes) {
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
+    hr_cu_flush(cb); /* deferred launches come first in stream order */
+    cb->xh_of = NULL;
     return hr_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->stream), "write");
 }
 
@@ -314,7 +318,8 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
                             .q_start = d + 3 * nt, .block_table = d + 3 * nt + nr + 1,
                             .state_slots = d + 3 * nt + nr + 1 + cells,
                             .n_tiles = n_tiles, .tiles = d + 3 * nt + nr + 1 + cells + nr};
-    hr_cu_graph_begin(cb, m->n_tokens == m->n_rows);
+    cb->xh_of = NULL;
+    hr_cu_graph_begin(cb, m->n_tokens == m->n_rows, m->variant);
     return NULL;
 }
 
@@ -393,6 +398,12 @@ static hr_err *init(hr_cuda_backend *cb) {
         return hr_errf("cuda: cannot give cuBLAS its workspace");
     const char *g = getenv("HEARTH_CUDA_GRAPHS");
     cb->graphs_off = g && !strcmp(g, "0");
+    const char *pdl = getenv("HEARTH_CUDA_PDL");
+    hr_cu_pdl = !(pdl && !strcmp(pdl, "0"));
+    const char *fo = getenv("HEARTH_CUDA_FOLD");
+    cb->fold = !(fo && !strcmp(fo, "0"));
+    const char *gv = getenv("HEARTH_CUDA_GEMV");
+    hr_cu_gemv_split = !(gv && !strcmp(gv, "warp"));
     return NULL;
 }
 

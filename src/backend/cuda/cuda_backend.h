@@ -14,7 +14,7 @@ enum { HR_CU_STAGES = 2, HR_CU_GRAPHS = 32, HR_CU_BLAS_WORKSPACE = 32 << 20, HR_
  * one captured CUDA graph replays them (cuda_graph.c). epoch changes whenever device memory
  * is allocated or freed (a pointer some op might take may have moved). */
 typedef struct {
-    int n_tokens, n_rows, max_blocks, max_len;
+    int n_tokens, n_rows, max_blocks, max_len, variant;
     unsigned long epoch;
 } hr_cu_graph_key;
 
@@ -52,9 +52,14 @@ typedef struct {
      * of the bus speed): chunk i + 1 lands while chunk i is copied out */
     void *bounce[2];
     cudaEvent_t bounce_done[2];
-    /* scratch: x in 16 bits for cuBLAS (high and low halves); attention split partials */
+    /* scratch: x in 16 bits for cuBLAS (high and low halves); attention split partials, and
+     * the argmax chunks' maxima after the layers */
     void *xh;
     size_t xh_bytes;
+    const float *xh_of; /* the x xh holds (n elements, dtype, at xh_at), NULL: none */
+    size_t xh_n;
+    int xh_dtype;
+    void *xh_at;
     float *partial;
     size_t partial_bytes;
     void *moe; /* grouped rows and their products */
@@ -70,6 +75,24 @@ typedef struct {
         int T, dtype;
         long K;
     } pending;
+    /* ropes (q, then k) waiting for the KV write of the rotated k (cuda_ops.c) */
+    struct {
+        hr_cu_rope_kv r;
+        int n;
+    } pending_rope;
+    /* an RMSNorm of at most HR_CU_GEMV_MAX_T rows waiting to fold into the products of its
+     * output (cuda_ops.c); fold holds its input and weights */
+    struct {
+        float *y;
+        int rows, dim;
+        hr_cu_gemv_fold fold;
+    } pending_norm;
+    /* a residual add waiting for the RMSNorm of its sum to launch with it (cuda_ops.c) */
+    struct {
+        float *y;
+        const float *a;
+        long n;
+    } pending_add;
     /* decode-step graphs (cuda_graph.c) */
     hr_cu_graph graphs[HR_CU_GRAPHS];
     hr_cu_graph *graph_cur;
@@ -77,6 +100,7 @@ typedef struct {
     long graph_ops; /* ops issued since the step began */
     unsigned long epoch, tick, capture_epoch;
     int graphs_off; /* HEARTH_CUDA_GRAPHS=0, or a step needed the host (MoE) */
+    int fold;       /* norms and residual adds fold into small-batch products (HEARTH_CUDA_FOLD=0: off) */
 } hr_cuda_backend;
 
 /* A CUDA runtime failure as an hr_err ("what: message"), NULL on success. */
@@ -89,11 +113,11 @@ int hr_cu_grow(hr_cuda_backend *cb, void **buf, size_t *cap, size_t bytes);
 int hr_cu_dtype(hr_dtype t);
 
 /* Decode-step graphs (cuda_graph.c). hr_cu_graph_begin picks the step's mode once its
- * metadata is uploaded (decode_like: one token per row); every op first calls hr_cu_graph_op,
+ * metadata is uploaded (decode_like: one token per row; variant: hr_step_meta's); every op first calls hr_cu_graph_op,
  * which says whether to skip it (a replayed graph already holds it, and is launched after the
  * step's last op); hr_cu_graph_end ends a capture (instantiate, launch) at the step's first
  * sync point. hr_cu_graph_reset drops every graph (memory moved, or teardown). */
-void hr_cu_graph_begin(hr_cuda_backend *cb, int decode_like);
+void hr_cu_graph_begin(hr_cuda_backend *cb, int decode_like, int variant);
 int hr_cu_graph_op(hr_cuda_backend *cb);
 hr_err *hr_cu_graph_end(hr_cuda_backend *cb);
 void hr_cu_graph_reset(hr_cuda_backend *cb);

@@ -11,6 +11,7 @@
 #define HR_CU_OP(be)                                 \
     hr_cuda_backend *cb = (hr_cuda_backend *)(be);   \
     hr_cu_flush(cb);                                 \
+    cb->xh_of = NULL; /* the op may write x */       \
     if (hr_cu_graph_op(cb)) return
 
 /* The kernels' dtype code of t, or -1 with the failure recorded. */
@@ -31,7 +32,11 @@ static void gemm(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor 
         size_t n = (size_t)T * (size_t)K;
         if (!hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * n * 2)) return;
         void *lo = cb->bf16_products ? NULL : (char *)cb->xh + n * 2;
-        hr_cu_round(cb->stream, cb->xh, lo, d, x, (long)n);
+        /* products of one x back to back (q, k, v; gate, up) round it once */
+        if (cb->xh_of != x || cb->xh_n != n || cb->xh_dtype != d || cb->xh_at != cb->xh) {
+            hr_cu_round(cb->stream, cb->xh, lo, d, x, (long)n);
+            cb->xh_of = x, cb->xh_n = n, cb->xh_dtype = d, cb->xh_at = cb->xh;
+        }
         cudaDataType ty = d == HR_CU_BF16 ? CUDA_R_16BF : CUDA_R_16F;
         st = cublasGemmEx(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, T, (int)K, &one, w->data, ty,
                           (int)K, cb->xh, ty, (int)K, &zero, y, CUDA_R_32F, (int)N, CUBLAS_COMPUTE_32F,
@@ -45,10 +50,32 @@ static void gemm(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor 
         hr_cu_fail(cb, hr_errf("cuda matmul: cuBLAS failed (%s)", cublasGetStatusString(st)));
 }
 
+static void flush_add(hr_cuda_backend *cb) {
+    if (!cb->pending_add.y) return;
+    hr_cu_add(cb->stream, cb->pending_add.y, cb->pending_add.a, cb->pending_add.n);
+    cb->pending_add.y = NULL;
+}
+
+static void flush_norm(hr_cuda_backend *cb) {
+    hr_cu_gemv_fold *f = &cb->pending_norm.fold;
+    if (!cb->pending_norm.y) return;
+    hr_cu_rmsnorm(cb->stream, cb->pending_norm.y, f->norm_x, f->norm_w, f->norm_dtype, cb->pending_norm.rows,
+                  cb->pending_norm.dim, f->eps, f->one_plus);
+    cb->pending_norm.y = NULL;
+}
+
+static void flush_rope(hr_cuda_backend *cb);
+
 void hr_cu_flush(hr_cuda_backend *cb) {
     hr_cu_gemv_set *g = &cb->pending.set;
-    if (!g->n) return;
-    hr_cu_gemv(cb->stream, g, cb->pending.x, cb->pending.dtype, cb->pending.T, cb->pending.K);
+    flush_rope(cb);
+    flush_norm(cb);
+    if (!g->n) {
+        flush_add(cb);
+        return;
+    }
+    hr_cu_gemv(cb->stream, g, (float *)cb->pending.x, cb->pending.dtype, cb->pending.T, cb->pending.K);
+    g->fold = (hr_cu_gemv_fold){0};
     for (int i = 0; i < g->n; i++) {
         const hr_tensor *b = cb->pending.bias[i];
         int bd = b ? dt(cb, b, "matmul bias") : -1;
@@ -61,7 +88,7 @@ void hr_cu_flush(hr_cuda_backend *cb) {
  * its output is none of the pending inputs or outputs. */
 static int joins(const hr_cuda_backend *cb, float *y, const float *x, int d, int T, long K) {
     const hr_cu_gemv_set *g = &cb->pending.set;
-    if (!g->n || g->n == HR_CU_GEMV_FUSE || x != cb->pending.x || T != cb->pending.T ||
+    if (!g->n || g->n == HR_CU_GEMV_FUSE || g->fold.acc || x != cb->pending.x || T != cb->pending.T ||
         K != cb->pending.K || d != cb->pending.dtype || (const float *)y == x)
         return 0;
     for (int i = 0; i < g->n; i++)
@@ -76,6 +103,7 @@ void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *
     int d = dt(cb, w, "matmul");
     if (d < 0 || T <= 0) return;
     long N = w->shape[0], K = w->shape[w->ndim - 1];
+    if ((const float *)y == cb->xh_of) cb->xh_of = NULL;
     if (T > HR_CU_GEMV_MAX_T) {
         hr_cu_flush(cb);
         gemm(cb, y, x, w, d, T, N, K);
@@ -84,12 +112,19 @@ void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *
         return;
     }
     if (!joins(cb, y, x, d, T, K)) {
+        /* a pending norm of x folds into the launch (the products read it on the fly) */
+        hr_cu_gemv_fold fold = {0};
+        if (cb->pending_norm.y == x && cb->pending_norm.rows == T && cb->pending_norm.dim == K) {
+            fold = cb->pending_norm.fold;
+            cb->pending_norm.y = NULL;
+        }
         hr_cu_flush(cb);
         cb->pending.x = x;
         cb->pending.T = T;
         cb->pending.K = K;
         cb->pending.dtype = d;
         cb->pending.set.start[0] = 0;
+        cb->pending.set.fold = fold;
     }
     hr_cu_gemv_set *g = &cb->pending.set;
     g->w[g->n] = w->data;
@@ -105,21 +140,64 @@ void hr_cu_op_embed(hr_backend *be, float *y, const hr_tensor *table, float scal
     if (d >= 0 && cb->meta.n_tokens > 0) hr_cu_embed(cb->stream, &cb->meta, y, table->data, d, table->shape[1], scale);
 }
 
+/* A pending residual add whose sum this norm reads runs in the norm's kernel. */
 void hr_cu_op_rmsnorm(hr_backend *be, float *y, const float *x, const hr_tensor *w, int rows,
                       int dim, float eps, int one_plus) {
+    hr_cuda_backend *pb = (hr_cuda_backend *)be;
+    float *sum = pb->pending_add.y;
+    const float *a = pb->pending_add.a;
+    int fuse = sum && sum == x && pb->pending_add.n == (long)rows * dim;
+    if (fuse) pb->pending_add.y = NULL;
     HR_CU_OP(be);
     int d = w ? dt(cb, w, "rmsnorm") : HR_CU_F32;
-    if (d >= 0) hr_cu_rmsnorm(cb->stream, y, x, w ? w->data : NULL, d, rows, dim, eps, one_plus);
+    if (d < 0) return;
+    if (fuse) {
+        hr_cu_add_rmsnorm(cb->stream, y, sum, a, w ? w->data : NULL, d, rows, dim, eps, one_plus);
+    } else if (cb->fold && rows <= HR_CU_GEMV_MAX_T && y != x) { /* may fold into the products of y */
+        cb->pending_norm.y = y;
+        cb->pending_norm.rows = rows;
+        cb->pending_norm.dim = dim;
+        cb->pending_norm.fold = (hr_cu_gemv_fold){.norm_x = x, .norm_w = w ? w->data : NULL, .norm_dtype = d,
+                                                  .one_plus = one_plus, .eps = eps};
+    } else {
+        hr_cu_rmsnorm(cb->stream, y, x, w ? w->data : NULL, d, rows, dim, eps, one_plus);
+    }
 }
 
+/* Whether a rope of these parameters can wait beside the pending one (same head dim, rotary
+ * dims and frequencies; at most two: q and k). */
+static int rope_joins(const hr_cuda_backend *cb, int head_dim, int rot_dim, const float *inv_freq) {
+    const hr_cu_rope_kv *r = &cb->pending_rope.r;
+    return cb->pending_rope.n == 1 && r->head_dim == head_dim && r->rot_dim == rot_dim &&
+           r->inv_freq == inv_freq;
+}
+
+/* Deferred: a KV write of the rotated k takes it (and the q rope before it) into one launch;
+ * any other op launches it alone. */
 void hr_cu_op_rope(hr_backend *be, float *x, int n_heads, int head_dim, int rot_dim,
                    const hr_tensor *inv_freq) {
-    HR_CU_OP(be);
+    hr_cuda_backend *cb = (hr_cuda_backend *)be;
     if (inv_freq->dtype != HR_F32) {
         hr_cu_fail(cb, hr_errf("cuda rope: inverse frequencies must be F32"));
         return;
     }
-    if (cb->meta.n_tokens > 0) hr_cu_rope(cb->stream, &cb->meta, x, n_heads, head_dim, rot_dim, inv_freq->data);
+    if (!rope_joins(cb, head_dim, rot_dim, inv_freq->data)) hr_cu_flush(cb);
+    cb->xh_of = NULL;
+    if (hr_cu_graph_op(cb) || cb->meta.n_tokens <= 0 || rot_dim < 2) return;
+    hr_cu_rope_kv *r = &cb->pending_rope.r;
+    if (cb->pending_rope.n == 0)
+        *r = (hr_cu_rope_kv){.q = x, .n_q = n_heads, .head_dim = head_dim, .rot_dim = rot_dim,
+                             .inv_freq = inv_freq->data};
+    else
+        r->k = x, r->n_k = n_heads;
+    cb->pending_rope.n++;
+}
+
+static void flush_rope(hr_cuda_backend *cb) {
+    hr_cu_rope_kv *r = &cb->pending_rope.r;
+    if (cb->pending_rope.n >= 1) hr_cu_rope(cb->stream, &cb->meta, r->q, r->n_q, r->head_dim, r->rot_dim, r->inv_freq);
+    if (cb->pending_rope.n == 2) hr_cu_rope(cb->stream, &cb->meta, r->k, r->n_k, r->head_dim, r->rot_dim, r->inv_freq);
+    cb->pending_rope.n = 0;
 }
 
 /* Layer `layer` of the KV store as the kernels see it. */
@@ -131,10 +209,23 @@ static hr_cu_kv_layer kv_layer(const hr_kv_store *kv, int layer) {
                             .head_dim = kv->layer_head_dim ? kv->layer_head_dim[layer] : kv->head_dim};
 }
 
+/* The pending ropes run in this write's kernel when the last of them rotated k. */
 void hr_cu_op_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float *k, const float *v) {
-    HR_CU_OP(be);
+    hr_cuda_backend *pb = (hr_cuda_backend *)be;
     hr_cu_kv_layer l = kv_layer(kv, layer);
-    if (cb->meta.n_tokens > 0) hr_cu_kv_write(cb->stream, &cb->meta, &l, k, v);
+    hr_cu_rope_kv r = pb->pending_rope.r;
+    int n = pb->pending_rope.n;
+    const float *rotated = n == 2 ? r.k : n == 1 ? r.q : NULL;
+    int fuse = rotated == k && r.head_dim == l.head_dim && (n == 2 ? r.n_k : r.n_q) == l.n_kv_heads;
+    if (fuse) {
+        if (n == 1) r.k = r.q, r.n_k = r.n_q, r.q = NULL, r.n_q = 0;
+        r.v = v;
+        pb->pending_rope.n = 0;
+    }
+    HR_CU_OP(be);
+    if (cb->meta.n_tokens <= 0) return;
+    if (fuse) hr_cu_rope_kv_write(cb->stream, &cb->meta, &r, &l);
+    else hr_cu_kv_write(cb->stream, &cb->meta, &l, k, v);
 }
 
 enum { MAX_HEAD_DIM = 512 };
@@ -148,7 +239,7 @@ void hr_cu_op_attention(hr_backend *be, float *out, const float *q, const hr_kv_
     }
     hr_cu_kv_layer l = kv_layer(kv, p->layer);
     hr_cu_attn a = {p->n_heads, p->n_kv_heads, p->head_dim, p->window, p->scale, p->softcap};
-    size_t need = sizeof(float) * (size_t)hr_cu_attention_scratch(&cb->meta, &a);
+    size_t need = sizeof(float) * (size_t)hr_cu_attention_scratch(&cb->meta, &l, &a);
     if (need && !hr_cu_grow(cb, (void **)&cb->partial, &cb->partial_bytes, need)) return;
     hr_cu_attention(cb->stream, &cb->meta, &l, &a, out, q, cb->partial);
 }
@@ -159,9 +250,22 @@ void hr_cu_op_act_mul(hr_backend *be, float *y, const float *gate, const float *
     hr_cu_act_mul(cb->stream, y, gate, up, n, act == HR_ACT_FN_SILU ? 0 : 1);
 }
 
+/* Folded into the pending product that wrote a (it adds its output to y as well), else
+ * deferred: launched by the next op, or with the next RMSNorm when it normalizes y. */
 void hr_cu_op_add(hr_backend *be, float *y, const float *a, long n) {
+    hr_cuda_backend *pb = (hr_cuda_backend *)be;
+    hr_cu_gemv_set *g = &pb->pending.set;
+    if (pb->fold && g->n == 1 && g->y[0] == a && !pb->pending.bias[0] && !g->fold.acc && y != a &&
+        (const float *)y != pb->pending.x && (long)pb->pending.T * g->start[1] == n) {
+        g->fold.acc = y;
+        hr_cu_graph_op(pb); /* counted like any op (nothing is pending while a graph replays) */
+        return;
+    }
     HR_CU_OP(be);
-    hr_cu_add(cb->stream, y, a, n);
+    if (n <= 0) return;
+    cb->pending_add.y = y;
+    cb->pending_add.a = a;
+    cb->pending_add.n = n;
 }
 
 void hr_cu_op_copy(hr_backend *be, float *dst, const float *src, long n) {
@@ -255,5 +359,8 @@ void hr_cu_op_moe_route(hr_backend *be, int32_t *ids, float *weights, const floa
 
 void hr_cu_op_argmax(hr_backend *be, int32_t *ids, const float *x, int rows, int n) {
     HR_CU_OP(be);
-    hr_cu_argmax(cb->stream, ids, x, rows, n);
+    /* the attention partials' scratch: free once the step's layers are done */
+    size_t need = sizeof(float) * (size_t)hr_cu_argmax_scratch(rows, n);
+    if (need && !hr_cu_grow(cb, (void **)&cb->partial, &cb->partial_bytes, need)) return;
+    hr_cu_argmax(cb->stream, ids, x, rows, n, cb->partial);
 }

@@ -4,11 +4,14 @@
  * results agree with the CPU to rounding, not bit for bit. */
 #include "backend/cuda/common.cuh"
 
+int hr_cu_pdl = 1;
+
 /* grid-stride loop over n elements */
 #define HR_FOR(i, n) for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n); i += (long)gridDim.x * blockDim.x)
 
 static __global__ void embed_k(float *y, const int32_t *tokens, const void *table, int dtype,
                                long dim, float scale) {
+    HR_PDL_ENTRY();
     int t = blockIdx.x;
     long base = (long)tokens[t] * dim;
     for (long i = threadIdx.x; i < dim; i += blockDim.x) {
@@ -19,35 +22,81 @@ static __global__ void embed_k(float *y, const int32_t *tokens, const void *tabl
 
 extern "C" void hr_cu_embed(cudaStream_t s, const hr_cu_meta *m, float *y, const void *table,
                             int dtype, long dim, float scale) {
-    embed_k<<<m->n_tokens, 256, 0, s>>>(y, m->tokens, table, dtype, dim, scale);
+    hr_launch(embed_k, m->n_tokens, 256, 0, s, y, m->tokens, table, dtype, dim, scale);
 }
 
-static __global__ void rmsnorm_k(float *y, const float *x, const void *w, int w_dtype, int dim,
-                                 float eps, int one_plus) {
-    const float *xr = x + (long)blockIdx.x * dim;
-    float *yr = y + (long)blockIdx.x * dim;
+enum { NORM_REGS = 8 }; /* row elements per thread held in registers */
+
+static __device__ __forceinline__ float norm_weight(const void *w, int w_dtype, int i, int one_plus) {
+    return (w ? hr_ld(w, w_dtype, i) : (one_plus ? 0.0f : 1.0f)) + (float)one_plus;
+}
+
+/* y = rmsnorm(x) of one row per block, after x += a when ADD. A row of up to NORM_REGS per
+ * thread stays in registers and its weights load with it (one memory round trip before the
+ * reduction, none after); longer rows loop. Each thread owns the same elements throughout, so
+ * y may alias a or x. */
+template <int ADD>
+static __global__ void norm_k(float *y, float *x, const float *a, const void *w, int w_dtype, int dim,
+                              float eps, int one_plus) {
+    HR_PDL_ENTRY();
+    float *xr = x + (long)blockIdx.x * dim, *yr = y + (long)blockIdx.x * dim;
+    const float *ar = ADD ? a + (long)blockIdx.x * dim : NULL;
     float ss = 0;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) ss += xr[i] * xr[i];
-    ss = hr_block_sum(ss);
-    float inv = 1.0f / sqrtf(ss / (float)dim + eps);
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-        float wi = w ? hr_ld(w, w_dtype, i) : (one_plus ? 0.0f : 1.0f);
-        yr[i] = xr[i] * inv * (wi + (float)one_plus);
+    if (dim <= NORM_REGS * (int)blockDim.x) {
+        float v[NORM_REGS], wv[NORM_REGS];
+#pragma unroll
+        for (int r = 0; r < NORM_REGS; r++) {
+            int i = threadIdx.x + r * blockDim.x;
+            v[r] = i < dim ? (ADD ? xr[i] + ar[i] : xr[i]) : 0.0f;
+            wv[r] = i < dim ? norm_weight(w, w_dtype, i, one_plus) : 0.0f;
+            ss += v[r] * v[r];
+        }
+        if (ADD)
+#pragma unroll
+            for (int r = 0; r < NORM_REGS; r++)
+                if (threadIdx.x + r * blockDim.x < dim) xr[threadIdx.x + r * blockDim.x] = v[r];
+        float inv = 1.0f / sqrtf(hr_block_sum(ss) / (float)dim + eps);
+#pragma unroll
+        for (int r = 0; r < NORM_REGS; r++)
+            if (threadIdx.x + r * blockDim.x < dim) yr[threadIdx.x + r * blockDim.x] = v[r] * inv * wv[r];
+        return;
     }
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+        float v = ADD ? xr[i] + ar[i] : xr[i];
+        if (ADD) xr[i] = v;
+        ss += v * v;
+    }
+    float inv = 1.0f / sqrtf(hr_block_sum(ss) / (float)dim + eps);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = xr[i] * inv * norm_weight(w, w_dtype, i, one_plus);
+}
+
+static int norm_threads(int dim) {
+    return dim >= 1024 ? 1024 : (dim + 31) / 32 * 32;
 }
 
 extern "C" void hr_cu_rmsnorm(cudaStream_t s, float *y, const float *x, const void *w,
                               int w_dtype, int rows, int dim, float eps, int one_plus) {
     if (rows <= 0) return;
-    int threads = dim >= 1024 ? 1024 : (dim + 31) / 32 * 32;
-    rmsnorm_k<<<rows, threads, 0, s>>>(y, x, w, w_dtype, dim, eps, one_plus);
+    hr_launch(norm_k<0>, rows, norm_threads(dim), 0, s, y, (float *)x, (const float *)NULL, w, w_dtype,
+              dim, eps, one_plus);
 }
 
+extern "C" void hr_cu_add_rmsnorm(cudaStream_t s, float *y, float *x, const float *a, const void *w,
+                                  int w_dtype, int rows, int dim, float eps, int one_plus) {
+    if (rows <= 0) return;
+    hr_launch(norm_k<1>, rows, norm_threads(dim), 0, s, y, x, a, w, w_dtype, dim, eps, one_plus);
+}
+
+enum { ROPE_HEADS = 4 }; /* heads per block */
+
+/* Block (t, y): heads ROPE_HEADS * y .. of token t. */
 static __global__ void rope_k(float *x, const int32_t *pos, int n_heads, int head_dim, int half,
                               const float *inv_freq) {
-    int t = blockIdx.x;
-    float *xt = x + (long)t * n_heads * head_dim;
-    for (int e = threadIdx.x; e < n_heads * half; e += blockDim.x) {
+    HR_PDL_ENTRY();
+    int t = blockIdx.x, h0 = blockIdx.y * ROPE_HEADS;
+    int nh = n_heads - h0 < ROPE_HEADS ? n_heads - h0 : ROPE_HEADS;
+    float *xt = x + ((long)t * n_heads + h0) * head_dim;
+    for (int e = threadIdx.x; e < nh * half; e += blockDim.x) {
         int h = e / half, i = e % half;
         float ang = (float)pos[t] * inv_freq[i];
         float c = cosf(ang), sn = sinf(ang);
@@ -60,27 +109,71 @@ static __global__ void rope_k(float *x, const int32_t *pos, int n_heads, int hea
 
 extern "C" void hr_cu_rope(cudaStream_t s, const hr_cu_meta *m, float *x, int n_heads,
                            int head_dim, int rot_dim, const float *inv_freq) {
-    if (rot_dim < 2) return;
-    rope_k<<<m->n_tokens, 128, 0, s>>>(x, m->pos, n_heads, head_dim, rot_dim / 2, inv_freq);
+    if (rot_dim < 2 || m->n_tokens <= 0) return;
+    dim3 grid((unsigned)m->n_tokens, (unsigned)((n_heads + ROPE_HEADS - 1) / ROPE_HEADS));
+    hr_launch(rope_k, grid, 128, 0, s, x, m->pos, n_heads, head_dim, rot_dim / 2, inv_freq);
 }
 
+/* Rope of q (ROPE_HEADS heads per block along y, the first yq blocks) and of k, whose blocks
+ * also store their heads' K and V rows in the paged cache: the rope of both and the KV write
+ * of one layer in one launch. The rotated k is also written back to k. */
+static __global__ void rope_kv_k(hr_cu_rope_kv r, hr_cu_kv_layer kv, const int32_t *pos,
+                                 const int32_t *row, const int32_t *table, int max_blocks) {
+    HR_PDL_ENTRY();
+    int t = blockIdx.x, yq = (r.n_q + ROPE_HEADS - 1) / ROPE_HEADS, isk = (int)blockIdx.y >= yq;
+    int h0 = (isk ? blockIdx.y - yq : blockIdx.y) * ROPE_HEADS, nh = isk ? r.n_k : r.n_q, hd = r.head_dim;
+    int n = nh - h0 < ROPE_HEADS ? nh - h0 : ROPE_HEADS, half = r.rot_dim / 2, p = pos[t];
+    float *x = (isk ? r.k : r.q) + ((long)t * nh + h0) * hd;
+    for (int e = threadIdx.x; e < n * half; e += blockDim.x) {
+        int h = e / half, i = e % half;
+        float ang = (float)p * r.inv_freq[i];
+        float c = cosf(ang), sn = sinf(ang);
+        float *xh = x + (long)h * hd;
+        float x1 = xh[i], x2 = xh[i + half];
+        xh[i] = x1 * c - x2 * sn;
+        xh[i + half] = x2 * c + x1 * sn;
+    }
+    if (!isk) return;
+    __syncthreads(); /* the block's rotated k rows */
+    int block = table[(long)row[t] * max_blocks + p / kv.block_size];
+    for (int e = threadIdx.x; e < n * hd; e += blockDim.x) {
+        int h = h0 + e / hd, d = e % hd;
+        long src = ((long)t * nh + h) * hd + d;
+        long dst = (((long)block * kv.n_kv_heads + h) * kv.block_size + p % kv.block_size) * hd + d;
+        hr_st(kv.k, kv.dtype, dst, r.k[src]);
+        hr_st(kv.v, kv.dtype, dst, r.v[src]);
+    }
+}
+
+extern "C" void hr_cu_rope_kv_write(cudaStream_t s, const hr_cu_meta *m, const hr_cu_rope_kv *r,
+                                    const hr_cu_kv_layer *kv) {
+    if (m->n_tokens <= 0) return;
+    int y = (r->n_q + ROPE_HEADS - 1) / ROPE_HEADS + (r->n_k + ROPE_HEADS - 1) / ROPE_HEADS;
+    dim3 grid((unsigned)m->n_tokens, (unsigned)y);
+    hr_launch(rope_kv_k, grid, 128, 0, s, *r, *kv, m->pos, m->row, m->block_table, m->max_blocks);
+}
+
+/* Block (t, h): kv head h of token t. */
 static __global__ void kv_write_k(hr_cu_kv_layer kv, const int32_t *pos, const int32_t *row,
                                   const int32_t *table, int max_blocks, const float *k,
                                   const float *v) {
-    int t = blockIdx.x, p = pos[t];
+    HR_PDL_ENTRY();
+    int t = blockIdx.x, h = blockIdx.y, p = pos[t];
     int block = table[(long)row[t] * max_blocks + p / kv.block_size];
-    long width = (long)kv.n_kv_heads * kv.head_dim;
-    for (long e = threadIdx.x; e < width; e += blockDim.x) {
-        long h = e / kv.head_dim, d = e % kv.head_dim;
-        long off = (((long)block * kv.n_kv_heads + h) * kv.block_size + p % kv.block_size) * kv.head_dim + d;
-        hr_st(kv.k, kv.dtype, off, k[(long)t * width + e]);
-        hr_st(kv.v, kv.dtype, off, v[(long)t * width + e]);
+    long src = ((long)t * kv.n_kv_heads + h) * kv.head_dim;
+    long dst = (((long)block * kv.n_kv_heads + h) * kv.block_size + p % kv.block_size) * kv.head_dim;
+    for (int d = threadIdx.x; d < kv.head_dim; d += blockDim.x) {
+        hr_st(kv.k, kv.dtype, dst + d, k[src + d]);
+        hr_st(kv.v, kv.dtype, dst + d, v[src + d]);
     }
 }
 
 extern "C" void hr_cu_kv_write(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *kv,
                                const float *k, const float *v) {
-    kv_write_k<<<m->n_tokens, 256, 0, s>>>(*kv, m->pos, m->row, m->block_table, m->max_blocks, k, v);
+    if (m->n_tokens <= 0) return;
+    int threads = kv->head_dim >= 256 ? 256 : (kv->head_dim + 31) / 32 * 32;
+    dim3 grid((unsigned)m->n_tokens, (unsigned)kv->n_kv_heads);
+    hr_launch(kv_write_k, grid, threads, 0, s, *kv, m->pos, m->row, m->block_table, m->max_blocks, k, v);
 }
 
 static __device__ __forceinline__ float act_fn(float g, int act) {
@@ -90,45 +183,51 @@ static __device__ __forceinline__ float act_fn(float g, int act) {
 }
 
 static __global__ void act_mul_k(float *y, const float *g, const float *u, long n, int act) {
+    HR_PDL_ENTRY();
     HR_FOR(i, n) y[i] = act_fn(g[i], act) * u[i];
 }
 
 extern "C" void hr_cu_act_mul(cudaStream_t s, float *y, const float *gate, const float *up,
                               long n, int act) {
-    if (n > 0) act_mul_k<<<hr_blocks(n, 256), 256, 0, s>>>(y, gate, up, n, act);
+    if (n > 0) hr_launch(act_mul_k, hr_blocks(n, 256), 256, 0, s, y, gate, up, n, act);
 }
 
-static __global__ void add_k(float *y, const float *a, long n) { HR_FOR(i, n) y[i] += a[i]; }
+static __global__ void add_k(float *y, const float *a, long n) {
+    HR_PDL_ENTRY(); HR_FOR(i, n) y[i] += a[i]; }
 
 extern "C" void hr_cu_add(cudaStream_t s, float *y, const float *a, long n) {
-    if (n > 0) add_k<<<hr_blocks(n, 256), 256, 0, s>>>(y, a, n);
+    if (n > 0) hr_launch(add_k, hr_blocks(n, 256), 256, 0, s, y, a, n);
 }
 
 static __global__ void add_bias_k(float *y, const void *b, int dtype, long n, long cols) {
+    HR_PDL_ENTRY();
     HR_FOR(i, n) y[i] += hr_ld(b, dtype, i % cols);
 }
 
 extern "C" void hr_cu_add_bias(cudaStream_t s, float *y, const void *bias, int dtype, int rows,
                                long cols) {
     long n = (long)rows * cols;
-    if (n > 0) add_bias_k<<<hr_blocks(n, 256), 256, 0, s>>>(y, bias, dtype, n, cols);
+    if (n > 0) hr_launch(add_bias_k, hr_blocks(n, 256), 256, 0, s, y, bias, dtype, n, cols);
 }
 
-static __global__ void scale_k(float *y, float f, long n) { HR_FOR(i, n) y[i] *= f; }
+static __global__ void scale_k(float *y, float f, long n) {
+    HR_PDL_ENTRY(); HR_FOR(i, n) y[i] *= f; }
 
 extern "C" void hr_cu_scale(cudaStream_t s, float *y, float f, long n) {
-    if (n > 0) scale_k<<<hr_blocks(n, 256), 256, 0, s>>>(y, f, n);
+    if (n > 0) hr_launch(scale_k, hr_blocks(n, 256), 256, 0, s, y, f, n);
 }
 
 static __global__ void softcap_k(float *y, float cap, long n) {
+    HR_PDL_ENTRY();
     HR_FOR(i, n) y[i] = cap * tanhf(y[i] / cap);
 }
 
 extern "C" void hr_cu_softcap(cudaStream_t s, float *y, float cap, long n) {
-    if (n > 0) softcap_k<<<hr_blocks(n, 256), 256, 0, s>>>(y, cap, n);
+    if (n > 0) hr_launch(softcap_k, hr_blocks(n, 256), 256, 0, s, y, cap, n);
 }
 
 static __global__ void copy2d_k(float *dst, long ds, const float *src, long ss, long n, long cols) {
+    HR_PDL_ENTRY();
     HR_FOR(i, n) {
         long r = i / cols, c = i % cols;
         dst[r * ds + c] = src[r * ss + c];
@@ -138,19 +237,21 @@ static __global__ void copy2d_k(float *dst, long ds, const float *src, long ss, 
 extern "C" void hr_cu_copy2d(cudaStream_t s, float *dst, long dst_stride, const float *src,
                              long src_stride, int rows, long cols) {
     long n = (long)rows * cols;
-    if (n > 0) copy2d_k<<<hr_blocks(n, 256), 256, 0, s>>>(dst, dst_stride, src, src_stride, n, cols);
+    if (n > 0) hr_launch(copy2d_k, hr_blocks(n, 256), 256, 0, s, dst, dst_stride, src, src_stride, n, cols);
 }
 
 static __global__ void mul_gather_k(float *y, const int32_t *idx, const void *t, int dtype, long n) {
+    HR_PDL_ENTRY();
     HR_FOR(i, n) y[i] *= hr_ld(t, dtype, idx[i]);
 }
 
 extern "C" void hr_cu_mul_gather(cudaStream_t s, float *y, const int32_t *idx, const void *table,
                                  int dtype, long n) {
-    if (n > 0) mul_gather_k<<<hr_blocks(n, 256), 256, 0, s>>>(y, idx, table, dtype, n);
+    if (n > 0) hr_launch(mul_gather_k, hr_blocks(n, 256), 256, 0, s, y, idx, table, dtype, n);
 }
 
 static __global__ void sigmoid_mul_k(float *y, const float *g, long n, int w, int g_w) {
+    HR_PDL_ENTRY();
     HR_FOR(i, n) {
         long r = i / w, c = i % w;
         float gv = g[r * g_w + (g_w == 1 ? 0 : c)];
@@ -161,10 +262,11 @@ static __global__ void sigmoid_mul_k(float *y, const float *g, long n, int w, in
 extern "C" void hr_cu_sigmoid_mul(cudaStream_t s, float *y, const float *g, long rows, int w,
                                   int g_w) {
     long n = rows * w;
-    if (n > 0) sigmoid_mul_k<<<hr_blocks(n, 256), 256, 0, s>>>(y, g, n, w, g_w);
+    if (n > 0) hr_launch(sigmoid_mul_k, hr_blocks(n, 256), 256, 0, s, y, g, n, w, g_w);
 }
 
 static __global__ void round_k(void *dst, void *lo, int dtype, const float *src, long n) {
+    HR_PDL_ENTRY();
     HR_FOR(i, n) {
         hr_st(dst, dtype, i, src[i]);
         if (lo) hr_st(lo, dtype, i, src[i] - hr_ld(dst, dtype, i));
@@ -172,19 +274,15 @@ static __global__ void round_k(void *dst, void *lo, int dtype, const float *src,
 }
 
 extern "C" void hr_cu_round(cudaStream_t s, void *dst, void *lo, int dtype, const float *src, long n) {
-    if (n > 0) round_k<<<hr_blocks(n, 256), 256, 0, s>>>(dst, lo, dtype, src, n);
+    if (n > 0) hr_launch(round_k, hr_blocks(n, 256), 256, 0, s, dst, lo, dtype, src, n);
 }
 
-/* One block per row: each thread scans its stride keeping its first maximum, then a tree
- * keeps the larger value, the lower index on ties (the host argmax's answer). */
-static __global__ void argmax_k(int32_t *ids, const float *x, int n) {
-    __shared__ float sv[256];
-    __shared__ int si[256];
-    const float *xr = x + (long)blockIdx.x * n;
-    float best = -INFINITY;
-    int bi = n; /* none yet */
-    for (int i = threadIdx.x; i < n; i += blockDim.x)
-        if (bi == n || xr[i] > best) best = xr[i], bi = i;
+enum { ARGMAX_CHUNK = 8192, ARGMAX_THREADS = 256 };
+
+/* The block's (value, index) with the larger value, the lower index on ties, index n = none. */
+static __device__ void argmax_block(float best, int bi, int n, float *out_v, int *out_i) {
+    __shared__ float sv[ARGMAX_THREADS];
+    __shared__ int si[ARGMAX_THREADS];
     sv[threadIdx.x] = best;
     si[threadIdx.x] = bi;
     __syncthreads();
@@ -198,9 +296,50 @@ static __global__ void argmax_k(int32_t *ids, const float *x, int n) {
         }
         __syncthreads();
     }
-    if (threadIdx.x == 0) ids[blockIdx.x] = si[0] < n ? si[0] : 0;
+    *out_v = sv[0];
+    *out_i = si[0];
 }
 
-extern "C" void hr_cu_argmax(cudaStream_t s, int32_t *ids, const float *x, int rows, int n) {
-    if (rows > 0 && n > 0) argmax_k<<<rows, 256, 0, s>>>(ids, x, n);
+/* Block (c, r): the first maximum of chunk c of row r into part[r * gridDim.x + c]. */
+static __global__ void argmax_part_k(float2 *part, const float *x, int n) {
+    HR_PDL_ENTRY();
+    const float *xr = x + (long)blockIdx.y * n;
+    int i0 = blockIdx.x * ARGMAX_CHUNK, i1 = i0 + ARGMAX_CHUNK < n ? i0 + ARGMAX_CHUNK : n;
+    float best = -INFINITY;
+    int bi = n; /* none yet */
+    for (int i = i0 + threadIdx.x; i < i1; i += blockDim.x)
+        if (bi == n || xr[i] > best) best = xr[i], bi = i;
+    float v;
+    int i;
+    argmax_block(best, bi, n, &v, &i);
+    if (threadIdx.x == 0) part[(long)blockIdx.y * gridDim.x + blockIdx.x] = make_float2(v, __int_as_float(i));
+}
+
+/* Block r: the chunks' maxima of row r, the lowest index on ties (the host argmax's answer). */
+static __global__ void argmax_k(int32_t *ids, const float2 *part, int chunks, int n) {
+    HR_PDL_ENTRY();
+    float best = -INFINITY;
+    int bi = n;
+    for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+        float2 p = part[(long)blockIdx.x * chunks + c];
+        int i = __float_as_int(p.y);
+        if (i < n && (bi == n || p.x > best)) best = p.x, bi = i;
+    }
+    float v;
+    int i;
+    argmax_block(best, bi, n, &v, &i);
+    if (threadIdx.x == 0) ids[blockIdx.x] = i < n ? i : 0;
+}
+
+extern "C" long hr_cu_argmax_scratch(int rows, int n) {
+    return 2L * rows * ((n + ARGMAX_CHUNK - 1) / ARGMAX_CHUNK);
+}
+
+extern "C" void hr_cu_argmax(cudaStream_t s, int32_t *ids, const float *x, int rows, int n,
+                             float *scratch) {
+    if (rows <= 0 || n <= 0) return;
+    int chunks = (n + ARGMAX_CHUNK - 1) / ARGMAX_CHUNK;
+    float2 *part = (float2 *)scratch;
+    hr_launch(argmax_part_k, dim3((unsigned)chunks, (unsigned)rows), ARGMAX_THREADS, 0, s, part, x, n);
+    hr_launch(argmax_k, rows, ARGMAX_THREADS, 0, s, ids, (const float2 *)part, chunks, n);
 }

@@ -19,6 +19,10 @@ extern "C" {
  * in tiles of HR_CU_TILE queries. */
 enum { HR_CU_TILE = 64, HR_CU_TILE_MIN = 64 };
 
+/* Whether kernels launch with programmatic dependent launch (common.cuh; default on, off with
+ * HEARTH_CUDA_PDL=0); set once when the backend is created. */
+extern int hr_cu_pdl;
+
 /* The element type codes the kernels take (the subset of hr_dtype they read). */
 enum { HR_CU_F32 = 0, HR_CU_F16 = 1, HR_CU_BF16 = 2 };
 
@@ -44,8 +48,20 @@ void hr_cu_embed(cudaStream_t s, const hr_cu_meta *m, float *y, const void *tabl
                  long dim, float scale);
 void hr_cu_rmsnorm(cudaStream_t s, float *y, const float *x, const void *w, int w_dtype, int rows,
                    int dim, float eps, int one_plus);
+/* x += a, then y = rmsnorm(x) (the residual add and the next layer's norm in one kernel) */
+void hr_cu_add_rmsnorm(cudaStream_t s, float *y, float *x, const float *a, const void *w,
+                       int w_dtype, int rows, int dim, float eps, int one_plus);
 void hr_cu_rope(cudaStream_t s, const hr_cu_meta *m, float *x, int n_heads, int head_dim,
                 int rot_dim, const float *inv_freq);
+/* rope of q [T, n_q, head_dim] and k [T, n_k, head_dim] (rot_dim dims each), then k and
+ * v [T, n_k, head_dim] into the layer's cache: one launch for the three ops */
+typedef struct {
+    float *q, *k;
+    const float *v, *inv_freq;
+    int n_q, n_k, head_dim, rot_dim;
+} hr_cu_rope_kv;
+void hr_cu_rope_kv_write(cudaStream_t s, const hr_cu_meta *m, const hr_cu_rope_kv *r,
+                         const hr_cu_kv_layer *kv);
 void hr_cu_kv_write(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *kv, const float *k,
                     const float *v);
 /* act(gate) * up; act 0 = silu, 1 = gelu (tanh) */
@@ -68,13 +84,27 @@ void hr_cu_round(cudaStream_t s, void *dst, void *lo, int dtype, const float *sr
  * HR_CU_GEMV_MAX_T, f32 accumulation (gemv.cu). Matrix i's rows are start[i] .. start[i+1]-1
  * of the launch. */
 enum { HR_CU_GEMV_MAX_T = 4, HR_CU_GEMV_FUSE = 4 };
+/* Optional work folded into a launch: with norm_x set, x is rmsnorm(norm_x) (weights norm_w,
+ * like hr_cu_rmsnorm), computed on the fly and also stored to x; with acc set (one matrix),
+ * acc += y as well. */
+typedef struct {
+    const float *norm_x;
+    const void *norm_w;
+    int norm_dtype, one_plus;
+    float eps;
+    float *acc;
+} hr_cu_gemv_fold;
 typedef struct {
     int n;
     const void *w[HR_CU_GEMV_FUSE];
     float *y[HR_CU_GEMV_FUSE];
     long start[HR_CU_GEMV_FUSE + 1];
+    hr_cu_gemv_fold fold;
 } hr_cu_gemv_set;
-void hr_cu_gemv(cudaStream_t s, const hr_cu_gemv_set *g, const float *x, int dtype, int T, long K);
+void hr_cu_gemv(cudaStream_t s, const hr_cu_gemv_set *g, float *x, int dtype, int T, long K);
+/* 1 (default): for T = 1 or K >= 8192 each block splits K over its warps for 4 rows; 0, or
+ * other shapes: a warp per row group (HEARTH_CUDA_GEMV=warp; bench_kernels measures both). */
+extern int hr_cu_gemv_split;
 
 /* Causal paged attention of q [n_tokens, n_heads, head_dim] into out (attention.cu).
  * partial: scratch of hr_cu_attention_scratch floats. */
@@ -82,18 +112,28 @@ typedef struct {
     int n_heads, n_kv_heads, head_dim, window;
     float scale, softcap;
 } hr_cu_attn;
-long hr_cu_attention_scratch(const hr_cu_meta *m, const hr_cu_attn *p);
+long hr_cu_attention_scratch(const hr_cu_meta *m, const hr_cu_kv_layer *kv, const hr_cu_attn *p);
 void hr_cu_attention(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *kv,
                      const hr_cu_attn *p, float *out, const float *q, float *partial);
 
-/* ids[r] = first index of the maximum of x[r, 0..n) (elementwise.cu) */
-void hr_cu_argmax(cudaStream_t s, int32_t *ids, const float *x, int rows, int n);
+/* ids[r] = first index of the maximum of x[r, 0..n) (elementwise.cu), in two passes: chunks
+ * of each row, then the chunks' maxima; scratch: hr_cu_argmax_scratch floats */
+long hr_cu_argmax_scratch(int rows, int n);
+void hr_cu_argmax(cudaStream_t s, int32_t *ids, const float *x, int rows, int n, float *scratch);
 
 /* The tensor-core prefill kernel (attention_tc.cu) for the step's tiles: whether it takes
  * this layer (bf16 KV, head_dim 32, 64 or 128), and the launch (0: could not launch). */
 int hr_cu_attention_tc_fits(const hr_cu_kv_layer *kv, const hr_cu_attn *p);
 int hr_cu_attention_tc(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *kv,
                        const hr_cu_attn *p, float *out, const float *q);
+
+/* The tensor-core decode kernel (attention_dtc.cu): whether it takes the layer (bf16 KV, head
+ * dim 64 or 128, at most 16 query heads per kv head), its splits for the step, the launch. */
+int hr_cu_attention_dtc_fits(const hr_cu_kv_layer *kv, const hr_cu_attn *p);
+int hr_cu_attention_dtc_splits(const hr_cu_meta *m, const hr_cu_attn *p);
+void hr_cu_attention_dtc(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *kv,
+                         const hr_cu_attn *p, int splits, int skip_tiled, float *out,
+                         const float *q, float *partial);
 
 /* MoE (moe.cu). */
 void hr_cu_moe_route(cudaStream_t s, int32_t *ids, float *weights, const float *logits, int T,

@@ -11,6 +11,7 @@ enum { MAX_CONV = 16 };
 
 static __global__ void conv_k(hr_cu_meta m, float *x, const void *w, int w_dtype, int channels,
                               int K, float *state, long slot_floats) {
+    HR_PDL_ENTRY();
     int ch = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y;
     if (ch >= channels) return;
     int t0 = m.q_start[r], t1 = m.q_start[r + 1];
@@ -35,7 +36,7 @@ extern "C" void hr_cu_conv1d(cudaStream_t s, const hr_cu_meta *m, float *x, cons
                              int w_dtype, int channels, int K, float *state, long slot_floats) {
     if (m->n_rows <= 0 || K > MAX_CONV) return;
     dim3 grid((unsigned)((channels + 127) / 128), (unsigned)m->n_rows);
-    conv_k<<<grid, 128, 0, s>>>(*m, x, w, w_dtype, channels, K, state, slot_floats);
+    hr_launch(conv_k, grid, 128, 0, s, *m, x, w, w_dtype, channels, K, state, slot_floats);
 }
 
 static __device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
@@ -43,6 +44,7 @@ static __device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x
 template <int DK>
 static __global__ void delta_k(hr_cu_meta m, hr_cu_delta p, float *out, float *state,
                                long slot_floats) {
+    HR_PDL_ENTRY();
     __shared__ float sq[DK], sk[DK];
     int r = blockIdx.x / p.n_v_heads, h = blockIdx.x % p.n_v_heads;
     int t0 = m.q_start[r], t1 = m.q_start[r + 1];
@@ -105,9 +107,9 @@ extern "C" int hr_cu_gated_delta(cudaStream_t s, const hr_cu_meta *m, const hr_c
     if (m->n_rows <= 0) return 1;
     unsigned blocks = (unsigned)(m->n_rows * p->n_v_heads);
     int threads = (p->v_dim + 31) / 32 * 32;
-    if (p->k_dim <= 32) delta_k<32><<<blocks, threads, 0, s>>>(*m, *p, out, state, slot_floats);
-    else if (p->k_dim <= 64) delta_k<64><<<blocks, threads, 0, s>>>(*m, *p, out, state, slot_floats);
-    else if (p->k_dim <= 128) delta_k<128><<<blocks, threads, 0, s>>>(*m, *p, out, state, slot_floats);
-    else delta_k<256><<<blocks, threads, 0, s>>>(*m, *p, out, state, slot_floats);
+    if (p->k_dim <= 32) hr_launch(delta_k<32>, blocks, threads, 0, s, *m, *p, out, state, slot_floats);
+    else if (p->k_dim <= 64) hr_launch(delta_k<64>, blocks, threads, 0, s, *m, *p, out, state, slot_floats);
+    else if (p->k_dim <= 128) hr_launch(delta_k<128>, blocks, threads, 0, s, *m, *p, out, state, slot_floats);
+    else hr_launch(delta_k<256>, blocks, threads, 0, s, *m, *p, out, state, slot_floats);
     return 1;
 }

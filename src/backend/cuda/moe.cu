@@ -7,6 +7,7 @@
 
 static __global__ void route_k(int32_t *ids, float *weights, const float *logits, int T, int E,
                                int k, int renorm) {
+    HR_PDL_ENTRY();
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= T) return;
     const float *l = logits + (long)t * E;
@@ -32,10 +33,11 @@ static __global__ void route_k(int32_t *ids, float *weights, const float *logits
 
 extern "C" void hr_cu_moe_route(cudaStream_t s, int32_t *ids, float *weights, const float *logits,
                                 int T, int n_experts, int k, int renorm) {
-    if (T > 0) route_k<<<(T + 127) / 128, 128, 0, s>>>(ids, weights, logits, T, n_experts, k, renorm);
+    if (T > 0) hr_launch(route_k, (T + 127) / 128, 128, 0, s, ids, weights, logits, T, n_experts, k, renorm);
 }
 
 static __global__ void gather_k(float *dst, const float *src, const int32_t *idx, int k, long w) {
+    HR_PDL_ENTRY();
     int r = blockIdx.x;
     const float *sr = src + (long)(idx[r] / k) * w;
     for (long i = threadIdx.x; i < w; i += blockDim.x) dst[(long)r * w + i] = sr[i];
@@ -43,11 +45,12 @@ static __global__ void gather_k(float *dst, const float *src, const int32_t *idx
 
 extern "C" void hr_cu_gather_rows(cudaStream_t s, float *dst, const float *src, const int32_t *idx,
                                   int k, int n, long w) {
-    if (n > 0) gather_k<<<n, 256, 0, s>>>(dst, src, idx, k, w);
+    if (n > 0) hr_launch(gather_k, n, 256, 0, s, dst, src, idx, k, w);
 }
 
 static __global__ void combine_k(float *y, const float *o, const int32_t *slot, const float *wt,
                                  int k, long w) {
+    HR_PDL_ENTRY();
     int t = blockIdx.x;
     for (long i = threadIdx.x; i < w; i += blockDim.x) {
         float acc = 0;
@@ -58,5 +61,5 @@ static __global__ void combine_k(float *y, const float *o, const int32_t *slot, 
 
 extern "C" void hr_cu_combine_rows(cudaStream_t s, float *y, const float *o, const int32_t *slot,
                                    const float *weights, int T, int k, long w) {
-    if (T > 0) combine_k<<<T, 256, 0, s>>>(y, o, slot, weights, k, w);
+    if (T > 0) hr_launch(combine_k, T, 256, 0, s, y, o, slot, weights, k, w);
 }
