@@ -18,7 +18,7 @@ static hr_err *gguf_template(const char *model, const char *tpl, hr_chat_templat
     HR_TRY(hr_tokenizer_open(model, &tok));
     char *src = NULL;
     size_t len;
-    hr_err *e = tpl ? hr_read_file(tpl, &src, &len) : NULL;
+    hr_err *e = tpl ? hr_read_file_max(tpl, HR_TEMPLATE_MAX_SOURCE, &src, &len) : NULL;
     if (!e) e = hr_chat_template_from(tpl ? src : hr_tokenizer_chat_template(tok, NULL), hr_tokenizer_bos(tok),
                                       hr_tokenizer_eos(tok), ct);
     free(src);
