@@ -98,7 +98,8 @@ hr_err *hr_read_file_max(const char *path, size_t max, char **out, size_t *out_l
     if (fstat(fd, &st) != 0) e = hr_errf("%s: %s", path, strerror(errno));
     else if (!S_ISREG(st.st_mode)) e = hr_errf("%s: not a regular file", path);
     else if ((uint64_t)st.st_size > max)
-        e = hr_errf("%s: %lld bytes, over the limit of %zu for this file", path, (long long)st.st_size, max);
+        e = hr_errf("%s: %lld bytes, over the limit of %zu for this file", path,
+                    (long long)st.st_size, max);
     if (!e) e = read_fd(fd, path, max, out, out_len);
     close(fd);
     return e;

@@ -446,7 +446,8 @@ int hr_is_gguf(const char *path) {
     if (fd < 0) return 0;
     struct stat st;
     char m[4];
-    int yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, m, 4) == 4 && memcmp(m, "GGUF", 4) == 0;
+    int yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, m, 4) == 4 &&
+              memcmp(m, "GGUF", 4) == 0;
     close(fd);
     return yes;
 }

@@ -181,7 +181,8 @@ static hr_err *exec_if(rt *r, frame *f, const stmt *s, tsb *out, int *ctl) {
     for (;;) {
         HR_TRY(eval_expr(r, f, s->e, &v));
         if (tv_truthy(v)) return exec_body(r, f, &s->body, out, ctl);
-        if (s->orelse.n != 1 || s->orelse.v[0]->k != S_IF) return exec_body(r, f, &s->orelse, out, ctl);
+        if (s->orelse.n != 1 || s->orelse.v[0]->k != S_IF)
+            return exec_body(r, f, &s->orelse, out, ctl);
         s = s->orelse.v[0];
     }
 }
@@ -237,8 +238,8 @@ hr_err *hr_template_parse(const char *src, hr_template **out) {
     *out = NULL;
     size_t n = strlen(src);
     if (n > HR_TEMPLATE_MAX_SOURCE)
-        return hr_errf("template source is %zu bytes, over the limit of %u (HR_TEMPLATE_MAX_SOURCE)", n,
-                       HR_TEMPLATE_MAX_SOURCE);
+        return hr_errf("template source is %zu bytes, over the limit of %u "
+                       "(HR_TEMPLATE_MAX_SOURCE)", n, HR_TEMPLATE_MAX_SOURCE);
     hr_template *t = calloc(1, sizeof *t);
     if (!t || !(t->arena = ta_create(HR_TEMPLATE_MAX_PARSE_MEMORY))) return free(t), hr_err_oom();
     hr_err *e = tpl_parse(t, src);

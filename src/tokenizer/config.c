@@ -16,7 +16,8 @@ static hr_err *load_optional(const char *dir, const char *name, json_t **out) {
     *out = NULL;
     char *path = hr_path_join(dir, name);
     if (!path) return hr_err_oom();
-    hr_err *e = hr_file_exists(path) ? hr_json_load_file_flags(path, JSON_DECODE_INT_AS_REAL, out) : NULL;
+    hr_err *e = NULL;
+    if (hr_file_exists(path)) e = hr_json_load_file_flags(path, JSON_DECODE_INT_AS_REAL, out);
     free(path);
     return e;
 }

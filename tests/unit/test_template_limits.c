@@ -38,7 +38,8 @@ static void put(gen *g, const char *fmt, ...) {
 
 /* fmt repeated n times. */
 static void rep(gen *g, int n, const char *s) {
-    for (int i = 0; i < n; i++) put(g, "%s", s);
+    for (int i = 0; i < n; i++)
+        put(g, "%s", s);
 }
 
 /* Parses and renders src with context ctx (JSON text, NULL: none): the output, or NULL
@@ -68,13 +69,14 @@ static int renders(const char *what, const char *src, const char *ctx, const cha
 
 /* src must fail with a message containing want, and with code (HR_E_LIMIT for limits
  * hit while rendering, HR_E_GENERIC for a template that does not load). */
-static int fails(const char *what, const char *src, const char *ctx, const char *want, hr_err_code code) {
+static int fails(const char *what, const char *src, const char *ctx, const char *want,
+                 hr_err_code code) {
     hr_err *e;
     char *out = render(src, ctx, &e);
     int ok = !out && e && strstr(hr_err_msg(e), want) && hr_err_code_of(e) == code;
     if (!ok)
-        printf("  %s: got %.200s (code %d), want \"%s\" (code %d)\n", what, out ? out : hr_err_msg(e),
-               (int)hr_err_code_of(e), want, (int)code);
+        printf("  %s: got %.200s (code %d), want \"%s\" (code %d)\n", what,
+               out ? out : hr_err_msg(e), (int)hr_err_code_of(e), want, (int)code);
     free(out);
     hr_err_free(e);
     return ok;
@@ -115,7 +117,8 @@ static void test_operator_chains(void) {
 static void test_elif_chain(void) {
     gen g = {0};
     put(&g, "{%% if x == 0 %%}zero");
-    for (int i = 1; i < 30000; i++) put(&g, "{%% elif x == %d %%}%d", i, i);
+    for (int i = 1; i < 30000; i++)
+        put(&g, "{%% elif x == %d %%}%d", i, i);
     put(&g, "{%% else %%}none{%% endif %%}");
     int good = renders("last elif", g.p, "{\"x\": 29999}", "29999") &&
                renders("else after elifs", g.p, "{\"x\": -1}", "none");
@@ -160,22 +163,44 @@ static void test_nested_blocks(void) {
 
 /* Macro recursion, values grown in a loop, self-containing namespaces: render-time limits. */
 static void test_render_depth(void) {
-    HR_CHECK(fails("recursive macro", "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(99) }}",
-                   NULL, "nested deeper than", HR_E_LIMIT), "macro recursion");
-    HR_CHECK(renders("shallow recursion", "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}{{ n }}{% endmacro %}{{ f(5) }}",
-                     NULL, "012345"), "macro recursion within the limit");
-    HR_CHECK(fails("nested in a loop", "{% set ns = namespace(x=1) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}",
-                   NULL, "a value nested more than", HR_E_LIMIT), "value grown by a namespace");
-    HR_CHECK(fails("namespace()", "{% set ns = namespace(x=1) %}{% for i in range(100000) %}{% set ns.x = namespace(v=[ns.x]).v %}{% endfor %}",
-                   NULL, "a value nested more than", HR_E_LIMIT), "value grown through namespace()");
-    HR_CHECK(fails("macro argument", "{% macro f(x, n) %}{% if n %}{{ f([[[[[[[[[[x]]]]]]]]]], n - 1) }}{% else %}{{ x }}{% endif %}{% endmacro %}{{ f(1, 95) }}",
-                   NULL, "a value nested more than", HR_E_LIMIT), "value grown through macro arguments");
-    HR_CHECK(fails("self-containing namespace", "{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}",
-                   NULL, "a value nested more than", HR_E_LIMIT), "namespace cycle");
-    HR_CHECK(renders("namespace cycle compared", "{% set ns = namespace() %}{% set ns.me = ns %}{{ ns.me == ns }}",
-                     NULL, "True"), "namespaces compare by identity");
-    HR_CHECK(fails("namespace chain", "{% set ns = namespace(c=0) %}{% for i in range(5000) %}{% set ns.c = namespace(x=[ns.c]) %}{% endfor %}{{ ns.c }}",
-                   NULL, "a value nested more than", HR_E_LIMIT), "chain of namespaces");
+    HR_CHECK(fails("recursive macro",
+                   "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}{% endmacro %}{{ f(99) }}",
+                   NULL, "nested deeper than", HR_E_LIMIT),
+             "macro recursion");
+    HR_CHECK(
+        renders(
+            "shallow recursion",
+            "{% macro f(n) %}{% if n %}{{ f(n - 1) }}{% endif %}{{ n }}{% endmacro %}{{ f(5) }}",
+            NULL, "012345"),
+        "macro recursion within the limit");
+    HR_CHECK(fails("nested in a loop",
+                   "{% set ns = namespace(x=1) %}{% for i in range(100000) %}{% set ns.x = [ns.x] "
+                   "%}{% endfor %}{{ ns.x }}",
+                   NULL, "a value nested more than", HR_E_LIMIT),
+             "value grown by a namespace");
+    HR_CHECK(fails("namespace()",
+                   "{% set ns = namespace(x=1) %}{% for i in range(100000) %}{% set ns.x = "
+                   "namespace(v=[ns.x]).v %}{% endfor %}",
+                   NULL, "a value nested more than", HR_E_LIMIT),
+             "value grown through namespace()");
+    HR_CHECK(fails("macro argument",
+                   "{% macro f(x, n) %}{% if n %}{{ f([[[[[[[[[[x]]]]]]]]]], n - 1) }}{% else %}{{ "
+                   "x }}{% endif %}{% endmacro %}{{ f(1, 95) }}",
+                   NULL, "a value nested more than", HR_E_LIMIT),
+             "value grown through macro arguments");
+    HR_CHECK(fails("self-containing namespace",
+                   "{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}", NULL,
+                   "a value nested more than", HR_E_LIMIT),
+             "namespace cycle");
+    HR_CHECK(renders("namespace cycle compared",
+                     "{% set ns = namespace() %}{% set ns.me = ns %}{{ ns.me == ns }}", NULL,
+                     "True"),
+             "namespaces compare by identity");
+    HR_CHECK(fails("namespace chain",
+                   "{% set ns = namespace(c=0) %}{% for i in range(5000) %}{% set ns.c = "
+                   "namespace(x=[ns.c]) %}{% endfor %}{{ ns.c }}",
+                   NULL, "a value nested more than", HR_E_LIMIT),
+             "chain of namespaces");
 }
 
 /* A context value n arrays deep. */
@@ -191,8 +216,9 @@ static char *deep_json(int n) {
 
 static void test_context_depth(void) {
     char *ok = deep_json(DEPTH), *over = deep_json(DEPTH + 1);
-    int good = renders("context at the limit", "{{ v|tojson|length > 0 }}{{ v == v }}", ok, "TrueTrue") &&
-               fails("context past the limit", "{{ v }}", over, "context nests more than", HR_E_GENERIC);
+    int good =
+        renders("context at the limit", "{{ v|tojson|length > 0 }}{{ v == v }}", ok, "TrueTrue") &&
+        fails("context past the limit", "{{ v }}", over, "context nests more than", HR_E_GENERIC);
     free(ok), free(over);
     HR_CHECK(good, "deep context");
 }
@@ -200,7 +226,8 @@ static void test_context_depth(void) {
 /* 45000 string literals in 945 KB: each took the rest of the file (21 GB in all). */
 static void test_string_literals(void) {
     gen g = {0};
-    for (int i = 0; i < 45000; i++) put(&g, "{{ 'literal %05d' }}", i);
+    for (int i = 0; i < 45000; i++)
+        put(&g, "{{ 'literal %05d' }}", i);
     hr_template *t;
     hr_err *e = hr_template_parse(g.p, &t);
     free(g.p);
@@ -209,9 +236,12 @@ static void test_string_literals(void) {
     e = hr_template_render(t, NULL, &out, NULL);
     hr_template_free(t);
     HR_CHECK_OK(e);
-    HR_CHECK(strlen(out) == 45000 * 13 && !strncmp(out + 13 * 44999, "literal 44999", 13), "output %.40s", out);
+    HR_CHECK(strlen(out) == 45000 * 13 && !strncmp(out + 13 * 44999, "literal 44999", 13),
+             "output %.40s", out);
     free(out);
-    HR_CHECK(renders("escapes", "{{ 'a\\u00e9\\x41\\n\\'\\\\' }}|{{ \"\" }}|{{ 'x' 'y' }}", NULL, "a\xc3\xa9" "A\n'\\||xy"),
+    HR_CHECK(renders("escapes", "{{ 'a\\u00e9\\x41\\n\\'\\\\' }}|{{ \"\" }}|{{ 'x' 'y' }}", NULL,
+                     "a\xc3\xa9"
+                     "A\n'\\||xy"),
              "escapes in literals");
 }
 
@@ -300,7 +330,8 @@ static void *run_job(void *arg) {
 /* Runs j on a thread with a STACK-byte stack (a guard page below it); the bytes it used. */
 static size_t stack_used(job *j) {
     size_t page = 4096;
-    unsigned char *base = mmap(NULL, STACK + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    unsigned char *base =
+        mmap(NULL, STACK + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) return SIZE_MAX;
     mprotect(base, page, PROT_NONE);
     memset(base + page, PAINT, STACK);
@@ -312,7 +343,8 @@ static size_t stack_used(job *j) {
     if (!rc) pthread_join(th, NULL);
     pthread_attr_destroy(&attr);
     size_t i = 0;
-    while (i < STACK && base[page + i] == PAINT) i++;
+    while (i < STACK && base[page + i] == PAINT)
+        i++;
     munmap(base, STACK + page);
     return rc ? SIZE_MAX : STACK - i;
 }
@@ -321,8 +353,12 @@ static size_t stack_used(job *j) {
  * depth printed, compared and serialised at the bottom, and parsing at full depth. */
 static void test_stack_use(void) {
     gen deep = {0}, parens = {0};
-    put(&deep, "{%% set ns = namespace(v=1) %%}{%% for i in range(%d) %%}{%% set ns.v = [ns.v] %%}{%% endfor %%}", DEPTH - 1);
-    put(&deep, "{%% macro f(n) %%}{%% if n %%}{{ f(n - 1) }}{%% else %%}{{ (ns.v|string|length, ns.v == ns.v, ns.v|tojson|length) }}{%% endif %%}{%% endmacro %%}");
+    put(&deep,
+        "{%% set ns = namespace(v=1) %%}{%% for i in range(%d) %%}{%% set ns.v = [ns.v] %%}{%% "
+        "endfor %%}",
+        DEPTH - 1);
+    put(&deep, "{%% macro f(n) %%}{%% if n %%}{{ f(n - 1) }}{%% else %%}{{ (ns.v|string|length, "
+               "ns.v == ns.v, ns.v|tojson|length) }}{%% endif %%}{%% endmacro %%}");
     put(&deep, "{{ f(%d) }}", (DEPTH - 8) / 3);
     char want[64];
     snprintf(want, sizeof want, "(%d, True, %d)", 2 * (DEPTH - 1) + 1, 2 * (DEPTH - 1) + 1);
@@ -331,10 +367,13 @@ static void test_stack_use(void) {
     put(&parens, "1");
     rep(&parens, DEPTH - 2, ")");
     put(&parens, " }}");
-    char *chain = plus_chain(DEPTH - 2), *blocks = nested_blocks(DEPTH - 2, "{% if 1 %}", "{% endif %}");
+    char *chain = plus_chain(DEPTH - 2),
+         *blocks = nested_blocks(DEPTH - 2, "{% if 1 %}", "{% endif %}");
     char chain_want[16];
     snprintf(chain_want, sizeof chain_want, "%d", DEPTH - 1);
-    job jobs[] = {{deep.p, NULL, want, 0}, {parens.p, NULL, "1", 0}, {chain, NULL, chain_want, 0},
+    job jobs[] = {{deep.p, NULL, want, 0},
+                  {parens.p, NULL, "1", 0},
+                  {chain, NULL, chain_want, 0},
                   {blocks, "{\"x\": 1}", "1", 0},
                   {"{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", NULL, NULL, 0}};
     const char *names[] = {"render+values", "parentheses", "+ chain", "nested ifs", "macro limit"};
