@@ -26,6 +26,16 @@ static hr_err *gguf_template(const char *model, const char *tpl, hr_chat_templat
     return e;
 }
 
+/* The request may come through a pipe (--request /dev/stdin): not a model file. */
+static hr_err *load_request(const char *path, json_t **out) {
+    char *buf;
+    size_t len;
+    HR_TRY(hr_read_file(path, &buf, &len));
+    hr_err *e = hr_json_load_buf(path, buf, len, out);
+    free(buf);
+    return e;
+}
+
 int hr_cmd_template(int argc, char **argv) {
     const char *model = NULL, *request = NULL, *tpl = NULL;
     const hr_opt opts[] = {
@@ -41,7 +51,7 @@ int hr_cmd_template(int argc, char **argv) {
     json_t *req = NULL;
     hr_chat_template ct;
     char *out = NULL;
-    if ((e = hr_json_load_file(request, &req))) return hr_cmd_fail("template", e);
+    if ((e = load_request(request, &req))) return hr_cmd_fail("template", e);
     e = model && hr_is_gguf(model) ? gguf_template(model, tpl, &ct) : hr_chat_template_load(model ? model : ".", tpl, &ct);
     if (!e) {
         e = hr_chat_template_apply(&ct, req, &out, NULL);

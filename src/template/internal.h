@@ -35,6 +35,7 @@ typedef struct tfunc tfunc;
 
 struct tv {
     vkind k;
+    int depth; /* lists, dicts: nesting depth once hr_tpl_check_depth measured it, else 0 */
     union {
         int b;
         int64_t i;
@@ -245,7 +246,7 @@ hr_err *hr_tpl_limit(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
  * that no value grows deep enough to overflow the stack of the recursive value functions.
  * Namespaces count as one level and are not entered: they are the only values that can
  * contain themselves. */
-hr_err *hr_tpl_check_depth(const tv *v);
+hr_err *hr_tpl_check_depth(tv *v);
 hr_err *eval_expr(rt *r, frame *f, const expr *e, tv **out);
 hr_err *eval_args(rt *r, frame *f, const expr *call, targs *a);
 hr_err *exec_body(rt *r, frame *f, const stmt_list *l, tsb *out, int *ctl);

@@ -264,24 +264,29 @@ hr_err *tv_from_json(rt *r, const json_t *j, int depth, tv **out) {
     return *out ? NULL : rt_nomem(r);
 }
 
-/* Whether v nests containers more than `levels` deep; recursion stops at the limit. */
-static int deeper_than(const tv *v, int levels) {
-    int ns = v->k == V_DICT && v->dict->is_ns;
-    if ((v->k != V_LIST && v->k != V_DICT) || (ns && levels > 0)) return 0;
-    if (levels == 0) return 1;
-    if (v->k == V_LIST) {
-        for (size_t i = 0; i < v->list.n; i++)
-            if (deeper_than(v->list.items[i], levels - 1)) return 1;
-        return 0;
-    }
-    for (size_t i = 0; i < v->dict->n; i++)
-        if (deeper_than(v->dict->keys[i], levels - 1) || deeper_than(v->dict->vals[i], levels - 1))
-            return 1;
-    return 0;
+static int max_depth(int a, int b) { return a < 0 || b < 0 ? -1 : a > b ? a : b; }
+
+/* v's nesting depth in lists and dicts, or -1 when it has more than `room` levels. A
+ * value's depth is measured once and kept in it: lists and dicts do not change once a
+ * template sees them (namespaces do, so they count as one level and are not entered). */
+static int nest_depth(tv *v, int room) {
+    if (v->k == V_DICT && v->dict->is_ns) return room > 0 ? 1 : -1;
+    if (v->k != V_LIST && v->k != V_DICT) return 0;
+    if (v->depth) return v->depth <= room ? v->depth : -1;
+    if (room == 0) return -1;
+    int d = 0;
+    if (v->k == V_LIST)
+        for (size_t i = 0; i < v->list.n && d >= 0; i++)
+            d = max_depth(d, nest_depth(v->list.items[i], room - 1));
+    for (size_t i = 0; v->k == V_DICT && i < v->dict->n && d >= 0; i++)
+        d = max_depth(d, max_depth(nest_depth(v->dict->keys[i], room - 1),
+                                   nest_depth(v->dict->vals[i], room - 1)));
+    if (d < 0) return -1;
+    return v->depth = d + 1;
 }
 
-hr_err *hr_tpl_check_depth(const tv *v) {
-    if (!deeper_than(v, TPL_MAX_DEPTH)) return NULL;
+hr_err *hr_tpl_check_depth(tv *v) {
+    if (nest_depth(v, TPL_MAX_DEPTH) >= 0) return NULL;
     return hr_tpl_limit("a value nested more than %d levels deep", TPL_MAX_DEPTH);
 }
 
