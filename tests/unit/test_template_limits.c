@@ -114,15 +114,25 @@ static void test_operator_chains(void) {
 }
 
 /* An elif chain is flat: no limit on its length. */
-static void test_elif_chain(void) {
+#define ELIFS 50000 /* 40000 overflowed an 8 MiB stack */
+
+/* An if with ELIFS branches (950 KB): x == 1 renders "one", x == ELIFS "last". */
+static char *elif_chain(void) {
     gen g = {0};
-    put(&g, "{%% if x == 0 %%}zero");
-    for (int i = 1; i < 30000; i++)
-        put(&g, "{%% elif x == %d %%}%d", i, i);
-    put(&g, "{%% else %%}none{%% endif %%}");
-    int good = renders("last elif", g.p, "{\"x\": 29999}", "29999") &&
-               renders("else after elifs", g.p, "{\"x\": -1}", "none");
-    free(g.p);
+    put(&g, "{%% if x == 0 %%}zero{%% elif x == 1 %%}one");
+    for (int i = 2; i < ELIFS; i++)
+        put(&g, "{%% elif x==%d %%}", i);
+    put(&g, "{%% elif x==%d %%}last{%% else %%}none{%% endif %%}", ELIFS);
+    return g.p;
+}
+
+static void test_elif_chain(void) {
+    char *src = elif_chain(), ctx[32];
+    snprintf(ctx, sizeof ctx, "{\"x\": %d}", ELIFS);
+    int good = renders("last elif", src, ctx, "last") &&
+               renders("first elif", src, "{\"x\": 1}", "one") &&
+               renders("else after elifs", src, "{\"x\": -1}", "none");
+    free(src);
     HR_CHECK(good, "elif chain");
 }
 
@@ -349,41 +359,52 @@ static size_t stack_used(job *j) {
     return rc ? SIZE_MAX : STACK - i;
 }
 
-/* The deepest renders the limits allow: rendering at full depth with a value at full
- * depth printed, compared and serialised at the bottom, and parsing at full depth. */
+/* A render at full depth: a value DEPTH - 1 lists deep printed, compared and serialised at
+ * the bottom of a macro recursion that takes the rendering depth to the limit. */
+static char *deep_render(char *want, size_t n) {
+    gen g = {0};
+    put(&g, "{%% set ns = namespace(v=1) %%}{%% for i in range(%d) %%}", DEPTH - 1);
+    put(&g, "{%% set ns.v = [ns.v] %%}{%% endfor %%}{%% macro f(n) %%}{%% if n %%}{{ f(n - 1) }}");
+    put(&g, "{%% else %%}{{ (ns.v|string|length, ns.v == ns.v, ns.v|tojson|length) }}");
+    put(&g, "{%% endif %%}{%% endmacro %%}{{ f(%d) }}", (DEPTH - 8) / 3);
+    snprintf(want, n, "(%d, True, %d)", 2 * (DEPTH - 1) + 1, 2 * (DEPTH - 1) + 1);
+    return g.p;
+}
+
+/* {{ ((...(1)...)) }} at the parser's limit. */
+static char *deep_parens(void) {
+    gen g = {0};
+    put(&g, "{{ ");
+    rep(&g, DEPTH - 2, "(");
+    put(&g, "1");
+    rep(&g, DEPTH - 2, ")");
+    put(&g, " }}");
+    return g.p;
+}
+
+/* The deepest renders and parses the limits allow, and the longest elif chain. */
 static void test_stack_use(void) {
-    gen deep = {0}, parens = {0};
-    put(&deep,
-        "{%% set ns = namespace(v=1) %%}{%% for i in range(%d) %%}{%% set ns.v = [ns.v] %%}{%% "
-        "endfor %%}",
-        DEPTH - 1);
-    put(&deep, "{%% macro f(n) %%}{%% if n %%}{{ f(n - 1) }}{%% else %%}{{ (ns.v|string|length, "
-               "ns.v == ns.v, ns.v|tojson|length) }}{%% endif %%}{%% endmacro %%}");
-    put(&deep, "{{ f(%d) }}", (DEPTH - 8) / 3);
-    char want[64];
-    snprintf(want, sizeof want, "(%d, True, %d)", 2 * (DEPTH - 1) + 1, 2 * (DEPTH - 1) + 1);
-    put(&parens, "{{ ");
-    rep(&parens, DEPTH - 2, "(");
-    put(&parens, "1");
-    rep(&parens, DEPTH - 2, ")");
-    put(&parens, " }}");
-    char *chain = plus_chain(DEPTH - 2),
-         *blocks = nested_blocks(DEPTH - 2, "{% if 1 %}", "{% endif %}");
-    char chain_want[16];
+    char deep_want[64], chain_want[16], elif_ctx[32];
     snprintf(chain_want, sizeof chain_want, "%d", DEPTH - 1);
-    job jobs[] = {{deep.p, NULL, want, 0},
-                  {parens.p, NULL, "1", 0},
-                  {chain, NULL, chain_want, 0},
-                  {blocks, "{\"x\": 1}", "1", 0},
-                  {"{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", NULL, NULL, 0}};
-    const char *names[] = {"render+values", "parentheses", "+ chain", "nested ifs", "macro limit"};
+    snprintf(elif_ctx, sizeof elif_ctx, "{\"x\": %d}", ELIFS);
+    char *srcs[] = {deep_render(deep_want, sizeof deep_want),
+                    deep_parens(),
+                    plus_chain(DEPTH - 2),
+                    nested_blocks(DEPTH - 2, "{% if 1 %}", "{% endif %}"),
+                    elif_chain(),
+                    strdup("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}")};
+    job jobs[] = {{srcs[0], NULL, deep_want, 0},  {srcs[1], NULL, "1", 0},
+                  {srcs[2], NULL, chain_want, 0}, {srcs[3], "{\"x\": 1}", "1", 0},
+                  {srcs[4], elif_ctx, "last", 0}, {srcs[5], NULL, NULL, 0}};
+    const char *names[] = {"render+values", "parentheses", "+ chain",
+                           "nested ifs",    "elif chain",  "macro limit"};
     int good = 1;
     for (size_t k = 0; k < sizeof jobs / sizeof *jobs; k++) {
         size_t used = stack_used(&jobs[k]);
         printf("  %s: %zu KiB of a %u KiB stack\n", names[k], used >> 10, STACK >> 10);
         good = good && jobs[k].ok && used < STACK;
+        free(srcs[k]);
     }
-    free(deep.p), free(parens.p), free(chain), free(blocks);
     HR_CHECK(good, "deep renders on a %u KiB stack", STACK >> 10);
 }
 
