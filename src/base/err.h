@@ -27,6 +27,8 @@ typedef enum {
     HR_E_CONTEXT,  /* the input does not fit the context a sequence can have */
     HR_E_BUSY,     /* refused for load (a full queue); retrying later can succeed */
     HR_E_NOTFOUND, /* a named thing (a stored response) does not exist */
+    HR_E_LIMIT,    /* a server-side limit was hit (the chat template engine's memory, steps,
+                      output or nesting depth): the server's fault, not the request's */
 } hr_err_code;
 
 /* As hr_errf, with a code other than HR_E_GENERIC. */

@@ -46,38 +46,63 @@ void hr_mmap_close(hr_mmap *m) {
     m->size = 0;
 }
 
-hr_err *hr_read_file(const char *path, char **out, size_t *out_len) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return hr_errf("%s: %s", path, strerror(errno));
+/* Reads fd to its end into a NUL-terminated heap buffer; more than max bytes is an error
+ * (the file grew past the limit while being read). */
+static hr_err *read_fd(int fd, const char *path, size_t max, char **out, size_t *out_len) {
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
-    while (buf) {
+    for (;;) {
+        if (!buf) return hr_err_oom();
         if (len + 1 >= cap) {
             char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
+            if (!nb) free(buf);
             buf = nb;
             cap *= 2;
+            continue;
         }
-        size_t n = fread(buf + len, 1, cap - len - 1, f);
-        len += n;
+        ssize_t n = read(fd, buf + len, cap - len - 1);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            int e = errno;
+            free(buf);
+            return hr_errf("%s: read error: %s", path, strerror(e));
+        }
         if (n == 0) break;
-    }
-    int failed = ferror(f);
-    fclose(f);
-    if (!buf) return hr_err_oom();
-    if (failed) {
-        free(buf);
-        return hr_errf("%s: read error", path);
+        len += (size_t)n;
+        if (len > max) {
+            free(buf);
+            return hr_errf("%s: more than %zu bytes, over the limit for this file", path, max);
+        }
     }
     buf[len] = 0;
     *out = buf;
     if (out_len) *out_len = len;
     return NULL;
+}
+
+hr_err *hr_read_file(const char *path, char **out, size_t *out_len) {
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return hr_errf("%s: %s", path, strerror(errno));
+    hr_err *e = read_fd(fd, path, SIZE_MAX - 1, out, out_len);
+    close(fd);
+    return e;
+}
+
+hr_err *hr_read_file_max(const char *path, size_t max, char **out, size_t *out_len) {
+    *out = NULL;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* opening a FIFO would block */
+    if (fd < 0) return hr_errf("%s: %s", path, strerror(errno));
+    struct stat st;
+    hr_err *e = NULL;
+    if (fstat(fd, &st) != 0) e = hr_errf("%s: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode)) e = hr_errf("%s: not a regular file", path);
+    else if ((uint64_t)st.st_size > max)
+        e = hr_errf("%s: %lld bytes, over the limit of %zu for this file", path,
+                    (long long)st.st_size, max);
+    if (!e) e = read_fd(fd, path, max, out, out_len);
+    close(fd);
+    return e;
 }
 
 hr_err *hr_atomic_open(const char *path, hr_atomic_file *f) {

@@ -16,8 +16,13 @@ typedef struct {
 hr_err *hr_mmap_open(const char *path, hr_mmap *out);
 void hr_mmap_close(hr_mmap *m);
 
-/* Reads a whole file into a NUL-terminated heap buffer (caller frees). */
+/* Reads a whole file into a NUL-terminated heap buffer (caller frees); any kind of file,
+ * a pipe included (a command's --file /dev/stdin). */
 hr_err *hr_read_file(const char *path, char **out, size_t *out_len);
+/* As hr_read_file for the files a model load reads (configs, tokenizer files, chat
+ * templates): a FIFO, device or directory is an error ("not a regular file") instead of a
+ * read that blocks or never ends, and so is a file over max bytes. */
+hr_err *hr_read_file_max(const char *path, size_t max, char **out, size_t *out_len);
 
 /* Writes len bytes to path atomically. */
 hr_err *hr_write_atomic(const char *path, const void *data, size_t len);

@@ -4,14 +4,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-hr_err *hr_json_load_file(const char *path, json_t **out) {
+#include "base/file.h"
+
+hr_err *hr_json_load_file_flags(const char *path, size_t flags, json_t **out) {
+    *out = NULL;
+    char *buf;
+    size_t len;
+    HR_TRY(hr_read_file_max(path, HR_JSON_FILE_MAX, &buf, &len));
     json_error_t je;
-    *out = json_load_file(path, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    if (!*out) {
-        if (je.line <= 0) return hr_errf("%s: %s", path, je.text);
-        return hr_errf("%s:%d:%d: invalid JSON: %s", path, je.line, je.column, je.text);
-    }
+    *out = json_loadb(buf, len, flags, &je);
+    free(buf);
+    if (!*out) return hr_errf("%s:%d:%d: invalid JSON: %s", path, je.line, je.column, je.text);
     return NULL;
+}
+
+hr_err *hr_json_load_file(const char *path, json_t **out) {
+    return hr_json_load_file_flags(path, JSON_DECODE_ANY | JSON_ALLOW_NUL, out);
 }
 
 hr_err *hr_json_load_buf(const char *what, const char *buf, size_t len, json_t **out) {

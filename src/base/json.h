@@ -8,7 +8,13 @@
 
 #include "base/err.h"
 
+/* A model's JSON files (config.json, tokenizer.json, tokenizer_config.json, ...) must be
+ * regular files of at most this many bytes (the largest real tokenizer.json is ~35 MB). */
+#define HR_JSON_FILE_MAX ((size_t)256 << 20)
+
 hr_err *hr_json_load_file(const char *path, json_t **out);
+/* With jansson decoding flags (e.g. JSON_DECODE_INT_AS_REAL for tokenizer_config.json). */
+hr_err *hr_json_load_file_flags(const char *path, size_t flags, json_t **out);
 hr_err *hr_json_load_buf(const char *what, const char *buf, size_t len, json_t **out);
 
 /* Getters: a missing key (or JSON null) leaves *out at `def` and succeeds; a present key

@@ -1,9 +1,11 @@
 /* hearth serve: loads a model into the engine and serves it over HTTP (OpenAI and
  * Anthropic APIs) until SIGINT or SIGTERM. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -76,6 +78,16 @@ static void stop(serve_state *st) {
     hr_engine_destroy(st->engine);
 }
 
+/* While the model loads (minutes for a large one, or blocked on a slow disk), a signal
+ * ends the process at once: there is nothing to finish yet. */
+static void *load_watch(void *set) {
+    int sig;
+    if (sigwait(set, &sig) != 0) return NULL;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+    fprintf(stderr, "hearth serve: signal %d while loading, exiting\n", sig);
+    _exit(128 + sig);
+}
+
 static hr_err *serve(const serve_opts *o) {
     sigset_t set;
     sigemptyset(&set);
@@ -85,7 +97,13 @@ static hr_err *serve(const serve_opts *o) {
     signal(SIGPIPE, SIG_IGN);
     uint64_t t0 = hr_now_ns();
     serve_state st = {0};
+    pthread_t watch;
+    int watching = pthread_create(&watch, NULL, load_watch, &set) == 0;
     hr_err *err = start(o, &st);
+    if (watching) { /* signals from here on stay pending for the sigwait below */
+        pthread_cancel(watch);
+        pthread_join(watch, NULL);
+    }
     if (!err) {
         fprintf(stderr, "hearth serve: %s ready on http://%s:%d in %.2f s\n", o->model, o->host,
                 hr_server_port(st.http), (double)(hr_now_ns() - t0) * 1e-9);

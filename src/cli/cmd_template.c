@@ -18,11 +18,21 @@ static hr_err *gguf_template(const char *model, const char *tpl, hr_chat_templat
     HR_TRY(hr_tokenizer_open(model, &tok));
     char *src = NULL;
     size_t len;
-    hr_err *e = tpl ? hr_read_file(tpl, &src, &len) : NULL;
+    hr_err *e = tpl ? hr_read_file_max(tpl, HR_TEMPLATE_MAX_SOURCE, &src, &len) : NULL;
     if (!e) e = hr_chat_template_from(tpl ? src : hr_tokenizer_chat_template(tok, NULL), hr_tokenizer_bos(tok),
                                       hr_tokenizer_eos(tok), ct);
     free(src);
     hr_tokenizer_free(tok);
+    return e;
+}
+
+/* The request may come through a pipe (--request /dev/stdin): not a model file. */
+static hr_err *load_request(const char *path, json_t **out) {
+    char *buf;
+    size_t len;
+    HR_TRY(hr_read_file(path, &buf, &len));
+    hr_err *e = hr_json_load_buf(path, buf, len, out);
+    free(buf);
     return e;
 }
 
@@ -41,7 +51,7 @@ int hr_cmd_template(int argc, char **argv) {
     json_t *req = NULL;
     hr_chat_template ct;
     char *out = NULL;
-    if ((e = hr_json_load_file(request, &req))) return hr_cmd_fail("template", e);
+    if ((e = load_request(request, &req))) return hr_cmd_fail("template", e);
     e = model && hr_is_gguf(model) ? gguf_template(model, tpl, &ct) : hr_chat_template_load(model ? model : ".", tpl, &ct);
     if (!e) {
         e = hr_chat_template_apply(&ct, req, &out, NULL);

@@ -31,7 +31,7 @@ hr_err *hr_prompt_open(const char *dir, const char *template_path, const hr_toke
     hr_err *err = NULL;
     if (template_path) {
         size_t len;
-        err = hr_read_file(template_path, &p->source, &len);
+        err = hr_read_file_max(template_path, HR_TEMPLATE_MAX_SOURCE, &p->source, &len);
         if (!err) err = load_ct(dir, template_path, p);
     } else if (own) {
         p->source = strdup(own);

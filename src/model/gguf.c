@@ -3,9 +3,12 @@
  * Counts are bounded by what the remaining bytes could hold before anything is allocated. */
 #include "model/gguf.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/file.h"
 
@@ -437,12 +440,15 @@ void hr_gguf_close(hr_gguf *g) {
     free(g);
 }
 
+/* Only a regular file can be one: reading a FIFO's magic would block startup. */
 int hr_is_gguf(const char *path) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return 0;
+    struct stat st;
     char m[4];
-    int yes = fread(m, 1, 4, f) == 4 && memcmp(m, "GGUF", 4) == 0;
-    fclose(f);
+    int yes = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && read(fd, m, 4) == 4 &&
+              memcmp(m, "GGUF", 4) == 0;
+    close(fd);
     return yes;
 }
 

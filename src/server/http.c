@@ -61,6 +61,7 @@ hr_err *hr_http_reply_err(hr_http_req *q, hr_api_kind api, int status, hr_err *e
     if (code == HR_E_BUSY) status = api == HR_API_MESSAGES ? 529 : 503;
     if (code == HR_E_NOTFOUND) status = 404;
     if (code == HR_E_CONTEXT) status = 400;
+    if (code == HR_E_LIMIT) status = 500;
     json_t *body = hr_error_body(api, status, hr_err_msg(e));
     json_t *err = json_object_get(body, "error");
     if (code == HR_E_CONTEXT && api != HR_API_MESSAGES) {

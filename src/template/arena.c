@@ -15,6 +15,7 @@ typedef struct chunk {
 struct tpl_arena {
     chunk *head;
     size_t total, cap;
+    int exhausted;
 };
 
 tpl_arena *ta_create(size_t cap) {
@@ -33,7 +34,10 @@ void ta_destroy(tpl_arena *a) {
 }
 
 static chunk *new_chunk(tpl_arena *a, size_t size) {
-    if (a->total + size > a->cap) return NULL;
+    if (a->total + size > a->cap) {
+        a->exhausted = 1;
+        return NULL;
+    }
     chunk *c = malloc(sizeof *c + size);
     if (!c) return NULL;
     c->used = 0;
@@ -71,6 +75,8 @@ void *ta_alloc(tpl_arena *a, size_t n) {
     memset(p, 0, n);
     return p;
 }
+
+int hr_tpl_arena_exhausted(const tpl_arena *a) { return a->exhausted; }
 
 char *ta_strndup(tpl_arena *a, const char *s, size_t n) {
     char *p = ta_alloc(a, n + 1);

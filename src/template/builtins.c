@@ -45,6 +45,7 @@ static hr_err *make_mapping(rt *r, const targs *a, int ns, tv **out) {
         tv *k = tv_str(r->a, a->kwn[i]);
         if (!k || !tv_dict_set(r->a, d->dict, k, a->kwv[i])) return rt_nomem(r);
     }
+    for (size_t i = 0; ns && i < d->dict->n; i++) HR_TRY(hr_tpl_check_depth(d->dict->vals[i]));
     return *out = d, NULL;
 }
 

@@ -37,7 +37,7 @@ static const char *template_from_config(const json_t *cfg) {
 static hr_err *parse_file(const char *path, hr_template **out) {
     char *src;
     size_t n;
-    HR_TRY(hr_read_file(path, &src, &n));
+    HR_TRY(hr_read_file_max(path, HR_TEMPLATE_MAX_SOURCE, &src, &n));
     hr_err *e = hr_template_parse(src, out);
     free(src);
     return hr_err_wrap(e, "%s: ", path);
@@ -56,14 +56,7 @@ static hr_err *load_from_dir(const char *dir, const json_t *cfg, hr_template **o
 
 /* Configs hold integers beyond 64 bits (model_max_length), so numbers load as reals. */
 static hr_err *load_config(const char *path, json_t **out) {
-    char *buf;
-    size_t n;
-    HR_TRY(hr_read_file(path, &buf, &n));
-    json_error_t je;
-    *out = json_loadb(buf, n, JSON_DECODE_INT_AS_REAL, &je);
-    free(buf);
-    if (!*out) return hr_errf("%s:%d:%d: invalid JSON: %s", path, je.line, je.column, je.text);
-    return NULL;
+    return hr_json_load_file_flags(path, JSON_DECODE_INT_AS_REAL, out);
 }
 
 hr_err *hr_chat_template_load(const char *dir, const char *template_path, hr_chat_template *out) {

@@ -122,7 +122,8 @@ static hr_err *eval_concat(rt *r, frame *f, const expr *e, tv **out) {
         if (err) return tsb_free(&b), err;
         tv_write_str(&b, v);
     }
-    if (b.full) return tsb_free(&b), rt_nomem(r);
+    hr_err *err = hr_tsb_error(&b);
+    if (err) return tsb_free(&b), err;
     *out = tv_strn(r->a, b.p ? b.p : "", b.n);
     tsb_free(&b);
     return *out ? NULL : rt_nomem(r);
@@ -192,8 +193,7 @@ static hr_err *eval_access(rt *r, frame *f, const expr *e, tv **out) {
     return tv_slice(r, obj, parts[0], parts[1], parts[2], out);
 }
 
-hr_err *eval_expr(rt *r, frame *f, const expr *e, tv **out) {
-    if (++r->steps > TPL_MAX_STEPS) return hr_errf("template exceeded the limit of %ld evaluation steps", TPL_MAX_STEPS);
+static hr_err *eval_node(rt *r, frame *f, const expr *e, tv **out) {
     switch (e->k) {
     case E_CONST: *out = e->cval; return NULL;
     case E_NAME:
@@ -210,4 +210,18 @@ hr_err *eval_expr(rt *r, frame *f, const expr *e, tv **out) {
     case E_CONCAT: return eval_concat(r, f, e, out);
     }
     return hr_errf("internal: unknown expression kind %d", (int)e->k);
+}
+
+/* Parsing bounds each expression's depth; macro calls inside expressions are what can
+ * still nest deeper, so the render counts every node it is inside of. */
+hr_err *eval_expr(rt *r, frame *f, const expr *e, tv **out) {
+    if (++r->steps > TPL_MAX_STEPS)
+        return hr_tpl_limit("template exceeded the limit of %ld evaluation steps", TPL_MAX_STEPS);
+    if (r->depth >= TPL_MAX_DEPTH)
+        return hr_tpl_limit("template nested deeper than %d levels while rendering, at line %d "
+                            "(macro recursion?)", TPL_MAX_DEPTH, e->line);
+    r->depth++;
+    hr_err *err = eval_node(r, f, e, out);
+    r->depth--;
+    return err;
 }

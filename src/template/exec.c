@@ -14,6 +14,7 @@ static hr_err *assign(rt *r, frame *f, const expr *target, tv *v) {
         tv *ns = frame_lookup(f, target->a->name);
         if (!ns || ns->k != V_DICT || !ns->dict->is_ns)
             return hr_errf("can only assign attributes of a namespace() object ('%s')", target->a->name);
+        HR_TRY(hr_tpl_check_depth(v));
         return tv_dict_set(r->a, ns->dict, tv_str(r->a, target->name), v) ? NULL : rt_nomem(r);
     }
     tv **items;
@@ -97,7 +98,7 @@ static hr_err *capture(rt *r, frame *f, const stmt_list *body, tv **out) {
     tsb b = {0};
     int ctl = CTL_NONE;
     hr_err *e = exec_body(r, f, body, &b, &ctl);
-    if (!e && b.full) e = hr_errf("template output exceeds %u MiB", TPL_MAX_OUTPUT >> 20);
+    if (!e) e = hr_tsb_error(&b);
     if (!e && !(*out = tv_strn(r->a, b.p ? b.p : "", b.n))) e = rt_nomem(r);
     tsb_free(&b);
     return e;
@@ -117,6 +118,8 @@ static hr_err *bind_params(rt *r, frame *mf, const stmt *m, const targs *a) {
     tv *varargs = tv_list(r->a, extra_pos, 1), *kwargs = tv_dict(r->a);
     if (!varargs || !kwargs) return rt_nomem(r);
     for (size_t i = 0; i < extra_pos; i++) varargs->list.items[i] = a->pos[m->nparams + i];
+    for (size_t i = 0; i < a->npos; i++) HR_TRY(hr_tpl_check_depth(a->pos[i]));
+    for (size_t i = 0; i < a->nkw; i++) HR_TRY(hr_tpl_check_depth(a->kwv[i]));
     for (size_t i = 0; i < m->nparams; i++) {
         tv *v = targ(a, i, m->params[i], NULL);
         if (!v && m->defaults[i]) HR_TRY(eval_expr(r, mf, m->defaults[i], &v));
@@ -134,14 +137,14 @@ static hr_err *bind_params(rt *r, frame *mf, const stmt *m, const targs *a) {
 }
 
 static hr_err *call_macro(rt *r, tfunc *fn, const targs *a, tv **out) {
-    if (r->depth >= TPL_MAX_CALL_DEPTH)
-        return hr_errf("macro calls nested deeper than %d (recursion?)", TPL_MAX_CALL_DEPTH);
+    if (r->calls >= TPL_MAX_CALL_DEPTH)
+        return hr_tpl_limit("macro calls nested deeper than %d (recursion?)", TPL_MAX_CALL_DEPTH);
     frame *mf = frame_new(r, fn->closure);
     if (!mf) return rt_nomem(r);
     HR_TRY(bind_params(r, mf, fn->macro, a));
-    r->depth++;
+    r->calls++;
     hr_err *e = capture(r, mf, &fn->macro->body, out);
-    r->depth--;
+    r->calls--;
     return e;
 }
 
@@ -172,6 +175,18 @@ static hr_err *exec_call_block(rt *r, frame *f, const stmt *s, tsb *out) {
     return NULL;
 }
 
+/* An if whose else is a single if (an elif chain) continues with it instead of recursing. */
+static hr_err *exec_if(rt *r, frame *f, const stmt *s, tsb *out, int *ctl) {
+    tv *v;
+    for (;;) {
+        HR_TRY(eval_expr(r, f, s->e, &v));
+        if (tv_truthy(v)) return exec_body(r, f, &s->body, out, ctl);
+        if (s->orelse.n != 1 || s->orelse.v[0]->k != S_IF)
+            return exec_body(r, f, &s->orelse, out, ctl);
+        s = s->orelse.v[0];
+    }
+}
+
 static hr_err *exec_stmt(rt *r, frame *f, const stmt *s, tsb *out, int *ctl) {
     tv *v;
     switch (s->k) {
@@ -180,9 +195,7 @@ static hr_err *exec_stmt(rt *r, frame *f, const stmt *s, tsb *out, int *ctl) {
         HR_TRY(eval_expr(r, f, s->e, &v));
         tv_write_str(out, v);
         return NULL;
-    case S_IF:
-        HR_TRY(eval_expr(r, f, s->e, &v));
-        return exec_body(r, f, tv_truthy(v) ? &s->body : &s->orelse, out, ctl);
+    case S_IF: return exec_if(r, f, s, out, ctl);
     case S_FOR: return exec_for(r, f, s, out);
     case S_SET:
         HR_TRY(eval_expr(r, f, s->e, &v));
@@ -201,20 +214,38 @@ static hr_err *exec_stmt(rt *r, frame *f, const stmt *s, tsb *out, int *ctl) {
     return NULL;
 }
 
-hr_err *exec_body(rt *r, frame *f, const stmt_list *l, tsb *out, int *ctl) {
+static hr_err *exec_list(rt *r, frame *f, const stmt_list *l, tsb *out, int *ctl) {
     for (size_t i = 0; i < l->n && *ctl == CTL_NONE; i++) {
-        if (++r->steps > TPL_MAX_STEPS) return hr_errf("template exceeded the limit of %ld evaluation steps", TPL_MAX_STEPS);
+        if (++r->steps > TPL_MAX_STEPS)
+            return hr_tpl_limit("template exceeded the limit of %ld evaluation steps", TPL_MAX_STEPS);
         HR_TRY(exec_stmt(r, f, l->v[i], out, ctl));
-        if (out->full) return hr_errf("template output exceeds %u MiB", TPL_MAX_OUTPUT >> 20);
+        HR_TRY(hr_tsb_error(out));
     }
     return NULL;
 }
 
+hr_err *exec_body(rt *r, frame *f, const stmt_list *l, tsb *out, int *ctl) {
+    if (r->depth >= TPL_MAX_DEPTH)
+        return hr_tpl_limit("template nested deeper than %d levels while rendering (macro "
+                            "recursion?)", TPL_MAX_DEPTH);
+    r->depth++;
+    hr_err *e = exec_list(r, f, l, out, ctl);
+    r->depth--;
+    return e;
+}
+
 hr_err *hr_template_parse(const char *src, hr_template **out) {
     *out = NULL;
+    size_t n = strlen(src);
+    if (n > HR_TEMPLATE_MAX_SOURCE)
+        return hr_errf("template source is %zu bytes, over the limit of %u "
+                       "(HR_TEMPLATE_MAX_SOURCE)", n, HR_TEMPLATE_MAX_SOURCE);
     hr_template *t = calloc(1, sizeof *t);
-    if (!t || !(t->arena = ta_create(SIZE_MAX / 2))) return free(t), hr_err_oom();
+    if (!t || !(t->arena = ta_create(HR_TEMPLATE_MAX_PARSE_MEMORY))) return free(t), hr_err_oom();
     hr_err *e = tpl_parse(t, src);
+    if (e == hr_err_oom() && hr_tpl_arena_exhausted(t->arena))
+        e = hr_errf("template needs more than %u MiB to parse (HR_TEMPLATE_MAX_PARSE_MEMORY)",
+                    HR_TEMPLATE_MAX_PARSE_MEMORY >> 20);
     if (e) return hr_template_free(t), e;
     *out = t;
     return NULL;
@@ -232,9 +263,10 @@ static hr_err *install_context(rt *r, frame *g, const json_t *ctx) {
     if (!ctx) return NULL;
     if (!json_is_object(ctx)) return hr_errf("template context must be a JSON object");
     json_object_foreach((json_t *)ctx, k, v) {
-        tv *x = tv_from_json(r->a, v);
+        tv *x;
+        HR_TRY(tv_from_json(r, v, 1, &x));
         char *name = ta_strndup(r->a, k, strlen(k));
-        if (!x || !name || !frame_set(r, g, name, x)) return rt_nomem(r);
+        if (!name || !frame_set(r, g, name, x)) return rt_nomem(r);
     }
     return NULL;
 }

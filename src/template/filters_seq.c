@@ -62,7 +62,8 @@ hr_err *f_join(rt *r, tv *x, const targs *a, tv **out) {
         if (i && sep) tv_write_str(&b, sep);
         tv_write_str(&b, v);
     }
-    if (!e && !(*out = b.full ? NULL : tv_strn(r->a, b.p ? b.p : "", b.n))) e = rt_nomem(r);
+    if (!e) e = hr_tsb_error(&b);
+    if (!e && !(*out = tv_strn(r->a, b.p ? b.p : "", b.n))) e = rt_nomem(r);
     tsb_free(&b);
     return e;
 }

@@ -15,7 +15,7 @@
 #define TPL_MAX_OUTPUT (64u << 20)  /* bytes of rendered text */
 #define TPL_MAX_STEPS 20000000L     /* evaluated nodes per render */
 #define TPL_MAX_CALL_DEPTH 100      /* nested macro calls */
-#define TPL_MAX_PARSE_DEPTH 200     /* nested expressions/blocks */
+#define TPL_MAX_DEPTH HR_TEMPLATE_MAX_DEPTH /* nesting: blocks + expression + values */
 #define TPL_MAX_RANGE 100000        /* jinja's sandbox MAX_RANGE */
 
 /* ---- arena: bump allocation, freed all at once ---- */
@@ -23,6 +23,7 @@ typedef struct tpl_arena tpl_arena;
 tpl_arena *ta_create(size_t cap);
 void ta_destroy(tpl_arena *a);
 void *ta_alloc(tpl_arena *a, size_t n); /* zeroed; NULL past the cap */
+int hr_tpl_arena_exhausted(const tpl_arena *a); /* an allocation failed at the cap */
 char *ta_strndup(tpl_arena *a, const char *s, size_t n);
 
 /* ---- values ---- */
@@ -34,6 +35,7 @@ typedef struct tfunc tfunc;
 
 struct tv {
     vkind k;
+    int depth; /* lists, dicts: nesting depth once hr_tpl_check_depth measured it, else 0 */
     union {
         int b;
         int64_t i;
@@ -117,15 +119,20 @@ double tv_num(const tv *v);
 /* Python's <: -1/0/1 in *cmp; an error for unordered types. */
 hr_err *tv_compare(const tv *x, const tv *y, const char *op, int *cmp);
 
-/* A growable heap string buffer, capped at TPL_MAX_OUTPUT. */
+/* A growable heap string buffer, capped at TPL_MAX_OUTPUT. Writing stops (full) at the cap
+ * or when a value to write nests more than TPL_MAX_DEPTH levels (deep; a namespace can
+ * contain itself). */
 typedef struct {
     char *p;
     size_t n, cap;
-    int full;
+    int full, deep;
+    int depth; /* containers tv_write_repr is inside of */
 } tsb;
 void tsb_put(tsb *b, const char *s, size_t n);
 void tsb_puts(tsb *b, const char *s);
 void tsb_free(tsb *b);
+/* The limit error of a full buffer (HR_E_LIMIT), or NULL. */
+hr_err *hr_tsb_error(const tsb *b);
 
 /* Python str() and repr() of a value appended to b. */
 void tv_write_str(tsb *b, const tv *v);
@@ -138,8 +145,9 @@ typedef struct {
 } tjson_opts;
 hr_err *tv_write_json(tsb *b, const tv *v, const tjson_opts *o, int depth);
 
-/* Converts a JSON value into a template value (arena-owned). NULL when out of memory. */
-tv *tv_from_json(tpl_arena *a, const json_t *j);
+/* Converts a JSON value into a template value (arena-owned); an error when out of memory
+ * or nested more than TPL_MAX_DEPTH levels. */
+hr_err *tv_from_json(rt *r, const json_t *j, int depth, tv **out);
 
 /* UTF-8 helpers. */
 size_t utf8_len(const char *s, size_t n);
@@ -221,7 +229,8 @@ struct rt {
     tpl_arena *a;
     frame *globals;
     long steps;
-    int depth;
+    int calls; /* macro calls in progress */
+    int depth; /* blocks and expression nodes being evaluated (TPL_MAX_DEPTH) */
     int raised;
 };
 
@@ -230,6 +239,14 @@ int frame_set(rt *r, frame *f, const char *name, tv *v);
 frame *frame_new(rt *r, frame *parent);
 
 hr_err *rt_nomem(rt *r);
+/* A render-time limit error (HR_E_LIMIT: the server's fault, not the request's). */
+hr_err *hr_tpl_limit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* An error when v nests lists and dicts more than TPL_MAX_DEPTH levels deep; checked where
+ * values outlive an expression (namespace attributes, macro arguments, the context) so
+ * that no value grows deep enough to overflow the stack of the recursive value functions.
+ * Namespaces count as one level and are not entered: they are the only values that can
+ * contain themselves. */
+hr_err *hr_tpl_check_depth(tv *v);
 hr_err *eval_expr(rt *r, frame *f, const expr *e, tv **out);
 hr_err *eval_args(rt *r, frame *f, const expr *call, targs *a);
 hr_err *exec_body(rt *r, frame *f, const stmt_list *l, tsb *out, int *ctl);

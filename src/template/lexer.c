@@ -32,24 +32,23 @@ static void advance_to(lexer *L, size_t pos) {
         if (L->s[L->pos] == '\n') L->line++, L->line_start = L->pos + 1;
 }
 
+/* Appends a token at source offset `at`. Tokens come in source order, so the line count
+ * advances with them and lexing stays linear however long a tag is. The array is on the
+ * heap: only the parser reads it. */
 static token *push(lexer *L, ttype t, size_t at) {
     if (L->nt == L->cap) {
         size_t cap = L->cap ? L->cap * 2 : 64;
-        token *v = ta_alloc(L->a, cap * sizeof *v);
+        token *v = realloc(L->v, cap * sizeof *v);
         if (!v) return NULL;
-        if (L->nt) memcpy(v, L->v, L->nt * sizeof *v);
         L->v = v;
         L->cap = cap;
     }
     token *k = &L->v[L->nt++];
     memset(k, 0, sizeof *k);
     k->t = t;
-    int line = L->line;
-    size_t ls = L->line_start;
-    for (size_t i = L->pos; i < at; i++) /* `at` may be ahead of pos by a few bytes */
-        if (L->s[i] == '\n') line++, ls = i + 1;
-    k->line = line;
-    k->col = (int)(at - ls + 1);
+    advance_to(L, at);
+    k->line = L->line;
+    k->col = (int)(at - L->line_start + 1);
     return k;
 }
 
@@ -134,15 +133,24 @@ static hr_err *lex_raw(lexer *L, size_t open, size_t body) {
 
 static const char *ops3[] = {"**", "//", "==", "!=", "<=", ">=", NULL};
 
+/* Where the string opening at p ends: the offset of its closing quote, or n. */
+static size_t string_end(const lexer *L, size_t p) {
+    size_t i = p + 1;
+    while (i < L->n && L->s[i] != L->s[p]) i += L->s[i] == '\\' && i + 1 < L->n ? 2 : 1;
+    return i;
+}
+
+/* Unescaping never lengthens a string (\uXXXX is 6 bytes for at most 3), so the literal's
+ * own length bounds its buffer. */
 static hr_err *lex_string(lexer *L, size_t *p) {
     const char *s = L->s;
-    char q = s[*p];
-    size_t start = *p;
-    char *buf = ta_alloc(L->a, L->n - *p + 1);
+    size_t start = *p, end = string_end(L, start);
+    if (end >= L->n) return lex_err(L, start, "unterminated string");
+    char *buf = ta_alloc(L->a, end - start);
     if (!buf) return hr_err_oom();
-    size_t o = 0, i = *p + 1;
-    for (; i < L->n && s[i] != q; i++) {
-        if (s[i] != '\\' || i + 1 >= L->n) {
+    size_t o = 0;
+    for (size_t i = start + 1; i < end; i++) {
+        if (s[i] != '\\') {
             buf[o++] = s[i];
             continue;
         }
@@ -158,9 +166,9 @@ static hr_err *lex_string(lexer *L, size_t *p) {
             char hex[5] = {0};
             if (i + (size_t)nd >= L->n) return lex_err(L, i, "truncated \\u escape");
             memcpy(hex, s + i + 1, (size_t)nd);
-            char *end;
-            unsigned long cp = strtoul(hex, &end, 16);
-            if (*end) return lex_err(L, i, "malformed escape in string");
+            char *e;
+            unsigned long cp = strtoul(hex, &e, 16);
+            if (*e) return lex_err(L, i, "malformed escape in string");
             o += hr_utf8_encode((uint32_t)cp, buf + o);
             i += (size_t)nd;
             break;
@@ -168,12 +176,11 @@ static hr_err *lex_string(lexer *L, size_t *p) {
         default: buf[o++] = '\\'; buf[o++] = c;
         }
     }
-    if (i >= L->n) return lex_err(L, start, "unterminated string");
     token *k = push(L, T_STRING, start);
     if (!k) return hr_err_oom();
     k->s = buf;
     k->n = o;
-    *p = i + 1;
+    *p = end + 1;
     return NULL;
 }
 
@@ -248,6 +255,7 @@ static int tag_end_at(lexer *L, size_t p, char close, char *mod, size_t *end) {
 static hr_err *lex_tag(lexer *L, size_t p, char close) {
     int depth = 0;
     const char *s = L->s;
+    size_t open = L->pos;
     while (p < L->n) {
         char c = s[p], mod;
         size_t end;
@@ -268,7 +276,7 @@ static hr_err *lex_tag(lexer *L, size_t p, char close) {
         else if (c == '\'' || c == '"') HR_TRY(lex_string(L, &p));
         else HR_TRY(lex_op(L, &p, &depth));
     }
-    return lex_err(L, L->pos, close == '}' ? "unexpected end of template, expected '}}'"
+    return lex_err(L, open, close == '}' ? "unexpected end of template, expected '}}'"
                                            : "unexpected end of template, expected '%}'");
 }
 
@@ -316,12 +324,14 @@ static char *normalize(tpl_arena *a, const char *src, size_t *n) {
 }
 
 hr_err *tpl_lex(tpl_arena *a, const char *src, token **out, size_t *n) {
+    *out = NULL;
     lexer L = {.a = a, .line = 1, .line_starting = 1};
     if (!(L.s = normalize(a, src, &L.n))) return hr_err_oom();
     int done = 0;
-    while (!done) HR_TRY(lex_step(&L, &done));
-    advance_to(&L, L.n);
-    if (!push(&L, T_EOF, L.n)) return hr_err_oom();
+    hr_err *e = NULL;
+    while (!done && !e) e = lex_step(&L, &done);
+    if (!e && !push(&L, T_EOF, L.n)) e = hr_err_oom();
+    if (e) return free(L.v), e;
     *out = L.v;
     *n = L.nt;
     return NULL;

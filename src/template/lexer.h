@@ -20,6 +20,7 @@ typedef struct {
     double f;
 } token;
 
+/* Token strings live in a; the token array *out is on the heap (the caller frees it). */
 hr_err *tpl_lex(tpl_arena *a, const char *src, token **out, size_t *n);
 
 #endif

@@ -128,7 +128,8 @@ static hr_err *m_format(rt *r, tv *self, const targs *a, tv **out) {
         else tv_write_str(&b, v);
         i = (size_t)(close - s);
     }
-    if (!e && !(*out = b.full ? NULL : tv_strn(r->a, b.p ? b.p : "", b.n))) e = rt_nomem(r);
+    if (!e) e = hr_tsb_error(&b);
+    if (!e && !(*out = tv_strn(r->a, b.p ? b.p : "", b.n))) e = rt_nomem(r);
     tsb_free(&b);
     return e;
 }

@@ -4,13 +4,24 @@
  * point, and iteration. */
 #define _GNU_SOURCE
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "template/ops.h"
 
+hr_err *hr_tpl_limit(const char *fmt, ...) {
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return hr_errc(HR_E_LIMIT, "%s", msg);
+}
+
 hr_err *rt_nomem(rt *r) {
     (void)r;
-    return hr_errf("template used more than %u MiB of memory", TPL_MAX_ARENA >> 20);
+    return hr_tpl_limit("template used more than %u MiB of memory", TPL_MAX_ARENA >> 20);
 }
 
 hr_err *undef_error(const tv *u) { return hr_errf("%s", u->undef_msg); }
@@ -306,7 +317,8 @@ hr_err *tv_to_str(rt *r, tv *v, tv **out) {
     if (v->k == V_STR) return *out = v, NULL;
     tsb b = {0};
     tv_write_str(&b, v);
-    if (b.full) return tsb_free(&b), rt_nomem(r);
+    hr_err *e = hr_tsb_error(&b);
+    if (e) return tsb_free(&b), e;
     *out = tv_strn(r->a, b.p ? b.p : "", b.n);
     tsb_free(&b);
     return *out ? NULL : rt_nomem(r);

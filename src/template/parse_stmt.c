@@ -1,5 +1,6 @@
 /* Statement parser: text, {{ output }}, and the block tags chat templates use (if, for,
  * set, macro, call, break/continue, generation), nested to a bounded depth. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "template/parser.h"
@@ -69,16 +70,19 @@ static hr_err *parse_target(parser *P, int allow_attr, expr **out) {
     return NULL;
 }
 
+/* An elif chain is a loop here (and in exec_if): as deep as it is long, it would recurse. */
 static hr_err *parse_if(parser *P, stmt *s) {
     static const char *const ends[] = {"elif", "else", "endif", NULL};
-    HR_TRY(parse_expression(P, 1, &s->e));
-    HR_TRY(expect_block_end(P));
     const char *end;
-    HR_TRY(parse_body(P, ends, &s->body, &end));
-    if (!strcmp(end, "elif")) {
+    for (;;) {
+        HR_TRY(parse_expression(P, 1, &s->e));
+        HR_TRY(hr_tpl_check_nesting(P, s->e));
+        HR_TRY(expect_block_end(P));
+        HR_TRY(parse_body(P, ends, &s->body, &end));
+        if (strcmp(end, "elif")) break;
         stmt *elif = new_stmt(P, S_IF, CUR(P));
         if (!elif || !list_push(P, &s->orelse, elif)) return hr_err_oom();
-        return parse_if(P, elif);
+        s = elif;
     }
     if (!strcmp(end, "else")) {
         static const char *const endif[] = {"endif", NULL};
@@ -95,9 +99,11 @@ static hr_err *parse_for(parser *P, stmt *s) {
     if (!is_name(CUR(P), "in")) return perr(P, CUR(P), "expected 'in', got '%s'", tok_desc(CUR(P)));
     P->i++;
     HR_TRY(parse_tuple(P, 0, 0, iter_end, &s->e));
+    HR_TRY(hr_tpl_check_nesting(P, s->e));
     if (is_name(CUR(P), "if")) {
         P->i++;
         HR_TRY(parse_expression(P, 1, &s->cond));
+        HR_TRY(hr_tpl_check_nesting(P, s->cond));
     }
     if (is_name(CUR(P), "recursive")) return perr(P, CUR(P), "recursive loops are not supported");
     HR_TRY(expect_block_end(P));
@@ -116,6 +122,7 @@ static hr_err *parse_set(parser *P, stmt *s) {
     if (is_op(CUR(P), "=")) {
         P->i++;
         HR_TRY(parse_tuple(P, 1, 0, NULL, &s->e));
+        HR_TRY(hr_tpl_check_nesting(P, s->e));
         return expect_block_end(P);
     }
     if (s->target->k != E_NAME) return perr(P, CUR(P), "block set needs a plain name");
@@ -149,6 +156,7 @@ static hr_err *parse_params(parser *P, stmt *s) {
         if (is_op(CUR(P), "=")) {
             P->i++;
             HR_TRY(parse_expression(P, 1, &s->defaults[s->nparams]));
+            HR_TRY(hr_tpl_check_nesting(P, s->defaults[s->nparams]));
         } else if (s->nparams && s->defaults[s->nparams - 1])
             return perr(P, CUR(P), "non-default argument follows default argument");
         s->nparams++;
@@ -173,6 +181,7 @@ static hr_err *parse_call_block(parser *P, stmt *s) {
     const token *at = CUR(P);
     HR_TRY(parse_expression(P, 1, &s->e));
     if (s->e->k != E_CALL) return perr(P, at, "expected a call after {%% call %%}");
+    HR_TRY(hr_tpl_check_nesting(P, s->e));
     HR_TRY(expect_block_end(P));
     const char *end;
     HR_TRY(parse_body(P, ends, &s->body, &end));
@@ -221,6 +230,7 @@ static int is_end(const token *t, const char *const *ends) {
 static hr_err *parse_output(parser *P, stmt *s) {
     P->i++;
     HR_TRY(parse_tuple(P, 1, 0, NULL, &s->e));
+    HR_TRY(hr_tpl_check_nesting(P, s->e));
     if (CUR(P)->t != T_VAR_END)
         return perr(P, CUR(P), "expected end of print statement, got '%s'", tok_desc(CUR(P)));
     P->i++;
@@ -228,7 +238,8 @@ static hr_err *parse_output(parser *P, stmt *s) {
 }
 
 static hr_err *parse_body(parser *P, const char *const *ends, stmt_list *out, const char **end) {
-    if (++P->depth > TPL_MAX_PARSE_DEPTH) return perr(P, CUR(P), "blocks nested too deeply");
+    if (++P->depth > TPL_MAX_DEPTH)
+        return perr(P, CUR(P), "blocks nested too deeply (more than %d levels)", TPL_MAX_DEPTH);
     for (;;) {
         const token *t = CUR(P);
         stmt *s = NULL;
@@ -264,5 +275,7 @@ static hr_err *parse_body(parser *P, const char *const *ends, stmt_list *out, co
 hr_err *tpl_parse(hr_template *t, const char *src) {
     parser P = {.a = t->arena};
     HR_TRY(tpl_lex(t->arena, src, &P.t, &P.n));
-    return parse_body(&P, NULL, &t->body, NULL);
+    hr_err *e = parse_body(&P, NULL, &t->body, NULL);
+    free(P.t);
+    return e;
 }

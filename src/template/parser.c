@@ -73,12 +73,31 @@ static hr_err *parse_unary(parser *P, int with_filter, expr **out);
     do { if (!((var) = new_expr(P, (kind), (at)))) return hr_err_oom(); } while (0)
 
 static hr_err *enter(parser *P) {
-    if (++P->depth > TPL_MAX_PARSE_DEPTH) return perr(P, CUR(P), "expression nested too deeply");
+    if (++P->depth > TPL_MAX_DEPTH)
+        return perr(P, CUR(P), "expression nested too deeply (more than %d levels)", TPL_MAX_DEPTH);
     return NULL;
 }
 
+/* Operator chains (a + b + ... , a.b.c, x|f|g) parse in loops but make trees as deep as
+ * they are long, and evaluation recurses down them: e at `depth` must keep its deepest
+ * node within TPL_MAX_DEPTH. The walk stops at the limit, so its own recursion is bounded. */
+static hr_err *check_node(const expr *e, int depth) {
+    if (!e) return NULL;
+    if (depth > TPL_MAX_DEPTH)
+        return hr_errf("template syntax error at line %d, column %d: expression nested too deeply "
+                       "(more than %d levels)", e->line, e->col, TPL_MAX_DEPTH);
+    const expr *kids[] = {e->a, e->b, e->c, e->d};
+    for (int i = 0; i < 4; i++) HR_TRY(check_node(kids[i], depth + 1));
+    for (size_t i = 0; i < e->n; i++) HR_TRY(check_node(e->items[i], depth + 1));
+    for (size_t i = 0; i < e->nkw; i++) HR_TRY(check_node(e->kwv[i], depth + 1));
+    return NULL;
+}
+
+hr_err *hr_tpl_check_nesting(parser *P, const expr *e) { return check_node(e, P->depth + 1); }
+
+/* The parser's recursion passes parse_unary (or the else of an inline if, or `not`) once
+ * per level, and each counts against TPL_MAX_DEPTH. */
 hr_err *parse_expression(parser *P, int with_condexpr, expr **out) {
-    HR_TRY(enter(P));
     HR_TRY(parse_or(P, out));
     while (with_condexpr && is_name(CUR(P), "if")) {
         const token *at = CUR(P);
@@ -89,11 +108,12 @@ hr_err *parse_expression(parser *P, int with_condexpr, expr **out) {
         HR_TRY(parse_or(P, &c->a));
         if (is_name(CUR(P), "else")) {
             P->i++;
+            HR_TRY(enter(P));
             HR_TRY(parse_expression(P, 1, &c->c));
+            P->depth--;
         }
         *out = c;
     }
-    P->depth--;
     return NULL;
 }
 

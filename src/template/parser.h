@@ -25,6 +25,9 @@ hr_err *expect_op(parser *P, const char *op);
 expr *new_expr(parser *P, ekind k, const token *at);
 
 hr_err *parse_expression(parser *P, int with_condexpr, expr **out);
+/* An error when evaluating e, a statement's expression at the current block depth, would
+ * nest deeper than TPL_MAX_DEPTH (the depth rendering counts: blocks plus expression nodes). */
+hr_err *hr_tpl_check_nesting(parser *P, const expr *e);
 /* Comma-separated expressions; a tuple when there is a comma (or empty parentheses).
  * `extra` lists names that end the tuple (e.g. "in"). */
 hr_err *parse_tuple(parser *P, int with_condexpr, int explicit_parens, const char *const *extra,

@@ -36,6 +36,22 @@ void tsb_free(tsb *b) {
     memset(b, 0, sizeof *b);
 }
 
+hr_err *hr_tsb_error(const tsb *b) {
+    if (!b->full) return NULL;
+    if (b->deep) return hr_tpl_limit("a value nested more than %d levels deep", TPL_MAX_DEPTH);
+    return hr_tpl_limit("template output exceeds %u MiB", TPL_MAX_OUTPUT >> 20);
+}
+
+/* Counts a container being written; false (and the buffer full) past TPL_MAX_DEPTH. */
+static int repr_enter(tsb *b) {
+    if (b->depth >= TPL_MAX_DEPTH) {
+        b->deep = b->full = 1;
+        return 0;
+    }
+    b->depth++;
+    return 1;
+}
+
 /* Python's float repr: the shortest digits that round-trip, positional for exponents in
  * [-4, 16), scientific otherwise. */
 static void write_float(tsb *b, double f) {
@@ -105,6 +121,7 @@ static void write_str_repr(tsb *b, const char *s, size_t n) {
 }
 
 static void write_list_repr(tsb *b, const tv *v) {
+    if (!repr_enter(b)) return;
     tsb_puts(b, v->list.tuple ? "(" : "[");
     for (size_t i = 0; i < v->list.n; i++) {
         if (i) tsb_puts(b, ", ");
@@ -112,9 +129,11 @@ static void write_list_repr(tsb *b, const tv *v) {
     }
     if (v->list.tuple && v->list.n == 1) tsb_puts(b, ",");
     tsb_puts(b, v->list.tuple ? ")" : "]");
+    b->depth--;
 }
 
 static void write_dict_repr(tsb *b, const tv *v) {
+    if (!repr_enter(b)) return;
     if (v->dict->is_ns) tsb_puts(b, "<Namespace ");
     tsb_puts(b, "{");
     for (size_t i = 0; i < v->dict->n; i++) {
@@ -124,6 +143,7 @@ static void write_dict_repr(tsb *b, const tv *v) {
         tv_write_repr(b, v->dict->vals[i]);
     }
     tsb_puts(b, v->dict->is_ns ? "}>" : "}");
+    b->depth--;
 }
 
 void tv_write_repr(tsb *b, const tv *v) {
@@ -247,7 +267,8 @@ static hr_err *write_json_dict(tsb *b, const tv *v, const tjson_opts *o, int dep
 }
 
 hr_err *tv_write_json(tsb *b, const tv *v, const tjson_opts *o, int depth) {
-    if (depth > TPL_MAX_PARSE_DEPTH) return hr_errf("tojson: value nested too deeply");
+    if (depth > TPL_MAX_DEPTH)
+        return hr_tpl_limit("tojson: a value nested more than %d levels deep", TPL_MAX_DEPTH);
     switch (v->k) {
     case V_NONE: tsb_puts(b, "null"); return NULL;
     case V_BOOL: tsb_puts(b, v->b ? "true" : "false"); return NULL;

@@ -10,6 +10,15 @@
 
 typedef struct hr_template hr_template;
 
+/* Limits that turn a hostile template into an error instead of a crash or an OOM kill
+ * (docs/template.md). Real chat templates are under 20 KB and nest under 20 levels. The
+ * depth limit holds at parse time (a template nesting deeper does not load) and while
+ * rendering (macro recursion, nested values); at 256 a render needs well under the 512 KiB
+ * of a small thread stack. Errors from render-time limits carry HR_E_LIMIT. */
+#define HR_TEMPLATE_MAX_SOURCE (1u << 20)        /* bytes of template source */
+#define HR_TEMPLATE_MAX_PARSE_MEMORY (64u << 20) /* bytes of a parsed template */
+#define HR_TEMPLATE_MAX_DEPTH 256                /* nesting levels (see template.md) */
+
 /* Parses template source. A syntax error says "line L, column C: ...". */
 hr_err *hr_template_parse(const char *src, hr_template **out);
 void hr_template_free(hr_template *t);

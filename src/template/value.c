@@ -224,36 +224,70 @@ hr_err *tv_compare(const tv *x, const tv *y, const char *op, int *cmp) {
                    tv_type_name(y));
 }
 
-static tv *list_from_json(tpl_arena *a, const json_t *j) {
-    tv *v = tv_list(a, json_array_size(j), 0);
-    for (size_t i = 0; v && i < v->list.n; i++)
-        if (!(v->list.items[i] = tv_from_json(a, json_array_get(j, i)))) return NULL;
-    return v;
+static hr_err *list_from_json(rt *r, const json_t *j, int depth, tv **out) {
+    tv *v = tv_list(r->a, json_array_size(j), 0);
+    if (!v) return rt_nomem(r);
+    for (size_t i = 0; i < v->list.n; i++)
+        HR_TRY(tv_from_json(r, json_array_get(j, i), depth + 1, &v->list.items[i]));
+    return *out = v, NULL;
 }
 
-static tv *dict_from_json(tpl_arena *a, const json_t *j) {
-    tv *v = tv_dict(a);
+static hr_err *dict_from_json(rt *r, const json_t *j, int depth, tv **out) {
+    tv *v = tv_dict(r->a);
+    if (!v) return rt_nomem(r);
     const char *k;
     json_t *x;
     json_object_foreach((json_t *)j, k, x) {
-        tv *key = v ? tv_str(a, k) : NULL, *val = key ? tv_from_json(a, x) : NULL;
-        if (!val || !tv_dict_set(a, v->dict, key, val)) return NULL;
+        tv *key = tv_str(r->a, k), *val;
+        if (!key) return rt_nomem(r);
+        HR_TRY(tv_from_json(r, x, depth + 1, &val));
+        if (!tv_dict_set(r->a, v->dict, key, val)) return rt_nomem(r);
     }
-    return v;
+    return *out = v, NULL;
 }
 
-tv *tv_from_json(tpl_arena *a, const json_t *j) {
+/* Deeper context is the request's doing: a plain error (a 400), not a limit. */
+hr_err *tv_from_json(rt *r, const json_t *j, int depth, tv **out) {
+    *out = NULL;
+    if ((json_is_object(j) || json_is_array(j)) && depth > TPL_MAX_DEPTH)
+        return hr_errf("template context nests more than %d levels deep", TPL_MAX_DEPTH);
     switch (json_typeof(j)) {
-    case JSON_OBJECT: return dict_from_json(a, j);
-    case JSON_ARRAY: return list_from_json(a, j);
-    case JSON_STRING: return tv_strn(a, json_string_value(j), json_string_length(j));
-    case JSON_INTEGER: return tv_int(a, json_integer_value(j));
-    case JSON_REAL: return tv_float(a, json_real_value(j));
-    case JSON_TRUE: return TV_TRUE;
-    case JSON_FALSE: return TV_FALSE;
-    case JSON_NULL: return TV_NONE;
+    case JSON_OBJECT: return dict_from_json(r, j, depth, out);
+    case JSON_ARRAY: return list_from_json(r, j, depth, out);
+    case JSON_STRING: *out = tv_strn(r->a, json_string_value(j), json_string_length(j)); break;
+    case JSON_INTEGER: *out = tv_int(r->a, json_integer_value(j)); break;
+    case JSON_REAL: *out = tv_float(r->a, json_real_value(j)); break;
+    case JSON_TRUE: *out = TV_TRUE; break;
+    case JSON_FALSE: *out = TV_FALSE; break;
+    case JSON_NULL: *out = TV_NONE; break;
     }
-    return TV_NONE;
+    return *out ? NULL : rt_nomem(r);
+}
+
+static int max_depth(int a, int b) { return a < 0 || b < 0 ? -1 : a > b ? a : b; }
+
+/* v's nesting depth in lists and dicts, or -1 when it has more than `room` levels. A
+ * value's depth is measured once and kept in it: lists and dicts do not change once a
+ * template sees them (namespaces do, so they count as one level and are not entered). */
+static int nest_depth(tv *v, int room) {
+    if (v->k == V_DICT && v->dict->is_ns) return room > 0 ? 1 : -1;
+    if (v->k != V_LIST && v->k != V_DICT) return 0;
+    if (v->depth) return v->depth <= room ? v->depth : -1;
+    if (room == 0) return -1;
+    int d = 0;
+    if (v->k == V_LIST)
+        for (size_t i = 0; i < v->list.n && d >= 0; i++)
+            d = max_depth(d, nest_depth(v->list.items[i], room - 1));
+    for (size_t i = 0; v->k == V_DICT && i < v->dict->n && d >= 0; i++)
+        d = max_depth(d, max_depth(nest_depth(v->dict->keys[i], room - 1),
+                                   nest_depth(v->dict->vals[i], room - 1)));
+    if (d < 0) return -1;
+    return v->depth = d + 1;
+}
+
+hr_err *hr_tpl_check_depth(tv *v) {
+    if (nest_depth(v, TPL_MAX_DEPTH) >= 0) return NULL;
+    return hr_tpl_limit("a value nested more than %d levels deep", TPL_MAX_DEPTH);
 }
 
 size_t utf8_len(const char *s, size_t n) {

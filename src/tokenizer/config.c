@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "base/file.h"
+#include "base/json.h"
+#include "template/template.h"
 #include "tokenizer/tok_internal.h"
 
 /* Loads dir/name if it exists; *out stays NULL when it does not. Numbers load as reals:
@@ -15,9 +17,7 @@ static hr_err *load_optional(const char *dir, const char *name, json_t **out) {
     char *path = hr_path_join(dir, name);
     if (!path) return hr_err_oom();
     hr_err *e = NULL;
-    json_error_t je;
-    if (hr_file_exists(path) && !(*out = json_load_file(path, JSON_DECODE_INT_AS_REAL, &je)))
-        e = hr_errf("%s:%d:%d: invalid JSON: %s", path, je.line, je.column, je.text);
+    if (hr_file_exists(path)) e = hr_json_load_file_flags(path, JSON_DECODE_INT_AS_REAL, out);
     free(path);
     return e;
 }
@@ -91,7 +91,7 @@ static hr_err *template_file(hr_tokenizer *t, const char *dir) {
     hr_err *e = NULL;
     if (hr_file_exists(path)) {
         size_t len;
-        e = hr_read_file(path, &t->template_file, &len);
+        e = hr_read_file_max(path, HR_TEMPLATE_MAX_SOURCE, &t->template_file, &len);
     }
     free(path);
     return e;

@@ -12,6 +12,7 @@ expect_rc gemma_raise 1 "^hearth template: Conversation roles must alternate" "$
 expect_rc llama2_no_template 1 "chat_template is not set" "$H" template --model "$C/llama2" --request "$T/req.json"
 printf '{%% for m in messages %%}[{{ m.role }}]{%% endfor %%}' >"$T/t.jinja"
 expect_rc template_file 0 '^\[user\]$' "$H" template --model "$C/qwen3" --template "$T/t.jinja" --request "$T/req.json"
+expect_rc request_pipe 0 '^\[user\]$' sh -c 'cat "$3" | "$0" template --model "$1" --template "$2" --request /dev/stdin' "$H" "$C/qwen3" "$T/t.jinja" "$T/req.json"
 printf 'ok\n{%% if x %%}\n{{ 1 + }}' >"$T/broken.jinja"
 expect_rc syntax_error 1 "line 3, column 8" "$H" template --template "$T/broken.jinja" --request "$T/req.json"
 expect_rc missing_request 1 "nope.json" "$H" template --model "$C/qwen3" --request "$T/nope.json"

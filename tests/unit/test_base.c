@@ -1,5 +1,6 @@
-/* base/: errors, files (mmap, atomic write), the thread pool, dtype conversions. */
+/* base/: errors, files (mmap, atomic write, bounded reads), the thread pool, dtype conversions. */
 #include <stdatomic.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -40,6 +41,37 @@ static void test_atomic_write_and_mmap(void) {
     unlink(path);
     rmdir(dir);
     free(path);
+}
+
+/* path must fail to read with a message containing want. */
+static int read_fails(const char *path, size_t max, const char *want) {
+    char *buf;
+    hr_err *e = hr_read_file_max(path, max, &buf, NULL);
+    int ok = e && !buf && strstr(hr_err_msg(e), want);
+    if (!ok) printf("  %s: %s\n", path, e ? hr_err_msg(e) : "read");
+    hr_err_free(e);
+    return ok;
+}
+
+/* Model files are read only when regular and small enough: /dev/zero never ends, opening
+ * a FIFO blocks until a writer comes. */
+static void test_read_file_max(void) {
+    char dir[] = "/tmp/hr_test_XXXXXX";
+    HR_CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char *path = hr_path_join(dir, "f"), *fifo = hr_path_join(dir, "fifo");
+    HR_CHECK_OK(hr_write_atomic(path, "12345", 5));
+    HR_CHECK(mkfifo(fifo, 0600) == 0, "mkfifo");
+    char *buf;
+    size_t len;
+    HR_CHECK_OK(hr_read_file_max(path, 5, &buf, &len));
+    HR_CHECK(len == 5 && !strcmp(buf, "12345"), "content");
+    free(buf);
+    int ok = read_fails(path, 4, "5 bytes, over the limit of 4") &&
+             read_fails("/dev/zero", 100, "not a regular file") &&
+             read_fails(fifo, 100, "not a regular file") && read_fails(dir, 100, "not a regular file");
+    unlink(path), unlink(fifo), rmdir(dir);
+    free(path), free(fifo);
+    HR_CHECK(ok, "hr_read_file_max must refuse these");
 }
 
 typedef struct {
@@ -95,6 +127,7 @@ static void test_half_conversions(void) {
 int main(void) {
     HR_RUN(test_err_wrap);
     HR_RUN(test_atomic_write_and_mmap);
+    HR_RUN(test_read_file_max);
     HR_RUN(test_pool);
     HR_RUN(test_split_range);
     HR_RUN(test_half_conversions);
