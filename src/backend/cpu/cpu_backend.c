@@ -16,6 +16,8 @@ static void cpu_destroy(hr_backend *be) {
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
     hr_pool_destroy(cb->pool);
     free(cb->scratch);
+    free(cb->sample_probs);
+    free(cb->sample_idx);
     free(cb);
 }
 
@@ -368,6 +370,26 @@ static void cpu_argmax(hr_backend *be, int32_t *ids, const float *x, int rows, i
     }
 }
 
+/* The sample op: hr_sample_ref on each row, one after the other on the engine thread (what the
+ * host sampler did before the op). Out of memory for the scratch: every row goes to the host. */
+static void cpu_sample(hr_backend *be, hr_sample_out *out, float *x, int rows, int n) {
+    hr_cpu_backend *cb = (hr_cpu_backend *)be;
+    const hr_sample_step *s = cb->meta.sample;
+    if (n > cb->sample_cap) {
+        free(cb->sample_probs);
+        free(cb->sample_idx);
+        cb->sample_probs = malloc(sizeof(float) * (size_t)n);
+        cb->sample_idx = malloc(sizeof(int32_t) * (size_t)n);
+        cb->sample_cap = cb->sample_probs && cb->sample_idx ? n : 0;
+    }
+    for (int r = 0; r < rows; r++) {
+        out[r].id = -1;
+        if (s && r < s->n_rows && cb->sample_cap >= n)
+            hr_sample_ref(&out[r], x + (size_t)r * n, n, &s->rows[r], s->edits, cb->sample_probs,
+                          cb->sample_idx);
+    }
+}
+
 static void cpu_mul_gather(hr_backend *be, float *y, const int32_t *idx, const hr_tensor *table, long n) {
     for (long i = 0; i < n; i++) {
         float s;
@@ -403,6 +425,7 @@ static const hr_backend_vt cpu_vt = {
     .softcap = cpu_softcap,
     .copy2d = cpu_copy2d,
     .argmax = cpu_argmax,
+    .sample = cpu_sample,
     .moe_route = hr_cpu_moe_route,
     .moe_experts = hr_cpu_moe_experts,
     .mul_gather = cpu_mul_gather,

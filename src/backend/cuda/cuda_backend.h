@@ -15,6 +15,7 @@ enum { HR_CU_STAGES = 2, HR_CU_GRAPHS = 32, HR_CU_BLAS_WORKSPACE = 32 << 20, HR_
  * is allocated or freed (a pointer some op might take may have moved). */
 typedef struct {
     int n_tokens, n_rows, max_blocks, max_len;
+    hr_step_head head; /* the ops after lm_head differ by head */
     unsigned long epoch;
 } hr_cu_graph_key;
 
@@ -48,6 +49,7 @@ typedef struct {
     void *meta_dev;
     size_t meta_dev_bytes;
     hr_cu_meta meta; /* device pointers into meta_dev, counts on the host */
+    hr_step_head head; /* the current step's */
     /* reads go through pinned bounce buffers (a copy into pageable memory runs at a fraction
      * of the bus speed): chunk i + 1 lands while chunk i is copied out */
     void *bounce[2];
@@ -131,6 +133,7 @@ void hr_cu_op_conv1d(hr_backend *be, float *x, const hr_tensor *w, int channels,
 void hr_cu_op_gated_delta(hr_backend *be, float *out, hr_kv_store *kv, const hr_delta_params *p);
 void hr_cu_op_state_copy(hr_backend *be, hr_kv_store *kv, int slot, int snap, int restore);
 void hr_cu_op_argmax(hr_backend *be, int32_t *ids, const float *x, int rows, int n);
+void hr_cu_op_sample(hr_backend *be, hr_sample_out *out, float *x, int rows, int n);
 void hr_cu_op_moe_route(hr_backend *be, int32_t *ids, float *weights, const float *logits, int T,
                         int n_experts, int k, int renorm);
 void hr_cu_op_moe_experts(hr_backend *be, float *y, const float *x, const int32_t *ids,

@@ -11,6 +11,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "backend/sample.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -30,6 +32,9 @@ typedef struct {
                              HR_CU_TILE_MIN tokens, HR_CU_TILE tokens each (attention.cu) */
     const int32_t *tiles;
     const int32_t *tokens, *pos, *row, *q_start, *block_table, *state_slots;
+    int n_sample_rows;                 /* the sample op's parameters (HR_HEAD_SAMPLE steps) */
+    const hr_sample_row *sample_rows;  /* [n_sample_rows], or NULL */
+    const hr_logit_edit *sample_edits;
 } hr_cu_meta;
 
 /* One layer's view of the paged KV store: element (block, kvh, slot, d) of K is
@@ -88,6 +93,11 @@ void hr_cu_attention(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *
 
 /* ids[r] = first index of the maximum of x[r, 0..n) (elementwise.cu) */
 void hr_cu_argmax(cudaStream_t s, int32_t *ids, const float *x, int rows, int n);
+
+/* The sample op (sample.cu): out[r] for logits[r, 0..V) with rows[r]'s parameters, its edits
+ * applied to logits in place; one block per row. */
+void hr_cu_sample(cudaStream_t s, hr_sample_out *out, float *logits, int rows, int V,
+                  const hr_sample_row *prm, const hr_logit_edit *edits);
 
 /* The tensor-core prefill kernel (attention_tc.cu) for the step's tiles: whether it takes
  * this layer (bf16 KV, head_dim 32, 64 or 128), and the launch (0: could not launch). */
