@@ -5,8 +5,8 @@
  * chunks in admission order, until max_batch_tokens is spent. Rows that reach the end of
  * their pending tokens get a token (the device's argmax when every row is greedy, else the
  * backend's sample op with the host deciding the rows it leaves, else processors and the
- * sampler on logits read back) and emit. After
- * the step, models whose layers are all sliding give back blocks that left the window. */
+ * sampler on logits read back) and emit. After the step, models whose layers are all sliding
+ * give back blocks that left the window. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,9 +318,14 @@ static pick host_pick(hr_engine *e, hr_request *r, float *logits, int processed,
         hr_proc_apply(&r->proc, logits, V, r->tokens, r->n_prompt, r->tokens + r->n_prompt,
                       r->n_tokens - r->n_prompt, e->counts);
     pick p = {0};
-    if (r->think.forcing) p.tok = forced_token(r);
-    else if (!u) p.tok = hr_sampler_sample(&r->sampler, logits);
-    else if ((p.tok = hr_sampler_sample_u(&r->sampler, logits, *u, &drew)), drew) hr_sampler_uniform(&r->sampler);
+    if (r->think.forcing) {
+        p.tok = forced_token(r);
+    } else if (!u) {
+        p.tok = hr_sampler_sample(&r->sampler, logits);
+    } else {
+        p.tok = hr_sampler_sample_u(&r->sampler, logits, *u, &drew);
+        if (drew) hr_sampler_uniform(&r->sampler); /* the u it used */
+    }
     if (r->logprobs || r->top_logprobs) {
         p.has_lp = 1;
         p.logprob = hr_logprobs(logits, V, p.tok, r->top_logprobs, e->top_ids, e->top_lp);

@@ -262,7 +262,7 @@ static void test_engine_op_equals_host(void) {
     static hr_backend_vt no_sample;
     hr_backend *be_op, *be_host;
     hr_model *m_op, *m_host;
-    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 1}, &be_op));
+    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &be_op)); /* rows over the pool */
     HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 1}, &be_host));
     no_sample = *be_host->vt;
     no_sample.sample = NULL;
