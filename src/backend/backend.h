@@ -77,6 +77,7 @@ typedef struct {
     const int32_t *block_table; /* [n_rows, max_blocks] */
     const int32_t *state_slots; /* [n_rows] recurrent-state slot of each row */
     hr_step_head head;
+    int n_logit_rows;             /* rows of logits lm_head makes (rows the head op sees) */
     const hr_sample_step *sample; /* HR_HEAD_SAMPLE: the sample op's parameters, else NULL */
 } hr_step_meta;
 

@@ -306,6 +306,7 @@ static hr_err *forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_r
     HR_TRY(check_out(m, o, R));
     HR_TRY(hr_check_state_slots(m, kv, rows, n_rows));
     meta.head = o->head;
+    meta.n_logit_rows = R;
     meta.sample = o->head == HR_HEAD_SAMPLE ? o->sample : NULL;
     hr_backend *be = m->be;
     HR_TRY(be->vt->step_begin(be, &meta));

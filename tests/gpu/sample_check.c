@@ -141,7 +141,8 @@ static hr_err *op_call(op_dev *d, const float *raw, int V, const hr_sample_row *
     hr_sample_step step = {ROWS, ROWS * N_EDITS, rows, edits};
     int32_t z = 0; /* a step of no tokens: only the sample op runs */
     hr_step_meta meta = {.tokens = &z, .pos = &z, .row = &z, .q_start = &z, .max_blocks = 1,
-                         .block_table = &z, .state_slots = &z, .head = HR_HEAD_SAMPLE, .sample = &step};
+                         .block_table = &z, .state_slots = &z, .head = HR_HEAD_SAMPLE,
+                         .n_logit_rows = ROWS, .sample = &step};
     HR_TRY(be->vt->step_begin(be, &meta));
     be->vt->sample(be, d->out, d->logits, ROWS, V);
     return be->vt->read(be, d->out, out, sizeof(hr_sample_out) * ROWS);

@@ -123,7 +123,7 @@ static picked op_path(hr_backend *be, hr_sampler *s, const hr_proc_params *p, fl
     if (hr_proc_active(p)) row.n_edits = hr_proc_edits(p, prompt, np, out, no, counts, edits);
     if (row.mode == HR_SAMPLE_DRAW) row.u = hr_sampler_peek(s);
     hr_sample_step step = {1, row.n_edits, &row, edits};
-    hr_step_meta meta = {.head = HR_HEAD_SAMPLE, .sample = &step};
+    hr_step_meta meta = {.head = HR_HEAD_SAMPLE, .n_logit_rows = 1, .sample = &step};
     hr_sample_out o;
     picked r = {0};
     if (be->vt->step_begin(be, &meta)) return (picked){.tok = -2};

@@ -1,8 +1,8 @@
 /* The CUDA backend: device memory for weights (uploaded once in their dtype), activations
  * and the paged KV store, one stream on which every op is enqueued in issue order, the step's
- * metadata (with a sampling step's parameters) uploaded in one transfer from pinned staging, and cuBLAS for large products. This
- * file is the memory side of the vtable; the ops are in cuda_ops.c and cuda_moe.c, the kernels
- * in *.cu (docs/cuda.md). */
+ * metadata (a sampling step's parameters too) uploaded in one transfer from pinned staging,
+ * and cuBLAS for large products. This file is the memory side of the vtable; the ops are in
+ * cuda_ops.c and cuda_moe.c, the kernels in *.cu (docs/cuda.md). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -337,6 +337,7 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
                             .sample_rows = m->sample ? (const void *)((const char *)d + rows_off) : NULL,
                             .sample_edits = (const void *)((const char *)d + edits_off)};
     cb->head = m->head;
+    cb->n_logit_rows = m->n_logit_rows;
     hr_cu_graph_begin(cb, m->n_tokens == m->n_rows);
     return NULL;
 }

@@ -15,7 +15,8 @@ enum { HR_CU_STAGES = 2, HR_CU_GRAPHS = 32, HR_CU_BLAS_WORKSPACE = 32 << 20, HR_
  * is allocated or freed (a pointer some op might take may have moved). */
 typedef struct {
     int n_tokens, n_rows, max_blocks, max_len;
-    hr_step_head head; /* the ops after lm_head differ by head */
+    hr_step_head head; /* the ops after lm_head differ by head and by their rows */
+    int n_logit_rows;
     unsigned long epoch;
 } hr_cu_graph_key;
 
@@ -49,7 +50,8 @@ typedef struct {
     void *meta_dev;
     size_t meta_dev_bytes;
     hr_cu_meta meta; /* device pointers into meta_dev, counts on the host */
-    hr_step_head head; /* the current step's */
+    hr_step_head head; /* the current step's, and its logit rows */
+    int n_logit_rows;
     /* reads go through pinned bounce buffers (a copy into pageable memory runs at a fraction
      * of the bus speed): chunk i + 1 lands while chunk i is copied out */
     void *bounce[2];

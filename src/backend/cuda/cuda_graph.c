@@ -1,7 +1,7 @@
 /* CUDA graphs for decode steps. A step of one token per row issues ~15 kernels per layer;
  * launched one by one, their launch cost (a few microseconds each) exceeds their run time on
  * small models and leaves the GPU idle between them. Steps with the same shape (rows, the
- * block-table width, the context bucket and the head, all in the key; the step's data,
+ * block-table width, the context bucket, the head and its logit rows, all in the key; the step's data,
  * sampling parameters included, lives in device metadata the kernels read) issue the same ops
  * with the same arguments, so: the first step of
  * a key runs eagerly (buffers grow, ops that need the host show themselves), the second is
@@ -15,7 +15,8 @@
 
 static int same_key(const hr_cu_graph_key *a, const hr_cu_graph_key *b) {
     return a->n_tokens == b->n_tokens && a->n_rows == b->n_rows && a->max_blocks == b->max_blocks &&
-           a->max_len == b->max_len && a->head == b->head && a->epoch == b->epoch;
+           a->max_len == b->max_len && a->head == b->head && a->n_logit_rows == b->n_logit_rows &&
+           a->epoch == b->epoch;
 }
 
 static void drop(hr_cu_graph *g) {
@@ -53,7 +54,7 @@ void hr_cu_graph_begin(hr_cuda_backend *cb, int decode_like) {
     cb->graph_cur = NULL;
     if (cb->graphs_off || !decode_like) return;
     hr_cu_graph_key key = {cb->meta.n_tokens, cb->meta.n_rows, cb->meta.max_blocks, cb->meta.max_len,
-                           cb->head, cb->epoch};
+                           cb->head, cb->n_logit_rows, cb->epoch};
     int found;
     hr_cu_graph *g = lookup(cb, &key, &found);
     g->used = ++cb->tick;
