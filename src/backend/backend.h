@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "backend/sample.h"
 #include "base/err.h"
 #include "tensor/tensor.h"
 
@@ -62,6 +63,10 @@ hr_err *hr_kv_dtype_check(const hr_kv_store *kv);
  * The arrays are host memory given to step_begin, which makes them the step's device
  * metadata: a device backend uploads them in one transfer; the CPU backend uses them in
  * place, so they must stay unchanged until the step's last op is issued. */
+/* How a step's logits leave the device: read back whole, as each row's argmax, or through the
+ * sample op. A device backend keys its captured steps by it (the ops differ). */
+typedef enum { HR_HEAD_LOGITS, HR_HEAD_ARGMAX, HR_HEAD_SAMPLE } hr_step_head;
+
 typedef struct {
     int n_tokens, n_rows;
     const int32_t *tokens;      /* [n_tokens] token ids (embed reads them) */
@@ -71,10 +76,9 @@ typedef struct {
     int max_blocks;             /* entries per row of block_table */
     const int32_t *block_table; /* [n_rows, max_blocks] */
     const int32_t *state_slots; /* [n_rows] recurrent-state slot of each row */
-    /* which ops end the step (0: the logits are read back; 1: argmax ids only): steps of one
-     * layout issue different op sequences per variant, so a backend that records a step and
-     * replays it for later steps of the same layout (CUDA graphs) keys on it */
-    int variant;
+    hr_step_head head;
+    int n_logit_rows;             /* rows of logits lm_head makes (rows the head op sees) */
+    const hr_sample_step *sample; /* HR_HEAD_SAMPLE: the sample op's parameters, else NULL */
 } hr_step_meta;
 
 /* Attention parameters of one layer. */
@@ -171,6 +175,13 @@ typedef struct {
     /* ids[r] = the first index of the largest of x[r, 0..n) for r < rows (greedy decoding
      * without reading the logits back; ids is device memory) */
     void (*argmax)(hr_backend *be, int32_t *ids, const float *x, int rows, int n);
+    /* Optional (NULL: the engine samples on the host). out[r] = row r's token and logprobs
+     * from logits x[r, 0..n) with the step's sample parameters (meta->sample, rows rows): its
+     * edits applied to x in place, then its argmax or its draw, as hr_sample_ref decides it
+     * (backend/sample.h; a device may differ from it only where its own rounding moves a
+     * cumulative boundary past u, or reorders near-equal probabilities), or id -1 where the
+     * host must decide from x. out is device memory. */
+    void (*sample)(hr_backend *be, hr_sample_out *out, float *x, int rows, int n);
 
     /* --- MoE (docs/hybrid.md) --- */
     /* ids/weights[T, k] = the top-k experts of softmax(logits[T, n_experts]) and their

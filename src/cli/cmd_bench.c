@@ -1,6 +1,7 @@
 /* hearth bench: engine throughput through the public API (prefix cache off): batch-1
  * decode, prefill speed at a few prompt lengths, and aggregate decode with 1..64
- * concurrent sequences, measured over the window where every sequence is decoding.
+ * concurrent sequences, measured over the window where every sequence is decoding (greedy, or
+ * sampled with --temperature: the sample op's path, or the host's on a backend without it).
  * Numbers, never pass/fail; on a shared machine run it twice. */
 #include <pthread.h>
 #include <stdio.h>
@@ -54,8 +55,10 @@ static void on_event(void *ctx, const hr_event *ev) {
     pthread_mutex_unlock(&b->mu);
 }
 
-/* Runs n requests of prompt_len tokens generating gen tokens each, all submitted at once. */
-static hr_err *run_batch(hr_engine *e, int n, int prompt_len, int gen, int vocab, bench_run *b) {
+/* Runs n requests of prompt_len tokens generating gen tokens each, all submitted at once,
+ * greedy (temperature 0) or sampled at temperature (seeded by the request's index). */
+static hr_err *run_batch(hr_engine *e, int n, int prompt_len, int gen, int vocab, float temperature,
+                         bench_run *b) {
     memset(b, 0, sizeof *b);
     pthread_mutex_init(&b->mu, NULL);
     pthread_cond_init(&b->cv, NULL);
@@ -75,6 +78,9 @@ static hr_err *run_batch(hr_engine *e, int n, int prompt_len, int gen, int vocab
                                                     .n_tokens = prompt_len,
                                                     .max_tokens = gen,
                                                     .ignore_eos = 1,
+                                                    .temperature = temperature,
+                                                    .top_p = 1,
+                                                    .seed = (uint64_t)i + 1,
                                                     .cb = on_event,
                                                     .cb_ctx = &q[i]},
                                &r[i]);
@@ -99,6 +105,7 @@ typedef struct {
     const char *model, *prefill, *compute, *device, *kv_dtype, *streams;
     long threads, max_seqs, gen, context;
     int *conc, n_conc; /* the concurrencies measured (--streams) */
+    double temperature;
     int exact;
     hr_numerics_req num; /* from --compute, --kv-dtype, --exact */
 } bench_opts;
@@ -113,7 +120,7 @@ static hr_err *bench_decode(hr_engine *e, const bench_opts *o, int vocab, size_t
         int c = o->conc[i];
         hr_engine_stats before, after;
         hr_engine_stats_get(e, &before);
-        HR_TRY(run_batch(e, c, (int)o->context, (int)o->gen, vocab, &b));
+        HR_TRY(run_batch(e, c, (int)o->context, (int)o->gen, vocab, (float)o->temperature, &b));
         hr_engine_stats_get(e, &after);
         long n_steps = after.steps - before.steps;
         /* the forward's share of a step (the rest is sampling and scheduling), over the whole
@@ -143,7 +150,7 @@ static hr_err *bench_prefill(hr_engine *e, const int *lens, int n, int vocab, in
             printf("prefill %5d    | skipped: beyond the context (%d)\n", lens[i], max_ctx);
             continue;
         }
-        HR_TRY(run_batch(e, 1, lens[i], 1, vocab, &b));
+        HR_TRY(run_batch(e, 1, lens[i], 1, vocab, 0, &b));
         double s = (double)(b.t_first_done - b.t_submit) * 1e-9;
         printf("prefill %5d    | %8.1f tok/s | %8.2f ms to first token\n", lens[i],
                lens[i] / (s + 1e-12), 1e3 * s);
@@ -180,10 +187,10 @@ static hr_err *bench(const bench_opts *o) {
         hr_engine_stats_get(e, &st);
         int threads = o->threads > 0 ? (int)o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
         printf("model %s (%s), %d threads, %s products, %s KV pool %d blocks of %d, %ld tokens "
-               "per decode request\n",
+               "per decode request, temperature %g\n",
                o->model, c.model_type, threads, st.compute == HR_COMPUTE_BF16 ? "bf16" : "f32",
                hr_kv_dtype_flag(hr_kv_type_dtype(st.kv_dtype)), st.kv_blocks_total, st.block_size,
-               o->gen);
+               o->gen, o->temperature);
         int max_ctx = c.max_pos > 0 && c.max_pos < st.kv_blocks_total * st.block_size
                           ? c.max_pos
                           : st.kv_blocks_total * st.block_size;
@@ -234,6 +241,8 @@ int hr_cmd_bench(int argc, char **argv) {
         {"streams", HR_OPT_STR, &o.streams, "concurrencies to measure, e.g. 1,8,64 (default 1, 2, 4, ... up to --max-seqs)"},
         {"gen", HR_OPT_INT, &o.gen, "tokens generated per decode request (default 32)"},
         {"context", HR_OPT_INT, &o.context, "prompt tokens of each decode request (default 16)"},
+        {"temperature", HR_OPT_FLOAT, &o.temperature,
+         "decode requests sample at this temperature, seeded (default 0: greedy)"},
         {"compute", HR_OPT_STR, &o.compute, HR_COMPUTE_HELP},
         {"kv-dtype", HR_OPT_STR, &o.kv_dtype, HR_KV_DTYPE_HELP},
         {"exact", HR_OPT_FLAG, &o.exact, HR_EXACT_HELP},
@@ -252,6 +261,8 @@ int hr_cmd_bench(int argc, char **argv) {
     if (o.gen < 2 || o.gen > 100000) return hr_cmd_fail("bench", hr_errf("--gen must be in [2, 100000]")), 2;
     if (o.context < 1 || o.context > 1000000)
         return hr_cmd_fail("bench", hr_errf("--context must be in [1, 1000000]")), 2;
+    if (!(o.temperature >= 0 && o.temperature <= 100))
+        return hr_cmd_fail("bench", hr_errf("--temperature must be in [0, 100]")), 2;
     if ((err = concurrencies(&o))) {
         free(o.conc);
         return hr_cmd_fail("bench", err), 2;

@@ -487,8 +487,12 @@ static hr_err *engine_start(hr_engine *e) {
     e->rows = calloc(ms, sizeof *e->rows);
     e->logits = malloc(sizeof(float) * ms * (size_t)c->vocab);
     e->greedy_ids = malloc(sizeof(int32_t) * ms);
+    e->sample_rows = malloc(sizeof(hr_sample_row) * ms);
+    e->sampled = malloc(sizeof(hr_sample_out) * ms);
     e->counts = calloc((size_t)c->vocab, sizeof(int));
-    if (!e->running || !e->row_req || !e->rows || !e->logits || !e->greedy_ids || !e->counts) return hr_err_oom();
+    if (!e->running || !e->row_req || !e->rows || !e->logits || !e->greedy_ids || !e->sample_rows ||
+        !e->sampled || !e->counts)
+        return hr_err_oom();
     e->stats.kv_blocks_total = e->pool.store.n_blocks;
     e->stats.block_size = o->block_size;
     e->stats.kv_dtype = hr_kv_type_of(e->pool.store.dtype);
@@ -575,6 +579,9 @@ void hr_engine_destroy(hr_engine *e) {
     free(e->rows);
     free(e->logits);
     free(e->greedy_ids);
+    free(e->sample_rows);
+    free(e->sampled);
+    free(e->edits);
     free(e->counts);
     if (e->has_prompt) hr_prompt_close(&e->prompt);
     hr_model_close(&e->opened);

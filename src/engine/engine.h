@@ -81,6 +81,11 @@ struct hr_engine {
     hr_request **row_req; /* (max_seqs) */
     float *logits;        /* (max_seqs, vocab) */
     int32_t *greedy_ids;  /* (max_seqs) argmax of each row, when a step needs no logits */
+    hr_sample_row *sample_rows; /* (max_seqs) a sample step's rows (sched.c sample_params) */
+    hr_sample_out *sampled;     /* (max_seqs) and what the op decided */
+    hr_logit_edit *edits;       /* (cap_edits) the step's processor edits */
+    size_t cap_edits;
+    hr_sample_step sample;
     int *counts;          /* (vocab) zeroed scratch for penalties */
     int32_t top_ids[HR_MAX_TOP_LOGPROBS];
     float top_lp[HR_MAX_TOP_LOGPROBS];

@@ -29,6 +29,19 @@ int hr_proc_active(const hr_proc_params *p) {
            p->frequency_penalty != 0 || p->n_bias > 0;
 }
 
+/* The last-n windows of prompt and output (the window takes the output's tail first). */
+static void windows(const hr_proc_params *p, const int32_t **prompt, int *n_prompt,
+                    const int32_t **out, int *n_out) {
+    if (p->last_n > 0 && *n_out > p->last_n) {
+        *out += *n_out - p->last_n;
+        *n_out = p->last_n;
+    }
+    if (p->last_n > 0 && *n_prompt > p->last_n - *n_out) {
+        *prompt += *n_prompt - (p->last_n - *n_out);
+        *n_prompt = p->last_n - *n_out;
+    }
+}
+
 static void repetition(float *logits, float pen, const int32_t *ids, int n, int *seen) {
     for (int i = 0; i < n; i++) {
         int t = ids[i];
@@ -43,14 +56,7 @@ void hr_proc_apply(const hr_proc_params *p, float *logits, int vocab, const int3
     (void)vocab;
     for (int i = 0; i < p->n_bias; i++)
         logits[p->bias_ids[i]] += p->bias_values[i];
-    if (p->last_n > 0 && n_out > p->last_n) { /* the window lies inside the output */
-        out += n_out - p->last_n;
-        n_out = p->last_n;
-    }
-    if (p->last_n > 0 && n_prompt > p->last_n - n_out) { /* and takes the prompt's tail */
-        prompt += n_prompt - (p->last_n - n_out);
-        n_prompt = p->last_n - n_out;
-    }
+    windows(p, &prompt, &n_prompt, &out, &n_out);
     if (p->repetition_penalty > 0 && p->repetition_penalty != 1) {
         repetition(logits, p->repetition_penalty, prompt, n_prompt, counts);
         repetition(logits, p->repetition_penalty, out, n_out, counts);
@@ -70,26 +76,37 @@ void hr_proc_apply(const hr_proc_params *p, float *logits, int vocab, const int3
     }
 }
 
-float hr_logprobs(const float *logits, int vocab, int32_t token, int top_n, int32_t *top_ids,
-                  float *top_lp) {
-    float mx = -INFINITY;
-    for (int i = 0; i < vocab; i++)
-        mx = logits[i] > mx ? logits[i] : mx;
-    double sum = 0;
-    for (int i = 0; i < vocab; i++)
-        sum += exp((double)(logits[i] - mx));
-    float lse = mx + (float)log(sum);
-    int n = 0; /* insertion into a sorted top list: top_n is small (<= 20) */
-    for (int i = 0; i < vocab && top_n > 0; i++) {
-        if (n == top_n && logits[i] <= logits[top_ids[n - 1]]) continue;
-        int j = n < top_n ? n++ : n - 1;
-        while (j > 0 && logits[top_ids[j - 1]] < logits[i]) {
-            top_ids[j] = top_ids[j - 1];
-            j--;
-        }
-        top_ids[j] = i;
+/* The edit of token t in edits (slot[t]: 1 + its index), added as a no-op when t has none. */
+static hr_logit_edit *edit_of(hr_logit_edit *edits, int *n, int *slot, int32_t t) {
+    if (!slot[t]) {
+        edits[*n] = (hr_logit_edit){t, 0, 1, 0};
+        slot[t] = ++*n;
+    }
+    return &edits[slot[t] - 1];
+}
+
+int hr_proc_edits(const hr_proc_params *p, const int32_t *prompt, int n_prompt, const int32_t *out,
+                  int n_out, int *counts, hr_logit_edit *edits) {
+    int n = 0, dup = 0;
+    for (int i = 0; i < p->n_bias; i++) {
+        dup |= counts[p->bias_ids[i]] != 0;
+        edit_of(edits, &n, counts, p->bias_ids[i])->add = p->bias_values[i];
+    }
+    windows(p, &prompt, &n_prompt, &out, &n_out);
+    if (!dup && p->repetition_penalty > 0 && p->repetition_penalty != 1) {
+        for (int i = 0; i < n_prompt; i++)
+            edit_of(edits, &n, counts, prompt[i])->rep = p->repetition_penalty;
+        for (int i = 0; i < n_out; i++)
+            edit_of(edits, &n, counts, out[i])->rep = p->repetition_penalty;
+    }
+    if (!dup && (p->presence_penalty != 0 || p->frequency_penalty != 0)) {
+        for (int i = 0; i < n_out; i++) /* sub counts the occurrences first */
+            edit_of(edits, &n, counts, out[i])->sub += 1;
+        for (int i = 0; i < n; i++)
+            if (edits[i].sub > 0)
+                edits[i].sub = p->presence_penalty + p->frequency_penalty * edits[i].sub;
     }
     for (int i = 0; i < n; i++)
-        top_lp[i] = logits[top_ids[i]] - lse;
-    return logits[token] - lse;
+        counts[edits[i].id] = 0;
+    return dup ? -1 : n;
 }

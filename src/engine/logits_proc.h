@@ -1,12 +1,14 @@
 /* Logits processors applied to one row's logits before sampling: logit_bias, the
  * repetition penalty (HF: over prompt and output), presence and frequency penalties
  * (OpenAI: over output tokens), each optionally over only the last N tokens of its history
- * (llama.cpp's repeat_last_n), and log-probabilities of the processed logits. */
+ * (llama.cpp's repeat_last_n); applied on the host, or handed to the sample op as edits
+ * (hr_logprobs, the log-probabilities of the processed logits, is in backend/sample.h). */
 #ifndef HR_ENGINE_LOGITS_PROC_H
 #define HR_ENGINE_LOGITS_PROC_H
 
 #include <stdint.h>
 
+#include "backend/sample.h"
 #include "base/err.h"
 
 typedef struct {
@@ -27,9 +29,12 @@ int hr_proc_active(const hr_proc_params *p);
  * zero on entry and on return. */
 void hr_proc_apply(const hr_proc_params *p, float *logits, int vocab, const int32_t *prompt,
                    int n_prompt, const int32_t *out, int n_out, int *counts);
-/* Log-softmax of logits at token; fills the top_n most likely (ids descending by
- * probability, ties by id) when top_n > 0. */
-float hr_logprobs(const float *logits, int vocab, int32_t token, int top_n, int32_t *top_ids,
-                  float *top_lp);
+/* The same processors as a list of edits for the sample op, one per token they change
+ * (hr_sample_apply_edits of the list is hr_proc_apply, bit for bit); returns the count, or -1
+ * when logit_bias names an id twice (two additions in a row do not fold into one edit
+ * exactly: the host applies those). edits has room for n_bias + n_prompt + n_out; counts as
+ * in hr_proc_apply. */
+int hr_proc_edits(const hr_proc_params *p, const int32_t *prompt, int n_prompt, const int32_t *out,
+                  int n_out, int *counts, hr_logit_edit *edits);
 
 #endif

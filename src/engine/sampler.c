@@ -1,12 +1,14 @@
 /* Samplers: argmax, or softmax at a temperature over the candidates that survive top-k,
- * min-p, top-p, locally typical sampling and XTC. Top-p works on a candidate set pruned of
- * tokens whose total mass cannot reach the nucleus, so it sorts a few hundred tokens, not
- * the vocabulary. */
+ * min-p, top-p (backend/sample.c, shared with the sample op), locally typical sampling and
+ * XTC, then one uniform draw from the request's seeded generator. */
 #define _GNU_SOURCE
 #include "engine/sampler.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "backend/sample.h"
 
 static uint64_t splitmix64(uint64_t *x) {
     uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
@@ -32,6 +34,16 @@ static uint64_t next_u64(uint64_t *s) { /* xoshiro256** */
 
 double hr_sampler_uniform(hr_sampler *s) {
     return (double)(next_u64(s->rng) >> 11) * 0x1.0p-53;
+}
+
+double hr_sampler_peek(const hr_sampler *s) {
+    uint64_t rng[4];
+    memcpy(rng, s->rng, sizeof rng);
+    return (double)(next_u64(rng) >> 11) * 0x1.0p-53;
+}
+
+int hr_sampler_host_only(const hr_sampler *s) {
+    return s->p.temperature != 0 && ((s->p.typical_p > 0 && s->p.typical_p < 1) || s->p.xtc_probability > 0);
 }
 
 hr_err *hr_sampler_params_check(const hr_sampler_params *p) {
@@ -68,53 +80,6 @@ void hr_sampler_free(hr_sampler *s) {
     free(s->idx);
     s->probs = NULL;
     s->idx = NULL;
-}
-
-static int argmax(const float *x, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[best]) best = i;
-    return best;
-}
-
-static int by_prob_desc(const void *a, const void *b, void *ctx) {
-    const float *probs = ctx;
-    float pa = probs[*(const int32_t *)a], pb = probs[*(const int32_t *)b];
-    return pa < pb ? 1 : pa > pb ? -1 : *(const int32_t *)a - *(const int32_t *)b;
-}
-
-/* probs = softmax(logits / T) over the whole vocabulary; returns the max probability. */
-static float softmax(hr_sampler *s, const float *logits) {
-    int V = s->vocab;
-    float mx = logits[argmax(logits, V)], inv_t = 1.0f / s->p.temperature, sum = 0;
-    for (int i = 0; i < V; i++)
-        sum += s->probs[i] = expf((logits[i] - mx) * inv_t);
-    for (int i = 0; i < V; i++)
-        s->probs[i] /= sum;
-    return 1.0f / sum;
-}
-
-/* Candidate tokens (in s->idx) after the cheap filters; returns their count. */
-static int candidates(hr_sampler *s, float pmax) {
-    int V = s->vocab, n = 0;
-    float floor = s->p.min_p * pmax;
-    if (s->p.top_p < 1) floor = fmaxf(floor, (1.0f - s->p.top_p) / (2.0f * (float)V));
-    for (int i = 0; i < V; i++)
-        if (s->probs[i] >= floor && s->probs[i] > 0) s->idx[n++] = i;
-    int need_sort = s->p.top_p < 1 || (s->p.top_k > 0 && s->p.top_k < n);
-    if (need_sort) qsort_r(s->idx, (size_t)n, sizeof *s->idx, by_prob_desc, s->probs);
-    if (s->p.top_k > 0 && s->p.top_k < n) n = s->p.top_k;
-    if (s->p.top_p < 1) {
-        float cum = 0;
-        for (int i = 0; i < n; i++) {
-            cum += s->probs[s->idx[i]];
-            if (cum >= s->p.top_p) {
-                n = i + 1;
-                break;
-            }
-        }
-    }
-    return n;
 }
 
 static double mass(const hr_sampler *s, int n) {
@@ -179,18 +144,29 @@ static int xtc(hr_sampler *s, int n) {
     return m;
 }
 
+/* The candidates after every filter that draws nothing (temperature > 0), in s->idx; 0 when
+ * none is left (the argmax goes, without a draw). */
+static int filtered(hr_sampler *s, const float *logits) {
+    float pmax = hr_sample_softmax(s->probs, logits, s->vocab, s->p.temperature);
+    int n = hr_sample_candidates(s->probs, s->idx, s->vocab, pmax, s->p.min_p, s->p.top_p,
+                                 s->p.top_k, s->vocab);
+    if (n > 0 && s->p.typical_p > 0 && s->p.typical_p < 1) n = typical(s, n);
+    return n;
+}
+
 int hr_sampler_sample(hr_sampler *s, const float *logits) {
-    if (s->p.temperature == 0) return argmax(logits, s->vocab);
-    float pmax = softmax(s, logits);
-    int n = candidates(s, pmax);
-    if (n == 0) return argmax(logits, s->vocab);
-    if (s->p.typical_p > 0 && s->p.typical_p < 1) n = typical(s, n);
+    if (s->p.temperature == 0) return hr_sample_argmax(logits, s->vocab);
+    int n = filtered(s, logits);
+    if (n == 0) return hr_sample_argmax(logits, s->vocab);
     if (s->p.xtc_probability > 0) n = xtc(s, n);
-    double total = mass(s, n);
-    double u = hr_sampler_uniform(s) * total, cum = 0;
-    for (int i = 0; i < n; i++) {
-        cum += s->probs[s->idx[i]];
-        if (u < cum) return s->idx[i];
-    }
-    return s->idx[n - 1];
+    return hr_sample_walk(s->probs, s->idx, n, hr_sampler_uniform(s));
+}
+
+int hr_sampler_sample_u(hr_sampler *s, const float *logits, double u, int *drew) {
+    *drew = 0;
+    if (s->p.temperature == 0) return hr_sample_argmax(logits, s->vocab);
+    int n = filtered(s, logits);
+    if (n == 0) return hr_sample_argmax(logits, s->vocab);
+    *drew = 1;
+    return hr_sample_walk(s->probs, s->idx, n, u);
 }

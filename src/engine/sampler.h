@@ -33,9 +33,18 @@ typedef struct {
 hr_err *hr_sampler_params_check(const hr_sampler_params *p);
 hr_err *hr_sampler_init(hr_sampler *s, const hr_sampler_params *p, int vocab);
 void hr_sampler_free(hr_sampler *s);
-/* Picks a token from logits[vocab]; does not modify logits. */
+/* Picks a token from logits[vocab]; does not modify logits. Draws from the generator once
+ * (twice with XTC), except for greedy samplers and rows with no candidate. */
 int hr_sampler_sample(hr_sampler *s, const float *logits);
+/* The same pick with u as its draw, for samplers without XTC; the generator is not touched.
+ * *drew says whether hr_sampler_sample would have drawn (then the caller advances the
+ * generator, so the stream stays the one hr_sampler_sample consumes). */
+int hr_sampler_sample_u(hr_sampler *s, const float *logits, double u, int *drew);
 /* Uniform double in [0, 1) from the sampler's generator. */
 double hr_sampler_uniform(hr_sampler *s);
+/* The value the next hr_sampler_uniform returns, without drawing it. */
+double hr_sampler_peek(const hr_sampler *s);
+/* Whether s samples with a filter the sample op does not have (typical-p, XTC). */
+int hr_sampler_host_only(const hr_sampler *s);
 
 #endif

@@ -3,8 +3,10 @@
  * the pool is short), admit waiting requests in FIFO order while blocks and max_seqs allow,
  * then run ONE forward over rows: first every decode row (one token each), then prefill
  * chunks in admission order, until max_batch_tokens is spent. Rows that reach the end of
- * their pending tokens get logits, go through processors and the sampler, and emit. After
- * the step, models whose layers are all sliding give back blocks that left the window. */
+ * their pending tokens get a token (the device's argmax when every row is greedy, else the
+ * backend's sample op with the host deciding the rows it leaves, else processors and the
+ * sampler on logits read back) and emit. After the step, models whose layers are all sliding
+ * give back blocks that left the window. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -274,10 +276,8 @@ static int is_stop_id(const hr_request *r, int32_t tok) {
     return 0;
 }
 
-/* The next token: sampled, or the next of a reasoning close being forced. */
-/* The sampler's pick from logits, or (logits NULL) the argmax the device already chose. */
-static int32_t next_token(hr_request *r, const float *logits, int32_t greedy) {
-    if (!r->think.forcing) return logits ? hr_sampler_sample(&r->sampler, logits) : greedy;
+/* The next token of a reasoning close being forced (no draw). */
+static int32_t forced_token(hr_request *r) {
     int32_t tok = r->think.close[r->think.pos++];
     if (r->think.pos == r->think.n_close) r->think.forcing = 0;
     return tok;
@@ -294,24 +294,59 @@ static void track_reasoning(hr_request *r, int32_t tok) {
     }
 }
 
-/* Processors, logprobs, sampler and text for one row's logits (or, logits NULL, the row's
- * device argmax `greedy`: only for rows that need nothing else, see greedy_only); returns how
- * r finished (HR_FINISH_NONE: it goes on). */
-static hr_finish sample_row(hr_engine *e, hr_request *r, float *logits, int32_t greedy,
-                            const char **error) {
+/* The top logprobs r gets (at most the vocabulary). */
+static int top_n(const hr_engine *e, const hr_request *r) {
     int V = hr_model_cfg(e->model)->vocab;
-    if (logits && hr_proc_active(&r->proc))
+    return r->top_logprobs < V ? r->top_logprobs : V;
+}
+
+/* A row's chosen token and, when the request asks, its logprobs. */
+typedef struct {
+    int32_t tok;
+    int has_lp, n_top;
+    float logprob;
+    const int32_t *top_ids;
+    const float *top_lp;
+} pick;
+
+/* The host's pick from one row's logits (host memory, processed in place unless processed is
+ * set): the processors, the forced token or the sampler (with the pre-drawn u when u is
+ * non-NULL, the generator advanced as hr_sampler_sample would have), the logprobs. */
+static pick host_pick(hr_engine *e, hr_request *r, float *logits, int processed, const double *u) {
+    int V = hr_model_cfg(e->model)->vocab, drew = 0;
+    if (!processed && hr_proc_active(&r->proc))
         hr_proc_apply(&r->proc, logits, V, r->tokens, r->n_prompt, r->tokens + r->n_prompt,
                       r->n_tokens - r->n_prompt, e->counts);
-    int32_t tok = next_token(r, logits, greedy);
+    pick p = {0};
+    if (r->think.forcing) {
+        p.tok = forced_token(r);
+    } else if (!u) {
+        p.tok = hr_sampler_sample(&r->sampler, logits);
+    } else {
+        p.tok = hr_sampler_sample_u(&r->sampler, logits, *u, &drew);
+        if (drew) hr_sampler_uniform(&r->sampler); /* the u it used */
+    }
+    if (r->logprobs || r->top_logprobs) {
+        p.has_lp = 1;
+        p.logprob = hr_logprobs(logits, V, p.tok, r->top_logprobs, e->top_ids, e->top_lp);
+        p.n_top = top_n(e, r);
+        p.top_ids = e->top_ids;
+        p.top_lp = e->top_lp;
+    }
+    return p;
+}
+
+/* Emits r's token p, then its text; returns how r finished (HR_FINISH_NONE: it goes on). */
+static hr_finish emit_token(hr_request *r, const pick *p, const char **error) {
+    int32_t tok = p->tok;
     track_reasoning(r, tok);
     hr_event ev = {.kind = HR_EVENT_TOKEN, .token = tok, .text = "", .n_prompt = r->n_prompt,
                    .n_generated = r->n_tokens + 1 - r->n_prompt, .n_cached = r->n_cached};
-    if (r->logprobs || r->top_logprobs) {
-        ev.logprob = hr_logprobs(logits, V, tok, r->top_logprobs, e->top_ids, e->top_lp);
-        ev.n_top = r->top_logprobs < V ? r->top_logprobs : V;
-        ev.top_ids = e->top_ids;
-        ev.top_logprobs = e->top_lp;
+    if (p->has_lp) {
+        ev.logprob = p->logprob;
+        ev.n_top = p->n_top;
+        ev.top_ids = p->top_ids;
+        ev.top_logprobs = p->top_lp;
     }
     r->tokens[r->n_tokens++] = tok; /* tokens has room for n_prompt + max_tokens */
     hr_finish fin = is_stop_id(r, tok)                           ? HR_FINISH_STOP
@@ -334,6 +369,86 @@ static hr_finish sample_row(hr_engine *e, hr_request *r, float *logits, int32_t 
     }
     hr_request_emit(r, &ev);
     return fin;
+}
+
+/* What the sample op does with r's row: the host keeps rows with a filter the op lacks and
+ * rows whose token is forced. */
+static int sample_mode(const hr_request *r) {
+    if (r->think.forcing || hr_sampler_host_only(&r->sampler)) return HR_SAMPLE_HOST;
+    return r->sampler.p.temperature == 0 ? HR_SAMPLE_GREEDY : HR_SAMPLE_DRAW;
+}
+
+/* Grows the step's edit list to hold n. */
+static hr_err *reserve_edits(hr_engine *e, size_t n) {
+    if (n <= e->cap_edits) return NULL;
+    hr_logit_edit *p = realloc(e->edits, sizeof *p * n);
+    if (!p) return hr_err_oom();
+    e->edits = p;
+    e->cap_edits = n;
+    return NULL;
+}
+
+/* The sample op's parameters for the step's logit rows, in e->sample: each row's mode,
+ * filters, processor edits (a row whose logit_bias repeats an id goes to the host) and, for
+ * draws, the uniform its generator yields next (drawn for real once the row has used it). */
+static hr_err *sample_params(hr_engine *e, int n_rows) {
+    size_t need = 0;
+    for (int k = 0; k < n_rows; k++)
+        need += (size_t)e->row_req[k]->proc.n_bias + (size_t)e->row_req[k]->n_tokens;
+    HR_TRY(reserve_edits(e, need));
+    int li = 0, n_edits = 0;
+    for (int k = 0; k < n_rows; k++) {
+        if (e->rows[k].logits != HR_LOGITS_LAST) continue;
+        const hr_request *r = e->row_req[k];
+        const hr_sampler_params *sp = &r->sampler.p;
+        hr_sample_row *sr = &e->sample_rows[li++];
+        *sr = (hr_sample_row){.mode = sample_mode(r), .temperature = sp->temperature,
+                              .top_p = sp->top_p, .min_p = sp->min_p, .top_k = sp->top_k,
+                              .logprob = r->logprobs, .n_top = top_n(e, r), .edit_start = n_edits};
+        if (sr->mode != HR_SAMPLE_HOST && hr_proc_active(&r->proc)) {
+            int n = hr_proc_edits(&r->proc, r->tokens, r->n_prompt, r->tokens + r->n_prompt,
+                                  r->n_tokens - r->n_prompt, e->counts, e->edits + n_edits);
+            if (n < 0) sr->mode = HR_SAMPLE_HOST;
+            else sr->n_edits = n, n_edits += n;
+        }
+        if (sr->mode == HR_SAMPLE_DRAW) sr->u = hr_sampler_peek(&r->sampler);
+    }
+    e->sample = (hr_sample_step){li, n_edits, e->sample_rows, e->edits};
+    return NULL;
+}
+
+/* Logit row li's token after a sample step: the op's, or the host's from the row read back
+ * (into e->logits) where the op left it undecided. */
+static hr_err *sampled_pick(hr_engine *e, hr_request *r, int li, pick *p) {
+    const hr_sample_row *sr = &e->sample_rows[li];
+    const hr_sample_out *o = &e->sampled[li];
+    if (o->id >= 0) {
+        if (sr->mode == HR_SAMPLE_DRAW) hr_sampler_uniform(&r->sampler); /* the u it used */
+        *p = (pick){.tok = o->id, .has_lp = sr->logprob || sr->n_top, .n_top = sr->n_top,
+                    .logprob = o->logprob, .top_ids = o->top_ids, .top_lp = o->top_lp};
+        return NULL;
+    }
+    if (r->think.forcing && !r->logprobs && !r->top_logprobs) {
+        *p = (pick){.tok = forced_token(r)};
+        return NULL;
+    }
+    float *row = e->logits + (size_t)li * hr_model_cfg(e->model)->vocab;
+    HR_TRY(hr_model_logits_row(e->model, li, row));
+    *p = host_pick(e, r, row, sr->mode != HR_SAMPLE_HOST, sr->mode == HR_SAMPLE_DRAW ? &sr->u : NULL);
+    return NULL;
+}
+
+/* Logit row li's token, by the step's head. */
+static hr_err *row_pick(hr_engine *e, hr_request *r, hr_step_head head, int li, pick *p) {
+    switch (head) {
+    case HR_HEAD_ARGMAX:
+        *p = (pick){.tok = r->think.forcing ? forced_token(r) : e->greedy_ids[li]};
+        return NULL;
+    case HR_HEAD_SAMPLE: return sampled_pick(e, r, li, p);
+    default:
+        *p = host_pick(e, r, e->logits + (size_t)li * hr_model_cfg(e->model)->vocab, 0, NULL);
+        return NULL;
+    }
 }
 
 static void fail_rows(hr_engine *e, int n_rows, hr_err *err) {
@@ -367,6 +482,24 @@ static int greedy_only(const hr_engine *e, int n_rows) {
     return 1;
 }
 
+/* The step's head: the argmax when every row is greedy, else the sample op when the backend
+ * has it, else the logits to the host. */
+static hr_step_head step_head(const hr_engine *e, int n_rows) {
+    if (greedy_only(e, n_rows)) return HR_HEAD_ARGMAX;
+    return hr_model_can_sample(e->model) ? HR_HEAD_SAMPLE : HR_HEAD_LOGITS;
+}
+
+static hr_err *forward(hr_engine *e, int n_rows, hr_step_head head) {
+    hr_kv_store *kv = &e->pool.store;
+    switch (head) {
+    case HR_HEAD_ARGMAX: return hr_model_forward_greedy(e->model, kv, e->rows, n_rows, e->greedy_ids);
+    case HR_HEAD_SAMPLE:
+        HR_TRY(sample_params(e, n_rows));
+        return hr_model_forward_sample(e->model, kv, e->rows, n_rows, &e->sample, e->sampled);
+    default: return hr_model_forward(e->model, kv, e->rows, n_rows, e->logits);
+    }
+}
+
 void hr_sched_step(hr_engine *e, int *idle) {
     drop_cancelled(e);
     ensure_blocks(e);
@@ -375,14 +508,13 @@ void hr_sched_step(hr_engine *e, int *idle) {
     *idle = n_rows == 0;
     if (n_rows == 0) return;
     uint64_t t0 = hr_now_ns();
-    int greedy = greedy_only(e, n_rows);
-    hr_err *err = greedy ? hr_model_forward_greedy(e->model, &e->pool.store, e->rows, n_rows, e->greedy_ids)
-                         : hr_model_forward(e->model, &e->pool.store, e->rows, n_rows, e->logits);
+    hr_step_head head = step_head(e, n_rows);
+    hr_err *err = forward(e, n_rows, head);
     if (err) {
         fail_rows(e, n_rows, err);
         return;
     }
-    int V = hr_model_cfg(e->model)->vocab, li = 0, n_sampled = 0;
+    int li = 0, n_sampled = 0;
     for (int k = 0; k < n_rows; k++)
         n_sampled += e->rows[k].logits == HR_LOGITS_LAST;
     /* before any DONE goes out, so a caller that saw DONE sees its tokens counted */
@@ -397,8 +529,15 @@ void hr_sched_step(hr_engine *e, int *idle) {
             hr_kv_seq_release_before(&e->pool, &r->kv, r->n_computed - e->kv_window + 1);
         if (e->rows[k].logits != HR_LOGITS_LAST) continue;
         const char *error = NULL;
-        hr_finish fin = greedy ? sample_row(e, r, NULL, e->greedy_ids[li++], &error)
-                               : sample_row(e, r, e->logits + (size_t)li++ * V, -1, &error);
+        pick p;
+        hr_finish fin = HR_FINISH_ERROR;
+        err = row_pick(e, r, head, li++, &p);
+        if (err) {
+            error = "reading the logits back failed";
+            hr_err_free(err);
+        } else {
+            fin = emit_token(r, &p, &error);
+        }
         if (fin != HR_FINISH_NONE) finish(e, r, fin, error);
     }
     remove_ended(e);

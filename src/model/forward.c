@@ -58,6 +58,7 @@ static hr_err *ensure_scratch(hr_model *m, int T, int R) {
         HR_TRY(grow(m, &s->sel, (size_t)R * c->hidden));
         HR_TRY(grow(m, &s->logits, (size_t)R * c->vocab));
         HR_TRY(hr_scratch_grow(m, (void **)&s->ids, (size_t)R * sizeof(int32_t)));
+        HR_TRY(hr_scratch_grow(m, (void **)&s->sampled, (size_t)R * sizeof(hr_sample_out)));
         s->cap_logit_rows = R;
     }
     return NULL;
@@ -250,9 +251,19 @@ static void ple_inputs(hr_model *m, int T) {
     }
 }
 
-/* Copies the residual rows that want logits into s->sel, normed, then applies lm_head; reads
- * the logits back, or with ids set only each row's argmax. */
-static hr_err *head(hr_model *m, const hr_row *rows, int n_rows, int R, float *logits, int32_t *ids) {
+/* Where a step's logits go: read back whole (logits), as each row's argmax (ids), or through
+ * the sample op with sample's parameters (out). */
+typedef struct {
+    hr_step_head head;
+    float *logits;
+    int32_t *ids;
+    const hr_sample_step *sample;
+    hr_sample_out *out;
+} step_out;
+
+/* Copies the residual rows that want logits into s->sel, normed, then applies lm_head; the
+ * logits, each row's argmax or the sample op's results come back as o says. */
+static hr_err *head(hr_model *m, const hr_row *rows, int n_rows, int R, const step_out *o) {
     const hr_model_config *c = &m->cfg;
     hr_backend *be = m->be;
     hr_scratch *s = &m->s;
@@ -266,22 +277,40 @@ static hr_err *head(hr_model *m, const hr_row *rows, int n_rows, int R, float *l
     norm(m, s->sel, s->sel, m->final_norm, R, c->hidden);
     be->vt->matmul(be, s->logits, s->sel, m->lm_head, NULL, R);
     if (c->final_softcap > 0) be->vt->softcap(be, s->logits, (float)c->final_softcap, (long)R * c->vocab);
-    if (ids) {
+    s->logit_rows = R;
+    switch (o->head) {
+    case HR_HEAD_ARGMAX:
         be->vt->argmax(be, s->ids, s->logits, R, c->vocab);
-        return be->vt->read(be, s->ids, ids, sizeof(int32_t) * (size_t)R);
+        return be->vt->read(be, s->ids, o->ids, sizeof(int32_t) * (size_t)R);
+    case HR_HEAD_SAMPLE:
+        be->vt->sample(be, s->sampled, s->logits, R, c->vocab);
+        return be->vt->read(be, s->sampled, o->out, sizeof(hr_sample_out) * (size_t)R);
+    default: return be->vt->read(be, s->logits, o->logits, sizeof(float) * (size_t)R * c->vocab);
     }
-    return be->vt->read(be, s->logits, logits, sizeof(float) * (size_t)R * c->vocab);
 }
 
-static hr_err *forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows, float *logits,
-                       int32_t *ids) {
+/* The step's output checks: a buffer where logits are asked, the sample op and one sample
+ * row per logit row for HR_HEAD_SAMPLE. */
+static hr_err *check_out(const hr_model *m, const step_out *o, int R) {
+    if (R > 0 && !o->logits && !o->ids && !o->out) return hr_errf("forward: logits requested but no output buffer");
+    if (o->head != HR_HEAD_SAMPLE) return NULL;
+    if (!m->be->vt->sample) return hr_errf("forward: the %s backend has no sample op", m->be->vt->name);
+    if (!o->sample || o->sample->n_rows != R)
+        return hr_errf("forward: %d sample rows for %d logit rows", o->sample ? o->sample->n_rows : 0, R);
+    return NULL;
+}
+
+static hr_err *forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows, const step_out *o) {
     int R = 0;
     hr_step_meta meta;
+    m->s.logit_rows = 0;
     HR_TRY(plan_step(m, kv, rows, n_rows, &meta, &R));
-    if (R > 0 && !logits && !ids) return hr_errf("forward: logits requested but no output buffer");
+    HR_TRY(check_out(m, o, R));
     HR_TRY(hr_check_state_slots(m, kv, rows, n_rows));
+    meta.head = o->head;
+    meta.n_logit_rows = R;
+    meta.sample = o->head == HR_HEAD_SAMPLE ? o->sample : NULL;
     hr_backend *be = m->be;
-    meta.variant = ids ? 1 : 0;
     HR_TRY(be->vt->step_begin(be, &meta));
     int T = meta.n_tokens;
     be->vt->embed(be, m->s.x, m->embed, (float)m->cfg.embed_scale);
@@ -293,14 +322,29 @@ static hr_err *forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_r
         else mlp_block(m, l, T);
     }
     hr_advance_state_slots(m, kv, rows, n_rows);
-    return R > 0 ? head(m, rows, n_rows, R, logits, ids) : NULL;
+    return R > 0 ? head(m, rows, n_rows, R, o) : NULL;
 }
 
 hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows, float *logits) {
-    return forward(m, kv, rows, n_rows, logits, NULL);
+    return forward(m, kv, rows, n_rows, &(step_out){.head = HR_HEAD_LOGITS, .logits = logits});
 }
 
 hr_err *hr_model_forward_greedy(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows,
                                 int32_t *ids) {
-    return forward(m, kv, rows, n_rows, NULL, ids);
+    return forward(m, kv, rows, n_rows, &(step_out){.head = HR_HEAD_ARGMAX, .ids = ids});
+}
+
+hr_err *hr_model_forward_sample(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows,
+                                const hr_sample_step *sample, hr_sample_out *out) {
+    return forward(m, kv, rows, n_rows,
+                   &(step_out){.head = HR_HEAD_SAMPLE, .sample = sample, .out = out});
+}
+
+int hr_model_can_sample(const hr_model *m) { return m->be->vt->sample != NULL; }
+
+hr_err *hr_model_logits_row(hr_model *m, int r, float *dst) {
+    if (r < 0 || r >= m->s.logit_rows)
+        return hr_errf("logits row %d: the last step has %d", r, m->s.logit_rows);
+    size_t V = (size_t)m->cfg.vocab;
+    return m->be->vt->read(m->be, m->s.logits + (size_t)r * V, dst, sizeof(float) * V);
 }

@@ -259,6 +259,8 @@ static void free_scratch(hr_model *m) {
     }
     if (m->s.ids) m->be->vt->free(m->be, m->s.ids);
     m->s.ids = NULL;
+    if (m->s.sampled) m->be->vt->free(m->be, m->s.sampled);
+    m->s.sampled = NULL;
 }
 
 void hr_model_free(hr_model *m) {

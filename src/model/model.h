@@ -59,5 +59,16 @@ hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n
  * logit, as greedy sampling picks) comes back, in ids: the logits stay on the device. */
 hr_err *hr_model_forward_greedy(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows,
                                 int32_t *ids);
+/* The same step, each logit row sampled on the device by the backend's sample op
+ * (hr_model_can_sample) with sample's parameters (one row per logit row, in order): out[r]
+ * is row r's token and logprobs, or id -1 where the host must decide. The logits stay on the
+ * device, with the edits of every row but HOST rows applied, until the next step:
+ * hr_model_logits_row reads one back. */
+hr_err *hr_model_forward_sample(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows,
+                                const hr_sample_step *sample, hr_sample_out *out);
+/* Whether the model's backend has the sample op. */
+int hr_model_can_sample(const hr_model *m);
+/* Copies logit row r (vocab floats) of the last step into dst (host). */
+hr_err *hr_model_logits_row(hr_model *m, int r, float *dst);
 
 #endif

@@ -51,6 +51,8 @@ typedef struct {
     float *sel;    /* (R, hidden) rows that produce logits */
     float *logits; /* (R, vocab) */
     int32_t *ids;  /* (R) greedy tokens (hr_model_forward_greedy) */
+    hr_sample_out *sampled; /* (R) the sample op's results (hr_model_forward_sample) */
+    int logit_rows;         /* R of the last step: rows of logits on the device */
     float *ple;    /* (T, n_layers*ple) per-layer inputs */
     float *ple_g;  /* (T, ple) */
     float *ple_l;  /* (T, ple) this layer's slice of ple */

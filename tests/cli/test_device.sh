@@ -26,6 +26,10 @@ expect_rc bench_bad_context 2 "--context must be in \[1, 1000000\]" \
   "$H" bench --model "$M" --threads 1 --context 0
 expect_rc bench_cpu 0 "decode   1 seqs" \
   "$H" bench --model "$M" --threads 1 --max-seqs 1 --gen 2 --prefill 16 --device cpu
+expect_rc bench_sampled 0 "decode   2 seqs" \
+  "$H" bench --model "$M" --threads 1 --max-seqs 2 --gen 3 --prefill 16 --temperature 0.8
+expect_rc bench_bad_temperature 2 "--temperature must be in \[0, 100\]" \
+  "$H" bench --model "$M" --threads 1 --temperature -1
 expect_rc bench_serve_bad_device 2 "unknown device" \
   "$H" bench-serve --engine "$M" --requests 1 --device metal
 expect_rc bench_serve_device_http 2 "need --engine" \

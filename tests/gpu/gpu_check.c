@@ -8,7 +8,8 @@
  * and bf16 KV, serve's default for bf16 checkpoints) is reported beside the CPU's own bf16 mode, whose error shows what bf16 rounding does to
  * each model (the random-weight hybrids amplify it far beyond the dense ones). Prints one
  * table row per check (max error, relative to max |reference|, top-1 agreement where the
- * reference margin is over 0.05) and exits 1 when a check is outside its tolerance.
+ * reference margin is over 0.05) and exits 1 when a check is outside its tolerance; then the
+ * sampling checks (sample_check.c).
  * Usage: gpu_check SHARED_DIR. */
 #include <math.h>
 #include <stdio.h>
@@ -24,6 +25,9 @@ enum { MAX_T = 512 };
 static const float REL_TOL = 1e-3f; /* exact mode: f32 arithmetic in another order */
 static int failures;
 static const char *shared;
+
+/* sample_check.c: the sample op against its C reference, and engine sampling on CUDA */
+void hr_gpu_sample_checks(const char *shared, int *failures);
 
 typedef struct {
     float max_err, max_ref;
@@ -374,6 +378,7 @@ int main(int argc, char **argv) {
     printf("%-18s %-22s %10s %10s %13s\n", "model", "check", "max err", "rel err", "top-1");
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) check_model(models[i]);
     check_nll();
+    hr_gpu_sample_checks(shared, &failures);
     printf("gpu_check: %d failed\n", failures);
     return failures ? 1 : 0;
 }

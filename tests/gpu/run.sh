@@ -2,7 +2,8 @@
 # The GPU machine's checks, one command (never run in CI, which has no GPU): builds with the
 # CUDA backend, runs gpu_check (every tiny fixture on CUDA against transformers' references
 # and the CPU backend, the KV path, greedy decoding, 16 batched sequences, brown-llama-8m's
-# held-out NLL) and the server end to end on CUDA, and prints the table last.
+# held-out NLL, the sample op against its C reference and seeded sampling through the engine)
+# and the server end to end on CUDA, and prints the table last.
 # Usage: bash tests/gpu/run.sh [SHARED_DIR]   (default ../shared; it needs fixtures/models)
 set -uo pipefail
 cd "$(dirname "$0")/../.."

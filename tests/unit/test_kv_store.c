@@ -163,13 +163,13 @@ static void attend(hr_backend *be, hr_kv_store *kv, const float *k, const float 
     int32_t tok[P], pos[P], row[P], qs[2] = {0, P}, table[(P + BS) / BS], slot = 0;
     for (int i = 0; i < P; i++) tok[i] = 0, pos[i] = i, row[i] = 0;
     for (int i = 0; i < (P + BS) / BS; i++) table[i] = i;
-    hr_step_meta m = {P, 1, tok, pos, row, qs, (P + BS) / BS, table, &slot, 0};
+    hr_step_meta m = {P, 1, tok, pos, row, qs, (P + BS) / BS, table, &slot, HR_HEAD_LOGITS, 0, NULL};
     hr_attn_params ap = {0, HEADS, KVH, HD, 0.125f, 0, 0};
     be->vt->step_begin(be, &m);
     be->vt->kv_write(be, kv, 0, k, v);
     be->vt->attention(be, out_prefill, q, kv, &ap);
     int32_t last = P - 1, qs1[2] = {0, 1};
-    hr_step_meta m1 = {1, 1, tok, &last, row, qs1, (P + BS) / BS, table, &slot, 0};
+    hr_step_meta m1 = {1, 1, tok, &last, row, qs1, (P + BS) / BS, table, &slot, HR_HEAD_LOGITS, 0, NULL};
     be->vt->step_begin(be, &m1);
     be->vt->attention(be, out_decode, q + (size_t)(P - 1) * HEADS * HD, kv, &ap);
 }

@@ -16,6 +16,8 @@ static void cpu_destroy(hr_backend *be) {
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
     hr_pool_destroy(cb->pool);
     free(cb->scratch);
+    free(cb->sample_probs);
+    free(cb->sample_idx);
     free(cb);
 }
 
@@ -368,6 +370,46 @@ static void cpu_argmax(hr_backend *be, int32_t *ids, const float *x, int rows, i
     }
 }
 
+typedef struct {
+    hr_cpu_backend *cb;
+    hr_sample_out *out;
+    float *x;
+    int rows, n;
+} sample_ctx;
+
+/* Rows thread, thread + n_threads, ... with the thread's own scratch. */
+static void sample_task(void *ctx, int thread, int n_threads) {
+    sample_ctx *c = ctx;
+    const hr_sample_step *s = c->cb->meta.sample;
+    float *probs = c->cb->sample_probs + (size_t)thread * c->n;
+    int32_t *idx = c->cb->sample_idx + (size_t)thread * c->n;
+    for (int r = thread; r < c->rows; r += n_threads)
+        hr_sample_ref(&c->out[r], c->x + (size_t)r * c->n, c->n, &s->rows[r], s->edits, probs, idx);
+}
+
+/* The sample op: hr_sample_ref on each row, rows spread over the pool (each row's result
+ * depends on that row alone). Out of memory for the scratch: every row goes to the host. */
+static void cpu_sample(hr_backend *be, hr_sample_out *out, float *x, int rows, int n) {
+    hr_cpu_backend *cb = (hr_cpu_backend *)be;
+    const hr_sample_step *s = cb->meta.sample;
+    int threads = rows > 1 ? hr_pool_size(cb->pool) : 1;
+    size_t need = (size_t)hr_pool_size(cb->pool) * (size_t)n;
+    if (need > cb->sample_cap) {
+        free(cb->sample_probs);
+        free(cb->sample_idx);
+        cb->sample_probs = malloc(sizeof(float) * need);
+        cb->sample_idx = malloc(sizeof(int32_t) * need);
+        cb->sample_cap = cb->sample_probs && cb->sample_idx ? need : 0;
+    }
+    if (!s || s->n_rows < rows || cb->sample_cap < need) {
+        for (int r = 0; r < rows; r++) out[r].id = -1;
+        return;
+    }
+    sample_ctx c = {cb, out, x, rows, n};
+    if (threads == 1) sample_task(&c, 0, 1);
+    else hr_pool_run(cb->pool, sample_task, &c);
+}
+
 static void cpu_mul_gather(hr_backend *be, float *y, const int32_t *idx, const hr_tensor *table, long n) {
     for (long i = 0; i < n; i++) {
         float s;
@@ -403,6 +445,7 @@ static const hr_backend_vt cpu_vt = {
     .softcap = cpu_softcap,
     .copy2d = cpu_copy2d,
     .argmax = cpu_argmax,
+    .sample = cpu_sample,
     .moe_route = hr_cpu_moe_route,
     .moe_experts = hr_cpu_moe_experts,
     .mul_gather = cpu_mul_gather,

@@ -15,6 +15,9 @@ typedef struct {
     size_t scratch_bytes;
     long max_k; /* longest row of the bf16 and quantized weights uploaded: sizes the scratch */
     int has_quant; /* a quantized weight was uploaded: steps reserve the quantized matmul scratch */
+    float *sample_probs;  /* (sample_cap) the sample op's scratch, vocab per pool thread */
+    int32_t *sample_idx;  /* (sample_cap) */
+    size_t sample_cap;
 } hr_cpu_backend;
 
 static inline int hr_kv_head_dim(const hr_kv_store *kv, int layer) {

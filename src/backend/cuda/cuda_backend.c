@@ -1,8 +1,8 @@
 /* The CUDA backend: device memory for weights (uploaded once in their dtype), activations
  * and the paged KV store, one stream on which every op is enqueued in issue order, the step's
- * metadata uploaded in one transfer from pinned staging, and cuBLAS for large products. This
- * file is the memory side of the vtable; the ops are in cuda_ops.c and cuda_moe.c, the kernels
- * in *.cu (docs/cuda.md). */
+ * metadata (a sampling step's parameters too) uploaded in one transfer from pinned staging,
+ * and cuBLAS for large products. This file is the memory side of the vtable; the ops are in
+ * cuda_ops.c and cuda_moe.c, the kernels in *.cu (docs/cuda.md). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -291,6 +291,22 @@ static void pack(const hr_step_meta *m, int width, int32_t *st) {
     tiles(m, bt + nr * width + nr);
 }
 
+/* Where the sample op's rows and edits sit in the packed metadata: after the int32 arrays,
+ * 16-byte aligned (the rows hold a double). Returns the total bytes. */
+static size_t sample_layout(const hr_step_meta *m, size_t int_bytes, size_t *rows_off, size_t *edits_off) {
+    const hr_sample_step *sm = m->sample;
+    *rows_off = (int_bytes + 15) / 16 * 16;
+    *edits_off = *rows_off + (sm ? (size_t)sm->n_rows * sizeof(hr_sample_row) : 0);
+    return *edits_off + (sm ? (size_t)sm->n_edits * sizeof(hr_logit_edit) : 0);
+}
+
+static void pack_sample(const hr_step_meta *m, char *st, size_t rows_off, size_t edits_off) {
+    const hr_sample_step *sm = m->sample;
+    if (!sm) return;
+    if (sm->n_rows) memcpy(st + rows_off, sm->rows, (size_t)sm->n_rows * sizeof(hr_sample_row));
+    if (sm->n_edits) memcpy(st + edits_off, sm->edits, (size_t)sm->n_edits * sizeof(hr_logit_edit));
+}
+
 static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
     hr_cu_flush(cb);
@@ -300,11 +316,14 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
     step_shape(m, &width, &max_len);
     size_t nt = (size_t)m->n_tokens, nr = (size_t)m->n_rows, cells = nr * (size_t)width;
     int n_tiles = tiles(m, NULL);
-    size_t bytes = (3 * nt + (nr + 1) + cells + nr + 2 * (size_t)n_tiles) * sizeof(int32_t);
+    size_t rows_off, edits_off;
+    size_t bytes = sample_layout(m, (3 * nt + (nr + 1) + cells + nr + 2 * (size_t)n_tiles) * sizeof(int32_t),
+                                 &rows_off, &edits_off);
     int32_t *st;
     int slot = cb->stage_next;
     HR_TRY(stage_slot(cb, bytes, (void **)&st));
     pack(m, width, st);
+    pack_sample(m, (char *)st, rows_off, edits_off);
     if (!hr_cu_grow(cb, &cb->meta_dev, &cb->meta_dev_bytes, bytes)) return take_error(cb);
     if (m->n_tokens > HR_CU_GEMV_MAX_T &&
         !hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * nt * (size_t)cb->max_k * 2))
@@ -317,9 +336,14 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
                             .max_len = max_len, .tokens = d, .pos = d + nt, .row = d + 2 * nt,
                             .q_start = d + 3 * nt, .block_table = d + 3 * nt + nr + 1,
                             .state_slots = d + 3 * nt + nr + 1 + cells,
-                            .n_tiles = n_tiles, .tiles = d + 3 * nt + nr + 1 + cells + nr};
+                            .n_tiles = n_tiles, .tiles = d + 3 * nt + nr + 1 + cells + nr,
+                            .n_sample_rows = m->sample ? m->sample->n_rows : 0,
+                            .sample_rows = m->sample ? (const void *)((const char *)d + rows_off) : NULL,
+                            .sample_edits = (const void *)((const char *)d + edits_off)};
     cb->xh_of = NULL;
-    hr_cu_graph_begin(cb, m->n_tokens == m->n_rows, m->variant);
+    cb->head = m->head;
+    cb->n_logit_rows = m->n_logit_rows;
+    hr_cu_graph_begin(cb, m->n_tokens == m->n_rows);
     return NULL;
 }
 
@@ -350,6 +374,7 @@ static const hr_backend_vt cuda_vt = {
     .softcap = hr_cu_op_softcap,
     .copy2d = hr_cu_op_copy2d,
     .argmax = hr_cu_op_argmax,
+    .sample = hr_cu_op_sample,
     .moe_route = hr_cu_op_moe_route,
     .moe_experts = hr_cu_op_moe_experts,
     .mul_gather = hr_cu_op_mul_gather,

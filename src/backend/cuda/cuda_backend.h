@@ -14,7 +14,9 @@ enum { HR_CU_STAGES = 2, HR_CU_GRAPHS = 32, HR_CU_BLAS_WORKSPACE = 32 << 20, HR_
  * one captured CUDA graph replays them (cuda_graph.c). epoch changes whenever device memory
  * is allocated or freed (a pointer some op might take may have moved). */
 typedef struct {
-    int n_tokens, n_rows, max_blocks, max_len, variant;
+    int n_tokens, n_rows, max_blocks, max_len;
+    hr_step_head head; /* the ops after lm_head differ by head and by their rows */
+    int n_logit_rows;
     unsigned long epoch;
 } hr_cu_graph_key;
 
@@ -48,6 +50,8 @@ typedef struct {
     void *meta_dev;
     size_t meta_dev_bytes;
     hr_cu_meta meta; /* device pointers into meta_dev, counts on the host */
+    hr_step_head head; /* the current step's, and its logit rows */
+    int n_logit_rows;
     /* reads go through pinned bounce buffers (a copy into pageable memory runs at a fraction
      * of the bus speed): chunk i + 1 lands while chunk i is copied out */
     void *bounce[2];
@@ -113,11 +117,11 @@ int hr_cu_grow(hr_cuda_backend *cb, void **buf, size_t *cap, size_t bytes);
 int hr_cu_dtype(hr_dtype t);
 
 /* Decode-step graphs (cuda_graph.c). hr_cu_graph_begin picks the step's mode once its
- * metadata is uploaded (decode_like: one token per row; variant: hr_step_meta's); every op first calls hr_cu_graph_op,
+ * metadata is uploaded (decode_like: one token per row); every op first calls hr_cu_graph_op,
  * which says whether to skip it (a replayed graph already holds it, and is launched after the
  * step's last op); hr_cu_graph_end ends a capture (instantiate, launch) at the step's first
  * sync point. hr_cu_graph_reset drops every graph (memory moved, or teardown). */
-void hr_cu_graph_begin(hr_cuda_backend *cb, int decode_like, int variant);
+void hr_cu_graph_begin(hr_cuda_backend *cb, int decode_like);
 int hr_cu_graph_op(hr_cuda_backend *cb);
 hr_err *hr_cu_graph_end(hr_cuda_backend *cb);
 void hr_cu_graph_reset(hr_cuda_backend *cb);
@@ -155,6 +159,7 @@ void hr_cu_op_conv1d(hr_backend *be, float *x, const hr_tensor *w, int channels,
 void hr_cu_op_gated_delta(hr_backend *be, float *out, hr_kv_store *kv, const hr_delta_params *p);
 void hr_cu_op_state_copy(hr_backend *be, hr_kv_store *kv, int slot, int snap, int restore);
 void hr_cu_op_argmax(hr_backend *be, int32_t *ids, const float *x, int rows, int n);
+void hr_cu_op_sample(hr_backend *be, hr_sample_out *out, float *x, int rows, int n);
 void hr_cu_op_moe_route(hr_backend *be, int32_t *ids, float *weights, const float *logits, int T,
                         int n_experts, int k, int renorm);
 void hr_cu_op_moe_experts(hr_backend *be, float *y, const float *x, const int32_t *ids,

@@ -1,9 +1,9 @@
-/* CUDA graphs for decode steps. A step of one token per row issues ~15 kernels per layer;
+/* CUDA graphs for decode steps. A step of one token per row issues ~10 kernels per layer;
  * launched one by one, their launch cost (a few microseconds each) exceeds their run time on
  * small models and leaves the GPU idle between them. Steps with the same shape (rows, the
- * block-table width, the context bucket and the step's variant — how it ends — all in the key; the step's data lives in device
- * metadata the kernels read) issue the same ops with the same arguments, so: the first step of
- * a key runs eagerly (buffers grow, ops that need the host show themselves), the second is
+ * block-table width, the context bucket, the head and its logit rows, all in the key; the
+ * step's data, sampling parameters included, lives in device metadata the kernels read) issue
+ * the same ops with the same arguments, so: the first step of a key runs eagerly (buffers grow, ops that need the host show themselves), the second is
  * captured into a graph, and later ones skip their ops and launch the graph after the last.
  * Any device allocation or free moves the epoch and retires every graph. MoE steps read the
  * routing back to the host mid-step and never use graphs. */
@@ -14,7 +14,8 @@
 
 static int same_key(const hr_cu_graph_key *a, const hr_cu_graph_key *b) {
     return a->n_tokens == b->n_tokens && a->n_rows == b->n_rows && a->max_blocks == b->max_blocks &&
-           a->max_len == b->max_len && a->variant == b->variant && a->epoch == b->epoch;
+           a->max_len == b->max_len && a->head == b->head && a->n_logit_rows == b->n_logit_rows &&
+           a->epoch == b->epoch;
 }
 
 static void drop(hr_cu_graph *g) {
@@ -46,13 +47,13 @@ static hr_cu_graph *lookup(hr_cuda_backend *cb, const hr_cu_graph_key *key, int 
     return lru;
 }
 
-void hr_cu_graph_begin(hr_cuda_backend *cb, int decode_like, int variant) {
+void hr_cu_graph_begin(hr_cuda_backend *cb, int decode_like) {
     cb->graph_ops = 0;
     cb->graph_mode = HR_CU_EAGER;
     cb->graph_cur = NULL;
     if (cb->graphs_off || !decode_like) return;
     hr_cu_graph_key key = {cb->meta.n_tokens, cb->meta.n_rows, cb->meta.max_blocks, cb->meta.max_len,
-                           variant, cb->epoch};
+                           cb->head, cb->n_logit_rows, cb->epoch};
     int found;
     hr_cu_graph *g = lookup(cb, &key, &found);
     g->used = ++cb->tick;

@@ -364,3 +364,12 @@ void hr_cu_op_argmax(hr_backend *be, int32_t *ids, const float *x, int rows, int
     if (need && !hr_cu_grow(cb, (void **)&cb->partial, &cb->partial_bytes, need)) return;
     hr_cu_argmax(cb->stream, ids, x, rows, n, cb->partial);
 }
+
+void hr_cu_op_sample(hr_backend *be, hr_sample_out *out, float *x, int rows, int n) {
+    HR_CU_OP(be);
+    if (!cb->meta.sample_rows || cb->meta.n_sample_rows != rows) {
+        hr_cu_fail(cb, hr_errf("cuda sample: the step has %d sample rows, not %d", cb->meta.n_sample_rows, rows));
+        return;
+    }
+    hr_cu_sample(cb->stream, out, x, rows, n, cb->meta.sample_rows, cb->meta.sample_edits);
+}

@@ -11,6 +11,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "backend/sample.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -34,6 +36,9 @@ typedef struct {
                              HR_CU_TILE_MIN tokens, HR_CU_TILE tokens each (attention.cu) */
     const int32_t *tiles;
     const int32_t *tokens, *pos, *row, *q_start, *block_table, *state_slots;
+    int n_sample_rows;                 /* the sample op's parameters (HR_HEAD_SAMPLE steps) */
+    const hr_sample_row *sample_rows;  /* [n_sample_rows], or NULL */
+    const hr_logit_edit *sample_edits;
 } hr_cu_meta;
 
 /* One layer's view of the paged KV store: element (block, kvh, slot, d) of K is
@@ -120,6 +125,11 @@ void hr_cu_attention(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *
  * of each row, then the chunks' maxima; scratch: hr_cu_argmax_scratch floats */
 long hr_cu_argmax_scratch(int rows, int n);
 void hr_cu_argmax(cudaStream_t s, int32_t *ids, const float *x, int rows, int n, float *scratch);
+
+/* The sample op (sample.cu): out[r] for logits[r, 0..V) with rows[r]'s parameters, its edits
+ * applied to logits in place; one block per row. */
+void hr_cu_sample(cudaStream_t s, hr_sample_out *out, float *logits, int rows, int V,
+                  const hr_sample_row *prm, const hr_logit_edit *edits);
 
 /* The tensor-core prefill kernel (attention_tc.cu) for the step's tiles: whether it takes
  * this layer (bf16 KV, head_dim 32, 64 or 128), and the launch (0: could not launch). */
