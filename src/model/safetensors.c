@@ -1,6 +1,8 @@
 /* safetensors reader: mmaps each file, parses and validates the JSON header (dtype known,
- * shape non-negative, data_offsets inside the file and matching the shape's size), and
- * indexes tensors by name. Sharded checkpoints are read through their index.json. */
+ * shape non-negative with an element count that fits, data_offsets inside the file and
+ * matching the shape's size, and — as Hugging Face's loader requires — the tensors' byte
+ * ranges tiling the data exactly: no gap, no overlap, no trailing bytes), and indexes tensors
+ * by name. Sharded checkpoints are read through their index.json. */
 #include "model/safetensors.h"
 
 #include <stdlib.h>
@@ -61,23 +63,29 @@ static hr_err *add_entry(hr_safetensors *st, const char *name, const hr_tensor *
     return NULL;
 }
 
+enum { MAX_ELEMENTS_LOG2 = 48 }; /* 2^48 elements: more than any file, and no overflow after */
+
 static hr_err *parse_shape(const json_t *shape, const char *name, hr_tensor *t) {
     if (!json_is_array(shape) || json_array_size(shape) > HR_MAX_DIMS)
         return hr_errf("tensor \"%s\": shape must be an array of at most %d integers", name,
                        HR_MAX_DIMS);
     t->ndim = (int)json_array_size(shape);
+    int64_t n = 1;
     for (int d = 0; d < t->ndim; d++) {
         const json_t *v = json_array_get(shape, (size_t)d);
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > (1ll << 40))
             return hr_errf("tensor \"%s\": bad shape dimension %d", name, d);
         t->shape[d] = json_integer_value(v);
+        if (n > 0 && t->shape[d] > (1ll << MAX_ELEMENTS_LOG2) / n)
+            return hr_errf("tensor \"%s\": shape has more than 2^%d elements", name, MAX_ELEMENTS_LOG2);
+        n *= t->shape[d];
     }
     return NULL;
 }
 
-/* Validates one header entry and fills t (data pointing into base). */
+/* Validates one header entry and fills t (data pointing into base) and its byte range. */
 static hr_err *parse_entry(hr_safetensors *st, const char *name, const json_t *info,
-                           const uint8_t *base, size_t data_len, hr_tensor *t) {
+                           const uint8_t *base, size_t data_len, hr_tensor *t, int64_t span[2]) {
     memset(t, 0, sizeof *t);
     const char *dt = json_string_value(json_object_get(info, "dtype"));
     if (!dt) return hr_errf("tensor \"%s\": missing dtype", name);
@@ -88,6 +96,7 @@ static hr_err *parse_entry(hr_safetensors *st, const char *name, const json_t *i
     if (!json_is_array(off) || json_array_size(off) != 2 || !json_is_integer(b) || !json_is_integer(e))
         return hr_errf("tensor \"%s\": data_offsets must be [begin, end]", name);
     int64_t begin = json_integer_value(b), end = json_integer_value(e);
+    span[0] = begin, span[1] = end;
     if (begin < 0 || end < begin || (uint64_t)end > data_len)
         return hr_errf("tensor \"%s\": data_offsets [%lld, %lld] outside the data (%zu bytes); "
                        "the file is truncated or corrupt", name, (long long)begin, (long long)end, data_len);
@@ -114,6 +123,29 @@ static hr_err *parse_entry(hr_safetensors *st, const char *name, const json_t *i
     return NULL;
 }
 
+static int cmp_span(const void *a, const void *b) {
+    const int64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/* The n byte ranges must tile [0, data_len): a shifted header (one byte short or long),
+ * overlapping tensors and bytes no tensor owns are all corruption. Sorts spans. */
+static hr_err *check_tiling(int64_t (*spans)[2], int n, size_t data_len) {
+    if (n > 0) qsort(spans, (size_t)n, sizeof *spans, cmp_span);
+    int64_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (spans[i][0] != at)
+            return hr_errf("tensor data at byte %lld %s (a tensor starts at %lld): the header is "
+                           "corrupt", (long long)at, spans[i][0] > at ? "is owned by no tensor" : "overlaps",
+                           (long long)spans[i][0]);
+        at = spans[i][1];
+    }
+    if ((uint64_t)at != data_len)
+        return hr_errf("%zu bytes of data but the tensors end at byte %lld: the header length or "
+                       "offsets are wrong, or the file has trailing bytes", data_len, (long long)at);
+    return NULL;
+}
+
 static hr_err *parse_header(hr_safetensors *st, const hr_mmap *m, const char *path) {
     if (m->size < 8) return hr_errf("%s: too short for a safetensors file (%zu bytes)", path, m->size);
     uint64_t hlen;
@@ -127,6 +159,9 @@ static hr_err *parse_header(hr_safetensors *st, const hr_mmap *m, const char *pa
     if (!json_is_object(h)) err = hr_errf("%s: header is not a JSON object", path);
     const uint8_t *base = (const uint8_t *)m->data + 8 + hlen;
     size_t data_len = m->size - 8 - hlen;
+    int64_t (*spans)[2] = err ? NULL : malloc(sizeof *spans * (json_object_size(h) + 1));
+    if (!err && !spans) err = hr_err_oom();
+    int n = 0;
     const char *name;
     json_t *info;
     json_object_foreach(h, name, info) {
@@ -137,10 +172,12 @@ static hr_err *parse_header(hr_safetensors *st, const hr_mmap *m, const char *pa
             break;
         }
         hr_tensor t;
-        err = parse_entry(st, name, info, base, data_len, &t);
+        err = parse_entry(st, name, info, base, data_len, &t, spans[n++]);
         if (!err) err = add_entry(st, name, &t);
         err = hr_err_wrap(err, "%s: ", path);
     }
+    if (!err) err = hr_err_wrap(check_tiling(spans, n, data_len), "%s: ", path);
+    free(spans);
     json_decref(h);
     return err;
 }
@@ -220,7 +257,7 @@ hr_err *hr_st_open(const char *path, hr_safetensors **out) {
     hr_safetensors *st = calloc(1, sizeof *st);
     if (!st) return hr_err_oom();
     hr_err *err = open_any(st, path);
-    if (!err) {
+    if (!err && st->n > 0) {
         qsort(st->entries, (size_t)st->n, sizeof *st->entries, cmp_entry);
         for (int i = 1; i < st->n && !err; i++)
             if (strcmp(st->entries[i - 1].name, st->entries[i].name) == 0)
