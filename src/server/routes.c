@@ -88,15 +88,16 @@ static hr_err *models(hr_server *s, hr_http_req *q, const char *body, size_t len
                                         "created", 0, "owned_by", "hearth"));
 }
 
-/* Parses body as a JSON object, or replies 400 (*j NULL, return value from the reply). */
+/* Parses body as a JSON object with no NUL in any string, or replies 400 (*j NULL, return value from the reply). */
 static hr_err *load_body(hr_http_req *q, hr_api_kind api, const char *body, size_t len,
                          json_t **j) {
     hr_err *e = hr_json_load_buf("request body", body, len, j);
     if (e) return hr_http_reply_err(q, api, 400, e);
-    if (json_is_object(*j)) return NULL;
+    e = json_is_object(*j) ? hr_json_reject_nul(*j) : hr_errf("request body must be a JSON object");
+    if (!e) return NULL;
     json_decref(*j);
     *j = NULL;
-    return hr_http_reply_error(q, api, 400, "request body must be a JSON object");
+    return hr_http_reply_err(q, api, 400, e);
 }
 
 /* Non-streaming: wait for the whole reply, then send it (nothing if the client left). */
