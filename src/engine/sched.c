@@ -294,12 +294,20 @@ static void track_reasoning(hr_request *r, int32_t tok) {
     }
 }
 
+/* Ids past the tokenizer's (embedding rows without a token) can never be picked. */
+static void mask_untokenizable(const hr_engine *e, float *logits) {
+    int V = hr_model_cfg(e->model)->vocab;
+    for (int t = e->n_tokenizable; t < V; t++)
+        logits[t] = -INFINITY;
+}
+
 /* Processors, logprobs, sampler and text for one row's logits (or, logits NULL, the row's
  * device argmax `greedy`: only for rows that need nothing else, see greedy_only); returns how
  * r finished (HR_FINISH_NONE: it goes on). */
 static hr_finish sample_row(hr_engine *e, hr_request *r, float *logits, int32_t greedy,
                             const char **error) {
     int V = hr_model_cfg(e->model)->vocab;
+    if (logits) mask_untokenizable(e, logits);
     if (logits && hr_proc_active(&r->proc))
         hr_proc_apply(&r->proc, logits, V, r->tokens, r->n_prompt, r->tokens + r->n_prompt,
                       r->n_tokens - r->n_prompt, e->counts);
@@ -356,8 +364,11 @@ static void update_stats(hr_engine *e, int n_tokens, int n_sampled, uint64_t ns)
 }
 
 /* Whether every row that samples takes the argmax of its raw logits (greedy, no processors,
- * no logprobs): then only the ids leave the device, not rows x vocab floats. */
+ * no logprobs): then only the ids leave the device, not rows x vocab floats. The device
+ * argmax spans the whole vocab, so a model padded past its tokenizer always needs the
+ * logits (mask_untokenizable). */
 static int greedy_only(const hr_engine *e, int n_rows) {
+    if (e->n_tokenizable < hr_model_cfg(e->model)->vocab) return 0;
     for (int k = 0; k < n_rows; k++) {
         const hr_request *r = e->row_req[k];
         if (e->rows[k].logits == HR_LOGITS_LAST &&

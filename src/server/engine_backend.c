@@ -251,7 +251,7 @@ hr_err *hr_engine_server_create(hr_engine *e, const char *name, hr_engine_server
         .ctx = s, .model_name = model_name, .submit = submit, .count = count, .cancel = cancel,
         .stats = stats, .tokenize = tokenize, .detokenize = detokenize,
         .limits = {.max_tokens_limit = hr_engine_max_context(e),
-                   .vocab_size = hr_engine_model_cfg(e)->vocab},
+                   .vocab_size = hr_engine_token_ids(e)},
     };
     /* the output markup follows the template in use (the --chat-template file's when given) */
     hr_output_format_detect(s->prompt->source, &s->backend.tool_format, &s->backend.reasoning);
