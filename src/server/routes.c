@@ -258,12 +258,13 @@ static hr_err *detokenize(hr_server *s, hr_http_req *q, const char *body, size_t
     int32_t *ids = NULL;
     int n = 0;
     char *text = NULL;
+    size_t text_len = 0;
     e = hr_parse_detokenize_request(j, &s->be->limits, &ids, &n);
-    if (!e) e = s->be->detokenize(s->be->ctx, ids, n, &text);
+    if (!e) e = s->be->detokenize(s->be->ctx, ids, n, &text, &text_len);
     json_decref(j);
     free(ids);
     if (e) return hr_http_reply_err(q, HR_API_CHAT, 400, e);
-    json_t *o = json_pack("{s:s}", "prompt", text);
+    json_t *o = json_pack("{s:o}", "prompt", hr_json_string_lossy(text, text_len));
     free(text);
     return hr_http_reply_json(q, 200, o);
 }

@@ -57,6 +57,9 @@ for name, path, body in [
     check(name, st == 400 and "valid ids are 0..151668" in b["error"]["message"], (st, b))
 st, b, _ = call("/v1/completions", {"prompt": [9707, 151668], "max_tokens": 3, "temperature": 1.5, "seed": 3})
 check("prompt_id_last_token", st == 200 and b["usage"]["completion_tokens"] >= 1, (st, b))
+# a byte-0 token (188, "\u0100" in the byte-level vocab) decodes to a NUL inside the text
+st, b, _ = call("/detokenize", {"tokens": [9707, 188, 9707]})
+check("detokenize_nul_byte", st == 200 and b["prompt"] == "Hello\x00Hello", (st, b))
 # prompts that cannot fit
 st, b, h = call("/v1/chat/completions", {"messages": [{"role": "user", "content": long_text}], "max_tokens": 5})
 e = b["error"] if st == 400 else {}
