@@ -256,7 +256,8 @@ static hr_err *detokenize(void *ctx, const int32_t *ids, int n, char **text, siz
     size_t k;
     hr_err *e = append_piece(text, len, "", 0);
     for (int i = 0; i < n && !e; i++)
-        if (!(e = hr_detok_stream_push(d, ids[i], &piece, &k))) e = append_piece(text, len, piece, k);
+        if (!(e = hr_detok_stream_push(d, ids[i], &piece, &k)))
+            e = append_piece(text, len, piece, k);
     if (!e && !(e = hr_detok_stream_flush(d, &piece, &k))) e = append_piece(text, len, piece, k);
     hr_detok_stream_destroy(d);
     if (e) free(*text), *text = NULL;

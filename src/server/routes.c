@@ -88,7 +88,8 @@ static hr_err *models(hr_server *s, hr_http_req *q, const char *body, size_t len
                                         "created", 0, "owned_by", "hearth"));
 }
 
-/* Parses body as a JSON object with no NUL in any string, or replies 400 (*j NULL, return value from the reply). */
+/* Parses body as a JSON object with no NUL in any string, or replies 400 (*j NULL, return
+ * value from the reply). */
 static hr_err *load_body(hr_http_req *q, hr_api_kind api, const char *body, size_t len,
                          json_t **j) {
     hr_err *e = hr_json_load_buf("request body", body, len, j);
