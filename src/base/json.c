@@ -1,6 +1,7 @@
 /* jansson loaders and typed getters; see json.h. */
 #include "base/json.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,6 +28,37 @@ hr_err *hr_json_load_buf(const char *what, const char *buf, size_t len, json_t *
     *out = json_loadb(buf, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
     if (!*out) return hr_errf("%s:%d:%d: invalid JSON: %s", what, je.line, je.column, je.text);
     return NULL;
+}
+
+/* Writes the path of the first string under v holding a NUL byte into path[len..cap) and
+ * returns 1, or returns 0 when there is none. Depth is bounded by jansson's parser. */
+static int find_nul(const json_t *v, char *path, size_t len, size_t cap) {
+    if (json_is_string(v)) return memchr(json_string_value(v), 0, json_string_length(v)) != NULL;
+    if (json_is_array(v)) {
+        size_t i;
+        const json_t *x;
+        json_array_foreach(v, i, x) {
+            snprintf(path + len, cap - len, "[%zu]", i);
+            if (find_nul(x, path, strlen(path), cap)) return 1;
+        }
+    }
+    if (json_is_object(v)) {
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x) {
+            snprintf(path + len, cap - len, len ? ".%s" : "%s", k);
+            if (find_nul(x, path, strlen(path), cap)) return 1;
+        }
+    }
+    path[len] = 0;
+    return 0;
+}
+
+hr_err *hr_json_reject_nul(const json_t *v) {
+    char path[256] = "";
+    if (!find_nul(v, path, 0, sizeof path)) return NULL;
+    return hr_errf("%s contains a NUL character (\\u0000), which is not supported in text",
+                   path[0] ? path : "the value");
 }
 
 static const json_t *get(const json_t *obj, const char *key) {

@@ -17,6 +17,11 @@ hr_err *hr_json_load_file(const char *path, json_t **out);
 hr_err *hr_json_load_file_flags(const char *path, size_t flags, json_t **out);
 hr_err *hr_json_load_buf(const char *what, const char *buf, size_t len, json_t **out);
 
+/* An error naming the first string under v that holds a NUL byte ("messages[0].content
+ * contains a NUL character ..."), or NULL. Prompts and templates are C strings, so a NUL
+ * would silently cut them short. */
+hr_err *hr_json_reject_nul(const json_t *v);
+
 /* Getters: a missing key (or JSON null) leaves *out at `def` and succeeds; a present key
  * of the wrong type is an error naming `what` and the key. */
 hr_err *hr_json_int(const json_t *obj, const char *key, int64_t def, const char *what, int64_t *out);

@@ -465,6 +465,10 @@ static hr_err *engine_start(hr_engine *e) {
     if (o->gpu_memory < 0 || o->gpu_memory > 1) return hr_errf("gpu_memory must be in (0, 1]");
     if (o->max_queue <= 0) o->max_queue = 1024;
     const hr_model_config *c = hr_model_cfg(e->model);
+    e->n_tokenizable = c->vocab;
+    if (e->tok && hr_tokenizer_vocab_size(e->tok) < c->vocab)
+        e->n_tokenizable = hr_tokenizer_vocab_size(e->tok);
+    HR_TRY(hr_model_set_token_ids(e->model, e->n_tokenizable)); /* never sampled, on any path */
     HR_TRY(size_pool(e));
     e->kv_window = all_sliding_window(e);
     if (e->kv_window && !o->no_preempt) {
@@ -563,6 +567,8 @@ const hr_model_config *hr_engine_model_cfg(const hr_engine *e) { return hr_model
 const hr_tokenizer *hr_engine_tokenizer(const hr_engine *e) { return e->tok; }
 
 const hr_prompt *hr_engine_prompt(const hr_engine *e) { return e->has_prompt ? &e->prompt : NULL; }
+
+int hr_engine_token_ids(const hr_engine *e) { return e->n_tokenizable; }
 
 void hr_engine_destroy(hr_engine *e) {
     if (!e) return;

@@ -62,6 +62,9 @@ struct hr_engine {
     hr_kv_pool pool;
     int max_context; /* longest prompt + max_tokens ever admissible */
     int kv_window;   /* every KV layer is sliding: the widest window, blocks before it are freed */
+    /* ids [0, n_tokenizable) have a token; the model's vocab may be padded past the
+     * tokenizer's (Qwen3: 151669 of 151936), and sampling never picks an id above */
+    int n_tokenizable;
     pthread_t thread;
     int thread_started;
     pthread_mutex_t mu;
@@ -103,6 +106,9 @@ hr_err *hr_engine_create_on(hr_model *m, hr_tokenizer *tok, const hr_engine_opti
 const hr_model_config *hr_engine_model_cfg(const hr_engine *e);
 const hr_tokenizer *hr_engine_tokenizer(const hr_engine *e);
 const hr_prompt *hr_engine_prompt(const hr_engine *e);
+/* The ids [0, n) a request may name (prompt ids, logit_bias): the model's vocab, or the
+ * tokenizer's when it has fewer (the sampler never picks one above, see sched.c). */
+int hr_engine_token_ids(const hr_engine *e);
 
 /* sched.c: one scheduler step on the engine thread; *idle says nothing could run. */
 void hr_sched_step(hr_engine *e, int *idle);

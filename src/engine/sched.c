@@ -471,7 +471,8 @@ static void update_stats(hr_engine *e, int n_tokens, int n_sampled, uint64_t ns)
 }
 
 /* Whether every row that samples takes the argmax of its raw logits (greedy, no processors,
- * no logprobs): then only the ids leave the device, not rows x vocab floats. */
+ * no logprobs): then only the ids leave the device, not rows x vocab floats (ids without a
+ * token are -inf in every row already: hr_model_set_token_ids). */
 static int greedy_only(const hr_engine *e, int n_rows) {
     for (int k = 0; k < n_rows; k++) {
         const hr_request *r = e->row_req[k];

@@ -277,6 +277,8 @@ static hr_err *head(hr_model *m, const hr_row *rows, int n_rows, int R, const st
     norm(m, s->sel, s->sel, m->final_norm, R, c->hidden);
     be->vt->matmul(be, s->logits, s->sel, m->lm_head, NULL, R);
     if (c->final_softcap > 0) be->vt->softcap(be, s->logits, (float)c->final_softcap, (long)R * c->vocab);
+    if (m->no_token) /* ids without a token: -inf in every row (source stride 0) */
+        be->vt->copy2d(be, s->logits + m->n_token_ids, c->vocab, m->no_token, 0, R, c->vocab - m->n_token_ids);
     s->logit_rows = R;
     switch (o->head) {
     case HR_HEAD_ARGMAX:

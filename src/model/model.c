@@ -2,6 +2,7 @@
  * hybrid ones with load_hybrid.c): checks every tensor's presence and shape against the
  * config, uploads weights to the backend in their file dtype, and owns the per-step scratch
  * buffers. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +267,7 @@ static void free_scratch(hr_model *m) {
 void hr_model_free(hr_model *m) {
     if (!m) return;
     free_scratch(m);
+    if (m->no_token) m->be->vt->free(m->be, m->no_token);
     for (int i = 0; i < m->n_dev; i++) {
         m->be->vt->release(m->be, &m->dev[i]);
         if (m->dev_name) free(m->dev_name[i]);
@@ -314,6 +316,29 @@ void hr_model_kv_shape(const hr_model *m, hr_kv_store *kv) {
 }
 
 void hr_model_set_kv_dtype(hr_model *m, hr_dtype dtype) { m->kv_dtype = dtype; }
+
+hr_err *hr_model_set_token_ids(hr_model *m, int n) {
+    int V = m->cfg.vocab;
+    if (m->no_token) m->be->vt->free(m->be, m->no_token);
+    m->no_token = NULL;
+    m->n_token_ids = n < V ? n : V;
+    if (n >= V) return NULL;
+    if (n < 1) return hr_errf("a model needs at least one token id (got %d)", n);
+    size_t bytes = sizeof(float) * (size_t)(V - n);
+    float *host = malloc(bytes);
+    if (!host) return hr_err_oom();
+    for (int i = 0; i < V - n; i++) host[i] = -INFINITY;
+    hr_err *err = m->be->vt->alloc(m->be, bytes, (void **)&m->no_token);
+    if (!err) err = m->be->vt->write(m->be, m->no_token, host, bytes);
+    if (!err) err = m->be->vt->sync(m->be);
+    free(host);
+    if (err) {
+        if (m->no_token) m->be->vt->free(m->be, m->no_token);
+        m->no_token = NULL;
+        m->n_token_ids = V;
+    }
+    return err;
+}
 
 int hr_model_kv_window(const hr_model *m, int slot) {
     for (int l = 0; l < m->cfg.n_layers; l++)

@@ -46,6 +46,10 @@ void hr_config_kv_shape(const hr_model_config *c, hr_dtype dtype, hr_kv_store *k
 void hr_model_kv_shape(const hr_model *m, hr_kv_store *kv);
 /* The dtype of the KV stores made from now on (hr_model_open sets the chosen one). */
 void hr_model_set_kv_dtype(hr_model *m, hr_dtype dtype);
+/* Only ids [0, n) are tokens (the tokenizer's size; the vocab may be padded past it): from
+ * now on every logit row has -inf at ids n .. vocab - 1, written in the backend, so the device
+ * argmax, the sample op and the host all skip them. n >= vocab: every id is a token. */
+hr_err *hr_model_set_token_ids(hr_model *m, int n);
 
 /* The sliding window (0 = none) of KV store layer `slot`. Positions before pos - window + 1
  * of that layer are never read again; a block can be freed once every layer that uses it

@@ -79,6 +79,10 @@ struct hr_model {
     char **dev_name; /* (cap_dev) the file tensor each was uploaded from as is, or NULL */
     int n_dev, cap_dev;
     const hr_tensor *embed, *final_norm, *lm_head;
+    /* ids n_token_ids .. vocab - 1 have no token (a vocabulary padded past the tokenizer's):
+     * the head writes no_token (backend memory, vocab - n_token_ids of -inf) over their logits */
+    int n_token_ids;
+    float *no_token;
     hr_layer_weights *layers;
     float *inv_freq_host; /* (rot_dim/2) */
     const hr_tensor *inv_freq;

@@ -390,8 +390,9 @@ static hr_err *parse_output_config(const json_t *body, hr_api_request *r, json_t
 }
 
 /* Everything but max_tokens and stream, which /count_tokens does not take. */
-static hr_err *parse_conversation(const json_t *body, hr_api_request *r) {
-    HR_TRY(hr_parse_sampling(body, r));
+static hr_err *parse_conversation(const json_t *body, const hr_request_limits *lim,
+                                  hr_api_request *r) {
+    HR_TRY(hr_parse_sampling(body, lim, r));
     HR_TRY(hr_parse_stop(body, "stop_sequences", r));
     const json_t *msgs = json_object_get(body, "messages");
     if (!json_is_array(msgs)) return hr_errf("request: \"messages\" must be an array");
@@ -419,13 +420,12 @@ static hr_err *parse_messages(const json_t *body, const hr_request_limits *lim, 
     HR_TRY(parse_model(body, r));
     HR_TRY(hr_parse_max_tokens(body, "max_tokens", 1, lim, r));
     HR_TRY(hr_json_bool(body, "stream", 0, "request", &r->stream));
-    return parse_conversation(body, r);
+    return parse_conversation(body, lim, r);
 }
 
 static hr_err *parse_count(const json_t *body, const hr_request_limits *lim, hr_api_request *r) {
-    (void)lim;
     HR_TRY(parse_model(body, r));
-    return parse_conversation(body, r);
+    return parse_conversation(body, lim, r);
 }
 
 hr_err *hr_parse_messages_request(const json_t *body, const hr_request_limits *lim,

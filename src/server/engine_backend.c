@@ -234,8 +234,34 @@ static hr_err *tokenize(void *ctx, const char *text, int add_special, int32_t **
     return hr_tokenizer_encode(((hr_engine_server *)ctx)->tok, text, strlen(text), add_special, ids, n);
 }
 
-static hr_err *detokenize(void *ctx, const int32_t *ids, int n, char **text) {
-    return hr_tokenizer_decode(((hr_engine_server *)ctx)->tok, ids, n, 0, text);
+/* Appends piece (n bytes) to *text (length *len, NUL-terminated). */
+static hr_err *append_piece(char **text, size_t *len, const char *piece, size_t n) {
+    char *p = realloc(*text, *len + n + 1);
+    if (!p) return hr_err_oom();
+    memcpy(p + *len, piece, n);
+    *len += n;
+    p[*len] = 0;
+    *text = p;
+    return NULL;
+}
+
+/* Through the incremental detokenizer, which carries lengths: a byte token 0 stays a NUL
+ * in the text instead of ending it. */
+static hr_err *detokenize(void *ctx, const int32_t *ids, int n, char **text, size_t *len) {
+    *text = NULL;
+    *len = 0;
+    hr_detok_stream *d;
+    HR_TRY(hr_detok_stream_create(((hr_engine_server *)ctx)->tok, 0, &d));
+    const char *piece;
+    size_t k;
+    hr_err *e = append_piece(text, len, "", 0);
+    for (int i = 0; i < n && !e; i++)
+        if (!(e = hr_detok_stream_push(d, ids[i], &piece, &k)))
+            e = append_piece(text, len, piece, k);
+    if (!e && !(e = hr_detok_stream_flush(d, &piece, &k))) e = append_piece(text, len, piece, k);
+    hr_detok_stream_destroy(d);
+    if (e) free(*text), *text = NULL;
+    return e;
 }
 
 hr_err *hr_engine_server_create(hr_engine *e, const char *name, hr_engine_server **out) {
@@ -251,7 +277,7 @@ hr_err *hr_engine_server_create(hr_engine *e, const char *name, hr_engine_server
         .ctx = s, .model_name = model_name, .submit = submit, .count = count, .cancel = cancel,
         .stats = stats, .tokenize = tokenize, .detokenize = detokenize,
         .limits = {.max_tokens_limit = hr_engine_max_context(e),
-                   .vocab_size = hr_engine_model_cfg(e)->vocab},
+                   .vocab_size = hr_engine_token_ids(e)},
     };
     /* the output markup follows the template in use (the --chat-template file's when given) */
     hr_output_format_detect(s->prompt->source, &s->backend.tool_format, &s->backend.reasoning);

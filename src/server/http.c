@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -22,9 +23,10 @@ static const char *SSE_TYPE = "text/event-stream";
 #define HR_RESPONSE_STORE_BYTES (64u << 20)
 
 /* Whether a client should retry a request that got status (Anthropic's x-should-retry,
- * which Claude Code and the SDKs honour): only for load, timeouts and server faults. */
+ * which Claude Code and the SDKs honour): only for load, timeouts and server faults, not
+ * for a feature the server lacks (501). */
 static int retryable(int status) {
-    return status == 408 || status == 409 || status == 429 || status >= 500;
+    return status == 408 || status == 409 || status == 429 || (status >= 500 && status != 501);
 }
 
 static hr_err *queue(hr_http_req *q, int status, struct MHD_Response *r, const char *type) {
@@ -196,6 +198,7 @@ hr_err *hr_http_reply_sse(hr_http_req *q, hr_http_gen *g) {
 typedef struct {
     hr_sbuf body;
     int too_large;
+    int replied; /* an early error went out with the headers; the body is ignored */
     hr_http_req q;
 } conn_state;
 
@@ -295,16 +298,66 @@ static conn_state *conn_state_new(hr_server *s, struct MHD_Connection *c, const 
     return st;
 }
 
+/* The headers that say where a request body ends, as sent (libmicrohttpd keeps the first
+ * Content-Length and reads any Transfer-Encoding but chunked up to the connection's end). */
+typedef struct {
+    int n_length, lengths_differ;
+    const char *length, *encoding;
+} framing;
+
+static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
+                                      const char *value) {
+    framing *f = cls;
+    if (!strcasecmp(key, "Content-Length")) {
+        if (f->n_length++ && strcmp(f->length, value)) f->lengths_differ = 1;
+        f->length = value;
+    }
+    if (!strcasecmp(key, "Transfer-Encoding")) f->encoding = value;
+    return MHD_YES;
+}
+
+/* 400 for an ambiguous body length (two Content-Lengths that differ, or one beside a
+ * Transfer-Encoding: what request smuggling behind a proxy needs), 501 for a transfer
+ * coding other than chunked; 0 when the framing is fine. */
+static int framing_status(struct MHD_Connection *c, char *msg, size_t cap) {
+    framing f = {0};
+    MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
+    if (f.lengths_differ) return snprintf(msg, cap, "conflicting Content-Length headers"), 400;
+    if (f.encoding && f.n_length)
+        return snprintf(msg, cap, "both Transfer-Encoding and Content-Length are set"), 400;
+    if (f.encoding && strcasecmp(f.encoding, "chunked")) {
+        snprintf(msg, cap, "Transfer-Encoding \"%.60s\" is not supported (only chunked)",
+                 f.encoding);
+        return 501;
+    }
+    return 0;
+}
+
+/* The first call for a request (headers in): its state, or an early error reply for a
+ * body that cannot be delimited (libmicrohttpd then discards the body and closes). */
+static enum MHD_Result start_request(hr_server *s, struct MHD_Connection *c, const char *url,
+                                     const char *method, void **con_cls) {
+    conn_state *st = conn_state_new(s, c, url, method);
+    if (!st) return MHD_NO;
+    *con_cls = st;
+    char msg[128];
+    int status = framing_status(c, msg, sizeof msg);
+    if (!status) return MHD_YES;
+    st->replied = 1;
+    hr_err *e = hr_http_reply_error(&st->q, unrouted_api(c, url), status, msg);
+    log_access(&st->q.acc);
+    if (!e) return MHD_YES;
+    hr_err_free(e);
+    return MHD_NO;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
     hr_server *s = cls;
     conn_state *st = *con_cls;
-    if (!st) {
-        if (!(st = conn_state_new(s, c, url, method))) return MHD_NO;
-        *con_cls = st;
-        return MHD_YES;
-    }
+    if (!st) return start_request(s, c, url, method, con_cls);
+    if (st->replied) return *upload_size = 0, MHD_YES;
     if (*upload_size) {
         if (st->body.len + *upload_size > s->cfg.max_body) st->too_large = 1;
         if (!st->too_large) hr_sbuf_add(&st->body, upload, *upload_size);

@@ -181,7 +181,7 @@ static hr_err *parse_response_format(const json_t *body) {
 }
 
 /* Fields common to chat and completions: model, n, stream, sampling, stop. */
-static hr_err *parse_common(const json_t *body, hr_api_request *r) {
+static hr_err *parse_common(const json_t *body, const hr_request_limits *lim, hr_api_request *r) {
     if (!json_is_object(body)) return hr_errf("request body must be a JSON object");
     const char *model;
     HR_TRY(hr_json_str(body, "model", NULL, "request", &model));
@@ -198,7 +198,7 @@ static hr_err *parse_common(const json_t *body, hr_api_request *r) {
         if (!json_is_object(so)) return hr_errf("request: \"stream_options\" must be an object");
         HR_TRY(hr_json_bool(so, "include_usage", 0, "stream_options", &r->include_usage));
     }
-    HR_TRY(hr_parse_sampling(body, r));
+    HR_TRY(hr_parse_sampling(body, lim, r));
     return hr_parse_stop(body, "stop", r);
 }
 
@@ -232,7 +232,7 @@ static hr_err *parse_chat_kwargs(const json_t *body, hr_api_request *r, json_t *
 }
 
 static hr_err *parse_chat(const json_t *body, const hr_request_limits *lim, hr_api_request *r) {
-    HR_TRY(parse_common(body, r));
+    HR_TRY(parse_common(body, lim, r));
     HR_TRY(hr_parse_max_tokens(body, "max_tokens", 0, lim, r));
     if (!r->max_tokens) HR_TRY(hr_parse_max_tokens(body, "max_completion_tokens", 0, lim, r));
     HR_TRY(parse_chat_logprobs(body, r));
@@ -263,7 +263,8 @@ static hr_err *parse_prompt_ids(const json_t *p, const hr_request_limits *lim, h
     json_array_foreach(p, i, v) {
         json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
         if (id < 0 || id > INT32_MAX || (lim->vocab_size && id >= lim->vocab_size))
-            return hr_errf("request: \"prompt\"[%zu] is not a token id", i);
+            return hr_errf("request: \"prompt\"[%zu] is not a token id (valid ids are 0..%d)", i,
+                           lim->vocab_size ? lim->vocab_size - 1 : INT32_MAX);
         r->prompt_ids[r->n_prompt_ids++] = (int32_t)id;
     }
     return NULL;
@@ -288,7 +289,7 @@ static hr_err *parse_prompt(const json_t *body, const hr_request_limits *lim, hr
 
 static hr_err *parse_completion(const json_t *body, const hr_request_limits *lim,
                                 hr_api_request *r) {
-    HR_TRY(parse_common(body, r));
+    HR_TRY(parse_common(body, lim, r));
     HR_TRY(hr_parse_max_tokens(body, "max_tokens", 0, lim, r));
     if (!r->max_tokens) /* OpenAI's default for completions */
         r->max_tokens = lim->max_tokens_limit < 16 ? lim->max_tokens_limit : 16;

@@ -88,7 +88,9 @@ typedef struct {
 /* Limits the parsers check against. */
 typedef struct {
     int max_tokens_limit; /* the context a sequence can have (prompt + output positions) */
-    int vocab_size; /* token ids (prompt arrays, logit_bias) must be below it; 0 = unchecked */
+    /* token ids (prompt arrays, logit_bias, /detokenize) must be below it: the ids the
+     * tokenizer has a token for, which may be fewer than the model's vocab_size; 0 = unchecked */
+    int vocab_size;
 } hr_request_limits;
 
 /* Parsers: body is the request JSON (borrowed). On success *out is a new request
@@ -129,7 +131,7 @@ hr_err *hr_parse_request(hr_api_kind api,
                          hr_err *(*parse)(const json_t *body, const hr_request_limits *lim,
                                           hr_api_request *r),
                          const json_t *body, const hr_request_limits *lim, hr_api_request **out);
-hr_err *hr_parse_sampling(const json_t *body, hr_api_request *r);
+hr_err *hr_parse_sampling(const json_t *body, const hr_request_limits *lim, hr_api_request *r);
 hr_err *hr_parse_max_tokens(const json_t *body, const char *key, int required,
                             const hr_request_limits *lim, hr_api_request *r);
 hr_err *hr_parse_stop(const json_t *body, const char *key, hr_api_request *r);

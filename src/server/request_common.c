@@ -49,7 +49,19 @@ static hr_err *num_in(const json_t *body, const char *key, double def, double lo
     return NULL;
 }
 
-static hr_err *parse_logit_bias(const json_t *body, hr_api_request *r) {
+/* "(valid ids are 0..N-1)" for messages about an id out of range; "" when unchecked. */
+static const char *id_range(const hr_request_limits *lim, char *buf, size_t cap) {
+    if (!lim->vocab_size) return "";
+    snprintf(buf, cap, " (valid ids are 0..%d)", lim->vocab_size - 1);
+    return buf;
+}
+
+static int bad_id(const hr_request_limits *lim, long long id) {
+    return id < 0 || id > INT32_MAX || (lim->vocab_size && id >= lim->vocab_size);
+}
+
+static hr_err *parse_logit_bias(const json_t *body, const hr_request_limits *lim,
+                                hr_api_request *r) {
     const json_t *lb = json_object_get(body, "logit_bias");
     if (!lb || json_is_null(lb)) return NULL;
     if (!json_is_object(lb)) return hr_errf("request: \"logit_bias\" must be an object");
@@ -60,8 +72,10 @@ static hr_err *parse_logit_bias(const json_t *body, hr_api_request *r) {
     json_object_foreach((json_t *)lb, k, v) {
         char *end;
         long id = strtol(k, &end, 10);
-        if (!*k || *end || id < 0 || id > INT32_MAX)
-            return hr_errf("request: \"logit_bias\" key \"%s\" is not a token id", k);
+        char range[48];
+        if (!*k || *end || bad_id(lim, id))
+            return hr_errf("request: \"logit_bias\" key \"%s\" is not a token id%s", k,
+                           id_range(lim, range, sizeof range));
         if (!json_is_number(v) || json_number_value(v) < -100 || json_number_value(v) > 100)
             return hr_errf("request: \"logit_bias\"[\"%s\"] must be a number in [-100, 100]", k);
         r->logit_bias[r->n_logit_bias++] =
@@ -70,7 +84,7 @@ static hr_err *parse_logit_bias(const json_t *body, hr_api_request *r) {
     return NULL;
 }
 
-hr_err *hr_parse_sampling(const json_t *body, hr_api_request *r) {
+hr_err *hr_parse_sampling(const json_t *body, const hr_request_limits *lim, hr_api_request *r) {
     hr_sampler_params *s = &r->sampling;
     HR_TRY(num_in(body, "temperature", 1.0, 0, 2, 0, &s->temperature));
     HR_TRY(num_in(body, "top_p", 1.0, 0, 1, 1, &s->top_p));
@@ -95,7 +109,7 @@ hr_err *hr_parse_sampling(const json_t *body, hr_api_request *r) {
     HR_TRY(hr_json_int(body, "seed", 0, "request", &seed));
     r->seed_set = json_object_get(body, "seed") && !json_is_null(json_object_get(body, "seed"));
     s->seed = (uint64_t)seed;
-    return parse_logit_bias(body, r);
+    return parse_logit_bias(body, lim, r);
 }
 
 hr_err *hr_parse_max_tokens(const json_t *body, const char *key, int required,
@@ -212,10 +226,12 @@ hr_err *hr_parse_detokenize_request(const json_t *body, const hr_request_limits 
     const json_t *v;
     json_array_foreach(t, i, v) {
         json_int_t id = json_is_integer(v) ? json_integer_value(v) : -1;
-        if (id < 0 || (lim->vocab_size && id >= lim->vocab_size)) {
+        if (bad_id(lim, id)) {
             free(*ids);
             *ids = NULL;
-            return hr_errf("request: \"tokens\"[%zu] is not a token id", i);
+            char range[48];
+            return hr_errf("request: \"tokens\"[%zu] is not a token id%s", i,
+                           id_range(lim, range, sizeof range));
         }
         (*ids)[(*n)++] = (int32_t)id;
     }

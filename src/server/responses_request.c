@@ -452,7 +452,7 @@ static hr_err *parse_body(const json_t *body, const hr_request_limits *lim,
     if (model && !(r->model = strdup(model))) return hr_err_oom();
     HR_TRY(hr_json_bool(body, "stream", 0, "request", &r->stream));
     HR_TRY(hr_parse_max_tokens(body, "max_output_tokens", 0, lim, r));
-    HR_TRY(hr_parse_sampling(body, r));
+    HR_TRY(hr_parse_sampling(body, lim, r));
     HR_TRY(parse_accepted(body, stored));
     HR_TRY(parse_text(body));
     HR_TRY(parse_reasoning(body, r, kwargs));

@@ -88,15 +88,17 @@ static hr_err *models(hr_server *s, hr_http_req *q, const char *body, size_t len
                                         "created", 0, "owned_by", "hearth"));
 }
 
-/* Parses body as a JSON object, or replies 400 (*j NULL, return value from the reply). */
+/* Parses body as a JSON object with no NUL in any string, or replies 400 (*j NULL, return
+ * value from the reply). */
 static hr_err *load_body(hr_http_req *q, hr_api_kind api, const char *body, size_t len,
                          json_t **j) {
     hr_err *e = hr_json_load_buf("request body", body, len, j);
     if (e) return hr_http_reply_err(q, api, 400, e);
-    if (json_is_object(*j)) return NULL;
+    e = json_is_object(*j) ? hr_json_reject_nul(*j) : hr_errf("request body must be a JSON object");
+    if (!e) return NULL;
     json_decref(*j);
     *j = NULL;
-    return hr_http_reply_error(q, api, 400, "request body must be a JSON object");
+    return hr_http_reply_err(q, api, 400, e);
 }
 
 /* Non-streaming: wait for the whole reply, then send it (nothing if the client left). */
@@ -257,12 +259,13 @@ static hr_err *detokenize(hr_server *s, hr_http_req *q, const char *body, size_t
     int32_t *ids = NULL;
     int n = 0;
     char *text = NULL;
+    size_t text_len = 0;
     e = hr_parse_detokenize_request(j, &s->be->limits, &ids, &n);
-    if (!e) e = s->be->detokenize(s->be->ctx, ids, n, &text);
+    if (!e) e = s->be->detokenize(s->be->ctx, ids, n, &text, &text_len);
     json_decref(j);
     free(ids);
     if (e) return hr_http_reply_err(q, HR_API_CHAT, 400, e);
-    json_t *o = json_pack("{s:s}", "prompt", text);
+    json_t *o = json_pack("{s:o}", "prompt", hr_json_string_lossy(text, text_len));
     free(text);
     return hr_http_reply_json(q, 200, o);
 }

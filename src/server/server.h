@@ -54,7 +54,8 @@ typedef struct {
      * count_tokens routes. */
     hr_err *(*count)(void *ctx, const hr_api_request *req, int *n_tokens);
     hr_err *(*tokenize)(void *ctx, const char *text, int add_special, int32_t **ids, int *n);
-    hr_err *(*detokenize)(void *ctx, const int32_t *ids, int n, char **text);
+    /* *text (caller frees) holds *len bytes, NUL-terminated; it may hold NULs itself. */
+    hr_err *(*detokenize)(void *ctx, const int32_t *ids, int n, char **text, size_t *len);
     /* The output markup of the loaded model: tool-call family and <think> reasoning. */
     hr_tool_format tool_format;
     int reasoning;

@@ -46,6 +46,20 @@ st, b, _ = call("/v1/messages", {"model": "m", "max_tokens": 32000, "messages": 
 check("anthropic_max_tokens_32000", st == 200 and b["stop_reason"] in ("end_turn", "max_tokens"), b)
 st, b, _ = call("/v1/chat/completions", {"messages": hi, "max_completion_tokens": 10 ** 9})
 check("chat_max_completion_tokens_huge", st == 200, b)
+# ids with an embedding row but no token (151669..151935): 400 with the valid range
+bad = 151700
+for name, path, body in [
+        ("prompt_id_untokenizable", "/v1/completions", {"prompt": [9707, bad], "max_tokens": 2}),
+        ("logit_bias_untokenizable", "/v1/chat/completions", {"messages": hi, "max_tokens": 2,
+                                                              "logit_bias": {str(bad): 100}}),
+        ("detokenize_untokenizable", "/detokenize", {"tokens": [bad]})]:
+    st, b, _ = call(path, body)
+    check(name, st == 400 and "valid ids are 0..151668" in b["error"]["message"], (st, b))
+st, b, _ = call("/v1/completions", {"prompt": [9707, 151668], "max_tokens": 3, "temperature": 1.5, "seed": 3})
+check("prompt_id_last_token", st == 200 and b["usage"]["completion_tokens"] >= 1, (st, b))
+# a byte-0 token (188, "\u0100" in the byte-level vocab) decodes to a NUL inside the text
+st, b, _ = call("/detokenize", {"tokens": [9707, 188, 9707]})
+check("detokenize_nul_byte", st == 200 and b["prompt"] == "Hello\x00Hello", (st, b))
 # prompts that cannot fit
 st, b, h = call("/v1/chat/completions", {"messages": [{"role": "user", "content": long_text}], "max_tokens": 5})
 e = b["error"] if st == 400 else {}

@@ -364,6 +364,77 @@ def test_tool_choice():
           and 'names the tool "nope"' in b["error"]["message"], b)
 
 
+def test_nul():
+    """A NUL in any request string is a 400 naming the field, never a silently cut prompt."""
+    z = "a\x00b"
+    three = [{"role": "user", "content": z}, {"role": "assistant", "content": "x"},
+             {"role": "user", "content": "y"}]
+    call = {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {
+        "name": "get_weather", "arguments": json.dumps({"city": "P"})[:-1] + ', "q": "' + z + '"}'}}]}
+    tools = [{"type": "function", "function": {"name": "f", "description": z,
+                                               "parameters": {"type": "object"}}}]
+    cases = [
+        ("/v1/chat/completions", {"messages": three}, "messages[0].content"),
+        ("/v1/chat/completions", chat([{"type": "text", "text": z}]), "messages[0].content[0].text"),
+        ("/v1/chat/completions", {"messages": USER + [call]}, "messages[1].tool_calls[0].function.arguments"),
+        ("/v1/chat/completions", chat("x", tools=tools), "tools[0].function.description"),
+        ("/v1/chat/completions", chat("x", stop=["ok", z]), "stop[1]"),
+        ("/v1/chat/completions", dict(chat("x"), model=z), "model"),
+        ("/v1/completions", {"prompt": z}, "prompt"),
+        ("/v1/completions", {"prompt": ["x", z]}, "prompt[1]"),
+        ("/v1/responses", {"input": z}, "input"),
+        ("/v1/responses", {"input": [{"role": "user", "content": z}]}, "input[0].content"),
+        ("/v1/messages", {"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "text", "text": z}]}]},
+         "messages[0].content[0].text"),
+        ("/v1/messages", {"max_tokens": 5, "system": z, "messages": USER}, "system"),
+        ("/tokenize", {"content": z}, "content"),
+    ]
+    for i, (path, body, field) in enumerate(cases):
+        st, b, _ = request("POST", path, body)
+        msg = b["error"]["message"] if isinstance(b, dict) and "error" in b else ""
+        check("nul_%d_%s" % (i, field), st == 400 and msg.startswith(field + " contains a NUL character"),
+              (st, b))
+
+
+def raw_exchange(data, wait=5):
+    """Sends data on a fresh socket; returns (seconds, what came back until close or wait)."""
+    s = socket.create_connection(("127.0.0.1", PORT))
+    s.settimeout(wait)
+    t0, out = time.time(), b""
+    s.sendall(data)
+    try:
+        while True:
+            d = s.recv(4096)
+            if not d:
+                break
+            out += d
+    except socket.timeout:
+        pass
+    s.close()
+    return time.time() - t0, out
+
+
+def test_framing():
+    """A body length that is ambiguous (smuggling) or a transfer coding we cannot read gets
+    an answer at once, not a guess and not a hang."""
+    body = json.dumps(chat("hi")).encode()
+    head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + KEY.encode()
+    cases = [
+        ("two_content_lengths", head + b"\r\nContent-Length: %d\r\nContent-Length: 5\r\n\r\n" % len(body) + body,
+         b"400", b"conflicting Content-Length"),
+        ("te_and_content_length", head + b"\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n%x\r\n"
+         % len(body) + body + b"\r\n0\r\n\r\n", b"400", b"both Transfer-Encoding and Content-Length"),
+        ("te_gzip", head + b"\r\nTransfer-Encoding: gzip\r\n\r\n" + body, b"501", b"not supported (only chunked)"),
+    ]
+    for name, data, status, want in cases:
+        took, out = raw_exchange(data)
+        check("framing_" + name, out.startswith(b"HTTP/1.1 " + status) and want in out and took < 2,
+              (round(took, 2), out[:300]))
+    took, out = raw_exchange(head + b"\r\nContent-Length: %d\r\nContent-Length: %d\r\nConnection: close\r\n\r\n"
+                             % (len(body), len(body)) + body)
+    check("framing_same_content_lengths", out.startswith(b"HTTP/1.1 200"), out[:300])
+
+
 def test_tokenize():
     st, b, _ = request("POST", "/tokenize", {"content": "AB"})
     check("tokenize", st == 200 and b["tokens"] == [1, 65, 66] and b["count"] == 3, b)
@@ -550,7 +621,7 @@ def test_responses():
 
 
 for t in [test_routes, test_bad_requests, test_chat, test_completions, test_messages, test_anthropic, test_n,
-          test_tool_choice, test_tokenize, test_responses, test_disconnect, test_disconnect_n,
+          test_tool_choice, test_nul, test_framing, test_tokenize, test_responses, test_disconnect, test_disconnect_n,
           test_concurrent]:
     try:
         t()

@@ -300,6 +300,32 @@ static void test_reasoning_budget(void) {
     hr_engine_destroy(e);
 }
 
+/* qwen3-tools-20m's embedding has rows past its tokenizer (151669 of 151936): a +100
+ * bias on one of them is no way to sample it (it has no text: "detokenizing failed"). */
+static void test_untokenizable_never_sampled(void) {
+    hr_engine *e = NULL;
+    HR_CHECK_OK(hr_engine_create(hr_fixture("models/qwen3-tools-20m"),
+                                 &(hr_engine_options){.n_threads = 1, .kv_memory = 16 << 20}, &e));
+    if (!e) return;
+    int n_tok = hr_tokenizer_vocab_size(hr_engine_tokenizer(e));
+    HR_CHECK(n_tok < hr_engine_model_cfg(e)->vocab, "tokenizer %d ids, vocab %d", n_tok,
+             hr_engine_model_cfg(e)->vocab);
+    int32_t p[4] = {9707, 1879, 11, 1246}, bid = n_tok + 31;
+    float bv = 100;
+    result res;
+    HR_CHECK_OK(run_one(e,
+                        &(hr_request_params){.tokens = p, .n_tokens = 4, .max_tokens = 4,
+                                             .ignore_eos = 1, .bias_ids = &bid,
+                                             .bias_values = &bv, .n_bias = 1},
+                        &res));
+    hr_engine_destroy(e);
+    HR_CHECK(res.done.finish == HR_FINISH_LENGTH && res.n == 4, "finish %d after %d tokens",
+             res.done.finish, res.n);
+    for (int i = 0; i < res.n; i++)
+        HR_CHECK(res.toks[i] < n_tok, "token %d is %d, past the tokenizer's %d", i, res.toks[i],
+                 n_tok);
+}
+
 static void test_model_defaults(void) {
     hr_engine *e;
     HR_CHECK_OK(engine(0, 0, 0, &e));
@@ -987,6 +1013,7 @@ int main(void) {
     HR_RUN(test_refuse_and_errors);
     HR_RUN(test_chat_fallback);
     HR_RUN(test_reasoning_budget);
+    HR_RUN(test_untokenizable_never_sampled);
     HR_RUN(test_model_defaults);
     HR_RUN(test_cancel);
     HR_RUN(test_bias_and_logprobs_in_engine);

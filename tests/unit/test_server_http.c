@@ -166,7 +166,8 @@ static hr_err *fake_tokenize(void *ctx, const char *text, int special, int32_t *
     return NULL;
 }
 
-static hr_err *fake_detokenize(void *ctx, const int32_t *ids, int n, char **text) {
+static hr_err *fake_detokenize(void *ctx, const int32_t *ids, int n, char **text, size_t *len) {
+    *len = (size_t)n;
     *text = malloc((size_t)n + 1);
     for (int i = 0; i < n; i++)
         (*text)[i] = (char)ids[i];

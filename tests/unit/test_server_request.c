@@ -176,6 +176,8 @@ static void test_chat_errors(void) {
         {"{" MSG ", \"repetition_penalty\": 0}", "\"repetition_penalty\""},
         {"{" MSG ", \"logit_bias\": {\"x\": 1}}", "\"logit_bias\" key \"x\""},
         {"{" MSG ", \"logit_bias\": {\"5\": 200}}", "\"logit_bias\"[\"5\"]"},
+        {"{" MSG ", \"logit_bias\": {\"1000\": 1}}",
+         "\"logit_bias\" key \"1000\" is not a token id (valid ids are 0..999)"},
         {"{" MSG ", \"logit_bias\": []}", "\"logit_bias\" must be an object"},
         {"{" MSG ", \"stop\": 5}", "\"stop\" must be a string or an array"},
         {"{" MSG ", \"stop\": [\"a\", 1]}", "\"stop\" entries must be strings"},
@@ -245,7 +247,7 @@ static void test_completion(void) {
                      sizeof got),
              "%s", got);
     HR_CHECK(rejects(hr_parse_completion_request, "{\"prompt\": [1, 1000]}",
-                     "\"prompt\"[1] is not a token id", got, sizeof got),
+                     "\"prompt\"[1] is not a token id (valid ids are 0..999)", got, sizeof got),
              "%s", got);
     HR_CHECK(rejects(hr_parse_completion_request, "{\"prompt\": [\"a\", \"b\"]}",
                      "one prompt per request", got, sizeof got),
