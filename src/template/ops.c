@@ -240,6 +240,10 @@ static hr_err *slice_bounds(int64_t n, const tv *a, const tv *b, const tv *c, in
                             int64_t *stop, int64_t *step) {
     HR_TRY(slice_index(c, 1, step));
     if (*step == 0) return hr_errf("slice step cannot be zero");
+    /* a step past the length takes at most one item either way; clamped, the count and index
+     * arithmetic cannot overflow (a step of INT64_MIN had no negation) */
+    if (*step > n + 1) *step = n + 1;
+    if (*step < -(n + 1)) *step = -(n + 1);
     int neg = *step < 0;
     HR_TRY(slice_index(a, neg ? n - 1 : 0, start));
     HR_TRY(slice_index(b, neg ? -1 : n, stop));
