@@ -22,8 +22,11 @@ b = open(sys.argv[1], 'rb').read()
 n = struct.unpack('<Q', b[:8])[0]
 h = json.loads(b[8:8 + n]); data = b[8 + n:]
 $code
+nd = b''  # the remaining tensors' bytes, packed in order (a dropped tensor's go too)
+for (b0, e0), k in sorted((v['data_offsets'], k) for k, v in h.items() if k != '__metadata__'):
+    h[k]['data_offsets'] = [len(nd), len(nd) + e0 - b0]; nd += data[b0:e0]
 t = json.dumps(h).encode(); t += b' ' * (-len(t) % 8)
-open(sys.argv[2], 'wb').write(struct.pack('<Q', len(t)) + t + data)
+open(sys.argv[2], 'wb').write(struct.pack('<Q', len(t)) + t + nd)
 PY
 }
 edit no_alog 'del h["model.layers.1.linear_attn.A_log"]'
@@ -45,11 +48,15 @@ vl = {"model_type": c["model_type"].replace("_text", ""), "tie_word_embeddings":
 json.dump(vl, open(dst + "/config.json", "w"))
 b = open(src + "/model.safetensors", "rb").read()
 n = struct.unpack("<Q", b[:8])[0]
-h = json.loads(b[8:8 + n])
+h = json.loads(b[8:8 + n]); data = b[8 + n:]
 h = {(k.replace("model.", "model.language_model.", 1) if k.startswith("model.") else k): v for k, v in h.items()}
-h["model.visual.patch_embed.weight"] = dict(h["model.language_model.norm.weight"])
+v = dict(h["model.language_model.norm.weight"])  # a vision tensor of its own bytes, at the end
+b0, e0 = v["data_offsets"]
+v["data_offsets"] = [len(data), len(data) + e0 - b0]
+h["model.visual.patch_embed.weight"] = v
+data += data[b0:e0]
 t = json.dumps(h).encode(); t += b" " * (-len(t) % 8)
-open(dst + "/model.safetensors", "wb").write(struct.pack("<Q", len(t)) + t + b[8 + n:])
+open(dst + "/model.safetensors", "wb").write(struct.pack("<Q", len(t)) + t + data)
 PY
   expect_rc "vl_logits_$f" 0 "" "$H" logits --model "$T/vl-$f" --tokens 1,7,99,3,250,11 --out "$T/vl-$f.safetensors"
   expect_rc "vl_same_$f" 0 "" cmp "$T/vl-$f.safetensors" "$T/$f.safetensors"
