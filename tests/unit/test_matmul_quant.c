@@ -65,11 +65,12 @@ static void reference(hr_backend *be, float *y, const float *x, const void *wq, 
         else be->vt->matmul(be, y, x, &dev, NULL, T);
         return;
     }
-    hr_q8x *xq = malloc(sizeof(hr_q8x) * (size_t)(T * K / 32));
-    for (int r = 0; r < T; r++) hr_q8x_quantize(x + r * K, xq + r * K / 32, K);
+    size_t xs = hr_qx_row_bytes(K);
+    char *xq = aligned_alloc(64, (xs * (size_t)T + 63) / 64 * 64);
+    for (int r = 0; r < T; r++) hr_qx_quantize(t, x + r * K, xq + r * xs, K);
     for (int r = 0; r < T; r++)
         for (long n = 0; n < N; n++)
-            y[r * N + n] = dot((const char *)wq + n * hr_dtype_bytes(t, K), xq + r * K / 32, K / 32);
+            y[r * N + n] = dot((const char *)wq + n * hr_dtype_bytes(t, K), xq + r * xs, K / 32);
     free(xq);
 }
 
@@ -144,12 +145,13 @@ static void test_matmul_every_type(void) {
 /* dot4 of four tokens is bit for bit four dots (what keeps a tiled prefill batch invariant). */
 static int dot4_matches(const hr_cpu_qdots *v, hr_dtype t, const void *w, long K) {
     if (!v->dot4[t]) return 1;
-    long nb = K / 32, xs = nb + 3; /* the tokens' blocks need not be adjacent */
+    long nb = K / 32;
+    size_t xs = hr_qx_row_bytes(K) + 3 * sizeof(hr_q8k); /* the tokens' blocks need not be adjacent */
     float *x = malloc(sizeof(float) * (size_t)K);
-    hr_q8x *xq = malloc(sizeof(hr_q8x) * (size_t)(4 * xs));
+    char *xq = aligned_alloc(64, (4 * xs + 63) / 64 * 64);
     for (int r = 0; r < 4; r++) {
         for (long k = 0; k < K; k++) x[k] = frand() * (float)(r + 1);
-        hr_q8x_quantize(x, xq + r * xs, K);
+        hr_qx_quantize(t, x, xq + r * xs, K);
     }
     float o[4];
     v->dot4[t](w, xq, xs, nb, o);
@@ -179,9 +181,9 @@ static void test_qdot_variants(void) {
             long K = blocks * hr_dtype_get(all_types[i])->block;
             void *w = random_blocks(all_types[i], K);
             float *x = malloc(sizeof(float) * (size_t)K);
-            hr_q8x *xq = malloc(sizeof(hr_q8x) * (size_t)(K / 32));
+            void *xq = aligned_alloc(64, (hr_qx_row_bytes(K) + 63) / 64 * 64);
             for (long k = 0; k < K; k++) x[k] = frand() * (k % 7 == 0 ? 4.0f : 1.0f);
-            hr_q8x_quantize(x, xq, K);
+            hr_qx_quantize(all_types[i], x, xq, K);
             float r = ref(w, xq, K / 32), worst = 0;
             for (int j = 0; j < n; j++) {
                 HR_CHECK(v[j]->dot[all_types[i]], "%s has no %s dot", v[j]->name, hr_dtype_name(all_types[i]));

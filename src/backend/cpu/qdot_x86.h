@@ -1,7 +1,8 @@
 /* The x86 8-bit-activation dot products, written once for AVX2 (qdot_avx2.c) and AVX-512
  * VNNI (qdot_vnni.c): the including file defines dot_us(u, s), eight int32 sums of four
  * unsigned x signed byte products (maddubs + madd, or vpdpbusd; the same integers, as no
- * product pair here reaches maddubs' saturation). Signed weights use the sign trick
+ * product pair here reaches maddubs' saturation), and dot_ws(acc, a, b), acc plus the eight
+ * int32 sums of two int16 products (madd + add, or vpdpwssd). Signed weights use the sign trick
  * (|w| times x with w's sign). Each block's integer lanes are scaled and summed into f32
  * lanes, as llama.cpp's ggml_vec_dot_*_q8_0. Each type is one tile function over nt tokens: a
  * weight block is decoded once for all of them, then every token runs the operations the
@@ -31,21 +32,29 @@ static inline __m256i dot_ss(__m256i w, __m256i x) {
 
 static inline __m256i load_x(const hr_q8x *x) { return _mm256_loadu_si256((const __m256i *)x->q); }
 
-#define TILE static inline __attribute__((always_inline)) void
+/* Token t's activations: xs bytes apart. */
+static inline const void *token(const void *x, size_t xs, int t) { return (const char *)x + (size_t)t * xs; }
 
-/* acc[t] += d_w * d_x(t) * (the eight int32 sums of |q| times x(t) with q's sign), for the
- * nt tokens' blocks xb, xb + xs, ... (q: the decoded weight block, signed bytes). */
+#define TILE static inline __attribute__((always_inline)) void
+/* -O2 does not unroll: the token and sub-block loops must be, for their accumulators to
+ * stay in registers and their shuffle constants to be constants. */
+#define UNROLL _Pragma("GCC unroll 8")
+
+/* acc[t] += d_w * d_x(t) * (the eight int32 sums of |q| times x(t) with q's sign), for block
+ * b of the nt tokens' activations x, x + xs, ... (q: the decoded weight block, signed bytes). */
 static inline __attribute__((always_inline)) void acc_signed(__m256 *acc, __m256i q, float dw,
-                                                             const hr_q8x *xb, long xs, int nt) {
+                                                             const void *xv, size_t xs, long b, int nt) {
     __m256i aq = _mm256_sign_epi8(q, q);
+    UNROLL
     for (int t = 0; t < nt; t++) {
-        const hr_q8x *x = xb + t * xs;
+        const hr_q8x *x = (const hr_q8x *)token(xv, xs, t) + b;
         __m256 s = _mm256_cvtepi32_ps(dot_us(aq, _mm256_sign_epi8(load_x(x), q)));
         acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x->d), s, acc[t]);
     }
 }
 
 static inline __attribute__((always_inline)) void zero(__m256 *acc, int nt) {
+    UNROLL
     for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
 }
 
@@ -67,120 +76,148 @@ static inline __m256i bits_to_bytes(const uint8_t *p) {
     return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
 }
 
-TILE tile_q8_0(const void *wv, const hr_q8x *x, long xs, long nb, int nt, float *out) {
+TILE tile_q8_0(const void *wv, const void *x, size_t xs, long nb, int nt, float *out) {
     const uint8_t *w = wv;
     __m256 acc[4];
     zero(acc, nt);
     for (long b = 0; b < nb; b++, w += 34)
-        acc_signed(acc, _mm256_loadu_si256((const __m256i *)(w + 2)), f16(w), x + b, xs, nt);
+        acc_signed(acc, _mm256_loadu_si256((const __m256i *)(w + 2)), f16(w), x, xs, b, nt);
     for (int t = 0; t < nt; t++) out[t] = hsum(acc[t]);
 }
 
-TILE tile_q4_0(const void *wv, const hr_q8x *x, long xs, long nb, int nt, float *out) {
+TILE tile_q4_0(const void *wv, const void *x, size_t xs, long nb, int nt, float *out) {
     const uint8_t *w = wv;
     __m256 acc[4];
     zero(acc, nt);
     for (long b = 0; b < nb; b++, w += 18)
-        acc_signed(acc, _mm256_sub_epi8(nibbles(w + 2), _mm256_set1_epi8(8)), f16(w), x + b, xs, nt);
+        acc_signed(acc, _mm256_sub_epi8(nibbles(w + 2), _mm256_set1_epi8(8)), f16(w), x, xs, b, nt);
     for (int t = 0; t < nt; t++) out[t] = hsum(acc[t]);
 }
 
-TILE tile_q5_0(const void *wv, const hr_q8x *x, long xs, long nb, int nt, float *out) {
+TILE tile_q5_0(const void *wv, const void *x, size_t xs, long nb, int nt, float *out) {
     const uint8_t *w = wv;
     __m256 acc[4];
     zero(acc, nt);
     for (long b = 0; b < nb; b++, w += 22) {
         __m256i hi = _mm256_and_si256(bits_to_bytes(w + 2), _mm256_set1_epi8(16));
         __m256i q = _mm256_sub_epi8(_mm256_or_si256(nibbles(w + 6), hi), _mm256_set1_epi8(16));
-        acc_signed(acc, q, f16(w), x + b, xs, nt);
+        acc_signed(acc, q, f16(w), x, xs, b, nt);
     }
     for (int t = 0; t < nt; t++) out[t] = hsum(acc[t]);
 }
 
-/* Q4_K's 8 six-bit scales and mins of one super-block (s: its 12 scale bytes), as 8 bytes
- * each: bytes 0-3 are the low 6 bits of words 0 / 1, bytes 4-7 nibbles of word 2 with the
- * top 2 bits of words 0 / 1 above them (four bytes per u32 operation). */
-static inline void q4_k_scales(const uint8_t *s, uint8_t *sc, uint8_t *m) {
-    uint32_t u[3], r[4];
-    memcpy(u, s, 12);
-    r[0] = u[0] & 0x3f3f3f3f;
-    r[1] = (u[2] & 0x0f0f0f0f) | ((u[0] >> 6) & 0x03030303) << 4;
-    r[2] = u[1] & 0x3f3f3f3f;
-    r[3] = ((u[2] >> 4) & 0x0f0f0f0f) | ((u[1] >> 6) & 0x03030303) << 4;
-    memcpy(sc, r, 8);
-    memcpy(m, r + 2, 8);
+/* Q4_K's 8 six-bit scales (bytes 0-7) and mins (8-15) of one super-block (s: its 12 scale
+ * bytes, read as 16): with u0..u2 its words, the low 6 bits of u0 (scales 0-3) and u1 (mins
+ * 0-3), and the nibbles of u2 (scales / mins 4-7) with the top 2 bits of u0 / u1 above them. */
+static inline __m128i q4_k_scales(const uint8_t *s) {
+    __m128i u = _mm_loadu_si128((const __m128i *)s);
+    __m128i v = _mm_srlv_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4));
+    __m128i top = _mm_slli_epi32(_mm_srli_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0)), 6), 4);
+    const __m128i low = _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f);
+    const __m128i high = _mm_setr_epi32(0, 0x30303030, 0, 0x30303030);
+    return _mm_or_si128(_mm_and_si128(v, low), _mm_and_si128(top, high));
 }
 
-TILE tile_q4_k(const void *wv, const hr_q8x *x, long xs, long nb, int nt, float *out) {
+/* The int16 pair j of s (eight int16 in each 128-bit half) in every pair of its half. */
+static inline __m256i pair(__m256i s, int j) {
+    return _mm256_shuffle_epi8(s, _mm256_set1_epi16((short)(0x0100 + 0x0202 * j)));
+}
+
+static inline int32_t hsum_i32(__m256i v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+    return _mm_cvtsi128_si32(s);
+}
+
+static inline __m256i load32(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+
+/* Q4_K super-block: the 8 sub-blocks' nibbles (unsigned) times x in 16-bit pairs (maddubs),
+ * times their scales into int32 (dot_ws), and the mins times x's sums per 32; one integer
+ * each per super-block, as the reference. */
+TILE tile_q4_k(const void *wv, const void *x, size_t xs, long nb, int nt, float *out) {
     const uint8_t *w = wv;
     const __m256i m4 = _mm256_set1_epi8(15);
-    __m256 acc[4];
-    float mins[4] = {0, 0, 0, 0};
-    zero(acc, nt);
-    for (long sb = 0; sb < nb / 8; sb++, w += 144, x += 8) {
+    float acc[4] = {0, 0, 0, 0};
+    for (long sb = 0; sb < nb / 8; sb++, w += 144) {
+        __m128i scm = q4_k_scales(w + 4);
+        __m256i scv = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
+        __m128i mv = _mm_cvtepu8_epi16(_mm_srli_si128(scm, 8));
+        __m256i q[8];
+        UNROLL
+        for (int c = 0; c < 4; c++) {
+            __m256i v = load32(w + 16 + 32 * c);
+            q[2 * c] = _mm256_and_si256(v, m4);
+            q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        }
         float d = f16(w), dmin = f16(w + 2);
-        uint8_t sc[8], m[8];
-        q4_k_scales(w + 4, sc, m);
-        const uint8_t *qs = w + 16;
-        for (int j = 0; j < 8; j += 2) {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(qs + j * 16));
-            __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-            for (int k = 0; k < 2; k++) {
-                int jj = j + k;
-                for (int t = 0; t < nt; t++) {
-                    const hr_q8x *xj = x + t * xs + jj;
-                    __m256 p = _mm256_cvtepi32_ps(dot_us(k ? hi : lo, load_x(xj)));
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * (float)sc[jj] * xj->d), p, acc[t]);
-                    mins[t] += dmin * (float)m[jj] * xj->d * (float)xj->sum;
-                }
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            const hr_q8k *xk = (const hr_q8k *)token(x, xs, t) + sb;
+            __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+            UNROLL
+            for (int j = 0; j < 8; j += 2) {
+                a0 = dot_ws(a0, _mm256_maddubs_epi16(q[j], load32(xk->q + 32 * j)), pair(scv, j));
+                a1 = dot_ws(a1, _mm256_maddubs_epi16(q[j + 1], load32(xk->q + 32 * j + 32)), pair(scv, j + 1));
             }
+            __m128i ms = _mm_madd_epi16(mv, _mm_loadu_si128((const __m128i *)xk->s32));
+            int32_t isum = hsum_i32(_mm256_add_epi32(a0, a1));
+            int32_t msum = hsum_i32(_mm256_set_m128i(_mm_setzero_si128(), ms));
+            acc[t] += xk->d * (d * (float)isum - dmin * (float)msum);
         }
     }
-    for (int t = 0; t < nt; t++) out[t] = hsum(acc[t]) - mins[t];
+    for (int t = 0; t < nt; t++) out[t] = acc[t];
 }
 
-TILE tile_q6_k(const void *wv, const hr_q8x *x, long xs, long nb, int nt, float *out) {
+/* Q6_K super-block: 6-bit codes (unsigned) times x in 16-bit pairs, times the sub-blocks'
+ * int8 scales into int32, less 32 * scale * x's sums per 16; one integer per super-block. */
+TILE tile_q6_k(const void *wv, const void *x, size_t xs, long nb, int nt, float *out) {
     const uint8_t *w = wv;
-    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
-    __m256 acc[4];
-    zero(acc, nt);
-    for (long sb = 0; sb < nb / 8; sb++, w += 210, x += 8) {
+    const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+    const __m128i even_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    float acc[4] = {0, 0, 0, 0};
+    for (long sb = 0; sb < nb / 8; sb++, w += 210) {
         const uint8_t *ql = w, *qh = w + 128;
-        const int8_t *sc = (const int8_t *)(w + 192);
-        float d = f16(w + 208);
+        __m128i sc8 = _mm_loadu_si128((const __m128i *)(w + 192));
+        __m256i scn = _mm256_cvtepi8_epi16(sc8); /* the 16 scales in order */
+        /* even scales in the low half, odd in the high: pair(sce, j) is sub-blocks 2j, 2j + 1 */
+        __m256i sce = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(sc8, even_odd));
+        __m256i q[8];
+        UNROLL
         for (int h = 0; h < 2; h++) {
-            __m256i l0 = _mm256_loadu_si256((const __m256i *)(ql + h * 64));
-            __m256i l1 = _mm256_loadu_si256((const __m256i *)(ql + h * 64 + 32));
-            __m256i hb = _mm256_loadu_si256((const __m256i *)(qh + h * 32));
-            for (int s = 0; s < 4; s++) {
-                int j = h * 4 + s;
-                __m256i lo = s % 2 ? l1 : l0;
-                lo = _mm256_and_si256(s / 2 ? _mm256_srli_epi16(lo, 4) : lo, m4);
-                __m256i hi = _mm256_and_si256(_mm256_srli_epi16(hb, 2 * s), m2);
-                __m256i q = _mm256_sub_epi8(_mm256_or_si256(lo, _mm256_slli_epi16(hi, 4)),
-                                            _mm256_set1_epi8(32));
-                __m256i scv = _mm256_setr_epi32(sc[2 * j], sc[2 * j], sc[2 * j], sc[2 * j],
-                                                sc[2 * j + 1], sc[2 * j + 1], sc[2 * j + 1], sc[2 * j + 1]);
-                __m256i aq = _mm256_sign_epi8(q, q);
-                for (int t = 0; t < nt; t++) {
-                    const hr_q8x *xj = x + t * xs + j;
-                    __m256i p = _mm256_mullo_epi32(dot_us(aq, _mm256_sign_epi8(load_x(xj), q)), scv);
-                    acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xj->d), _mm256_cvtepi32_ps(p), acc[t]);
-                }
+            __m256i l0 = load32(ql + h * 64), l1 = load32(ql + h * 64 + 32), hb = load32(qh + h * 32);
+            q[4 * h] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+            q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+            q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m30));
+            q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                           _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+        }
+        float d = f16(w + 208);
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            const hr_q8k *xk = (const hr_q8k *)token(x, xs, t) + sb;
+            __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+            UNROLL
+            for (int j = 0; j < 8; j += 2) {
+                a0 = dot_ws(a0, _mm256_maddubs_epi16(q[j], load32(xk->q + 32 * j)), pair(sce, j));
+                a1 = dot_ws(a1, _mm256_maddubs_epi16(q[j + 1], load32(xk->q + 32 * j + 32)), pair(sce, j + 1));
             }
+            __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scn, load32(xk->s16)), 5);
+            int32_t isum = hsum_i32(_mm256_sub_epi32(_mm256_add_epi32(a0, a1), off));
+            acc[t] += xk->d * (d * (float)isum);
         }
     }
-    for (int t = 0; t < nt; t++) out[t] = hsum(acc[t]);
+    for (int t = 0; t < nt; t++) out[t] = acc[t];
 }
 
 /* dot_T (one token) and dot4_T (four, x blocks xs apart) from tile_T. */
 #define QDOT_PAIR(T)                                                               \
-    static float dot_##T(const void *w, const hr_q8x *x, long nb) {                \
+    static float dot_##T(const void *w, const void *x, long nb) {                  \
         float o;                                                                   \
         tile_##T(w, x, 0, nb, 1, &o);                                              \
         return o;                                                                  \
     }                                                                              \
-    static void dot4_##T(const void *w, const hr_q8x *x, long xs, long nb, float *out) { \
+    static void dot4_##T(const void *w, const void *x, size_t xs, long nb, float *out) { \
         tile_##T(w, x, xs, nb, 4, out);                                            \
     }
 QDOT_PAIR(q8_0)
