@@ -1,5 +1,6 @@
 /* 8-bit-activation dot products for quantized weights: x is quantized to int8 with an f32
- * scale per 32 elements (hr_q8x, the activation side of llama.cpp's q8_0) or, for the
+ * scale per 32 elements (hr_q8x, the activation side of llama.cpp's q8_0, kept in groups of
+ * 8 blocks so that SIMD code loads 8 scales at once) or, for the
  * K-quants, per 256 (hr_q8k, llama.cpp's q8_K: a super-block's sub-blocks then sum in
  * integers); each weight block multiplies it in integers, and the block results accumulate
  * in f32. One table per
@@ -14,13 +15,15 @@
 
 #include "tensor/dtype.h"
 
+/* Eight blocks of 32 elements (block b of a row is group b / 8, slot b % 8; a row's last
+ * group is zero past its last block). */
 typedef struct {
-    float d;     /* x ~ d * q */
-    int32_t sum; /* sum of q (the min terms of Q4_K) */
-    int8_t q[32];
+    _Alignas(32) int8_t q[8][32]; /* block i ~ d[i] * q[i] */
+    float d[8];
+    int32_t sum[8]; /* sum of q[i] (the offsets of unsigned weight codes) */
 } hr_q8x;
 
-/* x per 256 elements for the K-quants; the size of 8 hr_q8x, so a row of x takes the same
+/* x per 256 elements for the K-quants; the size of an hr_q8x, so a row of x takes the same
  * bytes in either form. */
 typedef struct {
     _Alignas(32) int8_t q[256]; /* x ~ d * q */
@@ -28,7 +31,7 @@ typedef struct {
     int16_t s32[8];             /* and per 32 (Q4_K's mins) */
     float d;
 } hr_q8k;
-_Static_assert(sizeof(hr_q8k) == 8 * sizeof(hr_q8x), "a row of x takes the same bytes either way");
+_Static_assert(sizeof(hr_q8k) == sizeof(hr_q8x), "a row of x takes the same bytes either way");
 
 /* w: one weight row of nb * 32 elements in its block format; x: the row's activation blocks
  * (hr_q8x, or hr_q8k where hr_qdot_q8k(type)). */
@@ -59,7 +62,7 @@ void hr_q8k_quantize(const float *x, hr_q8k *out, long K);
 /* Whether the dots of weight type t take hr_q8k activations (the K-quants). */
 static inline int hr_qdot_q8k(hr_dtype t) { return t == HR_Q4_K || t == HR_Q6_K; }
 /* Bytes of one row of K activations in either form. */
-static inline size_t hr_qx_row_bytes(long K) { return sizeof(hr_q8x) * (size_t)(K / 32); }
+static inline size_t hr_qx_row_bytes(long K) { return sizeof(hr_q8x) * (size_t)((K + 255) / 256); }
 /* x[K] quantized the way the dots of weight type t take it (hr_qx_row_bytes(K) at out). */
 void hr_qx_quantize(hr_dtype t, const float *x, void *out, long K);
 

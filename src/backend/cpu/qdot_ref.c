@@ -1,22 +1,26 @@
 /* Plain C 8-bit-activation dot products (qdot.h): the definition of what the SIMD variants
  * compute, the kernels on CPUs without AVX2, and the activation quantizer all levels use. */
 #include <math.h>
+#include <string.h>
 
 #include "backend/cpu/qdot.h"
 #include "base/cpu.h"
 
 void hr_q8x_quantize(const float *x, hr_q8x *out, long K) {
-    for (long b = 0; b < K / 32; b++, x += 32, out++) {
+    long nb = K / 32;
+    if (nb % 8) memset(out + nb / 8, 0, sizeof *out);
+    for (long b = 0; b < nb; b++, x += 32) {
+        hr_q8x *g = out + b / 8;
+        int i = (int)(b % 8), s = 0;
         float am = 0;
         for (int j = 0; j < 32; j++) am = fmaxf(am, fabsf(x[j]));
         float d = am / 127.0f, id = d == 0 ? 0.0f : 1.0f / d;
-        int s = 0;
         for (int j = 0; j < 32; j++) {
-            out->q[j] = (int8_t)roundf(x[j] * id);
-            s += out->q[j];
+            g->q[i][j] = (int8_t)roundf(x[j] * id);
+            s += g->q[i][j];
         }
-        out->d = d;
-        out->sum = s;
+        g->d[i] = d;
+        g->sum[i] = s;
     }
 }
 
@@ -49,8 +53,9 @@ static float dot_q8_0(const void *wv, const void *xv, long nb) {
     float acc = 0;
     for (long b = 0; b < nb; b++, w += 34) {
         int s = 0;
-        for (int j = 0; j < 32; j++) s += (int8_t)w[2 + j] * x[b].q[j];
-        acc += f16(w) * x[b].d * (float)s;
+        const hr_q8x *g = x + b / 8;
+        for (int j = 0; j < 32; j++) s += (int8_t)w[2 + j] * g->q[b % 8][j];
+        acc += f16(w) * g->d[b % 8] * (float)s;
     }
     return acc;
 }
@@ -60,10 +65,10 @@ static float dot_q4_0(const void *wv, const void *xv, long nb) {
     const hr_q8x *x = xv;
     float acc = 0;
     for (long b = 0; b < nb; b++, w += 18) {
+        const int8_t *q = x[b / 8].q[b % 8];
         int s = 0;
-        for (int j = 0; j < 16; j++)
-            s += ((w[2 + j] & 15) - 8) * x[b].q[j] + ((w[2 + j] >> 4) - 8) * x[b].q[j + 16];
-        acc += f16(w) * x[b].d * (float)s;
+        for (int j = 0; j < 16; j++) s += ((w[2 + j] & 15) - 8) * q[j] + ((w[2 + j] >> 4) - 8) * q[j + 16];
+        acc += f16(w) * x[b / 8].d[b % 8] * (float)s;
     }
     return acc;
 }
@@ -74,13 +79,14 @@ static float dot_q5_0(const void *wv, const void *xv, long nb) {
     float acc = 0;
     for (long b = 0; b < nb; b++, w += 22) {
         uint32_t qh = (uint32_t)w[2] | (uint32_t)w[3] << 8 | (uint32_t)w[4] << 16 | (uint32_t)w[5] << 24;
+        const int8_t *q = x[b / 8].q[b % 8];
         int s = 0;
         for (int j = 0; j < 16; j++) {
             int lo = (w[6 + j] & 15) | (int)(qh >> j & 1) << 4;
             int hi = (w[6 + j] >> 4) | (int)(qh >> (j + 16) & 1) << 4;
-            s += (lo - 16) * x[b].q[j] + (hi - 16) * x[b].q[j + 16];
+            s += (lo - 16) * q[j] + (hi - 16) * q[j + 16];
         }
-        acc += f16(w) * x[b].d * (float)s;
+        acc += f16(w) * x[b / 8].d[b % 8] * (float)s;
     }
     return acc;
 }

@@ -1,7 +1,8 @@
 /* The x86 8-bit-activation dot products, written once for AVX2 (qdot_avx2.c) and AVX-512
  * VNNI (qdot_vnni.c): the including file defines dot_us(u, s), eight int32 sums of four
  * unsigned x signed byte products (maddubs + madd, or vpdpbusd; the same integers, as no
- * product pair here reaches maddubs' saturation), and dot_ws(acc, a, b), acc plus the eight
+ * product pair here reaches maddubs' saturation), dot_usa(acc, u, s), acc plus those, and
+ * dot_ws(acc, a, b), acc plus the eight
  * int32 sums of two int16 products (madd + add, or vpdpwssd). Signed weights use the sign trick
  * (|w| times x with w's sign). Each block's integer lanes are scaled and summed into f32
  * lanes, as llama.cpp's ggml_vec_dot_*_q8_0. Each type is one tile function over nt tokens: a
@@ -30,7 +31,7 @@ static inline __m256i dot_ss(__m256i w, __m256i x) {
     return dot_us(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
 }
 
-static inline __m256i load_x(const hr_q8x *x) { return _mm256_loadu_si256((const __m256i *)x->q); }
+static inline __m256i load32(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 /* Token t's activations: xs bytes apart. */
 static inline const void *token(const void *x, size_t xs, int t) { return (const char *)x + (size_t)t * xs; }
@@ -39,24 +40,6 @@ static inline const void *token(const void *x, size_t xs, int t) { return (const
 /* -O2 does not unroll: the token and sub-block loops must be, for their accumulators to
  * stay in registers and their shuffle constants to be constants. */
 #define UNROLL _Pragma("GCC unroll 8")
-
-/* acc[t] += d_w * d_x(t) * (the eight int32 sums of |q| times x(t) with q's sign), for block
- * b of the nt tokens' activations x, x + xs, ... (q: the decoded weight block, signed bytes). */
-static inline __attribute__((always_inline)) void acc_signed(__m256 *acc, __m256i q, float dw,
-                                                             const void *xv, size_t xs, long b, int nt) {
-    __m256i aq = _mm256_sign_epi8(q, q);
-    UNROLL
-    for (int t = 0; t < nt; t++) {
-        const hr_q8x *x = (const hr_q8x *)token(xv, xs, t) + b;
-        __m256 s = _mm256_cvtepi32_ps(dot_us(aq, _mm256_sign_epi8(load_x(x), q)));
-        acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * x->d), s, acc[t]);
-    }
-}
-
-static inline __attribute__((always_inline)) void zero(__m256 *acc, int nt) {
-    UNROLL
-    for (int t = 0; t < nt; t++) acc[t] = _mm256_setzero_ps();
-}
 
 /* 16 bytes of nibbles to 32 bytes: low nibbles first, then high ones. */
 static inline __m256i nibbles(const uint8_t *p) {
@@ -76,34 +59,85 @@ static inline __m256i bits_to_bytes(const uint8_t *p) {
     return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
 }
 
-TILE tile_q8_0(const void *wv, const void *x, size_t xs, long nb, int nt, float *out) {
-    const uint8_t *w = wv;
-    __m256 acc[4];
-    zero(acc, nt);
-    for (long b = 0; b < nb; b++, w += 34)
-        acc_signed(acc, _mm256_loadu_si256((const __m256i *)(w + 2)), f16(w), x, xs, b, nt);
-    for (int t = 0; t < nt; t++) out[t] = hsum(acc[t]);
+/* The 8-bit-scaled block formats: Q8_0 codes are signed (|w| times x with w's sign), Q4_0 /
+ * Q5_0 codes unsigned, their offset (8 or 16 times x's sum) the start of the integer sum. */
+enum { Q8_0_F, Q4_0_F, Q5_0_F };
+
+static inline int block_bytes(int f) { return f == Q8_0_F ? 34 : f == Q4_0_F ? 18 : 22; }
+
+/* Block w's 32 codes, in x's element order. */
+static inline __m256i codes(int f, const uint8_t *w) {
+    if (f == Q8_0_F) return load32(w + 2);
+    if (f == Q4_0_F) return nibbles(w + 2);
+    return _mm256_or_si256(nibbles(w + 6), _mm256_and_si256(bits_to_bytes(w + 2), _mm256_set1_epi8(16)));
 }
 
-TILE tile_q4_0(const void *wv, const void *x, size_t xs, long nb, int nt, float *out) {
-    const uint8_t *w = wv;
-    __m256 acc[4];
-    zero(acc, nt);
-    for (long b = 0; b < nb; b++, w += 18)
-        acc_signed(acc, _mm256_sub_epi8(nibbles(w + 2), _mm256_set1_epi8(8)), f16(w), x, xs, b, nt);
-    for (int t = 0; t < nt; t++) out[t] = hsum(acc[t]);
+/* Eight int32 lanes summing to block i of group g times the block's codes q (a: |q| for Q8_0). */
+static inline __m256i block_dot(int f, __m256i q, __m256i a, const hr_q8x *g, int i) {
+    __m256i x = load32(g->q[i]);
+    if (f == Q8_0_F) return dot_us(a, _mm256_sign_epi8(x, q));
+    __m256i off = _mm256_set1_epi32(-g->sum[i]); /* 8 lanes: -8 sum(x) */
+    if (f == Q5_0_F) off = _mm256_add_epi32(off, off);
+    return dot_usa(off, q, x);
 }
 
-TILE tile_q5_0(const void *wv, const void *x, size_t xs, long nb, int nt, float *out) {
-    const uint8_t *w = wv;
-    __m256 acc[4];
-    zero(acc, nt);
-    for (long b = 0; b < nb; b++, w += 22) {
-        __m256i hi = _mm256_and_si256(bits_to_bytes(w + 2), _mm256_set1_epi8(16));
-        __m256i q = _mm256_sub_epi8(_mm256_or_si256(nibbles(w + 6), hi), _mm256_set1_epi8(16));
-        acc_signed(acc, q, f16(w), x, xs, b, nt);
+/* The f16 scales of eight blocks bb bytes apart. */
+static inline __m256 scales8(const uint8_t *w, int bb) {
+    __m128i h = _mm_setzero_si128();
+    UNROLL
+    for (int i = 0; i < 8; i++) {
+        uint16_t u;
+        memcpy(&u, w + i * bb, 2);
+        h = _mm_insert_epi16(h, u, i);
     }
-    for (int t = 0; t < nt; t++) out[t] = hsum(acc[t]);
+    return _mm256_cvtph_ps(h);
+}
+
+/* Row w (format f) times nt tokens: per group of 8 blocks the weight scales times x's are
+ * one vector product, and block i's lane of it scales the block's integer lanes into one of
+ * two f32 accumulators (i even, odd); a row's last partial group takes scalar scales. */
+TILE tile_32(int f, const void *wv, const void *x, size_t xs, long nb, int nt, float *out) {
+    const uint8_t *w = wv;
+    int bb = block_bytes(f);
+    __m256 acc[4][2];
+    UNROLL
+    for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
+    for (long g = 0; g * 8 < nb; g++, w += 8 * bb) {
+        int n = nb - g * 8 < 8 ? (int)(nb - g * 8) : 8;
+        __m256 sc[4];
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            const hr_q8x *xg = (const hr_q8x *)token(x, xs, t) + g;
+            sc[t] = n == 8 ? _mm256_mul_ps(scales8(w, bb), _mm256_load_ps(xg->d)) : _mm256_setzero_ps();
+        }
+        UNROLL
+        for (int i = 0; i < 8; i++) {
+            if (i >= n) break;
+            __m256i q = codes(f, w + i * bb), a = f == Q8_0_F ? _mm256_sign_epi8(q, q) : q;
+            UNROLL
+            for (int t = 0; t < nt; t++) {
+                const hr_q8x *xg = (const hr_q8x *)token(x, xs, t) + g;
+                __m256 s = n == 8 ? _mm256_permutevar8x32_ps(sc[t], _mm256_set1_epi32(i))
+                                  : _mm256_set1_ps(f16(w + i * bb) * xg->d[i]);
+                __m256 p = _mm256_cvtepi32_ps(block_dot(f, q, a, xg, i));
+                acc[t][i % 2] = _mm256_fmadd_ps(p, s, acc[t][i % 2]);
+            }
+        }
+    }
+    UNROLL
+    for (int t = 0; t < nt; t++) out[t] = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
+}
+
+TILE tile_q8_0(const void *w, const void *x, size_t xs, long nb, int nt, float *out) {
+    tile_32(Q8_0_F, w, x, xs, nb, nt, out);
+}
+
+TILE tile_q4_0(const void *w, const void *x, size_t xs, long nb, int nt, float *out) {
+    tile_32(Q4_0_F, w, x, xs, nb, nt, out);
+}
+
+TILE tile_q5_0(const void *w, const void *x, size_t xs, long nb, int nt, float *out) {
+    tile_32(Q5_0_F, w, x, xs, nb, nt, out);
 }
 
 /* Q4_K's 8 six-bit scales (bytes 0-7) and mins (8-15) of one super-block (s: its 12 scale
@@ -129,8 +163,6 @@ static inline int32_t hsum_i32(__m256i v) {
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
     return _mm_cvtsi128_si32(s);
 }
-
-static inline __m256i load32(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 /* Q4_K super-block: the 8 sub-blocks' nibbles (unsigned) times x in 16-bit pairs (maddubs),
  * times their scales into int32 (dot_ws), and the mins times x's sums per 32; one integer
