@@ -16,12 +16,19 @@
 #include "tensor/dtype.h"
 
 /* Eight blocks of 32 elements (block b of a row is group b / 8, slot b % 8; a row's last
- * group is zero past its last block). */
+ * group is zero past its last block), in the element order hr_q8x_pos gives. */
 typedef struct {
-    _Alignas(32) int8_t q[8][32]; /* block i ~ d[i] * q[i] */
+    _Alignas(32) int8_t q[256]; /* block i ~ d[i] * its 32 q */
     float d[8];
-    int32_t sum[8]; /* sum of q[i] (the offsets of unsigned weight codes) */
+    int32_t sum[8]; /* sum of block i's q (the offsets of unsigned weight codes) */
 } hr_q8x;
+
+/* Where element j of block i sits in its group's q: in order, or paired the way a 16-byte
+ * load of nibbles covers two blocks (Q4_0, Q5_0: the low 16 elements of blocks 2p and
+ * 2p + 1, then their high 16). */
+static inline int hr_q8x_pos(int paired, int i, int j) {
+    return paired ? (i & ~1) * 32 + (j / 16) * 32 + (i & 1) * 16 + j % 16 : i * 32 + j;
+}
 
 /* x per 256 elements for the K-quants; the size of an hr_q8x, so a row of x takes the same
  * bytes in either form. */
@@ -55,12 +62,14 @@ extern const hr_cpu_qdots hr_cpu_qdots_vnni;
 const hr_cpu_qdots *hr_cpu_qdots_get(void);
 
 /* x[K] (K a multiple of 32) into K / 32 blocks: d = max |x| / 127, q = round(x / d). */
-void hr_q8x_quantize(const float *x, hr_q8x *out, long K);
+void hr_q8x_quantize(const float *x, hr_q8x *out, long K, int paired);
 /* The same per 256 elements (K a multiple of 256). */
 void hr_q8k_quantize(const float *x, hr_q8k *out, long K);
 
-/* Whether the dots of weight type t take hr_q8k activations (the K-quants). */
+/* Whether the dots of weight type t take hr_q8k activations (the K-quants), and whether
+ * its hr_q8x are paired. */
 static inline int hr_qdot_q8k(hr_dtype t) { return t == HR_Q4_K || t == HR_Q6_K; }
+static inline int hr_qdot_paired(hr_dtype t) { return t == HR_Q4_0 || t == HR_Q5_0; }
 /* Bytes of one row of K activations in either form. */
 static inline size_t hr_qx_row_bytes(long K) { return sizeof(hr_q8x) * (size_t)((K + 255) / 256); }
 /* x[K] quantized the way the dots of weight type t take it (hr_qx_row_bytes(K) at out). */

@@ -6,7 +6,7 @@
 #include "backend/cpu/qdot.h"
 #include "base/cpu.h"
 
-void hr_q8x_quantize(const float *x, hr_q8x *out, long K) {
+void hr_q8x_quantize(const float *x, hr_q8x *out, long K, int paired) {
     long nb = K / 32;
     if (nb % 8) memset(out + nb / 8, 0, sizeof *out);
     for (long b = 0; b < nb; b++, x += 32) {
@@ -16,8 +16,9 @@ void hr_q8x_quantize(const float *x, hr_q8x *out, long K) {
         for (int j = 0; j < 32; j++) am = fmaxf(am, fabsf(x[j]));
         float d = am / 127.0f, id = d == 0 ? 0.0f : 1.0f / d;
         for (int j = 0; j < 32; j++) {
-            g->q[i][j] = (int8_t)roundf(x[j] * id);
-            s += g->q[i][j];
+            int8_t q = (int8_t)roundf(x[j] * id);
+            g->q[hr_q8x_pos(paired, i, j)] = q;
+            s += q;
         }
         g->d[i] = d;
         g->sum[i] = s;
@@ -42,7 +43,7 @@ void hr_q8k_quantize(const float *x, hr_q8k *out, long K) {
 
 void hr_qx_quantize(hr_dtype t, const float *x, void *out, long K) {
     if (hr_qdot_q8k(t)) hr_q8k_quantize(x, out, K);
-    else hr_q8x_quantize(x, out, K);
+    else hr_q8x_quantize(x, out, K, hr_qdot_paired(t));
 }
 
 static float f16(const uint8_t *p) { return hr_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
@@ -54,7 +55,7 @@ static float dot_q8_0(const void *wv, const void *xv, long nb) {
     for (long b = 0; b < nb; b++, w += 34) {
         int s = 0;
         const hr_q8x *g = x + b / 8;
-        for (int j = 0; j < 32; j++) s += (int8_t)w[2 + j] * g->q[b % 8][j];
+        for (int j = 0; j < 32; j++) s += (int8_t)w[2 + j] * g->q[hr_q8x_pos(0, (int)(b % 8), j)];
         acc += f16(w) * g->d[b % 8] * (float)s;
     }
     return acc;
@@ -65,9 +66,10 @@ static float dot_q4_0(const void *wv, const void *xv, long nb) {
     const hr_q8x *x = xv;
     float acc = 0;
     for (long b = 0; b < nb; b++, w += 18) {
-        const int8_t *q = x[b / 8].q[b % 8];
-        int s = 0;
-        for (int j = 0; j < 16; j++) s += ((w[2 + j] & 15) - 8) * q[j] + ((w[2 + j] >> 4) - 8) * q[j + 16];
+        const int8_t *q = x[b / 8].q;
+        int i = (int)(b % 8), s = 0;
+        for (int j = 0; j < 16; j++)
+            s += ((w[2 + j] & 15) - 8) * q[hr_q8x_pos(1, i, j)] + ((w[2 + j] >> 4) - 8) * q[hr_q8x_pos(1, i, j + 16)];
         acc += f16(w) * x[b / 8].d[b % 8] * (float)s;
     }
     return acc;
@@ -79,12 +81,12 @@ static float dot_q5_0(const void *wv, const void *xv, long nb) {
     float acc = 0;
     for (long b = 0; b < nb; b++, w += 22) {
         uint32_t qh = (uint32_t)w[2] | (uint32_t)w[3] << 8 | (uint32_t)w[4] << 16 | (uint32_t)w[5] << 24;
-        const int8_t *q = x[b / 8].q[b % 8];
-        int s = 0;
+        const int8_t *q = x[b / 8].q;
+        int i = (int)(b % 8), s = 0;
         for (int j = 0; j < 16; j++) {
             int lo = (w[6 + j] & 15) | (int)(qh >> j & 1) << 4;
             int hi = (w[6 + j] >> 4) | (int)(qh >> (j + 16) & 1) << 4;
-            s += (lo - 16) * q[j] + (hi - 16) * q[j + 16];
+            s += (lo - 16) * q[hr_q8x_pos(1, i, j)] + (hi - 16) * q[hr_q8x_pos(1, i, j + 16)];
         }
         acc += f16(w) * x[b / 8].d[b % 8] * (float)s;
     }

@@ -41,17 +41,8 @@ static inline const void *token(const void *x, size_t xs, int t) { return (const
  * stay in registers and their shuffle constants to be constants. */
 #define UNROLL _Pragma("GCC unroll 8")
 
-/* 16 bytes of nibbles to 32 bytes: low nibbles first, then high ones. */
-static inline __m256i nibbles(const uint8_t *p) {
-    __m128i t = _mm_loadu_si128((const __m128i *)p);
-    __m256i v = _mm256_set_m128i(_mm_srli_epi16(t, 4), t);
-    return _mm256_and_si256(v, _mm256_set1_epi8(15));
-}
-
-/* Byte j of the result is 0xff where bit j of the 32 bits at p is set. */
-static inline __m256i bits_to_bytes(const uint8_t *p) {
-    uint32_t b;
-    memcpy(&b, p, 4);
+/* Byte j of the result is 0xff where bit j of b is set. */
+static inline __m256i bits_to_bytes(uint32_t b) {
     const __m256i shuf = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202,
                                             0x0303030303030303);
     __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)b), shuf);
@@ -59,73 +50,101 @@ static inline __m256i bits_to_bytes(const uint8_t *p) {
     return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
 }
 
-/* The 8-bit-scaled block formats: Q8_0 codes are signed (|w| times x with w's sign), Q4_0 /
- * Q5_0 codes unsigned, their offset (8 or 16 times x's sum) the start of the integer sum. */
+/* The formats with a scale per 32: Q8_0's codes are signed (|w| times x with w's sign), one
+ * block per unit of integer lanes; Q4_0 / Q5_0's unsigned, two blocks per unit (one 16-byte
+ * load of nibbles, x paired to match), their offsets (8 or 16 times x's sum) summed apart. */
 enum { Q8_0_F, Q4_0_F, Q5_0_F };
 
 static inline int block_bytes(int f) { return f == Q8_0_F ? 34 : f == Q4_0_F ? 18 : 22; }
 
-/* Block w's 32 codes, in x's element order. */
-static inline __m256i codes(int f, const uint8_t *w) {
-    if (f == Q8_0_F) return load32(w + 2);
-    if (f == Q4_0_F) return nibbles(w + 2);
-    return _mm256_or_si256(nibbles(w + 6), _mm256_and_si256(bits_to_bytes(w + 2), _mm256_set1_epi8(16)));
-}
-
-/* Eight int32 lanes summing to block i of group g times the block's codes q (a: |q| for Q8_0). */
-static inline __m256i block_dot(int f, __m256i q, __m256i a, const hr_q8x *g, int i) {
-    __m256i x = load32(g->q[i]);
-    if (f == Q8_0_F) return dot_us(a, _mm256_sign_epi8(x, q));
-    __m256i off = _mm256_set1_epi32(-g->sum[i]); /* 8 lanes: -8 sum(x) */
-    if (f == Q5_0_F) off = _mm256_add_epi32(off, off);
-    return dot_usa(off, q, x);
-}
-
-/* The f16 scales of eight blocks bb bytes apart. */
-static inline __m256 scales8(const uint8_t *w, int bb) {
+/* The f16 scales of n blocks bb bytes apart (zero past n). */
+static inline __m256 scales(const uint8_t *w, int bb, int n) {
     __m128i h = _mm_setzero_si128();
     UNROLL
     for (int i = 0; i < 8; i++) {
+        if (i >= n) break;
         uint16_t u;
         memcpy(&u, w + i * bb, 2);
-        h = _mm_insert_epi16(h, u, i);
+        h = _mm_insert_epi16(h, (short)u, i);
     }
     return _mm256_cvtph_ps(h);
 }
 
-/* Row w (format f) times nt tokens: per group of 8 blocks the weight scales times x's are
- * one vector product, and block i's lane of it scales the block's integer lanes into one of
- * two f32 accumulators (i even, odd); a row's last partial group takes scalar scales. */
+/* Blocks i, i + 1 of a Q4_0 / Q5_0 group (w: block i; one: block i alone) as [low 16 of i,
+ * low 16 of i + 1] (lo) and the high 16 (hi): codes 0..15 / 0..31. */
+static inline void nib_pair(int f, const uint8_t *w, int bb, int one, __m256i *lo, __m256i *hi) {
+    const uint8_t *qs = w + (f == Q4_0_F ? 2 : 6);
+    __m128i a = _mm_loadu_si128((const __m128i *)qs);
+    __m128i b = one ? _mm_setzero_si128() : _mm_loadu_si128((const __m128i *)(qs + bb));
+    __m256i v = _mm256_set_m128i(b, a), m4 = _mm256_set1_epi8(15);
+    *lo = _mm256_and_si256(v, m4);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    if (f == Q5_0_F) {
+        uint32_t h0, h1 = 0;
+        memcpy(&h0, w + 2, 4);
+        if (!one) memcpy(&h1, w + bb + 2, 4);
+        __m256i b4 = _mm256_set1_epi8(16);
+        *lo = _mm256_or_si256(*lo, _mm256_and_si256(bits_to_bytes((h0 & 0xffff) | h1 << 16), b4));
+        *hi = _mm256_or_si256(*hi, _mm256_and_si256(bits_to_bytes(h0 >> 16 | (h1 & 0xffff0000u)), b4));
+    }
+}
+
+typedef struct {
+    __m256 acc[4][2]; /* per token: integer lanes times scales, two chains */
+    __m256 off[4];    /* per token: scales times x's sums (Q4_0 / Q5_0) */
+} acc32;
+
+/* One group of n (<= 8) blocks at w times the nt tokens' group g: the 8 weight scales times
+ * x's in one product, a unit's lanes scaled by their block's lane of it (permps). */
+static inline __attribute__((always_inline)) void group32(int f, const uint8_t *w, int n, const void *x,
+                                                          size_t xs, long g, int nt, acc32 *a) {
+    int bb = block_bytes(f);
+    __m256 dw = scales(w, bb, n), sc[4];
+    UNROLL
+    for (int t = 0; t < nt; t++) {
+        const hr_q8x *xg = (const hr_q8x *)token(x, xs, t) + g;
+        sc[t] = _mm256_mul_ps(dw, _mm256_load_ps(xg->d));
+        if (f != Q8_0_F) a->off[t] = _mm256_fmadd_ps(sc[t], _mm256_cvtepi32_ps(load32(xg->sum)), a->off[t]);
+    }
+    int per = f == Q8_0_F ? 1 : 2; /* blocks per unit */
+    UNROLL
+    for (int u = 0; u < 8 / per; u++) {
+        if (u * per >= n) break;
+        __m256i q, r; /* Q8_0: q and |q|; else low and high codes */
+        if (f == Q8_0_F) {
+            q = load32(w + u * bb + 2);
+            r = _mm256_sign_epi8(q, q);
+        } else {
+            nib_pair(f, w + 2 * u * bb, bb, 2 * u + 1 >= n, &q, &r);
+        }
+        __m256i idx = f == Q8_0_F ? _mm256_set1_epi32(u) : _mm256_setr_epi32(2 * u, 2 * u, 2 * u, 2 * u, 2 * u + 1, 2 * u + 1, 2 * u + 1, 2 * u + 1);
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            const int8_t *xq = ((const hr_q8x *)token(x, xs, t) + g)->q + 32 * per * u;
+            __m256i p = f == Q8_0_F ? dot_us(r, _mm256_sign_epi8(load32(xq), q))
+                                    : dot_usa(dot_us(q, load32(xq)), r, load32(xq + 32));
+            __m256 s = _mm256_permutevar8x32_ps(sc[t], idx);
+            a->acc[t][u % 2] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), s, a->acc[t][u % 2]);
+        }
+    }
+}
+
+/* Row w (format f) times nt tokens, group by group; the row's last group may be partial. */
 TILE tile_32(int f, const void *wv, const void *x, size_t xs, long nb, int nt, float *out) {
     const uint8_t *w = wv;
     int bb = block_bytes(f);
-    __m256 acc[4][2];
+    acc32 a;
     UNROLL
-    for (int t = 0; t < nt; t++) acc[t][0] = acc[t][1] = _mm256_setzero_ps();
-    for (long g = 0; g * 8 < nb; g++, w += 8 * bb) {
-        int n = nb - g * 8 < 8 ? (int)(nb - g * 8) : 8;
-        __m256 sc[4];
-        UNROLL
-        for (int t = 0; t < nt; t++) {
-            const hr_q8x *xg = (const hr_q8x *)token(x, xs, t) + g;
-            sc[t] = n == 8 ? _mm256_mul_ps(scales8(w, bb), _mm256_load_ps(xg->d)) : _mm256_setzero_ps();
-        }
-        UNROLL
-        for (int i = 0; i < 8; i++) {
-            if (i >= n) break;
-            __m256i q = codes(f, w + i * bb), a = f == Q8_0_F ? _mm256_sign_epi8(q, q) : q;
-            UNROLL
-            for (int t = 0; t < nt; t++) {
-                const hr_q8x *xg = (const hr_q8x *)token(x, xs, t) + g;
-                __m256 s = n == 8 ? _mm256_permutevar8x32_ps(sc[t], _mm256_set1_epi32(i))
-                                  : _mm256_set1_ps(f16(w + i * bb) * xg->d[i]);
-                __m256 p = _mm256_cvtepi32_ps(block_dot(f, q, a, xg, i));
-                acc[t][i % 2] = _mm256_fmadd_ps(p, s, acc[t][i % 2]);
-            }
-        }
+    for (int t = 0; t < nt; t++) a.acc[t][0] = a.acc[t][1] = a.off[t] = _mm256_setzero_ps();
+    long g = 0;
+    for (; g < nb / 8; g++) group32(f, w + g * 8 * bb, 8, x, xs, g, nt, &a);
+    if (nb % 8) group32(f, w + g * 8 * bb, (int)(nb % 8), x, xs, g, nt, &a);
+    float offset = f == Q4_0_F ? 8.0f : 16.0f;
+    UNROLL
+    for (int t = 0; t < nt; t++) {
+        out[t] = hsum(_mm256_add_ps(a.acc[t][0], a.acc[t][1]));
+        if (f != Q8_0_F) out[t] -= offset * hsum(a.off[t]);
     }
-    UNROLL
-    for (int t = 0; t < nt; t++) out[t] = hsum(_mm256_add_ps(acc[t][0], acc[t][1]));
 }
 
 TILE tile_q8_0(const void *w, const void *x, size_t xs, long nb, int nt, float *out) {
