@@ -44,12 +44,13 @@ typedef struct {
     long K;
     int T;
     hr_dtype w;
+    void (*quantize)(hr_dtype t, const float *x, void *out, long K);
 } quant_ctx;
 
 static void quant_task(void *ctx, int t, int nt) {
     quant_ctx *c = ctx;
     for (int r = c->T * t / nt; r < c->T * (t + 1) / nt; r++)
-        hr_qx_quantize(c->w, c->x + r * c->K, c->xq + (size_t)r * hr_qx_row_bytes(c->K), c->K);
+        c->quantize(c->w, c->x + r * c->K, c->xq + (size_t)r * hr_qx_row_bytes(c->K), c->K);
 }
 
 void hr_qmm_prepare(hr_qmm *q, hr_pool *pool, const float *x, const hr_tensor *w, int T,
@@ -65,7 +66,7 @@ void hr_qmm_prepare(hr_qmm *q, hr_pool *pool, const float *x, const hr_tensor *w
         q->rows = scratch;
         return;
     }
-    quant_ctx c = {x, scratch, q->K, T, w->dtype};
+    quant_ctx c = {x, scratch, q->K, T, w->dtype, qd->quantize};
     if (T == 1) quant_task(&c, 0, 1);
     else hr_pool_run(pool, quant_task, &c);
     q->xq = scratch;

@@ -52,6 +52,8 @@ typedef struct {
     const char *name;
     hr_qdot_fn dot[HR_DTYPE_COUNT]; /* NULL: the type multiplies through dequantized f32 rows */
     hr_qdot4_fn dot4[HR_DTYPE_COUNT]; /* NULL: four calls of dot */
+    /* hr_qx_quantize, bit for bit */
+    void (*quantize)(hr_dtype t, const float *x, void *out, long K);
 } hr_cpu_qdots;
 
 extern const hr_cpu_qdots hr_cpu_qdots_ref;

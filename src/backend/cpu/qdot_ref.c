@@ -143,6 +143,7 @@ const hr_cpu_qdots hr_cpu_qdots_ref = {
     {[HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0, [HR_Q5_0] = dot_q5_0, [HR_Q4_K] = dot_q4_k,
      [HR_Q6_K] = dot_q6_k},
     {0}, /* four tokens are four dots */
+    hr_qx_quantize,
 };
 
 const hr_cpu_qdots *hr_cpu_qdots_get(void) {

@@ -10,6 +10,7 @@
  * single-token dot would, in the same order; dot (nt = 1) and dot4 (nt = 4) are that function
  * inlined, so a token's result is bit for bit the same in either (batch invariance). */
 #include <immintrin.h>
+#include <math.h>
 
 #include "backend/cpu/qdot.h"
 
@@ -261,6 +262,91 @@ TILE tile_q6_k(const void *wv, const void *x, size_t xs, long nb, int nt, float 
     for (int t = 0; t < nt; t++) out[t] = acc[t];
 }
 
+/* roundf of each lane, bit for bit (|v| < 2^23): truncated, then one step away from zero
+ * where the dropped part is at least a half. */
+static inline __m256 round_away(__m256 v) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256 frac = _mm256_and_ps(_mm256_sub_ps(v, t), abs_mask);
+    __m256 step = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_andnot_ps(abs_mask, v));
+    return _mm256_add_ps(t, _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), step));
+}
+
+static inline float amax32(const float *x) {
+    const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 m = _mm256_setzero_ps();
+    for (int k = 0; k < 32; k += 8) m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+}
+
+/* 32 floats times id, rounded (as hr_q8x_quantize), as int8 in order; *sum their sum. */
+static inline __m256i q8_32(const float *x, float id, int32_t *sum) {
+    __m256i v[4];
+    for (int k = 0; k < 4; k++)
+        v[k] = _mm256_cvtps_epi32(round_away(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), _mm256_set1_ps(id))));
+    *sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3])));
+    /* the packs interleave 4-byte groups per 128-bit half: 0, 2, 4, 6, 1, 3, 5, 7 */
+    __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+    return _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+static inline float scale_of(float am, float *id) {
+    float d = am / 127.0f;
+    *id = d == 0 ? 0.0f : 1.0f / d;
+    return d;
+}
+
+static void quantize_q8x(const float *x, hr_q8x *out, long K, int paired) {
+    long nb = K / 32;
+    if (nb % 8) memset(out + nb / 8, 0, sizeof *out);
+    for (long b = 0; b < nb; b++, x += 32) {
+        hr_q8x *g = out + b / 8;
+        int i = (int)(b % 8);
+        float id;
+        g->d[i] = scale_of(amax32(x), &id);
+        __m256i q = q8_32(x, id, &g->sum[i]);
+        if (paired) {
+            int8_t *p = g->q + hr_q8x_pos(1, i, 0);
+            _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(q));
+            _mm_storeu_si128((__m128i *)(p + 32), _mm256_extracti128_si256(q, 1));
+        } else {
+            _mm256_storeu_si256((__m256i *)(g->q + 32 * i), q);
+        }
+    }
+}
+
+/* The sums of the two 16-element halves of the int8 in q. */
+static inline void sums16(__m256i q, int16_t *s) {
+    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1));
+    __m128i lo = _mm256_castsi256_si128(p), hi = _mm256_extracti128_si256(p, 1);
+    __m128i h = _mm_hadd_epi32(lo, hi);
+    h = _mm_hadd_epi32(h, h);
+    s[0] = (int16_t)_mm_cvtsi128_si32(h);
+    s[1] = (int16_t)_mm_extract_epi32(h, 1);
+}
+
+static void quantize_q8k(const float *x, hr_q8k *out, long K) {
+    for (long b = 0; b < K / 256; b++, x += 256, out++) {
+        float am = 0, id;
+        for (int j = 0; j < 8; j++) am = fmaxf(am, amax32(x + 32 * j));
+        out->d = scale_of(am, &id);
+        for (int j = 0; j < 8; j++) {
+            int32_t s;
+            __m256i q = q8_32(x + 32 * j, id, &s);
+            _mm256_storeu_si256((__m256i *)(out->q + 32 * j), q);
+            sums16(q, out->s16 + 2 * j);
+            out->s32[j] = (int16_t)s;
+        }
+    }
+}
+
+static void quantize_x(hr_dtype t, const float *x, void *out, long K) {
+    if (hr_qdot_q8k(t)) quantize_q8k(x, out, K);
+    else quantize_q8x(x, out, K, hr_qdot_paired(t));
+}
+
 /* dot_T (one token) and dot4_T (four, x blocks xs apart) from tile_T. */
 #define QDOT_PAIR(T)                                                               \
     static float dot_##T(const void *w, const void *x, long nb) {                  \
@@ -282,4 +368,5 @@ QDOT_PAIR(q6_k)
      {[HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0, [HR_Q5_0] = dot_q5_0, [HR_Q4_K] = dot_q4_k, \
       [HR_Q6_K] = dot_q6_k},                                                                 \
      {[HR_Q8_0] = dot4_q8_0, [HR_Q4_0] = dot4_q4_0, [HR_Q5_0] = dot4_q5_0,                   \
-      [HR_Q4_K] = dot4_q4_k, [HR_Q6_K] = dot4_q6_k}}
+      [HR_Q4_K] = dot4_q4_k, [HR_Q6_K] = dot4_q6_k},                                         \
+     quantize_x}
