@@ -70,7 +70,7 @@ void hr_q8k_quantize(const float *x, hr_q8k *out, long K);
 
 /* Whether the dots of weight type t take hr_q8k activations (the K-quants), and whether
  * its hr_q8x are paired. */
-static inline int hr_qdot_q8k(hr_dtype t) { return t == HR_Q4_K || t == HR_Q6_K; }
+static inline int hr_qdot_q8k(hr_dtype t) { return t == HR_Q4_K || t == HR_Q5_K || t == HR_Q6_K; }
 static inline int hr_qdot_paired(hr_dtype t) { return t == HR_Q4_0 || t == HR_Q5_0; }
 /* Bytes of one row of K activations in either form. */
 static inline size_t hr_qx_row_bytes(long K) { return sizeof(hr_q8x) * (size_t)((K + 255) / 256); }

@@ -93,20 +93,25 @@ static float dot_q5_0(const void *wv, const void *xv, long nb) {
     return acc;
 }
 
-/* Q4_K: per 32-element sub-block j, d*sc_j * (q . x_j) - dmin*m_j * sum(x_j); the eight
- * sub-blocks sum in integers, then one scale by x's d per super-block. */
-static float dot_q4_k(const void *wv, const void *xv, long nb) {
+/* Q4_K / Q5_K (five: the fifth bit j of qh[l] for sub-block j): per 32-element sub-block j,
+ * d*sc_j * (q . x_j) - dmin*m_j * sum(x_j); the eight sub-blocks sum in integers, then one
+ * scale by x's d per super-block. */
+static float dot_qk(int five, const void *wv, const void *xv, long nb) {
     const uint8_t *w = wv;
     const hr_q8k *x = xv;
     float acc = 0;
-    for (long sb = 0; sb < nb / 8; sb++, w += 144, x++) {
-        const uint8_t *s = w + 4, *qs = w + 16;
+    for (long sb = 0; sb < nb / 8; sb++, w += five ? 176 : 144, x++) {
+        const uint8_t *s = w + 4, *qh = w + 16, *qs = w + (five ? 48 : 16);
         int isum = 0, msum = 0;
         for (int j = 0; j < 8; j++) {
             int sc = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
             int m = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | (s[j] >> 6) << 4;
             int dotj = 0;
-            for (int l = 0; l < 32; l++) dotj += (qs[j / 2 * 32 + l] >> (4 * (j % 2)) & 15) * x->q[32 * j + l];
+            for (int l = 0; l < 32; l++) {
+                int q = qs[j / 2 * 32 + l] >> (4 * (j % 2)) & 15;
+                if (five) q |= (qh[l] >> j & 1) << 4;
+                dotj += q * x->q[32 * j + l];
+            }
             isum += sc * dotj;
             msum += m * x->s32[j];
         }
@@ -114,6 +119,9 @@ static float dot_q4_k(const void *wv, const void *xv, long nb) {
     }
     return acc;
 }
+
+static float dot_q4_k(const void *w, const void *x, long nb) { return dot_qk(0, w, x, nb); }
+static float dot_q5_k(const void *w, const void *x, long nb) { return dot_qk(1, w, x, nb); }
 
 /* Q6_K: 16 sub-blocks of 16 elements with int8 scales, summed in integers per super-block. */
 static float dot_q6_k(const void *wv, const void *xv, long nb) {
@@ -141,7 +149,7 @@ static float dot_q6_k(const void *wv, const void *xv, long nb) {
 const hr_cpu_qdots hr_cpu_qdots_ref = {
     "generic",
     {[HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0, [HR_Q5_0] = dot_q5_0, [HR_Q4_K] = dot_q4_k,
-     [HR_Q6_K] = dot_q6_k},
+     [HR_Q5_K] = dot_q5_k, [HR_Q6_K] = dot_q6_k},
     {0}, /* four tokens are four dots */
     hr_qx_quantize,
 };

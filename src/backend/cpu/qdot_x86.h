@@ -184,23 +184,32 @@ static inline int32_t hsum_i32(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
-/* Q4_K super-block: the 8 sub-blocks' nibbles (unsigned) times x in 16-bit pairs (maddubs),
- * times their scales into int32 (dot_ws), and the mins times x's sums per 32; one integer
- * each per super-block, as the reference. */
-TILE tile_q4_k(const void *wv, const void *x, size_t xs, long nb, int nt, float *out) {
+/* Q4_K / Q5_K super-block: the 8 sub-blocks' codes (unsigned; Q5_K's fifth bit j of qh[l]
+ * for sub-block j) times x in 16-bit pairs (maddubs), times their scales into int32
+ * (dot_ws), and the mins times x's sums per 32; one integer each per super-block, as the
+ * reference. */
+TILE tile_qk(int five, const void *wv, const void *x, size_t xs, long nb, int nt, float *out) {
     const uint8_t *w = wv;
-    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m256i m4 = _mm256_set1_epi8(15), b4 = _mm256_set1_epi8(16);
     float acc[4] = {0, 0, 0, 0};
-    for (long sb = 0; sb < nb / 8; sb++, w += 144) {
+    for (long sb = 0; sb < nb / 8; sb++, w += five ? 176 : 144) {
         __m128i scm = q4_k_scales(w + 4);
         __m256i scv = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scm));
         __m128i mv = _mm_cvtepu8_epi16(_mm_srli_si128(scm, 8));
         __m256i q[8];
         UNROLL
         for (int c = 0; c < 4; c++) {
-            __m256i v = load32(w + 16 + 32 * c);
+            __m256i v = load32(w + (five ? 48 : 16) + 32 * c);
             q[2 * c] = _mm256_and_si256(v, m4);
             q[2 * c + 1] = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+        }
+        if (five) {
+            __m256i hb = load32(w + 16);
+            UNROLL
+            for (int j = 0; j < 8; j++) {
+                __m256i h = j <= 4 ? _mm256_slli_epi16(hb, 4 - j) : _mm256_srli_epi16(hb, j - 4);
+                q[j] = _mm256_or_si256(q[j], _mm256_and_si256(h, b4));
+            }
         }
         float d = f16(w), dmin = f16(w + 2);
         UNROLL
@@ -219,6 +228,14 @@ TILE tile_q4_k(const void *wv, const void *x, size_t xs, long nb, int nt, float 
         }
     }
     for (int t = 0; t < nt; t++) out[t] = acc[t];
+}
+
+TILE tile_q4_k(const void *w, const void *x, size_t xs, long nb, int nt, float *out) {
+    tile_qk(0, w, x, xs, nb, nt, out);
+}
+
+TILE tile_q5_k(const void *w, const void *x, size_t xs, long nb, int nt, float *out) {
+    tile_qk(1, w, x, xs, nb, nt, out);
 }
 
 /* Q6_K super-block: 6-bit codes (unsigned) times x in 16-bit pairs, times the sub-blocks'
@@ -361,12 +378,13 @@ QDOT_PAIR(q8_0)
 QDOT_PAIR(q4_0)
 QDOT_PAIR(q5_0)
 QDOT_PAIR(q4_k)
+QDOT_PAIR(q5_k)
 QDOT_PAIR(q6_k)
 
 #define QDOT_TABLE(NAME)                                                                     \
     {NAME,                                                                                   \
      {[HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0, [HR_Q5_0] = dot_q5_0, [HR_Q4_K] = dot_q4_k, \
-      [HR_Q6_K] = dot_q6_k},                                                                 \
+      [HR_Q5_K] = dot_q5_k, [HR_Q6_K] = dot_q6_k},                                           \
      {[HR_Q8_0] = dot4_q8_0, [HR_Q4_0] = dot4_q4_0, [HR_Q5_0] = dot4_q5_0,                   \
-      [HR_Q4_K] = dot4_q4_k, [HR_Q6_K] = dot4_q6_k},                                         \
+      [HR_Q4_K] = dot4_q4_k, [HR_Q5_K] = dot4_q5_k, [HR_Q6_K] = dot4_q6_k},                  \
      quantize_x}
