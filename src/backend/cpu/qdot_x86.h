@@ -1,14 +1,14 @@
-/* The x86 8-bit-activation dot products, written once for AVX2 (qdot_avx2.c) and AVX-512
- * VNNI (qdot_vnni.c): the including file defines dot_us(u, s), eight int32 sums of four
- * unsigned x signed byte products (maddubs + madd, or vpdpbusd; the same integers, as no
- * product pair here reaches maddubs' saturation), dot_usa(acc, u, s), acc plus those, and
- * dot_ws(acc, a, b), acc plus the eight
- * int32 sums of two int16 products (madd + add, or vpdpwssd). Signed weights use the sign trick
- * (|w| times x with w's sign). Each block's integer lanes are scaled and summed into f32
- * lanes, as llama.cpp's ggml_vec_dot_*_q8_0. Each type is one tile function over nt tokens: a
- * weight block is decoded once for all of them, then every token runs the operations the
- * single-token dot would, in the same order; dot (nt = 1) and dot4 (nt = 4) are that function
- * inlined, so a token's result is bit for bit the same in either (batch invariance). */
+/* The x86 8-bit-activation dot products and activation quantizers, written once for AVX2
+ * (qdot_avx2.c) and AVX-512 VNNI (qdot_vnni.c): the including file defines dot_us(u, s),
+ * eight int32 sums of four unsigned x signed byte products (maddubs + madd, or vpdpbusd; the
+ * same integers, as no product pair here reaches maddubs' saturation), dot_usa(acc, u, s),
+ * acc plus those, and dot_ws(acc, a, b), acc plus the eight int32 sums of two int16 products
+ * (madd + add, or vpdpwssd). Q8_0 uses the sign trick (|w| times x with w's sign), the other
+ * types unsigned codes with their offsets taken apart (docs/quant.md). Each type is one tile
+ * function over nt tokens: a weight block is decoded once for all of them, then every token
+ * runs the operations the single-token dot would, in the same order; dot (nt = 1) and dot4
+ * (nt = 4) are that function inlined, so a token's result is bit for bit the same in either
+ * (batch invariance). */
 #include <immintrin.h>
 #include <math.h>
 
@@ -104,7 +104,7 @@ static inline __attribute__((always_inline)) void group32(int f, const uint8_t *
     UNROLL
     for (int t = 0; t < nt; t++) {
         const hr_q8x *xg = (const hr_q8x *)token(x, xs, t) + g;
-        sc[t] = _mm256_mul_ps(dw, _mm256_load_ps(xg->d));
+        sc[t] = _mm256_mul_ps(dw, _mm256_loadu_ps(xg->d));
         if (f != Q8_0_F) a->off[t] = _mm256_fmadd_ps(sc[t], _mm256_cvtepi32_ps(load32(xg->sum)), a->off[t]);
     }
     int per = f == Q8_0_F ? 1 : 2; /* blocks per unit */
