@@ -68,8 +68,10 @@ static float dot_q4_0(const void *wv, const void *xv, long nb) {
     for (long b = 0; b < nb; b++, w += 18) {
         const int8_t *q = x[b / 8].q;
         int i = (int)(b % 8), s = 0;
-        for (int j = 0; j < 16; j++)
-            s += ((w[2 + j] & 15) - 8) * q[hr_q8x_pos(1, i, j)] + ((w[2 + j] >> 4) - 8) * q[hr_q8x_pos(1, i, j + 16)];
+        for (int j = 0; j < 16; j++) {
+            s += ((w[2 + j] & 15) - 8) * q[hr_q8x_pos(1, i, j)];
+            s += ((w[2 + j] >> 4) - 8) * q[hr_q8x_pos(1, i, j + 16)];
+        }
         acc += f16(w) * x[b / 8].d[b % 8] * (float)s;
     }
     return acc;

@@ -32,10 +32,14 @@ static inline __m256i dot_ss(__m256i w, __m256i x) {
     return dot_us(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
 }
 
-static inline __m256i load32(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline __m256i load32(const void *p) {
+    return _mm256_loadu_si256((const __m256i *)p);
+}
 
 /* Token t's activations: xs bytes apart. */
-static inline const void *token(const void *x, size_t xs, int t) { return (const char *)x + (size_t)t * xs; }
+static inline const void *token(const void *x, size_t xs, int t) {
+    return (const char *)x + (size_t)t * xs;
+}
 
 #define TILE static inline __attribute__((always_inline)) void
 /* -O2 does not unroll: the token and sub-block loops must be, for their accumulators to
@@ -44,8 +48,8 @@ static inline const void *token(const void *x, size_t xs, int t) { return (const
 
 /* Byte j of the result is 0xff where bit j of b is set. */
 static inline __m256i bits_to_bytes(uint32_t b) {
-    const __m256i shuf = _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202,
-                                            0x0303030303030303);
+    const __m256i shuf =
+        _mm256_setr_epi64x(0, 0x0101010101010101, 0x0202020202020202, 0x0303030303030303);
     __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)b), shuf);
     v = _mm256_or_si256(v, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
     return _mm256_cmpeq_epi8(v, _mm256_set1_epi64x(-1));
@@ -56,7 +60,9 @@ static inline __m256i bits_to_bytes(uint32_t b) {
  * load of nibbles, x paired to match), their offsets (8 or 16 times x's sum) summed apart. */
 enum { Q8_0_F, Q4_0_F, Q5_0_F };
 
-static inline int block_bytes(int f) { return f == Q8_0_F ? 34 : f == Q4_0_F ? 18 : 22; }
+static inline int block_bytes(int f) {
+    return f == Q8_0_F ? 34 : f == Q4_0_F ? 18 : 22;
+}
 
 /* The f16 scales of n blocks bb bytes apart (zero past n). */
 static inline __m256 scales(const uint8_t *w, int bb, int n) {
@@ -86,7 +92,8 @@ static inline void nib_pair(int f, const uint8_t *w, int bb, int one, __m256i *l
         if (!one) memcpy(&h1, w + bb + 2, 4);
         __m256i b4 = _mm256_set1_epi8(16);
         *lo = _mm256_or_si256(*lo, _mm256_and_si256(bits_to_bytes((h0 & 0xffff) | h1 << 16), b4));
-        *hi = _mm256_or_si256(*hi, _mm256_and_si256(bits_to_bytes(h0 >> 16 | (h1 & 0xffff0000u)), b4));
+        *hi = _mm256_or_si256(*hi,
+                              _mm256_and_si256(bits_to_bytes(h0 >> 16 | (h1 & 0xffff0000u)), b4));
     }
 }
 
@@ -97,15 +104,16 @@ typedef struct {
 
 /* One group of n (<= 8) blocks at w times the nt tokens' group g: the 8 weight scales times
  * x's in one product, a unit's lanes scaled by their block's lane of it (permps). */
-static inline __attribute__((always_inline)) void group32(int f, const uint8_t *w, int n, const void *x,
-                                                          size_t xs, long g, int nt, acc32 *a) {
+static inline __attribute__((always_inline)) void
+group32(int f, const uint8_t *w, int n, const void *x, size_t xs, long g, int nt, acc32 *a) {
     int bb = block_bytes(f);
     __m256 dw = scales(w, bb, n), sc[4];
     UNROLL
     for (int t = 0; t < nt; t++) {
         const hr_q8x *xg = (const hr_q8x *)token(x, xs, t) + g;
         sc[t] = _mm256_mul_ps(dw, _mm256_loadu_ps(xg->d));
-        if (f != Q8_0_F) a->off[t] = _mm256_fmadd_ps(sc[t], _mm256_cvtepi32_ps(load32(xg->sum)), a->off[t]);
+        if (f != Q8_0_F)
+            a->off[t] = _mm256_fmadd_ps(sc[t], _mm256_cvtepi32_ps(load32(xg->sum)), a->off[t]);
     }
     int per = f == Q8_0_F ? 1 : 2; /* blocks per unit */
     UNROLL
@@ -118,7 +126,8 @@ static inline __attribute__((always_inline)) void group32(int f, const uint8_t *
         } else {
             nib_pair(f, w + 2 * u * bb, bb, 2 * u + 1 >= n, &q, &r);
         }
-        __m256i idx = f == Q8_0_F ? _mm256_set1_epi32(u) : _mm256_setr_epi32(2 * u, 2 * u, 2 * u, 2 * u, 2 * u + 1, 2 * u + 1, 2 * u + 1, 2 * u + 1);
+        int b0 = per * u, b1 = per * u + per - 1; /* lanes 0-3: block b0, 4-7: b1 */
+        __m256i idx = _mm256_setr_epi32(b0, b0, b0, b0, b1, b1, b1, b1);
         UNROLL
         for (int t = 0; t < nt; t++) {
             const int8_t *xq = ((const hr_q8x *)token(x, xs, t) + g)->q + 32 * per * u;
@@ -136,9 +145,11 @@ TILE tile_32(int f, const void *wv, const void *x, size_t xs, long nb, int nt, f
     int bb = block_bytes(f);
     acc32 a;
     UNROLL
-    for (int t = 0; t < nt; t++) a.acc[t][0] = a.acc[t][1] = a.off[t] = _mm256_setzero_ps();
+    for (int t = 0; t < nt; t++)
+        a.acc[t][0] = a.acc[t][1] = a.off[t] = _mm256_setzero_ps();
     long g = 0;
-    for (; g < nb / 8; g++) group32(f, w + g * 8 * bb, 8, x, xs, g, nt, &a);
+    for (; g < nb / 8; g++)
+        group32(f, w + g * 8 * bb, 8, x, xs, g, nt, &a);
     if (nb % 8) group32(f, w + g * 8 * bb, (int)(nb % 8), x, xs, g, nt, &a);
     float offset = f == Q4_0_F ? 8.0f : 16.0f;
     UNROLL
@@ -165,8 +176,10 @@ TILE tile_q5_0(const void *w, const void *x, size_t xs, long nb, int nt, float *
  * 0-3), and the nibbles of u2 (scales / mins 4-7) with the top 2 bits of u0 / u1 above them. */
 static inline __m128i q4_k_scales(const uint8_t *s) {
     __m128i u = _mm_loadu_si128((const __m128i *)s);
-    __m128i v = _mm_srlv_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4));
-    __m128i top = _mm_slli_epi32(_mm_srli_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0)), 6), 4);
+    __m128i v =
+        _mm_srlv_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4));
+    __m128i top =
+        _mm_slli_epi32(_mm_srli_epi32(_mm_shuffle_epi32(u, _MM_SHUFFLE(1, 1, 0, 0)), 6), 4);
     const __m128i low = _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f);
     const __m128i high = _mm_setr_epi32(0, 0x30303030, 0, 0x30303030);
     return _mm_or_si128(_mm_and_si128(v, low), _mm_and_si128(top, high));
@@ -219,7 +232,8 @@ TILE tile_qk(int five, const void *wv, const void *x, size_t xs, long nb, int nt
             UNROLL
             for (int j = 0; j < 8; j += 2) {
                 a0 = dot_ws(a0, _mm256_maddubs_epi16(q[j], load32(xk->q + 32 * j)), pair(scv, j));
-                a1 = dot_ws(a1, _mm256_maddubs_epi16(q[j + 1], load32(xk->q + 32 * j + 32)), pair(scv, j + 1));
+                a1 = dot_ws(a1, _mm256_maddubs_epi16(q[j + 1], load32(xk->q + 32 * j + 32)),
+                            pair(scv, j + 1));
             }
             __m128i ms = _mm_madd_epi16(mv, _mm_loadu_si128((const __m128i *)xk->s32));
             int32_t isum = hsum_i32(_mm256_add_epi32(a0, a1));
@@ -227,7 +241,8 @@ TILE tile_qk(int five, const void *wv, const void *x, size_t xs, long nb, int nt
             acc[t] += xk->d * (d * (float)isum - dmin * (float)msum);
         }
     }
-    for (int t = 0; t < nt; t++) out[t] = acc[t];
+    for (int t = 0; t < nt; t++)
+        out[t] = acc[t];
 }
 
 TILE tile_q4_k(const void *w, const void *x, size_t xs, long nb, int nt, float *out) {
@@ -254,11 +269,16 @@ TILE tile_q6_k(const void *wv, const void *x, size_t xs, long nb, int nt, float 
         __m256i q[8];
         UNROLL
         for (int h = 0; h < 2; h++) {
-            __m256i l0 = load32(ql + h * 64), l1 = load32(ql + h * 64 + 32), hb = load32(qh + h * 32);
-            q[4 * h] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
-            q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
-            q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m30));
-            q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+            __m256i l0 = load32(ql + h * 64), l1 = load32(ql + h * 64 + 32),
+                    hb = load32(qh + h * 32);
+            /* low nibbles of l0, l1, then high ones; qh's 2-bit pairs 0..3 moved to bits 4-5 */
+            __m256i l0h = _mm256_srli_epi16(l0, 4), l1h = _mm256_srli_epi16(l1, 4);
+            q[4 * h] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                       _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+            q[4 * h + 1] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                           _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+            q[4 * h + 2] = _mm256_or_si256(_mm256_and_si256(l0h, m4), _mm256_and_si256(hb, m30));
+            q[4 * h + 3] = _mm256_or_si256(_mm256_and_si256(l1h, m4),
                                            _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
         }
         float d = f16(w + 208);
@@ -269,14 +289,16 @@ TILE tile_q6_k(const void *wv, const void *x, size_t xs, long nb, int nt, float 
             UNROLL
             for (int j = 0; j < 8; j += 2) {
                 a0 = dot_ws(a0, _mm256_maddubs_epi16(q[j], load32(xk->q + 32 * j)), pair(sce, j));
-                a1 = dot_ws(a1, _mm256_maddubs_epi16(q[j + 1], load32(xk->q + 32 * j + 32)), pair(sce, j + 1));
+                a1 = dot_ws(a1, _mm256_maddubs_epi16(q[j + 1], load32(xk->q + 32 * j + 32)),
+                            pair(sce, j + 1));
             }
             __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scn, load32(xk->s16)), 5);
             int32_t isum = hsum_i32(_mm256_sub_epi32(_mm256_add_epi32(a0, a1), off));
             acc[t] += xk->d * (d * (float)isum);
         }
     }
-    for (int t = 0; t < nt; t++) out[t] = acc[t];
+    for (int t = 0; t < nt; t++)
+        out[t] = acc[t];
 }
 
 /* roundf of each lane, bit for bit (|v| < 2^23): truncated, then one step away from zero
@@ -286,13 +308,15 @@ static inline __m256 round_away(__m256 v) {
     __m256 t = _mm256_round_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
     __m256 frac = _mm256_and_ps(_mm256_sub_ps(v, t), abs_mask);
     __m256 step = _mm256_or_ps(_mm256_set1_ps(1.0f), _mm256_andnot_ps(abs_mask, v));
-    return _mm256_add_ps(t, _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), step));
+    return _mm256_add_ps(
+        t, _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), step));
 }
 
 static inline float amax32(const float *x) {
     const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
     __m256 m = _mm256_setzero_ps();
-    for (int k = 0; k < 32; k += 8) m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask));
+    for (int k = 0; k < 32; k += 8)
+        m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + k), abs_mask));
     __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
     h = _mm_max_ps(h, _mm_movehl_ps(h, h));
     return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
@@ -302,7 +326,8 @@ static inline float amax32(const float *x) {
 static inline __m256i q8_32(const float *x, float id, int32_t *sum) {
     __m256i v[4];
     for (int k = 0; k < 4; k++)
-        v[k] = _mm256_cvtps_epi32(round_away(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), _mm256_set1_ps(id))));
+        v[k] = _mm256_cvtps_epi32(
+            round_away(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), _mm256_set1_ps(id))));
     *sum = hsum_i32(_mm256_add_epi32(_mm256_add_epi32(v[0], v[1]), _mm256_add_epi32(v[2], v[3])));
     /* the packs interleave 4-byte groups per 128-bit half: 0, 2, 4, 6, 1, 3, 5, 7 */
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
@@ -336,7 +361,8 @@ static void quantize_q8x(const float *x, hr_q8x *out, long K, int paired) {
 
 /* The sums of the two 16-element halves of the int8 in q. */
 static inline void sums16(__m256i q, int16_t *s) {
-    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1));
+    __m256i p =
+        _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1));
     __m128i lo = _mm256_castsi256_si128(p), hi = _mm256_extracti128_si256(p, 1);
     __m128i h = _mm_hadd_epi32(lo, hi);
     h = _mm_hadd_epi32(h, h);
@@ -347,7 +373,8 @@ static inline void sums16(__m256i q, int16_t *s) {
 static void quantize_q8k(const float *x, hr_q8k *out, long K) {
     for (long b = 0; b < K / 256; b++, x += 256, out++) {
         float am = 0, id;
-        for (int j = 0; j < 8; j++) am = fmaxf(am, amax32(x + 32 * j));
+        for (int j = 0; j < 8; j++)
+            am = fmaxf(am, amax32(x + 32 * j));
         out->d = scale_of(am, &id);
         for (int j = 0; j < 8; j++) {
             int32_t s;
@@ -360,19 +387,21 @@ static void quantize_q8k(const float *x, hr_q8k *out, long K) {
 }
 
 static void quantize_x(hr_dtype t, const float *x, void *out, long K) {
-    if (hr_qdot_q8k(t)) quantize_q8k(x, out, K);
-    else quantize_q8x(x, out, K, hr_qdot_paired(t));
+    if (hr_qdot_q8k(t))
+        quantize_q8k(x, out, K);
+    else
+        quantize_q8x(x, out, K, hr_qdot_paired(t));
 }
 
 /* dot_T (one token) and dot4_T (four, x blocks xs apart) from tile_T. */
-#define QDOT_PAIR(T)                                                               \
-    static float dot_##T(const void *w, const void *x, long nb) {                  \
-        float o;                                                                   \
-        tile_##T(w, x, 0, nb, 1, &o);                                              \
-        return o;                                                                  \
-    }                                                                              \
-    static void dot4_##T(const void *w, const void *x, size_t xs, long nb, float *out) { \
-        tile_##T(w, x, xs, nb, 4, out);                                            \
+#define QDOT_PAIR(T)                                                                               \
+    static float dot_##T(const void *w, const void *x, long nb) {                                  \
+        float o;                                                                                   \
+        tile_##T(w, x, 0, nb, 1, &o);                                                              \
+        return o;                                                                                  \
+    }                                                                                              \
+    static void dot4_##T(const void *w, const void *x, size_t xs, long nb, float *out) {           \
+        tile_##T(w, x, xs, nb, 4, out);                                                            \
     }
 QDOT_PAIR(q8_0)
 QDOT_PAIR(q4_0)
@@ -381,10 +410,11 @@ QDOT_PAIR(q4_k)
 QDOT_PAIR(q5_k)
 QDOT_PAIR(q6_k)
 
-#define QDOT_TABLE(NAME)                                                                     \
-    {NAME,                                                                                   \
-     {[HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0, [HR_Q5_0] = dot_q5_0, [HR_Q4_K] = dot_q4_k, \
-      [HR_Q5_K] = dot_q5_k, [HR_Q6_K] = dot_q6_k},                                           \
-     {[HR_Q8_0] = dot4_q8_0, [HR_Q4_0] = dot4_q4_0, [HR_Q5_0] = dot4_q5_0,                   \
-      [HR_Q4_K] = dot4_q4_k, [HR_Q5_K] = dot4_q5_k, [HR_Q6_K] = dot4_q6_k},                  \
-     quantize_x}
+#define QDOT_TABLE(NAME)                                                                           \
+    {                                                                                              \
+        NAME, {[HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0, [HR_Q5_0] = dot_q5_0,                   \
+               [HR_Q4_K] = dot_q4_k, [HR_Q5_K] = dot_q5_k, [HR_Q6_K] = dot_q6_k},                  \
+            {[HR_Q8_0] = dot4_q8_0, [HR_Q4_0] = dot4_q4_0, [HR_Q5_0] = dot4_q5_0,                  \
+             [HR_Q4_K] = dot4_q4_k, [HR_Q5_K] = dot4_q5_k, [HR_Q6_K] = dot4_q6_k},                 \
+            quantize_x                                                                             \
+    }
