@@ -65,11 +65,12 @@ static void reference(hr_backend *be, float *y, const float *x, const void *wq, 
         else be->vt->matmul(be, y, x, &dev, NULL, T);
         return;
     }
-    hr_q8x *xq = malloc(sizeof(hr_q8x) * (size_t)(T * K / 32));
-    for (int r = 0; r < T; r++) hr_q8x_quantize(x + r * K, xq + r * K / 32, K);
+    size_t xs = hr_qx_row_bytes(K);
+    char *xq = aligned_alloc(64, (xs * (size_t)T + 63) / 64 * 64);
+    for (int r = 0; r < T; r++) hr_qx_quantize(t, x + r * K, xq + r * xs, K);
     for (int r = 0; r < T; r++)
         for (long n = 0; n < N; n++)
-            y[r * N + n] = dot((const char *)wq + n * hr_dtype_bytes(t, K), xq + r * K / 32, K / 32);
+            y[r * N + n] = dot((const char *)wq + n * hr_dtype_bytes(t, K), xq + r * xs, K / 32);
     free(xq);
 }
 
@@ -144,12 +145,13 @@ static void test_matmul_every_type(void) {
 /* dot4 of four tokens is bit for bit four dots (what keeps a tiled prefill batch invariant). */
 static int dot4_matches(const hr_cpu_qdots *v, hr_dtype t, const void *w, long K) {
     if (!v->dot4[t]) return 1;
-    long nb = K / 32, xs = nb + 3; /* the tokens' blocks need not be adjacent */
+    long nb = K / 32;
+    size_t xs = hr_qx_row_bytes(K) + 3 * sizeof(hr_q8k); /* the tokens' blocks need not be adjacent */
     float *x = malloc(sizeof(float) * (size_t)K);
-    hr_q8x *xq = malloc(sizeof(hr_q8x) * (size_t)(4 * xs));
+    char *xq = aligned_alloc(64, (4 * xs + 63) / 64 * 64);
     for (int r = 0; r < 4; r++) {
         for (long k = 0; k < K; k++) x[k] = frand() * (float)(r + 1);
-        hr_q8x_quantize(x, xq + r * xs, K);
+        hr_qx_quantize(t, x, xq + r * xs, K);
     }
     float o[4];
     v->dot4[t](w, xq, xs, nb, o);
@@ -179,9 +181,9 @@ static void test_qdot_variants(void) {
             long K = blocks * hr_dtype_get(all_types[i])->block;
             void *w = random_blocks(all_types[i], K);
             float *x = malloc(sizeof(float) * (size_t)K);
-            hr_q8x *xq = malloc(sizeof(hr_q8x) * (size_t)(K / 32));
+            void *xq = aligned_alloc(64, (hr_qx_row_bytes(K) + 63) / 64 * 64);
             for (long k = 0; k < K; k++) x[k] = frand() * (k % 7 == 0 ? 4.0f : 1.0f);
-            hr_q8x_quantize(x, xq, K);
+            hr_qx_quantize(all_types[i], x, xq, K);
             float r = ref(w, xq, K / 32), worst = 0;
             for (int j = 0; j < n; j++) {
                 HR_CHECK(v[j]->dot[all_types[i]], "%s has no %s dot", v[j]->name, hr_dtype_name(all_types[i]));
@@ -193,6 +195,58 @@ static void test_qdot_variants(void) {
             free(x);
             free(xq);
             HR_CHECK(worst < 1e-5f, "%s K=%ld: rel diff %g", hr_dtype_name(all_types[i]), K, worst);
+        }
+    }
+    hr_cpu_set_level(saved);
+}
+
+/* Activations of K elements quantized by v for type t equal the plain C quantizer's, field
+ * by field (the structs' padding aside). */
+static int quantize_matches(const hr_cpu_qdots *v, hr_dtype t, const float *x, long K) {
+    size_t bytes = (hr_qx_row_bytes(K) + 63) / 64 * 64;
+    char *a = aligned_alloc(64, bytes), *b = aligned_alloc(64, bytes);
+    hr_qx_quantize(t, x, a, K);
+    v->quantize(t, x, b, K);
+    int ok = 1;
+    for (long g = 0; g < (K + 255) / 256; g++) {
+        if (hr_qdot_q8k(t)) {
+            const hr_q8k *p = (const hr_q8k *)a + g, *q = (const hr_q8k *)b + g;
+            ok &= !memcmp(p->q, q->q, 256) && !memcmp(p->s16, q->s16, 32) && !memcmp(p->s32, q->s32, 16) &&
+                  !memcmp(&p->d, &q->d, 4);
+        } else {
+            ok &= !memcmp((const hr_q8x *)a + g, (const hr_q8x *)b + g, sizeof(hr_q8x));
+        }
+    }
+    free(a);
+    free(b);
+    return ok;
+}
+
+/* Every SIMD quantizer against the plain C one, on random x and on exact ties (x / d = k + 1/2,
+ * which roundf takes away from zero). */
+static void test_quantize_variants(void) {
+    const hr_cpu_qdots *v[2];
+    int n = 0;
+    hr_cpu_level saved = hr_cpu()->level;
+    hr_cpu_set_level(HR_CPU_AVX512);
+    if (hr_cpu()->level >= HR_CPU_AVX2) v[n++] = &hr_cpu_qdots_avx2;
+    if (hr_cpu()->avx512vnni) v[n++] = &hr_cpu_qdots_vnni;
+    long Ks[] = {32, 96, 256, 288, 768};
+    for (int i = 0; i < N_TYPES; i++) {
+        hr_dtype t = all_types[i];
+        if (!hr_cpu_qdots_ref.dot[t]) continue;
+        for (int k = 0; k < 5; k++) {
+            long K = Ks[k];
+            if (K % hr_dtype_get(t)->block) continue;
+            float *x = malloc(sizeof(float) * (size_t)K);
+            for (int ties = 0; ties < 2; ties++) {
+                for (long j = 0; j < K; j++)
+                    x[j] = ties ? (j % 32 == 0 ? 127.0f : (float)(int)(rnd() % 254) - 126.5f) : frand() * 3.0f;
+                for (int j = 0; j < n; j++)
+                    HR_CHECK(quantize_matches(v[j], t, x, K), "%s quantizer for %s K=%ld%s differs",
+                             v[j]->name, hr_dtype_name(t), K, ties ? " (ties)" : "");
+            }
+            free(x);
         }
     }
     hr_cpu_set_level(saved);
@@ -232,6 +286,7 @@ static void test_partial_block_rows_refused(void) {
 
 int main(void) {
     HR_RUN(test_qdot_variants);
+    HR_RUN(test_quantize_variants);
     HR_RUN(test_matmul_every_type);
     HR_RUN(test_embed_quantized_table);
     HR_RUN(test_partial_block_rows_refused);

@@ -1,5 +1,5 @@
 /* Matmul with a quantized weight. GGUF types with an 8-bit dot product (qdot.h) quantize x
- * once per call (rows split over the pool) and take one dot per output, four tokens per
+ * once per call (rows split over the pool; per 32 or, for the K-quants, per 256 elements) and take one dot per output, four tokens per
  * decode of a weight row where the type has dot4 (bit for bit four dots): each weight row is
  * read once and decoded in registers. MLX 4- and 8-bit weights on AVX2 / AVX-512 take one f32
  * dot per output likewise (mlx_dot.h), with x's group sums computed once. The other types
@@ -15,7 +15,7 @@
 /* Scratch: x's quantized blocks (or MLX group sums, or the dequantized rows), then per
  * thread one weight row's MLX scales and biases in f32. */
 static size_t first_part(int T, long K, int n_threads) {
-    size_t xq = sizeof(hr_q8x) * (size_t)T * (size_t)(K / 32);
+    size_t xq = hr_qx_row_bytes(K) * (size_t)T;
     size_t rows = sizeof(float) * (size_t)n_threads * HR_QMM_ROWS * (size_t)K;
     return ((xq > rows ? xq : rows) + 63) / 64 * 64;
 }
@@ -40,15 +40,17 @@ static void prepare_mlx(hr_qmm *q, int n_threads, void *scratch) {
 
 typedef struct {
     const float *x;
-    hr_q8x *xq;
+    char *xq;
     long K;
     int T;
+    hr_dtype w;
+    void (*quantize)(hr_dtype t, const float *x, void *out, long K);
 } quant_ctx;
 
 static void quant_task(void *ctx, int t, int nt) {
     quant_ctx *c = ctx;
     for (int r = c->T * t / nt; r < c->T * (t + 1) / nt; r++)
-        hr_q8x_quantize(c->x + r * c->K, c->xq + r * (c->K / 32), c->K);
+        c->quantize(c->w, c->x + r * c->K, c->xq + (size_t)r * hr_qx_row_bytes(c->K), c->K);
 }
 
 void hr_qmm_prepare(hr_qmm *q, hr_pool *pool, const float *x, const hr_tensor *w, int T,
@@ -64,7 +66,7 @@ void hr_qmm_prepare(hr_qmm *q, hr_pool *pool, const float *x, const hr_tensor *w
         q->rows = scratch;
         return;
     }
-    quant_ctx c = {x, scratch, q->K, T};
+    quant_ctx c = {x, scratch, q->K, T, w->dtype, qd->quantize};
     if (T == 1) quant_task(&c, 0, 1);
     else hr_pool_run(pool, quant_task, &c);
     q->xq = scratch;
@@ -102,14 +104,15 @@ void hr_qmm_cols(const hr_qmm *q, float *y, long n0, long n1, int thread) {
     }
     if (q->dot) {
         /* groups of 4 tokens (their x blocks stay in L1) over the chunk's rows */
+        size_t xs = hr_qx_row_bytes(K);
         for (int t0 = 0; t0 < q->T; t0 += 4) {
-            const hr_q8x *x = q->xq + t0 * nb;
+            const char *x = (const char *)q->xq + (size_t)t0 * xs;
             int nt = q->T - t0 < 4 ? q->T - t0 : 4;
             for (long n = n0; n < n1; n++) {
                 float o[4];
-                if (nt == 4 && q->dot4) q->dot4(w + n * row_bytes, x, nb, nb, o);
+                if (nt == 4 && q->dot4) q->dot4(w + n * row_bytes, x, xs, nb, o);
                 else
-                    for (int t = 0; t < nt; t++) o[t] = q->dot(w + n * row_bytes, x + t * nb, nb);
+                    for (int t = 0; t < nt; t++) o[t] = q->dot(w + n * row_bytes, x + t * xs, nb);
                 for (int t = 0; t < nt; t++) y[(t0 + t) * N + n] = o[t];
             }
         }

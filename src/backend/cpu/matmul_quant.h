@@ -18,7 +18,7 @@ typedef struct {
     long K;
     hr_qdot_fn dot;     /* set: x quantized into xq; else the dequantized-row path */
     hr_qdot4_fn dot4;   /* NULL: dot per token */
-    const hr_q8x *xq;   /* [T, K / 32] */
+    const void *xq;     /* [T] rows of hr_qx_row_bytes(K): hr_q8x or hr_q8k blocks */
     hr_mlx_dot_fn mdot; /* set: MLX dots over x with its group sums xs */
     const float *xs;    /* [T, K / group] */
     float *sb;          /* per thread: a row's scales and biases, 2 * K / 32 floats */
