@@ -165,15 +165,22 @@ static int dot4_matches(const hr_cpu_qdots *v, hr_dtype t, const void *w, long K
     return ok;
 }
 
+/* The SIMD qdot tables this CPU runs (the level raised to its best for the test; the caller
+ * restores it), into v; returns how many. */
+static int simd_variants(const hr_cpu_qdots *v[2]) {
+    int n = 0;
+    hr_cpu_set_level(HR_CPU_AVX512);
+    if (hr_cpu()->level >= HR_CPU_AVX2) v[n++] = &hr_cpu_qdots_avx2;
+    if (hr_cpu()->avx512vnni) v[n++] = &hr_cpu_qdots_vnni;
+    return n;
+}
+
 /* Every SIMD dot against the plain C one on random blocks, rows of 1..9 blocks of the type;
  * each SIMD dot4 against its dot. */
 static void test_qdot_variants(void) {
     const hr_cpu_qdots *v[2];
-    int n = 0;
     hr_cpu_level saved = hr_cpu()->level;
-    hr_cpu_set_level(HR_CPU_AVX512);
-    if (hr_cpu()->level >= HR_CPU_AVX2) v[n++] = &hr_cpu_qdots_avx2;
-    if (hr_cpu()->avx512vnni) v[n++] = &hr_cpu_qdots_vnni;
+    int n = simd_variants(v);
     for (int i = 0; i < N_TYPES; i++) {
         hr_qdot_fn ref = hr_cpu_qdots_ref.dot[all_types[i]];
         if (!ref) continue;
@@ -226,11 +233,8 @@ static int quantize_matches(const hr_cpu_qdots *v, hr_dtype t, const float *x, l
  * which roundf takes away from zero). */
 static void test_quantize_variants(void) {
     const hr_cpu_qdots *v[2];
-    int n = 0;
     hr_cpu_level saved = hr_cpu()->level;
-    hr_cpu_set_level(HR_CPU_AVX512);
-    if (hr_cpu()->level >= HR_CPU_AVX2) v[n++] = &hr_cpu_qdots_avx2;
-    if (hr_cpu()->avx512vnni) v[n++] = &hr_cpu_qdots_vnni;
+    int n = simd_variants(v);
     long Ks[] = {32, 96, 256, 288, 768};
     for (int i = 0; i < N_TYPES; i++) {
         hr_dtype t = all_types[i];

@@ -197,6 +197,17 @@ static inline int32_t hsum_i32(__m256i v) {
     return _mm_cvtsi128_si32(s);
 }
 
+/* A super-block's 8 sub-blocks of unsigned codes q times x's codes (maddubs), times the
+ * sub-blocks' scales sc into int32 (dot_ws), in two accumulators (even and odd sub-blocks). */
+static inline void scaled_codes(const __m256i q[8], const hr_q8k *xk, __m256i sc, __m256i *a0, __m256i *a1) {
+    *a0 = _mm256_setzero_si256(), *a1 = _mm256_setzero_si256();
+    UNROLL
+    for (int j = 0; j < 8; j += 2) {
+        *a0 = dot_ws(*a0, _mm256_maddubs_epi16(q[j], load32(xk->q + 32 * j)), pair(sc, j));
+        *a1 = dot_ws(*a1, _mm256_maddubs_epi16(q[j + 1], load32(xk->q + 32 * j + 32)), pair(sc, j + 1));
+    }
+}
+
 /* Q4_K / Q5_K super-block: the 8 sub-blocks' codes (unsigned; Q5_K's fifth bit j of qh[l]
  * for sub-block j) times x in 16-bit pairs (maddubs), times their scales into int32
  * (dot_ws), and the mins times x's sums per 32; one integer each per super-block, as the
@@ -228,13 +239,8 @@ TILE tile_qk(int five, const void *wv, const void *x, size_t xs, long nb, int nt
         UNROLL
         for (int t = 0; t < nt; t++) {
             const hr_q8k *xk = (const hr_q8k *)token(x, xs, t) + sb;
-            __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
-            UNROLL
-            for (int j = 0; j < 8; j += 2) {
-                a0 = dot_ws(a0, _mm256_maddubs_epi16(q[j], load32(xk->q + 32 * j)), pair(scv, j));
-                a1 = dot_ws(a1, _mm256_maddubs_epi16(q[j + 1], load32(xk->q + 32 * j + 32)),
-                            pair(scv, j + 1));
-            }
+            __m256i a0, a1;
+            scaled_codes(q, xk, scv, &a0, &a1);
             __m128i ms = _mm_madd_epi16(mv, _mm_loadu_si128((const __m128i *)xk->s32));
             int32_t isum = hsum_i32(_mm256_add_epi32(a0, a1));
             int32_t msum = hsum_i32(_mm256_set_m128i(_mm_setzero_si128(), ms));
@@ -285,13 +291,8 @@ TILE tile_q6_k(const void *wv, const void *x, size_t xs, long nb, int nt, float 
         UNROLL
         for (int t = 0; t < nt; t++) {
             const hr_q8k *xk = (const hr_q8k *)token(x, xs, t) + sb;
-            __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
-            UNROLL
-            for (int j = 0; j < 8; j += 2) {
-                a0 = dot_ws(a0, _mm256_maddubs_epi16(q[j], load32(xk->q + 32 * j)), pair(sce, j));
-                a1 = dot_ws(a1, _mm256_maddubs_epi16(q[j + 1], load32(xk->q + 32 * j + 32)),
-                            pair(sce, j + 1));
-            }
+            __m256i a0, a1;
+            scaled_codes(q, xk, sce, &a0, &a1);
             __m256i off = _mm256_slli_epi32(_mm256_madd_epi16(scn, load32(xk->s16)), 5);
             int32_t isum = hsum_i32(_mm256_sub_epi32(_mm256_add_epi32(a0, a1), off));
             acc[t] += xk->d * (d * (float)isum);
