@@ -1,5 +1,6 @@
 /* hearth serve: loads a model into the engine and serves it over HTTP (OpenAI and
- * Anthropic APIs) until SIGINT or SIGTERM. */
+ * Anthropic APIs) until SIGINT or SIGTERM, then shuts down gracefully (requests in flight
+ * get --shutdown-grace seconds to finish; a second signal exits at once). */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@ typedef struct {
     const char *model, *host, *api_key, *chat_template, *alias, *compute, *device, *kv_dtype;
     double gpu_memory;
     long port, threads, kv_mb, budget_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
-    long timeout_s, max_conns, max_queue;
+    long timeout_s, max_conns, max_queue, grace_s;
     int mmap, no_preempt, no_prefix_cache, exact;
     hr_numerics_req num; /* from --compute, --kv-dtype, --exact */
 } serve_opts;
@@ -72,20 +73,38 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
     return hr_server_start(&sc, hr_engine_server_backend(st->es), &st->http);
 }
 
+/* The engine goes before its server wrapper: stopping it finishes every request still
+ * queued or running, and those finishes reach the wrapper. */
 static void stop(serve_state *st) {
     hr_server_stop(st->http);
-    hr_engine_server_destroy(st->es);
     hr_engine_destroy(st->engine);
+    hr_engine_server_destroy(st->es);
 }
 
+typedef struct {
+    sigset_t *set;
+    const char *when;
+} signal_watch;
+
 /* While the model loads (minutes for a large one, or blocked on a slow disk), a signal
- * ends the process at once: there is nothing to finish yet. */
-static void *load_watch(void *set) {
+ * ends the process at once: there is nothing to finish yet. So does a second signal
+ * while shutting down. */
+static void *exit_on_signal(void *arg) {
+    const signal_watch *w = arg;
     int sig;
-    if (sigwait(set, &sig) != 0) return NULL;
+    if (sigwait(w->set, &sig) != 0) return NULL;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-    fprintf(stderr, "hearth serve: signal %d while loading, exiting\n", sig);
+    fprintf(stderr, "hearth serve: signal %d %s, exiting\n", sig, w->when);
     _exit(128 + sig);
+}
+
+static int watch_start(pthread_t *t, signal_watch *w) {
+    return pthread_create(t, NULL, exit_on_signal, w) == 0;
+}
+
+static void watch_end(pthread_t t) {
+    pthread_cancel(t);
+    pthread_join(t, NULL);
 }
 
 static hr_err *serve(const serve_opts *o) {
@@ -98,26 +117,30 @@ static hr_err *serve(const serve_opts *o) {
     uint64_t t0 = hr_now_ns();
     serve_state st = {0};
     pthread_t watch;
-    int watching = pthread_create(&watch, NULL, load_watch, &set) == 0;
+    signal_watch loading = {&set, "while loading"}, stopping = {&set, "while stopping"};
+    int watching = watch_start(&watch, &loading);
     hr_err *err = start(o, &st);
-    if (watching) { /* signals from here on stay pending for the sigwait below */
-        pthread_cancel(watch);
-        pthread_join(watch, NULL);
-    }
+    if (watching) watch_end(watch); /* signals from here on stay pending for sigwait */
+    watching = 0;
     if (!err) {
         fprintf(stderr, "hearth serve: %s ready on http://%s:%d in %.2f s\n", o->model, o->host,
                 hr_server_port(st.http), (double)(hr_now_ns() - t0) * 1e-9);
         int sig;
         sigwait(&set, &sig);
-        fprintf(stderr, "hearth serve: signal %d, stopping\n", sig);
+        watching = watch_start(&watch, &stopping);
+        hr_server_quiesce(st.http);
+        fprintf(stderr, "hearth serve: signal %d, stopping: no new connections, up to %ld s for "
+                        "requests in flight\n", sig, o->grace_s);
+        hr_server_drain(st.http, (double)o->grace_s);
     }
     stop(&st);
+    if (watching) watch_end(watch);
     return err;
 }
 
 int hr_cmd_serve(int argc, char **argv) {
     serve_opts o = {.host = "127.0.0.1", .port = 8080, .max_body_mb = 8, .timeout_s = 60,
-                    .max_conns = 512};
+                    .max_conns = 512, .grace_s = 10};
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model,
          "model directory (config.json, safetensors, tokenizer.json) or .gguf file"},
@@ -146,6 +169,9 @@ int hr_cmd_serve(int argc, char **argv) {
          "closed; waiting on the engine does not count (default 60; 0 = never)"},
         {"max-connections", HR_OPT_INT, &o.max_conns,
          "connections open at once; more are refused (default 512)"},
+        {"shutdown-grace", HR_OPT_INT, &o.grace_s,
+         "seconds requests in flight get to finish after SIGINT/SIGTERM before they are ended "
+         "with an error (default 10; a second signal exits at once)"},
         {"snapshot-memory", HR_OPT_INT, &o.snap_mb,
          "hybrid models: MiB of recurrent-state snapshots for prefix reuse (default: as much as "
          "the state slots)"},
@@ -173,6 +199,8 @@ int hr_cmd_serve(int argc, char **argv) {
         return hr_cmd_fail("serve", hr_errf("sizes must be positive")), 2;
     if (o.timeout_s < 0 || o.timeout_s > 86400)
         return hr_cmd_fail("serve", hr_errf("--timeout must be 0..86400 seconds (0 = never)")), 2;
+    if (o.grace_s < 0 || o.grace_s > 86400)
+        return hr_cmd_fail("serve", hr_errf("--shutdown-grace must be 0..86400 seconds")), 2;
     if (o.max_conns < 1 || o.max_conns > 65536)
         return hr_cmd_fail("serve", hr_errf("--max-connections must be 1..65536")), 2;
     err = serve(&o);

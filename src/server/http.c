@@ -6,11 +6,15 @@
  * routes.c. */
 #define _GNU_SOURCE /* POLLRDHUP */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -31,6 +35,7 @@ static int retryable(int status) {
 
 static hr_err *queue(hr_http_req *q, int status, struct MHD_Response *r, const char *type) {
     MHD_add_response_header(r, "Content-Type", type);
+    if (atomic_load(&q->s->draining)) MHD_add_response_header(r, "Connection", "close");
     if (status >= 400) MHD_add_response_header(r, "x-should-retry", retryable(status) ? "true" : "false");
     q->acc.status = status;
     enum MHD_Result ok = MHD_queue_response(q->conn, (unsigned)status, r);
@@ -110,6 +115,10 @@ void hr_http_gen_wait(hr_http_gen *g) {
     if (!g->cancelled && client_gone(g->conn)) {
         g->cancelled = 1;
         hr_chan_cancel(g->chan, g->be->cancel, g->be->ctx);
+    }
+    if (!g->cancelled && !g->ended && atomic_load(&g->s->ending)) {
+        g->ended = 1;
+        hr_chan_cut(g->chan, g->be->cancel, g->be->ctx, HR_SHUTDOWN_MSG);
     }
 }
 
@@ -197,6 +206,7 @@ hr_err *hr_http_reply_sse(hr_http_req *q, hr_http_gen *g) {
 
 typedef struct {
     hr_sbuf body;
+    int busy; /* dispatched: counted in the server's busy until completed */
     int too_large;
     int replied; /* an early error went out with the headers; the body is ignored */
     hr_http_req q;
@@ -257,6 +267,10 @@ static hr_err *route(hr_server *s, conn_state *st, const char *url, const char *
 static enum MHD_Result dispatch(hr_server *s, struct MHD_Connection *c, const char *url,
                                 const char *method, conn_state *st) {
     hr_http_req *q = &st->q;
+    pthread_mutex_lock(&s->mu);
+    s->busy++;
+    pthread_mutex_unlock(&s->mu);
+    st->busy = 1;
     hr_err *e = route(s, st, url, method);
     if (!q->handed) log_access(&q->acc);
     if (!e) return MHD_YES;
@@ -370,7 +384,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
     conn_state *st = *con_cls;
+    hr_server *s = cls;
     if (!st) return;
+    if (st->busy) {
+        pthread_mutex_lock(&s->mu);
+        s->busy--;
+        pthread_cond_broadcast(&s->idle);
+        pthread_mutex_unlock(&s->mu);
+    }
     free(st->body.s);
     free(st);
     *con_cls = NULL;
@@ -391,6 +412,12 @@ static hr_err *resolve(const char *host, int port, struct sockaddr_storage *ss, 
     return NULL;
 }
 
+static void server_free(hr_server *s) {
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->idle);
+    free(s);
+}
+
 hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *backend,
                         hr_server **out) {
     if (cfg->port < 0 || cfg->port > 65535)
@@ -401,6 +428,9 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     s->be = backend;
     s->responses = hr_response_store_create(HR_RESPONSE_STORE_ENTRIES, HR_RESPONSE_STORE_BYTES);
     if (!s->responses) return free(s), hr_err_oom();
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->idle, NULL);
+    s->quiesced_fd = MHD_INVALID_SOCKET;
     if (!s->cfg.max_body) s->cfg.max_body = 8u << 20;
     if (!s->cfg.host) s->cfg.host = "127.0.0.1";
     if (!s->cfg.max_connections) s->cfg.max_connections = 512;
@@ -408,9 +438,10 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     struct sockaddr_storage ss;
     int v6 = 0;
     hr_err *e = resolve(s->cfg.host, cfg->port, &ss, &v6);
-    if (e) return hr_response_store_destroy(s->responses), free(s), e;
+    if (e) return hr_response_store_destroy(s->responses), server_free(s), e;
+    /* MHD_USE_ITC lets hr_server_quiesce stop the listener (MHD_quiesce_daemon). */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0);
+                     MHD_USE_POLL | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
     s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
@@ -419,7 +450,7 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
                             MHD_OPTION_END);
     if (!s->d) {
         hr_response_store_destroy(s->responses);
-        free(s);
+        server_free(s);
         return hr_errf("cannot listen on %s:%d (address in use or not available?)",
                        cfg->host ? cfg->host : "127.0.0.1", cfg->port);
     }
@@ -433,9 +464,46 @@ int hr_server_port(const hr_server *s) {
     return s->port;
 }
 
+/* Waits until no request is in flight or until deadline_ns; returns how many still are. */
+static int wait_idle(hr_server *s, uint64_t deadline_ns) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    uint64_t left = deadline_ns > hr_now_ns() ? deadline_ns - hr_now_ns() : 0;
+    until.tv_sec += (time_t)(left / 1000000000u);
+    until.tv_nsec += (long)(left % 1000000000u);
+    until.tv_sec += until.tv_nsec / 1000000000L;
+    until.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&s->mu);
+    while (s->busy)
+        if (pthread_cond_timedwait(&s->idle, &s->mu, &until) == ETIMEDOUT) break;
+    int busy = s->busy;
+    pthread_mutex_unlock(&s->mu);
+    return busy;
+}
+
+void hr_server_quiesce(hr_server *s) {
+    atomic_store(&s->draining, 1);
+    /* The listening socket stops listening (connects are refused) but stays open until
+     * MHD_stop_daemon: libmicrohttpd's threads may still hold it. */
+    s->quiesced_fd = MHD_quiesce_daemon(s->d);
+    if (s->quiesced_fd != MHD_INVALID_SOCKET) shutdown(s->quiesced_fd, SHUT_RDWR);
+}
+
+void hr_server_drain(hr_server *s, double grace_s) {
+    int left = wait_idle(s, hr_now_ns() + (uint64_t)(grace_s * 1e9));
+    if (!left) return;
+    HR_WARN("shutdown: %d request%s still running after %.0f s, ending %s", left,
+            left == 1 ? "" : "s", grace_s, left == 1 ? "it" : "them");
+    atomic_store(&s->ending, 1);
+    /* Cut generations end within a step; a reader that stopped reading is bounded too. */
+    if (wait_idle(s, hr_now_ns() + HR_SHUTDOWN_END_S * 1000000000ull))
+        HR_WARN("shutdown: closing connections that did not take their last bytes");
+}
+
 void hr_server_stop(hr_server *s) {
     if (!s) return;
     MHD_stop_daemon(s->d);
+    if (s->quiesced_fd != MHD_INVALID_SOCKET) close(s->quiesced_fd);
     hr_response_store_destroy(s->responses);
-    free(s);
+    server_free(s);
 }

@@ -3,11 +3,18 @@
 #define HR_SERVER_HTTP_INTERNAL_H
 
 #include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "server/reply_internal.h"
 #include "server/response_store.h"
 #include "server/sink.h"
+
+/* What requests cut by a shutdown get: streams an error event, others a 503. */
+#define HR_SHUTDOWN_MSG "the server is shutting down"
+/* Seconds that cut requests get to send their last bytes before their connections close. */
+#define HR_SHUTDOWN_END_S 10
 
 struct hr_server {
     hr_server_config cfg;
@@ -16,6 +23,14 @@ struct hr_server {
     struct MHD_Daemon *d;
     int port;
     unsigned timeout_s; /* libmicrohttpd's: 0 = never */
+    /* Shutdown (hr_server_drain): requests dispatched and not yet completed, under mu;
+     * draining once new connections are refused, ending once the grace period is over
+     * (generations still running are cancelled and end with an error). */
+    pthread_mutex_t mu;
+    pthread_cond_t idle;
+    int busy;
+    atomic_int draining, ending;
+    MHD_socket quiesced_fd; /* the listener, closed after MHD_stop_daemon */
 };
 
 /* What the access log line of one request says (http.c writes it when the reply is done). */
@@ -41,6 +56,7 @@ typedef struct {
 /* A request in flight: its channel, reply, and SSE bytes being written. */
 typedef struct {
     const hr_server_backend *be;
+    const hr_server *s;
     struct MHD_Connection *conn;
     unsigned timeout_s; /* the connection's, restarted while waiting on the engine */
     hr_gen_chan *chan;
@@ -48,6 +64,7 @@ typedef struct {
     char *pending;
     size_t len, off;
     int done, cancelled;
+    int ended; /* cut by the server's shutdown: the reply ends with an error */
     hr_access acc; /* streams: copied from the request when the stream starts */
 } hr_http_gen;
 

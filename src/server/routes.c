@@ -101,16 +101,18 @@ static hr_err *load_body(hr_http_req *q, hr_api_kind api, const char *body, size
     return hr_http_reply_err(q, api, 400, e);
 }
 
-/* Non-streaming: wait for the whole reply, then send it (nothing if the client left). */
-static hr_err *reply_whole(hr_http_req *q, hr_http_gen *g) {
+/* Non-streaming: wait for the whole reply, then send it (nothing if the client left; a
+ * 503 if the server's shutdown cut it). */
+static hr_err *reply_whole(hr_http_req *q, hr_api_kind api, hr_http_gen *g) {
     while (!g->done)
         hr_http_gen_wait(g);
     int status;
     json_t *body = hr_reply_body(g->reply, &status);
-    int cancelled = g->cancelled;
+    int cancelled = g->cancelled, ended = g->ended;
     hr_http_gen_account(g, &q->acc);
     hr_http_gen_free(g);
     if (cancelled) return json_decref(body), hr_errf("client disconnected");
+    if (ended) return json_decref(body), hr_http_reply_error(q, api, 503, HR_SHUTDOWN_MSG);
     return hr_http_reply_json(q, status, body);
 }
 
@@ -146,13 +148,14 @@ static hr_err *submit(hr_server *s, hr_http_req *q, hr_api_request *req) {
     }
     hr_reply_set_store(g->reply, s->responses);
     g->be = s->be;
+    g->s = s;
     g->conn = q->conn;
     g->timeout_s = s->timeout_s;
     if ((e = submit_choices(s, g, n))) {
         hr_http_gen_free(g);
         return hr_http_reply_err(q, api, 400, e);
     }
-    return req->stream ? hr_http_reply_sse(q, g) : reply_whole(q, g);
+    return req->stream ? hr_http_reply_sse(q, g) : reply_whole(q, api, g);
 }
 
 /* The body parsed into a request with its forced-tool prefill; a bad body gets its 400

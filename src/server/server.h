@@ -96,6 +96,13 @@ typedef struct hr_server hr_server;
 hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *backend,
                         hr_server **out);
 int hr_server_port(const hr_server *s);
+/* Graceful shutdown, step 1: stops accepting connections (connects are refused) and
+ * keeping them alive. */
+void hr_server_quiesce(hr_server *s);
+/* Step 2: lets requests in flight finish for up to grace_s seconds, then ends those still
+ * generating (streams with an error event in their API's shape, others with a 503) and
+ * waits for them to go out. Call once, before hr_server_stop. */
+void hr_server_drain(hr_server *s, double grace_s);
 /* Stops accepting, waits for connections to end, frees. */
 void hr_server_stop(hr_server *s);
 

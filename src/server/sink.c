@@ -35,6 +35,7 @@ struct hr_gen_chan {
     pthread_cond_t cv;
     ev *head, *tail;
     atomic_int cancelled;
+    const char *cut; /* hr_chan_cut's message: cancelled choices finish with this error */
     int refs;
     hr_api_request *req;
     int awaited, finished; /* finishes to wait for, and applied (HTTP thread only) */
@@ -177,11 +178,21 @@ void hr_chan_cancel(hr_gen_chan *c, void (*cancel)(void *ctx, hr_gen_sink *s), v
         if (!c->sinks[i].unsubmitted) cancel(ctx, &c->sinks[i]);
 }
 
-static int apply(hr_reply *r, ev *e) {
+void hr_chan_cut(hr_gen_chan *c, void (*cancel)(void *ctx, hr_gen_sink *s), void *ctx,
+                 const char *msg) {
+    c->cut = msg;
+    hr_chan_cancel(c, cancel, ctx);
+}
+
+static int apply(const hr_gen_chan *c, hr_reply *r, ev *e) {
     if (e->kind == EV_BEGIN) hr_reply_begin(r, e->choice, e->a, e->b, e->c);
     if (e->kind == EV_TOKEN) hr_reply_token(r, e->choice, &e->tok);
-    if (e->kind == EV_FINISH) hr_reply_finish(r, e->choice, (hr_finish)e->a, e->b, e->detail);
-    return e->kind == EV_FINISH;
+    if (e->kind != EV_FINISH) return 0;
+    if (c->cut && e->a == (int)HR_FINISH_CANCELLED)
+        hr_reply_finish(r, e->choice, HR_FINISH_ERROR, e->b, c->cut);
+    else
+        hr_reply_finish(r, e->choice, (hr_finish)e->a, e->b, e->detail);
+    return 1;
 }
 
 int hr_chan_drain(hr_gen_chan *c, hr_reply *r, int timeout_ms) {
@@ -198,7 +209,7 @@ int hr_chan_drain(hr_gen_chan *c, hr_reply *r, int timeout_ms) {
     c->head = c->tail = NULL;
     pthread_mutex_unlock(&c->mu);
     for (ev *e = list; e; e = e->next)
-        c->finished += apply(r, e);
+        c->finished += apply(c, r, e);
     free_events(list);
     return c->finished >= c->awaited;
 }

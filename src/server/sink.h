@@ -24,6 +24,10 @@ int hr_chan_drain(hr_gen_chan *c, hr_reply *r, int timeout_ms);
 /* The client is gone: hr_gen_sink_cancelled turns true for every sink, and cancel (the
  * backend's, may be NULL) is called with each submitted one. */
 void hr_chan_cancel(hr_gen_chan *c, void (*cancel)(void *ctx, hr_gen_sink *s), void *ctx);
+/* As hr_chan_cancel, for the server's reasons (HTTP thread only): the choices the
+ * cancel ends are applied as errors with msg (static), the others as they finish. */
+void hr_chan_cut(hr_gen_chan *c, void (*cancel)(void *ctx, hr_gen_sink *s), void *ctx,
+                 const char *msg);
 /* Drops the HTTP side's reference. */
 void hr_chan_release(hr_gen_chan *c);
 
