@@ -283,6 +283,7 @@ void hr_st_close(hr_safetensors *st) {
 }
 
 const hr_tensor *hr_st_get(const hr_safetensors *st, const char *name) {
+    if (st->n == 0) return NULL; /* bsearch of a NULL array is undefined */
     st_entry key = {(char *)name, {0}};
     st_entry *e = bsearch(&key, st->entries, (size_t)st->n, sizeof *st->entries, cmp_entry);
     return e ? &e->t : NULL;
