@@ -6,6 +6,7 @@
 #define HR_GRAMMAR_GRAM_IR_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -100,6 +101,7 @@ struct hr_grammar {
     int32_t *pos_sym;     /* (n_pos) symbol after the dot, HR_G_END at the end */
     int32_t *pos_lhs;     /* (n_pos) the production's left-hand side */
     hr_gcache *cache;     /* the fast masks' cache (mask.c), mutex-guarded */
+    atomic_int refs;      /* references beyond the first (hr_grammar_ref) */
 };
 
 /* ---- the vocabulary (vocab.c) ---- */
