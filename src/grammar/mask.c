@@ -101,15 +101,20 @@ static int frontier_pairs(const hr_matcher *m, pairs *p) {
     return 0;
 }
 
+/* Bound nodes are grouped by the DFA states every pair reaches there: the parser states
+ * after two nodes of one group differ only in where the last position is, so one walk of
+ * the group's first node's bytes serves the subtrees of all. */
 typedef struct entry {
     struct entry *next;
     uint64_t hash;
     const hr_grammar_vocab *v;
     int n_pairs;
     int32_t *pairs;
-    uint32_t *bits;   /* tokens strictly inside the terminals */
-    int32_t *bound;   /* trie nodes where some pair first accepts */
+    uint32_t *bits;     /* tokens strictly inside the terminals */
+    int32_t *bound;     /* trie nodes where some pair first accepts, by group */
     int n_bound;
+    int32_t *group_beg; /* (n_groups + 1) group i is bound[group_beg[i], group_beg[i+1]) */
+    int n_groups;
 } entry;
 
 #define N_BUCKETS 1024
@@ -121,10 +126,13 @@ struct hr_gcache {
     size_t bytes; /* held by entries; past CACHE_BYTES new ones are not kept */
 };
 
-static uint64_t hash_pairs(const hr_grammar_vocab *v, const int32_t *p, int n) {
-    uint64_t h = (uint64_t)(uintptr_t)v * 0x9E3779B97F4A7C15ull;
-    for (int i = 0; i < 2 * n; i++) h = (h ^ (uint32_t)p[i]) * 1099511628211ull;
+static uint64_t hash_ints(uint64_t h, const int32_t *p, int n) {
+    for (int i = 0; i < n; i++) h = (h ^ (uint32_t)p[i]) * 1099511628211ull;
     return h;
+}
+
+static uint64_t hash_pairs(const hr_grammar_vocab *v, const int32_t *p, int n) {
+    return hash_ints((uint64_t)(uintptr_t)v * 0x9E3779B97F4A7C15ull, p, 2 * n);
 }
 
 static entry *lookup(hr_gcache *c, const hr_grammar_vocab *v, const pairs *p, uint64_t h) {
@@ -139,44 +147,83 @@ static void entry_free(entry *e) {
     free(e->pairs);
     free(e->bits);
     free(e->bound);
+    free(e->group_beg);
     free(e);
 }
 
-static int push_bound(entry *e, int *cap, int32_t u) {
-    if (e->n_bound == *cap) {
-        int nc = *cap ? *cap * 2 : 64;
-        int32_t *q = realloc(e->bound, (size_t)nc * sizeof(int32_t));
-        if (!q) return -1;
-        e->bound = q;
-        *cap = nc;
+/* The bound nodes found by the walk, each with its state vector (n_pairs states, -1 dead). */
+typedef struct {
+    int32_t *node, *group;
+    int n, cap;
+    int32_t *vecs;       /* (n_groups, n_pairs) */
+    int n_groups, cap_groups;
+    int32_t *table;      /* open addressing over groups: index + 1 */
+    int table_cap;
+} bounds;
+
+static int group_of(bounds *b, const int32_t *vec, int k) {
+    uint64_t h = hash_ints(1469598103934665603ull, vec, k);
+    if ((b->n_groups + 1) * 2 > b->table_cap) {
+        int nc = b->table_cap ? b->table_cap * 2 : 64;
+        int32_t *t = calloc((size_t)nc, sizeof(int32_t));
+        if (!t) return -1;
+        for (int g = 0; g < b->n_groups; g++) {
+            size_t j = hash_ints(1469598103934665603ull, b->vecs + (size_t)g * k, k) & (size_t)(nc - 1);
+            while (t[j]) j = (j + 1) & (size_t)(nc - 1);
+            t[j] = g + 1;
+        }
+        free(b->table);
+        b->table = t;
+        b->table_cap = nc;
     }
-    e->bound[e->n_bound++] = u;
+    size_t j = h & (size_t)(b->table_cap - 1);
+    for (; b->table[j]; j = (j + 1) & (size_t)(b->table_cap - 1))
+        if (!memcmp(b->vecs + (size_t)(b->table[j] - 1) * k, vec, (size_t)k * sizeof(int32_t))) return b->table[j] - 1;
+    if (b->n_groups == b->cap_groups) {
+        int nc = b->cap_groups ? b->cap_groups * 2 : 16;
+        int32_t *q = realloc(b->vecs, (size_t)nc * (size_t)(k ? k : 1) * sizeof(int32_t));
+        if (!q) return -1;
+        b->vecs = q;
+        b->cap_groups = nc;
+    }
+    memcpy(b->vecs + (size_t)b->n_groups * k, vec, (size_t)k * sizeof(int32_t));
+    b->table[j] = b->n_groups + 1;
+    return b->n_groups++;
+}
+
+static int add_bound(bounds *b, int32_t u, const int32_t *vec, int k) {
+    int g = group_of(b, vec, k);
+    if (g < 0) return -1;
+    if (b->n == b->cap) {
+        int nc = b->cap ? b->cap * 2 : 64;
+        int32_t *q = realloc(b->node, (size_t)nc * sizeof(int32_t)), *r;
+        if (!q) return -1;
+        b->node = q;
+        if (!(r = realloc(b->group, (size_t)nc * sizeof(int32_t)))) return -1;
+        b->group = r;
+        b->cap = nc;
+    }
+    b->node[b->n] = u;
+    b->group[b->n++] = g;
     return 0;
 }
 
-/* Fills e->bits and e->bound by walking the trie with the pairs alone. sets holds a pair
- * set per trie depth, (max_depth + 1) * n pairs. */
-static int fill_entry(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, int32_t *sets, int *cnt) {
-    int n = e->n_pairs, cap = 0;
-    memcpy(sets, e->pairs, (size_t)n * 2 * sizeof(int32_t));
-    cnt[0] = n;
+/* Walks the trie with the pairs alone: sets holds each depth's state vector. */
+static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, int32_t *sets, bounds *b) {
+    int k = e->n_pairs;
+    for (int i = 0; i < k; i++) sets[i] = e->pairs[2 * i + 1];
     for (int u = 1; u < v->n_nodes;) {
-        int d = v->node_depth[u], k = 0, acc = 0;
-        const int32_t *in = sets + (size_t)(d - 1) * n * 2;
-        int32_t *out = sets + (size_t)d * n * 2;
-        uint8_t b = v->node_byte[u];
-        for (int i = 0; i < cnt[d - 1]; i++) {
-            const hr_gdfa *dfa = &g->terms[in[2 * i]];
-            int32_t s = dfa->trans[(size_t)in[2 * i + 1] * 256 + b];
-            if (s < 0) continue;
-            acc |= dfa->accept[s];
-            out[2 * k] = in[2 * i];
-            out[2 * k + 1] = s;
-            k++;
+        int d = v->node_depth[u], alive = 0, acc = 0;
+        const int32_t *in = sets + (size_t)(d - 1) * k;
+        int32_t *out = sets + (size_t)d * k;
+        uint8_t byte = v->node_byte[u];
+        for (int i = 0; i < k; i++) {
+            int32_t s = in[i] < 0 ? -1 : g->terms[e->pairs[2 * i]].trans[(size_t)in[i] * 256 + byte];
+            out[i] = s;
+            if (s >= 0) alive = 1, acc |= g->terms[e->pairs[2 * i]].accept[s];
         }
-        cnt[d] = k;
-        if (!k || acc) {
-            if (acc && push_bound(e, &cap, u)) return -1;
+        if (!alive || acc) {
+            if (acc && add_bound(b, u, out, k)) return -1;
             u = v->node_end[u];
             continue;
         }
@@ -186,11 +233,24 @@ static int fill_entry(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, 
     return 0;
 }
 
+/* Orders the bound nodes by group (counting sort) into e. */
+static int group_bounds(entry *e, const bounds *b) {
+    e->n_bound = b->n;
+    e->n_groups = b->n_groups;
+    e->bound = malloc(((size_t)b->n + 1) * sizeof(int32_t));
+    e->group_beg = calloc((size_t)b->n_groups + 2, sizeof(int32_t));
+    if (!e->bound || !e->group_beg) return -1;
+    for (int i = 0; i < b->n; i++) e->group_beg[b->group[i] + 2]++;
+    for (int g = 0; g < b->n_groups; g++) e->group_beg[g + 2] += e->group_beg[g + 1];
+    for (int i = 0; i < b->n; i++) e->bound[e->group_beg[b->group[i] + 1]++] = b->node[i];
+    return 0;
+}
+
 static entry *build_entry(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p, uint64_t h) {
     entry *e = calloc(1, sizeof *e);
-    int32_t *sets = malloc(((size_t)v->max_depth + 1) * (size_t)(p->n ? p->n : 1) * 2 * sizeof(int32_t));
-    int *cnt = malloc(((size_t)v->max_depth + 1) * sizeof(int));
-    int ok = e && sets && cnt;
+    int32_t *sets = malloc(((size_t)v->max_depth + 1) * (size_t)(p->n ? p->n : 1) * sizeof(int32_t));
+    bounds b = {0};
+    int ok = e && sets;
     if (ok) {
         e->hash = h;
         e->v = v;
@@ -201,10 +261,10 @@ static entry *build_entry(const hr_grammar *g, const hr_grammar_vocab *v, const 
     }
     if (ok) {
         memcpy(e->pairs, p->v, (size_t)p->n * 2 * sizeof(int32_t));
-        ok = !fill_entry(g, v, e, sets, cnt);
+        ok = !walk_pairs(g, v, e, sets, &b) && !group_bounds(e, &b);
     }
     free(sets);
-    free(cnt);
+    free(b.node), free(b.group), free(b.vecs), free(b.table);
     if (!ok) {
         entry_free(e);
         return NULL;
@@ -225,7 +285,7 @@ static entry *get_entry(hr_matcher *m, pairs *p, int *owned) {
     if (e) return e;
     entry *fresh = build_entry(m->g, m->v, p, h);
     if (!fresh) return NULL;
-    size_t size = mask_words(m->v) * 4 + (size_t)fresh->n_bound * 4 + (size_t)p->n * 8 + sizeof *fresh;
+    size_t size = mask_words(m->v) * 4 + (size_t)(fresh->n_bound + fresh->n_groups) * 4 + (size_t)p->n * 8 + sizeof *fresh;
     pthread_mutex_lock(&c->mu);
     e = lookup(c, m->v, p, h);
     if (!e && c->bytes + size <= CACHE_BYTES) {
@@ -244,17 +304,19 @@ static entry *get_entry(hr_matcher *m, pairs *p, int *owned) {
     return e;
 }
 
-/* Below a node where some terminal accepts: the bytes to it, then the parser's walk. */
-static void walk_bound(hr_matcher *m, int u, uint32_t *bits) {
+/* One group of bound nodes: the parser consumes the first node's bytes, then walks the
+ * subtree of every node of the group from there. */
+static void walk_group(hr_matcher *m, const int32_t *nodes, int n, uint32_t *bits) {
     const hr_grammar_vocab *v = m->v;
-    int base = m->cur, d = v->node_depth[u];
+    int base = m->cur, u = nodes[0], d = v->node_depth[u];
     const uint8_t *path = v->bytes + v->tok_off[v->sorted_tok[v->node_tok[u]]];
     int k = 0;
     while (k < d && hr_gm_push(m, path[k])) k++;
-    if (k == d) {
-        set_node_tokens(v, u, bits);
-        walk_subtree(m, u, base + d, bits);
-    }
+    if (k == d)
+        for (int i = 0; i < n; i++) {
+            set_node_tokens(v, nodes[i], bits);
+            walk_subtree(m, nodes[i], base + d, bits);
+        }
     hr_gm_truncate(m, base);
 }
 
@@ -273,7 +335,8 @@ void hr_matcher_mask(hr_matcher *m, uint32_t *bits) {
         return;
     }
     memcpy(bits, e->bits, words * sizeof(uint32_t));
-    for (int i = 0; i < e->n_bound; i++) walk_bound(m, e->bound[i], bits);
+    for (int g = 0; g < e->n_groups; g++)
+        walk_group(m, e->bound + e->group_beg[g], e->group_beg[g + 1] - e->group_beg[g], bits);
     if (owned) entry_free(e);
     set_stops(m, bits);
 }
