@@ -154,7 +154,7 @@ static hr_err *rule_symbol(builder *b, int rule, int *sym) {
 
 /* X{min,max} of a non-regular X (symbol c) as the productions of a fresh nonterminal. */
 static hr_err *repeat_symbol(builder *b, int c, int min, int max, int *sym) {
-    int h = b->n_nts++, tail = -1;
+    int tail = -1;
     if (max == HR_G_INF) { /* tail ::= ε | tail c (left recursion suits Earley) */
         tail = b->n_nts++;
         int two[2] = {tail, c};
@@ -167,8 +167,12 @@ static hr_err *repeat_symbol(builder *b, int c, int min, int max, int *sym) {
             HR_TRY(add_prod(b, o, two, tail < 0 ? 1 : 2));
             tail = o;
         }
+    if (min == 0 && tail >= 0) { /* X* and X{0,n} are the tail alone */
+        *sym = tail;
+        return NULL;
+    }
     if ((long)min + 1 > MAX_SYMBOLS) return hr_errf("grammar too large: repetition of %d", min);
-    int *seq = malloc(((size_t)min + 1) * sizeof(int));
+    int h = b->n_nts++, *seq = malloc(((size_t)min + 1) * sizeof(int));
     if (!seq) return hr_err_oom();
     for (int k = 0; k < min; k++) seq[k] = c;
     if (tail >= 0) seq[min] = tail;

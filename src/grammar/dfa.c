@@ -419,31 +419,53 @@ static hr_err *coreachable(const rawdfa *d, uint8_t *live) {
     return e;
 }
 
-static uint64_t sig_hash(const int *cls, const rawdfa *d, int s) {
-    uint64_t h = (uint64_t)cls[s] * 0x9E3779B97F4A7C15ull;
+/* Bytes that every state treats alike share a class: minimization looks at one byte of
+ * each class (rep), not at all 256. Returns the number of classes. */
+static int byte_classes(const rawdfa *d, uint8_t *rep) {
+    int n = 0;
     for (int b = 0; b < 256; b++) {
-        int t = d->trans[(size_t)s * 256 + b];
+        int same = -1;
+        for (int c = 0; c < n && same < 0; c++) {
+            int eq = 1;
+            for (int s = 0; s < d->n && eq; s++) eq = d->trans[(size_t)s * 256 + b] == d->trans[(size_t)s * 256 + rep[c]];
+            if (eq) same = c;
+        }
+        if (same < 0) rep[n++] = (uint8_t)b;
+    }
+    return n;
+}
+
+typedef struct {
+    const rawdfa *d;
+    const uint8_t *rep;
+    int n_rep;
+} sigctx;
+
+static uint64_t sig_hash(const sigctx *x, const int *cls, int s) {
+    uint64_t h = (uint64_t)cls[s] * 0x9E3779B97F4A7C15ull;
+    for (int c = 0; c < x->n_rep; c++) {
+        int t = x->d->trans[(size_t)s * 256 + x->rep[c]];
         h = (h ^ (uint64_t)(t < 0 ? -1 : cls[t])) * 1099511628211ull;
     }
     return h;
 }
 
-static int sig_eq(const int *cls, const rawdfa *d, int s, int r) {
+static int sig_eq(const sigctx *x, const int *cls, int s, int r) {
     if (cls[s] != cls[r]) return 0;
-    for (int b = 0; b < 256; b++) {
-        int t = d->trans[(size_t)s * 256 + b], u = d->trans[(size_t)r * 256 + b];
+    for (int c = 0; c < x->n_rep; c++) {
+        int t = x->d->trans[(size_t)s * 256 + x->rep[c]], u = x->d->trans[(size_t)r * 256 + x->rep[c]];
         if ((t < 0 ? -1 : cls[t]) != (u < 0 ? -1 : cls[u])) return 0;
     }
     return 1;
 }
 
 /* One Moore refinement round: new classes into nc; returns their count. */
-static int refine(const rawdfa *d, const int *cls, int *nc, int *table, size_t cap) {
+static int refine(const sigctx *x, const int *cls, int *nc, int *table, size_t cap) {
     memset(table, 0, cap * sizeof(int));
     int k = 0;
-    for (int s = 0; s < d->n; s++) {
-        size_t h = sig_hash(cls, d, s) & (cap - 1);
-        while (table[h] && !sig_eq(cls, d, s, table[h] - 1)) h = (h + 1) & (cap - 1);
+    for (int s = 0; s < x->d->n; s++) {
+        size_t h = sig_hash(x, cls, s) & (cap - 1);
+        while (table[h] && !sig_eq(x, cls, s, table[h] - 1)) h = (h + 1) & (cap - 1);
         if (!table[h]) {
             table[h] = s + 1;
             nc[s] = k++;
@@ -461,10 +483,12 @@ static hr_err *minimize(rawdfa *d, hr_gdfa *out) {
         free(cls), free(nc), free(table);
         return hr_err_oom();
     }
+    uint8_t rep[256];
+    sigctx x = {d, rep, byte_classes(d, rep)};
     for (int s = 0; s < d->n; s++) cls[s] = d->accept[s];
     int k = -1, prev = 0;
     for (;;) {
-        k = refine(d, cls, nc, table, cap);
+        k = refine(&x, cls, nc, table, cap);
         memcpy(cls, nc, (size_t)d->n * sizeof(int));
         if (k == prev) break;
         prev = k;

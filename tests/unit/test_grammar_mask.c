@@ -3,6 +3,7 @@
  * for bit along random walks and along the tokens of real texts, rollback restores masks
  * exactly, stop tokens appear only where the grammar accepts, token bytes are right. Run
  * from the repository root with the shared fixtures (HEARTH_SHARED). */
+#include <pthread.h>
 #include <stdint.h>
 
 #include "grammar/grammar.h"
@@ -270,6 +271,59 @@ static void test_special_tokens_never(void) {
     HR_CHECK(bad_ids, "out-of-range ids accepted");
 }
 
+/* Threads sharing one grammar (and its mask cache) each walk the same text's tokens on
+ * their own matcher; every fast mask must equal the reference. */
+typedef struct {
+    const hr_grammar *g;
+    const int32_t *ids;
+    int n_ids, bad;
+} share_arg;
+
+static void *share_thread(void *p) {
+    share_arg *a = p;
+    int n = hr_grammar_vocab_size(vq), words = (n + 31) / 32;
+    uint32_t *fast = malloc(words * 4), *ref = malloc(words * 4);
+    hr_matcher *m;
+    hr_err *e = hr_matcher_create(a->g, vq, &m);
+    if (e) {
+        hr_err_free(e);
+        a->bad = 1;
+    }
+    for (int i = 0; !a->bad && i < a->n_ids; i++) {
+        hr_matcher_mask(m, fast);
+        if (i % 8 == 0) {
+            hr_matcher_mask_ref(m, ref);
+            if (memcmp(fast, ref, (size_t)words * 4)) a->bad = 1;
+        }
+        if (!bit(fast, a->ids[i]) || !hr_matcher_accept(m, a->ids[i])) a->bad = 1;
+    }
+    if (!e) hr_matcher_free(m);
+    free(fast), free(ref);
+    return NULL;
+}
+
+static void test_shared_grammar_threads(void) {
+    hr_grammar *g = compile_file("json.gbnf");
+    HR_CHECK(g, "compile failed");
+    int32_t *ids;
+    int n_ids;
+    HR_CHECK_OK(hr_tokenizer_encode(qwen, JSON_TEXT, strlen(JSON_TEXT), 0, &ids, &n_ids));
+    pthread_t th[4];
+    share_arg args[4];
+    for (int t = 0; t < 4; t++) {
+        args[t] = (share_arg){g, ids, n_ids, 0};
+        pthread_create(&th[t], NULL, share_thread, &args[t]);
+    }
+    int bad = 0;
+    for (int t = 0; t < 4; t++) {
+        pthread_join(th[t], NULL);
+        bad |= args[t].bad;
+    }
+    hr_grammar_free(g);
+    free(ids);
+    HR_CHECK(!bad, "a thread saw a wrong mask");
+}
+
 int main(void) {
     hr_err *e = hr_tokenizer_load(hr_fixture("models/qwen3-tools-20m"), &qwen);
     if (!e) e = hr_tokenizer_load(hr_fixture("models/brown-llama-8m"), &llama);
@@ -285,6 +339,7 @@ int main(void) {
     HR_RUN(test_feed_json);
     HR_RUN(test_feed_json_sentencepiece);
     HR_RUN(test_rollback_many);
+    HR_RUN(test_shared_grammar_threads);
     HR_RUN(test_walk_json);
     HR_RUN(test_walk_arithmetic);
     HR_RUN(test_walk_list);
