@@ -99,6 +99,8 @@ struct hr_grammar {
     int n_pos;
     int32_t *pos_sym;     /* (n_pos) symbol after the dot, HR_G_END at the end */
     int32_t *pos_lhs;     /* (n_pos) the production's left-hand side */
+    uint8_t *term_inert;  /* (n_terms) every use ends a production of the start symbol, so
+                             completing it only makes the parse accepting */
     hr_gcache *cache;     /* the fast masks' cache (mask.c), mutex-guarded */
 };
 

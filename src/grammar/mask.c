@@ -2,7 +2,8 @@
  * mask starts from a cache entry for the frontier's (terminal, DFA state) pairs: the
  * tokens whose bytes stay strictly inside those terminals (no pair reaches an accepting
  * state, one stays alive), which are allowed whatever the Earley sets hold, and the trie
- * nodes where some pair first accepts. Only below those nodes does it run the parser,
+ * nodes where some pair first accepts (a terminal that only ends the start rule does not
+ * count: completing it adds no frontier entry). Only below those nodes does it run the parser,
  * walking the vocabulary trie depth first, a byte per node, truncating on the way up and
  * skipping subtrees the grammar rejects. Inside a JSON string nearly every token comes
  * from the cache and only tokens holding a '"' are walked. The cache lives in the grammar,
@@ -220,7 +221,7 @@ static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, 
         for (int i = 0; i < k; i++) {
             int32_t s = in[i] < 0 ? -1 : g->terms[e->pairs[2 * i]].trans[(size_t)in[i] * 256 + byte];
             out[i] = s;
-            if (s >= 0) alive = 1, acc |= g->terms[e->pairs[2 * i]].accept[s];
+            if (s >= 0) alive = 1, acc |= g->terms[e->pairs[2 * i]].accept[s] && !g->term_inert[e->pairs[2 * i]];
         }
         if (!alive || acc) {
             if (acc && add_bound(b, u, out, k)) return -1;

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "engine/tok_open.h"
 #include "grammar/grammar.h"
 #include "harness.h"
 #include "tokenizer/tokenizer.h"
@@ -248,6 +249,37 @@ static void test_token_bytes(void) {
     HR_CHECK(k == 6 && !memcmp(buf, " w", 2), "a short buffer gets the length and a prefix");
 }
 
+/* A GGUF vocab (SentencePiece) gives the same bytes per id as the tokenizer.json it came
+ * from; a GGUF byte-level vocab's bytes equal the one-token decode where that is valid
+ * UTF-8 (a lone token may hold part of a character). */
+static void test_token_bytes_gguf(void) {
+    hr_tokenizer *bg, *qg;
+    HR_CHECK_OK(hr_tokenizer_open(hr_fixture("gguf/brown-llama-8m-F16.gguf"), &bg));
+    HR_CHECK_OK(hr_tokenizer_open(hr_fixture("gguf/e2e-qwen3-Q8_0.gguf"), &qg));
+    char a[256], b[256];
+    int bad = -1, n = hr_tokenizer_vocab_size(bg), checked = 0;
+    for (int i = 0; i < n && bad < 0; i++) {
+        if (hr_tokenizer_is_special(bg, i)) continue;
+        size_t ka = hr_tokenizer_token_bytes(bg, i, a, sizeof a), kb = hr_tokenizer_token_bytes(llama, i, b, sizeof b);
+        if (ka != kb || (ka <= sizeof a && memcmp(a, b, ka))) bad = i;
+    }
+    for (int32_t i = 0; i < hr_tokenizer_vocab_size(qg) && bad < 0; i += 7) {
+        if (hr_tokenizer_is_special(qg, i) || hr_tokenizer_is_added(qg, i)) continue;
+        size_t k = hr_tokenizer_token_bytes(qg, i, a, sizeof a);
+        char *text;
+        if (k == (size_t)-1 || k >= sizeof a || hr_tokenizer_decode(qg, &i, 1, 0, &text)) continue;
+        if (!strstr(text, "\xEF\xBF\xBD")) {
+            checked++;
+            if (strlen(text) != k || memcmp(text, a, k)) bad = 1000000 + i;
+        }
+        free(text);
+    }
+    hr_tokenizer_free(bg);
+    hr_tokenizer_free(qg);
+    HR_CHECK(bad < 0, "token %d: bytes differ", bad);
+    HR_CHECK(checked > 10000, "only %d byte-level tokens checked", checked);
+}
+
 static void test_special_tokens_never(void) {
     hr_grammar *g;
     const char *src = "root ::= .*";
@@ -335,6 +367,7 @@ int main(void) {
         return 1;
     }
     HR_RUN(test_token_bytes);
+    HR_RUN(test_token_bytes_gguf);
     HR_RUN(test_special_tokens_never);
     HR_RUN(test_feed_json);
     HR_RUN(test_feed_json_sentencepiece);
