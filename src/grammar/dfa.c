@@ -201,7 +201,7 @@ static hr_err *build_csr(nfa *a, csr *c) {
     c->mark = calloc((size_t)c->n, sizeof(int));
     c->stack = malloc((size_t)c->n * sizeof(int));
     if (!c->off_e || !c->off_eps || !c->eps || !c->mark || !c->stack) return hr_err_oom();
-    qsort(a->e, (size_t)a->n_e, sizeof(edge), cmp_edge);
+    if (a->n_e) qsort(a->e, (size_t)a->n_e, sizeof(edge), cmp_edge);
     c->e = a->e;
     for (int k = 0; k < a->n_e; k++) c->off_e[a->e[k].from + 1]++;
     for (int k = 0; k < a->n_eps; k++) c->off_eps[a->eps[2 * k] + 1]++;

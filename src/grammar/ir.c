@@ -105,7 +105,7 @@ int hr_gir_set(hr_gir *ir, const hr_grange *r, int n, int negate) {
     int id = -1;
     if (!grow((void **)&ir->ranges, &ir->cap_ranges, ir->n_ranges + m, sizeof(hr_grange)) &&
         (id = new_node(ir, HR_GN_SET)) >= 0) {
-        memcpy(&ir->ranges[ir->n_ranges], a, (size_t)m * sizeof *a);
+        if (m) memcpy(&ir->ranges[ir->n_ranges], a, (size_t)m * sizeof *a);
         ir->nodes[id].first = ir->n_ranges;
         ir->nodes[id].n = m;
         ir->n_ranges += m;
