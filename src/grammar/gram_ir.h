@@ -70,11 +70,27 @@ hr_err *hr_gbnf_parse(const char *text, size_t len, hr_gir *ir, int *root);
  * base is the offset of re in the enclosing text, for error messages. */
 hr_err *hr_regex_parse(const char *re, size_t len, size_t base, hr_gir *ir, int *node);
 
+/* ---- byte sets summarized in 128 bits ---- */
+/* Bit b - 0x20 for each printable ASCII byte 0x20..0x7F, bit 96 for "some byte 0x00..0x1F",
+ * bit 97 for "some byte 0x80..0xFF": enough to tell that text stays inside a DFA state. */
+typedef struct {
+    uint64_t w[2];
+} hr_gbytes;
+
+static inline int hr_gbytes_bit(uint8_t b) { return b < 0x20 ? 96 : b >= 0x80 ? 97 : b - 0x20; }
+
+/* A UTF-8 validator's states: 0 between characters, 1..7 inside one (what the next bytes
+ * must be); hr_gutf8_step gives the next state or -1 for a byte that cannot come next. */
+int hr_gutf8_step(int q, uint8_t b);
+
 /* ---- byte DFAs (dfa.c) ---- */
 typedef struct {
     int n_states;     /* state 0 is the start */
     int32_t *trans;   /* (n_states, 256) next state, -1 dead */
     uint8_t *accept;  /* (n_states) */
+    hr_gbytes *loop;  /* (n_states) byte classes all of whose bytes lead back to the state */
+    uint8_t *utf8_loop; /* (n_states) 1: every non-ASCII character leads back to the state,
+                           through live states (only computed where some ASCII byte loops) */
 } hr_gdfa;
 
 /* Compiles node (all of whose rule references are regular rules, inlined) into a minimal
@@ -121,7 +137,11 @@ struct hr_grammar_vocab {
     uint8_t *node_byte;  /* (n_nodes) the byte on the edge into the node */
     uint16_t *node_depth;/* (n_nodes) bytes from the root */
     int32_t *node_end;   /* (n_nodes) first node after the subtree */
-    int32_t *node_tok;   /* (n_nodes + 1) tokens ending here: sorted_tok[node_tok[u], node_tok[u+1]) */
+    int32_t *node_tok;   /* (n_nodes + 1) tokens ending here: sorted_tok[node_tok[u], node_tok[u+1]);
+                            the subtree's tokens are sorted_tok[node_tok[u], node_tok[node_end[u]]) */
+    hr_gbytes *node_below; /* (n_nodes) the bytes on every edge below the node */
+    uint8_t *node_utf8;    /* (n_nodes) bit q: from validator state q at the node, every
+                              path below is valid UTF-8 (possibly cut inside a character) */
     int32_t *sorted_tok; /* NORMAL token ids by their node */
     int max_depth;
 };

@@ -209,6 +209,24 @@ static int add_bound(bounds *b, int32_t u, const int32_t *vec, int k) {
     return 0;
 }
 
+/* Some live pair loops on every byte below the node: it stays alive through any token
+ * there, and a frontier entry that stays alive keeps the parse alive whatever the
+ * completions on the way do, so every token of the subtree is allowed. */
+static int stays_below(const hr_grammar *g, const hr_grammar_vocab *v, const entry *e, const int32_t *states, int u) {
+    const hr_gbytes *below = &v->node_below[u];
+    const uint64_t high = 1ull << (97 - 64);
+    for (int i = 0; i < e->n_pairs; i++) {
+        if (states[i] < 0) continue;
+        const hr_gdfa *d = &g->terms[e->pairs[2 * i]];
+        hr_gbytes l = d->loop[states[i]];
+        /* non-ASCII text loops too when every character does and every path is valid UTF-8
+         * (the state is then between characters: mid-character states take other bytes) */
+        if (d->utf8_loop[states[i]] && (v->node_utf8[u] & 1)) l.w[1] |= high;
+        if (!(below->w[0] & ~l.w[0]) && !(below->w[1] & ~l.w[1])) return 1;
+    }
+    return 0;
+}
+
 /* Walks the trie with the pairs alone: sets holds each depth's state vector. */
 static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, int32_t *sets, bounds *b) {
     int k = e->n_pairs;
@@ -222,6 +240,12 @@ static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, 
             int32_t s = in[i] < 0 ? -1 : g->terms[e->pairs[2 * i]].trans[(size_t)in[i] * 256 + byte];
             out[i] = s;
             if (s >= 0) alive = 1, acc |= g->terms[e->pairs[2 * i]].accept[s] && !g->term_inert[e->pairs[2 * i]];
+        }
+        if (alive && stays_below(g, v, e, out, u)) { /* the whole subtree is allowed */
+            for (int j = v->node_tok[u]; j < v->node_tok[v->node_end[u]]; j++)
+                e->bits[v->sorted_tok[j] >> 5] |= 1u << (v->sorted_tok[j] & 31);
+            u = v->node_end[u];
+            continue;
         }
         if (!alive || acc) {
             if (acc && add_bound(b, u, out, k)) return -1;

@@ -95,7 +95,8 @@ static int random_walk(const hr_grammar *g, const hr_tokenizer *tok, const hr_gr
                 if (is_stop(tok, i)) stop_seen = 1;
                 else allowed[na++] = i;
             }
-        if (stop_seen != hr_matcher_is_accepting(m)) {
+        const int32_t *stops;
+        if (hr_tokenizer_stop_ids(tok, &stops) && stop_seen != hr_matcher_is_accepting(m)) {
             snprintf(why, cap, "step %d: stop allowed %d, accepting %d", s, stop_seen, hr_matcher_is_accepting(m));
             ok = 0;
             break;
@@ -143,8 +144,8 @@ static void test_walk_list(void) { walk_grammar(compile_file("list.gbnf"), 15); 
 
 static void test_walk_regex(void) {
     const char *res[] = {"[a-z]{1,8}@[a-z]{2,6}\\.(com|org)", "(\\d{1,3}\\.){3}\\d{1,3}", "\"([^\"\\\\]|\\\\.)*\"",
-                         "[\\u00e0-\\u00ff€]{0,12}!"};
-    for (int i = 0; i < 4; i++) {
+                         "[\\u00e0-\\u00ff€]{0,12}!", ".*", "[^a]*a[^b]{2,}"};
+    for (int i = 0; i < 6; i++) {
         hr_grammar *g;
         HR_CHECK_OK(hr_grammar_compile_regex(res[i], strlen(res[i]), &g));
         walk_grammar(g, 12);
@@ -303,6 +304,60 @@ static void test_special_tokens_never(void) {
     HR_CHECK(bad_ids, "out-of-range ids accepted");
 }
 
+/* GPT-2's byte alphabet: the code point standing for byte b, as UTF-8 into out. */
+static size_t bytelevel_char(uint8_t b, char *out) {
+    int n = 0;
+    uint32_t cp = b;
+    if (!((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE)) {
+        for (int x = 0; x < b; x++)
+            if (!((x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || x >= 0xAE)) n++;
+        cp = 256 + (uint32_t)n;
+    }
+    if (cp < 0x80) return out[0] = (char)cp, 1;
+    out[0] = (char)(0xC0 | cp >> 6);
+    out[1] = (char)(0x80 | (cp & 0x3F));
+    return 2;
+}
+
+/* A byte-level vocab of every single byte plus tokens a real BPE vocab would not hold:
+ * invalid UTF-8 inside (a stray continuation, an overlong form, a surrogate, a lead byte
+ * followed by ASCII), so the masks' UTF-8 shortcuts meet them. */
+static void test_walk_odd_vocab(void) {
+    static const char *odd[] = {"a\x80" "b", "ab\xC3", "\xC3\xA9x", "a\xE0\x80\x80", "a\xED\xA0\x80",
+                                "a\xE0\xA0\x80z", "q\xC3q", "\xF0\x9F\x98\x80ok", "x\xF4\x90\x80\x80",
+                                "\"a\x80", "zz\xC3\xA9\xC3", "hello", "\"}", "a\xC0\xAF"};
+    enum { N_ODD = sizeof odd / sizeof odd[0], N = 256 + N_ODD };
+    static char buf[N][64];
+    hr_tok_str toks[N];
+    for (int i = 0; i < N; i++) {
+        const char *raw = i < 256 ? NULL : odd[i - 256];
+        size_t len = i < 256 ? 1 : strlen(raw), k = 0;
+        for (size_t j = 0; j < len; j++) k += bytelevel_char(i < 256 ? (uint8_t)i : (uint8_t)raw[j], buf[i] + k);
+        toks[i] = (hr_tok_str){buf[i], k};
+    }
+    hr_tok_vocab v = {.model = "gpt2", .pre = "gpt2", .n_tokens = N, .tokens = toks, .bos = -1, .eos = -1,
+                      .eot = -1, .unk = -1, .add_bos = 0, .add_eos = 0, .add_space_prefix = 0};
+    hr_tokenizer *tok;
+    HR_CHECK_OK(hr_tokenizer_from_vocab(&v, &tok));
+    hr_grammar_vocab *gv;
+    HR_CHECK_OK(hr_grammar_vocab_create(tok, &gv));
+    const char *res[] = {".*", "\"[^\"]*\"", "[^a]*a.{2,}", "(\u00e9|[a-z])*"};
+    char why[256];
+    int ok = 1;
+    for (int r = 0; r < 4 && ok; r++) {
+        hr_grammar *g;
+        HR_CHECK_OK(hr_grammar_compile_regex(res[r], strlen(res[r]), &g));
+        for (int w = 0; w < 4 && ok; w++) ok = random_walk(g, tok, gv, 20, why, sizeof why);
+        hr_grammar_free(g);
+    }
+    hr_grammar *g = compile_file("json.gbnf");
+    for (int w = 0; w < 6 && ok && g; w++) ok = random_walk(g, tok, gv, 30, why, sizeof why);
+    hr_grammar_free(g);
+    hr_grammar_vocab_free(gv);
+    hr_tokenizer_free(tok);
+    HR_CHECK(ok, "%s", why);
+}
+
 /* Threads sharing one grammar (and its mask cache) each walk the same text's tokens on
  * their own matcher; every fast mask must equal the reference. */
 typedef struct {
@@ -377,6 +432,7 @@ int main(void) {
     HR_RUN(test_walk_arithmetic);
     HR_RUN(test_walk_list);
     HR_RUN(test_walk_regex);
+    HR_RUN(test_walk_odd_vocab);
     hr_grammar_vocab_free(vq);
     hr_grammar_vocab_free(vl);
     hr_tokenizer_free(qwen);
