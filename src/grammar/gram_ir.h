@@ -169,8 +169,10 @@ struct hr_matcher {
     int *tok_pos;         /* (n_toks) position before each accepted token, -1 a stop token */
     int n_toks, cap_toks;
     int ended;
-    uint64_t *hash;       /* dedup table for the set/frontier being built: key + 1, 0 empty */
+    uint64_t *hash;       /* dedup index of the set/frontier being built (entry index + 1, a
+                             tag bit for the frontier, 0 empty), once they outgrow a linear scan */
     size_t hash_cap, hash_alloc, hash_n; /* in use (a power of two), allocated, filled */
+    int hashing;          /* the index is in use for the position being built */
     int oom;              /* a push failed for memory: the matcher refuses from then on */
 };
 

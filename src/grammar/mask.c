@@ -104,7 +104,18 @@ static int frontier_pairs(const hr_matcher *m, pairs *p) {
 
 /* Bound nodes are grouped by the DFA states every pair reaches there: the parser states
  * after two nodes of one group differ only in where the last position is, so one walk of
- * the group's first node's bytes serves the subtrees of all. */
+ * a group node's bytes serves all. What follows the nodes in their tokens (the suffixes)
+ * goes into one small trie per group, so a suffix that many tokens share (`",` after a
+ * string's last word) is parsed once. */
+typedef struct {
+    int n;              /* nodes in preorder; node 0 (the empty suffix) is the root */
+    uint8_t *byte;
+    uint16_t *depth;
+    int32_t *end;
+    int32_t *tok_beg;   /* (n + 1) tokens ending at node u: tok[tok_beg[u], tok_beg[u+1]) */
+    int32_t *tok;
+} strie;
+
 typedef struct entry {
     struct entry *next;
     uint64_t hash;
@@ -112,10 +123,13 @@ typedef struct entry {
     int n_pairs;
     int32_t *pairs;
     uint32_t *bits;     /* tokens strictly inside the terminals */
-    int32_t *bound;     /* trie nodes where some pair first accepts, by group */
-    int n_bound;
-    int32_t *group_beg; /* (n_groups + 1) group i is bound[group_beg[i], group_beg[i+1]) */
     int n_groups;
+    int32_t *rep;       /* (n_groups) a bound node of the group, whose bytes the parser takes */
+    strie *suffix;      /* (n_groups) the suffixes below the group's small nodes */
+    int32_t *big;       /* the group's nodes with large subtrees (or alone in their group),
+                           walked in the vocabulary trie: big[big_beg[g], big_beg[g+1]) */
+    int32_t *big_beg;   /* (n_groups + 1) */
+    size_t bytes;       /* memory held */
 } entry;
 
 #define N_BUCKETS 1024
@@ -147,8 +161,14 @@ static void entry_free(entry *e) {
     if (!e) return;
     free(e->pairs);
     free(e->bits);
-    free(e->bound);
-    free(e->group_beg);
+    for (int g = 0; e->suffix && g < e->n_groups; g++) {
+        strie *t = &e->suffix[g];
+        free(t->byte), free(t->depth), free(t->end), free(t->tok_beg), free(t->tok);
+    }
+    free(e->suffix);
+    free(e->big);
+    free(e->big_beg);
+    free(e->rep);
     free(e);
 }
 
@@ -258,17 +278,102 @@ static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, 
     return 0;
 }
 
-/* Orders the bound nodes by group (counting sort) into e. */
-static int group_bounds(entry *e, const bounds *b) {
-    e->n_bound = b->n;
-    e->n_groups = b->n_groups;
-    e->bound = malloc(((size_t)b->n + 1) * sizeof(int32_t));
-    e->group_beg = calloc((size_t)b->n_groups + 2, sizeof(int32_t));
-    if (!e->bound || !e->group_beg) return -1;
-    for (int i = 0; i < b->n; i++) e->group_beg[b->group[i] + 2]++;
-    for (int g = 0; g < b->n_groups; g++) e->group_beg[g + 2] += e->group_beg[g + 1];
-    for (int i = 0; i < b->n; i++) e->bound[e->group_beg[b->group[i] + 1]++] = b->node[i];
-    return 0;
+typedef struct {
+    const uint8_t *p;
+    uint32_t len;
+    int32_t id;
+} suffix_item;
+
+static int cmp_suffix(const void *x, const void *y) {
+    const suffix_item *a = x, *b = y;
+    int c = memcmp(a->p, b->p, a->len < b->len ? a->len : b->len);
+    if (c) return c;
+    return a->len != b->len ? (a->len < b->len ? -1 : 1) : a->id - b->id;
+}
+
+/* The preorder trie of items (sorted here) into t. */
+static int strie_build(strie *t, suffix_item *it, int n) {
+    qsort(it, (size_t)n, sizeof *it, cmp_suffix);
+    size_t cap = 1;
+    for (int i = 0; i < n; i++) cap += it[i].len;
+    t->byte = malloc(cap);
+    t->depth = malloc(cap * sizeof(uint16_t));
+    t->end = malloc(cap * sizeof(int32_t));
+    t->tok_beg = calloc(cap + 1, sizeof(int32_t));
+    t->tok = malloc(((size_t)n + 1) * sizeof(int32_t));
+    int32_t *stack = malloc(65536 * sizeof(int32_t)), *node_of = malloc(((size_t)n + 1) * sizeof(int32_t));
+    int ok = t->byte && t->depth && t->end && t->tok_beg && t->tok && stack && node_of;
+    int nn = 1, depth = 0;
+    if (ok) t->byte[0] = 0, t->depth[0] = 0, stack[0] = 0;
+    for (int i = 0; ok && i < n; i++) {
+        int len = (int)it[i].len, c = 0;
+        if (i)
+            while (c < len && c < (int)it[i - 1].len && it[i - 1].p[c] == it[i].p[c]) c++;
+        for (; depth > c; depth--) t->end[stack[depth]] = nn;
+        for (; depth < len; depth++) {
+            t->byte[nn] = it[i].p[depth];
+            t->depth[nn] = (uint16_t)(depth + 1);
+            stack[depth + 1] = nn++;
+        }
+        node_of[i] = stack[len];
+        t->tok[i] = it[i].id;
+    }
+    if (ok) {
+        for (; depth >= 0; depth--) t->end[stack[depth]] = nn;
+        t->n = nn;
+        for (int i = 0; i < n; i++) t->tok_beg[node_of[i] + 1]++;
+        for (int u = 0; u < nn; u++) t->tok_beg[u + 1] += t->tok_beg[u];
+    }
+    free(stack);
+    free(node_of);
+    return ok ? 0 : -1;
+}
+
+#define SMALL_SUBTREE 64 /* tokens: a node with more is walked in the vocabulary trie */
+
+static int is_big(const hr_grammar_vocab *v, int u, int alone) {
+    return alone || v->node_tok[v->node_end[u]] - v->node_tok[u] > SMALL_SUBTREE;
+}
+
+/* Per group: a representative node, the nodes walked in the vocabulary trie (large
+ * subtrees, or alone in the group), and the trie of the suffixes below the others. */
+static int group_bounds(const hr_grammar_vocab *v, entry *e, const bounds *b) {
+    int G = b->n_groups;
+    e->n_groups = G;
+    e->rep = malloc(((size_t)G + 1) * sizeof(int32_t));
+    e->suffix = calloc((size_t)G + 1, sizeof(strie));
+    e->big_beg = calloc((size_t)G + 2, sizeof(int32_t));
+    e->big = malloc(((size_t)b->n + 1) * sizeof(int32_t));
+    int32_t *count = calloc((size_t)G + 1, sizeof(int32_t));
+    int ok = e->rep && e->suffix && e->big_beg && e->big && count, total = 0;
+    for (int i = 0; ok && i < b->n; i++) e->rep[b->group[i]] = b->node[i], count[b->group[i]]++;
+    for (int i = 0; ok && i < b->n; i++) {
+        int u = b->node[i], g = b->group[i];
+        if (is_big(v, u, count[g] == 1)) e->big_beg[g + 2]++;
+        else total += v->node_tok[v->node_end[u]] - v->node_tok[u];
+    }
+    for (int g = 0; ok && g < G; g++) e->big_beg[g + 2] += e->big_beg[g + 1];
+    for (int i = 0; ok && i < b->n; i++)
+        if (is_big(v, b->node[i], count[b->group[i]] == 1)) e->big[e->big_beg[b->group[i] + 1]++] = b->node[i];
+    suffix_item *items = ok ? malloc(((size_t)total + 1) * sizeof *items) : NULL;
+    ok = ok && items;
+    for (int g = 0; ok && g < G; g++) {
+        int n = 0;
+        for (int i = 0; i < b->n; i++) {
+            int u = b->node[i], d = v->node_depth[u];
+            if (b->group[i] != g || is_big(v, u, count[g] == 1)) continue;
+            for (int k = v->node_tok[u]; k < v->node_tok[v->node_end[u]]; k++) {
+                int32_t id = v->sorted_tok[k];
+                items[n++] = (suffix_item){v->bytes + v->tok_off[id] + d, v->tok_off[id + 1] - v->tok_off[id] - (uint32_t)d, id};
+            }
+        }
+        if (n) ok = !strie_build(&e->suffix[g], items, n);
+        if (ok) e->bytes += (size_t)e->suffix[g].n * 11 + (size_t)n * 4;
+    }
+    e->bytes += (size_t)b->n * 4;
+    free(items);
+    free(count);
+    return ok ? 0 : -1;
 }
 
 static entry *build_entry(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p, uint64_t h) {
@@ -286,7 +391,7 @@ static entry *build_entry(const hr_grammar *g, const hr_grammar_vocab *v, const 
     }
     if (ok) {
         memcpy(e->pairs, p->v, (size_t)p->n * 2 * sizeof(int32_t));
-        ok = !walk_pairs(g, v, e, sets, &b) && !group_bounds(e, &b);
+        ok = !walk_pairs(g, v, e, sets, &b) && !group_bounds(v, e, &b);
     }
     free(sets);
     free(b.node), free(b.group), free(b.vecs), free(b.table);
@@ -310,7 +415,7 @@ static entry *get_entry(hr_matcher *m, pairs *p, int *owned) {
     if (e) return e;
     entry *fresh = build_entry(m->g, m->v, p, h);
     if (!fresh) return NULL;
-    size_t size = mask_words(m->v) * 4 + (size_t)(fresh->n_bound + fresh->n_groups) * 4 + (size_t)p->n * 8 + sizeof *fresh;
+    size_t size = mask_words(m->v) * 4 + fresh->bytes + (size_t)fresh->n_groups * 4 + (size_t)p->n * 8 + sizeof *fresh;
     pthread_mutex_lock(&c->mu);
     e = lookup(c, m->v, p, h);
     if (!e && c->bytes + size <= CACHE_BYTES) {
@@ -329,19 +434,38 @@ static entry *get_entry(hr_matcher *m, pairs *p, int *owned) {
     return e;
 }
 
-/* One group of bound nodes: the parser consumes the first node's bytes, then walks the
- * subtree of every node of the group from there. */
-static void walk_group(hr_matcher *m, const int32_t *nodes, int n, uint32_t *bits) {
+static void set_tokens(const int32_t *tok, int b, int e, uint32_t *bits) {
+    for (int i = b; i < e; i++) bits[tok[i] >> 5] |= 1u << (tok[i] & 31);
+}
+
+/* One group of bound nodes: the parser takes the bytes of the group's representative,
+ * then walks the subtrees of the big nodes and the group's suffix trie from there. */
+static void walk_group(hr_matcher *m, const entry *e, int g, uint32_t *bits) {
     const hr_grammar_vocab *v = m->v;
-    int base = m->cur, u = nodes[0], d = v->node_depth[u];
+    const strie *t = &e->suffix[g];
+    int base = m->cur, u = e->rep[g], d = v->node_depth[u];
     const uint8_t *path = v->bytes + v->tok_off[v->sorted_tok[v->node_tok[u]]];
     int k = 0;
     while (k < d && hr_gm_push(m, path[k])) k++;
-    if (k == d)
-        for (int i = 0; i < n; i++) {
-            set_node_tokens(v, nodes[i], bits);
-            walk_subtree(m, nodes[i], base + d, bits);
+    if (k < d) {
+        hr_gm_truncate(m, base);
+        return;
+    }
+    int top = m->cur;
+    for (int i = e->big_beg[g]; i < e->big_beg[g + 1]; i++) {
+        set_node_tokens(v, e->big[i], bits);
+        walk_subtree(m, e->big[i], top, bits);
+    }
+    if (t->n) set_tokens(t->tok, t->tok_beg[0], t->tok_beg[1], bits);
+    for (int c = 1; c < t->n;) {
+        hr_gm_truncate(m, top + t->depth[c] - 1);
+        if (!hr_gm_push(m, t->byte[c])) {
+            c = t->end[c];
+            continue;
         }
+        set_tokens(t->tok, t->tok_beg[c], t->tok_beg[c + 1], bits);
+        c++;
+    }
     hr_gm_truncate(m, base);
 }
 
@@ -360,8 +484,7 @@ void hr_matcher_mask(hr_matcher *m, uint32_t *bits) {
         return;
     }
     memcpy(bits, e->bits, words * sizeof(uint32_t));
-    for (int g = 0; g < e->n_groups; g++)
-        walk_group(m, e->bound + e->group_beg[g], e->group_beg[g + 1] - e->group_beg[g], bits);
+    for (int g = 0; g < e->n_groups; g++) walk_group(m, e, g, bits);
     if (owned) entry_free(e);
     set_stops(m, bits);
 }
