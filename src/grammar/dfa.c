@@ -511,61 +511,6 @@ static hr_err *minimize(rawdfa *d, hr_gdfa *out) {
     return e;
 }
 
-/* loop[s]: the byte classes whose every byte maps s to itself. */
-static hr_err *self_loops(hr_gdfa *d) {
-    d->loop = calloc((size_t)d->n_states + 1, sizeof(hr_gbytes));
-    if (!d->loop) return hr_err_oom();
-    for (int s = 0; s < d->n_states; s++) {
-        hr_gbytes bad = {{0, 0}}, all = {{0, 0}};
-        for (int b = 0; b < 256; b++) {
-            int k = hr_gbytes_bit((uint8_t)b);
-            all.w[k >> 6] |= 1ull << (k & 63);
-            if (d->trans[(size_t)s * 256 + b] != s) bad.w[k >> 6] |= 1ull << (k & 63);
-        }
-        d->loop[s].w[0] = all.w[0] & ~bad.w[0];
-        d->loop[s].w[1] = all.w[1] & ~bad.w[1];
-    }
-    return NULL;
-}
-
-/* From state t inside a character (validator state q), every valid rest of it reaches s
- * through live states. memo[t * 8 + q]: 0 unknown, 1 yes, 2 no. */
-static int finishes_at(const hr_gdfa *d, int s, int t, int q, uint8_t *memo) {
-    uint8_t *m = &memo[(size_t)t * 8 + q];
-    if (*m) return *m == 1;
-    int ok = 1;
-    for (int b = 0x80; b <= 0xBF && ok; b++) {
-        int q2 = hr_gutf8_step(q, (uint8_t)b);
-        if (q2 < 0) continue;
-        int t2 = d->trans[(size_t)t * 256 + b];
-        ok = t2 >= 0 && (q2 == 0 ? t2 == s : finishes_at(d, s, t2, q2, memo));
-    }
-    *m = ok ? 1 : 2;
-    return ok;
-}
-
-/* utf8_loop for the states where some printable ASCII byte loops (string interiors). */
-static hr_err *utf8_loops(hr_gdfa *d) {
-    d->utf8_loop = calloc((size_t)d->n_states + 1, 1);
-    uint8_t *memo = malloc((size_t)d->n_states * 8 + 1);
-    if (!d->utf8_loop || !memo) {
-        free(memo);
-        return hr_err_oom();
-    }
-    for (int s = 0; s < d->n_states; s++) {
-        if (!d->loop[s].w[0] && !(d->loop[s].w[1] & 0xFFFFFFFFull)) continue;
-        memset(memo, 0, (size_t)d->n_states * 8);
-        int ok = 1;
-        for (int b = 0xC2; b <= 0xF4 && ok; b++) {
-            int t = d->trans[(size_t)s * 256 + b];
-            ok = t >= 0 && finishes_at(d, s, t, hr_gutf8_step(0, (uint8_t)b), memo);
-        }
-        d->utf8_loop[s] = (uint8_t)ok;
-    }
-    free(memo);
-    return NULL;
-}
-
 /* Points transitions into states that cannot accept at -1, dropping those states. */
 static void kill_dead(rawdfa *d, const uint8_t *live, int *map) {
     int m = 0;
@@ -597,8 +542,7 @@ hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
     if (!e && live[0]) {
         kill_dead(&d, live, map);
         e = minimize(&d, out);
-        if (!e) e = self_loops(out);
-        if (!e) e = utf8_loops(out);
+        if (!e) e = hr_gdfa_chains(out);
     }
     free(live);
     free(map);
@@ -613,7 +557,7 @@ hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
 void hr_gdfa_free(hr_gdfa *d) {
     free(d->trans);
     free(d->accept);
-    free(d->loop);
-    free(d->utf8_loop);
+    free(d->chain_set);
+    free(d->chain_len);
     memset(d, 0, sizeof *d);
 }

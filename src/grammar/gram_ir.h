@@ -88,10 +88,17 @@ typedef struct {
     int n_states;     /* state 0 is the start */
     int32_t *trans;   /* (n_states, 256) next state, -1 dead */
     uint8_t *accept;  /* (n_states) */
-    hr_gbytes *loop;  /* (n_states) byte classes all of whose bytes lead back to the state */
-    uint8_t *utf8_loop; /* (n_states) 1: every non-ASCII character leads back to the state,
-                           through live states (only computed where some ASCII byte loops) */
+    /* chains (chain.c): from state s, any text of up to chain_len[s] characters drawn from
+     * chain_set[s] keeps the DFA alive (a character class moving s along one successor
+     * chain, such as a string interior's loop or a maxLength counter) */
+    hr_gbytes *chain_set; /* (n_states) bit 97 set: every non-ASCII character is in the set */
+    int32_t *chain_len;   /* (n_states) characters; HR_G_CHAIN_INF for a loop */
 } hr_gdfa;
+
+#define HR_G_CHAIN_INF (1 << 30)
+
+/* Fills chain_set and chain_len of a minimized DFA. */
+hr_err *hr_gdfa_chains(hr_gdfa *d);
 
 /* Compiles node (all of whose rule references are regular rules, inlined) into a minimal
  * byte DFA with no dead states. The language may be empty: then n_states is 0. */
@@ -142,6 +149,7 @@ struct hr_grammar_vocab {
     hr_gbytes *node_below; /* (n_nodes) the bytes on every edge below the node */
     uint8_t *node_utf8;    /* (n_nodes) bit q: from validator state q at the node, every
                               path below is valid UTF-8 (possibly cut inside a character) */
+    uint16_t *node_below_len; /* (n_nodes) the longest path below the node, in bytes */
     int32_t *sorted_tok; /* NORMAL token ids by their node */
     int max_depth;
 };

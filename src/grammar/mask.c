@@ -229,20 +229,21 @@ static int add_bound(bounds *b, int32_t u, const int32_t *vec, int k) {
     return 0;
 }
 
-/* Some live pair loops on every byte below the node: it stays alive through any token
- * there, and a frontier entry that stays alive keeps the parse alive whatever the
- * completions on the way do, so every token of the subtree is allowed. */
+/* Some live pair stays alive through every path below the node: its chain takes every
+ * byte there (non-ASCII ones only where every path is valid UTF-8, so the state is between
+ * characters) for at least as many characters as the longest path has bytes. A frontier
+ * entry that stays alive keeps the parse alive whatever completions happen on the way, so
+ * every token of the subtree is allowed. */
 static int stays_below(const hr_grammar *g, const hr_grammar_vocab *v, const entry *e, const int32_t *states, int u) {
     const hr_gbytes *below = &v->node_below[u];
     const uint64_t high = 1ull << (97 - 64);
+    if ((below->w[1] & high) && !(v->node_utf8[u] & 1)) return 0;
     for (int i = 0; i < e->n_pairs; i++) {
         if (states[i] < 0) continue;
         const hr_gdfa *d = &g->terms[e->pairs[2 * i]];
-        hr_gbytes l = d->loop[states[i]];
-        /* non-ASCII text loops too when every character does and every path is valid UTF-8
-         * (the state is then between characters: mid-character states take other bytes) */
-        if (d->utf8_loop[states[i]] && (v->node_utf8[u] & 1)) l.w[1] |= high;
-        if (!(below->w[0] & ~l.w[0]) && !(below->w[1] & ~l.w[1])) return 1;
+        const hr_gbytes *c = &d->chain_set[states[i]];
+        if (!(below->w[0] & ~c->w[0]) && !(below->w[1] & ~c->w[1]) && d->chain_len[states[i]] >= v->node_below_len[u])
+            return 1;
     }
     return 0;
 }

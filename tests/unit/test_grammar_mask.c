@@ -144,8 +144,8 @@ static void test_walk_list(void) { walk_grammar(compile_file("list.gbnf"), 15); 
 
 static void test_walk_regex(void) {
     const char *res[] = {"[a-z]{1,8}@[a-z]{2,6}\\.(com|org)", "(\\d{1,3}\\.){3}\\d{1,3}", "\"([^\"\\\\]|\\\\.)*\"",
-                         "[\\u00e0-\\u00ff€]{0,12}!", ".*", "[^a]*a[^b]{2,}"};
-    for (int i = 0; i < 6; i++) {
+                         "[\\u00e0-\\u00ff€]{0,12}!", ".*", "[^a]*a[^b]{2,}", "[^!]{0,12}!", "([a-z ]|\\u00e9){0,9}\\."};
+    for (int i = 0; i < 8; i++) {
         hr_grammar *g;
         HR_CHECK_OK(hr_grammar_compile_regex(res[i], strlen(res[i]), &g));
         walk_grammar(g, 12);
@@ -341,10 +341,10 @@ static void test_walk_odd_vocab(void) {
     HR_CHECK_OK(hr_tokenizer_from_vocab(&v, &tok));
     hr_grammar_vocab *gv;
     HR_CHECK_OK(hr_grammar_vocab_create(tok, &gv));
-    const char *res[] = {".*", "\"[^\"]*\"", "[^a]*a.{2,}", "(\u00e9|[a-z])*"};
+    const char *res[] = {".*", "\"[^\"]*\"", "[^a]*a.{2,}", "(\u00e9|[a-z])*", "[^!]{0,6}!", ".{2,5}"};
     char why[256];
     int ok = 1;
-    for (int r = 0; r < 4 && ok; r++) {
+    for (int r = 0; r < 6 && ok; r++) {
         hr_grammar *g;
         HR_CHECK_OK(hr_grammar_compile_regex(res[r], strlen(res[r]), &g));
         for (int w = 0; w < 4 && ok; w++) ok = random_walk(g, tok, gv, 20, why, sizeof why);
