@@ -133,7 +133,7 @@ typedef struct entry {
 } entry;
 
 #define N_BUCKETS 1024
-#define CACHE_BYTES (256u << 20)
+#define CACHE_BYTES (64u << 20)
 
 struct hr_gcache {
     pthread_mutex_t mu;
