@@ -154,7 +154,7 @@ static hr_err *rule_symbol(builder *b, int rule, int *sym) {
 
 /* X{min,max} of a non-regular X (symbol c) as the productions of a fresh nonterminal. */
 static hr_err *repeat_symbol(builder *b, int c, int min, int max, int *sym) {
-    int h = b->n_nts++, tail = -1;
+    int tail = -1;
     if (max == HR_G_INF) { /* tail ::= ε | tail c (left recursion suits Earley) */
         tail = b->n_nts++;
         int two[2] = {tail, c};
@@ -167,8 +167,12 @@ static hr_err *repeat_symbol(builder *b, int c, int min, int max, int *sym) {
             HR_TRY(add_prod(b, o, two, tail < 0 ? 1 : 2));
             tail = o;
         }
+    if (min == 0 && tail >= 0) { /* X* and X{0,n} are the tail alone */
+        *sym = tail;
+        return NULL;
+    }
     if ((long)min + 1 > MAX_SYMBOLS) return hr_errf("grammar too large: repetition of %d", min);
-    int *seq = malloc(((size_t)min + 1) * sizeof(int));
+    int h = b->n_nts++, *seq = malloc(((size_t)min + 1) * sizeof(int));
     if (!seq) return hr_err_oom();
     for (int k = 0; k < min; k++) seq[k] = c;
     if (tail >= 0) seq[min] = tail;
@@ -270,6 +274,14 @@ static int cmp_prod(const void *x, const void *y) {
     return a->lhs != b->lhs ? a->lhs - b->lhs : a->first - b->first;
 }
 
+static void mark_inert(hr_grammar *g) {
+    for (int t = 0; t < g->n_terms; t++) g->term_inert[t] = 1;
+    for (int s = 0; s < g->n_pos; s++) {
+        int y = g->pos_sym[s];
+        if (y < 0 && y != HR_G_END && (g->pos_lhs[s] != 0 || g->pos_sym[s + 1] != HR_G_END)) g->term_inert[-y - 1] = 0;
+    }
+}
+
 static hr_err *layout(builder *b, hr_grammar *g) {
     qsort(b->prods, (size_t)b->n_prods, sizeof(prod), cmp_prod);
     g->n_nts = b->n_nts;
@@ -280,7 +292,9 @@ static hr_err *layout(builder *b, hr_grammar *g) {
     g->pos_sym = malloc((size_t)g->n_pos * sizeof(int32_t));
     g->pos_lhs = malloc((size_t)g->n_pos * sizeof(int32_t));
     g->nullable = calloc((size_t)g->n_nts, 1);
-    if (!g->nt_prods || !g->prod_pos || !g->pos_sym || !g->pos_lhs || !g->nullable) return hr_err_oom();
+    g->term_inert = malloc((size_t)g->n_terms + 1);
+    if (!g->nt_prods || !g->prod_pos || !g->pos_sym || !g->pos_lhs || !g->nullable || !g->term_inert)
+        return hr_err_oom();
     int pos = 0;
     for (int p = 0; p < b->n_prods; p++) {
         const prod *q = &b->prods[p];
@@ -292,6 +306,7 @@ static hr_err *layout(builder *b, hr_grammar *g) {
         }
     }
     for (int nt = 0; nt < g->n_nts; nt++) g->nt_prods[nt + 1] += g->nt_prods[nt];
+    mark_inert(g);
     for (int changed = 1; changed;) {
         changed = 0;
         for (int p = 0; p < g->n_prods; p++) {
@@ -365,6 +380,7 @@ void hr_grammar_free(hr_grammar *g) {
     free(g->prod_pos);
     free(g->pos_sym);
     free(g->pos_lhs);
+    free(g->term_inert);
     if (g->cache) hr_gcache_free(g->cache);
     free(g);
 }
