@@ -43,10 +43,7 @@ static hr_err *gguf_type(const char *name, hr_dtype *out) {
 }
 
 static hr_err *run(const char *config, const char *preset, const char *tok, const char *dtype,
-                   long seed, long shard_mb, const char *out, const char *gguf, const char *gtype) {
-    hr_dtype gt = HR_F16;
-    HR_TRY(gguf_type(gtype, &gt));
-    if (gt != HR_F16 && !gguf) return hr_errf("--gguf-type needs --gguf FILE");
+                   long seed, long shard_mb, const char *out, const char *gguf, hr_dtype gt) {
     hr_dtype dt;
     if (strcmp(dtype, "bf16") == 0) dt = HR_BF16;
     else if (strcmp(dtype, "f32") == 0) dt = HR_F32;
@@ -87,6 +84,10 @@ int hr_cmd_mkmodel(int argc, char **argv) {
     if (help) return 0;
     if (!out || !config == !preset)
         return hr_cmd_fail("mkmodel", hr_errf("--out and one of --config / --preset are required")), 2;
-    err = run(config, preset, tok, dtype, seed, shard_mb, out, gguf, gtype);
+    hr_dtype gt = HR_F16;
+    err = gguf_type(gtype, &gt);
+    if (!err && gt != HR_F16 && !gguf) err = hr_errf("--gguf-type needs --gguf FILE");
+    if (err) return hr_cmd_fail("mkmodel", err), 2;
+    err = run(config, preset, tok, dtype, seed, shard_mb, out, gguf, gt);
     return err ? hr_cmd_fail("mkmodel", err) : 0;
 }
