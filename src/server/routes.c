@@ -41,6 +41,9 @@ static void add_stats(hr_server *s, json_t *o) {
         MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
     if (di) json_object_set_new(o, "connections", json_integer(di->num_connections));
     json_object_set_new(o, "max_connections", json_integer(s->cfg.max_connections));
+    json_object_set_new(o, "request_memory_used", json_integer((json_int_t)hr_mem_budget_used(&s->budget)));
+    json_object_set_new(o, "request_memory_total", json_integer((json_int_t)s->budget.cap));
+    json_object_set_new(o, "requests_timed_out", json_integer((json_int_t)hr_conn_guard_cut(s->guard)));
     size_t stored, bytes;
     hr_response_store_usage(s->responses, &stored, &bytes);
     json_object_set_new(o, "responses_stored", json_integer((json_int_t)stored));

@@ -88,6 +88,16 @@ typedef struct {
     /* Connections open at once (idle keep-alive ones included); libmicrohttpd accepts and
      * closes any beyond, without a reply. 0 = 512. */
     unsigned max_connections;
+    /* Seconds a request's headers and body may take to arrive, however the bytes trickle
+     * (the idle timeout restarts on every byte); the connection is closed past it.
+     * 0 = 30 s, negative = no deadline. */
+    int request_timeout_s;
+    /* Connections open at once from one client address; more are closed at once. 0 = 64. */
+    unsigned max_connections_per_ip;
+    /* Bytes of memory for parsing and preparing requests, all requests together; each
+     * reserves its body size times HR_REQUEST_MEMORY_FACTOR (mem_budget.h) before its body
+     * is read, and waits for it, then gets a 503. 0 = a quarter of the physical memory. */
+    size_t request_memory;
 } hr_server_config;
 
 typedef struct hr_server hr_server;

@@ -3,7 +3,8 @@
  * standard library (tests/server/http_client.py), `hearth bench-serve`, and the official
  * openai npm package when npm can install it (tests/server/openai_client.mjs). A second
  * listener with a 1 s idle timeout and 8 connections at most meets slow and stalled
- * clients (tests/server/slow_client.py). */
+ * clients (tests/server/slow_client.py), a third one hostile clients
+ * (tests/server/hostile_client.py). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -230,6 +231,28 @@ static void run_slow_clients(const hr_server_backend *be, int main_port) {
     hr_server_stop(s);
 }
 
+/* Hostile clients (tests/server/hostile_client.py) against a listener with a 64 KiB body
+ * limit, an 8 MiB request memory budget, a 2 s request deadline and 4 connections per
+ * client address. */
+static void run_hostile_clients(const hr_server_backend *be) {
+    hr_server_config cfg = {.port = 0, .api_key = "sekret", .max_body = 64 * 1024,
+                            .timeout_s = 5, .request_timeout_s = 2, .max_connections = 32,
+                            .max_connections_per_ip = 4, .request_memory = 8u << 20};
+    hr_server *s;
+    hr_err *e = hr_server_start(&cfg, be, &s);
+    if (e) {
+        printf("FAIL start_hostile: %s\n", hr_err_msg(e));
+        hr_t_failed++;
+        hr_err_free(e);
+        return;
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "python3 tests/server/hostile_client.py %d sekret 2>&1",
+             hr_server_port(s));
+    run_client(cmd);
+    hr_server_stop(s);
+}
+
 static void test_start_errors(void) {
     hr_server_backend be = {.ctx = &FE, .model_name = fake_name};
     hr_server *s;
@@ -273,6 +296,7 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "bash tests/server/openai_npm.sh %d sekret 2>&1", hr_server_port(s));
     run_client(cmd);
     run_slow_clients(&be, hr_server_port(s));
+    run_hostile_clients(&be);
     hr_server_stop(s);
     for (int i = 0; i < 500 && atomic_load(&FE.active); i++)
         usleep(10000);
