@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "base/clock.h"
 #include "base/log.h"
 #include "cli/args.h"
@@ -39,7 +41,22 @@ static const char *base_name(const char *dir) {
     return p;
 }
 
+/* The model id every reply carries: --alias, else the directory's name; it must be valid
+ * UTF-8 (JSON strings are) and fit name's cap, or every JSON reply would come out empty. */
+static hr_err *model_id(const serve_opts *o, char *name, size_t cap) {
+    const char *id = o->alias ? o->alias : base_name(o->model);
+    const char *what = o->alias ? "--alias" : "the model's directory name (give --alias ID)";
+    if (!*id || strlen(id) >= cap) return hr_errf("%s must be 1 to %zu bytes", what, cap - 1);
+    json_t *j = json_string(id); /* NULL for invalid UTF-8 */
+    if (!j) return hr_errf("%s is not valid UTF-8", what);
+    json_decref(j);
+    snprintf(name, cap, "%s", id);
+    return NULL;
+}
+
 static hr_err *start(const serve_opts *o, serve_state *st) {
+    char name[256];
+    HR_TRY(model_id(o, name, sizeof name));
     if (!hr_tokenizer_available(o->model))
         return hr_errf("%s has no tokenizer.json (nor GGUF tokenizer metadata), which serving needs", o->model);
     hr_engine_options eo = {.device = o->device,
@@ -60,8 +77,6 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
     eo.kv_dtype = o->num.kv_dtype;
     eo.fast = o->num.fast;
     HR_TRY(hr_engine_create(o->model, &eo, &st->engine));
-    char name[256];
-    snprintf(name, sizeof name, "%s", o->alias ? o->alias : base_name(o->model));
     HR_TRY(hr_engine_server_create(st->engine, name, &st->es));
     hr_engine_stats es;
     hr_engine_stats_get(st->engine, &es);
@@ -69,10 +84,15 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
             hr_engine_max_context(st->engine), es.compute == HR_COMPUTE_BF16 ? "bf16" : "f32",
             hr_kv_dtype_flag(hr_kv_type_dtype(es.kv_dtype)),
             hr_engine_prompt(st->engine)->fallback ? "no chat template (role: content lines)" : "chat template");
-    hr_server_config sc = {o->host, (int)o->port, o->api_key, (size_t)o->max_body_mb << 20,
-                           o->timeout_s ? (int)o->timeout_s : -1, (unsigned)o->max_conns,
-                           o->request_timeout_s ? (int)o->request_timeout_s : -1,
-                           (unsigned)o->max_conns_ip, (size_t)o->request_mb << 20};
+    hr_server_config sc = {.host = o->host,
+                           .port = (int)o->port,
+                           .api_key = o->api_key,
+                           .max_body = (size_t)o->max_body_mb << 20,
+                           .timeout_s = o->timeout_s ? (int)o->timeout_s : -1,
+                           .max_connections = (unsigned)o->max_conns,
+                           .request_timeout_s = o->request_timeout_s ? (int)o->request_timeout_s : -1,
+                           .max_connections_per_ip = (unsigned)o->max_conns_ip,
+                           .request_memory = (size_t)o->request_mb << 20};
     return hr_server_start(&sc, hr_engine_server_backend(st->es), &st->http);
 }
 

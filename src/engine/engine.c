@@ -278,7 +278,7 @@ hr_err *hr_engine_submit(hr_engine *e, const hr_request_params *p, hr_request **
     hr_request *r = NULL;
     hr_err *err = request_create(e, p, &r);
     pthread_mutex_lock(&e->mu);
-    if (!err && e->stopping) err = hr_errf("the engine is shutting down");
+    if (!err && e->stopping) err = hr_errc(HR_E_BUSY, "the engine is shutting down");
     if (!err && e->n_inbox + e->stats.queued >= e->opt.max_queue)
         err = hr_errc(HR_E_BUSY, "the engine is overloaded: %d requests are already waiting",
                       e->n_inbox + e->stats.queued);

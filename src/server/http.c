@@ -71,6 +71,7 @@ hr_err *hr_http_reply_err(hr_http_req *q, hr_api_kind api, int status, hr_err *e
     if (code == HR_E_NOTFOUND) status = 404;
     if (code == HR_E_CONTEXT) status = 400;
     if (code == HR_E_LIMIT) status = 500;
+    if (code == HR_E_OOM) status = 503, q->retry_after = "1";
     json_t *body = hr_error_body(api, status, hr_err_msg(e));
     json_t *err = json_object_get(body, "error");
     if (code == HR_E_CONTEXT && api != HR_API_MESSAGES) {
@@ -499,6 +500,7 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     if (!s->cfg.host) s->cfg.host = "127.0.0.1";
     if (!s->cfg.max_connections) s->cfg.max_connections = 512;
     if (!s->cfg.max_connections_per_ip) s->cfg.max_connections_per_ip = 64;
+    if (!s->cfg.max_backlog) s->cfg.max_backlog = 16u << 20;
     fit_fd_limit(s);
     hr_mem_budget_init(&s->budget, s->cfg.request_memory ? s->cfg.request_memory
                                                           : hr_mem_budget_default());

@@ -98,7 +98,7 @@ hr_err *hr_http_reply_text(hr_http_req *q, int status, const char *type, char *t
 hr_err *hr_http_reply_error(hr_http_req *q, hr_api_kind api, int status, const char *msg);
 /* An hr_err as a reply: its code picks the status (HR_E_CONTEXT 400 with OpenAI's
  * context_length_exceeded, HR_E_BUSY 503 / Anthropic 529, HR_E_NOTFOUND 404, HR_E_LIMIT
- * 500, else status); frees e. */
+ * 500, HR_E_OOM 503 with Retry-After, else status); frees e. */
 hr_err *hr_http_reply_err(hr_http_req *q, hr_api_kind api, int status, hr_err *e);
 /* Streams g's reply as SSE; takes ownership of g. */
 hr_err *hr_http_reply_sse(hr_http_req *q, hr_http_gen *g);

@@ -141,7 +141,7 @@ static hr_err *submit(hr_server *s, hr_http_req *q, hr_api_request *req) {
     hr_err *e = g ? hr_reply_create(req, s->be->model_name(s->be->ctx), (long)time(NULL), s->be,
                                     &g->reply)
                   : hr_err_oom();
-    if (!e && !(g->chan = hr_chan_create(req))) e = hr_err_oom();
+    if (!e && !(g->chan = hr_chan_create(req, s->cfg.max_backlog))) e = hr_err_oom();
     if (e) {
         if (g) hr_reply_free(g->reply);
         free(g);

@@ -98,6 +98,9 @@ typedef struct {
      * reserves its body size times HR_REQUEST_MEMORY_FACTOR (mem_budget.h) before its body
      * is read, and waits for it, then gets a 503. 0 = a quarter of the physical memory. */
     size_t request_memory;
+    /* Bytes of output a request holds for a client that does not read it (a stalled SSE
+     * reader) before it is cancelled, ending with an error event. 0 = 16 MiB. */
+    size_t max_backlog;
 } hr_server_config;
 
 typedef struct hr_server hr_server;

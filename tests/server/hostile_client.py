@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """Hostile clients against the fake-engine listener of tests/unit/test_server_http.c that
 runs with a 64 KiB body limit, an 8 MiB request memory budget, a 2 s request deadline (idle
-timeout 5 s), and 4 connections per client address: a wrong API key and an oversized
+timeout 5 s), 4 connections per client address and a 1 MiB output backlog: a wrong API key and an oversized
 Content-Length are answered right after the headers (no "100 Continue", the body is never
 sent), a request the memory budget cannot take gets 503 with Retry-After after a short wait
 and the budget comes back when requests end, headers or a body trickled in a byte at a time
-are cut at the deadline although every byte restarts the idle timer, and a client's fifth
-connection is closed at once while its four others are served.
+are cut at the deadline although every byte restarts the idle timer, a client's fifth
+connection is closed at once while its four others are served, and a stream whose client
+stops reading is cancelled once 1 MiB of output waits for it.
 Usage: hostile_client.py PORT API_KEY"""
 import json
 import socket
@@ -22,8 +23,17 @@ CHAT = "/v1/chat/completions"
 DEADLINE = 2.0
 
 
+def whole(got):
+    """Whether got holds a whole response with a Content-Length."""
+    headers, sep, body = got.partition(b"\r\n\r\n")
+    for line in headers.split(b"\r\n"):
+        if sep and line.lower().startswith(b"content-length:"):
+            return len(body) >= int(line.split(b":")[1])
+    return False
+
+
 def raw_reply(data, wait=3.0):
-    """Sends data on a new connection; returns (everything the server sent, seconds)."""
+    """Sends data on a new connection; returns (the server's response, seconds)."""
     s = socket.create_connection(("127.0.0.1", PORT))
     t0 = time.time()
     s.sendall(data)
@@ -32,9 +42,9 @@ def raw_reply(data, wait=3.0):
     try:
         while True:
             c = s.recv(65536)
-            if not c:
-                break
             got += c
+            if not c or whole(got):
+                break
     except (socket.timeout, ConnectionError):
         pass
     s.close()
@@ -52,6 +62,47 @@ def early_replies():
     check("early_413", got.startswith(b"HTTP/1.1 413") and b"--max-body-mb" in got and took < 1.5,
           (got[:300], took))
     check("early_413_no_continue", b"100 Continue" not in got, got[:200])
+
+
+def server_faults():
+    """Out of memory and a template limit are the server's fault: 5xx, never 400."""
+    for api, path in (("chat", CHAT), ("messages", "/v1/messages")):
+        body = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "NO_MEMORY"}]}
+        got, _ = raw_reply(head(path, len(json.dumps(body))) + json.dumps(body).encode())
+        check("oom_503_" + api, got.startswith(b"HTTP/1.1 503") and b"\r\nRetry-After: " in got
+              and b"out of memory" in got, got[:300])
+        body["messages"][0]["content"] = "OVER_LIMIT"
+        got, _ = raw_reply(head(path, len(json.dumps(body))) + json.dumps(body).encode())
+        check("limit_500_" + api, got.startswith(b"HTTP/1.1 500"), got[:300])
+
+
+def backlog():
+    """A stream of 16 KiB tokens (16 MB/s) whose client reads nothing for 2.5 s: past the
+    1 MiB output backlog the request is cancelled at once (it does not wait for the 5 s idle
+    timeout), and when the client reads again its stream ends with an error event."""
+    before = get("/stats")["cancelled"]
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.connect(("127.0.0.1", PORT))
+    body = json.dumps({"model": "m", "stream": True,
+                       "messages": [{"role": "user", "content": "FLOOD"}]}).encode()
+    s.sendall(head(CHAT, len(body)) + body)
+    time.sleep(2.5)
+    stats = get("/stats")
+    check("backlog_cancelled", stats["cancelled"] == before + 1 and stats["active"] == 0, stats)
+    got = b""
+    s.settimeout(10)
+    try:
+        while not got.endswith(b"0\r\n\r\n"):
+            c = s.recv(1 << 20)
+            if not c:
+                break
+            got += c
+    except (socket.timeout, ConnectionError):
+        pass
+    s.close()
+    tail = got[-2000:]
+    check("backlog_error_event", b"stopped reading" in tail and b"limit" in tail, tail[-400:])
 
 
 def padded(content, size):
@@ -133,4 +184,4 @@ def per_ip():
     check("per_ip_after", get("/health")["status"] == "ok")
 
 
-run([early_replies, budget, deadline, per_ip])
+run([early_replies, server_faults, budget, deadline, per_ip, backlog])

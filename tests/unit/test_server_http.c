@@ -126,6 +126,11 @@ static hr_err *fake_submit(void *ctx, const hr_api_request *req, hr_gen_sink *si
         free(text);
         return hr_errf("prompt is longer than the context (scripted)");
     }
+    if (strstr(text, "NO_MEMORY") || strstr(text, "OVER_LIMIT")) {
+        int oom = strstr(text, "NO_MEMORY") != NULL;
+        free(text);
+        return oom ? hr_err_oom() : hr_errc(HR_E_LIMIT, "template used too much (scripted)");
+    }
     if (strstr(text, "REFUSE_ODD_SEED") && req->sampling.seed % 2) { /* a later choice */
         free(text);
         return hr_errf("no room for seed %llu (scripted)", (unsigned long long)req->sampling.seed);
@@ -232,12 +237,13 @@ static void run_slow_clients(const hr_server_backend *be, int main_port) {
 }
 
 /* Hostile clients (tests/server/hostile_client.py) against a listener with a 64 KiB body
- * limit, an 8 MiB request memory budget, a 2 s request deadline and 4 connections per
- * client address. */
+ * limit, an 8 MiB request memory budget, a 2 s request deadline, 4 connections per
+ * client address and a 1 MiB output backlog. */
 static void run_hostile_clients(const hr_server_backend *be) {
     hr_server_config cfg = {.port = 0, .api_key = "sekret", .max_body = 64 * 1024,
                             .timeout_s = 5, .request_timeout_s = 2, .max_connections = 32,
-                            .max_connections_per_ip = 4, .request_memory = 8u << 20};
+                            .max_connections_per_ip = 4, .request_memory = 8u << 20,
+                            .max_backlog = 1u << 20};
     hr_server *s;
     hr_err *e = hr_server_start(&cfg, be, &s);
     if (e) {
