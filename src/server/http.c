@@ -468,7 +468,7 @@ static void fit_fd_limit(hr_server *s) {
                             rl.rlim_max};
     if (raised.rlim_cur > rl.rlim_cur && !setrlimit(RLIMIT_NOFILE, &raised)) rl = raised;
     if (rl.rlim_cur >= need) return;
-    unsigned fit = rl.rlim_cur > 2 * FD_MARGIN ? (unsigned)(rl.rlim_cur - FD_MARGIN) : FD_MARGIN;
+    unsigned fit = rl.rlim_cur > FD_MARGIN ? (unsigned)(rl.rlim_cur - FD_MARGIN) : 1;
     HR_WARN("--max-connections %u needs %llu file descriptors but the limit is %llu (ulimit -n): "
             "serving at most %u connections", s->cfg.max_connections, (unsigned long long)need,
             (unsigned long long)rl.rlim_cur, fit);
