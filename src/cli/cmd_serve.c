@@ -244,7 +244,7 @@ int hr_cmd_serve(int argc, char **argv) {
         return hr_cmd_fail("serve", hr_errf("--max-body-mb must be 1..4096")), 2;
     if (o.max_seqs > 4096 || o.threads < 0 || o.threads > 4096 || o.max_batch > 1 << 20 ||
         o.max_queue > 1 << 20 || o.snap_every > 1 << 20)
-        return hr_cmd_fail("serve", hr_errf("--max-seqs and --threads must be at most 4096, and "
+        return hr_cmd_fail("serve", hr_errf("--max-seqs and --threads must be 0..4096, and "
                                             "--max-batch-tokens, --max-queue and "
                                             "--snapshot-interval at most 1048576")), 2;
     if (o.request_timeout_s < 0 || o.request_timeout_s > 86400)

@@ -11,7 +11,7 @@ big=17592186044416 # 2^44 MiB: << 20 wraps a 64-bit size
 expect_rc kv_memory_wrap 2 "--kv-memory $big MiB is more bytes" "$H" serve --model "$B" --kv-memory $big
 expect_rc request_memory_wrap 2 "--request-memory-mb $big MiB" "$H" serve --model "$B" --request-memory-mb $big
 expect_rc max_body_wrap 2 "--max-body-mb must be 1..4096" "$H" serve --model "$B" --max-body-mb $big
-expect_rc max_seqs_wrap 2 "--max-seqs and --threads must be at most 4096" "$H" serve --model "$B" --max-seqs 4294967297
+expect_rc max_seqs_wrap 2 "--max-seqs and --threads must be 0..4096" "$H" serve --model "$B" --max-seqs 4294967297
 expect_rc bad_request_timeout 2 "--request-timeout must be 0..86400" "$H" serve --model "$B" --request-timeout -1
 expect_rc bad_per_ip 2 "--max-connections-per-ip must be 1..65536" "$H" serve --model "$B" --max-connections-per-ip 0
 expect_rc alias_not_utf8 1 "--alias is not valid UTF-8" "$H" serve --model "$B" --alias $'bad\xff'
