@@ -206,8 +206,8 @@ int hr_cmd_serve(int argc, char **argv) {
          "seconds a request's headers and body may take to arrive, however slowly the bytes "
          "come; the connection is closed past it (default 30; 0 = no deadline)"},
         {"request-memory-mb", HR_OPT_INT, &o.request_mb,
-         "MiB for parsing requests, all together: each reserves 96x its body size first and "
-         "waits for it, then gets 503 with Retry-After (default: a quarter of the RAM)"},
+         "MiB for parsing requests, all together: each reserves 96x its body size before it is "
+         "parsed, waiting up to 2 s, else 503 with Retry-After (default: a quarter of the RAM)"},
         {"shutdown-grace", HR_OPT_INT, &o.grace_s,
          "seconds requests in flight get to finish after SIGINT/SIGTERM before they are ended "
          "with an error (default 10; a second signal exits at once)"},

@@ -250,15 +250,37 @@ static int too_large_status(const hr_server *s, char *msg, size_t cap) {
     return 413;
 }
 
+/* Reserves n more bytes of request memory for st; 503 (msg set) when the budget stays
+ * short for HR_BUDGET_WAIT_MS, else 0. */
+static int reserve(hr_server *s, conn_state *st, size_t n, char *msg, size_t cap) {
+    if (!hr_mem_budget_reserve(&s->budget, n, HR_BUDGET_WAIT_MS)) {
+        st->q.retry_after = "2";
+        snprintf(msg, cap, "the server is out of request memory (--request-memory-mb %zu): retry",
+                 s->budget.cap >> 20);
+        return 503;
+    }
+    st->reserved += n;
+    return 0;
+}
+
+/* Before parsing: the rest of what parsing the body can cost (the body itself is held
+ * since its headers: early_status). */
+static int reserve_parse(hr_server *s, conn_state *st, char *msg, size_t cap) {
+    size_t whole = hr_mem_budget_cost(&s->budget, st->body.len, HR_REQUEST_MEMORY_FACTOR);
+    return whole > st->reserved ? reserve(s, st, whole - st->reserved, msg, cap) : 0;
+}
+
 static hr_err *route(hr_server *s, conn_state *st, const char *url, const char *method) {
     hr_http_req *q = &st->q;
     const hr_route *rt = st->rt;
-    char msg[160];
+    char msg[192];
     if (st->too_large) return hr_http_reply_error(q, rt->api, too_large_status(s, msg, sizeof msg), msg);
     if (st->short_of_memory) {
         q->retry_after = "1";
         return hr_http_reply_error(q, rt->api, 503, "out of memory buffering the request body");
     }
+    int status = reserve_parse(s, st, msg, sizeof msg);
+    if (status) return hr_http_reply_error(q, rt->api, status, msg);
     if (st->body.len && HR_LOG_DEBUG >= hr_log_threshold)
         HR_DEBUG("%s %s body (%zu bytes): %.*s%s", method, url, st->body.len,
                  st->body.len > 800 ? 800 : (int)st->body.len, st->body.s,
@@ -372,15 +394,7 @@ static int early_status(hr_server *s, conn_state *st, const char *url, const cha
         return snprintf(msg, cap, "invalid or missing API key"), 401;
     uint64_t len = announced_length(s, c);
     if (len > s->cfg.max_body) return too_large_status(s, msg, cap);
-    size_t cost = hr_mem_budget_cost(&s->budget, len);
-    if (!hr_mem_budget_reserve(&s->budget, cost, HR_BUDGET_WAIT_MS)) {
-        st->q.retry_after = "2";
-        snprintf(msg, cap, "the server is out of request memory (--request-memory-mb %zu): retry",
-                 s->budget.cap >> 20);
-        return 503;
-    }
-    st->reserved = cost;
-    return 0;
+    return reserve(s, st, hr_mem_budget_cost(&s->budget, len, 1), msg, cap);
 }
 
 /* The first call for a request (headers in): its state, or an early error reply (without

@@ -18,10 +18,10 @@ void hr_mem_budget_destroy(hr_mem_budget *b) {
     pthread_cond_destroy(&b->freed);
 }
 
-size_t hr_mem_budget_cost(const hr_mem_budget *b, uint64_t body_len) {
-    uint64_t most = b->cap / HR_REQUEST_MEMORY_FACTOR;
+size_t hr_mem_budget_cost(const hr_mem_budget *b, uint64_t body_len, unsigned factor) {
+    uint64_t most = b->cap / (factor ? factor : 1);
     if (body_len >= most) return b->cap;
-    return (size_t)body_len * HR_REQUEST_MEMORY_FACTOR;
+    return (size_t)body_len * factor;
 }
 
 static struct timespec after_ms(int ms) {

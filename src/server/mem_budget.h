@@ -1,7 +1,9 @@
-/* The global memory budget for request processing: each request reserves an estimate of
- * what parsing and preparing it can cost before its body is read, and gives it back when
- * it completes. A request that does not fit waits a moment for others to finish, then is
- * refused (503 with Retry-After) instead of pushing the process into an OOM kill. */
+/* The global memory budget for request processing: each request reserves its body's size
+ * before the body is read, then an estimate of what parsing and preparing it can cost
+ * before it is parsed, and gives both back when it completes. A request that does not fit
+ * waits a moment for others to finish, then is refused (503 with Retry-After) instead of
+ * pushing the process into an OOM kill. Reserving in two steps keeps a client that
+ * announces a large body and sends it slowly from holding the parse's share meanwhile. */
 #ifndef HR_SERVER_MEM_BUDGET_H
 #define HR_SERVER_MEM_BUDGET_H
 
@@ -24,9 +26,9 @@ typedef struct {
 
 void hr_mem_budget_init(hr_mem_budget *b, size_t cap);
 void hr_mem_budget_destroy(hr_mem_budget *b);
-/* What a body of body_len bytes reserves: body_len * HR_REQUEST_MEMORY_FACTOR (saturating),
- * at most the whole budget so a request that alone fits the body limit can run alone. */
-size_t hr_mem_budget_cost(const hr_mem_budget *b, uint64_t body_len);
+/* body_len * factor bytes (saturating), at most the whole budget, so a request that alone
+ * fits the body limit can always run alone. */
+size_t hr_mem_budget_cost(const hr_mem_budget *b, uint64_t body_len, unsigned factor);
 /* Reserves n bytes, waiting up to wait_ms for other requests to give memory back; returns
  * 1 when reserved, 0 when the budget stayed short. */
 int hr_mem_budget_reserve(hr_mem_budget *b, size_t n, int wait_ms);

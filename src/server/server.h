@@ -95,8 +95,9 @@ typedef struct {
     /* Connections open at once from one client address; more are closed at once. 0 = 64. */
     unsigned max_connections_per_ip;
     /* Bytes of memory for parsing and preparing requests, all requests together; each
-     * reserves its body size times HR_REQUEST_MEMORY_FACTOR (mem_budget.h) before its body
-     * is read, and waits for it, then gets a 503. 0 = a quarter of the physical memory. */
+     * reserves its body size before the body is read and HR_REQUEST_MEMORY_FACTOR
+     * (mem_budget.h) times it in all before parsing, waiting for it up to 2 s, then gets a
+     * 503. 0 = a quarter of the physical memory. */
     size_t request_memory;
     /* Bytes of output a request holds for a client that does not read it (a stalled SSE
      * reader) before it is cancelled, ending with an error event. 0 = 16 MiB. */

@@ -113,7 +113,16 @@ def padded(content, size):
 
 
 def budget():
-    """A 50 KB body reserves 96 x 50 KB = 4.8 MB of the 8 MiB budget while it streams."""
+    """A body still arriving holds only its own size; once read and parsed, a 50 KB body
+    holds 96 x 50 KB = 4.8 MB of the 8 MiB budget while it streams."""
+    slow = socket.create_connection(("127.0.0.1", PORT))
+    slow.sendall(head(CHAT, 60000))
+    time.sleep(0.2)
+    check("budget_body_arriving", get("/stats")["request_memory_used"] == 60000, get("/stats"))
+    slow.close()
+    deadline = time.time() + 3
+    while time.time() < deadline and get("/stats")["request_memory_used"]:
+        time.sleep(0.05)
     holder = socket.create_connection(("127.0.0.1", PORT))
     data = json.dumps(padded("SLOW", 50000)).encode()
     holder.sendall(head(CHAT, len(data)) + data)
