@@ -5,6 +5,7 @@
 #include "server/engine_backend.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,7 +28,7 @@ struct hr_engine_server {
     hr_server_backend backend;
     pthread_mutex_t mu;
     live_req *live; /* submitted, not yet released */
-    unsigned long seed_counter;
+    atomic_ulong seed_counter; /* HTTP threads draw from it at once (ThreadSanitizer) */
     /* (n_pieces) each token's own text for logprobs, decoded the first time the engine
      * thread needs it, so a token with top logprobs costs no allocation after warm-up */
     struct piece {
@@ -146,7 +147,8 @@ static void to_params(hr_engine_server *s, const hr_api_request *req, hr_request
     p->xtc_probability = req->sampling.xtc_probability;
     p->xtc_threshold = req->sampling.xtc_threshold;
     p->seed = req->seed_set ? req->sampling.seed
-                            : (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull + ++s->seed_counter;
+                            : (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull +
+                                  atomic_fetch_add(&s->seed_counter, 1) + 1;
     p->repetition_penalty = req->repetition_penalty;
     p->penalty_last_n = req->penalty_last_n;
     p->presence_penalty = req->presence_penalty;
