@@ -36,8 +36,9 @@ static void cut_late(hr_conn_guard *g, uint64_t now) {
         n->cut = 1;
         g->n_cut++;
         shutdown(n->fd, SHUT_RDWR);
-        HR_WARN("closed a connection whose request did not arrive within %.0f s (--request-timeout)",
-                (double)g->timeout_ns * 1e-9);
+        HR_WARN(
+            "closed a connection whose request did not arrive within %.0f s (--request-timeout)",
+            (double)g->timeout_ns * 1e-9);
     }
 }
 
@@ -98,8 +99,10 @@ static void link_node(hr_conn_guard *g, guard_node *n) {
 }
 
 static void unlink_node(hr_conn_guard *g, guard_node *n) {
-    if (n->prev) n->prev->next = n->next;
-    else g->head = n->next;
+    if (n->prev)
+        n->prev->next = n->next;
+    else
+        g->head = n->next;
     if (n->next) n->next->prev = n->prev;
 }
 
