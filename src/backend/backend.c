@@ -31,8 +31,23 @@ static const char *resolve(const char *device) {
     return "cpu";
 }
 
+/* The GGUF block formats the CUDA backend reads (its qmatmul.cu kernels). */
+static int cuda_reads(hr_dtype t) {
+    switch (t) {
+    case HR_Q8_0:
+    case HR_Q4_0:
+    case HR_Q4_1:
+    case HR_Q5_0:
+    case HR_Q5_1:
+    case HR_Q4_K:
+    case HR_Q5_K:
+    case HR_Q6_K: return 1;
+    default: return 0;
+    }
+}
+
 const char *hr_backend_device_for(const char *device, hr_dtype weights) {
-    int quantized = hr_dtype_get(weights)->quantized || weights == HR_U32;
+    int quantized = (hr_dtype_get(weights)->quantized && !cuda_reads(weights)) || weights == HR_U32;
     return (!device || !strcmp(device, "auto")) && quantized ? "cpu" : device;
 }
 
@@ -41,12 +56,12 @@ hr_err *hr_backend_caps_of(const char *device, hr_backend_caps *caps) {
     const char *dev = resolve(device);
     if (!strcmp(dev, "cpu")) {
         *caps = (hr_backend_caps){(1u << HR_F32) | (1u << HR_BF16) | (1u << HR_F16) | (1u << HR_Q8_0),
-                                  HR_F32, HR_BF16};
+                                  HR_F32, HR_BF16, 0};
         return NULL;
     }
 #ifdef HEARTH_CUDA
     /* the CUDA backend stores bf16 KV (the fast default) or f32 (--exact) */
-    *caps = (hr_backend_caps){(1u << HR_F32) | (1u << HR_BF16), HR_F32, HR_BF16};
+    *caps = (hr_backend_caps){(1u << HR_F32) | (1u << HR_BF16), HR_F32, HR_BF16, 1};
     return NULL;
 #else
     return hr_errf("device cuda: this hearth was built without CUDA (" HEARTH_NO_CUDA_REASON ")");

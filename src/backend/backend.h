@@ -228,16 +228,19 @@ hr_err *hr_backend_cpu_create(const hr_cpu_options *opt, hr_backend **out);
  * and KV dtype, engine/numerics.c) are chosen before the weights are uploaded. kv_dtypes is a
  * bitmask of (1u << hr_dtype) that its kv_create stores; kv_exact is the KV dtype of --exact
  * (the CPU: F32; a backend without f32 KV names its widest) and kv_fast the one of the fast
- * default. A new backend adds its row to hr_backend_caps_of (backend.c). */
+ * default; quantized_fast: the fast default applies to GGUF-quantized weights too (the GPU,
+ * where an f32 KV would leave the tensor-core attention). A new backend adds its row to
+ * hr_backend_caps_of (backend.c). */
 typedef struct {
     unsigned kv_dtypes;
     hr_dtype kv_exact, kv_fast;
+    int quantized_fast;
 } hr_backend_caps;
 
 /* The device to create for weights whose main dtype is `weights`: device itself, except that
- * auto (or NULL) with quantized weights (GGUF block types; U32, MLX's packed words) is the
- * CPU, which computes every quantized type (the CUDA backend computes float weights only, so
- * far). An explicit "cuda" stays, so its upload says why it cannot. */
+ * auto (or NULL) with quantized weights the CUDA backend does not read (GGUF Q2_K, Q3_K, IQ4;
+ * U32, MLX's packed words) is the CPU, which computes every quantized type. An explicit
+ * "cuda" stays, so its upload says why it cannot. */
 const char *hr_backend_device_for(const char *device, hr_dtype weights);
 
 /* The caps of the backend hr_backend_create would make for device (auto resolved alike). */

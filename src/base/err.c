@@ -11,7 +11,7 @@ struct hr_err {
 };
 
 static char oom_msg[] = "out of memory";
-static hr_err oom_err = {oom_msg, HR_E_GENERIC};
+static hr_err oom_err = {oom_msg, HR_E_OOM};
 
 hr_err *hr_err_oom(void) { return &oom_err; }
 

@@ -29,11 +29,12 @@ typedef enum {
     HR_E_NOTFOUND, /* a named thing (a stored response) does not exist */
     HR_E_LIMIT,    /* a server-side limit was hit (the chat template engine's memory, steps,
                       output or nesting depth): the server's fault, not the request's */
+    HR_E_OOM,      /* memory ran out (hr_err_oom): the server's fault, may pass */
 } hr_err_code;
 
 /* As hr_errf, with a code other than HR_E_GENERIC. */
 hr_err *hr_errc(hr_err_code code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* The error's code (HR_E_GENERIC for NULL, out-of-memory and plain errors). */
+/* The error's code (HR_E_GENERIC for NULL and plain errors, HR_E_OOM for hr_err_oom). */
 hr_err_code hr_err_code_of(const hr_err *err);
 
 /* The shared out-of-memory error. */

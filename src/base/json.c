@@ -26,6 +26,7 @@ hr_err *hr_json_load_file(const char *path, json_t **out) {
 hr_err *hr_json_load_buf(const char *what, const char *buf, size_t len, json_t **out) {
     json_error_t je;
     *out = json_loadb(buf, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
+    if (!*out && json_error_code(&je) == json_error_out_of_memory) return hr_err_oom();
     if (!*out) return hr_errf("%s:%d:%d: invalid JSON: %s", what, je.line, je.column, je.text);
     return NULL;
 }

@@ -1,7 +1,10 @@
 /* hearth mkmodel: writes a random-weight checkpoint of a preset or a given config.json,
- * optionally with a tokenizer's files copied beside it and an F16 GGUF copy (--gguf). */
+ * optionally with a tokenizer's files copied beside it and a GGUF copy (--gguf: F16, or its
+ * matrices quantized with --gguf-type). */
 #include <stdlib.h>
 #include <string.h>
+
+#include <strings.h>
 
 #include "base/file.h"
 #include "cli/args.h"
@@ -31,8 +34,16 @@ static hr_err *copy_tokenizer(const char *src, const char *dst) {
     return copied ? NULL : hr_errf("--tokenizer %s: no tokenizer.json or tokenizer_config.json there", src);
 }
 
+/* --gguf-type: f16, q8_0, q4_0, q4_1, q5_0 or q5_1 (any case). */
+static hr_err *gguf_type(const char *name, hr_dtype *out) {
+    static const hr_dtype types[] = {HR_F16, HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0, HR_Q5_1};
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+        if (!strcasecmp(name, hr_dtype_name(types[i]))) return *out = types[i], NULL;
+    return hr_errf("--gguf-type must be f16, q8_0, q4_0, q4_1, q5_0 or q5_1, not \"%s\"", name);
+}
+
 static hr_err *run(const char *config, const char *preset, const char *tok, const char *dtype,
-                   long seed, long shard_mb, const char *out, const char *gguf) {
+                   long seed, long shard_mb, const char *out, const char *gguf, hr_dtype gt) {
     hr_dtype dt;
     if (strcmp(dtype, "bf16") == 0) dt = HR_BF16;
     else if (strcmp(dtype, "f32") == 0) dt = HR_F32;
@@ -46,12 +57,13 @@ static hr_err *run(const char *config, const char *preset, const char *tok, cons
     hr_err *err = hr_mkmodel_write(out, text, dt, (uint64_t)seed, (uint64_t)shard_mb << 20);
     free(text);
     if (!err && tok) err = copy_tokenizer(tok, out);
-    if (!err && gguf) err = hr_gguf_convert(out, gguf);
+    if (!err && gguf) err = hr_gguf_convert_as(out, gguf, gt);
     return err;
 }
 
 int hr_cmd_mkmodel(int argc, char **argv) {
-    const char *config = NULL, *preset = NULL, *tok = NULL, *dtype = "bf16", *out = NULL, *gguf = NULL;
+    const char *config = NULL, *preset = NULL, *tok = NULL, *dtype = "bf16", *out = NULL, *gguf = NULL,
+               *gtype = "f16";
     long seed = 0, shard_mb = 2048;
     hr_opt opts[] = {
         {"config", HR_OPT_STR, &config, "a config.json to build"},
@@ -61,16 +73,21 @@ int hr_cmd_mkmodel(int argc, char **argv) {
         {"dtype", HR_OPT_STR, &dtype, "bf16 (default) or f32"},
         {"shard-mb", HR_OPT_INT, &shard_mb, "largest shard in MiB (default 2048)"},
         {"out", HR_OPT_STR, &out, "output directory"},
-        {"gguf", HR_OPT_STR, &gguf, "also write it as this F16 GGUF file (llama.cpp's converter conventions)"},
+        {"gguf", HR_OPT_STR, &gguf, "also write it as this GGUF file (llama.cpp's converter conventions)"},
+        {"gguf-type", HR_OPT_STR, &gtype, "the GGUF file's matrices: f16 (default), q8_0, q4_0, q4_1, q5_0, q5_1"},
     };
     int help;
     hr_err *err = hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
                                 "usage: hearth mkmodel (--config FILE | --preset NAME) [--tokenizer DIR] "
-                                "[--seed N] [--dtype bf16|f32] --out DIR [--gguf FILE]", &help);
+                                "[--seed N] [--dtype bf16|f32] --out DIR [--gguf FILE [--gguf-type T]]", &help);
     if (err) return hr_cmd_fail("mkmodel", err), 2;
     if (help) return 0;
     if (!out || !config == !preset)
         return hr_cmd_fail("mkmodel", hr_errf("--out and one of --config / --preset are required")), 2;
-    err = run(config, preset, tok, dtype, seed, shard_mb, out, gguf);
+    hr_dtype gt = HR_F16;
+    err = gguf_type(gtype, &gt);
+    if (!err && gt != HR_F16 && !gguf) err = hr_errf("--gguf-type needs --gguf FILE");
+    if (err) return hr_cmd_fail("mkmodel", err), 2;
+    err = run(config, preset, tok, dtype, seed, shard_mb, out, gguf, gt);
     return err ? hr_cmd_fail("mkmodel", err) : 0;
 }

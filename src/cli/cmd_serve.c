@@ -3,10 +3,13 @@
  * get --shutdown-grace seconds to finish; a second signal exits at once). */
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <jansson.h>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -19,7 +22,7 @@ typedef struct {
     const char *model, *host, *api_key, *chat_template, *alias, *compute, *device, *kv_dtype;
     double gpu_memory;
     long port, threads, kv_mb, budget_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
-    long timeout_s, max_conns, max_queue, grace_s;
+    long timeout_s, max_conns, max_queue, grace_s, request_timeout_s, max_conns_ip, request_mb;
     int mmap, no_preempt, no_prefix_cache, exact;
     hr_numerics_req num; /* from --compute, --kv-dtype, --exact */
 } serve_opts;
@@ -38,7 +41,22 @@ static const char *base_name(const char *dir) {
     return p;
 }
 
+/* The model id every reply carries: --alias, else the directory's name; it must be valid
+ * UTF-8 (JSON strings are) and fit name's cap, or every JSON reply would come out empty. */
+static hr_err *model_id(const serve_opts *o, char *name, size_t cap) {
+    const char *id = o->alias ? o->alias : base_name(o->model);
+    const char *what = o->alias ? "--alias" : "the model's directory name (give --alias ID)";
+    if (!*id || strlen(id) >= cap) return hr_errf("%s must be 1 to %zu bytes", what, cap - 1);
+    json_t *j = json_string(id); /* NULL for invalid UTF-8 */
+    if (!j) return hr_errf("%s is not valid UTF-8", what);
+    json_decref(j);
+    snprintf(name, cap, "%s", id);
+    return NULL;
+}
+
 static hr_err *start(const serve_opts *o, serve_state *st) {
+    char name[256];
+    HR_TRY(model_id(o, name, sizeof name));
     if (!hr_tokenizer_available(o->model))
         return hr_errf("%s has no tokenizer.json (nor GGUF tokenizer metadata), which serving needs", o->model);
     hr_engine_options eo = {.device = o->device,
@@ -59,8 +77,6 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
     eo.kv_dtype = o->num.kv_dtype;
     eo.fast = o->num.fast;
     HR_TRY(hr_engine_create(o->model, &eo, &st->engine));
-    char name[256];
-    snprintf(name, sizeof name, "%s", o->alias ? o->alias : base_name(o->model));
     HR_TRY(hr_engine_server_create(st->engine, name, &st->es));
     hr_engine_stats es;
     hr_engine_stats_get(st->engine, &es);
@@ -68,8 +84,15 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
             hr_engine_max_context(st->engine), es.compute == HR_COMPUTE_BF16 ? "bf16" : "f32",
             hr_kv_dtype_flag(hr_kv_type_dtype(es.kv_dtype)),
             hr_engine_prompt(st->engine)->fallback ? "no chat template (role: content lines)" : "chat template");
-    hr_server_config sc = {o->host, (int)o->port, o->api_key, (size_t)o->max_body_mb << 20,
-                           o->timeout_s ? (int)o->timeout_s : -1, (unsigned)o->max_conns};
+    hr_server_config sc = {.host = o->host,
+                           .port = (int)o->port,
+                           .api_key = o->api_key,
+                           .max_body = (size_t)o->max_body_mb << 20,
+                           .timeout_s = o->timeout_s ? (int)o->timeout_s : -1,
+                           .max_connections = (unsigned)o->max_conns,
+                           .request_timeout_s = o->request_timeout_s ? (int)o->request_timeout_s : -1,
+                           .max_connections_per_ip = (unsigned)o->max_conns_ip,
+                           .request_memory = (size_t)o->request_mb << 20};
     return hr_server_start(&sc, hr_engine_server_backend(st->es), &st->http);
 }
 
@@ -138,9 +161,17 @@ static hr_err *serve(const serve_opts *o) {
     return err;
 }
 
+/* A MiB count that a size_t of bytes holds (no wrap to a small or zero size, which would
+ * pick a default). */
+static hr_err *mib_fit(const char *flag, long mib) {
+    if ((uint64_t)mib > (SIZE_MAX >> 20))
+        return hr_errf("--%s %ld MiB is more bytes than this machine can address", flag, mib);
+    return NULL;
+}
+
 int hr_cmd_serve(int argc, char **argv) {
     serve_opts o = {.host = "127.0.0.1", .port = 8080, .max_body_mb = 8, .timeout_s = 60,
-                    .max_conns = 512, .grace_s = 10};
+                    .max_conns = 512, .grace_s = 10, .request_timeout_s = 30, .max_conns_ip = 64};
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model,
          "model directory (config.json, safetensors, tokenizer.json) or .gguf file"},
@@ -168,7 +199,15 @@ int hr_cmd_serve(int argc, char **argv) {
          "seconds a client may send nothing (or take no reply bytes) before its connection is "
          "closed; waiting on the engine does not count (default 60; 0 = never)"},
         {"max-connections", HR_OPT_INT, &o.max_conns,
-         "connections open at once; more are refused (default 512)"},
+         "connections open at once; more are refused (default 512; lowered to fit ulimit -n)"},
+        {"max-connections-per-ip", HR_OPT_INT, &o.max_conns_ip,
+         "connections open at once from one client address; more are closed (default 64)"},
+        {"request-timeout", HR_OPT_INT, &o.request_timeout_s,
+         "seconds a request's headers and body may take to arrive, however slowly the bytes "
+         "come; the connection is closed past it (default 30; 0 = no deadline)"},
+        {"request-memory-mb", HR_OPT_INT, &o.request_mb,
+         "MiB for parsing requests, all together: each reserves 96x its body size before it is "
+         "parsed, waiting up to 2 s, else 503 with Retry-After (default: a quarter of the RAM)"},
         {"shutdown-grace", HR_OPT_INT, &o.grace_s,
          "seconds requests in flight get to finish after SIGINT/SIGTERM before they are ended "
          "with an error (default 10; a second signal exits at once)"},
@@ -195,8 +234,23 @@ int hr_cmd_serve(int argc, char **argv) {
         return hr_cmd_fail("serve", err), 2;
     if (o.port < 0 || o.port > 65535) return hr_cmd_fail("serve", hr_errf("--port must be 0..65535")), 2;
     if (o.kv_mb < 0 || o.budget_mb < 0 || o.max_seqs < 0 || o.max_batch < 0 || o.max_queue < 0 || o.max_body_mb <= 0 || o.snap_mb < 0 ||
-        o.snap_every < 0)
+        o.snap_every < 0 || o.request_mb < 0)
         return hr_cmd_fail("serve", hr_errf("sizes must be positive")), 2;
+    if ((err = mib_fit("kv-memory", o.kv_mb)) || (err = mib_fit("memory-budget", o.budget_mb)) ||
+        (err = mib_fit("snapshot-memory", o.snap_mb)) ||
+        (err = mib_fit("request-memory-mb", o.request_mb)))
+        return hr_cmd_fail("serve", err), 2;
+    if (o.max_body_mb > 4096)
+        return hr_cmd_fail("serve", hr_errf("--max-body-mb must be 1..4096")), 2;
+    if (o.max_seqs > 4096 || o.threads < 0 || o.threads > 4096 || o.max_batch > 1 << 20 ||
+        o.max_queue > 1 << 20 || o.snap_every > 1 << 20)
+        return hr_cmd_fail("serve", hr_errf("--max-seqs and --threads must be 0..4096, and "
+                                            "--max-batch-tokens, --max-queue and "
+                                            "--snapshot-interval at most 1048576")), 2;
+    if (o.request_timeout_s < 0 || o.request_timeout_s > 86400)
+        return hr_cmd_fail("serve", hr_errf("--request-timeout must be 0..86400 seconds (0 = none)")), 2;
+    if (o.max_conns_ip < 1 || o.max_conns_ip > 65536)
+        return hr_cmd_fail("serve", hr_errf("--max-connections-per-ip must be 1..65536")), 2;
     if (o.timeout_s < 0 || o.timeout_s > 86400)
         return hr_cmd_fail("serve", hr_errf("--timeout must be 0..86400 seconds (0 = never)")), 2;
     if (o.grace_s < 0 || o.grace_s > 86400)

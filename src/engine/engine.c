@@ -313,7 +313,7 @@ hr_err *hr_engine_submit(hr_engine *e, const hr_request_params *p, hr_request **
     hr_request *r = NULL;
     hr_err *err = request_create(e, p, &r);
     pthread_mutex_lock(&e->mu);
-    if (!err && e->stopping) err = hr_errf("the engine is shutting down");
+    if (!err && e->stopping) err = hr_errc(HR_E_BUSY, "the engine is shutting down");
     if (!err && e->n_inbox + e->stats.queued >= e->opt.max_queue)
         err = hr_errc(HR_E_BUSY, "the engine is overloaded: %d requests are already waiting",
                       e->n_inbox + e->stats.queued);
@@ -573,8 +573,25 @@ static hr_err *create(hr_engine *e, const char *dir, hr_engine **out) {
     return NULL;
 }
 
+/* The options that say how to open a model: on a caller's model they cannot apply (its
+ * backend already has its threads and numerics), so they are refused, not ignored. */
+static hr_err *no_open_options(const hr_engine_options *o) {
+    const char *set = !o                   ? NULL
+                      : o->n_threads > 0   ? "n_threads"
+                      : o->compute         ? "compute"
+                      : o->kv_dtype        ? "kv_dtype"
+                      : o->fast            ? "fast"
+                      : o->device          ? "device"
+                      : o->weights_in_place ? "weights_in_place"
+                                            : NULL;
+    if (!set) return NULL;
+    return hr_errf("engine on a loaded model: %s is the model's backend's, chosen when the model "
+                   "was opened (leave it 0 here, or use hr_engine_create)", set);
+}
+
 hr_err *hr_engine_create_on(hr_model *m, hr_tokenizer *tok, const hr_engine_options *opt,
                             hr_engine **out) {
+    HR_TRY(no_open_options(opt));
     hr_engine *e = engine_alloc(opt);
     if (!e) return hr_err_oom();
     e->model = m;

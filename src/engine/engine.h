@@ -82,6 +82,8 @@ struct hr_engine {
     hr_request **running; /* (max_seqs) in admission order */
     int n_running;
     unsigned decode_turn; /* rotates the decode pass when max_batch_tokens < n_running */
+    double decode_s;      /* time of the steps with decode rows only (no prefill chunk) */
+    long long decode_tokens; /* tokens those steps generated */
     hr_row *rows;         /* (max_seqs) */
     hr_request **row_req; /* (max_seqs) */
     float *logits;        /* (max_seqs, vocab) */
@@ -104,8 +106,8 @@ struct hr_engine {
 
 /* Creates an engine on an already loaded model (not owned) and tokenizer (may be NULL,
  * not owned); tests and hr_generate use it to share one model. The model's backend and KV
- * dtype (hr_model_set_kv_dtype) are used as they are: opt's compute, kv_dtype and fast
- * apply only to hr_engine_create. */
+ * dtype (hr_model_set_kv_dtype) are used as they are: opt's n_threads, compute, kv_dtype,
+ * fast, device and weights_in_place must be left 0 (they are refused, not ignored). */
 hr_err *hr_engine_create_on(hr_model *m, hr_tokenizer *tok, const hr_engine_options *opt,
                             hr_engine **out);
 

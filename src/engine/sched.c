@@ -464,7 +464,21 @@ static void fail_rows(hr_engine *e, int n_rows, hr_err *err) {
     remove_ended(e);
 }
 
-static void update_stats(hr_engine *e, int n_tokens, int n_sampled, uint64_t ns) {
+/* Whether no row of the step computes prompt tokens (a prefill chunk, or a preempted
+ * sequence's recompute). */
+static int decode_only(const hr_engine *e, int n_rows) {
+    for (int k = 0; k < n_rows; k++)
+        if (e->row_req[k]->n_computed < e->row_req[k]->n_prompt) return 0;
+    return 1;
+}
+
+/* decode_tok_s counts only decode-only steps: a step that also prefills takes longer for
+ * the same generated tokens. */
+static void update_stats(hr_engine *e, int decode, int n_tokens, int n_sampled, uint64_t ns) {
+    if (decode) {
+        e->decode_s += (double)ns * 1e-9;
+        e->decode_tokens += n_sampled;
+    }
     pthread_mutex_lock(&e->mu);
     hr_engine_stats *s = &e->stats;
     s->steps++;
@@ -472,7 +486,7 @@ static void update_stats(hr_engine *e, int n_tokens, int n_sampled, uint64_t ns)
     s->generated_tokens += n_sampled;
     s->busy_s += (double)ns * 1e-9;
     s->last_step_ms = (double)ns * 1e-6;
-    s->decode_tok_s = s->busy_s > 0 ? (double)s->generated_tokens / s->busy_s : 0;
+    s->decode_tok_s = e->decode_s > 0 ? (double)e->decode_tokens / e->decode_s : 0;
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -553,7 +567,7 @@ void hr_sched_step(hr_engine *e, int *idle) {
     for (int k = 0; k < n_rows; k++)
         n_sampled += e->rows[k].logits == HR_LOGITS_LAST;
     /* before any DONE goes out, so a caller that saw DONE sees its tokens counted */
-    update_stats(e, n_tokens, n_sampled, hr_now_ns() - t0);
+    update_stats(e, decode_only(e, n_rows), n_tokens, n_sampled, hr_now_ns() - t0);
     for (int k = 0; k < n_rows; k++) {
         hr_request *r = e->row_req[k];
         r->n_computed += e->rows[k].n_tokens;

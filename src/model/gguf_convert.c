@@ -12,6 +12,7 @@
 #include "model/gguf_names.h"
 #include "model/gguf_write.h"
 #include "model/safetensors.h"
+#include "tensor/quant.h"
 
 enum { MAX_ROPE_FREQS = 1024 };
 
@@ -28,6 +29,7 @@ typedef struct {
     const char *arch;
     out_tensor *t;
     int n, cap;
+    hr_dtype matrices; /* F16, or the block type 2-D tensors are quantized to */
 } conv;
 
 static const char *gguf_arch(hr_arch a) {
@@ -203,6 +205,28 @@ static hr_err *rope_freqs(hr_gguf_writer *w, const hr_rope_config *r, int dim) {
     return hr_gguf_put_tensor(w, "rope_freqs.weight", HR_F32, 1, (int64_t[]){dim / 2}, f);
 }
 
+/* A 2-D F16 tensor whose rows fill whole blocks, in cv->matrices' blocks (as gguf-py's
+ * quantizer writes them); others stay as they are. */
+static hr_err *put_tensor(const conv *cv, hr_gguf_writer *w, const out_tensor *o) {
+    int blk = hr_dtype_get(cv->matrices)->block;
+    if (cv->matrices == HR_F16 || o->dtype != HR_F16 || o->ndim != 2 || o->shape[1] % blk)
+        return hr_gguf_put_tensor(w, o->name, o->dtype, o->ndim, o->shape, o->data);
+    int64_t rows = o->shape[0], cols = o->shape[1];
+    size_t row_bytes = hr_dtype_bytes(cv->matrices, cols);
+    uint8_t *q = malloc(row_bytes * (size_t)rows);
+    float *f = malloc(sizeof(float) * (size_t)cols);
+    hr_err *e = q && f ? NULL : hr_err_oom();
+    for (int64_t r = 0; !e && r < rows; r++) {
+        const uint16_t *h = (const uint16_t *)o->data + r * cols;
+        for (int64_t i = 0; i < cols; i++) f[i] = hr_f16_to_f32(h[i]);
+        hr_quant_row(cv->matrices, f, q + (size_t)r * row_bytes, cols);
+    }
+    if (!e) e = hr_gguf_put_tensor(w, o->name, cv->matrices, o->ndim, o->shape, q);
+    free(q);
+    free(f);
+    return e;
+}
+
 static hr_err *convert(conv *cv, const hr_safetensors *st, hr_gguf_writer *w, const char *path) {
     HR_TRY(metadata(w, cv->c, cv->arch));
     if (cv->c->rope.type == HR_ROPE_LLAMA3) HR_TRY(rope_freqs(w, &cv->c->rope, cv->c->head_dim));
@@ -214,15 +238,21 @@ static hr_err *convert(conv *cv, const hr_safetensors *st, hr_gguf_writer *w, co
         HR_TRY(convert_tensor(cv, hr_st_name(st, i), t));
     }
     for (int i = 0; i < cv->n; i++)
-        HR_TRY(hr_gguf_put_tensor(w, cv->t[i].name, cv->t[i].dtype, cv->t[i].ndim, cv->t[i].shape,
-                                  cv->t[i].data));
+        HR_TRY(put_tensor(cv, w, &cv->t[i]));
     return hr_gguf_writer_save(w, path);
 }
 
 hr_err *hr_gguf_convert(const char *dir, const char *path) {
+    return hr_gguf_convert_as(dir, path, HR_F16);
+}
+
+hr_err *hr_gguf_convert_as(const char *dir, const char *path, hr_dtype matrices) {
+    if (matrices != HR_F16 && !hr_quant_can_write(matrices))
+        return hr_errf("GGUF conversion writes F16, Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1 matrices, not %s",
+                       hr_dtype_name(matrices));
     hr_model_config c;
     HR_TRY(hr_config_load(dir, &c));
-    conv cv = {&c, gguf_arch(c.arch), NULL, 0, 0};
+    conv cv = {&c, gguf_arch(c.arch), NULL, 0, 0, matrices};
     if (!cv.arch)
         return hr_errf("%s: model_type %s has no GGUF conversion here", dir, c.model_type);
     hr_safetensors *st = NULL;

@@ -34,5 +34,9 @@ hr_err *hr_gguf_writer_save(const hr_gguf_writer *w, const char *path);
 
 /* dir (config.json + safetensors) -> path: llama, mistral, qwen2, qwen3, qwen3_moe, gemma3. */
 hr_err *hr_gguf_convert(const char *dir, const char *path);
+/* The same with 2-D tensors whose rows fill whole blocks quantized to `matrices` (F16: none;
+ * a type hr_quant_can_write takes: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1), like llama-quantize of the
+ * F16 file without its per-tensor recipes. */
+hr_err *hr_gguf_convert_as(const char *dir, const char *path, hr_dtype matrices);
 
 #endif

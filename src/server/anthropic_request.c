@@ -12,6 +12,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "server/request.h"
+#include "server/text_join.h"
 
 /* Blocks a text-only model cannot read: a 400 naming the block. */
 static const char *const MEDIA_BLOCKS[] = {"image", "document", "search_result",
@@ -40,23 +41,15 @@ static hr_err *media_error(const char *where, const char *type) {
     return hr_errf("%s: %s blocks are not supported by this text-only model", where, type);
 }
 
-/* Appends text to the JSON string s, after sep when s is not empty. */
-static hr_err *append_text(json_t *s, const char *text, const char *sep) {
-    size_t n = json_string_length(s), k = n ? strlen(sep) : 0, m = strlen(text);
-    char *buf = malloc(n + k + m + 1);
-    if (!buf) return hr_err_oom();
-    memcpy(buf, json_string_value(s), n);
-    memcpy(buf + n, sep, k);
-    memcpy(buf + n + k, text, m + 1);
-    int rc = json_string_set(s, buf);
-    free(buf);
-    return rc ? hr_err_oom() : NULL;
+static void join_string(hr_text_join *j, const json_t *s, const char *sep) {
+    hr_text_join_add(j, sep, json_string_value(s), json_string_length(s));
 }
 
-static hr_err *text_block(json_t *s, const json_t *b, const char *where) {
-    const char *text = json_string_value(json_object_get(b, "text"));
-    if (!text) return hr_errf("%s.text must be a string", where);
-    return append_text(s, text, ""); /* cache_control, citations: ignored */
+static hr_err *text_block(hr_text_join *j, const json_t *b, const char *where) {
+    const json_t *text = json_object_get(b, "text");
+    if (!json_is_string(text)) return hr_errf("%s.text must be a string", where);
+    join_string(j, text, ""); /* cache_control, citations: ignored */
+    return NULL;
 }
 
 /* Claude Code starts its system prompt with a per-session text block
@@ -78,7 +71,7 @@ static hr_err *text_only(const json_t *c, const char *where, json_t **out) {
     }
     if (!json_is_array(c))
         return hr_errf("%s must be a string or an array of content blocks", where);
-    json_t *s = json_string("");
+    hr_text_join s = {0};
     size_t i;
     const json_t *b;
     hr_err *e = NULL;
@@ -87,7 +80,7 @@ static hr_err *text_only(const json_t *c, const char *where, json_t **out) {
         snprintf(w, sizeof w, "%s[%zu]", where, i);
         const char *type = json_string_value(json_object_get(b, "type"));
         if (type && !strcmp(type, "text"))
-            e = billing_block(b) ? NULL : text_block(s, b, w);
+            e = billing_block(b) ? NULL : text_block(&s, b, w);
         else if (type && in_list(type, MEDIA_BLOCKS, N_OF(MEDIA_BLOCKS)))
             e = media_error(w, type);
         else
@@ -95,17 +88,17 @@ static hr_err *text_only(const json_t *c, const char *where, json_t **out) {
                         type ? type : "missing");
         if (e) break;
     }
-    if (e) return json_decref(s), e;
-    *out = s;
-    return NULL;
+    if (e) return hr_text_join_free(&s), e;
+    *out = hr_text_join_take(&s, &e);
+    return e;
 }
 
 /* One Anthropic message taken apart: what its blocks add up to. */
 typedef struct {
     const char *where; /* "messages[3]" */
     const char *role;
-    json_t *text;      /* string: the text blocks, concatenated */
-    json_t *reasoning; /* string: the thinking blocks, newline-joined */
+    hr_text_join text;      /* the text blocks, concatenated */
+    hr_text_join reasoning; /* the thinking blocks, newline-joined */
     json_t *calls;     /* tool_use blocks as OpenAI tool_calls */
     json_t *results;   /* tool_result blocks as tool messages */
 } msg_parts;
@@ -139,9 +132,10 @@ static hr_err *tool_result_msg(msg_parts *p, const json_t *b, const char *where)
 }
 
 static hr_err *thinking_block(msg_parts *p, const json_t *b, const char *where) {
-    const char *text = json_string_value(json_object_get(b, "thinking"));
-    if (!text) return hr_errf("%s.thinking must be a string", where);
-    return append_text(p->reasoning, text, "\n"); /* the signature is not checked */
+    const json_t *text = json_object_get(b, "thinking");
+    if (!json_is_string(text)) return hr_errf("%s.thinking must be a string", where);
+    join_string(&p->reasoning, text, "\n"); /* the signature is not checked */
+    return NULL;
 }
 
 /* Which role a block type belongs to (NULL: any but system). */
@@ -159,7 +153,7 @@ static hr_err *add_block(msg_parts *p, const json_t *b, size_t j) {
     snprintf(w, sizeof w, "%s.content[%zu]", p->where, j);
     const char *type = json_string_value(json_object_get(b, "type"));
     if (!type) return hr_errf("%s must be a content block with a string type", w);
-    if (!strcmp(type, "text")) return text_block(p->text, b, w);
+    if (!strcmp(type, "text")) return text_block(&p->text, b, w);
     if (in_list(type, MEDIA_BLOCKS, N_OF(MEDIA_BLOCKS))) return media_error(w, type);
     int thinking = !strcmp(type, "thinking"), redacted = !strcmp(type, "redacted_thinking");
     if (thinking || redacted || !strcmp(type, "tool_use")) {
@@ -174,45 +168,59 @@ static hr_err *add_block(msg_parts *p, const json_t *b, size_t j) {
     return hr_errf("%s: unsupported content block (type %s)", w, type);
 }
 
-/* Before the first user or assistant turn: norm holds at most the leading system. */
-static int before_turns(const json_t *norm) {
-    size_t n = json_array_size(norm);
-    const char *r0 = json_string_value(json_object_get(json_array_get(norm, 0), "role"));
-    return n == 0 || (n == 1 && r0 && !strcmp(r0, "system"));
+/* The conversation in template form, and the leading system message while it is still
+ * being joined (the "system" field and system messages before the first turn). */
+typedef struct {
+    json_t *norm;
+    hr_text_join lead;
+    int has_lead, turns; /* turns: a user or assistant message came (lead is in norm) */
+} conv;
+
+/* The first turn starts: the leading system message, if any, goes first. */
+static hr_err *start_turns(conv *cv) {
+    if (cv->turns) return NULL;
+    cv->turns = 1;
+    if (!cv->has_lead) return NULL;
+    hr_err *e = NULL;
+    json_t *text = hr_text_join_take(&cv->lead, &e);
+    if (text)
+        json_array_append_new(cv->norm, json_pack("{s:s, s:o}", "role", "system", "content", text));
+    return e;
 }
 
-/* A system message's text: merged into the leading system message before the first turn,
+/* A system message's text: joined into the leading system message before the first turn,
  * else a system turn of its own. */
-static hr_err *add_system(json_t *norm, json_t *text) {
-    if (!before_turns(norm)) {
-        json_array_append_new(norm, json_pack("{s:s, s:o}", "role", "system", "content", text));
+static hr_err *add_system(conv *cv, json_t *text) {
+    if (cv->turns) {
+        json_array_append_new(cv->norm, json_pack("{s:s, s:o}", "role", "system", "content", text));
         return NULL;
     }
-    json_t *lead = json_array_get(norm, 0);
-    if (!lead) {
-        json_array_append_new(norm, json_pack("{s:s, s:o}", "role", "system", "content", text));
-        return NULL;
-    }
-    hr_err *e = append_text(json_object_get(lead, "content"), json_string_value(text), "\n\n");
+    join_string(&cv->lead, text, "\n\n");
+    cv->has_lead = 1;
     json_decref(text);
-    return e;
+    return NULL;
 }
 
 /* The template messages of a user or assistant message: tool results first (they answer
  * the previous assistant turn), then the message unless it held only results. */
-static void emit_parts(const msg_parts *p, json_t *norm) {
+static hr_err *emit_parts(msg_parts *p, json_t *norm) {
     json_array_extend(norm, p->results);
-    int has_reasoning = json_string_length(p->reasoning) > 0;
-    if (!json_string_length(p->text) && !json_array_size(p->calls) && !has_reasoning &&
+    int has_reasoning = p->reasoning.len > 0;
+    if (!p->text.len && !json_array_size(p->calls) && !has_reasoning &&
         json_array_size(p->results))
-        return;
-    json_t *msg = json_pack("{s:s, s:O}", "role", p->role, "content", p->text);
+        return NULL;
+    hr_err *e = NULL;
+    json_t *text = hr_text_join_take(&p->text, &e);
+    if (!text) return e;
+    json_t *msg = json_pack("{s:s, s:o}", "role", p->role, "content", text);
     if (json_array_size(p->calls)) json_object_set(msg, "tool_calls", p->calls);
-    if (has_reasoning) json_object_set(msg, "reasoning_content", p->reasoning);
+    json_t *reasoning = has_reasoning ? hr_text_join_take(&p->reasoning, &e) : NULL;
+    if (reasoning) json_object_set_new(msg, "reasoning_content", reasoning);
     json_array_append_new(norm, msg);
+    return e;
 }
 
-static hr_err *norm_message(const json_t *m, size_t i, json_t *norm) {
+static hr_err *norm_message(const json_t *m, size_t i, conv *cv) {
     char where[48];
     snprintf(where, sizeof where, "messages[%zu]", i);
     const char *role = json_string_value(json_object_get(m, "role"));
@@ -224,23 +232,20 @@ static hr_err *norm_message(const json_t *m, size_t i, json_t *norm) {
     json_t *text;
     if (!strcmp(role, "system")) {
         HR_TRY(text_only(c, cw, &text));
-        return add_system(norm, text);
+        return add_system(cv, text);
     }
     if (!json_is_string(c) && !json_is_array(c))
         return hr_errf("%s must be a string or an array of content blocks", cw);
-    msg_parts p = {.where = where,
-                   .role = role,
-                   .text = json_string(""),
-                   .reasoning = json_string(""),
-                   .calls = json_array(),
-                   .results = json_array()};
-    hr_err *e = json_is_string(c) ? append_text(p.text, json_string_value(c), "") : NULL;
+    HR_TRY(start_turns(cv));
+    msg_parts p = {.where = where, .role = role, .calls = json_array(), .results = json_array()};
+    if (json_is_string(c)) join_string(&p.text, c, "");
+    hr_err *e = NULL;
     size_t j;
     const json_t *b;
     if (json_is_array(c)) json_array_foreach(c, j, b) if (!e) e = add_block(&p, b, j);
-    if (!e) emit_parts(&p, norm);
-    json_decref(p.text);
-    json_decref(p.reasoning);
+    if (!e) e = emit_parts(&p, cv->norm);
+    hr_text_join_free(&p.text);
+    hr_text_join_free(&p.reasoning);
     json_decref(p.calls);
     json_decref(p.results);
     return e;
@@ -331,13 +336,12 @@ static hr_err *norm_tools(const json_t *body, hr_api_request *r, json_t **tools)
     return NULL;
 }
 
-static hr_err *parse_system(const json_t *body, json_t *msgs) {
+static hr_err *parse_system(const json_t *body, conv *cv) {
     const json_t *s = json_object_get(body, "system");
     if (!s || json_is_null(s)) return NULL;
     json_t *text;
     HR_TRY(text_only(s, "request: \"system\"", &text));
-    json_array_append_new(msgs, json_pack("{s:s, s:o}", "role", "system", "content", text));
-    return NULL;
+    return add_system(cv, text);
 }
 
 /* budget_tokens: at least 1 (Anthropic asks for 1024), capped below max_tokens. */
@@ -400,11 +404,16 @@ static hr_err *parse_conversation(const json_t *body, const hr_request_limits *l
     const json_t *msgs = json_object_get(body, "messages");
     if (!json_is_array(msgs)) return hr_errf("request: \"messages\" must be an array");
     if (!json_array_size(msgs)) return hr_errf("request: \"messages\" must not be empty");
-    json_t *norm = json_array(), *tools = NULL, *kwargs = json_object();
-    hr_err *e = parse_system(body, norm);
+    HR_TRY(hr_check_conversation_size(msgs, "messages", "content"));
+    conv cv = {.norm = json_array()};
+    json_t *tools = NULL, *kwargs = json_object();
+    hr_err *e = parse_system(body, &cv);
     size_t i;
     const json_t *m;
-    json_array_foreach(msgs, i, m) if (!e) e = norm_message(m, i, norm);
+    json_array_foreach(msgs, i, m) if (!e) e = norm_message(m, i, &cv);
+    if (!e) e = start_turns(&cv);
+    hr_text_join_free(&cv.lead);
+    json_t *norm = cv.norm;
     if (!e) e = norm_tools(body, r, &tools);
     if (!e) e = parse_thinking(body, r, kwargs);
     if (!e) e = parse_output_config(body, r, kwargs);

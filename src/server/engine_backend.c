@@ -5,6 +5,7 @@
 #include "server/engine_backend.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,7 +28,14 @@ struct hr_engine_server {
     hr_server_backend backend;
     pthread_mutex_t mu;
     live_req *live; /* submitted, not yet released */
-    unsigned long seed_counter;
+    atomic_ulong seed_counter; /* HTTP threads draw from it at once (ThreadSanitizer) */
+    /* (n_pieces) each token's own text for logprobs, decoded the first time the engine
+     * thread needs it, so a token with top logprobs costs no allocation after warm-up */
+    struct piece {
+        char *text;
+        size_t len;
+    } *pieces;
+    int n_pieces;
 };
 
 /* Releases the handles of finished requests (HTTP threads only). */
@@ -53,36 +61,43 @@ static void reap(hr_engine_server *s) {
     }
 }
 
-static char *decode_one(const hr_tokenizer *tok, int32_t id, size_t *len) {
-    char *text = NULL;
-    hr_err *err = hr_tokenizer_decode(tok, &id, 1, 0, &text);
-    if (err) {
-        hr_err_free(err);
-        text = strdup("");
+/* Token id's own text (engine thread): cached after its first decode; "" for an id the
+ * tokenizer cannot decode, or when memory ran out decoding it. */
+static const char *piece(hr_engine_server *s, int32_t id, size_t *len) {
+    *len = 0;
+    if (id < 0 || id >= s->n_pieces) return "";
+    struct piece *p = &s->pieces[id];
+    if (!p->text) {
+        hr_err *err = hr_tokenizer_decode(s->tok, &id, 1, 0, &p->text);
+        if (err) hr_err_free(err), p->text = NULL;
+        if (!p->text) return "";
+        p->len = strlen(p->text);
     }
-    *len = text ? strlen(text) : 0;
-    return text;
+    *len = p->len;
+    return p->text;
 }
 
 static void emit_token(live_req *l, const hr_event *ev) {
-    const hr_tokenizer *tok = l->srv->tok;
     hr_gen_token t = {.text = ev->text, .len = ev->text_len, .token = ev->token, .logprob = ev->logprob};
-    char *own = NULL, *alt_text[HR_MAX_TOP_LOGPROBS] = {0};
     hr_token_alt alts[HR_MAX_TOP_LOGPROBS];
     if (l->logprobs) {
-        own = decode_one(tok, ev->token, &t.token_len);
-        t.token_text = own ? own : "";
+        t.token_text = piece(l->srv, ev->token, &t.token_len);
         for (int i = 0; i < ev->n_top && i < HR_MAX_TOP_LOGPROBS; i++) {
-            alt_text[i] = decode_one(tok, ev->top_ids[i], &alts[i].len);
-            alts[i].text = alt_text[i] ? alt_text[i] : "";
+            alts[i].text = piece(l->srv, ev->top_ids[i], &alts[i].len);
             alts[i].logprob = ev->top_logprobs[i];
         }
         t.top = alts;
-        t.n_top = ev->n_top;
+        t.n_top = ev->n_top < HR_MAX_TOP_LOGPROBS ? ev->n_top : HR_MAX_TOP_LOGPROBS;
     }
     hr_gen_sink_token(l->sink, &t);
-    free(own);
-    for (int i = 0; i < HR_MAX_TOP_LOGPROBS; i++) free(alt_text[i]);
+}
+
+/* The sink cancelled itself (its client stopped reading, sink.h): the engine stops. */
+static void cancel_if_dropped(live_req *l) {
+    if (!hr_gen_sink_cancelled(l->sink)) return;
+    pthread_mutex_lock(&l->srv->mu);
+    if (l->handle) hr_request_cancel(l->handle);
+    pthread_mutex_unlock(&l->srv->mu);
 }
 
 /* Engine thread. */
@@ -94,6 +109,7 @@ static void on_event(void *ctx, const hr_event *ev) {
     }
     if (ev->kind == HR_EVENT_TOKEN) {
         emit_token(l, ev);
+        cancel_if_dropped(l);
         return;
     }
     if (ev->text_len > 0) {
@@ -131,7 +147,8 @@ static void to_params(hr_engine_server *s, const hr_api_request *req, hr_request
     p->xtc_probability = req->sampling.xtc_probability;
     p->xtc_threshold = req->sampling.xtc_threshold;
     p->seed = req->seed_set ? req->sampling.seed
-                            : (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull + ++s->seed_counter;
+                            : (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull +
+                                  atomic_fetch_add(&s->seed_counter, 1) + 1;
     p->repetition_penalty = req->repetition_penalty;
     p->penalty_last_n = req->penalty_last_n;
     p->presence_penalty = req->presence_penalty;
@@ -279,6 +296,9 @@ hr_err *hr_engine_server_create(hr_engine *e, const char *name, hr_engine_server
     s->engine = e;
     s->tok = hr_engine_tokenizer(e);
     s->prompt = hr_engine_prompt(e);
+    s->n_pieces = hr_engine_token_ids(e);
+    s->pieces = calloc((size_t)s->n_pieces, sizeof *s->pieces);
+    if (!s->pieces) return free(s->name), free(s), hr_err_oom();
     pthread_mutex_init(&s->mu, NULL);
     s->backend = (hr_server_backend){
         .ctx = s, .model_name = model_name, .submit = submit, .count = count, .cancel = cancel,
@@ -301,6 +321,9 @@ void hr_engine_server_destroy(hr_engine_server *s) {
         free(l);
     }
     pthread_mutex_destroy(&s->mu);
+    for (int i = 0; i < s->n_pieces; i++)
+        free(s->pieces[i].text);
+    free(s->pieces);
     free(s->name);
     free(s);
 }

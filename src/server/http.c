@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +38,7 @@ static hr_err *queue(hr_http_req *q, int status, struct MHD_Response *r, const c
     MHD_add_response_header(r, "Content-Type", type);
     if (atomic_load(&q->s->draining)) MHD_add_response_header(r, "Connection", "close");
     if (status >= 400) MHD_add_response_header(r, "x-should-retry", retryable(status) ? "true" : "false");
+    if (q->retry_after) MHD_add_response_header(r, "Retry-After", q->retry_after);
     q->acc.status = status;
     enum MHD_Result ok = MHD_queue_response(q->conn, (unsigned)status, r);
     MHD_destroy_response(r);
@@ -69,6 +71,7 @@ hr_err *hr_http_reply_err(hr_http_req *q, hr_api_kind api, int status, hr_err *e
     if (code == HR_E_NOTFOUND) status = 404;
     if (code == HR_E_CONTEXT) status = 400;
     if (code == HR_E_LIMIT) status = 500;
+    if (code == HR_E_OOM) status = 503, q->retry_after = "1";
     json_t *body = hr_error_body(api, status, hr_err_msg(e));
     json_t *err = json_object_get(body, "error");
     if (code == HR_E_CONTEXT && api != HR_API_MESSAGES) {
@@ -206,9 +209,12 @@ hr_err *hr_http_reply_sse(hr_http_req *q, hr_http_gen *g) {
 
 typedef struct {
     hr_sbuf body;
+    const hr_route *rt;
     int busy; /* dispatched: counted in the server's busy until completed */
     int too_large;
+    int short_of_memory; /* the body could not be buffered: 503 */
     int replied; /* an early error went out with the headers; the body is ignored */
+    size_t reserved; /* bytes of the server's request memory budget held until completed */
     hr_http_req q;
 } conn_state;
 
@@ -239,24 +245,42 @@ static hr_api_kind unrouted_api(struct MHD_Connection *c, const char *url) {
     return HR_API_CHAT;
 }
 
+static int too_large_status(const hr_server *s, char *msg, size_t cap) {
+    snprintf(msg, cap, "request body is larger than %zu bytes (--max-body-mb)", s->cfg.max_body);
+    return 413;
+}
+
+/* Reserves n more bytes of request memory for st; 503 (msg set) when the budget stays
+ * short for HR_BUDGET_WAIT_MS, else 0. */
+static int reserve(hr_server *s, conn_state *st, size_t n, char *msg, size_t cap) {
+    if (!hr_mem_budget_reserve(&s->budget, n, HR_BUDGET_WAIT_MS)) {
+        st->q.retry_after = "2";
+        snprintf(msg, cap, "the server is out of request memory (--request-memory-mb %zu): retry",
+                 s->budget.cap >> 20);
+        return 503;
+    }
+    st->reserved += n;
+    return 0;
+}
+
+/* Before parsing: the rest of what parsing the body can cost (the body itself is held
+ * since its headers: early_status). */
+static int reserve_parse(hr_server *s, conn_state *st, char *msg, size_t cap) {
+    size_t whole = hr_mem_budget_cost(&s->budget, st->body.len, HR_REQUEST_MEMORY_FACTOR);
+    return whole > st->reserved ? reserve(s, st, whole - st->reserved, msg, cap) : 0;
+}
+
 static hr_err *route(hr_server *s, conn_state *st, const char *url, const char *method) {
     hr_http_req *q = &st->q;
-    char allowed[64];
-    const hr_route *rt = hr_route_find(url, method, allowed, sizeof allowed);
-    hr_api_kind api = rt ? rt->api : unrouted_api(q->conn, url);
-    if (!rt && !allowed[0]) return hr_http_reply_error(q, api, 404, "unknown route");
-    if (!rt) {
-        char msg[300];
-        snprintf(msg, sizeof msg, "%.200s takes %s, not %s", url, allowed, method);
-        return hr_http_reply_error(q, api, 405, msg);
+    const hr_route *rt = st->rt;
+    char msg[192];
+    if (st->too_large) return hr_http_reply_error(q, rt->api, too_large_status(s, msg, sizeof msg), msg);
+    if (st->short_of_memory) {
+        q->retry_after = "1";
+        return hr_http_reply_error(q, rt->api, 503, "out of memory buffering the request body");
     }
-    if (rt->auth && !authorized(s, q->conn))
-        return hr_http_reply_error(q, api, 401, "invalid or missing API key");
-    if (st->too_large) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "request body is larger than %zu bytes", s->cfg.max_body);
-        return hr_http_reply_error(q, api, 413, msg);
-    }
+    int status = reserve_parse(s, st, msg, sizeof msg);
+    if (status) return hr_http_reply_error(q, rt->api, status, msg);
     if (st->body.len && HR_LOG_DEBUG >= hr_log_threshold)
         HR_DEBUG("%s %s body (%zu bytes): %.*s%s", method, url, st->body.len,
                  st->body.len > 800 ? 800 : (int)st->body.len, st->body.s,
@@ -301,8 +325,6 @@ static conn_state *conn_state_new(hr_server *s, struct MHD_Connection *c, const 
                                   const char *method) {
     conn_state *st = calloc(1, sizeof *st);
     if (!st) return NULL;
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-    st->too_large = cl && strtoull(cl, NULL, 10) > s->cfg.max_body;
     st->q = (hr_http_req){.s = s, .conn = c, .path = url};
     hr_access *a = &st->q.acc;
     a->t0_ns = hr_now_ns();
@@ -347,18 +369,46 @@ static int framing_status(struct MHD_Connection *c, char *msg, size_t cap) {
     return 0;
 }
 
-/* The first call for a request (headers in): its state, or an early error reply for a
- * body that cannot be delimited (libmicrohttpd then discards the body and closes). */
+/* The body size the headers announce: Content-Length, or for a chunked body (no length)
+ * the largest one accepted. */
+static uint64_t announced_length(const hr_server *s, struct MHD_Connection *c) {
+    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
+    if (cl) return strtoull(cl, NULL, 10);
+    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
+    return te ? s->cfg.max_body : 0;
+}
+
+/* What can be refused before the body is read, cheapest first: framing, an unknown route or
+ * method, a missing API key, a body over the limit, a body the request memory budget cannot
+ * take (after waiting a moment for it). 0 when the request goes on (st->rt set). */
+static int early_status(hr_server *s, conn_state *st, const char *url, const char *method,
+                        char *msg, size_t cap) {
+    struct MHD_Connection *c = st->q.conn;
+    int status = framing_status(c, msg, cap);
+    if (status) return status;
+    char allowed[64];
+    st->rt = hr_route_find(url, method, allowed, sizeof allowed);
+    if (!st->rt && !allowed[0]) return snprintf(msg, cap, "unknown route"), 404;
+    if (!st->rt) return snprintf(msg, cap, "%.80s takes %s, not %s", url, allowed, method), 405;
+    if (st->rt->auth && !authorized(s, c))
+        return snprintf(msg, cap, "invalid or missing API key"), 401;
+    uint64_t len = announced_length(s, c);
+    if (len > s->cfg.max_body) return too_large_status(s, msg, cap);
+    return reserve(s, st, hr_mem_budget_cost(&s->budget, len, 1), msg, cap);
+}
+
+/* The first call for a request (headers in): its state, or an early error reply (without
+ * a "100 Continue": libmicrohttpd then discards the body and closes). */
 static enum MHD_Result start_request(hr_server *s, struct MHD_Connection *c, const char *url,
                                      const char *method, void **con_cls) {
     conn_state *st = conn_state_new(s, c, url, method);
     if (!st) return MHD_NO;
     *con_cls = st;
-    char msg[128];
-    int status = framing_status(c, msg, sizeof msg);
+    char msg[192];
+    int status = early_status(s, st, url, method, msg, sizeof msg);
     if (!status) return MHD_YES;
     st->replied = 1;
-    hr_err *e = hr_http_reply_error(&st->q, unrouted_api(c, url), status, msg);
+    hr_err *e = hr_http_reply_error(&st->q, st->rt ? st->rt->api : unrouted_api(c, url), status, msg);
     log_access(&st->q.acc);
     if (!e) return MHD_YES;
     hr_err_free(e);
@@ -374,10 +424,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (st->replied) return *upload_size = 0, MHD_YES;
     if (*upload_size) {
         if (st->body.len + *upload_size > s->cfg.max_body) st->too_large = 1;
-        if (!st->too_large) hr_sbuf_add(&st->body, upload, *upload_size);
+        size_t had = st->body.len;
+        if (!st->too_large && !st->short_of_memory) hr_sbuf_add(&st->body, upload, *upload_size);
+        if (st->body.len == had) st->short_of_memory |= !st->too_large;
         *upload_size = 0;
         return MHD_YES;
     }
+    hr_conn_guard_read(s->guard, c);
     return dispatch(s, c, url, method, st);
 }
 
@@ -386,6 +439,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     conn_state *st = *con_cls;
     hr_server *s = cls;
     if (!st) return;
+    hr_mem_budget_release(&s->budget, st->reserved);
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) hr_conn_guard_answered(s->guard, c);
     if (st->busy) {
         pthread_mutex_lock(&s->mu);
         s->busy--;
@@ -412,7 +467,31 @@ static hr_err *resolve(const char *host, int port, struct sockaddr_storage *ss, 
     return NULL;
 }
 
+/* Descriptors kept beside the connections: the listener, the engine's files, logs. */
+#define FD_MARGIN 32
+
+/* --max-connections needs as many descriptors: raises the soft RLIMIT_NOFILE toward the
+ * hard one if it is short, else lowers the connection limit to fit (with a warning), so
+ * the listener never spins on accept() failing with EMFILE. */
+static void fit_fd_limit(hr_server *s) {
+    struct rlimit rl;
+    rlim_t need = (rlim_t)s->cfg.max_connections + FD_MARGIN;
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+        return;
+    struct rlimit raised = {rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max,
+                            rl.rlim_max};
+    if (raised.rlim_cur > rl.rlim_cur && !setrlimit(RLIMIT_NOFILE, &raised)) rl = raised;
+    if (rl.rlim_cur >= need) return;
+    unsigned fit = rl.rlim_cur > FD_MARGIN ? (unsigned)(rl.rlim_cur - FD_MARGIN) : 1;
+    HR_WARN("--max-connections %u needs %llu file descriptors but the limit is %llu (ulimit -n): "
+            "serving at most %u connections", s->cfg.max_connections, (unsigned long long)need,
+            (unsigned long long)rl.rlim_cur, fit);
+    s->cfg.max_connections = fit;
+}
+
 static void server_free(hr_server *s) {
+    hr_conn_guard_stop(s->guard);
+    hr_mem_budget_destroy(&s->budget);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->idle);
     free(s);
@@ -434,10 +513,18 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     if (!s->cfg.max_body) s->cfg.max_body = 8u << 20;
     if (!s->cfg.host) s->cfg.host = "127.0.0.1";
     if (!s->cfg.max_connections) s->cfg.max_connections = 512;
+    if (!s->cfg.max_connections_per_ip) s->cfg.max_connections_per_ip = 64;
+    if (!s->cfg.max_backlog) s->cfg.max_backlog = 16u << 20;
+    fit_fd_limit(s);
+    hr_mem_budget_init(&s->budget, s->cfg.request_memory ? s->cfg.request_memory
+                                                          : hr_mem_budget_default());
     s->timeout_s = cfg->timeout_s < 0 ? 0 : cfg->timeout_s ? (unsigned)cfg->timeout_s : 60;
+    unsigned deadline_s = cfg->request_timeout_s < 0 ? 0
+                          : cfg->request_timeout_s ? (unsigned)cfg->request_timeout_s : 30;
     struct sockaddr_storage ss;
     int v6 = 0;
     hr_err *e = resolve(s->cfg.host, cfg->port, &ss, &v6);
+    if (!e && deadline_s) e = hr_conn_guard_start(deadline_s, s->timeout_s, &s->guard);
     if (e) return hr_response_store_destroy(s->responses), server_free(s), e;
     /* MHD_USE_ITC lets hr_server_quiesce stop the listener (MHD_quiesce_daemon). */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
@@ -447,6 +534,10 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                             MHD_OPTION_CONNECTION_TIMEOUT, s->timeout_s,
                             MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_connections,
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->cfg.max_connections_per_ip,
+                            MHD_OPTION_NOTIFY_CONNECTION, s->guard ? hr_conn_guard_notify : NULL,
+                            s->guard, MHD_OPTION_URI_LOG_CALLBACK,
+                            s->guard ? hr_conn_guard_request_line : NULL, s->guard,
                             MHD_OPTION_END);
     if (!s->d) {
         hr_response_store_destroy(s->responses);

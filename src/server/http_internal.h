@@ -7,6 +7,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "server/conn_guard.h"
+#include "server/mem_budget.h"
 #include "server/reply_internal.h"
 #include "server/response_store.h"
 #include "server/sink.h"
@@ -15,6 +17,8 @@
 #define HR_SHUTDOWN_MSG "the server is shutting down"
 /* Seconds that cut requests get to send their last bytes before their connections close. */
 #define HR_SHUTDOWN_END_S 10
+/* How long a request waits for the request memory budget before its 503. */
+#define HR_BUDGET_WAIT_MS 2000
 
 struct hr_server {
     hr_server_config cfg;
@@ -31,6 +35,8 @@ struct hr_server {
     int busy;
     atomic_int draining, ending;
     MHD_socket quiesced_fd; /* the listener, closed after MHD_stop_daemon */
+    hr_mem_budget budget;    /* request memory (--request-memory-mb) */
+    hr_conn_guard *guard;    /* the whole-request deadline (--request-timeout) */
 };
 
 /* What the access log line of one request says (http.c writes it when the reply is done). */
@@ -51,6 +57,7 @@ typedef struct {
     const char *path; /* without the query string */
     hr_access acc;
     int handed; /* a stream took over acc: the stream writes the log line when it ends */
+    const char *retry_after; /* a Retry-After header for the reply (static), or NULL */
 } hr_http_req;
 
 /* A request in flight: its channel, reply, and SSE bytes being written. */
@@ -91,7 +98,7 @@ hr_err *hr_http_reply_text(hr_http_req *q, int status, const char *type, char *t
 hr_err *hr_http_reply_error(hr_http_req *q, hr_api_kind api, int status, const char *msg);
 /* An hr_err as a reply: its code picks the status (HR_E_CONTEXT 400 with OpenAI's
  * context_length_exceeded, HR_E_BUSY 503 / Anthropic 529, HR_E_NOTFOUND 404, HR_E_LIMIT
- * 500, else status); frees e. */
+ * 500, HR_E_OOM 503 with Retry-After, else status); frees e. */
 hr_err *hr_http_reply_err(hr_http_req *q, hr_api_kind api, int status, hr_err *e);
 /* Streams g's reply as SSE; takes ownership of g. */
 hr_err *hr_http_reply_sse(hr_http_req *q, hr_http_gen *g);

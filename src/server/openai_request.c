@@ -227,6 +227,7 @@ static hr_err *parse_chat(const json_t *body, const hr_request_limits *lim, hr_a
     const json_t *msgs = json_object_get(body, "messages");
     if (!json_is_array(msgs)) return hr_errf("request: \"messages\" must be an array");
     if (json_array_size(msgs) == 0) return hr_errf("request: \"messages\" must not be empty");
+    HR_TRY(hr_check_conversation_size(msgs, "messages", "content"));
     json_t *norm = json_array(), *tools = NULL, *kwargs = NULL;
     size_t i;
     const json_t *m;

@@ -162,6 +162,13 @@ hr_err *hr_parse_responses_request(const json_t *body, const hr_request_limits *
                                    struct hr_response_store *store, hr_api_request **out);
 
 /* Shared by the chat and Anthropic parsers (request_common.c). */
+/* Most messages (or Responses input items) and content blocks (parts) in one request. */
+#define HR_MAX_MESSAGES 16384
+#define HR_MAX_BLOCKS 65536
+/* Before any per-message work: at most HR_MAX_MESSAGES entries in msgs (the array named
+ * field) and HR_MAX_BLOCKS entries in all their content_key arrays together; the error
+ * names the limit. */
+hr_err *hr_check_conversation_size(const json_t *msgs, const char *field, const char *content_key);
 /* A new request of kind api with the defaults every parser starts from. */
 hr_api_request *hr_api_request_new(hr_api_kind api);
 /* A new request of kind api filled by parse from body; *out is NULL on error. */

@@ -41,6 +41,19 @@ void hr_api_request_free(hr_api_request *r) {
     free(r);
 }
 
+hr_err *hr_check_conversation_size(const json_t *msgs, const char *field, const char *content_key) {
+    size_t n = json_array_size(msgs), blocks = 0, i;
+    if (n > HR_MAX_MESSAGES)
+        return hr_errf("request: \"%s\" has %zu entries, more than the %d this server takes", field,
+                       n, HR_MAX_MESSAGES);
+    const json_t *m;
+    json_array_foreach(msgs, i, m) blocks += json_array_size(json_object_get(m, content_key));
+    if (blocks > HR_MAX_BLOCKS)
+        return hr_errf("request: \"%s\" has %zu content blocks in all, more than the %d this "
+                       "server takes", field, blocks, HR_MAX_BLOCKS);
+    return NULL;
+}
+
 static hr_err *num_in(const json_t *body, const char *key, double def, double lo, double hi,
                       int lo_open, float *out) {
     double v;

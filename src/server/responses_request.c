@@ -12,37 +12,27 @@
 #include "base/log.h"
 #include "server/request.h"
 #include "server/response_store.h"
+#include "server/text_join.h"
 
 /* The conversation being built: messages in template form, and the assistant message of
  * the current turn while more of it (text, calls, reasoning) may follow. */
 typedef struct {
     json_t *msgs;
     json_t *open; /* borrowed from msgs; NULL after a non-assistant message */
+    /* the open message's content and reasoning so far, set into it when it closes */
+    hr_text_join content, reasoning;
 } conv;
 
 static int is(const char *s, const char *t) {
     return s && !strcmp(s, t);
 }
 
-/* Appends text to the string field key of o (created when missing), joined by sep. */
-static void str_append(json_t *o, const char *key, const char *text, const char *sep) {
-    const char *old = json_string_value(json_object_get(o, key));
-    if (!old || !*old) {
-        json_object_set_new(o, key, json_string(text));
-        return;
-    }
-    size_t a = strlen(old), b = strlen(sep), c = strlen(text);
-    char *buf = malloc(a + b + c + 1);
-    if (!buf) return;
-    memcpy(buf, old, a);
-    memcpy(buf + a, sep, b);
-    memcpy(buf + a + b, text, c + 1);
-    json_object_set_new(o, key, json_string(buf));
-    free(buf);
+static void join_string(hr_text_join *j, const json_t *s, const char *sep) {
+    hr_text_join_add(j, sep, json_string_value(s), json_string_length(s));
 }
 
 /* The text of one content part: input_text / output_text / text, or a refusal. */
-static hr_err *part_text(const json_t *p, const char *where, size_t i, const char **out) {
+static hr_err *part_text(const json_t *p, const char *where, size_t i, const json_t **out) {
     const char *type = json_string_value(json_object_get(p, "type"));
     const char *key = is(type, "refusal") ? "refusal" : "text";
     if (is(type, "input_image") || is(type, "input_file") || is(type, "input_audio"))
@@ -51,8 +41,8 @@ static hr_err *part_text(const json_t *p, const char *where, size_t i, const cha
         !is(type, "refusal"))
         return hr_errf("%s.content[%zu].type must be input_text, output_text or text, got %s",
                        where, i, type ? type : "nothing");
-    *out = json_string_value(json_object_get(p, key));
-    if (!*out) return hr_errf("%s.content[%zu].%s must be a string", where, i, key);
+    *out = json_object_get(p, key);
+    if (!json_is_string(*out)) return hr_errf("%s.content[%zu].%s must be a string", where, i, key);
     return NULL;
 }
 
@@ -64,19 +54,18 @@ static hr_err *content_text(const json_t *c, const char *where, const char *fiel
     }
     if (!json_is_array(c))
         return hr_errf("%s.%s must be a string or an array of text parts", where, field);
-    json_t *acc = json_object();
+    hr_text_join acc = {0};
     size_t i;
     const json_t *p;
     json_array_foreach(c, i, p) {
-        const char *t;
+        const json_t *t = NULL;
         hr_err *e = part_text(p, where, i, &t);
-        if (e) return json_decref(acc), e;
-        str_append(acc, "t", t, "");
+        if (e) return hr_text_join_free(&acc), e;
+        join_string(&acc, t, "");
     }
-    const json_t *t = json_object_get(acc, "t");
-    *out = json_string(t ? json_string_value(t) : "");
-    json_decref(acc);
-    return *out ? NULL : hr_err_oom();
+    hr_err *e = NULL;
+    *out = hr_text_join_take(&acc, &e);
+    return e;
 }
 
 /* The assistant message of the current turn, opened when there is none. */
@@ -87,8 +76,21 @@ static json_t *assistant(conv *cv) {
     return cv->open = m;
 }
 
-static int has_text(const json_t *m) {
-    return json_string_length(json_object_get(m, "content")) > 0;
+/* The open assistant message is complete: its joined text goes in. */
+static hr_err *close_open(conv *cv) {
+    hr_err *e = NULL;
+    if (cv->open && cv->content.len) {
+        json_t *t = hr_text_join_take(&cv->content, &e);
+        if (t) json_object_set_new(cv->open, "content", t);
+    }
+    if (cv->open && cv->reasoning.len) {
+        json_t *t = hr_text_join_take(&cv->reasoning, &e);
+        if (t) json_object_set_new(cv->open, "reasoning_content", t);
+    }
+    hr_text_join_free(&cv->content);
+    hr_text_join_free(&cv->reasoning);
+    cv->open = NULL;
+    return e;
 }
 
 static hr_err *message_item(const json_t *it, const char *where, conv *cv) {
@@ -101,12 +103,13 @@ static hr_err *message_item(const json_t *it, const char *where, conv *cv) {
     json_t *text;
     HR_TRY(content_text(c, where, "content", &text));
     if (is(role, "assistant")) {
-        if (cv->open && json_object_get(cv->open, "tool_calls")) cv->open = NULL;
-        str_append(assistant(cv), "content", json_string_value(text), "");
+        if (cv->open && json_object_get(cv->open, "tool_calls")) HR_TRY(close_open(cv));
+        assistant(cv);
+        join_string(&cv->content, text, "");
         json_decref(text);
         return NULL;
     }
-    cv->open = NULL;
+    HR_TRY(close_open(cv));
     json_array_append_new(
         cv->msgs,
         json_pack("{s:s, s:o}", "role", is(role, "developer") ? "system" : role, "content", text));
@@ -139,21 +142,22 @@ static hr_err *function_output_item(const json_t *it, const char *where, conv *c
     if (!o) return hr_errf("%s.output is required", where);
     json_t *text;
     HR_TRY(content_text(o, where, "output", &text));
-    cv->open = NULL;
+    hr_err *e = close_open(cv);
+    if (e) return json_decref(text), e;
     json_array_append_new(cv->msgs, json_pack("{s:s, s:o, s:s}", "role", "tool", "content", text,
                                               "tool_call_id", call_id));
     return NULL;
 }
 
 /* The text of a reasoning item's reasoning_text content, else of its summary. */
-static void reasoning_text(const json_t *it, json_t *acc) {
+static void reasoning_text(const json_t *it, hr_text_join *acc) {
     const char *keys[] = {"content", "summary"};
-    for (int k = 0; k < 2 && !json_object_get(acc, "t"); k++) {
+    for (int k = 0; k < 2 && !acc->len; k++) {
         size_t i;
         const json_t *p;
         json_array_foreach(json_object_get(it, keys[k]), i, p) {
-            const char *t = json_string_value(json_object_get(p, "text"));
-            if (t && *t) str_append(acc, "t", t, "\n\n");
+            const json_t *t = json_object_get(p, "text");
+            if (json_string_length(t)) join_string(acc, t, "\n\n");
         }
     }
 }
@@ -163,16 +167,17 @@ static hr_err *reasoning_item(const json_t *it, const char *where, conv *cv) {
     const json_t *s = json_object_get(it, "summary"), *c = json_object_get(it, "content");
     if ((s && !json_is_array(s)) || (c && !json_is_null(c) && !json_is_array(c)))
         return hr_errf("%s: a reasoning item's summary and content must be arrays", where);
-    json_t *acc = json_object();
-    reasoning_text(it, acc);
-    const char *t = json_string_value(json_object_get(acc, "t"));
-    if (t) {
-        if (cv->open && (has_text(cv->open) || json_object_get(cv->open, "tool_calls")))
-            cv->open = NULL;
-        str_append(assistant(cv), "reasoning_content", t, "\n\n");
+    hr_text_join acc = {0};
+    reasoning_text(it, &acc);
+    hr_err *e = NULL;
+    if (acc.len && cv->open && (cv->content.len || json_object_get(cv->open, "tool_calls")))
+        e = close_open(cv);
+    if (acc.len && !e) {
+        assistant(cv);
+        hr_text_join_add(&cv->reasoning, "\n\n", acc.s, acc.len);
     }
-    json_decref(acc);
-    return NULL;
+    hr_text_join_free(&acc);
+    return e;
 }
 
 static hr_err *input_item(const json_t *it, size_t i, conv *cv) {
@@ -202,10 +207,11 @@ static hr_err *parse_input(const json_t *body, conv *cv) {
     }
     if (!json_is_array(in))
         return hr_errf("request: \"input\" must be a string or an array of items");
+    HR_TRY(hr_check_conversation_size(in, "input", "content"));
     size_t i;
     const json_t *it;
     json_array_foreach(in, i, it) HR_TRY(input_item(it, i, cv));
-    return NULL;
+    return close_open(cv);
 }
 
 /* A flat function tool in the chat-template form. */
@@ -465,6 +471,8 @@ static hr_err *finish(const json_t *body, hr_api_request *r, hr_err *e, int stor
         r->responses = json_pack("{s:o, s:O, s:b}", "echo", echo_fields(body, store), "input",
                                  cv->msgs, "store", store);
     if (!e && !r->responses) e = hr_err_oom();
+    hr_text_join_free(&cv->content);
+    hr_text_join_free(&cv->reasoning);
     json_decref(cv->msgs);
     return hr_set_chat(r, e, msgs, tools, kwargs);
 }

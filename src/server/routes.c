@@ -35,12 +35,18 @@ static hr_err *parse_responses(const hr_server *s, const json_t *b, hr_api_reque
 
 /* The engine's counters, then the listener's: connections open (idle keep-alive ones and
  * the asking one included) and the limit they count against. */
-static void add_stats(hr_server *s, json_t *o) {
+/* The daemon comes from the asking connection: s->d is assigned after libmicrohttpd's
+ * threads start (ThreadSanitizer saw the race). */
+static void add_stats(hr_server *s, const hr_http_req *q, json_t *o) {
     if (s->be->stats) s->be->stats(s->be->ctx, o);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_DAEMON);
     const union MHD_DaemonInfo *di =
-        MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+        ci ? MHD_get_daemon_info(ci->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
     if (di) json_object_set_new(o, "connections", json_integer(di->num_connections));
     json_object_set_new(o, "max_connections", json_integer(s->cfg.max_connections));
+    json_object_set_new(o, "request_memory_used", json_integer((json_int_t)hr_mem_budget_used(&s->budget)));
+    json_object_set_new(o, "request_memory_total", json_integer((json_int_t)s->budget.cap));
+    json_object_set_new(o, "requests_timed_out", json_integer((json_int_t)hr_conn_guard_cut(s->guard)));
     size_t stored, bytes;
     hr_response_store_usage(s->responses, &stored, &bytes);
     json_object_set_new(o, "responses_stored", json_integer((json_int_t)stored));
@@ -50,14 +56,14 @@ static void add_stats(hr_server *s, json_t *o) {
 static hr_err *health(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *o = json_pack("{s:s, s:s}", "status", "ok", "model", s->be->model_name(s->be->ctx));
     if (!o) return hr_err_oom();
-    add_stats(s, o);
+    add_stats(s, q, o);
     return hr_http_reply_json(q, 200, o);
 }
 
 static hr_err *stats(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *o = json_object();
     if (!o) return hr_err_oom();
-    add_stats(s, o);
+    add_stats(s, q, o);
     return hr_http_reply_json(q, 200, o);
 }
 
@@ -65,7 +71,7 @@ static hr_err *stats(hr_server *s, hr_http_req *q, const char *body, size_t len)
 static hr_err *metrics(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *o = json_object();
     if (!o) return hr_err_oom();
-    add_stats(s, o);
+    add_stats(s, q, o);
     size_t cap = 256 + json_object_size(o) * 160, n = 0;
     char *text = malloc(cap);
     const char *key;
@@ -138,7 +144,7 @@ static hr_err *submit(hr_server *s, hr_http_req *q, hr_api_request *req) {
     hr_err *e = g ? hr_reply_create(req, s->be->model_name(s->be->ctx), (long)time(NULL), s->be,
                                     &g->reply)
                   : hr_err_oom();
-    if (!e && !(g->chan = hr_chan_create(req))) e = hr_err_oom();
+    if (!e && !(g->chan = hr_chan_create(req, s->cfg.max_backlog))) e = hr_err_oom();
     if (e) {
         if (g) hr_reply_free(g->reply);
         free(g);

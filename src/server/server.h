@@ -88,6 +88,20 @@ typedef struct {
     /* Connections open at once (idle keep-alive ones included); libmicrohttpd accepts and
      * closes any beyond, without a reply. 0 = 512. */
     unsigned max_connections;
+    /* Seconds a request's headers and body may take to arrive, however the bytes trickle
+     * (the idle timeout restarts on every byte); the connection is closed past it.
+     * 0 = 30 s, negative = no deadline. */
+    int request_timeout_s;
+    /* Connections open at once from one client address; more are closed at once. 0 = 64. */
+    unsigned max_connections_per_ip;
+    /* Bytes of memory for parsing and preparing requests, all requests together; each
+     * reserves its body size before the body is read and HR_REQUEST_MEMORY_FACTOR
+     * (mem_budget.h) times it in all before parsing, waiting for it up to 2 s, then gets a
+     * 503. 0 = a quarter of the physical memory. */
+    size_t request_memory;
+    /* Bytes of output a request holds for a client that does not read it (a stalled SSE
+     * reader) before it is cancelled, ending with an error event. 0 = 16 MiB. */
+    size_t max_backlog;
 } hr_server_config;
 
 typedef struct hr_server hr_server;

@@ -36,6 +36,8 @@ struct hr_gen_chan {
     ev *head, *tail;
     atomic_int cancelled;
     const char *cut; /* hr_chan_cut's message: cancelled choices finish with this error */
+    size_t queued, max_backlog; /* bytes of token events not yet drained (under mu), limit */
+    atomic_int overflow; /* a token found max_backlog queued: the request was cancelled */
     int refs;
     hr_api_request *req;
     int awaited, finished; /* finishes to wait for, and applied (HTTP thread only) */
@@ -62,13 +64,14 @@ static void chan_free(hr_gen_chan *c) {
     free(c);
 }
 
-hr_gen_chan *hr_chan_create(hr_api_request *req) {
+hr_gen_chan *hr_chan_create(hr_api_request *req, size_t max_backlog) {
     int n = req->n > 0 ? req->n : 1;
     hr_gen_chan *c = calloc(1, sizeof *c + (size_t)n * sizeof(hr_gen_sink));
     if (!c) return NULL;
     pthread_mutex_init(&c->mu, NULL);
     pthread_cond_init(&c->cv, NULL);
     c->refs = 1 + n;
+    c->max_backlog = max_backlog;
     c->awaited = c->n = n;
     int ok = 1;
     for (int i = 0; i < n; i++) {
@@ -110,15 +113,19 @@ void hr_chan_unsubmitted(hr_gen_chan *c, int i) {
     unref(c);
 }
 
-static void push(hr_gen_chan *c, ev *e) {
-    if (!e) return; /* out of memory: the event is lost, finish still ends the choice */
-    pthread_mutex_lock(&c->mu);
+static void link_event(hr_gen_chan *c, ev *e) {
     if (c->tail)
         c->tail->next = e;
     else
         c->head = e;
     c->tail = e;
     pthread_cond_signal(&c->cv);
+}
+
+static void push(hr_gen_chan *c, ev *e) {
+    if (!e) return; /* out of memory: the event is lost, finish still ends the choice */
+    pthread_mutex_lock(&c->mu);
+    link_event(c, e);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -130,11 +137,15 @@ void hr_gen_sink_begin(hr_gen_sink *s, int prompt_tokens, int cached_tokens, int
     push(s->ch, e);
 }
 
-/* Copies t with all its strings into one allocation. */
-static ev *copy_token(const hr_gen_token *t, int choice) {
+static size_t token_size(const hr_gen_token *t) {
     size_t size = sizeof(ev) + (size_t)t->n_top * sizeof(hr_token_alt) + t->len + t->token_len + 2;
     for (int i = 0; i < t->n_top; i++)
         size += t->top[i].len + 1;
+    return size;
+}
+
+/* Copies t with all its strings into one allocation of size bytes. */
+static ev *copy_token(const hr_gen_token *t, int choice, size_t size) {
     ev *e = calloc(1, size);
     if (!e) return NULL;
     e->kind = EV_TOKEN;
@@ -154,8 +165,26 @@ static ev *copy_token(const hr_gen_token *t, int choice) {
     return e;
 }
 
+/* A client that does not read its stream has its output held here: past max_backlog
+ * the token is dropped and the request cancelled; it ends with an
+ * error saying so. */
 void hr_gen_sink_token(hr_gen_sink *s, const hr_gen_token *t) {
-    push(s->ch, copy_token(t, s->index));
+    hr_gen_chan *c = s->ch;
+    size_t size = token_size(t);
+    pthread_mutex_lock(&c->mu);
+    int over = atomic_load(&c->overflow) || c->queued + size > c->max_backlog;
+    if (!over) c->queued += size;
+    pthread_mutex_unlock(&c->mu);
+    if (over) {
+        atomic_store(&c->overflow, 1);
+        atomic_store(&c->cancelled, 1);
+        return;
+    }
+    ev *e = copy_token(t, s->index, size);
+    pthread_mutex_lock(&c->mu);
+    if (e) link_event(c, e);
+    else c->queued -= size;
+    pthread_mutex_unlock(&c->mu);
 }
 
 void hr_gen_sink_finish(hr_gen_sink *s, hr_finish why, int completion_tokens,
@@ -188,8 +217,9 @@ static int apply(const hr_gen_chan *c, hr_reply *r, ev *e) {
     if (e->kind == EV_BEGIN) hr_reply_begin(r, e->choice, e->a, e->b, e->c);
     if (e->kind == EV_TOKEN) hr_reply_token(r, e->choice, &e->tok);
     if (e->kind != EV_FINISH) return 0;
-    if (c->cut && e->a == (int)HR_FINISH_CANCELLED)
-        hr_reply_finish(r, e->choice, HR_FINISH_ERROR, e->b, c->cut);
+    const char *cut = c->cut ? c->cut : atomic_load(&c->overflow) ? HR_BACKLOG_MSG : NULL;
+    if (cut && e->a == (int)HR_FINISH_CANCELLED)
+        hr_reply_finish(r, e->choice, HR_FINISH_ERROR, e->b, cut);
     else
         hr_reply_finish(r, e->choice, (hr_finish)e->a, e->b, e->detail);
     return 1;
@@ -207,6 +237,7 @@ int hr_chan_drain(hr_gen_chan *c, hr_reply *r, int timeout_ms) {
         if (pthread_cond_timedwait(&c->cv, &c->mu, &until) == ETIMEDOUT) break;
     ev *list = c->head;
     c->head = c->tail = NULL;
+    c->queued = 0;
     pthread_mutex_unlock(&c->mu);
     for (ev *e = list; e; e = e->next)
         c->finished += apply(c, r, e);

@@ -9,9 +9,14 @@
 
 typedef struct hr_gen_chan hr_gen_chan;
 
+/* What a request cancelled for its output backlog (hr_chan_create) ends with. */
+#define HR_BACKLOG_MSG "the client stopped reading: its output backlog reached the server's limit"
+
 /* Takes ownership of req; one sink per choice (req->n). References: the HTTP side's and
- * one per sink, dropped by its finish or by hr_chan_unsubmitted. */
-hr_gen_chan *hr_chan_create(hr_api_request *req);
+ * one per sink, dropped by its finish or by hr_chan_unsubmitted. max_backlog: the most
+ * bytes of output the channel holds for a client that does not take them (a stalled SSE
+ * reader); past it the request is cancelled and ends with HR_BACKLOG_MSG. */
+hr_gen_chan *hr_chan_create(hr_api_request *req, size_t max_backlog);
 hr_gen_sink *hr_chan_sink(hr_gen_chan *c, int i);
 /* What to submit with sink i: the request, with seed + i when it has a seed so seeded
  * choices differ yet repeat. Borrows the request's fields; lives as long as c. */

@@ -34,8 +34,15 @@ static int is_system(const json_t *m) {
     return role && !strcmp(role, "system");
 }
 
-/* Appends the message's text (a string, or the text parts of an array) to *buf. */
-static hr_err *add_text(char **buf, size_t *len, const json_t *m) {
+/* The folded system text being joined; the buffer doubles, so many system messages cost
+ * linear time. */
+typedef struct {
+    char *s;
+    size_t len, cap;
+} sys_text;
+
+/* Appends the message's text (a string, or the text parts of an array) to b. */
+static hr_err *add_text(sys_text *b, const json_t *m) {
     const json_t *c = json_object_get(m, "content");
     size_t i, n = json_is_array(c) ? json_array_size(c) : 1;
     for (i = 0; i < n; i++) {
@@ -43,24 +50,28 @@ static hr_err *add_text(char **buf, size_t *len, const json_t *m) {
         const char *t =
             part ? json_string_value(json_object_get(part, "text")) : json_string_value(c);
         if (!t) continue;
-        size_t k = strlen(t), sep = *len && i == 0 ? 2 : 0;
-        char *b = realloc(*buf, *len + sep + k + 1);
-        if (!b) return hr_err_oom();
-        memcpy(b + *len, "\n\n", sep);
-        memcpy(b + *len + sep, t, k + 1);
-        *buf = b;
-        *len += sep + k;
+        size_t k = strlen(t), sep = b->len && i == 0 ? 2 : 0;
+        if (b->len + sep + k + 1 > b->cap) {
+            size_t cap = (b->len + sep + k + 1) * 2;
+            char *p = realloc(b->s, cap);
+            if (!p) return hr_err_oom();
+            b->s = p;
+            b->cap = cap;
+        }
+        memcpy(b->s + b->len, "\n\n", sep);
+        memcpy(b->s + b->len + sep, t, k + 1);
+        b->len += sep + k;
     }
     return NULL;
 }
 
 /* The text of every system message of msgs into *sys (in order), the others into rest. */
-static hr_err *split(const json_t *msgs, char **sys, size_t *len, json_t *rest) {
+static hr_err *split(const json_t *msgs, sys_text *sys, json_t *rest) {
     size_t i;
     const json_t *m;
     json_array_foreach(msgs, i, m) {
         if (is_system(m))
-            HR_TRY(add_text(sys, len, m));
+            HR_TRY(add_text(sys, m));
         else if (json_array_append(rest, (json_t *)m))
             return hr_err_oom();
     }
@@ -74,18 +85,17 @@ hr_err *hr_chat_fold_system(const json_t *chat, json_t **out) {
     const json_t *m;
     json_array_foreach(msgs, i, m) later += i > 0 && is_system(m);
     if (!later) return NULL;
-    char *sys = NULL;
-    size_t len = 0;
+    sys_text sys = {0};
     json_t *rest = json_array();
-    hr_err *e = rest ? split(msgs, &sys, &len, rest) : hr_err_oom();
+    hr_err *e = rest ? split(msgs, &sys, rest) : hr_err_oom();
     json_t *folded = e ? NULL : json_copy((json_t *)chat); /* shallow */
     if (!e && folded) {
         json_array_insert_new(rest, 0,
-                              json_pack("{s:s, s:s}", "role", "system", "content", sys ? sys : ""));
+                              json_pack("{s:s, s:s}", "role", "system", "content", sys.s ? sys.s : ""));
         json_object_set(folded, "messages", rest);
     }
     if (!e && !folded) e = hr_err_oom();
-    free(sys);
+    free(sys.s);
     json_decref(rest);
     if (!e) *out = folded;
     return e;

@@ -25,6 +25,24 @@ PY
 then pass logits_equal; else fail logits_equal "GGUF logits differ from the checkpoint's"; fi
 expect_rc mkmodel_gguf 0 '' "$H" mkmodel --config "$S/fixtures/models/tiny-qwen3/config.json" --out "$T/q3" --gguf "$T/q3.gguf"
 expect_rc mkmodel_logits 0 '' "$H" logits --model "$T/q3.gguf" --tokens 1,2,3 --out "$T/q.safetensors" --threads 2
+# --gguf-type: the matrices quantized (the GGUF is about a third of the F16 one for Q4_0 on
+# tiny-qwen3's rows of 64), logits near the F16 file's; unknown types and a type without a file refused
+expect_rc mkmodel_gguf_q4 0 '' "$H" mkmodel --config "$S/fixtures/models/tiny-qwen3/config.json" --out "$T/q3b" --gguf "$T/q3-q4.gguf" --gguf-type q4_0
+expect_rc mkmodel_gguf_q8 0 '' "$H" mkmodel --config "$S/fixtures/models/tiny-qwen3/config.json" --out "$T/q3c" --gguf "$T/q3-q8.gguf" --gguf-type Q8_0
+expect_rc mkmodel_q8_logits 0 '' "$H" logits --model "$T/q3-q8.gguf" --tokens 1,2,3 --out "$T/q8.safetensors" --threads 2
+if [ "$(stat -c %s "$T/q3-q4.gguf")" -lt "$(( $(stat -c %s "$T/q3.gguf") * 6 / 10 ))" ]; then pass gguf_q4_smaller
+else fail gguf_q4_smaller "Q4_0 file $(stat -c %s "$T/q3-q4.gguf") bytes vs F16 $(stat -c %s "$T/q3.gguf")"; fi
+if python3 - "$T/q.safetensors" "$T/q8.safetensors" <<'PY'
+import struct, sys, array
+def rd(p):
+    b = open(p, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; a = array.array('f'); a.frombytes(b[8 + n:]); return a
+a, b = rd(sys.argv[1]), rd(sys.argv[2])
+m = max(abs(x) for x in a)
+sys.exit(0 if len(a) == len(b) and 0 < max(abs(x - y) for x, y in zip(a, b)) < 0.05 * m else 1)
+PY
+then pass gguf_q8_logits_near; else fail gguf_q8_logits_near "Q8_0 logits far from (or equal to) the F16 file's"; fi
+expect_rc mkmodel_gguf_type_bad 2 'gguf-type must be' "$H" mkmodel --config "$S/fixtures/models/tiny-qwen3/config.json" --out "$T/q3d" --gguf "$T/x.gguf" --gguf-type q4_k
+expect_rc mkmodel_gguf_type_alone 2 'needs --gguf' "$H" mkmodel --config "$S/fixtures/models/tiny-qwen3/config.json" --out "$T/q3e" --gguf-type q8_0
 printf 'not a model' >"$T/plain.txt"
 expect_rc not_model 1 'neither a model directory .* nor a GGUF file' "$H" logits --model "$T/plain.txt" --tokens 1 --out "$T/x.safetensors"
 head -c 100000 "$BF" >"$T/cut.gguf"

@@ -9,7 +9,7 @@
  * each model (the random-weight hybrids amplify it far beyond the dense ones). Prints one
  * table row per check (max error, relative to max |reference|, top-1 agreement where the
  * reference margin is over 0.05) and exits 1 when a check is outside its tolerance; then the
- * sampling checks (sample_check.c).
+ * GGUF-quantized checks (quant_check.c) and the sampling checks (sample_check.c).
  * Usage: gpu_check SHARED_DIR. */
 #include <math.h>
 #include <stdio.h>
@@ -28,6 +28,8 @@ static const char *shared;
 
 /* sample_check.c: the sample op against its C reference, and engine sampling on CUDA */
 void hr_gpu_sample_checks(const char *shared, int *failures);
+/* quant_check.c: GGUF-quantized weights (products of every block format, two GGUF models) */
+void hr_gpu_quant_checks(const char *shared, int *failures);
 
 typedef struct {
     float max_err, max_ref;
@@ -378,6 +380,7 @@ int main(int argc, char **argv) {
     printf("%-18s %-22s %10s %10s %13s\n", "model", "check", "max err", "rel err", "top-1");
     for (size_t i = 0; i < sizeof models / sizeof *models; i++) check_model(models[i]);
     check_nll();
+    hr_gpu_quant_checks(shared, &failures);
     hr_gpu_sample_checks(shared, &failures);
     printf("gpu_check: %d failed\n", failures);
     return failures ? 1 : 0;

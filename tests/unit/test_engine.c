@@ -517,6 +517,50 @@ static void test_stop_string_across_tokens(void) {
              full.text);
 }
 
+/* decode_tok_s leaves prefill out: a request that only prefills (its one token comes from
+ * the last prefill step) shows no decode rate; once decode steps run, the rate is what they
+ * generated over their own time, higher than generated tokens over all busy time. */
+static void test_decode_rate_excludes_prefill(void) {
+    hr_engine *e;
+    HR_CHECK_OK(hr_engine_create_on(tiny, NULL, &(hr_engine_options){.kv_memory = 4 << 20,
+                                                                    .max_batch_tokens = 16},
+                                    &e));
+    static int32_t prompt[200];
+    prompt_of(prompt, 200, 3);
+    for (int j = 0; j < 200; j++)
+        prompt[j] %= 512;
+    static result res;
+    HR_CHECK_OK(run_one(e, &(hr_request_params){.tokens = prompt, .n_tokens = 200, .max_tokens = 1},
+                        &res));
+    hr_engine_stats st;
+    hr_engine_stats_get(e, &st);
+    HR_CHECK(st.generated_tokens == 1 && st.decode_tok_s == 0, "after prefill only: %lld tokens, %g tok/s",
+             (long long)st.generated_tokens, st.decode_tok_s);
+    HR_CHECK_OK(run_one(e, &(hr_request_params){.tokens = prompt, .n_tokens = 200, .max_tokens = 20},
+                        &res));
+    hr_engine_stats_get(e, &st);
+    double overall = (double)st.generated_tokens / st.busy_s;
+    HR_CHECK(st.decode_tok_s > overall, "decode %g tok/s, overall %g", st.decode_tok_s, overall);
+    hr_engine_destroy(e);
+}
+
+/* An engine on a loaded model cannot change how the model computes: options that only
+ * opening a model can honour are refused by name instead of ignored. */
+static void test_create_on_refuses_open_options(void) {
+    hr_engine *e = NULL;
+    hr_engine_options threads = {.kv_memory = 1 << 20, .n_threads = 4};
+    hr_err *err = hr_engine_create_on(tiny, NULL, &threads, &e);
+    HR_CHECK(err && strstr(hr_err_msg(err), "n_threads"), "n_threads: %s", hr_err_msg(err));
+    hr_err_free(err);
+    hr_engine_options bf16 = {.kv_memory = 1 << 20, .compute = HR_COMPUTE_BF16};
+    err = hr_engine_create_on(tiny, NULL, &bf16, &e);
+    HR_CHECK(err && strstr(hr_err_msg(err), "compute"), "compute: %s", hr_err_msg(err));
+    hr_err_free(err);
+    hr_engine_options plain = {.kv_memory = 1 << 20};
+    HR_CHECK_OK(hr_engine_create_on(tiny, NULL, &plain, &e));
+    hr_engine_destroy(e);
+}
+
 static void test_stress(void) {
     enum { N = 200 };
     hr_engine *e;
@@ -1023,6 +1067,8 @@ int main(void) {
     HR_RUN(test_hybrid_engine);
     HR_RUN(test_sliding_layer_kinds);
     HR_RUN(test_sliding_release);
+    HR_RUN(test_create_on_refuses_open_options);
+    HR_RUN(test_decode_rate_excludes_prefill);
     HR_RUN(test_stress);
     hr_tokenizer_free(tok);
     hr_model_free(model);

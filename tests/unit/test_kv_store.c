@@ -222,7 +222,8 @@ static void test_attention_narrow_equals_widened(void) {
 
 /* The one choice: model dtype x backend caps x flags. */
 static void test_numerics_choice(void) {
-    hr_backend_caps cpu, cuda = {1u << HR_BF16, HR_BF16, HR_BF16};
+    hr_backend_caps cpu, cuda = {1u << HR_BF16, HR_BF16, HR_BF16, 0},
+                         gpu = {(1u << HR_F32) | (1u << HR_BF16), HR_F32, HR_BF16, 1};
     HR_CHECK_OK(hr_backend_caps_of("cpu", &cpu));
     struct {
         hr_numerics_req req;
@@ -239,6 +240,9 @@ static void test_numerics_choice(void) {
         {{HR_COMPUTE_AUTO, HR_KV_Q8_0, 1}, HR_BF16, &cpu, 1, HR_Q8_0},   /* --kv-dtype q8_0 */
         {{HR_COMPUTE_BF16, HR_KV_F16, 0}, HR_F32, &cpu, 1, HR_F16},
         {{HR_COMPUTE_AUTO, HR_KV_AUTO, 0}, HR_BF16, &cuda, 0, HR_BF16},  /* CUDA: no f32 KV */
+        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 1}, HR_Q4_K, &cpu, 0, HR_F32},    /* GGUF on the CPU */
+        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 1}, HR_Q4_K, &gpu, 1, HR_BF16},   /* GGUF on a GPU: fast */
+        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 0}, HR_Q8_0, &gpu, 0, HR_F32},    /* --exact */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         hr_numerics n;

@@ -3,7 +3,8 @@
  * standard library (tests/server/http_client.py), `hearth bench-serve`, and the official
  * openai npm package when npm can install it (tests/server/openai_client.mjs). A second
  * listener with a 1 s idle timeout and 8 connections at most meets slow and stalled
- * clients (tests/server/slow_client.py). */
+ * clients (tests/server/slow_client.py), a third one hostile clients
+ * (tests/server/hostile_client.py). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
@@ -125,6 +126,11 @@ static hr_err *fake_submit(void *ctx, const hr_api_request *req, hr_gen_sink *si
         free(text);
         return hr_errf("prompt is longer than the context (scripted)");
     }
+    if (strstr(text, "NO_MEMORY") || strstr(text, "OVER_LIMIT")) {
+        int oom = strstr(text, "NO_MEMORY") != NULL;
+        free(text);
+        return oom ? hr_err_oom() : hr_errc(HR_E_LIMIT, "template used too much (scripted)");
+    }
     if (strstr(text, "REFUSE_ODD_SEED") && req->sampling.seed % 2) { /* a later choice */
         free(text);
         return hr_errf("no room for seed %llu (scripted)", (unsigned long long)req->sampling.seed);
@@ -230,6 +236,29 @@ static void run_slow_clients(const hr_server_backend *be, int main_port) {
     hr_server_stop(s);
 }
 
+/* Hostile clients (tests/server/hostile_client.py) against a listener with a 64 KiB body
+ * limit, an 8 MiB request memory budget, a 2 s request deadline, 4 connections per
+ * client address and a 1 MiB output backlog. */
+static void run_hostile_clients(const hr_server_backend *be) {
+    hr_server_config cfg = {.port = 0, .api_key = "sekret", .max_body = 64 * 1024,
+                            .timeout_s = 5, .request_timeout_s = 2, .max_connections = 32,
+                            .max_connections_per_ip = 4, .request_memory = 8u << 20,
+                            .max_backlog = 1u << 20};
+    hr_server *s;
+    hr_err *e = hr_server_start(&cfg, be, &s);
+    if (e) {
+        printf("FAIL start_hostile: %s\n", hr_err_msg(e));
+        hr_t_failed++;
+        hr_err_free(e);
+        return;
+    }
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "python3 tests/server/hostile_client.py %d sekret 2>&1",
+             hr_server_port(s));
+    run_client(cmd);
+    hr_server_stop(s);
+}
+
 static void test_start_errors(void) {
     hr_server_backend be = {.ctx = &FE, .model_name = fake_name};
     hr_server *s;
@@ -273,6 +302,7 @@ int main(void) {
     snprintf(cmd, sizeof cmd, "bash tests/server/openai_npm.sh %d sekret 2>&1", hr_server_port(s));
     run_client(cmd);
     run_slow_clients(&be, hr_server_port(s));
+    run_hostile_clients(&be);
     hr_server_stop(s);
     for (int i = 0; i < 500 && atomic_load(&FE.active); i++)
         usleep(10000);

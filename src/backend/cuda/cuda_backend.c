@@ -35,6 +35,20 @@ int hr_cu_grow(hr_cuda_backend *cb, void **buf, size_t *cap, size_t bytes) {
     return 1;
 }
 
+int hr_cu_qtype(hr_dtype t) {
+    switch (t) {
+    case HR_Q8_0: return HR_CU_Q8_0;
+    case HR_Q4_0: return HR_CU_Q4_0;
+    case HR_Q4_1: return HR_CU_Q4_1;
+    case HR_Q5_0: return HR_CU_Q5_0;
+    case HR_Q5_1: return HR_CU_Q5_1;
+    case HR_Q4_K: return HR_CU_Q4_K;
+    case HR_Q5_K: return HR_CU_Q5_K;
+    case HR_Q6_K: return HR_CU_Q6_K;
+    default: return -1;
+    }
+}
+
 int hr_cu_dtype(hr_dtype t) {
     switch (t) {
     case HR_F32: return HR_CU_F32;
@@ -69,7 +83,7 @@ static void cu_destroy(hr_backend *be) {
         if (cb->bounce[i]) cudaFreeHost(cb->bounce[i]);
         if (cb->bounce_done[i]) cudaEventDestroy(cb->bounce_done[i]);
     }
-    void *dev[] = {cb->meta_dev, cb->xh, cb->partial, cb->moe, cb->blas_ws};
+    void *dev[] = {cb->meta_dev, cb->xh, cb->partial, cb->moe, cb->blas_ws, cb->wdq};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i]) cudaFree(dev[i]);
     free(cb->moe_host);
@@ -98,8 +112,11 @@ static void cu_free(hr_backend *be, void *p) {
 
 static hr_err *cu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev) {
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
-    if (hr_cu_dtype(host->dtype) < 0 && host->dtype != HR_I32)
+    int q = hr_cu_qtype(host->dtype);
+    if (hr_cu_dtype(host->dtype) < 0 && q < 0 && host->dtype != HR_I32)
         return hr_errf("the CUDA backend cannot compute with %s tensors yet", hr_dtype_name(host->dtype));
+    if (q >= 0 && host->ndim == 2 && host->shape[0] * host->shape[1] > cb->max_q_elems)
+        cb->max_q_elems = host->shape[0] * host->shape[1]; /* its bf16 copy for large batches */
     *dev = *host;
     dev->device = HR_DEV_CUDA;
     size_t bytes = hr_tensor_bytes(host);
@@ -326,7 +343,8 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
     pack_sample(m, (char *)st, rows_off, edits_off);
     if (!hr_cu_grow(cb, &cb->meta_dev, &cb->meta_dev_bytes, bytes)) return take_error(cb);
     if (m->n_tokens > HR_CU_GEMV_MAX_T &&
-        !hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * nt * (size_t)cb->max_k * 2))
+        (!hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * nt * (size_t)cb->max_k * 2) ||
+         !hr_cu_grow(cb, &cb->wdq, &cb->wdq_bytes, (size_t)cb->max_q_elems * 2)))
         return take_error(cb);
     HR_TRY(hr_cu_check(cudaMemcpyAsync(cb->meta_dev, st, bytes, cudaMemcpyHostToDevice, cb->stream),
                        "step metadata"));

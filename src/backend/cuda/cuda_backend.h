@@ -71,6 +71,9 @@ typedef struct {
     int32_t *moe_host; /* expert ids read back, then the sorted pairs and their slots */
     size_t moe_host_n;
     long max_k; /* longest weight row uploaded */
+    long max_q_elems; /* largest GGUF-quantized matrix uploaded (elements) */
+    void *wdq;        /* bf16 copy of one quantized matrix for a large-batch product */
+    size_t wdq_bytes;
     /* small-batch products waiting to be launched together (cuda_ops.c) */
     struct {
         hr_cu_gemv_set set;
@@ -115,6 +118,8 @@ void hr_cu_fail(hr_cuda_backend *cb, hr_err *err);
 int hr_cu_grow(hr_cuda_backend *cb, void **buf, size_t *cap, size_t bytes);
 /* The kernels' code for a tensor dtype (F32, F16, BF16); -1 for others. */
 int hr_cu_dtype(hr_dtype t);
+/* The kernels' GGUF format code of t (HR_CU_Q8_0 ..), or -1. */
+int hr_cu_qtype(hr_dtype t);
 
 /* Decode-step graphs (cuda_graph.c). hr_cu_graph_begin picks the step's mode once its
  * metadata is uploaded (decode_like: one token per row); every op first calls hr_cu_graph_op,

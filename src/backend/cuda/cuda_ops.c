@@ -1,7 +1,8 @@
 /* The CUDA backend's ops: argument checks and kernel launches on the backend's stream, and the
  * matmul dispatch: own GEMV for up to HR_CU_GEMV_MAX_T rows (f32 x), cuBLAS beyond, with x
  * rounded to the weight's 16-bit type (bf16 products) or, in the exact mode, split into two
- * 16-bit halves whose products add up to near-f32 precision; f32 accumulation and output. An
+ * 16-bit halves whose products add up to near-f32 precision; f32 accumulation and output.
+ * GGUF-quantized weights take their own GEMV, or beyond it are decoded to f16 for cuBLAS. An
  * op cannot fail in the interface's terms; a failure is recorded and reported at the next
  * sync point. */
 #include "backend/cuda/cuda_backend.h"
@@ -96,10 +97,34 @@ static int joins(const hr_cuda_backend *cb, float *y, const float *x, int d, int
     return 1;
 }
 
+/* A product with a GGUF-quantized weight (format q): launched alone, after what is pending. */
+static void qmatmul(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor *w, int q,
+                    const hr_tensor *bias, int T) {
+    long N = w->shape[0], K = w->shape[1];
+    hr_cu_flush(cb);
+    if (T <= HR_CU_GEMV_MAX_T) {
+        hr_cu_qgemv(cb->stream, y, x, w->data, q, T, N, K);
+    } else if (hr_cu_grow(cb, &cb->wdq, &cb->wdq_bytes, (size_t)(N * K) * 2)) {
+        hr_cu_dequant_f16(cb->stream, cb->wdq, w->data, q, N, K);
+        hr_tensor wh = *w;
+        wh.dtype = HR_F16;
+        wh.data = cb->wdq;
+        gemm(cb, y, x, &wh, HR_CU_F16, T, N, K);
+    }
+    int bd = bias ? dt(cb, bias, "matmul bias") : -1;
+    if (bd >= 0) hr_cu_add_bias(cb->stream, y, bias->data, bd, T, N);
+}
+
 void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
                      const hr_tensor *bias, int T) {
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
     if (hr_cu_graph_op(cb)) return;
+    int q = hr_cu_qtype(w->dtype);
+    if (q >= 0) {
+        if ((const float *)y == cb->xh_of) cb->xh_of = NULL;
+        if (T > 0) qmatmul(cb, y, x, w, q, bias, T);
+        return;
+    }
     int d = dt(cb, w, "matmul");
     if (d < 0 || T <= 0) return;
     long N = w->shape[0], K = w->shape[w->ndim - 1];
@@ -136,6 +161,11 @@ void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *
 
 void hr_cu_op_embed(hr_backend *be, float *y, const hr_tensor *table, float scale) {
     HR_CU_OP(be);
+    int q = hr_cu_qtype(table->dtype);
+    if (q >= 0) {
+        if (cb->meta.n_tokens > 0) hr_cu_qembed(cb->stream, &cb->meta, y, table->data, q, table->shape[1], scale);
+        return;
+    }
     int d = dt(cb, table, "embed");
     if (d >= 0 && cb->meta.n_tokens > 0) hr_cu_embed(cb->stream, &cb->meta, y, table->data, d, table->shape[1], scale);
 }
