@@ -19,6 +19,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "server/http_internal.h"
+#include "server/unix_socket.h"
 
 static const char *SSE_TYPE = "text/event-stream";
 
@@ -330,10 +331,7 @@ static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const 
     return MHD_YES;
 }
 
-/* 400 for an ambiguous body length (two Content-Lengths that differ, or one beside a
- * Transfer-Encoding: what request smuggling behind a proxy needs), 501 for a transfer
- * coding other than chunked; 0 when the framing is fine. */
-static int framing_status(struct MHD_Connection *c, char *msg, size_t cap) {
+int hr_http_framing_status(struct MHD_Connection *c, char *msg, size_t cap) {
     framing f = {0};
     MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
     if (f.lengths_differ) return snprintf(msg, cap, "conflicting Content-Length headers"), 400;
@@ -355,7 +353,7 @@ static enum MHD_Result start_request(hr_server *s, struct MHD_Connection *c, con
     if (!st) return MHD_NO;
     *con_cls = st;
     char msg[128];
-    int status = framing_status(c, msg, sizeof msg);
+    int status = hr_http_framing_status(c, msg, sizeof msg);
     if (!status) return MHD_YES;
     st->replied = 1;
     hr_err *e = hr_http_reply_error(&st->q, unrouted_api(c, url), status, msg);
@@ -436,19 +434,25 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     if (!s->cfg.max_connections) s->cfg.max_connections = 512;
     s->timeout_s = cfg->timeout_s < 0 ? 0 : cfg->timeout_s ? (unsigned)cfg->timeout_s : 60;
     struct sockaddr_storage ss;
-    int v6 = 0;
-    hr_err *e = resolve(s->cfg.host, cfg->port, &ss, &v6);
+    int v6 = 0, unix_fd = -1;
+    hr_err *e = cfg->unix_socket ? hr_unix_listen(cfg->unix_socket, &unix_fd)
+                                 : resolve(s->cfg.host, cfg->port, &ss, &v6);
     if (e) return hr_response_store_destroy(s->responses), server_free(s), e;
     /* MHD_USE_ITC lets hr_server_quiesce stop the listener (MHD_quiesce_daemon). */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
+    struct MHD_OptionItem where[] = {
+        unix_fd >= 0 ? (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, unix_fd, NULL}
+                     : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &ss},
+        {MHD_OPTION_END, 0, NULL}};
     s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                            MHD_OPTION_ARRAY, where,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                             MHD_OPTION_CONNECTION_TIMEOUT, s->timeout_s,
                             MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_connections,
                             MHD_OPTION_END);
     if (!s->d) {
+        if (unix_fd >= 0) close(unix_fd);
         hr_response_store_destroy(s->responses);
         server_free(s);
         return hr_errf("cannot listen on %s:%d (address in use or not available?)",

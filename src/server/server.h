@@ -88,6 +88,9 @@ typedef struct {
     /* Connections open at once (idle keep-alive ones included); libmicrohttpd accepts and
      * closes any beyond, without a reply. 0 = 512. */
     unsigned max_connections;
+    /* Listen on this unix domain socket instead of host:port (the engine child of
+     * --isolate); NULL = TCP. */
+    const char *unix_socket;
 } hr_server_config;
 
 typedef struct hr_server hr_server;
