@@ -432,9 +432,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return on_headers(r, url, method);
     }
     if (*upload_size) {
-        if (!r->replied) forward_body(r, upload, *upload_size);
+        size_t n = *upload_size;
         *upload_size = 0;
-        return MHD_YES;
+        if (r->replied) return MHD_YES;
+        forward_body(r, upload, n);
+        if (!r->up_failed) return MHD_YES;
+        /* The child stopped reading (an early 413 or 401, or it died): its reply now,
+         * rather than reading the rest of the body for nothing. */
+        r->replied = 1;
+        return await_reply(r);
     }
     return r->replied ? MHD_YES : await_reply(r);
 }

@@ -64,6 +64,9 @@ expect_rc loop_logged 0 "crash loop \(5 quick exits in a row\)" cat "$T/loop.log
 kill -TERM $LOOP; wait $LOOP; rc=$?
 expect_rc loop_sigterm 0 "" test "$rc" = 0
 
+expect_rc no_sanitizer_reports 1 "" grep -qE "AddressSanitizer|runtime error|LeakSanitizer" \
+  "$T/iso.log" "$T/loop.log" "$T/direct.log"
+
 # bad input
 expect_rc bad_probe_timeout 2 "--probe-interval and --probe-timeout must be in" "$H" serve --model "$B" --isolate --probe-timeout 0
 expect_rc isolate_and_socket 2 "do not go together" "$H" serve --model "$B" --isolate --unix-socket "$T/s"

@@ -104,7 +104,7 @@ def same():
     ja, jb = json.loads(a[1]), json.loads(b[1])
     check("same_completion", a[0] == 200 and ja["choices"][0]["text"] == jb["choices"][0]["text"]
           and ja["usage"] == jb["usage"], (a, b))
-    anth = {"model": "m", "max_tokens": 12, "messages": [{"role": "user", "content": "Hi"}]}
+    anth = {"model": "m", "max_tokens": 12, "temperature": 0, "messages": [{"role": "user", "content": "Hi"}]}
     a, b = call("/v1/messages?beta=true", anth), call("/v1/messages?beta=true", anth, port=direct)
     check("same_anthropic", a[0] == 200 and json.loads(a[1])["content"] == json.loads(b[1])["content"], (a, b))
     body = dict(CHAT, max_tokens=40, stream=True)

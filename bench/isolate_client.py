@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Measures hearth serve --isolate against a direct server on the same model (run by
+bench/isolate.sh, which starts both): decode tok/s and time to first token of single
+streams, alternating the two servers, and the parent's own /health latency while 8 long
+streams decode through the proxy. Prints numbers, not pass/fail.
+
+    python3 bench/isolate_client.py DIRECT_PORT PROXY_PORT [ROUNDS]
+"""
+import http.client
+import json
+import statistics
+import sys
+import threading
+import time
+
+DIRECT, PROXY = int(sys.argv[1]), int(sys.argv[2])
+ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 8
+
+
+def stream(port, body):
+    """(seconds to the first token, decode tok/s after it, tokens) of one streamed chat."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+    t0 = time.perf_counter()
+    c.request("POST", "/v1/chat/completions", json.dumps(body), {"Content-Type": "application/json"})
+    r = c.getresponse()
+    first, last, n = None, None, 0
+    while True:
+        line = r.readline()
+        if not line:
+            break
+        if not line.startswith(b"data: {"):
+            continue
+        ch = json.loads(line[6:])["choices"]
+        if ch and ch[0]["delta"].get("content"):
+            now = time.perf_counter()
+            first = first or now
+            last = now
+            n += 1
+    c.close()
+    return first - t0, (n - 1) / (last - first) if n > 1 and last > first else 0.0, n
+
+
+def compare():
+    res = {DIRECT: {"ttft": [], "tps": []}, PROXY: {"ttft": [], "tps": []}}
+    for i in range(ROUNDS):
+        for port in (DIRECT, PROXY) if i % 2 == 0 else (PROXY, DIRECT):
+            # a new prompt each round (the prefix cache would shorten the second prefill)
+            body = {"messages": [{"role": "user", "content": "Tell me about round %d of the jury" % i}],
+                    "max_tokens": 400, "ignore_eos": True, "temperature": 0, "stream": True}
+            ttft, tps, _ = stream(port, body)
+            res[port]["ttft"].append(ttft)
+            res[port]["tps"].append(tps)
+    for name, port in (("direct", DIRECT), ("proxy", PROXY)):
+        r = res[port]
+        print("%-7s decode %.1f tok/s (median of %d), ttft %.2f ms (median)"
+              % (name, statistics.median(r["tps"]), ROUNDS, statistics.median(r["ttft"]) * 1e3))
+    d, p = res[DIRECT], res[PROXY]
+    print("proxy vs direct: decode %+.2f%%, ttft %+.2f ms"
+          % ((statistics.median(p["tps"]) / statistics.median(d["tps"]) - 1) * 100,
+             (statistics.median(p["ttft"]) - statistics.median(d["ttft"])) * 1e3))
+
+
+def health_under_load():
+    body = {"messages": [{"role": "user", "content": "Hello"}], "max_tokens": 1500,
+            "ignore_eos": True, "temperature": 0, "stream": True}
+    ts = [threading.Thread(target=stream, args=(PROXY, body)) for _ in range(8)]
+    for t in ts:
+        t.start()
+    time.sleep(1.0)
+    lat = []
+    c = http.client.HTTPConnection("127.0.0.1", PROXY, timeout=30)
+    for _ in range(400):
+        t0 = time.perf_counter()
+        c.request("GET", "/health")
+        c.getresponse().read()
+        lat.append(time.perf_counter() - t0)
+        time.sleep(0.01)
+    c.close()
+    for t in ts:
+        t.join()
+    lat.sort()
+    print("parent /health during 8 streams: p50 %.2f ms, p99 %.2f ms, max %.2f ms (%d requests)"
+          % (lat[len(lat) // 2] * 1e3, lat[int(len(lat) * 0.99)] * 1e3, lat[-1] * 1e3, len(lat)))
+
+
+compare()
+health_under_load()
