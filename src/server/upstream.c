@@ -9,7 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
-/* Splits the complete head in h->buf (ending "\r\n\r\n") into status and headers. */
+/* Splits the complete head in h->buf (ending "\r\n\r\n", no NUL inside, so every
+ * strstr below finds its line end) into status and headers. */
 static hr_err *parse_head(hr_upstream_head *h) {
     char *line = h->buf, *end = strstr(line, "\r\n");
     *end = 0;
@@ -49,6 +50,7 @@ hr_err *hr_upstream_head_feed(hr_upstream_head *h, const char *data, size_t len,
     while (*used < len) {
         if (h->len == HR_UPSTREAM_HEAD_MAX)
             return hr_errf("the engine's response head is larger than %d bytes", HR_UPSTREAM_HEAD_MAX);
+        if (!data[*used]) return hr_errf("the engine's response head holds a NUL byte");
         h->buf[h->len++] = data[(*used)++];
         if (h->len >= 4 && !memcmp(h->buf + h->len - 4, "\r\n\r\n", 4)) {
             h->buf[h->len] = 0;

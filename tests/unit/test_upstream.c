@@ -73,6 +73,13 @@ static void test_head_errors(void) {
     expect_head_error("HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", "malformed response header");
     expect_head_error("HTTP/1.1 200 OK\r\nContent-Length: -5\r\n\r\n", "bad Content-Length");
     expect_head_error("HTTP/1.1 200 OK\r\nContent-Length: 9x\r\n\r\n", "bad Content-Length");
+    hr_upstream_head *h = calloc(1, sizeof *h);
+    size_t used;
+    int done;
+    hr_err *e = hr_upstream_head_feed(h, "HTTP/1.1 200 OK\r\nA\0: b\r\n\r\n", 24, &used, &done);
+    free(h);
+    HR_CHECK(e && strstr(hr_err_msg(e), "NUL byte"), "a NUL in the head: %s", e ? hr_err_msg(e) : "accepted");
+    hr_err_free(e);
     char *big = malloc(HR_UPSTREAM_HEAD_MAX + 100);
     memcpy(big, "HTTP/1.1 200 OK\r\nX: ", 20);
     memset(big + 20, 'a', HR_UPSTREAM_HEAD_MAX + 50);
