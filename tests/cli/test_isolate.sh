@@ -49,6 +49,14 @@ expect_rc sigterm_child_gone 1 "" kill -0 "$CHILD"
 expect_rc sigterm_rundir_gone 1 "" test -e "$RUNDIR"
 kill -TERM "$DPID"; wait "$DPID"
 
+# a parent killed with SIGKILL takes its child along (PR_SET_PDEATHSIG)
+isolate_start "$T/orphan.log" serve --model "$B" --port 0 $ARGS --isolate
+CHILD=$(pgrep -P "$PID")
+kill -KILL "$PID"; wait "$PID" 2>/dev/null
+for _ in $(seq 40); do kill -0 "$CHILD" 2>/dev/null || break; sleep 0.05; done
+expect_rc parent_killed_child_gone 1 "" kill -0 "$CHILD"
+rm -rf "$RUNDIR"
+
 # the crash loop: failed after 5 quick exits (0.5 + 1 + 2 + 4 s of backoff), with the reason
 LPORT=$(sed -n 's|.*listening on http://[^:]*:\([0-9]*\).*|\1|p' "$T/loop.log")
 for _ in $(seq 150); do

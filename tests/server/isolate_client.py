@@ -11,8 +11,8 @@ starts the servers). Prints "ok NAME" / "FAIL NAME: why" lines.
   retry PORT RUNDIR: a request that cannot reach the child (its socket removed) waits for
     the replacement and succeeds there.
   many PORT PARENT_PID: 64 concurrent streams, about half left mid-stream and some read
-    slowly: afterwards the parent's fd count is back to its baseline and /stats shows
-    nothing active."""
+    slowly: afterwards the parent's fd count is back to its baseline, its RSS grew less
+    than 16 MiB (thread stacks and malloc arenas), and /stats shows nothing active."""
 import http.client
 import json
 import os
@@ -256,9 +256,16 @@ def one_stream(i, rng, out):
         out[i] = repr(e)
 
 
+def rss_kib(pid):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
 def many():
     parent = int(sys.argv[3])
-    base = fds(parent)
+    base, rss0 = fds(parent), rss_kib(parent)
     rng = random.Random(5)
     out = {}
     ts = [threading.Thread(target=one_stream, args=(i, random.Random(rng.random()), out)) for i in range(64)]
@@ -277,7 +284,10 @@ def many():
         if now <= base and stats["active"] == 0 and stats["queued"] == 0:
             break
         time.sleep(0.1)
-    print("# parent fds: %d before, %d during, %d after" % (base, peak, now), flush=True)
+    rss1 = rss_kib(parent)
+    print("# parent fds: %d before, %d during, %d after; RSS %d KiB before, %d after"
+          % (base, peak, now, rss0, rss1), flush=True)
+    check("many_parent_rss", rss1 - rss0 < 16384, (rss0, rss1))
     check("many_parent_fds_back", now <= base and peak > base, (base, peak, now))
     check("many_child_idle", stats["active"] == 0 and stats["queued"] == 0, stats)
 
