@@ -5,7 +5,7 @@ starts the servers). Prints "ok NAME" / "FAIL NAME: why" lines.
     stream, temperature 0, chat, completions, Anthropic); a stream arrives in many
     pieces spread over its decode; the query string and errors pass through.
   kill PORT: kill -9 of the child mid-stream: chat and Anthropic streams end with their
-    error event; /health says restarting, then ready with a new pid; the next request works.
+    error event, a non-streamed request in flight gets a 502; /health says restarting, then ready with a new pid; the next request works.
   stop PORT: SIGSTOP of the child: detected within the probe timeout, killed, replaced;
     /health answers all along (its latency is printed).
   retry PORT RUNDIR: a request that cannot reach the child (its socket removed) waits for
@@ -158,7 +158,10 @@ def kill():
                                                      dict(CHAT, max_tokens=3000, ignore_eos=True, stream=True), res, "chat")),
           threading.Thread(target=long_stream, args=("/v1/messages",
                                                      {"model": "m", "max_tokens": 3000, "stream": True,
-                                                      "messages": [{"role": "user", "content": "Hi"}]}, res, "anth"))]
+                                                      "messages": [{"role": "user", "content": "Hi"}]}, res, "anth")),
+          threading.Thread(target=long_stream, args=("/v1/completions",
+                                                     {"prompt": "The jury", "max_tokens": 3000, "ignore_eos": True},
+                                                     res, "whole"))]
     for t in ts:
         t.start()
     time.sleep(0.7)
@@ -179,6 +182,9 @@ def kill():
     ev = sse_events(res["anth"][1])
     check("kill_anthropic_error_event", len(ev) > 3 and ev[-1][0] == "error" and
           json.loads(ev[-1][1])["type"] == "error", res["anth"][1][-300:])
+    st, data = res["whole"]
+    check("kill_whole_502", st == 502 and "stopped before it answered" in json.loads(data)["error"]["message"],
+          (st, data[:300]))
     check("kill_health_restarting", "restarting" in seen, seen)
     st, h = health()
     check("kill_health_ready_again", st == 200 and h["isolate"]["pid"] != pid and h["isolate"]["restarts"] >= 1
