@@ -39,7 +39,8 @@ static hr_err *make_runtime_dir(char *dir, size_t cap) {
         base = "/tmp";
     if ((size_t)snprintf(dir, cap, "%s/hearth-XXXXXX", base) >= cap)
         return hr_errf("runtime directory path too long");
-    if (!mkdtemp(dir)) return hr_errf("cannot create a runtime directory in %s: %s", base, strerror(errno));
+    if (!mkdtemp(dir))
+        return hr_errf("cannot create a runtime directory in %s: %s", base, strerror(errno));
     return NULL;
 }
 
@@ -65,8 +66,8 @@ static void on_ready(void *ctx, int pid, int restarts) {
         fprintf(stderr, "hearth serve: %s ready on http://%s:%d (--isolate: engine pid %d)\n",
                 run->o->model, run->o->host, run->port, pid);
     else
-        fprintf(stderr, "hearth serve: engine restarted (pid %d, restart %d), serving again\n",
-                pid, restarts);
+        fprintf(stderr, "hearth serve: engine restarted (pid %d, restart %d), serving again\n", pid,
+                restarts);
 }
 
 /* A second signal while stopping: exit at once, the child with us. */
@@ -90,7 +91,9 @@ static hr_err *start(isolate_run *run, hr_supervisor **sup, hr_proxy **proxy) {
                                .on_ready = on_ready,
                                .ctx = run};
     HR_TRY(hr_supervisor_create(&sc, sup));
-    hr_proxy_config pc = {.host = o->host, .port = o->port, .timeout_s = o->timeout_s,
+    hr_proxy_config pc = {.host = o->host,
+                          .port = o->port,
+                          .timeout_s = o->timeout_s,
                           .max_connections = o->max_connections};
     HR_TRY(hr_proxy_start(&pc, *sup, proxy)); /* the port is bound before any child runs */
     run->port = hr_proxy_port(*proxy);
@@ -115,8 +118,10 @@ hr_err *hr_serve_isolated(const hr_isolate_opts *o) {
         sigwait(&run.set, &sig);
         pthread_t watch;
         int watching = pthread_create(&watch, NULL, exit_on_signal, &run) == 0;
-        fprintf(stderr, "hearth serve: signal %d, stopping: no new connections, up to %.0f s "
-                        "for requests in flight\n", sig, o->grace_s);
+        fprintf(stderr,
+                "hearth serve: signal %d, stopping: no new connections, up to %.0f s "
+                "for requests in flight\n",
+                sig, o->grace_s);
         hr_proxy_quiesce(proxy);
         hr_supervisor_stop(sup);
         hr_proxy_stop(proxy); /* the child is gone: the replies it cut have ended */

@@ -44,10 +44,10 @@ typedef struct {
     struct MHD_Connection *conn;
     char *target; /* the raw request target, query included */
     int refs;
-    int started;  /* the headers were handled */
-    int replied;  /* the proxy answered itself: the body is discarded */
+    int started; /* the headers were handled */
+    int replied; /* the proxy answered itself: the body is discarded */
     hr_api_kind api;
-    int up;       /* upstream socket, -1: none */
+    int up;        /* upstream socket, -1: none */
     int up_failed; /* a write to the child failed: the rest of the body is discarded */
     int chunked_req;
     hr_upstream_head *head;
@@ -150,9 +150,8 @@ static int up_write(px_req *r, const char *buf, size_t len) {
 }
 
 static int is_hop_by_hop(const char *k) {
-    static const char *const names[] = {"Connection", "Keep-Alive", "Proxy-Connection", "TE",
-                                        "Upgrade",    "Expect",     "Transfer-Encoding",
-                                        "Trailer"};
+    static const char *const names[] = {"Connection", "Keep-Alive", "Proxy-Connection",  "TE",
+                                        "Upgrade",    "Expect",     "Transfer-Encoding", "Trailer"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcasecmp(k, names[i])) return 1;
     return 0;
@@ -303,11 +302,11 @@ static void add_error_event(px_req *r) {
     static const char msg[] = "the engine process stopped during this reply (it is being "
                               "restarted); the reply is incomplete";
     r->out.len = releasable(r); /* an event cut in the middle is dropped */
-    json_t *body = r->api == HR_API_RESPONSES
-                       ? json_pack("{s:s, s:s, s:s, s:n, s:I}", "type", "error", "code",
-                                   "server_error", "message", msg, "param", "sequence_number",
-                                   (json_int_t)r->events)
-                       : hr_error_body(r->api, 502, msg);
+    json_t *body =
+        r->api == HR_API_RESPONSES
+            ? json_pack("{s:s, s:s, s:s, s:n, s:I}", "type", "error", "code", "server_error",
+                        "message", msg, "param", "sequence_number", (json_int_t)r->events)
+            : hr_error_body(r->api, 502, msg);
     char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (r->api == HR_API_MESSAGES || r->api == HR_API_RESPONSES)
@@ -323,7 +322,8 @@ static void add_error_event(px_req *r) {
 
 static long count_events(const char *s, size_t n) {
     long k = 0;
-    for (size_t i = 1; i < n; i++) k += s[i] == '\n' && s[i - 1] == '\n';
+    for (size_t i = 1; i < n; i++)
+        k += s[i] == '\n' && s[i - 1] == '\n';
     return k;
 }
 
@@ -342,8 +342,9 @@ static ssize_t reply_read(void *cls, uint64_t pos, char *buf, size_t max) {
         }
         if (r->body_done) return MHD_CONTENT_READER_END_OF_STREAM;
         if (r->cut) {
-            if (!r->sse || r->ended) return r->sse ? MHD_CONTENT_READER_END_OF_STREAM
-                                                   : MHD_CONTENT_READER_END_WITH_ERROR;
+            if (!r->sse || r->ended)
+                return r->sse ? MHD_CONTENT_READER_END_OF_STREAM
+                              : MHD_CONTENT_READER_END_WITH_ERROR;
             add_error_event(r);
             r->body_done = 1;
             continue;
@@ -358,8 +359,10 @@ static ssize_t reply_read(void *cls, uint64_t pos, char *buf, size_t max) {
         size_t got;
         if (up_read(r, in, sizeof in, &got)) {
             /* the end: of a body delimited by the connection, else too early */
-            if (r->head->chunked || r->left >= 0) r->cut = 1;
-            else r->body_done = 1;
+            if (r->head->chunked || r->left >= 0)
+                r->cut = 1;
+            else
+                r->body_done = 1;
         }
         take_body(r, in, got);
     }
@@ -381,12 +384,14 @@ static enum MHD_Result queue_reply(px_req *r) {
     const hr_upstream_head *h = r->head;
     const char *type = hr_upstream_header_get(h, "Content-Type");
     r->sse = type && !strncasecmp(type, "text/event-stream", 17);
-    uint64_t size = h->chunked || h->content_length < 0 ? MHD_SIZE_UNKNOWN
-                                                        : (uint64_t)h->content_length;
-    struct MHD_Response *res = MHD_create_response_from_callback(size, 16384, reply_read, r, reply_free);
+    uint64_t size =
+        h->chunked || h->content_length < 0 ? MHD_SIZE_UNKNOWN : (uint64_t)h->content_length;
+    struct MHD_Response *res =
+        MHD_create_response_from_callback(size, 16384, reply_read, r, reply_free);
     if (!res) return MHD_NO;
     r->refs++;
-    for (int i = 0; i < h->n_headers; i++) copy_header(res, &h->headers[i]);
+    for (int i = 0; i < h->n_headers; i++)
+        copy_header(res, &h->headers[i]);
     if (atomic_load(&r->p->draining)) MHD_add_response_header(res, "Connection", "close");
     enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)h->status, res);
     MHD_destroy_response(res);
@@ -405,8 +410,9 @@ static enum MHD_Result await_reply(px_req *r) {
         char in[16384];
         size_t got, used;
         if (up_read(r, in, sizeof in, &got))
-            return reply_error(r, 502, "the engine process stopped before it answered this "
-                                       "request (it is being restarted); retry");
+            return reply_error(r, 502,
+                               "the engine process stopped before it answered this "
+                               "request (it is being restarted); retry");
         hr_err *e = hr_upstream_head_feed(r->head, in, got, &used, &done);
         if (e) {
             HR_WARN("isolate proxy: %s", hr_err_msg(e));
@@ -471,7 +477,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 }
 
 static hr_err *resolve(const char *host, int port, struct sockaddr_storage *ss, int *v6) {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
     struct addrinfo *ai;
     char ps[16];
     snprintf(ps, sizeof ps, "%d", port);
@@ -484,7 +491,8 @@ static hr_err *resolve(const char *host, int port, struct sockaddr_storage *ss, 
 }
 
 hr_err *hr_proxy_start(const hr_proxy_config *cfg, hr_supervisor *sup, hr_proxy **out) {
-    if (cfg->port < 0 || cfg->port > 65535) return hr_errf("--port %d is not a TCP port", cfg->port);
+    if (cfg->port < 0 || cfg->port > 65535)
+        return hr_errf("--port %d is not a TCP port", cfg->port);
     hr_proxy *p = calloc(1, sizeof *p);
     if (!p) return hr_err_oom();
     p->cfg = *cfg;
@@ -502,9 +510,8 @@ hr_err *hr_proxy_start(const hr_proxy_config *cfg, hr_supervisor *sup, hr_proxy 
                      MHD_USE_POLL | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
     p->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, p,
                             MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                            MHD_OPTION_URI_LOG_CALLBACK, on_uri, p,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, p,
-                            MHD_OPTION_CONNECTION_TIMEOUT, p->timeout_s,
+                            MHD_OPTION_URI_LOG_CALLBACK, on_uri, p, MHD_OPTION_NOTIFY_COMPLETED,
+                            on_completed, p, MHD_OPTION_CONNECTION_TIMEOUT, p->timeout_s,
                             MHD_OPTION_CONNECTION_LIMIT, p->cfg.max_connections, MHD_OPTION_END);
     if (!p->d) {
         free(p);

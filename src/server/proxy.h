@@ -13,12 +13,12 @@
 #include "server/supervisor.h"
 
 typedef struct {
-    const char *host; /* default 127.0.0.1 */
-    int port;         /* 0 = any free port */
-    int timeout_s;    /* a silent client's, as hr_server_config's (0 = 60 s, < 0 never) */
+    const char *host;         /* default 127.0.0.1 */
+    int port;                 /* 0 = any free port */
+    int timeout_s;            /* a silent client's, as hr_server_config's (0 = 60 s, < 0 never) */
     unsigned max_connections; /* 0 = 512 */
-    double retry_wait_s; /* how long a request that could not reach the child waits for
-                            the next one; 0 = 30 s */
+    double retry_wait_s;      /* how long a request that could not reach the child waits for
+                                 the next one; 0 = 30 s */
 } hr_proxy_config;
 
 typedef struct hr_proxy hr_proxy;

@@ -254,8 +254,8 @@ static void check_hang(hr_supervisor *s, uint64_t now) {
         return kill_hung(s, why);
     }
     pthread_mutex_lock(&s->mu);
-    int stale = s->state == ST_READY &&
-                now - s->last_ok_ns >= (uint64_t)(s->cfg.probe_timeout_s * 1e9);
+    int stale =
+        s->state == ST_READY && now - s->last_ok_ns >= (uint64_t)(s->cfg.probe_timeout_s * 1e9);
     pthread_mutex_unlock(&s->mu);
     if (stale) kill_hung(s, why);
 }
@@ -302,12 +302,14 @@ static void reaped(hr_supervisor *s, int status) {
     pthread_mutex_unlock(&s->mu);
     if (s->stopping) return;
     double delay = BACKOFF_FIRST_S;
-    for (int i = 1; i < s->quick_deaths && delay < BACKOFF_MAX_S; i++) delay *= 2;
+    for (int i = 1; i < s->quick_deaths && delay < BACKOFF_MAX_S; i++)
+        delay *= 2;
     if (delay > BACKOFF_MAX_S) delay = BACKOFF_MAX_S;
     s->next_spawn_ns = after_s(delay);
     if (s->quick_deaths >= FAILED_AFTER)
         HR_ERROR("isolate: crash loop (%d quick exits in a row): %s; /health says failed; "
-                 "next try in %.1f s", s->quick_deaths, s->reason, delay);
+                 "next try in %.1f s",
+                 s->quick_deaths, s->reason, delay);
     else
         HR_WARN("isolate: pid %d: %s; restarting in %.1f s", pid, s->reason, delay);
 }
@@ -378,7 +380,8 @@ static void *run(void *arg) {
 
 static void sup_free(hr_supervisor *s) {
     if (s->argv)
-        for (int i = 0; i <= s->argc + 1; i++) free(s->argv[i]);
+        for (int i = 0; i <= s->argc + 1; i++)
+            free(s->argv[i]);
     free(s->argv);
     if (s->wake[0] >= 0) close(s->wake[0]);
     if (s->wake[1] >= 0) close(s->wake[1]);
@@ -389,7 +392,8 @@ static void sup_free(hr_supervisor *s) {
 }
 
 static hr_err *copy_argv(hr_supervisor *s, char *const *argv) {
-    while (argv[s->argc]) s->argc++;
+    while (argv[s->argc])
+        s->argc++;
     s->argv = calloc((size_t)s->argc + 3, sizeof *s->argv);
     if (!s->argv) return hr_err_oom();
     for (int i = 0; i < s->argc; i++)
@@ -416,7 +420,8 @@ hr_err *hr_supervisor_create(const hr_supervisor_config *cfg, hr_supervisor **ou
 }
 
 hr_err *hr_supervisor_run(hr_supervisor *s) {
-    if (pthread_create(&s->thread, NULL, run, s)) return hr_errf("cannot start the supervisor thread");
+    if (pthread_create(&s->thread, NULL, run, s))
+        return hr_errf("cannot start the supervisor thread");
     s->running = 1;
     return NULL;
 }

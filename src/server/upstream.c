@@ -17,7 +17,8 @@ static hr_err *parse_head(hr_upstream_head *h) {
     if (strncmp(line, "HTTP/1.", 7) || !isdigit((unsigned char)line[7]) || line[8] != ' ' ||
         !isdigit((unsigned char)line[9]) || !isdigit((unsigned char)line[10]) ||
         !isdigit((unsigned char)line[11]) || (line[12] && line[12] != ' '))
-        return hr_errf("the engine's response starts with \"%.40s\", not an HTTP status line", line);
+        return hr_errf("the engine's response starts with \"%.40s\", not an HTTP status line",
+                       line);
     h->status = atoi(line + 9);
     h->content_length = -1;
     for (line = end + 2; strncmp(line, "\r\n", 2); line = end + 2) {
@@ -26,10 +27,12 @@ static hr_err *parse_head(hr_upstream_head *h) {
         char *colon = strchr(line, ':');
         if (!colon || colon == line) return hr_errf("malformed response header \"%.60s\"", line);
         if (h->n_headers == HR_UPSTREAM_HEADERS_MAX)
-            return hr_errf("the engine's response has more than %d headers", HR_UPSTREAM_HEADERS_MAX);
+            return hr_errf("the engine's response has more than %d headers",
+                           HR_UPSTREAM_HEADERS_MAX);
         *colon = 0;
         char *v = colon + 1;
-        while (*v == ' ' || *v == '\t') v++;
+        while (*v == ' ' || *v == '\t')
+            v++;
         h->headers[h->n_headers++] = (hr_upstream_header){line, v};
         if (!strcasecmp(line, "Transfer-Encoding")) h->chunked = !strcasecmp(v, "chunked");
         if (!strcasecmp(line, "Content-Length")) {
@@ -49,7 +52,8 @@ hr_err *hr_upstream_head_feed(hr_upstream_head *h, const char *data, size_t len,
     *used = 0;
     while (*used < len) {
         if (h->len == HR_UPSTREAM_HEAD_MAX)
-            return hr_errf("the engine's response head is larger than %d bytes", HR_UPSTREAM_HEAD_MAX);
+            return hr_errf("the engine's response head is larger than %d bytes",
+                           HR_UPSTREAM_HEAD_MAX);
         if (!data[*used]) return hr_errf("the engine's response head holds a NUL byte");
         h->buf[h->len++] = data[(*used)++];
         if (h->len >= 4 && !memcmp(h->buf + h->len - 4, "\r\n\r\n", 4)) {
@@ -92,12 +96,15 @@ static int framing_byte(hr_chunked *d, char c) {
         if (c == '\r') return d->state = C_SIZE_LF, 0;
         return 1;
     }
-    case C_EXT: if (c == '\r') d->state = C_SIZE_LF; return 0;
+    case C_EXT:
+        if (c == '\r') d->state = C_SIZE_LF;
+        return 0;
     case C_SIZE_LF:
         if (c != '\n') return 1;
         d->state = d->left ? C_DATA : C_TRAILER;
         return 0;
-    case C_DATA_CR: return c == '\r' ? (d->state = C_DATA_LF, 0) : 1;
+    case C_DATA_CR:
+        return c == '\r' ? (d->state = C_DATA_LF, 0) : 1;
     case C_DATA_LF:
         if (c != '\n') return 1;
         d->state = C_SIZE;
@@ -106,7 +113,9 @@ static int framing_byte(hr_chunked *d, char c) {
     case C_TRAILER: /* at the start of a trailer line: CR ends the section */
         d->state = c == '\r' ? C_LAST_LF : C_TRAILER_LF;
         return 0;
-    case C_TRAILER_LF: if (c == '\n') d->state = C_TRAILER; return 0;
+    case C_TRAILER_LF:
+        if (c == '\n') d->state = C_TRAILER;
+        return 0;
     case C_LAST_LF:
         if (c != '\n') return 1;
         d->done = 1;
@@ -115,8 +124,7 @@ static int framing_byte(hr_chunked *d, char c) {
     return 1;
 }
 
-hr_err *hr_chunked_feed(hr_chunked *d, const char *in, size_t in_len, char *out,
-                        size_t *out_len) {
+hr_err *hr_chunked_feed(hr_chunked *d, const char *in, size_t in_len, char *out, size_t *out_len) {
     size_t i = 0, w = 0;
     while (i < in_len && !d->done) {
         if (d->state == C_DATA) {

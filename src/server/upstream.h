@@ -46,7 +46,6 @@ typedef struct {
 /* Decodes in[0..in_len) into out (in place is fine: out may equal in), *out_len bytes of
  * payload; stops after the terminating chunk (dec->done; later bytes are ignored).
  * Returns an error for malformed framing. */
-hr_err *hr_chunked_feed(hr_chunked *dec, const char *in, size_t in_len, char *out,
-                        size_t *out_len);
+hr_err *hr_chunked_feed(hr_chunked *dec, const char *in, size_t in_len, char *out, size_t *out_len);
 
 #endif

@@ -44,7 +44,8 @@ static void run(const uint8_t *data, size_t len, unsigned step, outcome *o) {
     o->done = dec.done;
     if (o->head_done && !o->failed) {
         volatile size_t sink = 0;
-        for (int i = 0; i < h->n_headers; i++) sink += strlen(h->headers[i].name) + strlen(h->headers[i].value);
+        for (int i = 0; i < h->n_headers; i++)
+            sink += strlen(h->headers[i].name) + strlen(h->headers[i].value);
         sink += hr_upstream_header_get(h, "content-type") != NULL;
         (void)sink;
     }

@@ -6,9 +6,11 @@
 #include <string.h>
 
 static const char *const seeds[] = {
-    "\x07HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}",
+    "\x07HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+    "11\r\n\r\n{\"ok\":true}",
     "\x0bHTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-    "Transfer-Encoding: chunked\r\n\r\n11\r\ndata: {\"a\":\"b\"}\n\n\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n",
+    "Transfer-Encoding: chunked\r\n\r\n11\r\ndata: {\"a\":\"b\"}\n\n\r\ne\r\ndata: "
+    "[DONE]\n\n\r\n0\r\n\r\n",
     "\x03HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n"
     "4;name=value\r\nabcd\r\n0\r\nX-Trailer: 1\r\n\r\n",
     "\x01HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n20\r\nevent: error\ndata",

@@ -36,7 +36,8 @@ static void test_head_splits(void) {
         hr_err *e = NULL;
         size_t used = feed_head(h, HEAD, strlen(HEAD), steps[k], &done, &e);
         HR_CHECK_OK(e);
-        HR_CHECK(done && used == strlen(HEAD) - 4, "step %zu: done %d used %zu", steps[k], done, used);
+        HR_CHECK(done && used == strlen(HEAD) - 4, "step %zu: done %d used %zu", steps[k], done,
+                 used);
         HR_CHECK(h->status == 200 && h->chunked && h->content_length == -1, "status %d", h->status);
         HR_CHECK(!strcmp(hr_upstream_header_get(h, "content-type"), "text/event-stream"), "type");
         HR_CHECK(!strcmp(hr_upstream_header_get(h, "X-Empty"), ""), "empty value");
@@ -78,7 +79,8 @@ static void test_head_errors(void) {
     int done;
     hr_err *e = hr_upstream_head_feed(h, "HTTP/1.1 200 OK\r\nA\0: b\r\n\r\n", 24, &used, &done);
     free(h);
-    HR_CHECK(e && strstr(hr_err_msg(e), "NUL byte"), "a NUL in the head: %s", e ? hr_err_msg(e) : "accepted");
+    HR_CHECK(e && strstr(hr_err_msg(e), "NUL byte"), "a NUL in the head: %s",
+             e ? hr_err_msg(e) : "accepted");
     hr_err_free(e);
     char *big = malloc(HR_UPSTREAM_HEAD_MAX + 100);
     memcpy(big, "HTTP/1.1 200 OK\r\nX: ", 20);
@@ -87,7 +89,8 @@ static void test_head_errors(void) {
     expect_head_error(big, "larger than");
     free(big);
     char many[8192] = "HTTP/1.1 200 OK\r\n";
-    for (int i = 0; i <= HR_UPSTREAM_HEADERS_MAX; i++) strcat(many, "A: b\r\n");
+    for (int i = 0; i <= HR_UPSTREAM_HEADERS_MAX; i++)
+        strcat(many, "A: b\r\n");
     strcat(many, "\r\n");
     expect_head_error(many, "more than");
 }
@@ -125,7 +128,8 @@ static void test_chunked_splits(void) {
         hr_err *e;
         int done = decode(step, out, &n, &e);
         HR_CHECK_OK(e);
-        HR_CHECK(done && n == strlen(want) && !memcmp(out, want, n), "step %zu: %.*s", step, (int)n, out);
+        HR_CHECK(done && n == strlen(want) && !memcmp(out, want, n), "step %zu: %.*s", step, (int)n,
+                 out);
     }
 }
 
@@ -139,7 +143,8 @@ static void test_chunked_truncated(void) {
 }
 
 static void test_chunked_errors(void) {
-    const char *bad[] = {"x\r\n", "5\r\nabcdeXY", "5\n", "\r\n", "0\r\n\rX", "1234567890abcdef0\r\n"};
+    const char *bad[] = {"x\r\n", "5\r\nabcdeXY", "5\n",
+                         "\r\n",  "0\r\n\rX",     "1234567890abcdef0\r\n"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         hr_chunked d = {0};
         char buf[64];
@@ -157,7 +162,8 @@ static void test_unix_socket(void) {
     snprintf(path, sizeof path, "%s/s.sock", dir);
     int fd, c;
     hr_err *e = hr_unix_connect(path, &c);
-    HR_CHECK(e && strstr(hr_err_msg(e), "cannot connect"), "no listener: %s", e ? hr_err_msg(e) : "connected");
+    HR_CHECK(e && strstr(hr_err_msg(e), "cannot connect"), "no listener: %s",
+             e ? hr_err_msg(e) : "connected");
     hr_err_free(e);
     HR_CHECK_OK(hr_unix_listen(path, &fd));
     HR_CHECK_OK(hr_unix_connect(path, &c));
@@ -175,7 +181,8 @@ static void test_unix_socket(void) {
     hr_err_free(e);
     snprintf(path, sizeof path, "%s/no/such/dir.sock", dir);
     e = hr_unix_listen(path, &fd);
-    HR_CHECK(e && strstr(hr_err_msg(e), "cannot listen"), "missing dir: %s", e ? hr_err_msg(e) : "ok");
+    HR_CHECK(e && strstr(hr_err_msg(e), "cannot listen"), "missing dir: %s",
+             e ? hr_err_msg(e) : "ok");
     hr_err_free(e);
     rmdir(dir);
 }
