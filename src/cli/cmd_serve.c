@@ -154,9 +154,16 @@ static int parent_only(const char *name) {
            !strcmp(name, "probe-timeout") || !strcmp(name, "unix-socket");
 }
 
+/* Connections the child takes beyond the parent's --max-connections: every proxied
+ * request has its own upstream connection, and the health probe must still get in when
+ * the public listener is full (a refused probe would get a busy child killed). */
+#define CHILD_EXTRA_CONNECTIONS 8
+
 /* The engine child's command line: the log settings, then serve and argv's options less
- * the parent's own (argv parsed with opts already, so every option is known). */
-static char **child_argv(int argc, char **argv, const hr_opt *opts, int n_opts) {
+ * the parent's own (argv parsed with opts already, so every option is known), then its
+ * connection limit (the last value given wins). max_conns_arg: room for that option. */
+static char **child_argv(int argc, char **argv, const hr_opt *opts, int n_opts,
+                         long max_conns, char *max_conns_arg, size_t cap) {
     char **out = calloc((size_t)argc + 8, sizeof *out);
     if (!out) return NULL;
     int w = 0;
@@ -177,6 +184,10 @@ static char **child_argv(int argc, char **argv, const hr_opt *opts, int n_opts) 
         if (keep) out[w++] = argv[i];
         if (takes_next && ++i < argc && keep) out[w++] = argv[i];
     }
+    long child_conns = max_conns + CHILD_EXTRA_CONNECTIONS;
+    snprintf(max_conns_arg, cap, "--max-connections=%ld",
+             child_conns > 65536 ? 65536 : child_conns);
+    out[w++] = max_conns_arg;
     return out;
 }
 
@@ -274,7 +285,9 @@ int hr_cmd_serve(int argc, char **argv) {
     if (o.isolate && o.unix_socket)
         return hr_cmd_fail("serve", hr_errf("--isolate and --unix-socket do not go together")), 2;
     if (o.isolate) {
-        char **child = child_argv(argc, argv, opts, (int)(sizeof opts / sizeof *opts));
+        char conns[48];
+        char **child = child_argv(argc, argv, opts, (int)(sizeof opts / sizeof *opts),
+                                  o.max_conns, conns, sizeof conns);
         err = child ? serve_isolated(&o, child) : hr_err_oom();
         free(child);
     } else {

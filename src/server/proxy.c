@@ -114,6 +114,11 @@ static enum MHD_Result reply_health(px_req *r) {
     json_t *o = child ? child : json_object();
     if (!o || !state) return json_decref(o), json_decref(state), MHD_NO;
     if (!child) json_object_set(o, "status", json_object_get(state, "state"));
+    /* The public listener's connections, not the child's (which has room for the probe). */
+    const union MHD_DaemonInfo *di =
+        MHD_get_daemon_info(r->p->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    if (di) json_object_set_new(o, "connections", json_integer(di->num_connections));
+    json_object_set_new(o, "max_connections", json_integer(r->p->cfg.max_connections));
     json_object_set_new(o, "isolate", state);
     return reply_json(r, ready ? 200 : 503, o);
 }

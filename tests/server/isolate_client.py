@@ -140,7 +140,7 @@ def same():
     s.close()
     st, h = health()
     check("health_merged", st == 200 and h["status"] == "ok" and h["model"] == "brown-llama-8m"
-          and h["isolate"]["state"] == "ready" and "kv_blocks_used" in h, h)
+          and h["isolate"]["state"] == "ready" and "kv_blocks_used" in h and h["max_connections"] == 512, h)
 
 
 def long_stream(path, body, into, key):
