@@ -55,9 +55,13 @@ def compare():
         print("%-7s decode %.1f tok/s (median of %d), ttft %.2f ms (median)"
               % (name, statistics.median(r["tps"]), ROUNDS, statistics.median(r["ttft"]) * 1e3))
     d, p = res[DIRECT], res[PROXY]
-    print("proxy vs direct: decode %+.2f%%, ttft %+.2f ms"
-          % ((statistics.median(p["tps"]) / statistics.median(d["tps"]) - 1) * 100,
-             (statistics.median(p["ttft"]) - statistics.median(d["ttft"])) * 1e3))
+    # paired by round (the two ran back to back), robust to the load drifting between rounds
+    ratios = sorted(b / a - 1 for a, b in zip(d["tps"], p["tps"]) if a)
+    deltas = sorted(b - a for a, b in zip(d["ttft"], p["ttft"]))
+    print("proxy vs direct, paired by round: decode %+.2f%% (median; quartiles %+.2f%% .. %+.2f%%), "
+          "ttft %+.2f ms (median; quartiles %+.2f .. %+.2f ms)"
+          % (statistics.median(ratios) * 100, ratios[len(ratios) // 4] * 100, ratios[3 * len(ratios) // 4] * 100,
+             statistics.median(deltas) * 1e3, deltas[len(deltas) // 4] * 1e3, deltas[3 * len(deltas) // 4] * 1e3))
 
 
 def health_under_load():
