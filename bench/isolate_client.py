@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Measures hearth serve --isolate against a direct server on the same model (run by
-bench/isolate.sh, which starts both): decode tok/s and time to first token of single
-streams, alternating the two servers, and the parent's own /health latency while 8 long
-streams decode through the proxy. Prints numbers, not pass/fail.
+bench/isolate.sh, which starts both): decode tok/s and time to first token of the same
+stream from both servers at once (paired by round), and the parent's own /health latency while 8 long
+streams decode through the proxy; and the CPU time the parent spends relaying tokens.
+Prints numbers, not pass/fail.
 
-    python3 bench/isolate_client.py DIRECT_PORT PROXY_PORT [ROUNDS]
+    python3 bench/isolate_client.py DIRECT_PORT PROXY_PORT [ROUNDS [PROXY_PID]]
 """
 import http.client
 import json
@@ -15,6 +16,7 @@ import time
 
 DIRECT, PROXY = int(sys.argv[1]), int(sys.argv[2])
 ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 8
+PARENT = int(sys.argv[4]) if len(sys.argv) > 4 else 0  # the proxy's pid, for its CPU time
 
 
 def stream(port, body):
@@ -40,28 +42,58 @@ def stream(port, body):
     return first - t0, (n - 1) / (last - first) if n > 1 and last > first else 0.0, n
 
 
+def body_for(i, n):
+    # a new prompt each round (the prefix cache would shorten the second prefill)
+    return {"messages": [{"role": "user", "content": "Tell me about round %d of the jury" % i}],
+            "max_tokens": n, "ignore_eos": True, "temperature": 0, "stream": True}
+
+
 def compare():
+    """Each round streams the same request from both servers at the same moment, so the
+    two see the same machine load (the 2 cores are shared); ratios are paired by round."""
     res = {DIRECT: {"ttft": [], "tps": []}, PROXY: {"ttft": [], "tps": []}}
     for i in range(ROUNDS):
-        for port in (DIRECT, PROXY) if i % 2 == 0 else (PROXY, DIRECT):
-            # a new prompt each round (the prefix cache would shorten the second prefill)
-            body = {"messages": [{"role": "user", "content": "Tell me about round %d of the jury" % i}],
-                    "max_tokens": 400, "ignore_eos": True, "temperature": 0, "stream": True}
-            ttft, tps, _ = stream(port, body)
-            res[port]["ttft"].append(ttft)
-            res[port]["tps"].append(tps)
+        out = {}
+        ts = [threading.Thread(target=lambda port=port: out.__setitem__(port, stream(port, body_for(i, 400))))
+              for port in (DIRECT, PROXY)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+        for port in (DIRECT, PROXY):
+            res[port]["ttft"].append(out[port][0])
+            res[port]["tps"].append(out[port][1])
     for name, port in (("direct", DIRECT), ("proxy", PROXY)):
         r = res[port]
         print("%-7s decode %.1f tok/s (median of %d), ttft %.2f ms (median)"
               % (name, statistics.median(r["tps"]), ROUNDS, statistics.median(r["ttft"]) * 1e3))
     d, p = res[DIRECT], res[PROXY]
-    # paired by round (the two ran back to back), robust to the load drifting between rounds
     ratios = sorted(b / a - 1 for a, b in zip(d["tps"], p["tps"]) if a)
     deltas = sorted(b - a for a, b in zip(d["ttft"], p["ttft"]))
     print("proxy vs direct, paired by round: decode %+.2f%% (median; quartiles %+.2f%% .. %+.2f%%), "
           "ttft %+.2f ms (median; quartiles %+.2f .. %+.2f ms)"
           % (statistics.median(ratios) * 100, ratios[len(ratios) // 4] * 100, ratios[3 * len(ratios) // 4] * 100,
              statistics.median(deltas) * 1e3, deltas[len(deltas) // 4] * 1e3, deltas[3 * len(deltas) // 4] * 1e3))
+
+
+def cpu_ticks(pid):
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return int(f[11]) + int(f[12])  # utime + stime
+
+
+def proxy_cpu():
+    """CPU the parent spends relaying, against the child's for the same tokens (not
+    disturbed by other load: it counts this process's own time)."""
+    c = http.client.HTTPConnection("127.0.0.1", PROXY, timeout=30)
+    c.request("GET", "/health")
+    child = json.loads(c.getresponse().read())["isolate"]["pid"]
+    c.close()
+    p0, c0, tokens = cpu_ticks(PARENT), cpu_ticks(child), 0
+    for i in range(4):
+        tokens += stream(PROXY, body_for(100 + i, 1000))[2]
+    p1, c1 = cpu_ticks(PARENT), cpu_ticks(child)
+    print("parent CPU relaying %d streamed tokens: %.0f ms (%.1f us/token), %.2f%% of the child's %.0f ms"
+          % (tokens, (p1 - p0) * 10, (p1 - p0) * 1e4 / tokens, 100 * (p1 - p0) / max(c1 - c0, 1), (c1 - c0) * 10))
 
 
 def health_under_load():
@@ -88,4 +120,6 @@ def health_under_load():
 
 
 compare()
+if PARENT:
+    proxy_cpu()
 health_under_load()

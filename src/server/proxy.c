@@ -265,9 +265,12 @@ static void forward_body(px_req *r, const char *data, size_t len) {
 /* Reads what the child sent; 0 on data or nothing yet, -1 at its end (EOF or reset). */
 static int up_read(px_req *r, char *buf, size_t cap, size_t *n) {
     *n = 0;
-    struct pollfd pf = {.fd = r->up, .events = POLLIN};
-    if (poll(&pf, 1, TICK_MS) <= 0) return 0;
-    ssize_t k = recv(r->up, buf, cap, 0);
+    ssize_t k = recv(r->up, buf, cap, 0); /* non-blocking: bytes waiting need no poll */
+    if (k < 0 && errno == EAGAIN) {
+        struct pollfd pf = {.fd = r->up, .events = POLLIN};
+        if (poll(&pf, 1, TICK_MS) <= 0) return 0;
+        k = recv(r->up, buf, cap, 0);
+    }
     if (k > 0) return *n = (size_t)k, 0;
     if (k < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
     return -1;
@@ -354,12 +357,6 @@ static ssize_t reply_read(void *cls, uint64_t pos, char *buf, size_t max) {
             r->body_done = 1;
             continue;
         }
-        if (client_gone(r->conn)) { /* the child sees its client gone and cancels */
-            close(r->up);
-            r->up = -1;
-            return MHD_CONTENT_READER_END_WITH_ERROR;
-        }
-        keep_alive(r);
         char in[16384];
         size_t got;
         if (up_read(r, in, sizeof in, &got)) {
@@ -370,6 +367,13 @@ static ssize_t reply_read(void *cls, uint64_t pos, char *buf, size_t max) {
                 r->body_done = 1;
         }
         take_body(r, in, got);
+        if (got) continue; /* the client and its timer are looked at only in quiet ticks */
+        if (client_gone(r->conn)) { /* the child sees its client gone and cancels */
+            close(r->up);
+            r->up = -1;
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        keep_alive(r);
     }
 }
 
