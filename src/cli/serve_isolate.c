@@ -76,7 +76,7 @@ static void *exit_on_signal(void *arg) {
     int sig;
     if (sigwait(&run->set, &sig) != 0) return NULL;
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
-    fprintf(stderr, "hearth serve: signal %d while stopping, exiting\n", sig);
+    fprintf(stderr, "hearth serve --isolate: signal %d while stopping, exiting\n", sig);
     remove_runtime_dir(run->dir);
     _exit(128 + sig);
 }
@@ -119,8 +119,8 @@ hr_err *hr_serve_isolated(const hr_isolate_opts *o) {
         pthread_t watch;
         int watching = pthread_create(&watch, NULL, exit_on_signal, &run) == 0;
         fprintf(stderr,
-                "hearth serve: signal %d, stopping: no new connections, up to %.0f s "
-                "for requests in flight\n",
+                "hearth serve --isolate: signal %d, stopping: no new connections; the engine "
+                "child gets SIGTERM and up to %.0f s for requests in flight\n",
                 sig, o->grace_s);
         hr_proxy_quiesce(proxy);
         hr_supervisor_stop(sup);

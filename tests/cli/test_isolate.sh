@@ -49,6 +49,28 @@ expect_rc sigterm_child_gone 1 "" kill -0 "$CHILD"
 expect_rc sigterm_rundir_gone 1 "" test -e "$RUNDIR"
 kill -TERM "$DPID"; wait "$DPID"
 
+# SIGTERM while a stream runs: the child's graceful shutdown ends it, through the proxy
+isolate_start "$T/term.log" serve --model "$B" --port 0 $ARGS --isolate --shutdown-grace 0
+python3 "$C" term "$PORT" "$PID" > "$T/term.out" 2>&1
+report term_script "$T/term.out"
+wait "$PID"; rc=$?
+expect_rc term_exit_0 0 "" test "$rc" = 0
+expect_rc term_rundir_gone 1 "" test -e "$RUNDIR"
+
+# a second signal while stopping (a stream holds the 600 s grace) exits at once
+isolate_start "$T/twice.log" serve --model "$B" --port 0 $ARGS --isolate --shutdown-grace 600
+CHILD=$(pgrep -P "$PID")
+curl -sN "http://127.0.0.1:$PORT/v1/chat/completions" -o /dev/null -d \
+  '{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3000, "ignore_eos": true, "stream": true}' &
+CURL=$!
+sleep 0.5; kill -TERM "$PID"; sleep 0.5; kill -TERM "$PID"; wait "$PID"; rc=$?
+expect_rc twice_exit_at_once 0 "" test "$rc" = 143
+for _ in $(seq 40); do kill -0 "$CHILD" 2>/dev/null || break; sleep 0.05; done
+expect_rc twice_child_gone 1 "" kill -0 "$CHILD"
+expect_rc twice_rundir_gone 1 "" test -e "$RUNDIR"
+expect_rc twice_logged 0 "signal 15 while stopping, exiting" cat "$T/twice.log"
+wait "$CURL" 2>/dev/null
+
 # a parent killed with SIGKILL takes its child along (PR_SET_PDEATHSIG)
 isolate_start "$T/orphan.log" serve --model "$B" --port 0 $ARGS --isolate
 CHILD=$(pgrep -P "$PID")

@@ -10,6 +10,8 @@ starts the servers). Prints "ok NAME" / "FAIL NAME: why" lines.
     /health answers all along (its latency is printed).
   retry PORT RUNDIR: a request that cannot reach the child (its socket removed) waits for
     the replacement and succeeds there.
+  term PORT PARENT_PID: SIGTERM to the parent (--shutdown-grace 0) while a stream runs:
+    the stream ends with the child's shutdown error event, passed through.
   many PORT PARENT_PID: 64 concurrent streams, about half left mid-stream and some read
     slowly: afterwards the parent's fd count is back to its baseline, its RSS grew less
     than 16 MiB (thread stacks and malloc arenas), and /stats shows nothing active."""
@@ -298,4 +300,17 @@ def many():
     check("many_child_idle", stats["active"] == 0 and stats["queued"] == 0, stats)
 
 
-{"same": same, "kill": kill, "stop": stop, "retry": retry, "many": many}[MODE]()
+def term():
+    parent = int(sys.argv[3])
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=60)
+    c.request("POST", "/v1/chat/completions", json.dumps(dict(CHAT, max_tokens=3000, ignore_eos=True, stream=True)),
+              {"Content-Type": "application/json"})
+    r = c.getresponse()
+    r.readline()  # decoding has started
+    os.kill(parent, signal.SIGTERM)
+    ev = sse_events(r.read())
+    check("term_stream_ends_with_shutdown_error", len(ev) >= 2 and ev[-1][1] == "[DONE]" and
+          "shutting down" in json.loads(ev[-2][1])["error"]["message"], ev[-2:])
+
+
+{"same": same, "kill": kill, "stop": stop, "retry": retry, "many": many, "term": term}[MODE]()
