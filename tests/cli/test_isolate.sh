@@ -95,7 +95,7 @@ kill -TERM $LOOP; wait $LOOP; rc=$?
 expect_rc loop_sigterm 0 "" test "$rc" = 0
 
 expect_rc no_sanitizer_reports 1 "" grep -qE "AddressSanitizer|runtime error|LeakSanitizer" \
-  "$T/iso.log" "$T/loop.log" "$T/direct.log"
+  "$T/iso.log" "$T/loop.log" "$T/direct.log" "$T/term.log"
 
 # bad input
 expect_rc bad_probe_timeout 2 "--probe-interval and --probe-timeout must be in" "$H" serve --model "$B" --isolate --probe-timeout 0
