@@ -50,6 +50,7 @@ typedef struct {
     int up;        /* upstream socket, -1: none */
     int up_failed; /* a write to the child failed: the rest of the body is discarded */
     int chunked_req;
+    int expect; /* Expect: 100-continue, forwarded: the child's 100 or early reply decides */
     hr_upstream_head *head;
     hr_chunked dec;
     int64_t left; /* Content-Length bytes still to come; -1: by chunks or to the end */
@@ -165,18 +166,24 @@ static int is_hop_by_hop(const char *k) {
 typedef struct {
     hr_sbuf b;
     int host, length;
+    int expect; /* pass Expect on */
 } head_build;
 
-static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *k,
-                                  const char *v) {
-    head_build *h = cls;
-    if (is_hop_by_hop(k)) return MHD_YES;
-    if (!strcasecmp(k, "Content-Length") && h->length++) return MHD_YES; /* equal repeats */
-    if (!strcasecmp(k, "Host")) h->host = 1;
+static void add_line(head_build *h, const char *k, const char *v) {
     hr_sbuf_add(&h->b, k, strlen(k));
     hr_sbuf_add(&h->b, ": ", 2);
     hr_sbuf_add(&h->b, v, strlen(v));
     hr_sbuf_add(&h->b, "\r\n", 2);
+}
+
+static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *k,
+                                  const char *v) {
+    head_build *h = cls;
+    if (!strcasecmp(k, "Expect") && h->expect) return add_line(h, k, v), MHD_YES;
+    if (is_hop_by_hop(k)) return MHD_YES;
+    if (!strcasecmp(k, "Content-Length") && h->length++) return MHD_YES; /* equal repeats */
+    if (!strcasecmp(k, "Host")) h->host = 1;
+    add_line(h, k, v);
     return MHD_YES;
 }
 
@@ -189,7 +196,7 @@ static int open_upstream(px_req *r, const char *path, const char *method) {
         r->up = -1;
         return -1;
     }
-    head_build h = {0};
+    head_build h = {.expect = r->expect};
     hr_sbuf_add(&h.b, method, strlen(method));
     hr_sbuf_add(&h.b, " ", 1);
     hr_sbuf_add(&h.b, r->target, strlen(r->target));
@@ -241,7 +248,8 @@ static enum MHD_Result forward_start(px_req *r, const char *method) {
 }
 
 /* The headers are in: answer /health, refuse bad framing, or start forwarding. */
-static enum MHD_Result on_headers(px_req *r, const char *url, const char *method) {
+static enum MHD_Result on_headers(px_req *r, const char *url, const char *method,
+                                  const char *version) {
     r->started = 1;
     r->api = api_of(r->conn, url, method);
     if (!strcmp(url, "/health") && !strcmp(method, "GET")) return reply_health(r);
@@ -250,6 +258,8 @@ static enum MHD_Result on_headers(px_req *r, const char *url, const char *method
     if (status) return reply_error(r, status, msg);
     const char *te = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Transfer-Encoding");
     r->chunked_req = te != NULL; /* the framing check let only chunked through */
+    const char *expect = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Expect");
+    r->expect = expect && !strcasecmp(expect, "100-continue") && !strcmp(version, "HTTP/1.1");
     return forward_start(r, method);
 }
 
@@ -367,7 +377,7 @@ static ssize_t reply_read(void *cls, uint64_t pos, char *buf, size_t max) {
                 r->body_done = 1;
         }
         take_body(r, in, got);
-        if (got) continue; /* the client and its timer are looked at only in quiet ticks */
+        if (got) continue;          /* the client and its timer are looked at only in quiet ticks */
         if (client_gone(r->conn)) { /* the child sees its client gone and cancels */
             close(r->up);
             r->up = -1;
@@ -411,7 +421,7 @@ static enum MHD_Result queue_reply(px_req *r) {
  * closes the upstream connection, which cancels the request in the child). */
 static enum MHD_Result await_reply(px_req *r) {
     if (r->chunked_req && !r->up_failed && up_write(r, "0\r\n\r\n", 5)) r->up_failed = 1;
-    r->head = calloc(1, sizeof *r->head);
+    if (!r->head) r->head = calloc(1, sizeof *r->head);
     if (!r->head) return MHD_NO;
     for (int done = 0; !done;) {
         if (client_gone(r->conn)) return MHD_NO;
@@ -437,6 +447,52 @@ static enum MHD_Result await_reply(px_req *r) {
     return queue_reply(r);
 }
 
+/* Expect: 100-continue went to the child: its 100 lets the body come (libmicrohttpd then
+ * sends the client its own 100), its final reply (an early 413 or 401) goes out at once
+ * and the body is never read. */
+static enum MHD_Result await_continue(px_req *r) {
+    r->head = calloc(1, sizeof *r->head);
+    if (!r->head) return MHD_NO;
+    char in[16384];
+    size_t got = 0, off = 0;
+    for (int interim = 0;;) {
+        if (off == got) {
+            if (client_gone(r->conn)) return MHD_NO;
+            keep_alive(r);
+            off = 0;
+            if (up_read(r, in, sizeof in, &got))
+                return reply_error(r, 502,
+                                   "the engine process stopped before it answered this "
+                                   "request (it is being restarted); retry");
+            continue;
+        }
+        size_t used;
+        int done;
+        hr_err *e = hr_upstream_head_feed(r->head, in + off, got - off, &used, &done);
+        off += used;
+        if (e) {
+            HR_WARN("isolate proxy: %s", hr_err_msg(e));
+            hr_err_free(e);
+            return reply_error(r, 502, "the engine process sent a malformed reply");
+        }
+        if (done && r->head->status == 100 && !interim) {
+            interim = 1; /* the final head comes after the body: await_reply reads it */
+            memset(r->head, 0, sizeof *r->head);
+            if (off == got) return MHD_YES;
+            continue;
+        }
+        if (!done) {
+            if (interim) return MHD_YES; /* part of the final head, kept in r->head */
+            continue;
+        }
+        r->replied = 1;
+        r->left = r->head->chunked ? -1 : r->head->content_length;
+        r->body_done = r->left == 0;
+        take_body(r, in + off, got - off);
+        return queue_reply(r);
+    }
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
@@ -444,7 +500,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     if (!r) return MHD_NO;
     if (!r->started) {
         r->conn = c;
-        return on_headers(r, url, method);
+        enum MHD_Result rc = on_headers(r, url, method, version);
+        return rc == MHD_YES && !r->replied && r->expect ? await_continue(r) : rc;
     }
     if (*upload_size) {
         size_t n = *upload_size;

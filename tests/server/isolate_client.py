@@ -140,6 +140,32 @@ def same():
     s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello")
     check("conflicting_lengths_400", s.recv(100).startswith(b"HTTP/1.1 400"))
     s.close()
+    raw = json.dumps(comp).encode()
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=10)
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+              b"Content-Length: %d\r\n\r\n" % len(raw))
+    interim = s.recv(100)
+    s.sendall(raw)
+    s.settimeout(10)
+    rest = b""
+    while b'"usage"' not in rest:
+        d = s.recv(4096)
+        if not d:
+            break
+        rest += d
+    s.close()
+    check("expect_continue", interim == b"HTTP/1.1 100 Continue\r\n\r\n" and rest.startswith(b"HTTP/1.1 200"),
+          (interim, rest[:100]))
+
+    def first_line(port):  # an oversized body announced with Expect: the child decides
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                  b"Content-Length: 100000000\r\n\r\n")
+        line = s.recv(100).split(b"\r\n")[0]
+        s.close()
+        return line
+    a, b = first_line(PORT), first_line(direct)
+    check("expect_oversized_as_direct", a == b, (a, b))
     st, h = health()
     check("health_merged", st == 200 and h["status"] == "ok" and h["model"] == "brown-llama-8m"
           and h["isolate"]["state"] == "ready" and "kv_blocks_used" in h and h["max_connections"] == 512, h)
