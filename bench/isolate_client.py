@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Measures hearth serve --isolate against a direct server on the same model (run by
 bench/isolate.sh, which starts both): decode tok/s and time to first token of the same
-stream from both servers at once (paired by round), and the parent's own /health latency while 8 long
+stream from both servers at once (paired by round), time to first token one request
+at a time, and the parent's own /health latency while 8 long
 streams decode through the proxy; and the CPU time the parent spends relaying tokens.
 Prints numbers, not pass/fail.
 
@@ -76,6 +77,19 @@ def compare():
              statistics.median(deltas) * 1e3, deltas[len(deltas) // 4] * 1e3, deltas[3 * len(deltas) // 4] * 1e3))
 
 
+def ttft_alternating(rounds=40):
+    """Time to first token one request at a time (the two servers alternate, order flipped
+    each round): what the extra hop adds without the two competing for the cores."""
+    deltas = []
+    for i in range(rounds):
+        order = (DIRECT, PROXY) if i % 2 == 0 else (PROXY, DIRECT)
+        t = {port: stream(port, body_for(200 + i, 8))[0] for port in order}
+        deltas.append(t[PROXY] - t[DIRECT])
+    deltas.sort()
+    print("ttft one at a time, proxy - direct: %+.2f ms (median of %d; quartiles %+.2f .. %+.2f ms)"
+          % (statistics.median(deltas) * 1e3, rounds, deltas[rounds // 4] * 1e3, deltas[3 * rounds // 4] * 1e3))
+
+
 def cpu_ticks(pid):
     f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
     return int(f[11]) + int(f[12])  # utime + stime
@@ -120,6 +134,7 @@ def health_under_load():
 
 
 compare()
+ttft_alternating()
 if PARENT:
     proxy_cpu()
 health_under_load()
