@@ -15,6 +15,10 @@ int hr_log_set_level(const char *name);
 /* "text" (default: "HH:MM:SS.mmm level message") or "json" (one object per line:
  * {"time", "level", "msg", ...fields}); returns -1 on an unknown name. */
 int hr_log_set_format(const char *name);
+/* The names hr_log_set_level and hr_log_set_format take for the current settings (to pass
+ * them on to a child process). */
+const char *hr_log_level_name(void);
+const char *hr_log_format_name(void);
 void hr_log(hr_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A message with structured fields (an object, borrowed): text lines get " key=value"
  * after msg (strings quoted when they hold spaces), JSON lines get the fields as members. */

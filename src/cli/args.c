@@ -13,6 +13,7 @@
 static void print_usage(const char *usage, const hr_opt *opts, int n) {
     printf("%s\n\noptions:\n", usage);
     for (int i = 0; i < n; i++) {
+        if (!opts[i].help) continue; /* hidden: for hearth's own use */
         const char *arg = opts[i].kind == HR_OPT_FLAG ? "" :
                           opts[i].kind == HR_OPT_STR ? " S" :
                           opts[i].kind == HR_OPT_INT ? " N" : " X";

@@ -13,7 +13,7 @@ typedef struct {
     const char *name; /* without the leading dashes */
     hr_opt_kind kind;
     void *out;        /* const char **, long *, double *, int * */
-    const char *help;
+    const char *help; /* NULL: a hidden option, left out of --help */
 } hr_opt;
 
 /* Parses argv[1..argc) (argv[0] is the verb). Sets *help when --help was given (the usage

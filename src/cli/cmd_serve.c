@@ -1,6 +1,8 @@
 /* hearth serve: loads a model into the engine and serves it over HTTP (OpenAI and
  * Anthropic APIs) until SIGINT or SIGTERM, then shuts down gracefully (requests in flight
- * get --shutdown-grace seconds to finish; a second signal exits at once). */
+ * get --shutdown-grace seconds to finish; a second signal exits at once). With --isolate
+ * the process is a supervisor and proxy, and the engine runs in a child (serve_isolate.c):
+ * this same verb with --unix-socket. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -14,16 +16,19 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "cli/args.h"
+#include "cli/serve_isolate.h"
 #include "cli/verbs.h"
 #include "engine/tok_open.h"
 #include "server/engine_backend.h"
 
 typedef struct {
     const char *model, *host, *api_key, *chat_template, *alias, *compute, *device, *kv_dtype;
+    const char *unix_socket; /* the engine child of --isolate serves here, not on host:port */
     double gpu_memory;
     long port, threads, kv_mb, budget_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
     long timeout_s, max_conns, max_queue, grace_s, request_timeout_s, max_conns_ip, request_mb;
-    int mmap, no_preempt, no_prefix_cache, exact;
+    int mmap, no_preempt, no_prefix_cache, exact, isolate;
+    double probe_interval, probe_timeout; /* --isolate's health probe of the child, seconds */
     hr_numerics_req num; /* from --compute, --kv-dtype, --exact */
 } serve_opts;
 
@@ -92,7 +97,8 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
                            .max_connections = (unsigned)o->max_conns,
                            .request_timeout_s = o->request_timeout_s ? (int)o->request_timeout_s : -1,
                            .max_connections_per_ip = (unsigned)o->max_conns_ip,
-                           .request_memory = (size_t)o->request_mb << 20};
+                           .request_memory = (size_t)o->request_mb << 20,
+                           .unix_socket = o->unix_socket};
     return hr_server_start(&sc, hr_engine_server_backend(st->es), &st->http);
 }
 
@@ -146,8 +152,12 @@ static hr_err *serve(const serve_opts *o) {
     if (watching) watch_end(watch); /* signals from here on stay pending for sigwait */
     watching = 0;
     if (!err) {
-        fprintf(stderr, "hearth serve: %s ready on http://%s:%d in %.2f s\n", o->model, o->host,
-                hr_server_port(st.http), (double)(hr_now_ns() - t0) * 1e-9);
+        if (o->unix_socket)
+            fprintf(stderr, "hearth serve: engine loaded %s in %.2f s, serving on unix:%s\n",
+                    o->model, (double)(hr_now_ns() - t0) * 1e-9, o->unix_socket);
+        else
+            fprintf(stderr, "hearth serve: %s ready on http://%s:%d in %.2f s\n", o->model,
+                    o->host, hr_server_port(st.http), (double)(hr_now_ns() - t0) * 1e-9);
         int sig;
         sigwait(&set, &sig);
         watching = watch_start(&watch, &stopping);
@@ -169,9 +179,66 @@ static hr_err *mib_fit(const char *flag, long mib) {
     return NULL;
 }
 
+/* The options of the parent only: the child does not get them. */
+static int parent_only(const char *name) {
+    return !strcmp(name, "isolate") || !strcmp(name, "probe-interval") ||
+           !strcmp(name, "probe-timeout") || !strcmp(name, "unix-socket");
+}
+
+/* Connections the child takes beyond the parent's --max-connections: every proxied
+ * request has its own upstream connection, and the health probe must still get in when
+ * the public listener is full (a refused probe would get a busy child killed). */
+#define CHILD_EXTRA_CONNECTIONS 8
+
+/* The engine child's command line: the log settings, then serve and argv's options less
+ * the parent's own (argv parsed with opts already, so every option is known), then its
+ * connection limit (the last value given wins). max_conns_arg: room for that option. */
+static char **child_argv(int argc, char **argv, const hr_opt *opts, int n_opts,
+                         long max_conns, char *max_conns_arg, size_t cap) {
+    char **out = calloc((size_t)argc + 8, sizeof *out);
+    if (!out) return NULL;
+    int w = 0;
+    out[w++] = "hearth";
+    out[w++] = "--log-level";
+    out[w++] = (char *)hr_log_level_name();
+    out[w++] = "--log-format";
+    out[w++] = (char *)hr_log_format_name();
+    out[w++] = "serve";
+    for (int i = 1; i < argc; i++) {
+        const char *name = argv[i] + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const hr_opt *o = NULL;
+        for (int k = 0; k < n_opts; k++)
+            if (strlen(opts[k].name) == len && !strncmp(opts[k].name, name, len)) o = &opts[k];
+        int takes_next = o && o->kind != HR_OPT_FLAG && !eq;
+        int keep = !o || !parent_only(o->name);
+        if (keep) out[w++] = argv[i];
+        if (takes_next && ++i < argc && keep) out[w++] = argv[i];
+    }
+    long child_conns = max_conns + CHILD_EXTRA_CONNECTIONS;
+    snprintf(max_conns_arg, cap, "--max-connections=%ld",
+             child_conns > 65536 ? 65536 : child_conns);
+    out[w++] = max_conns_arg;
+    return out;
+}
+
+static hr_err *serve_isolated(const serve_opts *o, char **child) {
+    hr_isolate_opts io = {.child_argv = child,
+                          .model = o->model,
+                          .host = o->host,
+                          .port = (int)o->port,
+                          .timeout_s = o->timeout_s ? (int)o->timeout_s : -1,
+                          .max_connections = (unsigned)o->max_conns,
+                          .grace_s = (double)o->grace_s,
+                          .probe_interval_s = o->probe_interval,
+                          .probe_timeout_s = o->probe_timeout};
+    return hr_serve_isolated(&io);
+}
+
 int hr_cmd_serve(int argc, char **argv) {
     serve_opts o = {.host = "127.0.0.1", .port = 8080, .max_body_mb = 8, .timeout_s = 60,
-                    .max_conns = 512, .grace_s = 10, .request_timeout_s = 30, .max_conns_ip = 64};
+                    .max_conns = 512, .grace_s = 10, .request_timeout_s = 30, .max_conns_ip = 64,
+                    .probe_interval = 1, .probe_timeout = 5};
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model,
          "model directory (config.json, safetensors, tokenizer.json) or .gguf file"},
@@ -221,6 +288,15 @@ int hr_cmd_serve(int argc, char **argv) {
         {"exact", HR_OPT_FLAG, &o.exact, HR_EXACT_HELP},
         {"mmap", HR_OPT_FLAG, &o.mmap,
          "compute from the mmapped weights (faster load, slower decode)"},
+        {"isolate", HR_OPT_FLAG, &o.isolate,
+         "run the engine in a supervised child process behind this one (a proxy that answers "
+         "/health itself and restarts a child that dies or hangs; docs/server.md)"},
+        {"probe-interval", HR_OPT_FLOAT, &o.probe_interval,
+         "with --isolate: seconds between health probes of the engine child (default 1)"},
+        {"probe-timeout", HR_OPT_FLOAT, &o.probe_timeout,
+         "with --isolate: seconds without an answer to a health probe after which the "
+         "engine child is killed and restarted (default 5)"},
+        {"unix-socket", HR_OPT_STR, &o.unix_socket, NULL},
     };
     int help;
     hr_err *err = hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
@@ -257,6 +333,20 @@ int hr_cmd_serve(int argc, char **argv) {
         return hr_cmd_fail("serve", hr_errf("--shutdown-grace must be 0..86400 seconds")), 2;
     if (o.max_conns < 1 || o.max_conns > 65536)
         return hr_cmd_fail("serve", hr_errf("--max-connections must be 1..65536")), 2;
-    err = serve(&o);
+    if (!(o.probe_interval > 0 && o.probe_interval <= 3600) ||
+        !(o.probe_timeout > 0 && o.probe_timeout <= 3600))
+        return hr_cmd_fail("serve", hr_errf("--probe-interval and --probe-timeout must be in "
+                                            "(0, 3600] seconds")), 2;
+    if (o.isolate && o.unix_socket)
+        return hr_cmd_fail("serve", hr_errf("--isolate and --unix-socket do not go together")), 2;
+    if (o.isolate) {
+        char conns[48];
+        char **child = child_argv(argc, argv, opts, (int)(sizeof opts / sizeof *opts),
+                                  o.max_conns, conns, sizeof conns);
+        err = child ? serve_isolated(&o, child) : hr_err_oom();
+        free(child);
+    } else {
+        err = serve(&o);
+    }
     return err ? hr_cmd_fail("serve", err) : 0;
 }

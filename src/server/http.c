@@ -20,6 +20,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "server/http_internal.h"
+#include "server/unix_socket.h"
 
 static const char *SSE_TYPE = "text/event-stream";
 
@@ -352,10 +353,7 @@ static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const 
     return MHD_YES;
 }
 
-/* 400 for an ambiguous body length (two Content-Lengths that differ, or one beside a
- * Transfer-Encoding: what request smuggling behind a proxy needs), 501 for a transfer
- * coding other than chunked; 0 when the framing is fine. */
-static int framing_status(struct MHD_Connection *c, char *msg, size_t cap) {
+int hr_http_framing_status(struct MHD_Connection *c, char *msg, size_t cap) {
     framing f = {0};
     MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
     if (f.lengths_differ) return snprintf(msg, cap, "conflicting Content-Length headers"), 400;
@@ -384,7 +382,7 @@ static uint64_t announced_length(const hr_server *s, struct MHD_Connection *c) {
 static int early_status(hr_server *s, conn_state *st, const char *url, const char *method,
                         char *msg, size_t cap) {
     struct MHD_Connection *c = st->q.conn;
-    int status = framing_status(c, msg, cap);
+    int status = hr_http_framing_status(c, msg, cap);
     if (status) return status;
     char allowed[64];
     st->rt = hr_route_find(url, method, allowed, sizeof allowed);
@@ -522,24 +520,32 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     unsigned deadline_s = cfg->request_timeout_s < 0 ? 0
                           : cfg->request_timeout_s ? (unsigned)cfg->request_timeout_s : 30;
     struct sockaddr_storage ss;
-    int v6 = 0;
-    hr_err *e = resolve(s->cfg.host, cfg->port, &ss, &v6);
+    int v6 = 0, unix_fd = -1;
+    hr_err *e = cfg->unix_socket ? hr_unix_listen(cfg->unix_socket, &unix_fd)
+                                 : resolve(s->cfg.host, cfg->port, &ss, &v6);
     if (!e && deadline_s) e = hr_conn_guard_start(deadline_s, s->timeout_s, &s->guard);
     if (e) return hr_response_store_destroy(s->responses), server_free(s), e;
     /* MHD_USE_ITC lets hr_server_quiesce stop the listener (MHD_quiesce_daemon). */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
+    struct MHD_OptionItem where[] = {
+        unix_fd >= 0 ? (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, unix_fd, NULL}
+                     : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &ss},
+        {MHD_OPTION_END, 0, NULL}};
     s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                            MHD_OPTION_ARRAY, where,
                             MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
                             MHD_OPTION_CONNECTION_TIMEOUT, s->timeout_s,
                             MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_connections,
-                            MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->cfg.max_connections_per_ip,
+                            /* the --isolate child's connections all come from its parent */
+                            MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                            unix_fd >= 0 ? 0u : s->cfg.max_connections_per_ip,
                             MHD_OPTION_NOTIFY_CONNECTION, s->guard ? hr_conn_guard_notify : NULL,
                             s->guard, MHD_OPTION_URI_LOG_CALLBACK,
                             s->guard ? hr_conn_guard_request_line : NULL, s->guard,
                             MHD_OPTION_END);
     if (!s->d) {
+        if (unix_fd >= 0) close(unix_fd);
         hr_response_store_destroy(s->responses);
         server_free(s);
         return hr_errf("cannot listen on %s:%d (address in use or not available?)",

@@ -90,6 +90,12 @@ typedef struct {
  * ("" for an unknown path: 404; else 405). */
 const hr_route *hr_route_find(const char *path, const char *method, char *allowed, size_t cap);
 
+/* 400 for an ambiguous body length (two Content-Lengths that differ, or one beside a
+ * Transfer-Encoding: what request smuggling behind a proxy needs), 501 for a transfer
+ * coding other than chunked; 0 when the framing is fine (msg then untouched). The
+ * --isolate proxy checks the same before it forwards a body. */
+int hr_http_framing_status(struct MHD_Connection *c, char *msg, size_t cap);
+
 /* Replies; an error means the connection should be dropped. Steals body. */
 hr_err *hr_http_reply_json(hr_http_req *q, int status, json_t *body);
 /* Replies with text (heap, taken over) of the given Content-Type. */

@@ -102,6 +102,9 @@ typedef struct {
     /* Bytes of output a request holds for a client that does not read it (a stalled SSE
      * reader) before it is cancelled, ending with an error event. 0 = 16 MiB. */
     size_t max_backlog;
+    /* Listen on this unix domain socket instead of host:port (the engine child of
+     * --isolate); NULL = TCP. */
+    const char *unix_socket;
 } hr_server_config;
 
 typedef struct hr_server hr_server;

@@ -1,0 +1,22 @@
+/* hearth serve --isolate: the parent process that keeps the API up while the engine child
+ * loads, crashes or hangs (server/supervisor.c, server/proxy.c). */
+#ifndef HR_CLI_SERVE_ISOLATE_H
+#define HR_CLI_SERVE_ISOLATE_H
+
+#include "base/err.h"
+
+typedef struct {
+    char *const *child_argv; /* the engine child's command line (NULL-terminated) */
+    const char *model;       /* for the ready line */
+    const char *host;
+    int port, timeout_s;
+    unsigned max_connections;
+    double grace_s; /* the child's --shutdown-grace */
+    double probe_interval_s, probe_timeout_s;
+} hr_isolate_opts;
+
+/* Binds host:port, starts the child, proxies until SIGINT/SIGTERM, then stops the child
+ * (SIGTERM: its own graceful shutdown) and removes the runtime directory. */
+hr_err *hr_serve_isolated(const hr_isolate_opts *o);
+
+#endif

@@ -1,0 +1,608 @@
+/* The --isolate reverse proxy; see proxy.h. Each client request gets its own upstream
+ * connection to the child (HTTP/1.1, Connection: close), so the child's chunked framing
+ * tells a finished reply from one cut by the child's death. Forwarded: the raw request
+ * target (query included), the client's headers but hop-by-hop ones, the body as it
+ * comes (re-chunked when the client sent it chunked); back: status, headers but
+ * hop-by-hop ones and Date, the body as decoded. */
+#define _GNU_SOURCE /* POLLRDHUP, memmem */
+#include "server/proxy.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "server/http_internal.h"
+#include "server/unix_socket.h"
+#include "server/upstream.h"
+
+#define TICK_MS 50
+#define SSE_HOLD_MAX (1u << 20) /* bytes of one event held back before it goes out anyway */
+
+struct hr_proxy {
+    hr_proxy_config cfg;
+    hr_supervisor *sup;
+    struct MHD_Daemon *d;
+    int port;
+    unsigned timeout_s;
+    atomic_int draining;
+    MHD_socket quiesced_fd;
+};
+
+/* One client request and its upstream connection. Freed when both the request is
+ * complete and its streamed response (if one was made) is destroyed. */
+typedef struct {
+    hr_proxy *p;
+    struct MHD_Connection *conn;
+    char *target; /* the raw request target, query included */
+    int refs;
+    int started; /* the headers were handled */
+    int replied; /* the proxy answered itself: the body is discarded */
+    hr_api_kind api;
+    int up;        /* upstream socket, -1: none */
+    int up_failed; /* a write to the child failed: the rest of the body is discarded */
+    int chunked_req;
+    int expect; /* Expect: 100-continue, forwarded: the child's 100 or early reply decides */
+    hr_upstream_head *head;
+    hr_chunked dec;
+    int64_t left; /* Content-Length bytes still to come; -1: by chunks or to the end */
+    int sse;
+    int body_done; /* the reply's last byte came */
+    int cut;       /* the child went away before the reply ended */
+    int ended;     /* the error event for a cut stream was added */
+    long events;   /* whole SSE events passed on */
+    hr_sbuf out;   /* decoded reply bytes not yet given to libmicrohttpd */
+} px_req;
+
+static void req_unref(px_req *r) {
+    if (--r->refs) return;
+    if (r->up >= 0) close(r->up);
+    free(r->head);
+    free(r->out.s);
+    free(r->target);
+    free(r);
+}
+
+/* The client closed its end (poll RDHUP without blocking), as the engine server sees it. */
+static int client_gone(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!ci) return 1;
+    struct pollfd p = {.fd = ci->connect_fd, .events = POLLRDHUP};
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* Waiting on the child is not the client's silence: restart its idle timer (two calls, as
+ * in http.c, for libmicrohttpd 0.9.75). */
+static void keep_alive(px_req *r) {
+    MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+    MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT, r->p->timeout_s);
+}
+
+static enum MHD_Result reply_json(px_req *r, int status, json_t *body) {
+    r->replied = 1;
+    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!s) return MHD_NO;
+    struct MHD_Response *res = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+    if (!res) return free(s), MHD_NO;
+    MHD_add_response_header(res, "Content-Type", "application/json");
+    if (status >= 400)
+        MHD_add_response_header(res, "x-should-retry", status >= 500 ? "true" : "false");
+    if (atomic_load(&r->p->draining)) MHD_add_response_header(res, "Connection", "close");
+    enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)status, res);
+    MHD_destroy_response(res);
+    return ok;
+}
+
+static enum MHD_Result reply_error(px_req *r, int status, const char *msg) {
+    return reply_json(r, status, hr_error_body(r->api, status, msg));
+}
+
+/* GET /health: the supervisor's state, and the child's own fields once it is ready. */
+static enum MHD_Result reply_health(px_req *r) {
+    json_t *state, *child;
+    int ready;
+    hr_supervisor_health(r->p->sup, &state, &child, &ready);
+    json_t *o = child ? child : json_object();
+    if (!o || !state) return json_decref(o), json_decref(state), MHD_NO;
+    if (!child) json_object_set(o, "status", json_object_get(state, "state"));
+    /* The public listener's connections, not the child's (which has room for the probe). */
+    const union MHD_DaemonInfo *di =
+        MHD_get_daemon_info(r->p->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    if (di) json_object_set_new(o, "connections", json_integer(di->num_connections));
+    json_object_set_new(o, "max_connections", json_integer(r->p->cfg.max_connections));
+    json_object_set_new(o, "isolate", state);
+    return reply_json(r, ready ? 200 : 503, o);
+}
+
+/* The error shape for path: the route's API, else as http.c picks it. */
+static hr_api_kind api_of(struct MHD_Connection *c, const char *path, const char *method) {
+    char allowed[64];
+    const hr_route *rt = hr_route_find(path, method, allowed, sizeof allowed);
+    if (rt) return rt->api;
+    if (!strncmp(path, "/v1/messages", 12) ||
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "anthropic-version"))
+        return HR_API_MESSAGES;
+    return HR_API_CHAT;
+}
+
+/* Writes all of buf to the child, waiting while its socket is full; -1 when the child's
+ * end is gone or the client left meanwhile. */
+static int up_write(px_req *r, const char *buf, size_t len) {
+    while (len) {
+        ssize_t n = send(r->up, buf, len, MSG_NOSIGNAL);
+        if (n > 0) {
+            buf += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno != EAGAIN && errno != EINTR) return -1;
+        struct pollfd pf = {.fd = r->up, .events = POLLOUT};
+        poll(&pf, 1, TICK_MS);
+        if (pf.revents & (POLLERR | POLLHUP)) return -1;
+        if (client_gone(r->conn)) return -1;
+        keep_alive(r);
+    }
+    return 0;
+}
+
+static int is_hop_by_hop(const char *k) {
+    static const char *const names[] = {"Connection", "Keep-Alive", "Proxy-Connection",  "TE",
+                                        "Upgrade",    "Expect",     "Transfer-Encoding", "Trailer"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcasecmp(k, names[i])) return 1;
+    return 0;
+}
+
+typedef struct {
+    hr_sbuf b;
+    int host, length;
+    int expect; /* pass Expect on */
+} head_build;
+
+static void add_line(head_build *h, const char *k, const char *v) {
+    hr_sbuf_add(&h->b, k, strlen(k));
+    hr_sbuf_add(&h->b, ": ", 2);
+    hr_sbuf_add(&h->b, v, strlen(v));
+    hr_sbuf_add(&h->b, "\r\n", 2);
+}
+
+static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *k,
+                                  const char *v) {
+    head_build *h = cls;
+    if (!strcasecmp(k, "Expect") && h->expect) return add_line(h, k, v), MHD_YES;
+    if (is_hop_by_hop(k)) return MHD_YES;
+    if (!strcasecmp(k, "Content-Length") && h->length++) return MHD_YES; /* equal repeats */
+    if (!strcasecmp(k, "Host")) h->host = 1;
+    add_line(h, k, v);
+    return MHD_YES;
+}
+
+/* Connects to the child at path and sends the request head; -1 when it cannot. */
+static int open_upstream(px_req *r, const char *path, const char *method) {
+    hr_err *e = hr_unix_connect(path, &r->up);
+    if (e) {
+        HR_DEBUG("isolate proxy: %s", hr_err_msg(e));
+        hr_err_free(e);
+        r->up = -1;
+        return -1;
+    }
+    head_build h = {.expect = r->expect};
+    hr_sbuf_add(&h.b, method, strlen(method));
+    hr_sbuf_add(&h.b, " ", 1);
+    hr_sbuf_add(&h.b, r->target, strlen(r->target));
+    hr_sbuf_add(&h.b, " HTTP/1.1\r\n", 11);
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, add_header, &h);
+    if (!h.host) hr_sbuf_add(&h.b, "Host: localhost\r\n", 17);
+    if (r->chunked_req) hr_sbuf_add(&h.b, "Transfer-Encoding: chunked\r\n", 28);
+    hr_sbuf_add(&h.b, "Connection: close\r\n\r\n", 21);
+    int rc = h.b.s ? up_write(r, h.b.s, h.b.len) : -1;
+    free(h.b.s);
+    if (rc) {
+        close(r->up);
+        r->up = -1;
+    }
+    return rc;
+}
+
+/* The request reaches a ready child, or once more the next child when the first attempt
+ * could not (nothing of it was taken). Else the reply is a 503 (not ready) or 502. */
+static enum MHD_Result forward_start(px_req *r, const char *method) {
+    char path[256];
+    uint64_t gen;
+    if (!hr_supervisor_ready(r->p->sup, path, sizeof path, &gen)) {
+        json_t *state, *child;
+        int ready;
+        hr_supervisor_health(r->p->sup, &state, &child, &ready);
+        char msg[512];
+        const char *reason = json_string_value(json_object_get(state, "reason"));
+        const char *st = json_string_value(json_object_get(state, "state"));
+        snprintf(msg, sizeof msg, "the engine is not ready (%s), retry shortly%s%.400s",
+                 st && !strcmp(st, "failed") ? "it keeps failing" : st, reason ? ": " : "",
+                 reason ? reason : "");
+        json_decref(state);
+        json_decref(child);
+        return reply_error(r, 503, msg);
+    }
+    if (!open_upstream(r, path, method)) return MHD_YES;
+    uint64_t deadline = hr_now_ns() + (uint64_t)(r->p->cfg.retry_wait_s * 1e9);
+    int got = 0;
+    while (!got && hr_now_ns() < deadline && !client_gone(r->conn)) {
+        got = hr_supervisor_wait_ready(r->p->sup, gen, TICK_MS * 1e-3, path, sizeof path, &gen);
+        if (got < 0) break;
+        keep_alive(r);
+    }
+    if (got > 0 && !open_upstream(r, path, method)) return MHD_YES;
+    return reply_error(r, got > 0 ? 502 : 503,
+                       "the engine process went away before it took the request and no "
+                       "replacement was ready in time, retry shortly");
+}
+
+/* The headers are in: answer /health, refuse bad framing, or start forwarding. */
+static enum MHD_Result on_headers(px_req *r, const char *url, const char *method,
+                                  const char *version) {
+    r->started = 1;
+    r->api = api_of(r->conn, url, method);
+    if (!strcmp(url, "/health") && !strcmp(method, "GET")) return reply_health(r);
+    char msg[128];
+    int status = hr_http_framing_status(r->conn, msg, sizeof msg);
+    if (status) return reply_error(r, status, msg);
+    const char *te = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Transfer-Encoding");
+    r->chunked_req = te != NULL; /* the framing check let only chunked through */
+    const char *expect = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Expect");
+    r->expect = expect && !strcasecmp(expect, "100-continue") && !strcmp(version, "HTTP/1.1");
+    return forward_start(r, method);
+}
+
+static void forward_body(px_req *r, const char *data, size_t len) {
+    if (r->up_failed) return;
+    char size[24];
+    int n = snprintf(size, sizeof size, "%zx\r\n", len);
+    if ((r->chunked_req && up_write(r, size, (size_t)n)) || up_write(r, data, len) ||
+        (r->chunked_req && up_write(r, "\r\n", 2)))
+        r->up_failed = 1;
+}
+
+/* Reads what the child sent; 0 on data or nothing yet, -1 at its end (EOF or reset). */
+static int up_read(px_req *r, char *buf, size_t cap, size_t *n) {
+    *n = 0;
+    ssize_t k = recv(r->up, buf, cap, 0); /* non-blocking: bytes waiting need no poll */
+    if (k < 0 && errno == EAGAIN) {
+        struct pollfd pf = {.fd = r->up, .events = POLLIN};
+        if (poll(&pf, 1, TICK_MS) <= 0) return 0;
+        k = recv(r->up, buf, cap, 0);
+    }
+    if (k > 0) return *n = (size_t)k, 0;
+    if (k < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+    return -1;
+}
+
+/* Takes reply body bytes: decoded into out; sets body_done at the reply's end. */
+static void take_body(px_req *r, char *data, size_t len) {
+    if (r->body_done || !len) return;
+    if (r->head->chunked) {
+        size_t n;
+        hr_err *e = hr_chunked_feed(&r->dec, data, len, data, &n);
+        hr_sbuf_add(&r->out, data, n);
+        if (e) {
+            HR_WARN("isolate proxy: %s", hr_err_msg(e));
+            hr_err_free(e);
+            r->cut = 1;
+        }
+        r->body_done = r->dec.done;
+        return;
+    }
+    if (r->left >= 0 && (int64_t)len > r->left) len = (size_t)r->left;
+    hr_sbuf_add(&r->out, data, len);
+    if (r->left >= 0) r->left -= (int64_t)len;
+    r->body_done = r->left == 0;
+}
+
+/* After the last whole event in out (SSE; 0: none), else all of out. */
+static size_t releasable(const px_req *r) {
+    if (!r->sse || r->out.len > SSE_HOLD_MAX || r->body_done) return r->out.len;
+    for (size_t i = r->out.len; i >= 2; i--)
+        if (r->out.s[i - 1] == '\n' && r->out.s[i - 2] == '\n') return i;
+    return 0;
+}
+
+/* The last event of a stream the child's death cut: its API's error shape. */
+static void add_error_event(px_req *r) {
+    static const char msg[] = "the engine process stopped during this reply (it is being "
+                              "restarted); the reply is incomplete";
+    r->out.len = releasable(r); /* an event cut in the middle is dropped */
+    json_t *body =
+        r->api == HR_API_RESPONSES
+            ? json_pack("{s:s, s:s, s:s, s:n, s:I}", "type", "error", "code", "server_error",
+                        "message", msg, "param", "sequence_number", (json_int_t)r->events)
+            : hr_error_body(r->api, 502, msg);
+    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (r->api == HR_API_MESSAGES || r->api == HR_API_RESPONSES)
+        hr_sbuf_add(&r->out, "event: error\n", 13);
+    hr_sbuf_add(&r->out, "data: ", 6);
+    if (s) hr_sbuf_add(&r->out, s, strlen(s));
+    hr_sbuf_add(&r->out, "\n\n", 2);
+    if (r->api == HR_API_CHAT || r->api == HR_API_COMPLETION)
+        hr_sbuf_add(&r->out, "data: [DONE]\n\n", 14);
+    free(s);
+    r->ended = 1;
+}
+
+static long count_events(const char *s, size_t n) {
+    long k = 0;
+    for (size_t i = 1; i < n; i++)
+        k += s[i] == '\n' && s[i - 1] == '\n';
+    return k;
+}
+
+/* libmicrohttpd asks for reply bytes: give what the child sent, waiting for more. */
+static ssize_t reply_read(void *cls, uint64_t pos, char *buf, size_t max) {
+    px_req *r = cls;
+    for (;;) {
+        size_t n = releasable(r);
+        if (n > max) n = max;
+        if (n) {
+            memcpy(buf, r->out.s, n);
+            r->events += count_events(r->out.s, n);
+            memmove(r->out.s, r->out.s + n, r->out.len - n);
+            r->out.len -= n;
+            return (ssize_t)n;
+        }
+        if (r->body_done) return MHD_CONTENT_READER_END_OF_STREAM;
+        if (r->cut) {
+            if (!r->sse || r->ended)
+                return r->sse ? MHD_CONTENT_READER_END_OF_STREAM
+                              : MHD_CONTENT_READER_END_WITH_ERROR;
+            add_error_event(r);
+            r->body_done = 1;
+            continue;
+        }
+        char in[16384];
+        size_t got;
+        if (up_read(r, in, sizeof in, &got)) {
+            /* the end: of a body delimited by the connection, else too early */
+            if (r->head->chunked || r->left >= 0)
+                r->cut = 1;
+            else
+                r->body_done = 1;
+        }
+        take_body(r, in, got);
+        if (got) continue;          /* the client and its timer are looked at only in quiet ticks */
+        if (client_gone(r->conn)) { /* the child sees its client gone and cancels */
+            close(r->up);
+            r->up = -1;
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        keep_alive(r);
+    }
+}
+
+static void reply_free(void *cls) {
+    req_unref(cls);
+}
+
+static enum MHD_Result copy_header(struct MHD_Response *res, const hr_upstream_header *h) {
+    if (is_hop_by_hop(h->name) || !strcasecmp(h->name, "Content-Length") ||
+        !strcasecmp(h->name, "Date"))
+        return MHD_YES;
+    return MHD_add_response_header(res, h->name, h->value);
+}
+
+/* The child's head is in: the client's reply starts, its body streamed by reply_read. */
+static enum MHD_Result queue_reply(px_req *r) {
+    const hr_upstream_head *h = r->head;
+    const char *type = hr_upstream_header_get(h, "Content-Type");
+    r->sse = type && !strncasecmp(type, "text/event-stream", 17);
+    uint64_t size =
+        h->chunked || h->content_length < 0 ? MHD_SIZE_UNKNOWN : (uint64_t)h->content_length;
+    struct MHD_Response *res =
+        MHD_create_response_from_callback(size, 16384, reply_read, r, reply_free);
+    if (!res) return MHD_NO;
+    r->refs++;
+    for (int i = 0; i < h->n_headers; i++)
+        copy_header(res, &h->headers[i]);
+    if (atomic_load(&r->p->draining)) MHD_add_response_header(res, "Connection", "close");
+    enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)h->status, res);
+    MHD_destroy_response(res);
+    return ok;
+}
+
+/* The body went out: wait for the child's reply head (the client leaving meanwhile
+ * closes the upstream connection, which cancels the request in the child). */
+static enum MHD_Result await_reply(px_req *r) {
+    if (r->chunked_req && !r->up_failed && up_write(r, "0\r\n\r\n", 5)) r->up_failed = 1;
+    if (!r->head) r->head = calloc(1, sizeof *r->head);
+    if (!r->head) return MHD_NO;
+    for (int done = 0; !done;) {
+        if (client_gone(r->conn)) return MHD_NO;
+        keep_alive(r);
+        char in[16384];
+        size_t got, used;
+        if (up_read(r, in, sizeof in, &got))
+            return reply_error(r, 502,
+                               "the engine process stopped before it answered this "
+                               "request (it is being restarted); retry");
+        hr_err *e = hr_upstream_head_feed(r->head, in, got, &used, &done);
+        if (e) {
+            HR_WARN("isolate proxy: %s", hr_err_msg(e));
+            hr_err_free(e);
+            return reply_error(r, 502, "the engine process sent a malformed reply");
+        }
+        if (done) {
+            r->left = r->head->chunked ? -1 : r->head->content_length;
+            r->body_done = r->left == 0;
+            take_body(r, in + used, got - used);
+        }
+    }
+    return queue_reply(r);
+}
+
+/* Expect: 100-continue went to the child: its 100 lets the body come (libmicrohttpd then
+ * sends the client its own 100), its final reply (an early 413 or 401) goes out at once
+ * and the body is never read. */
+static enum MHD_Result await_continue(px_req *r) {
+    r->head = calloc(1, sizeof *r->head);
+    if (!r->head) return MHD_NO;
+    char in[16384];
+    size_t got = 0, off = 0;
+    for (int interim = 0;;) {
+        if (off == got) {
+            if (client_gone(r->conn)) return MHD_NO;
+            keep_alive(r);
+            off = 0;
+            if (up_read(r, in, sizeof in, &got))
+                return reply_error(r, 502,
+                                   "the engine process stopped before it answered this "
+                                   "request (it is being restarted); retry");
+            continue;
+        }
+        size_t used;
+        int done;
+        hr_err *e = hr_upstream_head_feed(r->head, in + off, got - off, &used, &done);
+        off += used;
+        if (e) {
+            HR_WARN("isolate proxy: %s", hr_err_msg(e));
+            hr_err_free(e);
+            return reply_error(r, 502, "the engine process sent a malformed reply");
+        }
+        if (done && r->head->status == 100 && !interim) {
+            interim = 1; /* the final head comes after the body: await_reply reads it */
+            memset(r->head, 0, sizeof *r->head);
+            if (off == got) return MHD_YES;
+            continue;
+        }
+        if (!done) {
+            if (interim) return MHD_YES; /* part of the final head, kept in r->head */
+            continue;
+        }
+        r->replied = 1;
+        r->left = r->head->chunked ? -1 : r->head->content_length;
+        r->body_done = r->left == 0;
+        take_body(r, in + off, got - off);
+        return queue_reply(r);
+    }
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls) {
+    px_req *r = *con_cls;
+    if (!r) return MHD_NO;
+    if (!r->started) {
+        r->conn = c;
+        enum MHD_Result rc = on_headers(r, url, method, version);
+        return rc == MHD_YES && !r->replied && r->expect ? await_continue(r) : rc;
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        if (r->replied) return MHD_YES;
+        forward_body(r, upload, n);
+        if (!r->up_failed) return MHD_YES;
+        /* The child stopped reading (an early 413 or 401, or it died): its reply now,
+         * rather than reading the rest of the body for nothing. */
+        r->replied = 1;
+        return await_reply(r);
+    }
+    return r->replied ? MHD_YES : await_reply(r);
+}
+
+/* The first callback of a request: its state, with the raw target libmicrohttpd's url
+ * argument lacks (the query string). */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
+    px_req *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    r->p = cls;
+    r->up = -1;
+    r->refs = 1;
+    r->target = strdup(uri);
+    if (!r->target) return free(r), NULL;
+    return r;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe) {
+    px_req *r = *con_cls;
+    if (!r) return;
+    if (r->up >= 0) { /* the child sees its client gone and cancels */
+        close(r->up);
+        r->up = -1;
+    }
+    req_unref(r);
+    *con_cls = NULL;
+}
+
+static hr_err *resolve(const char *host, int port, struct sockaddr_storage *ss, int *v6) {
+    struct addrinfo hints = {
+        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    struct addrinfo *ai;
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    int rc = getaddrinfo(host, ps, &hints, &ai);
+    if (rc) return hr_errf("--host %s: %s", host, gai_strerror(rc));
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    *v6 = ai->ai_family == AF_INET6;
+    freeaddrinfo(ai);
+    return NULL;
+}
+
+hr_err *hr_proxy_start(const hr_proxy_config *cfg, hr_supervisor *sup, hr_proxy **out) {
+    if (cfg->port < 0 || cfg->port > 65535)
+        return hr_errf("--port %d is not a TCP port", cfg->port);
+    hr_proxy *p = calloc(1, sizeof *p);
+    if (!p) return hr_err_oom();
+    p->cfg = *cfg;
+    p->sup = sup;
+    p->quiesced_fd = MHD_INVALID_SOCKET;
+    if (!p->cfg.host) p->cfg.host = "127.0.0.1";
+    if (!p->cfg.max_connections) p->cfg.max_connections = 512;
+    if (!(p->cfg.retry_wait_s > 0)) p->cfg.retry_wait_s = 30;
+    p->timeout_s = cfg->timeout_s < 0 ? 0 : cfg->timeout_s ? (unsigned)cfg->timeout_s : 60;
+    struct sockaddr_storage ss;
+    int v6 = 0;
+    hr_err *e = resolve(p->cfg.host, cfg->port, &ss, &v6);
+    if (e) return free(p), e;
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     MHD_USE_POLL | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
+    p->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, p,
+                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+                            MHD_OPTION_URI_LOG_CALLBACK, on_uri, p, MHD_OPTION_NOTIFY_COMPLETED,
+                            on_completed, p, MHD_OPTION_CONNECTION_TIMEOUT, p->timeout_s,
+                            MHD_OPTION_CONNECTION_LIMIT, p->cfg.max_connections, MHD_OPTION_END);
+    if (!p->d) {
+        free(p);
+        return hr_errf("cannot listen on %s:%d (address in use or not available?)",
+                       cfg->host ? cfg->host : "127.0.0.1", cfg->port);
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(p->d, MHD_DAEMON_INFO_BIND_PORT);
+    p->port = di ? di->port : cfg->port;
+    *out = p;
+    return NULL;
+}
+
+int hr_proxy_port(const hr_proxy *p) {
+    return p->port;
+}
+
+void hr_proxy_quiesce(hr_proxy *p) {
+    atomic_store(&p->draining, 1);
+    p->quiesced_fd = MHD_quiesce_daemon(p->d);
+    if (p->quiesced_fd != MHD_INVALID_SOCKET) shutdown(p->quiesced_fd, SHUT_RDWR);
+}
+
+void hr_proxy_stop(hr_proxy *p) {
+    if (!p) return;
+    MHD_stop_daemon(p->d);
+    if (p->quiesced_fd != MHD_INVALID_SOCKET) close(p->quiesced_fd);
+    free(p);
+}

@@ -1,0 +1,105 @@
+# hearth serve --isolate on brown-llama-8m (tests/server/isolate_client.py): replies
+# through the proxy equal direct ones and stream in pieces; kill -9 and SIGSTOP of the
+# engine child mid-work (error events, restart, /health answering throughout); a request
+# that cannot reach the child retried on the next; 64 streams with disconnects leave no
+# fd in the parent and nothing active in the child; a crash loop shows as failed with its
+# reason while the parent idles; SIGTERM removes the child and the runtime directory.
+. "$(dirname "$0")/lib.sh"
+B=$S/fixtures/models/brown-llama-8m
+C=tests/server/isolate_client.py
+ARGS="--threads 2 --kv-memory 64"
+# isolate_start LOG ARGS...: as serve_start, for a parent whose child must get ready; sets
+# PID, PORT and RUNDIR (the runtime directory the parent printed).
+isolate_start() {
+  serve_start "$@"
+  RUNDIR=$(sed -n 's|.*runtime dir \([^)]*\)).*|\1|p' "$1")
+}
+
+# the crash loop runs in the background while the rest is tested
+mkdir "$T/bad" && echo '{' > "$T/bad/config.json"
+"$H" serve --model "$T/bad" --port 0 --isolate 2>"$T/loop.log" &
+LOOP=$!
+
+serve_start "$T/direct.log" serve --model "$B" --port 0 $ARGS
+DPID=$PID DPORT=$PORT
+# the public port is bound before any child starts: a port in use fails at once
+"$H" serve --model "$B" --port "$DPORT" --isolate > "$T/inuse.log" 2>&1; rc=$?
+expect_rc port_in_use 0 "cannot listen on 127.0.0.1:$DPORT" sh -c "test $rc = 1 && cat $T/inuse.log"
+expect_rc port_in_use_no_child 1 "" grep -q "engine" "$T/inuse.log"
+isolate_start "$T/iso.log" serve --model "$B" --port 0 $ARGS --isolate --probe-timeout 2
+expect_rc isolate_ready 0 "" test -n "$PORT"
+expect_rc isolate_rundir 0 "" test -d "$RUNDIR"
+expect_rc rundir_private 0 "^700$" stat -c %a "$RUNDIR"
+for mode in same kill stop; do
+  python3 "$C" $mode "$PORT" $([ $mode = same ] && echo "$DPORT") $([ $mode = stop ] && echo 2) \
+    > "$T/$mode.out" 2>&1
+  grep '^#' "$T/$mode.out"
+  report ${mode}_script <(grep -v '^#' "$T/$mode.out")
+done
+python3 "$C" retry "$PORT" "$RUNDIR" > "$T/retry.out" 2>&1
+grep '^#' "$T/retry.out"; report retry_script <(grep -v '^#' "$T/retry.out")
+python3 "$C" many "$PORT" "$PID" > "$T/many.out" 2>&1
+grep '^#' "$T/many.out"; report many_script <(grep -v '^#' "$T/many.out")
+expect_rc log_says_killed 0 "did not answer /health within 2.0 s: killing it" cat "$T/iso.log"
+
+CHILD=$(pgrep -P "$PID")
+kill -TERM "$PID"; wait "$PID"; rc=$?
+expect_rc sigterm_exit_0 0 "" test "$rc" = 0
+expect_rc sigterm_child_gone 1 "" kill -0 "$CHILD"
+expect_rc sigterm_rundir_gone 1 "" test -e "$RUNDIR"
+kill -TERM "$DPID"; wait "$DPID"
+
+# SIGTERM while a stream runs: the child's graceful shutdown ends it, through the proxy
+isolate_start "$T/term.log" serve --model "$B" --port 0 $ARGS --isolate --shutdown-grace 0
+python3 "$C" term "$PORT" "$PID" > "$T/term.out" 2>&1
+report term_script "$T/term.out"
+wait "$PID"; rc=$?
+expect_rc term_exit_0 0 "" test "$rc" = 0
+expect_rc term_rundir_gone 1 "" test -e "$RUNDIR"
+
+# a second signal while stopping (a stream holds the 600 s grace) exits at once
+isolate_start "$T/twice.log" serve --model "$B" --port 0 $ARGS --isolate --shutdown-grace 600
+CHILD=$(pgrep -P "$PID")
+curl -sN "http://127.0.0.1:$PORT/v1/chat/completions" -o /dev/null -d \
+  '{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3000, "ignore_eos": true, "stream": true}' &
+CURL=$!
+sleep 0.5; kill -TERM "$PID"; sleep 0.5; kill -TERM "$PID"; wait "$PID"; rc=$?
+expect_rc twice_exit_at_once 0 "" test "$rc" = 143
+for _ in $(seq 40); do kill -0 "$CHILD" 2>/dev/null || break; sleep 0.05; done
+expect_rc twice_child_gone 1 "" kill -0 "$CHILD"
+expect_rc twice_rundir_gone 1 "" test -e "$RUNDIR"
+expect_rc twice_logged 0 "signal 15 while stopping, exiting" cat "$T/twice.log"
+wait "$CURL" 2>/dev/null
+
+# a parent killed with SIGKILL takes its child along (PR_SET_PDEATHSIG)
+isolate_start "$T/orphan.log" serve --model "$B" --port 0 $ARGS --isolate
+CHILD=$(pgrep -P "$PID")
+kill -KILL "$PID"; wait "$PID" 2>/dev/null
+for _ in $(seq 40); do kill -0 "$CHILD" 2>/dev/null || break; sleep 0.05; done
+expect_rc parent_killed_child_gone 1 "" kill -0 "$CHILD"
+rm -rf "$RUNDIR"
+
+# the crash loop: failed after 5 quick exits (0.5 + 1 + 2 + 4 s of backoff), with the reason
+LPORT=$(sed -n 's|.*listening on http://[^:]*:\([0-9]*\).*|\1|p' "$T/loop.log")
+for _ in $(seq 150); do
+  curl -s "http://127.0.0.1:$LPORT/health" > "$T/loop.json"; grep -q '"failed"' "$T/loop.json" && break; sleep 0.1
+done
+expect_rc loop_failed 0 '"state":"failed".*no tokenizer.json' cat "$T/loop.json"
+expect_rc loop_503 0 '"type":"error".*not ready \(it keeps failing\)' \
+  curl -s "http://127.0.0.1:$LPORT/v1/messages" -d '{}'
+cpu=$(awk '{print $14 + $15}' /proc/$LOOP/stat)
+expect_rc loop_parent_idle 0 "" test "$cpu" -lt 50  # clock ticks (1/100 s) in all that time
+echo "# crash-loop parent CPU: $cpu ticks"
+expect_rc loop_logged 0 "crash loop \(5 quick exits in a row\)" cat "$T/loop.log"
+kill -TERM $LOOP; wait $LOOP; rc=$?
+expect_rc loop_sigterm 0 "" test "$rc" = 0
+
+expect_rc no_sanitizer_reports 1 "" grep -qE "AddressSanitizer|runtime error|LeakSanitizer" \
+  "$T/iso.log" "$T/loop.log" "$T/direct.log" "$T/term.log"
+
+# bad input
+expect_rc bad_probe_timeout 2 "--probe-interval and --probe-timeout must be in" "$H" serve --model "$B" --isolate --probe-timeout 0
+expect_rc isolate_and_socket 2 "do not go together" "$H" serve --model "$B" --isolate --unix-socket "$T/s"
+expect_rc help_hides_socket 1 "" sh -c "$H serve --help | grep -q unix-socket"
+expect_rc help_lists_isolate 0 "--isolate" "$H" serve --help
+summary
