@@ -30,6 +30,15 @@ static void drain(hr_request *r, out *o) {
     }
 }
 
+/* One request to its end. */
+static hr_err *run(const hr_request_params *p, out *o) {
+    hr_request *r;
+    HR_TRY(hr_engine_submit(eng, p, &r));
+    drain(r, o);
+    hr_request_release(r);
+    return NULL;
+}
+
 static const int32_t prompt[] = {9707, 1879, 11, 1246, 525, 498};
 
 static hr_request_params params(hr_grammar *g, uint64_t seed) {
@@ -54,11 +63,8 @@ static void test_regex_sampled(void) {
     HR_CHECK_OK(hr_grammar_compile_regex(re, strlen(re), &g));
     for (uint64_t seed = 1; seed <= 6; seed++) {
         hr_request_params p = params(g, seed);
-        hr_request *r;
         out o;
-        HR_CHECK_OK(hr_engine_submit(eng, &p, &r));
-        drain(r, &o);
-        hr_request_release(r);
+        HR_CHECK_OK(run(&p, &o));
         HR_CHECK(o.finish == HR_FINISH_STOP && full_match(re, o.text), "seed %d: finish %d, \"%s\"",
                  (int)seed, o.finish, o.text);
     }
@@ -74,9 +80,7 @@ static void test_batch_invariance(void) {
     hr_request *r[6];
     for (int i = 0; i < 6; i++) {
         hr_request_params p = params(g, 40 + (uint64_t)i);
-        HR_CHECK_OK(hr_engine_submit(eng, &p, &r[0]));
-        drain(r[0], &alone[i]);
-        hr_request_release(r[0]);
+        HR_CHECK_OK(run(&p, &alone[i]));
     }
     for (int i = 0; i < 6; i++) {
         hr_request_params p = params(g, 40 + (uint64_t)i);
@@ -105,11 +109,8 @@ static void test_after_think(void) {
     HR_CHECK_OK(hr_grammar_compile(gbnf, strlen(gbnf), &g));
     const char *chat = "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello there\"}]}";
     hr_request_params p = {.chat = chat, .max_tokens = 80, .grammar = g, .grammar_after_think = 1};
-    hr_request *r;
     out o;
-    HR_CHECK_OK(hr_engine_submit(eng, &p, &r));
-    drain(r, &o);
-    hr_request_release(r);
+    HR_CHECK_OK(run(&p, &o));
     hr_grammar_free(g);
     const char *close = strstr(o.text, "</think>");
     HR_CHECK(close && strstr(o.text, "<think>") < close, "no reasoning block: \"%s\"", o.text);
@@ -136,11 +137,8 @@ static void test_lazy(void) {
     p.bias_ids = &trig;
     p.bias_values = &bias;
     p.n_bias = 1;
-    hr_request *r;
     out o;
-    HR_CHECK_OK(hr_engine_submit(eng, &p, &r));
-    drain(r, &o);
-    hr_request_release(r);
+    HR_CHECK_OK(run(&p, &o));
     hr_grammar_free(g);
     int spans = 0;
     for (const char *s = strstr(o.text, "<tool_call>"); s; s = strstr(s + 1, "<tool_call>")) {
