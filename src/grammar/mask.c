@@ -1,14 +1,15 @@
 /* Token masks. The reference tries every token's bytes from the current state. The fast
- * mask starts from a cache entry for the frontier's (terminal, DFA state) pairs: the
- * tokens whose bytes stay strictly inside those terminals (no pair reaches an accepting
- * state, one stays alive), which are allowed whatever the Earley sets hold, and the trie
- * nodes where some pair first accepts (a terminal that only ends the start rule does not
- * count: completing it adds no frontier entry). Only below those nodes does it run the parser,
- * walking the vocabulary trie depth first, a byte per node, truncating on the way up and
- * skipping subtrees the grammar rejects. Inside a JSON string nearly every token comes
- * from the cache and only tokens holding a '"' are walked. The cache lives in the grammar,
- * keyed by vocabulary too, behind a mutex; an entry is built outside the lock and never
- * changes once published, so matchers on many threads read it freely. */
+ * mask starts from a cache entry for the frontier's (terminal, DFA state) pairs, built by
+ * walking the vocabulary trie with those DFA states alone: the tokens along which some pair
+ * stays alive and none reaches an accepting state (allowed whatever the Earley sets hold;
+ * whole subtrees at once where a pair's chain covers them), and the trie nodes where some
+ * pair first accepts (a terminal that only ends the start rule does not count: completing
+ * it adds no frontier entry). Only from those nodes, grouped, does the parser run, a byte
+ * per trie node, truncating on the way up and skipping subtrees it rejects. Inside a JSON
+ * string nearly every token comes from the entry and only tokens holding a '"' are
+ * walked. The cache lives in the grammar, keyed by vocabulary too, behind a mutex; an
+ * entry is built outside the lock and never changes once published, so matchers on many
+ * threads read it freely. */
 #include <stdlib.h>
 #include <string.h>
 
