@@ -45,48 +45,97 @@ static void collect_refs(const hr_gir *ir, int node, uint8_t *seen, hr_gints *ou
         for (int k = 0; k < n->n; k++) collect_refs(ir, ir->kids[n->first + k], seen, out, oom);
 }
 
-/* reach[r] lists the rules reachable from r in one or more steps. */
-static hr_err *rule_reach(const hr_gir *ir, uint8_t *reach) {
+/* The rule graph: each rule's direct references, deduplicated, as CSR. */
+static hr_err *rule_graph(const hr_gir *ir, int **off, int **adj) {
     int R = ir->n_rules, oom = 0;
-    hr_gints direct = {0}, stack = {0};
-    uint8_t *seen = calloc((size_t)R, 1);
-    if (!seen) return hr_err_oom();
+    hr_gints all = {0}, one = {0};
+    uint8_t *seen = calloc((size_t)R + 1, 1);
+    *off = calloc((size_t)R + 1, sizeof(int));
+    if (!seen || !*off) oom = 1;
     for (int r = 0; r < R && !oom; r++) {
-        uint8_t *row = reach + (size_t)r * R;
-        direct.n = 0;
-        memset(seen, 0, (size_t)R);
-        collect_refs(ir, ir->body[r], seen, &direct, &oom);
-        stack.n = 0;
-        for (int k = 0; k < direct.n && !oom; k++)
-            if (!row[direct.v[k]]) row[direct.v[k]] = 1, oom |= hr_gints_push(&stack, direct.v[k]);
-        while (stack.n && !oom) {
-            int q = stack.v[--stack.n];
-            direct.n = 0;
-            memset(seen, 0, (size_t)R);
-            collect_refs(ir, ir->body[q], seen, &direct, &oom);
-            for (int k = 0; k < direct.n && !oom; k++)
-                if (!row[direct.v[k]]) row[direct.v[k]] = 1, oom |= hr_gints_push(&stack, direct.v[k]);
+        one.n = 0;
+        collect_refs(ir, ir->body[r], seen, &one, &oom);
+        for (int k = 0; k < one.n; k++) {
+            seen[one.v[k]] = 0;
+            oom |= hr_gints_push(&all, one.v[k]);
         }
+        (*off)[r + 1] = all.n;
     }
     free(seen);
-    free(direct.v);
-    free(stack.v);
+    free(one.v);
+    *adj = all.v;
     return oom ? hr_err_oom() : NULL;
 }
 
-static hr_err *classify_rules(builder *b) {
-    int R = b->ir->n_rules;
-    if ((size_t)R * R > 64u << 20) return hr_errf("grammar too large: %d rules", R);
-    uint8_t *reach = calloc((size_t)R * R + 1, 1);
-    if (!reach) return hr_err_oom();
-    hr_err *e = rule_reach(b->ir, reach);
-    for (int r = 0; !e && r < R; r++) {
-        int reg = !reach[(size_t)r * R + r];
-        for (int q = 0; q < R && reg; q++)
-            if (reach[(size_t)r * R + q] && reach[(size_t)q * R + q]) reg = 0;
-        b->rule_reg[r] = (int8_t)reg;
+typedef struct {
+    const int *off, *adj;
+    int *index, *low, *stack, *comp, *work, *edge;
+    uint8_t *on_stack;
+    int sp, counter, n_comp;
+} tarjan;
+
+/* One strongly connected component found (the top of the stack down to v): a component
+ * is bad (not regular) if it is recursive or reaches a bad one; Tarjan emits components
+ * after every component they reach, so those are known. */
+static void emit_component(tarjan *t, int v, int8_t *reg) {
+    int bad = 0, first = t->sp;
+    do first--;
+    while (t->stack[first] != v);
+    for (int i = first; i < t->sp; i++) {
+        int u = t->stack[i];
+        t->on_stack[u] = 0;
+        t->comp[u] = t->n_comp;
     }
-    free(reach);
+    for (int i = first; i < t->sp && !bad; i++) {
+        int u = t->stack[i];
+        for (int k = t->off[u]; k < t->off[u + 1] && !bad; k++) {
+            int w = t->adj[k];
+            bad = t->comp[w] == t->n_comp ? 1 : !reg[w];
+        }
+    }
+    for (int i = first; i < t->sp; i++) reg[t->stack[i]] = (int8_t)!bad;
+    t->sp = first;
+    t->n_comp++;
+}
+
+/* Iterative Tarjan from root r (work holds the DFS path, edge the next edge of each). */
+static void tarjan_from(tarjan *t, int r, int8_t *reg) {
+    int wp = 0;
+    t->work[wp++] = r;
+    t->index[r] = t->low[r] = ++t->counter;
+    t->stack[t->sp++] = r, t->on_stack[r] = 1;
+    t->edge[r] = t->off[r];
+    while (wp) {
+        int v = t->work[wp - 1];
+        if (t->edge[v] < t->off[v + 1]) {
+            int w = t->adj[t->edge[v]++];
+            if (!t->index[w]) {
+                t->index[w] = t->low[w] = ++t->counter;
+                t->stack[t->sp++] = w, t->on_stack[w] = 1;
+                t->edge[w] = t->off[w];
+                t->work[wp++] = w;
+            } else if (t->on_stack[w] && t->index[w] < t->low[v]) t->low[v] = t->index[w];
+            continue;
+        }
+        wp--;
+        if (wp && t->low[v] < t->low[t->work[wp - 1]]) t->low[t->work[wp - 1]] = t->low[v];
+        if (t->low[v] == t->index[v]) emit_component(t, v, reg);
+    }
+}
+
+/* rule_reg[r]: no rule reachable from r (itself included) is recursive. Linear time. */
+static hr_err *classify_rules(builder *b) {
+    int R = b->ir->n_rules, *off = NULL, *adj = NULL;
+    hr_err *e = rule_graph(b->ir, &off, &adj);
+    size_t n = (size_t)R + 1;
+    tarjan t = {off, adj, calloc(n, sizeof(int)), calloc(n, sizeof(int)), malloc(n * sizeof(int)),
+                malloc(n * sizeof(int)), malloc(n * sizeof(int)), malloc(n * sizeof(int)), calloc(n, 1), 0, 0, 0};
+    if (!e && (!t.index || !t.low || !t.stack || !t.comp || !t.work || !t.edge || !t.on_stack)) e = hr_err_oom();
+    for (int r = 0; !e && r < R; r++)
+        if (!t.index[r]) tarjan_from(&t, r, b->rule_reg);
+    free(t.index), free(t.low), free(t.stack), free(t.comp), free(t.work), free(t.edge), free(t.on_stack);
+    free(off);
+    free(adj);
     return e;
 }
 
