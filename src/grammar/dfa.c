@@ -396,14 +396,15 @@ static hr_err *coreachable(const rawdfa *d, uint8_t *live) {
     int *roff = calloc((size_t)d->n + 1, sizeof(int)), *radj = malloc((size_t)d->n * 256 * sizeof(int));
     hr_err *e = (stack && roff && radj) ? NULL : hr_err_oom();
     if (!e) {
+        /* one reverse edge per run of equal targets in a row (rows are mostly runs) */
         for (size_t k = 0; k < (size_t)d->n * 256; k++)
-            if (d->trans[k] >= 0) roff[d->trans[k] + 1]++;
+            if (d->trans[k] >= 0 && (k % 256 == 0 || d->trans[k - 1] != d->trans[k])) roff[d->trans[k] + 1]++;
         for (int s = 0; s < d->n; s++) roff[s + 1] += roff[s];
         int *fill = calloc((size_t)d->n + 1, sizeof(int));
         if (!fill) e = hr_err_oom();
         for (size_t k = 0; !e && k < (size_t)d->n * 256; k++) {
             int t = d->trans[k];
-            if (t >= 0) radj[roff[t] + fill[t]++] = (int)(k / 256);
+            if (t >= 0 && (k % 256 == 0 || d->trans[k - 1] != t)) radj[roff[t] + fill[t]++] = (int)(k / 256);
         }
         free(fill);
         for (int s = 0; !e && s < d->n; s++)
