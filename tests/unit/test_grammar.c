@@ -409,6 +409,33 @@ static void test_partial_bytes_and_rollback(void) {
     hr_grammar_free(g);
 }
 
+static void test_bad_arguments(void) {
+    hr_grammar *g = NULL;
+    hr_matcher *m = NULL;
+    hr_grammar_vocab *v = NULL;
+    hr_err *e = hr_grammar_compile(NULL, 5, &g);
+    HR_CHECK(e && strstr(hr_err_msg(e), "no text"), "compile(NULL, 5)");
+    hr_err_free(e);
+    e = hr_grammar_compile_regex(NULL, 3, &g);
+    HR_CHECK(e && strstr(hr_err_msg(e), "no pattern"), "compile_regex(NULL, 3)");
+    hr_err_free(e);
+    e = hr_matcher_create(NULL, NULL, &m);
+    HR_CHECK(e && strstr(hr_err_msg(e), "no grammar"), "matcher_create(NULL)");
+    hr_err_free(e);
+    e = hr_grammar_vocab_create(NULL, &v);
+    HR_CHECK(e && strstr(hr_err_msg(e), "no tokenizer"), "vocab_create(NULL)");
+    hr_err_free(e);
+    HR_CHECK_OK(hr_grammar_compile_regex("", 0, &g)); /* the empty regex matches "" only */
+    HR_CHECK(full_match(g, "", 0) == 1 && full_match(g, "a", 1) == 0, "empty regex");
+    HR_CHECK_OK(hr_matcher_create(g, NULL, &m));
+    HR_CHECK(!hr_matcher_accept(m, 0), "a bytes-only matcher took a token");
+    hr_matcher_free(m);
+    hr_grammar_free(g);
+    hr_grammar_free(NULL);
+    hr_matcher_free(NULL);
+    hr_grammar_vocab_free(NULL);
+}
+
 int main(void) {
     HR_RUN(test_regular_not_greedy);
     HR_RUN(test_recursion);
@@ -422,5 +449,6 @@ int main(void) {
     HR_RUN(test_regex_by_hand);
     HR_RUN(test_regex_terminal_in_gbnf);
     HR_RUN(test_partial_bytes_and_rollback);
+    HR_RUN(test_bad_arguments);
     return hr_test_summary();
 }
