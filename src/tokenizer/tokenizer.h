@@ -66,6 +66,13 @@ int32_t hr_tokenizer_token_id(const hr_tokenizer *tok, const char *token);
 /* Raw token string of an id (e.g. "Ġworld", "▁the", "<0x0A>"), or NULL. */
 const char *hr_tokenizer_token_str(const hr_tokenizer *tok, int32_t id);
 int hr_tokenizer_is_special(const hr_tokenizer *tok, int32_t id);
+/* The raw bytes token id stands for in the middle of a text (byte-level BPE's byte alphabet
+ * unmapped, SentencePiece's U+2581 as a space and <0xHH> as its byte, an added token's
+ * content): writes up to cap bytes to out and returns the full length, or (size_t)-1 for
+ * an id without a token. */
+size_t hr_tokenizer_token_bytes(const hr_tokenizer *tok, int32_t id, char *out, size_t cap);
+/* Nonzero when id is an added token (tokenizer.json's added_tokens), special or not. */
+int hr_tokenizer_is_added(const hr_tokenizer *tok, int32_t id);
 
 /* BOS/EOS from tokenizer_config.json (or special_tokens_map.json): string and id, or
  * NULL / -1 when the tokenizer has none. */

@@ -1,0 +1,569 @@
+/* Regular IR nodes to byte DFAs: a Thompson NFA whose edges are UTF-8 byte ranges (each
+ * code point range split into byte-range sequences, as RE2 does), subset construction,
+ * removal of states that cannot reach an accepting one, and minimization (minimize.c) over
+ * byte classes. Caps on
+ * NFA and DFA states answer "grammar too large" instead of running away. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gram_ir.h"
+
+#define MAX_NFA 400000
+#define MAX_DFA 20000
+
+typedef struct {
+    int from, to;
+    uint8_t lo, hi;
+} edge;
+
+typedef struct {
+    const hr_gir *ir;
+    edge *e;
+    int n_e, cap_e;
+    int *eps; /* (from, to) pairs */
+    int n_eps, cap_eps;
+    int n_states;
+    int depth;
+} nfa;
+
+static hr_err *too_large(void) {
+    return hr_errf("grammar too large: a regular part needs more than %d NFA states", MAX_NFA);
+}
+
+static hr_err *grow(void **p, int *cap, int need, size_t elem) {
+    if (need <= *cap) return NULL;
+    int nc = *cap ? *cap * 2 : 64;
+    while (nc < need)
+        nc *= 2;
+    void *q = realloc(*p, (size_t)nc * elem);
+    if (!q) return hr_err_oom();
+    *p = q;
+    *cap = nc;
+    return NULL;
+}
+
+static hr_err *state(nfa *a, int *s) {
+    if (a->n_states >= MAX_NFA) return too_large();
+    *s = a->n_states++;
+    return NULL;
+}
+
+static hr_err *add_edge(nfa *a, int from, int to, int lo, int hi) {
+    HR_TRY(grow((void **)&a->e, &a->cap_e, a->n_e + 1, sizeof(edge)));
+    a->e[a->n_e++] = (edge){from, to, (uint8_t)lo, (uint8_t)hi};
+    return NULL;
+}
+
+static hr_err *add_eps(nfa *a, int from, int to) {
+    HR_TRY(grow((void **)&a->eps, &a->cap_eps, 2 * a->n_eps + 2, sizeof(int)));
+    a->eps[2 * a->n_eps] = from;
+    a->eps[2 * a->n_eps + 1] = to;
+    a->n_eps++;
+    return NULL;
+}
+
+static int encode(uint32_t cp, uint8_t *b) {
+    if (cp < 0x80) return b[0] = (uint8_t)cp, 1;
+    if (cp < 0x800)
+        return b[0] = (uint8_t)(0xC0 | cp >> 6), b[1] = (uint8_t)(0x80 | (cp & 0x3F)), 2;
+    if (cp < 0x10000) {
+        b[0] = (uint8_t)(0xE0 | cp >> 12);
+        b[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+        b[2] = (uint8_t)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    b[0] = (uint8_t)(0xF0 | cp >> 18);
+    b[1] = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
+    b[2] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+    b[3] = (uint8_t)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/* Edges from in to out for code points lo..hi (no surrogates inside), split until every
+ * piece is a sequence of byte ranges. */
+static hr_err *utf8_range(nfa *a, int in, int out, uint32_t lo, uint32_t hi) {
+    static const uint32_t lim[3] = {0x7F, 0x7FF, 0xFFFF};
+    for (int k = 0; k < 3; k++)
+        if (lo <= lim[k] && hi > lim[k]) {
+            HR_TRY(utf8_range(a, in, out, lo, lim[k]));
+            return utf8_range(a, in, out, lim[k] + 1, hi);
+        }
+    if (hi < 0x80) return add_edge(a, in, out, (int)lo, (int)hi);
+    for (int k = 1; k < 4; k++) {
+        uint32_t m = (1u << (6 * k)) - 1;
+        if ((lo & ~m) != (hi & ~m)) {
+            if (lo & m) {
+                HR_TRY(utf8_range(a, in, out, lo, lo | m));
+                return utf8_range(a, in, out, (lo | m) + 1, hi);
+            }
+            if ((hi & m) != m) {
+                HR_TRY(utf8_range(a, in, out, lo, (hi & ~m) - 1));
+                return utf8_range(a, in, out, hi & ~m, hi);
+            }
+        }
+    }
+    uint8_t bl[4], bh[4];
+    int n = encode(lo, bl);
+    encode(hi, bh);
+    int cur = in;
+    for (int k = 0; k < n; k++) {
+        int next = out;
+        if (k < n - 1) HR_TRY(state(a, &next));
+        HR_TRY(add_edge(a, cur, next, bl[k], bh[k]));
+        cur = next;
+    }
+    return NULL;
+}
+
+static hr_err *frag(nfa *a, int node, int *in, int *out);
+
+static hr_err *frag_set(nfa *a, const hr_gnode *n, int in, int out) {
+    for (int k = 0; k < n->n; k++) {
+        const hr_grange *r = &a->ir->ranges[n->first + k];
+        HR_TRY(utf8_range(a, in, out, r->lo, r->hi));
+    }
+    return NULL;
+}
+
+static hr_err *frag_rep(nfa *a, const hr_gnode *n, int in, int out) {
+    int cur = in, ci, co;
+    for (int k = 0; k < n->min; k++) {
+        HR_TRY(frag(a, n->child, &ci, &co));
+        HR_TRY(add_eps(a, cur, ci));
+        cur = co;
+    }
+    HR_TRY(add_eps(a, cur, out));
+    if (n->max == HR_G_INF) {
+        HR_TRY(frag(a, n->child, &ci, &co));
+        HR_TRY(add_eps(a, cur, ci));
+        HR_TRY(add_eps(a, co, cur));
+        return NULL;
+    }
+    for (int k = n->min; k < n->max; k++) {
+        HR_TRY(frag(a, n->child, &ci, &co));
+        HR_TRY(add_eps(a, cur, ci));
+        HR_TRY(add_eps(a, co, out));
+        cur = co;
+    }
+    return NULL;
+}
+
+/* A fragment with a fresh entry *in and exit *out for node (rule references inlined). */
+static hr_err *frag(nfa *a, int node, int *in, int *out) {
+    const hr_gnode *n = &a->ir->nodes[node];
+    if (++a->depth > 10000) return hr_errf("grammar too large: regular rules nested too deep");
+    HR_TRY(state(a, in));
+    HR_TRY(state(a, out));
+    int ci, co, cur = *in;
+    switch (n->kind) {
+    case HR_GN_SET:
+        HR_TRY(frag_set(a, n, *in, *out));
+        break;
+    case HR_GN_SEQ:
+        for (int k = 0; k < n->n; k++) {
+            HR_TRY(frag(a, a->ir->kids[n->first + k], &ci, &co));
+            HR_TRY(add_eps(a, cur, ci));
+            cur = co;
+        }
+        HR_TRY(add_eps(a, cur, *out));
+        break;
+    case HR_GN_ALT:
+        for (int k = 0; k < n->n; k++) {
+            HR_TRY(frag(a, a->ir->kids[n->first + k], &ci, &co));
+            HR_TRY(add_eps(a, *in, ci));
+            HR_TRY(add_eps(a, co, *out));
+        }
+        break;
+    case HR_GN_REP:
+        HR_TRY(frag_rep(a, n, *in, *out));
+        break;
+    case HR_GN_REF:
+        HR_TRY(frag(a, a->ir->body[n->child], &ci, &co));
+        HR_TRY(add_eps(a, *in, ci));
+        HR_TRY(add_eps(a, co, *out));
+        break;
+    }
+    a->depth--;
+    return NULL;
+}
+
+/* ---- subset construction ---- */
+
+typedef struct {
+    int *off_e, *off_eps; /* CSR by from-state */
+    edge *e;
+    int *eps;
+    int n;
+    int *mark, stamp; /* closure visit marks */
+    int *stack;
+} csr;
+
+static int cmp_edge(const void *x, const void *y) {
+    return ((const edge *)x)->from - ((const edge *)y)->from;
+}
+
+static hr_err *build_csr(nfa *a, csr *c) {
+    c->n = a->n_states;
+    c->off_e = calloc((size_t)c->n + 1, sizeof(int));
+    c->off_eps = calloc((size_t)c->n + 1, sizeof(int));
+    c->eps = malloc(((size_t)a->n_eps + 1) * sizeof(int));
+    c->mark = calloc((size_t)c->n, sizeof(int));
+    c->stack = malloc((size_t)c->n * sizeof(int));
+    if (!c->off_e || !c->off_eps || !c->eps || !c->mark || !c->stack) return hr_err_oom();
+    if (a->n_e) qsort(a->e, (size_t)a->n_e, sizeof(edge), cmp_edge);
+    c->e = a->e;
+    for (int k = 0; k < a->n_e; k++)
+        c->off_e[a->e[k].from + 1]++;
+    for (int k = 0; k < a->n_eps; k++)
+        c->off_eps[a->eps[2 * k] + 1]++;
+    for (int s = 0; s < c->n; s++) {
+        c->off_e[s + 1] += c->off_e[s];
+        c->off_eps[s + 1] += c->off_eps[s];
+    }
+    int *fill = calloc((size_t)c->n, sizeof(int));
+    if (!fill) return hr_err_oom();
+    for (int k = 0; k < a->n_eps; k++) {
+        int f = a->eps[2 * k];
+        c->eps[c->off_eps[f] + fill[f]++] = a->eps[2 * k + 1];
+    }
+    free(fill);
+    return NULL;
+}
+
+static void csr_free(csr *c) {
+    free(c->off_e);
+    free(c->off_eps);
+    free(c->eps);
+    free(c->mark);
+    free(c->stack);
+}
+
+static int cmp_int(const void *x, const void *y) {
+    int a = *(const int *)x, b = *(const int *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Epsilon closure of set[0..n) in place (room for c->n); returns the sorted size. */
+static int closure(csr *c, int *set, int n) {
+    c->stamp++;
+    int sp = 0, m = 0;
+    for (int k = 0; k < n; k++)
+        if (c->mark[set[k]] != c->stamp) c->mark[set[k]] = c->stamp, c->stack[sp++] = set[k];
+    while (sp) {
+        int s = c->stack[--sp];
+        set[m++] = s;
+        for (int k = c->off_eps[s]; k < c->off_eps[s + 1]; k++) {
+            int t = c->eps[k];
+            if (c->mark[t] != c->stamp) c->mark[t] = c->stamp, c->stack[sp++] = t;
+        }
+    }
+    qsort(set, (size_t)m, sizeof(int), cmp_int);
+    return m;
+}
+
+typedef struct {
+    int *items; /* all sets back to back */
+    size_t n_items, cap_items;
+    size_t *off; /* (n_sets + 1) */
+    int n_sets, cap_sets;
+    int *table; /* open addressing: set index + 1, 0 empty */
+    size_t table_cap;
+} setmap;
+
+static uint64_t hash_set(const int *s, int n) {
+    uint64_t h = 1469598103934665603ull;
+    for (int k = 0; k < n; k++)
+        h = (h ^ (uint64_t)s[k]) * 1099511628211ull;
+    return h;
+}
+
+static hr_err *rehash(setmap *m) {
+    size_t cap = m->table_cap ? m->table_cap * 2 : 1024;
+    int *t = calloc(cap, sizeof(int));
+    if (!t) return hr_err_oom();
+    for (int i = 0; i < m->n_sets; i++) {
+        size_t h = hash_set(m->items + m->off[i], (int)(m->off[i + 1] - m->off[i])) & (cap - 1);
+        while (t[h])
+            h = (h + 1) & (cap - 1);
+        t[h] = i + 1;
+    }
+    free(m->table);
+    m->table = t;
+    m->table_cap = cap;
+    return NULL;
+}
+
+/* The index of set s[0..n), added when new (*added = 1). */
+static hr_err *intern(setmap *m, const int *s, int n, int *idx, int *added) {
+    if ((size_t)(m->n_sets + 1) * 2 > m->table_cap) HR_TRY(rehash(m));
+    size_t h = hash_set(s, n) & (m->table_cap - 1);
+    for (; m->table[h]; h = (h + 1) & (m->table_cap - 1)) {
+        int i = m->table[h] - 1;
+        if (m->off[i + 1] - m->off[i] == (size_t)n &&
+            !memcmp(m->items + m->off[i], s, (size_t)n * sizeof(int))) {
+            *idx = i;
+            *added = 0;
+            return NULL;
+        }
+    }
+    if (m->n_sets >= MAX_DFA)
+        return hr_errf("grammar too large: a regular part needs more than %d DFA states", MAX_DFA);
+    if (m->n_items + (size_t)n > m->cap_items) {
+        size_t nc = m->cap_items ? m->cap_items * 2 : 4096;
+        while (nc < m->n_items + (size_t)n)
+            nc *= 2;
+        int *q = realloc(m->items, nc * sizeof(int));
+        if (!q) return hr_err_oom();
+        m->items = q;
+        m->cap_items = nc;
+    }
+    int cap = m->cap_sets;
+    HR_TRY(grow((void **)&m->off, &cap, m->n_sets + 2, sizeof(size_t)));
+    m->cap_sets = cap;
+    if (n) memcpy(m->items + m->n_items, s, (size_t)n * sizeof(int));
+    m->off[m->n_sets] = m->n_items;
+    m->n_items += (size_t)n;
+    m->off[m->n_sets + 1] = m->n_items;
+    m->table[h] = m->n_sets + 1;
+    *idx = m->n_sets++;
+    *added = 1;
+    return NULL;
+}
+
+typedef struct {
+    int32_t *trans;
+    uint8_t *accept;
+    int n, cap;
+} rawdfa;
+
+/* Room for n states. */
+static hr_err *ensure(rawdfa *d, int n) {
+    if (n <= d->cap) return NULL;
+    int nc = d->cap ? d->cap * 2 : 64;
+    while (nc < n)
+        nc *= 2;
+    int32_t *t = realloc(d->trans, (size_t)nc * 256 * sizeof(int32_t));
+    if (!t) return hr_err_oom();
+    d->trans = t;
+    uint8_t *a = realloc(d->accept, (size_t)nc);
+    if (!a) return hr_err_oom();
+    d->accept = a;
+    d->cap = nc;
+    return NULL;
+}
+
+/* Target set of set[0..n) on bytes lo..hi (all edges agree on that interval). */
+static int step_set(csr *c, const int *set, int n, int b, int *out) {
+    int m = 0;
+    for (int k = 0; k < n; k++)
+        for (int j = c->off_e[set[k]]; j < c->off_e[set[k] + 1]; j++)
+            if (c->e[j].lo <= b && b <= c->e[j].hi) out[m++] = c->e[j].to;
+    return m;
+}
+
+static hr_err *expand(csr *c, setmap *m, rawdfa *d, int s, int accept_state, int *buf) {
+    int n = (int)(m->off[s + 1] - m->off[s]);
+    uint8_t cut[257] = {0};
+    cut[0] = cut[256] = 1;
+    const int *set = m->items + m->off[s];
+    for (int k = 0; k < n; k++)
+        for (int j = c->off_e[set[k]]; j < c->off_e[set[k] + 1]; j++)
+            cut[c->e[j].lo] = cut[c->e[j].hi + 1] = 1;
+    d->accept[s] = 0;
+    for (int k = 0; k < n; k++)
+        d->accept[s] |= set[k] == accept_state;
+    for (int b = 0; b < 256;) {
+        int e = b + 1;
+        while (!cut[e])
+            e++;
+        set = m->items + m->off[s]; /* intern may move items */
+        int t = -1, added, cnt = step_set(c, set, n, b, buf);
+        if (cnt) {
+            cnt = closure(c, buf, cnt);
+            HR_TRY(intern(m, buf, cnt, &t, &added));
+            if (added) HR_TRY(ensure(d, m->n_sets));
+        }
+        for (int x = b; x < e; x++)
+            d->trans[(size_t)s * 256 + x] = t;
+        b = e;
+    }
+    return NULL;
+}
+
+static hr_err *determinize(csr *c, int start, int accept_state, rawdfa *d) {
+    setmap m = {0};
+    int *buf = malloc(((size_t)c->n + 1) * sizeof(int));
+    hr_err *e = buf ? NULL : hr_err_oom();
+    if (!e) {
+        buf[0] = start;
+        int n = closure(c, buf, 1), idx, added;
+        if (!(e = intern(&m, buf, n, &idx, &added))) e = ensure(d, 1);
+    }
+    for (int s = 0; !e && s < m.n_sets; s++)
+        e = expand(c, &m, d, s, accept_state, buf);
+    d->n = m.n_sets;
+    free(buf);
+    free(m.items);
+    free(m.off);
+    free(m.table);
+    return e;
+}
+
+/* ---- trim + minimize ---- */
+
+/* live[s] = s can reach an accepting state. */
+static hr_err *coreachable(const rawdfa *d, uint8_t *live) {
+    int *stack = malloc((size_t)d->n * sizeof(int)), sp = 0;
+    int *roff = calloc((size_t)d->n + 1, sizeof(int)),
+        *radj = malloc((size_t)d->n * 256 * sizeof(int));
+    hr_err *e = (stack && roff && radj) ? NULL : hr_err_oom();
+    if (!e) {
+        /* one reverse edge per run of equal targets in a row (rows are mostly runs) */
+        for (size_t k = 0; k < (size_t)d->n * 256; k++)
+            if (d->trans[k] >= 0 && (k % 256 == 0 || d->trans[k - 1] != d->trans[k]))
+                roff[d->trans[k] + 1]++;
+        for (int s = 0; s < d->n; s++)
+            roff[s + 1] += roff[s];
+        int *fill = calloc((size_t)d->n + 1, sizeof(int));
+        if (!fill) e = hr_err_oom();
+        for (size_t k = 0; !e && k < (size_t)d->n * 256; k++) {
+            int t = d->trans[k];
+            if (t >= 0 && (k % 256 == 0 || d->trans[k - 1] != t))
+                radj[roff[t] + fill[t]++] = (int)(k / 256);
+        }
+        free(fill);
+        for (int s = 0; !e && s < d->n; s++)
+            if ((live[s] = d->accept[s])) stack[sp++] = s;
+        while (!e && sp) {
+            int s = stack[--sp];
+            for (int k = roff[s]; k < roff[s + 1]; k++)
+                if (!live[radj[k]]) live[radj[k]] = 1, stack[sp++] = radj[k];
+        }
+    }
+    free(stack);
+    free(roff);
+    free(radj);
+    return e;
+}
+
+/* Bytes that every state treats alike share a class: minimization looks at one byte of
+ * each class (rep), not at all 256. Returns the number of classes. */
+static int byte_classes_exact(const rawdfa *d, uint8_t *rep) {
+    int n = 0;
+    for (int b = 0; b < 256; b++) {
+        int same = -1;
+        for (int c = 0; c < n && same < 0; c++) {
+            int eq = 1;
+            for (int s = 0; s < d->n && eq; s++)
+                eq = d->trans[(size_t)s * 256 + b] == d->trans[(size_t)s * 256 + rep[c]];
+            if (eq) same = c;
+        }
+        if (same < 0) rep[n++] = (uint8_t)b;
+    }
+    return n;
+}
+
+/* As byte_classes_exact, reading the table row by row (its columns are 1 KiB apart): a
+ * hash per column picks the classes, one more pass checks them, and a collision falls back
+ * to the exact column compare. */
+static int byte_classes(const rawdfa *d, uint8_t *rep) {
+    uint64_t h[256];
+    for (int b = 0; b < 256; b++)
+        h[b] = 1469598103934665603ull;
+    for (int s = 0; s < d->n; s++) {
+        const int32_t *row = d->trans + (size_t)s * 256;
+        for (int b = 0; b < 256; b++)
+            h[b] = (h[b] ^ (uint32_t)row[b]) * 1099511628211ull;
+    }
+    int n = 0;
+    uint8_t of[256];
+    for (int b = 0; b < 256; b++) {
+        int c = 0;
+        while (c < n && h[rep[c]] != h[b])
+            c++;
+        if (c == n) rep[n++] = (uint8_t)b;
+        of[b] = (uint8_t)c;
+    }
+    for (int s = 0; s < d->n; s++) {
+        const int32_t *row = d->trans + (size_t)s * 256;
+        for (int b = 0; b < 256; b++)
+            if (row[b] != row[rep[of[b]]]) return byte_classes_exact(d, rep);
+    }
+    return n;
+}
+
+static hr_err *minimize(rawdfa *d, hr_gdfa *out) {
+    int *cls = malloc(((size_t)d->n + 1) * sizeof(int));
+    if (!cls) return hr_err_oom();
+    uint8_t rep[256];
+    int k = hr_gdfa_partition(d->trans, d->accept, d->n, rep, byte_classes(d, rep), cls);
+    if (k < 0) {
+        free(cls);
+        return hr_err_oom();
+    }
+    out->n_states = k;
+    out->trans = malloc((size_t)k * 256 * sizeof(int32_t));
+    out->accept = malloc((size_t)k);
+    hr_err *e = (out->trans && out->accept) ? NULL : hr_err_oom();
+    for (int s = 0; !e && s < d->n; s++) {
+        out->accept[cls[s]] = d->accept[s];
+        for (int b = 0; b < 256; b++) {
+            int t = d->trans[(size_t)s * 256 + b];
+            out->trans[(size_t)cls[s] * 256 + b] = t < 0 ? -1 : cls[t];
+        }
+    }
+    free(cls);
+    return e;
+}
+
+/* Points transitions into states that cannot accept at -1, dropping those states. */
+static void kill_dead(rawdfa *d, const uint8_t *live, int *map) {
+    int m = 0;
+    for (int s = 0; s < d->n; s++)
+        map[s] = live[s] ? m++ : -1;
+    for (int s = 0; s < d->n; s++) {
+        if (!live[s]) continue;
+        for (int b = 0; b < 256; b++) {
+            int t = d->trans[(size_t)s * 256 + b];
+            d->trans[(size_t)map[s] * 256 + b] = t < 0 ? -1 : map[t];
+        }
+        d->accept[map[s]] = d->accept[s];
+    }
+    d->n = m;
+}
+
+hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
+    memset(out, 0, sizeof *out);
+    nfa a = {.ir = ir};
+    csr c = {0};
+    rawdfa d = {0};
+    int in, fin;
+    hr_err *e = frag(&a, node, &in, &fin);
+    if (!e) e = build_csr(&a, &c);
+    if (!e) e = determinize(&c, in, fin, &d);
+    uint8_t *live = e ? NULL : calloc((size_t)d.n + 1, 1);
+    int *map = e ? NULL : malloc(((size_t)d.n + 1) * sizeof(int));
+    if (!e && (!live || !map)) e = hr_err_oom();
+    if (!e) e = coreachable(&d, live);
+    if (!e && live[0]) {
+        kill_dead(&d, live, map);
+        e = minimize(&d, out);
+        if (!e) e = hr_gdfa_chains(out);
+    }
+    free(live);
+    free(map);
+    free(d.trans);
+    free(d.accept);
+    csr_free(&c);
+    free(a.e);
+    free(a.eps);
+    return e;
+}
+
+void hr_gdfa_free(hr_gdfa *d) {
+    free(d->trans);
+    free(d->accept);
+    free(d->chain_set);
+    free(d->chain_len);
+    memset(d, 0, sizeof *d);
+}
