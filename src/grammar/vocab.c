@@ -1,5 +1,5 @@
-/* The grammar vocabulary: every token's raw bytes, which tokens masks may allow (added
- * and special tokens never, stop tokens only when accepting), and a byte trie over the
+/* The grammar vocabulary: every token's raw bytes, which tokens masks may allow (special
+ * tokens never, stop tokens only when accepting), and a byte trie over the
  * normal tokens in preorder, so a mask walks shared prefixes once and skips a dead
  * subtree in one step. */
 #define _GNU_SOURCE /* qsort_r */
@@ -39,7 +39,9 @@ static hr_err *load_bytes(const hr_tokenizer *tok, hr_grammar_vocab *v) {
         }
         hr_tokenizer_token_bytes(tok, i, (char *)v->bytes + n, k);
         n += k;
-        if (!k || k > 60000 || hr_tokenizer_is_special(tok, i) || hr_tokenizer_is_added(tok, i))
+        /* added tokens that are text (Qwen's <tool_call>, <think>) are tokens like any
+         * other: a grammar of tool-call markup lets the model write them as it was trained */
+        if (!k || k > 60000 || hr_tokenizer_is_special(tok, i))
             v->kind[i] = HR_GV_NEVER;
     }
     v->tok_off[v->n_vocab] = (uint32_t)n;

@@ -320,15 +320,17 @@ static void test_special_tokens_never(void) {
     hr_matcher_mask(m, bits);
     int special_on = -1;
     for (int i = 0; i < n; i++)
-        if (bit(bits, i) && hr_tokenizer_is_added(qwen, i) && !is_stop(qwen, i)) special_on = i;
-    int32_t think = hr_tokenizer_token_id(qwen, "<tool_call>");
-    int refused = think < 0 || !hr_matcher_accept(m, think);
+        if (bit(bits, i) && hr_tokenizer_is_special(qwen, i) && !is_stop(qwen, i)) special_on = i;
+    /* a text added token is a token like any other; a control token never */
+    int32_t call = hr_tokenizer_token_id(qwen, "<tool_call>"), start = hr_tokenizer_token_id(qwen, "<|im_start|>");
+    int call_on = call >= 0 && bit(bits, call), refused = start < 0 || !hr_matcher_accept(m, start);
     int bad_ids = !hr_matcher_accept(m, -5) && !hr_matcher_accept(m, n);
     hr_matcher_free(m);
     hr_grammar_free(g);
     free(bits);
-    HR_CHECK(special_on < 0, "added token %d allowed", special_on);
-    HR_CHECK(refused, "an added token was accepted");
+    HR_CHECK(special_on < 0, "special token %d allowed", special_on);
+    HR_CHECK(call_on, "the text added token <tool_call> is not allowed by .*");
+    HR_CHECK(refused, "a special token was accepted");
     HR_CHECK(bad_ids, "out-of-range ids accepted");
 }
 
