@@ -237,7 +237,7 @@ static hr_err *serve_isolated(const serve_opts *o, char **child) {
 
 int hr_cmd_serve(int argc, char **argv) {
     serve_opts o = {.host = "127.0.0.1", .port = 8080, .max_body_mb = 8, .timeout_s = 60,
-                    .max_conns = 512, .grace_s = 10, .request_timeout_s = 30, .max_conns_ip = 64,
+                    .max_conns = 512, .grace_s = 10, .request_timeout_s = 30, .max_conns_ip = 0,
                     .probe_interval = 1, .probe_timeout = 5};
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model,
@@ -268,7 +268,8 @@ int hr_cmd_serve(int argc, char **argv) {
         {"max-connections", HR_OPT_INT, &o.max_conns,
          "connections open at once; more are refused (default 512; lowered to fit ulimit -n)"},
         {"max-connections-per-ip", HR_OPT_INT, &o.max_conns_ip,
-         "connections open at once from one client address; more are closed (default 64)"},
+         "connections open at once from one client address; more are closed (default 0: no limit "
+         "beyond --max-connections)"},
         {"request-timeout", HR_OPT_INT, &o.request_timeout_s,
          "seconds a request's headers and body may take to arrive, however slowly the bytes "
          "come; the connection is closed past it (default 30; 0 = no deadline)"},
@@ -325,8 +326,8 @@ int hr_cmd_serve(int argc, char **argv) {
                                             "--snapshot-interval at most 1048576")), 2;
     if (o.request_timeout_s < 0 || o.request_timeout_s > 86400)
         return hr_cmd_fail("serve", hr_errf("--request-timeout must be 0..86400 seconds (0 = none)")), 2;
-    if (o.max_conns_ip < 1 || o.max_conns_ip > 65536)
-        return hr_cmd_fail("serve", hr_errf("--max-connections-per-ip must be 1..65536")), 2;
+    if (o.max_conns_ip < 0 || o.max_conns_ip > 65536)
+        return hr_cmd_fail("serve", hr_errf("--max-connections-per-ip must be 0..65536 (0: no limit)")), 2;
     if (o.timeout_s < 0 || o.timeout_s > 86400)
         return hr_cmd_fail("serve", hr_errf("--timeout must be 0..86400 seconds (0 = never)")), 2;
     if (o.grace_s < 0 || o.grace_s > 86400)

@@ -511,7 +511,6 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     if (!s->cfg.max_body) s->cfg.max_body = 8u << 20;
     if (!s->cfg.host) s->cfg.host = "127.0.0.1";
     if (!s->cfg.max_connections) s->cfg.max_connections = 512;
-    if (!s->cfg.max_connections_per_ip) s->cfg.max_connections_per_ip = 64;
     if (!s->cfg.max_backlog) s->cfg.max_backlog = 16u << 20;
     fit_fd_limit(s);
     hr_mem_budget_init(&s->budget, s->cfg.request_memory ? s->cfg.request_memory

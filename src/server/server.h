@@ -92,7 +92,9 @@ typedef struct {
      * (the idle timeout restarts on every byte); the connection is closed past it.
      * 0 = 30 s, negative = no deadline. */
     int request_timeout_s;
-    /* Connections open at once from one client address; more are closed at once. 0 = 64. */
+    /* Connections open at once from one client address; more are closed at once. 0 = no
+     * limit beyond max_connections (a local server's clients, benchmarks and agents, all
+     * come from one address). */
     unsigned max_connections_per_ip;
     /* Bytes of memory for parsing and preparing requests, all requests together; each
      * reserves its body size before the body is read and HR_REQUEST_MEMORY_FACTOR

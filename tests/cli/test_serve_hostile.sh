@@ -13,7 +13,7 @@ expect_rc request_memory_wrap 2 "--request-memory-mb $big MiB" "$H" serve --mode
 expect_rc max_body_wrap 2 "--max-body-mb must be 1..4096" "$H" serve --model "$B" --max-body-mb $big
 expect_rc max_seqs_wrap 2 "--max-seqs and --threads must be 0..4096" "$H" serve --model "$B" --max-seqs 4294967297
 expect_rc bad_request_timeout 2 "--request-timeout must be 0..86400" "$H" serve --model "$B" --request-timeout -1
-expect_rc bad_per_ip 2 "--max-connections-per-ip must be 1..65536" "$H" serve --model "$B" --max-connections-per-ip 0
+expect_rc bad_per_ip 2 "--max-connections-per-ip must be 0..65536" "$H" serve --model "$B" --max-connections-per-ip -1
 expect_rc alias_not_utf8 1 "--alias is not valid UTF-8" "$H" serve --model "$B" --alias $'bad\xff'
 ln -s "$B" "$T/"$'brown\xfe'
 expect_rc dir_not_utf8 1 "directory name \(give --alias ID\) is not valid UTF-8" "$H" serve --model "$T/"$'brown\xfe'
