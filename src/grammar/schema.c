@@ -169,6 +169,14 @@ const char *hr_sc_regex_rule(hr_sc_ctx *c, const char *hint, const hr_sc_buf *re
     return r;
 }
 
+const char *hr_sc_hint(hr_sc_ctx *c) {
+    if (!c->hint[0]) {
+        snprintf(c->hint, sizeof c->hint, "%scfg-hint", c->prefix);
+        hr_sc_printf(&c->rules, "%s ::= %s \"}\"\n", c->hint, c->hint);
+    }
+    return c->hint;
+}
+
 const char *hr_sc_any(hr_sc_ctx *c) {
     if (c->any) return c->any;
     const char *p = c->prefix, *w = c->ws;
@@ -411,6 +419,36 @@ static hr_err *get_count(const json_t *s, const char *k, const char *path, int64
     return NULL;
 }
 
+/* "\"" CHAR{mn,mx} "\"" for long bounds: whole 64-character chunks as a nonterminal (its
+ * hint keeps it one), so the DFA stays small; lengths 64a+b split exactly. mx < 0: none. */
+#define CHUNK 64
+static const char *long_string(hr_sc_ctx *c, int64_t mn, int64_t mx) {
+    char body[512];
+    snprintf(body, sizeof body, "/" HR_SC_CHAR "{%d}/ | %s", CHUNK, hr_sc_hint(c));
+    const char *chunk = hr_sc_rule(c, "chunk", body);
+    if (!chunk) return NULL;
+    hr_sc_buf b = {0};
+    hr_sc_puts(&b, "\"\\\"\"");
+    if (mn / CHUNK) hr_sc_printf(&b, " %s{%lld}", chunk, (long long)(mn / CHUNK));
+    if (mn % CHUNK) hr_sc_printf(&b, " /" HR_SC_CHAR "{%lld}/", (long long)(mn % CHUNK));
+    if (mx < 0) hr_sc_puts(&b, " /" HR_SC_CHAR "*/");
+    else {
+        int64_t d = mx - mn, q = d / CHUNK, r = d % CHUNK;
+        if (q == 0) hr_sc_printf(&b, " /" HR_SC_CHAR "{0,%lld}/", (long long)r);
+        else {
+            hr_sc_puts(&b, " (");
+            if (q > 1) hr_sc_printf(&b, "%s{0,%lld} ", chunk, (long long)(q - 1));
+            hr_sc_printf(&b, "/" HR_SC_CHAR "{0,%d}/ | %s{%lld}", CHUNK - 1, chunk, (long long)q);
+            if (r) hr_sc_printf(&b, " /" HR_SC_CHAR "{0,%lld}/", (long long)r);
+            hr_sc_puts(&b, ")");
+        }
+    }
+    hr_sc_puts(&b, " \"\\\"\"");
+    const char *out = b.oom ? NULL : hr_sc_rule(c, "lstr", b.p);
+    hr_sc_buf_free(&b);
+    return out;
+}
+
 static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, const char **rule) {
     int64_t mn, mx;
     HR_TRY(get_count(s, "minLength", path, 0, &mn));
@@ -434,6 +472,9 @@ static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, cons
     }
     if (!e && !known && pat) {
         if (!json_is_string(pat)) e = hr_errf("schema: \"pattern\" at %s must be a string", path);
+        else if ((mn > 0 || mx >= 0) && hr_sc_pattern_len(&re, json_string_value(pat),
+                                                          json_string_length(pat), mn, mx))
+            ;
         else if (mn > 0 || mx >= 0)
             e = hr_errf("schema: \"pattern\" together with minLength/maxLength at %s is not "
                         "supported", path);
@@ -442,6 +483,11 @@ static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, cons
     } else if (!e && !known) {
         if (mn > 100000 || mx > 100000)
             e = hr_errf("schema: minLength/maxLength above 100000 at %s is not supported", path);
+        else if (mn > 256 || mx > 256) {
+            hr_sc_buf_free(&re);
+            *rule = long_string(c, mn, mx);
+            return *rule ? NULL : hr_err_oom();
+        }
         else if (mx >= 0) hr_sc_printf(&re, HR_SC_CHAR "{%lld,%lld}", (long long)mn, (long long)mx);
         else if (mn > 0) hr_sc_printf(&re, HR_SC_CHAR "{%lld,}", (long long)mn);
         else hr_sc_puts(&re, HR_SC_CHAR "*");
@@ -662,6 +708,10 @@ static hr_err *any_of(hr_sc_ctx *c, const json_t *s, const char *kw, const char 
         const json_t *branch = json_array_get(list, i);
         const char *r = NULL;
         if (!p) e = hr_err_oom();
+        else if (kw[0] == 'o' && !(e = hr_sc_one_of_branch(c, rest, list, i, p, &branch)))
+            e = hr_sc_value(c, branch, p, &r);
+        else if (kw[0] == 'o')
+            ;
         else if (rest && !(e = hr_sc_merge(c, rest, branch, p, &branch)))
             e = hr_sc_value(c, branch, p, &r);
         else if (!rest)
@@ -731,6 +781,14 @@ static hr_err *by_type(hr_sc_ctx *c, const json_t *s, const char *path, const ch
 }
 
 static hr_err *value_inner(hr_sc_ctx *c, const json_t *s, const char *path, const char **rule) {
+    json_t *not = json_object_get(s, "not");
+    if (not) { /* "not" of a required list or a type is a schema: merge it in */
+        json_t *neg = hr_sc_keep(c, hr_sc_negation(c, not));
+        if (!neg) return hr_errf("schema: \"not\" at %s is not supported", path);
+        const json_t *m;
+        HR_TRY(hr_sc_merge(c, without(c, s, "not"), neg, path, &m));
+        return hr_sc_value(c, m, path, rule);
+    }
     HR_TRY(check_keywords(s, path));
     json_t *ref = json_object_get(s, "$ref");
     if (ref) {
@@ -931,6 +989,7 @@ static hr_err *compile(const json_t *schema, const hr_schema_opts *o, const char
     if (!id && json_is_object(schema)) id = json_object_get(schema, "id");
     c.root_id = json_is_string(id) ? json_string_value(id) : NULL;
     c.max_ws = o && o->max_ws > 0 ? o->max_ws : HR_SCHEMA_MAX_WS_DEFAULT;
+    if (strlen(prefix) > 64) return hr_errf("schema: rule prefix longer than 64 characters");
     char ws[160] = "";
     if (!(o && o->compact)) snprintf(ws, sizeof ws, " %sws", prefix);
     c.ws = ws;

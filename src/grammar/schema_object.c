@@ -10,7 +10,7 @@
 
 #include "grammar/schema_int.h"
 
-#define ANY_ORDER_MAX 5
+#define ANY_ORDER_MAX 8
 #define MAX_PROPERTIES_CAP 1000
 
 typedef struct {
@@ -102,7 +102,7 @@ static const char *state(machine *m, size_t pos, int64_t cnt) {
 /* "key" ws ":" ws value ws, with the key given as GBNF text (a literal or a rule). */
 static const char *kv_rule(hr_sc_ctx *c, const char *key, const char *val) {
     hr_sc_buf b = {0};
-    hr_sc_printf(&b, "%s%s \":\"%s %s%s", key, c->ws, c->ws, val, c->ws);
+    hr_sc_printf(&b, "%s%s \":\"%s %s%s | %s", key, c->ws, c->ws, val, c->ws, hr_sc_hint(c));
     const char *r = b.oom ? NULL : hr_sc_rule(c, "kv", b.p);
     hr_sc_buf_free(&b);
     return r;
@@ -369,7 +369,7 @@ hr_err *hr_sc_object(hr_sc_ctx *c, const json_t *s, const char *path, const char
     if (!e && !dead && (m.max < 0 || m.min <= m.max)) {
         m.cap = m.max >= 0 ? m.max : (m.min > 1 ? m.min : 1);
         if (!m.addl && m.cap > (int64_t)m.n) m.cap = (int64_t)m.n > m.min ? (int64_t)m.n : m.min;
-        m.any_order = m.n <= ANY_ORDER_MAX && ((size_t)1 << m.n) * (size_t)(m.cap + 1) <= 256;
+        m.any_order = m.n <= ANY_ORDER_MAX && ((size_t)1 << m.n) * (size_t)(m.cap + 1) <= 1024;
         e = run_machine(c, &m, rule);
     }
     free(p);

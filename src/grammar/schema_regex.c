@@ -182,7 +182,13 @@ static void emit_set(hr_sc_buf *o, cset *c) {
     if (cls.oom) o->oom = 1;
     hr_sc_buf_free(&cls);
     uint32_t esc[] = {'"', '\\'};
-    for (uint32_t cp = 0; cp < 0x20; cp++)
+    int all_ctrl = 1;
+    for (uint32_t cp = 0; cp < 0x20; cp++) all_ctrl &= cs_has(c, cp);
+    if (all_ctrl) { /* every control character: both spellings, as one group */
+        if (alts++) hr_sc_puts(o, "|");
+        hr_sc_puts(o, "\\\\(?:[bfnrt]|u00[01][0-9a-fA-F])");
+    }
+    for (uint32_t cp = 0; cp < 0x20 && !all_ctrl; cp++)
         if (cs_has(c, cp)) {
             if (alts++) hr_sc_puts(o, "|");
             emit_escaped(o, cp);
@@ -518,4 +524,60 @@ void hr_sc_not_names(hr_sc_buf *o, const char *const *names, const size_t *lens,
     for (size_t i = 0; i < n; i++) idx[i] = i;
     not_names_at(o, names, lens, idx, n, 0);
     free(idx);
+}
+
+int hr_sc_pattern_len(hr_sc_buf *o, const char *pat, size_t len, int64_t mn, int64_t mx) {
+    if (len < 3 || pat[0] != '^' || pat[len - 1] != '$' || pat[len - 2] == '\\') return 0;
+    rx r = {.s = pat, .n = len - 1, .i = 1, .o = o};
+    cset c = {0};
+    char ch = pat[1];
+    if (ch == '[') {
+        r.i++;
+        parse_class(&r, &c);
+    } else if (ch == '\\') {
+        r.i++;
+        parse_escape(&r, &c, 0);
+    } else if (ch == '.') {
+        r.i++;
+        cs_add(&c, '\n', '\n');
+        cs_add(&c, '\r', '\r');
+        cs_add(&c, 0x2028, 0x2029);
+        cs_negate(&c);
+    } else if (!strchr("()|*+?{^$", ch)) {
+        uint32_t cp = next_cp(&r);
+        cs_add(&c, cp, cp);
+    } else {
+        return 0;
+    }
+    long long lo = 1, hi = 1;
+    if (!r.err && r.i < r.n) {
+        char q = pat[r.i];
+        char *end;
+        if (q == '*') lo = 0, hi = -1, r.i++;
+        else if (q == '+') lo = 1, hi = -1, r.i++;
+        else if (q == '?') lo = 0, hi = 1, r.i++;
+        else if (q == '{') {
+            lo = strtoll(pat + r.i + 1, &end, 10);
+            hi = lo;
+            if (*end == ',') hi = end[1] == '}' ? -1 : strtoll(end + 1, &end, 10);
+            if (*end == ',') end++;
+            if (*end != '}') r.i = r.n + 1;
+            else r.i = (size_t)(end - pat) + 1;
+        }
+        if (r.i < r.n && pat[r.i] == '?') r.i++;
+    }
+    int ok = !r.err && r.i == r.n;
+    if (ok) {
+        if (mn > lo) lo = mn;
+        if (mx >= 0 && (hi < 0 || mx < hi)) hi = mx;
+        if (hi >= 0 && lo > hi) ok = 0;
+    }
+    if (ok) {
+        emit_set(o, &c);
+        if (hi < 0) hr_sc_printf(o, "{%lld,}", lo);
+        else hr_sc_printf(o, "{%lld,%lld}", lo, hi);
+    }
+    free(c.r);
+    hr_err_free(r.err);
+    return ok;
 }
