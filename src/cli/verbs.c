@@ -11,6 +11,7 @@ const hr_verb hr_verbs[] = {
     {"mkmodel", hr_cmd_mkmodel, "write a random-weight checkpoint of a real shape"},
     {"tokenize", hr_cmd_tokenize, "print the token ids of a text"},
     {"detokenize", hr_cmd_detokenize, "print the text of token ids"},
+    {"grammar", hr_cmd_grammar, "check a text against a grammar or regex through token masks (--bench)"},
     {"template", hr_cmd_template, "render a chat request through the model's chat template"},
     {"bench", hr_cmd_bench, "engine throughput: decode, prefill, concurrent decode"},
     {"fit", hr_cmd_fit, "will a model and context fit this machine's RAM"},

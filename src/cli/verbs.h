@@ -21,6 +21,7 @@ int hr_cmd_fail(const char *verb, hr_err *err);
 
 int hr_cmd_tokenize(int argc, char **argv);
 int hr_cmd_detokenize(int argc, char **argv);
+int hr_cmd_grammar(int argc, char **argv);
 
 
 int hr_cmd_logits(int argc, char **argv);

@@ -45,48 +45,97 @@ static void collect_refs(const hr_gir *ir, int node, uint8_t *seen, hr_gints *ou
         for (int k = 0; k < n->n; k++) collect_refs(ir, ir->kids[n->first + k], seen, out, oom);
 }
 
-/* reach[r] lists the rules reachable from r in one or more steps. */
-static hr_err *rule_reach(const hr_gir *ir, uint8_t *reach) {
+/* The rule graph: each rule's direct references, deduplicated, as CSR. */
+static hr_err *rule_graph(const hr_gir *ir, int **off, int **adj) {
     int R = ir->n_rules, oom = 0;
-    hr_gints direct = {0}, stack = {0};
-    uint8_t *seen = calloc((size_t)R, 1);
-    if (!seen) return hr_err_oom();
+    hr_gints all = {0}, one = {0};
+    uint8_t *seen = calloc((size_t)R + 1, 1);
+    *off = calloc((size_t)R + 1, sizeof(int));
+    if (!seen || !*off) oom = 1;
     for (int r = 0; r < R && !oom; r++) {
-        uint8_t *row = reach + (size_t)r * R;
-        direct.n = 0;
-        memset(seen, 0, (size_t)R);
-        collect_refs(ir, ir->body[r], seen, &direct, &oom);
-        stack.n = 0;
-        for (int k = 0; k < direct.n && !oom; k++)
-            if (!row[direct.v[k]]) row[direct.v[k]] = 1, oom |= hr_gints_push(&stack, direct.v[k]);
-        while (stack.n && !oom) {
-            int q = stack.v[--stack.n];
-            direct.n = 0;
-            memset(seen, 0, (size_t)R);
-            collect_refs(ir, ir->body[q], seen, &direct, &oom);
-            for (int k = 0; k < direct.n && !oom; k++)
-                if (!row[direct.v[k]]) row[direct.v[k]] = 1, oom |= hr_gints_push(&stack, direct.v[k]);
+        one.n = 0;
+        collect_refs(ir, ir->body[r], seen, &one, &oom);
+        for (int k = 0; k < one.n; k++) {
+            seen[one.v[k]] = 0;
+            oom |= hr_gints_push(&all, one.v[k]);
         }
+        (*off)[r + 1] = all.n;
     }
     free(seen);
-    free(direct.v);
-    free(stack.v);
+    free(one.v);
+    *adj = all.v;
     return oom ? hr_err_oom() : NULL;
 }
 
-static hr_err *classify_rules(builder *b) {
-    int R = b->ir->n_rules;
-    if ((size_t)R * R > 64u << 20) return hr_errf("grammar too large: %d rules", R);
-    uint8_t *reach = calloc((size_t)R * R + 1, 1);
-    if (!reach) return hr_err_oom();
-    hr_err *e = rule_reach(b->ir, reach);
-    for (int r = 0; !e && r < R; r++) {
-        int reg = !reach[(size_t)r * R + r];
-        for (int q = 0; q < R && reg; q++)
-            if (reach[(size_t)r * R + q] && reach[(size_t)q * R + q]) reg = 0;
-        b->rule_reg[r] = (int8_t)reg;
+typedef struct {
+    const int *off, *adj;
+    int *index, *low, *stack, *comp, *work, *edge;
+    uint8_t *on_stack;
+    int sp, counter, n_comp;
+} tarjan;
+
+/* One strongly connected component found (the top of the stack down to v): a component
+ * is bad (not regular) if it is recursive or reaches a bad one; Tarjan emits components
+ * after every component they reach, so those are known. */
+static void emit_component(tarjan *t, int v, int8_t *reg) {
+    int bad = 0, first = t->sp;
+    do first--;
+    while (t->stack[first] != v);
+    for (int i = first; i < t->sp; i++) {
+        int u = t->stack[i];
+        t->on_stack[u] = 0;
+        t->comp[u] = t->n_comp;
     }
-    free(reach);
+    for (int i = first; i < t->sp && !bad; i++) {
+        int u = t->stack[i];
+        for (int k = t->off[u]; k < t->off[u + 1] && !bad; k++) {
+            int w = t->adj[k];
+            bad = t->comp[w] == t->n_comp ? 1 : !reg[w];
+        }
+    }
+    for (int i = first; i < t->sp; i++) reg[t->stack[i]] = (int8_t)!bad;
+    t->sp = first;
+    t->n_comp++;
+}
+
+/* Iterative Tarjan from root r (work holds the DFS path, edge the next edge of each). */
+static void tarjan_from(tarjan *t, int r, int8_t *reg) {
+    int wp = 0;
+    t->work[wp++] = r;
+    t->index[r] = t->low[r] = ++t->counter;
+    t->stack[t->sp++] = r, t->on_stack[r] = 1;
+    t->edge[r] = t->off[r];
+    while (wp) {
+        int v = t->work[wp - 1];
+        if (t->edge[v] < t->off[v + 1]) {
+            int w = t->adj[t->edge[v]++];
+            if (!t->index[w]) {
+                t->index[w] = t->low[w] = ++t->counter;
+                t->stack[t->sp++] = w, t->on_stack[w] = 1;
+                t->edge[w] = t->off[w];
+                t->work[wp++] = w;
+            } else if (t->on_stack[w] && t->index[w] < t->low[v]) t->low[v] = t->index[w];
+            continue;
+        }
+        wp--;
+        if (wp && t->low[v] < t->low[t->work[wp - 1]]) t->low[t->work[wp - 1]] = t->low[v];
+        if (t->low[v] == t->index[v]) emit_component(t, v, reg);
+    }
+}
+
+/* rule_reg[r]: no rule reachable from r (itself included) is recursive. Linear time. */
+static hr_err *classify_rules(builder *b) {
+    int R = b->ir->n_rules, *off = NULL, *adj = NULL;
+    hr_err *e = rule_graph(b->ir, &off, &adj);
+    size_t n = (size_t)R + 1;
+    tarjan t = {off, adj, calloc(n, sizeof(int)), calloc(n, sizeof(int)), malloc(n * sizeof(int)),
+                malloc(n * sizeof(int)), malloc(n * sizeof(int)), malloc(n * sizeof(int)), calloc(n, 1), 0, 0, 0};
+    if (!e && (!t.index || !t.low || !t.stack || !t.comp || !t.work || !t.edge || !t.on_stack)) e = hr_err_oom();
+    for (int r = 0; !e && r < R; r++)
+        if (!t.index[r]) tarjan_from(&t, r, b->rule_reg);
+    free(t.index), free(t.low), free(t.stack), free(t.comp), free(t.work), free(t.edge), free(t.on_stack);
+    free(off);
+    free(adj);
     return e;
 }
 
@@ -154,7 +203,7 @@ static hr_err *rule_symbol(builder *b, int rule, int *sym) {
 
 /* X{min,max} of a non-regular X (symbol c) as the productions of a fresh nonterminal. */
 static hr_err *repeat_symbol(builder *b, int c, int min, int max, int *sym) {
-    int h = b->n_nts++, tail = -1;
+    int tail = -1;
     if (max == HR_G_INF) { /* tail ::= ε | tail c (left recursion suits Earley) */
         tail = b->n_nts++;
         int two[2] = {tail, c};
@@ -167,8 +216,12 @@ static hr_err *repeat_symbol(builder *b, int c, int min, int max, int *sym) {
             HR_TRY(add_prod(b, o, two, tail < 0 ? 1 : 2));
             tail = o;
         }
+    if (min == 0 && tail >= 0) { /* X* and X{0,n} are the tail alone */
+        *sym = tail;
+        return NULL;
+    }
     if ((long)min + 1 > MAX_SYMBOLS) return hr_errf("grammar too large: repetition of %d", min);
-    int *seq = malloc(((size_t)min + 1) * sizeof(int));
+    int h = b->n_nts++, *seq = malloc(((size_t)min + 1) * sizeof(int));
     if (!seq) return hr_err_oom();
     for (int k = 0; k < min; k++) seq[k] = c;
     if (tail >= 0) seq[min] = tail;
@@ -270,6 +323,14 @@ static int cmp_prod(const void *x, const void *y) {
     return a->lhs != b->lhs ? a->lhs - b->lhs : a->first - b->first;
 }
 
+static void mark_inert(hr_grammar *g) {
+    for (int t = 0; t < g->n_terms; t++) g->term_inert[t] = 1;
+    for (int s = 0; s < g->n_pos; s++) {
+        int y = g->pos_sym[s];
+        if (y < 0 && y != HR_G_END && (g->pos_lhs[s] != 0 || g->pos_sym[s + 1] != HR_G_END)) g->term_inert[-y - 1] = 0;
+    }
+}
+
 static hr_err *layout(builder *b, hr_grammar *g) {
     qsort(b->prods, (size_t)b->n_prods, sizeof(prod), cmp_prod);
     g->n_nts = b->n_nts;
@@ -280,7 +341,9 @@ static hr_err *layout(builder *b, hr_grammar *g) {
     g->pos_sym = malloc((size_t)g->n_pos * sizeof(int32_t));
     g->pos_lhs = malloc((size_t)g->n_pos * sizeof(int32_t));
     g->nullable = calloc((size_t)g->n_nts, 1);
-    if (!g->nt_prods || !g->prod_pos || !g->pos_sym || !g->pos_lhs || !g->nullable) return hr_err_oom();
+    g->term_inert = malloc((size_t)g->n_terms + 1);
+    if (!g->nt_prods || !g->prod_pos || !g->pos_sym || !g->pos_lhs || !g->nullable || !g->term_inert)
+        return hr_err_oom();
     int pos = 0;
     for (int p = 0; p < b->n_prods; p++) {
         const prod *q = &b->prods[p];
@@ -292,6 +355,7 @@ static hr_err *layout(builder *b, hr_grammar *g) {
         }
     }
     for (int nt = 0; nt < g->n_nts; nt++) g->nt_prods[nt + 1] += g->nt_prods[nt];
+    mark_inert(g);
     for (int changed = 1; changed;) {
         changed = 0;
         for (int p = 0; p < g->n_prods; p++) {
@@ -360,6 +424,7 @@ void hr_grammar_free(hr_grammar *g) {
     free(g->prod_pos);
     free(g->pos_sym);
     free(g->pos_lhs);
+    free(g->term_inert);
     if (g->cache) hr_gcache_free(g->cache);
     free(g);
 }

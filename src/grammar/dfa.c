@@ -1,6 +1,7 @@
 /* Regular IR nodes to byte DFAs: a Thompson NFA whose edges are UTF-8 byte ranges (each
  * code point range split into byte-range sequences, as RE2 does), subset construction,
- * removal of states that cannot reach an accepting one, and Moore minimization. Caps on
+ * removal of states that cannot reach an accepting one, and minimization (minimize.c) over
+ * byte classes. Caps on
  * NFA and DFA states answer "grammar too large" instead of running away. */
 #include <stdlib.h>
 #include <string.h>
@@ -201,7 +202,7 @@ static hr_err *build_csr(nfa *a, csr *c) {
     c->mark = calloc((size_t)c->n, sizeof(int));
     c->stack = malloc((size_t)c->n * sizeof(int));
     if (!c->off_e || !c->off_eps || !c->eps || !c->mark || !c->stack) return hr_err_oom();
-    qsort(a->e, (size_t)a->n_e, sizeof(edge), cmp_edge);
+    if (a->n_e) qsort(a->e, (size_t)a->n_e, sizeof(edge), cmp_edge);
     c->e = a->e;
     for (int k = 0; k < a->n_e; k++) c->off_e[a->e[k].from + 1]++;
     for (int k = 0; k < a->n_eps; k++) c->off_eps[a->eps[2 * k] + 1]++;
@@ -395,14 +396,15 @@ static hr_err *coreachable(const rawdfa *d, uint8_t *live) {
     int *roff = calloc((size_t)d->n + 1, sizeof(int)), *radj = malloc((size_t)d->n * 256 * sizeof(int));
     hr_err *e = (stack && roff && radj) ? NULL : hr_err_oom();
     if (!e) {
+        /* one reverse edge per run of equal targets in a row (rows are mostly runs) */
         for (size_t k = 0; k < (size_t)d->n * 256; k++)
-            if (d->trans[k] >= 0) roff[d->trans[k] + 1]++;
+            if (d->trans[k] >= 0 && (k % 256 == 0 || d->trans[k - 1] != d->trans[k])) roff[d->trans[k] + 1]++;
         for (int s = 0; s < d->n; s++) roff[s + 1] += roff[s];
         int *fill = calloc((size_t)d->n + 1, sizeof(int));
         if (!fill) e = hr_err_oom();
         for (size_t k = 0; !e && k < (size_t)d->n * 256; k++) {
             int t = d->trans[k];
-            if (t >= 0) radj[roff[t] + fill[t]++] = (int)(k / 256);
+            if (t >= 0 && (k % 256 == 0 || d->trans[k - 1] != t)) radj[roff[t] + fill[t]++] = (int)(k / 256);
         }
         free(fill);
         for (int s = 0; !e && s < d->n; s++)
@@ -419,59 +421,57 @@ static hr_err *coreachable(const rawdfa *d, uint8_t *live) {
     return e;
 }
 
-static uint64_t sig_hash(const int *cls, const rawdfa *d, int s) {
-    uint64_t h = (uint64_t)cls[s] * 0x9E3779B97F4A7C15ull;
+/* Bytes that every state treats alike share a class: minimization looks at one byte of
+ * each class (rep), not at all 256. Returns the number of classes. */
+static int byte_classes_exact(const rawdfa *d, uint8_t *rep) {
+    int n = 0;
     for (int b = 0; b < 256; b++) {
-        int t = d->trans[(size_t)s * 256 + b];
-        h = (h ^ (uint64_t)(t < 0 ? -1 : cls[t])) * 1099511628211ull;
+        int same = -1;
+        for (int c = 0; c < n && same < 0; c++) {
+            int eq = 1;
+            for (int s = 0; s < d->n && eq; s++) eq = d->trans[(size_t)s * 256 + b] == d->trans[(size_t)s * 256 + rep[c]];
+            if (eq) same = c;
+        }
+        if (same < 0) rep[n++] = (uint8_t)b;
     }
-    return h;
+    return n;
 }
 
-static int sig_eq(const int *cls, const rawdfa *d, int s, int r) {
-    if (cls[s] != cls[r]) return 0;
-    for (int b = 0; b < 256; b++) {
-        int t = d->trans[(size_t)s * 256 + b], u = d->trans[(size_t)r * 256 + b];
-        if ((t < 0 ? -1 : cls[t]) != (u < 0 ? -1 : cls[u])) return 0;
-    }
-    return 1;
-}
-
-/* One Moore refinement round: new classes into nc; returns their count. */
-static int refine(const rawdfa *d, const int *cls, int *nc, int *table, size_t cap) {
-    memset(table, 0, cap * sizeof(int));
-    int k = 0;
+/* As byte_classes_exact, reading the table row by row (its columns are 1 KiB apart): a
+ * hash per column picks the classes, one more pass checks them, and a collision falls back
+ * to the exact column compare. */
+static int byte_classes(const rawdfa *d, uint8_t *rep) {
+    uint64_t h[256];
+    for (int b = 0; b < 256; b++) h[b] = 1469598103934665603ull;
     for (int s = 0; s < d->n; s++) {
-        size_t h = sig_hash(cls, d, s) & (cap - 1);
-        while (table[h] && !sig_eq(cls, d, s, table[h] - 1)) h = (h + 1) & (cap - 1);
-        if (!table[h]) {
-            table[h] = s + 1;
-            nc[s] = k++;
-        } else nc[s] = nc[table[h] - 1];
+        const int32_t *row = d->trans + (size_t)s * 256;
+        for (int b = 0; b < 256; b++) h[b] = (h[b] ^ (uint32_t)row[b]) * 1099511628211ull;
     }
-    return k;
+    int n = 0;
+    uint8_t of[256];
+    for (int b = 0; b < 256; b++) {
+        int c = 0;
+        while (c < n && h[rep[c]] != h[b]) c++;
+        if (c == n) rep[n++] = (uint8_t)b;
+        of[b] = (uint8_t)c;
+    }
+    for (int s = 0; s < d->n; s++) {
+        const int32_t *row = d->trans + (size_t)s * 256;
+        for (int b = 0; b < 256; b++)
+            if (row[b] != row[rep[of[b]]]) return byte_classes_exact(d, rep);
+    }
+    return n;
 }
 
 static hr_err *minimize(rawdfa *d, hr_gdfa *out) {
-    size_t cap = 16;
-    while (cap < (size_t)d->n * 2) cap *= 2;
-    int *cls = malloc((size_t)d->n * sizeof(int)), *nc = malloc((size_t)d->n * sizeof(int));
-    int *table = malloc(cap * sizeof(int));
-    if (!cls || !nc || !table) {
-        free(cls), free(nc), free(table);
+    int *cls = malloc(((size_t)d->n + 1) * sizeof(int));
+    if (!cls) return hr_err_oom();
+    uint8_t rep[256];
+    int k = hr_gdfa_partition(d->trans, d->accept, d->n, rep, byte_classes(d, rep), cls);
+    if (k < 0) {
+        free(cls);
         return hr_err_oom();
     }
-    for (int s = 0; s < d->n; s++) cls[s] = d->accept[s];
-    int k = -1, prev = 0;
-    for (;;) {
-        k = refine(d, cls, nc, table, cap);
-        memcpy(cls, nc, (size_t)d->n * sizeof(int));
-        if (k == prev) break;
-        prev = k;
-    }
-    /* renumber so that the start's class is 0 */
-    int c0 = cls[0];
-    for (int s = 0; s < d->n; s++) cls[s] = cls[s] == c0 ? 0 : cls[s] == 0 ? c0 : cls[s];
     out->n_states = k;
     out->trans = malloc((size_t)k * 256 * sizeof(int32_t));
     out->accept = malloc((size_t)k);
@@ -483,7 +483,7 @@ static hr_err *minimize(rawdfa *d, hr_gdfa *out) {
             out->trans[(size_t)cls[s] * 256 + b] = t < 0 ? -1 : cls[t];
         }
     }
-    free(cls), free(nc), free(table);
+    free(cls);
     return e;
 }
 
@@ -518,6 +518,7 @@ hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
     if (!e && live[0]) {
         kill_dead(&d, live, map);
         e = minimize(&d, out);
+        if (!e) e = hr_gdfa_chains(out);
     }
     free(live);
     free(map);
@@ -532,5 +533,7 @@ hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
 void hr_gdfa_free(hr_gdfa *d) {
     free(d->trans);
     free(d->accept);
+    free(d->chain_set);
+    free(d->chain_len);
     memset(d, 0, sizeof *d);
 }

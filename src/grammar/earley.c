@@ -74,37 +74,80 @@ static int hash_grow(hr_matcher *m, size_t set0, size_t front0) {
     return 0;
 }
 
-/* Adds item to the set being built (from set0) unless present. */
-static void add_item(hr_matcher *m, hr_gitem it, size_t set0, size_t front0) {
-    uint64_t h = item_hash(it);
+#define SMALL 24 /* a set and frontier up to this size dedupe by a linear scan */
+
+/* Leaves the linear scan: indexes what the set and frontier being built hold so far. */
+static void start_hashing(hr_matcher *m, size_t set0, size_t front0) {
+    m->hashing = 1;
+    if (hash_reset(m, (m->n_items - set0) + (m->n_front - front0) + 16)) {
+        m->oom = 1;
+        return;
+    }
+    for (size_t i = set0; i < m->n_items && !m->oom; i++)
+        if (hash_insert(m, item_hash(m->items[i]), i + 1, set0, front0)) m->oom = 1;
+    for (size_t i = front0; i < m->n_front && !m->oom; i++)
+        if (hash_insert(m, front_hash(m->front[i]), (i + 1) | FRONT_TAG, set0, front0)) m->oom = 1;
+}
+
+static int item_present(const hr_matcher *m, hr_gitem it, uint64_t h, size_t set0) {
+    if (!m->hashing) {
+        for (size_t i = set0; i < m->n_items; i++)
+            if (m->items[i].pos == it.pos && m->items[i].origin == it.origin) return 1;
+        return 0;
+    }
     for (size_t k = h & (m->hash_cap - 1); m->hash[k]; k = (k + 1) & (m->hash_cap - 1)) {
         uint64_t v = m->hash[k];
         if (v & FRONT_TAG) continue;
         const hr_gitem *o = &m->items[v - 1];
-        if (o->pos == it.pos && o->origin == it.origin) return;
+        if (o->pos == it.pos && o->origin == it.origin) return 1;
     }
+    return 0;
+}
+
+static int front_present(const hr_matcher *m, hr_gfront f, uint64_t h, size_t front0) {
+    if (!m->hashing) {
+        for (size_t i = front0; i < m->n_front; i++)
+            if (m->front[i].pos == f.pos && m->front[i].origin == f.origin && m->front[i].state == f.state) return 1;
+        return 0;
+    }
+    for (size_t k = h & (m->hash_cap - 1); m->hash[k]; k = (k + 1) & (m->hash_cap - 1)) {
+        uint64_t v = m->hash[k];
+        if (!(v & FRONT_TAG)) continue;
+        const hr_gfront *o = &m->front[(v & ~FRONT_TAG) - 1];
+        if (o->pos == f.pos && o->origin == f.origin && o->state == f.state) return 1;
+    }
+    return 0;
+}
+
+/* After an append: index it, or start indexing once the scan would be long. */
+static void note_added(hr_matcher *m, uint64_t h, uint64_t val, size_t set0, size_t front0) {
+    if (m->hashing) {
+        if (hash_insert(m, h, val, set0, front0)) m->oom = 1;
+    } else if ((m->n_items - set0) + (m->n_front - front0) > SMALL)
+        start_hashing(m, set0, front0);
+}
+
+/* Adds item to the set being built (from set0) unless present. */
+static void add_item(hr_matcher *m, hr_gitem it, size_t set0, size_t front0) {
+    uint64_t h = m->hashing ? item_hash(it) : 0;
+    if (item_present(m, it, h, set0)) return;
     if (grow((void **)&m->items, &m->cap_items, m->n_items + 1, sizeof(hr_gitem))) {
         m->oom = 1;
         return;
     }
     m->items[m->n_items++] = it;
-    if (hash_insert(m, h, m->n_items, set0, front0)) m->oom = 1;
+    note_added(m, h, m->n_items, set0, front0);
 }
 
 static void add_front(hr_matcher *m, hr_gfront f, size_t set0, size_t front0) {
-    uint64_t h = front_hash(f);
-    for (size_t k = h & (m->hash_cap - 1); m->hash[k]; k = (k + 1) & (m->hash_cap - 1)) {
-        uint64_t v = m->hash[k];
-        if (!(v & FRONT_TAG)) continue;
-        const hr_gfront *o = &m->front[(v & ~FRONT_TAG) - 1];
-        if (o->pos == f.pos && o->origin == f.origin && o->state == f.state) return;
-    }
+    uint64_t h = m->hashing ? front_hash(f) : 0;
+    if (front_present(m, f, h, front0)) return;
     if (grow((void **)&m->front, &m->cap_front, m->n_front + 1, sizeof(hr_gfront))) {
         m->oom = 1;
         return;
     }
     m->front[m->n_front++] = f;
-    if (hash_insert(m, h, (m->n_front) | FRONT_TAG, set0, front0)) m->oom = 1;
+    note_added(m, h, m->n_front | FRONT_TAG, set0, front0);
 }
 
 /* Predict / complete / start terminals over the set at position p (being built). */
@@ -153,7 +196,10 @@ int hr_gm_push(hr_matcher *m, uint8_t byte) {
     if (m->oom || ensure_pos(m, q)) return 0;
     size_t set0 = m->n_items, front0 = m->n_front;
     size_t fb = m->front_beg[p], fe = m->front_beg[p + 1];
-    if (hash_reset(m, 2 * (fe - fb) + 16)) return 0;
+    while (fb < fe && g->terms[-g->pos_sym[m->front[fb].pos] - 1].trans[(size_t)m->front[fb].state * 256 + byte] < 0)
+        fb++; /* most bytes fail here, before any bookkeeping */
+    if (fb == fe) return 0;
+    m->hashing = 0;
     m->acc[q] = 0;
     m->set_beg[q] = set0;
     m->front_beg[q] = front0;
@@ -189,7 +235,7 @@ hr_err *hr_matcher_create(const hr_grammar *g, const hr_grammar_vocab *v, hr_mat
     if (!m) return hr_err_oom();
     m->g = g;
     m->v = v;
-    if (ensure_pos(m, 0) || hash_reset(m, 64)) {
+    if (ensure_pos(m, 0)) {
         hr_matcher_free(m);
         return hr_err_oom();
     }

@@ -70,12 +70,40 @@ hr_err *hr_gbnf_parse(const char *text, size_t len, hr_gir *ir, int *root);
  * base is the offset of re in the enclosing text, for error messages. */
 hr_err *hr_regex_parse(const char *re, size_t len, size_t base, hr_gir *ir, int *node);
 
+/* ---- byte sets summarized in 128 bits ---- */
+/* Bit b - 0x20 for each printable ASCII byte 0x20..0x7F, bit 96 for "some byte 0x00..0x1F",
+ * bit 97 for "some byte 0x80..0xFF": enough to tell that text stays inside a DFA state. */
+typedef struct {
+    uint64_t w[2];
+} hr_gbytes;
+
+static inline int hr_gbytes_bit(uint8_t b) { return b < 0x20 ? 96 : b >= 0x80 ? 97 : b - 0x20; }
+
+/* A UTF-8 validator's states: 0 between characters, 1..7 inside one (what the next bytes
+ * must be); hr_gutf8_step gives the next state or -1 for a byte that cannot come next. */
+int hr_gutf8_step(int q, uint8_t b);
+
 /* ---- byte DFAs (dfa.c) ---- */
 typedef struct {
     int n_states;     /* state 0 is the start */
     int32_t *trans;   /* (n_states, 256) next state, -1 dead */
     uint8_t *accept;  /* (n_states) */
+    /* chains (chain.c): from state s, any text of up to chain_len[s] characters drawn from
+     * chain_set[s] keeps the DFA alive (a character class moving s along one successor
+     * chain, such as a string interior's loop or a maxLength counter) */
+    hr_gbytes *chain_set; /* (n_states) bit 97 set: every non-ASCII character is in the set */
+    int32_t *chain_len;   /* (n_states) characters; HR_G_CHAIN_INF for a loop */
 } hr_gdfa;
+
+#define HR_G_CHAIN_INF (1 << 30)
+
+/* minimize.c: the equivalence classes of a DFA's states (trans (n, 256), -1 dead; rep one
+ * byte of each of n_rep byte classes) into cls, the start's class 0; returns their number,
+ * or -1 when out of memory. */
+int hr_gdfa_partition(const int32_t *trans, const uint8_t *accept, int n, const uint8_t *rep, int n_rep, int *cls);
+
+/* Fills chain_set and chain_len of a minimized DFA. */
+hr_err *hr_gdfa_chains(hr_gdfa *d);
 
 /* Compiles node (all of whose rule references are regular rules, inlined) into a minimal
  * byte DFA with no dead states. The language may be empty: then n_states is 0. */
@@ -99,6 +127,8 @@ struct hr_grammar {
     int n_pos;
     int32_t *pos_sym;     /* (n_pos) symbol after the dot, HR_G_END at the end */
     int32_t *pos_lhs;     /* (n_pos) the production's left-hand side */
+    uint8_t *term_inert;  /* (n_terms) every use ends a production of the start symbol, so
+                             completing it only makes the parse accepting */
     hr_gcache *cache;     /* the fast masks' cache (mask.c), mutex-guarded */
 };
 
@@ -119,7 +149,12 @@ struct hr_grammar_vocab {
     uint8_t *node_byte;  /* (n_nodes) the byte on the edge into the node */
     uint16_t *node_depth;/* (n_nodes) bytes from the root */
     int32_t *node_end;   /* (n_nodes) first node after the subtree */
-    int32_t *node_tok;   /* (n_nodes + 1) tokens ending here: sorted_tok[node_tok[u], node_tok[u+1]) */
+    int32_t *node_tok;   /* (n_nodes + 1) tokens ending here: sorted_tok[node_tok[u], node_tok[u+1]);
+                            the subtree's tokens are sorted_tok[node_tok[u], node_tok[node_end[u]]) */
+    hr_gbytes *node_below; /* (n_nodes) the bytes on every edge below the node */
+    uint8_t *node_utf8;    /* (n_nodes) bit q: from validator state q at the node, every
+                              path below is valid UTF-8 (possibly cut inside a character) */
+    uint16_t *node_below_len; /* (n_nodes) the longest path below the node, in bytes */
     int32_t *sorted_tok; /* NORMAL token ids by their node */
     int max_depth;
 };
@@ -147,8 +182,10 @@ struct hr_matcher {
     int *tok_pos;         /* (n_toks) position before each accepted token, -1 a stop token */
     int n_toks, cap_toks;
     int ended;
-    uint64_t *hash;       /* dedup table for the set/frontier being built: key + 1, 0 empty */
+    uint64_t *hash;       /* dedup index of the set/frontier being built (entry index + 1, a
+                             tag bit for the frontier, 0 empty), once they outgrow a linear scan */
     size_t hash_cap, hash_alloc, hash_n; /* in use (a power of two), allocated, filled */
+    int hashing;          /* the index is in use for the position being built */
     int oom;              /* a push failed for memory: the matcher refuses from then on */
 };
 

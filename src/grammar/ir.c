@@ -105,7 +105,7 @@ int hr_gir_set(hr_gir *ir, const hr_grange *r, int n, int negate) {
     int id = -1;
     if (!grow((void **)&ir->ranges, &ir->cap_ranges, ir->n_ranges + m, sizeof(hr_grange)) &&
         (id = new_node(ir, HR_GN_SET)) >= 0) {
-        memcpy(&ir->ranges[ir->n_ranges], a, (size_t)m * sizeof *a);
+        if (m) memcpy(&ir->ranges[ir->n_ranges], a, (size_t)m * sizeof *a);
         ir->nodes[id].first = ir->n_ranges;
         ir->nodes[id].n = m;
         ir->n_ranges += m;
@@ -183,4 +183,27 @@ size_t hr_gutf8_decode(const char *s, size_t n, uint32_t *cp) {
     if (c < min[len] || c > HR_G_MAX_CP || (c >= 0xD800 && c <= 0xDFFF)) return 0;
     *cp = c;
     return len;
+}
+
+int hr_gutf8_step(int q, uint8_t b) {
+    switch (q) {
+    case 0:
+        if (b < 0x80) return 0;
+        if (b >= 0xC2 && b <= 0xDF) return 1;
+        if (b == 0xE0) return 3;
+        if (b == 0xED) return 4;
+        if (b >= 0xE1 && b <= 0xEF) return 2;
+        if (b == 0xF0) return 6;
+        if (b >= 0xF1 && b <= 0xF3) return 5;
+        if (b == 0xF4) return 7;
+        return -1;
+    case 1: return b >= 0x80 && b <= 0xBF ? 0 : -1;
+    case 2: return b >= 0x80 && b <= 0xBF ? 1 : -1;
+    case 3: return b >= 0xA0 && b <= 0xBF ? 1 : -1;
+    case 4: return b >= 0x80 && b <= 0x9F ? 1 : -1;
+    case 5: return b >= 0x80 && b <= 0xBF ? 2 : -1;
+    case 6: return b >= 0x90 && b <= 0xBF ? 2 : -1;
+    case 7: return b >= 0x80 && b <= 0x8F ? 2 : -1;
+    default: return -1;
+    }
 }

@@ -1,13 +1,15 @@
 /* Token masks. The reference tries every token's bytes from the current state. The fast
- * mask starts from a cache entry for the frontier's (terminal, DFA state) pairs: the
- * tokens whose bytes stay strictly inside those terminals (no pair reaches an accepting
- * state, one stays alive), which are allowed whatever the Earley sets hold, and the trie
- * nodes where some pair first accepts. Only below those nodes does it run the parser,
- * walking the vocabulary trie depth first, a byte per node, truncating on the way up and
- * skipping subtrees the grammar rejects. Inside a JSON string nearly every token comes
- * from the cache and only tokens holding a '"' are walked. The cache lives in the grammar,
- * keyed by vocabulary too, behind a mutex; an entry is built outside the lock and never
- * changes once published, so matchers on many threads read it freely. */
+ * mask starts from a cache entry for the frontier's (terminal, DFA state) pairs, built by
+ * walking the vocabulary trie with those DFA states alone: the tokens along which some pair
+ * stays alive and none reaches an accepting state (allowed whatever the Earley sets hold;
+ * whole subtrees at once where a pair's chain covers them), and the trie nodes where some
+ * pair first accepts (a terminal that only ends the start rule does not count: completing
+ * it adds no frontier entry). Only from those nodes, grouped, does the parser run, a byte
+ * per trie node, truncating on the way up and skipping subtrees it rejects. Inside a JSON
+ * string nearly every token comes from the entry and only tokens holding a '"' are
+ * walked. The cache lives in the grammar, keyed by vocabulary too, behind a mutex; an
+ * entry is built outside the lock and never changes once published, so matchers on many
+ * threads read it freely. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,19 +103,38 @@ static int frontier_pairs(const hr_matcher *m, pairs *p) {
     return 0;
 }
 
+/* Bound nodes are grouped by the DFA states every pair reaches there: the parser states
+ * after two nodes of one group differ only in where the last position is, so one walk of
+ * a group node's bytes serves all. What follows the nodes in their tokens (the suffixes)
+ * goes into one small trie per group, so a suffix that many tokens share (`",` after a
+ * string's last word) is parsed once. */
+typedef struct {
+    int n;              /* nodes in preorder; node 0 (the empty suffix) is the root */
+    uint8_t *byte;
+    uint16_t *depth;
+    int32_t *end;
+    int32_t *tok_beg;   /* (n + 1) tokens ending at node u: tok[tok_beg[u], tok_beg[u+1]) */
+    int32_t *tok;
+} strie;
+
 typedef struct entry {
     struct entry *next;
     uint64_t hash;
     const hr_grammar_vocab *v;
     int n_pairs;
     int32_t *pairs;
-    uint32_t *bits;   /* tokens strictly inside the terminals */
-    int32_t *bound;   /* trie nodes where some pair first accepts */
-    int n_bound;
+    uint32_t *bits;     /* tokens strictly inside the terminals */
+    int n_groups;
+    int32_t *rep;       /* (n_groups) a bound node of the group, whose bytes the parser takes */
+    strie *suffix;      /* (n_groups) the suffixes below the group's small nodes */
+    int32_t *big;       /* the group's nodes with large subtrees (or alone in their group),
+                           walked in the vocabulary trie: big[big_beg[g], big_beg[g+1]) */
+    int32_t *big_beg;   /* (n_groups + 1) */
+    size_t bytes;       /* memory held */
 } entry;
 
 #define N_BUCKETS 1024
-#define CACHE_BYTES (256u << 20)
+#define CACHE_BYTES (64u << 20)
 
 struct hr_gcache {
     pthread_mutex_t mu;
@@ -121,10 +142,13 @@ struct hr_gcache {
     size_t bytes; /* held by entries; past CACHE_BYTES new ones are not kept */
 };
 
-static uint64_t hash_pairs(const hr_grammar_vocab *v, const int32_t *p, int n) {
-    uint64_t h = (uint64_t)(uintptr_t)v * 0x9E3779B97F4A7C15ull;
-    for (int i = 0; i < 2 * n; i++) h = (h ^ (uint32_t)p[i]) * 1099511628211ull;
+static uint64_t hash_ints(uint64_t h, const int32_t *p, int n) {
+    for (int i = 0; i < n; i++) h = (h ^ (uint32_t)p[i]) * 1099511628211ull;
     return h;
+}
+
+static uint64_t hash_pairs(const hr_grammar_vocab *v, const int32_t *p, int n) {
+    return hash_ints((uint64_t)(uintptr_t)v * 0x9E3779B97F4A7C15ull, p, 2 * n);
 }
 
 static entry *lookup(hr_gcache *c, const hr_grammar_vocab *v, const pairs *p, uint64_t h) {
@@ -138,45 +162,115 @@ static void entry_free(entry *e) {
     if (!e) return;
     free(e->pairs);
     free(e->bits);
-    free(e->bound);
+    for (int g = 0; e->suffix && g < e->n_groups; g++) {
+        strie *t = &e->suffix[g];
+        free(t->byte), free(t->depth), free(t->end), free(t->tok_beg), free(t->tok);
+    }
+    free(e->suffix);
+    free(e->big);
+    free(e->big_beg);
+    free(e->rep);
     free(e);
 }
 
-static int push_bound(entry *e, int *cap, int32_t u) {
-    if (e->n_bound == *cap) {
-        int nc = *cap ? *cap * 2 : 64;
-        int32_t *q = realloc(e->bound, (size_t)nc * sizeof(int32_t));
-        if (!q) return -1;
-        e->bound = q;
-        *cap = nc;
+/* The bound nodes found by the walk, each with its state vector (n_pairs states, -1 dead). */
+typedef struct {
+    int32_t *node, *group;
+    int n, cap;
+    int32_t *vecs;       /* (n_groups, n_pairs) */
+    int n_groups, cap_groups;
+    int32_t *table;      /* open addressing over groups: index + 1 */
+    int table_cap;
+} bounds;
+
+static int group_of(bounds *b, const int32_t *vec, int k) {
+    uint64_t h = hash_ints(1469598103934665603ull, vec, k);
+    if ((b->n_groups + 1) * 2 > b->table_cap) {
+        int nc = b->table_cap ? b->table_cap * 2 : 64;
+        int32_t *t = calloc((size_t)nc, sizeof(int32_t));
+        if (!t) return -1;
+        for (int g = 0; g < b->n_groups; g++) {
+            size_t j = hash_ints(1469598103934665603ull, b->vecs + (size_t)g * k, k) & (size_t)(nc - 1);
+            while (t[j]) j = (j + 1) & (size_t)(nc - 1);
+            t[j] = g + 1;
+        }
+        free(b->table);
+        b->table = t;
+        b->table_cap = nc;
     }
-    e->bound[e->n_bound++] = u;
+    size_t j = h & (size_t)(b->table_cap - 1);
+    for (; b->table[j]; j = (j + 1) & (size_t)(b->table_cap - 1))
+        if (!memcmp(b->vecs + (size_t)(b->table[j] - 1) * k, vec, (size_t)k * sizeof(int32_t))) return b->table[j] - 1;
+    if (b->n_groups == b->cap_groups) {
+        int nc = b->cap_groups ? b->cap_groups * 2 : 16;
+        int32_t *q = realloc(b->vecs, (size_t)nc * (size_t)(k ? k : 1) * sizeof(int32_t));
+        if (!q) return -1;
+        b->vecs = q;
+        b->cap_groups = nc;
+    }
+    memcpy(b->vecs + (size_t)b->n_groups * k, vec, (size_t)k * sizeof(int32_t));
+    b->table[j] = b->n_groups + 1;
+    return b->n_groups++;
+}
+
+static int add_bound(bounds *b, int32_t u, const int32_t *vec, int k) {
+    int g = group_of(b, vec, k);
+    if (g < 0) return -1;
+    if (b->n == b->cap) {
+        int nc = b->cap ? b->cap * 2 : 64;
+        int32_t *q = realloc(b->node, (size_t)nc * sizeof(int32_t)), *r;
+        if (!q) return -1;
+        b->node = q;
+        if (!(r = realloc(b->group, (size_t)nc * sizeof(int32_t)))) return -1;
+        b->group = r;
+        b->cap = nc;
+    }
+    b->node[b->n] = u;
+    b->group[b->n++] = g;
     return 0;
 }
 
-/* Fills e->bits and e->bound by walking the trie with the pairs alone. sets holds a pair
- * set per trie depth, (max_depth + 1) * n pairs. */
-static int fill_entry(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, int32_t *sets, int *cnt) {
-    int n = e->n_pairs, cap = 0;
-    memcpy(sets, e->pairs, (size_t)n * 2 * sizeof(int32_t));
-    cnt[0] = n;
+/* Some live pair stays alive through every path below the node: its chain takes every
+ * byte there (non-ASCII ones only where every path is valid UTF-8, so the state is between
+ * characters) for at least as many characters as the longest path has bytes. A frontier
+ * entry that stays alive keeps the parse alive whatever completions happen on the way, so
+ * every token of the subtree is allowed. */
+static int stays_below(const hr_grammar *g, const hr_grammar_vocab *v, const entry *e, const int32_t *states, int u) {
+    const hr_gbytes *below = &v->node_below[u];
+    const uint64_t high = 1ull << (97 - 64);
+    if ((below->w[1] & high) && !(v->node_utf8[u] & 1)) return 0;
+    for (int i = 0; i < e->n_pairs; i++) {
+        if (states[i] < 0) continue;
+        const hr_gdfa *d = &g->terms[e->pairs[2 * i]];
+        const hr_gbytes *c = &d->chain_set[states[i]];
+        if (!(below->w[0] & ~c->w[0]) && !(below->w[1] & ~c->w[1]) && d->chain_len[states[i]] >= v->node_below_len[u])
+            return 1;
+    }
+    return 0;
+}
+
+/* Walks the trie with the pairs alone: sets holds each depth's state vector. */
+static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, int32_t *sets, bounds *b) {
+    int k = e->n_pairs;
+    for (int i = 0; i < k; i++) sets[i] = e->pairs[2 * i + 1];
     for (int u = 1; u < v->n_nodes;) {
-        int d = v->node_depth[u], k = 0, acc = 0;
-        const int32_t *in = sets + (size_t)(d - 1) * n * 2;
-        int32_t *out = sets + (size_t)d * n * 2;
-        uint8_t b = v->node_byte[u];
-        for (int i = 0; i < cnt[d - 1]; i++) {
-            const hr_gdfa *dfa = &g->terms[in[2 * i]];
-            int32_t s = dfa->trans[(size_t)in[2 * i + 1] * 256 + b];
-            if (s < 0) continue;
-            acc |= dfa->accept[s];
-            out[2 * k] = in[2 * i];
-            out[2 * k + 1] = s;
-            k++;
+        int d = v->node_depth[u], alive = 0, acc = 0;
+        const int32_t *in = sets + (size_t)(d - 1) * k;
+        int32_t *out = sets + (size_t)d * k;
+        uint8_t byte = v->node_byte[u];
+        for (int i = 0; i < k; i++) {
+            int32_t s = in[i] < 0 ? -1 : g->terms[e->pairs[2 * i]].trans[(size_t)in[i] * 256 + byte];
+            out[i] = s;
+            if (s >= 0) alive = 1, acc |= g->terms[e->pairs[2 * i]].accept[s] && !g->term_inert[e->pairs[2 * i]];
         }
-        cnt[d] = k;
-        if (!k || acc) {
-            if (acc && push_bound(e, &cap, u)) return -1;
+        if (alive && stays_below(g, v, e, out, u)) { /* the whole subtree is allowed */
+            for (int j = v->node_tok[u]; j < v->node_tok[v->node_end[u]]; j++)
+                e->bits[v->sorted_tok[j] >> 5] |= 1u << (v->sorted_tok[j] & 31);
+            u = v->node_end[u];
+            continue;
+        }
+        if (!alive || acc) {
+            if (acc && add_bound(b, u, out, k)) return -1;
             u = v->node_end[u];
             continue;
         }
@@ -186,11 +280,109 @@ static int fill_entry(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, 
     return 0;
 }
 
+typedef struct {
+    const uint8_t *p;
+    uint32_t len;
+    int32_t id;
+} suffix_item;
+
+static int cmp_suffix(const void *x, const void *y) {
+    const suffix_item *a = x, *b = y;
+    int c = memcmp(a->p, b->p, a->len < b->len ? a->len : b->len);
+    if (c) return c;
+    return a->len != b->len ? (a->len < b->len ? -1 : 1) : a->id - b->id;
+}
+
+/* The preorder trie of items (sorted here) into t. */
+static int strie_build(strie *t, suffix_item *it, int n) {
+    qsort(it, (size_t)n, sizeof *it, cmp_suffix);
+    size_t cap = 1;
+    for (int i = 0; i < n; i++) cap += it[i].len;
+    t->byte = malloc(cap);
+    t->depth = malloc(cap * sizeof(uint16_t));
+    t->end = malloc(cap * sizeof(int32_t));
+    t->tok_beg = calloc(cap + 1, sizeof(int32_t));
+    t->tok = malloc(((size_t)n + 1) * sizeof(int32_t));
+    int32_t *stack = malloc(65536 * sizeof(int32_t)), *node_of = malloc(((size_t)n + 1) * sizeof(int32_t));
+    int ok = t->byte && t->depth && t->end && t->tok_beg && t->tok && stack && node_of;
+    int nn = 1, depth = 0;
+    if (ok) t->byte[0] = 0, t->depth[0] = 0, stack[0] = 0;
+    for (int i = 0; ok && i < n; i++) {
+        int len = (int)it[i].len, c = 0;
+        if (i)
+            while (c < len && c < (int)it[i - 1].len && it[i - 1].p[c] == it[i].p[c]) c++;
+        for (; depth > c; depth--) t->end[stack[depth]] = nn;
+        for (; depth < len; depth++) {
+            t->byte[nn] = it[i].p[depth];
+            t->depth[nn] = (uint16_t)(depth + 1);
+            stack[depth + 1] = nn++;
+        }
+        node_of[i] = stack[len];
+        t->tok[i] = it[i].id;
+    }
+    if (ok) {
+        for (; depth >= 0; depth--) t->end[stack[depth]] = nn;
+        t->n = nn;
+        for (int i = 0; i < n; i++) t->tok_beg[node_of[i] + 1]++;
+        for (int u = 0; u < nn; u++) t->tok_beg[u + 1] += t->tok_beg[u];
+    }
+    free(stack);
+    free(node_of);
+    return ok ? 0 : -1;
+}
+
+#define SMALL_SUBTREE 64 /* tokens: a node with more is walked in the vocabulary trie */
+
+static int is_big(const hr_grammar_vocab *v, int u, int alone) {
+    return alone || v->node_tok[v->node_end[u]] - v->node_tok[u] > SMALL_SUBTREE;
+}
+
+/* Per group: a representative node, the nodes walked in the vocabulary trie (large
+ * subtrees, or alone in the group), and the trie of the suffixes below the others. */
+static int group_bounds(const hr_grammar_vocab *v, entry *e, const bounds *b) {
+    int G = b->n_groups;
+    e->n_groups = G;
+    e->rep = malloc(((size_t)G + 1) * sizeof(int32_t));
+    e->suffix = calloc((size_t)G + 1, sizeof(strie));
+    e->big_beg = calloc((size_t)G + 2, sizeof(int32_t));
+    e->big = malloc(((size_t)b->n + 1) * sizeof(int32_t));
+    int32_t *count = calloc((size_t)G + 1, sizeof(int32_t));
+    int ok = e->rep && e->suffix && e->big_beg && e->big && count, total = 0;
+    for (int i = 0; ok && i < b->n; i++) e->rep[b->group[i]] = b->node[i], count[b->group[i]]++;
+    for (int i = 0; ok && i < b->n; i++) {
+        int u = b->node[i], g = b->group[i];
+        if (is_big(v, u, count[g] == 1)) e->big_beg[g + 2]++;
+        else total += v->node_tok[v->node_end[u]] - v->node_tok[u];
+    }
+    for (int g = 0; ok && g < G; g++) e->big_beg[g + 2] += e->big_beg[g + 1];
+    for (int i = 0; ok && i < b->n; i++)
+        if (is_big(v, b->node[i], count[b->group[i]] == 1)) e->big[e->big_beg[b->group[i] + 1]++] = b->node[i];
+    suffix_item *items = ok ? malloc(((size_t)total + 1) * sizeof *items) : NULL;
+    ok = ok && items;
+    for (int g = 0; ok && g < G; g++) {
+        int n = 0;
+        for (int i = 0; i < b->n; i++) {
+            int u = b->node[i], d = v->node_depth[u];
+            if (b->group[i] != g || is_big(v, u, count[g] == 1)) continue;
+            for (int k = v->node_tok[u]; k < v->node_tok[v->node_end[u]]; k++) {
+                int32_t id = v->sorted_tok[k];
+                items[n++] = (suffix_item){v->bytes + v->tok_off[id] + d, v->tok_off[id + 1] - v->tok_off[id] - (uint32_t)d, id};
+            }
+        }
+        if (n) ok = !strie_build(&e->suffix[g], items, n);
+        if (ok) e->bytes += (size_t)e->suffix[g].n * 11 + (size_t)n * 4;
+    }
+    e->bytes += (size_t)b->n * 4;
+    free(items);
+    free(count);
+    return ok ? 0 : -1;
+}
+
 static entry *build_entry(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p, uint64_t h) {
     entry *e = calloc(1, sizeof *e);
-    int32_t *sets = malloc(((size_t)v->max_depth + 1) * (size_t)(p->n ? p->n : 1) * 2 * sizeof(int32_t));
-    int *cnt = malloc(((size_t)v->max_depth + 1) * sizeof(int));
-    int ok = e && sets && cnt;
+    int32_t *sets = malloc(((size_t)v->max_depth + 1) * (size_t)(p->n ? p->n : 1) * sizeof(int32_t));
+    bounds b = {0};
+    int ok = e && sets;
     if (ok) {
         e->hash = h;
         e->v = v;
@@ -201,10 +393,10 @@ static entry *build_entry(const hr_grammar *g, const hr_grammar_vocab *v, const 
     }
     if (ok) {
         memcpy(e->pairs, p->v, (size_t)p->n * 2 * sizeof(int32_t));
-        ok = !fill_entry(g, v, e, sets, cnt);
+        ok = !walk_pairs(g, v, e, sets, &b) && !group_bounds(v, e, &b);
     }
     free(sets);
-    free(cnt);
+    free(b.node), free(b.group), free(b.vecs), free(b.table);
     if (!ok) {
         entry_free(e);
         return NULL;
@@ -225,7 +417,7 @@ static entry *get_entry(hr_matcher *m, pairs *p, int *owned) {
     if (e) return e;
     entry *fresh = build_entry(m->g, m->v, p, h);
     if (!fresh) return NULL;
-    size_t size = mask_words(m->v) * 4 + (size_t)fresh->n_bound * 4 + (size_t)p->n * 8 + sizeof *fresh;
+    size_t size = mask_words(m->v) * 4 + fresh->bytes + (size_t)fresh->n_groups * 4 + (size_t)p->n * 8 + sizeof *fresh;
     pthread_mutex_lock(&c->mu);
     e = lookup(c, m->v, p, h);
     if (!e && c->bytes + size <= CACHE_BYTES) {
@@ -244,16 +436,37 @@ static entry *get_entry(hr_matcher *m, pairs *p, int *owned) {
     return e;
 }
 
-/* Below a node where some terminal accepts: the bytes to it, then the parser's walk. */
-static void walk_bound(hr_matcher *m, int u, uint32_t *bits) {
+static void set_tokens(const int32_t *tok, int b, int e, uint32_t *bits) {
+    for (int i = b; i < e; i++) bits[tok[i] >> 5] |= 1u << (tok[i] & 31);
+}
+
+/* One group of bound nodes: the parser takes the bytes of the group's representative,
+ * then walks the subtrees of the big nodes and the group's suffix trie from there. */
+static void walk_group(hr_matcher *m, const entry *e, int g, uint32_t *bits) {
     const hr_grammar_vocab *v = m->v;
-    int base = m->cur, d = v->node_depth[u];
+    const strie *t = &e->suffix[g];
+    int base = m->cur, u = e->rep[g], d = v->node_depth[u];
     const uint8_t *path = v->bytes + v->tok_off[v->sorted_tok[v->node_tok[u]]];
     int k = 0;
     while (k < d && hr_gm_push(m, path[k])) k++;
-    if (k == d) {
-        set_node_tokens(v, u, bits);
-        walk_subtree(m, u, base + d, bits);
+    if (k < d) {
+        hr_gm_truncate(m, base);
+        return;
+    }
+    int top = m->cur;
+    for (int i = e->big_beg[g]; i < e->big_beg[g + 1]; i++) {
+        set_node_tokens(v, e->big[i], bits);
+        walk_subtree(m, e->big[i], top, bits);
+    }
+    if (t->n) set_tokens(t->tok, t->tok_beg[0], t->tok_beg[1], bits);
+    for (int c = 1; c < t->n;) {
+        hr_gm_truncate(m, top + t->depth[c] - 1);
+        if (!hr_gm_push(m, t->byte[c])) {
+            c = t->end[c];
+            continue;
+        }
+        set_tokens(t->tok, t->tok_beg[c], t->tok_beg[c + 1], bits);
+        c++;
     }
     hr_gm_truncate(m, base);
 }
@@ -273,7 +486,7 @@ void hr_matcher_mask(hr_matcher *m, uint32_t *bits) {
         return;
     }
     memcpy(bits, e->bits, words * sizeof(uint32_t));
-    for (int i = 0; i < e->n_bound; i++) walk_bound(m, e->bound[i], bits);
+    for (int g = 0; g < e->n_groups; g++) walk_group(m, e, g, bits);
     if (owned) entry_free(e);
     set_stops(m, bits);
 }

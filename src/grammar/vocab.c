@@ -100,6 +100,29 @@ static hr_err *build_trie(hr_grammar_vocab *v, int32_t *sorted, int n) {
     return e;
 }
 
+/* node_below, node_utf8 and node_below_len from the leaves up: preorder puts every child after its parent. */
+static hr_err *summarize_below(hr_grammar_vocab *v) {
+    v->node_below = calloc((size_t)v->n_nodes + 1, sizeof(hr_gbytes));
+    v->node_utf8 = malloc((size_t)v->n_nodes + 1);
+    v->node_below_len = calloc((size_t)v->n_nodes + 1, sizeof(uint16_t));
+    if (!v->node_below || !v->node_utf8 || !v->node_below_len) return hr_err_oom();
+    for (int u = v->n_nodes - 1; u >= 0; u--) {
+        v->node_utf8[u] = 0xFF;
+        for (int c = u + 1; c < v->node_end[u]; c = v->node_end[c]) {
+            int k = hr_gbytes_bit(v->node_byte[c]);
+            if (v->node_below_len[c] + 1 > v->node_below_len[u]) v->node_below_len[u] = (uint16_t)(v->node_below_len[c] + 1);
+            v->node_below[u].w[0] |= v->node_below[c].w[0];
+            v->node_below[u].w[1] |= v->node_below[c].w[1];
+            v->node_below[u].w[k >> 6] |= 1ull << (k & 63);
+            for (int q = 0; q < 8; q++) {
+                int q2 = hr_gutf8_step(q, v->node_byte[c]);
+                if (q2 < 0 || !(v->node_utf8[c] >> q2 & 1)) v->node_utf8[u] &= (uint8_t)~(1u << q);
+            }
+        }
+    }
+    return NULL;
+}
+
 hr_err *hr_grammar_vocab_create(const hr_tokenizer *tok, hr_grammar_vocab **out) {
     if (!tok) return hr_errf("grammar vocab: no tokenizer");
     hr_grammar_vocab *v = calloc(1, sizeof *v);
@@ -117,6 +140,7 @@ hr_err *hr_grammar_vocab_create(const hr_tokenizer *tok, hr_grammar_vocab **out)
         qsort_r(v->sorted_tok, (size_t)n, sizeof(int32_t), cmp_tok, v);
         e = build_trie(v, v->sorted_tok, n);
     }
+    if (!e) e = summarize_below(v);
     if (e) {
         hr_grammar_vocab_free(v);
         return e;
@@ -135,6 +159,9 @@ void hr_grammar_vocab_free(hr_grammar_vocab *v) {
     free(v->node_depth);
     free(v->node_end);
     free(v->node_tok);
+    free(v->node_below);
+    free(v->node_utf8);
+    free(v->node_below_len);
     free(v->sorted_tok);
     free(v);
 }

@@ -151,6 +151,9 @@ static void test_gbnf_errors(void) {
     check_error("root ::= /(a)\\1/", "backreference \\1 at offset 13");
     check_error("root ::= \"\xFF\"", "invalid UTF-8 at offset 10");
     check_error("root ::= \"a\"{99999999}", "over 100000");
+    check_error("root ::= [^a]{100000}", "grammar too large: a regular part needs more than 400000 NFA states");
+    check_error("root ::= \"a\"{30000}", "grammar too large: a regular part needs more than 20000 DFA states");
+    check_error("root ::= \"<|im_end|>\" <|im_end|>", "unexpected '<' at offset 22");
 }
 
 static void test_regex_errors(void) {
