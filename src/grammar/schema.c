@@ -567,8 +567,7 @@ static hr_err *array_rule(hr_sc_ctx *c, const json_t *s, const char *path, const
                 hr_sc_puts(&b, "(");
                 opened++;
             }
-            hr_sc_printf(&b, "%s%s%s ", i ? "\",\"" : "", i ? w : "", t[i]);
-            hr_sc_printf(&b, "%s ", w);
+            hr_sc_printf(&b, "%s%s %s%s ", i ? "\",\"" : "", i ? w : "", t[i], w);
         }
         if (rest && (bmax < 0 || bmax > 0)) {
             const char *lead = usable ? "\",\"" : "";

@@ -299,7 +299,9 @@ static hr_err *declared(hr_sc_ctx *c, const json_t *s, const char *path, prop *p
         }
         names[*n_names] = name;
         lens[(*n_names)++] = strlen(name);
-        char *pp_path = hr_sc_path(path, name);
+        char *kw_path = hr_sc_path(path, i < json_object_size(props) ? "properties" : "required");
+        char *pp_path = kw_path ? hr_sc_path(kw_path, name) : NULL;
+        free(kw_path);
         if (!pp_path) return hr_err_oom();
         const json_t *pat_s = NULL;
         hr_err *e = pp ? pattern_schema(c, pp, name, path, &pat_s) : NULL;
