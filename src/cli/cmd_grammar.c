@@ -75,13 +75,13 @@ static void report_reject(hr_matcher *m, const hr_tokenizer *tok, const int32_t 
     size_t n = hr_tokenizer_token_bytes(tok, ids[i], bytes, sizeof bytes), ok = 0;
     if (n != (size_t)-1 && n <= sizeof bytes) hr_matcher_accept_bytes(m, bytes, n, &ok);
     const char *s = hr_tokenizer_token_str(tok, ids[i]);
-    printf("rejected at byte %zu: token %d (%s) is not allowed there\n", byte_offset(tok, ids, i) + ok, ids[i],
-           s ? s : "?");
+    printf("rejected at byte %zu: token %d (%s) is not allowed there\n",
+           byte_offset(tok, ids, i) + ok, ids[i], s ? s : "?");
 }
 
 /* One pass of the tokens through a matcher: 0 all allowed and accepting, 1 rejected. */
-static int feed(const hr_grammar *g, const hr_grammar_vocab *v, const hr_tokenizer *tok, const int32_t *ids,
-                int n, int check_ref, uint64_t *ns, int quiet) {
+static int feed(const hr_grammar *g, const hr_grammar_vocab *v, const hr_tokenizer *tok,
+                const int32_t *ids, int n, int check_ref, uint64_t *ns, int quiet) {
     int words = (hr_grammar_vocab_size(v) + 31) / 32, rc = 0;
     uint32_t *bits = malloc((size_t)words * 4), *ref = malloc((size_t)words * 4);
     hr_matcher *m = NULL;
@@ -99,7 +99,10 @@ static int feed(const hr_grammar *g, const hr_grammar_vocab *v, const hr_tokeniz
         if (check_ref) {
             hr_matcher_mask_ref(m, ref);
             if (memcmp(bits, ref, (size_t)words * 4)) {
-                fprintf(stderr, "hearth grammar: internal error: fast and reference masks differ before token %d\n", i);
+                fprintf(stderr,
+                        "hearth grammar: internal error: fast and reference masks differ before "
+                        "token %d\n",
+                        i);
                 rc = 3;
                 break;
             }
@@ -111,7 +114,9 @@ static int feed(const hr_grammar *g, const hr_grammar_vocab *v, const hr_tokeniz
         }
     }
     if (!rc && !hr_matcher_is_accepting(m)) {
-        if (!quiet) printf("rejected at the end (byte %zu): the text is an incomplete match\n", byte_offset(tok, ids, n));
+        if (!quiet)
+            printf("rejected at the end (byte %zu): the text is an incomplete match\n",
+                   byte_offset(tok, ids, n));
         rc = 1;
     }
     hr_matcher_free(m);
@@ -131,7 +136,8 @@ static void bench_compile(const grammar_opts *o, const char *src, size_t len, do
         if (!e) hr_grammar_free(g);
     }
     qsort(ns, RUNS, sizeof *ns, cmp_u64);
-    printf("compile: %.3f ms first, p50 %.3f ms over %d runs\n", first_ms, ns[RUNS / 2] / 1e6, RUNS);
+    printf("compile: %.3f ms first, p50 %.3f ms over %d runs\n", first_ms, ns[RUNS / 2] / 1e6,
+           RUNS);
 }
 
 static int run(const grammar_opts *o) {
@@ -157,7 +163,8 @@ static int run(const grammar_opts *o) {
     if (!e) e = hr_tokenizer_encode(tok, o->file ? buf : o->text, tlen, 0, &ids, &n);
     uint64_t *ns = e ? NULL : malloc(((size_t)n + 1) * sizeof *ns);
     if (!e && !ns) e = hr_err_oom();
-    if (e) hr_cmd_fail("grammar", e);
+    if (e)
+        hr_cmd_fail("grammar", e);
     else {
         rc = feed(g, v, tok, ids, n, !o->bench, ns, 0);
         if (o->bench && rc == 0) {
@@ -166,7 +173,8 @@ static int run(const grammar_opts *o) {
             print_times("mask, cold cache", ns, n);
             feed(g, v, tok, ids, n, 0, ns, 1);
             print_times("mask, warm cache", ns, n);
-        } else if (rc == 0) printf("accepted: %d tokens, %zu bytes\n", n, tlen);
+        } else if (rc == 0)
+            printf("accepted: %d tokens, %zu bytes\n", n, tlen);
     }
     free(ns), free(ids), free(buf), free(src);
     hr_grammar_vocab_free(v);
@@ -181,7 +189,8 @@ int hr_cmd_grammar(int argc, char **argv) {
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model, "model or tokenizer directory, or a .gguf file"},
         {"regex", HR_OPT_STR, &o.regex, "the output must match this regular expression as a whole"},
-        {"gbnf", HR_OPT_STR, &o.gbnf, "grammar file (llama.cpp GBNF, /regex/ terminals; docs/grammar.md)"},
+        {"gbnf", HR_OPT_STR, &o.gbnf,
+         "grammar file (llama.cpp GBNF, /regex/ terminals; docs/grammar.md)"},
         {"schema", HR_OPT_STR, &o.schema, "JSON Schema file (docs/json-schema.md)"},
         {"compact", HR_OPT_FLAG, &o.compact, "with --schema: no whitespace between JSON tokens"},
         {"text", HR_OPT_STR, &o.text, "text to check"},
@@ -196,8 +205,11 @@ int hr_cmd_grammar(int argc, char **argv) {
     if (help) return 0;
     if (!o.model) return hr_cmd_fail("grammar", hr_errf("--model is required")), 2;
     if (!!o.regex + !!o.gbnf + !!o.schema != 1)
-        return hr_cmd_fail("grammar", hr_errf("give exactly one of --regex, --gbnf and --schema")), 2;
-    if (o.compact && !o.schema) return hr_cmd_fail("grammar", hr_errf("--compact goes with --schema")), 2;
-    if (!o.text == !o.file) return hr_cmd_fail("grammar", hr_errf("give exactly one of --text and --file")), 2;
+        return hr_cmd_fail("grammar", hr_errf("give exactly one of --regex, --gbnf and --schema")),
+               2;
+    if (o.compact && !o.schema)
+        return hr_cmd_fail("grammar", hr_errf("--compact goes with --schema")), 2;
+    if (!o.text == !o.file)
+        return hr_cmd_fail("grammar", hr_errf("give exactly one of --text and --file")), 2;
     return run(&o);
 }

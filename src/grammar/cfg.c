@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/grammar.h"
 #include "grammar/gram_ir.h"
+#include "grammar/grammar.h"
 
 #define MAX_SYMBOLS 2000000
 
@@ -17,12 +17,12 @@ typedef struct {
 
 typedef struct {
     hr_gir *ir;
-    int8_t *rule_reg;  /* (n_rules) 1 regular */
-    int8_t *node_reg;  /* (n_nodes at start) -1 unknown */
+    int8_t *rule_reg; /* (n_rules) 1 regular */
+    int8_t *node_reg; /* (n_nodes at start) -1 unknown */
     int n_nodes0;
-    int *rule_nt;      /* (n_rules) nonterminal, -1 none yet */
-    int *rule_term;    /* (n_rules) terminal of a whole regular rule, -1 none yet */
-    hr_gints queue;    /* rules whose productions are still to add */
+    int *rule_nt;   /* (n_rules) nonterminal, -1 none yet */
+    int *rule_term; /* (n_rules) terminal of a whole regular rule, -1 none yet */
+    hr_gints queue; /* rules whose productions are still to add */
     prod *prods;
     int n_prods, cap_prods;
     hr_gints syms;
@@ -40,9 +40,11 @@ static void collect_refs(const hr_gir *ir, int node, uint8_t *seen, hr_gints *ou
             seen[n->child] = 1;
             if (hr_gints_push(out, n->child)) *oom = 1;
         }
-    } else if (n->kind == HR_GN_REP) collect_refs(ir, n->child, seen, out, oom);
+    } else if (n->kind == HR_GN_REP)
+        collect_refs(ir, n->child, seen, out, oom);
     else if (n->kind != HR_GN_SET)
-        for (int k = 0; k < n->n; k++) collect_refs(ir, ir->kids[n->first + k], seen, out, oom);
+        for (int k = 0; k < n->n; k++)
+            collect_refs(ir, ir->kids[n->first + k], seen, out, oom);
 }
 
 /* The rule graph: each rule's direct references, deduplicated, as CSR. */
@@ -79,7 +81,8 @@ typedef struct {
  * after every component they reach, so those are known. */
 static void emit_component(tarjan *t, int v, int8_t *reg) {
     int bad = 0, first = t->sp;
-    do first--;
+    do
+        first--;
     while (t->stack[first] != v);
     for (int i = first; i < t->sp; i++) {
         int u = t->stack[i];
@@ -93,7 +96,8 @@ static void emit_component(tarjan *t, int v, int8_t *reg) {
             bad = t->comp[w] == t->n_comp ? 1 : !reg[w];
         }
     }
-    for (int i = first; i < t->sp; i++) reg[t->stack[i]] = (int8_t)!bad;
+    for (int i = first; i < t->sp; i++)
+        reg[t->stack[i]] = (int8_t)!bad;
     t->sp = first;
     t->n_comp++;
 }
@@ -114,7 +118,8 @@ static void tarjan_from(tarjan *t, int r, int8_t *reg) {
                 t->stack[t->sp++] = w, t->on_stack[w] = 1;
                 t->edge[w] = t->off[w];
                 t->work[wp++] = w;
-            } else if (t->on_stack[w] && t->index[w] < t->low[v]) t->low[v] = t->index[w];
+            } else if (t->on_stack[w] && t->index[w] < t->low[v])
+                t->low[v] = t->index[w];
             continue;
         }
         wp--;
@@ -128,12 +133,24 @@ static hr_err *classify_rules(builder *b) {
     int R = b->ir->n_rules, *off = NULL, *adj = NULL;
     hr_err *e = rule_graph(b->ir, &off, &adj);
     size_t n = (size_t)R + 1;
-    tarjan t = {off, adj, calloc(n, sizeof(int)), calloc(n, sizeof(int)), malloc(n * sizeof(int)),
-                malloc(n * sizeof(int)), malloc(n * sizeof(int)), malloc(n * sizeof(int)), calloc(n, 1), 0, 0, 0};
-    if (!e && (!t.index || !t.low || !t.stack || !t.comp || !t.work || !t.edge || !t.on_stack)) e = hr_err_oom();
+    tarjan t = {off,
+                adj,
+                calloc(n, sizeof(int)),
+                calloc(n, sizeof(int)),
+                malloc(n * sizeof(int)),
+                malloc(n * sizeof(int)),
+                malloc(n * sizeof(int)),
+                malloc(n * sizeof(int)),
+                calloc(n, 1),
+                0,
+                0,
+                0};
+    if (!e && (!t.index || !t.low || !t.stack || !t.comp || !t.work || !t.edge || !t.on_stack))
+        e = hr_err_oom();
     for (int r = 0; !e && r < R; r++)
         if (!t.index[r]) tarjan_from(&t, r, b->rule_reg);
-    free(t.index), free(t.low), free(t.stack), free(t.comp), free(t.work), free(t.edge), free(t.on_stack);
+    free(t.index), free(t.low), free(t.stack), free(t.comp), free(t.work), free(t.edge),
+        free(t.on_stack);
     free(off);
     free(adj);
     return e;
@@ -143,10 +160,13 @@ static int node_regular(builder *b, int node) {
     if (node < b->n_nodes0 && b->node_reg[node] >= 0) return b->node_reg[node];
     const hr_gnode *n = &b->ir->nodes[node];
     int reg = 1;
-    if (n->kind == HR_GN_REF) reg = b->rule_reg[n->child];
-    else if (n->kind == HR_GN_REP) reg = node_regular(b, n->child);
+    if (n->kind == HR_GN_REF)
+        reg = b->rule_reg[n->child];
+    else if (n->kind == HR_GN_REP)
+        reg = node_regular(b, n->child);
     else if (n->kind != HR_GN_SET)
-        for (int k = 0; k < n->n && reg; k++) reg = node_regular(b, b->ir->kids[n->first + k]);
+        for (int k = 0; k < n->n && reg; k++)
+            reg = node_regular(b, b->ir->kids[n->first + k]);
     if (node < b->n_nodes0) b->node_reg[node] = (int8_t)reg;
     return reg;
 }
@@ -167,7 +187,8 @@ static hr_err *new_term(builder *b, int node, int *sym) {
 }
 
 static hr_err *add_prod(builder *b, int lhs, const int *syms, int n) {
-    if (b->syms.n + n > MAX_SYMBOLS) return hr_errf("grammar too large: over %d symbols", MAX_SYMBOLS);
+    if (b->syms.n + n > MAX_SYMBOLS)
+        return hr_errf("grammar too large: over %d symbols", MAX_SYMBOLS);
     if (b->n_prods == b->cap_prods) {
         int nc = b->cap_prods ? b->cap_prods * 2 : 64;
         prod *q = realloc(b->prods, (size_t)nc * sizeof *q);
@@ -223,7 +244,8 @@ static hr_err *repeat_symbol(builder *b, int c, int min, int max, int *sym) {
     if ((long)min + 1 > MAX_SYMBOLS) return hr_errf("grammar too large: repetition of %d", min);
     int h = b->n_nts++, *seq = malloc(((size_t)min + 1) * sizeof(int));
     if (!seq) return hr_err_oom();
-    for (int k = 0; k < min; k++) seq[k] = c;
+    for (int k = 0; k < min; k++)
+        seq[k] = c;
     if (tail >= 0) seq[min] = tail;
     hr_err *e = add_prod(b, h, seq, min + (tail >= 0));
     free(seq);
@@ -237,8 +259,10 @@ static hr_err *item_symbol(builder *b, int node, int *sym) {
     if (n.kind == HR_GN_REF) return rule_symbol(b, n.child, sym);
     if (n.kind == HR_GN_REP) {
         int c;
-        if (node_regular(b, n.child)) HR_TRY(new_term(b, n.child, &c));
-        else HR_TRY(item_symbol(b, n.child, &c));
+        if (node_regular(b, n.child))
+            HR_TRY(new_term(b, n.child, &c));
+        else
+            HR_TRY(item_symbol(b, n.child, &c));
         return repeat_symbol(b, c, n.min, n.max, sym);
     }
     *sym = b->n_nts++;
@@ -249,7 +273,8 @@ static hr_err *flush_run(builder *b, hr_gints *run, hr_gints *out) {
     if (!run->n) return NULL;
     int sym;
     const hr_gnode *n0 = &b->ir->nodes[run->v[0]];
-    if (run->n == 1 && n0->kind == HR_GN_REF) HR_TRY(rule_symbol(b, n0->child, &sym));
+    if (run->n == 1 && n0->kind == HR_GN_REF)
+        HR_TRY(rule_symbol(b, n0->child, &sym));
     else {
         int node = hr_gir_list(b->ir, HR_GN_SEQ, run->v, run->n);
         if (node < 0) return hr_err_oom();
@@ -281,7 +306,8 @@ static hr_err *add_seq(builder *b, int lhs, int node) {
 static hr_err *add_alts(builder *b, int lhs, int node) {
     const hr_gnode n = b->ir->nodes[node];
     if (n.kind != HR_GN_ALT) return add_seq(b, lhs, node);
-    for (int k = 0; k < n.n; k++) HR_TRY(add_seq(b, lhs, b->ir->kids[n.first + k]));
+    for (int k = 0; k < n.n; k++)
+        HR_TRY(add_seq(b, lhs, b->ir->kids[n.first + k]));
     return NULL;
 }
 
@@ -301,7 +327,8 @@ static hr_err *prune(builder *b) {
             const prod *q = &b->prods[p];
             if (ok[q->lhs]) continue;
             int all = 1;
-            for (int k = 0; k < q->n && all; k++) all = sym_ok(b, ok, b->syms.v[q->first + k]);
+            for (int k = 0; k < q->n && all; k++)
+                all = sym_ok(b, ok, b->syms.v[q->first + k]);
             if (all) ok[q->lhs] = 1, changed = 1;
         }
     }
@@ -309,7 +336,8 @@ static hr_err *prune(builder *b) {
     for (int p = 0; p < b->n_prods; p++) {
         const prod *q = &b->prods[p];
         int all = 1;
-        for (int k = 0; k < q->n && all; k++) all = sym_ok(b, ok, b->syms.v[q->first + k]);
+        for (int k = 0; k < q->n && all; k++)
+            all = sym_ok(b, ok, b->syms.v[q->first + k]);
         if (all) b->prods[m++] = *q;
     }
     b->n_prods = m;
@@ -324,10 +352,12 @@ static int cmp_prod(const void *x, const void *y) {
 }
 
 static void mark_inert(hr_grammar *g) {
-    for (int t = 0; t < g->n_terms; t++) g->term_inert[t] = 1;
+    for (int t = 0; t < g->n_terms; t++)
+        g->term_inert[t] = 1;
     for (int s = 0; s < g->n_pos; s++) {
         int y = g->pos_sym[s];
-        if (y < 0 && y != HR_G_END && (g->pos_lhs[s] != 0 || g->pos_sym[s + 1] != HR_G_END)) g->term_inert[-y - 1] = 0;
+        if (y < 0 && y != HR_G_END && (g->pos_lhs[s] != 0 || g->pos_sym[s + 1] != HR_G_END))
+            g->term_inert[-y - 1] = 0;
     }
 }
 
@@ -342,7 +372,8 @@ static hr_err *layout(builder *b, hr_grammar *g) {
     g->pos_lhs = malloc((size_t)g->n_pos * sizeof(int32_t));
     g->nullable = calloc((size_t)g->n_nts, 1);
     g->term_inert = malloc((size_t)g->n_terms + 1);
-    if (!g->nt_prods || !g->prod_pos || !g->pos_sym || !g->pos_lhs || !g->nullable || !g->term_inert)
+    if (!g->nt_prods || !g->prod_pos || !g->pos_sym || !g->pos_lhs || !g->nullable ||
+        !g->term_inert)
         return hr_err_oom();
     int pos = 0;
     for (int p = 0; p < b->n_prods; p++) {
@@ -354,7 +385,8 @@ static hr_err *layout(builder *b, hr_grammar *g) {
             g->pos_lhs[pos] = q->lhs;
         }
     }
-    for (int nt = 0; nt < g->n_nts; nt++) g->nt_prods[nt + 1] += g->nt_prods[nt];
+    for (int nt = 0; nt < g->n_nts; nt++)
+        g->nt_prods[nt + 1] += g->nt_prods[nt];
     mark_inert(g);
     for (int changed = 1; changed;) {
         changed = 0;
@@ -381,7 +413,8 @@ static hr_err *build(hr_gir *ir, int root, hr_grammar **out) {
     hr_err *e = (g && b.rule_reg && b.node_reg && b.rule_nt && b.rule_term) ? NULL : hr_err_oom();
     if (!e) {
         memset(b.node_reg, -1, (size_t)ir->n_nodes + 1);
-        for (int r = 0; r < ir->n_rules; r++) b.rule_nt[r] = b.rule_term[r] = -1;
+        for (int r = 0; r < ir->n_rules; r++)
+            b.rule_nt[r] = b.rule_term[r] = -1;
         b.n_nts = 1; /* 0: S' ::= root */
         e = classify_rules(&b);
     }
@@ -407,8 +440,10 @@ static hr_err *build(hr_gir *ir, int root, hr_grammar **out) {
     free(b.prods);
     free(b.syms.v);
     if (e) {
-        if (g) hr_grammar_free(g);
-        else free(b.terms);
+        if (g)
+            hr_grammar_free(g);
+        else
+            free(b.terms);
         return e;
     }
     *out = g;
@@ -417,7 +452,8 @@ static hr_err *build(hr_gir *ir, int root, hr_grammar **out) {
 
 void hr_grammar_free(hr_grammar *g) {
     if (!g) return;
-    for (int t = 0; t < g->n_terms; t++) hr_gdfa_free(&g->terms[t]);
+    for (int t = 0; t < g->n_terms; t++)
+        hr_gdfa_free(&g->terms[t]);
     free(g->terms);
     free(g->nullable);
     free(g->nt_prods);

@@ -40,7 +40,9 @@ static int utf8_to(utf8_ctx *x, int s, int target) {
     return 1;
 }
 
-static void set_bit(hr_gbytes *g, int k) { g->w[k >> 6] |= 1ull << (k & 63); }
+static void set_bit(hr_gbytes *g, int k) {
+    g->w[k >> 6] |= 1ull << (k & 63);
+}
 
 /* succ of s and its chain set; -1 when no printable byte lives. */
 static int chain_set(utf8_ctx *x, int s, hr_gbytes *set) {
@@ -50,7 +52,8 @@ static int chain_set(utf8_ctx *x, int s, hr_gbytes *set) {
     for (int b = 0x20; b < 0x80; b++) {
         if (row[b] < 0) continue;
         int j = 0;
-        while (j < k && tgt[j] != row[b]) j++;
+        while (j < k && tgt[j] != row[b])
+            j++;
         if (j == k) tgt[k] = row[b], cnt[k++] = 0;
         if (++cnt[j] > best_n) best = tgt[j], best_n = cnt[j];
     }
@@ -58,8 +61,10 @@ static int chain_set(utf8_ctx *x, int s, hr_gbytes *set) {
     if (best < 0) return -1;
     int ctrl = 1;
     for (int b = 0; b < 0x80; b++) {
-        if (b < 0x20) ctrl &= row[b] == best;
-        else if (row[b] == best) set_bit(set, hr_gbytes_bit((uint8_t)b));
+        if (b < 0x20)
+            ctrl &= row[b] == best;
+        else if (row[b] == best)
+            set_bit(set, hr_gbytes_bit((uint8_t)b));
     }
     if (ctrl) set_bit(set, 96);
     if (utf8_to(x, s, best)) set_bit(set, 97);
@@ -115,8 +120,10 @@ hr_err *hr_gdfa_chains(hr_gdfa *d) {
     int32_t *succ = malloc(n * sizeof(int32_t)), *path = malloc(n * sizeof(int32_t));
     uint8_t *color = calloc(n, 1);
     utf8_ctx x = {d, calloc(n * 8, sizeof(uint32_t)), 0};
-    hr_err *e = (d->chain_set && d->chain_len && succ && path && color && x.memo) ? NULL : hr_err_oom();
-    for (int s = 0; !e && s < d->n_states; s++) succ[s] = chain_set(&x, s, &d->chain_set[s]);
+    hr_err *e =
+        (d->chain_set && d->chain_len && succ && path && color && x.memo) ? NULL : hr_err_oom();
+    for (int s = 0; !e && s < d->n_states; s++)
+        succ[s] = chain_set(&x, s, &d->chain_set[s]);
     if (!e) chain_lengths(d, succ, path, color);
     free(succ), free(path), free(color), free(x.memo);
     return e;

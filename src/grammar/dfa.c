@@ -33,7 +33,8 @@ static hr_err *too_large(void) {
 static hr_err *grow(void **p, int *cap, int need, size_t elem) {
     if (need <= *cap) return NULL;
     int nc = *cap ? *cap * 2 : 64;
-    while (nc < need) nc *= 2;
+    while (nc < need)
+        nc *= 2;
     void *q = realloc(*p, (size_t)nc * elem);
     if (!q) return hr_err_oom();
     *p = q;
@@ -63,7 +64,8 @@ static hr_err *add_eps(nfa *a, int from, int to) {
 
 static int encode(uint32_t cp, uint8_t *b) {
     if (cp < 0x80) return b[0] = (uint8_t)cp, 1;
-    if (cp < 0x800) return b[0] = (uint8_t)(0xC0 | cp >> 6), b[1] = (uint8_t)(0x80 | (cp & 0x3F)), 2;
+    if (cp < 0x800)
+        return b[0] = (uint8_t)(0xC0 | cp >> 6), b[1] = (uint8_t)(0x80 | (cp & 0x3F)), 2;
     if (cp < 0x10000) {
         b[0] = (uint8_t)(0xE0 | cp >> 12);
         b[1] = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
@@ -154,7 +156,9 @@ static hr_err *frag(nfa *a, int node, int *in, int *out) {
     HR_TRY(state(a, out));
     int ci, co, cur = *in;
     switch (n->kind) {
-    case HR_GN_SET: HR_TRY(frag_set(a, n, *in, *out)); break;
+    case HR_GN_SET:
+        HR_TRY(frag_set(a, n, *in, *out));
+        break;
     case HR_GN_SEQ:
         for (int k = 0; k < n->n; k++) {
             HR_TRY(frag(a, a->ir->kids[n->first + k], &ci, &co));
@@ -170,7 +174,9 @@ static hr_err *frag(nfa *a, int node, int *in, int *out) {
             HR_TRY(add_eps(a, co, *out));
         }
         break;
-    case HR_GN_REP: HR_TRY(frag_rep(a, n, *in, *out)); break;
+    case HR_GN_REP:
+        HR_TRY(frag_rep(a, n, *in, *out));
+        break;
     case HR_GN_REF:
         HR_TRY(frag(a, a->ir->body[n->child], &ci, &co));
         HR_TRY(add_eps(a, *in, ci));
@@ -192,7 +198,9 @@ typedef struct {
     int *stack;
 } csr;
 
-static int cmp_edge(const void *x, const void *y) { return ((const edge *)x)->from - ((const edge *)y)->from; }
+static int cmp_edge(const void *x, const void *y) {
+    return ((const edge *)x)->from - ((const edge *)y)->from;
+}
 
 static hr_err *build_csr(nfa *a, csr *c) {
     c->n = a->n_states;
@@ -204,8 +212,10 @@ static hr_err *build_csr(nfa *a, csr *c) {
     if (!c->off_e || !c->off_eps || !c->eps || !c->mark || !c->stack) return hr_err_oom();
     if (a->n_e) qsort(a->e, (size_t)a->n_e, sizeof(edge), cmp_edge);
     c->e = a->e;
-    for (int k = 0; k < a->n_e; k++) c->off_e[a->e[k].from + 1]++;
-    for (int k = 0; k < a->n_eps; k++) c->off_eps[a->eps[2 * k] + 1]++;
+    for (int k = 0; k < a->n_e; k++)
+        c->off_e[a->e[k].from + 1]++;
+    for (int k = 0; k < a->n_eps; k++)
+        c->off_eps[a->eps[2 * k] + 1]++;
     for (int s = 0; s < c->n; s++) {
         c->off_e[s + 1] += c->off_e[s];
         c->off_eps[s + 1] += c->off_eps[s];
@@ -262,7 +272,8 @@ typedef struct {
 
 static uint64_t hash_set(const int *s, int n) {
     uint64_t h = 1469598103934665603ull;
-    for (int k = 0; k < n; k++) h = (h ^ (uint64_t)s[k]) * 1099511628211ull;
+    for (int k = 0; k < n; k++)
+        h = (h ^ (uint64_t)s[k]) * 1099511628211ull;
     return h;
 }
 
@@ -272,7 +283,8 @@ static hr_err *rehash(setmap *m) {
     if (!t) return hr_err_oom();
     for (int i = 0; i < m->n_sets; i++) {
         size_t h = hash_set(m->items + m->off[i], (int)(m->off[i + 1] - m->off[i])) & (cap - 1);
-        while (t[h]) h = (h + 1) & (cap - 1);
+        while (t[h])
+            h = (h + 1) & (cap - 1);
         t[h] = i + 1;
     }
     free(m->table);
@@ -287,16 +299,19 @@ static hr_err *intern(setmap *m, const int *s, int n, int *idx, int *added) {
     size_t h = hash_set(s, n) & (m->table_cap - 1);
     for (; m->table[h]; h = (h + 1) & (m->table_cap - 1)) {
         int i = m->table[h] - 1;
-        if (m->off[i + 1] - m->off[i] == (size_t)n && !memcmp(m->items + m->off[i], s, (size_t)n * sizeof(int))) {
+        if (m->off[i + 1] - m->off[i] == (size_t)n &&
+            !memcmp(m->items + m->off[i], s, (size_t)n * sizeof(int))) {
             *idx = i;
             *added = 0;
             return NULL;
         }
     }
-    if (m->n_sets >= MAX_DFA) return hr_errf("grammar too large: a regular part needs more than %d DFA states", MAX_DFA);
+    if (m->n_sets >= MAX_DFA)
+        return hr_errf("grammar too large: a regular part needs more than %d DFA states", MAX_DFA);
     if (m->n_items + (size_t)n > m->cap_items) {
         size_t nc = m->cap_items ? m->cap_items * 2 : 4096;
-        while (nc < m->n_items + (size_t)n) nc *= 2;
+        while (nc < m->n_items + (size_t)n)
+            nc *= 2;
         int *q = realloc(m->items, nc * sizeof(int));
         if (!q) return hr_err_oom();
         m->items = q;
@@ -325,7 +340,8 @@ typedef struct {
 static hr_err *ensure(rawdfa *d, int n) {
     if (n <= d->cap) return NULL;
     int nc = d->cap ? d->cap * 2 : 64;
-    while (nc < n) nc *= 2;
+    while (nc < n)
+        nc *= 2;
     int32_t *t = realloc(d->trans, (size_t)nc * 256 * sizeof(int32_t));
     if (!t) return hr_err_oom();
     d->trans = t;
@@ -351,12 +367,15 @@ static hr_err *expand(csr *c, setmap *m, rawdfa *d, int s, int accept_state, int
     cut[0] = cut[256] = 1;
     const int *set = m->items + m->off[s];
     for (int k = 0; k < n; k++)
-        for (int j = c->off_e[set[k]]; j < c->off_e[set[k] + 1]; j++) cut[c->e[j].lo] = cut[c->e[j].hi + 1] = 1;
+        for (int j = c->off_e[set[k]]; j < c->off_e[set[k] + 1]; j++)
+            cut[c->e[j].lo] = cut[c->e[j].hi + 1] = 1;
     d->accept[s] = 0;
-    for (int k = 0; k < n; k++) d->accept[s] |= set[k] == accept_state;
+    for (int k = 0; k < n; k++)
+        d->accept[s] |= set[k] == accept_state;
     for (int b = 0; b < 256;) {
         int e = b + 1;
-        while (!cut[e]) e++;
+        while (!cut[e])
+            e++;
         set = m->items + m->off[s]; /* intern may move items */
         int t = -1, added, cnt = step_set(c, set, n, b, buf);
         if (cnt) {
@@ -364,7 +383,8 @@ static hr_err *expand(csr *c, setmap *m, rawdfa *d, int s, int accept_state, int
             HR_TRY(intern(m, buf, cnt, &t, &added));
             if (added) HR_TRY(ensure(d, m->n_sets));
         }
-        for (int x = b; x < e; x++) d->trans[(size_t)s * 256 + x] = t;
+        for (int x = b; x < e; x++)
+            d->trans[(size_t)s * 256 + x] = t;
         b = e;
     }
     return NULL;
@@ -379,7 +399,8 @@ static hr_err *determinize(csr *c, int start, int accept_state, rawdfa *d) {
         int n = closure(c, buf, 1), idx, added;
         if (!(e = intern(&m, buf, n, &idx, &added))) e = ensure(d, 1);
     }
-    for (int s = 0; !e && s < m.n_sets; s++) e = expand(c, &m, d, s, accept_state, buf);
+    for (int s = 0; !e && s < m.n_sets; s++)
+        e = expand(c, &m, d, s, accept_state, buf);
     d->n = m.n_sets;
     free(buf);
     free(m.items);
@@ -393,18 +414,22 @@ static hr_err *determinize(csr *c, int start, int accept_state, rawdfa *d) {
 /* live[s] = s can reach an accepting state. */
 static hr_err *coreachable(const rawdfa *d, uint8_t *live) {
     int *stack = malloc((size_t)d->n * sizeof(int)), sp = 0;
-    int *roff = calloc((size_t)d->n + 1, sizeof(int)), *radj = malloc((size_t)d->n * 256 * sizeof(int));
+    int *roff = calloc((size_t)d->n + 1, sizeof(int)),
+        *radj = malloc((size_t)d->n * 256 * sizeof(int));
     hr_err *e = (stack && roff && radj) ? NULL : hr_err_oom();
     if (!e) {
         /* one reverse edge per run of equal targets in a row (rows are mostly runs) */
         for (size_t k = 0; k < (size_t)d->n * 256; k++)
-            if (d->trans[k] >= 0 && (k % 256 == 0 || d->trans[k - 1] != d->trans[k])) roff[d->trans[k] + 1]++;
-        for (int s = 0; s < d->n; s++) roff[s + 1] += roff[s];
+            if (d->trans[k] >= 0 && (k % 256 == 0 || d->trans[k - 1] != d->trans[k]))
+                roff[d->trans[k] + 1]++;
+        for (int s = 0; s < d->n; s++)
+            roff[s + 1] += roff[s];
         int *fill = calloc((size_t)d->n + 1, sizeof(int));
         if (!fill) e = hr_err_oom();
         for (size_t k = 0; !e && k < (size_t)d->n * 256; k++) {
             int t = d->trans[k];
-            if (t >= 0 && (k % 256 == 0 || d->trans[k - 1] != t)) radj[roff[t] + fill[t]++] = (int)(k / 256);
+            if (t >= 0 && (k % 256 == 0 || d->trans[k - 1] != t))
+                radj[roff[t] + fill[t]++] = (int)(k / 256);
         }
         free(fill);
         for (int s = 0; !e && s < d->n; s++)
@@ -429,7 +454,8 @@ static int byte_classes_exact(const rawdfa *d, uint8_t *rep) {
         int same = -1;
         for (int c = 0; c < n && same < 0; c++) {
             int eq = 1;
-            for (int s = 0; s < d->n && eq; s++) eq = d->trans[(size_t)s * 256 + b] == d->trans[(size_t)s * 256 + rep[c]];
+            for (int s = 0; s < d->n && eq; s++)
+                eq = d->trans[(size_t)s * 256 + b] == d->trans[(size_t)s * 256 + rep[c]];
             if (eq) same = c;
         }
         if (same < 0) rep[n++] = (uint8_t)b;
@@ -442,16 +468,19 @@ static int byte_classes_exact(const rawdfa *d, uint8_t *rep) {
  * to the exact column compare. */
 static int byte_classes(const rawdfa *d, uint8_t *rep) {
     uint64_t h[256];
-    for (int b = 0; b < 256; b++) h[b] = 1469598103934665603ull;
+    for (int b = 0; b < 256; b++)
+        h[b] = 1469598103934665603ull;
     for (int s = 0; s < d->n; s++) {
         const int32_t *row = d->trans + (size_t)s * 256;
-        for (int b = 0; b < 256; b++) h[b] = (h[b] ^ (uint32_t)row[b]) * 1099511628211ull;
+        for (int b = 0; b < 256; b++)
+            h[b] = (h[b] ^ (uint32_t)row[b]) * 1099511628211ull;
     }
     int n = 0;
     uint8_t of[256];
     for (int b = 0; b < 256; b++) {
         int c = 0;
-        while (c < n && h[rep[c]] != h[b]) c++;
+        while (c < n && h[rep[c]] != h[b])
+            c++;
         if (c == n) rep[n++] = (uint8_t)b;
         of[b] = (uint8_t)c;
     }
@@ -490,7 +519,8 @@ static hr_err *minimize(rawdfa *d, hr_gdfa *out) {
 /* Points transitions into states that cannot accept at -1, dropping those states. */
 static void kill_dead(rawdfa *d, const uint8_t *live, int *map) {
     int m = 0;
-    for (int s = 0; s < d->n; s++) map[s] = live[s] ? m++ : -1;
+    for (int s = 0; s < d->n; s++)
+        map[s] = live[s] ? m++ : -1;
     for (int s = 0; s < d->n; s++) {
         if (!live[s]) continue;
         for (int b = 0; b < 256; b++) {

@@ -8,15 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/grammar.h"
 #include "grammar/gram_ir.h"
+#include "grammar/grammar.h"
 
 #define FRONT_TAG (1ull << 63)
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return 0;
     size_t nc = *cap ? *cap * 2 : 256;
-    while (nc < need) nc *= 2;
+    while (nc < need)
+        nc *= 2;
     void *q = realloc(*p, nc * elem);
     if (!q) return -1;
     *p = q;
@@ -33,7 +34,8 @@ static uint64_t mix(uint64_t h) {
 
 static int hash_reset(hr_matcher *m, size_t want) {
     size_t cap = 64;
-    while (cap < want * 2) cap *= 2;
+    while (cap < want * 2)
+        cap *= 2;
     if (cap > m->hash_alloc) {
         uint64_t *t = realloc(m->hash, cap * sizeof *t);
         if (!t) return -1;
@@ -51,15 +53,19 @@ static int hash_grow(hr_matcher *m, size_t set0, size_t front0);
 
 static int hash_insert(hr_matcher *m, uint64_t h, uint64_t val, size_t set0, size_t front0);
 
-static uint64_t item_hash(hr_gitem it) { return mix((uint64_t)it.pos << 32 | it.origin); }
+static uint64_t item_hash(hr_gitem it) {
+    return mix((uint64_t)it.pos << 32 | it.origin);
+}
 static uint64_t front_hash(hr_gfront f) {
-    return mix(((uint64_t)f.pos << 32 | f.origin) ^ ((uint64_t)(uint32_t)f.state * 0x9E3779B97F4A7C15ull));
+    return mix(((uint64_t)f.pos << 32 | f.origin) ^
+               ((uint64_t)(uint32_t)f.state * 0x9E3779B97F4A7C15ull));
 }
 
 static int hash_insert(hr_matcher *m, uint64_t h, uint64_t val, size_t set0, size_t front0) {
     if ((m->hash_n + 1) * 2 > m->hash_cap && hash_grow(m, set0, front0)) return -1;
     size_t k = h & (m->hash_cap - 1);
-    while (m->hash[k]) k = (k + 1) & (m->hash_cap - 1);
+    while (m->hash[k])
+        k = (k + 1) & (m->hash_cap - 1);
     m->hash[k] = val;
     m->hash_n++;
     return 0;
@@ -107,7 +113,9 @@ static int item_present(const hr_matcher *m, hr_gitem it, uint64_t h, size_t set
 static int front_present(const hr_matcher *m, hr_gfront f, uint64_t h, size_t front0) {
     if (!m->hashing) {
         for (size_t i = front0; i < m->n_front; i++)
-            if (m->front[i].pos == f.pos && m->front[i].origin == f.origin && m->front[i].state == f.state) return 1;
+            if (m->front[i].pos == f.pos && m->front[i].origin == f.origin &&
+                m->front[i].state == f.state)
+                return 1;
         return 0;
     }
     for (size_t k = h & (m->hash_cap - 1); m->hash[k]; k = (k + 1) & (m->hash_cap - 1)) {
@@ -159,7 +167,8 @@ static void closure(hr_matcher *m, int p, size_t set0, size_t front0) {
         if (sym == HR_G_END) {
             int32_t lhs = g->pos_lhs[it.pos];
             if (lhs == 0 && it.origin == 0) m->acc[p] = 1;
-            size_t b = m->set_beg[it.origin], e = it.origin == (uint32_t)p ? m->n_items : m->set_beg[it.origin + 1];
+            size_t b = m->set_beg[it.origin],
+                   e = it.origin == (uint32_t)p ? m->n_items : m->set_beg[it.origin + 1];
             for (size_t k = b; k < e; k++)
                 if (g->pos_sym[m->items[k].pos] == lhs)
                     add_item(m, (hr_gitem){m->items[k].pos + 1, m->items[k].origin}, set0, front0);
@@ -169,7 +178,8 @@ static void closure(hr_matcher *m, int p, size_t set0, size_t front0) {
             if (g->nullable[sym]) add_item(m, (hr_gitem){it.pos + 1, it.origin}, set0, front0);
         } else {
             add_front(m, (hr_gfront){it.pos, it.origin, 0}, set0, front0);
-            if (g->terms[-sym - 1].accept[0]) add_item(m, (hr_gitem){it.pos + 1, it.origin}, set0, front0);
+            if (g->terms[-sym - 1].accept[0])
+                add_item(m, (hr_gitem){it.pos + 1, it.origin}, set0, front0);
         }
     }
 }
@@ -196,7 +206,10 @@ int hr_gm_push(hr_matcher *m, uint8_t byte) {
     if (m->oom || ensure_pos(m, q)) return 0;
     size_t set0 = m->n_items, front0 = m->n_front;
     size_t fb = m->front_beg[p], fe = m->front_beg[p + 1];
-    while (fb < fe && g->terms[-g->pos_sym[m->front[fb].pos] - 1].trans[(size_t)m->front[fb].state * 256 + byte] < 0)
+    while (
+        fb < fe &&
+        g->terms[-g->pos_sym[m->front[fb].pos] - 1].trans[(size_t)m->front[fb].state * 256 + byte] <
+            0)
         fb++; /* most bytes fail here, before any bookkeeping */
     if (fb == fe) return 0;
     m->hashing = 0;
@@ -241,7 +254,8 @@ hr_err *hr_matcher_create(const hr_grammar *g, const hr_grammar_vocab *v, hr_mat
     }
     m->set_beg[0] = m->front_beg[0] = 0;
     m->acc[0] = 0;
-    for (int q = g->nt_prods[0]; q < g->nt_prods[1]; q++) add_item(m, (hr_gitem){(uint32_t)g->prod_pos[q], 0}, 0, 0);
+    for (int q = g->nt_prods[0]; q < g->nt_prods[1]; q++)
+        add_item(m, (hr_gitem){(uint32_t)g->prod_pos[q], 0}, 0, 0);
     closure(m, 0, 0, 0);
     if (m->oom) {
         hr_matcher_free(m);
@@ -294,7 +308,8 @@ int hr_matcher_accept_bytes(hr_matcher *m, const char *s, size_t n, size_t *n_ok
 
 int hr_matcher_accept(hr_matcher *m, int32_t token) {
     const hr_grammar_vocab *v = m->v;
-    if (!v || m->ended || token < 0 || token >= v->n_vocab || v->kind[token] == HR_GV_NEVER) return 0;
+    if (!v || m->ended || token < 0 || token >= v->n_vocab || v->kind[token] == HR_GV_NEVER)
+        return 0;
     if (v->kind[token] == HR_GV_STOP) {
         if (!m->acc[m->cur] || push_tok(m, -1)) return 0;
         m->ended = 1;
@@ -307,11 +322,17 @@ int hr_matcher_accept(hr_matcher *m, int32_t token) {
 void hr_matcher_rollback(hr_matcher *m, int n_tokens) {
     for (; n_tokens > 0 && m->n_toks > 0; n_tokens--) {
         int pos = m->tok_pos[--m->n_toks];
-        if (pos < 0) m->ended = 0;
-        else hr_gm_truncate(m, pos);
+        if (pos < 0)
+            m->ended = 0;
+        else
+            hr_gm_truncate(m, pos);
     }
 }
 
-int hr_matcher_is_accepting(const hr_matcher *m) { return m->acc[m->cur]; }
+int hr_matcher_is_accepting(const hr_matcher *m) {
+    return m->acc[m->cur];
+}
 
-int hr_matcher_is_ended(const hr_matcher *m) { return m->ended; }
+int hr_matcher_is_ended(const hr_matcher *m) {
+    return m->ended;
+}

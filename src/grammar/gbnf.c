@@ -24,9 +24,12 @@ static void space(gp *p, int newline_ok) {
     for (;;) {
         int c = peek(p, 0);
         if (c == '#') {
-            while (peek(p, 0) >= 0 && peek(p, 0) != '\r' && peek(p, 0) != '\n') p->i++;
-        } else if (c == ' ' || c == '\t' || (newline_ok && (c == '\r' || c == '\n'))) p->i++;
-        else return;
+            while (peek(p, 0) >= 0 && peek(p, 0) != '\r' && peek(p, 0) != '\n')
+                p->i++;
+        } else if (c == ' ' || c == '\t' || (newline_ok && (c == '\r' || c == '\n')))
+            p->i++;
+        else
+            return;
     }
 }
 
@@ -35,16 +38,22 @@ static int is_word(int c) {
            c == '_';
 }
 
-static hr_err *oom(void) { return hr_err_oom(); }
+static hr_err *oom(void) {
+    return hr_err_oom();
+}
 
 static hr_err *hex(gp *p, int digits, uint32_t *out) {
     uint32_t v = 0;
     for (int k = 0; k < digits; k++) {
         int c = peek(p, 0), d;
-        if (c >= '0' && c <= '9') d = c - '0';
-        else if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
-        else if (c >= 'A' && c <= 'F') d = c - 'A' + 10;
-        else return hr_errf("grammar: expected %d hex digits at offset %zu", digits, p->i);
+        if (c >= '0' && c <= '9')
+            d = c - '0';
+        else if (c >= 'a' && c <= 'f')
+            d = c - 'a' + 10;
+        else if (c >= 'A' && c <= 'F')
+            d = c - 'A' + 10;
+        else
+            return hr_errf("grammar: expected %d hex digits at offset %zu", digits, p->i);
         v = v << 4 | (uint32_t)d;
         p->i++;
     }
@@ -62,13 +71,27 @@ static hr_err *one_char(gp *p, uint32_t *cp) {
         int e = peek(p, 1);
         p->i += 2;
         switch (e) {
-        case 'x': return hex(p, 2, cp);
-        case 'u': return hex(p, 4, cp);
-        case 'U': return hex(p, 8, cp);
-        case 't': *cp = '\t'; return NULL;
-        case 'r': *cp = '\r'; return NULL;
-        case 'n': *cp = '\n'; return NULL;
-        case '\\': case '"': case '[': case ']': *cp = (uint32_t)e; return NULL;
+        case 'x':
+            return hex(p, 2, cp);
+        case 'u':
+            return hex(p, 4, cp);
+        case 'U':
+            return hex(p, 8, cp);
+        case 't':
+            *cp = '\t';
+            return NULL;
+        case 'r':
+            *cp = '\r';
+            return NULL;
+        case 'n':
+            *cp = '\n';
+            return NULL;
+        case '\\':
+        case '"':
+        case '[':
+        case ']':
+            *cp = (uint32_t)e;
+            return NULL;
         default:
             if (e < 0) return hr_errf("grammar: unexpected end of input at offset %zu", at);
             return hr_errf("grammar: unknown escape \\%c at offset %zu", e, at);
@@ -86,7 +109,8 @@ static hr_err *literal(gp *p, int *node) {
     hr_err *e = NULL;
     while (!e && peek(p, 0) != '"') {
         uint32_t cp;
-        if (peek(p, 0) < 0) e = hr_errf("grammar: unterminated string starting at offset %zu", start);
+        if (peek(p, 0) < 0)
+            e = hr_errf("grammar: unterminated string starting at offset %zu", start);
         else if (!(e = one_char(p, &cp))) {
             int c = hr_gir_char(p->ir, cp);
             if (c < 0 || hr_gints_push(&kids, c)) e = oom();
@@ -122,7 +146,8 @@ static hr_err *char_class(gp *p, int *node) {
     hr_err *e = NULL;
     while (!e && peek(p, 0) != ']') {
         uint32_t lo, hi;
-        if (peek(p, 0) < 0) e = hr_errf("grammar: unterminated character class at offset %zu", start);
+        if (peek(p, 0) < 0)
+            e = hr_errf("grammar: unterminated character class at offset %zu", start);
         else if (!(e = one_char(p, &lo))) {
             hi = lo;
             if (peek(p, 0) == '-' && peek(p, 1) != ']' && peek(p, 1) >= 0) {
@@ -148,11 +173,16 @@ static hr_err *regex_term(gp *p, int *node) {
     int in_class = 0;
     for (;;) {
         int c = peek(p, 0);
-        if (c < 0) return hr_errf("grammar: unterminated /regex/ starting at offset %zu", start - 1);
-        if (c == '\\') p->i++;
-        else if (c == '[') in_class = 1;
-        else if (c == ']') in_class = 0;
-        else if (c == '/' && !in_class) break;
+        if (c < 0)
+            return hr_errf("grammar: unterminated /regex/ starting at offset %zu", start - 1);
+        if (c == '\\')
+            p->i++;
+        else if (c == '[')
+            in_class = 1;
+        else if (c == ']')
+            in_class = 0;
+        else if (c == '/' && !in_class)
+            break;
         p->i++;
     }
     size_t end = p->i++;
@@ -167,7 +197,8 @@ static hr_err *number(gp *p, int *out) {
     long v = 0;
     while (peek(p, 0) >= '0' && peek(p, 0) <= '9') {
         v = v * 10 + (peek(p, 0) - '0');
-        if (v > MAX_REPEAT) return hr_errf("grammar: repetition count at offset %zu is over %d", p->i, MAX_REPEAT);
+        if (v > MAX_REPEAT)
+            return hr_errf("grammar: repetition count at offset %zu is over %d", p->i, MAX_REPEAT);
         p->i++;
     }
     *out = (int)v;
@@ -188,7 +219,9 @@ static hr_err *braces(gp *p, int nested, int *min, int *max) {
         if (peek(p, 0) >= '0' && peek(p, 0) <= '9') {
             size_t at = p->i;
             HR_TRY(number(p, max));
-            if (*max < *min) return hr_errf("grammar: repetition {%d,%d} at offset %zu has max < min", *min, *max, at);
+            if (*max < *min)
+                return hr_errf("grammar: repetition {%d,%d} at offset %zu has max < min", *min,
+                               *max, at);
             space(p, nested);
         }
     }
@@ -200,7 +233,8 @@ static hr_err *braces(gp *p, int nested, int *min, int *max) {
 static hr_err *postfix(gp *p, int nested, hr_gints *items) {
     int c = peek(p, 0), min, max;
     if (!items->n) return hr_errf("grammar: '%c' at offset %zu has no preceding item", c, p->i);
-    if (c == '{') HR_TRY(braces(p, nested, &min, &max));
+    if (c == '{')
+        HR_TRY(braces(p, nested, &min, &max));
     else {
         min = c == '+';
         max = c == '?' ? 1 : HR_G_INF;
@@ -214,7 +248,8 @@ static hr_err *postfix(gp *p, int nested, hr_gints *items) {
 
 static hr_err *rule_ref(gp *p, int *node) {
     size_t start = p->i;
-    while (is_word(peek(p, 0))) p->i++;
+    while (is_word(peek(p, 0)))
+        p->i++;
     int rule = hr_gir_rule(p->ir, p->s + start, p->i - start, start);
     if (rule < 0 || (*node = hr_gir_ref(p->ir, rule)) < 0) return oom();
     return NULL;
@@ -222,11 +257,13 @@ static hr_err *rule_ref(gp *p, int *node) {
 
 static hr_err *group(gp *p, int *node) {
     size_t start = p->i++;
-    if (++p->depth > 200) return hr_errf("grammar: parentheses nested too deep at offset %zu", start);
+    if (++p->depth > 200)
+        return hr_errf("grammar: parentheses nested too deep at offset %zu", start);
     space(p, 1);
     HR_TRY(alternates(p, 1, node));
     p->depth--;
-    if (peek(p, 0) != ')') return hr_errf("grammar: expected ')' at offset %zu (group opened at %zu)", p->i, start);
+    if (peek(p, 0) != ')')
+        return hr_errf("grammar: expected ')' at offset %zu (group opened at %zu)", p->i, start);
     p->i++;
     return NULL;
 }
@@ -249,10 +286,12 @@ static hr_err *sequence(gp *p, int nested, int *node) {
     hr_err *e = NULL;
     for (;;) {
         int c = peek(p, 0), n;
-        if (c == '*' || c == '+' || c == '?' || c == '{') e = postfix(p, nested, &items);
+        if (c == '*' || c == '+' || c == '?' || c == '{')
+            e = postfix(p, nested, &items);
         else if (c == '"' || c == '[' || c == '/' || c == '(' || c == '.' || is_word(c)) {
             if (!(e = item(p, c, &n)) && hr_gints_push(&items, n)) e = oom();
-        } else break;
+        } else
+            break;
         if (e) break;
         space(p, nested);
     }
@@ -282,12 +321,14 @@ static hr_err *alternates(gp *p, int nested, int *node) {
 
 static hr_err *rule(gp *p) {
     size_t start = p->i;
-    while (is_word(peek(p, 0))) p->i++;
+    while (is_word(peek(p, 0)))
+        p->i++;
     if (p->i == start) return hr_errf("grammar: expected a rule name at offset %zu", start);
     int r = hr_gir_rule(p->ir, p->s + start, p->i - start, start);
     if (r < 0) return oom();
     if (p->ir->body[r] >= 0)
-        return hr_errf("grammar: rule '%s' defined twice (again at offset %zu)", p->ir->names[r], start);
+        return hr_errf("grammar: rule '%s' defined twice (again at offset %zu)", p->ir->names[r],
+                       start);
     p->ir->name_off[r] = start;
     space(p, 0);
     if (p->i + 3 > p->n || memcmp(p->s + p->i, "::=", 3))
@@ -298,9 +339,13 @@ static hr_err *rule(gp *p) {
     HR_TRY(alternates(p, 0, &body));
     p->ir->body[r] = body;
     int c = peek(p, 0);
-    if (c == '\r') p->i += peek(p, 1) == '\n' ? 2 : 1;
-    else if (c == '\n') p->i++;
-    else if (c >= 0) return hr_errf("grammar: unexpected '%c' at offset %zu (expected a newline or the end)", c, p->i);
+    if (c == '\r')
+        p->i += peek(p, 1) == '\n' ? 2 : 1;
+    else if (c == '\n')
+        p->i++;
+    else if (c >= 0)
+        return hr_errf("grammar: unexpected '%c' at offset %zu (expected a newline or the end)", c,
+                       p->i);
     space(p, 1);
     return NULL;
 }
@@ -308,10 +353,12 @@ static hr_err *rule(gp *p) {
 hr_err *hr_gbnf_parse(const char *text, size_t len, hr_gir *ir, int *root) {
     gp p = {text, len, 0, ir, 0};
     space(&p, 1);
-    while (p.i < p.n) HR_TRY(rule(&p));
+    while (p.i < p.n)
+        HR_TRY(rule(&p));
     for (int r = 0; r < ir->n_rules; r++)
         if (ir->body[r] < 0)
-            return hr_errf("grammar: undefined rule '%s' referenced at offset %zu", ir->names[r], ir->name_off[r]);
+            return hr_errf("grammar: undefined rule '%s' referenced at offset %zu", ir->names[r],
+                           ir->name_off[r]);
     *root = -1;
     for (int r = 0; r < ir->n_rules; r++)
         if (!strcmp(ir->names[r], "root")) *root = r;

@@ -36,8 +36,8 @@ typedef struct {
     int n_ranges, cap_ranges;
     int *kids;
     int n_kids, cap_kids;
-    char **names; /* (n_rules) rule names */
-    int *body;    /* (n_rules) node of each rule, -1 while only referenced */
+    char **names;     /* (n_rules) rule names */
+    int *body;        /* (n_rules) node of each rule, -1 while only referenced */
     size_t *name_off; /* (n_rules) where the rule was first referenced or defined */
     int n_rules, cap_rules;
 } hr_gir;
@@ -77,7 +77,9 @@ typedef struct {
     uint64_t w[2];
 } hr_gbytes;
 
-static inline int hr_gbytes_bit(uint8_t b) { return b < 0x20 ? 96 : b >= 0x80 ? 97 : b - 0x20; }
+static inline int hr_gbytes_bit(uint8_t b) {
+    return b < 0x20 ? 96 : b >= 0x80 ? 97 : b - 0x20;
+}
 
 /* A UTF-8 validator's states: 0 between characters, 1..7 inside one (what the next bytes
  * must be); hr_gutf8_step gives the next state or -1 for a byte that cannot come next. */
@@ -85,9 +87,9 @@ int hr_gutf8_step(int q, uint8_t b);
 
 /* ---- byte DFAs (dfa.c) ---- */
 typedef struct {
-    int n_states;     /* state 0 is the start */
-    int32_t *trans;   /* (n_states, 256) next state, -1 dead */
-    uint8_t *accept;  /* (n_states) */
+    int n_states;    /* state 0 is the start */
+    int32_t *trans;  /* (n_states, 256) next state, -1 dead */
+    uint8_t *accept; /* (n_states) */
     /* chains (chain.c): from state s, any text of up to chain_len[s] characters drawn from
      * chain_set[s] keeps the DFA alive (a character class moving s along one successor
      * chain, such as a string interior's loop or a maxLength counter) */
@@ -100,7 +102,8 @@ typedef struct {
 /* minimize.c: the equivalence classes of a DFA's states (trans (n, 256), -1 dead; rep one
  * byte of each of n_rep byte classes) into cls, the start's class 0; returns their number,
  * or -1 when out of memory. */
-int hr_gdfa_partition(const int32_t *trans, const uint8_t *accept, int n, const uint8_t *rep, int n_rep, int *cls);
+int hr_gdfa_partition(const int32_t *trans, const uint8_t *accept, int n, const uint8_t *rep,
+                      int n_rep, int *cls);
 
 /* Fills chain_set and chain_len of a minimized DFA. */
 hr_err *hr_gdfa_chains(hr_gdfa *d);
@@ -118,18 +121,18 @@ typedef struct hr_gcache hr_gcache;
 
 struct hr_grammar {
     int n_terms;
-    hr_gdfa *terms;       /* (n_terms) */
-    int n_nts;            /* nonterminal 0 is the start S' ::= root */
-    uint8_t *nullable;    /* (n_nts) */
-    int *nt_prods;        /* (n_nts + 1) productions of nt: [nt_prods[nt], nt_prods[nt+1]) */
+    hr_gdfa *terms;    /* (n_terms) */
+    int n_nts;         /* nonterminal 0 is the start S' ::= root */
+    uint8_t *nullable; /* (n_nts) */
+    int *nt_prods;     /* (n_nts + 1) productions of nt: [nt_prods[nt], nt_prods[nt+1]) */
     int n_prods;
-    int *prod_pos;        /* (n_prods) dotted position of each production's dot 0 */
+    int *prod_pos; /* (n_prods) dotted position of each production's dot 0 */
     int n_pos;
-    int32_t *pos_sym;     /* (n_pos) symbol after the dot, HR_G_END at the end */
-    int32_t *pos_lhs;     /* (n_pos) the production's left-hand side */
-    uint8_t *term_inert;  /* (n_terms) every use ends a production of the start symbol, so
-                             completing it only makes the parse accepting */
-    hr_gcache *cache;     /* the fast masks' cache (mask.c), mutex-guarded */
+    int32_t *pos_sym;    /* (n_pos) symbol after the dot, HR_G_END at the end */
+    int32_t *pos_lhs;    /* (n_pos) the production's left-hand side */
+    uint8_t *term_inert; /* (n_terms) every use ends a production of the start symbol, so
+                            completing it only makes the parse accepting */
+    hr_gcache *cache;    /* the fast masks' cache (mask.c), mutex-guarded */
 };
 
 /* ---- the vocabulary (vocab.c) ---- */
@@ -138,24 +141,24 @@ enum { HR_GV_NORMAL, HR_GV_STOP, HR_GV_NEVER };
 
 struct hr_grammar_vocab {
     int n_vocab;
-    uint32_t *tok_off;   /* (n_vocab + 1) bytes of token i: bytes[tok_off[i], tok_off[i+1]) */
+    uint32_t *tok_off; /* (n_vocab + 1) bytes of token i: bytes[tok_off[i], tok_off[i+1]) */
     uint8_t *bytes;
-    uint8_t *kind;       /* (n_vocab) HR_GV_* */
-    int32_t *stop;       /* stop ids */
+    uint8_t *kind; /* (n_vocab) HR_GV_* */
+    int32_t *stop; /* stop ids */
     int n_stop;
     /* trie over the NORMAL tokens' bytes, nodes in preorder, node 0 the root; the children
      * of u are u+1, end[u+1], end[end[u+1]], ... while below end[u] */
     int n_nodes;
-    uint8_t *node_byte;  /* (n_nodes) the byte on the edge into the node */
-    uint16_t *node_depth;/* (n_nodes) bytes from the root */
-    int32_t *node_end;   /* (n_nodes) first node after the subtree */
-    int32_t *node_tok;   /* (n_nodes + 1) tokens ending here: sorted_tok[node_tok[u], node_tok[u+1]);
-                            the subtree's tokens are sorted_tok[node_tok[u], node_tok[node_end[u]]) */
-    hr_gbytes *node_below; /* (n_nodes) the bytes on every edge below the node */
-    uint8_t *node_utf8;    /* (n_nodes) bit q: from validator state q at the node, every
-                              path below is valid UTF-8 (possibly cut inside a character) */
+    uint8_t *node_byte;   /* (n_nodes) the byte on the edge into the node */
+    uint16_t *node_depth; /* (n_nodes) bytes from the root */
+    int32_t *node_end;    /* (n_nodes) first node after the subtree */
+    int32_t *node_tok; /* (n_nodes + 1) tokens ending here: sorted_tok[node_tok[u], node_tok[u+1]);
+                          the subtree's tokens are sorted_tok[node_tok[u], node_tok[node_end[u]]) */
+    hr_gbytes *node_below;    /* (n_nodes) the bytes on every edge below the node */
+    uint8_t *node_utf8;       /* (n_nodes) bit q: from validator state q at the node, every
+                                 path below is valid UTF-8 (possibly cut inside a character) */
     uint16_t *node_below_len; /* (n_nodes) the longest path below the node, in bytes */
-    int32_t *sorted_tok; /* NORMAL token ids by their node */
+    int32_t *sorted_tok;      /* NORMAL token ids by their node */
     int max_depth;
 };
 
@@ -172,21 +175,21 @@ typedef struct {
 struct hr_matcher {
     const hr_grammar *g;
     const hr_grammar_vocab *v;
-    hr_gitem *items;      /* every Earley set, back to back */
+    hr_gitem *items; /* every Earley set, back to back */
     size_t n_items, cap_items;
-    hr_gfront *front;     /* every position's frontier, back to back */
+    hr_gfront *front; /* every position's frontier, back to back */
     size_t n_front, cap_front;
     size_t *set_beg, *front_beg; /* (cur + 2) set/frontier p is [beg[p], beg[p+1]) */
-    uint8_t *acc;         /* (cur + 1) accepting after p bytes */
-    int cur, cap_pos;     /* bytes consumed */
-    int *tok_pos;         /* (n_toks) position before each accepted token, -1 a stop token */
+    uint8_t *acc;                /* (cur + 1) accepting after p bytes */
+    int cur, cap_pos;            /* bytes consumed */
+    int *tok_pos;                /* (n_toks) position before each accepted token, -1 a stop token */
     int n_toks, cap_toks;
     int ended;
-    uint64_t *hash;       /* dedup index of the set/frontier being built (entry index + 1, a
-                             tag bit for the frontier, 0 empty), once they outgrow a linear scan */
+    uint64_t *hash; /* dedup index of the set/frontier being built (entry index + 1, a
+                       tag bit for the frontier, 0 empty), once they outgrow a linear scan */
     size_t hash_cap, hash_alloc, hash_n; /* in use (a power of two), allocated, filled */
-    int hashing;          /* the index is in use for the position being built */
-    int oom;              /* a push failed for memory: the matcher refuses from then on */
+    int hashing;                         /* the index is in use for the position being built */
+    int oom; /* a push failed for memory: the matcher refuses from then on */
 };
 
 /* Consumes one byte: 1 ok, 0 the grammar cannot continue (state unchanged). */

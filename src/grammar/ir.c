@@ -9,7 +9,8 @@
 static int grow(void **p, int *cap, int need, size_t elem) {
     if (need <= *cap) return 0;
     int nc = *cap ? *cap * 2 : 16;
-    while (nc < need) nc *= 2;
+    while (nc < need)
+        nc *= 2;
     void *q = realloc(*p, (size_t)nc * elem);
     if (!q) return -1;
     *p = q;
@@ -27,7 +28,8 @@ void hr_gir_free(hr_gir *ir) {
     free(ir->nodes);
     free(ir->ranges);
     free(ir->kids);
-    for (int i = 0; i < ir->n_rules; i++) free(ir->names[i]);
+    for (int i = 0; i < ir->n_rules; i++)
+        free(ir->names[i]);
     free(ir->names);
     free(ir->body);
     free(ir->name_off);
@@ -54,7 +56,8 @@ static int normalize(hr_grange *r, int n) {
     for (int i = 0; i < n; i++) {
         if (m && r[i].lo <= r[m - 1].hi + 1) {
             if (r[i].hi > r[m - 1].hi) r[m - 1].hi = r[i].hi;
-        } else r[m++] = r[i];
+        } else
+            r[m++] = r[i];
     }
     return m;
 }
@@ -94,7 +97,8 @@ int hr_gir_set(hr_gir *ir, const hr_grange *r, int n, int negate) {
         free(b);
         return -1;
     }
-    for (int i = 0; i < n; i++) a[i] = r[i];
+    for (int i = 0; i < n; i++)
+        a[i] = r[i];
     int m = normalize(a, n);
     if (negate) {
         m = complement(a, m, b);
@@ -197,13 +201,21 @@ int hr_gutf8_step(int q, uint8_t b) {
         if (b >= 0xF1 && b <= 0xF3) return 5;
         if (b == 0xF4) return 7;
         return -1;
-    case 1: return b >= 0x80 && b <= 0xBF ? 0 : -1;
-    case 2: return b >= 0x80 && b <= 0xBF ? 1 : -1;
-    case 3: return b >= 0xA0 && b <= 0xBF ? 1 : -1;
-    case 4: return b >= 0x80 && b <= 0x9F ? 1 : -1;
-    case 5: return b >= 0x80 && b <= 0xBF ? 2 : -1;
-    case 6: return b >= 0x90 && b <= 0xBF ? 2 : -1;
-    case 7: return b >= 0x80 && b <= 0x8F ? 2 : -1;
-    default: return -1;
+    case 1:
+        return b >= 0x80 && b <= 0xBF ? 0 : -1;
+    case 2:
+        return b >= 0x80 && b <= 0xBF ? 1 : -1;
+    case 3:
+        return b >= 0xA0 && b <= 0xBF ? 1 : -1;
+    case 4:
+        return b >= 0x80 && b <= 0x9F ? 1 : -1;
+    case 5:
+        return b >= 0x80 && b <= 0xBF ? 2 : -1;
+    case 6:
+        return b >= 0x90 && b <= 0xBF ? 2 : -1;
+    case 7:
+        return b >= 0x80 && b <= 0x8F ? 2 : -1;
+    default:
+        return -1;
     }
 }

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/grammar.h"
 #include "grammar/gram_ir.h"
+#include "grammar/grammar.h"
 
 static void set_stops(const hr_matcher *m, uint32_t *bits) {
     if (!hr_matcher_is_accepting(m)) return;
@@ -24,7 +24,9 @@ static void set_stops(const hr_matcher *m, uint32_t *bits) {
     }
 }
 
-static size_t mask_words(const hr_grammar_vocab *v) { return ((size_t)v->n_vocab + 31) / 32; }
+static size_t mask_words(const hr_grammar_vocab *v) {
+    return ((size_t)v->n_vocab + 31) / 32;
+}
 
 void hr_matcher_mask_ref(hr_matcher *m, uint32_t *bits) {
     const hr_grammar_vocab *v = m->v;
@@ -35,7 +37,8 @@ void hr_matcher_mask_ref(hr_matcher *m, uint32_t *bits) {
     for (int id = 0; id < v->n_vocab; id++) {
         if (v->kind[id] != HR_GV_NORMAL) continue;
         uint32_t k = v->tok_off[id], e = v->tok_off[id + 1];
-        while (k < e && hr_gm_push(m, v->bytes[k])) k++;
+        while (k < e && hr_gm_push(m, v->bytes[k]))
+            k++;
         if (k == e) bits[id >> 5] |= 1u << (id & 31);
         hr_gm_truncate(m, base);
     }
@@ -109,11 +112,11 @@ static int frontier_pairs(const hr_matcher *m, pairs *p) {
  * goes into one small trie per group, so a suffix that many tokens share (`",` after a
  * string's last word) is parsed once. */
 typedef struct {
-    int n;              /* nodes in preorder; node 0 (the empty suffix) is the root */
+    int n; /* nodes in preorder; node 0 (the empty suffix) is the root */
     uint8_t *byte;
     uint16_t *depth;
     int32_t *end;
-    int32_t *tok_beg;   /* (n + 1) tokens ending at node u: tok[tok_beg[u], tok_beg[u+1]) */
+    int32_t *tok_beg; /* (n + 1) tokens ending at node u: tok[tok_beg[u], tok_beg[u+1]) */
     int32_t *tok;
 } strie;
 
@@ -123,14 +126,14 @@ typedef struct entry {
     const hr_grammar_vocab *v;
     int n_pairs;
     int32_t *pairs;
-    uint32_t *bits;     /* tokens strictly inside the terminals */
+    uint32_t *bits; /* tokens strictly inside the terminals */
     int n_groups;
-    int32_t *rep;       /* (n_groups) a bound node of the group, whose bytes the parser takes */
-    strie *suffix;      /* (n_groups) the suffixes below the group's small nodes */
-    int32_t *big;       /* the group's nodes with large subtrees (or alone in their group),
-                           walked in the vocabulary trie: big[big_beg[g], big_beg[g+1]) */
-    int32_t *big_beg;   /* (n_groups + 1) */
-    size_t bytes;       /* memory held */
+    int32_t *rep;     /* (n_groups) a bound node of the group, whose bytes the parser takes */
+    strie *suffix;    /* (n_groups) the suffixes below the group's small nodes */
+    int32_t *big;     /* the group's nodes with large subtrees (or alone in their group),
+                         walked in the vocabulary trie: big[big_beg[g], big_beg[g+1]) */
+    int32_t *big_beg; /* (n_groups + 1) */
+    size_t bytes;     /* memory held */
 } entry;
 
 #define N_BUCKETS 1024
@@ -143,7 +146,8 @@ struct hr_gcache {
 };
 
 static uint64_t hash_ints(uint64_t h, const int32_t *p, int n) {
-    for (int i = 0; i < n; i++) h = (h ^ (uint32_t)p[i]) * 1099511628211ull;
+    for (int i = 0; i < n; i++)
+        h = (h ^ (uint32_t)p[i]) * 1099511628211ull;
     return h;
 }
 
@@ -153,7 +157,8 @@ static uint64_t hash_pairs(const hr_grammar_vocab *v, const int32_t *p, int n) {
 
 static entry *lookup(hr_gcache *c, const hr_grammar_vocab *v, const pairs *p, uint64_t h) {
     for (entry *e = c->bucket[h % N_BUCKETS]; e; e = e->next)
-        if (e->hash == h && e->v == v && e->n_pairs == p->n && !memcmp(e->pairs, p->v, (size_t)p->n * 2 * sizeof(int32_t)))
+        if (e->hash == h && e->v == v && e->n_pairs == p->n &&
+            !memcmp(e->pairs, p->v, (size_t)p->n * 2 * sizeof(int32_t)))
             return e;
     return NULL;
 }
@@ -177,9 +182,9 @@ static void entry_free(entry *e) {
 typedef struct {
     int32_t *node, *group;
     int n, cap;
-    int32_t *vecs;       /* (n_groups, n_pairs) */
+    int32_t *vecs; /* (n_groups, n_pairs) */
     int n_groups, cap_groups;
-    int32_t *table;      /* open addressing over groups: index + 1 */
+    int32_t *table; /* open addressing over groups: index + 1 */
     int table_cap;
 } bounds;
 
@@ -190,8 +195,10 @@ static int group_of(bounds *b, const int32_t *vec, int k) {
         int32_t *t = calloc((size_t)nc, sizeof(int32_t));
         if (!t) return -1;
         for (int g = 0; g < b->n_groups; g++) {
-            size_t j = hash_ints(1469598103934665603ull, b->vecs + (size_t)g * k, k) & (size_t)(nc - 1);
-            while (t[j]) j = (j + 1) & (size_t)(nc - 1);
+            size_t j =
+                hash_ints(1469598103934665603ull, b->vecs + (size_t)g * k, k) & (size_t)(nc - 1);
+            while (t[j])
+                j = (j + 1) & (size_t)(nc - 1);
             t[j] = g + 1;
         }
         free(b->table);
@@ -200,7 +207,8 @@ static int group_of(bounds *b, const int32_t *vec, int k) {
     }
     size_t j = h & (size_t)(b->table_cap - 1);
     for (; b->table[j]; j = (j + 1) & (size_t)(b->table_cap - 1))
-        if (!memcmp(b->vecs + (size_t)(b->table[j] - 1) * k, vec, (size_t)k * sizeof(int32_t))) return b->table[j] - 1;
+        if (!memcmp(b->vecs + (size_t)(b->table[j] - 1) * k, vec, (size_t)k * sizeof(int32_t)))
+            return b->table[j] - 1;
     if (b->n_groups == b->cap_groups) {
         int nc = b->cap_groups ? b->cap_groups * 2 : 16;
         int32_t *q = realloc(b->vecs, (size_t)nc * (size_t)(k ? k : 1) * sizeof(int32_t));
@@ -235,7 +243,8 @@ static int add_bound(bounds *b, int32_t u, const int32_t *vec, int k) {
  * characters) for at least as many characters as the longest path has bytes. A frontier
  * entry that stays alive keeps the parse alive whatever completions happen on the way, so
  * every token of the subtree is allowed. */
-static int stays_below(const hr_grammar *g, const hr_grammar_vocab *v, const entry *e, const int32_t *states, int u) {
+static int stays_below(const hr_grammar *g, const hr_grammar_vocab *v, const entry *e,
+                       const int32_t *states, int u) {
     const hr_gbytes *below = &v->node_below[u];
     const uint64_t high = 1ull << (97 - 64);
     if ((below->w[1] & high) && !(v->node_utf8[u] & 1)) return 0;
@@ -243,25 +252,31 @@ static int stays_below(const hr_grammar *g, const hr_grammar_vocab *v, const ent
         if (states[i] < 0) continue;
         const hr_gdfa *d = &g->terms[e->pairs[2 * i]];
         const hr_gbytes *c = &d->chain_set[states[i]];
-        if (!(below->w[0] & ~c->w[0]) && !(below->w[1] & ~c->w[1]) && d->chain_len[states[i]] >= v->node_below_len[u])
+        if (!(below->w[0] & ~c->w[0]) && !(below->w[1] & ~c->w[1]) &&
+            d->chain_len[states[i]] >= v->node_below_len[u])
             return 1;
     }
     return 0;
 }
 
 /* Walks the trie with the pairs alone: sets holds each depth's state vector. */
-static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, int32_t *sets, bounds *b) {
+static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, int32_t *sets,
+                      bounds *b) {
     int k = e->n_pairs;
-    for (int i = 0; i < k; i++) sets[i] = e->pairs[2 * i + 1];
+    for (int i = 0; i < k; i++)
+        sets[i] = e->pairs[2 * i + 1];
     for (int u = 1; u < v->n_nodes;) {
         int d = v->node_depth[u], alive = 0, acc = 0;
         const int32_t *in = sets + (size_t)(d - 1) * k;
         int32_t *out = sets + (size_t)d * k;
         uint8_t byte = v->node_byte[u];
         for (int i = 0; i < k; i++) {
-            int32_t s = in[i] < 0 ? -1 : g->terms[e->pairs[2 * i]].trans[(size_t)in[i] * 256 + byte];
+            int32_t s =
+                in[i] < 0 ? -1 : g->terms[e->pairs[2 * i]].trans[(size_t)in[i] * 256 + byte];
             out[i] = s;
-            if (s >= 0) alive = 1, acc |= g->terms[e->pairs[2 * i]].accept[s] && !g->term_inert[e->pairs[2 * i]];
+            if (s >= 0)
+                alive = 1,
+                acc |= g->terms[e->pairs[2 * i]].accept[s] && !g->term_inert[e->pairs[2 * i]];
         }
         if (alive && stays_below(g, v, e, out, u)) { /* the whole subtree is allowed */
             for (int j = v->node_tok[u]; j < v->node_tok[v->node_end[u]]; j++)
@@ -297,21 +312,25 @@ static int cmp_suffix(const void *x, const void *y) {
 static int strie_build(strie *t, suffix_item *it, int n) {
     qsort(it, (size_t)n, sizeof *it, cmp_suffix);
     size_t cap = 1;
-    for (int i = 0; i < n; i++) cap += it[i].len;
+    for (int i = 0; i < n; i++)
+        cap += it[i].len;
     t->byte = malloc(cap);
     t->depth = malloc(cap * sizeof(uint16_t));
     t->end = malloc(cap * sizeof(int32_t));
     t->tok_beg = calloc(cap + 1, sizeof(int32_t));
     t->tok = malloc(((size_t)n + 1) * sizeof(int32_t));
-    int32_t *stack = malloc(65536 * sizeof(int32_t)), *node_of = malloc(((size_t)n + 1) * sizeof(int32_t));
+    int32_t *stack = malloc(65536 * sizeof(int32_t)),
+            *node_of = malloc(((size_t)n + 1) * sizeof(int32_t));
     int ok = t->byte && t->depth && t->end && t->tok_beg && t->tok && stack && node_of;
     int nn = 1, depth = 0;
     if (ok) t->byte[0] = 0, t->depth[0] = 0, stack[0] = 0;
     for (int i = 0; ok && i < n; i++) {
         int len = (int)it[i].len, c = 0;
         if (i)
-            while (c < len && c < (int)it[i - 1].len && it[i - 1].p[c] == it[i].p[c]) c++;
-        for (; depth > c; depth--) t->end[stack[depth]] = nn;
+            while (c < len && c < (int)it[i - 1].len && it[i - 1].p[c] == it[i].p[c])
+                c++;
+        for (; depth > c; depth--)
+            t->end[stack[depth]] = nn;
         for (; depth < len; depth++) {
             t->byte[nn] = it[i].p[depth];
             t->depth[nn] = (uint16_t)(depth + 1);
@@ -321,10 +340,13 @@ static int strie_build(strie *t, suffix_item *it, int n) {
         t->tok[i] = it[i].id;
     }
     if (ok) {
-        for (; depth >= 0; depth--) t->end[stack[depth]] = nn;
+        for (; depth >= 0; depth--)
+            t->end[stack[depth]] = nn;
         t->n = nn;
-        for (int i = 0; i < n; i++) t->tok_beg[node_of[i] + 1]++;
-        for (int u = 0; u < nn; u++) t->tok_beg[u + 1] += t->tok_beg[u];
+        for (int i = 0; i < n; i++)
+            t->tok_beg[node_of[i] + 1]++;
+        for (int u = 0; u < nn; u++)
+            t->tok_beg[u + 1] += t->tok_beg[u];
     }
     free(stack);
     free(node_of);
@@ -348,15 +370,20 @@ static int group_bounds(const hr_grammar_vocab *v, entry *e, const bounds *b) {
     e->big = malloc(((size_t)b->n + 1) * sizeof(int32_t));
     int32_t *count = calloc((size_t)G + 1, sizeof(int32_t));
     int ok = e->rep && e->suffix && e->big_beg && e->big && count, total = 0;
-    for (int i = 0; ok && i < b->n; i++) e->rep[b->group[i]] = b->node[i], count[b->group[i]]++;
+    for (int i = 0; ok && i < b->n; i++)
+        e->rep[b->group[i]] = b->node[i], count[b->group[i]]++;
     for (int i = 0; ok && i < b->n; i++) {
         int u = b->node[i], g = b->group[i];
-        if (is_big(v, u, count[g] == 1)) e->big_beg[g + 2]++;
-        else total += v->node_tok[v->node_end[u]] - v->node_tok[u];
+        if (is_big(v, u, count[g] == 1))
+            e->big_beg[g + 2]++;
+        else
+            total += v->node_tok[v->node_end[u]] - v->node_tok[u];
     }
-    for (int g = 0; ok && g < G; g++) e->big_beg[g + 2] += e->big_beg[g + 1];
+    for (int g = 0; ok && g < G; g++)
+        e->big_beg[g + 2] += e->big_beg[g + 1];
     for (int i = 0; ok && i < b->n; i++)
-        if (is_big(v, b->node[i], count[b->group[i]] == 1)) e->big[e->big_beg[b->group[i] + 1]++] = b->node[i];
+        if (is_big(v, b->node[i], count[b->group[i]] == 1))
+            e->big[e->big_beg[b->group[i] + 1]++] = b->node[i];
     suffix_item *items = ok ? malloc(((size_t)total + 1) * sizeof *items) : NULL;
     ok = ok && items;
     for (int g = 0; ok && g < G; g++) {
@@ -366,7 +393,8 @@ static int group_bounds(const hr_grammar_vocab *v, entry *e, const bounds *b) {
             if (b->group[i] != g || is_big(v, u, count[g] == 1)) continue;
             for (int k = v->node_tok[u]; k < v->node_tok[v->node_end[u]]; k++) {
                 int32_t id = v->sorted_tok[k];
-                items[n++] = (suffix_item){v->bytes + v->tok_off[id] + d, v->tok_off[id + 1] - v->tok_off[id] - (uint32_t)d, id};
+                items[n++] = (suffix_item){v->bytes + v->tok_off[id] + d,
+                                           v->tok_off[id + 1] - v->tok_off[id] - (uint32_t)d, id};
             }
         }
         if (n) ok = !strie_build(&e->suffix[g], items, n);
@@ -378,9 +406,11 @@ static int group_bounds(const hr_grammar_vocab *v, entry *e, const bounds *b) {
     return ok ? 0 : -1;
 }
 
-static entry *build_entry(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p, uint64_t h) {
+static entry *build_entry(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p,
+                          uint64_t h) {
     entry *e = calloc(1, sizeof *e);
-    int32_t *sets = malloc(((size_t)v->max_depth + 1) * (size_t)(p->n ? p->n : 1) * sizeof(int32_t));
+    int32_t *sets =
+        malloc(((size_t)v->max_depth + 1) * (size_t)(p->n ? p->n : 1) * sizeof(int32_t));
     bounds b = {0};
     int ok = e && sets;
     if (ok) {
@@ -417,7 +447,8 @@ static entry *get_entry(hr_matcher *m, pairs *p, int *owned) {
     if (e) return e;
     entry *fresh = build_entry(m->g, m->v, p, h);
     if (!fresh) return NULL;
-    size_t size = mask_words(m->v) * 4 + fresh->bytes + (size_t)fresh->n_groups * 4 + (size_t)p->n * 8 + sizeof *fresh;
+    size_t size = mask_words(m->v) * 4 + fresh->bytes + (size_t)fresh->n_groups * 4 +
+                  (size_t)p->n * 8 + sizeof *fresh;
     pthread_mutex_lock(&c->mu);
     e = lookup(c, m->v, p, h);
     if (!e && c->bytes + size <= CACHE_BYTES) {
@@ -437,7 +468,8 @@ static entry *get_entry(hr_matcher *m, pairs *p, int *owned) {
 }
 
 static void set_tokens(const int32_t *tok, int b, int e, uint32_t *bits) {
-    for (int i = b; i < e; i++) bits[tok[i] >> 5] |= 1u << (tok[i] & 31);
+    for (int i = b; i < e; i++)
+        bits[tok[i] >> 5] |= 1u << (tok[i] & 31);
 }
 
 /* One group of bound nodes: the parser takes the bytes of the group's representative,
@@ -448,7 +480,8 @@ static void walk_group(hr_matcher *m, const entry *e, int g, uint32_t *bits) {
     int base = m->cur, u = e->rep[g], d = v->node_depth[u];
     const uint8_t *path = v->bytes + v->tok_off[v->sorted_tok[v->node_tok[u]]];
     int k = 0;
-    while (k < d && hr_gm_push(m, path[k])) k++;
+    while (k < d && hr_gm_push(m, path[k]))
+        k++;
     if (k < d) {
         hr_gm_truncate(m, base);
         return;
@@ -486,7 +519,8 @@ void hr_matcher_mask(hr_matcher *m, uint32_t *bits) {
         return;
     }
     memcpy(bits, e->bits, words * sizeof(uint32_t));
-    for (int g = 0; g < e->n_groups; g++) walk_group(m, e, g, bits);
+    for (int g = 0; g < e->n_groups; g++)
+        walk_group(m, e, g, bits);
     if (owned) entry_free(e);
     set_stops(m, bits);
 }

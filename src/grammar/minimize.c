@@ -9,15 +9,15 @@
 #include "grammar/gram_ir.h"
 
 typedef struct {
-    int n, k;            /* states including the sink (n - 1), byte classes */
-    int *elems, *pos;    /* states grouped by block; where each state sits in elems */
-    int *block;          /* (n) block of each state */
+    int n, k;                /* states including the sink (n - 1), byte classes */
+    int *elems, *pos;        /* states grouped by block; where each state sits in elems */
+    int *block;              /* (n) block of each state */
     int *beg, *end, *marked; /* per block: [beg, end) in elems, marked ones first */
     int n_blocks;
-    uint8_t *in_work;    /* (n, k) the splitter (block, class) is queued */
-    int *work, n_work;   /* queued splitters as block * k + class */
-    int *inv_off, *inv;  /* preimages: states s with trans(s, class c) = t at
-                            inv[inv_off[c * n + t], inv_off[c * n + t + 1]) */
+    uint8_t *in_work;   /* (n, k) the splitter (block, class) is queued */
+    int *work, n_work;  /* queued splitters as block * k + class */
+    int *inv_off, *inv; /* preimages: states s with trans(s, class c) = t at
+                           inv[inv_off[c * n + t], inv_off[c * n + t + 1]) */
     int *touched, n_touched;
     int *pre, n_pre;
 } hop;
@@ -48,10 +48,13 @@ static void split(hop *h) {
         int z = h->n_blocks++;
         h->beg[z] = h->beg[b], h->end[z] = h->beg[b] + m, h->marked[z] = 0;
         h->beg[b] += m;
-        for (int j = h->beg[z]; j < h->end[z]; j++) h->block[h->elems[j]] = z;
+        for (int j = h->beg[z]; j < h->end[z]; j++)
+            h->block[h->elems[j]] = z;
         for (int c = 0; c < h->k; c++) {
-            if (h->in_work[(size_t)b * h->k + c]) queue(h, z, c);
-            else queue(h, m <= size - m ? z : b, c);
+            if (h->in_work[(size_t)b * h->k + c])
+                queue(h, z, c);
+            else
+                queue(h, m <= size - m ? z : b, c);
         }
     }
     h->n_touched = 0;
@@ -69,8 +72,10 @@ static int build_inverse(hop *h, const int32_t *trans, const uint8_t *rep) {
     h->inv = malloc((size_t)k * n * sizeof(int));
     if (!h->inv_off || !h->inv) return -1;
     for (int c = 0; c < k; c++)
-        for (int s = 0; s < n; s++) h->inv_off[c * n + step(trans, n - 1, rep, s, c) + 1]++;
-    for (int i = 0; i < k * n; i++) h->inv_off[i + 1] += h->inv_off[i];
+        for (int s = 0; s < n; s++)
+            h->inv_off[c * n + step(trans, n - 1, rep, s, c) + 1]++;
+    for (int i = 0; i < k * n; i++)
+        h->inv_off[i + 1] += h->inv_off[i];
     int *fill = calloc((size_t)k * n, sizeof(int));
     if (!fill) return -1;
     for (int c = 0; c < k; c++)
@@ -94,8 +99,8 @@ static int alloc(hop *h) {
     h->work = malloc(n * (size_t)h->k * sizeof(int));
     h->touched = malloc(n * sizeof(int));
     h->pre = malloc(n * sizeof(int));
-    return h->elems && h->pos && h->block && h->beg && h->end && h->marked && h->in_work && h->work &&
-                   h->touched && h->pre
+    return h->elems && h->pos && h->block && h->beg && h->end && h->marked && h->in_work &&
+                   h->work && h->touched && h->pre
                ? 0
                : -1;
 }
@@ -117,14 +122,17 @@ static void init_blocks(hop *h, const uint8_t *accept) {
     if (a) h->beg[0] = 0, h->end[0] = a, h->n_blocks = 1;
     h->beg[h->n_blocks] = a, h->end[h->n_blocks] = n, h->n_blocks++;
     for (int b = 0; b < h->n_blocks; b++)
-        for (int j = h->beg[b]; j < h->end[b]; j++) h->block[h->elems[j]] = b, h->pos[h->elems[j]] = j;
-    for (int c = 0; c < h->k; c++) queue(h, 0, c);
+        for (int j = h->beg[b]; j < h->end[b]; j++)
+            h->block[h->elems[j]] = b, h->pos[h->elems[j]] = j;
+    for (int c = 0; c < h->k; c++)
+        queue(h, 0, c);
     if (h->n_blocks == 2)
-        for (int c = 0; c < h->k; c++) queue(h, 1, c);
+        for (int c = 0; c < h->k; c++)
+            queue(h, 1, c);
 }
 
-int hr_gdfa_partition(const int32_t *trans, const uint8_t *accept, int n_real, const uint8_t *rep, int n_rep,
-                      int *cls) {
+int hr_gdfa_partition(const int32_t *trans, const uint8_t *accept, int n_real, const uint8_t *rep,
+                      int n_rep, int *cls) {
     hop h = {.n = n_real + 1, .k = n_rep};
     if (alloc(&h) || build_inverse(&h, trans, rep)) {
         release(&h);
@@ -137,9 +145,11 @@ int hr_gdfa_partition(const int32_t *trans, const uint8_t *accept, int n_real, c
         h.n_pre = 0;
         for (int j = h.beg[a]; j < h.end[a]; j++) {
             int t = h.elems[j];
-            for (int i = h.inv_off[c * h.n + t]; i < h.inv_off[c * h.n + t + 1]; i++) h.pre[h.n_pre++] = h.inv[i];
+            for (int i = h.inv_off[c * h.n + t]; i < h.inv_off[c * h.n + t + 1]; i++)
+                h.pre[h.n_pre++] = h.inv[i];
         }
-        for (int i = 0; i < h.n_pre; i++) mark(&h, h.pre[i]);
+        for (int i = 0; i < h.n_pre; i++)
+            mark(&h, h.pre[i]);
         split(&h);
     }
     /* number the real states' blocks 0.. in order of first appearance (state 0 first) */
@@ -148,7 +158,8 @@ int hr_gdfa_partition(const int32_t *trans, const uint8_t *accept, int n_real, c
         release(&h);
         return -1;
     }
-    for (int b = 0; b < h.n_blocks; b++) num[b] = -1;
+    for (int b = 0; b < h.n_blocks; b++)
+        num[b] = -1;
     for (int s = 0; s < n_real; s++) {
         int b = h.block[s];
         if (num[b] < 0) num[b] = k++;

@@ -27,7 +27,9 @@ static int peek(const rp *p, size_t k) {
     return p->i + k < p->n ? (unsigned char)p->s[p->i + k] : -1;
 }
 
-static size_t at(const rp *p) { return p->base + p->i; }
+static size_t at(const rp *p) {
+    return p->base + p->i;
+}
 
 static hr_err *add(ranges *r, uint32_t lo, uint32_t hi) {
     if (r->n == r->cap) {
@@ -43,23 +45,31 @@ static hr_err *add(ranges *r, uint32_t lo, uint32_t hi) {
 
 static const hr_grange DIGIT[] = {{'0', '9'}};
 static const hr_grange WORD[] = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
-static const hr_grange SPACE[] = {{'\t', '\r'}, {' ', ' '}, {0xA0, 0xA0}, {0x1680, 0x1680},
-                                  {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F},
-                                  {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
+static const hr_grange SPACE[] = {
+    {'\t', '\r'},     {' ', ' '},       {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
+    {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
 
 /* Adds the class escape c (d w s D W S) to r; 0 when c is not one. */
 static int class_escape(int c, ranges *r, hr_err **e) {
     const hr_grange *set;
     int n;
     switch (c | 0x20) {
-    case 'd': set = DIGIT, n = 1; break;
-    case 'w': set = WORD, n = 4; break;
-    case 's': set = SPACE, n = 10; break;
-    default: return 0;
+    case 'd':
+        set = DIGIT, n = 1;
+        break;
+    case 'w':
+        set = WORD, n = 4;
+        break;
+    case 's':
+        set = SPACE, n = 10;
+        break;
+    default:
+        return 0;
     }
     *e = NULL;
     if (c >= 'a') {
-        for (int k = 0; k < n && !*e; k++) *e = add(r, set[k].lo, set[k].hi);
+        for (int k = 0; k < n && !*e; k++)
+            *e = add(r, set[k].lo, set[k].hi);
         return 1;
     }
     uint32_t next = 0;
@@ -97,7 +107,8 @@ static hr_err *unicode_escape(rp *p, uint32_t *cp) {
         p->i++;
         uint32_t v = 0;
         int k = 0;
-        for (; hexval(peek(p, 0)) >= 0 && v <= HR_G_MAX_CP; k++, p->i++) v = v << 4 | (uint32_t)hexval(peek(p, 0));
+        for (; hexval(peek(p, 0)) >= 0 && v <= HR_G_MAX_CP; k++, p->i++)
+            v = v << 4 | (uint32_t)hexval(peek(p, 0));
         if (!k || peek(p, 0) != '}' || v > HR_G_MAX_CP)
             return hr_errf("regex: bad \\u{...} escape at offset %zu", start);
         p->i++;
@@ -127,13 +138,25 @@ static hr_err *char_escape(rp *p, int in_class, uint32_t *cp) {
     if (c < 0) return hr_errf("regex: trailing backslash at offset %zu", start);
     p->i++;
     switch (c) {
-    case 'n': *cp = '\n'; return NULL;
-    case 'r': *cp = '\r'; return NULL;
-    case 't': *cp = '\t'; return NULL;
-    case 'v': *cp = '\v'; return NULL;
-    case 'f': *cp = '\f'; return NULL;
-    case 'x': return hex(p, 2, cp);
-    case 'u': return unicode_escape(p, cp);
+    case 'n':
+        *cp = '\n';
+        return NULL;
+    case 'r':
+        *cp = '\r';
+        return NULL;
+    case 't':
+        *cp = '\t';
+        return NULL;
+    case 'v':
+        *cp = '\v';
+        return NULL;
+    case 'f':
+        *cp = '\f';
+        return NULL;
+    case 'x':
+        return hex(p, 2, cp);
+    case 'u':
+        return unicode_escape(p, cp);
     case 'c':
         if (!((peek(p, 0) | 0x20) >= 'a' && (peek(p, 0) | 0x20) <= 'z'))
             return hr_errf("regex: \\c needs a letter at offset %zu", start);
@@ -151,12 +174,19 @@ static hr_err *char_escape(rp *p, int in_class, uint32_t *cp) {
             return NULL;
         }
         return hr_errf("regex: word boundary \\b at offset %zu is not supported", start);
-    case 'B': return hr_errf("regex: word boundary \\B at offset %zu is not supported", start);
-    case 'k': return hr_errf("regex: backreference \\k at offset %zu is not supported", start);
-    case 'p': case 'P': return hr_errf("regex: Unicode property escape \\%c at offset %zu is not supported", c, start);
-    default: break;
+    case 'B':
+        return hr_errf("regex: word boundary \\B at offset %zu is not supported", start);
+    case 'k':
+        return hr_errf("regex: backreference \\k at offset %zu is not supported", start);
+    case 'p':
+    case 'P':
+        return hr_errf("regex: Unicode property escape \\%c at offset %zu is not supported", c,
+                       start);
+    default:
+        break;
     }
-    if (c >= '1' && c <= '9') return hr_errf("regex: backreference \\%c at offset %zu is not supported", c, start);
+    if (c >= '1' && c <= '9')
+        return hr_errf("regex: backreference \\%c at offset %zu is not supported", c, start);
     if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80)
         return hr_errf("regex: unknown escape \\%c at offset %zu", c, start);
     *cp = (uint32_t)c;
@@ -181,7 +211,8 @@ static hr_err *class_member(rp *p, ranges *r) {
             return e;
         }
         HR_TRY(char_escape(p, 1, &lo));
-    } else HR_TRY(plain_char(p, &lo));
+    } else
+        HR_TRY(plain_char(p, &lo));
     hi = lo;
     if (peek(p, 0) == '-' && peek(p, 1) != ']' && peek(p, 1) >= 0) {
         size_t save = p->i, dash = at(p);
@@ -196,7 +227,8 @@ static hr_err *class_member(rp *p, ranges *r) {
                 return add(r, lo, lo);
             }
             HR_TRY(char_escape(p, 1, &hi));
-        } else HR_TRY(plain_char(p, &hi));
+        } else
+            HR_TRY(plain_char(p, &hi));
         if (hi < lo) return hr_errf("regex: range out of order in class at offset %zu", dash);
     }
     return add(r, lo, hi);
@@ -210,8 +242,10 @@ static hr_err *char_class(rp *p, int *node) {
     ranges r = {0};
     hr_err *e = NULL;
     while (!e && peek(p, 0) != ']') {
-        if (peek(p, 0) < 0) e = hr_errf("regex: unterminated character class at offset %zu", start);
-        else e = class_member(p, &r);
+        if (peek(p, 0) < 0)
+            e = hr_errf("regex: unterminated character class at offset %zu", start);
+        else
+            e = class_member(p, &r);
     }
     if (!e) {
         p->i++;
@@ -228,15 +262,20 @@ static hr_err *group(rp *p, int *node) {
     p->i++;
     if (peek(p, 0) == '?') {
         int c = peek(p, 1);
-        if (c == ':') p->i += 2;
+        if (c == ':')
+            p->i += 2;
         else if (c == '=' || c == '!' || (c == '<' && (peek(p, 2) == '=' || peek(p, 2) == '!')))
             return hr_errf("regex: lookaround at offset %zu is not supported", start);
         else if (c == '<') {
             p->i += 2;
-            while (peek(p, 0) >= 0 && peek(p, 0) != '>') p->i++;
-            if (peek(p, 0) != '>') return hr_errf("regex: unterminated group name at offset %zu", start);
+            while (peek(p, 0) >= 0 && peek(p, 0) != '>')
+                p->i++;
+            if (peek(p, 0) != '>')
+                return hr_errf("regex: unterminated group name at offset %zu", start);
             p->i++;
-        } else return hr_errf("regex: unknown group syntax '(?%c' at offset %zu", c < 0 ? ' ' : c, start);
+        } else
+            return hr_errf("regex: unknown group syntax '(?%c' at offset %zu", c < 0 ? ' ' : c,
+                           start);
     }
     if (++p->depth > 200) return hr_errf("regex: groups nested too deep at offset %zu", start);
     HR_TRY(alternation(p, node));
@@ -252,7 +291,8 @@ static int braces(rp *p, int *min, int *max, hr_err **e) {
     long lo = 0, hi;
     int digits = 0;
     *e = NULL;
-    for (; k < p->n && p->s[k] >= '0' && p->s[k] <= '9'; k++, digits++) lo = lo < MAX_REPEAT * 10L ? lo * 10 + (p->s[k] - '0') : lo;
+    for (; k < p->n && p->s[k] >= '0' && p->s[k] <= '9'; k++, digits++)
+        lo = lo < MAX_REPEAT * 10L ? lo * 10 + (p->s[k] - '0') : lo;
     if (!digits) return 0;
     hi = lo;
     if (k < p->n && p->s[k] == ',') {
@@ -260,12 +300,15 @@ static int braces(rp *p, int *min, int *max, hr_err **e) {
         hi = HR_G_INF;
         if (k < p->n && p->s[k] >= '0' && p->s[k] <= '9') {
             hi = 0;
-            for (; k < p->n && p->s[k] >= '0' && p->s[k] <= '9'; k++) hi = hi < MAX_REPEAT * 10L ? hi * 10 + (p->s[k] - '0') : hi;
+            for (; k < p->n && p->s[k] >= '0' && p->s[k] <= '9'; k++)
+                hi = hi < MAX_REPEAT * 10L ? hi * 10 + (p->s[k] - '0') : hi;
         }
     }
     if (k >= p->n || p->s[k] != '}') return 0;
-    if (lo > MAX_REPEAT || hi > MAX_REPEAT) *e = hr_errf("regex: repetition count at offset %zu is over %d", at(p), MAX_REPEAT);
-    else if (hi != HR_G_INF && hi < lo) *e = hr_errf("regex: repetition at offset %zu has max < min", at(p));
+    if (lo > MAX_REPEAT || hi > MAX_REPEAT)
+        *e = hr_errf("regex: repetition count at offset %zu is over %d", at(p), MAX_REPEAT);
+    else if (hi != HR_G_INF && hi < lo)
+        *e = hr_errf("regex: repetition at offset %zu has max < min", at(p));
     *min = (int)lo;
     *max = (int)hi;
     p->i = k + 1;
@@ -280,8 +323,10 @@ static hr_err *quantifier(rp *p, int *node) {
         min = c == '+';
         max = c == '?' ? 1 : HR_G_INF;
         p->i++;
-    } else if (!(c == '{' && braces(p, &min, &max, &e))) return NULL;
-    else if (e) return e;
+    } else if (!(c == '{' && braces(p, &min, &max, &e)))
+        return NULL;
+    else if (e)
+        return e;
     if (peek(p, 0) == '?') p->i++; /* lazy: the same language */
     c = peek(p, 0);
     if (c == '*' || c == '+' || c == '?' || (c == '{' && braces(p, &min, &max, &e)))
@@ -298,12 +343,16 @@ static hr_err *atom(rp *p, int first, int *node, int *skip) {
     *skip = 0;
     if (c == '^' || c == '$') {
         int ok = p->depth == 0 && (c == '^' ? first : (peek(p, 1) < 0 || peek(p, 1) == '|'));
-        if (!ok) return hr_errf("regex: anchor '%c' at offset %zu is only supported at the pattern's start/end", c, at(p));
+        if (!ok)
+            return hr_errf(
+                "regex: anchor '%c' at offset %zu is only supported at the pattern's start/end", c,
+                at(p));
         p->i++;
         *skip = 1;
         return NULL;
     }
-    if (c == '*' || c == '+' || c == '?') return hr_errf("regex: nothing to repeat at offset %zu", at(p));
+    if (c == '*' || c == '+' || c == '?')
+        return hr_errf("regex: nothing to repeat at offset %zu", at(p));
     if (c == '(') return group(p, node);
     if (c == '[') return char_class(p, node);
     if (c == '.') {
@@ -321,7 +370,8 @@ static hr_err *atom(rp *p, int first, int *node, int *skip) {
             return e;
         }
         HR_TRY(char_escape(p, 0, &cp));
-    } else HR_TRY(plain_char(p, &cp));
+    } else
+        HR_TRY(plain_char(p, &cp));
     return (*node = hr_gir_char(p->ir, cp)) < 0 ? hr_err_oom() : NULL;
 }
 

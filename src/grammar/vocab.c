@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "grammar/grammar.h"
 #include "grammar/gram_ir.h"
+#include "grammar/grammar.h"
 
 static int cmp_tok(const void *x, const void *y, void *arg) {
     const hr_grammar_vocab *v = arg;
@@ -31,7 +31,8 @@ static hr_err *load_bytes(const hr_tokenizer *tok, hr_grammar_vocab *v) {
             continue;
         }
         if (n + k > cap) {
-            while (n + k > cap) cap *= 2;
+            while (n + k > cap)
+                cap *= 2;
             uint8_t *q = realloc(v->bytes, cap);
             if (!q) return hr_err_oom();
             v->bytes = q;
@@ -56,13 +57,17 @@ static hr_err *load_bytes(const hr_tokenizer *tok, hr_grammar_vocab *v) {
 /* The trie from the normal tokens sorted by bytes (see the struct in gram_ir.h). */
 static hr_err *build_trie(hr_grammar_vocab *v, int32_t *sorted, int n) {
     size_t cap = 1024;
-    for (int i = 0; i < n; i++) cap += v->tok_off[sorted[i] + 1] - v->tok_off[sorted[i]];
+    for (int i = 0; i < n; i++)
+        cap += v->tok_off[sorted[i] + 1] - v->tok_off[sorted[i]];
     v->node_byte = malloc(cap);
     v->node_depth = malloc(cap * sizeof(uint16_t));
     v->node_end = malloc(cap * sizeof(int32_t));
     v->node_tok = malloc((cap + 1) * sizeof(int32_t));
-    int32_t *tok_node = malloc(((size_t)n + 1) * sizeof(int32_t)), *stack = malloc(65536 * sizeof(int32_t));
-    hr_err *e = (v->node_byte && v->node_depth && v->node_end && v->node_tok && tok_node && stack) ? NULL : hr_err_oom();
+    int32_t *tok_node = malloc(((size_t)n + 1) * sizeof(int32_t)),
+            *stack = malloc(65536 * sizeof(int32_t));
+    hr_err *e = (v->node_byte && v->node_depth && v->node_end && v->node_tok && tok_node && stack)
+                    ? NULL
+                    : hr_err_oom();
     int nn = 1, depth = 0; /* the path's length */
     if (!e) {
         v->node_byte[0] = 0;
@@ -75,9 +80,11 @@ static hr_err *build_trie(hr_grammar_vocab *v, int32_t *sorted, int n) {
         if (i) {
             const uint8_t *p = v->bytes + v->tok_off[sorted[i - 1]];
             int lp = (int)(v->tok_off[sorted[i - 1] + 1] - v->tok_off[sorted[i - 1]]);
-            while (c < len && c < lp && p[c] == t[c]) c++;
+            while (c < len && c < lp && p[c] == t[c])
+                c++;
         }
-        for (; depth > c; depth--) v->node_end[stack[depth]] = nn;
+        for (; depth > c; depth--)
+            v->node_end[stack[depth]] = nn;
         for (; depth < len; depth++) {
             v->node_byte[nn] = t[depth];
             v->node_depth[nn] = (uint16_t)(depth + 1);
@@ -87,11 +94,13 @@ static hr_err *build_trie(hr_grammar_vocab *v, int32_t *sorted, int n) {
         if (len > v->max_depth) v->max_depth = len;
     }
     if (!e) {
-        for (; depth >= 0; depth--) v->node_end[stack[depth]] = nn;
+        for (; depth >= 0; depth--)
+            v->node_end[stack[depth]] = nn;
         v->n_nodes = nn;
         int k = 0;
         for (int u = 0; u <= nn; u++) {
-            while (k < n && tok_node[k] < u) k++;
+            while (k < n && tok_node[k] < u)
+                k++;
             v->node_tok[u] = k;
         }
     }
@@ -100,7 +109,8 @@ static hr_err *build_trie(hr_grammar_vocab *v, int32_t *sorted, int n) {
     return e;
 }
 
-/* node_below, node_utf8 and node_below_len from the leaves up: preorder puts every child after its parent. */
+/* node_below, node_utf8 and node_below_len from the leaves up: preorder puts every child after its
+ * parent. */
 static hr_err *summarize_below(hr_grammar_vocab *v) {
     v->node_below = calloc((size_t)v->n_nodes + 1, sizeof(hr_gbytes));
     v->node_utf8 = malloc((size_t)v->n_nodes + 1);
@@ -110,13 +120,14 @@ static hr_err *summarize_below(hr_grammar_vocab *v) {
         v->node_utf8[u] = 0xFF;
         for (int c = u + 1; c < v->node_end[u]; c = v->node_end[c]) {
             int k = hr_gbytes_bit(v->node_byte[c]);
-            if (v->node_below_len[c] + 1 > v->node_below_len[u]) v->node_below_len[u] = (uint16_t)(v->node_below_len[c] + 1);
+            if (v->node_below_len[c] + 1 > v->node_below_len[u])
+                v->node_below_len[u] = (uint16_t)(v->node_below_len[c] + 1);
             v->node_below[u].w[0] |= v->node_below[c].w[0];
             v->node_below[u].w[1] |= v->node_below[c].w[1];
             v->node_below[u].w[k >> 6] |= 1ull << (k & 63);
             for (int q = 0; q < 8; q++) {
                 int q2 = hr_gutf8_step(q, v->node_byte[c]);
-                if (q2 < 0 || !(v->node_utf8[c] >> q2 & 1)) v->node_utf8[u] &= (uint8_t)~(1u << q);
+                if (q2 < 0 || !(v->node_utf8[c] >> q2 & 1)) v->node_utf8[u] &= (uint8_t) ~(1u << q);
             }
         }
     }
@@ -166,4 +177,6 @@ void hr_grammar_vocab_free(hr_grammar_vocab *v) {
     free(v);
 }
 
-int hr_grammar_vocab_size(const hr_grammar_vocab *v) { return v->n_vocab; }
+int hr_grammar_vocab_size(const hr_grammar_vocab *v) {
+    return v->n_vocab;
+}

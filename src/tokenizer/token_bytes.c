@@ -40,13 +40,15 @@ static size_t bytelevel(const hr_tokenizer *t, const char *s, size_t len, char *
         if (valid && cp < 324 && t->bl.dec[cp] >= 0) {
             char b = (char)t->bl.dec[cp];
             n = put(out, cap, n, &b, 1);
-        } else n = put(out, cap, n, s + i, k);
+        } else
+            n = put(out, cap, n, s + i, k);
         i += k;
     }
     return n;
 }
 
-static size_t sentencepiece(const hr_tokenizer *t, const char *s, size_t len, char *out, size_t cap) {
+static size_t sentencepiece(const hr_tokenizer *t, const char *s, size_t len, char *out,
+                            size_t cap) {
     if (has_decoder(t, HR_DEC_BYTEFALLBACK) && len == 6 && !memcmp(s, "<0x", 3) && s[5] == '>' &&
         hexdig(s[3]) >= 0 && hexdig(s[4]) >= 0) {
         char b = (char)(hexdig(s[3]) << 4 | hexdig(s[4]));
@@ -57,7 +59,8 @@ static size_t sentencepiece(const hr_tokenizer *t, const char *s, size_t len, ch
         if (i + 3 <= len && !memcmp(s + i, "\xE2\x96\x81", 3)) {
             n = put(out, cap, n, " ", 1);
             i += 3;
-        } else n = put(out, cap, n, s + i++, 1);
+        } else
+            n = put(out, cap, n, s + i++, 1);
     }
     return n;
 }

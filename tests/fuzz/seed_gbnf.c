@@ -5,8 +5,10 @@
 #include <string.h>
 
 static const char *SEEDS[] = {
-    ("root ::= object\nvalue ::= object | array | string | \"null\"\nobject ::= \"{\" ws (string \":\" ws value (\",\" ws string \":\" ws value)*)? \"}\" ws\n"
-    "array ::= \"[\" ws (value (\",\" ws value)*)? \"]\" ws\nstring ::= \"\\\"\" ([^\"\\\\] | \"\\\\\" [\"\\\\nt])* \"\\\"\" ws\nws ::= [ \\t\\n]{0,4}\n"),
+    ("root ::= object\nvalue ::= object | array | string | \"null\"\nobject ::= \"{\" ws (string "
+     "\":\" ws value (\",\" ws string \":\" ws value)*)? \"}\" ws\n"
+     "array ::= \"[\" ws (value (\",\" ws value)*)? \"]\" ws\nstring ::= \"\\\"\" ([^\"\\\\] | "
+     "\"\\\\\" [\"\\\\nt])* \"\\\"\" ws\nws ::= [ \\t\\n]{0,4}\n"),
     "root ::= e\ne ::= e \"+\" t | t\nt ::= t \"*\" f | f\nf ::= [0-9]+ | \"(\" e \")\"\n",
     "# comment\nroot ::= (item \"\\n\")+\nitem ::= \"- \" [^\\r\\n\\x0b\\u2028]+\n",
     "root ::= \"id=\" /[a-z][a-z0-9_]*/ (\",\" root)?\n",

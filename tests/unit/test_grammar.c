@@ -48,38 +48,45 @@ static int check_all(const char *gbnf, const sample *s, int n, char *why, size_t
     return 1;
 }
 
-#define CHECK_SAMPLES(gbnf, ...)                                                            \
-    do {                                                                                    \
-        const sample s_[] = {__VA_ARGS__};                                                  \
-        char why_[512];                                                                     \
-        HR_CHECK(check_all(gbnf, s_, (int)(sizeof s_ / sizeof s_[0]), why_, sizeof why_), "%s", why_); \
+#define CHECK_SAMPLES(gbnf, ...)                                                                   \
+    do {                                                                                           \
+        const sample s_[] = {__VA_ARGS__};                                                         \
+        char why_[512];                                                                            \
+        HR_CHECK(check_all(gbnf, s_, (int)(sizeof s_ / sizeof s_[0]), why_, sizeof why_), "%s",    \
+                 why_);                                                                            \
     } while (0)
 
 static void test_regular_not_greedy(void) {
-    CHECK_SAMPLES("root ::= [a-z]* \"x\"", {"abx", 1}, {"x", 1}, {"xx", 1}, {"ab", 0}, {"", 0}, {"abxy", 0});
+    CHECK_SAMPLES("root ::= [a-z]* \"x\"", {"abx", 1}, {"x", 1}, {"xx", 1}, {"ab", 0}, {"", 0},
+                  {"abxy", 0});
     CHECK_SAMPLES("root ::= [a-z]+ [a-z]", {"ab", 1}, {"a", 0}, {"abc", 1});
     CHECK_SAMPLES("root ::= (\"a\" | \"ab\") \"c\"", {"ac", 1}, {"abc", 1}, {"abbc", 0});
 }
 
 static void test_recursion(void) {
-    CHECK_SAMPLES("root ::= \"(\" root \")\" | \"\"", {"", 1}, {"()", 1}, {"(())", 1}, {"(()", 0}, {")(", 0});
-    CHECK_SAMPLES("root ::= e\ne ::= e \"+\" t | t\nt ::= t \"*\" f | f\nf ::= [0-9]+ | \"(\" e \")\"",
-                  {"1+2*3", 1}, {"(1+2)*3", 1}, {"1+", 0}, {"12*(3+4)+5", 1}, {"((1)", 0});
+    CHECK_SAMPLES("root ::= \"(\" root \")\" | \"\"", {"", 1}, {"()", 1}, {"(())", 1}, {"(()", 0},
+                  {")(", 0});
+    CHECK_SAMPLES(
+        "root ::= e\ne ::= e \"+\" t | t\nt ::= t \"*\" f | f\nf ::= [0-9]+ | \"(\" e \")\"",
+        {"1+2*3", 1}, {"(1+2)*3", 1}, {"1+", 0}, {"12*(3+4)+5", 1}, {"((1)", 0});
     CHECK_SAMPLES("root ::= a\na ::= \"x\" a | \"y\"", {"y", 1}, {"xxy", 1}, {"xx", 0});
     CHECK_SAMPLES("root ::= a\na ::= a \"x\" | \"y\"", {"y", 1}, {"yxx", 1}, {"xy", 0});
 }
 
 static void test_nullable_and_ambiguous(void) {
-    CHECK_SAMPLES("root ::= a a a\na ::= \"x\"? | a \"y\"", {"", 1}, {"xxx", 1}, {"xyy", 1}, {"yx", 1}, {"xxxx", 0});
+    CHECK_SAMPLES("root ::= a a a\na ::= \"x\"? | a \"y\"", {"", 1}, {"xxx", 1}, {"xyy", 1},
+                  {"yx", 1}, {"xxxx", 0});
     CHECK_SAMPLES("root ::= s\ns ::= s s | \"a\" | \"\"", {"", 1}, {"a", 1}, {"aaaa", 1}, {"b", 0});
-    CHECK_SAMPLES("root ::= x*\nx ::= \"a\" x \"b\" | \"\"", {"", 1}, {"ab", 1}, {"abaabb", 1}, {"aab", 0});
+    CHECK_SAMPLES("root ::= x*\nx ::= \"a\" x \"b\" | \"\"", {"", 1}, {"ab", 1}, {"abaabb", 1},
+                  {"aab", 0});
 }
 
 static void test_repetitions(void) {
     CHECK_SAMPLES("root ::= \"a\"{2,3}", {"a", 0}, {"aa", 1}, {"aaa", 1}, {"aaaa", 0});
     CHECK_SAMPLES("root ::= \"a\"{2}", {"aa", 1}, {"aaa", 0});
     CHECK_SAMPLES("root ::= \"a\"{2,}", {"a", 0}, {"aaaaa", 1});
-    CHECK_SAMPLES("root ::= p{1,2}\np ::= \"(\" p* \")\"", {"()", 1}, {"()()", 1}, {"()()()", 0}, {"(())", 1});
+    CHECK_SAMPLES("root ::= p{1,2}\np ::= \"(\" p* \")\"", {"()", 1}, {"()()", 1}, {"()()()", 0},
+                  {"(())", 1});
     CHECK_SAMPLES("root ::= .+ \"!\"", {"h\xC3\xA9!", 1}, {"!", 0}, {"\xE2\x82\xAC!!", 1});
 }
 
@@ -107,17 +114,27 @@ static void check_file(const char *name, const sample *s, int n) {
 
 static void test_json_gbnf(void) {
     const sample s[] = {
-        {"{}", 1}, {"{\"a\": 1}", 1}, {"{\"a\":[1, 2.5e3, -0, true, null, {\"b\": \"\\u00e9\\n\"}]}", 1},
-        {"{\n  \"k\": \"v\"\n}", 1}, {"{\"a\": 01}", 0}, {"{\"a\" 1}", 0}, {"[1]", 0}, {"{\"a\": \"\x01\"}", 0},
-        {"{\"a\": [1,]}", 0}, {"{\"\xC3\xA9\": \"\xF0\x9F\x98\x80\"}", 1}, {"{\"a\": 1} ", 1},
+        {"{}", 1},
+        {"{\"a\": 1}", 1},
+        {"{\"a\":[1, 2.5e3, -0, true, null, {\"b\": \"\\u00e9\\n\"}]}", 1},
+        {"{\n  \"k\": \"v\"\n}", 1},
+        {"{\"a\": 01}", 0},
+        {"{\"a\" 1}", 0},
+        {"[1]", 0},
+        {"{\"a\": \"\x01\"}", 0},
+        {"{\"a\": [1,]}", 0},
+        {"{\"\xC3\xA9\": \"\xF0\x9F\x98\x80\"}", 1},
+        {"{\"a\": 1} ", 1},
     };
     check_file("json.gbnf", s, (int)(sizeof s / sizeof s[0]));
 }
 
 static void test_arithmetic_and_list(void) {
-    const sample a[] = {{"x = 1\n", 1}, {"(a+b)*3 = 4\ny = z\n", 1}, {"x = \n", 0}, {"1+ = 2\n", 0}};
+    const sample a[] = {
+        {"x = 1\n", 1}, {"(a+b)*3 = 4\ny = z\n", 1}, {"x = \n", 0}, {"1+ = 2\n", 0}};
     check_file("arithmetic.gbnf", a, 4);
-    const sample l[] = {{"- one\n- two\n", 1}, {"- one\n-two\n", 0}, {"", 0}, {"- \xE2\x80\xA8\n", 0}};
+    const sample l[] = {
+        {"- one\n- two\n", 1}, {"- one\n-two\n", 0}, {"", 0}, {"- \xE2\x80\xA8\n", 0}};
     check_file("list.gbnf", l, 4);
 }
 
@@ -151,8 +168,10 @@ static void test_gbnf_errors(void) {
     check_error("root ::= /(a)\\1/", "backreference \\1 at offset 13");
     check_error("root ::= \"\xFF\"", "invalid UTF-8 at offset 10");
     check_error("root ::= \"a\"{99999999}", "over 100000");
-    check_error("root ::= [^a]{100000}", "grammar too large: a regular part needs more than 400000 NFA states");
-    check_error("root ::= \"a\"{30000}", "grammar too large: a regular part needs more than 20000 DFA states");
+    check_error("root ::= [^a]{100000}",
+                "grammar too large: a regular part needs more than 400000 NFA states");
+    check_error("root ::= \"a\"{30000}",
+                "grammar too large: a regular part needs more than 20000 DFA states");
     check_error("root ::= \"<|im_end|>\" <|im_end|>", "unexpected '<' at offset 22");
 }
 
@@ -160,12 +179,21 @@ static void test_regex_errors(void) {
     static const struct {
         const char *re, *needle;
     } cases[] = {
-        {"a(?!b)", "lookaround at offset 1"}, {"(?<=a)b", "lookaround at offset 0"},
-        {"\\bfoo", "word boundary \\b at offset 0"}, {"(a)\\1", "backreference \\1 at offset 3"},
-        {"\\p{L}", "Unicode property escape"}, {"a**", "nothing to repeat"}, {"(ab", "unterminated group"},
-        {"ab)", "unmatched ')' at offset 2"}, {"[ab", "unterminated character class"},
-        {"a^b", "anchor '^' at offset 1"}, {"a$b", "anchor '$' at offset 1"}, {"*a", "nothing to repeat at offset 0"},
-        {"a{3,2}", "max < min"}, {"\\k<x>", "backreference \\k"}, {"[z-a]", "range out of order"},
+        {"a(?!b)", "lookaround at offset 1"},
+        {"(?<=a)b", "lookaround at offset 0"},
+        {"\\bfoo", "word boundary \\b at offset 0"},
+        {"(a)\\1", "backreference \\1 at offset 3"},
+        {"\\p{L}", "Unicode property escape"},
+        {"a**", "nothing to repeat"},
+        {"(ab", "unterminated group"},
+        {"ab)", "unmatched ')' at offset 2"},
+        {"[ab", "unterminated character class"},
+        {"a^b", "anchor '^' at offset 1"},
+        {"a$b", "anchor '$' at offset 1"},
+        {"*a", "nothing to repeat at offset 0"},
+        {"a{3,2}", "max < min"},
+        {"\\k<x>", "backreference \\k"},
+        {"[z-a]", "range out of order"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         hr_grammar *g = NULL;
@@ -188,20 +216,102 @@ static int pcre_match(pcre2_code *re, const char *s, size_t n) {
 }
 
 static const char *PATTERNS[] = {
-    "abc", "a|b|cd", "a*b+c?", "(ab)*", "(?:a|bc){2,3}", "[a-c]+x", "[^a-c]+", "\\d{1,3}(\\.\\d+)?",
-    "\\w+@\\w+\\.com", "[\\s\\S]*", ".*", "a.c", "^\\d+$", "(a|ab)(c|bcd)", "[\\u00e0-\\u00ff]+",
-    "\\u00e9|\\u20ac", "[^\\u0000-\\u007f]", "x{0}", "(a{2}){2}", "[a\\-z]+", "a+?b", "[\\d\\-]+",
-    "-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?", "\"([^\"\\\\]|\\\\.)*\"", "[\\x41-\\x43]{2}",
-    "\\D\\W", "(\\uD83D\\uDE00)+", "[^\\n]", ".", "(|a)b", "a{2,}", "[.]", "\\/\\.\\+", "é+ü?",
-    "[€-₿]", "(x|y|)+z", "[\\w.-]+", "ab{0,2}c",
+    "abc",
+    "a|b|cd",
+    "a*b+c?",
+    "(ab)*",
+    "(?:a|bc){2,3}",
+    "[a-c]+x",
+    "[^a-c]+",
+    "\\d{1,3}(\\.\\d+)?",
+    "\\w+@\\w+\\.com",
+    "[\\s\\S]*",
+    ".*",
+    "a.c",
+    "^\\d+$",
+    "(a|ab)(c|bcd)",
+    "[\\u00e0-\\u00ff]+",
+    "\\u00e9|\\u20ac",
+    "[^\\u0000-\\u007f]",
+    "x{0}",
+    "(a{2}){2}",
+    "[a\\-z]+",
+    "a+?b",
+    "[\\d\\-]+",
+    "-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?",
+    "\"([^\"\\\\]|\\\\.)*\"",
+    "[\\x41-\\x43]{2}",
+    "\\D\\W",
+    "(\\uD83D\\uDE00)+",
+    "[^\\n]",
+    ".",
+    "(|a)b",
+    "a{2,}",
+    "[.]",
+    "\\/\\.\\+",
+    "é+ü?",
+    "[€-₿]",
+    "(x|y|)+z",
+    "[\\w.-]+",
+    "ab{0,2}c",
 };
 
 static const char *STRINGS[] = {
-    "", "a", "b", "ab", "abc", "cd", "abab", "abcbc", "bcbc", "aabbc", "xx", "ddx", "dd", "12", "123",
-    "1234", "1.5", "12.", "a@b.com", "w_1@x.com", "\n", "a\nc", "abc\n", "abcd", "\xC3\xA0\xC3\xBF",
-    "\xC3\xA9", "\xE2\x82\xAC", "\xC3\xA9\xC3\xA9", "\x7F", "aaaa", "aa", "-", "a-z", "aab", "-12.5e+3",
-    "0", "01", "\"a\\\"b\"", "\"", "AB", "CA", "1!", "\xF0\x9F\x98\x80", "\xF0\x9F\x98\x80\xF0\x9F\x98\x80",
-    "b", ".", "/.+", "\xC3\xA9\xC3\xBC", "\xE2\x82\xBF", "xyz", "z", "a.b-c", "abbc", "ac", "abbbc",
+    "",
+    "a",
+    "b",
+    "ab",
+    "abc",
+    "cd",
+    "abab",
+    "abcbc",
+    "bcbc",
+    "aabbc",
+    "xx",
+    "ddx",
+    "dd",
+    "12",
+    "123",
+    "1234",
+    "1.5",
+    "12.",
+    "a@b.com",
+    "w_1@x.com",
+    "\n",
+    "a\nc",
+    "abc\n",
+    "abcd",
+    "\xC3\xA0\xC3\xBF",
+    "\xC3\xA9",
+    "\xE2\x82\xAC",
+    "\xC3\xA9\xC3\xA9",
+    "\x7F",
+    "aaaa",
+    "aa",
+    "-",
+    "a-z",
+    "aab",
+    "-12.5e+3",
+    "0",
+    "01",
+    "\"a\\\"b\"",
+    "\"",
+    "AB",
+    "CA",
+    "1!",
+    "\xF0\x9F\x98\x80",
+    "\xF0\x9F\x98\x80\xF0\x9F\x98\x80",
+    "b",
+    ".",
+    "/.+",
+    "\xC3\xA9\xC3\xBC",
+    "\xE2\x82\xBF",
+    "xyz",
+    "z",
+    "a.b-c",
+    "abbc",
+    "ac",
+    "abbbc",
 };
 
 static void test_regex_vs_pcre2(void) {
@@ -212,9 +322,9 @@ static void test_regex_vs_pcre2(void) {
         HR_CHECK_OK(hr_grammar_compile_regex(pat, strlen(pat), &g));
         int ec;
         PCRE2_SIZE eo;
-        pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
-                                       PCRE2_UTF | PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_ALT_BSUX,
-                                       &ec, &eo, NULL);
+        pcre2_code *re = pcre2_compile(
+            (PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
+            PCRE2_UTF | PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_ALT_BSUX, &ec, &eo, NULL);
         if (!re) { /* PCRE2 lacks \u{...} and surrogate pairs: those patterns are checked by hand */
             hr_grammar_free(g);
             continue;
@@ -240,9 +350,13 @@ static void test_regex_by_hand(void) {
         const char *re, *s;
         int ok;
     } cases[] = {
-        {"\\u{1F600}", "\xF0\x9F\x98\x80", 1}, {"(\\uD83D\\uDE00)+", "\xF0\x9F\x98\x80\xF0\x9F\x98\x80", 1},
-        {"\\u{1F600}", "\xF0\x9F\x98", 0}, {".", "\n", 0}, {".", "\xF0\x9F\x98\x80", 1},
-        {"[^a]", "\xE2\x82\xAC", 1}, {"a{0,1000}", "aaaaaaaaaa", 1},
+        {"\\u{1F600}", "\xF0\x9F\x98\x80", 1},
+        {"(\\uD83D\\uDE00)+", "\xF0\x9F\x98\x80\xF0\x9F\x98\x80", 1},
+        {"\\u{1F600}", "\xF0\x9F\x98", 0},
+        {".", "\n", 0},
+        {".", "\xF0\x9F\x98\x80", 1},
+        {"[^a]", "\xE2\x82\xAC", 1},
+        {"a{0,1000}", "aaaaaaaaaa", 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         hr_grammar *g;
@@ -254,8 +368,8 @@ static void test_regex_by_hand(void) {
 }
 
 static void test_regex_terminal_in_gbnf(void) {
-    CHECK_SAMPLES("root ::= \"id=\" /[a-z][a-z0-9_]*/ (\",\" root)?", {"id=a1", 1}, {"id=a,id=b_2", 1},
-                  {"id=1", 0}, {"id=a,", 0});
+    CHECK_SAMPLES("root ::= \"id=\" /[a-z][a-z0-9_]*/ (\",\" root)?", {"id=a1", 1},
+                  {"id=a,id=b_2", 1}, {"id=1", 0}, {"id=a,", 0});
     CHECK_SAMPLES("root ::= /\\/[^\\/]*\\// \"!\"", {"/abc/!", 1}, {"/a/b/!", 0});
 }
 
@@ -268,18 +382,58 @@ static void test_partial_bytes_and_rollback(void) {
     size_t ok;
     HR_CHECK(hr_matcher_accept_bytes(m, "\xE2", 1, &ok) && ok == 1, "first byte of a code point");
     HR_CHECK(!hr_matcher_is_accepting(m), "accepting mid code point");
-    HR_CHECK(hr_matcher_accept_bytes(m, "\x82\xAC" "1", 3, &ok), "rest");
+    HR_CHECK(hr_matcher_accept_bytes(m,
+                                     "\x82\xAC"
+                                     "1",
+                                     3, &ok),
+             "rest");
     HR_CHECK(hr_matcher_is_accepting(m), "not accepting after a digit");
     HR_CHECK(!hr_matcher_accept_bytes(m, "2x3", 3, &ok) && ok == 1, "rejection offset %zu", ok);
     HR_CHECK(hr_matcher_is_accepting(m), "a rejected run changed the state");
     HR_CHECK(hr_matcher_accept_bytes(m, "23", 2, &ok), "digits after a rejection");
     hr_matcher_rollback(m, 2);
     HR_CHECK(!hr_matcher_is_accepting(m), "rollback of 2 should leave \"\\xE2\"");
-    HR_CHECK(hr_matcher_accept_bytes(m, "\x82\xAC" "9", 3, &ok) && hr_matcher_is_accepting(m), "after rollback");
+    HR_CHECK(hr_matcher_accept_bytes(m,
+                                     "\x82\xAC"
+                                     "9",
+                                     3, &ok) &&
+                 hr_matcher_is_accepting(m),
+             "after rollback");
     hr_matcher_rollback(m, 100);
-    HR_CHECK(!hr_matcher_is_accepting(m) && hr_matcher_accept_bytes(m, "\xE2\x82\xAC" "0", 4, &ok), "rollback all");
+    HR_CHECK(!hr_matcher_is_accepting(m) && hr_matcher_accept_bytes(m,
+                                                                    "\xE2\x82\xAC"
+                                                                    "0",
+                                                                    4, &ok),
+             "rollback all");
     hr_matcher_free(m);
     hr_grammar_free(g);
+}
+
+static void test_bad_arguments(void) {
+    hr_grammar *g = NULL;
+    hr_matcher *m = NULL;
+    hr_grammar_vocab *v = NULL;
+    hr_err *e = hr_grammar_compile(NULL, 5, &g);
+    HR_CHECK(e && strstr(hr_err_msg(e), "no text"), "compile(NULL, 5)");
+    hr_err_free(e);
+    e = hr_grammar_compile_regex(NULL, 3, &g);
+    HR_CHECK(e && strstr(hr_err_msg(e), "no pattern"), "compile_regex(NULL, 3)");
+    hr_err_free(e);
+    e = hr_matcher_create(NULL, NULL, &m);
+    HR_CHECK(e && strstr(hr_err_msg(e), "no grammar"), "matcher_create(NULL)");
+    hr_err_free(e);
+    e = hr_grammar_vocab_create(NULL, &v);
+    HR_CHECK(e && strstr(hr_err_msg(e), "no tokenizer"), "vocab_create(NULL)");
+    hr_err_free(e);
+    HR_CHECK_OK(hr_grammar_compile_regex("", 0, &g)); /* the empty regex matches "" only */
+    HR_CHECK(full_match(g, "", 0) == 1 && full_match(g, "a", 1) == 0, "empty regex");
+    HR_CHECK_OK(hr_matcher_create(g, NULL, &m));
+    HR_CHECK(!hr_matcher_accept(m, 0), "a bytes-only matcher took a token");
+    hr_matcher_free(m);
+    hr_grammar_free(g);
+    hr_grammar_free(NULL);
+    hr_matcher_free(NULL);
+    hr_grammar_vocab_free(NULL);
 }
 
 int main(void) {
@@ -295,5 +449,6 @@ int main(void) {
     HR_RUN(test_regex_by_hand);
     HR_RUN(test_regex_terminal_in_gbnf);
     HR_RUN(test_partial_bytes_and_rollback);
+    HR_RUN(test_bad_arguments);
     return hr_test_summary();
 }

@@ -47,7 +47,9 @@ static uint32_t next_rand(void) {
     return (uint32_t)rng;
 }
 
-static int bit(const uint32_t *m, int i) { return (m[i >> 5] >> (i & 31)) & 1; }
+static int bit(const uint32_t *m, int i) {
+    return (m[i >> 5] >> (i & 31)) & 1;
+}
 
 /* First differing token of two masks, or -1. */
 static int mask_diff(const uint32_t *a, const uint32_t *b, int n) {
@@ -58,7 +60,8 @@ static int mask_diff(const uint32_t *a, const uint32_t *b, int n) {
 
 static int count_bits(const uint32_t *m, int n) {
     int c = 0;
-    for (int i = 0; i < n; i++) c += bit(m, i);
+    for (int i = 0; i < n; i++)
+        c += bit(m, i);
     return c;
 }
 
@@ -71,8 +74,8 @@ static int is_stop(const hr_tokenizer *tok, int id) {
 }
 
 /* A random walk: at each step fast == ref, stops iff accepting, rollback restores. */
-static int random_walk(const hr_grammar *g, const hr_tokenizer *tok, const hr_grammar_vocab *v, int steps,
-                       char *why, size_t cap) {
+static int random_walk(const hr_grammar *g, const hr_tokenizer *tok, const hr_grammar_vocab *v,
+                       int steps, char *why, size_t cap) {
     int n = hr_grammar_vocab_size(v), words = (n + 31) / 32;
     uint32_t *fast = malloc(words * 4), *ref = malloc(words * 4), *again = malloc(words * 4);
     int32_t *allowed = malloc((size_t)n * 4);
@@ -85,19 +88,23 @@ static int random_walk(const hr_grammar *g, const hr_tokenizer *tok, const hr_gr
         hr_matcher_mask_ref(m, ref);
         int d = mask_diff(fast, ref, n);
         if (d >= 0) {
-            snprintf(why, cap, "step %d: token %d: fast %d ref %d", s, d, bit(fast, d), bit(ref, d));
+            snprintf(why, cap, "step %d: token %d: fast %d ref %d", s, d, bit(fast, d),
+                     bit(ref, d));
             ok = 0;
             break;
         }
         int na = 0, stop_seen = 0;
         for (int i = 0; i < n; i++)
             if (bit(fast, i)) {
-                if (is_stop(tok, i)) stop_seen = 1;
-                else allowed[na++] = i;
+                if (is_stop(tok, i))
+                    stop_seen = 1;
+                else
+                    allowed[na++] = i;
             }
         const int32_t *stops;
         if (hr_tokenizer_stop_ids(tok, &stops) && stop_seen != hr_matcher_is_accepting(m)) {
-            snprintf(why, cap, "step %d: stop allowed %d, accepting %d", s, stop_seen, hr_matcher_is_accepting(m));
+            snprintf(why, cap, "step %d: stop allowed %d, accepting %d", s, stop_seen,
+                     hr_matcher_is_accepting(m));
             ok = 0;
             break;
         }
@@ -138,13 +145,25 @@ static void walk_grammar(hr_grammar *g, int steps) {
     hr_grammar_free(g);
 }
 
-static void test_walk_json(void) { walk_grammar(compile_file("json.gbnf"), 25); }
-static void test_walk_arithmetic(void) { walk_grammar(compile_file("arithmetic.gbnf"), 25); }
-static void test_walk_list(void) { walk_grammar(compile_file("list.gbnf"), 15); }
+static void test_walk_json(void) {
+    walk_grammar(compile_file("json.gbnf"), 25);
+}
+static void test_walk_arithmetic(void) {
+    walk_grammar(compile_file("arithmetic.gbnf"), 25);
+}
+static void test_walk_list(void) {
+    walk_grammar(compile_file("list.gbnf"), 15);
+}
 
 static void test_walk_regex(void) {
-    const char *res[] = {"[a-z]{1,8}@[a-z]{2,6}\\.(com|org)", "(\\d{1,3}\\.){3}\\d{1,3}", "\"([^\"\\\\]|\\\\.)*\"",
-                         "[\\u00e0-\\u00ff€]{0,12}!", ".*", "[^a]*a[^b]{2,}", "[^!]{0,12}!", "([a-z ]|\\u00e9){0,9}\\."};
+    const char *res[] = {"[a-z]{1,8}@[a-z]{2,6}\\.(com|org)",
+                         "(\\d{1,3}\\.){3}\\d{1,3}",
+                         "\"([^\"\\\\]|\\\\.)*\"",
+                         "[\\u00e0-\\u00ff€]{0,12}!",
+                         ".*",
+                         "[^a]*a[^b]{2,}",
+                         "[^!]{0,12}!",
+                         "([a-z ]|\\u00e9){0,9}\\."};
     for (int i = 0; i < 8; i++) {
         hr_grammar *g;
         HR_CHECK_OK(hr_grammar_compile_regex(res[i], strlen(res[i]), &g));
@@ -154,7 +173,8 @@ static void test_walk_regex(void) {
 }
 
 /* Feeds a text's tokens: each is in the mask, fast == ref, accepting at the end. */
-static void feed_text(hr_grammar *g, const hr_tokenizer *tok, const hr_grammar_vocab *v, const char *text) {
+static void feed_text(hr_grammar *g, const hr_tokenizer *tok, const hr_grammar_vocab *v,
+                      const char *text) {
     int32_t *ids;
     int n_ids;
     HR_CHECK_OK(hr_tokenizer_encode(tok, text, strlen(text), 0, &ids, &n_ids));
@@ -182,9 +202,10 @@ static void feed_text(hr_grammar *g, const hr_tokenizer *tok, const hr_grammar_v
     HR_CHECK(after == 0, "%d tokens allowed after the stop token", after);
 }
 
-static const char *JSON_TEXT =
-    "{\"name\": \"hearth\", \"version\": 3, \"tags\": [\"c\", \"llm\", \"caf\xC3\xA9\"], \"ok\": true,\n"
-    " \"nested\": {\"a\": [1, 2.5, -3e4, null], \"s\": \"line\\nbreak \\\"q\\\" \\u00e9\"}, \"emoji\": \"\xF0\x9F\x98\x80\"}";
+static const char *JSON_TEXT = "{\"name\": \"hearth\", \"version\": 3, \"tags\": [\"c\", \"llm\", "
+                               "\"caf\xC3\xA9\"], \"ok\": true,\n"
+                               " \"nested\": {\"a\": [1, 2.5, -3e4, null], \"s\": \"line\\nbreak "
+                               "\\\"q\\\" \\u00e9\"}, \"emoji\": \"\xF0\x9F\x98\x80\"}";
 
 static void test_feed_json(void) {
     hr_grammar *g = compile_file("json.gbnf");
@@ -218,9 +239,11 @@ static void test_rollback_many(void) {
     uint32_t *at5 = malloc(words * 4), *again = malloc(words * 4);
     hr_matcher *m;
     HR_CHECK_OK(hr_matcher_create(g, vq, &m));
-    for (int i = 0; i < 5; i++) hr_matcher_accept(m, ids[i]);
+    for (int i = 0; i < 5; i++)
+        hr_matcher_accept(m, ids[i]);
     hr_matcher_mask(m, at5);
-    for (int i = 5; i < n_ids; i++) hr_matcher_accept(m, ids[i]);
+    for (int i = 5; i < n_ids; i++)
+        hr_matcher_accept(m, ids[i]);
     hr_matcher_rollback(m, n_ids - 5);
     hr_matcher_mask(m, again);
     int d = mask_diff(at5, again, n);
@@ -237,15 +260,19 @@ static void test_token_bytes(void) {
     size_t k = hr_tokenizer_token_bytes(qwen, id, buf, sizeof buf);
     HR_CHECK(k == 6 && !memcmp(buf, " world", 6), "Ġworld -> %zu bytes", k);
     id = hr_tokenizer_token_id(qwen, "\xC4\x8A"); /* "Ċ" = "\n" */
-    HR_CHECK(id >= 0 && hr_tokenizer_token_bytes(qwen, id, buf, sizeof buf) == 1 && buf[0] == '\n', "Ċ");
+    HR_CHECK(id >= 0 && hr_tokenizer_token_bytes(qwen, id, buf, sizeof buf) == 1 && buf[0] == '\n',
+             "Ċ");
     id = hr_tokenizer_token_id(llama, "<0x0A>");
-    HR_CHECK(id >= 0 && hr_tokenizer_token_bytes(llama, id, buf, sizeof buf) == 1 && buf[0] == '\n', "<0x0A>");
+    HR_CHECK(id >= 0 && hr_tokenizer_token_bytes(llama, id, buf, sizeof buf) == 1 && buf[0] == '\n',
+             "<0x0A>");
     id = hr_tokenizer_token_id(llama, "\xE2\x96\x81the");
     HR_CHECK(id >= 0, "no ▁the in llama");
     k = hr_tokenizer_token_bytes(llama, id, buf, sizeof buf);
     HR_CHECK(k == 4 && !memcmp(buf, " the", 4), "▁the -> %zu bytes", k);
     HR_CHECK(hr_tokenizer_token_bytes(qwen, -1, buf, sizeof buf) == (size_t)-1, "id -1");
-    HR_CHECK(hr_tokenizer_token_bytes(qwen, hr_tokenizer_vocab_size(qwen), buf, sizeof buf) == (size_t)-1, "id n");
+    HR_CHECK(hr_tokenizer_token_bytes(qwen, hr_tokenizer_vocab_size(qwen), buf, sizeof buf) ==
+                 (size_t)-1,
+             "id n");
     k = hr_tokenizer_token_bytes(qwen, hr_tokenizer_token_id(qwen, "\xC4\xA0world"), buf, 2);
     HR_CHECK(k == 6 && !memcmp(buf, " w", 2), "a short buffer gets the length and a prefix");
 }
@@ -261,7 +288,8 @@ static void test_token_bytes_gguf(void) {
     int bad = -1, n = hr_tokenizer_vocab_size(bg), checked = 0;
     for (int i = 0; i < n && bad < 0; i++) {
         if (hr_tokenizer_is_special(bg, i)) continue;
-        size_t ka = hr_tokenizer_token_bytes(bg, i, a, sizeof a), kb = hr_tokenizer_token_bytes(llama, i, b, sizeof b);
+        size_t ka = hr_tokenizer_token_bytes(bg, i, a, sizeof a),
+               kb = hr_tokenizer_token_bytes(llama, i, b, sizeof b);
         if (ka != kb || (ka <= sizeof a && memcmp(a, b, ka))) bad = i;
     }
     for (int32_t i = 0; i < hr_tokenizer_vocab_size(qg) && bad < 0; i += 7) {
@@ -323,35 +351,60 @@ static size_t bytelevel_char(uint8_t b, char *out) {
  * invalid UTF-8 inside (a stray continuation, an overlong form, a surrogate, a lead byte
  * followed by ASCII), so the masks' UTF-8 shortcuts meet them. */
 static void test_walk_odd_vocab(void) {
-    static const char *odd[] = {"a\x80" "b", "ab\xC3", "\xC3\xA9x", "a\xE0\x80\x80", "a\xED\xA0\x80",
-                                "a\xE0\xA0\x80z", "q\xC3q", "\xF0\x9F\x98\x80ok", "x\xF4\x90\x80\x80",
-                                "\"a\x80", "zz\xC3\xA9\xC3", "hello", "\"}", "a\xC0\xAF"};
+    static const char *odd[] = {"a\x80"
+                                "b",
+                                "ab\xC3",
+                                "\xC3\xA9x",
+                                "a\xE0\x80\x80",
+                                "a\xED\xA0\x80",
+                                "a\xE0\xA0\x80z",
+                                "q\xC3q",
+                                "\xF0\x9F\x98\x80ok",
+                                "x\xF4\x90\x80\x80",
+                                "\"a\x80",
+                                "zz\xC3\xA9\xC3",
+                                "hello",
+                                "\"}",
+                                "a\xC0\xAF"};
     enum { N_ODD = sizeof odd / sizeof odd[0], N = 256 + N_ODD };
     static char buf[N][64];
     hr_tok_str toks[N];
     for (int i = 0; i < N; i++) {
         const char *raw = i < 256 ? NULL : odd[i - 256];
         size_t len = i < 256 ? 1 : strlen(raw), k = 0;
-        for (size_t j = 0; j < len; j++) k += bytelevel_char(i < 256 ? (uint8_t)i : (uint8_t)raw[j], buf[i] + k);
+        for (size_t j = 0; j < len; j++)
+            k += bytelevel_char(i < 256 ? (uint8_t)i : (uint8_t)raw[j], buf[i] + k);
         toks[i] = (hr_tok_str){buf[i], k};
     }
-    hr_tok_vocab v = {.model = "gpt2", .pre = "gpt2", .n_tokens = N, .tokens = toks, .bos = -1, .eos = -1,
-                      .eot = -1, .unk = -1, .add_bos = 0, .add_eos = 0, .add_space_prefix = 0};
+    hr_tok_vocab v = {.model = "gpt2",
+                      .pre = "gpt2",
+                      .n_tokens = N,
+                      .tokens = toks,
+                      .bos = -1,
+                      .eos = -1,
+                      .eot = -1,
+                      .unk = -1,
+                      .add_bos = 0,
+                      .add_eos = 0,
+                      .add_space_prefix = 0};
     hr_tokenizer *tok;
     HR_CHECK_OK(hr_tokenizer_from_vocab(&v, &tok));
     hr_grammar_vocab *gv;
     HR_CHECK_OK(hr_grammar_vocab_create(tok, &gv));
-    const char *res[] = {".*", "\"[^\"]*\"", "[^a]*a.{2,}", "(\u00e9|[a-z])*", "[^!]{0,6}!", ".{2,5}"};
+    const char *res[] = {".*",         "\"[^\"]*\"", "[^a]*a.{2,}", "(\u00e9|[a-z])*",
+                         "[^!]{0,6}!", ".{2,5}"};
     char why[256];
     int ok = 1;
     for (int r = 0; r < 6 && ok; r++) {
         hr_grammar *g;
         HR_CHECK_OK(hr_grammar_compile_regex(res[r], strlen(res[r]), &g));
-        for (int w = 0; w < 4 && ok; w++) ok = random_walk(g, tok, gv, 20, why, sizeof why);
+        for (int w = 0; w < 4 && ok; w++)
+            ok = random_walk(g, tok, gv, 20, why, sizeof why);
         hr_grammar_free(g);
     }
     hr_grammar *g = compile_file("json.gbnf");
-    for (int w = 0; w < 6 && ok && g; w++) ok = random_walk(g, tok, gv, 30, why, sizeof why);
+    for (int w = 0; w < 6 && ok && g; w++)
+        ok = random_walk(g, tok, gv, 30, why, sizeof why);
     hr_grammar_free(g);
     hr_grammar_vocab_free(gv);
     hr_tokenizer_free(tok);
