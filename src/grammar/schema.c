@@ -745,7 +745,8 @@ static hr_err *all_of(hr_sc_ctx *c, const json_t *s, const char *path, const cha
 }
 
 /* A $ref target: one rule per target, reserved before compiling so recursion refers to it. */
-static hr_err *ref_target(hr_sc_ctx *c, const json_t *t, const char *path, const char **rule);
+static hr_err *ref_target(hr_sc_ctx *c, const json_t *key, const json_t *t, const char *path,
+                          const char **rule);
 
 static hr_err *by_type(hr_sc_ctx *c, const json_t *s, const char *path, const char **rule) {
     int mask;
@@ -794,25 +795,16 @@ static hr_err *value_inner(hr_sc_ctx *c, const json_t *s, const char *path, cons
         if (!json_is_string(ref)) return hr_errf("schema: \"$ref\" at %s must be a string", path);
         const json_t *t;
         HR_TRY(hr_sc_resolve(c, json_string_value(ref), path, &t));
-        if (!has_assertions(s, "$ref")) return ref_target(c, t, path, rule);
+        if (!has_assertions(s, "$ref")) return ref_target(c, t, t, path, rule);
+        /* with siblings: the merge, memoized under the $ref string itself, so a recursive
+         * schema reaching this node again refers to its rule */
         const json_t *m;
         HR_TRY(hr_sc_merge(c, without(c, s, "$ref"), t, path, &m));
-        return hr_sc_value(c, m, path, rule);
+        return ref_target(c, ref, m, path, rule);
     }
     if (json_object_get(s, "allOf")) return all_of(c, s, path, rule);
     json_t *any = json_object_get(s, "anyOf"), *one = json_object_get(s, "oneOf");
-    if (any && one) {
-        /* anyOf and oneOf both: the oneOf moves into an allOf with the rest */
-        json_t *wrap = json_pack("{s:[{s:O}]}", "allOf", "oneOf", one);
-        const json_t *rest = without(c, s, "oneOf");
-        if (!wrap || !rest) {
-            json_decref(wrap);
-            return hr_err_oom();
-        }
-        json_object_update((json_t *)rest, wrap);
-        json_decref(wrap);
-        return hr_sc_value(c, rest, path, rule);
-    }
+    /* with both, each anyOf branch is merged with the rest, oneOf included */
     if (any) return any_of(c, s, "anyOf", path, rule);
     if (one) return any_of(c, s, "oneOf", path, rule);
     if (json_object_get(s, "enum") || json_object_get(s, "const")) return enum_rule(c, s, path, rule);
@@ -836,10 +828,11 @@ hr_err *hr_sc_value(hr_sc_ctx *c, const json_t *s, const char *path, const char 
     return e;
 }
 
-static hr_err *ref_target(hr_sc_ctx *c, const json_t *t, const char *path, const char **rule) {
+static hr_err *ref_target(hr_sc_ctx *c, const json_t *key, const json_t *t, const char *path,
+                          const char **rule) {
     for (size_t i = 0; i < c->n_memo; i++) {
         hr_sc_memo *m = &c->memo[i];
-        if (m->node != t) continue;
+        if (m->node != key) continue;
         if (!m->done && m->level == c->level)
             return hr_errf("schema: $ref at %s refers to itself without an object or array "
                            "in between", path);
@@ -858,7 +851,7 @@ static hr_err *ref_target(hr_sc_ctx *c, const json_t *t, const char *path, const
     size_t at = c->n_memo++;
     char *name = hr_sc_new_name(c, "ref");
     if (!name) return hr_err_oom();
-    c->memo[at] = (hr_sc_memo){t, name, c->level, 0, 0};
+    c->memo[at] = (hr_sc_memo){key, name, c->level, 0, 0};
     const char *body = NULL;
     hr_err *e = hr_sc_value(c, t, path, &body);
     c->memo[at].done = 1;

@@ -12,6 +12,9 @@
 
 #define ANY_ORDER_MAX 8
 #define MAX_PROPERTIES_CAP 1000
+/* declared names (bytes in all) beyond which other keys are not offered: the regex that
+ * keeps them apart from the declared names would exceed the engine's DFA cap */
+#define NOT_NAMES_MAX 400
 
 typedef struct {
     const char *name;
@@ -228,6 +231,13 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
                     hr_sc_buf_free(&kre);
                 }
             } else {
+                size_t bytes = 0;
+                for (size_t i = 0; i < n_names; i++) bytes += lens[i];
+                if (bytes > NOT_NAMES_MAX) { /* the exclusion regex would be too large */
+                    hr_sc_buf_free(&alts);
+                    hr_sc_buf_free(&key);
+                    return NULL;
+                }
                 hr_sc_not_names(&key, names, lens, n_names);
             }
             hr_sc_puts(&key, "\"");

@@ -104,10 +104,36 @@ static int disjoint(hr_sc_ctx *c, const json_t *a, const json_t *b, int depth) {
     return 0;
 }
 
+/* "not s" for s = {kw: v} with one type's bound: that type with the opposite bound. */
+static json_t *negate_bound(const json_t *s) {
+    static const char *kw[][3] = {{"minLength", "maxLength", "string"}, {"maxLength", "minLength", "string"},
+                                  {"minItems", "maxItems", "array"},     {"maxItems", "minItems", "array"},
+                                  {"minProperties", "maxProperties", "object"},
+                                  {"maxProperties", "minProperties", "object"}};
+    const char *k;
+    json_t *v, *found = NULL;
+    int which = -1;
+    json_object_foreach((json_t *)s, k, v) {
+        if (!hr_sc_is_assertion(k)) continue;
+        for (int i = 0; i < 6; i++)
+            if (!strcmp(k, kw[i][0]) && json_is_integer(v) && which < 0) which = i, found = v;
+        if (which < 0 || strcmp(k, kw[which][0])) return NULL;
+    }
+    if (which < 0) return NULL;
+    json_int_t n = json_integer_value(found), m = which % 2 == 0 ? n - 1 : n + 1;
+    if (m < 0) return json_false();
+    return json_pack("{s:s,s:I}", "type", kw[which][2], kw[which][1], (json_int_t)m);
+}
+
 /* "not s" as a schema when s only lists required properties and maybe a type; else NULL. */
 static json_t *negation(hr_sc_ctx *c, const json_t *s) {
     s = deref(c, s);
+    if (json_is_true(s)) return json_false();
     if (!json_is_object(s)) return NULL;
+    json_t *inner = json_object_get(s, "not");
+    if (inner && json_object_size(s) == 1) return json_incref(inner); /* not not x = x */
+    json_t *nb = negate_bound(s);
+    if (nb) return nb;
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)s, k, v)
