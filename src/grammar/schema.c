@@ -220,8 +220,13 @@ static hr_err *check_keywords(const json_t *s, const char *path) {
     json_object_foreach((json_t *)s, k, v) {
         int bad = in_list(k, refused_kw, sizeof refused_kw / sizeof refused_kw[0]);
         if (!strcmp(k, "dependencies") || !strcmp(k, "dependentRequired") ||
-            !strcmp(k, "dependentSchemas"))
-            bad = !(json_is_object(v) && json_object_size(v) == 0);
+            !strcmp(k, "dependentSchemas")) {
+            /* property lists are enforced by the object compiler; schemas are not */
+            const char *dk;
+            json_t *dv;
+            bad = !json_is_object(v) || (!strcmp(k, "dependentSchemas") && json_object_size(v));
+            json_object_foreach(v, dk, dv) bad |= !json_is_array(dv);
+        }
         if (!strcmp(k, "unevaluatedProperties") || !strcmp(k, "unevaluatedItems"))
             bad = !json_is_true(v);
         if (!strcmp(k, "uniqueItems")) {

@@ -139,7 +139,14 @@ static void emit_escaped(hr_sc_buf *o, uint32_t cp) {
     }
 }
 
-static int needs_escape(uint32_t cp) { return cp < 0x20 || cp == '"' || cp == '\\'; }
+
+static void raw_range(hr_sc_buf *cls, int *n_cls, uint32_t *single, uint32_t lo, uint32_t hi) {
+    emit_cp(cls, lo, 1);
+    if (hi > lo + 1) hr_sc_add(cls, "-", 1);
+    if (hi > lo) emit_cp(cls, hi, 1);
+    *n_cls += hi - lo + 1 > 2 ? 2 : (int)(hi - lo + 1);
+    *single = lo;
+}
 
 /* A set of decoded characters as a regex over their encoded spellings (one group). */
 static void emit_set(hr_sc_buf *o, cset *c) {
@@ -147,26 +154,19 @@ static void emit_set(hr_sc_buf *o, cset *c) {
     hr_sc_buf cls = {0};
     int n_cls = 0;
     uint32_t single = 0;
+    /* the raw part: c minus what a JSON string cannot hold raw (and surrogates) */
+    static const uint32_t cut[][2] = {{0, 0x1f}, {'"', '"'}, {'\\', '\\'}, {0xD800, 0xDFFF}};
     for (size_t i = 0; i < c->n; i++) {
         uint32_t lo = c->r[i][0], hi = c->r[i][1];
-        for (uint32_t cp = lo; cp <= hi;) {
-            if (needs_escape(cp) || (cp >= 0xD800 && cp <= 0xDFFF)) {
-                cp++;
-                continue;
-            }
-            uint32_t end = cp;
-            while (end < hi && !needs_escape(end + 1) && !(end + 1 >= 0xD800 && end + 1 <= 0xDFFF))
-                end++;
-            emit_cp(&cls, cp, 1);
-            if (end > cp) {
-                if (end > cp + 1) hr_sc_add(&cls, "-", 1);
-                emit_cp(&cls, end, 1);
-            }
-            n_cls += (int)(end - cp + 1 > 2 ? 2 : end - cp + 1);
-            single = cp;
-            if (end == CP_MAX) break;
-            cp = end + 1;
+        int done = 0;
+        for (size_t k = 0; k < 4 && !done; k++) {
+            if (cut[k][1] < lo) continue;
+            if (cut[k][0] > hi) break;
+            if (cut[k][0] > lo) raw_range(&cls, &n_cls, &single, lo, cut[k][0] - 1);
+            lo = cut[k][1] + 1;
+            done = lo > hi;
         }
+        if (!done) raw_range(&cls, &n_cls, &single, lo, hi);
     }
     int alts = 0;
     hr_sc_puts(o, "(?:");

@@ -345,6 +345,10 @@ static void test_objects(void) {
     JUDGE("{\"type\":\"object\",\"patternProperties\":{\"^x-\":{\"type\":\"string\"}},"
           "\"additionalProperties\":false}",
           L("{\"x-a\":\"s\"}", "{}"), L("{\"y\":\"s\"}", "{\"x-a\":1}"));
+    JUDGE("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{},\"c\":{}},\"dependencies\":"
+          "{\"a\":[\"b\"]},\"additionalProperties\":false}",
+          L("{}", "{\"b\":1}", "{\"a\":1,\"b\":2}", "{\"b\":1,\"c\":2,\"a\":3}"),
+          L("{\"a\":1}", "{\"a\":1,\"c\":2}"));
     JUDGE("{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^[a-z]+$\"}}",
           L("{\"ab\":1}"), L("{\"A\":1}"));
 }
@@ -382,6 +386,8 @@ static void test_refusals(void) {
         {"{\"properties\":{\"tags\":{\"uniqueItems\":true}}}", "\"uniqueItems\" at #/properties/tags"},
         {"{\"items\":{\"contains\":{}}}", "\"contains\" at #/items"},
         {"{\"if\":{},\"then\":{}}", "\"if\" at #"},
+        {"{\"dependentSchemas\":{\"a\":{}}}", "\"dependentSchemas\" at #"},
+        {"{\"dependencies\":{\"a\":[\"b\"]}}", "supported only between"},
         {"{\"$ref\":\"other.json#/x\"}", "not a local reference"},
         {"{\"$ref\":\"#/nowhere\"}", "points to nothing"},
         {"{\"type\":\"string\",\"pattern\":\"(?=a)\"}", "lookaround"},
