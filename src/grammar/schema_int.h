@@ -48,9 +48,11 @@ int hr_sc_num_range(hr_sc_buf *o, int has_lo, int64_t lo, int lo_ex, int has_hi,
  * the ECMAScript pattern (the pattern's own characters in canonical spelling). An
  * unsupported construct is an error naming it and its offset. */
 hr_err *hr_sc_pattern(hr_sc_buf *o, const char *pat, size_t len);
-/* For a pattern "^X{a,b}$" (X one character or class; any quantifier) and lengths
- * [mn, mx] (mx < 0: none): appends X{max(a,mn),min(b,mx)} and returns 1; returns 0 for
- * any other pattern (or an empty intersection), appending nothing. */
+/* For a pattern "^X1{a1,b1}...Xk{ak,bk}$" (each X one character or class) and lengths
+ * [mn, mx] (mx < 0: none): appends the pattern's regex with the lengths enforced, when
+ * the pattern's lengths lie inside them or exactly one atom's count varies (it takes the
+ * bounds the others leave), and returns 1; else returns 0 (the text appended is then to
+ * be dropped; nothing is appended then). */
 int hr_sc_pattern_len(hr_sc_buf *o, const char *pat, size_t len, int64_t mn, int64_t mx);
 /* Regex for the inside of a JSON string of the given format; *known 0 when the name is
  * not a format this compiler knows (an annotation then); an error for a standard format

@@ -526,58 +526,86 @@ void hr_sc_not_names(hr_sc_buf *o, const char *const *names, const size_t *lens,
     free(idx);
 }
 
-int hr_sc_pattern_len(hr_sc_buf *o, const char *pat, size_t len, int64_t mn, int64_t mx) {
-    if (len < 3 || pat[0] != '^' || pat[len - 1] != '$' || pat[len - 2] == '\\') return 0;
-    rx r = {.s = pat, .n = len - 1, .i = 1, .o = o};
-    cset c = {0};
-    char ch = pat[1];
+#define SEQ_MAX 32
+
+/* One single-character atom of a pattern at r->i into *c; 0 if the atom is not one. */
+static int char_atom(rx *r, cset *c) {
+    char ch = r->s[r->i];
     if (ch == '[') {
-        r.i++;
-        parse_class(&r, &c);
+        r->i++;
+        parse_class(r, c);
     } else if (ch == '\\') {
-        r.i++;
-        parse_escape(&r, &c, 0);
+        r->i++;
+        parse_escape(r, c, 0);
     } else if (ch == '.') {
-        r.i++;
-        cs_add(&c, '\n', '\n');
-        cs_add(&c, '\r', '\r');
-        cs_add(&c, 0x2028, 0x2029);
-        cs_negate(&c);
+        r->i++;
+        cs_add(c, '\n', '\n');
+        cs_add(c, '\r', '\r');
+        cs_add(c, 0x2028, 0x2029);
+        cs_negate(c);
     } else if (!strchr("()|*+?{^$", ch)) {
-        uint32_t cp = next_cp(&r);
-        cs_add(&c, cp, cp);
+        uint32_t cp = next_cp(r);
+        cs_add(c, cp, cp);
     } else {
         return 0;
     }
-    long long lo = 1, hi = 1;
-    if (!r.err && r.i < r.n) {
-        char q = pat[r.i];
-        char *end;
-        if (q == '*') lo = 0, hi = -1, r.i++;
-        else if (q == '+') lo = 1, hi = -1, r.i++;
-        else if (q == '?') lo = 0, hi = 1, r.i++;
-        else if (q == '{') {
-            lo = strtoll(pat + r.i + 1, &end, 10);
-            hi = lo;
-            if (*end == ',') hi = end[1] == '}' ? -1 : strtoll(end + 1, &end, 10);
-            if (*end == ',') end++;
-            if (*end != '}') r.i = r.n + 1;
-            else r.i = (size_t)(end - pat) + 1;
+    return !r->err;
+}
+
+/* The quantifier at r->i (none: {1,1}); hi -1: unbounded. 0 when malformed. */
+static int char_quant(rx *r, long long *lo, long long *hi) {
+    *lo = *hi = 1;
+    if (r->i >= r->n) return 1;
+    char q = r->s[r->i];
+    char *end;
+    if (q == '*') *lo = 0, *hi = -1, r->i++;
+    else if (q == '+') *lo = 1, *hi = -1, r->i++;
+    else if (q == '?') *lo = 0, *hi = 1, r->i++;
+    else if (q == '{') {
+        *lo = strtoll(r->s + r->i + 1, &end, 10);
+        *hi = *lo;
+        if (*end == ',') {
+            if (end[1] == '}') *hi = -1, end++;
+            else *hi = strtoll(end + 1, &end, 10);
         }
-        if (r.i < r.n && pat[r.i] == '?') r.i++;
+        if (*end != '}' || end == r->s + r->i + 1) return 0;
+        r->i = (size_t)(end - r->s) + 1;
     }
-    int ok = !r.err && r.i == r.n;
-    if (ok) {
-        if (mn > lo) lo = mn;
-        if (mx >= 0 && (hi < 0 || mx < hi)) hi = mx;
-        if (hi >= 0 && lo > hi) ok = 0;
+    if (r->i < r->n && r->s[r->i] == '?') r->i++;
+    return 1;
+}
+
+int hr_sc_pattern_len(hr_sc_buf *o, const char *pat, size_t len, int64_t mn, int64_t mx) {
+    if (len < 3 || pat[0] != '^' || pat[len - 1] != '$' || pat[len - 2] == '\\') return 0;
+    rx r = {.s = pat, .n = len - 1, .i = 1, .o = o};
+    cset atoms[SEQ_MAX] = {{0}};
+    long long lo[SEQ_MAX], hi[SEQ_MAX], sum_lo = 0, sum_hi = 0;
+    int n = 0, ok = 1, var = -1, n_var = 0;
+    while (ok && r.i < r.n) {
+        ok = n < SEQ_MAX && char_atom(&r, &atoms[n]) && char_quant(&r, &lo[n], &hi[n]);
+        if (!ok) break;
+        if (lo[n] != hi[n]) var = n, n_var++;
+        sum_lo += lo[n];
+        sum_hi = sum_hi < 0 || hi[n] < 0 ? -1 : sum_hi + hi[n];
+        n++;
     }
-    if (ok) {
-        emit_set(o, &c);
-        if (hi < 0) hr_sc_printf(o, "{%lld,}", lo);
-        else hr_sc_printf(o, "{%lld,%lld}", lo, hi);
+    ok = ok && !r.err && n > 0;
+    int inside = ok && sum_lo >= mn && (mx < 0 || (sum_hi >= 0 && sum_hi <= mx));
+    if (ok && !inside) { /* exactly one variable atom takes the bounds the others leave */
+        ok = n_var == 1;
+        if (ok) {
+            long long others = sum_lo - lo[var];
+            if (mn - others > lo[var]) lo[var] = mn - others;
+            if (mx >= 0 && (hi[var] < 0 || mx - others < hi[var])) hi[var] = mx - others;
+            ok = hi[var] < 0 || lo[var] <= hi[var];
+        }
     }
-    free(c.r);
+    for (int i = 0; i < n && ok; i++) {
+        emit_set(o, &atoms[i]);
+        if (hi[i] < 0) hr_sc_printf(o, "{%lld,}", lo[i]);
+        else hr_sc_printf(o, "{%lld,%lld}", lo[i], hi[i]);
+    }
+    for (int i = 0; i <= n && i < SEQ_MAX; i++) free(atoms[i].r);
     hr_err_free(r.err);
     return ok;
 }

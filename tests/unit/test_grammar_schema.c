@@ -244,6 +244,8 @@ static void test_strings(void) {
           L("\"a\\\"\"", "\"a\\\"zz\"", "\"zz\\n\""), L("\"a\"", "\"\\nz\""));
     JUDGE("{\"type\":\"string\",\"pattern\":\"^[a-z]+$\",\"minLength\":2,\"maxLength\":3}",
           L("\"ab\"", "\"abc\""), L("\"a\"", "\"abcd\"", "\"a1\""));
+    JUDGE("{\"type\":\"string\",\"pattern\":\"^[a-z][a-z0-9-]*$\",\"maxLength\":4}",
+          L("\"a\"", "\"a-1b\""), L("\"\"", "\"a-1bc\"", "\"1a\""));
     JUDGE("{\"type\":\"string\",\"minLength\":300,\"maxLength\":301}",
           L("\"" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
