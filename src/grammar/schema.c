@@ -363,6 +363,52 @@ static const char *multiple_rules(hr_sc_ctx *c, int64_t k) {
     return base;
 }
 
+/* Numbers x >= lo (or > lo) for a positive non-integer lo = Li.D, and an integer upper bound
+ * if any: the integer part above Li (any fraction), or Li with a fraction >= (>) D. */
+static hr_err *decimal_lower(hr_sc_ctx *c, const bound *lo, const bound *hi, const char *path,
+                             const char **rule) {
+    char txt[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(txt, sizeof txt, "%.*f", prec, lo->v);
+        if (strtod(txt, NULL) == lo->v) break;
+    }
+    char *dot = strchr(txt, '.');
+    int64_t li = (int64_t)floor(lo->v);
+    if (!dot || strtod(txt, NULL) != lo->v)
+        return hr_errf("schema: minimum %g at %s is not supported", lo->v, path);
+    const char *d = dot + 1;
+    size_t k = strlen(d);
+    while (k && d[k - 1] == '0') k--;
+    hr_sc_buf re = {0};
+    hr_sc_puts(&re, "(?:");
+    int alts = 0;
+    if (!hi->has || hi->v >= (double)(li + 1)) {
+        hr_sc_buf up = {0};
+        if (hr_sc_num_range(&up, 1, li + 1, 0, hi->has, hi->has ? (int64_t)hi->v : 0, hi->ex)) {
+            hr_sc_add(&re, up.p, up.n);
+            alts++;
+        }
+        hr_sc_buf_free(&up);
+    }
+    if (!hi->has || hi->v > lo->v) { /* Li . F with F >= D (F > D when exclusive) */
+        if (alts++) hr_sc_puts(&re, "|");
+        hr_sc_printf(&re, "%lld\\.(?:", (long long)li);
+        int fa = 0;
+        for (size_t j = 0; j < k; j++)
+            if (d[j] < '9') {
+                if (fa++) hr_sc_puts(&re, "|");
+                hr_sc_printf(&re, "%.*s[%c-9][0-9]*", (int)j, d, d[j] + 1);
+            }
+        if (fa++) hr_sc_puts(&re, "|");
+        hr_sc_printf(&re, lo->ex ? "%.*s[0-9]*[1-9][0-9]*" : "%.*s[0-9]*", (int)k, d);
+        hr_sc_puts(&re, ")");
+    }
+    hr_sc_puts(&re, ")");
+    *rule = alts ? hr_sc_regex_rule(c, "num", &re) : NULL;
+    hr_sc_buf_free(&re);
+    return *rule || !alts ? NULL : hr_err_oom();
+}
+
 static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int integer,
                            const char **rule) {
     bound lo, hi;
@@ -371,10 +417,22 @@ static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int 
     double m = mo ? json_number_value(mo) : 0;
     if (mo && (!json_is_number(mo) || m <= 0))
         return hr_errf("schema: \"multipleOf\" at %s must be a positive number", path);
+    if (mo && m == floor(m) && m > 1 && (lo.has || hi.has)) { /* a short range: list them */
+        int hl, hh;
+        int64_t l = 0, h = 0, k = (int64_t)m;
+        HR_TRY(int_bounds(&lo, &hi, path, &hl, &l, &hh, &h));
+        if (!hl || !hh || h - l > 10000)
+            return hr_errf("schema: \"multipleOf\" with minimum/maximum at %s is supported only "
+                           "for ranges of at most 10000", path);
+        hr_sc_buf b = {0};
+        int alts = 0;
+        for (int64_t v = l; v <= h; v++)
+            if (v % k == 0) hr_sc_printf(&b, "%s\"%lld\"", alts++ ? " | " : "", (long long)v);
+        *rule = alts && !b.oom ? hr_sc_rule(c, "mul", b.p) : NULL;
+        hr_sc_buf_free(&b);
+        return *rule || !alts ? NULL : hr_err_oom();
+    }
     if (mo && m == floor(m) && m > 1) {
-        if (lo.has || hi.has)
-            return hr_errf("schema: \"multipleOf\" with minimum/maximum at %s is not supported",
-                           path);
         if (m > 1000)
             return hr_errf("schema: \"multipleOf\" %g at %s is too large (at most 1000)", m, path);
         *rule = multiple_rules(c, (int64_t)m);
@@ -391,6 +449,8 @@ static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int 
         if (!hl && !hh) hr_sc_puts(&re, "-?(?:0|[1-9][0-9]*)");
         else hr_sc_int_range(&re, hl, l, hh, h);
     } else {
+        if (lo.has && lo.v != floor(lo.v) && lo.v > 0 && lo.v < 9e15 && !(hi.has && hi.v != floor(hi.v)))
+            return decimal_lower(c, &lo, &hi, path, rule);
         if ((lo.has && lo.v != floor(lo.v)) || (hi.has && hi.v != floor(hi.v)))
             return hr_errf("schema: a non-integer minimum/maximum on a number at %s is not "
                            "supported", path);
@@ -469,6 +529,8 @@ static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, cons
         hr_sc_buf f = {0};
         e = hr_sc_format(&f, json_string_value(fmt), &known);
         if (e) e = hr_err_wrap(e, "schema: at %s", path);
+        if (!e && known && !pat && hr_sc_format_fits(json_string_value(fmt), mn, mx))
+            mn = 0, mx = -1; /* every string of the format has a length inside the bounds */
         if (!e && known && (pat || mn > 0 || mx >= 0))
             e = hr_errf("schema: \"format\" together with \"%s\" at %s is not supported",
                         pat ? "pattern" : "minLength/maxLength", path);

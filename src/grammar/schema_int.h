@@ -59,6 +59,9 @@ int hr_sc_pattern_len(hr_sc_buf *o, const char *pat, size_t len, int64_t mn, int
  * it cannot enforce. */
 hr_err *hr_sc_format(hr_sc_buf *o, const char *name, int *known);
 
+/* Do all strings of format `name` have a length (code points) in [mn, mx] (mx < 0: no
+ * upper bound)? 0 when unknown. */
+int hr_sc_format_fits(const char *name, int64_t mn, int64_t mx);
 /* Does the decoded string s (n bytes) contain a match of the ECMAScript pattern? -1 when
  * PCRE2 cannot compile it. */
 int hr_sc_pattern_matches(const char *pat, const char *s, size_t n);

@@ -327,6 +327,12 @@ static void test_integer_ranges(void) {
           L("0", "0.5", "1", "1.000", "0.0"), L("-0.1", "1.01", "2", "-1", "1e0"));
     JUDGE("{\"type\":\"number\",\"exclusiveMinimum\":-2,\"exclusiveMaximum\":3}",
           L("-1.9999", "2.999", "0"), L("-2", "-2.0", "3", "3.5", "-3"));
+    JUDGE("{\"type\":\"number\",\"minimum\":0.5,\"maximum\":3}", L("0.5", "0.51", "1", "2.25", "3", "3.0"),
+          L("0.49", "0.4999", "3.01", "0", "-1"));
+    JUDGE("{\"type\":\"number\",\"exclusiveMinimum\":1.25}", L("1.26", "1.251", "2"),
+          L("1.25", "1.2500", "1.2", "1"));
+    JUDGE("{\"type\":\"integer\",\"multipleOf\":7,\"minimum\":10,\"maximum\":30}", L("14", "21", "28"),
+          L("7", "35", "15"));
     JUDGE("{\"type\":\"integer\",\"multipleOf\":7}", L("0", "7", "-14", "700", "7777777"),
           L("1", "8", "-15", "701"));
 }
@@ -395,7 +401,7 @@ static void test_refusals(void) {
         {"{\"type\":\"string\",\"pattern\":\"(?=a)\"}", "lookaround"},
         {"{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}", "backreference"},
         {"{\"type\":\"string\",\"format\":\"iri\"}", "format \"iri\""},
-        {"{\"type\":\"number\",\"minimum\":0.5}", "non-integer"},
+        {"{\"type\":\"number\",\"maximum\":0.5}", "non-integer"},
         {"{\"$ref\":\"#\"}", "refers to itself"},
         {"{\"type\":\"strin\"}", "not a JSON Schema type"},
         {"{\"not\":{\"minimum\":3}}", "\"not\" at #"},
