@@ -1,0 +1,143 @@
+/* Internal interface of the JSON Schema compiler (src/grammar/schema*.c): a growable text
+ * buffer, the compile context, and what each file provides to the others. Regexes built
+ * here are ECMAScript-subset text for the engine's /regex/ terminals; those matching the
+ * inside of a JSON string work on its encoded form (escapes included). */
+#ifndef HR_GRAMMAR_SCHEMA_INT_H
+#define HR_GRAMMAR_SCHEMA_INT_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/err.h"
+#include "grammar/schema.h"
+
+/* Growable text; an allocation failure sets oom and later appends do nothing. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+    int oom;
+} hr_sc_buf;
+
+void hr_sc_add(hr_sc_buf *b, const char *s, size_t n);
+void hr_sc_puts(hr_sc_buf *b, const char *s);
+void hr_sc_printf(hr_sc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s as a GBNF string literal (quotes included). */
+void hr_sc_lit(hr_sc_buf *b, const char *s, size_t n);
+void hr_sc_buf_free(hr_sc_buf *b);
+
+/* One JSON string character in its encoded form, any spelling (raw, short escape, \uXXXX
+ * or a surrogate pair): decodes to exactly one code point. */
+#define HR_SC_CHAR                                                                          \
+    "(?:[^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\\\/bfnrt]|\\\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|"   \
+    "[dD][0-7][0-9a-fA-F]{2})|\\\\u[dD][89abAB][0-9a-fA-F]{2}\\\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+/* One character in canonical spelling (as jansson writes it): raw, or a short escape for
+ * " \ \b \f \n \r \t, or \u00XX for the other control characters. Keys use it, so that a
+ * key has one spelling and "not one of the declared names" is a plain regex. */
+#define HR_SC_CANON                                                                         \
+    "(?:[^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\bfnrt]|\\\\u00(?:0[0-7bBeEfF]|1[0-9a-fA-F]))"
+
+/* Regex for JSON integers in [lo, hi] (has_lo/has_hi 0: unbounded on that side). */
+void hr_sc_int_range(hr_sc_buf *o, int has_lo, int64_t lo, int has_hi, int64_t hi);
+/* Regex for JSON numbers x with lo < x (lo_ex) or lo <= x, and x < hi or x <= hi; the
+ * bounds are integers; the regex has no exponent form when a bound is given. Returns 0
+ * when no number is in range (the text appended is then to be dropped). */
+int hr_sc_num_range(hr_sc_buf *o, int has_lo, int64_t lo, int lo_ex, int has_hi, int64_t hi,
+                    int hi_ex);
+/* Regex for the encoded inside of a JSON string whose decoded value contains a match of
+ * the ECMAScript pattern (the pattern's own characters in canonical spelling). An
+ * unsupported construct is an error naming it and its offset. */
+hr_err *hr_sc_pattern(hr_sc_buf *o, const char *pat, size_t len);
+/* For a pattern "^X1{a1,b1}...Xk{ak,bk}$" (each X one character or class) and lengths
+ * [mn, mx] (mx < 0: none): appends the pattern's regex with the lengths enforced, when
+ * the pattern's lengths lie inside them or exactly one atom's count varies (it takes the
+ * bounds the others leave), and returns 1; else returns 0 (the text appended is then to
+ * be dropped; nothing is appended then). */
+int hr_sc_pattern_len(hr_sc_buf *o, const char *pat, size_t len, int64_t mn, int64_t mx);
+/* Regex for the inside of a JSON string of the given format; *known 0 when the name is
+ * not a format this compiler knows (an annotation then); an error for a standard format
+ * it cannot enforce. */
+hr_err *hr_sc_format(hr_sc_buf *o, const char *name, int *known);
+
+/* Do all strings of format `name` have a length (code points) in [mn, mx] (mx < 0: no
+ * upper bound)? 0 when unknown. */
+int hr_sc_format_fits(const char *name, int64_t mn, int64_t mx);
+/* Does the decoded string s (n bytes) contain a match of the ECMAScript pattern? -1 when
+ * PCRE2 cannot compile it. */
+int hr_sc_pattern_matches(const char *pat, const char *s, size_t n);
+
+#endif
+
+/* Regex for the inside of a JSON string whose decoded value is none of the n names. */
+void hr_sc_not_names(hr_sc_buf *o, const char *const *names, const size_t *lens, size_t n);
+
+/* The compile context: one per hr_schema_to_gbnf call. */
+typedef struct {
+    const json_t *node; /* a $ref target */
+    char *name;         /* its rule; NULL once done when it accepts nothing */
+    int level;          /* structure depth when reserved: a cycle at the same depth loops */
+    int done;
+    int used; /* referred to while being compiled (recursion) */
+} hr_sc_memo;
+
+typedef struct {
+    const json_t *root;
+    const char *root_id; /* the root's $id/id, so absolute refs to the document are local */
+    const char *prefix;
+    const char *ws;      /* " <prefix>ws" or "" (compact) */
+    int max_ws;
+    hr_sc_buf rules;
+    hr_sc_memo *memo;
+    size_t n_memo, cap_memo;
+    char **names; /* every rule name made, freed at the end */
+    size_t n_names, cap_names;
+    struct hr_sc_body *bodies; /* hash set: rule body -> name (shares identical rules) */
+    size_t cap_bodies, n_bodies;
+    json_t **keep; /* schemas made by merging, alive until the end */
+    size_t n_keep, cap_keep;
+    int next_id, level, depth;
+    int oneof_overlap; /* oneOf branch pairs whose overlap could not be excluded */
+    const char *any; /* the any-JSON-value rule, once made */
+    char hint[96];   /* the hr_sc_hint rule's name, "" until made */
+} hr_sc_ctx;
+
+/* A rule with this body (shared with an identical earlier one); NULL on OOM. */
+const char *hr_sc_rule(hr_sc_ctx *c, const char *hint, const char *body);
+/* A rule that is the regex terminal /re/. NULL on OOM. */
+const char *hr_sc_regex_rule(hr_sc_ctx *c, const char *hint, const hr_sc_buf *re);
+/* A fresh rule name (owned by the context). NULL on OOM. */
+char *hr_sc_new_name(hr_sc_ctx *c, const char *hint);
+/* Appends "name ::= body" (no sharing). */
+void hr_sc_emit(hr_sc_ctx *c, const char *name, const char *body);
+/* A rule that derives nothing (its only production is recursive): an alternative " | hint"
+ * leaves a rule's language as it was but makes it context free for the engine, which then
+ * keeps it a nonterminal instead of folding the whole object into one huge DFA terminal. */
+const char *hr_sc_hint(hr_sc_ctx *c);
+/* The rule for any JSON value. NULL on OOM. */
+const char *hr_sc_any(hr_sc_ctx *c);
+/* The rule for values valid under schema s at JSON pointer path; *rule NULL when s
+ * accepts no value at all. */
+hr_err *hr_sc_value(hr_sc_ctx *c, const json_t *s, const char *path, const char **rule);
+/* The object part (type "object") of schema s. */
+hr_err *hr_sc_object(hr_sc_ctx *c, const json_t *s, const char *path, const char **rule);
+/* Keeps a made schema alive for the compile (takes ownership); returns it. */
+json_t *hr_sc_keep(hr_sc_ctx *c, json_t *s);
+/* allOf [a, b] as one schema (kept by the context); refs inside are resolved first. */
+hr_err *hr_sc_merge(hr_sc_ctx *c, const json_t *a, const json_t *b, const char *path,
+                    const json_t **out);
+/* oneOf branch i of list merged with rest (may be NULL) and with what excludes the other
+ * branches; an error when that cannot be done exactly. */
+hr_err *hr_sc_one_of_branch(hr_sc_ctx *c, const json_t *rest, const json_t *list, size_t i,
+                            const char *path, const json_t **out);
+/* "not s" as a new schema when it can be said exactly (s lists only required properties
+ * and a type), else NULL. */
+json_t *hr_sc_negation(hr_sc_ctx *c, const json_t *s);
+/* Resolves a local $ref ("#", "#/json/pointer", or the root's $id + fragment). */
+hr_err *hr_sc_resolve(hr_sc_ctx *c, const char *ref, const char *path, const json_t **out);
+/* Is instance v valid under schema s? For enum/const values and declared keys; a keyword
+ * it cannot evaluate on v is an error. */
+hr_err *hr_sc_check(hr_sc_ctx *c, const json_t *s, const json_t *v, const char *path, int *ok);
+/* Does keyword k of a schema object constrain instances (not an annotation)? */
+int hr_sc_is_assertion(const char *k);
+/* path + "/" + seg (seg escaped as a JSON pointer token); malloc'd, NULL on OOM. */
+char *hr_sc_path(const char *path, const char *seg);
