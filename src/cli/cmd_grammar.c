@@ -3,8 +3,8 @@
  * equals the reference one). Exit 0: every token allowed and the grammar accepts at the
  * end; 1: rejected (the byte offset and token say where); 2: the grammar is refused or
  * the usage is wrong; 3: the model or the text cannot be read. --bench prints compile,
- * vocabulary and per-token mask times. Each grammar source is one branch of
- * compile_source. */
+ * vocabulary and per-token mask times. Each grammar source (--regex, --gbnf, --schema) is
+ * one branch of compile_source. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,11 +14,13 @@
 #include "cli/args.h"
 #include "cli/verbs.h"
 #include "engine/tok_open.h"
+#include "base/json.h"
 #include "grammar/grammar.h"
+#include "grammar/schema.h"
 
 typedef struct {
-    const char *model, *regex, *gbnf, *text, *file;
-    int bench;
+    const char *model, *regex, *gbnf, *schema, *text, *file;
+    int bench, compact;
 } grammar_opts;
 
 /* The grammar the options name, compiled; the source text is kept for --bench recompiles. */
@@ -27,6 +29,15 @@ static hr_err *compile_source(const grammar_opts *o, char **src, size_t *len, hr
         *len = strlen(o->regex);
         if (!(*src = strdup(o->regex))) return hr_err_oom();
         return hr_grammar_compile_regex(*src, *len, g);
+    }
+    if (o->schema) { /* JSON Schema -> GBNF text, which --bench then recompiles */
+        json_t *s;
+        HR_TRY(hr_json_load_file(o->schema, &s));
+        hr_schema_opts so = {.compact = o->compact};
+        hr_err *e = hr_schema_to_gbnf(s, &so, src, len);
+        json_decref(s);
+        if (e) return hr_err_wrap(e, "%s: ", o->schema);
+        return hr_err_wrap(hr_grammar_compile(*src, *len, g), "%s (as GBNF): ", o->schema);
     }
     HR_TRY(hr_read_file(o->gbnf, src, len));
     return hr_err_wrap(hr_grammar_compile(*src, *len, g), "%s: ", o->gbnf);
@@ -180,19 +191,24 @@ int hr_cmd_grammar(int argc, char **argv) {
         {"regex", HR_OPT_STR, &o.regex, "the output must match this regular expression as a whole"},
         {"gbnf", HR_OPT_STR, &o.gbnf,
          "grammar file (llama.cpp GBNF, /regex/ terminals; docs/grammar.md)"},
+        {"schema", HR_OPT_STR, &o.schema, "JSON Schema file (docs/json-schema.md)"},
+        {"compact", HR_OPT_FLAG, &o.compact, "with --schema: no whitespace between JSON tokens"},
         {"text", HR_OPT_STR, &o.text, "text to check"},
         {"file", HR_OPT_STR, &o.file, "file whose contents to check"},
         {"bench", HR_OPT_FLAG, &o.bench, "time compile and masks (skips the reference mask check)"},
     };
-    hr_err *e = hr_opts_parse(argc, argv, opts, 6,
-                              "usage: hearth grammar --model DIR (--regex R | --gbnf FILE) (--text "
-                              "T | --file F) [--bench]",
+    hr_err *e = hr_opts_parse(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
+                              "usage: hearth grammar --model DIR (--regex R | --gbnf FILE | --schema FILE "
+                              "[--compact]) (--text T | --file F) [--bench]",
                               &help);
     if (e) return hr_cmd_fail("grammar", e), 2;
     if (help) return 0;
     if (!o.model) return hr_cmd_fail("grammar", hr_errf("--model is required")), 2;
-    if (!o.regex == !o.gbnf)
-        return hr_cmd_fail("grammar", hr_errf("give exactly one of --regex and --gbnf")), 2;
+    if (!!o.regex + !!o.gbnf + !!o.schema != 1)
+        return hr_cmd_fail("grammar", hr_errf("give exactly one of --regex, --gbnf and --schema")),
+               2;
+    if (o.compact && !o.schema)
+        return hr_cmd_fail("grammar", hr_errf("--compact goes with --schema")), 2;
     if (!o.text == !o.file)
         return hr_cmd_fail("grammar", hr_errf("give exactly one of --text and --file")), 2;
     return run(&o);

@@ -385,6 +385,7 @@ static hr_err *layout(builder *b, hr_grammar *g) {
             g->pos_lhs[pos] = q->lhs;
         }
     }
+    g->n_pos = pos; /* pruned productions left symbols in b->syms that have no position */
     for (int nt = 0; nt < g->n_nts; nt++)
         g->nt_prods[nt + 1] += g->nt_prods[nt];
     mark_inert(g);

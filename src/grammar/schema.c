@@ -169,6 +169,14 @@ const char *hr_sc_regex_rule(hr_sc_ctx *c, const char *hint, const hr_sc_buf *re
     return r;
 }
 
+const char *hr_sc_hint(hr_sc_ctx *c) {
+    if (!c->hint[0]) {
+        snprintf(c->hint, sizeof c->hint, "%scfg-hint", c->prefix);
+        hr_sc_printf(&c->rules, "%s ::= %s \"}\"\n", c->hint, c->hint);
+    }
+    return c->hint;
+}
+
 const char *hr_sc_any(hr_sc_ctx *c) {
     if (c->any) return c->any;
     const char *p = c->prefix, *w = c->ws;
@@ -212,8 +220,13 @@ static hr_err *check_keywords(const json_t *s, const char *path) {
     json_object_foreach((json_t *)s, k, v) {
         int bad = in_list(k, refused_kw, sizeof refused_kw / sizeof refused_kw[0]);
         if (!strcmp(k, "dependencies") || !strcmp(k, "dependentRequired") ||
-            !strcmp(k, "dependentSchemas"))
-            bad = !(json_is_object(v) && json_object_size(v) == 0);
+            !strcmp(k, "dependentSchemas")) {
+            /* property lists are enforced by the object compiler; schemas are not */
+            const char *dk;
+            json_t *dv;
+            bad = !json_is_object(v) || (!strcmp(k, "dependentSchemas") && json_object_size(v));
+            json_object_foreach(v, dk, dv) bad |= !json_is_array(dv);
+        }
         if (!strcmp(k, "unevaluatedProperties") || !strcmp(k, "unevaluatedItems"))
             bad = !json_is_true(v);
         if (!strcmp(k, "uniqueItems")) {
@@ -350,6 +363,52 @@ static const char *multiple_rules(hr_sc_ctx *c, int64_t k) {
     return base;
 }
 
+/* Numbers x >= lo (or > lo) for a positive non-integer lo = Li.D, and an integer upper bound
+ * if any: the integer part above Li (any fraction), or Li with a fraction >= (>) D. */
+static hr_err *decimal_lower(hr_sc_ctx *c, const bound *lo, const bound *hi, const char *path,
+                             const char **rule) {
+    char txt[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(txt, sizeof txt, "%.*f", prec, lo->v);
+        if (strtod(txt, NULL) == lo->v) break;
+    }
+    char *dot = strchr(txt, '.');
+    int64_t li = (int64_t)floor(lo->v);
+    if (!dot || strtod(txt, NULL) != lo->v)
+        return hr_errf("schema: minimum %g at %s is not supported", lo->v, path);
+    const char *d = dot + 1;
+    size_t k = strlen(d);
+    while (k && d[k - 1] == '0') k--;
+    hr_sc_buf re = {0};
+    hr_sc_puts(&re, "(?:");
+    int alts = 0;
+    if (!hi->has || hi->v >= (double)(li + 1)) {
+        hr_sc_buf up = {0};
+        if (hr_sc_num_range(&up, 1, li + 1, 0, hi->has, hi->has ? (int64_t)hi->v : 0, hi->ex)) {
+            hr_sc_add(&re, up.p, up.n);
+            alts++;
+        }
+        hr_sc_buf_free(&up);
+    }
+    if (!hi->has || hi->v > lo->v) { /* Li . F with F >= D (F > D when exclusive) */
+        if (alts++) hr_sc_puts(&re, "|");
+        hr_sc_printf(&re, "%lld\\.(?:", (long long)li);
+        int fa = 0;
+        for (size_t j = 0; j < k; j++)
+            if (d[j] < '9') {
+                if (fa++) hr_sc_puts(&re, "|");
+                hr_sc_printf(&re, "%.*s[%c-9][0-9]*", (int)j, d, d[j] + 1);
+            }
+        if (fa++) hr_sc_puts(&re, "|");
+        hr_sc_printf(&re, lo->ex ? "%.*s[0-9]*[1-9][0-9]*" : "%.*s[0-9]*", (int)k, d);
+        hr_sc_puts(&re, ")");
+    }
+    hr_sc_puts(&re, ")");
+    *rule = alts ? hr_sc_regex_rule(c, "num", &re) : NULL;
+    hr_sc_buf_free(&re);
+    return *rule || !alts ? NULL : hr_err_oom();
+}
+
 static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int integer,
                            const char **rule) {
     bound lo, hi;
@@ -358,10 +417,22 @@ static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int 
     double m = mo ? json_number_value(mo) : 0;
     if (mo && (!json_is_number(mo) || m <= 0))
         return hr_errf("schema: \"multipleOf\" at %s must be a positive number", path);
+    if (mo && m == floor(m) && m > 1 && (lo.has || hi.has)) { /* a short range: list them */
+        int hl, hh;
+        int64_t l = 0, h = 0, k = (int64_t)m;
+        HR_TRY(int_bounds(&lo, &hi, path, &hl, &l, &hh, &h));
+        if (!hl || !hh || h - l > 10000)
+            return hr_errf("schema: \"multipleOf\" with minimum/maximum at %s is supported only "
+                           "for ranges of at most 10000", path);
+        hr_sc_buf b = {0};
+        int alts = 0;
+        for (int64_t v = l; v <= h; v++)
+            if (v % k == 0) hr_sc_printf(&b, "%s\"%lld\"", alts++ ? " | " : "", (long long)v);
+        *rule = alts && !b.oom ? hr_sc_rule(c, "mul", b.p) : NULL;
+        hr_sc_buf_free(&b);
+        return *rule || !alts ? NULL : hr_err_oom();
+    }
     if (mo && m == floor(m) && m > 1) {
-        if (lo.has || hi.has)
-            return hr_errf("schema: \"multipleOf\" with minimum/maximum at %s is not supported",
-                           path);
         if (m > 1000)
             return hr_errf("schema: \"multipleOf\" %g at %s is too large (at most 1000)", m, path);
         *rule = multiple_rules(c, (int64_t)m);
@@ -378,6 +449,8 @@ static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int 
         if (!hl && !hh) hr_sc_puts(&re, "-?(?:0|[1-9][0-9]*)");
         else hr_sc_int_range(&re, hl, l, hh, h);
     } else {
+        if (lo.has && lo.v != floor(lo.v) && lo.v > 0 && lo.v < 9e15 && !(hi.has && hi.v != floor(hi.v)))
+            return decimal_lower(c, &lo, &hi, path, rule);
         if ((lo.has && lo.v != floor(lo.v)) || (hi.has && hi.v != floor(hi.v)))
             return hr_errf("schema: a non-integer minimum/maximum on a number at %s is not "
                            "supported", path);
@@ -411,6 +484,36 @@ static hr_err *get_count(const json_t *s, const char *k, const char *path, int64
     return NULL;
 }
 
+/* "\"" CHAR{mn,mx} "\"" for long bounds: whole 64-character chunks as a nonterminal (its
+ * hint keeps it one), so the DFA stays small; lengths 64a+b split exactly. mx < 0: none. */
+#define CHUNK 64
+static const char *long_string(hr_sc_ctx *c, int64_t mn, int64_t mx) {
+    char body[512];
+    snprintf(body, sizeof body, "/" HR_SC_CHAR "{%d}/ | %s", CHUNK, hr_sc_hint(c));
+    const char *chunk = hr_sc_rule(c, "chunk", body);
+    if (!chunk) return NULL;
+    hr_sc_buf b = {0};
+    hr_sc_puts(&b, "\"\\\"\"");
+    if (mn / CHUNK) hr_sc_printf(&b, " %s{%lld}", chunk, (long long)(mn / CHUNK));
+    if (mn % CHUNK) hr_sc_printf(&b, " /" HR_SC_CHAR "{%lld}/", (long long)(mn % CHUNK));
+    if (mx < 0) hr_sc_puts(&b, " /" HR_SC_CHAR "*/");
+    else {
+        int64_t d = mx - mn, q = d / CHUNK, r = d % CHUNK;
+        if (q == 0) hr_sc_printf(&b, " /" HR_SC_CHAR "{0,%lld}/", (long long)r);
+        else {
+            hr_sc_puts(&b, " (");
+            if (q > 1) hr_sc_printf(&b, "%s{0,%lld} ", chunk, (long long)(q - 1));
+            hr_sc_printf(&b, "/" HR_SC_CHAR "{0,%d}/ | %s{%lld}", CHUNK - 1, chunk, (long long)q);
+            if (r) hr_sc_printf(&b, " /" HR_SC_CHAR "{0,%lld}/", (long long)r);
+            hr_sc_puts(&b, ")");
+        }
+    }
+    hr_sc_puts(&b, " \"\\\"\"");
+    const char *out = b.oom ? NULL : hr_sc_rule(c, "lstr", b.p);
+    hr_sc_buf_free(&b);
+    return out;
+}
+
 static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, const char **rule) {
     int64_t mn, mx;
     HR_TRY(get_count(s, "minLength", path, 0, &mn));
@@ -426,6 +529,8 @@ static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, cons
         hr_sc_buf f = {0};
         e = hr_sc_format(&f, json_string_value(fmt), &known);
         if (e) e = hr_err_wrap(e, "schema: at %s", path);
+        if (!e && known && !pat && hr_sc_format_fits(json_string_value(fmt), mn, mx))
+            mn = 0, mx = -1; /* every string of the format has a length inside the bounds */
         if (!e && known && (pat || mn > 0 || mx >= 0))
             e = hr_errf("schema: \"format\" together with \"%s\" at %s is not supported",
                         pat ? "pattern" : "minLength/maxLength", path);
@@ -434,6 +539,9 @@ static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, cons
     }
     if (!e && !known && pat) {
         if (!json_is_string(pat)) e = hr_errf("schema: \"pattern\" at %s must be a string", path);
+        else if ((mn > 0 || mx >= 0) && hr_sc_pattern_len(&re, json_string_value(pat),
+                                                          json_string_length(pat), mn, mx))
+            ;
         else if (mn > 0 || mx >= 0)
             e = hr_errf("schema: \"pattern\" together with minLength/maxLength at %s is not "
                         "supported", path);
@@ -442,6 +550,11 @@ static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, cons
     } else if (!e && !known) {
         if (mn > 100000 || mx > 100000)
             e = hr_errf("schema: minLength/maxLength above 100000 at %s is not supported", path);
+        else if (mn > 256 || mx > 256) {
+            hr_sc_buf_free(&re);
+            *rule = long_string(c, mn, mx);
+            return *rule ? NULL : hr_err_oom();
+        }
         else if (mx >= 0) hr_sc_printf(&re, HR_SC_CHAR "{%lld,%lld}", (long long)mn, (long long)mx);
         else if (mn > 0) hr_sc_printf(&re, HR_SC_CHAR "{%lld,}", (long long)mn);
         else hr_sc_puts(&re, HR_SC_CHAR "*");
@@ -521,8 +634,7 @@ static hr_err *array_rule(hr_sc_ctx *c, const json_t *s, const char *path, const
                 hr_sc_puts(&b, "(");
                 opened++;
             }
-            hr_sc_printf(&b, "%s%s%s ", i ? "\",\"" : "", i ? w : "", t[i]);
-            hr_sc_printf(&b, "%s ", w);
+            hr_sc_printf(&b, "%s%s %s%s ", i ? "\",\"" : "", i ? w : "", t[i], w);
         }
         if (rest && (bmax < 0 || bmax > 0)) {
             const char *lead = usable ? "\",\"" : "";
@@ -662,6 +774,10 @@ static hr_err *any_of(hr_sc_ctx *c, const json_t *s, const char *kw, const char 
         const json_t *branch = json_array_get(list, i);
         const char *r = NULL;
         if (!p) e = hr_err_oom();
+        else if (kw[0] == 'o' && !(e = hr_sc_one_of_branch(c, rest, list, i, p, &branch)))
+            e = hr_sc_value(c, branch, p, &r);
+        else if (kw[0] == 'o')
+            ;
         else if (rest && !(e = hr_sc_merge(c, rest, branch, p, &branch)))
             e = hr_sc_value(c, branch, p, &r);
         else if (!rest)
@@ -696,7 +812,8 @@ static hr_err *all_of(hr_sc_ctx *c, const json_t *s, const char *path, const cha
 }
 
 /* A $ref target: one rule per target, reserved before compiling so recursion refers to it. */
-static hr_err *ref_target(hr_sc_ctx *c, const json_t *t, const char *path, const char **rule);
+static hr_err *ref_target(hr_sc_ctx *c, const json_t *key, const json_t *t, const char *path,
+                          const char **rule);
 
 static hr_err *by_type(hr_sc_ctx *c, const json_t *s, const char *path, const char **rule) {
     int mask;
@@ -731,31 +848,30 @@ static hr_err *by_type(hr_sc_ctx *c, const json_t *s, const char *path, const ch
 }
 
 static hr_err *value_inner(hr_sc_ctx *c, const json_t *s, const char *path, const char **rule) {
+    json_t *not = json_object_get(s, "not");
+    if (not) { /* "not" of a required list or a type is a schema: merge it in */
+        json_t *neg = hr_sc_keep(c, hr_sc_negation(c, not));
+        if (!neg) return hr_errf("schema: \"not\" at %s is not supported", path);
+        const json_t *m;
+        HR_TRY(hr_sc_merge(c, without(c, s, "not"), neg, path, &m));
+        return hr_sc_value(c, m, path, rule);
+    }
     HR_TRY(check_keywords(s, path));
     json_t *ref = json_object_get(s, "$ref");
     if (ref) {
         if (!json_is_string(ref)) return hr_errf("schema: \"$ref\" at %s must be a string", path);
         const json_t *t;
         HR_TRY(hr_sc_resolve(c, json_string_value(ref), path, &t));
-        if (!has_assertions(s, "$ref")) return ref_target(c, t, path, rule);
+        if (!has_assertions(s, "$ref")) return ref_target(c, t, t, path, rule);
+        /* with siblings: the merge, memoized under the $ref string itself, so a recursive
+         * schema reaching this node again refers to its rule */
         const json_t *m;
         HR_TRY(hr_sc_merge(c, without(c, s, "$ref"), t, path, &m));
-        return hr_sc_value(c, m, path, rule);
+        return ref_target(c, ref, m, path, rule);
     }
     if (json_object_get(s, "allOf")) return all_of(c, s, path, rule);
     json_t *any = json_object_get(s, "anyOf"), *one = json_object_get(s, "oneOf");
-    if (any && one) {
-        /* anyOf and oneOf both: the oneOf moves into an allOf with the rest */
-        json_t *wrap = json_pack("{s:[{s:O}]}", "allOf", "oneOf", one);
-        const json_t *rest = without(c, s, "oneOf");
-        if (!wrap || !rest) {
-            json_decref(wrap);
-            return hr_err_oom();
-        }
-        json_object_update((json_t *)rest, wrap);
-        json_decref(wrap);
-        return hr_sc_value(c, rest, path, rule);
-    }
+    /* with both, each anyOf branch is merged with the rest, oneOf included */
     if (any) return any_of(c, s, "anyOf", path, rule);
     if (one) return any_of(c, s, "oneOf", path, rule);
     if (json_object_get(s, "enum") || json_object_get(s, "const")) return enum_rule(c, s, path, rule);
@@ -779,10 +895,11 @@ hr_err *hr_sc_value(hr_sc_ctx *c, const json_t *s, const char *path, const char 
     return e;
 }
 
-static hr_err *ref_target(hr_sc_ctx *c, const json_t *t, const char *path, const char **rule) {
+static hr_err *ref_target(hr_sc_ctx *c, const json_t *key, const json_t *t, const char *path,
+                          const char **rule) {
     for (size_t i = 0; i < c->n_memo; i++) {
         hr_sc_memo *m = &c->memo[i];
-        if (m->node != t) continue;
+        if (m->node != key) continue;
         if (!m->done && m->level == c->level)
             return hr_errf("schema: $ref at %s refers to itself without an object or array "
                            "in between", path);
@@ -801,7 +918,7 @@ static hr_err *ref_target(hr_sc_ctx *c, const json_t *t, const char *path, const
     size_t at = c->n_memo++;
     char *name = hr_sc_new_name(c, "ref");
     if (!name) return hr_err_oom();
-    c->memo[at] = (hr_sc_memo){t, name, c->level, 0, 0};
+    c->memo[at] = (hr_sc_memo){key, name, c->level, 0, 0};
     const char *body = NULL;
     hr_err *e = hr_sc_value(c, t, path, &body);
     c->memo[at].done = 1;
@@ -931,6 +1048,7 @@ static hr_err *compile(const json_t *schema, const hr_schema_opts *o, const char
     if (!id && json_is_object(schema)) id = json_object_get(schema, "id");
     c.root_id = json_is_string(id) ? json_string_value(id) : NULL;
     c.max_ws = o && o->max_ws > 0 ? o->max_ws : HR_SCHEMA_MAX_WS_DEFAULT;
+    if (strlen(prefix) > 64) return hr_errf("schema: rule prefix longer than 64 characters");
     char ws[160] = "";
     if (!(o && o->compact)) snprintf(ws, sizeof ws, " %sws", prefix);
     c.ws = ws;

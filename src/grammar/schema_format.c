@@ -79,3 +79,16 @@ hr_err *hr_sc_format(hr_sc_buf *o, const char *name, int *known) {
         if (!strcmp(name, refused[i])) return hr_errf("format \"%s\" is not supported", name);
     return NULL;
 }
+
+int hr_sc_format_fits(const char *name, int64_t mn, int64_t mx) {
+    static const struct {
+        const char *name;
+        int64_t lo, hi; /* hi -1: unbounded */
+    } lens[] = {{"date", 10, 10},     {"uuid", 36, 36},      {"ipv4", 7, 15}, {"ipv6", 2, 39},
+                {"date-time", 20, -1}, {"time", 9, -1},      {"duration", 3, -1},
+                {"email", 3, 511},     {"hostname", 1, 251}, {"uri", 2, -1}};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+        if (!strcmp(name, lens[i].name))
+            return mn <= lens[i].lo && (mx < 0 || (lens[i].hi >= 0 && lens[i].hi <= mx));
+    return 0;
+}

@@ -48,11 +48,20 @@ int hr_sc_num_range(hr_sc_buf *o, int has_lo, int64_t lo, int lo_ex, int has_hi,
  * the ECMAScript pattern (the pattern's own characters in canonical spelling). An
  * unsupported construct is an error naming it and its offset. */
 hr_err *hr_sc_pattern(hr_sc_buf *o, const char *pat, size_t len);
+/* For a pattern "^X1{a1,b1}...Xk{ak,bk}$" (each X one character or class) and lengths
+ * [mn, mx] (mx < 0: none): appends the pattern's regex with the lengths enforced, when
+ * the pattern's lengths lie inside them or exactly one atom's count varies (it takes the
+ * bounds the others leave), and returns 1; else returns 0 (the text appended is then to
+ * be dropped; nothing is appended then). */
+int hr_sc_pattern_len(hr_sc_buf *o, const char *pat, size_t len, int64_t mn, int64_t mx);
 /* Regex for the inside of a JSON string of the given format; *known 0 when the name is
  * not a format this compiler knows (an annotation then); an error for a standard format
  * it cannot enforce. */
 hr_err *hr_sc_format(hr_sc_buf *o, const char *name, int *known);
 
+/* Do all strings of format `name` have a length (code points) in [mn, mx] (mx < 0: no
+ * upper bound)? 0 when unknown. */
+int hr_sc_format_fits(const char *name, int64_t mn, int64_t mx);
 /* Does the decoded string s (n bytes) contain a match of the ECMAScript pattern? -1 when
  * PCRE2 cannot compile it. */
 int hr_sc_pattern_matches(const char *pat, const char *s, size_t n);
@@ -87,7 +96,9 @@ typedef struct {
     json_t **keep; /* schemas made by merging, alive until the end */
     size_t n_keep, cap_keep;
     int next_id, level, depth;
+    int oneof_overlap; /* oneOf branch pairs whose overlap could not be excluded */
     const char *any; /* the any-JSON-value rule, once made */
+    char hint[96];   /* the hr_sc_hint rule's name, "" until made */
 } hr_sc_ctx;
 
 /* A rule with this body (shared with an identical earlier one); NULL on OOM. */
@@ -98,6 +109,10 @@ const char *hr_sc_regex_rule(hr_sc_ctx *c, const char *hint, const hr_sc_buf *re
 char *hr_sc_new_name(hr_sc_ctx *c, const char *hint);
 /* Appends "name ::= body" (no sharing). */
 void hr_sc_emit(hr_sc_ctx *c, const char *name, const char *body);
+/* A rule that derives nothing (its only production is recursive): an alternative " | hint"
+ * leaves a rule's language as it was but makes it context free for the engine, which then
+ * keeps it a nonterminal instead of folding the whole object into one huge DFA terminal. */
+const char *hr_sc_hint(hr_sc_ctx *c);
 /* The rule for any JSON value. NULL on OOM. */
 const char *hr_sc_any(hr_sc_ctx *c);
 /* The rule for values valid under schema s at JSON pointer path; *rule NULL when s
@@ -110,6 +125,13 @@ json_t *hr_sc_keep(hr_sc_ctx *c, json_t *s);
 /* allOf [a, b] as one schema (kept by the context); refs inside are resolved first. */
 hr_err *hr_sc_merge(hr_sc_ctx *c, const json_t *a, const json_t *b, const char *path,
                     const json_t **out);
+/* oneOf branch i of list merged with rest (may be NULL) and with what excludes the other
+ * branches; an error when that cannot be done exactly. */
+hr_err *hr_sc_one_of_branch(hr_sc_ctx *c, const json_t *rest, const json_t *list, size_t i,
+                            const char *path, const json_t **out);
+/* "not s" as a new schema when it can be said exactly (s lists only required properties
+ * and a type), else NULL. */
+json_t *hr_sc_negation(hr_sc_ctx *c, const json_t *s);
 /* Resolves a local $ref ("#", "#/json/pointer", or the root's $id + fragment). */
 hr_err *hr_sc_resolve(hr_sc_ctx *c, const char *ref, const char *path, const json_t **out);
 /* Is instance v valid under schema s? For enum/const values and declared keys; a keyword

@@ -10,13 +10,17 @@
 
 #include "grammar/schema_int.h"
 
-#define ANY_ORDER_MAX 5
+#define ANY_ORDER_MAX 8
 #define MAX_PROPERTIES_CAP 1000
+/* declared names (bytes in all) beyond which other keys are not offered: the regex that
+ * keeps them apart from the declared names would exceed the engine's DFA cap */
+#define NOT_NAMES_MAX 400
 
 typedef struct {
     const char *name;
     const char *kv; /* rule: "key" ws ":" ws value ws */
     int required;
+    size_t deps; /* bit j: property j must be present too (dependentRequired) */
 } prop;
 
 typedef struct {
@@ -50,8 +54,10 @@ static int64_t bump(const machine *m, int64_t cnt) { return cnt + 1 > m->cap ? m
 static int can_end(const machine *m, size_t pos, int64_t cnt) {
     if (cnt < m->min) return 0;
     if (!m->any_order) return pos == m->n;
-    for (size_t k = 0; k < m->n; k++)
-        if (m->p[k].required && !(pos & ((size_t)1 << k))) return 0;
+    for (size_t k = 0; k < m->n; k++) {
+        int used = (pos >> k) & 1;
+        if ((m->p[k].required && !used) || (used && (m->p[k].deps & ~pos))) return 0;
+    }
     return 1;
 }
 
@@ -102,7 +108,7 @@ static const char *state(machine *m, size_t pos, int64_t cnt) {
 /* "key" ws ":" ws value ws, with the key given as GBNF text (a literal or a rule). */
 static const char *kv_rule(hr_sc_ctx *c, const char *key, const char *val) {
     hr_sc_buf b = {0};
-    hr_sc_printf(&b, "%s%s \":\"%s %s%s", key, c->ws, c->ws, val, c->ws);
+    hr_sc_printf(&b, "%s%s \":\"%s %s%s | %s", key, c->ws, c->ws, val, c->ws, hr_sc_hint(c));
     const char *r = b.oom ? NULL : hr_sc_rule(c, "kv", b.p);
     hr_sc_buf_free(&b);
     return r;
@@ -228,6 +234,13 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
                     hr_sc_buf_free(&kre);
                 }
             } else {
+                size_t bytes = 0;
+                for (size_t i = 0; i < n_names; i++) bytes += lens[i];
+                if (bytes > NOT_NAMES_MAX) { /* the exclusion regex would be too large */
+                    hr_sc_buf_free(&alts);
+                    hr_sc_buf_free(&key);
+                    return NULL;
+                }
                 hr_sc_not_names(&key, names, lens, n_names);
             }
             hr_sc_puts(&key, "\"");
@@ -299,7 +312,9 @@ static hr_err *declared(hr_sc_ctx *c, const json_t *s, const char *path, prop *p
         }
         names[*n_names] = name;
         lens[(*n_names)++] = strlen(name);
-        char *pp_path = hr_sc_path(path, name);
+        char *kw_path = hr_sc_path(path, i < json_object_size(props) ? "properties" : "required");
+        char *pp_path = kw_path ? hr_sc_path(kw_path, name) : NULL;
+        free(kw_path);
         if (!pp_path) return hr_err_oom();
         const json_t *pat_s = NULL;
         hr_err *e = pp ? pattern_schema(c, pp, name, path, &pat_s) : NULL;
@@ -319,7 +334,36 @@ static hr_err *declared(hr_sc_ctx *c, const json_t *s, const char *path, prop *p
         const char *kv = k.oom ? NULL : kv_rule(c, k.p, val);
         hr_sc_buf_free(&k);
         if (!kv) return hr_err_oom();
-        p[(*n)++] = (prop){name, kv, required};
+        p[(*n)++] = (prop){name, kv, required, 0};
+    }
+    return NULL;
+}
+
+/* dependentRequired / draft-04..07 dependencies (property lists): bits over m->p. Only
+ * the any-order machine knows which properties were used, and only declared ones. */
+static hr_err *dependencies(const json_t *s, const char *path, machine *m) {
+    const char *kws[] = {"dependencies", "dependentRequired"};
+    for (int w = 0; w < 2; w++) {
+        const char *k;
+        json_t *list;
+        json_object_foreach(json_object_get(s, kws[w]), k, list) {
+            size_t from = m->n, to;
+            for (size_t i = 0; i < m->n; i++)
+                if (!strcmp(m->p[i].name, k)) from = i;
+            if (from == m->n && !m->addl) continue; /* k can never be present */
+            if (from == m->n || !m->any_order)
+                return hr_errf("schema: \"%s\" at %s is supported only between at most %d "
+                               "declared properties", kws[w], path, ANY_ORDER_MAX);
+            for (size_t j = 0; j < json_array_size(list); j++) {
+                const char *dn = json_string_value(json_array_get(list, j));
+                for (to = 0; dn && to < m->n && strcmp(m->p[to].name, dn); to++) {
+                }
+                if (!dn || to == m->n)
+                    return hr_errf("schema: \"%s\" at %s names \"%s\", not a declared "
+                                   "property; not supported", kws[w], path, dn ? dn : "?");
+                m->p[from].deps |= (size_t)1 << to;
+            }
+        }
     }
     return NULL;
 }
@@ -369,8 +413,9 @@ hr_err *hr_sc_object(hr_sc_ctx *c, const json_t *s, const char *path, const char
     if (!e && !dead && (m.max < 0 || m.min <= m.max)) {
         m.cap = m.max >= 0 ? m.max : (m.min > 1 ? m.min : 1);
         if (!m.addl && m.cap > (int64_t)m.n) m.cap = (int64_t)m.n > m.min ? (int64_t)m.n : m.min;
-        m.any_order = m.n <= ANY_ORDER_MAX && ((size_t)1 << m.n) * (size_t)(m.cap + 1) <= 256;
-        e = run_machine(c, &m, rule);
+        m.any_order = m.n <= ANY_ORDER_MAX && ((size_t)1 << m.n) * (size_t)(m.cap + 1) <= 1024;
+        e = dependencies(s, path, &m);
+        if (!e) e = run_machine(c, &m, rule);
     }
     free(p);
     free(names);

@@ -139,7 +139,14 @@ static void emit_escaped(hr_sc_buf *o, uint32_t cp) {
     }
 }
 
-static int needs_escape(uint32_t cp) { return cp < 0x20 || cp == '"' || cp == '\\'; }
+
+static void raw_range(hr_sc_buf *cls, int *n_cls, uint32_t *single, uint32_t lo, uint32_t hi) {
+    emit_cp(cls, lo, 1);
+    if (hi > lo + 1) hr_sc_add(cls, "-", 1);
+    if (hi > lo) emit_cp(cls, hi, 1);
+    *n_cls += hi - lo + 1 > 2 ? 2 : (int)(hi - lo + 1);
+    *single = lo;
+}
 
 /* A set of decoded characters as a regex over their encoded spellings (one group). */
 static void emit_set(hr_sc_buf *o, cset *c) {
@@ -147,26 +154,19 @@ static void emit_set(hr_sc_buf *o, cset *c) {
     hr_sc_buf cls = {0};
     int n_cls = 0;
     uint32_t single = 0;
+    /* the raw part: c minus what a JSON string cannot hold raw (and surrogates) */
+    static const uint32_t cut[][2] = {{0, 0x1f}, {'"', '"'}, {'\\', '\\'}, {0xD800, 0xDFFF}};
     for (size_t i = 0; i < c->n; i++) {
         uint32_t lo = c->r[i][0], hi = c->r[i][1];
-        for (uint32_t cp = lo; cp <= hi;) {
-            if (needs_escape(cp) || (cp >= 0xD800 && cp <= 0xDFFF)) {
-                cp++;
-                continue;
-            }
-            uint32_t end = cp;
-            while (end < hi && !needs_escape(end + 1) && !(end + 1 >= 0xD800 && end + 1 <= 0xDFFF))
-                end++;
-            emit_cp(&cls, cp, 1);
-            if (end > cp) {
-                if (end > cp + 1) hr_sc_add(&cls, "-", 1);
-                emit_cp(&cls, end, 1);
-            }
-            n_cls += (int)(end - cp + 1 > 2 ? 2 : end - cp + 1);
-            single = cp;
-            if (end == CP_MAX) break;
-            cp = end + 1;
+        int done = 0;
+        for (size_t k = 0; k < 4 && !done; k++) {
+            if (cut[k][1] < lo) continue;
+            if (cut[k][0] > hi) break;
+            if (cut[k][0] > lo) raw_range(&cls, &n_cls, &single, lo, cut[k][0] - 1);
+            lo = cut[k][1] + 1;
+            done = lo > hi;
         }
+        if (!done) raw_range(&cls, &n_cls, &single, lo, hi);
     }
     int alts = 0;
     hr_sc_puts(o, "(?:");
@@ -182,7 +182,13 @@ static void emit_set(hr_sc_buf *o, cset *c) {
     if (cls.oom) o->oom = 1;
     hr_sc_buf_free(&cls);
     uint32_t esc[] = {'"', '\\'};
-    for (uint32_t cp = 0; cp < 0x20; cp++)
+    int all_ctrl = 1;
+    for (uint32_t cp = 0; cp < 0x20; cp++) all_ctrl &= cs_has(c, cp);
+    if (all_ctrl) { /* every control character: both spellings, as one group */
+        if (alts++) hr_sc_puts(o, "|");
+        hr_sc_puts(o, "\\\\(?:[bfnrt]|u00[01][0-9a-fA-F])");
+    }
+    for (uint32_t cp = 0; cp < 0x20 && !all_ctrl; cp++)
         if (cs_has(c, cp)) {
             if (alts++) hr_sc_puts(o, "|");
             emit_escaped(o, cp);
@@ -518,4 +524,88 @@ void hr_sc_not_names(hr_sc_buf *o, const char *const *names, const size_t *lens,
     for (size_t i = 0; i < n; i++) idx[i] = i;
     not_names_at(o, names, lens, idx, n, 0);
     free(idx);
+}
+
+#define SEQ_MAX 32
+
+/* One single-character atom of a pattern at r->i into *c; 0 if the atom is not one. */
+static int char_atom(rx *r, cset *c) {
+    char ch = r->s[r->i];
+    if (ch == '[') {
+        r->i++;
+        parse_class(r, c);
+    } else if (ch == '\\') {
+        r->i++;
+        parse_escape(r, c, 0);
+    } else if (ch == '.') {
+        r->i++;
+        cs_add(c, '\n', '\n');
+        cs_add(c, '\r', '\r');
+        cs_add(c, 0x2028, 0x2029);
+        cs_negate(c);
+    } else if (!strchr("()|*+?{^$", ch)) {
+        uint32_t cp = next_cp(r);
+        cs_add(c, cp, cp);
+    } else {
+        return 0;
+    }
+    return !r->err;
+}
+
+/* The quantifier at r->i (none: {1,1}); hi -1: unbounded. 0 when malformed. */
+static int char_quant(rx *r, long long *lo, long long *hi) {
+    *lo = *hi = 1;
+    if (r->i >= r->n) return 1;
+    char q = r->s[r->i];
+    char *end;
+    if (q == '*') *lo = 0, *hi = -1, r->i++;
+    else if (q == '+') *lo = 1, *hi = -1, r->i++;
+    else if (q == '?') *lo = 0, *hi = 1, r->i++;
+    else if (q == '{') {
+        *lo = strtoll(r->s + r->i + 1, &end, 10);
+        *hi = *lo;
+        if (*end == ',') {
+            if (end[1] == '}') *hi = -1, end++;
+            else *hi = strtoll(end + 1, &end, 10);
+        }
+        if (*end != '}' || end == r->s + r->i + 1) return 0;
+        r->i = (size_t)(end - r->s) + 1;
+    }
+    if (r->i < r->n && r->s[r->i] == '?') r->i++;
+    return 1;
+}
+
+int hr_sc_pattern_len(hr_sc_buf *o, const char *pat, size_t len, int64_t mn, int64_t mx) {
+    if (len < 3 || pat[0] != '^' || pat[len - 1] != '$' || pat[len - 2] == '\\') return 0;
+    rx r = {.s = pat, .n = len - 1, .i = 1, .o = o};
+    cset atoms[SEQ_MAX] = {{0}};
+    long long lo[SEQ_MAX], hi[SEQ_MAX], sum_lo = 0, sum_hi = 0;
+    int n = 0, ok = 1, var = -1, n_var = 0;
+    while (ok && r.i < r.n) {
+        ok = n < SEQ_MAX && char_atom(&r, &atoms[n]) && char_quant(&r, &lo[n], &hi[n]);
+        if (!ok) break;
+        if (lo[n] != hi[n]) var = n, n_var++;
+        sum_lo += lo[n];
+        sum_hi = sum_hi < 0 || hi[n] < 0 ? -1 : sum_hi + hi[n];
+        n++;
+    }
+    ok = ok && !r.err && n > 0;
+    int inside = ok && sum_lo >= mn && (mx < 0 || (sum_hi >= 0 && sum_hi <= mx));
+    if (ok && !inside) { /* exactly one variable atom takes the bounds the others leave */
+        ok = n_var == 1;
+        if (ok) {
+            long long others = sum_lo - lo[var];
+            if (mn - others > lo[var]) lo[var] = mn - others;
+            if (mx >= 0 && (hi[var] < 0 || mx - others < hi[var])) hi[var] = mx - others;
+            ok = hi[var] < 0 || lo[var] <= hi[var];
+        }
+    }
+    for (int i = 0; i < n && ok; i++) {
+        emit_set(o, &atoms[i]);
+        if (hi[i] < 0) hr_sc_printf(o, "{%lld,}", lo[i]);
+        else hr_sc_printf(o, "{%lld,%lld}", lo[i], hi[i]);
+    }
+    for (int i = 0; i <= n && i < SEQ_MAX; i++) free(atoms[i].r);
+    hr_err_free(r.err);
+    return ok;
 }

@@ -20,7 +20,17 @@ expect_rc missing_gbnf 2 "nope.gbnf" "$H" grammar --model "$M" --gbnf "$T/nope.g
 expect_rc missing_model 3 "no such file" "$H" grammar --model "$T/nomodel" --regex a --text a
 expect_rc missing_text 3 "nope.txt" "$H" grammar --model "$M" --regex a --file "$T/nope.txt"
 expect_rc no_model 2 "--model is required" "$H" grammar --regex a --text a
-expect_rc no_grammar 2 "exactly one of --regex and --gbnf" "$H" grammar --model "$M" --text a
-expect_rc two_grammars 2 "exactly one of --regex and --gbnf" "$H" grammar --model "$M" --regex a --gbnf "$G/json.gbnf" --text a
+expect_rc no_grammar 2 "exactly one of --regex, --gbnf and --schema" "$H" grammar --model "$M" --text a
+expect_rc two_grammars 2 "exactly one of --regex, --gbnf and --schema" "$H" grammar --model "$M" --regex a --gbnf "$G/json.gbnf" --text a
 expect_rc no_text 2 "exactly one of --text and --file" "$H" grammar --model "$M" --regex a
+printf '{"type":"object","properties":{"n":{"type":"integer","minimum":1}},"required":["n"],"additionalProperties":false}' >"$T/s.json"
+expect_rc schema_ok 0 "accepted" "$H" grammar --model "$M" --schema "$T/s.json" --text '{"n": 12}'
+expect_rc schema_compact_ok 0 "accepted" "$H" grammar --model "$M" --schema "$T/s.json" --compact --text '{"n":12}'
+expect_rc schema_compact_ws 1 "rejected at byte 5" "$H" grammar --model "$M" --schema "$T/s.json" --compact --text '{"n": 12}'
+expect_rc schema_reject 1 "rejected at byte 6" "$H" grammar --model "$M" --schema "$T/s.json" --text '{"n": 0}'
+printf '{"type":"array","uniqueItems":true}' >"$T/u.json"
+expect_rc schema_refused 2 "grammar refused: .*u.json: schema: \"uniqueItems\" at # is not supported" "$H" grammar --model "$M" --schema "$T/u.json" --text '[]'
+printf '{"type":' >"$T/broken.json"
+expect_rc schema_broken 2 "broken.json" "$H" grammar --model "$M" --schema "$T/broken.json" --text '[]'
+expect_rc compact_alone 2 "--compact goes with --schema" "$H" grammar --model "$M" --regex a --compact --text a
 summary

@@ -1,0 +1,183 @@
+/* oneOf: exactly one branch must hold. Branch i becomes "branch i and no other branch":
+ * nothing is added for a branch j that cannot overlap branch i (disjoint types, disjoint
+ * enum/const values, a property both require with disjoint values, a property one
+ * requires and the other forbids); a branch j that only lists required properties (and
+ * maybe a type) is negated exactly ("an object lacking one of them", or another type).
+ * Any other overlap is left as it is (oneOf then acts as anyOf for that pair, counted in
+ * the context's oneof_overlap); docs/json-schema.md says so. */
+#include <string.h>
+
+#include "grammar/schema_int.h"
+
+#define T_OBJ 4
+
+static int type_bits(const json_t *s) {
+    static const char *names[] = {"null", "boolean", "object", "array", "string", "number",
+                                  "integer"};
+    json_t *t = json_object_get(s, "type");
+    if (json_is_false(s)) return 0;
+    if (!json_is_object(s) || !t) return 127;
+    int mask = 0;
+    size_t n = json_is_array(t) ? json_array_size(t) : 1;
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_is_array(t) ? json_array_get(t, i) : t;
+        for (int b = 0; b < 7; b++)
+            if (json_is_string(e) && !strcmp(json_string_value(e), names[b])) mask |= 1 << b;
+    }
+    if (mask & 32) mask |= 64;
+    return mask;
+}
+
+/* s with plain {"$ref": ...} indirections followed (a few levels). */
+static const json_t *deref(hr_sc_ctx *c, const json_t *s) {
+    for (int i = 0; i < 16 && json_is_object(s); i++) {
+        json_t *ref = json_object_get(s, "$ref");
+        const json_t *t;
+        if (!json_is_string(ref)) break;
+        hr_err *e = hr_sc_resolve(c, json_string_value(ref), "#", &t);
+        if (e) {
+            hr_err_free(e);
+            break;
+        }
+        s = t;
+    }
+    return s;
+}
+
+static const json_t *values(const json_t *s, json_t **tmp) {
+    json_t *en = json_object_get(s, "enum"), *cn = json_object_get(s, "const");
+    *tmp = NULL;
+    if (en) return en;
+    if (cn) return *tmp = json_pack("[O]", cn);
+    return NULL;
+}
+
+static int requires(const json_t *s, const char *k) {
+    json_t *req = json_object_get(s, "required");
+    for (size_t i = 0; i < json_array_size(req); i++)
+        if (json_is_string(json_array_get(req, i)) && !strcmp(json_string_value(json_array_get(req, i)), k))
+            return 1;
+    return 0;
+}
+
+/* Does s forbid property k (false schema, or closed without it)? */
+static int forbids(hr_sc_ctx *c, const json_t *s, const char *k) {
+    json_t *props = json_object_get(s, "properties");
+    json_t *ps = json_object_get(props, k);
+    if (ps) return json_is_false(deref(c, ps));
+    return json_is_false(json_object_get(s, "additionalProperties")) &&
+           !json_object_size(json_object_get(s, "patternProperties"));
+}
+
+static int disjoint(hr_sc_ctx *c, const json_t *a, const json_t *b, int depth) {
+    a = deref(c, a);
+    b = deref(c, b);
+    if (json_is_false(a) || json_is_false(b)) return 1;
+    if (!json_is_object(a) || !json_is_object(b) || depth > 8) return 0;
+    int common = type_bits(a) & type_bits(b);
+    if (!common) return 1;
+    json_t *ta, *tb;
+    const json_t *va = values(a, &ta), *vb = values(b, &tb);
+    int dis = 0;
+    if (va && vb) {
+        dis = 1;
+        for (size_t i = 0; i < json_array_size(va) && dis; i++)
+            for (size_t j = 0; j < json_array_size(vb) && dis; j++)
+                if (json_equal(json_array_get(va, i), json_array_get(vb, j))) dis = 0;
+    }
+    json_decref(ta);
+    json_decref(tb);
+    if (dis || common != T_OBJ) return dis;
+    const json_t *sides[2] = {a, b};
+    for (int s = 0; s < 2; s++) {
+        json_t *req = json_object_get(sides[s], "required");
+        for (size_t i = 0; i < json_array_size(req); i++) {
+            const char *k = json_string_value(json_array_get(req, i));
+            if (!k) continue;
+            const json_t *o = sides[1 - s];
+            if (forbids(c, o, k)) return 1;
+            json_t *pa = json_object_get(json_object_get(sides[s], "properties"), k);
+            json_t *pb = json_object_get(json_object_get(o, "properties"), k);
+            if (requires(o, k) && pa && pb && disjoint(c, pa, pb, depth + 1)) return 1;
+        }
+    }
+    return 0;
+}
+
+/* "not s" for s = {kw: v} with one type's bound: that type with the opposite bound. */
+static json_t *negate_bound(const json_t *s) {
+    static const char *kw[][3] = {{"minLength", "maxLength", "string"}, {"maxLength", "minLength", "string"},
+                                  {"minItems", "maxItems", "array"},     {"maxItems", "minItems", "array"},
+                                  {"minProperties", "maxProperties", "object"},
+                                  {"maxProperties", "minProperties", "object"}};
+    const char *k;
+    json_t *v, *found = NULL;
+    int which = -1;
+    json_object_foreach((json_t *)s, k, v) {
+        if (!hr_sc_is_assertion(k)) continue;
+        for (int i = 0; i < 6; i++)
+            if (!strcmp(k, kw[i][0]) && json_is_integer(v) && which < 0) which = i, found = v;
+        if (which < 0 || strcmp(k, kw[which][0])) return NULL;
+    }
+    if (which < 0) return NULL;
+    json_int_t n = json_integer_value(found), m = which % 2 == 0 ? n - 1 : n + 1;
+    if (m < 0) return json_false();
+    return json_pack("{s:s,s:I}", "type", kw[which][2], kw[which][1], (json_int_t)m);
+}
+
+/* "not s" as a schema when s only lists required properties and maybe a type; else NULL. */
+static json_t *negation(hr_sc_ctx *c, const json_t *s) {
+    s = deref(c, s);
+    if (json_is_true(s)) return json_false();
+    if (!json_is_object(s)) return NULL;
+    json_t *inner = json_object_get(s, "not");
+    if (inner && json_object_size(s) == 1) return json_incref(inner); /* not not x = x */
+    json_t *nb = negate_bound(s);
+    if (nb) return nb;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)s, k, v)
+        if (hr_sc_is_assertion(k) && strcmp(k, "required") && strcmp(k, "type")) return NULL;
+    static const char *names[] = {"null", "boolean", "object", "array", "string", "number",
+                                  "integer"};
+    int bits = type_bits(s);
+    json_t *alts = json_array(), *other = json_array();
+    if (!alts || !other) {
+        json_decref(alts);
+        json_decref(other);
+        return NULL;
+    }
+    for (int t = 0; t < 7; t++)
+        if (!(bits & (1 << t)) && !(t == 6 && (bits & 32))) json_array_append_new(other, json_string(names[t]));
+    if (json_array_size(other)) json_array_append_new(alts, json_pack("{s:O}", "type", other));
+    json_decref(other);
+    json_t *req = json_object_get(s, "required");
+    if (bits & T_OBJ)
+        for (size_t i = 0; i < json_array_size(req); i++)
+            json_array_append_new(alts, json_pack("{s:s,s:{s:b}}", "type", "object", "properties",
+                                                  json_string_value(json_array_get(req, i)), 0));
+    if (!json_array_size(alts)) { /* s accepts everything: its negation accepts nothing */
+        json_decref(alts);
+        return json_false();
+    }
+    return json_pack("{s:o}", "anyOf", alts);
+}
+
+json_t *hr_sc_negation(hr_sc_ctx *c, const json_t *s) { return negation(c, s); }
+
+hr_err *hr_sc_one_of_branch(hr_sc_ctx *c, const json_t *rest, const json_t *list, size_t i,
+                            const char *path, const json_t **out) {
+    const json_t *acc = json_array_get(list, i);
+    if (rest) HR_TRY(hr_sc_merge(c, rest, acc, path, &acc));
+    for (size_t j = 0; j < json_array_size(list); j++) {
+        if (j == i) continue;
+        const json_t *other = json_array_get(list, j);
+        if (rest) HR_TRY(hr_sc_merge(c, rest, other, path, &other));
+        if (disjoint(c, acc, other, 0)) continue;
+        json_t *neg = hr_sc_keep(c, negation(c, json_array_get(list, j)));
+        if (neg) HR_TRY(hr_sc_merge(c, acc, neg, path, &acc));
+        else c->oneof_overlap++;
+    }
+    *out = acc;
+    return NULL;
+}
