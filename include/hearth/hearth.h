@@ -137,6 +137,15 @@ typedef struct {
      * <think> (the chat template opened it). 0 = no cap. */
     int reasoning_budget;
     int in_reasoning;
+    /* Constrained decoding: the output follows this grammar (src/grammar/grammar.h; the
+     * engine takes its own reference). NULL: unconstrained. grammar_after_think: the model
+     * may reason first (a <think> block, or the open one of in_reasoning), the grammar
+     * applies after it closes. grammar_lazy: the grammar applies only after the token
+     * grammar_trigger, until it accepts, and again at the next trigger (strict tool calls). */
+    struct hr_grammar *grammar;
+    int grammar_after_think;
+    int grammar_lazy;
+    int32_t grammar_trigger;
     hr_event_cb cb; /* NULL: pull events with hr_request_next */
     void *cb_ctx;
 } hr_request_params;

@@ -39,6 +39,7 @@ static void request_free(hr_request *r) {
     free(r->think.close);
     hr_stop_free(&r->stop);
     hr_detok_stream_destroy(r->detok);
+    hr_constraint_free(&r->con);
     pthread_mutex_destroy(&r->mu);
     pthread_cond_destroy(&r->cv);
     free(r);
@@ -197,6 +198,39 @@ static hr_err *think_params(hr_engine *e, hr_request *r, const hr_request_params
     return NULL;
 }
 
+/* The grammar's view of the tokenizer, built once, at the first request that needs it. */
+static hr_err *grammar_vocab(hr_engine *e, const hr_grammar_vocab **out) {
+    hr_err *err = NULL;
+    pthread_mutex_lock(&e->gvocab_mu);
+    if (!e->gvocab) err = hr_grammar_vocab_create(e->tok, &e->gvocab);
+    if (!err && !e->masker.started) err = hr_masker_start(&e->masker, e->opt.max_seqs);
+    *out = e->gvocab;
+    pthread_mutex_unlock(&e->gvocab_mu);
+    return err;
+}
+
+/* The grammar the output follows, if p gives one. */
+static hr_err *constraint_params(hr_engine *e, hr_request *r, const hr_request_params *p) {
+    hr_constraint_params cp = {.grammar = p->grammar, .trigger = -1, .open_id = -1, .close_id = -1,
+                               .stop_ids = r->stop_ids, .n_stop = r->n_stop_ids};
+    if (!p->grammar) return hr_constraint_init(&r->con, &cp, NULL);
+    if (!e->tok) return hr_errf("constrained decoding needs the model's tokenizer");
+    if (p->grammar_lazy) {
+        if (p->grammar_trigger < 0 || p->grammar_trigger >= e->n_tokenizable)
+            return hr_errf("grammar trigger token %d out of range", p->grammar_trigger);
+        cp.trigger = p->grammar_trigger;
+    }
+    if (p->grammar_after_think) {
+        cp.after_think = 1;
+        cp.in_reasoning = p->in_reasoning;
+        cp.open_id = hr_tokenizer_token_id(e->tok, "<think>");
+        cp.close_id = hr_tokenizer_token_id(e->tok, "</think>");
+    }
+    const hr_grammar_vocab *v;
+    HR_TRY(grammar_vocab(e, &v));
+    return hr_constraint_init(&r->con, &cp, v);
+}
+
 /* Fills r's parameters from p (everything but the prompt). */
 static hr_err *request_params(hr_engine *e, hr_request *r, const hr_request_params *p) {
     const hr_model_config *c = hr_model_cfg(e->model);
@@ -231,6 +265,7 @@ static hr_err *request_params(hr_engine *e, hr_request *r, const hr_request_para
     if (p->n_stop > 0 && !e->tok) return hr_errf("stop strings need the model's tokenizer");
     HR_TRY(hr_stop_init(&r->stop, p->stop, p->n_stop));
     if (e->tok) HR_TRY(hr_detok_stream_create(e->tok, 1, &r->detok));
+    HR_TRY(constraint_params(e, r, p));
     return think_params(e, r, p);
 }
 
@@ -494,8 +529,9 @@ static hr_err *engine_start(hr_engine *e) {
     e->sample_rows = malloc(sizeof(hr_sample_row) * ms);
     e->sampled = malloc(sizeof(hr_sample_out) * ms);
     e->counts = calloc((size_t)c->vocab, sizeof(int));
+    e->mask_rows = malloc(sizeof *e->mask_rows * ms);
     if (!e->running || !e->row_req || !e->rows || !e->logits || !e->greedy_ids || !e->sample_rows ||
-        !e->sampled || !e->counts)
+        !e->sampled || !e->counts || !e->mask_rows)
         return hr_err_oom();
     e->stats.kv_blocks_total = e->pool.store.n_blocks;
     e->stats.block_size = o->block_size;
@@ -514,6 +550,7 @@ static hr_engine *engine_alloc(const hr_engine_options *opt) {
     if (opt) e->opt = *opt;
     pthread_mutex_init(&e->mu, NULL);
     pthread_cond_init(&e->cv, NULL);
+    pthread_mutex_init(&e->gvocab_mu, NULL);
     return e;
 }
 
@@ -606,6 +643,10 @@ void hr_engine_destroy(hr_engine *e) {
     free(e->sampled);
     free(e->edits);
     free(e->counts);
+    free(e->mask_rows);
+    hr_masker_stop(&e->masker);
+    hr_grammar_vocab_free(e->gvocab);
+    pthread_mutex_destroy(&e->gvocab_mu);
     if (e->has_prompt) hr_prompt_close(&e->prompt);
     hr_model_close(&e->opened);
     pthread_mutex_destroy(&e->mu);

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "engine/constrain.h"
 #include "engine/kv_pool.h"
 #include "engine/logits_proc.h"
 #include "engine/sampler.h"
@@ -49,6 +50,7 @@ struct hr_request {
     int state_slot; /* recurrent-state slot while running (hybrid models), else -1 */
     hr_stop_matcher stop;
     hr_detok_stream *detok; /* NULL without a tokenizer */
+    hr_constraint con;      /* the grammar the output follows (con.m NULL: none) */
     hr_request *next;       /* inbox / waiting list link */
 };
 
@@ -92,6 +94,12 @@ struct hr_engine {
     size_t cap_edits;
     hr_sample_step sample;
     int *counts;          /* (vocab) zeroed scratch for penalties */
+    /* constrained decoding: the tokenizer's vocabulary as the grammar sees it (built at the
+     * first request with a grammar, under gvocab_mu) and the step's mask worker */
+    hr_grammar_vocab *gvocab;
+    pthread_mutex_t gvocab_mu;
+    hr_masker masker;
+    hr_constraint **mask_rows; /* (max_seqs) */
     int32_t top_ids[HR_MAX_TOP_LOGPROBS];
     float top_lp[HR_MAX_TOP_LOGPROBS];
 };

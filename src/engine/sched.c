@@ -310,14 +310,19 @@ typedef struct {
 } pick;
 
 /* The host's pick from one row's logits (host memory, processed in place unless processed is
- * set): the processors, the forced token or the sampler (with the pre-drawn u when u is
- * non-NULL, the generator advanced as hr_sampler_sample would have), the logprobs. */
+ * set): the processors, the grammar's mask, the forced token or the sampler (with the
+ * pre-drawn u when u is non-NULL, the generator advanced as hr_sampler_sample would have),
+ * the logprobs. tok is -1 when the grammar allows no token. */
 static pick host_pick(hr_engine *e, hr_request *r, float *logits, int processed, const double *u) {
     int V = hr_model_cfg(e->model)->vocab, drew = 0;
     if (!processed && hr_proc_active(&r->proc))
         hr_proc_apply(&r->proc, logits, V, r->tokens, r->n_prompt, r->tokens + r->n_prompt,
                       r->n_tokens - r->n_prompt, e->counts);
     pick p = {0};
+    if (!r->think.forcing && hr_constraint_applies(&r->con)) {
+        hr_constraint_apply(&r->con, logits, V);
+        if (r->con.allowed <= 0) return (pick){.tok = -1};
+    }
     if (r->think.forcing) {
         p.tok = forced_token(r);
     } else if (!u) {
@@ -374,7 +379,8 @@ static hr_finish emit_token(hr_request *r, const pick *p, const char **error) {
 /* What the sample op does with r's row: the host keeps rows with a filter the op lacks and
  * rows whose token is forced. */
 static int sample_mode(const hr_request *r) {
-    if (r->think.forcing || hr_sampler_host_only(&r->sampler)) return HR_SAMPLE_HOST;
+    if (r->think.forcing || hr_sampler_host_only(&r->sampler) || hr_constraint_applies(&r->con))
+        return HR_SAMPLE_HOST;
     return r->sampler.p.temperature == 0 ? HR_SAMPLE_GREEDY : HR_SAMPLE_DRAW;
 }
 
@@ -491,7 +497,8 @@ static int greedy_only(const hr_engine *e, int n_rows) {
     for (int k = 0; k < n_rows; k++) {
         const hr_request *r = e->row_req[k];
         if (e->rows[k].logits == HR_LOGITS_LAST &&
-            (r->sampler.p.temperature != 0 || hr_proc_active(&r->proc) || r->logprobs || r->top_logprobs))
+            (r->sampler.p.temperature != 0 || hr_proc_active(&r->proc) || r->logprobs ||
+             r->top_logprobs || hr_constraint_applies(&r->con)))
             return 0;
     }
     return 1;
@@ -502,6 +509,31 @@ static int greedy_only(const hr_engine *e, int n_rows) {
 static hr_step_head step_head(const hr_engine *e, int n_rows) {
     if (greedy_only(e, n_rows)) return HR_HEAD_ARGMAX;
     return hr_model_can_sample(e->model) ? HR_HEAD_SAMPLE : HR_HEAD_LOGITS;
+}
+
+/* Starts the masks of the step's constrained rows on the mask worker. */
+static void start_masks(hr_engine *e, int n_rows) {
+    int n = 0;
+    for (int k = 0; k < n_rows; k++) {
+        hr_request *r = e->row_req[k];
+        if (e->rows[k].logits == HR_LOGITS_LAST && !r->think.forcing &&
+            hr_constraint_applies(&r->con))
+            e->mask_rows[n++] = &r->con;
+    }
+    hr_masker_run(&e->masker, e->mask_rows, n);
+}
+
+/* The token after p for r: the grammar must take it; returns how that ends r. */
+static hr_finish constrain_pick(hr_request *r, const pick *p, const char **error) {
+    if (p->tok < 0) {
+        *error = "the grammar allows no token here";
+        return HR_FINISH_ERROR;
+    }
+    if (!hr_constraint_accept(&r->con, p->tok)) {
+        *error = "the grammar rejected the generated token";
+        return HR_FINISH_ERROR;
+    }
+    return HR_FINISH_NONE;
 }
 
 static hr_err *forward(hr_engine *e, int n_rows, hr_step_head head) {
@@ -524,7 +556,9 @@ void hr_sched_step(hr_engine *e, int *idle) {
     if (n_rows == 0) return;
     uint64_t t0 = hr_now_ns();
     hr_step_head head = step_head(e, n_rows);
+    start_masks(e, n_rows);
     hr_err *err = forward(e, n_rows, head);
+    hr_masker_wait(&e->masker);
     if (err) {
         fail_rows(e, n_rows, err);
         return;
@@ -550,7 +584,7 @@ void hr_sched_step(hr_engine *e, int *idle) {
         if (err) {
             error = "reading the logits back failed";
             hr_err_free(err);
-        } else {
+        } else if ((fin = constrain_pick(r, &p, &error)) == HR_FINISH_NONE) {
             fin = emit_token(r, &p, &error);
         }
         if (fin != HR_FINISH_NONE) finish(e, r, fin, error);

@@ -451,8 +451,13 @@ static hr_err *build(hr_gir *ir, int root, hr_grammar **out) {
     return NULL;
 }
 
+hr_grammar *hr_grammar_ref(hr_grammar *g) {
+    if (g) atomic_fetch_add(&g->refs, 1);
+    return g;
+}
+
 void hr_grammar_free(hr_grammar *g) {
-    if (!g) return;
+    if (!g || atomic_fetch_sub(&g->refs, 1) > 0) return;
     for (int t = 0; t < g->n_terms; t++)
         hr_gdfa_free(&g->terms[t]);
     free(g->terms);

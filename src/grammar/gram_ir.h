@@ -6,6 +6,7 @@
 #define HR_GRAMMAR_GRAM_IR_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -133,6 +134,7 @@ struct hr_grammar {
     uint8_t *term_inert; /* (n_terms) every use ends a production of the start symbol, so
                             completing it only makes the parse accepting */
     hr_gcache *cache;    /* the fast masks' cache (mask.c), mutex-guarded */
+    atomic_int refs;     /* references beyond the first (hr_grammar_ref) */
 };
 
 /* ---- the vocabulary (vocab.c) ---- */

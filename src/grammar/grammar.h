@@ -22,6 +22,9 @@ typedef struct hr_matcher hr_matcher;             /* one per sequence */
 hr_err *hr_grammar_compile(const char *text, size_t len, hr_grammar **out);
 /* A grammar whose language is the strings re matches as a whole. */
 hr_err *hr_grammar_compile_regex(const char *re, size_t len, hr_grammar **out);
+/* One more reference to g (for each request that runs under it); hr_grammar_free drops one,
+ * the last frees it. */
+hr_grammar *hr_grammar_ref(hr_grammar *g);
 void hr_grammar_free(hr_grammar *g);
 
 /* The tokenizer's token bytes and a trie over them. Special and added tokens are left out

@@ -309,9 +309,12 @@ static hr_err *convert_tools(const json_t *t, json_t **out) {
             break;
         }
         const char *desc = json_string_value(json_object_get(x, "description"));
-        json_array_append_new(*out, json_pack("{s:s, s:{s:s, s:s, s:O}}", "type", "function",
-                                              "function", "name", name, "description",
-                                              desc ? desc : "", "parameters", schema));
+        json_t *fn = json_pack("{s:s, s:{s:s, s:s, s:O}}", "type", "function", "function", "name",
+                               name, "description", desc ? desc : "", "parameters", schema);
+        const json_t *strict = json_object_get(x, "strict");
+        if (json_is_boolean(strict)) /* constrained under auto too (request_grammar.c) */
+            json_object_set(json_object_get(fn, "function"), "strict", (json_t *)strict);
+        json_array_append_new(*out, fn);
     }
     if (e) json_decref(*out), *out = NULL;
     return e;
@@ -429,6 +432,7 @@ static hr_err *parse_messages(const json_t *body, const hr_request_limits *lim, 
     HR_TRY(parse_model(body, r));
     HR_TRY(hr_parse_max_tokens(body, "max_tokens", 1, lim, r));
     HR_TRY(hr_json_bool(body, "stream", 0, "request", &r->stream));
+    HR_TRY(hr_parse_output_spec(body, r->api, &r->output));
     return parse_conversation(body, lim, r);
 }
 

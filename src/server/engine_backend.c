@@ -166,6 +166,13 @@ static void to_params(hr_engine_server *s, const hr_api_request *req, hr_request
     p->stop = (const char *const *)req->stop;
     p->n_stop = req->n_stop;
     p->reasoning_budget = req->reasoning_budget;
+    p->grammar = req->grammar;
+    p->grammar_after_think = s->backend.reasoning && req->chat; /* reasoning is the template's */
+    p->grammar_lazy = req->grammar_lazy;
+    if (req->grammar_lazy) { /* strict calls: only where the opening is one token */
+        p->grammar_trigger = hr_tokenizer_token_id(s->tok, req->grammar_trigger);
+        if (p->grammar_trigger < 0) p->grammar = NULL, p->grammar_lazy = 0;
+    }
     p->cb = on_event;
 }
 

@@ -166,21 +166,8 @@ static hr_err *parse_tools(const json_t *body, hr_api_request *r, json_t **tools
     return *tools ? NULL : hr_err_oom();
 }
 
-static hr_err *parse_response_format(const json_t *body) {
-    const json_t *rf = json_object_get(body, "response_format");
-    if (!rf || json_is_null(rf)) return NULL;
-    const char *type = json_string_value(json_object_get(rf, "type"));
-    if (!type) return hr_errf("request: \"response_format\".type must be a string");
-    if (!strcmp(type, "json_object") || !strcmp(type, "json_schema"))
-        return hr_errf("request: \"response_format\" type \"%s\" is not supported yet (needs "
-                       "constrained decoding)",
-                       type);
-    if (strcmp(type, "text"))
-        return hr_errf("request: \"response_format\".type \"%s\" is unknown", type);
-    return NULL;
-}
-
-/* Fields common to chat and completions: model, n, stream, sampling, stop. */
+/* Fields common to chat and completions: model, n, stream, sampling, stop, the output's
+ * constraint. */
 static hr_err *parse_common(const json_t *body, const hr_request_limits *lim, hr_api_request *r) {
     if (!json_is_object(body)) return hr_errf("request body must be a JSON object");
     const char *model;
@@ -199,6 +186,7 @@ static hr_err *parse_common(const json_t *body, const hr_request_limits *lim, hr
         HR_TRY(hr_json_bool(so, "include_usage", 0, "stream_options", &r->include_usage));
     }
     HR_TRY(hr_parse_sampling(body, lim, r));
+    HR_TRY(hr_parse_output_spec(body, r->api, &r->output));
     return hr_parse_stop(body, "stop", r);
 }
 
@@ -236,7 +224,6 @@ static hr_err *parse_chat(const json_t *body, const hr_request_limits *lim, hr_a
     HR_TRY(hr_parse_max_tokens(body, "max_tokens", 0, lim, r));
     if (!r->max_tokens) HR_TRY(hr_parse_max_tokens(body, "max_completion_tokens", 0, lim, r));
     HR_TRY(parse_chat_logprobs(body, r));
-    HR_TRY(parse_response_format(body));
     const json_t *msgs = json_object_get(body, "messages");
     if (!json_is_array(msgs)) return hr_errf("request: \"messages\" must be an array");
     if (json_array_size(msgs) == 0) return hr_errf("request: \"messages\" must not be empty");

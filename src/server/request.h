@@ -35,6 +35,25 @@ typedef enum {
 
 #define HR_MAX_CHOICES 16
 
+/* What the output must be (output_spec.c), as the request asked. */
+typedef enum {
+    HR_OUT_FREE,        /* unconstrained */
+    HR_OUT_JSON_OBJECT, /* any JSON object */
+    HR_OUT_JSON_SCHEMA, /* value: the schema */
+    HR_OUT_REGEX,       /* text: the whole output matches it */
+    HR_OUT_GBNF,        /* text: a llama.cpp grammar */
+    HR_OUT_CHOICE,      /* value: an array of strings, the output is one of them */
+} hr_output_kind;
+
+typedef struct {
+    hr_output_kind kind;
+    json_t *value;
+    char *text;
+    char field[48]; /* the request field it came from, for error messages */
+} hr_output_spec;
+
+struct hr_grammar;
+
 typedef struct {
     hr_api_kind api;
     char *model; /* as the client named it (echoed back); may be NULL */
@@ -83,6 +102,12 @@ typedef struct {
      * response object repeats, "input": the conversation so far without the instructions
      * (the stored history, then this request's input), "store": bool}. */
     json_t *responses;
+    hr_output_spec output; /* response_format and the like */
+    /* The grammar the output follows (hr_request_set_grammar; NULL: none), owned. lazy: it
+     * applies after the token grammar_trigger (a tool call's opening), until it accepts. */
+    struct hr_grammar *grammar;
+    int grammar_lazy;
+    const char *grammar_trigger;
 } hr_api_request;
 
 /* Limits the parsers check against. */
@@ -111,6 +136,19 @@ void hr_api_request_free(hr_api_request *r);
 hr_err *hr_parse_tokenize_request(const json_t *body, const char **text, int *add_special);
 hr_err *hr_parse_detokenize_request(const json_t *body, const hr_request_limits *lim, int32_t **ids,
                                     int *n);
+
+/* The output fields of body (response_format, text.format, output_format, grammar,
+ * json_schema, guided_*, structured_outputs, by api) into *s (zeroed by the caller); two
+ * of them at once, or a bad one, is an error naming the field. */
+hr_err *hr_parse_output_spec(const json_t *body, hr_api_kind api, hr_output_spec *s);
+void hr_output_spec_free(hr_output_spec *s);
+
+/* Compiles what constrains r's output into r->grammar (request_grammar.c): a forced
+ * tool_choice as the family's tool-call markup with each tool's arguments following its
+ * schema (QWEN and LLAMA3 formats), else r->output, else for strict tools under auto a lazy
+ * grammar from the call's opening token (QWEN). A schema or grammar it cannot enforce is an
+ * error naming the field (and the keyword and its path). Nothing to do otherwise. */
+hr_err *hr_request_set_grammar(hr_api_request *r, hr_tool_format fmt);
 
 /* Turns a required or named tool_choice into r->prefill: the opening of a tool call in the
  * model's markup (tool_prefill.c), so generation continues inside a call. Errors when the

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "grammar/grammar.h"
 #include "server/request.h"
 
 #define MAX_STOP 16
@@ -35,6 +36,8 @@ void hr_api_request_free(hr_api_request *r) {
     free(r->tool_choice_name);
     free(r->prefill);
     json_decref(r->responses);
+    hr_output_spec_free(&r->output);
+    hr_grammar_free(r->grammar);
     free(r);
 }
 

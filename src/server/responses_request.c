@@ -334,23 +334,14 @@ static hr_err *parse_reasoning(const json_t *body, hr_api_request *r, json_t *kw
     return NULL;
 }
 
-/* text {"format": {"type": "text"}, "verbosity"}; structured formats need constrained
- * decoding. */
-static hr_err *parse_text(const json_t *body) {
+/* text {"format", "verbosity"}: the format is the output's constraint (output_spec.c). */
+static hr_err *parse_text(const json_t *body, hr_api_request *r) {
     const json_t *t = json_object_get(body, "text");
     if (!t || json_is_null(t)) return NULL;
     if (!json_is_object(t)) return hr_errf("request: \"text\" must be an object");
     const char *verbosity;
     HR_TRY(one_of(t, "verbosity", "text.", VERBOSITY, &verbosity));
-    const json_t *f = json_object_get(t, "format");
-    if (!f || json_is_null(f)) return NULL;
-    const char *type = json_string_value(json_object_get(f, "type"));
-    if (is(type, "json_schema") || is(type, "json_object"))
-        return hr_errf("request: \"text.format\" type \"%s\" needs constrained decoding, not "
-                       "supported yet",
-                       type);
-    if (!is(type, "text")) return hr_errf("request: \"text.format\".type must be \"text\"");
-    return NULL;
+    return hr_parse_output_spec(body, r->api, &r->output);
 }
 
 /* Accepted fields with nothing to do here: their types are still checked. */
@@ -460,7 +451,7 @@ static hr_err *parse_body(const json_t *body, const hr_request_limits *lim,
     HR_TRY(hr_parse_max_tokens(body, "max_output_tokens", 0, lim, r));
     HR_TRY(hr_parse_sampling(body, lim, r));
     HR_TRY(parse_accepted(body, stored));
-    HR_TRY(parse_text(body));
+    HR_TRY(parse_text(body, r));
     HR_TRY(parse_reasoning(body, r, kwargs));
     HR_TRY(previous(body, store, cv));
     HR_TRY(parse_input(body, cv));

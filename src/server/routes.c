@@ -164,7 +164,7 @@ static hr_err *submit(hr_server *s, hr_http_req *q, hr_api_request *req) {
     return req->stream ? hr_http_reply_sse(q, g) : reply_whole(q, api, g);
 }
 
-/* The body parsed into a request with its forced-tool prefill; a bad body gets its 400
+/* The body parsed into a request with its grammar or forced-tool prefill; a bad body gets its 400
  * here (*req NULL, the return value is the reply's). */
 static hr_err *parse_body(hr_server *s, hr_http_req *q, hr_api_kind api, parse_fn parse,
                           const char *body, size_t len, hr_api_request **req) {
@@ -174,7 +174,9 @@ static hr_err *parse_body(hr_server *s, hr_http_req *q, hr_api_kind api, parse_f
     if (!j) return e;
     e = parse(s, j, req);
     json_decref(j);
-    if (!e && (e = hr_request_set_prefill(*req, s->be->tool_format))) {
+    if (!e) e = hr_request_set_grammar(*req, s->be->tool_format);
+    if (!e) e = hr_request_set_prefill(*req, s->be->tool_format);
+    if (e && *req) {
         hr_api_request_free(*req);
         *req = NULL;
     }

@@ -30,7 +30,7 @@ static char *opening(hr_tool_format fmt, const char *name) {
 }
 
 hr_err *hr_request_set_prefill(hr_api_request *r, hr_tool_format fmt) {
-    if (r->tool_choice == HR_TOOL_CHOICE_AUTO) return NULL;
+    if (r->tool_choice == HR_TOOL_CHOICE_AUTO || r->grammar) return NULL;
     if (fmt == HR_TOOLS_NONE)
         return hr_errf("request: this model's chat template has no known tool-call format, so "
                        "\"tool_choice\" cannot force a tool call; use \"auto\"");

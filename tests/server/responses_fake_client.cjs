@@ -42,7 +42,7 @@ async function main() {
     check("npm_responses_retrieve_deleted", e instanceof OpenAI.NotFoundError, String(e));
   }
   try {
-    await client.responses.create({ model: "m", input: "x", text: { format: { type: "json_object" } } });
+    await client.responses.create({ model: "m", input: "x", text: { format: { type: "yaml" } } });
     check("npm_responses_bad", false, "accepted");
   } catch (e) {
     check("npm_responses_bad", e instanceof OpenAI.BadRequestError && e.param === "text.format", String(e));

@@ -1,6 +1,6 @@
 # Installs the official SDKs, pinned, into the git-ignored .cache/npm (again only when the
 # installed version differs), then runs a client script: sdk_npm.sh SCRIPT ARGS...
-PINS="openai@7.59.0 @anthropic-ai/sdk@1.15.0"
+PINS="openai@7.59.0 @anthropic-ai/sdk@1.15.0 ajv@8.17.1 ajv-formats@3.0.1"
 for pkg in $PINS; do
   name=${pkg%@*} want=${pkg##*@}
   have=$(node -p "require('./.cache/npm/node_modules/$name/package.json').version" 2>/dev/null)

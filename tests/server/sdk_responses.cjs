@@ -114,7 +114,7 @@ async function responses() {
       { type: "input_image", image_url: "data:image/png;base64,AAAA" }] }] }),
     (e) => /input\[0\]\.content\[0\] is an input_image part/.test(e.message));
   await expectError("responses_bad_format", OpenAI.BadRequestError,
-    () => client.responses.create({ ...base, input: "x", text: { format: { type: "json_object" } } }),
+    () => client.responses.create({ ...base, input: "x", text: { format: { type: "yaml" } } }),
     (e) => e.param === "text.format");
 }
 

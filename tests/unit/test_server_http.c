@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include "grammar/grammar.h"
 #include "harness.h"
 
 #include "server/server.h"
@@ -25,12 +26,26 @@ typedef struct {
     int max_tokens, delay_us, endless, logprobs;
 } fake_job;
 
-/* The scripted output for a prompt. A request's prefill is the start of the assistant turn:
+/* The scripted output for a prompt. A request's grammar keeps the script's longest suffix
+ * it accepts (grammar_suffix). A request's prefill is the start of the assistant turn:
  * the script continues after it (as a model would), so a prefill the script does not
  * contain shows up as unparsed text. SEED reports the choice's seed, COUNT the number of
  * chat messages (a Responses continuation's history); FLOOD is 16 KiB a
  * token, one a millisecond, to outrun a slow reader and fill socket buffers; PAUSE (in
  * fake_run) waits 1.2 s before the first token, as a long prefill. */
+/* The fake's stand-in for constrained decoding: the longest suffix of the script the
+ * request's grammar accepts whole (a forced call's markup after "Let me check."), or "". */
+static const char *grammar_suffix(hr_grammar *g, const char *s) {
+    for (const char *at = s; *at; at++) {
+        hr_matcher *m;
+        if (hr_matcher_create(g, NULL, &m)) return "";
+        int ok = hr_matcher_accept_bytes(m, at, strlen(at), NULL) && hr_matcher_is_accepting(m);
+        hr_matcher_free(m);
+        if (ok) return at;
+    }
+    return "";
+}
+
 static char *script_for(const char *prompt, const hr_api_request *req, int *delay_us,
                         int *endless) {
     *delay_us = 200;
@@ -60,7 +75,8 @@ static char *script_for(const char *prompt, const hr_api_request *req, int *dela
         return strdup(req->seed_set ? buf : "seed=none");
     }
     const char *at = req->prefill ? strstr(s, req->prefill) : NULL;
-    return strdup(at ? at + strlen(req->prefill) : s);
+    if (req->grammar) at = grammar_suffix(req->grammar, s);
+    return strdup(at ? at + (req->grammar ? 0 : strlen(req->prefill)) : s);
 }
 
 static void *fake_run(void *arg) {
