@@ -123,10 +123,21 @@ static void on_event(void *ctx, const hr_event *ev) {
     pthread_mutex_unlock(&l->srv->mu);
 }
 
+/* Whether the engine can follow <think> blocks (single tokens), so a grammar can wait for one
+ * to close. */
+static int think_tokens(const hr_tokenizer *tok) {
+    return hr_tokenizer_token_id(tok, "<think>") >= 0 && hr_tokenizer_token_id(tok, "</think>") >= 0;
+}
+
 static hr_err *prompt_ids(hr_engine_server *s, const hr_api_request *req, int32_t **ids, int *n,
                           int *in_reasoning) {
     *in_reasoning = 0;
-    if (req->chat) return hr_prompt_render(s->prompt, req->chat, req->prefill, ids, n, in_reasoning);
+    if (req->chat) {
+        /* a grammar cannot wait for the close of a block the engine cannot see: an open one
+         * is closed in the prompt (as a prefill would), and the answer starts under it */
+        const char *prefill = req->prefill ? req->prefill : req->grammar && !think_tokens(s->tok) ? "" : NULL;
+        return hr_prompt_render(s->prompt, req->chat, prefill, ids, n, in_reasoning);
+    }
     if (req->prompt) return hr_tokenizer_encode(s->tok, req->prompt, strlen(req->prompt), 1, ids, n);
     *ids = malloc(sizeof(int32_t) * (size_t)(req->n_prompt_ids > 0 ? req->n_prompt_ids : 1));
     if (!*ids) return hr_err_oom();
