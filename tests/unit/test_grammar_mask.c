@@ -353,8 +353,7 @@ static size_t bytelevel_char(uint8_t b, char *out) {
  * invalid UTF-8 inside (a stray continuation, an overlong form, a surrogate, a lead byte
  * followed by ASCII), so the masks' UTF-8 shortcuts meet them. */
 static void test_walk_odd_vocab(void) {
-    static const char *odd[] = {"a\x80"
-                                "b",
+    static const char *odd[] = {("a\x80" "b"), /* split: \x80b would be one escape */
                                 "ab\xC3",
                                 "\xC3\xA9x",
                                 "a\xE0\x80\x80",
