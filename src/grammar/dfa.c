@@ -10,6 +10,11 @@
 
 #define MAX_NFA 400000
 #define MAX_DFA 20000
+/* NFA states visited and edges tried by the subset construction of one regular part: a
+ * pattern like (a?){30000} stays under MAX_DFA but would take minutes without a cap. */
+#define MAX_WORK (1L << 27)
+/* Members of all DFA states' NFA sets together (4 bytes each). */
+#define MAX_ITEMS (1L << 24)
 
 typedef struct {
     int from, to;
@@ -196,6 +201,7 @@ typedef struct {
     int n;
     int *mark, stamp; /* closure visit marks */
     int *stack;
+    long work; /* against MAX_WORK */
 } csr;
 
 static int cmp_edge(const void *x, const void *y) {
@@ -258,6 +264,7 @@ static int closure(csr *c, int *set, int n) {
         }
     }
     qsort(set, (size_t)m, sizeof(int), cmp_int);
+    c->work += m * (32 - __builtin_clz((unsigned)m | 1)); /* the sort's n log n */
     return m;
 }
 
@@ -308,6 +315,8 @@ static hr_err *intern(setmap *m, const int *s, int n, int *idx, int *added) {
     }
     if (m->n_sets >= MAX_DFA)
         return hr_errf("grammar too large: a regular part needs more than %d DFA states", MAX_DFA);
+    if (m->n_items + (size_t)n > (size_t)MAX_ITEMS)
+        return hr_errf("grammar too large: a regular part needs more than %ld NFA states in its DFA states", MAX_ITEMS);
     if (m->n_items + (size_t)n > m->cap_items) {
         size_t nc = m->cap_items ? m->cap_items * 2 : 4096;
         while (nc < m->n_items + (size_t)n)
@@ -358,6 +367,7 @@ static int step_set(csr *c, const int *set, int n, int b, int *out) {
     for (int k = 0; k < n; k++)
         for (int j = c->off_e[set[k]]; j < c->off_e[set[k] + 1]; j++)
             if (c->e[j].lo <= b && b <= c->e[j].hi) out[m++] = c->e[j].to;
+    c->work += n;
     return m;
 }
 
@@ -378,6 +388,8 @@ static hr_err *expand(csr *c, setmap *m, rawdfa *d, int s, int accept_state, int
             e++;
         set = m->items + m->off[s]; /* intern may move items */
         int t = -1, added, cnt = step_set(c, set, n, b, buf);
+        if (c->work > MAX_WORK)
+            return hr_errf("grammar too large: a regular part needs too much work to compile");
         if (cnt) {
             cnt = closure(c, buf, cnt);
             HR_TRY(intern(m, buf, cnt, &t, &added));
