@@ -100,12 +100,12 @@ static int joins(const hr_cuda_backend *cb, float *y, const float *x, int d, int
 /* A product with a GGUF-quantized weight (format q): launched alone, after what is pending. */
 static void qmatmul(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor *w, int q,
                     const hr_tensor *bias, int T) {
-    long N = w->shape[0], K = w->shape[1];
+    long N = w->shape[0], K = w->shape[1], rb = (long)hr_dtype_bytes(w->dtype, K);
     hr_cu_flush(cb);
     if (T <= HR_CU_GEMV_MAX_T) {
-        hr_cu_qgemv(cb->stream, y, x, w->data, q, T, N, K);
+        hr_cu_qgemv(cb->stream, y, x, w->data, q, T, N, K, rb);
     } else if (hr_cu_grow(cb, &cb->wdq, &cb->wdq_bytes, (size_t)(N * K) * 2)) {
-        hr_cu_dequant_f16(cb->stream, cb->wdq, w->data, q, N, K);
+        hr_cu_dequant_f16(cb->stream, cb->wdq, w->data, q, N, K, rb);
         hr_tensor wh = *w;
         wh.dtype = HR_F16;
         wh.data = cb->wdq;
@@ -163,7 +163,10 @@ void hr_cu_op_embed(hr_backend *be, float *y, const hr_tensor *table, float scal
     HR_CU_OP(be);
     int q = hr_cu_qtype(table->dtype);
     if (q >= 0) {
-        if (cb->meta.n_tokens > 0) hr_cu_qembed(cb->stream, &cb->meta, y, table->data, q, table->shape[1], scale);
+        long dim = table->shape[1];
+        if (cb->meta.n_tokens > 0)
+            hr_cu_qembed(cb->stream, &cb->meta, y, table->data, q, dim,
+                         (long)hr_dtype_bytes(table->dtype, dim), scale);
         return;
     }
     int d = dt(cb, table, "embed");

@@ -39,14 +39,13 @@ enum {
     HR_CU_Q5_K,
     HR_CU_Q6_K,
 };
-/* Bytes of one row of K elements in format q. */
-long hr_cu_q_row_bytes(int q, long K);
-/* y[T, N] = x[T, K] w[N, K]^T for T <= HR_CU_GEMV_MAX_T, w in format q. */
+/* y[T, N] = x[T, K] w[N, K]^T for T <= HR_CU_GEMV_MAX_T, w in format q with rows of rb
+ * bytes (hr_dtype_bytes: the host owns the block sizes). */
 void hr_cu_qgemv(cudaStream_t s, float *y, const float *x, const void *w, int q, int T, long N,
-                 long K);
+                 long K, long rb);
 /* out[N, K] (f16: 11 mantissa bits keep more of a decoded weight than bf16's 8) = w decoded,
  * for cuBLAS products of larger batches. */
-void hr_cu_dequant_f16(cudaStream_t s, void *out, const void *w, int q, long N, long K);
+void hr_cu_dequant_f16(cudaStream_t s, void *out, const void *w, int q, long N, long K, long rb);
 
 /* The step's device metadata (see hr_step_meta). */
 typedef struct {
@@ -73,7 +72,7 @@ void hr_cu_embed(cudaStream_t s, const hr_cu_meta *m, float *y, const void *tabl
                  long dim, float scale);
 /* The same from a table in GGUF format q (qmatmul.cu). */
 void hr_cu_qembed(cudaStream_t s, const hr_cu_meta *m, float *y, const void *table, int q,
-                  long dim, float scale);
+                  long dim, long rb, float scale);
 void hr_cu_rmsnorm(cudaStream_t s, float *y, const float *x, const void *w, int w_dtype, int rows,
                    int dim, float eps, int one_plus);
 /* x += a, then y = rmsnorm(x) (the residual add and the next layer's norm in one kernel) */

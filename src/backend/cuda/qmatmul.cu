@@ -245,20 +245,6 @@ static __global__ void qembed_k(float *y, const int32_t *tokens, const uint8_t *
     }
 }
 
-extern "C" long hr_cu_q_row_bytes(int q, long K) {
-    switch (q) {
-    case HR_CU_Q8_0: return K / 32 * 34;
-    case HR_CU_Q4_0: return K / 32 * 18;
-    case HR_CU_Q4_1: return K / 32 * 20;
-    case HR_CU_Q5_0: return K / 32 * 22;
-    case HR_CU_Q5_1: return K / 32 * 24;
-    case HR_CU_Q4_K: return K / 256 * 144;
-    case HR_CU_Q5_K: return K / 256 * 176;
-    case HR_CU_Q6_K: return K / 256 * 210;
-    default: return 0;
-    }
-}
-
 /* The kernel instance for format q (a switch over the template parameter). */
 #define HR_Q_DISPATCH(q, F, ...)                      \
     switch (q) {                                      \
@@ -286,36 +272,36 @@ static void qgemv_rows(cudaStream_t s, float *y, const float *x, const uint8_t *
 
 template <int Q>
 static void qgemv_launch(cudaStream_t s, float *y, const float *x, const void *w, int T, long N,
-                         long K) {
-    long rb = hr_cu_q_row_bytes(Q, K);
+                         long K, long rb) {
     const uint8_t *wb = (const uint8_t *)w;
     if (N >= QGEMV_R_MIN_N) qgemv_rows<Q, QGEMV_R>(s, y, x, wb, T, N, K, rb);
     else qgemv_rows<Q, 1>(s, y, x, wb, T, N, K, rb);
 }
 
 template <int Q>
-static void dequant_launch(cudaStream_t s, void *out, const void *w, long N, long K) {
+static void dequant_launch(cudaStream_t s, void *out, const void *w, long N, long K, long rb) {
     hr_launch(dequant_k<Q>, hr_blocks(N * (K / 8), 256), 256, 0, s, (__half *)out,
-              (const uint8_t *)w, N, K, hr_cu_q_row_bytes(Q, K));
+              (const uint8_t *)w, N, K, rb);
 }
 
 template <int Q>
 static void qembed_launch(cudaStream_t s, const hr_cu_meta *m, float *y, const void *table,
-                          long dim, float scale) {
-    hr_launch(qembed_k<Q>, m->n_tokens, 128, 0, s, y, m->tokens, (const uint8_t *)table, dim,
-              hr_cu_q_row_bytes(Q, dim), scale);
+                          long dim, long rb, float scale) {
+    hr_launch(qembed_k<Q>, m->n_tokens, 128, 0, s, y, m->tokens, (const uint8_t *)table, dim, rb,
+              scale);
 }
 
 extern "C" void hr_cu_qgemv(cudaStream_t s, float *y, const float *x, const void *w, int q, int T,
-                            long N, long K) {
-    HR_Q_DISPATCH(q, qgemv_launch, s, y, x, w, T, N, K);
+                            long N, long K, long rb) {
+    HR_Q_DISPATCH(q, qgemv_launch, s, y, x, w, T, N, K, rb);
 }
 
-extern "C" void hr_cu_dequant_f16(cudaStream_t s, void *out, const void *w, int q, long N, long K) {
-    HR_Q_DISPATCH(q, dequant_launch, s, out, w, N, K);
+extern "C" void hr_cu_dequant_f16(cudaStream_t s, void *out, const void *w, int q, long N, long K,
+                                  long rb) {
+    HR_Q_DISPATCH(q, dequant_launch, s, out, w, N, K, rb);
 }
 
 extern "C" void hr_cu_qembed(cudaStream_t s, const hr_cu_meta *m, float *y, const void *table,
-                             int q, long dim, float scale) {
-    HR_Q_DISPATCH(q, qembed_launch, s, m, y, table, dim, scale);
+                             int q, long dim, long rb, float scale) {
+    HR_Q_DISPATCH(q, qembed_launch, s, m, y, table, dim, rb, scale);
 }
