@@ -22,6 +22,8 @@ struct hr_out_parser {
     int strip_nl;     /* drop newlines that follow </think> */
     const char *open; /* tool markers of the family, NULL when none */
     const char *close;
+    int json_body; /* tool bodies are JSON: a close marker inside one of its strings is text */
+    int naive;     /* at finish, a body whose strings never closed: the first marker ends it */
 };
 
 #define THINK_OPEN "<think>"
@@ -36,7 +38,7 @@ hr_err *hr_out_parser_create(const hr_out_config *cfg, hr_out_fn fn, void *ud,
     p->fn = fn;
     p->ud = ud;
     p->mode = cfg->reasoning && cfg->in_reasoning ? MODE_THINK : MODE_TEXT;
-    if (cfg->tools == HR_TOOLS_QWEN) p->open = "<tool_call>", p->close = "</tool_call>";
+    if (cfg->tools == HR_TOOLS_QWEN) p->open = "<tool_call>", p->close = "</tool_call>", p->json_body = 1;
     if (cfg->tools == HR_TOOLS_GEMMA) p->open = "```tool_code", p->close = "```";
     *out = p;
     return NULL;
@@ -170,8 +172,31 @@ static int step_think(hr_out_parser *p) {
     return 0;
 }
 
+/* The close marker that ends the tool body in buf: for a JSON body (one that starts with
+ * '{') the first one outside a JSON string (an argument may contain "</tool_call>"), else
+ * the first one. */
+static const char *find_close(const hr_out_parser *p) {
+    size_t i = 0, n = strlen(p->close);
+    while (i < p->len && isspace((unsigned char)p->buf[i]))
+        i++;
+    if (!p->json_body || p->naive || (i < p->len && p->buf[i] != '{'))
+        return find(p->buf, p->len, p->close);
+    for (int in_str = 0; i < p->len; i++) {
+        char c = p->buf[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (i + n <= p->len && !memcmp(p->buf + i, p->close, n)) {
+            return p->buf + i;
+        }
+    }
+    return NULL;
+}
+
 static int step_tool(hr_out_parser *p) {
-    const char *hit = find(p->buf, p->len, p->close);
+    const char *hit = find_close(p);
     if (!hit) return 0;
     tool_body(p, p->buf, (size_t)(hit - p->buf), 1);
     consume(p, (size_t)(hit - p->buf) + strlen(p->close));
@@ -203,6 +228,17 @@ hr_err *hr_out_parser_feed(hr_out_parser *p, const char *text, size_t len) {
 }
 
 hr_err *hr_out_parser_finish(hr_out_parser *p) {
+    if (p->mode == MODE_TOOL && !p->naive && find(p->buf, p->len, p->close)) {
+        /* a string in the body never closed: split at the markers as written instead */
+        char *rest = p->buf;
+        size_t n = p->len;
+        p->buf = NULL;
+        p->len = p->cap = 0;
+        p->naive = 1;
+        hr_err *e = hr_out_parser_feed(p, rest, n);
+        free(rest);
+        if (e) return e;
+    }
     if (p->mode == MODE_WHOLE && !emit_calls(p, p->buf, p->len))
         emit_text(p, HR_OUT_CONTENT, p->buf, p->len);
     else if (p->mode == MODE_TOOL)
@@ -211,6 +247,7 @@ hr_err *hr_out_parser_finish(hr_out_parser *p) {
         emit_text(p, p->mode == MODE_THINK ? HR_OUT_REASONING : HR_OUT_CONTENT, p->buf, p->len);
     p->len = 0;
     p->mode = MODE_TEXT;
+    p->naive = 0;
     return NULL;
 }
 

@@ -79,6 +79,13 @@ static const pcase CASES[] = {
      "\n", "", "0:a{};1:b{\"k\":[1,2]};"},
     {"qwen_bad_json", HR_TOOLS_QWEN, 0, 0, "x<tool_call>{not json}</tool_call>y",
      "x<tool_call>{not json}</tool_call>y", "", ""},
+    {"qwen_close_in_string", HR_TOOLS_QWEN, 0, 0,
+     "<tool_call>{\"name\": \"f\", \"arguments\": {\"s\": \"a</tool_call>b\\\"\"}}</tool_call>",
+     "", "", "0:f{\"s\":\"a</tool_call>b\\\"\"};"},
+    {"qwen_string_never_closed", HR_TOOLS_QWEN, 0, 0,
+     "<tool_call>{\"name\": \"f\", \"arguments\": {\"s\": \"a}</tool_call>x<tool_call>"
+     "{\"name\": \"g\", \"arguments\": {}}</tool_call>",
+     "<tool_call>{\"name\": \"f\", \"arguments\": {\"s\": \"a}</tool_call>x", "", "0:g{};"},
     {"qwen_unclosed_ok", HR_TOOLS_QWEN, 0, 0,
      "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": 1}}", "", "", "0:f{\"a\":1};"},
     {"qwen_unclosed_bad", HR_TOOLS_QWEN, 0, 0, "ok <tool_call>{\"name\": \"f\"",
@@ -230,7 +237,8 @@ static void test_body_parse(void) {
 static void test_random_no_loss(void) {
     static const char *atoms[] = {"<",   "think>",    "</think>", "<tool_call>", "</tool_call>",
                                   "```", "tool_code", "{",        "}",           "\"name\"",
-                                  ":",   "a",         " ",        "\n",          "<|python_tag|>"};
+                                  ":",   "a",         " ",        "\n",          "<|python_tag|>",
+                                  "\"",  "\\"};
     for (int it = 0; it < 300; it++) {
         char text[512] = "";
         int n = 1 + (int)(rnd() % 30);
