@@ -364,10 +364,12 @@ static hr_err *ensure(rawdfa *d, int n) {
 /* Target set of set[0..n) on bytes lo..hi (all edges agree on that interval). */
 static int step_set(csr *c, const int *set, int n, int b, int *out) {
     int m = 0;
-    for (int k = 0; k < n; k++)
-        for (int j = c->off_e[set[k]]; j < c->off_e[set[k] + 1]; j++)
+    for (int k = 0; k < n; k++) {
+        int j = c->off_e[set[k]], end = c->off_e[set[k] + 1];
+        c->work += 1 + end - j;
+        for (; j < end; j++)
             if (c->e[j].lo <= b && b <= c->e[j].hi) out[m++] = c->e[j].to;
-    c->work += n;
+    }
     return m;
 }
 

@@ -329,8 +329,10 @@ static hr_err *quantifier(rp *p, int *node) {
         return e;
     if (peek(p, 0) == '?') p->i++; /* lazy: the same language */
     c = peek(p, 0);
-    if (c == '*' || c == '+' || c == '?' || (c == '{' && braces(p, &min, &max, &e)))
+    if (c == '*' || c == '+' || c == '?' || (c == '{' && braces(p, &min, &max, &e))) {
+        hr_err_free(e); /* what was wrong with the second count matters less */
         return hr_errf("regex: nothing to repeat at offset %zu", at(p));
+    }
     if ((*node = hr_gir_rep(p->ir, *node, min, max)) < 0) return hr_err_oom();
     return NULL;
 }

@@ -192,6 +192,8 @@ static void test_regex_errors(void) {
         {"a$b", "anchor '$' at offset 1"},
         {"*a", "nothing to repeat at offset 0"},
         {"a{3,2}", "max < min"},
+        {"a{1}{300000}", "nothing to repeat"},
+        {"a{1}{3,2}", "nothing to repeat"},
         {"\\k<x>", "backreference \\k"},
         {"[z-a]", "range out of order"},
     };
