@@ -26,7 +26,7 @@ typedef struct hr_request hr_request;
  * first (faster; logits no longer match an f32 reference exactly); docs/engine.md. */
 typedef enum { HR_COMPUTE_AUTO, HR_COMPUTE_F32, HR_COMPUTE_BF16 } hr_compute;
 /* KV cache element types (Q8_0: GGML's blocks of 32, head dims a multiple of 32). */
-typedef enum { HR_KV_AUTO, HR_KV_F32, HR_KV_BF16, HR_KV_F16, HR_KV_Q8_0 } hr_kv_type;
+typedef enum { HR_KV_AUTO, HR_KV_F32, HR_KV_BF16, HR_KV_F16, HR_KV_Q8_0, HR_KV_Q4_0 } hr_kv_type;
 
 typedef struct {
     const char *device;        /* "cpu", "cuda", or "auto"/NULL: CUDA when hearth was built with

@@ -55,7 +55,8 @@ hr_err *hr_backend_caps_of(const char *device, hr_backend_caps *caps) {
     HR_TRY(hr_backend_device_check(device));
     const char *dev = resolve(device);
     if (!strcmp(dev, "cpu")) {
-        *caps = (hr_backend_caps){(1u << HR_F32) | (1u << HR_BF16) | (1u << HR_F16) | (1u << HR_Q8_0),
+        *caps = (hr_backend_caps){(1u << HR_F32) | (1u << HR_BF16) | (1u << HR_F16) |
+                                      (1u << HR_Q8_0) | (1u << HR_Q4_0),
                                   HR_F32, HR_BF16, 0};
         return NULL;
     }

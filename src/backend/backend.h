@@ -20,8 +20,8 @@ typedef struct hr_backend hr_backend;
 
 /* Paged KV storage for every layer: K and V are [layer][block][kv_head][slot][head_dim],
  * where head_dim may differ per layer (each layer's region is packed at its own width). A
- * head vector is stored in dtype: F32, BF16, F16 or Q8_0 (GGML's blocks of 32: an f16 scale
- * and 32 int8), hr_kv_row_bytes each; which of them a backend stores: hr_backend_caps. */
+ * head vector is stored in dtype: F32, BF16, F16, Q8_0 or Q4_0 (GGML's blocks of 32: an f16
+ * scale and 32 int8, or 16 bytes of 4-bit pairs), hr_kv_row_bytes each; which of them a backend stores: hr_backend_caps. */
 typedef struct {
     hr_dtype dtype;
     int n_layers, n_blocks, block_size, n_kv_heads, head_dim;

@@ -85,7 +85,7 @@ hr_err *hr_parse_numerics(const char *compute, const char *kv_dtype, int exact, 
     else if (compute && !strcmp(compute, "f32")) out->compute = HR_COMPUTE_F32;
     else if (compute) return hr_errf("--compute must be f32 or bf16, not \"%s\"", compute);
     if (kv_dtype && !(out->kv_dtype = hr_kv_type_parse(kv_dtype)))
-        return hr_errf("--kv-dtype must be f32, bf16, f16 or q8_0, not \"%s\"", kv_dtype);
+        return hr_errf("--kv-dtype must be f32, bf16, f16, q8_0 or q4_0, not \"%s\"", kv_dtype);
     if (exact && out->compute == HR_COMPUTE_BF16)
         return hr_errf("--exact keeps f32 products; it cannot go with --compute bf16");
     if (exact && out->kv_dtype > HR_KV_F32)

@@ -28,7 +28,7 @@ hr_err *hr_opts_parse(int argc, char **argv, const hr_opt *opts, int n_opts, con
 hr_err *hr_parse_numerics(const char *compute, const char *kv_dtype, int exact, int fast,
                           hr_numerics_req *out);
 #define HR_COMPUTE_HELP "products of bf16 weights: f32 (exact) or bf16 (activations rounded to bf16; faster, AMX); default bf16 for bf16 weights unless --exact"
-#define HR_KV_DTYPE_HELP "KV cache: f32, bf16, f16 or q8_0 (default bf16 for bf16 weights unless --exact, else f32)"
+#define HR_KV_DTYPE_HELP "KV cache: f32, bf16, f16, q8_0 or q4_0 (default bf16 for bf16 weights unless --exact, else f32)"
 #define HR_EXACT_HELP "f32 products and f32 KV for reference work (the default for bf16 weights is bf16)"
 
 /* The --device option: NULL, "auto", "cpu" or "cuda"; anything else is a usage error. */

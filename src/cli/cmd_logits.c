@@ -73,7 +73,7 @@ int hr_cmd_logits(int argc, char **argv) {
         {"device", HR_OPT_STR, &device, HR_DEVICE_HELP},
         {"threads", HR_OPT_INT, &threads, "CPU threads (default: all online CPUs)"},
         {"compute", HR_OPT_STR, &compute, "products of bf16 weights: f32 (exact, default) or bf16 (activations rounded to bf16; faster, AMX)"},
-        {"kv-dtype", HR_OPT_STR, &kv_dtype, "KV cache: f32 (default), bf16, f16 or q8_0"},
+        {"kv-dtype", HR_OPT_STR, &kv_dtype, "KV cache: f32 (default), bf16, f16, q8_0 or q4_0"},
     };
     int help;
     hr_err *err = hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, "usage: hearth logits --model DIR --tokens 1,5,17 --out FILE.safetensors", &help);

@@ -11,7 +11,8 @@ static const struct {
 } kv_types[] = {[HR_KV_F32] = {"f32", HR_F32},
                 [HR_KV_BF16] = {"bf16", HR_BF16},
                 [HR_KV_F16] = {"f16", HR_F16},
-                [HR_KV_Q8_0] = {"q8_0", HR_Q8_0}};
+                [HR_KV_Q8_0] = {"q8_0", HR_Q8_0},
+                [HR_KV_Q4_0] = {"q4_0", HR_Q4_0}};
 enum { N_KV_TYPES = sizeof kv_types / sizeof *kv_types };
 
 hr_dtype hr_kv_type_dtype(int kv_type) {

@@ -2,13 +2,14 @@
 # safetensors headers, clear usage errors, and tiny bench runs end to end.
 . "$(dirname "$0")/lib.sh"
 M=$S/fixtures/models/brown-llama-8m
-# bf16 weights: serve's default KV is bf16 (half of f32); --exact counts f32, q8_0 34 bytes per 32
+# bf16 weights: serve's default KV is bf16 (half of f32); --exact counts f32, q8_0 34 bytes per 32, q4_0 18
 expect_rc fit_prints 0 "kv per token   1536 bytes \(bf16 K and V, 6 of 6 layers" "$H" fit --model "$M" --ctx 2048 --seqs 4
 expect_rc fit_total 0 "total          29594496 bytes" "$H" fit --model "$M" --ctx 2048 --seqs 4
 expect_rc fit_exact 0 "kv per token   3072 bytes \(f32" "$H" fit --model "$M" --ctx 2048 --seqs 4 --exact
 expect_rc fit_exact_total 0 "total          42177408 bytes" "$H" fit --model "$M" --ctx 2048 --seqs 4 --exact
 expect_rc fit_q8 0 "kv per token   816 bytes \(q8_0" "$H" fit --model "$M" --ctx 2048 --kv-dtype q8_0
-expect_rc fit_bad_kv 2 "--kv-dtype must be f32, bf16, f16 or q8_0" "$H" fit --model "$M" --ctx 16 --kv-dtype q4
+expect_rc fit_q4 0 "kv per token   432 bytes \(q4_0" "$H" fit --model "$M" --ctx 2048 --kv-dtype q4_0
+expect_rc fit_bad_kv 2 "--kv-dtype must be f32, bf16, f16, q8_0 or q4_0" "$H" fit --model "$M" --ctx 16 --kv-dtype q4
 # per-layer KV: 1 of 4 layers of tiny-qwen3_next stores KV (plus its recurrent state per sequence)
 expect_rc fit_hybrid 0 "kv per token   512 bytes \(f32 K and V, 1 of 4 layers" "$H" fit --model "$S/fixtures/models/tiny-qwen3_next" --ctx 64 --exact
 expect_rc fit_hybrid_state 0 "state per seq  58368 bytes" "$H" fit --model "$S/fixtures/models/tiny-qwen3_next" --ctx 64 --exact
@@ -29,6 +30,7 @@ expect_rc bench_exact_conflict 2 "--exact keeps an f32 KV cache" "$H" bench --mo
 expect_rc bench_default_fast 0 "bf16 products, bf16 KV pool" "$H" bench --model "$M" --threads 1 --max-seqs 1 --gen 2 --prefill 16
 expect_rc bench_exact 0 "f32 products, f32 KV pool" "$H" bench --model "$M" --threads 1 --max-seqs 1 --gen 2 --prefill 16 --exact
 expect_rc bench_q8 0 "q8_0 KV pool" "$H" bench --model "$M" --threads 1 --max-seqs 1 --gen 2 --prefill 16 --kv-dtype q8_0
+expect_rc bench_q4 0 "q4_0 KV pool" "$H" bench --model "$M" --threads 1 --max-seqs 1 --gen 2 --prefill 16 --kv-dtype q4_0
 expect_rc bench_serve_engine 0 "tokens: +15 output \(5\.0 per request\), 13\.0 prompt" \
   "$H" bench-serve --engine "$M" --threads 1 --concurrency 2 --requests 3 --prompt-tokens 12 --max-tokens 5 --compute bf16
 expect_rc bench_serve_both 2 "exactly one of --url and --engine" "$H" bench-serve --engine "$M" --url http://127.0.0.1:1

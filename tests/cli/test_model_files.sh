@@ -39,7 +39,7 @@ expect_rc run_bad_typical 1 "typical_p must be in" "$H" run --model "$B" --promp
 expect_rc run_bad_xtc 1 "xtc_probability must be in" "$H" run --model "$B" --prompt A --xtc-probability -1
 expect_rc run_bad_xtc_threshold 2 "xtc-threshold" "$H" run --model "$B" --prompt A --xtc-threshold abc
 expect_rc run_bad_compute 2 "--compute must be f32 or bf16" "$H" run --model "$B" --prompt A --compute fp16
-expect_rc run_bad_kv_dtype 2 "--kv-dtype must be f32, bf16, f16 or q8_0" "$H" run --model "$B" --prompt A --kv-dtype fp8
+expect_rc run_bad_kv_dtype 2 "--kv-dtype must be f32, bf16, f16, q8_0 or q4_0" "$H" run --model "$B" --prompt A --kv-dtype fp8
 expect_rc run_exact_conflict 2 "cannot go with --compute bf16" "$H" run --model "$B" --prompt A --exact --compute bf16
 # the same seed twice: both runs succeed, generate all 16 tokens, print the same text
 seeded() { "$H" run --model "$B" --prompt 'A' --temperature 1 --seed 5 --max-tokens 16 --print-ids 2>"$T/seed$1.err"; }

@@ -168,6 +168,6 @@ expect_rc serve_needs_model 2 "required" "$H" serve
 expect_rc serve_budget_too_small 1 "budget" "$H" serve --model "$B" --port 0 --memory-budget 4
 expect_rc serve_budget_negative 2 "sizes must be positive" "$H" serve --model "$B" --memory-budget -5
 expect_rc serve_bad_compute 2 "--compute must be f32 or bf16" "$H" serve --model "$B" --port 0 --compute int8
-expect_rc serve_bad_kv_dtype 2 "--kv-dtype must be f32, bf16, f16 or q8_0" "$H" serve --model "$B" --port 0 --kv-dtype q4_0
+expect_rc serve_bad_kv_dtype 2 "--kv-dtype must be f32, bf16, f16, q8_0 or q4_0" "$H" serve --model "$B" --port 0 --kv-dtype q4_1
 expect_rc serve_no_tokenizer 1 "no tokenizer.json" "$H" serve --model "$S/fixtures/models/tiny-llama" --port 0
 summary

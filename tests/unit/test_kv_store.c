@@ -1,7 +1,7 @@
 /* The KV store's sizes and dtypes: for every fixture model and KV dtype, the bytes per token x
  * blocks (+ recurrent state) that pool sizing and `hearth fit` count are exactly what the CPU
  * backend's kv_create allocates, and fit's config-only geometry equals the loaded model's;
- * narrow KV (bf16, f16, q8_0) rows round trip within their precision, the SIMD loaders equal
+ * narrow KV (bf16, f16, q8_0, q4_0) rows round trip within their precision, the SIMD loaders equal
  * the plain C one bit for bit, and attention over a narrow store equals attention over an
  * f32 store of the same (widened) values at every kernel level and on both paths; the
  * numerics choice (model dtype x backend caps x flags). */
@@ -21,7 +21,9 @@ static float frand(void) {
     return ((float)((rng >> 8) & 0xffff) / 65536.0f) * 2.0f - 1.0f;
 }
 
-static const hr_dtype kv_dtypes[] = {HR_F32, HR_BF16, HR_F16, HR_Q8_0};
+static const hr_dtype kv_dtypes[] = {HR_F32, HR_BF16, HR_F16, HR_Q8_0, HR_Q4_0};
+
+static int blocked(hr_dtype t) { return t == HR_Q8_0 || t == HR_Q4_0; }
 
 /* One model: its pool's allocation against the formula, for every KV dtype. */
 static void check_model(const char *dir) {
@@ -37,7 +39,7 @@ static void check_model(const char *dir) {
         hr_config_kv_shape(&c, kv_dtypes[d], &fit, hd);
         hr_kv_pool pool;
         hr_err *e = hr_kv_pool_create_slots(&pool, om.model, 5, 16, 3, 2);
-        if (e && kv_dtypes[d] == HR_Q8_0 && hr_kv_dtype_check(&fit)) { /* head dims not x32 */
+        if (e && blocked(kv_dtypes[d]) && hr_kv_dtype_check(&fit)) { /* head dims not x32 */
             HR_CHECK(strstr(hr_err_msg(e), "blocks of 32"), "%s: %s", dir, hr_err_msg(e));
             hr_err_free(e);
             continue;
@@ -129,7 +131,7 @@ static void test_rows_round_trip(void) {
     for (size_t d = 1; d < sizeof kv_dtypes / sizeof *kv_dtypes; d++)
         for (size_t k = 0; k < sizeof ns / sizeof *ns; k++) {
             int n = ns[k];
-            if (kv_dtypes[d] == HR_Q8_0 && n % 32) continue;
+            if (blocked(kv_dtypes[d]) && n % 32) continue;
             float amax = 0;
             for (int i = 0; i < n; i++) {
                 x[i] = frand() * (i % 5 == 0 ? 8.0f : 1.0f);
@@ -140,7 +142,8 @@ static void test_rows_round_trip(void) {
             for (int i = 0; i < n; i++) {
                 float tol = kv_dtypes[d] == HR_BF16  ? fabsf(x[i]) / 256
                             : kv_dtypes[d] == HR_F16 ? fabsf(x[i]) / 2048 + 1e-7f
-                                                     : amax / 127 / 2 * 1.01f;
+                            : kv_dtypes[d] == HR_Q8_0 ? amax / 127 / 2 * 1.01f
+                                                      : amax / 8 * 1.01f; /* -max clamps to 7 d */
                 HR_CHECK(fabsf(y[i] - x[i]) <= tol, "%s n=%d [%d]: %g -> %g",
                          hr_dtype_name(kv_dtypes[d]), n, i, x[i], y[i]);
             }

@@ -8,7 +8,7 @@
  * its prompt was chunked or batched: positions go in tiles of TJ aligned to multiples of
  * TJ, a score is the level's dot (which sums like its matmul tile), the online softmax of
  * a tile is one function, and P V (the pv kernel) adds each visible position's row in
- * order. KV stored narrow (bf16, f16, q8_0) is widened row by row into per-thread scratch
+ * order. KV stored narrow (bf16, f16, q8_0, q4_0) is widened row by row into per-thread scratch
  * by the level's kv_load (exact, so every path still sees the same f32 values). */
 #include <math.h>
 #include <stdatomic.h>

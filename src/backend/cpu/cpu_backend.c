@@ -95,8 +95,10 @@ static void cpu_kv_destroy(hr_backend *be, hr_kv_store *kv) {
  * recurrent state of the linear-attention layers (none for dense models): exactly
  * hr_kv_store_bytes in all. */
 static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
-    if (kv->dtype != HR_F32 && kv->dtype != HR_BF16 && kv->dtype != HR_F16 && kv->dtype != HR_Q8_0)
-        return hr_errf("the CPU KV store holds f32, bf16, f16 or q8_0, not %s", hr_dtype_name(kv->dtype));
+    if (kv->dtype != HR_F32 && kv->dtype != HR_BF16 && kv->dtype != HR_F16 && kv->dtype != HR_Q8_0 &&
+        kv->dtype != HR_Q4_0)
+        return hr_errf("the CPU KV store holds f32, bf16, f16, q8_0 or q4_0, not %s",
+                       hr_dtype_name(kv->dtype));
     HR_TRY(hr_kv_dtype_check(kv));
     kv->k = kv->v = kv->conv = kv->delta = kv->snap_conv = kv->snap_delta = NULL;
     kv->bytes = 0;

@@ -35,7 +35,8 @@ static inline size_t hr_kv_offset(const hr_kv_store *kv, int layer, size_t row_b
 }
 
 /* Stores n floats of x as one head vector in dtype (kv_rows.c): bf16 and f16 round to
- * nearest even, Q8_0 quantizes like GGML's quantize_row_q8_0_ref (n a multiple of 32). */
+ * nearest even, Q8_0 and Q4_0 quantize like GGML's quantize_row_q8_0_ref and
+ * quantize_row_q4_0_ref (n a multiple of 32). */
 void hr_kv_row_store(void *row, const float *x, hr_dtype dtype, int n);
 
 /* MemAvailable and MemTotal (bytes) from the text of /proc/meminfo; 0 when either is missing. */

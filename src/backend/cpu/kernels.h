@@ -9,8 +9,10 @@
 #include "base/cpu.h"
 #include "tensor/dtype.h"
 
-/* GGML Q8_0: 32 elements per block, an f16 scale then 32 int8. */
-enum { HR_Q8_BLOCK = 32, HR_Q8_BYTES = 34 };
+/* GGML Q8_0: 32 elements per block, an f16 scale then 32 int8. Q4_0: an f16 scale then 16
+ * bytes, element i in the low nibble of byte i and element i + 16 in its high nibble, each
+ * stored + 8. */
+enum { HR_Q8_BLOCK = 32, HR_Q8_BYTES = 34, HR_Q4_BYTES = 18 };
 
 typedef void (*hr_mm_fn)(float *y, long ldy, const float *x, long ldx, const void *w, int K,
                          int T, long n0, long n1);
@@ -34,7 +36,7 @@ typedef struct {
        element bit for bit what axpy gives; v[jj] may be NULL where every weight is 0. */
     void (*pv)(float *const *o, const float *s, long s_ld, int n, const float *const *v, int nj,
                int hd);
-    /* y[0..n) = one KV head vector stored in dtype (F32, BF16, F16, Q8_0), widened in
+    /* y[0..n) = one KV head vector stored in dtype (F32, BF16, F16, Q8_0, Q4_0), widened in
        registers; bit for bit hr_kv_row_load_ref. */
     void (*kv_load)(float *y, const void *row, hr_dtype dtype, int n);
 } hr_cpu_kernels;

@@ -201,7 +201,8 @@ static void pv(float *const *o, const float *s, long s_ld, int n, const float *c
     }
 }
 
-/* One KV head vector to f32: 8 lanes at a time, Q8_0 a block (4 x 8 int8) per scale. */
+/* One KV head vector to f32: 8 lanes at a time, Q8_0 a block (4 x 8 int8) per scale, Q4_0
+ * the same from the low and the high nibbles. */
 static void kv_load(float *y, const void *row, hr_dtype dtype, int n) {
     int i = 0;
     switch (dtype) {
@@ -222,6 +223,22 @@ static void kv_load(float *y, const void *row, hr_dtype dtype, int n) {
                 __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
                 _mm256_storeu_ps(y + b * HR_Q8_BLOCK + k, _mm256_mul_ps(d, f));
             }
+        }
+        break;
+    case HR_Q4_0:
+        for (int b = 0; b < n / HR_Q8_BLOCK; b++) {
+            const uint8_t *blk = (const uint8_t *)row + (long)b * HR_Q4_BYTES;
+            __m256 d = _mm256_set1_ps(sc_f16(blk, 0));
+            __m128i q = _mm_loadu_si128((const __m128i *)(blk + 2)), m15 = _mm_set1_epi8(15),
+                    eight = _mm_set1_epi8(8);
+            __m128i half[2] = {_mm_sub_epi8(_mm_and_si128(q, m15), eight),
+                               _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m15), eight)};
+            for (int h = 0; h < 2; h++)
+                for (int k = 0; k < 2; k++) {
+                    __m128i part = k ? _mm_srli_si128(half[h], 8) : half[h];
+                    __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(part));
+                    _mm256_storeu_ps(y + b * HR_Q8_BLOCK + h * 16 + k * 8, _mm256_mul_ps(d, f));
+                }
         }
         break;
     default:

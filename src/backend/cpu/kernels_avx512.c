@@ -239,7 +239,7 @@ static void pv(float *const *o, const float *s, long s_ld, int n, const float *c
 }
 
 /* One KV head vector to f32: 16 lanes at a time (masked tail), Q8_0 a block (2 x 16 int8)
- * per scale. */
+ * per scale, Q4_0 its low then its high nibbles. */
 static void kv_load(float *y, const void *row, hr_dtype dtype, int n) {
     int i = 0;
     __mmask16 tail = (__mmask16)((1u << (n & 15)) - 1);
@@ -263,6 +263,21 @@ static void kv_load(float *y, const void *row, hr_dtype dtype, int n) {
                 __m512 f = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
                 _mm512_storeu_ps(y + b * HR_Q8_BLOCK + k, _mm512_mul_ps(d, f));
             }
+        }
+        break;
+    case HR_Q4_0:
+        for (int b = 0; b < n / HR_Q8_BLOCK; b++) {
+            const uint8_t *blk = (const uint8_t *)row + (long)b * HR_Q4_BYTES;
+            uint16_t dh;
+            memcpy(&dh, blk, 2);
+            __m512 d = _mm512_set1_ps(_cvtsh_ss(dh));
+            __m128i q = _mm_loadu_si128((const __m128i *)(blk + 2)), m15 = _mm_set1_epi8(15),
+                    eight = _mm_set1_epi8(8);
+            __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m15), eight),
+                    hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m15), eight);
+            _mm512_storeu_ps(y + b * HR_Q8_BLOCK, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo))));
+            _mm512_storeu_ps(y + b * HR_Q8_BLOCK + 16,
+                             _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi))));
         }
         break;
     default:
