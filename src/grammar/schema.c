@@ -363,52 +363,6 @@ static const char *multiple_rules(hr_sc_ctx *c, int64_t k) {
     return base;
 }
 
-/* Numbers x >= lo (or > lo) for a positive non-integer lo = Li.D, and an integer upper bound
- * if any: the integer part above Li (any fraction), or Li with a fraction >= (>) D. */
-static hr_err *decimal_lower(hr_sc_ctx *c, const bound *lo, const bound *hi, const char *path,
-                             const char **rule) {
-    char txt[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(txt, sizeof txt, "%.*f", prec, lo->v);
-        if (strtod(txt, NULL) == lo->v) break;
-    }
-    char *dot = strchr(txt, '.');
-    int64_t li = (int64_t)floor(lo->v);
-    if (!dot || strtod(txt, NULL) != lo->v)
-        return hr_errf("schema: minimum %g at %s is not supported", lo->v, path);
-    const char *d = dot + 1;
-    size_t k = strlen(d);
-    while (k && d[k - 1] == '0') k--;
-    hr_sc_buf re = {0};
-    hr_sc_puts(&re, "(?:");
-    int alts = 0;
-    if (!hi->has || hi->v >= (double)(li + 1)) {
-        hr_sc_buf up = {0};
-        if (hr_sc_num_range(&up, 1, li + 1, 0, hi->has, hi->has ? (int64_t)hi->v : 0, hi->ex)) {
-            hr_sc_add(&re, up.p, up.n);
-            alts++;
-        }
-        hr_sc_buf_free(&up);
-    }
-    if (!hi->has || hi->v > lo->v) { /* Li . F with F >= D (F > D when exclusive) */
-        if (alts++) hr_sc_puts(&re, "|");
-        hr_sc_printf(&re, "%lld\\.(?:", (long long)li);
-        int fa = 0;
-        for (size_t j = 0; j < k; j++)
-            if (d[j] < '9') {
-                if (fa++) hr_sc_puts(&re, "|");
-                hr_sc_printf(&re, "%.*s[%c-9][0-9]*", (int)j, d, d[j] + 1);
-            }
-        if (fa++) hr_sc_puts(&re, "|");
-        hr_sc_printf(&re, lo->ex ? "%.*s[0-9]*[1-9][0-9]*" : "%.*s[0-9]*", (int)k, d);
-        hr_sc_puts(&re, ")");
-    }
-    hr_sc_puts(&re, ")");
-    *rule = alts ? hr_sc_regex_rule(c, "num", &re) : NULL;
-    hr_sc_buf_free(&re);
-    return *rule || !alts ? NULL : hr_err_oom();
-}
-
 static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int integer,
                            const char **rule) {
     bound lo, hi;
@@ -449,16 +403,12 @@ static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int 
         if (!hl && !hh) hr_sc_puts(&re, "-?(?:0|[1-9][0-9]*)");
         else hr_sc_int_range(&re, hl, l, hh, h);
     } else {
-        if (lo.has && lo.v != floor(lo.v) && lo.v > 0 && lo.v < 9e15 && !(hi.has && hi.v != floor(hi.v)))
-            return decimal_lower(c, &lo, &hi, path, rule);
-        if ((lo.has && lo.v != floor(lo.v)) || (hi.has && hi.v != floor(hi.v)))
-            return hr_errf("schema: a non-integer minimum/maximum on a number at %s is not "
-                           "supported", path);
-        int hl = lo.has, hh = hi.has;
-        if ((hl && fabs(lo.v) > 9.2e18) || (hh && fabs(hi.v) > 9.2e18))
-            return hr_errf("schema: minimum/maximum at %s is out of range", path);
-        if (!hr_sc_num_range(&re, hl, hl ? (int64_t)lo.v : 0, lo.ex, hh, hh ? (int64_t)hi.v : 0,
-                             hi.ex)) {
+        hr_sc_dec l = {0}, h = {0};
+        if (lo.has && !hr_sc_dec_bound(lo.v, 1, lo.ex, &l))
+            return hr_errf("schema: minimum %g at %s is out of range", lo.v, path);
+        if (hi.has && !hr_sc_dec_bound(hi.v, 0, hi.ex, &h))
+            return hr_errf("schema: maximum %g at %s is out of range", hi.v, path);
+        if (!hr_sc_num_range(&re, &l, &h)) {
             hr_sc_buf_free(&re);
             return NULL;
         }
@@ -1070,6 +1020,7 @@ static hr_err *compile(const json_t *schema, const hr_schema_opts *o, const char
         hr_sc_add(&out, c.rules.p ? c.rules.p : "", c.rules.n);
         if (out.oom || c.rules.oom) e = hr_err_oom();
     }
+    if (o && o->over) *o->over = e ? 0 : c.over;
     ctx_free(&c);
     if (e) {
         hr_sc_buf_free(&out);

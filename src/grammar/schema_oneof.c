@@ -4,7 +4,7 @@
  * requires and the other forbids); a branch j that only lists required properties (and
  * maybe a type) is negated exactly ("an object lacking one of them", or another type).
  * Any other overlap is left as it is (oneOf then acts as anyOf for that pair, counted in
- * the context's oneof_overlap); docs/json-schema.md says so. */
+ * the context's over as HR_SCHEMA_OVER_ONEOF); docs/json-schema.md says so. */
 #include <string.h>
 
 #include "grammar/schema_int.h"
@@ -176,7 +176,7 @@ hr_err *hr_sc_one_of_branch(hr_sc_ctx *c, const json_t *rest, const json_t *list
         if (disjoint(c, acc, other, 0)) continue;
         json_t *neg = hr_sc_keep(c, negation(c, json_array_get(list, j)));
         if (neg) HR_TRY(hr_sc_merge(c, acc, neg, path, &acc));
-        else c->oneof_overlap++;
+        else c->over |= HR_SCHEMA_OVER_ONEOF;
     }
     *out = acc;
     return NULL;
