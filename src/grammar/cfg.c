@@ -456,6 +456,14 @@ hr_grammar *hr_grammar_ref(hr_grammar *g) {
     return g;
 }
 
+size_t hr_grammar_bytes(const hr_grammar *g) {
+    size_t n = sizeof *g + (size_t)g->n_terms * (sizeof *g->terms + 1) + (size_t)g->n_nts * 5 +
+               (size_t)g->n_prods * 4 + (size_t)g->n_pos * 8;
+    for (int t = 0; t < g->n_terms; t++)
+        n += (size_t)g->terms[t].n_states * (256 * 4 + 1 + sizeof(hr_gbytes) + 4);
+    return n + (g->cache ? hr_gcache_bytes(g->cache) : 0);
+}
+
 void hr_grammar_free(hr_grammar *g) {
     if (!g || atomic_fetch_sub(&g->refs, 1) > 0) return;
     for (int t = 0; t < g->n_terms; t++)

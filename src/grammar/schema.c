@@ -31,7 +31,7 @@ enum {
 };
 
 /* keywords refused wherever they appear (they constrain, and are not enforced) */
-static const char *refused_kw[] = {"not", "contains", "minContains", "maxContains",
+static const char *refused_kw[] = {"not", "maxContains",
                                    "dependencies", "dependentRequired", "dependentSchemas",
                                    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
                                    "$recursiveRef", "extends", "disallow", "divisibleBy"};
@@ -41,7 +41,8 @@ static const char *handled_kw[] = {
     "additionalProperties", "patternProperties", "propertyNames", "minProperties",
     "maxProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
-    "exclusiveMaximum", "multipleOf", "uniqueItems", "if", "then", "else"};
+    "exclusiveMaximum", "multipleOf", "uniqueItems", "if", "then", "else", "contains",
+    "minContains"};
 
 static int in_list(const char *k, const char *const *list, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -229,10 +230,6 @@ static hr_err *check_keywords(const json_t *s, const char *path) {
         }
         if (!strcmp(k, "unevaluatedProperties") || !strcmp(k, "unevaluatedItems"))
             bad = !json_is_true(v);
-        if (!strcmp(k, "uniqueItems")) {
-            json_t *mx = json_object_get(s, "maxItems");
-            bad = json_is_true(v) && !(json_is_integer(mx) && json_integer_value(mx) <= 1);
-        }
         if (!strcmp(k, "if"))
             bad = json_object_get(s, "then") || json_object_get(s, "else");
         if (bad) return hr_errf("schema: \"%s\" at %s is not supported", k, path);
@@ -548,6 +545,26 @@ static hr_err *array_rule(hr_sc_ctx *c, const json_t *s, const char *path, const
     HR_TRY(get_count(s, "minItems", path, 0, &mn));
     HR_TRY(get_count(s, "maxItems", path, -1, &mx));
     if (mx >= 0 && mn > mx) return NULL;
+    json_t *cs = json_object_get(s, "contains");
+    if (cs && (tuple || json_object_get(s, "uniqueItems")))
+        return hr_errf("schema: \"contains\" at %s with a tuple or uniqueItems is not "
+                       "supported", path);
+    if (cs) {
+        hr_err *e = hr_sc_contains(c, s, rest_s, mn, mx, path, rule);
+        json_t *mc = json_object_get(s, "minContains");
+        if (e || *rule || !(json_is_integer(mc) && json_integer_value(mc) == 0)) return e;
+    }
+    if (json_is_true(json_object_get(s, "uniqueItems")) && (mx < 0 || mx > 1)) {
+        int done = 0;
+        if (!tuple && rest_s) {
+            char *p = hr_sc_path(path, "items");
+            c->level++;
+            hr_err *e = p ? hr_sc_unique_array(c, rest_s, mn, mx, p, &done, rule) : hr_err_oom();
+            c->level--;
+            free(p);
+            if (e || done) return e;
+        } else c->over |= HR_SCHEMA_OVER_UNIQUE;
+    }
     size_t k = tuple ? json_array_size(tuple) : 0;
     const char **t = calloc(k ? k : 1, sizeof *t);
     if (!t) return hr_err_oom();

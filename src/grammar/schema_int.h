@@ -154,6 +154,16 @@ hr_err *hr_sc_one_of_branch(hr_sc_ctx *c, const json_t *rest, const json_t *list
 /* "not s" as a new schema when it can be said exactly (s lists only required properties
  * and a type), else NULL. */
 json_t *hr_sc_negation(hr_sc_ctx *c, const json_t *s);
+/* uniqueItems: true on an array of items (no tuple), minItems mn, maxItems mx (< 0: none):
+ * *done with *rule (NULL: no array fits) when the items take few values and uniqueness is
+ * exact; else *done 0 and the context marked HR_SCHEMA_OVER_UNIQUE. */
+hr_err *hr_sc_unique_array(hr_sc_ctx *c, const json_t *items, int64_t mn, int64_t mx,
+                           const char *path, int *done, const char **rule);
+/* contains / minContains on an array of items (NULL: any; no tuple), minItems mn, maxItems
+ * mx (< 0: none); *rule NULL when minContains is 0 (the plain array then) or nothing can
+ * match. */
+hr_err *hr_sc_contains(hr_sc_ctx *c, const json_t *s, const json_t *items, int64_t mn,
+                       int64_t mx, const char *path, const char **rule);
 /* Resolves a local $ref ("#", "#/json/pointer", or the root's $id + fragment). */
 hr_err *hr_sc_resolve(hr_sc_ctx *c, const char *ref, const char *path, const json_t **out);
 /* Is instance v valid under schema s? For enum/const values and declared keys; a keyword

@@ -466,6 +466,32 @@ static void test_many_properties(void) {
 }
 
 static void test_arrays(void) {
+    JUDGE("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"contains\":{\"minimum\":5},"
+          "\"minContains\":2}",
+          L("[5,6]", "[1,5,2,9,3]", "[7,7,7]", "[ 5 , 0 , 5 ]"), L("[]", "[5]", "[1,2,5]", "[5,\"x\",5]"));
+    JUDGE("{\"type\":\"array\",\"contains\":{\"const\":\"x\"}}", L("[\"x\"]", "[1,{},\"x\",null]"),
+          L("[]", "[1]", "[\"y\"]"));
+    JUDGE("{\"type\":\"array\",\"contains\":{\"type\":\"null\"},\"minContains\":0,\"maxItems\":1}",
+          L("[]", "[1]"), L("[1,2]"));
+    /* uniqueItems: exact over few values, else not enforced (HR_SCHEMA_OVER_UNIQUE) */
+    JUDGE("{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\",3]},\"uniqueItems\":true,"
+          "\"minItems\":1}",
+          L("[\"a\"]", "[3,\"a\"]", "[\"b\",3,\"a\"]"), L("[]", "[\"a\",\"a\"]", "[3,\"b\",3]", "[4]"));
+    JUDGE("{\"type\":\"array\",\"items\":{\"type\":\"boolean\"},\"uniqueItems\":true}",
+          L("[]", "[true]", "[false,true]"), L("[true,true]", "[true,false,true]"));
+    const char *loose[] = {"{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true}",
+                           "{\"type\":\"array\",\"items\":{\"enum\":[1,2]},\"uniqueItems\":true}"};
+    for (int i = 0; i < 2; i++) {
+        json_t *js = json_loads(loose[i], 0, NULL);
+        unsigned over = 0;
+        hr_schema_opts o = {.over = &over};
+        char *text;
+        size_t len;
+        HR_CHECK_OK(hr_schema_to_gbnf(js, &o, &text, &len));
+        free(text);
+        json_decref(js);
+        HR_CHECK(over == (i ? 0u : (unsigned)HR_SCHEMA_OVER_UNIQUE), "%s: classes 0x%x", loose[i], over);
+    }
     JUDGE("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":3}",
           L("[1]", "[1,2,3]", "[ 1 , 2 ]"), L("[]", "[1,2,3,4]", "[\"a\"]", "[1,]"));
     JUDGE("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"null\"}],"
@@ -495,8 +521,10 @@ static void test_combinators_and_refs(void) {
 /* A refused schema names the keyword and its path. */
 static void test_refusals(void) {
     static const char *cases[][2] = {
-        {"{\"properties\":{\"tags\":{\"uniqueItems\":true}}}", "\"uniqueItems\" at #/properties/tags"},
-        {"{\"items\":{\"contains\":{}}}", "\"contains\" at #/items"},
+        {"{\"properties\":{\"tags\":{\"dependentSchemas\":{\"a\":{}}}}}",
+         "\"dependentSchemas\" at #/properties/tags"},
+        {"{\"items\":{\"contains\":{},\"maxContains\":2}}", "\"maxContains\" at #/items"},
+        {"{\"contains\":{},\"maxItems\":3}", "\"contains\" with minItems"},
         {"{\"if\":{},\"then\":{}}", "\"if\" at #"},
         {"{\"dependentSchemas\":{\"a\":{}}}", "\"dependentSchemas\" at #"},
         {"{\"dependencies\":{\"a\":[\"b\"]}}", "supported only between"},
