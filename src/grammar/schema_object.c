@@ -143,6 +143,88 @@ static hr_err *pattern_schema(hr_sc_ctx *c, const json_t *pp, const char *name, 
     return NULL;
 }
 
+/* Refuses propertyNames pn (a $ref followed) that rejects a declared name: that property
+ * could never be present, which the object machine does not model. */
+static hr_err *check_declared(hr_sc_ctx *c, const json_t *pn, const char *const *names,
+                              size_t n_names, const char *path) {
+    for (int i = 0; i < 16 && json_is_string(json_object_get(pn, "$ref")); i++)
+        HR_TRY(hr_sc_resolve(c, json_string_value(json_object_get(pn, "$ref")), path, &pn));
+    for (size_t i = 0; i < n_names && json_is_object(pn); i++) {
+        json_t *nm = json_string(names[i]);
+        int ok = 1;
+        hr_err *e = nm ? hr_sc_check(c, pn, nm, path, &ok) : hr_err_oom();
+        json_decref(nm);
+        if (!e && !ok)
+            e = hr_errf("schema: \"propertyNames\" at %s rejects the declared property \"%s\"; "
+                        "not supported", path, names[i]);
+        HR_TRY(e);
+    }
+    return NULL;
+}
+
+/* The key of other members under propertyNames pn (a $ref followed): for an enum/const,
+ * a rule of its string values that are not declared names (*none when there are none);
+ * else a regex for the inside of the quotes into key (pattern and/or lengths, over keys'
+ * canonical spelling), only where no name is declared (it would need the pattern minus
+ * the names). */
+static hr_err *names_key(hr_sc_ctx *c, const json_t *pn, const char *const *names,
+                         size_t n_names, const char *path, hr_sc_buf *key, const char **key_rule,
+                         int *none) {
+    for (int i = 0; i < 16 && json_is_string(json_object_get(pn, "$ref")); i++)
+        HR_TRY(hr_sc_resolve(c, json_string_value(json_object_get(pn, "$ref")), path, &pn));
+    if (!json_is_object(pn))
+        return hr_errf("schema: \"propertyNames\" at %s is supported only as a schema object", path);
+    json_t *en = json_object_get(pn, "enum"), *cn = json_object_get(pn, "const");
+    if (en || cn) {
+        hr_sc_buf b = {0};
+        size_t n = en ? json_array_size(en) : 1, alts = 0;
+        for (size_t i = 0; i < n; i++) {
+            json_t *v = en ? json_array_get(en, i) : cn;
+            int ok = json_is_string(v), declared = 0;
+            if (json_is_string(v)) HR_TRY(hr_sc_check(c, pn, v, path, &ok));
+            for (size_t j = 0; ok && j < n_names; j++) declared |= !strcmp(names[j], json_string_value(v));
+            if (!ok || declared) continue;
+            if (alts++) hr_sc_puts(&b, " | ");
+            HR_TRY(key_literal(&b, json_string_value(v)));
+        }
+        *none = !alts;
+        *key_rule = alts && !b.oom ? hr_sc_rule(c, "key", b.p) : NULL;
+        hr_sc_buf_free(&b);
+        return alts && !*key_rule ? hr_err_oom() : NULL;
+    }
+    if (n_names)
+        return hr_errf("schema: \"propertyNames\" with declared properties at %s is supported "
+                       "only as an enum/const", path);
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)pn, k, v) {
+        if (hr_sc_is_assertion(k) && strcmp(k, "pattern") && strcmp(k, "minLength") &&
+            strcmp(k, "maxLength") &&
+            !(strcmp(k, "type") == 0 && json_is_string(v) && !strcmp(json_string_value(v), "string")))
+            return hr_errf("schema: \"propertyNames\" with \"%s\" at %s is not supported", k, path);
+    }
+    json_t *pat = json_object_get(pn, "pattern"), *mnv = json_object_get(pn, "minLength"),
+           *mxv = json_object_get(pn, "maxLength");
+    int64_t mn = json_is_integer(mnv) ? json_integer_value(mnv) : 0;
+    int64_t mx = json_is_integer(mxv) ? json_integer_value(mxv) : -1;
+    if ((mnv && (!json_is_integer(mnv) || mn < 0)) || (mxv && (!json_is_integer(mxv) || mx < 0)) ||
+        mn > 10000 || mx > 10000)
+        return hr_errf("schema: \"propertyNames\" lengths at %s must be integers 0..10000", path);
+    if (mx >= 0 && mn > mx) {
+        *none = 1;
+        return NULL;
+    }
+    if (json_is_string(pat) && (mnv || mxv)) {
+        if (!hr_sc_pattern_len(key, json_string_value(pat), json_string_length(pat), mn, mx))
+            return hr_errf("schema: \"propertyNames\" pattern with lengths at %s is not supported",
+                           path);
+    } else if (json_is_string(pat)) {
+        HR_TRY(hr_sc_pattern(key, json_string_value(pat), json_string_length(pat)));
+    } else if (mxv) hr_sc_printf(key, HR_SC_CANON "{%lld,%lld}", (long long)mn, (long long)mx);
+    else hr_sc_printf(key, HR_SC_CANON "{%lld,}", (long long)mn);
+    return NULL;
+}
+
 /* The additional-member rule (key regex + value) alternatives, or NULL when none. */
 static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const char *const *names,
                           const size_t *lens, size_t n_names, const char **out) {
@@ -153,9 +235,10 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
     hr_err *e = NULL;
     int n_alts = 0;
     *out = NULL;
-    if (pn && !json_is_true(pn) && (pp || !json_is_object(pn)))
-        return hr_errf("schema: \"propertyNames\" at %s is supported only as a string schema "
-                       "without patternProperties", path);
+    if (pn && !json_is_true(pn) && pp)
+        return hr_errf("schema: \"propertyNames\" at %s with patternProperties is not supported",
+                       path);
+    if (pn) HR_TRY(check_declared(c, pn, names, n_names, path));
     if (pp && json_object_size(pp)) {
         const char *pat, *first_val = NULL;
         json_t *ps;
@@ -208,27 +291,12 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
             hr_sc_buf_free(&key);
             hr_sc_puts(&key, "\"");
             if (pn && !json_is_true(pn)) {
-                if (n_names)
-                    e = hr_errf("schema: \"propertyNames\" with declared properties at %s is not "
-                                "supported", path);
-                else {
-                    hr_sc_buf kre = {0};
-                    json_t *pat = json_object_get(pn, "pattern");
-                    const char *k;
-                    json_t *v;
-                    json_object_foreach(pn, k, v) {
-                        if (hr_sc_is_assertion(k) && strcmp(k, "pattern") &&
-                            !(strcmp(k, "type") == 0 && json_is_string(v) &&
-                              !strcmp(json_string_value(v), "string")))
-                            e = hr_errf("schema: \"propertyNames\" with \"%s\" at %s is not "
-                                        "supported", k, path);
-                    }
-                    if (!e && json_is_string(pat))
-                        e = hr_sc_pattern(&kre, json_string_value(pat), json_string_length(pat));
-                    else if (!e)
-                        hr_sc_puts(&kre, HR_SC_CANON "*");
-                    hr_sc_add(&key, kre.p ? kre.p : "", kre.n);
-                    hr_sc_buf_free(&kre);
+                int none = 0;
+                e = names_key(c, pn, names, n_names, path, &key, &key_cfg, &none);
+                if (!e && none) {
+                    hr_sc_buf_free(&alts);
+                    hr_sc_buf_free(&key);
+                    return NULL;
                 }
             } else {
                 size_t bytes = 0;

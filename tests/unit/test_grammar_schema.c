@@ -442,6 +442,13 @@ static void test_objects(void) {
           L("{\"a\":1}", "{\"a\":1,\"c\":2}"));
     JUDGE("{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^[a-z]+$\"}}",
           L("{\"ab\":1}"), L("{\"A\":1}"));
+    JUDGE("{\"type\":\"object\",\"propertyNames\":{\"enum\":[\"a\",\"b\",7]}}",
+          L("{}", "{\"a\":1,\"b\":[]}"), L("{\"c\":1}", "{\"7\":1}"));
+    JUDGE("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},"
+          "\"propertyNames\":{\"$ref\":\"#/$defs/k\"},\"$defs\":{\"k\":{\"enum\":[\"a\",\"b\"]}}}",
+          L("{\"a\":1,\"b\":\"x\"}", "{\"b\":null}"), L("{\"a\":\"x\"}", "{\"c\":1}", "{\"a\":1,\"a\":2}"));
+    JUDGE("{\"type\":\"object\",\"propertyNames\":{\"maxLength\":2,\"minLength\":1}}",
+          L("{\"ab\":1,\"\\n\":2}"), L("{\"abc\":1}", "{\"\":1}"));
 }
 
 /* More than 8 declared properties: any order; required and dependency-named ones tracked
@@ -547,6 +554,10 @@ static void test_refusals(void) {
         {"{\"type\":\"string\",\"format\":\"iri\"}", "format \"iri\""},
         {"{\"type\":\"number\",\"maximum\":1e300}", "maximum 1e+300 at # is out of range"},
         {"{\"$ref\":\"#\"}", "refers to itself"},
+        {"{\"properties\":{\"abc\":{}},\"propertyNames\":{\"maxLength\":2}}",
+         "rejects the declared property \"abc\""},
+        {"{\"properties\":{\"ab\":{}},\"propertyNames\":{\"maxLength\":2}}",
+         "with declared properties at # is supported only as an enum/const"},
         {"{\"type\":\"strin\"}", "not a JSON Schema type"},
         {"{\"not\":{\"minimum\":3}}", "\"not\" at #"},
         {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":1}", "accepts no value"},
