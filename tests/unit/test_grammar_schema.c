@@ -451,6 +451,21 @@ static void test_objects(void) {
           L("{\"ab\":1,\"\\n\":2}"), L("{\"abc\":1}", "{\"\":1}"));
 }
 
+/* The over-acceptance classes of a schema's grammar; ~0u when it does not compile. */
+static unsigned over_classes(const char *schema) {
+    json_t *js = json_loads(schema, 0, NULL);
+    unsigned over = 0;
+    hr_schema_opts o = {.over = &over};
+    char *text = NULL;
+    size_t len;
+    hr_err *e = js ? hr_schema_to_gbnf(js, &o, &text, &len) : hr_errf("bad JSON");
+    free(text);
+    json_decref(js);
+    if (e) over = ~0u;
+    hr_err_free(e);
+    return over;
+}
+
 /* More than 8 declared properties: any order; required and dependency-named ones tracked
  * (each once, required enforced), the others may repeat (HR_SCHEMA_OVER_REPEAT). */
 static void test_many_properties(void) {
@@ -462,14 +477,7 @@ static void test_many_properties(void) {
                "{\"c\":1,\"b\":1,\"j\":\"\",\"a\":0}"),
           L("{\"a\":1}", "{\"j\":\"x\",\"a\":1,\"a\":3}", "{\"a\":1,\"j\":\"x\",\"k\":1}",
             "{\"a\":1,\"j\":\"x\",\"b\":1}", "{\"a\":\"s\",\"j\":\"x\"}", "{\"a\":1,\"j\":2}"));
-    json_t *js = json_loads(s, 0, NULL);
-    unsigned over = 0;
-    hr_schema_opts o = {.over = &over};
-    char *text;
-    size_t len;
-    HR_CHECK_OK(hr_schema_to_gbnf(js, &o, &text, &len));
-    free(text);
-    json_decref(js);
+    unsigned over = over_classes(s);
     HR_CHECK(over == HR_SCHEMA_OVER_REPEAT, "over-acceptance classes 0x%x", over);
     /* declared names past 400 bytes: other keys are kept apart from them by trie rules */
     char big[2048] = "{\"type\":\"object\",\"properties\":{";
@@ -501,14 +509,7 @@ static void test_arrays(void) {
     const char *loose[] = {"{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true}",
                            "{\"type\":\"array\",\"items\":{\"enum\":[1,2]},\"uniqueItems\":true}"};
     for (int i = 0; i < 2; i++) {
-        json_t *js = json_loads(loose[i], 0, NULL);
-        unsigned over = 0;
-        hr_schema_opts o = {.over = &over};
-        char *text;
-        size_t len;
-        HR_CHECK_OK(hr_schema_to_gbnf(js, &o, &text, &len));
-        free(text);
-        json_decref(js);
+        unsigned over = over_classes(loose[i]);
         HR_CHECK(over == (i ? 0u : (unsigned)HR_SCHEMA_OVER_UNIQUE), "%s: classes 0x%x", loose[i], over);
     }
     JUDGE("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":3}",
