@@ -42,7 +42,7 @@ static const char *handled_kw[] = {
     "maxProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
     "exclusiveMaximum", "multipleOf", "uniqueItems", "if", "then", "else", "contains",
-    "minContains"};
+    "minContains", HR_SC_NOT_STRINGS};
 
 static int in_list(const char *k, const char *const *list, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -461,7 +461,42 @@ static const char *long_string(hr_sc_ctx *c, int64_t mn, int64_t mx) {
     return out;
 }
 
+/* Strings that are none of the list (from "not" of a string enum): the names' trie
+ * complement, as a regex or, past 400 bytes of names, as rules over the trie. */
+static hr_err *not_strings_rule(hr_sc_ctx *c, const json_t *s, const json_t *list,
+                                const char *path, const char **rule) {
+    static const char *other[] = {"pattern", "format", "minLength", "maxLength"};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+        if (json_object_get(s, other[i]))
+            return hr_errf("schema: \"not\" of an enum together with \"%s\" at %s is not "
+                           "supported", other[i], path);
+    size_t n = json_array_size(list), bytes = 0;
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    size_t *lens = calloc(n ? n : 1, sizeof *lens);
+    hr_err *e = names && lens ? NULL : hr_err_oom();
+    for (size_t i = 0; !e && i < n; i++) {
+        names[i] = json_string_value(json_array_get(list, i));
+        lens[i] = json_string_length(json_array_get(list, i));
+        bytes += lens[i];
+    }
+    if (!e && bytes > 400) *rule = hr_sc_not_names_rule(c, names, lens, n);
+    else if (!e) {
+        hr_sc_buf re = {0};
+        hr_sc_puts(&re, "\"");
+        hr_sc_not_names(&re, names, lens, n);
+        hr_sc_puts(&re, "\"");
+        *rule = hr_sc_regex_rule(c, "str", &re);
+        hr_sc_buf_free(&re);
+    }
+    if (!e && !*rule) e = hr_err_oom();
+    free(names);
+    free(lens);
+    return e;
+}
+
 static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, const char **rule) {
+    json_t *nots = json_object_get(s, HR_SC_NOT_STRINGS);
+    if (nots) return not_strings_rule(c, s, nots, path, rule);
     int64_t mn, mx;
     HR_TRY(get_count(s, "minLength", path, 0, &mn));
     HR_TRY(get_count(s, "maxLength", path, -1, &mx));

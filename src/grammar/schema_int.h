@@ -37,6 +37,10 @@ void hr_sc_buf_free(hr_sc_buf *b);
 #define HR_SC_CANON                                                                         \
     "(?:[^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\bfnrt]|\\\\u00(?:0[0-7bBeEfF]|1[0-9a-fA-F]))"
 
+/* The compiler's own keyword (from "not" of an enum/const of strings): a string that is
+ * none of the listed ones. */
+#define HR_SC_NOT_STRINGS "$hr-not-strings"
+
 /* most fraction digits of a decimal bound */
 #define HR_SC_FRAC_MAX 160
 

@@ -531,6 +531,11 @@ static void test_combinators_and_refs(void) {
           "{\"required\":[\"b\"]}]}",
           L("{\"a\":1}", "{\"b\":1}"), L("{\"a\":1,\"b\":2}", "{}"));
     JUDGE("{\"not\":{\"type\":\"string\"}}", L("1", "null", "{}"), L("\"s\""));
+    JUDGE("{\"not\":{\"enum\":[\"ab\",\"a\",\"\"]}}", L("\"b\"", "\"abc\"", "\"aa\"", "1", "null", "[]"),
+          L("\"ab\"", "\"a\"", "\"\""));
+    JUDGE("{\"type\":\"string\",\"not\":{\"const\":\"x\"}}", L("\"y\"", "\"xx\""), L("\"x\"", "1"));
+    JUDGE("{\"enum\":[\"a\",\"b\",\"c\"],\"not\":{\"enum\":[\"b\"]}}", L("\"a\"", "\"c\""),
+          L("\"b\"", "\"d\""));
     /* recursion through $defs */
     JUDGE("{\"$ref\":\"#/$defs/node\",\"$defs\":{\"node\":{\"type\":\"object\",\"properties\":"
           "{\"next\":{\"$ref\":\"#/$defs/node\"}},\"additionalProperties\":false}}}",
@@ -561,6 +566,9 @@ static void test_refusals(void) {
          "with declared properties at # is supported only as an enum/const"},
         {"{\"type\":\"strin\"}", "not a JSON Schema type"},
         {"{\"not\":{\"minimum\":3}}", "\"not\" at #"},
+        {"{\"not\":{\"enum\":[1,\"a\"]}}", "\"not\" at #"},
+        {"{\"type\":\"string\",\"pattern\":\"^a\",\"not\":{\"enum\":[\"ab\"]}}",
+         "\"not\" of an enum together with \"pattern\""},
         {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":1}", "accepts no value"},
         {"[1]", "must be an object"},
     };
