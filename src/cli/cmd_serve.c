@@ -27,6 +27,7 @@ typedef struct {
     double gpu_memory;
     long port, threads, kv_mb, budget_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
     long timeout_s, max_conns, max_queue, grace_s, request_timeout_s, max_conns_ip, request_mb;
+    long grammar_mb;
     int mmap, no_preempt, no_prefix_cache, exact, isolate;
     double probe_interval, probe_timeout; /* --isolate's health probe of the child, seconds */
     hr_numerics_req num; /* from --compute, --kv-dtype, --exact */
@@ -98,6 +99,7 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
                            .request_timeout_s = o->request_timeout_s ? (int)o->request_timeout_s : -1,
                            .max_connections_per_ip = (unsigned)o->max_conns_ip,
                            .request_memory = (size_t)o->request_mb << 20,
+                           .grammar_cache_mb = o->grammar_mb ? (int)o->grammar_mb : -1,
                            .unix_socket = o->unix_socket};
     return hr_server_start(&sc, hr_engine_server_backend(st->es), &st->http);
 }
@@ -238,6 +240,7 @@ static hr_err *serve_isolated(const serve_opts *o, char **child) {
 int hr_cmd_serve(int argc, char **argv) {
     serve_opts o = {.host = "127.0.0.1", .port = 8080, .max_body_mb = 8, .timeout_s = 60,
                     .max_conns = 512, .grace_s = 10, .request_timeout_s = 30, .max_conns_ip = 0,
+                    .grammar_mb = 256,
                     .probe_interval = 1, .probe_timeout = 5};
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model,
@@ -276,6 +279,9 @@ int hr_cmd_serve(int argc, char **argv) {
         {"request-memory-mb", HR_OPT_INT, &o.request_mb,
          "MiB for parsing requests, all together: each reserves 96x its body size before it is "
          "parsed, waiting up to 2 s, else 503 with Retry-After (default: a quarter of the RAM)"},
+        {"grammar-cache-mb", HR_OPT_INT, &o.grammar_mb,
+         "MiB of compiled grammars (JSON schemas, GBNF, tool-call grammars) kept for requests "
+         "that send the same one again (default 256; 0 = none)"},
         {"shutdown-grace", HR_OPT_INT, &o.grace_s,
          "seconds requests in flight get to finish after SIGINT/SIGTERM before they are ended "
          "with an error (default 10; a second signal exits at once)"},
@@ -311,7 +317,7 @@ int hr_cmd_serve(int argc, char **argv) {
         return hr_cmd_fail("serve", err), 2;
     if (o.port < 0 || o.port > 65535) return hr_cmd_fail("serve", hr_errf("--port must be 0..65535")), 2;
     if (o.kv_mb < 0 || o.budget_mb < 0 || o.max_seqs < 0 || o.max_batch < 0 || o.max_queue < 0 || o.max_body_mb <= 0 || o.snap_mb < 0 ||
-        o.snap_every < 0 || o.request_mb < 0)
+        o.snap_every < 0 || o.request_mb < 0 || o.grammar_mb < 0 || o.grammar_mb > 1 << 20)
         return hr_cmd_fail("serve", hr_errf("sizes must be positive")), 2;
     if ((err = mib_fit("kv-memory", o.kv_mb)) || (err = mib_fit("memory-budget", o.budget_mb)) ||
         (err = mib_fit("snapshot-memory", o.snap_mb)) ||

@@ -29,6 +29,11 @@ typedef struct {
     hr_gdfa *terms;
     int n_terms, cap_terms;
     int n_nts;
+    /* terminals by the structure of their node (a schema's grammar repeats the same runs,
+     * such as `"," ws`, in thousands of productions): open addressing, term + 1, 0 empty */
+    int *term_slot, *term_node;
+    uint64_t *term_hash;
+    int cap_slots;
 } builder;
 
 /* ---- regularity ---- */
@@ -173,15 +178,84 @@ static int node_regular(builder *b, int node) {
 
 /* ---- building productions ---- */
 
+/* A hash of node's structure (references to regular rules followed into their bodies). */
+static uint64_t node_hash(const hr_gir *ir, int node) {
+    const hr_gnode *n = &ir->nodes[node];
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)n->kind;
+    h = (h ^ (uint64_t)(uint32_t)n->n) * 1099511628211ull;
+    switch (n->kind) {
+    case HR_GN_SET:
+        for (int k = 0; k < n->n; k++)
+            h = (h ^ ((uint64_t)ir->ranges[n->first + k].lo << 32 | ir->ranges[n->first + k].hi)) *
+                1099511628211ull;
+        return h;
+    case HR_GN_REP:
+        h = (h ^ (uint64_t)(uint32_t)n->min ^ (uint64_t)(uint32_t)n->max << 32) * 1099511628211ull;
+        return (h ^ node_hash(ir, n->child)) * 1099511628211ull;
+    case HR_GN_REF: return node_hash(ir, ir->body[n->child]);
+    default:
+        for (int k = 0; k < n->n; k++) h = (h ^ node_hash(ir, ir->kids[n->first + k])) * 1099511628211ull;
+        return h;
+    }
+}
+
+static int node_eq(const hr_gir *ir, int a, int b) {
+    while (ir->nodes[a].kind == HR_GN_REF) a = ir->body[ir->nodes[a].child];
+    while (ir->nodes[b].kind == HR_GN_REF) b = ir->body[ir->nodes[b].child];
+    if (a == b) return 1;
+    const hr_gnode *x = &ir->nodes[a], *y = &ir->nodes[b];
+    if (x->kind != y->kind || x->n != y->n) return 0;
+    if (x->kind == HR_GN_SET)
+        return !memcmp(&ir->ranges[x->first], &ir->ranges[y->first], (size_t)x->n * sizeof(hr_grange));
+    if (x->kind == HR_GN_REP)
+        return x->min == y->min && x->max == y->max && node_eq(ir, x->child, y->child);
+    for (int k = 0; k < x->n; k++)
+        if (!node_eq(ir, ir->kids[x->first + k], ir->kids[y->first + k])) return 0;
+    return 1;
+}
+
+static hr_err *grow_slots(builder *b) {
+    int cap = b->cap_slots ? b->cap_slots * 2 : 256;
+    int *slot = calloc((size_t)cap, sizeof *slot);
+    if (!slot) return hr_err_oom();
+    for (int t = 0; t < b->n_terms; t++) {
+        size_t j = b->term_hash[t] & (size_t)(cap - 1);
+        while (slot[j]) j = (j + 1) & (size_t)(cap - 1);
+        slot[j] = t + 1;
+    }
+    free(b->term_slot);
+    b->term_slot = slot;
+    b->cap_slots = cap;
+    return NULL;
+}
+
+/* The terminal for node: an earlier one of the same structure, else a new DFA. */
 static hr_err *new_term(builder *b, int node, int *sym) {
+    if ((b->n_terms + 1) * 2 > b->cap_slots) HR_TRY(grow_slots(b));
+    uint64_t h = node_hash(b->ir, node);
+    size_t j = h & (size_t)(b->cap_slots - 1);
+    for (; b->term_slot[j]; j = (j + 1) & (size_t)(b->cap_slots - 1)) {
+        int t = b->term_slot[j] - 1;
+        if (b->term_hash[t] == h && node_eq(b->ir, b->term_node[t], node)) {
+            *sym = -(t + 1);
+            return NULL;
+        }
+    }
     if (b->n_terms == b->cap_terms) {
         int nc = b->cap_terms ? b->cap_terms * 2 : 16;
         hr_gdfa *q = realloc(b->terms, (size_t)nc * sizeof *q);
-        if (!q) return hr_err_oom();
-        b->terms = q;
+        int *qn = realloc(b->term_node, (size_t)nc * sizeof *qn);
+        if (qn) b->term_node = qn;
+        uint64_t *qh = qn ? realloc(b->term_hash, (size_t)nc * sizeof *qh) : NULL;
+        if (qh) b->term_hash = qh;
+        if (q) b->terms = q;
+        if (!q || !qn || !qh) return hr_err_oom();
         b->cap_terms = nc;
     }
     HR_TRY(hr_gdfa_build(b->ir, node, &b->terms[b->n_terms]));
+    b->term_node[b->n_terms] = node;
+    b->term_hash[b->n_terms] = h;
+    b->term_slot[j] = b->n_terms + 1;
     *sym = -(b->n_terms++ + 1);
     return NULL;
 }
@@ -437,6 +511,9 @@ static hr_err *build(hr_gir *ir, int root, hr_grammar **out) {
     free(b.node_reg);
     free(b.rule_nt);
     free(b.rule_term);
+    free(b.term_slot);
+    free(b.term_node);
+    free(b.term_hash);
     free(b.queue.v);
     free(b.prods);
     free(b.syms.v);
@@ -454,6 +531,14 @@ static hr_err *build(hr_gir *ir, int root, hr_grammar **out) {
 hr_grammar *hr_grammar_ref(hr_grammar *g) {
     if (g) atomic_fetch_add(&g->refs, 1);
     return g;
+}
+
+size_t hr_grammar_bytes(const hr_grammar *g) {
+    size_t n = sizeof *g + (size_t)g->n_terms * (sizeof *g->terms + 1) + (size_t)g->n_nts * 5 +
+               (size_t)g->n_prods * 4 + (size_t)g->n_pos * 8;
+    for (int t = 0; t < g->n_terms; t++)
+        n += (size_t)g->terms[t].n_states * (256 * 4 + 1 + sizeof(hr_gbytes) + 4);
+    return n + (g->cache ? hr_gcache_bytes(g->cache) : 0);
 }
 
 void hr_grammar_free(hr_grammar *g) {

@@ -202,5 +202,6 @@ void hr_gm_truncate(hr_matcher *m, int pos);
 /* mask.c: the cache's life. */
 hr_err *hr_gcache_create(hr_gcache **out);
 void hr_gcache_free(hr_gcache *c);
+size_t hr_gcache_bytes(hr_gcache *c); /* memory its entries hold */
 
 #endif

@@ -26,6 +26,8 @@ hr_err *hr_grammar_compile_regex(const char *re, size_t len, hr_grammar **out);
  * the last frees it. */
 hr_grammar *hr_grammar_ref(hr_grammar *g);
 void hr_grammar_free(hr_grammar *g);
+/* Memory the grammar holds now (its tables and its mask cache, which grows with use). */
+size_t hr_grammar_bytes(const hr_grammar *g);
 
 /* The tokenizer's token bytes and a trie over them. Special and added tokens are left out
  * of masks except the stop ids (hr_tokenizer_stop_ids), allowed exactly when accepting. */

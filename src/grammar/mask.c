@@ -525,6 +525,13 @@ void hr_matcher_mask(hr_matcher *m, uint32_t *bits) {
     set_stops(m, bits);
 }
 
+size_t hr_gcache_bytes(hr_gcache *c) {
+    pthread_mutex_lock(&c->mu);
+    size_t n = c->bytes;
+    pthread_mutex_unlock(&c->mu);
+    return n;
+}
+
 hr_err *hr_gcache_create(hr_gcache **out) {
     hr_gcache *c = calloc(1, sizeof *c);
     if (!c) return hr_err_oom();

@@ -31,7 +31,7 @@ enum {
 };
 
 /* keywords refused wherever they appear (they constrain, and are not enforced) */
-static const char *refused_kw[] = {"not", "contains", "minContains", "maxContains",
+static const char *refused_kw[] = {"not", "maxContains",
                                    "dependencies", "dependentRequired", "dependentSchemas",
                                    "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
                                    "$recursiveRef", "extends", "disallow", "divisibleBy"};
@@ -41,7 +41,8 @@ static const char *handled_kw[] = {
     "additionalProperties", "patternProperties", "propertyNames", "minProperties",
     "maxProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
-    "exclusiveMaximum", "multipleOf", "uniqueItems", "if", "then", "else"};
+    "exclusiveMaximum", "multipleOf", "uniqueItems", "if", "then", "else", "contains",
+    "minContains", HR_SC_NOT_STRINGS};
 
 static int in_list(const char *k, const char *const *list, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -229,10 +230,6 @@ static hr_err *check_keywords(const json_t *s, const char *path) {
         }
         if (!strcmp(k, "unevaluatedProperties") || !strcmp(k, "unevaluatedItems"))
             bad = !json_is_true(v);
-        if (!strcmp(k, "uniqueItems")) {
-            json_t *mx = json_object_get(s, "maxItems");
-            bad = json_is_true(v) && !(json_is_integer(mx) && json_integer_value(mx) <= 1);
-        }
         if (!strcmp(k, "if"))
             bad = json_object_get(s, "then") || json_object_get(s, "else");
         if (bad) return hr_errf("schema: \"%s\" at %s is not supported", k, path);
@@ -363,52 +360,6 @@ static const char *multiple_rules(hr_sc_ctx *c, int64_t k) {
     return base;
 }
 
-/* Numbers x >= lo (or > lo) for a positive non-integer lo = Li.D, and an integer upper bound
- * if any: the integer part above Li (any fraction), or Li with a fraction >= (>) D. */
-static hr_err *decimal_lower(hr_sc_ctx *c, const bound *lo, const bound *hi, const char *path,
-                             const char **rule) {
-    char txt[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(txt, sizeof txt, "%.*f", prec, lo->v);
-        if (strtod(txt, NULL) == lo->v) break;
-    }
-    char *dot = strchr(txt, '.');
-    int64_t li = (int64_t)floor(lo->v);
-    if (!dot || strtod(txt, NULL) != lo->v)
-        return hr_errf("schema: minimum %g at %s is not supported", lo->v, path);
-    const char *d = dot + 1;
-    size_t k = strlen(d);
-    while (k && d[k - 1] == '0') k--;
-    hr_sc_buf re = {0};
-    hr_sc_puts(&re, "(?:");
-    int alts = 0;
-    if (!hi->has || hi->v >= (double)(li + 1)) {
-        hr_sc_buf up = {0};
-        if (hr_sc_num_range(&up, 1, li + 1, 0, hi->has, hi->has ? (int64_t)hi->v : 0, hi->ex)) {
-            hr_sc_add(&re, up.p, up.n);
-            alts++;
-        }
-        hr_sc_buf_free(&up);
-    }
-    if (!hi->has || hi->v > lo->v) { /* Li . F with F >= D (F > D when exclusive) */
-        if (alts++) hr_sc_puts(&re, "|");
-        hr_sc_printf(&re, "%lld\\.(?:", (long long)li);
-        int fa = 0;
-        for (size_t j = 0; j < k; j++)
-            if (d[j] < '9') {
-                if (fa++) hr_sc_puts(&re, "|");
-                hr_sc_printf(&re, "%.*s[%c-9][0-9]*", (int)j, d, d[j] + 1);
-            }
-        if (fa++) hr_sc_puts(&re, "|");
-        hr_sc_printf(&re, lo->ex ? "%.*s[0-9]*[1-9][0-9]*" : "%.*s[0-9]*", (int)k, d);
-        hr_sc_puts(&re, ")");
-    }
-    hr_sc_puts(&re, ")");
-    *rule = alts ? hr_sc_regex_rule(c, "num", &re) : NULL;
-    hr_sc_buf_free(&re);
-    return *rule || !alts ? NULL : hr_err_oom();
-}
-
 static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int integer,
                            const char **rule) {
     bound lo, hi;
@@ -449,16 +400,12 @@ static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int 
         if (!hl && !hh) hr_sc_puts(&re, "-?(?:0|[1-9][0-9]*)");
         else hr_sc_int_range(&re, hl, l, hh, h);
     } else {
-        if (lo.has && lo.v != floor(lo.v) && lo.v > 0 && lo.v < 9e15 && !(hi.has && hi.v != floor(hi.v)))
-            return decimal_lower(c, &lo, &hi, path, rule);
-        if ((lo.has && lo.v != floor(lo.v)) || (hi.has && hi.v != floor(hi.v)))
-            return hr_errf("schema: a non-integer minimum/maximum on a number at %s is not "
-                           "supported", path);
-        int hl = lo.has, hh = hi.has;
-        if ((hl && fabs(lo.v) > 9.2e18) || (hh && fabs(hi.v) > 9.2e18))
-            return hr_errf("schema: minimum/maximum at %s is out of range", path);
-        if (!hr_sc_num_range(&re, hl, hl ? (int64_t)lo.v : 0, lo.ex, hh, hh ? (int64_t)hi.v : 0,
-                             hi.ex)) {
+        hr_sc_dec l = {0}, h = {0};
+        if (lo.has && !hr_sc_dec_bound(lo.v, 1, lo.ex, &l))
+            return hr_errf("schema: minimum %g at %s is out of range", lo.v, path);
+        if (hi.has && !hr_sc_dec_bound(hi.v, 0, hi.ex, &h))
+            return hr_errf("schema: maximum %g at %s is out of range", hi.v, path);
+        if (!hr_sc_num_range(&re, &l, &h)) {
             hr_sc_buf_free(&re);
             return NULL;
         }
@@ -514,7 +461,42 @@ static const char *long_string(hr_sc_ctx *c, int64_t mn, int64_t mx) {
     return out;
 }
 
+/* Strings that are none of the list (from "not" of a string enum): the names' trie
+ * complement, as a regex or, past 400 bytes of names, as rules over the trie. */
+static hr_err *not_strings_rule(hr_sc_ctx *c, const json_t *s, const json_t *list,
+                                const char *path, const char **rule) {
+    static const char *other[] = {"pattern", "format", "minLength", "maxLength"};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+        if (json_object_get(s, other[i]))
+            return hr_errf("schema: \"not\" of an enum together with \"%s\" at %s is not "
+                           "supported", other[i], path);
+    size_t n = json_array_size(list), bytes = 0;
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    size_t *lens = calloc(n ? n : 1, sizeof *lens);
+    hr_err *e = names && lens ? NULL : hr_err_oom();
+    for (size_t i = 0; !e && i < n; i++) {
+        names[i] = json_string_value(json_array_get(list, i));
+        lens[i] = json_string_length(json_array_get(list, i));
+        bytes += lens[i];
+    }
+    if (!e && bytes > 400) *rule = hr_sc_not_names_rule(c, names, lens, n);
+    else if (!e) {
+        hr_sc_buf re = {0};
+        hr_sc_puts(&re, "\"");
+        hr_sc_not_names(&re, names, lens, n);
+        hr_sc_puts(&re, "\"");
+        *rule = hr_sc_regex_rule(c, "str", &re);
+        hr_sc_buf_free(&re);
+    }
+    if (!e && !*rule) e = hr_err_oom();
+    free(names);
+    free(lens);
+    return e;
+}
+
 static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, const char **rule) {
+    json_t *nots = json_object_get(s, HR_SC_NOT_STRINGS);
+    if (nots) return not_strings_rule(c, s, nots, path, rule);
     int64_t mn, mx;
     HR_TRY(get_count(s, "minLength", path, 0, &mn));
     HR_TRY(get_count(s, "maxLength", path, -1, &mx));
@@ -598,6 +580,26 @@ static hr_err *array_rule(hr_sc_ctx *c, const json_t *s, const char *path, const
     HR_TRY(get_count(s, "minItems", path, 0, &mn));
     HR_TRY(get_count(s, "maxItems", path, -1, &mx));
     if (mx >= 0 && mn > mx) return NULL;
+    json_t *cs = json_object_get(s, "contains");
+    if (cs && (tuple || json_object_get(s, "uniqueItems")))
+        return hr_errf("schema: \"contains\" at %s with a tuple or uniqueItems is not "
+                       "supported", path);
+    if (cs) {
+        hr_err *e = hr_sc_contains(c, s, rest_s, mn, mx, path, rule);
+        json_t *mc = json_object_get(s, "minContains");
+        if (e || *rule || !(json_is_integer(mc) && json_integer_value(mc) == 0)) return e;
+    }
+    if (json_is_true(json_object_get(s, "uniqueItems")) && (mx < 0 || mx > 1)) {
+        int done = 0;
+        if (!tuple && rest_s) {
+            char *p = hr_sc_path(path, "items");
+            c->level++;
+            hr_err *e = p ? hr_sc_unique_array(c, rest_s, mn, mx, p, &done, rule) : hr_err_oom();
+            c->level--;
+            free(p);
+            if (e || done) return e;
+        } else c->over |= HR_SCHEMA_OVER_UNIQUE;
+    }
     size_t k = tuple ? json_array_size(tuple) : 0;
     const char **t = calloc(k ? k : 1, sizeof *t);
     if (!t) return hr_err_oom();
@@ -1070,6 +1072,7 @@ static hr_err *compile(const json_t *schema, const hr_schema_opts *o, const char
         hr_sc_add(&out, c.rules.p ? c.rules.p : "", c.rules.n);
         if (out.oom || c.rules.oom) e = hr_err_oom();
     }
+    if (o && o->over) *o->over = e ? 0 : c.over;
     ctx_free(&c);
     if (e) {
         hr_sc_buf_free(&out);

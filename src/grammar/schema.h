@@ -15,9 +15,21 @@
  * a pretty-printed (2-space indent) instance nested 15 levels deep. */
 #define HR_SCHEMA_MAX_WS_DEFAULT 32
 
+/* The documented ways an emitted grammar may accept an instance the schema rejects
+ * (docs/json-schema.md, "Over-acceptance"); every other accepted text is valid. */
+enum {
+    HR_SCHEMA_OVER_ONEOF = 1,    /* oneOf branches whose overlap could not be excluded */
+    HR_SCHEMA_OVER_REPEAT = 2,   /* a property of an object with more than 8 declared
+                                    properties repeated (min/maxProperties count repeats) */
+    HR_SCHEMA_OVER_REQUIRED = 4, /* a required property of such an object left untracked
+                                    (more than fit the state budget) may be missing */
+    HR_SCHEMA_OVER_UNIQUE = 8    /* uniqueItems not enforced (as llama.cpp, vLLM, xgrammar) */
+};
+
 typedef struct {
-    int compact; /* 1: no whitespace between tokens */
-    int max_ws;  /* longest whitespace run allowed; <= 0: HR_SCHEMA_MAX_WS_DEFAULT */
+    int compact;       /* 1: no whitespace between tokens */
+    int max_ws;        /* longest whitespace run allowed; <= 0: HR_SCHEMA_MAX_WS_DEFAULT */
+    unsigned *over;    /* if set: receives the HR_SCHEMA_OVER_* classes the grammar has */
 } hr_schema_opts;
 
 /* Compiles schema into GBNF text (start rule "root"); *text is malloc'd, NUL-terminated,

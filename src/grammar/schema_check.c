@@ -51,6 +51,8 @@ static hr_err *check_str(const json_t *s, const json_t *v, const char *path, int
     json_t *pat = json_object_get(s, "pattern"), *fmt = json_object_get(s, "format");
     if (json_is_integer(mn)) *ok &= (json_int_t)len >= json_integer_value(mn);
     if (json_is_integer(mx)) *ok &= (json_int_t)len <= json_integer_value(mx);
+    json_t *nots = json_object_get(s, HR_SC_NOT_STRINGS);
+    for (size_t i = 0; i < json_array_size(nots); i++) *ok &= !json_equal(json_array_get(nots, i), v);
     if (json_is_string(pat)) {
         int m = hr_sc_pattern_matches(json_string_value(pat), json_string_value(v), json_string_length(v));
         if (m < 0) return hr_errf("schema: \"pattern\" at %s does not compile", path);

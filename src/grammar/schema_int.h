@@ -37,13 +37,33 @@ void hr_sc_buf_free(hr_sc_buf *b);
 #define HR_SC_CANON                                                                         \
     "(?:[^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\bfnrt]|\\\\u00(?:0[0-7bBeEfF]|1[0-9a-fA-F]))"
 
+/* The compiler's own keyword (from "not" of an enum/const of strings): a string that is
+ * none of the listed ones. */
+#define HR_SC_NOT_STRINGS "$hr-not-strings"
+
+/* most fraction digits of a decimal bound */
+#define HR_SC_FRAC_MAX 160
+
 /* Regex for JSON integers in [lo, hi] (has_lo/has_hi 0: unbounded on that side). */
 void hr_sc_int_range(hr_sc_buf *o, int has_lo, int64_t lo, int has_hi, int64_t hi);
-/* Regex for JSON numbers x with lo < x (lo_ex) or lo <= x, and x < hi or x <= hi; the
- * bounds are integers; the regex has no exponent form when a bound is given. Returns 0
- * when no number is in range (the text appended is then to be dropped). */
-int hr_sc_num_range(hr_sc_buf *o, int has_lo, int64_t lo, int lo_ex, int has_hi, int64_t hi,
-                    int hi_ex);
+/* An exact decimal bound: -(ip.frac) when neg (never for zero), frac the digits after
+ * the point without trailing zeros; ex: the bound itself is excluded; has 0: none. */
+typedef struct {
+    int has, neg, ex;
+    uint64_t ip;
+    char frac[HR_SC_FRAC_MAX + 1];
+} hr_sc_dec;
+/* Regex for JSON numbers between lo and hi (decimal comparison); no exponent form when a
+ * bound is given. Returns 0 when no number is in range (the text appended is then to be
+ * dropped). */
+int hr_sc_num_range(hr_sc_buf *o, const hr_sc_dec *lo, const hr_sc_dec *hi);
+/* The decimal bound that a validator comparing doubles applies for the schema's bound v
+ * (lower: minimum / exclusiveMinimum, ex: exclusive): for a non-integer v, the midpoint
+ * between v and its neighbouring double (ties rounding to even), so that every spelling
+ * of a number that reads back as an allowed double is allowed; an integer v as it is.
+ * 0 when |v| is out of range (beyond 9.2e18 or needing more than HR_SC_FRAC_MAX
+ * digits). */
+int hr_sc_dec_bound(double v, int lower, int ex, hr_sc_dec *out);
 /* Regex for the encoded inside of a JSON string whose decoded value contains a match of
  * the ECMAScript pattern (the pattern's own characters in canonical spelling). An
  * unsupported construct is an error naming it and its offset. */
@@ -72,6 +92,12 @@ int hr_sc_pattern_matches(const char *pat, const char *s, size_t n);
 void hr_sc_not_names(hr_sc_buf *o, const char *const *names, const size_t *lens, size_t n);
 
 /* The compile context: one per hr_schema_to_gbnf call. */
+typedef struct hr_sc_ctx hr_sc_ctx;
+/* A rule for a whole JSON string key (quotes included) that is none of the n names, as
+ * context-free rules over the names' trie (for many names, where the regex's DFA would
+ * be too large). NULL on OOM. */
+const char *hr_sc_not_names_rule(hr_sc_ctx *c, const char *const *names, const size_t *lens,
+                                 size_t n);
 typedef struct {
     const json_t *node; /* a $ref target */
     char *name;         /* its rule; NULL once done when it accepts nothing */
@@ -80,7 +106,7 @@ typedef struct {
     int used; /* referred to while being compiled (recursion) */
 } hr_sc_memo;
 
-typedef struct {
+struct hr_sc_ctx {
     const json_t *root;
     const char *root_id; /* the root's $id/id, so absolute refs to the document are local */
     const char *prefix;
@@ -96,10 +122,10 @@ typedef struct {
     json_t **keep; /* schemas made by merging, alive until the end */
     size_t n_keep, cap_keep;
     int next_id, level, depth;
-    int oneof_overlap; /* oneOf branch pairs whose overlap could not be excluded */
+    unsigned over; /* HR_SCHEMA_OVER_* classes the grammar has */
     const char *any; /* the any-JSON-value rule, once made */
     char hint[96];   /* the hr_sc_hint rule's name, "" until made */
-} hr_sc_ctx;
+};
 
 /* A rule with this body (shared with an identical earlier one); NULL on OOM. */
 const char *hr_sc_rule(hr_sc_ctx *c, const char *hint, const char *body);
@@ -132,6 +158,16 @@ hr_err *hr_sc_one_of_branch(hr_sc_ctx *c, const json_t *rest, const json_t *list
 /* "not s" as a new schema when it can be said exactly (s lists only required properties
  * and a type), else NULL. */
 json_t *hr_sc_negation(hr_sc_ctx *c, const json_t *s);
+/* uniqueItems: true on an array of items (no tuple), minItems mn, maxItems mx (< 0: none):
+ * *done with *rule (NULL: no array fits) when the items take few values and uniqueness is
+ * exact; else *done 0 and the context marked HR_SCHEMA_OVER_UNIQUE. */
+hr_err *hr_sc_unique_array(hr_sc_ctx *c, const json_t *items, int64_t mn, int64_t mx,
+                           const char *path, int *done, const char **rule);
+/* contains / minContains on an array of items (NULL: any; no tuple), minItems mn, maxItems
+ * mx (< 0: none); *rule NULL when minContains is 0 (the plain array then) or nothing can
+ * match. */
+hr_err *hr_sc_contains(hr_sc_ctx *c, const json_t *s, const json_t *items, int64_t mn,
+                       int64_t mx, const char *path, const char **rule);
 /* Resolves a local $ref ("#", "#/json/pointer", or the root's $id + fragment). */
 hr_err *hr_sc_resolve(hr_sc_ctx *c, const char *ref, const char *path, const json_t **out);
 /* Is instance v valid under schema s? For enum/const values and declared keys; a keyword

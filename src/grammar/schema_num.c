@@ -1,14 +1,14 @@
-/* Exact regexes for bounded JSON integers and numbers (integer bounds), built digit by
- * digit like a range check: [lo, hi] splits into runs of equal digit count, and a run
- * into a shared prefix, one partial first digit on each side and a full middle. */
+/* Exact regexes for bounded JSON integers and numbers, built digit by digit like a range
+ * check: an integer range splits into runs of equal digit count, and a run into a shared
+ * prefix, one partial first digit on each side and a full middle; a number's integer part
+ * is such a range and its fraction is compared digit by digit with the bounds' fraction
+ * digits (decimal bounds of any length: schema_dec.c gives them). */
 #include <stdio.h>
 #include <string.h>
 
 #include "grammar/schema_int.h"
 
 #define FRAC_ANY "(?:\\.[0-9]+)?"
-#define FRAC_ZERO "(?:\\.0+)?"
-#define FRAC_NONZERO "\\.[0-9]*[1-9][0-9]*"
 
 static int all_same(const char *s, size_t n, char c) {
     for (size_t i = 0; i < n; i++)
@@ -90,49 +90,135 @@ void hr_sc_int_range(hr_sc_buf *o, int has_lo, int64_t lo, int has_hi, int64_t h
     hr_sc_puts(o, ")");
 }
 
-/* Magnitudes m = I(.F)? with L < m (l_ex) or L <= m, and m < U (u_ex) or m <= U. */
-static int magnitude(hr_sc_buf *o, uint64_t l, int l_ex, int has_u, uint64_t u, int u_ex,
-                     int alts) {
-    uint64_t a = l_ex ? l + 1 : l;
-    if (!has_u || (u > 0 && a <= u - 1)) { /* I in [a, u-1]: any fraction */
-        if (alts++) hr_sc_puts(o, "|");
-        nonneg(o, a, has_u, has_u ? u - 1 : 0);
-        hr_sc_puts(o, FRAC_ANY);
+/* One side of a fraction's comparison: the digits left to compare (no trailing zeros),
+ * strict or not; has 0: no bound on this side (or already satisfied). */
+typedef struct {
+    int has, ex;
+    const char *d;
+} side;
+
+enum { FAIL, SAT, EQ };
+
+static int step(const side *s, int c, int lower, side *next) {
+    *next = *s;
+    if (!s->has) return SAT;
+    int d0 = s->d[0] ? s->d[0] - '0' : 0;
+    if (c == d0) {
+        if (s->d[0]) next->d++;
+        return EQ;
     }
-    if (l_ex && (!has_u || l < u)) { /* I == l with a nonzero fraction: l < m < l+1 */
-        if (alts++) hr_sc_puts(o, "|");
-        hr_sc_printf(o, "%llu" FRAC_NONZERO, (unsigned long long)l);
+    if (lower ? c > d0 : c < d0) {
+        next->has = 0;
+        return SAT;
     }
-    if (has_u && !u_ex && u >= a) { /* m == u */
-        if (alts++) hr_sc_puts(o, "|");
-        hr_sc_printf(o, "%llu" FRAC_ZERO, (unsigned long long)u);
+    return FAIL;
+}
+
+/* Digit strings R (the digits after the point; need: at least one) with 0.R above lo and
+ * below hi. Appends one group; returns 0 (appending nothing) when there is none. */
+static int frac_digits(hr_sc_buf *o, side lo, side hi, int need) {
+    if (lo.has && !lo.d[0] && !lo.ex) lo.has = 0;
+    int lo_zero = !lo.has, hi_zero = !hi.has || hi.d[0] || !hi.ex;
+    if (!lo.has && !hi.has) return hr_sc_puts(o, need ? "[0-9]+" : "[0-9]*"), 1;
+    if (!lo.has && !hi.d[0]) return hi.ex ? 0 : (hr_sc_puts(o, need ? "0+" : "0*"), 1);
+    if (!lo.d[0] && !hi.has) return hr_sc_puts(o, "[0-9]*[1-9][0-9]*"), 1;
+    if (!lo.d[0] && !hi.d[0]) return 0;
+    hr_sc_buf b = {0};
+    int alts = 0;
+    for (int c = 0; c <= 9;) {
+        side nl, nh;
+        int tl = step(&lo, c, 1, &nl), th = step(&hi, c, 0, &nh), e = c;
+        side xl, xh;
+        while (e < 9 && step(&lo, e + 1, 1, &xl) == tl && step(&hi, e + 1, 0, &xh) == th &&
+               tl != EQ && th != EQ)
+            e++;
+        if (tl != FAIL && th != FAIL) {
+            hr_sc_buf sub = {0};
+            if (frac_digits(&sub, nl, nh, 0)) {
+                if (alts++) hr_sc_puts(&b, "|");
+                if (c == e) hr_sc_printf(&b, "%d", c);
+                else hr_sc_printf(&b, "[%d-%d]", c, e);
+                hr_sc_add(&b, sub.p ? sub.p : "", sub.n);
+            }
+            if (sub.oom) b.oom = 1;
+            hr_sc_buf_free(&sub);
+        }
+        c = e + 1;
     }
+    int empty = !need && lo_zero && hi_zero;
+    if (alts) hr_sc_printf(o, "(?:%s)%s", b.p, empty ? "?" : "");
+    if (b.oom) o->oom = 1;
+    hr_sc_buf_free(&b);
+    return alts || empty;
+}
+
+/* The fraction part (absent, or "." and digits) of a number with its integer part fixed,
+ * 0.F bounded by lo and hi. Returns 0 (appending nothing) when none fits. */
+static int fraction(hr_sc_buf *o, side lo, side hi) {
+    if (lo.has && !lo.d[0] && !lo.ex) lo.has = 0;
+    int absent = !lo.has && (!hi.has || hi.d[0] || !hi.ex);
+    hr_sc_buf d = {0};
+    int some = frac_digits(&d, lo, hi, 1);
+    if (some) hr_sc_printf(o, absent ? "(?:\\.%s)?" : "\\.%s", d.p);
+    if (d.oom) o->oom = 1;
+    hr_sc_buf_free(&d);
+    return some || absent;
+}
+
+/* Magnitudes m = I(.F)? with a below m (or equal unless a->ex) and, when b, m below b
+ * (or equal unless b->ex). */
+static int magnitude(hr_sc_buf *o, const hr_sc_dec *a, const hr_sc_dec *b, int alts) {
+    side none = {0, 0, ""}, la = {1, a->ex, a->frac}, hb = {0, 0, ""};
+    if (b) hb = (side){1, b->ex, b->frac};
+    if (b && a->ip > b->ip) return alts;
+    hr_sc_buf f = {0};
+    if (b && a->ip == b->ip) {
+        if (fraction(&f, la, hb)) {
+            if (alts++) hr_sc_puts(o, "|");
+            hr_sc_printf(o, "%llu%s", (unsigned long long)a->ip, f.p ? f.p : "");
+        }
+    } else {
+        if (fraction(&f, la, none)) {
+            if (alts++) hr_sc_puts(o, "|");
+            hr_sc_printf(o, "%llu%s", (unsigned long long)a->ip, f.p ? f.p : "");
+        }
+        if (!b || b->ip - a->ip > 1) {
+            if (alts++) hr_sc_puts(o, "|");
+            nonneg(o, a->ip + 1, b != NULL, b ? b->ip - 1 : 0);
+            hr_sc_puts(o, FRAC_ANY);
+        }
+        hr_sc_buf_free(&f);
+        if (b && fraction(&f, none, hb)) {
+            if (alts++) hr_sc_puts(o, "|");
+            hr_sc_printf(o, "%llu%s", (unsigned long long)b->ip, f.p ? f.p : "");
+        }
+    }
+    if (f.oom) o->oom = 1;
+    hr_sc_buf_free(&f);
     return alts;
 }
 
-int hr_sc_num_range(hr_sc_buf *o, int has_lo, int64_t lo, int lo_ex, int has_hi, int64_t hi,
-                    int hi_ex) {
-    if (!has_lo && !has_hi) {
+static int is_zero(const hr_sc_dec *d) { return d->ip == 0 && !d->frac[0]; }
+
+int hr_sc_num_range(hr_sc_buf *o, const hr_sc_dec *lo, const hr_sc_dec *hi) {
+    if (!lo->has && !hi->has) {
         hr_sc_puts(o, "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?");
         return 1;
     }
     int alts = 0;
     hr_sc_puts(o, "(?:");
-    if (!has_hi || hi > 0 || (hi == 0 && !hi_ex)) { /* x >= 0 */
-        int pos_lo = has_lo && lo >= 0;
-        alts = magnitude(o, pos_lo ? (uint64_t)lo : 0, pos_lo && lo_ex, has_hi,
-                         has_hi ? (uint64_t)hi : 0, hi_ex, alts);
+    if (!hi->has || !hi->neg) { /* x >= 0 */
+        hr_sc_dec zero = {0};
+        alts = magnitude(o, lo->has && !lo->neg ? lo : &zero, hi->has ? hi : NULL, alts);
     }
-    if (!has_lo || lo < 0) { /* x < 0: m = -x > 0 */
-        uint64_t ml = 0;
-        int ml_ex = 1;
-        if (has_hi && hi < 0) {
-            ml = (uint64_t)0 - (uint64_t)hi;
-            ml_ex = hi_ex;
-        }
+    if (!lo->has || lo->neg) { /* x <= 0 written with a sign: m = -x */
+        hr_sc_dec a = {.has = 1, .ex = hi->has && !hi->neg && is_zero(hi) && hi->ex};
+        if (hi->has && hi->neg) a = *hi;
+        a.neg = 0;
+        hr_sc_dec b = lo->has ? *lo : (hr_sc_dec){0};
+        b.neg = 0;
         hr_sc_buf neg = {0};
-        int n = magnitude(&neg, ml, ml_ex, has_lo, has_lo ? (uint64_t)0 - (uint64_t)lo : 0,
-                          lo_ex, 0);
+        int n = magnitude(&neg, &a, lo->has ? &b : NULL, 0);
         if (n) {
             if (alts++) hr_sc_puts(o, "|");
             hr_sc_puts(o, "-(?:");

@@ -4,7 +4,7 @@
  * requires and the other forbids); a branch j that only lists required properties (and
  * maybe a type) is negated exactly ("an object lacking one of them", or another type).
  * Any other overlap is left as it is (oneOf then acts as anyOf for that pair, counted in
- * the context's oneof_overlap); docs/json-schema.md says so. */
+ * the context's over as HR_SCHEMA_OVER_ONEOF); docs/json-schema.md says so. */
 #include <string.h>
 
 #include "grammar/schema_int.h"
@@ -126,6 +126,29 @@ static json_t *negate_bound(const json_t *s) {
 }
 
 /* "not s" as a schema when s only lists required properties and maybe a type; else NULL. */
+/* not {enum/const of strings (and maybe type string)}: another type, or a string that is
+ * none of them (HR_SC_NOT_STRINGS, which the string compiler makes a trie complement). */
+static json_t *negate_strings(const json_t *s) {
+    json_t *en = json_object_get(s, "enum"), *cn = json_object_get(s, "const");
+    json_t *t = json_object_get(s, "type");
+    if (!en == !cn || (en && !json_is_array(en))) return NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)s, k, v)
+        if (hr_sc_is_assertion(k) && strcmp(k, "enum") && strcmp(k, "const") &&
+            !(!strcmp(k, "type") && json_is_string(t) && !strcmp(json_string_value(t), "string")))
+            return NULL;
+    json_t *list = en ? json_copy(en) : json_pack("[O]", cn);
+    for (size_t i = 0; list && i < json_array_size(list); i++)
+        if (!json_is_string(json_array_get(list, i))) {
+            json_decref(list);
+            return NULL;
+        }
+    if (!list) return NULL;
+    return json_pack("{s:[{s:[sssss]},{s:s,s:o}]}", "anyOf", "type", "null", "boolean", "object",
+                     "array", "number", "type", "string", HR_SC_NOT_STRINGS, list);
+}
+
 static json_t *negation(hr_sc_ctx *c, const json_t *s) {
     s = deref(c, s);
     if (json_is_true(s)) return json_false();
@@ -134,6 +157,8 @@ static json_t *negation(hr_sc_ctx *c, const json_t *s) {
     if (inner && json_object_size(s) == 1) return json_incref(inner); /* not not x = x */
     json_t *nb = negate_bound(s);
     if (nb) return nb;
+    json_t *ns = negate_strings(s);
+    if (ns) return ns;
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)s, k, v)
@@ -176,7 +201,7 @@ hr_err *hr_sc_one_of_branch(hr_sc_ctx *c, const json_t *rest, const json_t *list
         if (disjoint(c, acc, other, 0)) continue;
         json_t *neg = hr_sc_keep(c, negation(c, json_array_get(list, j)));
         if (neg) HR_TRY(hr_sc_merge(c, acc, neg, path, &acc));
-        else c->oneof_overlap++;
+        else c->over |= HR_SCHEMA_OVER_ONEOF;
     }
     *out = acc;
     return NULL;

@@ -465,24 +465,47 @@ int hr_sc_pattern_matches(const char *pat, const char *s, size_t n) {
     return rc >= 0 ? 1 : (rc == PCRE2_ERROR_NOMATCH ? 0 : -1);
 }
 
-/* Strings (decoded) that are none of names[idx[0..n)], all sharing their first d bytes. */
-static void not_names_at(hr_sc_buf *o, const char *const *names, const size_t *lens,
-                         size_t *idx, size_t n, size_t d) {
-    int terminal = 0;
-    cset kids = {0};
+/* One level of the names' trie at depth d: whether a name ends there, the next code
+ * points (kids) and every other code point. */
+static void trie_level(const char *const *names, const size_t *lens, const size_t *idx, size_t n,
+                       size_t d, int *terminal, cset *kids, cset *other) {
+    *terminal = 0;
+    *kids = (cset){0};
+    *other = (cset){0};
     for (size_t i = 0; i < n; i++) {
         if (lens[idx[i]] == d) {
-            terminal = 1;
+            *terminal = 1;
             continue;
         }
         uint32_t cp;
         hr_utf8_decode(names[idx[i]] + d, &cp);
-        cs_add(&kids, cp, cp);
+        cs_add(kids, cp, cp);
     }
-    cs_norm(&kids);
-    cset other = {0};
-    for (size_t i = 0; i < kids.n; i++) cs_add(&other, kids.r[i][0], kids.r[i][1]);
-    cs_negate(&other);
+    cs_norm(kids);
+    for (size_t i = 0; i < kids->n; i++) cs_add(other, kids->r[i][0], kids->r[i][1]);
+    cs_negate(other);
+}
+
+/* The names (of idx[0..n)) whose code point at depth d is cp, into sub; *step its length. */
+static size_t trie_child(const char *const *names, const size_t *lens, const size_t *idx, size_t n,
+                         size_t d, uint32_t cp, size_t *sub, size_t *step) {
+    size_t m = 0;
+    *step = 1;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t c2;
+        if (lens[idx[i]] == d) continue;
+        *step = hr_utf8_decode(names[idx[i]] + d, &c2);
+        if (c2 == cp) sub[m++] = idx[i];
+    }
+    return m;
+}
+
+/* Strings (decoded) that are none of names[idx[0..n)], all sharing their first d bytes. */
+static void not_names_at(hr_sc_buf *o, const char *const *names, const size_t *lens,
+                         size_t *idx, size_t n, size_t d) {
+    int terminal;
+    cset kids, other;
+    trie_level(names, lens, idx, n, d, &terminal, &kids, &other);
     hr_sc_puts(o, "(?:");
     emit_set(o, &other);
     hr_sc_puts(o, HR_SC_CHAR "*");
@@ -490,13 +513,7 @@ static void not_names_at(hr_sc_buf *o, const char *const *names, const size_t *l
     size_t *sub = malloc((n ? n : 1) * sizeof *sub);
     for (size_t k = 0; sub && k < kids.n; k++)
         for (uint32_t cp = kids.r[k][0]; cp <= kids.r[k][1]; cp++) {
-            size_t m = 0, step = 1;
-            for (size_t i = 0; i < n; i++) {
-                uint32_t c2;
-                if (lens[idx[i]] == d) continue;
-                step = hr_utf8_decode(names[idx[i]] + d, &c2);
-                if (c2 == cp) sub[m++] = idx[i];
-            }
+            size_t step, m = trie_child(names, lens, idx, n, d, cp, sub, &step);
             if (!step) step = 1;
             cset one = {0};
             cs_add(&one, cp, cp);
@@ -509,6 +526,57 @@ static void not_names_at(hr_sc_buf *o, const char *const *names, const size_t *l
     free(sub);
     free(kids.r);
     hr_sc_puts(o, terminal ? ")" : ")?");
+}
+
+/* The CFG form of not_names_at: one rule per trie node (identical subtrees share one),
+ * each an alternative per child character, one for any other character (then anything)
+ * and the closing quote unless a name ends there; the hint keeps every node a
+ * nonterminal, so no DFA grows with the number of names. */
+static const char *not_names_node(hr_sc_ctx *c, const char *const *names, const size_t *lens,
+                                  size_t *idx, size_t n, size_t d) {
+    int terminal;
+    cset kids, other;
+    trie_level(names, lens, idx, n, d, &terminal, &kids, &other);
+    hr_sc_buf b = {0};
+    hr_sc_puts(&b, "/");
+    emit_set(&b, &other);
+    hr_sc_puts(&b, HR_SC_CHAR "*\"/");
+    free(other.r);
+    if (!terminal) hr_sc_puts(&b, " | \"\\\"\"");
+    size_t *sub = malloc((n ? n : 1) * sizeof *sub);
+    for (size_t k = 0; sub && k < kids.n && !b.oom; k++)
+        for (uint32_t cp = kids.r[k][0]; cp <= kids.r[k][1]; cp++) {
+            size_t step, m = trie_child(names, lens, idx, n, d, cp, sub, &step);
+            const char *child = not_names_node(c, names, lens, sub, m, d + (step ? step : 1));
+            if (!child) b.oom = 1;
+            cset one = {0};
+            cs_add(&one, cp, cp);
+            hr_sc_puts(&b, " | /");
+            emit_set(&b, &one);
+            hr_sc_printf(&b, "/ %s", child ? child : "");
+            free(one.r);
+        }
+    hr_sc_printf(&b, " | %s", hr_sc_hint(c));
+    const char *r = !sub || b.oom ? NULL : hr_sc_rule(c, "kn", b.p);
+    free(sub);
+    free(kids.r);
+    hr_sc_buf_free(&b);
+    return r;
+}
+
+const char *hr_sc_not_names_rule(hr_sc_ctx *c, const char *const *names, const size_t *lens,
+                                 size_t n) {
+    size_t *idx = malloc((n ? n : 1) * sizeof *idx);
+    if (!idx) return NULL;
+    for (size_t i = 0; i < n; i++) idx[i] = i;
+    const char *node = not_names_node(c, names, lens, idx, n, 0);
+    free(idx);
+    if (!node) return NULL;
+    hr_sc_buf b = {0};
+    hr_sc_printf(&b, "\"\\\"\" %s", node);
+    const char *r = b.oom ? NULL : hr_sc_rule(c, "key", b.p);
+    hr_sc_buf_free(&b);
+    return r;
 }
 
 void hr_sc_not_names(hr_sc_buf *o, const char *const *names, const size_t *lens, size_t n) {

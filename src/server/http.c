@@ -19,6 +19,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "grammar/grammar_cache.h"
 #include "server/http_internal.h"
 #include "server/unix_socket.h"
 
@@ -489,6 +490,7 @@ static void fit_fd_limit(hr_server *s) {
 
 static void server_free(hr_server *s) {
     hr_conn_guard_stop(s->guard);
+    hr_grammar_cache_free(s->grammars);
     hr_mem_budget_destroy(&s->budget);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->idle);
@@ -505,6 +507,9 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     s->be = backend;
     s->responses = hr_response_store_create(HR_RESPONSE_STORE_ENTRIES, HR_RESPONSE_STORE_BYTES);
     if (!s->responses) return free(s), hr_err_oom();
+    int gmb = cfg->grammar_cache_mb ? cfg->grammar_cache_mb : 256;
+    hr_err *ge = gmb > 0 ? hr_grammar_cache_create((size_t)gmb << 20, &s->grammars) : NULL;
+    if (ge) return hr_response_store_destroy(s->responses), free(s), ge;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->idle, NULL);
     s->quiesced_fd = MHD_INVALID_SOCKET;

@@ -37,6 +37,7 @@ struct hr_server {
     MHD_socket quiesced_fd; /* the listener, closed after MHD_stop_daemon */
     hr_mem_budget budget;    /* request memory (--request-memory-mb) */
     hr_conn_guard *guard;    /* the whole-request deadline (--request-timeout) */
+    struct hr_grammar_cache *grammars; /* compiled grammars of recent requests */
 };
 
 /* What the access log line of one request says (http.c writes it when the reply is done). */

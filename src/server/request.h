@@ -147,8 +147,10 @@ void hr_output_spec_free(hr_output_spec *s);
  * tool_choice as the family's tool-call markup with each tool's arguments following its
  * schema (QWEN and LLAMA3 formats), else r->output, else for strict tools under auto a lazy
  * grammar from the call's opening token (QWEN). A schema or grammar it cannot enforce is an
- * error naming the field (and the keyword and its path). Nothing to do otherwise. */
-hr_err *hr_request_set_grammar(hr_api_request *r, hr_tool_format fmt);
+ * error naming the field (and the keyword and its path). Nothing to do otherwise. gc: the
+ * compiled grammars to reuse and add to (NULL: compile every time). */
+struct hr_grammar_cache;
+hr_err *hr_request_set_grammar(hr_api_request *r, hr_tool_format fmt, struct hr_grammar_cache *gc);
 
 /* Turns a required or named tool_choice into r->prefill: the opening of a tool call in the
  * model's markup (tool_prefill.c), so generation continues inside a call. Errors when the

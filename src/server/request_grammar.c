@@ -3,12 +3,14 @@
  * spec (response_format and the like), else — when a tool is strict — a lazy grammar over
  * the calls that starts at the family's call-opening token. Tool schemas a forced call
  * cannot enforce fall back to any JSON object for tools not marked strict (the call still
- * parses); a strict tool's schema must compile. */
+ * parses); a strict tool's schema must compile. Compiled grammars come from the server's
+ * cache (grammar_cache.h), keyed by the grammar text. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "grammar/grammar.h"
+#include "grammar/grammar_cache.h"
 #include "grammar/schema.h"
 #include "server/request.h"
 
@@ -52,9 +54,9 @@ static void put_literal(sbuf *b, const char *s, size_t n) {
     puts_(b, "\"");
 }
 
-static hr_err *compile(sbuf *b, const char *field, hr_grammar **out) {
+static hr_err *compile(hr_grammar_cache *gc, sbuf *b, const char *field, hr_grammar **out) {
     if (b->oom) return hr_err_oom();
-    hr_err *e = hr_grammar_compile(b->s, b->len, out);
+    hr_err *e = hr_grammar_cache_get(gc, HR_GRAMMAR_SRC_GBNF, b->s, b->len, out);
     if (!e) return NULL;
     hr_err *w = hr_errf("request: \"%s\": %s", field, hr_err_msg(e));
     hr_err_free(e);
@@ -62,7 +64,7 @@ static hr_err *compile(sbuf *b, const char *field, hr_grammar **out) {
 }
 
 /* response_format "json_schema" and the like. */
-static hr_err *spec_grammar(const hr_output_spec *o, hr_grammar **g) {
+static hr_err *spec_grammar(hr_grammar_cache *gc, const hr_output_spec *o, hr_grammar **g) {
     hr_schema_opts so = {0};
     char *text = NULL;
     size_t len = 0;
@@ -71,8 +73,12 @@ static hr_err *spec_grammar(const hr_output_spec *o, hr_grammar **g) {
     switch (o->kind) {
     case HR_OUT_JSON_OBJECT: e = hr_schema_any_object_gbnf(&so, &text, &len); break;
     case HR_OUT_JSON_SCHEMA: e = hr_schema_to_gbnf(o->value, &so, &text, &len); break;
-    case HR_OUT_REGEX: e = hr_grammar_compile_regex(o->text, strlen(o->text), g); break;
-    case HR_OUT_GBNF: e = hr_grammar_compile(o->text, strlen(o->text), g); break;
+    case HR_OUT_REGEX:
+        e = hr_grammar_cache_get(gc, HR_GRAMMAR_SRC_REGEX, o->text, strlen(o->text), g);
+        break;
+    case HR_OUT_GBNF:
+        e = hr_grammar_cache_get(gc, HR_GRAMMAR_SRC_GBNF, o->text, strlen(o->text), g);
+        break;
     case HR_OUT_CHOICE:
         puts_(&b, "root ::= ");
         for (size_t i = 0; i < json_array_size(o->value); i++) {
@@ -81,12 +87,12 @@ static hr_err *spec_grammar(const hr_output_spec *o, hr_grammar **g) {
             put_literal(&b, json_string_value(c), json_string_length(c));
         }
         puts_(&b, "\n");
-        e = compile(&b, o->field, g);
+        e = compile(gc, &b, o->field, g);
         free(b.s);
         return e;
     case HR_OUT_FREE: return NULL;
     }
-    if (!e && text) e = hr_grammar_compile(text, len, g);
+    if (!e && text) e = hr_grammar_cache_get(gc, HR_GRAMMAR_SRC_GBNF, text, len, g);
     free(text);
     if (!e) return NULL;
     hr_err *w = hr_errf("request: \"%s\": %s", o->field, hr_err_msg(e));
@@ -145,8 +151,8 @@ static hr_err *tool_rule(sbuf *b, const json_t *tool, size_t i, const char *key)
 
 /* The calls' grammar: root is what follows `open` (the trigger for a lazy grammar, else the
  * whole output). */
-static hr_err *calls_grammar(const hr_api_request *r, hr_tool_format fmt, int lazy,
-                             hr_grammar **g) {
+static hr_err *calls_grammar(hr_grammar_cache *gc, const hr_api_request *r, hr_tool_format fmt,
+                             int lazy, hr_grammar **g) {
     const json_t *tools = json_object_get(r->chat, "tools");
     int qwen = fmt == HR_TOOLS_QWEN;
     const char *key = qwen ? "arguments" : "parameters";
@@ -177,7 +183,7 @@ static hr_err *calls_grammar(const hr_api_request *r, hr_tool_format fmt, int la
             continue;
         e = tool_rule(&b, t, i, key);
     }
-    if (!e) e = compile(&b, "tools", g);
+    if (!e) e = compile(gc, &b, "tools", g);
     free(b.s);
     return e;
 }
@@ -188,15 +194,15 @@ static int any_strict(const json_t *tools) {
     return 0;
 }
 
-hr_err *hr_request_set_grammar(hr_api_request *r, hr_tool_format fmt) {
+hr_err *hr_request_set_grammar(hr_api_request *r, hr_tool_format fmt, hr_grammar_cache *gc) {
     int forced = r->use_tools && r->tool_choice != HR_TOOL_CHOICE_AUTO;
     if (forced) /* Gemma's python-syntax calls keep the prefilled opening (tool_prefill.c) */
-        return fmt == HR_TOOLS_QWEN || fmt == HR_TOOLS_LLAMA3 ? calls_grammar(r, fmt, 0, &r->grammar)
+        return fmt == HR_TOOLS_QWEN || fmt == HR_TOOLS_LLAMA3 ? calls_grammar(gc, r, fmt, 0, &r->grammar)
                                                               : NULL;
-    if (r->output.kind != HR_OUT_FREE) return spec_grammar(&r->output, &r->grammar);
+    if (r->output.kind != HR_OUT_FREE) return spec_grammar(gc, &r->output, &r->grammar);
     if (r->use_tools && !forced && fmt == HR_TOOLS_QWEN &&
         any_strict(json_object_get(r->chat, "tools"))) {
-        HR_TRY(calls_grammar(r, fmt, 1, &r->grammar));
+        HR_TRY(calls_grammar(gc, r, fmt, 1, &r->grammar));
         r->grammar_lazy = 1;
         r->grammar_trigger = "<tool_call>";
     }

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "base/json.h"
+#include "grammar/grammar_cache.h"
 #include "server/http_internal.h"
 
 /* A body parser of a generation route, with what the server adds (limits, the store). */
@@ -51,6 +52,13 @@ static void add_stats(hr_server *s, const hr_http_req *q, json_t *o) {
     hr_response_store_usage(s->responses, &stored, &bytes);
     json_object_set_new(o, "responses_stored", json_integer((json_int_t)stored));
     json_object_set_new(o, "responses_stored_bytes", json_integer((json_int_t)bytes));
+    hr_grammar_cache_stats gs;
+    hr_grammar_cache_stats_get(s->grammars, &gs);
+    json_object_set_new(o, "grammar_cache_hits", json_integer((json_int_t)gs.hits));
+    json_object_set_new(o, "grammar_compiles", json_integer((json_int_t)gs.compiles));
+    json_object_set_new(o, "grammar_cache_evictions", json_integer((json_int_t)gs.evictions));
+    json_object_set_new(o, "grammar_cache_entries", json_integer((json_int_t)gs.entries));
+    json_object_set_new(o, "grammar_cache_bytes", json_integer((json_int_t)gs.bytes));
 }
 
 static hr_err *health(hr_server *s, hr_http_req *q, const char *body, size_t len) {
@@ -174,7 +182,7 @@ static hr_err *parse_body(hr_server *s, hr_http_req *q, hr_api_kind api, parse_f
     if (!j) return e;
     e = parse(s, j, req);
     json_decref(j);
-    if (!e) e = hr_request_set_grammar(*req, s->be->tool_format);
+    if (!e) e = hr_request_set_grammar(*req, s->be->tool_format, s->grammars);
     if (!e) e = hr_request_set_prefill(*req, s->be->tool_format);
     if (e && *req) {
         hr_api_request_free(*req);

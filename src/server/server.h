@@ -107,6 +107,9 @@ typedef struct {
     /* Listen on this unix domain socket instead of host:port (the engine child of
      * --isolate); NULL = TCP. */
     const char *unix_socket;
+    /* MiB of compiled grammars kept for requests that send the same schema, grammar or
+     * tools again (grammar_cache.h); 0 = 256, negative = none. */
+    int grammar_cache_mb;
 } hr_server_config;
 
 typedef struct hr_server hr_server;

@@ -122,7 +122,7 @@ def test_bad_requests():
          'names the tool "nope", which is not in "tools"'),
         (json.dumps(chat("TOOL", tool_choice="required")).encode(), 'needs a non-empty "tools" array'),
         (json.dumps(chat("x", response_format={"type": "json_schema", "json_schema": {
-            "schema": {"type": "array", "uniqueItems": True}}})).encode(), '"uniqueItems" at #'),
+            "schema": {"type": "object", "dependentSchemas": {"a": {}}}}})).encode(), '"dependentSchemas" at #'),
         (json.dumps(chat("x", response_format={"type": "yaml"})).encode(), '"response_format".type must be'),
         (json.dumps(chat("x", guided_regex="a", grammar='root ::= "a"')).encode(), "both constrain the output"),
         (json.dumps({"messages": [{"role": "robot", "content": "x"}]}).encode(), "messages[0].role"),
@@ -513,6 +513,35 @@ def test_concurrent():
     check("concurrent_streams", len(results) == 16 and all(results), results)
 
 
+def test_grammar_cache():
+    """The same schema again is not compiled again (the grammar cache's counters in /stats);
+    another schema is; concurrent requests for one new schema all get it."""
+    def fmt(schema):
+        return {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}}
+    s1 = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    _, a, _ = request("GET", "/stats")
+    sts = [request("POST", "/v1/chat/completions", chat("hello", response_format=fmt(s1)))[0] for _ in range(2)]
+    _, b, _ = request("GET", "/stats")
+    check("grammar_cache_hit", sts == [200, 200] and b["grammar_compiles"] - a["grammar_compiles"] == 1
+          and b["grammar_cache_hits"] - a["grammar_cache_hits"] == 1 and b["grammar_cache_entries"] >= 1
+          and b["grammar_cache_bytes"] > 0, (sts, a, b))
+    st, _, _ = request("POST", "/v1/chat/completions", chat("hello", response_format=fmt({"type": "integer"})))
+    _, c, _ = request("GET", "/stats")
+    check("grammar_cache_other_schema", st == 200 and c["grammar_compiles"] - b["grammar_compiles"] == 1, (st, c))
+    s3 = {"type": "array", "items": {"type": "number", "minimum": 0.5}}
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(request(
+        "POST", "/v1/chat/completions", chat("hello", response_format=fmt(s3)))[0])) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    _, d, _ = request("GET", "/stats")
+    got = (d["grammar_compiles"] - c["grammar_compiles"]) + (d["grammar_cache_hits"] - c["grammar_cache_hits"])
+    check("grammar_cache_concurrent", results == [200] * 8 and got == 8
+          and d["grammar_compiles"] - c["grammar_compiles"] >= 1, (results, c, d))
+
+
 RTOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}},
           {"type": "web_search_preview"}]
 
@@ -604,8 +633,8 @@ def test_responses():
     bad = [
         ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "data:"}]}]},
          "input[0].content[0] is an input_image part", "input[0].content[0]"),
-        ({"input": "x", "text": {"format": {"type": "json_schema", "name": "s", "schema": {"uniqueItems": True}}}},
-         '"uniqueItems" at #', "text.format.schema"),
+        ({"input": "x", "text": {"format": {"type": "json_schema", "name": "s", "schema": {"dependentSchemas": {"a": {}}}}}},
+         '"dependentSchemas" at #', "text.format.schema"),
         ({"input": "x", "text": {"format": {"type": "yaml"}}}, '"text.format".type must be', "text.format"),
         ({"input": "x", "background": True}, '"background": true is not supported', "background"),
         ({}, '"input" is required', "input"),
@@ -625,7 +654,7 @@ def test_responses():
 
 for t in [test_routes, test_bad_requests, test_chat, test_completions, test_messages, test_anthropic, test_n,
           test_tool_choice, test_nul, test_framing, test_tokenize, test_responses, test_disconnect, test_disconnect_n,
-          test_concurrent]:
+          test_concurrent, test_grammar_cache]:
     try:
         t()
     except Exception as e:  # a crash in one group fails it and the others still run

@@ -4,6 +4,7 @@
  * the 599 fixture schemas (../shared/fixtures/jsonschema): >= 90% compile, and every test
  * instance of a compiled schema is judged right both compact and pretty-printed. */
 #include <dirent.h>
+#include <math.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -78,6 +79,10 @@ static void note_refusal(refusal *r, int *nr, const char *msg) {
     }
 }
 
+enum { N_OVER = 4 };
+static const char *over_names[N_OVER] = {"oneOf overlap", "repeated property",
+                                         "untracked required property", "uniqueItems"};
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -95,8 +100,9 @@ static void test_fixtures(void) {
     HR_CHECK(d, "cannot open %s", dir);
     struct dirent *de;
     int total = 0, compiled = 0, misjudged = 0, instances = 0, nr = 0, unsound = 0, n_valid = 0;
+    int by_class[N_OVER] = {0}, undocumented = 0;
     refusal ref[256];
-    static double ms[1024];
+    static double ms[1024], ms_gbnf[1024], ms_engine[1024];
     int n_ms = 0;
     const int verbose = getenv("HR_SCHEMA_VERBOSE") != NULL;
     while ((de = readdir(d))) {
@@ -118,7 +124,10 @@ static void test_fixtures(void) {
         size_t len;
         hr_grammar *g = NULL;
         double t0 = now_ms();
-        e = hr_schema_to_gbnf(schema, NULL, &text, &len);
+        unsigned over = 0;
+        hr_schema_opts so = {.over = &over};
+        e = hr_schema_to_gbnf(schema, &so, &text, &len);
+        double tg = now_ms();
         if (!e) e = hr_grammar_compile(text, len, &g);
         double t1 = now_ms();
         if (e) {
@@ -129,7 +138,11 @@ static void test_fixtures(void) {
             json_decref(f);
             continue;
         }
-        if (n_ms < 1024) ms[n_ms++] = t1 - t0;
+        if (n_ms < 1024) {
+            ms_gbnf[n_ms] = tg - t0;
+            ms_engine[n_ms] = t1 - tg;
+            ms[n_ms++] = t1 - t0;
+        }
         compiled++;
         json_t *tests = json_object_get(f, "tests");
         for (size_t i = 0; i < json_array_size(tests); i++) {
@@ -145,9 +158,11 @@ static void test_fixtures(void) {
                 if (got != valid) {
                     misjudged++;
                     unsound += !valid;
-                    if (misjudged <= 40 || verbose)
-                        printf("# misjudged %s test %zu (%s, %s): %.300s\n", de->d_name, i,
-                               valid ? "valid" : "invalid", pretty ? "pretty" : "compact", inst);
+                    for (int k = 0; k < N_OVER && !valid; k++) by_class[k] += (over >> k) & 1;
+                    undocumented += !valid && !over;
+                    printf("# misjudged %s test %zu (%s, %s; over-acceptance classes 0x%x): "
+                           "%.200s\n", de->d_name, i, valid ? "valid" : "invalid",
+                           pretty ? "pretty" : "compact", over, inst);
                 }
                 free(inst);
             }
@@ -158,6 +173,8 @@ static void test_fixtures(void) {
     }
     closedir(d);
     qsort(ms, (size_t)n_ms, sizeof ms[0], cmp_double);
+    qsort(ms_gbnf, (size_t)n_ms, sizeof ms[0], cmp_double);
+    qsort(ms_engine, (size_t)n_ms, sizeof ms[0], cmp_double);
     printf("# fixtures: %d schemas, %d compiled (%.1f%%), %d instances (%d valid), %d misjudged: "
            "%d invalid accepted, %d valid rejected\n",
            total, compiled, total ? 100.0 * compiled / total : 0, instances, n_valid, misjudged,
@@ -165,15 +182,22 @@ static void test_fixtures(void) {
     if (n_ms)
         printf("# compile (schema -> GBNF -> grammar) ms: p50 %.2f p99 %.2f max %.2f\n",
                ms[n_ms / 2], ms[(n_ms * 99) / 100], ms[n_ms - 1]);
+    if (n_ms)
+        printf("# of which schema -> GBNF ms: p50 %.2f p99 %.2f max %.2f; GBNF -> grammar ms: "
+               "p50 %.2f p99 %.2f max %.2f\n", ms_gbnf[n_ms / 2], ms_gbnf[(n_ms * 99) / 100],
+               ms_gbnf[n_ms - 1], ms_engine[n_ms / 2], ms_engine[(n_ms * 99) / 100],
+               ms_engine[n_ms - 1]);
     for (int i = 0; i < nr; i++) printf("# refused %3d: %s\n", ref[i].n, ref[i].kw);
     HR_CHECK(total >= 599, "only %d fixture schemas", total);
     HR_CHECK(compiled * 10 >= total * 9, "compiled %d of %d (< 90%%)", compiled, total);
-    /* Known, documented limits (docs/json-schema.md): a valid instance may be rejected when
-     * an object of more than 8 declared properties lists them out of order; an invalid
-     * one may be accepted where oneOf's branches overlap in a way not excluded. */
-    HR_CHECK(unsound <= 2, "%d invalid instances accepted", unsound);
-    HR_CHECK((misjudged - unsound) * 50 <= n_valid, "%d valid instances rejected (> 2%%)",
-             misjudged - unsound);
+    for (int k = 0; k < N_OVER; k++)
+        printf("# invalid accepted in schemas over-accepting by %s: %d\n", over_names[k],
+               by_class[k]);
+    /* No valid instance may be rejected; an invalid one may be accepted only by a grammar
+     * in one of the documented over-acceptance classes (docs/json-schema.md). */
+    HR_CHECK(misjudged == unsound, "%d valid instances rejected", misjudged - unsound);
+    HR_CHECK(!undocumented, "%d invalid instances accepted outside the documented classes",
+             undocumented);
 }
 
 /* ---- per-keyword cases ---- */
@@ -337,6 +361,65 @@ static void test_integer_ranges(void) {
           L("1", "8", "-15", "701"));
 }
 
+/* Decimal bounds against the oracle validators use (the text read as a double, compared
+ * as doubles): texts on a grid around the bound, its jansson and shortest spellings, and
+ * texts one digit either side of the midpoint to the neighbouring double. */
+static int decimal_ok(double v, int kw, char *why, size_t n) {
+    static const char *kws[] = {"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"};
+    char schema[128];
+    snprintf(schema, sizeof schema, "{\"type\":\"number\",\"%s\":%.17g}", kws[kw], v);
+    hr_grammar *g;
+    hr_err *e = compile_text(schema, 1, &g);
+    if (e) {
+        snprintf(why, n, "%s: %s", schema, hr_err_msg(e));
+        hr_err_free(e);
+        return 0;
+    }
+    char t[96][64];
+    int nt = 0;
+    snprintf(t[nt++], 64, "%.17g", v);
+    snprintf(t[nt++], 64, "%.15g", v);
+    for (int d = -20; d <= 20; d++) snprintf(t[nt++], 64, "%.4f", v + d * 0.0007);
+    for (int d = -3; d <= 3; d++) snprintf(t[nt++], 64, "%.1f", v + d * 0.1);
+    double nb[2] = {nextafter(v, -INFINITY), nextafter(v, INFINITY)};
+    for (int s = 0; s < 2; s++) {
+        /* the midpoint to 25 significant digits, then a digit above and below it */
+        long double mid = ((long double)v + nb[s]) / 2;
+        char m[40];
+        snprintf(m, sizeof m, "%.24Lf", mid);
+        snprintf(t[nt++], 64, "%s", m);
+        snprintf(t[nt++], 64, "%s1", m);
+        snprintf(t[nt++], 64, "%.17g", nb[s]);
+        snprintf(t[nt++], 64, "%.16g", nb[s]);
+    }
+    int ok = 1;
+    for (int i = 0; i < nt && ok; i++) {
+        double x = strtod(t[i], NULL);
+        int want = kw == 0 ? x >= v : kw == 1 ? x > v : kw == 2 ? x <= v : x < v;
+        if (strchr(t[i], 'e')) continue; /* no exponent form when bounded (documented) */
+        if (accepts_str(g, t[i]) != want) {
+            snprintf(why, n, "%s judges %.63s wrong (want %d)", schema, t[i], want);
+            ok = 0;
+        }
+    }
+    hr_grammar_free(g);
+    return ok;
+}
+
+static void test_decimal_bounds(void) {
+    static const double v[] = {0.3, 0.5, 1.25, -2.75, 0.1, 1e-5, 123.456, -0.001, 99.99, 2.5e-3,
+                               -1e-7, 7.0000001};
+    char why[512];
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        for (int kw = 0; kw < 4; kw++) HR_CHECK(decimal_ok(v[i], kw, why, sizeof why), "%s", why);
+    JUDGE("{\"type\":\"number\",\"minimum\":-0.5,\"maximum\":0.25}",
+          L("-0.5", "-0", "0", "0.25", "0.1", "-0.49999"), L("-0.51", "0.26", "1", "-1"));
+    JUDGE("{\"type\":\"number\",\"exclusiveMinimum\":0.5,\"exclusiveMaximum\":0.625}",
+          L("0.51", "0.6", "0.62499"), L("0.5", "0.625", "0.6250", "0.7", "0"));
+    JUDGE("{\"type\":\"number\",\"minimum\":0.3}", L("0.3", "0.29999999999999999", "0.31", "5"),
+          L("0.2999999999999999", "0.29", "0", "-0.3"));
+}
+
 static void test_objects(void) {
     /* any order, each once; required enforced; additional keys never a declared name */
     const char *s = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},"
@@ -359,9 +442,76 @@ static void test_objects(void) {
           L("{\"a\":1}", "{\"a\":1,\"c\":2}"));
     JUDGE("{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^[a-z]+$\"}}",
           L("{\"ab\":1}"), L("{\"A\":1}"));
+    JUDGE("{\"type\":\"object\",\"propertyNames\":{\"enum\":[\"a\",\"b\",7]}}",
+          L("{}", "{\"a\":1,\"b\":[]}"), L("{\"c\":1}", "{\"7\":1}"));
+    JUDGE("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},"
+          "\"propertyNames\":{\"$ref\":\"#/$defs/k\"},\"$defs\":{\"k\":{\"enum\":[\"a\",\"b\"]}}}",
+          L("{\"a\":1,\"b\":\"x\"}", "{\"b\":null}"), L("{\"a\":\"x\"}", "{\"c\":1}", "{\"a\":1,\"a\":2}"));
+    JUDGE("{\"type\":\"object\",\"propertyNames\":{\"maxLength\":2,\"minLength\":1}}",
+          L("{\"ab\":1,\"\\n\":2}"), L("{\"abc\":1}", "{\"\":1}"));
+}
+
+/* The over-acceptance classes of a schema's grammar; ~0u when it does not compile. */
+static unsigned over_classes(const char *schema) {
+    json_t *js = json_loads(schema, 0, NULL);
+    unsigned over = 0;
+    hr_schema_opts o = {.over = &over};
+    char *text = NULL;
+    size_t len;
+    hr_err *e = js ? hr_schema_to_gbnf(js, &o, &text, &len) : hr_errf("bad JSON");
+    free(text);
+    json_decref(js);
+    if (e) over = ~0u;
+    hr_err_free(e);
+    return over;
+}
+
+/* More than 8 declared properties: any order; required and dependency-named ones tracked
+ * (each once, required enforced), the others may repeat (HR_SCHEMA_OVER_REPEAT). */
+static void test_many_properties(void) {
+    const char *s = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},\"b\":{},"
+                    "\"c\":{},\"d\":{},\"e\":{},\"f\":{},\"g\":{},\"h\":{},\"i\":{},"
+                    "\"j\":{\"type\":\"string\"}},\"required\":[\"a\",\"j\"],"
+                    "\"dependencies\":{\"b\":[\"c\"]},\"additionalProperties\":false}";
+    JUDGE(s, L("{\"j\":\"x\",\"a\":2}", "{\"i\":1,\"j\":\"x\",\"h\":2,\"a\":3}",
+               "{\"c\":1,\"b\":1,\"j\":\"\",\"a\":0}"),
+          L("{\"a\":1}", "{\"j\":\"x\",\"a\":1,\"a\":3}", "{\"a\":1,\"j\":\"x\",\"k\":1}",
+            "{\"a\":1,\"j\":\"x\",\"b\":1}", "{\"a\":\"s\",\"j\":\"x\"}", "{\"a\":1,\"j\":2}"));
+    unsigned over = over_classes(s);
+    HR_CHECK(over == HR_SCHEMA_OVER_REPEAT, "over-acceptance classes 0x%x", over);
+    /* declared names past 400 bytes: other keys are kept apart from them by trie rules */
+    char big[2048] = "{\"type\":\"object\",\"properties\":{";
+    for (int i = 0; i < 12; i++)
+        snprintf(big + strlen(big), sizeof big - strlen(big), "%s\"%c%040d\":{\"type\":\"null\"}",
+                 i ? "," : "", 'a' + i, i);
+    snprintf(big + strlen(big), sizeof big - strlen(big), "}}");
+    char k0[128], k0x[128], k0short[128];
+    snprintf(k0, sizeof k0, "{\"a%040d\":null}", 0);
+    snprintf(k0x, sizeof k0x, "{\"a%040d\":1}", 0);
+    snprintf(k0short, sizeof k0short, "{\"a%039d\":1,\"a%041d\":1,\"\":2}", 0, 0);
+    JUDGE(big, L(k0, k0short, "{\"z\":1,\"a\":[]}"), L(k0x));
 }
 
 static void test_arrays(void) {
+    JUDGE("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"contains\":{\"minimum\":5},"
+          "\"minContains\":2}",
+          L("[5,6]", "[1,5,2,9,3]", "[7,7,7]", "[ 5 , 0 , 5 ]"), L("[]", "[5]", "[1,2,5]", "[5,\"x\",5]"));
+    JUDGE("{\"type\":\"array\",\"contains\":{\"const\":\"x\"}}", L("[\"x\"]", "[1,{},\"x\",null]"),
+          L("[]", "[1]", "[\"y\"]"));
+    JUDGE("{\"type\":\"array\",\"contains\":{\"type\":\"null\"},\"minContains\":0,\"maxItems\":1}",
+          L("[]", "[1]"), L("[1,2]"));
+    /* uniqueItems: exact over few values, else not enforced (HR_SCHEMA_OVER_UNIQUE) */
+    JUDGE("{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\",3]},\"uniqueItems\":true,"
+          "\"minItems\":1}",
+          L("[\"a\"]", "[3,\"a\"]", "[\"b\",3,\"a\"]"), L("[]", "[\"a\",\"a\"]", "[3,\"b\",3]", "[4]"));
+    JUDGE("{\"type\":\"array\",\"items\":{\"type\":\"boolean\"},\"uniqueItems\":true}",
+          L("[]", "[true]", "[false,true]"), L("[true,true]", "[true,false,true]"));
+    const char *loose[] = {"{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true}",
+                           "{\"type\":\"array\",\"items\":{\"enum\":[1,2]},\"uniqueItems\":true}"};
+    for (int i = 0; i < 2; i++) {
+        unsigned over = over_classes(loose[i]);
+        HR_CHECK(over == (i ? 0u : (unsigned)HR_SCHEMA_OVER_UNIQUE), "%s: classes 0x%x", loose[i], over);
+    }
     JUDGE("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":3}",
           L("[1]", "[1,2,3]", "[ 1 , 2 ]"), L("[]", "[1,2,3,4]", "[\"a\"]", "[1,]"));
     JUDGE("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"null\"}],"
@@ -381,6 +531,11 @@ static void test_combinators_and_refs(void) {
           "{\"required\":[\"b\"]}]}",
           L("{\"a\":1}", "{\"b\":1}"), L("{\"a\":1,\"b\":2}", "{}"));
     JUDGE("{\"not\":{\"type\":\"string\"}}", L("1", "null", "{}"), L("\"s\""));
+    JUDGE("{\"not\":{\"enum\":[\"ab\",\"a\",\"\"]}}", L("\"b\"", "\"abc\"", "\"aa\"", "1", "null", "[]"),
+          L("\"ab\"", "\"a\"", "\"\""));
+    JUDGE("{\"type\":\"string\",\"not\":{\"const\":\"x\"}}", L("\"y\"", "\"xx\""), L("\"x\"", "1"));
+    JUDGE("{\"enum\":[\"a\",\"b\",\"c\"],\"not\":{\"enum\":[\"b\"]}}", L("\"a\"", "\"c\""),
+          L("\"b\"", "\"d\""));
     /* recursion through $defs */
     JUDGE("{\"$ref\":\"#/$defs/node\",\"$defs\":{\"node\":{\"type\":\"object\",\"properties\":"
           "{\"next\":{\"$ref\":\"#/$defs/node\"}},\"additionalProperties\":false}}}",
@@ -391,8 +546,10 @@ static void test_combinators_and_refs(void) {
 /* A refused schema names the keyword and its path. */
 static void test_refusals(void) {
     static const char *cases[][2] = {
-        {"{\"properties\":{\"tags\":{\"uniqueItems\":true}}}", "\"uniqueItems\" at #/properties/tags"},
-        {"{\"items\":{\"contains\":{}}}", "\"contains\" at #/items"},
+        {"{\"properties\":{\"tags\":{\"dependentSchemas\":{\"a\":{}}}}}",
+         "\"dependentSchemas\" at #/properties/tags"},
+        {"{\"items\":{\"contains\":{},\"maxContains\":2}}", "\"maxContains\" at #/items"},
+        {"{\"contains\":{},\"maxItems\":3}", "\"contains\" with minItems"},
         {"{\"if\":{},\"then\":{}}", "\"if\" at #"},
         {"{\"dependentSchemas\":{\"a\":{}}}", "\"dependentSchemas\" at #"},
         {"{\"dependencies\":{\"a\":[\"b\"]}}", "supported only between"},
@@ -401,10 +558,17 @@ static void test_refusals(void) {
         {"{\"type\":\"string\",\"pattern\":\"(?=a)\"}", "lookaround"},
         {"{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}", "backreference"},
         {"{\"type\":\"string\",\"format\":\"iri\"}", "format \"iri\""},
-        {"{\"type\":\"number\",\"maximum\":0.5}", "non-integer"},
+        {"{\"type\":\"number\",\"maximum\":1e300}", "maximum 1e+300 at # is out of range"},
         {"{\"$ref\":\"#\"}", "refers to itself"},
+        {"{\"properties\":{\"abc\":{}},\"propertyNames\":{\"maxLength\":2}}",
+         "rejects the declared property \"abc\""},
+        {"{\"properties\":{\"ab\":{}},\"propertyNames\":{\"maxLength\":2}}",
+         "with declared properties at # is supported only as an enum/const"},
         {"{\"type\":\"strin\"}", "not a JSON Schema type"},
         {"{\"not\":{\"minimum\":3}}", "\"not\" at #"},
+        {"{\"not\":{\"enum\":[1,\"a\"]}}", "\"not\" at #"},
+        {"{\"type\":\"string\",\"pattern\":\"^a\",\"not\":{\"enum\":[\"ab\"]}}",
+         "\"not\" of an enum together with \"pattern\""},
         {"{\"type\":\"integer\",\"minimum\":5,\"maximum\":1}", "accepts no value"},
         {"[1]", "must be an object"},
     };
@@ -468,7 +632,9 @@ int main(void) {
     HR_RUN(test_strings);
     HR_RUN(test_formats);
     HR_RUN(test_integer_ranges);
+    HR_RUN(test_decimal_bounds);
     HR_RUN(test_objects);
+    HR_RUN(test_many_properties);
     HR_RUN(test_arrays);
     HR_RUN(test_combinators_and_refs);
     HR_RUN(test_refusals);
