@@ -57,6 +57,11 @@ def test_trickle_and_idle():
     each stalled one is closed after about the timeout."""
     t0 = time.time()
     stalled = stalled_connections("/v1/completions")
+    closes = {}  # watched from the start: the requests below may outlast the timeout
+    watchers = [threading.Thread(target=lambda n=n, s=s: closes.update({n: closed_after(s, t0, TIMEOUT + 30)}))
+                for n, s in stalled]
+    for w in watchers:
+        w.start()
     trickled = {}
     t = threading.Thread(target=lambda: trickled.update(r=trickle("/v1/completions", JURY)))
     t.start()
@@ -64,8 +69,10 @@ def test_trickle_and_idle():
     check("idle_others_served", all(st == 200 for st, _, _ in served)
           and all(r[1]["choices"][0]["text"] == GREEDY for r in served[:3])
           and usage_tokens(served[3][1]) == 8, [(st, took) for st, _, took in served])
+    for w in watchers:
+        w.join()
     for name, s in stalled:
-        at = closed_after(s, t0, TIMEOUT + 3)
+        at = closes.get(name)
         check("idle_%s_closed" % name, at is not None and at > TIMEOUT - 0.1, at)
         s.close()
     t.join()
