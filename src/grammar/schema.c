@@ -56,16 +56,16 @@ int hr_sc_is_assertion(const char *k) {
 }
 
 char *hr_sc_path(const char *path, const char *seg) {
-    hr_sc_buf b = {0};
-    hr_sc_puts(&b, path);
-    hr_sc_puts(&b, "/");
+    hr_gbuf b = {0};
+    hr_gbuf_puts(&b, path);
+    hr_gbuf_puts(&b, "/");
     for (const char *p = seg; *p; p++) {
-        if (*p == '~') hr_sc_puts(&b, "~0");
-        else if (*p == '/') hr_sc_puts(&b, "~1");
-        else hr_sc_add(&b, p, 1);
+        if (*p == '~') hr_gbuf_puts(&b, "~0");
+        else if (*p == '/') hr_gbuf_puts(&b, "~1");
+        else hr_gbuf_add(&b, p, 1);
     }
     if (b.oom || !b.p) {
-        hr_sc_buf_free(&b);
+        hr_gbuf_free(&b);
         return NULL;
     }
     return b.p;
@@ -135,10 +135,10 @@ static int bodies_grow(hr_sc_ctx *c) {
 }
 
 void hr_sc_emit(hr_sc_ctx *c, const char *name, const char *body) {
-    hr_sc_puts(&c->rules, name);
-    hr_sc_puts(&c->rules, " ::= ");
-    hr_sc_puts(&c->rules, body);
-    hr_sc_puts(&c->rules, "\n");
+    hr_gbuf_puts(&c->rules, name);
+    hr_gbuf_puts(&c->rules, " ::= ");
+    hr_gbuf_puts(&c->rules, body);
+    hr_gbuf_puts(&c->rules, "\n");
 }
 
 const char *hr_sc_rule(hr_sc_ctx *c, const char *hint, const char *body) {
@@ -159,21 +159,21 @@ const char *hr_sc_rule(hr_sc_ctx *c, const char *hint, const char *body) {
     return name;
 }
 
-const char *hr_sc_regex_rule(hr_sc_ctx *c, const char *hint, const hr_sc_buf *re) {
+const char *hr_sc_regex_rule(hr_sc_ctx *c, const char *hint, const hr_gbuf *re) {
     if (re->oom || !re->p) return NULL;
-    hr_sc_buf b = {0};
-    hr_sc_puts(&b, "/");
-    hr_sc_add(&b, re->p, re->n);
-    hr_sc_puts(&b, "/");
+    hr_gbuf b = {0};
+    hr_gbuf_puts(&b, "/");
+    hr_gbuf_add(&b, re->p, re->n);
+    hr_gbuf_puts(&b, "/");
     const char *r = b.oom ? NULL : hr_sc_rule(c, hint, b.p);
-    hr_sc_buf_free(&b);
+    hr_gbuf_free(&b);
     return r;
 }
 
 const char *hr_sc_hint(hr_sc_ctx *c) {
     if (!c->hint[0]) {
         snprintf(c->hint, sizeof c->hint, "%scfg-hint", c->prefix);
-        hr_sc_printf(&c->rules, "%s ::= %s \"}\"\n", c->hint, c->hint);
+        hr_gbuf_printf(&c->rules, "%s ::= %s \"}\"\n", c->hint, c->hint);
     }
     return c->hint;
 }
@@ -181,18 +181,18 @@ const char *hr_sc_hint(hr_sc_ctx *c) {
 const char *hr_sc_any(hr_sc_ctx *c) {
     if (c->any) return c->any;
     const char *p = c->prefix, *w = c->ws;
-    hr_sc_printf(&c->rules, "%sjstring ::= /\"" HR_SC_CHAR "*\"/\n", p);
-    hr_sc_printf(&c->rules,
+    hr_gbuf_printf(&c->rules, "%sjstring ::= /\"" HR_SC_CHAR "*\"/\n", p);
+    hr_gbuf_printf(&c->rules,
                  "%sjnumber ::= /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n", p);
-    hr_sc_printf(&c->rules,
+    hr_gbuf_printf(&c->rules,
                  "%sjvalue ::= %sjobject | %sjarray | %sjstring | %sjnumber | \"true\" | "
                  "\"false\" | \"null\"\n",
                  p, p, p, p, p);
-    hr_sc_printf(&c->rules,
+    hr_gbuf_printf(&c->rules,
                  "%sjobject ::= \"{\"%s (%sjstring%s \":\"%s %sjvalue%s (\",\"%s %sjstring%s "
                  "\":\"%s %sjvalue%s)*)? \"}\"\n",
                  p, w, p, w, w, p, w, w, p, w, w, p, w);
-    hr_sc_printf(&c->rules,
+    hr_gbuf_printf(&c->rules,
                  "%sjarray ::= \"[\"%s (%sjvalue%s (\",\"%s %sjvalue%s)*)? \"]\"\n", p, w, p, w,
                  w, p, w);
     size_t len = strlen(p) + 8;
@@ -339,24 +339,24 @@ static hr_err *int_bounds(const bound *lo, const bound *hi, const char *path, in
 static const char *multiple_rules(hr_sc_ctx *c, int64_t k) {
     char *base = hr_sc_new_name(c, "mod");
     if (!base) return NULL;
-    hr_sc_buf b = {0};
+    hr_gbuf b = {0};
     for (int64_t r = 0; r < k; r++) {
-        hr_sc_printf(&b, "%s_%lld ::= ", base, (long long)r);
+        hr_gbuf_printf(&b, "%s_%lld ::= ", base, (long long)r);
         for (int d = 0; d < 10; d++)
-            hr_sc_printf(&b, "%s\"%d\" %s_%lld", d ? " | " : "", d, base,
+            hr_gbuf_printf(&b, "%s\"%d\" %s_%lld", d ? " | " : "", d, base,
                          (long long)((r * 10 + d) % k));
-        hr_sc_puts(&b, r == 0 ? " | \"\"\n" : "\n");
+        hr_gbuf_puts(&b, r == 0 ? " | \"\"\n" : "\n");
     }
-    hr_sc_printf(&b, "%s ::= \"0\" | \"-\"? (", base);
+    hr_gbuf_printf(&b, "%s ::= \"0\" | \"-\"? (", base);
     for (int d = 1; d < 10; d++)
-        hr_sc_printf(&b, "%s\"%d\" %s_%lld", d > 1 ? " | " : "", d, base, (long long)(d % k));
-    hr_sc_puts(&b, ")\n");
+        hr_gbuf_printf(&b, "%s\"%d\" %s_%lld", d > 1 ? " | " : "", d, base, (long long)(d % k));
+    hr_gbuf_puts(&b, ")\n");
     if (b.oom) {
-        hr_sc_buf_free(&b);
+        hr_gbuf_free(&b);
         return NULL;
     }
-    hr_sc_add(&c->rules, b.p, b.n);
-    hr_sc_buf_free(&b);
+    hr_gbuf_add(&c->rules, b.p, b.n);
+    hr_gbuf_free(&b);
     return base;
 }
 
@@ -375,12 +375,12 @@ static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int 
         if (!hl || !hh || h - l > 10000)
             return hr_errf("schema: \"multipleOf\" with minimum/maximum at %s is supported only "
                            "for ranges of at most 10000", path);
-        hr_sc_buf b = {0};
+        hr_gbuf b = {0};
         int alts = 0;
         for (int64_t v = l; v <= h; v++)
-            if (v % k == 0) hr_sc_printf(&b, "%s\"%lld\"", alts++ ? " | " : "", (long long)v);
+            if (v % k == 0) hr_gbuf_printf(&b, "%s\"%lld\"", alts++ ? " | " : "", (long long)v);
         *rule = alts && !b.oom ? hr_sc_rule(c, "mul", b.p) : NULL;
-        hr_sc_buf_free(&b);
+        hr_gbuf_free(&b);
         return *rule || !alts ? NULL : hr_err_oom();
     }
     if (mo && m == floor(m) && m > 1) {
@@ -391,13 +391,13 @@ static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int 
     }
     if (mo && m != 1) return hr_errf("schema: \"multipleOf\" %g at %s is not supported", m, path);
     if (mo) integer = 1;
-    hr_sc_buf re = {0};
+    hr_gbuf re = {0};
     if (integer) {
         int hl, hh;
         int64_t l = 0, h = 0;
         HR_TRY(int_bounds(&lo, &hi, path, &hl, &l, &hh, &h));
         if (hl && hh && l > h) return NULL;
-        if (!hl && !hh) hr_sc_puts(&re, "-?(?:0|[1-9][0-9]*)");
+        if (!hl && !hh) hr_gbuf_puts(&re, "-?(?:0|[1-9][0-9]*)");
         else hr_sc_int_range(&re, hl, l, hh, h);
     } else {
         hr_sc_dec l = {0}, h = {0};
@@ -406,12 +406,12 @@ static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int 
         if (hi.has && !hr_sc_dec_bound(hi.v, 0, hi.ex, &h))
             return hr_errf("schema: maximum %g at %s is out of range", hi.v, path);
         if (!hr_sc_num_range(&re, &l, &h)) {
-            hr_sc_buf_free(&re);
+            hr_gbuf_free(&re);
             return NULL;
         }
     }
     *rule = hr_sc_regex_rule(c, integer ? "int" : "num", &re);
-    hr_sc_buf_free(&re);
+    hr_gbuf_free(&re);
     return *rule ? NULL : hr_err_oom();
 }
 
@@ -439,25 +439,25 @@ static const char *long_string(hr_sc_ctx *c, int64_t mn, int64_t mx) {
     snprintf(body, sizeof body, "/" HR_SC_CHAR "{%d}/ | %s", CHUNK, hr_sc_hint(c));
     const char *chunk = hr_sc_rule(c, "chunk", body);
     if (!chunk) return NULL;
-    hr_sc_buf b = {0};
-    hr_sc_puts(&b, "\"\\\"\"");
-    if (mn / CHUNK) hr_sc_printf(&b, " %s{%lld}", chunk, (long long)(mn / CHUNK));
-    if (mn % CHUNK) hr_sc_printf(&b, " /" HR_SC_CHAR "{%lld}/", (long long)(mn % CHUNK));
-    if (mx < 0) hr_sc_puts(&b, " /" HR_SC_CHAR "*/");
+    hr_gbuf b = {0};
+    hr_gbuf_puts(&b, "\"\\\"\"");
+    if (mn / CHUNK) hr_gbuf_printf(&b, " %s{%lld}", chunk, (long long)(mn / CHUNK));
+    if (mn % CHUNK) hr_gbuf_printf(&b, " /" HR_SC_CHAR "{%lld}/", (long long)(mn % CHUNK));
+    if (mx < 0) hr_gbuf_puts(&b, " /" HR_SC_CHAR "*/");
     else {
         int64_t d = mx - mn, q = d / CHUNK, r = d % CHUNK;
-        if (q == 0) hr_sc_printf(&b, " /" HR_SC_CHAR "{0,%lld}/", (long long)r);
+        if (q == 0) hr_gbuf_printf(&b, " /" HR_SC_CHAR "{0,%lld}/", (long long)r);
         else {
-            hr_sc_puts(&b, " (");
-            if (q > 1) hr_sc_printf(&b, "%s{0,%lld} ", chunk, (long long)(q - 1));
-            hr_sc_printf(&b, "/" HR_SC_CHAR "{0,%d}/ | %s{%lld}", CHUNK - 1, chunk, (long long)q);
-            if (r) hr_sc_printf(&b, " /" HR_SC_CHAR "{0,%lld}/", (long long)r);
-            hr_sc_puts(&b, ")");
+            hr_gbuf_puts(&b, " (");
+            if (q > 1) hr_gbuf_printf(&b, "%s{0,%lld} ", chunk, (long long)(q - 1));
+            hr_gbuf_printf(&b, "/" HR_SC_CHAR "{0,%d}/ | %s{%lld}", CHUNK - 1, chunk, (long long)q);
+            if (r) hr_gbuf_printf(&b, " /" HR_SC_CHAR "{0,%lld}/", (long long)r);
+            hr_gbuf_puts(&b, ")");
         }
     }
-    hr_sc_puts(&b, " \"\\\"\"");
+    hr_gbuf_puts(&b, " \"\\\"\"");
     const char *out = b.oom ? NULL : hr_sc_rule(c, "lstr", b.p);
-    hr_sc_buf_free(&b);
+    hr_gbuf_free(&b);
     return out;
 }
 
@@ -481,12 +481,12 @@ static hr_err *not_strings_rule(hr_sc_ctx *c, const json_t *s, const json_t *lis
     }
     if (!e && bytes > 400) *rule = hr_sc_not_names_rule(c, names, lens, n);
     else if (!e) {
-        hr_sc_buf re = {0};
-        hr_sc_puts(&re, "\"");
+        hr_gbuf re = {0};
+        hr_gbuf_puts(&re, "\"");
         hr_sc_not_names(&re, names, lens, n);
-        hr_sc_puts(&re, "\"");
+        hr_gbuf_puts(&re, "\"");
         *rule = hr_sc_regex_rule(c, "str", &re);
-        hr_sc_buf_free(&re);
+        hr_gbuf_free(&re);
     }
     if (!e && !*rule) e = hr_err_oom();
     free(names);
@@ -502,13 +502,13 @@ static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, cons
     HR_TRY(get_count(s, "maxLength", path, -1, &mx));
     if (mx >= 0 && mn > mx) return NULL;
     json_t *pat = json_object_get(s, "pattern"), *fmt = json_object_get(s, "format");
-    hr_sc_buf re = {0};
+    hr_gbuf re = {0};
     hr_err *e = NULL;
     int known = 0;
-    hr_sc_puts(&re, "\"");
+    hr_gbuf_puts(&re, "\"");
     if (fmt && !json_is_string(fmt)) e = hr_errf("schema: \"format\" at %s must be a string", path);
     if (!e && fmt) {
-        hr_sc_buf f = {0};
+        hr_gbuf f = {0};
         e = hr_sc_format(&f, json_string_value(fmt), &known);
         if (e) e = hr_err_wrap(e, "schema: at %s", path);
         if (!e && known && !pat && hr_sc_format_fits(json_string_value(fmt), mn, mx))
@@ -516,8 +516,8 @@ static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, cons
         if (!e && known && (pat || mn > 0 || mx >= 0))
             e = hr_errf("schema: \"format\" together with \"%s\" at %s is not supported",
                         pat ? "pattern" : "minLength/maxLength", path);
-        if (!e && known) hr_sc_add(&re, f.p, f.n);
-        hr_sc_buf_free(&f);
+        if (!e && known) hr_gbuf_add(&re, f.p, f.n);
+        hr_gbuf_free(&f);
     }
     if (!e && !known && pat) {
         if (!json_is_string(pat)) e = hr_errf("schema: \"pattern\" at %s must be a string", path);
@@ -533,20 +533,20 @@ static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, cons
         if (mn > 100000 || mx > 100000)
             e = hr_errf("schema: minLength/maxLength above 100000 at %s is not supported", path);
         else if (mn > 256 || mx > 256) {
-            hr_sc_buf_free(&re);
+            hr_gbuf_free(&re);
             *rule = long_string(c, mn, mx);
             return *rule ? NULL : hr_err_oom();
         }
-        else if (mx >= 0) hr_sc_printf(&re, HR_SC_CHAR "{%lld,%lld}", (long long)mn, (long long)mx);
-        else if (mn > 0) hr_sc_printf(&re, HR_SC_CHAR "{%lld,}", (long long)mn);
-        else hr_sc_puts(&re, HR_SC_CHAR "*");
+        else if (mx >= 0) hr_gbuf_printf(&re, HR_SC_CHAR "{%lld,%lld}", (long long)mn, (long long)mx);
+        else if (mn > 0) hr_gbuf_printf(&re, HR_SC_CHAR "{%lld,}", (long long)mn);
+        else hr_gbuf_puts(&re, HR_SC_CHAR "*");
     }
-    hr_sc_puts(&re, "\"");
+    hr_gbuf_puts(&re, "\"");
     if (!e) {
         *rule = hr_sc_regex_rule(c, "str", &re);
         if (!*rule) e = hr_err_oom();
     }
-    hr_sc_buf_free(&re);
+    hr_gbuf_free(&re);
     return e;
 }
 
@@ -623,79 +623,79 @@ static hr_err *array_rule(hr_sc_ctx *c, const json_t *s, const char *path, const
         free(p);
     }
     c->level--;
-    hr_sc_buf b = {0};
+    hr_gbuf b = {0};
     if (!e && (int64_t)usable + (rest ? (mx < 0 ? INT64_MAX / 2 : mx) : 0) >= mn) {
         /* A tuple prefix t[0..usable) (an array may end after position mn), then rest{a,b} */
         int64_t a = mn > (int64_t)usable ? mn - (int64_t)usable : 0;
         int64_t bmax = mx < 0 ? -1 : mx - (int64_t)usable;
-        hr_sc_printf(&b, "\"[\"%s ", w);
+        hr_gbuf_printf(&b, "\"[\"%s ", w);
         size_t opened = 0;
         for (size_t i = 0; i < usable; i++) {
             int optional = (int64_t)i >= mn;
             if (optional) {
-                hr_sc_puts(&b, "(");
+                hr_gbuf_puts(&b, "(");
                 opened++;
             }
-            hr_sc_printf(&b, "%s%s %s%s ", i ? "\",\"" : "", i ? w : "", t[i], w);
+            hr_gbuf_printf(&b, "%s%s %s%s ", i ? "\",\"" : "", i ? w : "", t[i], w);
         }
         if (rest && (bmax < 0 || bmax > 0)) {
             const char *lead = usable ? "\",\"" : "";
             if (usable) {
-                hr_sc_printf(&b, "(%s%s %s%s)", lead, w, rest, w);
-                if (bmax < 0) hr_sc_printf(&b, "{%lld,} ", (long long)a);
-                else hr_sc_printf(&b, "{%lld,%lld} ", (long long)a, (long long)bmax);
+                hr_gbuf_printf(&b, "(%s%s %s%s)", lead, w, rest, w);
+                if (bmax < 0) hr_gbuf_printf(&b, "{%lld,} ", (long long)a);
+                else hr_gbuf_printf(&b, "{%lld,%lld} ", (long long)a, (long long)bmax);
             } else {
                 int64_t a1 = a > 0 ? a - 1 : 0;
-                hr_sc_printf(&b, "(%s%s", rest, w);
-                if (bmax != 1) hr_sc_printf(&b, " (\",\"%s %s%s)", w, rest, w);
-                if (bmax < 0) hr_sc_printf(&b, "{%lld,}", (long long)a1);
-                else if (bmax != 1) hr_sc_printf(&b, "{%lld,%lld}", (long long)a1, (long long)(bmax - 1));
-                hr_sc_puts(&b, a == 0 ? ")? " : ") ");
+                hr_gbuf_printf(&b, "(%s%s", rest, w);
+                if (bmax != 1) hr_gbuf_printf(&b, " (\",\"%s %s%s)", w, rest, w);
+                if (bmax < 0) hr_gbuf_printf(&b, "{%lld,}", (long long)a1);
+                else if (bmax != 1) hr_gbuf_printf(&b, "{%lld,%lld}", (long long)a1, (long long)(bmax - 1));
+                hr_gbuf_puts(&b, a == 0 ? ")? " : ") ");
             }
         }
-        for (size_t i = 0; i < opened; i++) hr_sc_puts(&b, ")? ");
-        hr_sc_puts(&b, "\"]\"");
+        for (size_t i = 0; i < opened; i++) hr_gbuf_puts(&b, ")? ");
+        hr_gbuf_puts(&b, "\"]\"");
         if (!b.oom) *rule = hr_sc_rule(c, "arr", b.p);
         if (b.oom || !*rule) e = hr_err_oom();
     }
-    hr_sc_buf_free(&b);
+    hr_gbuf_free(&b);
     free(t);
     return e;
 }
 
 /* ---- enum / const ---- */
 
-static void literal(hr_sc_ctx *c, hr_sc_buf *b, const json_t *v) {
+static void literal(hr_sc_ctx *c, hr_gbuf *b, const json_t *v) {
     const char *w = c->ws;
     if (json_is_object(v)) {
         const char *k;
         json_t *x;
         int first = 1;
-        hr_sc_printf(b, "\"{\"%s ", w);
+        hr_gbuf_printf(b, "\"{\"%s ", w);
         json_object_foreach((json_t *)v, k, x) {
             json_t *ks = json_string(k);
             char *kt = ks ? json_dumps(ks, JSON_ENCODE_ANY) : NULL;
             if (!kt) b->oom = 1;
             else {
-                if (!first) hr_sc_printf(b, "\",\"%s ", w);
-                hr_sc_lit(b, kt, strlen(kt));
-                hr_sc_printf(b, "%s \":\"%s ", w, w);
+                if (!first) hr_gbuf_printf(b, "\",\"%s ", w);
+                hr_gbuf_lit(b, kt, strlen(kt));
+                hr_gbuf_printf(b, "%s \":\"%s ", w, w);
                 literal(c, b, x);
-                hr_sc_printf(b, "%s ", w);
+                hr_gbuf_printf(b, "%s ", w);
             }
             free(kt);
             json_decref(ks);
             first = 0;
         }
-        hr_sc_puts(b, "\"}\"");
+        hr_gbuf_puts(b, "\"}\"");
     } else if (json_is_array(v)) {
-        hr_sc_printf(b, "\"[\"%s ", w);
+        hr_gbuf_printf(b, "\"[\"%s ", w);
         for (size_t i = 0; i < json_array_size(v); i++) {
-            if (i) hr_sc_printf(b, "\",\"%s ", w);
+            if (i) hr_gbuf_printf(b, "\",\"%s ", w);
             literal(c, b, json_array_get(v, i));
-            hr_sc_printf(b, "%s ", w);
+            hr_gbuf_printf(b, "%s ", w);
         }
-        hr_sc_puts(b, "\"]\"");
+        hr_gbuf_puts(b, "\"]\"");
     } else if (json_is_real(v)) {
         /* jansson's spelling (17 digits) and the shortest one that reads back the same */
         char *jt = json_dumps(v, JSON_ENCODE_ANY), shortest[40] = "";
@@ -705,19 +705,19 @@ static void literal(hr_sc_ctx *c, hr_sc_buf *b, const json_t *v) {
         }
         if (!jt) b->oom = 1;
         else if (strchr(shortest, 'n') || strchr(shortest, 'i') || !strcmp(jt, shortest))
-            hr_sc_lit(b, jt, strlen(jt));
+            hr_gbuf_lit(b, jt, strlen(jt));
         else {
-            hr_sc_puts(b, "(");
-            hr_sc_lit(b, jt, strlen(jt));
-            hr_sc_puts(b, " | ");
-            hr_sc_lit(b, shortest, strlen(shortest));
-            hr_sc_puts(b, ")");
+            hr_gbuf_puts(b, "(");
+            hr_gbuf_lit(b, jt, strlen(jt));
+            hr_gbuf_puts(b, " | ");
+            hr_gbuf_lit(b, shortest, strlen(shortest));
+            hr_gbuf_puts(b, ")");
         }
         free(jt);
     } else {
         char *jt = json_dumps(v, JSON_ENCODE_ANY);
         if (!jt) b->oom = 1;
-        else hr_sc_lit(b, jt, strlen(jt));
+        else hr_gbuf_lit(b, jt, strlen(jt));
         free(jt);
     }
 }
@@ -727,7 +727,7 @@ static hr_err *enum_rule(hr_sc_ctx *c, const json_t *s, const char *path, const 
     if (en && !json_is_array(en)) return hr_errf("schema: \"enum\" at %s must be an array", path);
     const json_t *rest = without(c, without(c, s, "enum"), "const");
     if (!rest) return hr_err_oom();
-    hr_sc_buf b = {0};
+    hr_gbuf b = {0};
     size_t n = en ? json_array_size(en) : 1, alts = 0;
     for (size_t i = 0; i < n; i++) {
         const json_t *v = en ? json_array_get(en, i) : cn;
@@ -736,26 +736,26 @@ static hr_err *enum_rule(hr_sc_ctx *c, const json_t *s, const char *path, const 
         if (ok) {
             hr_err *e = hr_sc_check(c, rest, v, path, &ok);
             if (e) {
-                hr_sc_buf_free(&b);
+                hr_gbuf_free(&b);
                 return e;
             }
         }
         if (!ok) continue;
-        if (alts++) hr_sc_puts(&b, " | ");
+        if (alts++) hr_gbuf_puts(&b, " | ");
         literal(c, &b, v);
     }
     if (b.oom) {
-        hr_sc_buf_free(&b);
+        hr_gbuf_free(&b);
         return hr_err_oom();
     }
     if (alts) {
         *rule = hr_sc_rule(c, "enum", b.p);
         if (!*rule) {
-            hr_sc_buf_free(&b);
+            hr_gbuf_free(&b);
             return hr_err_oom();
         }
     }
-    hr_sc_buf_free(&b);
+    hr_gbuf_free(&b);
     return NULL;
 }
 
@@ -768,7 +768,7 @@ static hr_err *any_of(hr_sc_ctx *c, const json_t *s, const char *kw, const char 
     if (!json_is_array(list) || !json_array_size(list))
         return hr_errf("schema: \"%s\" at %s must be a non-empty array", kw, path);
     const json_t *rest = has_assertions(s, kw) ? without(c, s, kw) : NULL;
-    hr_sc_buf b = {0};
+    hr_gbuf b = {0};
     size_t alts = 0;
     hr_err *e = NULL;
     for (size_t i = 0; i < json_array_size(list) && !e; i++) {
@@ -786,15 +786,15 @@ static hr_err *any_of(hr_sc_ctx *c, const json_t *s, const char *kw, const char 
             e = hr_sc_value(c, branch, p, &r);
         free(p);
         if (e || !r) continue;
-        if (alts++) hr_sc_puts(&b, " | ");
-        hr_sc_puts(&b, r);
+        if (alts++) hr_gbuf_puts(&b, " | ");
+        hr_gbuf_puts(&b, r);
     }
     if (!e && b.oom) e = hr_err_oom();
     if (!e && alts) {
         *rule = hr_sc_rule(c, "alt", b.p);
         if (!*rule) e = hr_err_oom();
     }
-    hr_sc_buf_free(&b);
+    hr_gbuf_free(&b);
     return e;
 }
 
@@ -821,7 +821,7 @@ static hr_err *by_type(hr_sc_ctx *c, const json_t *s, const char *path, const ch
     int mask;
     HR_TRY(type_mask(s, path, &mask));
     if (mask & T_NUM) mask &= ~T_INT;
-    hr_sc_buf b = {0};
+    hr_gbuf b = {0};
     size_t alts = 0;
     hr_err *e = NULL;
     for (int bit = 1; bit <= T_INT && !e; bit <<= 1) {
@@ -837,15 +837,15 @@ static hr_err *by_type(hr_sc_ctx *c, const json_t *s, const char *path, const ch
         case T_INT: e = number_rule(c, s, path, 1, &r); break;
         }
         if (e || !r) continue;
-        if (alts++) hr_sc_puts(&b, " | ");
-        hr_sc_puts(&b, r);
+        if (alts++) hr_gbuf_puts(&b, " | ");
+        hr_gbuf_puts(&b, r);
     }
     if (!e && b.oom) e = hr_err_oom();
     if (!e && alts) {
         *rule = hr_sc_rule(c, "v", b.p);
         if (!*rule) e = hr_err_oom();
     }
-    hr_sc_buf_free(&b);
+    hr_gbuf_free(&b);
     return e;
 }
 
@@ -1024,7 +1024,7 @@ hr_err *hr_sc_resolve(hr_sc_ctx *c, const char *ref, const char *path, const jso
 /* ---- entry points ---- */
 
 static void ctx_free(hr_sc_ctx *c) {
-    hr_sc_buf_free(&c->rules);
+    hr_gbuf_free(&c->rules);
     for (size_t i = 0; i < c->n_names; i++) free(c->names[i]);
     free(c->names);
     for (size_t i = 0; i < c->cap_bodies; i++) free(c->bodies[i].body);
@@ -1060,22 +1060,22 @@ static hr_err *compile(const json_t *schema, const hr_schema_opts *o, const char
         if (!hr_sc_any(&c)) e = hr_err_oom();
         top = hr_sc_new_name(&c, "top");
         if (!top) e = hr_err_oom();
-        else hr_sc_printf(&c.rules, "%s ::= %sjobject\n", top, prefix);
+        else hr_gbuf_printf(&c.rules, "%s ::= %sjobject\n", top, prefix);
     } else {
         e = hr_sc_value(&c, schema, "#", &top);
         if (!e && !top) e = hr_errf("schema: the schema accepts no value");
     }
-    hr_sc_buf out = {0};
+    hr_gbuf out = {0};
     if (!e) {
-        hr_sc_printf(&out, "%sroot ::= %s\n", prefix, top);
-        if (c.ws[0]) hr_sc_printf(&out, "%sws ::= [ \\t\\n\\r]{0,%d}\n", prefix, c.max_ws);
-        hr_sc_add(&out, c.rules.p ? c.rules.p : "", c.rules.n);
+        hr_gbuf_printf(&out, "%sroot ::= %s\n", prefix, top);
+        if (c.ws[0]) hr_gbuf_printf(&out, "%sws ::= [ \\t\\n\\r]{0,%d}\n", prefix, c.max_ws);
+        hr_gbuf_add(&out, c.rules.p ? c.rules.p : "", c.rules.n);
         if (out.oom || c.rules.oom) e = hr_err_oom();
     }
     if (o && o->over) *o->over = e ? 0 : c.over;
     ctx_free(&c);
     if (e) {
-        hr_sc_buf_free(&out);
+        hr_gbuf_free(&out);
         return e;
     }
     *text = out.p;

@@ -30,23 +30,23 @@ typedef struct {
 static const char *state(machine *m, unsigned set, hr_err **e) {
     if (m->state[set]) return m->state[set][0] ? m->state[set] : NULL;
     int used = __builtin_popcount(set);
-    hr_sc_buf b = {0};
+    hr_gbuf b = {0};
     int alts = 0;
     for (int i = 0; i < m->k && !*e && (m->mx < 0 || used < m->mx); i++) {
         if (set & (1u << i)) continue;
         const char *nx = state(m, set | (1u << i), e);
         if (!nx) continue;
-        if (alts++) hr_sc_puts(&b, " | ");
-        hr_sc_printf(&b, "%s%s %s%s %s", used ? "\",\"" : "", used ? m->c->ws : "", m->val[i],
+        if (alts++) hr_gbuf_puts(&b, " | ");
+        hr_gbuf_printf(&b, "%s%s %s%s %s", used ? "\",\"" : "", used ? m->c->ws : "", m->val[i],
                      m->c->ws, nx);
     }
-    if (used >= m->mn) hr_sc_printf(&b, "%s\"]\"", alts++ ? " | " : "");
+    if (used >= m->mn) hr_gbuf_printf(&b, "%s\"]\"", alts++ ? " | " : "");
     const char *r = "";
     if (alts && !*e) {
         r = b.oom ? NULL : hr_sc_rule(m->c, "uniq", b.p);
         if (!r) *e = hr_err_oom();
     }
-    hr_sc_buf_free(&b);
+    hr_gbuf_free(&b);
     m->state[set] = r ? r : "";
     return r && r[0] ? r : NULL;
 }
@@ -100,13 +100,13 @@ hr_err *hr_sc_unique_array(hr_sc_ctx *c, const json_t *items, int64_t mn, int64_
     json_decref(vals);
     if (!e) {
         const char *start = state(m, 0, &e);
-        hr_sc_buf b = {0};
+        hr_gbuf b = {0};
         if (!e && start) {
-            hr_sc_printf(&b, "\"[\"%s %s", c->ws, start);
+            hr_gbuf_printf(&b, "\"[\"%s %s", c->ws, start);
             *rule = b.oom ? NULL : hr_sc_rule(c, "arr", b.p);
             if (!*rule) e = hr_err_oom();
         }
-        hr_sc_buf_free(&b);
+        hr_gbuf_free(&b);
         *done = 1;
     }
     free(m);
@@ -138,21 +138,21 @@ hr_err *hr_sc_contains(hr_sc_ctx *c, const json_t *s, const json_t *items, int64
     free(p);
     if (e || !hit) return e; /* no item can match: no array is valid */
     const char *w = c->ws, *prev = NULL;
-    hr_sc_buf b = {0};
+    hr_gbuf b = {0};
     for (int64_t j = 1; j <= n && !b.oom; j++) { /* L_j, built from L_{j-1} */
         char *name = hr_sc_new_name(c, "contains");
-        if (!name) return hr_sc_buf_free(&b), hr_err_oom();
-        hr_sc_buf_free(&b);
-        if (j == 1) hr_sc_printf(&b, "%s%s (\",\"%s %s%s)*", hit, w, w, any ? any : hit, w);
-        else hr_sc_printf(&b, "%s%s \",\"%s %s", hit, w, w, prev);
-        if (any) hr_sc_printf(&b, " | %s%s \",\"%s %s", any, w, w, name);
-        hr_sc_printf(&b, " | %s", hr_sc_hint(c));
+        if (!name) return hr_gbuf_free(&b), hr_err_oom();
+        hr_gbuf_free(&b);
+        if (j == 1) hr_gbuf_printf(&b, "%s%s (\",\"%s %s%s)*", hit, w, w, any ? any : hit, w);
+        else hr_gbuf_printf(&b, "%s%s \",\"%s %s", hit, w, w, prev);
+        if (any) hr_gbuf_printf(&b, " | %s%s \",\"%s %s", any, w, w, name);
+        hr_gbuf_printf(&b, " | %s", hr_sc_hint(c));
         if (!b.oom) hr_sc_emit(c, name, b.p);
         prev = name;
     }
-    hr_sc_buf_free(&b);
-    hr_sc_printf(&b, "\"[\"%s %s \"]\"", w, prev);
+    hr_gbuf_free(&b);
+    hr_gbuf_printf(&b, "\"[\"%s %s \"]\"", w, prev);
     *rule = b.oom ? NULL : hr_sc_rule(c, "arr", b.p);
-    hr_sc_buf_free(&b);
+    hr_gbuf_free(&b);
     return *rule ? NULL : hr_err_oom();
 }

@@ -59,10 +59,10 @@ static hr_err *check_str(const json_t *s, const json_t *v, const char *path, int
         *ok &= m;
     }
     if (json_is_string(fmt)) {
-        hr_sc_buf b = {0};
+        hr_gbuf b = {0};
         int known;
         hr_err *e = hr_sc_format(&b, json_string_value(fmt), &known);
-        hr_sc_buf_free(&b);
+        hr_gbuf_free(&b);
         if (e || known)
             return e ? e : hr_errf("schema: \"format\" together with enum/const at %s is not "
                                    "supported", path);

@@ -67,11 +67,11 @@ static const char *refused[] = {"idn-email", "idn-hostname", "iri", "iri-referen
                                 "uri-template", "json-pointer", "relative-json-pointer",
                                 "regex"};
 
-hr_err *hr_sc_format(hr_sc_buf *o, const char *name, int *known) {
+hr_err *hr_sc_format(hr_gbuf *o, const char *name, int *known) {
     *known = 0;
     for (size_t i = 0; i < sizeof formats / sizeof formats[0]; i++)
         if (!strcmp(name, formats[i].name)) {
-            hr_sc_puts(o, formats[i].re);
+            hr_gbuf_puts(o, formats[i].re);
             *known = 1;
             return NULL;
         }

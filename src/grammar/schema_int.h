@@ -11,20 +11,8 @@
 
 #include "base/err.h"
 #include "grammar/schema.h"
+#include "grammar/text_buf.h"
 
-/* Growable text; an allocation failure sets oom and later appends do nothing. */
-typedef struct {
-    char *p;
-    size_t n, cap;
-    int oom;
-} hr_sc_buf;
-
-void hr_sc_add(hr_sc_buf *b, const char *s, size_t n);
-void hr_sc_puts(hr_sc_buf *b, const char *s);
-void hr_sc_printf(hr_sc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Appends s as a GBNF string literal (quotes included). */
-void hr_sc_lit(hr_sc_buf *b, const char *s, size_t n);
-void hr_sc_buf_free(hr_sc_buf *b);
 
 /* One JSON string character in its encoded form, any spelling (raw, short escape, \uXXXX
  * or a surrogate pair): decodes to exactly one code point. */
@@ -45,7 +33,7 @@ void hr_sc_buf_free(hr_sc_buf *b);
 #define HR_SC_FRAC_MAX 160
 
 /* Regex for JSON integers in [lo, hi] (has_lo/has_hi 0: unbounded on that side). */
-void hr_sc_int_range(hr_sc_buf *o, int has_lo, int64_t lo, int has_hi, int64_t hi);
+void hr_sc_int_range(hr_gbuf *o, int has_lo, int64_t lo, int has_hi, int64_t hi);
 /* An exact decimal bound: -(ip.frac) when neg (never for zero), frac the digits after
  * the point without trailing zeros; ex: the bound itself is excluded; has 0: none. */
 typedef struct {
@@ -56,7 +44,7 @@ typedef struct {
 /* Regex for JSON numbers between lo and hi (decimal comparison); no exponent form when a
  * bound is given. Returns 0 when no number is in range (the text appended is then to be
  * dropped). */
-int hr_sc_num_range(hr_sc_buf *o, const hr_sc_dec *lo, const hr_sc_dec *hi);
+int hr_sc_num_range(hr_gbuf *o, const hr_sc_dec *lo, const hr_sc_dec *hi);
 /* The decimal bound that a validator comparing doubles applies for the schema's bound v
  * (lower: minimum / exclusiveMinimum, ex: exclusive): for a non-integer v, the midpoint
  * between v and its neighbouring double (ties rounding to even), so that every spelling
@@ -67,17 +55,17 @@ int hr_sc_dec_bound(double v, int lower, int ex, hr_sc_dec *out);
 /* Regex for the encoded inside of a JSON string whose decoded value contains a match of
  * the ECMAScript pattern (the pattern's own characters in canonical spelling). An
  * unsupported construct is an error naming it and its offset. */
-hr_err *hr_sc_pattern(hr_sc_buf *o, const char *pat, size_t len);
+hr_err *hr_sc_pattern(hr_gbuf *o, const char *pat, size_t len);
 /* For a pattern "^X1{a1,b1}...Xk{ak,bk}$" (each X one character or class) and lengths
  * [mn, mx] (mx < 0: none): appends the pattern's regex with the lengths enforced, when
  * the pattern's lengths lie inside them or exactly one atom's count varies (it takes the
  * bounds the others leave), and returns 1; else returns 0 (the text appended is then to
  * be dropped; nothing is appended then). */
-int hr_sc_pattern_len(hr_sc_buf *o, const char *pat, size_t len, int64_t mn, int64_t mx);
+int hr_sc_pattern_len(hr_gbuf *o, const char *pat, size_t len, int64_t mn, int64_t mx);
 /* Regex for the inside of a JSON string of the given format; *known 0 when the name is
  * not a format this compiler knows (an annotation then); an error for a standard format
  * it cannot enforce. */
-hr_err *hr_sc_format(hr_sc_buf *o, const char *name, int *known);
+hr_err *hr_sc_format(hr_gbuf *o, const char *name, int *known);
 
 /* Do all strings of format `name` have a length (code points) in [mn, mx] (mx < 0: no
  * upper bound)? 0 when unknown. */
@@ -89,7 +77,7 @@ int hr_sc_pattern_matches(const char *pat, const char *s, size_t n);
 #endif
 
 /* Regex for the inside of a JSON string whose decoded value is none of the n names. */
-void hr_sc_not_names(hr_sc_buf *o, const char *const *names, const size_t *lens, size_t n);
+void hr_sc_not_names(hr_gbuf *o, const char *const *names, const size_t *lens, size_t n);
 
 /* The compile context: one per hr_schema_to_gbnf call. */
 typedef struct hr_sc_ctx hr_sc_ctx;
@@ -112,7 +100,7 @@ struct hr_sc_ctx {
     const char *prefix;
     const char *ws;      /* " <prefix>ws" or "" (compact) */
     int max_ws;
-    hr_sc_buf rules;
+    hr_gbuf rules;
     hr_sc_memo *memo;
     size_t n_memo, cap_memo;
     char **names; /* every rule name made, freed at the end */
@@ -130,7 +118,7 @@ struct hr_sc_ctx {
 /* A rule with this body (shared with an identical earlier one); NULL on OOM. */
 const char *hr_sc_rule(hr_sc_ctx *c, const char *hint, const char *body);
 /* A rule that is the regex terminal /re/. NULL on OOM. */
-const char *hr_sc_regex_rule(hr_sc_ctx *c, const char *hint, const hr_sc_buf *re);
+const char *hr_sc_regex_rule(hr_sc_ctx *c, const char *hint, const hr_gbuf *re);
 /* A fresh rule name (owned by the context). NULL on OOM. */
 char *hr_sc_new_name(hr_sc_ctx *c, const char *hint);
 /* Appends "name ::= body" (no sharing). */

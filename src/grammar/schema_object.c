@@ -43,14 +43,14 @@ typedef struct {
 
 static const char *state(machine *m, size_t pos, int64_t cnt);
 
-static void alt_to(machine *m, hr_sc_buf *b, int *alts, int64_t cnt, const char *kv,
+static void alt_to(machine *m, hr_gbuf *b, int *alts, int64_t cnt, const char *kv,
                    const char *next) {
-    if ((*alts)++) hr_sc_puts(b, " | ");
+    if ((*alts)++) hr_gbuf_puts(b, " | ");
     if (kv) {
-        if (cnt > 0) hr_sc_printf(b, "\",\"%s ", m->c->ws);
-        hr_sc_printf(b, "%s ", kv);
+        if (cnt > 0) hr_gbuf_printf(b, "\",\"%s ", m->c->ws);
+        hr_gbuf_printf(b, "%s ", kv);
     }
-    hr_sc_puts(b, next);
+    hr_gbuf_puts(b, next);
 }
 
 static int64_t bump(const machine *m, int64_t cnt) { return cnt + 1 > m->cap ? m->cap : cnt + 1; }
@@ -68,7 +68,7 @@ static const char *state(machine *m, size_t pos, int64_t cnt) {
     size_t at = pos * (size_t)(m->cap + 1) + (size_t)cnt;
     if (m->seen[at] == 2 || m->err) return m->state[at];
     m->seen[at] = 1;
-    hr_sc_buf b = {0};
+    hr_gbuf b = {0};
     int alts = 0;
     int room = m->max < 0 || cnt + 1 <= m->max;
     for (size_t k = 0; k < m->n && room; k++) {
@@ -86,8 +86,8 @@ static const char *state(machine *m, size_t pos, int64_t cnt) {
         }
     }
     if (can_end(m, pos, cnt)) {
-        if (alts++) hr_sc_puts(&b, " | ");
-        hr_sc_puts(&b, "\"}\"");
+        if (alts++) hr_gbuf_puts(&b, " | ");
+        hr_gbuf_puts(&b, "\"}\"");
     }
     const char *name = NULL;
     if (alts && !m->err) {
@@ -97,26 +97,26 @@ static const char *state(machine *m, size_t pos, int64_t cnt) {
         else hr_sc_emit(m->c, nm, b.p);
         name = nm;
     }
-    hr_sc_buf_free(&b);
+    hr_gbuf_free(&b);
     m->seen[at] = 2;
     return m->state[at] = m->err ? NULL : name;
 }
 
 /* "key" ws ":" ws value ws, with the key given as GBNF text (a literal or a rule). */
 static const char *kv_rule(hr_sc_ctx *c, const char *key, const char *val) {
-    hr_sc_buf b = {0};
-    hr_sc_printf(&b, "%s%s \":\"%s %s%s | %s", key, c->ws, c->ws, val, c->ws, hr_sc_hint(c));
+    hr_gbuf b = {0};
+    hr_gbuf_printf(&b, "%s%s \":\"%s %s%s | %s", key, c->ws, c->ws, val, c->ws, hr_sc_hint(c));
     const char *r = b.oom ? NULL : hr_sc_rule(c, "kv", b.p);
-    hr_sc_buf_free(&b);
+    hr_gbuf_free(&b);
     return r;
 }
 
-static hr_err *key_literal(hr_sc_buf *b, const char *name) {
+static hr_err *key_literal(hr_gbuf *b, const char *name) {
     json_t *s = json_string(name);
     char *t = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
     json_decref(s);
     if (!t) return hr_err_oom();
-    hr_sc_lit(b, t, strlen(t));
+    hr_gbuf_lit(b, t, strlen(t));
     free(t);
     return NULL;
 }
@@ -168,7 +168,7 @@ static hr_err *check_declared(hr_sc_ctx *c, const json_t *pn, const char *const 
  * canonical spelling), only where no name is declared (it would need the pattern minus
  * the names). */
 static hr_err *names_key(hr_sc_ctx *c, const json_t *pn, const char *const *names,
-                         size_t n_names, const char *path, hr_sc_buf *key, const char **key_rule,
+                         size_t n_names, const char *path, hr_gbuf *key, const char **key_rule,
                          int *none) {
     for (int i = 0; i < 16 && json_is_string(json_object_get(pn, "$ref")); i++)
         HR_TRY(hr_sc_resolve(c, json_string_value(json_object_get(pn, "$ref")), path, &pn));
@@ -176,7 +176,7 @@ static hr_err *names_key(hr_sc_ctx *c, const json_t *pn, const char *const *name
         return hr_errf("schema: \"propertyNames\" at %s is supported only as a schema object", path);
     json_t *en = json_object_get(pn, "enum"), *cn = json_object_get(pn, "const");
     if (en || cn) {
-        hr_sc_buf b = {0};
+        hr_gbuf b = {0};
         size_t n = en ? json_array_size(en) : 1, alts = 0;
         for (size_t i = 0; i < n; i++) {
             json_t *v = en ? json_array_get(en, i) : cn;
@@ -184,12 +184,12 @@ static hr_err *names_key(hr_sc_ctx *c, const json_t *pn, const char *const *name
             if (json_is_string(v)) HR_TRY(hr_sc_check(c, pn, v, path, &ok));
             for (size_t j = 0; ok && j < n_names; j++) declared |= !strcmp(names[j], json_string_value(v));
             if (!ok || declared) continue;
-            if (alts++) hr_sc_puts(&b, " | ");
+            if (alts++) hr_gbuf_puts(&b, " | ");
             HR_TRY(key_literal(&b, json_string_value(v)));
         }
         *none = !alts;
         *key_rule = alts && !b.oom ? hr_sc_rule(c, "key", b.p) : NULL;
-        hr_sc_buf_free(&b);
+        hr_gbuf_free(&b);
         return alts && !*key_rule ? hr_err_oom() : NULL;
     }
     if (n_names)
@@ -220,8 +220,8 @@ static hr_err *names_key(hr_sc_ctx *c, const json_t *pn, const char *const *name
                            path);
     } else if (json_is_string(pat)) {
         HR_TRY(hr_sc_pattern(key, json_string_value(pat), json_string_length(pat)));
-    } else if (mxv) hr_sc_printf(key, HR_SC_CANON "{%lld,%lld}", (long long)mn, (long long)mx);
-    else hr_sc_printf(key, HR_SC_CANON "{%lld,}", (long long)mn);
+    } else if (mxv) hr_gbuf_printf(key, HR_SC_CANON "{%lld,%lld}", (long long)mn, (long long)mx);
+    else hr_gbuf_printf(key, HR_SC_CANON "{%lld,}", (long long)mn);
     return NULL;
 }
 
@@ -231,7 +231,7 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
     json_t *ap = json_object_get(s, "additionalProperties");
     json_t *pp = json_object_get(s, "patternProperties");
     json_t *pn = json_object_get(s, "propertyNames");
-    hr_sc_buf alts = {0}, key = {0};
+    hr_gbuf alts = {0}, key = {0};
     hr_err *e = NULL;
     int n_alts = 0;
     *out = NULL;
@@ -244,7 +244,7 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
         json_t *ps;
         char *p = hr_sc_path(path, "patternProperties");
         if (!p) return hr_err_oom();
-        hr_sc_puts(&key, "\"(?:");
+        hr_gbuf_puts(&key, "\"(?:");
         json_object_foreach(pp, pat, ps) {
             const char *val;
             char *pp_path = hr_sc_path(p, pat);
@@ -260,7 +260,7 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
                 e = hr_errf("schema: several patternProperties with different schemas at %s are "
                             "not supported", path);
             if (e) break;
-            if (first_val) hr_sc_puts(&key, "|");
+            if (first_val) hr_gbuf_puts(&key, "|");
             first_val = val;
             if ((e = hr_sc_pattern(&key, pat, strlen(pat)))) {
                 e = hr_err_wrap(e, "schema: patternProperties at %s", path);
@@ -268,13 +268,13 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
             }
         }
         free(p);
-        hr_sc_puts(&key, ")\"");
+        hr_gbuf_puts(&key, ")\"");
         if (!e && first_val) {
             const char *kr = hr_sc_regex_rule(c, "key", &key);
             const char *kv = kr ? kv_rule(c, kr, first_val) : NULL;
             if (!kv) e = hr_err_oom();
             else {
-                hr_sc_puts(&alts, kv);
+                hr_gbuf_puts(&alts, kv);
                 n_alts++;
             }
         }
@@ -288,14 +288,14 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
         if (!e && !ap && !(val = hr_sc_any(c))) e = hr_err_oom();
         free(p);
         if (!e && val) {
-            hr_sc_buf_free(&key);
-            hr_sc_puts(&key, "\"");
+            hr_gbuf_free(&key);
+            hr_gbuf_puts(&key, "\"");
             if (pn && !json_is_true(pn)) {
                 int none = 0;
                 e = names_key(c, pn, names, n_names, path, &key, &key_cfg, &none);
                 if (!e && none) {
-                    hr_sc_buf_free(&alts);
-                    hr_sc_buf_free(&key);
+                    hr_gbuf_free(&alts);
+                    hr_gbuf_free(&key);
                     return NULL;
                 }
             } else {
@@ -306,12 +306,12 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
                 else hr_sc_not_names(&key, names, lens, n_names);
                 if (bytes > NOT_NAMES_MAX && !key_cfg) e = hr_err_oom();
             }
-            hr_sc_puts(&key, "\"");
+            hr_gbuf_puts(&key, "\"");
             const char *kr = e ? NULL : key_cfg ? key_cfg : hr_sc_regex_rule(c, "key", &key);
             const char *kv = kr ? kv_rule(c, kr, val) : NULL;
             if (!e && !kv) e = hr_err_oom();
             if (!e) {
-                hr_sc_puts(&alts, kv);
+                hr_gbuf_puts(&alts, kv);
                 n_alts++;
             }
         }
@@ -320,8 +320,8 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
         *out = alts.oom ? NULL : hr_sc_rule(c, "add", alts.p);
         if (!*out) e = hr_err_oom();
     }
-    hr_sc_buf_free(&alts);
-    hr_sc_buf_free(&key);
+    hr_gbuf_free(&alts);
+    hr_gbuf_free(&key);
     return e;
 }
 
@@ -392,10 +392,10 @@ static hr_err *declared(hr_sc_ctx *c, const json_t *s, const char *path, prop *p
             if (required) *dead = 1;
             continue;
         }
-        hr_sc_buf k = {0};
+        hr_gbuf k = {0};
         HR_TRY(key_literal(&k, name));
         const char *kv = k.oom ? NULL : kv_rule(c, k.p, val);
-        hr_sc_buf_free(&k);
+        hr_gbuf_free(&k);
         if (!kv) return hr_err_oom();
         p[(*n)++] = (prop){name, kv, required, 0};
     }
@@ -476,20 +476,20 @@ static hr_err *track(hr_sc_ctx *c, const json_t *s, machine *m) {
         }
     for (size_t i = 0; i < n; i++)
         if (!m->p[i].required && !dep_named(s, m->p[i].name)) tmp[--rest] = m->p[i];
-    hr_sc_buf b = {0};
-    for (size_t i = k; i < n; i++) hr_sc_printf(&b, "%s%s", i > k ? " | " : "", tmp[i].kv);
-    if (m->addl) hr_sc_printf(&b, "%s%s", k < n ? " | " : "", m->addl);
+    hr_gbuf b = {0};
+    for (size_t i = k; i < n; i++) hr_gbuf_printf(&b, "%s%s", i > k ? " | " : "", tmp[i].kv);
+    if (m->addl) hr_gbuf_printf(&b, "%s%s", k < n ? " | " : "", m->addl);
     memcpy(m->p, tmp, n * sizeof *tmp);
     free(tmp);
     if (k < n) {
         c->over |= HR_SCHEMA_OVER_REPEAT;
         m->addl = b.oom ? NULL : hr_sc_rule(c, "add", b.p);
         if (!m->addl) {
-            hr_sc_buf_free(&b);
+            hr_gbuf_free(&b);
             return hr_err_oom();
         }
     }
-    hr_sc_buf_free(&b);
+    hr_gbuf_free(&b);
     m->n = k;
     return NULL;
 }
@@ -505,10 +505,10 @@ static hr_err *run_machine(hr_sc_ctx *c, machine *m, const char **rule) {
     free(m->seen);
     if (m->err) return m->err;
     if (!start) return NULL;
-    hr_sc_buf b = {0};
-    hr_sc_printf(&b, "\"{\"%s %s", c->ws, start);
+    hr_gbuf b = {0};
+    hr_gbuf_printf(&b, "\"{\"%s %s", c->ws, start);
     *rule = b.oom ? NULL : hr_sc_rule(c, "object", b.p);
-    hr_sc_buf_free(&b);
+    hr_gbuf_free(&b);
     return *rule ? NULL : hr_err_oom();
 }
 

@@ -22,7 +22,7 @@ typedef struct {
 typedef struct {
     const char *s;
     size_t n, i;
-    hr_sc_buf *o;
+    hr_gbuf *o;
     hr_err *err;
 } rx;
 
@@ -102,56 +102,56 @@ static void class_escape(cset *c, char e) {
 }
 
 /* Appends code point cp as a regex literal (outside or inside a class). */
-static void emit_cp(hr_sc_buf *o, uint32_t cp, int in_class) {
+static void emit_cp(hr_gbuf *o, uint32_t cp, int in_class) {
     const char *meta = in_class ? "\\]^-[/" : "\\.^$|?*+()[]{}/";
     if (cp < 0x80 && strchr(meta, (int)cp) && cp) {
         char e[2] = {'\\', (char)cp};
-        hr_sc_add(o, e, 2);
+        hr_gbuf_add(o, e, 2);
     } else if (cp < 0x20 || cp == 0x7f) {
-        hr_sc_printf(o, "\\x%02x", cp);
+        hr_gbuf_printf(o, "\\x%02x", cp);
     } else {
         char u[4];
-        hr_sc_add(o, u, hr_utf8_encode(cp, u));
+        hr_gbuf_add(o, u, hr_utf8_encode(cp, u));
     }
 }
 
 /* The canonical escape of a character that a JSON string cannot hold raw, as regex text. */
-static void emit_escaped(hr_sc_buf *o, uint32_t cp) {
+static void emit_escaped(hr_gbuf *o, uint32_t cp) {
     static const char shorts[][3] = {{'\b', 'b'}, {'\f', 'f'}, {'\n', 'n'}, {'\r', 'r'},
                                      {'\t', 't'}};
     if (cp == '"') {
-        hr_sc_puts(o, "\\\\\"");
+        hr_gbuf_puts(o, "\\\\\"");
         return;
     }
     if (cp == '\\') {
-        hr_sc_puts(o, "\\\\\\\\");
+        hr_gbuf_puts(o, "\\\\\\\\");
         return;
     }
     for (size_t i = 0; i < 5; i++)
         if ((uint32_t)(unsigned char)shorts[i][0] == cp) {
-            hr_sc_printf(o, "\\\\%c", shorts[i][1]);
+            hr_gbuf_printf(o, "\\\\%c", shorts[i][1]);
             return;
         }
-    hr_sc_printf(o, "\\\\u00%X%c", cp >> 4, "0123456789abcdef"[cp & 15]);
+    hr_gbuf_printf(o, "\\\\u00%X%c", cp >> 4, "0123456789abcdef"[cp & 15]);
     if ((cp & 15) >= 10) { /* both hex cases: jansson writes lower case */
         o->n--;
-        hr_sc_printf(o, "[%c%c]", "abcdef"[(cp & 15) - 10], "ABCDEF"[(cp & 15) - 10]);
+        hr_gbuf_printf(o, "[%c%c]", "abcdef"[(cp & 15) - 10], "ABCDEF"[(cp & 15) - 10]);
     }
 }
 
 
-static void raw_range(hr_sc_buf *cls, int *n_cls, uint32_t *single, uint32_t lo, uint32_t hi) {
+static void raw_range(hr_gbuf *cls, int *n_cls, uint32_t *single, uint32_t lo, uint32_t hi) {
     emit_cp(cls, lo, 1);
-    if (hi > lo + 1) hr_sc_add(cls, "-", 1);
+    if (hi > lo + 1) hr_gbuf_add(cls, "-", 1);
     if (hi > lo) emit_cp(cls, hi, 1);
     *n_cls += hi - lo + 1 > 2 ? 2 : (int)(hi - lo + 1);
     *single = lo;
 }
 
 /* A set of decoded characters as a regex over their encoded spellings (one group). */
-static void emit_set(hr_sc_buf *o, cset *c) {
+static void emit_set(hr_gbuf *o, cset *c) {
     cs_norm(c);
-    hr_sc_buf cls = {0};
+    hr_gbuf cls = {0};
     int n_cls = 0;
     uint32_t single = 0;
     /* the raw part: c minus what a JSON string cannot hold raw (and surrogates) */
@@ -169,41 +169,41 @@ static void emit_set(hr_sc_buf *o, cset *c) {
         if (!done) raw_range(&cls, &n_cls, &single, lo, hi);
     }
     int alts = 0;
-    hr_sc_puts(o, "(?:");
+    hr_gbuf_puts(o, "(?:");
     if (n_cls == 1) {
         emit_cp(o, single, 0);
         alts++;
     } else if (n_cls) {
-        hr_sc_puts(o, "[");
-        hr_sc_add(o, cls.p, cls.n);
-        hr_sc_puts(o, "]");
+        hr_gbuf_puts(o, "[");
+        hr_gbuf_add(o, cls.p, cls.n);
+        hr_gbuf_puts(o, "]");
         alts++;
     }
     if (cls.oom) o->oom = 1;
-    hr_sc_buf_free(&cls);
+    hr_gbuf_free(&cls);
     uint32_t esc[] = {'"', '\\'};
     int all_ctrl = 1;
     for (uint32_t cp = 0; cp < 0x20; cp++) all_ctrl &= cs_has(c, cp);
     if (all_ctrl) { /* every control character: both spellings, as one group */
-        if (alts++) hr_sc_puts(o, "|");
-        hr_sc_puts(o, "\\\\(?:[bfnrt]|u00[01][0-9a-fA-F])");
+        if (alts++) hr_gbuf_puts(o, "|");
+        hr_gbuf_puts(o, "\\\\(?:[bfnrt]|u00[01][0-9a-fA-F])");
     }
     for (uint32_t cp = 0; cp < 0x20 && !all_ctrl; cp++)
         if (cs_has(c, cp)) {
-            if (alts++) hr_sc_puts(o, "|");
+            if (alts++) hr_gbuf_puts(o, "|");
             emit_escaped(o, cp);
         }
     for (size_t i = 0; i < 2; i++)
         if (cs_has(c, esc[i])) {
-            if (alts++) hr_sc_puts(o, "|");
+            if (alts++) hr_gbuf_puts(o, "|");
             emit_escaped(o, esc[i]);
         }
     if (cs_has(c, '/')) {
-        if (alts++) hr_sc_puts(o, "|");
-        hr_sc_puts(o, "\\\\\\/");
+        if (alts++) hr_gbuf_puts(o, "|");
+        hr_gbuf_puts(o, "\\\\\\/");
     }
-    if (!alts) hr_sc_puts(o, "[]"); /* matches nothing, as ECMAScript's [] does */
-    hr_sc_puts(o, ")");
+    if (!alts) hr_gbuf_puts(o, "[]"); /* matches nothing, as ECMAScript's [] does */
+    hr_gbuf_puts(o, ")");
 }
 
 static void fail(rx *r, const char *what) {
@@ -342,7 +342,7 @@ static int quant_braces(rx *r) {
         while (j < r->n && r->s[j] >= '0' && r->s[j] <= '9') j++;
     }
     if (j >= r->n || r->s[j] != '}') return 0;
-    hr_sc_add(r->o, r->s + r->i, j + 1 - r->i);
+    hr_gbuf_add(r->o, r->s + r->i, j + 1 - r->i);
     r->i = j + 1;
     return 1;
 }
@@ -351,7 +351,7 @@ static void parse_quant(rx *r) {
     if (r->i >= r->n) return;
     char q = r->s[r->i];
     if (q == '*' || q == '+' || q == '?') {
-        hr_sc_add(r->o, &q, 1);
+        hr_gbuf_add(r->o, &q, 1);
         r->i++;
     } else if (q != '{' || !quant_braces(r)) {
         return;
@@ -371,12 +371,12 @@ static void parse_group(rx *r) {
             return fail(r, "a lookaround group");
         }
     }
-    hr_sc_puts(r->o, "(?:");
+    hr_gbuf_puts(r->o, "(?:");
     parse_alt(r, 0);
     if (r->err) return;
     if (r->i >= r->n || r->s[r->i] != ')') return fail(r, "an unclosed group");
     r->i++;
-    hr_sc_puts(r->o, ")");
+    hr_gbuf_puts(r->o, ")");
 }
 
 /* One atom and its quantifier. */
@@ -411,19 +411,19 @@ static void parse_atom(rx *r) {
     if (!r->err) parse_quant(r);
 }
 
-static void emit_any_run(hr_sc_buf *o) { hr_sc_puts(o, HR_SC_CHAR "*"); }
+static void emit_any_run(hr_gbuf *o) { hr_gbuf_puts(o, HR_SC_CHAR "*"); }
 
 /* alt := seq ('|' seq)*; at the top, each seq may start with ^ and end with $. */
 static void parse_alt(rx *r, int top) {
     for (int first = 1; !r->err; first = 0) {
-        if (!first) hr_sc_puts(r->o, "|");
+        if (!first) hr_gbuf_puts(r->o, "|");
         int start = 0;
         if (top && r->i < r->n && r->s[r->i] == '^') {
             start = 1;
             r->i++;
         }
         if (top && !start) emit_any_run(r->o);
-        if (top) hr_sc_puts(r->o, "(?:");
+        if (top) hr_gbuf_puts(r->o, "(?:");
         int end = 0;
         while (!r->err && r->i < r->n && r->s[r->i] != '|' && r->s[r->i] != ')') {
             char ch = r->s[r->i];
@@ -435,19 +435,19 @@ static void parse_alt(rx *r, int top) {
             if (ch == '^' || ch == '$') return fail(r, "an anchor inside the pattern");
             parse_atom(r);
         }
-        if (top) hr_sc_puts(r->o, ")");
+        if (top) hr_gbuf_puts(r->o, ")");
         if (top && !end) emit_any_run(r->o);
         if (r->i >= r->n || r->s[r->i] != '|') return;
         r->i++;
     }
 }
 
-hr_err *hr_sc_pattern(hr_sc_buf *o, const char *pat, size_t len) {
+hr_err *hr_sc_pattern(hr_gbuf *o, const char *pat, size_t len) {
     rx r = {.s = pat, .n = len, .o = o};
-    hr_sc_puts(o, "(?:");
+    hr_gbuf_puts(o, "(?:");
     parse_alt(&r, 1);
     if (!r.err && r.i < r.n) fail(&r, "an unmatched ')'");
-    hr_sc_puts(o, ")");
+    hr_gbuf_puts(o, ")");
     return r.err;
 }
 
@@ -501,14 +501,14 @@ static size_t trie_child(const char *const *names, const size_t *lens, const siz
 }
 
 /* Strings (decoded) that are none of names[idx[0..n)], all sharing their first d bytes. */
-static void not_names_at(hr_sc_buf *o, const char *const *names, const size_t *lens,
+static void not_names_at(hr_gbuf *o, const char *const *names, const size_t *lens,
                          size_t *idx, size_t n, size_t d) {
     int terminal;
     cset kids, other;
     trie_level(names, lens, idx, n, d, &terminal, &kids, &other);
-    hr_sc_puts(o, "(?:");
+    hr_gbuf_puts(o, "(?:");
     emit_set(o, &other);
-    hr_sc_puts(o, HR_SC_CHAR "*");
+    hr_gbuf_puts(o, HR_SC_CHAR "*");
     free(other.r);
     size_t *sub = malloc((n ? n : 1) * sizeof *sub);
     for (size_t k = 0; sub && k < kids.n; k++)
@@ -517,7 +517,7 @@ static void not_names_at(hr_sc_buf *o, const char *const *names, const size_t *l
             if (!step) step = 1;
             cset one = {0};
             cs_add(&one, cp, cp);
-            hr_sc_puts(o, "|");
+            hr_gbuf_puts(o, "|");
             emit_set(o, &one);
             free(one.r);
             not_names_at(o, names, lens, sub, m, d + step);
@@ -525,7 +525,7 @@ static void not_names_at(hr_sc_buf *o, const char *const *names, const size_t *l
     if (!sub) o->oom = 1;
     free(sub);
     free(kids.r);
-    hr_sc_puts(o, terminal ? ")" : ")?");
+    hr_gbuf_puts(o, terminal ? ")" : ")?");
 }
 
 /* The CFG form of not_names_at: one rule per trie node (identical subtrees share one),
@@ -537,12 +537,12 @@ static const char *not_names_node(hr_sc_ctx *c, const char *const *names, const 
     int terminal;
     cset kids, other;
     trie_level(names, lens, idx, n, d, &terminal, &kids, &other);
-    hr_sc_buf b = {0};
-    hr_sc_puts(&b, "/");
+    hr_gbuf b = {0};
+    hr_gbuf_puts(&b, "/");
     emit_set(&b, &other);
-    hr_sc_puts(&b, HR_SC_CHAR "*\"/");
+    hr_gbuf_puts(&b, HR_SC_CHAR "*\"/");
     free(other.r);
-    if (!terminal) hr_sc_puts(&b, " | \"\\\"\"");
+    if (!terminal) hr_gbuf_puts(&b, " | \"\\\"\"");
     size_t *sub = malloc((n ? n : 1) * sizeof *sub);
     for (size_t k = 0; sub && k < kids.n && !b.oom; k++)
         for (uint32_t cp = kids.r[k][0]; cp <= kids.r[k][1]; cp++) {
@@ -551,16 +551,16 @@ static const char *not_names_node(hr_sc_ctx *c, const char *const *names, const 
             if (!child) b.oom = 1;
             cset one = {0};
             cs_add(&one, cp, cp);
-            hr_sc_puts(&b, " | /");
+            hr_gbuf_puts(&b, " | /");
             emit_set(&b, &one);
-            hr_sc_printf(&b, "/ %s", child ? child : "");
+            hr_gbuf_printf(&b, "/ %s", child ? child : "");
             free(one.r);
         }
-    hr_sc_printf(&b, " | %s", hr_sc_hint(c));
+    hr_gbuf_printf(&b, " | %s", hr_sc_hint(c));
     const char *r = !sub || b.oom ? NULL : hr_sc_rule(c, "kn", b.p);
     free(sub);
     free(kids.r);
-    hr_sc_buf_free(&b);
+    hr_gbuf_free(&b);
     return r;
 }
 
@@ -572,16 +572,16 @@ const char *hr_sc_not_names_rule(hr_sc_ctx *c, const char *const *names, const s
     const char *node = not_names_node(c, names, lens, idx, n, 0);
     free(idx);
     if (!node) return NULL;
-    hr_sc_buf b = {0};
-    hr_sc_printf(&b, "\"\\\"\" %s", node);
+    hr_gbuf b = {0};
+    hr_gbuf_printf(&b, "\"\\\"\" %s", node);
     const char *r = b.oom ? NULL : hr_sc_rule(c, "key", b.p);
-    hr_sc_buf_free(&b);
+    hr_gbuf_free(&b);
     return r;
 }
 
-void hr_sc_not_names(hr_sc_buf *o, const char *const *names, const size_t *lens, size_t n) {
+void hr_sc_not_names(hr_gbuf *o, const char *const *names, const size_t *lens, size_t n) {
     if (!n) {
-        hr_sc_puts(o, HR_SC_CHAR "*");
+        hr_gbuf_puts(o, HR_SC_CHAR "*");
         return;
     }
     size_t *idx = malloc(n * sizeof *idx);
@@ -643,7 +643,7 @@ static int char_quant(rx *r, long long *lo, long long *hi) {
     return 1;
 }
 
-int hr_sc_pattern_len(hr_sc_buf *o, const char *pat, size_t len, int64_t mn, int64_t mx) {
+int hr_sc_pattern_len(hr_gbuf *o, const char *pat, size_t len, int64_t mn, int64_t mx) {
     if (len < 3 || pat[0] != '^' || pat[len - 1] != '$' || pat[len - 2] == '\\') return 0;
     rx r = {.s = pat, .n = len - 1, .i = 1, .o = o};
     cset atoms[SEQ_MAX] = {{0}};
@@ -670,8 +670,8 @@ int hr_sc_pattern_len(hr_sc_buf *o, const char *pat, size_t len, int64_t mn, int
     }
     for (int i = 0; i < n && ok; i++) {
         emit_set(o, &atoms[i]);
-        if (hi[i] < 0) hr_sc_printf(o, "{%lld,}", lo[i]);
-        else hr_sc_printf(o, "{%lld,%lld}", lo[i], hi[i]);
+        if (hi[i] < 0) hr_gbuf_printf(o, "{%lld,}", lo[i]);
+        else hr_gbuf_printf(o, "{%lld,%lld}", lo[i], hi[i]);
     }
     for (int i = 0; i <= n && i < SEQ_MAX; i++) free(atoms[i].r);
     hr_err_free(r.err);

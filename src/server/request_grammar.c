@@ -12,51 +12,12 @@
 #include "grammar/grammar.h"
 #include "grammar/grammar_cache.h"
 #include "grammar/schema.h"
+#include "grammar/text_buf.h"
 #include "server/request.h"
 
-typedef struct {
-    char *s;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void put(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = (b->len + n + 1) * 2;
-        char *p = realloc(b->s, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->s = p;
-        b->cap = cap;
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = 0;
-}
-
-static void puts_(sbuf *b, const char *s) { put(b, s, strlen(s)); }
-
-/* s as a GBNF string literal. */
-static void put_literal(sbuf *b, const char *s, size_t n) {
-    puts_(b, "\"");
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[8];
-        if (c == '"' || c == '\\') snprintf(esc, sizeof esc, "\\%c", c);
-        else if (c == '\n') snprintf(esc, sizeof esc, "\\n");
-        else if (c < 0x20 || c == 0x7f) snprintf(esc, sizeof esc, "\\x%02X", c);
-        else esc[0] = (char)c, esc[1] = 0;
-        puts_(b, esc);
-    }
-    puts_(b, "\"");
-}
-
-static hr_err *compile(hr_grammar_cache *gc, sbuf *b, const char *field, hr_grammar **out) {
+static hr_err *compile(hr_grammar_cache *gc, hr_gbuf *b, const char *field, hr_grammar **out) {
     if (b->oom) return hr_err_oom();
-    hr_err *e = hr_grammar_cache_get(gc, HR_GRAMMAR_SRC_GBNF, b->s, b->len, out);
+    hr_err *e = hr_grammar_cache_get(gc, HR_GRAMMAR_SRC_GBNF, b->p, b->n, out);
     if (!e) return NULL;
     hr_err *w = hr_errf("request: \"%s\": %s", field, hr_err_msg(e));
     hr_err_free(e);
@@ -69,7 +30,7 @@ static hr_err *spec_grammar(hr_grammar_cache *gc, const hr_output_spec *o, hr_gr
     char *text = NULL;
     size_t len = 0;
     hr_err *e = NULL;
-    sbuf b = {0};
+    hr_gbuf b = {0};
     switch (o->kind) {
     case HR_OUT_JSON_OBJECT: e = hr_schema_any_object_gbnf(&so, &text, &len); break;
     case HR_OUT_JSON_SCHEMA: e = hr_schema_to_gbnf(o->value, &so, &text, &len); break;
@@ -80,15 +41,15 @@ static hr_err *spec_grammar(hr_grammar_cache *gc, const hr_output_spec *o, hr_gr
         e = hr_grammar_cache_get(gc, HR_GRAMMAR_SRC_GBNF, o->text, strlen(o->text), g);
         break;
     case HR_OUT_CHOICE:
-        puts_(&b, "root ::= ");
+        hr_gbuf_puts(&b, "root ::= ");
         for (size_t i = 0; i < json_array_size(o->value); i++) {
             const json_t *c = json_array_get(o->value, i);
-            if (i) puts_(&b, " | ");
-            put_literal(&b, json_string_value(c), json_string_length(c));
+            if (i) hr_gbuf_puts(&b, " | ");
+            hr_gbuf_lit(&b, json_string_value(c), json_string_length(c));
         }
-        puts_(&b, "\n");
+        hr_gbuf_puts(&b, "\n");
         e = compile(gc, &b, o->field, g);
-        free(b.s);
+        hr_gbuf_free(&b);
         return e;
     case HR_OUT_FREE: return NULL;
     }
@@ -111,7 +72,7 @@ static int tool_strict(const json_t *tool) {
 
 /* Appends tool i's rule "tc-fI ::= NAME ws , ws KEY ws : ws ARGS": its name, then its
  * arguments under key ("arguments" or "parameters") following its schema. */
-static hr_err *tool_rule(sbuf *b, const json_t *tool, size_t i, const char *key) {
+static hr_err *tool_rule(hr_gbuf *b, const json_t *tool, size_t i, const char *key) {
     const json_t *fn = tool_fn(tool);
     const json_t *params = json_object_get(fn, "parameters");
     json_t *any = NULL;
@@ -135,16 +96,16 @@ static hr_err *tool_rule(sbuf *b, const json_t *tool, size_t i, const char *key)
     }
     char head[64];
     snprintf(head, sizeof head, "tc-f%zu ::= ", i);
-    puts_(b, head);
+    hr_gbuf_puts(b, head);
     char *name = json_dumps(json_object_get(fn, "name"), JSON_ENCODE_ANY);
-    put_literal(b, name ? name : "\"\"", name ? strlen(name) : 2);
+    hr_gbuf_lit(b, name ? name : "\"\"", name ? strlen(name) : 2);
     free(name);
     char tail[96];
     snprintf(tail, sizeof tail, " tc-ws \",\" tc-ws \"\\\"%s\\\"\" tc-ws \":\" tc-ws %sroot\n", key,
              prefix);
-    puts_(b, tail);
-    put(b, text, len);
-    puts_(b, "\n");
+    hr_gbuf_puts(b, tail);
+    hr_gbuf_add(b, text, len);
+    hr_gbuf_puts(b, "\n");
     free(text);
     return NULL;
 }
@@ -156,16 +117,16 @@ static hr_err *calls_grammar(hr_grammar_cache *gc, const hr_api_request *r, hr_t
     const json_t *tools = json_object_get(r->chat, "tools");
     int qwen = fmt == HR_TOOLS_QWEN;
     const char *key = qwen ? "arguments" : "parameters";
-    sbuf b = {0};
+    hr_gbuf b = {0};
     hr_err *e = NULL;
-    if (lazy) puts_(&b, "root ::= tc-body\n");
-    else if (r->tool_choice == HR_TOOL_CHOICE_NAMED || !qwen) puts_(&b, "root ::= tc-call\n");
-    else puts_(&b, "root ::= tc-call (\"\\n\" tc-call)*\n");
-    puts_(&b, qwen ? "tc-call ::= \"<tool_call>\" tc-body\n"
+    if (lazy) hr_gbuf_puts(&b, "root ::= tc-body\n");
+    else if (r->tool_choice == HR_TOOL_CHOICE_NAMED || !qwen) hr_gbuf_puts(&b, "root ::= tc-call\n");
+    else hr_gbuf_puts(&b, "root ::= tc-call (\"\\n\" tc-call)*\n");
+    hr_gbuf_puts(&b, qwen ? "tc-call ::= \"<tool_call>\" tc-body\n"
                      "tc-body ::= \"\\n{\" tc-ws \"\\\"name\\\"\" tc-ws \":\" tc-ws tc-fn tc-ws "
                      "\"}\\n</tool_call>\"\n"
                    : "tc-call ::= \"{\" tc-ws \"\\\"name\\\"\" tc-ws \":\" tc-ws tc-fn tc-ws \"}\"\n");
-    puts_(&b, "tc-ws ::= [ \\t\\n]{0,8}\ntc-fn ::= ");
+    hr_gbuf_puts(&b, "tc-ws ::= [ \\t\\n]{0,8}\ntc-fn ::= ");
     size_t n = 0;
     for (size_t i = 0; i < json_array_size(tools); i++) {
         const char *name = json_string_value(json_object_get(tool_fn(json_array_get(tools, i)), "name"));
@@ -173,9 +134,9 @@ static hr_err *calls_grammar(hr_grammar_cache *gc, const hr_api_request *r, hr_t
             continue;
         char alt[40];
         snprintf(alt, sizeof alt, "%stc-f%zu", n++ ? " | " : "", i);
-        puts_(&b, alt);
+        hr_gbuf_puts(&b, alt);
     }
-    puts_(&b, "\n");
+    hr_gbuf_puts(&b, "\n");
     for (size_t i = 0; !e && i < json_array_size(tools); i++) {
         const json_t *t = json_array_get(tools, i);
         const char *name = json_string_value(json_object_get(tool_fn(t), "name"));
@@ -184,7 +145,7 @@ static hr_err *calls_grammar(hr_grammar_cache *gc, const hr_api_request *r, hr_t
         e = tool_rule(&b, t, i, key);
     }
     if (!e) e = compile(gc, &b, "tools", g);
-    free(b.s);
+    hr_gbuf_free(&b);
     return e;
 }
 
