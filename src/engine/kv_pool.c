@@ -110,7 +110,7 @@ static uint64_t mix(uint64_t h, uint64_t v) {
     return h ^ (h >> 33);
 }
 
-static uint64_t block_key(const hr_kv_pool *pool, uint64_t parent, const int32_t *tokens) {
+uint64_t hr_kv_block_key(const hr_kv_pool *pool, uint64_t parent, const int32_t *tokens) {
     uint64_t h = mix(pool->fingerprint, parent);
     for (int i = 0; i < pool->store.block_size; i++)
         h = mix(h, (uint64_t)(uint32_t)tokens[i]);
@@ -172,6 +172,7 @@ static int take_block(hr_kv_pool *pool) {
     } else {
         id = pool->lru_head;
         lru_remove(pool, id);
+        if (pool->tier.evict) pool->tier.evict(pool->tier.ctx, pool, id);
         unpublish(pool, id);
         pool->n_evicted++;
     }
@@ -185,6 +186,23 @@ static void drop_block(hr_kv_pool *pool, int id) {
         lru_push(pool, id);
     else
         pool->free_list[pool->n_free++] = id;
+}
+
+int hr_kv_pool_take(hr_kv_pool *pool) {
+    return hr_kv_pool_available(pool) > 0 ? take_block(pool) : -1;
+}
+
+void hr_kv_pool_put(hr_kv_pool *pool, int block) { drop_block(pool, block); }
+
+static void publish_block(hr_kv_pool *pool, int b, uint64_t key, uint64_t parent,
+                          const int32_t *tokens) {
+    size_t bs = (size_t)pool->store.block_size;
+    pool->key[b] = key;
+    pool->parent[b] = parent;
+    memcpy(pool->tokens + (size_t)b * bs, tokens, sizeof(int32_t) * bs);
+    int *head = bucket_of(pool, key);
+    pool->bucket_next[b] = *head;
+    *head = b;
 }
 
 /* ---- sequences ---- */
@@ -280,10 +298,16 @@ int hr_kv_seq_reuse(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, int
     uint64_t parent = 0;
     for (int i = 0; i < limit; i++) {
         const int32_t *t = tokens + (size_t)i * bs;
-        uint64_t key = block_key(pool, parent, t);
+        uint64_t key = hr_kv_block_key(pool, parent, t);
         int b = find(pool, key, parent, t);
-        if (b < 0) break;
-        if (pool->refcount[b]++ == 0) lru_remove(pool, b);
+        if (b >= 0) {
+            if (pool->refcount[b]++ == 0) lru_remove(pool, b);
+        } else if (pool->tier.restore &&
+                   (b = pool->tier.restore(pool->tier.ctx, pool, key, parent, t)) >= 0) {
+            publish_block(pool, b, key, parent, t);
+        } else {
+            break;
+        }
         seq->blocks[seq->n_blocks++] = b;
         parent = key;
     }
@@ -302,15 +326,10 @@ void hr_kv_seq_publish(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, 
     if (full > seq->n_blocks) full = seq->n_blocks;
     for (; seq->n_keyed < full; seq->n_keyed++) {
         const int32_t *t = tokens + (size_t)seq->n_keyed * bs;
-        uint64_t parent = seq->last_key, key = block_key(pool, parent, t);
+        uint64_t parent = seq->last_key, key = hr_kv_block_key(pool, parent, t);
         int b = seq->blocks[seq->n_keyed];
         seq->last_key = key;
         if (b < 0 || pool->key[b] || find(pool, key, parent, t) >= 0) continue;
-        pool->key[b] = key;
-        pool->parent[b] = parent;
-        memcpy(pool->tokens + (size_t)b * bs, t, sizeof(int32_t) * (size_t)bs);
-        int *head = bucket_of(pool, key);
-        pool->bucket_next[b] = *head;
-        *head = b;
+        publish_block(pool, b, key, parent, t);
     }
 }
