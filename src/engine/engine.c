@@ -361,17 +361,6 @@ static void publish_stats(hr_engine *e) {
     e->stats.kv_blocks_used = hr_kv_pool_used(&e->pool);
     e->stats.kv_blocks_cached = e->pool.n_lru;
     e->stats.state_snapshots = hr_kv_pool_snapshots(&e->pool);
-    if (!e->ssd) return;
-    hr_ssd_stats ss;
-    hr_ssd_tier_stats(e->ssd, &ss);
-    e->stats.ssd_entries = ss.entries;
-    e->stats.ssd_bytes = (long long)ss.bytes;
-    e->stats.ssd_hits = ss.hits;
-    e->stats.ssd_restores = ss.restores;
-    e->stats.ssd_spills = ss.spills;
-    e->stats.ssd_dropped = ss.dropped;
-    e->stats.ssd_last_restore_ms = ss.last_restore_ms;
-    e->stats.ssd_writes_off = ss.writes_off;
 }
 
 /* Idle (under e->mu): waits for work. With the SSD tier, idle cached blocks are written
@@ -428,6 +417,18 @@ void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st) {
     st->queued += e->n_inbox;
     pthread_mutex_unlock(&e->mu);
     st->device = hr_model_backend(e->model)->vt->name;
+    if (!e->ssd) return;
+    hr_ssd_stats ss; /* live: the writer's counts move while the engine idles */
+    hr_ssd_tier_stats(e->ssd, &ss);
+    st->ssd_on = 1;
+    st->ssd_entries = ss.entries;
+    st->ssd_bytes = (long long)ss.bytes;
+    st->ssd_hits = ss.hits;
+    st->ssd_restores = ss.restores;
+    st->ssd_spills = ss.spills;
+    st->ssd_dropped = ss.dropped;
+    st->ssd_last_restore_ms = ss.last_restore_ms;
+    st->ssd_writes_off = ss.writes_off;
 }
 
 /* ---- creation ---- */
@@ -528,10 +529,7 @@ static hr_err *open_ssd(hr_engine *e, uint64_t fingerprint) {
                          .queue_bytes = o->ssd_queue,
                          .fingerprint = fingerprint,
                          .tok_hash = hr_tokenizer_hash(e->tok)};
-    HR_TRY(hr_ssd_tier_open(&so, &e->pool, &e->ssd));
-    e->stats.ssd_on = 1;
-    publish_stats(e);
-    return NULL;
+    return hr_ssd_tier_open(&so, &e->pool, &e->ssd);
 }
 
 static hr_err *engine_start(hr_engine *e) {

@@ -526,7 +526,7 @@ static void scan_one(hr_ssd_tier *t, const char *name) {
     uint64_t key = key_of_name(name), fp = 0;
     if (!key) {
         if (stale_tmp(name)) {
-            HR_INFO("ssd cache %s: removing %s (a write that did not finish)", t->dir, name);
+            HR_WARN("ssd cache %s: removing %s (a write that did not finish)", t->dir, name);
             unlink(path);
         }
         free(path);
