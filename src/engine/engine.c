@@ -9,7 +9,6 @@
 
 #include "base/file.h"
 #include "base/json.h"
-#include "base/log.h"
 #include "engine/engine.h"
 #include "engine/fingerprint.h"
 
@@ -512,17 +511,11 @@ static int all_sliding_window(const hr_engine *e) {
     return e->pool.store.n_state_layers > 0 ? 0 : w;
 }
 
-/* The SSD tier under the prefix cache (--ssd-cache). Hybrid models keep memory-only caching
- * (their blocks need state snapshots, which the tier does not store yet): one warning. */
+/* The SSD tier under the prefix cache (--ssd-cache). */
 static hr_err *open_ssd(hr_engine *e, uint64_t fingerprint) {
     const hr_engine_options *o = &e->opt;
     if (!o->ssd_cache) return NULL;
     if (o->no_prefix_cache) return hr_errf("--ssd-cache is a tier of the prefix cache: drop --no-prefix-cache");
-    if (e->pool.store.n_state_layers > 0) {
-        HR_WARN("--ssd-cache: this model has recurrent state (hybrid); its prefix cache stays in "
-                "memory only (docs/ssd-cache.md)");
-        return NULL;
-    }
     hr_ssd_options so = {.dir = o->ssd_cache,
                          .max_bytes = o->ssd_cache_max ? o->ssd_cache_max : (size_t)32 << 30,
                          .verify = o->ssd_cache_verify,

@@ -182,10 +182,13 @@ static int take_block(hr_kv_pool *pool) {
 
 static void drop_block(hr_kv_pool *pool, int id) {
     if (--pool->refcount[id] > 0) return;
-    if (pool->key[id])
+    if (pool->key[id]) {
         lru_push(pool, id);
-    else
-        pool->free_list[pool->n_free++] = id;
+        return;
+    }
+    if (pool->snap[id] >= 0) pool->free_snaps[pool->n_free_snaps++] = pool->snap[id];
+    pool->snap[id] = -1;
+    pool->free_list[pool->n_free++] = id;
 }
 
 int hr_kv_pool_take(hr_kv_pool *pool) {
@@ -271,6 +274,13 @@ static int take_snapshot(hr_kv_pool *pool) {
             return id;
         }
     return -1;
+}
+
+int hr_kv_pool_attach_snapshot(hr_kv_pool *pool, int block) {
+    if (pool->store.n_snapshots == 0) return -1;
+    int id = take_snapshot(pool);
+    if (id >= 0) pool->snap[block] = id;
+    return id;
 }
 
 void hr_kv_seq_snapshot(hr_kv_pool *pool, const hr_kv_seq *seq, int slot, int n_computed) {

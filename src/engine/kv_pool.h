@@ -86,6 +86,10 @@ uint64_t hr_kv_block_key(const hr_kv_pool *pool, uint64_t parent, const int32_t 
  * when none is available; hr_kv_pool_put gives one back unused. */
 int hr_kv_pool_take(hr_kv_pool *pool);
 void hr_kv_pool_put(hr_kv_pool *pool, int block);
+/* Hybrid models, for a tier's restore: a snapshot for block (free, else the one of the oldest
+ * idle cached block that has one), set as the block's; -1 when there is none. The caller fills
+ * it; a block given back unpublished frees its snapshot. */
+int hr_kv_pool_attach_snapshot(hr_kv_pool *pool, int block);
 
 /* A sequence's block table and how far its blocks are published in the prefix cache. */
 typedef struct {

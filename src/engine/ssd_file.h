@@ -2,7 +2,8 @@
  * the block's key. A header page (or more) carries the magic, format version, model
  * fingerprint, tokenizer hash, block size, the block's parent key and token ids, and one
  * (offset, bytes, checksum) entry per tensor (each KV layer's K and V of the block), and ends
- * with a checksum of itself; the tensors follow, each at a 4096-byte aligned offset so a
+ * with a checksum of itself (hybrid models: a block with a recurrent-state snapshot also has
+ * each state layer's conv window and delta matrix); the tensors follow, each at a 4096-byte aligned offset so a
  * restore reads them straight into an aligned staging buffer (O_DIRECT-friendly). */
 #ifndef HR_ENGINE_SSD_FILE_H
 #define HR_ENGINE_SSD_FILE_H
@@ -16,7 +17,7 @@
 enum {
     HR_SSD_VERSION = 1,
     HR_SSD_ALIGN = 4096,
-    HR_SSD_MAX_TENSORS = 2 * HR_MAX_LAYERS + 1, /* K and V per layer (+ a state snapshot) */
+    HR_SSD_MAX_TENSORS = 2 * HR_MAX_LAYERS, /* K and V per KV layer, conv and delta per state layer */
     HR_SSD_MAX_BLOCK = 4096,                    /* largest block size a file may claim */
 };
 

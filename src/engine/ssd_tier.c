@@ -25,7 +25,9 @@
 enum { DEFAULT_QUEUE = 256 << 20 };
 
 typedef struct job {
-    uint8_t *buf; /* (file_bytes) the file image: header page(s) filled by the writer */
+    uint8_t *buf; /* (bytes) the file image: header page(s) filled by the writer */
+    size_t bytes;
+    int snap;     /* which layout: 1 with the block's state snapshot */
     uint64_t key, parent;
     int32_t *tokens; /* (block_size) */
     struct job *next;
@@ -44,9 +46,12 @@ struct hr_ssd_tier {
     char *dir;
     hr_backend *be;
     hr_kv_store *store;
-    hr_ssd_header layout; /* this pool's tensors: bytes and offsets (tokens unset) */
-    size_t file_bytes, block_bytes[HR_SSD_MAX_TENSORS / 2 + 1];
-    uint8_t *stage; /* (file_bytes) restore buffer, engine thread */
+    /* this pool's tensors, bytes and offsets (tokens unset): [0] KV only, [1] KV and a state
+     * snapshot (hybrid models; n_layouts 2) */
+    hr_ssd_header layout[2];
+    int n_layouts;
+    size_t file_bytes[2], block_bytes[HR_MAX_LAYERS];
+    uint8_t *stage; /* (file_bytes[n_layouts - 1]) restore buffer, engine thread */
     pthread_t writer;
     int writer_started;
     pthread_mutex_t mu;
@@ -189,7 +194,7 @@ static void drop_oldest(hr_ssd_tier *t) {
     job *j = t->head;
     t->head = j->next;
     if (!t->head) t->tail = NULL;
-    t->st.queued_bytes -= t->file_bytes;
+    t->st.queued_bytes -= j->bytes;
     int i = find(t, j->key);
     if (i >= 0 && t->ent[i].pending == j) remove_entry(t, i);
     free_job(j);
@@ -198,7 +203,7 @@ static void drop_oldest(hr_ssd_tier *t) {
 
 /* Fills the header of j's image (checksums of its tensors) and writes it atomically. */
 static hr_err *write_job(hr_ssd_tier *t, job *j) {
-    hr_ssd_header h = t->layout;
+    hr_ssd_header h = t->layout[j->snap];
     h.key = j->key;
     h.parent = j->parent;
     h.tokens = j->tokens;
@@ -207,7 +212,7 @@ static hr_err *write_job(hr_ssd_tier *t, job *j) {
     hr_ssd_encode(&h, j->buf);
     char *path = path_of(t, j->key);
     if (!path) return hr_err_oom();
-    hr_err *err = hr_write_atomic(path, j->buf, t->file_bytes);
+    hr_err *err = hr_write_atomic(path, j->buf, j->bytes);
     int fd = err ? -1 : open(path, O_RDONLY | O_CLOEXEC);
     if (fd >= 0) { /* written pages need not stay in the page cache */
         posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
@@ -243,7 +248,7 @@ static void *writer_main(void *arg) {
         int64_t now = wall_ns();
         pthread_mutex_lock(&t->mu);
         t->writing = 0;
-        t->st.queued_bytes -= t->file_bytes;
+        t->st.queued_bytes -= j->bytes;
         int i = find(t, j->key);
         if (err) {
             if (i >= 0) remove_entry(t, i);
@@ -261,11 +266,40 @@ static void *writer_main(void *arg) {
     return NULL;
 }
 
-/* The file image of pool block b: its tensors read from the backend into an aligned buffer. */
+/* Reads (restore 0) or writes (1) a tensor of the pool's KV store or snapshot memory. */
+static hr_err *move(hr_ssd_tier *t, void *base, size_t off, uint8_t *host, size_t n, int restore) {
+    char *dev = (char *)base + off;
+    return restore ? t->be->vt->write(t->be, dev, host, n) : t->be->vt->read(t->be, dev, host, n);
+}
+
+/* Moves block b's tensors between the pool and a file image of layout L: each KV layer's K
+ * and V region of the block, then (L 1, snap >= 0) each state layer's conv window and delta
+ * matrix of snapshot snap. */
+static hr_err *move_block(hr_ssd_tier *t, uint8_t *img, int b, int L, int snap, int restore) {
+    const hr_kv_store *s = t->store;
+    const hr_ssd_header *lay = &t->layout[L];
+    for (int l = 0; l < s->n_layers; l++) {
+        size_t n = t->block_bytes[l], off = s->layer_off[l] + (size_t)b * n;
+        HR_TRY(move(t, s->k, off, img + lay->offset[2 * l], n, restore));
+        HR_TRY(move(t, s->v, off, img + lay->offset[2 * l + 1], n, restore));
+    }
+    for (int l = 0; L == 1 && snap >= 0 && l < s->n_state_layers; l++) {
+        size_t at = (size_t)l * (size_t)s->n_snapshots + (size_t)snap, k = 2 * (size_t)s->n_layers;
+        size_t nc = sizeof(float) * (size_t)s->conv_floats, nd = sizeof(float) * (size_t)s->delta_floats;
+        HR_TRY(move(t, s->snap_conv, at * nc, img + lay->offset[k + 2 * (size_t)l], nc, restore));
+        HR_TRY(move(t, s->snap_delta, at * nd, img + lay->offset[k + 2 * (size_t)l + 1], nd, restore));
+    }
+    return NULL;
+}
+
+/* The file image of pool block b (with its state snapshot when it has one): its tensors read
+ * from the backend into an aligned buffer. */
 static job *copy_block(hr_ssd_tier *t, hr_kv_pool *pool, int b) {
     job *j = calloc(1, sizeof *j);
     int bs = pool->store.block_size;
-    if (!j || !(j->buf = aligned_alloc(HR_SSD_ALIGN, t->file_bytes)) ||
+    if (j) j->snap = t->n_layouts > 1 && pool->snap[b] >= 0;
+    if (j) j->bytes = t->file_bytes[j->snap];
+    if (!j || !(j->buf = aligned_alloc(HR_SSD_ALIGN, j->bytes)) ||
         !(j->tokens = malloc(sizeof(int32_t) * (size_t)bs))) {
         free_job(j);
         return NULL;
@@ -273,17 +307,12 @@ static job *copy_block(hr_ssd_tier *t, hr_kv_pool *pool, int b) {
     j->key = pool->key[b];
     j->parent = pool->parent[b];
     memcpy(j->tokens, pool->tokens + (size_t)b * (size_t)bs, sizeof(int32_t) * (size_t)bs);
-    const hr_kv_store *s = t->store;
-    for (int l = 0; l < s->n_layers; l++) {
-        size_t n = t->block_bytes[l], off = s->layer_off[l] + (size_t)b * n;
-        hr_err *err = t->be->vt->read(t->be, (char *)s->k + off, j->buf + t->layout.offset[2 * l], n);
-        if (!err) err = t->be->vt->read(t->be, (char *)s->v + off, j->buf + t->layout.offset[2 * l + 1], n);
-        if (err) {
-            HR_WARN("ssd cache: reading block %d from the KV store: %s", b, hr_err_msg(err));
-            hr_err_free(err);
-            free_job(j);
-            return NULL;
-        }
+    hr_err *err = move_block(t, j->buf, b, j->snap, pool->snap[b], 0);
+    if (err) {
+        HR_WARN("ssd cache: reading block %d from the KV store: %s", b, hr_err_msg(err));
+        hr_err_free(err);
+        free_job(j);
+        return NULL;
     }
     return j;
 }
@@ -293,16 +322,17 @@ static job *copy_block(hr_ssd_tier *t, hr_kv_pool *pool, int b) {
 static int offer(hr_ssd_tier *t, hr_kv_pool *pool, int b, int drop) {
     pthread_mutex_lock(&t->mu);
     int known = t->st.writes_off || find(t, pool->key[b]) >= 0;
-    int full = t->st.queued_bytes > 0 && t->st.queued_bytes + t->file_bytes > t->o.queue_bytes;
+    size_t most = t->file_bytes[t->n_layouts - 1];
+    int full = t->st.queued_bytes > 0 && t->st.queued_bytes + most > t->o.queue_bytes;
     pthread_mutex_unlock(&t->mu);
     if (known) return 1;
     if (full && !drop) return 0;
     job *j = copy_block(t, pool, b);
     if (!j) return 1;
     pthread_mutex_lock(&t->mu);
-    while (t->head && t->st.queued_bytes + t->file_bytes > t->o.queue_bytes)
+    while (t->head && t->st.queued_bytes + j->bytes > t->o.queue_bytes)
         drop_oldest(t);
-    int i = t->st.writes_off ? -1 : add_entry(t, j->key, t->o.fingerprint, t->file_bytes, 0);
+    int i = t->st.writes_off ? -1 : add_entry(t, j->key, t->o.fingerprint, j->bytes, 0);
     if (i < 0) {
         t->st.dropped++;
         free_job(j);
@@ -311,7 +341,7 @@ static int offer(hr_ssd_tier *t, hr_kv_pool *pool, int b, int drop) {
         if (t->tail) t->tail->next = j;
         else t->head = j;
         t->tail = j;
-        t->st.queued_bytes += t->file_bytes;
+        t->st.queued_bytes += j->bytes;
         pthread_cond_signal(&t->work);
     }
     pthread_mutex_unlock(&t->mu);
@@ -344,29 +374,29 @@ void hr_ssd_tier_drain(hr_ssd_tier *t) {
 
 /* ---- restore ---- */
 
-/* Writes the tensors of a file image at src into pool block b. */
-static hr_err *load_block(hr_ssd_tier *t, const uint8_t *src, int b) {
-    const hr_kv_store *s = t->store;
-    for (int l = 0; l < s->n_layers; l++) {
-        size_t n = t->block_bytes[l], off = s->layer_off[l] + (size_t)b * n;
-        HR_TRY(t->be->vt->write(t->be, (char *)s->k + off, src + t->layout.offset[2 * l], n));
-        HR_TRY(t->be->vt->write(t->be, (char *)s->v + off, src + t->layout.offset[2 * l + 1], n));
-    }
-    return NULL;
+/* Writes a file image of layout L into pool block b; with L 1 also its state snapshot, into
+ * a snapshot the pool gives the block (none left: the block comes back without one, and a
+ * hybrid lookup then ends before it). */
+static hr_err *load_block(hr_ssd_tier *t, hr_kv_pool *pool, uint8_t *img, int b, int L) {
+    int snap = L == 1 ? hr_kv_pool_attach_snapshot(pool, b) : -1;
+    return move_block(t, img, b, L, snap, 1);
 }
 
-/* Checks a file image read into the stage against the block asked for: NULL when it is that
- * block; *corrupt says whether the file is damaged (else it is another block, a collision). */
-static hr_err *check_image(hr_ssd_tier *t, uint64_t key, uint64_t parent, const int32_t *tokens,
-                           int *corrupt) {
+/* Checks a file image of n bytes read into the stage against the block asked for: NULL and
+ * its layout in *L when it is that block; *corrupt says whether the file is damaged (else it
+ * is another block, a collision). */
+static hr_err *check_image(hr_ssd_tier *t, size_t n, uint64_t key, uint64_t parent,
+                           const int32_t *tokens, int *L, int *corrupt) {
     hr_ssd_header h;
     *corrupt = 1;
-    HR_TRY(hr_ssd_decode(t->stage, t->file_bytes, t->file_bytes, &h));
+    HR_TRY(hr_ssd_decode(t->stage, n, n, &h));
+    *L = t->n_layouts > 1 && h.n_tensors == t->layout[1].n_tensors;
+    const hr_ssd_header *lay = &t->layout[*L];
     if (h.fingerprint != t->o.fingerprint || h.tok_hash != t->o.tok_hash ||
-        h.block_size != t->layout.block_size || h.n_tensors != t->layout.n_tensors)
+        h.block_size != lay->block_size || h.n_tensors != lay->n_tensors || n != t->file_bytes[*L])
         return hr_errf("made for another model, tokenizer or layout");
     for (int i = 0; i < h.n_tensors; i++) {
-        if (h.bytes[i] != t->layout.bytes[i] || h.offset[i] != t->layout.offset[i])
+        if (h.bytes[i] != lay->bytes[i] || h.offset[i] != lay->offset[i])
             return hr_errf("tensor %d's size or place differs from this model's", i);
         if (t->o.verify && hr_ssd_hash(t->stage + h.offset[i], h.bytes[i], (uint64_t)i) != h.checksum[i])
             return hr_errf("tensor %d fails its checksum", i);
@@ -378,39 +408,43 @@ static hr_err *check_image(hr_ssd_tier *t, uint64_t key, uint64_t parent, const 
     return NULL;
 }
 
-/* Reads key's file into the stage; fd stays open for the touch and the fadvise. */
-static hr_err *read_file(hr_ssd_tier *t, uint64_t key, int *fd) {
+/* Reads key's file (n bytes, as indexed) into the stage; fd stays open for the touch and the
+ * fadvise. */
+static hr_err *read_file(hr_ssd_tier *t, uint64_t key, size_t n, int *fd) {
     char *path = path_of(t, key);
     if (!path) return hr_err_oom();
     *fd = open(path, O_RDONLY | O_CLOEXEC);
     free(path);
     if (*fd < 0) return hr_errf("cannot open: %s", strerror(errno));
+    if (n > t->file_bytes[t->n_layouts - 1]) return hr_errf("%zu bytes: larger than this model's blocks", n);
     size_t got = 0;
-    while (got < t->file_bytes) {
-        ssize_t r = pread(*fd, t->stage + got, t->file_bytes - got, (off_t)got);
+    while (got < n) {
+        ssize_t r = pread(*fd, t->stage + got, n - got, (off_t)got);
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return hr_errf("truncated at %zu of %zu bytes", got, t->file_bytes);
+        if (r <= 0) return hr_errf("truncated at %zu of %zu bytes", got, n);
         got += (size_t)r;
     }
     return NULL;
 }
 
 /* A pending block: its image is still in the queue (or being written); under mu. */
-static int restore_pending(hr_ssd_tier *t, const job *j, uint64_t parent, const int32_t *tokens,
-                           int b) {
-    if (j->parent != parent || memcmp(j->tokens, tokens, sizeof(int32_t) * (size_t)t->layout.block_size))
+static int restore_pending(hr_ssd_tier *t, hr_kv_pool *pool, const job *j, uint64_t parent,
+                           const int32_t *tokens, int b) {
+    if (j->parent != parent ||
+        memcmp(j->tokens, tokens, sizeof(int32_t) * (size_t)pool->store.block_size))
         return 0;
-    hr_err *err = load_block(t, j->buf, b);
+    hr_err *err = load_block(t, pool, j->buf, b, j->snap);
     hr_err_free(err);
     return !err;
 }
 
 /* Reads key's file into pool block b; a damaged file is deleted (and logged). */
-static int restore_file(hr_ssd_tier *t, uint64_t key, uint64_t parent, const int32_t *tokens, int b) {
-    int fd = -1, corrupt = 0;
-    hr_err *err = read_file(t, key, &fd);
-    if (!err) err = check_image(t, key, parent, tokens, &corrupt);
-    if (!err) err = load_block(t, t->stage, b);
+static int restore_file(hr_ssd_tier *t, hr_kv_pool *pool, uint64_t key, size_t n, uint64_t parent,
+                        const int32_t *tokens, int b) {
+    int fd = -1, corrupt = 0, L = 0;
+    hr_err *err = read_file(t, key, n, &fd);
+    if (!err) err = check_image(t, n, key, parent, tokens, &L, &corrupt);
+    if (!err) err = load_block(t, pool, t->stage, b, L);
     if (fd >= 0) {
         if (!err) futimens(fd, NULL); /* LRU by mtime: a hit is a use */
         posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
@@ -446,9 +480,10 @@ static int on_restore(void *ctx, hr_kv_pool *pool, uint64_t key, uint64_t parent
     pthread_mutex_lock(&t->mu);
     i = find(t, key);
     int ok = 0, on_disk = i >= 0 && !t->ent[i].pending;
-    if (i >= 0 && t->ent[i].pending) ok = restore_pending(t, t->ent[i].pending, parent, tokens, b);
+    size_t n = on_disk ? t->ent[i].bytes : 0;
+    if (i >= 0 && t->ent[i].pending) ok = restore_pending(t, pool, t->ent[i].pending, parent, tokens, b);
     pthread_mutex_unlock(&t->mu);
-    if (on_disk) ok = restore_file(t, key, parent, tokens, b);
+    if (on_disk) ok = restore_file(t, pool, key, n, parent, tokens, b);
     if (!ok) {
         hr_kv_pool_put(pool, b);
         return -1;
@@ -561,29 +596,37 @@ static hr_err *scan(hr_ssd_tier *t) {
     return NULL;
 }
 
-/* This pool's file layout: K then V of each KV layer, a block's region of each. */
+/* This pool's file layouts: K then V of each KV layer, a block's region of each; for hybrid
+ * models a second one adds each state layer's conv window and delta matrix (a snapshot). */
 static void set_layout(hr_ssd_tier *t, const hr_kv_store *s) {
-    t->layout = (hr_ssd_header){.fingerprint = t->o.fingerprint,
-                                .tok_hash = t->o.tok_hash,
-                                .block_size = s->block_size,
-                                .n_tensors = 2 * s->n_layers};
-    for (int l = 0; l < s->n_layers; l++) {
-        int hd = s->layer_head_dim ? s->layer_head_dim[l] : s->head_dim;
-        t->block_bytes[l] = (size_t)s->block_size * (size_t)s->n_kv_heads * hr_kv_row_bytes(s->dtype, hd);
-        t->layout.bytes[2 * l] = t->layout.bytes[2 * l + 1] = t->block_bytes[l];
+    t->n_layouts = s->n_state_layers > 0 && s->n_snapshots > 0 ? 2 : 1;
+    for (int L = 0; L < t->n_layouts; L++) {
+        hr_ssd_header *h = &t->layout[L];
+        *h = (hr_ssd_header){.fingerprint = t->o.fingerprint,
+                             .tok_hash = t->o.tok_hash,
+                             .block_size = s->block_size,
+                             .n_tensors = 2 * s->n_layers + (L ? 2 * s->n_state_layers : 0)};
+        for (int l = 0; l < s->n_layers; l++) {
+            int hd = s->layer_head_dim ? s->layer_head_dim[l] : s->head_dim;
+            t->block_bytes[l] = (size_t)s->block_size * (size_t)s->n_kv_heads * hr_kv_row_bytes(s->dtype, hd);
+            h->bytes[2 * l] = h->bytes[2 * l + 1] = t->block_bytes[l];
+        }
+        for (int l = 0; L && l < s->n_state_layers; l++) {
+            h->bytes[2 * s->n_layers + 2 * l] = sizeof(float) * (size_t)s->conv_floats;
+            h->bytes[2 * s->n_layers + 2 * l + 1] = sizeof(float) * (size_t)s->delta_floats;
+        }
+        t->file_bytes[L] = hr_ssd_layout(h);
     }
-    t->file_bytes = hr_ssd_layout(&t->layout);
 }
 
 static hr_err *tier_start(hr_ssd_tier *t, hr_kv_pool *pool) {
     const hr_kv_store *s = &pool->store;
-    if (s->n_state_layers > 0)
-        return hr_errf("--ssd-cache: models with recurrent state (hybrid) are not supported yet");
-    if (s->n_layers <= 0 || 2 * s->n_layers > HR_SSD_MAX_TENSORS || s->block_size > HR_SSD_MAX_BLOCK)
+    if (s->n_layers <= 0 || 2 * (s->n_layers + s->n_state_layers) > HR_SSD_MAX_TENSORS ||
+        s->block_size > HR_SSD_MAX_BLOCK)
         return hr_errf("--ssd-cache: %d KV layers of %d-position blocks do not fit the format",
                        s->n_layers, s->block_size);
     set_layout(t, s);
-    if (!(t->stage = aligned_alloc(HR_SSD_ALIGN, t->file_bytes))) return hr_err_oom();
+    if (!(t->stage = aligned_alloc(HR_SSD_ALIGN, t->file_bytes[t->n_layouts - 1]))) return hr_err_oom();
     struct stat st;
     if (stat(t->dir, &st) == 0 && !S_ISDIR(st.st_mode))
         return hr_errf("--ssd-cache %s is not a directory", t->dir);

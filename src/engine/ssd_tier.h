@@ -35,8 +35,8 @@ typedef struct {
 } hr_ssd_stats;
 
 /* Opens (creating) o->dir for pool's KV layout, scans it (header only) and starts the writer.
- * Corrupt, truncated or stale temporary files are deleted and logged. Dense models only: a
- * pool with recurrent state is refused. Sets pool->tier. */
+ * Corrupt, truncated or stale temporary files are deleted and logged. Hybrid models: a block
+ * with a state snapshot is stored with it and restored into a snapshot. Sets pool->tier. */
 hr_err *hr_ssd_tier_open(const hr_ssd_options *o, hr_kv_pool *pool, hr_ssd_tier **out);
 /* Writes what is queued (waiting for the writer), stops it, frees t and clears pool->tier. */
 void hr_ssd_tier_close(hr_ssd_tier *t, hr_kv_pool *pool);
