@@ -108,6 +108,17 @@ static void cache_prefix(hr_kv_pool *p, const int32_t *tokens, int n_blocks, int
     hr_kv_seq_release(p, &s);
 }
 
+/* Caches a one-block prefix (tokens and bytes from salt) and evicts it from a 2-block pool. */
+static hr_err *cache_and_evict(hr_kv_pool *p, int salt) {
+    int32_t u[BS];
+    prompt(u, BS, salt);
+    cache_prefix(p, u, 1, salt);
+    hr_kv_seq s = {0};
+    HR_TRY(hr_kv_seq_reserve(p, &s, 2 * BS));
+    hr_kv_seq_release(p, &s);
+    return NULL;
+}
+
 static hr_err *open_tier(const char *dir, hr_kv_pool *p, int n_blocks, uint64_t fp, int verify,
                          size_t max_bytes, hr_ssd_tier **t) {
     HR_TRY(hr_kv_pool_create(p, tiny, n_blocks, BS));
@@ -136,6 +147,13 @@ static size_t write_prefix(const char *dir, const int32_t *tokens, uint64_t fp, 
     char path[768];
     struct stat s;
     return first_file(dir, path, sizeof path) && stat(path, &s) == 0 ? (size_t)s.st_size : 0;
+}
+
+/* The size of one block's file (written into a scratch directory). */
+static size_t one_file_bytes(void) {
+    int32_t toks[4 * BS];
+    prompt(toks, 4 * BS, 9);
+    return write_prefix(fresh_dir("size"), toks, FP, 1);
 }
 
 /* Restores tokens' prefix into a fresh pool on dir: blocks reused, and whether their bytes are
@@ -286,23 +304,15 @@ static void test_verify_catches_flip(void) {
 
 /* 20 distinct blocks through a cap of 3 files: never more than the cap on disk. */
 static void test_cap_under_churn(void) {
-    int32_t toks[4 * BS];
-    prompt(toks, 4 * BS, 6);
-    size_t size = write_prefix(fresh_dir("cap-size"), toks, FP, 1);
+    size_t size = one_file_bytes();
     HR_CHECK(size > 0, "no file");
     const char *dir = fresh_dir("cap");
     hr_kv_pool p;
     hr_ssd_tier *t;
     hr_ssd_stats st;
     HR_CHECK_OK(open_tier(dir, &p, 2, FP, 0, 3 * size, &t));
-    for (int i = 0; i < 20; i++) {
-        int32_t u[BS];
-        prompt(u, BS, 100 + i);
-        cache_prefix(&p, u, 1, i);
-        hr_kv_seq s = {0};
-        HR_CHECK_OK(hr_kv_seq_reserve(&p, &s, 2 * BS)); /* evicts it */
-        hr_kv_seq_release(&p, &s);
-    }
+    for (int i = 0; i < 20; i++)
+        HR_CHECK_OK(cache_and_evict(&p, 100 + i));
     hr_ssd_tier_flush(t, &p);
     close_tier(t, &p);
     int n = count_files(dir, ".hkv");
@@ -316,9 +326,7 @@ static void test_cap_under_churn(void) {
 
 /* A queue of one file's bytes: every spill is either written or counted as dropped. */
 static void test_queue_bound(void) {
-    int32_t toks[4 * BS];
-    prompt(toks, 4 * BS, 7);
-    size_t size = write_prefix(fresh_dir("queue-size"), toks, FP, 1);
+    size_t size = one_file_bytes();
     HR_CHECK(size > 0, "no file");
     const char *dir = fresh_dir("queue");
     hr_kv_pool p;
@@ -329,12 +337,7 @@ static void test_queue_bound(void) {
                         .fingerprint = FP};
     HR_CHECK_OK(hr_ssd_tier_open(&o, &p, &t));
     for (int i = 0; i < 12; i++) {
-        int32_t u[BS];
-        prompt(u, BS, 200 + i);
-        cache_prefix(&p, u, 1, i);
-        hr_kv_seq s = {0};
-        HR_CHECK_OK(hr_kv_seq_reserve(&p, &s, 2 * BS));
-        hr_kv_seq_release(&p, &s);
+        HR_CHECK_OK(cache_and_evict(&p, 200 + i));
         hr_ssd_stats st;
         hr_ssd_tier_stats(t, &st);
         HR_CHECK(st.queued_bytes <= 2 * size, "queue holds %zu bytes (files of %zu)", st.queued_bytes, size);
@@ -364,15 +367,8 @@ static void test_write_failure_degrades(void) {
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' && echo not-a-dir > '%s'", dir, dir);
     HR_CHECK(system(cmd) == 0, "cannot replace the directory");
-    for (int i = 0; i < 4; i++) {
-        int32_t u[BS];
-        prompt(u, BS, 300 + i);
-        cache_prefix(&p, u, 1, i);
-        hr_ssd_tier_flush(t, &p);
-        hr_kv_seq s = {0};
-        HR_CHECK_OK(hr_kv_seq_reserve(&p, &s, 2 * BS));
-        hr_kv_seq_release(&p, &s);
-    }
+    for (int i = 0; i < 4; i++)
+        HR_CHECK_OK(cache_and_evict(&p, 300 + i));
     hr_ssd_tier_flush(t, &p);
     hr_ssd_tier_drain(t);
     hr_ssd_stats st;
