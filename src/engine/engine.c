@@ -362,6 +362,15 @@ static void publish_stats(hr_engine *e) {
     e->stats.state_snapshots = hr_kv_pool_snapshots(&e->pool);
 }
 
+/* Write-behind stops for new work: a request waits for at most one block's copy. */
+static int has_work(void *ctx) {
+    hr_engine *e = ctx;
+    pthread_mutex_lock(&e->mu);
+    int busy = e->stopping || e->inbox_head;
+    pthread_mutex_unlock(&e->mu);
+    return busy;
+}
+
 /* Idle (under e->mu): waits for work. With the SSD tier, idle cached blocks are written
  * behind first, and while the spill queue is too full to take them all it wakes every 20 ms
  * to offer the rest. */
@@ -369,7 +378,7 @@ static void wait_idle(hr_engine *e) {
     int more = 0;
     if (e->ssd && !e->stopping && !e->inbox_head) {
         pthread_mutex_unlock(&e->mu);
-        more = hr_ssd_tier_write_behind(e->ssd, &e->pool);
+        more = hr_ssd_tier_write_behind(e->ssd, &e->pool, has_work, e);
         pthread_mutex_lock(&e->mu);
     }
     while (!e->stopping && !e->inbox_head) {
@@ -383,7 +392,7 @@ static void wait_idle(hr_engine *e) {
         if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
         if (pthread_cond_timedwait(&e->cv, &e->mu, &until) == 0) continue;
         pthread_mutex_unlock(&e->mu);
-        more = hr_ssd_tier_write_behind(e->ssd, &e->pool);
+        more = hr_ssd_tier_write_behind(e->ssd, &e->pool, has_work, e);
         pthread_mutex_lock(&e->mu);
     }
 }

@@ -350,9 +350,9 @@ static int offer(hr_ssd_tier *t, hr_kv_pool *pool, int b, int drop) {
 
 static void on_evict(void *ctx, hr_kv_pool *pool, int b) { offer(ctx, pool, b, 1); }
 
-int hr_ssd_tier_write_behind(hr_ssd_tier *t, hr_kv_pool *pool) {
+int hr_ssd_tier_write_behind(hr_ssd_tier *t, hr_kv_pool *pool, int (*busy)(void *ctx), void *ctx) {
     for (int b = pool->lru_tail; b >= 0; b = pool->lru_prev[b])
-        if (!offer(t, pool, b, 0)) return 1;
+        if (busy(ctx) || !offer(t, pool, b, 0)) return 1;
     return 0;
 }
 

@@ -40,9 +40,10 @@ typedef struct {
 hr_err *hr_ssd_tier_open(const hr_ssd_options *o, hr_kv_pool *pool, hr_ssd_tier **out);
 /* Writes what is queued (waiting for the writer), stops it, frees t and clears pool->tier. */
 void hr_ssd_tier_close(hr_ssd_tier *t, hr_kv_pool *pool);
-/* Engine idle: queues idle cached blocks that are not on disk yet, up to the queue's cap.
- * Returns 1 when some are left (call again once the writer has made room). */
-int hr_ssd_tier_write_behind(hr_ssd_tier *t, hr_kv_pool *pool);
+/* Engine idle: queues idle cached blocks that are not on disk yet, up to the queue's cap,
+ * asking busy(ctx) before each and stopping when it says new work came. Returns 1 when some
+ * are left (call again once the writer has made room or the engine is idle again). */
+int hr_ssd_tier_write_behind(hr_ssd_tier *t, hr_kv_pool *pool, int (*busy)(void *ctx), void *ctx);
 /* As write_behind for every idle cached block, waiting for room instead of stopping (engine
  * shutdown, so the cache outlives the process). */
 void hr_ssd_tier_flush(hr_ssd_tier *t, hr_kv_pool *pool);
