@@ -51,10 +51,14 @@ stat() { curl -s "http://127.0.0.1:$PORT/stats" | python3 -c "import json,sys; p
 echo "model $PRESET, prompt of $WORDS words, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 C=$T/cache
 start "$T/a.log" --ssd-cache "$C"
+settle() { # waits until the writer has been idle for 2 s (write-behind done)
+  local last=-1 n
+  for _ in $(seq 600); do n=$(stat ssd_spills); [ "$n" = "$last" ] && [ "$n" -gt 0 ] && return; last=$n; sleep 2; done
+}
 echo "cold:          $(ttft)"
 echo "warm memory:   $(ttft)"
-echo "decode, tier on:  $(decode)"
-for _ in $(seq 600); do [ "$(stat ssd_entries)" -gt 0 ] && sleep 1 && break; sleep 0.1; done
+settle
+echo "decode, tier on (after write-behind):  $(decode)"
 stop
 echo "files: $(ls "$C" | wc -l), $(du -sh "$C" | cut -f1)"
 # the tier drops its files from the page cache after writing them (posix_fadvise), so the
