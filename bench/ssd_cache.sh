@@ -2,7 +2,8 @@
 # The SSD tier of the prefix cache (docs/ssd-cache.md) through `hearth serve` on the CPU: time
 # to first token (a 1-token completion) of one long prompt cold (no cache), warm (the memory
 # prefix cache), and after a restart (restored from --ssd-cache), plus steady decode tok/s
-# (/stats decode_tok_s over a 128-token completion) with the tier on and off. Not a test.
+# (/stats decode_tok_s over a 128-token completion) with the tier on and off, alternated.
+# Not a test.
 #
 #   bash bench/ssd_cache.sh [PRESET] [PREFIX_WORDS]   (from the repository root, after a build)
 # PRESET: a `hearth mkmodel --preset` shape (default qwen3-0.6b), built once into
@@ -51,9 +52,11 @@ stat() { curl -s "http://127.0.0.1:$PORT/stats" | python3 -c "import json,sys; p
 echo "model $PRESET, prompt of $WORDS words, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 C=$T/cache
 start "$T/a.log" --ssd-cache "$C"
-settle() { # waits until the writer has been idle for 2 s (write-behind done)
+settle() { # [MIN]: waits until ssd_spills >= MIN (default 1) and unchanged for 2 s
   local last=-1 n
-  for _ in $(seq 600); do n=$(stat ssd_spills); [ "$n" = "$last" ] && [ "$n" -gt 0 ] && return; last=$n; sleep 2; done
+  for _ in $(seq 600); do
+    n=$(stat ssd_spills); [ "$n" = "$last" ] && [ "$n" -ge "${1:-1}" ] && return; last=$n; sleep 2
+  done
 }
 echo "cold:          $(ttft)"
 echo "warm memory:   $(ttft)"
@@ -65,8 +68,16 @@ echo "files: $(ls "$C" | wc -l), $(du -sh "$C" | cut -f1)"
 # restart below reads from the disk (this machine is shared: no global drop_caches)
 start "$T/b.log" --ssd-cache "$C"
 echo "after restart: $(ttft), restore $(stat ssd_last_restore_ms) ms of $(stat ssd_restores) blocks"
+settle 0
+echo "decode, tier on (restarted):  $(decode)"
 stop
-start "$T/c.log"
-echo "decode, tier off: $(decode)"
-stop
+# alternated, so a change in the shared machine's load shows as on/on disagreeing
+for round in 1 2; do
+  start "$T/off$round.log"
+  echo "decode, tier off:  $(decode)"
+  stop
+  start "$T/on$round.log" --ssd-cache "$C"
+  echo "decode, tier on:   $(decode)"
+  stop
+done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -110,7 +110,7 @@ static uint64_t mix(uint64_t h, uint64_t v) {
     return h ^ (h >> 33);
 }
 
-uint64_t hr_kv_block_key(const hr_kv_pool *pool, uint64_t parent, const int32_t *tokens) {
+static uint64_t block_key(const hr_kv_pool *pool, uint64_t parent, const int32_t *tokens) {
     uint64_t h = mix(pool->fingerprint, parent);
     for (int i = 0; i < pool->store.block_size; i++)
         h = mix(h, (uint64_t)(uint32_t)tokens[i]);
@@ -308,7 +308,7 @@ int hr_kv_seq_reuse(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, int
     uint64_t parent = 0;
     for (int i = 0; i < limit; i++) {
         const int32_t *t = tokens + (size_t)i * bs;
-        uint64_t key = hr_kv_block_key(pool, parent, t);
+        uint64_t key = block_key(pool, parent, t);
         int b = find(pool, key, parent, t);
         if (b >= 0) {
             if (pool->refcount[b]++ == 0) lru_remove(pool, b);
@@ -336,7 +336,7 @@ void hr_kv_seq_publish(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, 
     if (full > seq->n_blocks) full = seq->n_blocks;
     for (; seq->n_keyed < full; seq->n_keyed++) {
         const int32_t *t = tokens + (size_t)seq->n_keyed * bs;
-        uint64_t parent = seq->last_key, key = hr_kv_block_key(pool, parent, t);
+        uint64_t parent = seq->last_key, key = block_key(pool, parent, t);
         int b = seq->blocks[seq->n_keyed];
         seq->last_key = key;
         if (b < 0 || pool->key[b] || find(pool, key, parent, t) >= 0) continue;

@@ -80,8 +80,6 @@ int hr_kv_pool_available(const hr_kv_pool *pool);
 /* Turns the prefix cache on with a model fingerprint (off after create). */
 void hr_kv_pool_enable_cache(hr_kv_pool *pool, uint64_t fingerprint);
 
-/* The prefix-cache key of a block of tokens after the block keyed parent (0: the first). */
-uint64_t hr_kv_block_key(const hr_kv_pool *pool, uint64_t parent, const int32_t *tokens);
 /* For a tier's restore: a block with refcount 1 (free, else the oldest idle cached one), or -1
  * when none is available; hr_kv_pool_put gives one back unused. */
 int hr_kv_pool_take(hr_kv_pool *pool);
