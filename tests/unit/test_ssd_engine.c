@@ -54,9 +54,7 @@ static int same(const result *a, const result *b) {
 static const char *fresh_dir(const char *name) {
     static char d[512];
     snprintf(d, sizeof d, "%s/%s", root, name);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", d);
-    if (system(cmd) != 0) printf("# cannot clear %s\n", d);
+    hr_test_remove_tree(d);
     return d;
 }
 
@@ -110,8 +108,6 @@ int main(void) {
     HR_RUN(test_restart_brown_fast);
     HR_RUN(test_restart_hybrid_exact);
     HR_RUN(test_restart_hybrid_fast);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    if (system(cmd) != 0) printf("# cannot remove %s\n", root);
+    hr_test_remove_tree(root);
     return hr_test_summary();
 }

@@ -403,8 +403,6 @@ int main(void) {
     HR_RUN(test_write_failure_degrades);
     hr_model_free(tiny);
     hr_backend_destroy(be);
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-    if (system(cmd) != 0) printf("# cannot remove %s\n", root);
+    hr_test_remove_tree(root);
     return hr_test_summary();
 }
