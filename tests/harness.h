@@ -66,4 +66,11 @@ static inline const char *hr_fixture(const char *rel) {
     return b;
 }
 
+/* Removes a test's scratch directory tree (rm -rf), saying so when it cannot. */
+static inline void hr_test_remove_tree(const char *dir) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) printf("# cannot remove %s\n", dir);
+}
+
 #endif

@@ -57,6 +57,11 @@ typedef struct {
     /* hybrid (DeltaNet) models: prefix reuse needs snapshots of the recurrent state */
     size_t snapshot_memory; /* bytes for state snapshots (0: as much as the state slots) */
     int snapshot_interval;  /* blocks between snapshots (0: 256 positions' worth) */
+    /* the prefix cache's SSD tier (docs/ssd-cache.md; dense models) */
+    const char *ssd_cache;  /* directory of block files (NULL: no tier) */
+    size_t ssd_cache_max;   /* bytes of files in it at most (0: 32 GiB) */
+    int ssd_cache_verify;   /* check every tensor's checksum on restore */
+    size_t ssd_queue;       /* bytes of evicted blocks waiting for the disk (0: 256 MiB) */
 } hr_engine_options;
 
 /* Loads dir (config.json, safetensors, and tokenizer/chat template when present) and
@@ -179,6 +184,16 @@ typedef struct {
     int compute;         /* hr_compute in use (AUTO: unknown, an engine on a caller's model) */
     int kv_dtype;        /* hr_kv_type of the KV cache */
     const char *device;  /* the backend the engine runs on: "cpu" or "cuda" */
+    /* the SSD tier (all 0 without --ssd-cache) */
+    int ssd_on;
+    long ssd_entries;          /* block files of this model */
+    long long ssd_bytes;       /* bytes of the files in the directory */
+    long ssd_hits;             /* prompts that restored blocks from disk */
+    long ssd_restores;         /* blocks restored */
+    long ssd_spills;           /* blocks written */
+    long ssd_dropped;          /* spills dropped (queue full, or writes off) */
+    double ssd_last_restore_ms; /* the last prompt's prefix lookup that restored */
+    int ssd_writes_off;        /* a write failed: the tier is read-only from then */
 } hr_engine_stats;
 
 void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st);

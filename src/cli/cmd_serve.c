@@ -24,11 +24,12 @@
 typedef struct {
     const char *model, *host, *api_key, *chat_template, *alias, *compute, *device, *kv_dtype;
     const char *unix_socket; /* the engine child of --isolate serves here, not on host:port */
-    double gpu_memory;
+    const char *ssd_cache;   /* --ssd-cache DIR */
+    double gpu_memory, ssd_cache_gb;
     long port, threads, kv_mb, budget_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
     long timeout_s, max_conns, max_queue, grace_s, request_timeout_s, max_conns_ip, request_mb;
     long grammar_mb;
-    int mmap, no_preempt, no_prefix_cache, exact, isolate;
+    int mmap, no_preempt, no_prefix_cache, exact, isolate, ssd_verify;
     double probe_interval, probe_timeout; /* --isolate's health probe of the child, seconds */
     hr_numerics_req num; /* from --compute, --kv-dtype, --exact */
 } serve_opts;
@@ -60,6 +61,22 @@ static hr_err *model_id(const serve_opts *o, char *name, size_t cap) {
     return NULL;
 }
 
+/* --ssd-cache's flags: a directory name, a size in (0, 1048576] GiB, and the others only with it. */
+static hr_err *check_ssd(serve_opts *o) {
+    if (!o->ssd_cache && (o->ssd_cache_gb != 0 || o->ssd_verify))
+        return hr_errf("--ssd-cache-max and --ssd-cache-verify need --ssd-cache DIR");
+    if (!o->ssd_cache) return NULL;
+    if (!*o->ssd_cache) return hr_errf("--ssd-cache needs a directory");
+    if (o->no_prefix_cache)
+        return hr_errf("--ssd-cache is a tier of the prefix cache and does not go with --no-prefix-cache");
+    if (o->ssd_cache_gb == 0) o->ssd_cache_gb = 32;
+    if (!(o->ssd_cache_gb > 0 && o->ssd_cache_gb <= 1 << 20))
+        return hr_errf("--ssd-cache-max must be a size in GiB in (0, 1048576], not %g", o->ssd_cache_gb);
+    if ((size_t)(o->ssd_cache_gb * (double)(1 << 30)) < 1 << 20)
+        return hr_errf("--ssd-cache-max %g GiB is under 1 MiB: too small to hold a block", o->ssd_cache_gb);
+    return NULL;
+}
+
 static hr_err *start(const serve_opts *o, serve_state *st) {
     char name[256];
     HR_TRY(model_id(o, name, sizeof name));
@@ -78,7 +95,10 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
                             .max_batch_tokens = (int)o->max_batch,
                             .chat_template = o->chat_template,
                             .snapshot_memory = (size_t)o->snap_mb << 20,
-                            .snapshot_interval = (int)o->snap_every};
+                            .snapshot_interval = (int)o->snap_every,
+                            .ssd_cache = o->ssd_cache,
+                            .ssd_cache_max = (size_t)(o->ssd_cache_gb * (double)(1 << 30)),
+                            .ssd_cache_verify = o->ssd_verify};
     eo.compute = o->num.compute;
     eo.kv_dtype = o->num.kv_dtype;
     eo.fast = o->num.fast;
@@ -290,6 +310,15 @@ int hr_cmd_serve(int argc, char **argv) {
          "the state slots)"},
         {"snapshot-interval", HR_OPT_INT, &o.snap_every,
          "hybrid models: KV blocks between state snapshots (default: 256 positions' worth)"},
+        {"ssd-cache", HR_OPT_STR, &o.ssd_cache,
+         "directory for the prefix cache's SSD tier: evicted and idle cached blocks are written "
+         "there and restored by later prompts, also after a restart (default: off; "
+         "docs/ssd-cache.md)"},
+        {"ssd-cache-max", HR_OPT_FLOAT, &o.ssd_cache_gb,
+         "GiB of block files the --ssd-cache directory may hold (default 32; least recently "
+         "used go first)"},
+        {"ssd-cache-verify", HR_OPT_FLAG, &o.ssd_verify,
+         "check every tensor's checksum when a block is restored (default: the header's only)"},
         {"compute", HR_OPT_STR, &o.compute, HR_COMPUTE_HELP},
         {"kv-dtype", HR_OPT_STR, &o.kv_dtype, HR_KV_DTYPE_HELP},
         {"exact", HR_OPT_FLAG, &o.exact, HR_EXACT_HELP},
@@ -344,6 +373,7 @@ int hr_cmd_serve(int argc, char **argv) {
         !(o.probe_timeout > 0 && o.probe_timeout <= 3600))
         return hr_cmd_fail("serve", hr_errf("--probe-interval and --probe-timeout must be in "
                                             "(0, 3600] seconds")), 2;
+    if ((err = check_ssd(&o))) return hr_cmd_fail("serve", err), 2;
     if (o.isolate && o.unix_socket)
         return hr_cmd_fail("serve", hr_errf("--isolate and --unix-socket do not go together")), 2;
     if (o.isolate) {

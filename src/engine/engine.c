@@ -5,10 +5,12 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/file.h"
 #include "base/json.h"
 #include "engine/engine.h"
+#include "engine/fingerprint.h"
 
 struct hr_ev_node {
     hr_event ev;
@@ -360,13 +362,47 @@ static void publish_stats(hr_engine *e) {
     e->stats.state_snapshots = hr_kv_pool_snapshots(&e->pool);
 }
 
+/* Write-behind stops for new work: a request waits for at most one block's copy. */
+static int has_work(void *ctx) {
+    hr_engine *e = ctx;
+    pthread_mutex_lock(&e->mu);
+    int busy = e->stopping || e->inbox_head;
+    pthread_mutex_unlock(&e->mu);
+    return busy;
+}
+
+/* Idle (under e->mu): waits for work. With the SSD tier, idle cached blocks are written
+ * behind first, and while the spill queue is too full to take them all it wakes every 20 ms
+ * to offer the rest. */
+static void wait_idle(hr_engine *e) {
+    int more = 0;
+    if (e->ssd && !e->stopping && !e->inbox_head) {
+        pthread_mutex_unlock(&e->mu);
+        more = hr_ssd_tier_write_behind(e->ssd, &e->pool, has_work, e);
+        pthread_mutex_lock(&e->mu);
+    }
+    while (!e->stopping && !e->inbox_head) {
+        if (!more) {
+            pthread_cond_wait(&e->cv, &e->mu);
+            continue;
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 20 * 1000000;
+        if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+        if (pthread_cond_timedwait(&e->cv, &e->mu, &until) == 0) continue;
+        pthread_mutex_unlock(&e->mu);
+        more = hr_ssd_tier_write_behind(e->ssd, &e->pool, has_work, e);
+        pthread_mutex_lock(&e->mu);
+    }
+}
+
 static void *engine_main(void *arg) {
     hr_engine *e = arg;
     int idle = 0;
     for (;;) {
         pthread_mutex_lock(&e->mu);
-        while (idle && !e->stopping && !e->inbox_head)
-            pthread_cond_wait(&e->cv, &e->mu);
+        if (idle) wait_idle(e);
         take_inbox(e);
         publish_stats(e);
         int stopping = e->stopping;
@@ -389,6 +425,18 @@ void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st) {
     st->queued += e->n_inbox;
     pthread_mutex_unlock(&e->mu);
     st->device = hr_model_backend(e->model)->vt->name;
+    if (!e->ssd) return;
+    hr_ssd_stats ss; /* live: the writer's counts move while the engine idles */
+    hr_ssd_tier_stats(e->ssd, &ss);
+    st->ssd_on = 1;
+    st->ssd_entries = ss.entries;
+    st->ssd_bytes = (long long)ss.bytes;
+    st->ssd_hits = ss.hits;
+    st->ssd_restores = ss.restores;
+    st->ssd_spills = ss.spills;
+    st->ssd_dropped = ss.dropped;
+    st->ssd_last_restore_ms = ss.last_restore_ms;
+    st->ssd_writes_off = ss.writes_off;
 }
 
 /* ---- creation ---- */
@@ -472,23 +520,18 @@ static int all_sliding_window(const hr_engine *e) {
     return e->pool.store.n_state_layers > 0 ? 0 : w;
 }
 
-static uint64_t fingerprint(const hr_model_config *c, size_t weight_bytes) {
-    uint64_t h = 1469598103934665603ull;
-    const char *t = c->model_type;
-    for (; *t; t++)
-        h = (h ^ (uint8_t)*t) * 1099511628211ull;
-    int64_t v[] = {c->vocab,
-                   c->hidden,
-                   c->n_layers,
-                   c->n_heads,
-                   c->n_kv_heads,
-                   c->head_dim,
-                   c->intermediate,
-                   (int64_t)weight_bytes,
-                   (int64_t)(c->rope.theta * 1000)};
-    for (size_t i = 0; i < sizeof v / sizeof *v; i++)
-        h = (h ^ (uint64_t)v[i]) * 1099511628211ull;
-    return h;
+/* The SSD tier under the prefix cache (--ssd-cache). */
+static hr_err *open_ssd(hr_engine *e, uint64_t fingerprint) {
+    const hr_engine_options *o = &e->opt;
+    if (!o->ssd_cache) return NULL;
+    if (o->no_prefix_cache) return hr_errf("--ssd-cache is a tier of the prefix cache: drop --no-prefix-cache");
+    hr_ssd_options so = {.dir = o->ssd_cache,
+                         .max_bytes = o->ssd_cache_max ? o->ssd_cache_max : (size_t)32 << 30,
+                         .verify = o->ssd_cache_verify,
+                         .queue_bytes = o->ssd_queue,
+                         .fingerprint = fingerprint,
+                         .tok_hash = hr_tokenizer_hash(e->tok)};
+    return hr_ssd_tier_open(&so, &e->pool, &e->ssd);
 }
 
 static hr_err *engine_start(hr_engine *e) {
@@ -517,9 +560,12 @@ static hr_err *engine_start(hr_engine *e) {
         o->snapshot_interval = o->block_size < 256 ? 256 / o->block_size : 1;
     int most = (1 << 30) / o->block_size; /* interval * block_size must fit an int */
     if (o->snapshot_interval > most) o->snapshot_interval = most > 0 ? most : 1;
+    if (e->opened.model)
+        e->stats.compute = e->opened.numerics.compute_bf16 ? HR_COMPUTE_BF16 : HR_COMPUTE_F32;
     /* hybrid models reuse a prefix only up to a block with a state snapshot (kv_pool.h) */
-    if (!o->no_prefix_cache)
-        hr_kv_pool_enable_cache(&e->pool, fingerprint(c, hr_model_weight_bytes(e->model)));
+    uint64_t fp = hr_engine_fingerprint(e->model, e->pool.store.dtype, e->stats.compute);
+    if (!o->no_prefix_cache) hr_kv_pool_enable_cache(&e->pool, fp);
+    HR_TRY(open_ssd(e, fp));
     size_t ms = (size_t)o->max_seqs;
     e->running = calloc(ms, sizeof *e->running);
     e->row_req = calloc(ms, sizeof *e->row_req);
@@ -536,8 +582,6 @@ static hr_err *engine_start(hr_engine *e) {
     e->stats.kv_blocks_total = e->pool.store.n_blocks;
     e->stats.block_size = o->block_size;
     e->stats.kv_dtype = hr_kv_type_of(e->pool.store.dtype);
-    if (e->opened.model)
-        e->stats.compute = e->opened.numerics.compute_bf16 ? HR_COMPUTE_BF16 : HR_COMPUTE_F32;
     if (pthread_create(&e->thread, NULL, engine_main, e))
         return hr_errf("cannot start the engine thread");
     e->thread_started = 1;
@@ -633,6 +677,8 @@ void hr_engine_destroy(hr_engine *e) {
         pthread_mutex_unlock(&e->mu);
         pthread_join(e->thread, NULL);
     }
+    if (e->ssd) hr_ssd_tier_flush(e->ssd, &e->pool); /* the cache outlives the process */
+    hr_ssd_tier_close(e->ssd, &e->pool);
     hr_kv_pool_destroy(&e->pool);
     free(e->running);
     free(e->row_req);

@@ -15,6 +15,7 @@
 #include "hearth/hearth.h"
 #include "engine/open.h"
 #include "engine/prompt.h"
+#include "engine/ssd_tier.h"
 
 typedef struct hr_ev_node hr_ev_node;
 
@@ -62,6 +63,7 @@ struct hr_engine {
     int has_prompt;
     hr_engine_options opt;
     hr_kv_pool pool;
+    hr_ssd_tier *ssd; /* the prefix cache's SSD tier, or NULL */
     int max_context; /* longest prompt + max_tokens ever admissible */
     int kv_window;   /* every KV layer is sliding: the widest window, blocks before it are freed */
     /* ids [0, n_tokenizable) have a token; the model's vocab may be padded past the

@@ -172,6 +172,7 @@ static int take_block(hr_kv_pool *pool) {
     } else {
         id = pool->lru_head;
         lru_remove(pool, id);
+        if (pool->tier.evict) pool->tier.evict(pool->tier.ctx, pool, id);
         unpublish(pool, id);
         pool->n_evicted++;
     }
@@ -181,10 +182,30 @@ static int take_block(hr_kv_pool *pool) {
 
 static void drop_block(hr_kv_pool *pool, int id) {
     if (--pool->refcount[id] > 0) return;
-    if (pool->key[id])
+    if (pool->key[id]) {
         lru_push(pool, id);
-    else
-        pool->free_list[pool->n_free++] = id;
+        return;
+    }
+    if (pool->snap[id] >= 0) pool->free_snaps[pool->n_free_snaps++] = pool->snap[id];
+    pool->snap[id] = -1;
+    pool->free_list[pool->n_free++] = id;
+}
+
+int hr_kv_pool_take(hr_kv_pool *pool) {
+    return hr_kv_pool_available(pool) > 0 ? take_block(pool) : -1;
+}
+
+void hr_kv_pool_put(hr_kv_pool *pool, int block) { drop_block(pool, block); }
+
+static void publish_block(hr_kv_pool *pool, int b, uint64_t key, uint64_t parent,
+                          const int32_t *tokens) {
+    size_t bs = (size_t)pool->store.block_size;
+    pool->key[b] = key;
+    pool->parent[b] = parent;
+    memcpy(pool->tokens + (size_t)b * bs, tokens, sizeof(int32_t) * bs);
+    int *head = bucket_of(pool, key);
+    pool->bucket_next[b] = *head;
+    *head = b;
 }
 
 /* ---- sequences ---- */
@@ -255,6 +276,13 @@ static int take_snapshot(hr_kv_pool *pool) {
     return -1;
 }
 
+int hr_kv_pool_attach_snapshot(hr_kv_pool *pool, int block) {
+    if (pool->store.n_snapshots == 0) return -1;
+    int id = take_snapshot(pool);
+    if (id >= 0) pool->snap[block] = id;
+    return id;
+}
+
 void hr_kv_seq_snapshot(hr_kv_pool *pool, const hr_kv_seq *seq, int slot, int n_computed) {
     int bs = pool->store.block_size, i = n_computed / bs - 1;
     if (pool->store.n_snapshots == 0 || n_computed % bs != 0 || i < 0 || i >= seq->n_keyed) return;
@@ -282,8 +310,14 @@ int hr_kv_seq_reuse(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, int
         const int32_t *t = tokens + (size_t)i * bs;
         uint64_t key = block_key(pool, parent, t);
         int b = find(pool, key, parent, t);
-        if (b < 0) break;
-        if (pool->refcount[b]++ == 0) lru_remove(pool, b);
+        if (b >= 0) {
+            if (pool->refcount[b]++ == 0) lru_remove(pool, b);
+        } else if (pool->tier.restore &&
+                   (b = pool->tier.restore(pool->tier.ctx, pool, key, parent, t)) >= 0) {
+            publish_block(pool, b, key, parent, t);
+        } else {
+            break;
+        }
         seq->blocks[seq->n_blocks++] = b;
         parent = key;
     }
@@ -306,11 +340,6 @@ void hr_kv_seq_publish(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, 
         int b = seq->blocks[seq->n_keyed];
         seq->last_key = key;
         if (b < 0 || pool->key[b] || find(pool, key, parent, t) >= 0) continue;
-        pool->key[b] = key;
-        pool->parent[b] = parent;
-        memcpy(pool->tokens + (size_t)b * bs, t, sizeof(int32_t) * (size_t)bs);
-        int *head = bucket_of(pool, key);
-        pool->bucket_next[b] = *head;
-        *head = b;
+        publish_block(pool, b, key, parent, t);
     }
 }

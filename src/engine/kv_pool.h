@@ -18,7 +18,19 @@
 #include "backend/backend.h"
 #include "model/model.h"
 
+typedef struct hr_kv_pool hr_kv_pool;
+
+/* A colder tier below the prefix cache (the SSD cache, ssd_tier.h). evict sees an idle cached
+ * block just before allocation takes it (its key, parent and tokens still set); restore is
+ * asked for a block the memory cache misses and returns a block it took with
+ * hr_kv_pool_take and filled with that block's KV, or -1. NULL hooks: no tier. */
 typedef struct {
+    void (*evict)(void *ctx, hr_kv_pool *pool, int block);
+    int (*restore)(void *ctx, hr_kv_pool *pool, uint64_t key, uint64_t parent, const int32_t *tokens);
+    void *ctx;
+} hr_kv_tier_hooks;
+
+struct hr_kv_pool {
     hr_backend *be;
     hr_kv_store store;
     int *free_list; /* (n_blocks) stack of free block ids */
@@ -41,7 +53,8 @@ typedef struct {
     int *snap;       /* (n_blocks) snapshot of the state at the block's end, -1 none */
     int *free_snaps; /* (store.n_snapshots) stack of free snapshot ids */
     int n_free_snaps;
-} hr_kv_pool;
+    hr_kv_tier_hooks tier;
+};
 
 /* Recurrent-state slots hr_kv_pool_create gives a hybrid model: min(n_blocks, this). */
 enum { HR_KV_STATE_SLOTS = 8 };
@@ -67,6 +80,15 @@ int hr_kv_pool_available(const hr_kv_pool *pool);
 /* Turns the prefix cache on with a model fingerprint (off after create). */
 void hr_kv_pool_enable_cache(hr_kv_pool *pool, uint64_t fingerprint);
 
+/* For a tier's restore: a block with refcount 1 (free, else the oldest idle cached one), or -1
+ * when none is available; hr_kv_pool_put gives one back unused. */
+int hr_kv_pool_take(hr_kv_pool *pool);
+void hr_kv_pool_put(hr_kv_pool *pool, int block);
+/* Hybrid models, for a tier's restore: a snapshot for block (free, else the one of the oldest
+ * idle cached block that has one), set as the block's; -1 when there is none. The caller fills
+ * it; a block given back unpublished frees its snapshot. */
+int hr_kv_pool_attach_snapshot(hr_kv_pool *pool, int block);
+
 /* A sequence's block table and how far its blocks are published in the prefix cache. */
 typedef struct {
     int32_t *blocks; /* (cap) block ids; -1: released (out of a sliding window) */
@@ -88,7 +110,8 @@ void hr_kv_seq_release_before(hr_kv_pool *pool, hr_kv_seq *seq, int pos);
 
 /* For an empty seq: takes the longest chain of cached blocks matching tokens[0..n), at most
  * max_blocks, into seq's table. Returns the number of blocks taken (their KV is valid). For
- * a hybrid model the chain ends at its last block with a state snapshot. */
+ * a hybrid model the chain ends at its last block with a state snapshot. A block the memory
+ * cache misses is asked of the tier (when set) and published when it has it. */
 int hr_kv_seq_reuse(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, int n, int max_blocks);
 /* Publishes seq's full blocks within its first n_computed positions (tokens are the
  * sequence's tokens). A block whose key is already published elsewhere stays private. */

@@ -201,8 +201,10 @@ static void admit(hr_engine *e) {
            (!stateful || e->pool.n_free_slots > 0)) {
         hr_request *r = e->wait_head;
         if (r->kv.n_blocks == 0) {
+            uint64_t t0 = hr_now_ns();
             int got =
                 hr_kv_seq_reuse(&e->pool, &r->kv, r->tokens, r->n_tokens, (r->n_tokens - 1) / bs);
+            if (e->ssd) hr_ssd_tier_lookup_done(e->ssd, (double)(hr_now_ns() - t0) / 1e6);
             r->n_computed = got * bs;
             if (e->kv_window) /* cached blocks behind the window are not needed */
                 hr_kv_seq_release_before(&e->pool, &r->kv, r->n_computed - e->kv_window + 1);

@@ -295,6 +295,37 @@ const hr_model_config *hr_model_cfg(const hr_model *m) { return &m->cfg; }
 hr_backend *hr_model_backend(const hr_model *m) { return m->be; }
 size_t hr_model_weight_bytes(const hr_model *m) { return hr_weights_data_bytes(m->w); }
 
+static uint64_t mix_bytes(uint64_t h, const void *p, size_t n) {
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* Samples, not the whole file: hashing every byte of a 10 GB checkpoint would take seconds
+ * at each start. Each uploaded file tensor adds its name, dtype, shape and up to 4 KiB from
+ * its start, middle and end. */
+uint64_t hr_model_weight_hash(const hr_model *m) {
+    enum { SAMPLE = 4096 };
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < m->n_dev; i++) {
+        const hr_tensor *t = m->dev_name[i] ? hr_weights_get(m->w, m->dev_name[i]) : NULL;
+        if (!t) continue;
+        h = mix_bytes(h, m->dev_name[i], strlen(m->dev_name[i]) + 1);
+        int64_t dims[HR_MAX_DIMS + 2] = {t->dtype, t->ndim};
+        for (int d = 0; d < t->ndim && d < HR_MAX_DIMS; d++)
+            dims[d + 2] = t->shape[d];
+        h = mix_bytes(h, dims, sizeof dims);
+        size_t n = hr_tensor_bytes(t), k = n < SAMPLE ? n : SAMPLE;
+        if (!t->data || n == 0) continue;
+        const uint8_t *d = t->data;
+        h = mix_bytes(h, d, k);
+        h = mix_bytes(h, d + (n - k) / 2, k);
+        h = mix_bytes(h, d + n - k, k);
+    }
+    return h;
+}
+
 void hr_config_kv_shape(const hr_model_config *c, hr_dtype dtype, hr_kv_store *kv,
                         int *slot_head_dim) {
     int slot_of[HR_MAX_LAYERS];

@@ -30,6 +30,10 @@ const hr_model_config *hr_model_cfg(const hr_model *m);
 hr_backend *hr_model_backend(const hr_model *m);
 /* Bytes of weights as stored (what one decode step reads). */
 size_t hr_model_weight_bytes(const hr_model *m);
+/* A hash of the weights' contents, sampled (model.c says how): what the prefix cache's
+ * fingerprint (engine/fingerprint.c) takes so that another checkpoint of one shape never
+ * shares KV. */
+uint64_t hr_model_weight_hash(const hr_model *m);
 
 /* The uploaded tensor made as is from file tensor `name` (not a split or gathered one), or
  * NULL. Mutable for convert's sensitivity measurement, which swaps in perturbed f32 copies

@@ -261,6 +261,15 @@ static void stats(void *ctx, json_t *out) {
     json_object_set_new(out, "cached_tokens", json_integer(st.cached_tokens));
     json_object_set_new(out, "generated_tokens", json_integer(st.generated_tokens));
     json_object_set_new(out, "decode_tok_s", json_real(st.decode_tok_s));
+    if (!st.ssd_on) return;
+    json_object_set_new(out, "ssd_entries", json_integer(st.ssd_entries));
+    json_object_set_new(out, "ssd_bytes", json_integer(st.ssd_bytes));
+    json_object_set_new(out, "ssd_hits", json_integer(st.ssd_hits));
+    json_object_set_new(out, "ssd_restores", json_integer(st.ssd_restores));
+    json_object_set_new(out, "ssd_spills", json_integer(st.ssd_spills));
+    json_object_set_new(out, "ssd_dropped_spills", json_integer(st.ssd_dropped));
+    json_object_set_new(out, "ssd_last_restore_ms", json_real(st.ssd_last_restore_ms));
+    json_object_set_new(out, "ssd_writes_off", json_integer(st.ssd_writes_off));
 }
 
 static const char *model_name(void *ctx) { return ((hr_engine_server *)ctx)->name; }

@@ -1,0 +1,113 @@
+/* The SSD tier through the engine: a prompt served, the engine destroyed, a new engine on the
+ * same --ssd-cache directory restores the prefix from disk (stats show the restores) and
+ * continues greedily with exactly the tokens the in-memory prefix cache gives, in exact and
+ * fast modes (tiny-llama, brown-llama-8m); an engine of the other compute mode never uses
+ * those files; the same for a hybrid model (tiny-qwen3_5), whose blocks at snapshot points
+ * carry their recurrent-state snapshot (one every 2 blocks here). */
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "harness.h"
+
+enum { N_PROMPT = 100, N_GEN = 8 };
+
+static char root[256];
+
+typedef struct {
+    int32_t toks[N_GEN];
+    int n, n_cached;
+} result;
+
+static hr_err *make(const char *model, const char *dir, int fast, hr_engine **e) {
+    hr_engine_options o = {.n_threads = 1,
+                           .fast = fast,
+                           .kv_memory = 8 << 20,
+                           .max_seqs = 4,
+                           .max_batch_tokens = 64,
+                           .snapshot_interval = 2, /* hybrid: a snapshot every 32 positions */
+                           .ssd_cache = dir};
+    return hr_engine_create(hr_fixture(model), &o, e);
+}
+
+static hr_err *generate(hr_engine *e, result *res) {
+    int32_t p[N_PROMPT];
+    int vocab = hr_engine_token_ids(e);
+    for (int i = 0; i < N_PROMPT; i++)
+        p[i] = 3 + (int32_t)((i * 7919 + 17) % (vocab - 3));
+    hr_request_params rp = {.tokens = p, .n_tokens = N_PROMPT, .max_tokens = N_GEN, .ignore_eos = 1};
+    hr_request *r;
+    HR_TRY(hr_engine_submit(e, &rp, &r));
+    memset(res, 0, sizeof *res);
+    hr_event ev;
+    while (hr_request_next(r, &ev)) {
+        if (ev.kind == HR_EVENT_TOKEN && res->n < N_GEN) res->toks[res->n++] = ev.token;
+        if (ev.kind == HR_EVENT_DONE) res->n_cached = ev.n_cached;
+    }
+    hr_request_release(r);
+    return NULL;
+}
+
+static int same(const result *a, const result *b) {
+    return a->n == N_GEN && b->n == N_GEN && !memcmp(a->toks, b->toks, sizeof a->toks);
+}
+
+static const char *fresh_dir(const char *name) {
+    static char d[512];
+    snprintf(d, sizeof d, "%s/%s", root, name);
+    hr_test_remove_tree(d);
+    return d;
+}
+
+static void check_restart(const char *model, int fast) {
+    const char *dir = fresh_dir(model + 7); /* after "models/" */
+    hr_engine *e;
+    result first, mem, disk, other;
+    HR_CHECK_OK(make(model, dir, fast, &e));
+    hr_err *err = generate(e, &first);
+    if (!err) err = generate(e, &mem);
+    hr_engine_stats st;
+    hr_engine_stats_get(e, &st);
+    hr_engine_destroy(e); /* writes the cached blocks behind */
+    HR_CHECK_OK(err);
+    HR_CHECK(st.ssd_on && mem.n_cached == 96 && same(&first, &mem),
+             "%s fast=%d: in memory reused %d, tokens %s", model, fast, mem.n_cached,
+             same(&first, &mem) ? "same" : "differ");
+    HR_CHECK_OK(make(model, dir, fast, &e));
+    err = generate(e, &disk);
+    hr_engine_stats_get(e, &st);
+    hr_engine_destroy(e);
+    HR_CHECK_OK(err);
+    HR_CHECK(st.ssd_entries >= 6, "%s fast=%d: %ld files after a restart", model, fast, st.ssd_entries);
+    HR_CHECK(disk.n_cached == 96 && st.ssd_restores == 6 && st.ssd_hits == 1,
+             "%s fast=%d: after a restart reused %d, %ld restores, %ld hits", model, fast,
+             disk.n_cached, st.ssd_restores, st.ssd_hits);
+    HR_CHECK(same(&disk, &mem), "%s fast=%d: restored prefix continues differently", model, fast);
+    HR_CHECK_OK(make(model, dir, !fast, &e)); /* the other compute mode: other KV bytes */
+    err = generate(e, &other);
+    hr_engine_stats_get(e, &st);
+    hr_engine_destroy(e);
+    HR_CHECK_OK(err);
+    HR_CHECK(other.n_cached == 0 && st.ssd_restores == 0,
+             "%s fast=%d: the other mode reused %d tokens (%ld restores)", model, fast,
+             other.n_cached, st.ssd_restores);
+}
+
+static void test_restart_tiny_llama_exact(void) { check_restart("models/tiny-llama", 0); }
+static void test_restart_tiny_llama_fast(void) { check_restart("models/tiny-llama", 1); }
+static void test_restart_brown_exact(void) { check_restart("models/brown-llama-8m", 0); }
+static void test_restart_brown_fast(void) { check_restart("models/brown-llama-8m", 1); }
+
+static void test_restart_hybrid_exact(void) { check_restart("models/tiny-qwen3_5", 0); }
+static void test_restart_hybrid_fast(void) { check_restart("models/tiny-qwen3_5", 1); }
+
+int main(void) {
+    snprintf(root, sizeof root, "/tmp/hearth-test-ssd-engine-%d", (int)getpid());
+    HR_RUN(test_restart_tiny_llama_exact);
+    HR_RUN(test_restart_tiny_llama_fast);
+    HR_RUN(test_restart_brown_exact);
+    HR_RUN(test_restart_brown_fast);
+    HR_RUN(test_restart_hybrid_exact);
+    HR_RUN(test_restart_hybrid_fast);
+    hr_test_remove_tree(root);
+    return hr_test_summary();
+}
