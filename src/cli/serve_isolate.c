@@ -87,6 +87,7 @@ static hr_err *start(isolate_run *run, hr_supervisor **sup, hr_proxy **proxy) {
                                .runtime_dir = run->dir,
                                .probe_interval_s = o->probe_interval_s,
                                .probe_timeout_s = o->probe_timeout_s,
+                               .load_timeout_s = o->load_timeout_s,
                                .stop_timeout_s = o->grace_s + HR_SHUTDOWN_END_S + STOP_MARGIN_S,
                                .on_ready = on_ready,
                                .ctx = run};

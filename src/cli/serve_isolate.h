@@ -13,6 +13,7 @@ typedef struct {
     unsigned max_connections;
     double grace_s; /* the child's --shutdown-grace */
     double probe_interval_s, probe_timeout_s;
+    double load_timeout_s; /* a child not ready this long is killed and restarted (0: none) */
 } hr_isolate_opts;
 
 /* Binds host:port, starts the child, proxies until SIGINT/SIGTERM, then stops the child
