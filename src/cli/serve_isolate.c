@@ -95,7 +95,11 @@ static hr_err *start(isolate_run *run, hr_supervisor **sup, hr_proxy **proxy) {
     hr_proxy_config pc = {.host = o->host,
                           .port = o->port,
                           .timeout_s = o->timeout_s,
-                          .max_connections = o->max_connections};
+                          .max_connections = o->max_connections,
+                          .max_connections_per_ip = o->max_connections_per_ip,
+                          .request_timeout_s = o->request_timeout_s,
+                          .api_key = o->api_key,
+                          .max_body = o->max_body};
     HR_TRY(hr_proxy_start(&pc, *sup, proxy)); /* the port is bound before any child runs */
     run->port = hr_proxy_port(*proxy);
     fprintf(stderr, "hearth serve: listening on http://%s:%d, engine starting (runtime dir %s)\n",

@@ -2,9 +2,10 @@
 # through the proxy equal direct ones and stream in pieces; kill -9 and SIGSTOP of the
 # engine child mid-work (error events, restart, /health answering throughout); a request
 # that cannot reach the child retried on the next; 64 streams with disconnects leave no
-# fd in the parent and nothing active in the child; a crash loop shows as failed with its
-# reason while the parent idles; a child stuck in its load is killed at --load-timeout;
-# SIGTERM removes the child and the runtime directory.
+# fd in the parent and nothing active in the child; the public listener enforces the
+# engine server's limits (early 401/413, request deadline, per-address limit); a crash
+# loop shows as failed with its reason while the parent idles; a child stuck in its load
+# is killed at --load-timeout; SIGTERM removes the child and the runtime directory.
 . "$(dirname "$0")/lib.sh"
 B=$S/fixtures/models/brown-llama-8m
 C=tests/server/isolate_client.py
@@ -49,6 +50,14 @@ expect_rc sigterm_exit_0 0 "" test "$rc" = 0
 expect_rc sigterm_child_gone 1 "" kill -0 "$CHILD"
 expect_rc sigterm_rundir_gone 1 "" test -e "$RUNDIR"
 kill -TERM "$DPID"; wait "$DPID"
+
+# the engine server's limits on the parent's public listener
+isolate_start "$T/limits.log" serve --model "$B" --port 0 $ARGS --isolate --api-key sekret \
+  --max-body-mb 1 --max-connections-per-ip 4 --request-timeout 2
+python3 "$C" limits "$PORT" > "$T/limits.out" 2>&1
+report limits_script "$T/limits.out"
+expect_rc limits_deadline_logged 0 "did not arrive within 2 s \(--request-timeout\)" cat "$T/limits.log"
+kill -TERM "$PID"; wait "$PID"
 
 # SIGTERM while a stream runs: the child's graceful shutdown ends it, through the proxy
 isolate_start "$T/term.log" serve --model "$B" --port 0 $ARGS --isolate --shutdown-grace 0
@@ -119,7 +128,7 @@ kill -TERM $LOOP; wait $LOOP; rc=$?
 expect_rc loop_sigterm 0 "" test "$rc" = 0
 
 expect_rc no_sanitizer_reports 1 "" grep -qE "AddressSanitizer|runtime error|LeakSanitizer" \
-  "$T/iso.log" "$T/loop.log" "$T/direct.log" "$T/term.log" "$T/load.log"
+  "$T/iso.log" "$T/loop.log" "$T/direct.log" "$T/term.log" "$T/load.log" "$T/limits.log"
 
 # bad input
 expect_rc bad_load_timeout 2 "--load-timeout must be 0..86400" "$H" serve --model "$B" --isolate --load-timeout -1
