@@ -127,7 +127,7 @@ expect_rc loop_logged 0 "crash loop \(5 quick exits in a row\)" cat "$T/loop.log
 kill -TERM $LOOP; wait $LOOP; rc=$?
 expect_rc loop_sigterm 0 "" test "$rc" = 0
 
-expect_rc no_sanitizer_reports 1 "" grep -qE "AddressSanitizer|runtime error|LeakSanitizer" \
+expect_rc no_sanitizer_reports 1 "" grep -qE "AddressSanitizer|runtime error|LeakSanitizer|ThreadSanitizer" \
   "$T/iso.log" "$T/loop.log" "$T/direct.log" "$T/term.log" "$T/load.log" "$T/limits.log"
 
 # bad input

@@ -331,7 +331,10 @@ def many():
     rss1 = rss_kib(parent)
     print("# parent fds: %d before, %d during, %d after; RSS %d KiB before, %d after"
           % (base, peak, now, rss0, rss1), flush=True)
-    check("many_parent_rss", rss1 - rss0 < 16384, (rss0, rss1))
+    # under ThreadSanitizer (make test-tsan) the shadow memory and the state of every thread
+    # the parent has had add ~50 MiB for the 64 connections' threads
+    limit = 131072 if os.environ.get("HEARTH_TSAN") else 16384
+    check("many_parent_rss", rss1 - rss0 < limit, (rss0, rss1))
     check("many_parent_fds_back", now <= base and peak > base, (base, peak, now))
     check("many_child_idle", stats["active"] == 0 and stats["queued"] == 0, stats)
 
