@@ -8,6 +8,7 @@ children (the --isolate engine child) at the start and the end (from /proc), and
 /stats shows sequences or KV blocks left in use.
 
     python3 bench/soak.py --url http://127.0.0.1:8080 --pid PID [--minutes 10] [--clients 8]
+        [--warmup 30]
 """
 import argparse, json, os, random, socket, threading, time, urllib.error, urllib.parse, urllib.request
 
@@ -20,23 +21,34 @@ def rss_kib(pid):
     return 0
 
 
-def children(pid):
+def descendants(pid):
     kids = []
     for task in os.listdir(f"/proc/{pid}/task"):
         with open(f"/proc/{pid}/task/{task}/children") as f:
             kids += [int(k) for k in f.read().split()]
-    return kids
+    return kids + [d for k in kids for d in descendants(k)]
 
 
 def usage(pid):
-    """{pid: (RSS KiB, open fds)} of the server and its children."""
+    """{pid: (RSS KiB, open fds)} of the server and its descendants."""
     out = {}
-    for p in [pid] + children(pid):
+    for p in [pid] + descendants(pid):
         try:
             out[p] = (rss_kib(p), len(os.listdir(f"/proc/{p}/fd")))
         except OSError:
             pass
     return out
+
+
+def name(pid):
+    """What the process is: the --isolate parent, its engine child, or a plain server."""
+    try:
+        with open(f"/proc/{pid}/cmdline") as f:
+            args = f.read().split("\0")
+    except OSError:
+        return "gone"
+    return ("engine child" if "--unix-socket" in args else "parent" if "--isolate" in args
+            else " ".join(a for a in args[:2] if a))
 
 
 def percentiles(xs):
@@ -127,13 +139,17 @@ def main():
     ap.add_argument("--pid", type=int, required=True)
     ap.add_argument("--minutes", type=float, default=10)
     ap.add_argument("--clients", type=int, default=8)
+    ap.add_argument("--warmup", type=float, default=30, help="seconds before the RSS baseline")
     a = ap.parse_args()
-    use0, t0 = usage(a.pid), time.time()
+    start, t0 = usage(a.pid), time.time()
     counts, errors, lat, lock = {}, [], {}, threading.Lock()
     deadline = t0 + a.minutes * 60
     threads = [threading.Thread(target=client, args=(a.url, deadline, i, counts, errors, lat, lock))
                for i in range(a.clients)]
     [t.start() for t in threads]
+    # the baseline once warm: the KV cache touched, every thread's malloc arena made
+    time.sleep(min(a.warmup, a.minutes * 30))
+    use0 = usage(a.pid)
     [t.join() for t in threads]
     time.sleep(2)
     stats = json.loads(urllib.request.urlopen(a.url + "/stats").read())
@@ -143,10 +159,10 @@ def main():
     for kind in sorted(lat):
         print(f"latency {kind}: {percentiles(lat[kind])}")
     for p in sorted(set(use0) | set(use1)):
-        (r0, f0), (r1, f1) = use0.get(p, (0, 0)), use1.get(p, (0, 0))
-        who = "server" if p == a.pid else "child"
-        print(f"{who} {p}: rss {r0 / 1024:.1f} -> {r1 / 1024:.1f} MiB ({(r1 - r0) / 1024:+.1f}), "
-              f"fds {f0} -> {f1}")
+        (rs, fs), (r0, f0), (r1, f1) = (u.get(p, (0, 0)) for u in (start, use0, use1))
+        print(f"{name(p)} {p}: rss {rs / 1024:.1f} at the start, {r0 / 1024:.1f} after "
+              f"{min(a.warmup, a.minutes * 30):.0f} s, {r1 / 1024:.1f} MiB at the end "
+              f"({(r1 - r0) / max(r0, 1) * 100:+.1f}% since warm); fds {fs}, {f0}, {f1}")
     print(f"after: active {stats['active']}, queued {stats['queued']}, kv_blocks_used {stats['kv_blocks_used']}")
 
 if __name__ == "__main__":
