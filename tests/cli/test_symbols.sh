@@ -5,10 +5,11 @@
 LIB=$(dirname "$H")/libhearth.a
 # Allowed without the prefix, none of them written by us: what nvcc generates for the CUDA
 # backend's .cu files (C++-mangled kernel stubs _Z..., its __cuda / __nv / __fatbin
-# registration), and ASan's per-global ODR indicators (__odr_asan_gen_NAME, checked as NAME).
+# registration), and ASan's per-global ODR indicators (gcc __odr_asan.NAME, clang
+# __odr_asan_gen_NAME: checked as NAME).
 ALLOW='^(_Z|__cuda|__nv|__fatbin)'
 expect_rc libhearth_found 0 "" test -f "$LIB"
-names=$(nm -g --defined-only "$LIB" 2>/dev/null | awk 'NF == 3 {print $3}' | sed 's/^__odr_asan_gen_//' | sort -u)
+names=$(nm -g --defined-only "$LIB" 2>/dev/null | awk 'NF == 3 {print $3}' | sed -E 's/^__odr_asan(\.|_gen_)//' | sort -u)
 n=$(echo "$names" | grep -c '^hr_')
 # the listing itself works: the library's API is there (so an empty offender list means something)
 expect_rc symbols_listed 0 "" test "$n" -gt 500
