@@ -4,7 +4,7 @@ JOBS  ?= $(shell nproc)
 BUILD ?= build
 PORT  ?= 8080
 
-.PHONY: all build run test test-asan fuzz bench clean deps test-agents
+.PHONY: all build run test test-asan test-tsan fuzz bench clean deps test-agents
 
 all: build
 
@@ -34,6 +34,14 @@ test-asan: deps build-asan/Makefile
 	@cmake --build build-asan -j$(JOBS)
 	@HEARTH_ASAN=1 bash tests/run.sh build-asan
 
+build-tsan/Makefile: CMakeLists.txt
+	cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_SANITIZE=thread -DHEARTH_CUDA=OFF >/dev/null
+
+# ThreadSanitizer over the multi-threaded tests (tests/run_tsan.sh lists them)
+test-tsan: deps build-tsan/Makefile
+	@cmake --build build-tsan -j$(JOBS)
+	@bash tests/run_tsan.sh build-tsan
+
 build-fuzz/Makefile: CMakeLists.txt
 	CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEARTH_FUZZ=ON >/dev/null
 
@@ -45,4 +53,4 @@ bench: build
 	@ls $(BUILD)/bench
 
 clean:
-	rm -rf build build-asan build-fuzz
+	rm -rf build build-asan build-tsan build-fuzz

@@ -2,6 +2,7 @@
 # Runs every test: the unit/golden executables in BUILD/tests and the CLI scripts in
 # tests/cli/test_*.sh (each prints the harness's "ok"/"FAIL" lines and "# N passed, M failed").
 # Ends with the total line "N passed, N failed". Run from the repository root.
+# HEARTH_ONLY="test_a test_b ...": only the tests of those names (tests/run_tsan.sh).
 set -uo pipefail
 BUILD=${1:-build}
 export HEARTH_BIN="$PWD/$BUILD/hearth"
@@ -9,8 +10,10 @@ export HEARTH_SHARED="${HEARTH_SHARED:-$(cd .. && pwd)/shared}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}"
 passed=0; failed=0
 log=$(mktemp)
+only=" ${HEARTH_ONLY:-} "
 run_one() {
   local name=$1; shift
+  [ "$only" = "  " ] || [[ "$only" == *" $name "* ]] || return 0
   local start=$(date +%s)
   "$@" >"$log" 2>&1
   local rc=$?

@@ -29,6 +29,7 @@ typedef struct {
     long port, threads, kv_mb, budget_mb, max_seqs, max_batch, max_body_mb, snap_mb, snap_every;
     long timeout_s, max_conns, max_queue, grace_s, request_timeout_s, max_conns_ip, request_mb;
     long grammar_mb;
+    long load_timeout_s; /* --isolate: a child not ready this long is killed (0: none) */
     int mmap, no_preempt, no_prefix_cache, exact, isolate, ssd_verify;
     double probe_interval, probe_timeout; /* --isolate's health probe of the child, seconds */
     hr_numerics_req num; /* from --compute, --kv-dtype, --exact */
@@ -77,9 +78,20 @@ static hr_err *check_ssd(serve_opts *o) {
     return NULL;
 }
 
+/* A test hook (tests/cli/test_isolate.sh), read only by an --isolate engine child:
+ * HEARTH_TEST_CHILD_LOAD_DELAY_S=N sleeps N seconds before loading, a child stuck in its
+ * load for the parent's --load-timeout to catch. */
+static void test_load_delay(const serve_opts *o) {
+    const char *v = o->unix_socket ? getenv("HEARTH_TEST_CHILD_LOAD_DELAY_S") : NULL;
+    unsigned n = v ? (unsigned)strtoul(v, NULL, 10) : 0;
+    while (n)
+        n = sleep(n);
+}
+
 static hr_err *start(const serve_opts *o, serve_state *st) {
     char name[256];
     HR_TRY(model_id(o, name, sizeof name));
+    test_load_delay(o);
     if (!hr_tokenizer_available(o->model))
         return hr_errf("%s has no tokenizer.json (nor GGUF tokenizer metadata), which serving needs", o->model);
     hr_engine_options eo = {.device = o->device,
@@ -204,7 +216,8 @@ static hr_err *mib_fit(const char *flag, long mib) {
 /* The options of the parent only: the child does not get them. */
 static int parent_only(const char *name) {
     return !strcmp(name, "isolate") || !strcmp(name, "probe-interval") ||
-           !strcmp(name, "probe-timeout") || !strcmp(name, "unix-socket");
+           !strcmp(name, "probe-timeout") || !strcmp(name, "load-timeout") ||
+           !strcmp(name, "unix-socket");
 }
 
 /* Connections the child takes beyond the parent's --max-connections: every proxied
@@ -251,9 +264,14 @@ static hr_err *serve_isolated(const serve_opts *o, char **child) {
                           .port = (int)o->port,
                           .timeout_s = o->timeout_s ? (int)o->timeout_s : -1,
                           .max_connections = (unsigned)o->max_conns,
+                          .max_connections_per_ip = (unsigned)o->max_conns_ip,
+                          .request_timeout_s = o->request_timeout_s ? (int)o->request_timeout_s : -1,
+                          .api_key = o->api_key,
+                          .max_body = (size_t)o->max_body_mb << 20,
                           .grace_s = (double)o->grace_s,
                           .probe_interval_s = o->probe_interval,
-                          .probe_timeout_s = o->probe_timeout};
+                          .probe_timeout_s = o->probe_timeout,
+                          .load_timeout_s = (double)o->load_timeout_s};
     return hr_serve_isolated(&io);
 }
 
@@ -261,7 +279,7 @@ int hr_cmd_serve(int argc, char **argv) {
     serve_opts o = {.host = "127.0.0.1", .port = 8080, .max_body_mb = 8, .timeout_s = 60,
                     .max_conns = 512, .grace_s = 10, .request_timeout_s = 30, .max_conns_ip = 0,
                     .grammar_mb = 256,
-                    .probe_interval = 1, .probe_timeout = 5};
+                    .probe_interval = 1, .probe_timeout = 5, .load_timeout_s = 600};
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model,
          "model directory (config.json, safetensors, tokenizer.json) or .gguf file"},
@@ -332,6 +350,9 @@ int hr_cmd_serve(int argc, char **argv) {
         {"probe-timeout", HR_OPT_FLOAT, &o.probe_timeout,
          "with --isolate: seconds without an answer to a health probe after which the "
          "engine child is killed and restarted (default 5)"},
+        {"load-timeout", HR_OPT_INT, &o.load_timeout_s,
+         "with --isolate: seconds an engine child may take to load and answer its first "
+         "health probe before it is killed and restarted (default 600; 0 = no limit)"},
         {"unix-socket", HR_OPT_STR, &o.unix_socket, NULL},
     };
     int help;
@@ -374,6 +395,8 @@ int hr_cmd_serve(int argc, char **argv) {
         return hr_cmd_fail("serve", hr_errf("--probe-interval and --probe-timeout must be in "
                                             "(0, 3600] seconds")), 2;
     if ((err = check_ssd(&o))) return hr_cmd_fail("serve", err), 2;
+    if (o.load_timeout_s < 0 || o.load_timeout_s > 86400)
+        return hr_cmd_fail("serve", hr_errf("--load-timeout must be 0..86400 seconds (0 = none)")), 2;
     if (o.isolate && o.unix_socket)
         return hr_cmd_fail("serve", hr_errf("--isolate and --unix-socket do not go together")), 2;
     if (o.isolate) {

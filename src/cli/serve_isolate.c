@@ -87,6 +87,7 @@ static hr_err *start(isolate_run *run, hr_supervisor **sup, hr_proxy **proxy) {
                                .runtime_dir = run->dir,
                                .probe_interval_s = o->probe_interval_s,
                                .probe_timeout_s = o->probe_timeout_s,
+                               .load_timeout_s = o->load_timeout_s,
                                .stop_timeout_s = o->grace_s + HR_SHUTDOWN_END_S + STOP_MARGIN_S,
                                .on_ready = on_ready,
                                .ctx = run};
@@ -94,7 +95,11 @@ static hr_err *start(isolate_run *run, hr_supervisor **sup, hr_proxy **proxy) {
     hr_proxy_config pc = {.host = o->host,
                           .port = o->port,
                           .timeout_s = o->timeout_s,
-                          .max_connections = o->max_connections};
+                          .max_connections = o->max_connections,
+                          .max_connections_per_ip = o->max_connections_per_ip,
+                          .request_timeout_s = o->request_timeout_s,
+                          .api_key = o->api_key,
+                          .max_body = o->max_body};
     HR_TRY(hr_proxy_start(&pc, *sup, proxy)); /* the port is bound before any child runs */
     run->port = hr_proxy_port(*proxy);
     fprintf(stderr, "hearth serve: listening on http://%s:%d, engine starting (runtime dir %s)\n",

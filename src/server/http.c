@@ -1,27 +1,20 @@
-/* The HTTP listener on libmicrohttpd, one thread per connection up to a connection limit,
- * each closed after a timeout of client silence (not counting time spent waiting on the
- * engine): body collection with a size limit, API-key check, routing (404 unknown path,
- * 405 wrong method), JSON replies, and SSE streams that notice a vanished client (poll for
- * RDHUP while waiting on the engine) and cancel its request. Generation routes are in
- * routes.c. */
-#define _GNU_SOURCE /* POLLRDHUP */
+/* The engine server's HTTP side on the shared listener (listener.c: the daemon, its
+ * connection limits, idle timeout and request deadline, the checks on the headers):
+ * body collection with a size limit and the request memory budget, routing, JSON replies,
+ * and SSE streams that notice a vanished client while waiting on the engine and cancel
+ * its request. Generation routes are in routes.c. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/log.h"
 #include "grammar/grammar_cache.h"
 #include "server/http_internal.h"
-#include "server/unix_socket.h"
+#include "server/listener.h"
 
 static const char *SSE_TYPE = "text/event-stream";
 
@@ -85,15 +78,6 @@ hr_err *hr_http_reply_err(hr_http_req *q, hr_api_kind api, int status, hr_err *e
     return hr_http_reply_json(q, status, body);
 }
 
-/* The client closed its end (poll RDHUP without blocking). */
-static int client_gone(struct MHD_Connection *c) {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci) return 1;
-    struct pollfd p = {.fd = ci->connect_fd, .events = POLLRDHUP};
-    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
 void hr_http_gen_free(hr_http_gen *g) {
     if (!g) return;
     free(g->pending);
@@ -112,12 +96,10 @@ void hr_http_gen_wait(hr_http_gen *g) {
         hr_reply_summarize(g->reply, &sum);
         if (sum.tokens_seen) g->acc.first_token_ns = hr_now_ns();
     }
-    /* The client is not the one being waited on: restart its idle timer, so a long
-     * prefill or a slow engine does not count as a silent client. libmicrohttpd 0.9.75
-     * restarts it only when the previous timeout was 0, hence the two calls. */
-    MHD_set_connection_option(g->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
-    MHD_set_connection_option(g->conn, MHD_CONNECTION_OPTION_TIMEOUT, g->timeout_s);
-    if (!g->cancelled && client_gone(g->conn)) {
+    /* The client is not the one being waited on: a long prefill or a slow engine does not
+     * count as a silent client. */
+    hr_listener_keep_alive(g->conn, g->timeout_s);
+    if (!g->cancelled && hr_listener_client_gone(g->conn)) {
         g->cancelled = 1;
         hr_chan_cancel(g->chan, g->be->cancel, g->be->ctx);
     }
@@ -220,38 +202,6 @@ typedef struct {
     hr_http_req q;
 } conn_state;
 
-/* Compares in time independent of where the strings differ. */
-static int key_equal(const char *given, const char *key) {
-    size_t n = strlen(key), m = strlen(given);
-    unsigned char diff = n != m;
-    for (size_t i = 0; i < n; i++)
-        diff |= (unsigned char)(key[i] ^ given[i < m ? i : 0]);
-    return !diff;
-}
-
-/* "Authorization: Bearer KEY" (OpenAI) or "x-api-key: KEY" (Anthropic). */
-static int authorized(const hr_server *s, struct MHD_Connection *c) {
-    if (!s->cfg.api_key) return 1;
-    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    const char *xkey = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "x-api-key");
-    if (xkey && key_equal(xkey, s->cfg.api_key)) return 1;
-    return auth && !strncmp(auth, "Bearer ", 7) && key_equal(auth + 7, s->cfg.api_key);
-}
-
-/* The error shape for a request no route takes: Anthropic's for its paths and for
- * clients that send its version header, else OpenAI's. */
-static hr_api_kind unrouted_api(struct MHD_Connection *c, const char *url) {
-    if (!strncmp(url, "/v1/messages", 12) ||
-        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "anthropic-version"))
-        return HR_API_MESSAGES;
-    return HR_API_CHAT;
-}
-
-static int too_large_status(const hr_server *s, char *msg, size_t cap) {
-    snprintf(msg, cap, "request body is larger than %zu bytes (--max-body-mb)", s->cfg.max_body);
-    return 413;
-}
-
 /* Reserves n more bytes of request memory for st; 503 (msg set) when the budget stays
  * short for HR_BUDGET_WAIT_MS, else 0. */
 static int reserve(hr_server *s, conn_state *st, size_t n, char *msg, size_t cap) {
@@ -276,7 +226,8 @@ static hr_err *route(hr_server *s, conn_state *st, const char *url, const char *
     hr_http_req *q = &st->q;
     const hr_route *rt = st->rt;
     char msg[192];
-    if (st->too_large) return hr_http_reply_error(q, rt->api, too_large_status(s, msg, sizeof msg), msg);
+    if (st->too_large)
+        return hr_http_reply_error(q, rt->api, hr_http_too_large(s->cfg.max_body, msg, sizeof msg), msg);
     if (st->short_of_memory) {
         q->retry_after = "1";
         return hr_http_reply_error(q, rt->api, 503, "out of memory buffering the request body");
@@ -336,63 +287,15 @@ static conn_state *conn_state_new(hr_server *s, struct MHD_Connection *c, const 
     return st;
 }
 
-/* The headers that say where a request body ends, as sent (libmicrohttpd keeps the first
- * Content-Length and reads any Transfer-Encoding but chunked up to the connection's end). */
-typedef struct {
-    int n_length, lengths_differ;
-    const char *length, *encoding;
-} framing;
-
-static enum MHD_Result framing_header(void *cls, enum MHD_ValueKind kind, const char *key,
-                                      const char *value) {
-    framing *f = cls;
-    if (!strcasecmp(key, "Content-Length")) {
-        if (f->n_length++ && strcmp(f->length, value)) f->lengths_differ = 1;
-        f->length = value;
-    }
-    if (!strcasecmp(key, "Transfer-Encoding")) f->encoding = value;
-    return MHD_YES;
-}
-
-int hr_http_framing_status(struct MHD_Connection *c, char *msg, size_t cap) {
-    framing f = {0};
-    MHD_get_connection_values(c, MHD_HEADER_KIND, framing_header, &f);
-    if (f.lengths_differ) return snprintf(msg, cap, "conflicting Content-Length headers"), 400;
-    if (f.encoding && f.n_length)
-        return snprintf(msg, cap, "both Transfer-Encoding and Content-Length are set"), 400;
-    if (f.encoding && strcasecmp(f.encoding, "chunked")) {
-        snprintf(msg, cap, "Transfer-Encoding \"%.60s\" is not supported (only chunked)",
-                 f.encoding);
-        return 501;
-    }
-    return 0;
-}
-
-/* The body size the headers announce: Content-Length, or for a chunked body (no length)
- * the largest one accepted. */
-static uint64_t announced_length(const hr_server *s, struct MHD_Connection *c) {
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Length");
-    if (cl) return strtoull(cl, NULL, 10);
-    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Transfer-Encoding");
-    return te ? s->cfg.max_body : 0;
-}
-
-/* What can be refused before the body is read, cheapest first: framing, an unknown route or
- * method, a missing API key, a body over the limit, a body the request memory budget cannot
- * take (after waiting a moment for it). 0 when the request goes on (st->rt set). */
+/* What can be refused before the body is read (hr_http_head_status), then a body the
+ * request memory budget cannot take (after waiting a moment for it). 0 when the request
+ * goes on (st->rt set). */
 static int early_status(hr_server *s, conn_state *st, const char *url, const char *method,
                         char *msg, size_t cap) {
-    struct MHD_Connection *c = st->q.conn;
-    int status = hr_http_framing_status(c, msg, cap);
+    uint64_t len;
+    int status = hr_http_head_status(st->q.conn, url, method, s->cfg.api_key, s->cfg.max_body,
+                                     &st->rt, &len, msg, cap);
     if (status) return status;
-    char allowed[64];
-    st->rt = hr_route_find(url, method, allowed, sizeof allowed);
-    if (!st->rt && !allowed[0]) return snprintf(msg, cap, "unknown route"), 404;
-    if (!st->rt) return snprintf(msg, cap, "%.80s takes %s, not %s", url, allowed, method), 405;
-    if (st->rt->auth && !authorized(s, c))
-        return snprintf(msg, cap, "invalid or missing API key"), 401;
-    uint64_t len = announced_length(s, c);
-    if (len > s->cfg.max_body) return too_large_status(s, msg, cap);
     return reserve(s, st, hr_mem_budget_cost(&s->budget, len, 1), msg, cap);
 }
 
@@ -407,7 +310,7 @@ static enum MHD_Result start_request(hr_server *s, struct MHD_Connection *c, con
     int status = early_status(s, st, url, method, msg, sizeof msg);
     if (!status) return MHD_YES;
     st->replied = 1;
-    hr_err *e = hr_http_reply_error(&st->q, st->rt ? st->rt->api : unrouted_api(c, url), status, msg);
+    hr_err *e = hr_http_reply_error(&st->q, hr_http_api_of(c, url, st->rt), status, msg);
     log_access(&st->q.acc);
     if (!e) return MHD_YES;
     hr_err_free(e);
@@ -429,7 +332,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_size = 0;
         return MHD_YES;
     }
-    hr_conn_guard_read(s->guard, c);
+    hr_conn_guard_read(hr_listener_guard(s->lis), c);
     return dispatch(s, c, url, method, st);
 }
 
@@ -439,7 +342,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     hr_server *s = cls;
     if (!st) return;
     hr_mem_budget_release(&s->budget, st->reserved);
-    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) hr_conn_guard_answered(s->guard, c);
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) hr_conn_guard_answered(hr_listener_guard(s->lis), c);
     if (st->busy) {
         pthread_mutex_lock(&s->mu);
         s->busy--;
@@ -451,45 +354,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
-static hr_err *resolve(const char *host, int port, struct sockaddr_storage *ss, int *v6) {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE},
-                    *ai;
-    char ps[16];
-    snprintf(ps, sizeof ps, "%d", port);
-    int rc = getaddrinfo(host, ps, &hints, &ai);
-    if (rc) return hr_errf("--host %s: %s", host, gai_strerror(rc));
-    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-    *v6 = ai->ai_family == AF_INET6;
-    freeaddrinfo(ai);
-    return NULL;
-}
-
-/* Descriptors kept beside the connections: the listener, the engine's files, logs. */
-#define FD_MARGIN 32
-
-/* --max-connections needs as many descriptors: raises the soft RLIMIT_NOFILE toward the
- * hard one if it is short, else lowers the connection limit to fit (with a warning), so
- * the listener never spins on accept() failing with EMFILE. */
-static void fit_fd_limit(hr_server *s) {
-    struct rlimit rl;
-    rlim_t need = (rlim_t)s->cfg.max_connections + FD_MARGIN;
-    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
-        return;
-    struct rlimit raised = {rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max,
-                            rl.rlim_max};
-    if (raised.rlim_cur > rl.rlim_cur && !setrlimit(RLIMIT_NOFILE, &raised)) rl = raised;
-    if (rl.rlim_cur >= need) return;
-    unsigned fit = rl.rlim_cur > FD_MARGIN ? (unsigned)(rl.rlim_cur - FD_MARGIN) : 1;
-    HR_WARN("--max-connections %u needs %llu file descriptors but the limit is %llu (ulimit -n): "
-            "serving at most %u connections", s->cfg.max_connections, (unsigned long long)need,
-            (unsigned long long)rl.rlim_cur, fit);
-    s->cfg.max_connections = fit;
-}
-
 static void server_free(hr_server *s) {
-    hr_conn_guard_stop(s->guard);
     hr_grammar_cache_free(s->grammars);
     hr_mem_budget_destroy(&s->budget);
     pthread_mutex_destroy(&s->mu);
@@ -512,57 +377,31 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     if (ge) return hr_response_store_destroy(s->responses), free(s), ge;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->idle, NULL);
-    s->quiesced_fd = MHD_INVALID_SOCKET;
     if (!s->cfg.max_body) s->cfg.max_body = 8u << 20;
     if (!s->cfg.host) s->cfg.host = "127.0.0.1";
     if (!s->cfg.max_connections) s->cfg.max_connections = 512;
     if (!s->cfg.max_backlog) s->cfg.max_backlog = 16u << 20;
-    fit_fd_limit(s);
     hr_mem_budget_init(&s->budget, s->cfg.request_memory ? s->cfg.request_memory
                                                           : hr_mem_budget_default());
-    s->timeout_s = cfg->timeout_s < 0 ? 0 : cfg->timeout_s ? (unsigned)cfg->timeout_s : 60;
-    unsigned deadline_s = cfg->request_timeout_s < 0 ? 0
-                          : cfg->request_timeout_s ? (unsigned)cfg->request_timeout_s : 30;
-    struct sockaddr_storage ss;
-    int v6 = 0, unix_fd = -1;
-    hr_err *e = cfg->unix_socket ? hr_unix_listen(cfg->unix_socket, &unix_fd)
-                                 : resolve(s->cfg.host, cfg->port, &ss, &v6);
-    if (!e && deadline_s) e = hr_conn_guard_start(deadline_s, s->timeout_s, &s->guard);
+    s->timeout_s = hr_listener_seconds(cfg->timeout_s, 60);
+    hr_listener_config lc = {.host = s->cfg.host,
+                             .port = cfg->port,
+                             .unix_socket = cfg->unix_socket,
+                             .timeout_s = s->timeout_s,
+                             .request_timeout_s = hr_listener_seconds(cfg->request_timeout_s, 30),
+                             .max_connections = s->cfg.max_connections,
+                             .max_connections_per_ip = s->cfg.max_connections_per_ip,
+                             .on_request = on_request,
+                             .on_completed = on_completed,
+                             .cls = s};
+    hr_err *e = hr_listener_start(&lc, &s->lis);
     if (e) return hr_response_store_destroy(s->responses), server_free(s), e;
-    /* MHD_USE_ITC lets hr_server_quiesce stop the listener (MHD_quiesce_daemon). */
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_POLL | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
-    struct MHD_OptionItem where[] = {
-        unix_fd >= 0 ? (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, unix_fd, NULL}
-                     : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, &ss},
-        {MHD_OPTION_END, 0, NULL}};
-    s->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, s,
-                            MHD_OPTION_ARRAY, where,
-                            MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-                            MHD_OPTION_CONNECTION_TIMEOUT, s->timeout_s,
-                            MHD_OPTION_CONNECTION_LIMIT, s->cfg.max_connections,
-                            /* the --isolate child's connections all come from its parent */
-                            MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                            unix_fd >= 0 ? 0u : s->cfg.max_connections_per_ip,
-                            MHD_OPTION_NOTIFY_CONNECTION, s->guard ? hr_conn_guard_notify : NULL,
-                            s->guard, MHD_OPTION_URI_LOG_CALLBACK,
-                            s->guard ? hr_conn_guard_request_line : NULL, s->guard,
-                            MHD_OPTION_END);
-    if (!s->d) {
-        if (unix_fd >= 0) close(unix_fd);
-        hr_response_store_destroy(s->responses);
-        server_free(s);
-        return hr_errf("cannot listen on %s:%d (address in use or not available?)",
-                       cfg->host ? cfg->host : "127.0.0.1", cfg->port);
-    }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
-    s->port = di ? di->port : cfg->port;
     *out = s;
     return NULL;
 }
 
 int hr_server_port(const hr_server *s) {
-    return s->port;
+    return hr_listener_port(s->lis);
 }
 
 /* Waits until no request is in flight or until deadline_ns; returns how many still are. */
@@ -584,10 +423,7 @@ static int wait_idle(hr_server *s, uint64_t deadline_ns) {
 
 void hr_server_quiesce(hr_server *s) {
     atomic_store(&s->draining, 1);
-    /* The listening socket stops listening (connects are refused) but stays open until
-     * MHD_stop_daemon: libmicrohttpd's threads may still hold it. */
-    s->quiesced_fd = MHD_quiesce_daemon(s->d);
-    if (s->quiesced_fd != MHD_INVALID_SOCKET) shutdown(s->quiesced_fd, SHUT_RDWR);
+    hr_listener_quiesce(s->lis);
 }
 
 void hr_server_drain(hr_server *s, double grace_s) {
@@ -603,8 +439,7 @@ void hr_server_drain(hr_server *s, double grace_s) {
 
 void hr_server_stop(hr_server *s) {
     if (!s) return;
-    MHD_stop_daemon(s->d);
-    if (s->quiesced_fd != MHD_INVALID_SOCKET) close(s->quiesced_fd);
+    hr_listener_stop(s->lis);
     hr_response_store_destroy(s->responses);
     server_free(s);
 }

@@ -24,9 +24,8 @@ struct hr_server {
     hr_server_config cfg;
     const hr_server_backend *be;
     hr_response_store *responses; /* stored Responses API responses (routes.c) */
-    struct MHD_Daemon *d;
-    int port;
-    unsigned timeout_s; /* libmicrohttpd's: 0 = never */
+    struct hr_listener *lis; /* the daemon, its limits and the request deadline */
+    unsigned timeout_s;      /* libmicrohttpd's: 0 = never */
     /* Shutdown (hr_server_drain): requests dispatched and not yet completed, under mu;
      * draining once new connections are refused, ending once the grace period is over
      * (generations still running are cancelled and end with an error). */
@@ -34,9 +33,7 @@ struct hr_server {
     pthread_cond_t idle;
     int busy;
     atomic_int draining, ending;
-    MHD_socket quiesced_fd; /* the listener, closed after MHD_stop_daemon */
     hr_mem_budget budget;    /* request memory (--request-memory-mb) */
-    hr_conn_guard *guard;    /* the whole-request deadline (--request-timeout) */
     struct hr_grammar_cache *grammars; /* compiled grammars of recent requests */
 };
 
@@ -90,12 +87,6 @@ typedef struct {
 /* The route for path and method; NULL when none. allowed gets the methods the path takes
  * ("" for an unknown path: 404; else 405). */
 const hr_route *hr_route_find(const char *path, const char *method, char *allowed, size_t cap);
-
-/* 400 for an ambiguous body length (two Content-Lengths that differ, or one beside a
- * Transfer-Encoding: what request smuggling behind a proxy needs), 501 for a transfer
- * coding other than chunked; 0 when the framing is fine (msg then untouched). The
- * --isolate proxy checks the same before it forwards a body. */
-int hr_http_framing_status(struct MHD_Connection *c, char *msg, size_t cap);
 
 /* Replies; an error means the connection should be dropped. Steals body. */
 hr_err *hr_http_reply_json(hr_http_req *q, int status, json_t *body);

@@ -4,12 +4,9 @@
  * target (query included), the client's headers but hop-by-hop ones, the body as it
  * comes (re-chunked when the client sent it chunked); back: status, headers but
  * hop-by-hop ones and Date, the body as decoded. */
-#define _GNU_SOURCE /* POLLRDHUP, memmem */
 #include "server/proxy.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <poll.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -21,6 +18,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "server/http_internal.h"
+#include "server/listener.h"
 #include "server/unix_socket.h"
 #include "server/upstream.h"
 
@@ -30,11 +28,9 @@
 struct hr_proxy {
     hr_proxy_config cfg;
     hr_supervisor *sup;
-    struct MHD_Daemon *d;
-    int port;
+    hr_listener *lis;
     unsigned timeout_s;
     atomic_int draining;
-    MHD_socket quiesced_fd;
 };
 
 /* One client request and its upstream connection. Freed when both the request is
@@ -71,20 +67,9 @@ static void req_unref(px_req *r) {
     free(r);
 }
 
-/* The client closed its end (poll RDHUP without blocking), as the engine server sees it. */
-static int client_gone(struct MHD_Connection *c) {
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (!ci) return 1;
-    struct pollfd p = {.fd = ci->connect_fd, .events = POLLRDHUP};
-    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
-/* Waiting on the child is not the client's silence: restart its idle timer (two calls, as
- * in http.c, for libmicrohttpd 0.9.75). */
+/* Waiting on the child is not the client's silence. */
 static void keep_alive(px_req *r) {
-    MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
-    MHD_set_connection_option(r->conn, MHD_CONNECTION_OPTION_TIMEOUT, r->p->timeout_s);
+    hr_listener_keep_alive(r->conn, r->p->timeout_s);
 }
 
 static enum MHD_Result reply_json(px_req *r, int status, json_t *body) {
@@ -116,23 +101,12 @@ static enum MHD_Result reply_health(px_req *r) {
     if (!o || !state) return json_decref(o), json_decref(state), MHD_NO;
     if (!child) json_object_set(o, "status", json_object_get(state, "state"));
     /* The public listener's connections, not the child's (which has room for the probe). */
-    const union MHD_DaemonInfo *di =
-        MHD_get_daemon_info(r->p->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-    if (di) json_object_set_new(o, "connections", json_integer(di->num_connections));
-    json_object_set_new(o, "max_connections", json_integer(r->p->cfg.max_connections));
+    long conns = hr_listener_connections(r->conn);
+    if (conns >= 0) json_object_set_new(o, "connections", json_integer(conns));
+    json_object_set_new(o, "max_connections",
+                        json_integer(hr_listener_max_connections(r->p->lis)));
     json_object_set_new(o, "isolate", state);
     return reply_json(r, ready ? 200 : 503, o);
-}
-
-/* The error shape for path: the route's API, else as http.c picks it. */
-static hr_api_kind api_of(struct MHD_Connection *c, const char *path, const char *method) {
-    char allowed[64];
-    const hr_route *rt = hr_route_find(path, method, allowed, sizeof allowed);
-    if (rt) return rt->api;
-    if (!strncmp(path, "/v1/messages", 12) ||
-        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "anthropic-version"))
-        return HR_API_MESSAGES;
-    return HR_API_CHAT;
 }
 
 /* Writes all of buf to the child, waiting while its socket is full; -1 when the child's
@@ -149,7 +123,7 @@ static int up_write(px_req *r, const char *buf, size_t len) {
         struct pollfd pf = {.fd = r->up, .events = POLLOUT};
         poll(&pf, 1, TICK_MS);
         if (pf.revents & (POLLERR | POLLHUP)) return -1;
-        if (client_gone(r->conn)) return -1;
+        if (hr_listener_client_gone(r->conn)) return -1;
         keep_alive(r);
     }
     return 0;
@@ -236,7 +210,7 @@ static enum MHD_Result forward_start(px_req *r, const char *method) {
     if (!open_upstream(r, path, method)) return MHD_YES;
     uint64_t deadline = hr_now_ns() + (uint64_t)(r->p->cfg.retry_wait_s * 1e9);
     int got = 0;
-    while (!got && hr_now_ns() < deadline && !client_gone(r->conn)) {
+    while (!got && hr_now_ns() < deadline && !hr_listener_client_gone(r->conn)) {
         got = hr_supervisor_wait_ready(r->p->sup, gen, TICK_MS * 1e-3, path, sizeof path, &gen);
         if (got < 0) break;
         keep_alive(r);
@@ -247,14 +221,19 @@ static enum MHD_Result forward_start(px_req *r, const char *method) {
                        "replacement was ready in time, retry shortly");
 }
 
-/* The headers are in: answer /health, refuse bad framing, or start forwarding. */
+/* The headers are in: answer /health, refuse what the engine server would refuse from
+ * the headers alone (the same checks: framing, route, API key, size), or start
+ * forwarding. */
 static enum MHD_Result on_headers(px_req *r, const char *url, const char *method,
                                   const char *version) {
     r->started = 1;
-    r->api = api_of(r->conn, url, method);
     if (!strcmp(url, "/health") && !strcmp(method, "GET")) return reply_health(r);
-    char msg[128];
-    int status = hr_http_framing_status(r->conn, msg, sizeof msg);
+    char msg[192];
+    const hr_route *rt;
+    uint64_t len;
+    int status = hr_http_head_status(r->conn, url, method, r->p->cfg.api_key, r->p->cfg.max_body,
+                                     &rt, &len, msg, sizeof msg);
+    r->api = hr_http_api_of(r->conn, url, rt);
     if (status) return reply_error(r, status, msg);
     const char *te = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Transfer-Encoding");
     r->chunked_req = te != NULL; /* the framing check let only chunked through */
@@ -378,7 +357,7 @@ static ssize_t reply_read(void *cls, uint64_t pos, char *buf, size_t max) {
         }
         take_body(r, in, got);
         if (got) continue;          /* the client and its timer are looked at only in quiet ticks */
-        if (client_gone(r->conn)) { /* the child sees its client gone and cancels */
+        if (hr_listener_client_gone(r->conn)) { /* the child sees its client gone and cancels */
             close(r->up);
             r->up = -1;
             return MHD_CONTENT_READER_END_WITH_ERROR;
@@ -424,7 +403,7 @@ static enum MHD_Result await_reply(px_req *r) {
     if (!r->head) r->head = calloc(1, sizeof *r->head);
     if (!r->head) return MHD_NO;
     for (int done = 0; !done;) {
-        if (client_gone(r->conn)) return MHD_NO;
+        if (hr_listener_client_gone(r->conn)) return MHD_NO;
         keep_alive(r);
         char in[16384];
         size_t got, used;
@@ -457,7 +436,7 @@ static enum MHD_Result await_continue(px_req *r) {
     size_t got = 0, off = 0;
     for (int interim = 0;;) {
         if (off == got) {
-            if (client_gone(r->conn)) return MHD_NO;
+            if (hr_listener_client_gone(r->conn)) return MHD_NO;
             keep_alive(r);
             off = 0;
             if (up_read(r, in, sizeof in, &got))
@@ -514,6 +493,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         r->replied = 1;
         return await_reply(r);
     }
+    hr_conn_guard_read(hr_listener_guard(r->p->lis), c); /* the body is in */
     return r->replied ? MHD_YES : await_reply(r);
 }
 
@@ -533,7 +513,10 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
     px_req *r = *con_cls;
+    hr_proxy *p = cls;
     if (!r) return;
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        hr_conn_guard_answered(hr_listener_guard(p->lis), c);
     if (r->up >= 0) { /* the child sees its client gone and cancels */
         close(r->up);
         r->up = -1;
@@ -542,67 +525,42 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     *con_cls = NULL;
 }
 
-static hr_err *resolve(const char *host, int port, struct sockaddr_storage *ss, int *v6) {
-    struct addrinfo hints = {
-        .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
-    struct addrinfo *ai;
-    char ps[16];
-    snprintf(ps, sizeof ps, "%d", port);
-    int rc = getaddrinfo(host, ps, &hints, &ai);
-    if (rc) return hr_errf("--host %s: %s", host, gai_strerror(rc));
-    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-    *v6 = ai->ai_family == AF_INET6;
-    freeaddrinfo(ai);
-    return NULL;
-}
-
 hr_err *hr_proxy_start(const hr_proxy_config *cfg, hr_supervisor *sup, hr_proxy **out) {
-    if (cfg->port < 0 || cfg->port > 65535)
-        return hr_errf("--port %d is not a TCP port", cfg->port);
     hr_proxy *p = calloc(1, sizeof *p);
     if (!p) return hr_err_oom();
     p->cfg = *cfg;
     p->sup = sup;
-    p->quiesced_fd = MHD_INVALID_SOCKET;
-    if (!p->cfg.host) p->cfg.host = "127.0.0.1";
     if (!p->cfg.max_connections) p->cfg.max_connections = 512;
+    if (!p->cfg.max_body) p->cfg.max_body = 8u << 20;
     if (!(p->cfg.retry_wait_s > 0)) p->cfg.retry_wait_s = 30;
-    p->timeout_s = cfg->timeout_s < 0 ? 0 : cfg->timeout_s ? (unsigned)cfg->timeout_s : 60;
-    struct sockaddr_storage ss;
-    int v6 = 0;
-    hr_err *e = resolve(p->cfg.host, cfg->port, &ss, &v6);
+    p->timeout_s = hr_listener_seconds(cfg->timeout_s, 60);
+    hr_listener_config lc = {.host = cfg->host,
+                             .port = cfg->port,
+                             .timeout_s = p->timeout_s,
+                             .request_timeout_s = hr_listener_seconds(cfg->request_timeout_s, 30),
+                             .max_connections = p->cfg.max_connections,
+                             .max_connections_per_ip = cfg->max_connections_per_ip,
+                             .on_request = on_request,
+                             .on_completed = on_completed,
+                             .on_uri = on_uri,
+                             .cls = p};
+    hr_err *e = hr_listener_start(&lc, &p->lis);
     if (e) return free(p), e;
-    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_POLL | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
-    p->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, p,
-                            MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-                            MHD_OPTION_URI_LOG_CALLBACK, on_uri, p, MHD_OPTION_NOTIFY_COMPLETED,
-                            on_completed, p, MHD_OPTION_CONNECTION_TIMEOUT, p->timeout_s,
-                            MHD_OPTION_CONNECTION_LIMIT, p->cfg.max_connections, MHD_OPTION_END);
-    if (!p->d) {
-        free(p);
-        return hr_errf("cannot listen on %s:%d (address in use or not available?)",
-                       cfg->host ? cfg->host : "127.0.0.1", cfg->port);
-    }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(p->d, MHD_DAEMON_INFO_BIND_PORT);
-    p->port = di ? di->port : cfg->port;
     *out = p;
     return NULL;
 }
 
 int hr_proxy_port(const hr_proxy *p) {
-    return p->port;
+    return hr_listener_port(p->lis);
 }
 
 void hr_proxy_quiesce(hr_proxy *p) {
     atomic_store(&p->draining, 1);
-    p->quiesced_fd = MHD_quiesce_daemon(p->d);
-    if (p->quiesced_fd != MHD_INVALID_SOCKET) shutdown(p->quiesced_fd, SHUT_RDWR);
+    hr_listener_quiesce(p->lis);
 }
 
 void hr_proxy_stop(hr_proxy *p) {
     if (!p) return;
-    MHD_stop_daemon(p->d);
-    if (p->quiesced_fd != MHD_INVALID_SOCKET) close(p->quiesced_fd);
+    hr_listener_stop(p->lis);
     free(p);
 }

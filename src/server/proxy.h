@@ -9,6 +9,8 @@
 #ifndef HR_SERVER_PROXY_H
 #define HR_SERVER_PROXY_H
 
+#include <stddef.h>
+
 #include "base/err.h"
 #include "server/supervisor.h"
 
@@ -17,6 +19,11 @@ typedef struct {
     int port;                 /* 0 = any free port */
     int timeout_s;            /* a silent client's, as hr_server_config's (0 = 60 s, < 0 never) */
     unsigned max_connections; /* 0 = 512 */
+    /* The engine server's limits, enforced here too (hr_server_config's fields). */
+    unsigned max_connections_per_ip; /* 0 = none */
+    int request_timeout_s;           /* 0 = 30 s, negative = no deadline */
+    const char *api_key;             /* NULL = none */
+    size_t max_body;                 /* 0 = 8 MiB */
     double retry_wait_s;      /* how long a request that could not reach the child waits for
                                  the next one; 0 = 30 s */
 } hr_proxy_config;

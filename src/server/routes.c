@@ -10,6 +10,7 @@
 #include "base/json.h"
 #include "grammar/grammar_cache.h"
 #include "server/http_internal.h"
+#include "server/listener.h"
 
 /* A body parser of a generation route, with what the server adds (limits, the store). */
 typedef hr_err *(*parse_fn)(const hr_server *s, const json_t *body, hr_api_request **out);
@@ -36,18 +37,14 @@ static hr_err *parse_responses(const hr_server *s, const json_t *b, hr_api_reque
 
 /* The engine's counters, then the listener's: connections open (idle keep-alive ones and
  * the asking one included) and the limit they count against. */
-/* The daemon comes from the asking connection: s->d is assigned after libmicrohttpd's
- * threads start (ThreadSanitizer saw the race). */
 static void add_stats(hr_server *s, const hr_http_req *q, json_t *o) {
     if (s->be->stats) s->be->stats(s->be->ctx, o);
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(q->conn, MHD_CONNECTION_INFO_DAEMON);
-    const union MHD_DaemonInfo *di =
-        ci ? MHD_get_daemon_info(ci->daemon, MHD_DAEMON_INFO_CURRENT_CONNECTIONS) : NULL;
-    if (di) json_object_set_new(o, "connections", json_integer(di->num_connections));
-    json_object_set_new(o, "max_connections", json_integer(s->cfg.max_connections));
+    long conns = hr_listener_connections(q->conn);
+    if (conns >= 0) json_object_set_new(o, "connections", json_integer(conns));
+    json_object_set_new(o, "max_connections", json_integer(hr_listener_max_connections(s->lis)));
     json_object_set_new(o, "request_memory_used", json_integer((json_int_t)hr_mem_budget_used(&s->budget)));
     json_object_set_new(o, "request_memory_total", json_integer((json_int_t)s->budget.cap));
-    json_object_set_new(o, "requests_timed_out", json_integer((json_int_t)hr_conn_guard_cut(s->guard)));
+    json_object_set_new(o, "requests_timed_out", json_integer((json_int_t)hr_conn_guard_cut(hr_listener_guard(s->lis))));
     size_t stored, bytes;
     hr_response_store_usage(s->responses, &stored, &bytes);
     json_object_set_new(o, "responses_stored", json_integer((json_int_t)stored));

@@ -62,7 +62,7 @@ struct hr_supervisor {
     int restarts;
     int exits;                  /* children that ended */
     int last_code, last_signal; /* the last one's exit status, or its signal (else 0) */
-    char reason[400];
+    char reason[600];
     json_t *child_health; /* the last probe's answer */
     uint64_t ready_ns, last_ok_ns, started_ns;
     /* The supervisor thread's own. */
@@ -72,6 +72,7 @@ struct hr_supervisor {
     char last_line[300];
     int quick_deaths;
     int hang_killed;
+    char killed_why[96]; /* why the supervisor killed it (hang_killed) */
     uint64_t next_spawn_ns, next_probe_ns, term_deadline_ns;
     int stopping, termed;
     probe pr;
@@ -241,13 +242,30 @@ static void kill_hung(hr_supervisor *s, const char *why) {
     if (s->hang_killed || !s->pid) return;
     HR_ERROR("isolate: engine child pid %d %s: killing it", s->pid, why);
     s->hang_killed = 1;
+    snprintf(s->killed_why, sizeof s->killed_why, "%s", why);
     kill(s->pid, SIGKILL);
 }
 
-/* A probe past its deadline, or a ready child with no good answer for the timeout. */
+/* A child still loading past the load deadline (0: none). */
+static int load_overdue(hr_supervisor *s, uint64_t now) {
+    if (!(s->cfg.load_timeout_s > 0)) return 0;
+    pthread_mutex_lock(&s->mu);
+    int overdue = s->state != ST_READY &&
+                  now - s->started_ns >= (uint64_t)(s->cfg.load_timeout_s * 1e9);
+    pthread_mutex_unlock(&s->mu);
+    return overdue;
+}
+
+/* A probe past its deadline, a ready child with no good answer for the timeout, or a child
+ * that never got ready within the load timeout. */
 static void check_hang(hr_supervisor *s, uint64_t now) {
     if (s->stopping || !s->pid || s->hang_killed) return;
     char why[96];
+    if (load_overdue(s, now)) {
+        snprintf(why, sizeof why, "was not ready within %.0f s (--load-timeout)",
+                 s->cfg.load_timeout_s);
+        return kill_hung(s, why);
+    }
     snprintf(why, sizeof why, "did not answer /health within %.1f s", s->cfg.probe_timeout_s);
     if (s->pr.fd >= 0 && s->pr.connected && now >= s->pr.deadline_ns) {
         probe_end(s);
@@ -269,12 +287,14 @@ static void describe_exit(hr_supervisor *s, int status, double up_s) {
     } else {
         s->last_signal = WTERMSIG(status);
         const char *name = sigabbrev_np(s->last_signal);
-        snprintf(what, sizeof what, "was killed by signal %d (SIG%s)%s", s->last_signal,
-                 name ? name : "?", s->hang_killed ? " after it stopped answering /health" : "");
+        snprintf(what, sizeof what, "was killed by signal %d (SIG%s)", s->last_signal,
+                 name ? name : "?");
     }
     int said = WIFEXITED(status) && s->last_line[0]; /* why it gave up, as it said */
+    int killed = !WIFEXITED(status) && s->hang_killed; /* why the supervisor killed it */
     snprintf(s->reason, sizeof s->reason, "engine child %s after %.1f s%s%.200s", what, up_s,
-             said ? "; its last line: " : "", said ? s->last_line : "");
+             said ? "; its last line: " : killed ? ": it " : "",
+             said ? s->last_line : killed ? s->killed_why : "");
 }
 
 /* The child is gone: record why, schedule the next one. */

@@ -2,9 +2,9 @@
  * one supervisor thread. The child is the same binary serving on a unix socket in the
  * runtime directory (a new socket name per child); its stderr passes through the parent
  * (the last line is kept as the reason of a death). A child that dies, or that stops
- * answering GET /health within the probe timeout (then it is killed), is restarted after
- * an exponential backoff; quick deaths in a row mark the state failed (it keeps retrying
- * at the longest backoff). Every function is safe to call from any thread. */
+ * answering GET /health within the probe timeout, or that is not ready within the load
+ * timeout (then it is killed), is restarted after an exponential backoff; quick deaths in
+ * a row mark the state failed (it keeps retrying at the longest backoff). Every function is safe to call from any thread. */
 #ifndef HR_SERVER_SUPERVISOR_H
 #define HR_SERVER_SUPERVISOR_H
 
@@ -20,6 +20,7 @@ typedef struct {
     char *const *argv;
     const char *runtime_dir; /* private (0700); sockets go here; borrowed */
     double probe_interval_s, probe_timeout_s;
+    double load_timeout_s; /* a child not ready this long after its start is killed (0: none) */
     double stop_timeout_s; /* after SIGTERM at stop, the child's time before SIGKILL */
     /* Called from the supervisor thread each time a child gets ready (may be NULL). */
     void (*on_ready)(void *ctx, int pid, int restarts);

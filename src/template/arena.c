@@ -18,13 +18,13 @@ struct tpl_arena {
     int exhausted;
 };
 
-tpl_arena *ta_create(size_t cap) {
+tpl_arena *hr_ta_create(size_t cap) {
     tpl_arena *a = calloc(1, sizeof *a);
     if (a) a->cap = cap;
     return a;
 }
 
-void ta_destroy(tpl_arena *a) {
+void hr_ta_destroy(tpl_arena *a) {
     if (!a) return;
     for (chunk *c = a->head, *next; c; c = next) {
         next = c->next;
@@ -46,7 +46,7 @@ static chunk *new_chunk(tpl_arena *a, size_t size) {
     return c;
 }
 
-void *ta_alloc(tpl_arena *a, size_t n) {
+void *hr_ta_alloc(tpl_arena *a, size_t n) {
     n = (n + 15) & ~(size_t)15;
     if (n == 0) n = 16;
     chunk *c = a->head;
@@ -78,8 +78,8 @@ void *ta_alloc(tpl_arena *a, size_t n) {
 
 int hr_tpl_arena_exhausted(const tpl_arena *a) { return a->exhausted; }
 
-char *ta_strndup(tpl_arena *a, const char *s, size_t n) {
-    char *p = ta_alloc(a, n + 1);
+char *hr_ta_strndup(tpl_arena *a, const char *s, size_t n) {
+    char *p = hr_ta_alloc(a, n + 1);
     if (!p) return NULL;
     if (n) memcpy(p, s, n);
     p[n] = 0;

@@ -9,17 +9,17 @@
 enum { CTL_NONE, CTL_BREAK, CTL_CONTINUE };
 
 static hr_err *assign(rt *r, frame *f, const expr *target, tv *v) {
-    if (target->k == E_NAME) return frame_set(r, f, target->name, v) ? NULL : rt_nomem(r);
+    if (target->k == E_NAME) return hr_frame_set(r, f, target->name, v) ? NULL : hr_rt_nomem(r);
     if (target->k == E_ATTR) {
-        tv *ns = frame_lookup(f, target->a->name);
+        tv *ns = hr_frame_lookup(f, target->a->name);
         if (!ns || ns->k != V_DICT || !ns->dict->is_ns)
             return hr_errf("can only assign attributes of a namespace() object ('%s')", target->a->name);
         HR_TRY(hr_tpl_check_depth(v));
-        return tv_dict_set(r->a, ns->dict, tv_str(r->a, target->name), v) ? NULL : rt_nomem(r);
+        return hr_tv_dict_set(r->a, ns->dict, hr_tv_str(r->a, target->name), v) ? NULL : hr_rt_nomem(r);
     }
     tv **items;
     size_t n;
-    HR_TRY(tv_iterate(r, v, &items, &n));
+    HR_TRY(hr_tv_iterate(r, v, &items, &n));
     if (n != target->n)
         return hr_errf(n > target->n ? "too many values to unpack (expected %zu)"
                                      : "not enough values to unpack (expected %zu, got %zu)", target->n, n);
@@ -29,43 +29,43 @@ static hr_err *assign(rt *r, frame *f, const expr *target, tv *v) {
 
 static hr_err *loop_cycle(rt *r, tv *self, const targs *a, tv **out) {
     if (a->npos == 0) return hr_errf("no items for cycling given");
-    tv *i0 = tv_dict_gets(self->dict, "index0");
+    tv *i0 = hr_tv_dict_gets(self->dict, "index0");
     *out = a->pos[(size_t)i0->i % a->npos];
     (void)r;
     return NULL;
 }
 
 static int loop_put(rt *r, tv *loop, const char *k, tv *v) {
-    tv *key = tv_str(r->a, k);
-    return key && v && tv_dict_set(r->a, loop->dict, key, v);
+    tv *key = hr_tv_str(r->a, k);
+    return key && v && hr_tv_dict_set(r->a, loop->dict, key, v);
 }
 
 static tv *make_loop(rt *r, tv **items, size_t i, size_t n) {
-    tv *l = tv_dict(r->a);
+    tv *l = hr_tv_dict(r->a);
     if (!l) return NULL;
     l->dict->is_loop = 1;
-    int ok = loop_put(r, l, "index", tv_int(r->a, (int64_t)i + 1)) && loop_put(r, l, "index0", tv_int(r->a, (int64_t)i)) &&
-             loop_put(r, l, "revindex", tv_int(r->a, (int64_t)(n - i))) &&
-             loop_put(r, l, "revindex0", tv_int(r->a, (int64_t)(n - i - 1))) && loop_put(r, l, "first", TV_BOOL(i == 0)) &&
-             loop_put(r, l, "last", TV_BOOL(i + 1 == n)) && loop_put(r, l, "length", tv_int(r->a, (int64_t)n)) &&
-             loop_put(r, l, "depth", tv_int(r->a, 1)) && loop_put(r, l, "depth0", tv_int(r->a, 0)) &&
+    int ok = loop_put(r, l, "index", hr_tv_int(r->a, (int64_t)i + 1)) && loop_put(r, l, "index0", hr_tv_int(r->a, (int64_t)i)) &&
+             loop_put(r, l, "revindex", hr_tv_int(r->a, (int64_t)(n - i))) &&
+             loop_put(r, l, "revindex0", hr_tv_int(r->a, (int64_t)(n - i - 1))) && loop_put(r, l, "first", TV_BOOL(i == 0)) &&
+             loop_put(r, l, "last", TV_BOOL(i + 1 == n)) && loop_put(r, l, "length", hr_tv_int(r->a, (int64_t)n)) &&
+             loop_put(r, l, "depth", hr_tv_int(r->a, 1)) && loop_put(r, l, "depth0", hr_tv_int(r->a, 0)) &&
              (i == 0 || loop_put(r, l, "previtem", items[i - 1])) && (i + 1 == n || loop_put(r, l, "nextitem", items[i + 1])) &&
-             loop_put(r, l, "cycle", tv_builtin(r->a, "cycle", loop_cycle, l, F_METHOD));
+             loop_put(r, l, "cycle", hr_tv_builtin(r->a, "cycle", loop_cycle, l, F_METHOD));
     return ok ? l : NULL;
 }
 
 /* Applies `for x in y if cond`: the loop sees only the items that pass. */
 static hr_err *loop_filter(rt *r, frame *f, const stmt *s, tv ***items, size_t *n) {
-    tv **kept = *n ? ta_alloc(r->a, *n * sizeof *kept) : NULL;
-    if (*n && !kept) return rt_nomem(r);
+    tv **kept = *n ? hr_ta_alloc(r->a, *n * sizeof *kept) : NULL;
+    if (*n && !kept) return hr_rt_nomem(r);
     size_t k = 0;
     for (size_t i = 0; i < *n; i++) {
-        frame *it = frame_new(r, f);
+        frame *it = hr_frame_new(r, f);
         tv *c;
-        if (!it) return rt_nomem(r);
+        if (!it) return hr_rt_nomem(r);
         HR_TRY(assign(r, it, s->target, (*items)[i]));
-        HR_TRY(eval_expr(r, it, s->cond, &c));
-        if (tv_truthy(c)) kept[k++] = (*items)[i];
+        HR_TRY(hr_eval_expr(r, it, s->cond, &c));
+        if (hr_tv_truthy(c)) kept[k++] = (*items)[i];
     }
     *items = kept;
     *n = k;
@@ -75,20 +75,20 @@ static hr_err *loop_filter(rt *r, frame *f, const stmt *s, tv ***items, size_t *
 static hr_err *exec_for(rt *r, frame *f, const stmt *s, tsb *out) {
     tv *seq, **items;
     size_t n;
-    HR_TRY(eval_expr(r, f, s->e, &seq));
-    HR_TRY(tv_iterate(r, seq, &items, &n));
+    HR_TRY(hr_eval_expr(r, f, s->e, &seq));
+    HR_TRY(hr_tv_iterate(r, seq, &items, &n));
     if (s->cond) HR_TRY(loop_filter(r, f, s, &items, &n));
     if (n == 0) {
         int ctl = CTL_NONE;
-        return exec_body(r, f, &s->orelse, out, &ctl);
+        return hr_exec_body(r, f, &s->orelse, out, &ctl);
     }
     for (size_t i = 0; i < n; i++) {
-        frame *it = frame_new(r, f);
+        frame *it = hr_frame_new(r, f);
         tv *loop = make_loop(r, items, i, n);
-        if (!it || !loop || !frame_set(r, it, "loop", loop)) return rt_nomem(r);
+        if (!it || !loop || !hr_frame_set(r, it, "loop", loop)) return hr_rt_nomem(r);
         HR_TRY(assign(r, it, s->target, items[i]));
         int ctl = CTL_NONE;
-        HR_TRY(exec_body(r, it, &s->body, out, &ctl));
+        HR_TRY(hr_exec_body(r, it, &s->body, out, &ctl));
         if (ctl == CTL_BREAK) break;
     }
     return NULL;
@@ -97,15 +97,15 @@ static hr_err *exec_for(rt *r, frame *f, const stmt *s, tsb *out) {
 static hr_err *capture(rt *r, frame *f, const stmt_list *body, tv **out) {
     tsb b = {0};
     int ctl = CTL_NONE;
-    hr_err *e = exec_body(r, f, body, &b, &ctl);
+    hr_err *e = hr_exec_body(r, f, body, &b, &ctl);
     if (!e) e = hr_tsb_error(&b);
-    if (!e && !(*out = tv_strn(r->a, b.p ? b.p : "", b.n))) e = rt_nomem(r);
-    tsb_free(&b);
+    if (!e && !(*out = hr_tv_strn(r->a, b.p ? b.p : "", b.n))) e = hr_rt_nomem(r);
+    hr_tsb_free(&b);
     return e;
 }
 
 static tv *macro_value(rt *r, frame *f, const stmt *s, const char *name) {
-    tv *v = tv_builtin(r->a, name, NULL, NULL, F_MACRO);
+    tv *v = hr_tv_builtin(r->a, name, NULL, NULL, F_MACRO);
     if (!v) return NULL;
     v->fn->macro = s;
     v->fn->closure = f;
@@ -115,32 +115,32 @@ static tv *macro_value(rt *r, frame *f, const stmt *s, const char *name) {
 /* Binds a macro's parameters; extra arguments land in varargs / kwargs. */
 static hr_err *bind_params(rt *r, frame *mf, const stmt *m, const targs *a) {
     size_t extra_pos = a->npos > m->nparams ? a->npos - m->nparams : 0;
-    tv *varargs = tv_list(r->a, extra_pos, 1), *kwargs = tv_dict(r->a);
-    if (!varargs || !kwargs) return rt_nomem(r);
+    tv *varargs = hr_tv_list(r->a, extra_pos, 1), *kwargs = hr_tv_dict(r->a);
+    if (!varargs || !kwargs) return hr_rt_nomem(r);
     for (size_t i = 0; i < extra_pos; i++) varargs->list.items[i] = a->pos[m->nparams + i];
     for (size_t i = 0; i < a->npos; i++) HR_TRY(hr_tpl_check_depth(a->pos[i]));
     for (size_t i = 0; i < a->nkw; i++) HR_TRY(hr_tpl_check_depth(a->kwv[i]));
     for (size_t i = 0; i < m->nparams; i++) {
-        tv *v = targ(a, i, m->params[i], NULL);
-        if (!v && m->defaults[i]) HR_TRY(eval_expr(r, mf, m->defaults[i], &v));
-        if (!v && !(v = tv_undef_msg(r->a, "parameter '%s' was not provided", m->params[i]))) return rt_nomem(r);
-        if (!frame_set(r, mf, m->params[i], v)) return rt_nomem(r);
+        tv *v = hr_targ(a, i, m->params[i], NULL);
+        if (!v && m->defaults[i]) HR_TRY(hr_eval_expr(r, mf, m->defaults[i], &v));
+        if (!v && !(v = hr_tv_undef_msg(r->a, "parameter '%s' was not provided", m->params[i]))) return hr_rt_nomem(r);
+        if (!hr_frame_set(r, mf, m->params[i], v)) return hr_rt_nomem(r);
     }
     for (size_t k = 0; k < a->nkw; k++) {
         int known = !strcmp(a->kwn[k], "caller");
         for (size_t i = 0; i < m->nparams && !known; i++) known = !strcmp(a->kwn[k], m->params[i]);
-        if (!known && !tv_dict_set(r->a, kwargs->dict, tv_str(r->a, a->kwn[k]), a->kwv[k])) return rt_nomem(r);
+        if (!known && !hr_tv_dict_set(r->a, kwargs->dict, hr_tv_str(r->a, a->kwn[k]), a->kwv[k])) return hr_rt_nomem(r);
     }
-    tv *caller = targ(a, SIZE_MAX, "caller", NULL);
-    if (caller && !frame_set(r, mf, "caller", caller)) return rt_nomem(r);
-    return frame_set(r, mf, "varargs", varargs) && frame_set(r, mf, "kwargs", kwargs) ? NULL : rt_nomem(r);
+    tv *caller = hr_targ(a, SIZE_MAX, "caller", NULL);
+    if (caller && !hr_frame_set(r, mf, "caller", caller)) return hr_rt_nomem(r);
+    return hr_frame_set(r, mf, "varargs", varargs) && hr_frame_set(r, mf, "kwargs", kwargs) ? NULL : hr_rt_nomem(r);
 }
 
 static hr_err *call_macro(rt *r, tfunc *fn, const targs *a, tv **out) {
     if (r->calls >= TPL_MAX_CALL_DEPTH)
         return hr_tpl_limit("macro calls nested deeper than %d (recursion?)", TPL_MAX_CALL_DEPTH);
-    frame *mf = frame_new(r, fn->closure);
-    if (!mf) return rt_nomem(r);
+    frame *mf = hr_frame_new(r, fn->closure);
+    if (!mf) return hr_rt_nomem(r);
     HR_TRY(bind_params(r, mf, fn->macro, a));
     r->calls++;
     hr_err *e = capture(r, mf, &fn->macro->body, out);
@@ -148,9 +148,9 @@ static hr_err *call_macro(rt *r, tfunc *fn, const targs *a, tv **out) {
     return e;
 }
 
-hr_err *tv_call(rt *r, tv *fn, const targs *a, tv **out) {
-    if (fn->k == V_UNDEF) return undef_error(fn);
-    if (fn->k != V_FUNC) return hr_errf("'%s' object is not callable", tv_type_name(fn));
+hr_err *hr_tv_call(rt *r, tv *fn, const targs *a, tv **out) {
+    if (fn->k == V_UNDEF) return hr_undef_error(fn);
+    if (fn->k != V_FUNC) return hr_errf("'%s' object is not callable", hr_tv_type_name(fn));
     if (fn->fn->kind == F_MACRO) return call_macro(r, fn->fn, a, out);
     return fn->fn->fn(r, fn->fn->self, a, out);
 }
@@ -158,20 +158,20 @@ hr_err *tv_call(rt *r, tv *fn, const targs *a, tv **out) {
 static hr_err *exec_call_block(rt *r, frame *f, const stmt *s, tsb *out) {
     tv *fn, *caller = macro_value(r, f, s, "caller"), *res;
     targs a;
-    if (!caller) return rt_nomem(r);
-    HR_TRY(eval_expr(r, f, s->e->a, &fn));
-    HR_TRY(eval_args(r, f, s->e, &a));
-    const char **kwn = ta_alloc(r->a, (a.nkw + 1) * sizeof *kwn);
-    tv **kwv = ta_alloc(r->a, (a.nkw + 1) * sizeof *kwv);
-    if (!kwn || !kwv) return rt_nomem(r);
+    if (!caller) return hr_rt_nomem(r);
+    HR_TRY(hr_eval_expr(r, f, s->e->a, &fn));
+    HR_TRY(hr_eval_args(r, f, s->e, &a));
+    const char **kwn = hr_ta_alloc(r->a, (a.nkw + 1) * sizeof *kwn);
+    tv **kwv = hr_ta_alloc(r->a, (a.nkw + 1) * sizeof *kwv);
+    if (!kwn || !kwv) return hr_rt_nomem(r);
     if (a.nkw) memcpy(kwn, a.kwn, a.nkw * sizeof *kwn), memcpy(kwv, a.kwv, a.nkw * sizeof *kwv);
     kwn[a.nkw] = "caller";
     kwv[a.nkw] = caller;
     a.kwn = kwn;
     a.kwv = kwv;
     a.nkw++;
-    HR_TRY(tv_call(r, fn, &a, &res));
-    tv_write_str(out, res);
+    HR_TRY(hr_tv_call(r, fn, &a, &res));
+    hr_tv_write_str(out, res);
     return NULL;
 }
 
@@ -179,10 +179,10 @@ static hr_err *exec_call_block(rt *r, frame *f, const stmt *s, tsb *out) {
 static hr_err *exec_if(rt *r, frame *f, const stmt *s, tsb *out, int *ctl) {
     tv *v;
     for (;;) {
-        HR_TRY(eval_expr(r, f, s->e, &v));
-        if (tv_truthy(v)) return exec_body(r, f, &s->body, out, ctl);
+        HR_TRY(hr_eval_expr(r, f, s->e, &v));
+        if (hr_tv_truthy(v)) return hr_exec_body(r, f, &s->body, out, ctl);
         if (s->orelse.n != 1 || s->orelse.v[0]->k != S_IF)
-            return exec_body(r, f, &s->orelse, out, ctl);
+            return hr_exec_body(r, f, &s->orelse, out, ctl);
         s = s->orelse.v[0];
     }
 }
@@ -190,26 +190,26 @@ static hr_err *exec_if(rt *r, frame *f, const stmt *s, tsb *out, int *ctl) {
 static hr_err *exec_stmt(rt *r, frame *f, const stmt *s, tsb *out, int *ctl) {
     tv *v;
     switch (s->k) {
-    case S_TEXT: tsb_put(out, s->text, s->len); return NULL;
+    case S_TEXT: hr_tsb_put(out, s->text, s->len); return NULL;
     case S_OUTPUT:
-        HR_TRY(eval_expr(r, f, s->e, &v));
-        tv_write_str(out, v);
+        HR_TRY(hr_eval_expr(r, f, s->e, &v));
+        hr_tv_write_str(out, v);
         return NULL;
     case S_IF: return exec_if(r, f, s, out, ctl);
     case S_FOR: return exec_for(r, f, s, out);
     case S_SET:
-        HR_TRY(eval_expr(r, f, s->e, &v));
+        HR_TRY(hr_eval_expr(r, f, s->e, &v));
         return assign(r, f, s->target, v);
     case S_SETBLOCK:
         HR_TRY(capture(r, f, &s->body, &v));
         return assign(r, f, s->target, v);
     case S_MACRO:
-        if (!(v = macro_value(r, f, s, s->name)) || !frame_set(r, f, s->name, v)) return rt_nomem(r);
+        if (!(v = macro_value(r, f, s, s->name)) || !hr_frame_set(r, f, s->name, v)) return hr_rt_nomem(r);
         return NULL;
     case S_CALLBLOCK: return exec_call_block(r, f, s, out);
     case S_BREAK: *ctl = CTL_BREAK; return NULL;
     case S_CONTINUE: *ctl = CTL_CONTINUE; return NULL;
-    case S_SCOPE: return exec_body(r, f, &s->body, out, ctl);
+    case S_SCOPE: return hr_exec_body(r, f, &s->body, out, ctl);
     }
     return NULL;
 }
@@ -224,7 +224,7 @@ static hr_err *exec_list(rt *r, frame *f, const stmt_list *l, tsb *out, int *ctl
     return NULL;
 }
 
-hr_err *exec_body(rt *r, frame *f, const stmt_list *l, tsb *out, int *ctl) {
+hr_err *hr_exec_body(rt *r, frame *f, const stmt_list *l, tsb *out, int *ctl) {
     if (r->depth >= TPL_MAX_DEPTH)
         return hr_tpl_limit("template nested deeper than %d levels while rendering (macro "
                             "recursion?)", TPL_MAX_DEPTH);
@@ -241,8 +241,8 @@ hr_err *hr_template_parse(const char *src, hr_template **out) {
         return hr_errf("template source is %zu bytes, over the limit of %u "
                        "(HR_TEMPLATE_MAX_SOURCE)", n, HR_TEMPLATE_MAX_SOURCE);
     hr_template *t = calloc(1, sizeof *t);
-    if (!t || !(t->arena = ta_create(HR_TEMPLATE_MAX_PARSE_MEMORY))) return free(t), hr_err_oom();
-    hr_err *e = tpl_parse(t, src);
+    if (!t || !(t->arena = hr_ta_create(HR_TEMPLATE_MAX_PARSE_MEMORY))) return free(t), hr_err_oom();
+    hr_err *e = hr_tpl_parse(t, src);
     if (e == hr_err_oom() && hr_tpl_arena_exhausted(t->arena))
         e = hr_errf("template needs more than %u MiB to parse (HR_TEMPLATE_MAX_PARSE_MEMORY)",
                     HR_TEMPLATE_MAX_PARSE_MEMORY >> 20);
@@ -253,7 +253,7 @@ hr_err *hr_template_parse(const char *src, hr_template **out) {
 
 void hr_template_free(hr_template *t) {
     if (!t) return;
-    ta_destroy(t->arena);
+    hr_ta_destroy(t->arena);
     free(t);
 }
 
@@ -264,9 +264,9 @@ static hr_err *install_context(rt *r, frame *g, const json_t *ctx) {
     if (!json_is_object(ctx)) return hr_errf("template context must be a JSON object");
     json_object_foreach((json_t *)ctx, k, v) {
         tv *x;
-        HR_TRY(tv_from_json(r, v, 1, &x));
-        char *name = ta_strndup(r->a, k, strlen(k));
-        if (!name || !frame_set(r, g, name, x)) return rt_nomem(r);
+        HR_TRY(hr_tv_from_json(r, v, 1, &x));
+        char *name = hr_ta_strndup(r->a, k, strlen(k));
+        if (!name || !hr_frame_set(r, g, name, x)) return hr_rt_nomem(r);
     }
     return NULL;
 }
@@ -274,20 +274,20 @@ static hr_err *install_context(rt *r, frame *g, const json_t *ctx) {
 hr_err *hr_template_render(const hr_template *t, const json_t *context, char **out, int *raised) {
     *out = NULL;
     if (raised) *raised = 0;
-    rt r = {.a = ta_create(TPL_MAX_ARENA)};
+    rt r = {.a = hr_ta_create(TPL_MAX_ARENA)};
     if (!r.a) return hr_err_oom();
     tsb b = {0};
     int ctl = CTL_NONE;
     frame *top = NULL;
     hr_err *e = NULL;
-    if (!(r.globals = frame_new(&r, NULL)) || !(top = frame_new(&r, r.globals))) e = rt_nomem(&r);
-    if (!e) builtins_install(&r, r.globals);
+    if (!(r.globals = hr_frame_new(&r, NULL)) || !(top = hr_frame_new(&r, r.globals))) e = hr_rt_nomem(&r);
+    if (!e) hr_builtins_install(&r, r.globals);
     if (!e) e = install_context(&r, r.globals, context);
-    if (!e) e = exec_body(&r, top, &t->body, &b, &ctl);
+    if (!e) e = hr_exec_body(&r, top, &t->body, &b, &ctl);
     if (!e) *out = b.p ? b.p : calloc(1, 1);
-    else tsb_free(&b);
+    else hr_tsb_free(&b);
     if (!e && !*out) e = hr_err_oom();
     if (raised) *raised = e && r.raised;
-    ta_destroy(r.a);
+    hr_ta_destroy(r.a);
     return e;
 }

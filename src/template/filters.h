@@ -5,27 +5,27 @@
 
 #include "template/internal.h"
 
-hr_err *fret(rt *r, tv *v, tv **out);
+hr_err *hr_fret(rt *r, tv *v, tv **out);
 /* str(v), with Undefined as "". */
-hr_err *as_str(rt *r, tv *v, tv **out);
+hr_err *hr_as_str(rt *r, tv *v, tv **out);
 
-hr_err *f_items(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_join(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_first(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_last(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_list(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_reverse(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_sort(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_dictsort(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_unique(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_select(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_reject(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_selectattr(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_rejectattr(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_map(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_sum(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_min(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_max(rt *r, tv *x, const targs *a, tv **out);
-hr_err *f_batch(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_items(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_join(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_first(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_last(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_list(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_reverse(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_sort(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_dictsort(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_unique(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_select(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_reject(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_selectattr(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_rejectattr(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_map(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_sum(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_min(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_max(rt *r, tv *x, const targs *a, tv **out);
+hr_err *hr_f_batch(rt *r, tv *x, const targs *a, tv **out);
 
 #endif

@@ -20,11 +20,11 @@
 
 /* ---- arena: bump allocation, freed all at once ---- */
 typedef struct tpl_arena tpl_arena;
-tpl_arena *ta_create(size_t cap);
-void ta_destroy(tpl_arena *a);
-void *ta_alloc(tpl_arena *a, size_t n); /* zeroed; NULL past the cap */
+tpl_arena *hr_ta_create(size_t cap);
+void hr_ta_destroy(tpl_arena *a);
+void *hr_ta_alloc(tpl_arena *a, size_t n); /* zeroed; NULL past the cap */
 int hr_tpl_arena_exhausted(const tpl_arena *a); /* an allocation failed at the cap */
-char *ta_strndup(tpl_arena *a, const char *s, size_t n);
+char *hr_ta_strndup(tpl_arena *a, const char *s, size_t n);
 
 /* ---- values ---- */
 typedef enum { V_UNDEF, V_NONE, V_BOOL, V_INT, V_FLOAT, V_STR, V_LIST, V_DICT, V_FUNC } vkind;
@@ -89,35 +89,35 @@ struct tfunc {
     const struct stmt *caller_body; /* F_MACRO made by {% call %}: body to render */
 };
 
-extern tv tv_none_v, tv_true_v, tv_false_v, tv_undef_v;
-#define TV_NONE (&tv_none_v)
-#define TV_TRUE (&tv_true_v)
-#define TV_FALSE (&tv_false_v)
-#define TV_UNDEF (&tv_undef_v)
+extern tv hr_tv_none_v, hr_tv_true_v, hr_tv_false_v, hr_tv_undef_v;
+#define TV_NONE (&hr_tv_none_v)
+#define TV_TRUE (&hr_tv_true_v)
+#define TV_FALSE (&hr_tv_false_v)
+#define TV_UNDEF (&hr_tv_undef_v)
 #define TV_BOOL(x) ((x) ? TV_TRUE : TV_FALSE)
 
 /* Constructors return NULL when the arena is full. */
-tv *tv_int(tpl_arena *a, int64_t i);
-tv *tv_float(tpl_arena *a, double f);
-tv *tv_strn(tpl_arena *a, const char *s, size_t n);
-tv *tv_str(tpl_arena *a, const char *s);
-tv *tv_list(tpl_arena *a, size_t n, int tuple); /* n items, all NULL until set */
-tv *tv_dict(tpl_arena *a);
-tv *tv_undef_msg(tpl_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-tv *tv_builtin(tpl_arena *a, const char *name, builtin_fn fn, tv *self, fkind kind);
+tv *hr_tv_int(tpl_arena *a, int64_t i);
+tv *hr_tv_float(tpl_arena *a, double f);
+tv *hr_tv_strn(tpl_arena *a, const char *s, size_t n);
+tv *hr_tv_str(tpl_arena *a, const char *s);
+tv *hr_tv_list(tpl_arena *a, size_t n, int tuple); /* n items, all NULL until set */
+tv *hr_tv_dict(tpl_arena *a);
+tv *hr_tv_undef_msg(tpl_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+tv *hr_tv_builtin(tpl_arena *a, const char *name, builtin_fn fn, tv *self, fkind kind);
 
-/* Dict access; keys compare like Python (==). tv_dict_set returns 0 when out of memory. */
-tv *tv_dict_get(const tdict *d, const tv *key);
-tv *tv_dict_gets(const tdict *d, const char *key);
-int tv_dict_set(tpl_arena *a, tdict *d, tv *key, tv *val);
+/* Dict access; keys compare like Python (==). hr_tv_dict_set returns 0 when out of memory. */
+tv *hr_tv_dict_get(const tdict *d, const tv *key);
+tv *hr_tv_dict_gets(const tdict *d, const char *key);
+int hr_tv_dict_set(tpl_arena *a, tdict *d, tv *key, tv *val);
 
-const char *tv_type_name(const tv *v); /* Python's: 'str', 'dict', 'NoneType', ... */
-int tv_truthy(const tv *v);
-int tv_equal(const tv *x, const tv *y);
-int tv_is_num(const tv *v); /* bool, int or float */
-double tv_num(const tv *v);
+const char *hr_tv_type_name(const tv *v); /* Python's: 'str', 'dict', 'NoneType', ... */
+int hr_tv_truthy(const tv *v);
+int hr_tv_equal(const tv *x, const tv *y);
+int hr_tv_is_num(const tv *v); /* bool, int or float */
+double hr_tv_num(const tv *v);
 /* Python's <: -1/0/1 in *cmp; an error for unordered types. */
-hr_err *tv_compare(const tv *x, const tv *y, const char *op, int *cmp);
+hr_err *hr_tv_compare(const tv *x, const tv *y, const char *op, int *cmp);
 
 /* A growable heap string buffer, capped at TPL_MAX_OUTPUT. Writing stops (full) at the cap
  * or when a value to write nests more than TPL_MAX_DEPTH levels (deep; a namespace can
@@ -126,33 +126,33 @@ typedef struct {
     char *p;
     size_t n, cap;
     int full, deep;
-    int depth; /* containers tv_write_repr is inside of */
+    int depth; /* containers hr_tv_write_repr is inside of */
 } tsb;
-void tsb_put(tsb *b, const char *s, size_t n);
-void tsb_puts(tsb *b, const char *s);
-void tsb_free(tsb *b);
+void hr_tsb_put(tsb *b, const char *s, size_t n);
+void hr_tsb_puts(tsb *b, const char *s);
+void hr_tsb_free(tsb *b);
 /* The limit error of a full buffer (HR_E_LIMIT), or NULL. */
 hr_err *hr_tsb_error(const tsb *b);
 
 /* Python str() and repr() of a value appended to b. */
-void tv_write_str(tsb *b, const tv *v);
-void tv_write_repr(tsb *b, const tv *v);
+void hr_tv_write_str(tsb *b, const tv *v);
+void hr_tv_write_repr(tsb *b, const tv *v);
 /* json.dumps(v, ensure_ascii, indent (NULL: none), separators, sort_keys). */
 typedef struct {
     const char *indent; /* NULL: single line */
     const char *item_sep, *key_sep;
     int ensure_ascii, sort_keys;
 } tjson_opts;
-hr_err *tv_write_json(tsb *b, const tv *v, const tjson_opts *o, int depth);
+hr_err *hr_tv_write_json(tsb *b, const tv *v, const tjson_opts *o, int depth);
 
 /* Converts a JSON value into a template value (arena-owned); an error when out of memory
  * or nested more than TPL_MAX_DEPTH levels. */
-hr_err *tv_from_json(rt *r, const json_t *j, int depth, tv **out);
+hr_err *hr_tv_from_json(rt *r, const json_t *j, int depth, tv **out);
 
 /* UTF-8 helpers. */
-size_t utf8_len(const char *s, size_t n);
+size_t hr_tpl_utf8_len(const char *s, size_t n);
 /* Decodes the code point at s[*i], advancing *i (invalid bytes decode as themselves). */
-uint32_t utf8_next(const char *s, size_t n, size_t *i);
+uint32_t hr_tpl_utf8_next(const char *s, size_t n, size_t *i);
 
 /* ---- AST ---- */
 typedef enum {
@@ -215,7 +215,7 @@ struct hr_template {
 };
 
 /* Builds the AST into t->arena. */
-hr_err *tpl_parse(hr_template *t, const char *src);
+hr_err *hr_tpl_parse(hr_template *t, const char *src);
 
 /* ---- runtime ---- */
 struct frame {
@@ -234,11 +234,11 @@ struct rt {
     int raised;
 };
 
-tv *frame_lookup(const frame *f, const char *name);
-int frame_set(rt *r, frame *f, const char *name, tv *v);
-frame *frame_new(rt *r, frame *parent);
+tv *hr_frame_lookup(const frame *f, const char *name);
+int hr_frame_set(rt *r, frame *f, const char *name, tv *v);
+frame *hr_frame_new(rt *r, frame *parent);
 
-hr_err *rt_nomem(rt *r);
+hr_err *hr_rt_nomem(rt *r);
 /* A render-time limit error (HR_E_LIMIT: the server's fault, not the request's). */
 hr_err *hr_tpl_limit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* An error when v nests lists and dicts more than TPL_MAX_DEPTH levels deep; checked where
@@ -247,30 +247,30 @@ hr_err *hr_tpl_limit(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
  * Namespaces count as one level and are not entered: they are the only values that can
  * contain themselves. */
 hr_err *hr_tpl_check_depth(tv *v);
-hr_err *eval_expr(rt *r, frame *f, const expr *e, tv **out);
-hr_err *eval_args(rt *r, frame *f, const expr *call, targs *a);
-hr_err *exec_body(rt *r, frame *f, const stmt_list *l, tsb *out, int *ctl);
+hr_err *hr_eval_expr(rt *r, frame *f, const expr *e, tv **out);
+hr_err *hr_eval_args(rt *r, frame *f, const expr *call, targs *a);
+hr_err *hr_exec_body(rt *r, frame *f, const stmt_list *l, tsb *out, int *ctl);
 /* Calls any callable value. */
-hr_err *tv_call(rt *r, tv *fn, const targs *a, tv **out);
+hr_err *hr_tv_call(rt *r, tv *fn, const targs *a, tv **out);
 /* Raises the UndefinedError of an undefined value. */
-hr_err *undef_error(const tv *u);
+hr_err *hr_undef_error(const tv *u);
 /* Iterates like Python's iter(): a list of items (dict: keys; str: characters). */
-hr_err *tv_iterate(rt *r, tv *v, tv ***items, size_t *n);
-hr_err *tv_getattr(rt *r, tv *obj, const char *name, tv **out);
-hr_err *tv_getitem(rt *r, tv *obj, tv *key, tv **out);
-hr_err *tv_to_str(rt *r, tv *v, tv **out);
+hr_err *hr_tv_iterate(rt *r, tv *v, tv ***items, size_t *n);
+hr_err *hr_tv_getattr(rt *r, tv *obj, const char *name, tv **out);
+hr_err *hr_tv_getitem(rt *r, tv *obj, tv *key, tv **out);
+hr_err *hr_tv_to_str(rt *r, tv *v, tv **out);
 
 /* Filters, tests, methods and globals (filters.c, tests.c, methods.c, builtins.c). */
-int filter_exists(const char *name);
-int test_exists(const char *name);
-hr_err *apply_filter(rt *r, const char *name, tv *subject, const targs *a, tv **out);
-hr_err *apply_test(rt *r, const char *name, tv *subject, const targs *a, int *out);
+int hr_filter_exists(const char *name);
+int hr_test_exists(const char *name);
+hr_err *hr_apply_filter(rt *r, const char *name, tv *subject, const targs *a, tv **out);
+hr_err *hr_apply_test(rt *r, const char *name, tv *subject, const targs *a, int *out);
 /* The bound method obj.name, or NULL when obj has none. */
-tv *method_lookup(rt *r, tv *obj, const char *name);
-void builtins_install(rt *r, frame *globals);
+tv *hr_method_lookup(rt *r, tv *obj, const char *name);
+void hr_builtins_install(rt *r, frame *globals);
 
 /* Argument helpers: the i-th positional or keyword `name`, or def. */
-tv *targ(const targs *a, size_t i, const char *name, tv *def);
-hr_err *targ_check(const targs *a, size_t max_pos, const char *fn);
+tv *hr_targ(const targs *a, size_t i, const char *name, tv *def);
+hr_err *hr_targ_check(const targs *a, size_t max_pos, const char *fn);
 
 #endif

@@ -73,7 +73,7 @@ static size_t text_end(lexer *L, size_t start, size_t tag, char kind, char mod) 
 static hr_err *emit_text(lexer *L, size_t start, size_t end) {
     if (end <= start) return NULL;
     token *k = push(L, T_TEXT, start);
-    if (!k || !(k->s = ta_strndup(L->a, L->s + start, end - start))) return hr_err_oom();
+    if (!k || !(k->s = hr_ta_strndup(L->a, L->s + start, end - start))) return hr_err_oom();
     k->n = end - start;
     return NULL;
 }
@@ -146,7 +146,7 @@ static hr_err *lex_string(lexer *L, size_t *p) {
     const char *s = L->s;
     size_t start = *p, end = string_end(L, start);
     if (end >= L->n) return lex_err(L, start, "unterminated string");
-    char *buf = ta_alloc(L->a, end - start);
+    char *buf = hr_ta_alloc(L->a, end - start);
     if (!buf) return hr_err_oom();
     size_t o = 0;
     for (size_t i = start + 1; i < end; i++) {
@@ -230,7 +230,7 @@ static hr_err *lex_op(lexer *L, size_t *p, int *depth) {
     if (c == '(' || c == '[' || c == '{') ++*depth;
     if ((c == ')' || c == ']' || c == '}') && *depth > 0) --*depth;
     token *k = push(L, T_OP, *p);
-    if (!k || !(k->s = ta_strndup(L->a, s + *p, n))) return hr_err_oom();
+    if (!k || !(k->s = hr_ta_strndup(L->a, s + *p, n))) return hr_err_oom();
     k->n = n;
     *p += n;
     return NULL;
@@ -270,7 +270,7 @@ static hr_err *lex_tag(lexer *L, size_t p, char close) {
                                 (s[p] >= '0' && s[p] <= '9')))
                 p++;
             token *k = push(L, T_NAME, b);
-            if (!k || !(k->s = ta_strndup(L->a, s + b, p - b))) return hr_err_oom();
+            if (!k || !(k->s = hr_ta_strndup(L->a, s + b, p - b))) return hr_err_oom();
             k->n = p - b;
         } else if (c >= '0' && c <= '9') HR_TRY(lex_number(L, &p));
         else if (c == '\'' || c == '"') HR_TRY(lex_string(L, &p));
@@ -309,7 +309,7 @@ static hr_err *lex_step(lexer *L, int *done) {
 /* jinja2 normalises newlines in the source and drops one trailing newline. */
 static char *normalize(tpl_arena *a, const char *src, size_t *n) {
     size_t len = strlen(src), o = 0;
-    char *d = ta_alloc(a, len + 1);
+    char *d = hr_ta_alloc(a, len + 1);
     if (!d) return NULL;
     for (size_t i = 0; i < len; i++) {
         if (src[i] == '\r') {
@@ -323,7 +323,7 @@ static char *normalize(tpl_arena *a, const char *src, size_t *n) {
     return d;
 }
 
-hr_err *tpl_lex(tpl_arena *a, const char *src, token **out, size_t *n) {
+hr_err *hr_tpl_lex(tpl_arena *a, const char *src, token **out, size_t *n) {
     *out = NULL;
     lexer L = {.a = a, .line = 1, .line_starting = 1};
     if (!(L.s = normalize(a, src, &L.n))) return hr_err_oom();

@@ -21,6 +21,6 @@ typedef struct {
 } token;
 
 /* Token strings live in a; the token array *out is on the heap (the caller frees it). */
-hr_err *tpl_lex(tpl_arena *a, const char *src, token **out, size_t *n);
+hr_err *hr_tpl_lex(tpl_arena *a, const char *src, token **out, size_t *n);
 
 #endif

@@ -7,11 +7,11 @@
 #include "template/strutil.h"
 
 
-static hr_err *ret(rt *r, tv *v, tv **out) { return (*out = v) ? NULL : rt_nomem(r); }
+static hr_err *ret(rt *r, tv *v, tv **out) { return (*out = v) ? NULL : hr_rt_nomem(r); }
 
 static hr_err *int_arg(const tv *v, int64_t def, int64_t *out) {
     if (!v || v->k == V_NONE) return *out = def, NULL;
-    if (v->k != V_INT && v->k != V_BOOL) return hr_errf("'%s' object cannot be interpreted as an integer", tv_type_name(v));
+    if (v->k != V_INT && v->k != V_BOOL) return hr_errf("'%s' object cannot be interpreted as an integer", hr_tv_type_name(v));
     *out = v->k == V_INT ? v->i : v->b;
     return NULL;
 }
@@ -22,16 +22,16 @@ static int affix_match(const tv *s, const tv *a, int end) {
 }
 
 static hr_err *m_affix(rt *r, tv *self, const targs *a, tv **out, int end) {
-    tv *p = targ(a, 0, NULL, NULL);
+    tv *p = hr_targ(a, 0, NULL, NULL);
     if (!p) return hr_errf("%s() takes at least 1 argument (0 given)", end ? "endswith" : "startswith");
     int hit = 0;
     if (p->k == V_LIST && p->list.tuple) {
         for (size_t i = 0; i < p->list.n && !hit; i++) {
-            HR_TRY(need_str(p->list.items[i], end ? "endswith" : "startswith"));
+            HR_TRY(hr_need_str(p->list.items[i], end ? "endswith" : "startswith"));
             hit = affix_match(self, p->list.items[i], end);
         }
     } else {
-        HR_TRY(need_str(p, end ? "endswith" : "startswith"));
+        HR_TRY(hr_need_str(p, end ? "endswith" : "startswith"));
         hit = affix_match(self, p, end);
     }
     (void)r;
@@ -43,61 +43,61 @@ static hr_err *m_endswith(rt *r, tv *self, const targs *a, tv **out) { return m_
 
 static hr_err *m_split_any(rt *r, tv *self, const targs *a, tv **out, int right) {
     int64_t maxsplit = -1;
-    HR_TRY(int_arg(targ(a, 1, "maxsplit", NULL), -1, &maxsplit));
-    return str_split(r, self, targ(a, 0, "sep", NULL), maxsplit, right, out);
+    HR_TRY(int_arg(hr_targ(a, 1, "maxsplit", NULL), -1, &maxsplit));
+    return hr_str_split(r, self, hr_targ(a, 0, "sep", NULL), maxsplit, right, out);
 }
 static hr_err *m_split(rt *r, tv *self, const targs *a, tv **out) { return m_split_any(r, self, a, out, 0); }
 static hr_err *m_rsplit(rt *r, tv *self, const targs *a, tv **out) { return m_split_any(r, self, a, out, 1); }
 
-static hr_err *m_strip(rt *r, tv *self, const targs *a, tv **out) { return str_strip(r, self, targ(a, 0, NULL, NULL), 3, out); }
-static hr_err *m_lstrip(rt *r, tv *self, const targs *a, tv **out) { return str_strip(r, self, targ(a, 0, NULL, NULL), 1, out); }
-static hr_err *m_rstrip(rt *r, tv *self, const targs *a, tv **out) { return str_strip(r, self, targ(a, 0, NULL, NULL), 2, out); }
-static hr_err *m_upper(rt *r, tv *self, const targs *a, tv **out) { return str_case(r, self, 'u', out); }
-static hr_err *m_lower(rt *r, tv *self, const targs *a, tv **out) { return str_case(r, self, 'l', out); }
-static hr_err *m_title(rt *r, tv *self, const targs *a, tv **out) { return str_case(r, self, 't', out); }
-static hr_err *m_capitalize(rt *r, tv *self, const targs *a, tv **out) { return str_case(r, self, 'c', out); }
+static hr_err *m_strip(rt *r, tv *self, const targs *a, tv **out) { return hr_str_strip(r, self, hr_targ(a, 0, NULL, NULL), 3, out); }
+static hr_err *m_lstrip(rt *r, tv *self, const targs *a, tv **out) { return hr_str_strip(r, self, hr_targ(a, 0, NULL, NULL), 1, out); }
+static hr_err *m_rstrip(rt *r, tv *self, const targs *a, tv **out) { return hr_str_strip(r, self, hr_targ(a, 0, NULL, NULL), 2, out); }
+static hr_err *m_upper(rt *r, tv *self, const targs *a, tv **out) { return hr_str_case(r, self, 'u', out); }
+static hr_err *m_lower(rt *r, tv *self, const targs *a, tv **out) { return hr_str_case(r, self, 'l', out); }
+static hr_err *m_title(rt *r, tv *self, const targs *a, tv **out) { return hr_str_case(r, self, 't', out); }
+static hr_err *m_capitalize(rt *r, tv *self, const targs *a, tv **out) { return hr_str_case(r, self, 'c', out); }
 
 static hr_err *m_replace(rt *r, tv *self, const targs *a, tv **out) {
-    tv *old = targ(a, 0, NULL, NULL), *nw = targ(a, 1, NULL, NULL);
+    tv *old = hr_targ(a, 0, NULL, NULL), *nw = hr_targ(a, 1, NULL, NULL);
     int64_t count = -1;
     if (!old || !nw) return hr_errf("replace() takes at least 2 arguments");
-    HR_TRY(int_arg(targ(a, 2, "count", NULL), -1, &count));
-    return str_replace(r, self, old, nw, count, out);
+    HR_TRY(int_arg(hr_targ(a, 2, "count", NULL), -1, &count));
+    return hr_str_replace(r, self, old, nw, count, out);
 }
 
 static hr_err *m_find_any(rt *r, tv *self, const targs *a, tv **out, int last) {
-    tv *sub = targ(a, 0, NULL, NULL);
+    tv *sub = hr_targ(a, 0, NULL, NULL);
     if (!sub) return hr_errf("find() takes at least 1 argument (0 given)");
-    HR_TRY(need_str(sub, "find"));
-    return ret(r, tv_int(r->a, str_find(self, sub, last)), out);
+    HR_TRY(hr_need_str(sub, "find"));
+    return ret(r, hr_tv_int(r->a, hr_str_find(self, sub, last)), out);
 }
 static hr_err *m_find(rt *r, tv *self, const targs *a, tv **out) { return m_find_any(r, self, a, out, 0); }
 static hr_err *m_rfind(rt *r, tv *self, const targs *a, tv **out) { return m_find_any(r, self, a, out, 1); }
 
 static hr_err *m_str_count(rt *r, tv *self, const targs *a, tv **out) {
-    tv *sub = targ(a, 0, NULL, NULL);
+    tv *sub = hr_targ(a, 0, NULL, NULL);
     if (!sub) return hr_errf("count() takes at least 1 argument (0 given)");
-    HR_TRY(need_str(sub, "count"));
-    return ret(r, tv_int(r->a, (int64_t)str_count(self, sub)), out);
+    HR_TRY(hr_need_str(sub, "count"));
+    return ret(r, hr_tv_int(r->a, (int64_t)hr_str_count(self, sub)), out);
 }
 
 static hr_err *m_join(rt *r, tv *self, const targs *a, tv **out) {
-    tv *seq = targ(a, 0, NULL, NULL), **items;
+    tv *seq = hr_targ(a, 0, NULL, NULL), **items;
     size_t n;
     if (!seq) return hr_errf("join() takes exactly one argument (0 given)");
-    HR_TRY(tv_iterate(r, seq, &items, &n));
+    HR_TRY(hr_tv_iterate(r, seq, &items, &n));
     tsb b = {0};
     for (size_t i = 0; i < n; i++) {
         if (items[i]->k != V_STR) {
-            tsb_free(&b);
-            return hr_errf("sequence item %zu: expected str instance, %s found", i, tv_type_name(items[i]));
+            hr_tsb_free(&b);
+            return hr_errf("sequence item %zu: expected str instance, %s found", i, hr_tv_type_name(items[i]));
         }
-        if (i) tsb_put(&b, self->str.s, self->str.n);
-        tsb_put(&b, items[i]->str.s, items[i]->str.n);
+        if (i) hr_tsb_put(&b, self->str.s, self->str.n);
+        hr_tsb_put(&b, items[i]->str.s, items[i]->str.n);
     }
-    *out = b.full ? NULL : tv_strn(r->a, b.p ? b.p : "", b.n);
-    tsb_free(&b);
-    return *out ? NULL : rt_nomem(r);
+    *out = b.full ? NULL : hr_tv_strn(r->a, b.p ? b.p : "", b.n);
+    hr_tsb_free(&b);
+    return *out ? NULL : hr_rt_nomem(r);
 }
 
 /* str.format with {} / {0} / {name} fields (no format specs). */
@@ -108,11 +108,11 @@ static hr_err *m_format(rt *r, tv *self, const targs *a, tv **out) {
     hr_err *e = NULL;
     for (size_t i = 0; i < self->str.n && !e; i++) {
         if ((s[i] == '{' || s[i] == '}') && i + 1 < self->str.n && s[i + 1] == s[i]) {
-            tsb_put(&b, s + i++, 1);
+            hr_tsb_put(&b, s + i++, 1);
             continue;
         }
         if (s[i] != '{') {
-            tsb_put(&b, s + i, 1);
+            hr_tsb_put(&b, s + i, 1);
             continue;
         }
         const char *close = memchr(s + i, '}', self->str.n - i);
@@ -121,22 +121,22 @@ static hr_err *m_format(rt *r, tv *self, const targs *a, tv **out) {
         size_t nl = (size_t)(close - s) - i - 1;
         memcpy(name, s + i + 1, nl < 63 ? nl : 63);
         tv *v = NULL;
-        if (!name[0]) v = targ(a, auto_i++, NULL, NULL);
-        else if (name[0] >= '0' && name[0] <= '9') v = targ(a, (size_t)atoi(name), NULL, NULL);
-        else v = targ(a, SIZE_MAX, name, NULL);
+        if (!name[0]) v = hr_targ(a, auto_i++, NULL, NULL);
+        else if (name[0] >= '0' && name[0] <= '9') v = hr_targ(a, (size_t)atoi(name), NULL, NULL);
+        else v = hr_targ(a, SIZE_MAX, name, NULL);
         if (!v) e = hr_errf("format: no argument for field '{%s}'", name);
-        else tv_write_str(&b, v);
+        else hr_tv_write_str(&b, v);
         i = (size_t)(close - s);
     }
     if (!e) e = hr_tsb_error(&b);
-    if (!e && !(*out = tv_strn(r->a, b.p ? b.p : "", b.n))) e = rt_nomem(r);
-    tsb_free(&b);
+    if (!e && !(*out = hr_tv_strn(r->a, b.p ? b.p : "", b.n))) e = hr_rt_nomem(r);
+    hr_tsb_free(&b);
     return e;
 }
 
 static hr_err *m_splitlines(rt *r, tv *self, const targs *a, tv **out) {
     static const tv nl = {.k = V_STR, .str = {"\n", 1}};
-    HR_TRY(str_split(r, self, &nl, -1, 0, out));
+    HR_TRY(hr_str_split(r, self, &nl, -1, 0, out));
     if ((*out)->list.n && (*out)->list.items[(*out)->list.n - 1]->str.n == 0) (*out)->list.n--;
     return NULL;
 }
@@ -157,11 +157,11 @@ static hr_err *m_isspace(rt *r, tv *self, const targs *a, tv **out) { return m_i
 static hr_err *m_isalnum(rt *r, tv *self, const targs *a, tv **out) { return m_is_class(r, self, out, c_alnum); }
 
 static hr_err *m_items(rt *r, tv *self, const targs *a, tv **out) {
-    tv *l = tv_list(r->a, self->dict->n, 0);
-    if (!l) return rt_nomem(r);
+    tv *l = hr_tv_list(r->a, self->dict->n, 0);
+    if (!l) return hr_rt_nomem(r);
     for (size_t i = 0; i < self->dict->n; i++) {
-        tv *p = tv_list(r->a, 2, 1);
-        if (!p) return rt_nomem(r);
+        tv *p = hr_tv_list(r->a, 2, 1);
+        if (!p) return hr_rt_nomem(r);
         p->list.items[0] = self->dict->keys[i];
         p->list.items[1] = self->dict->vals[i];
         l->list.items[i] = p;
@@ -170,8 +170,8 @@ static hr_err *m_items(rt *r, tv *self, const targs *a, tv **out) {
 }
 
 static hr_err *dict_column(rt *r, tv *self, int vals, tv **out) {
-    tv *l = tv_list(r->a, self->dict->n, 0);
-    if (!l) return rt_nomem(r);
+    tv *l = hr_tv_list(r->a, self->dict->n, 0);
+    if (!l) return hr_rt_nomem(r);
     for (size_t i = 0; i < self->dict->n; i++) l->list.items[i] = vals ? self->dict->vals[i] : self->dict->keys[i];
     return *out = l, NULL;
 }
@@ -179,25 +179,25 @@ static hr_err *m_keys(rt *r, tv *self, const targs *a, tv **out) { return dict_c
 static hr_err *m_values(rt *r, tv *self, const targs *a, tv **out) { return dict_column(r, self, 1, out); }
 
 static hr_err *m_get(rt *r, tv *self, const targs *a, tv **out) {
-    tv *k = targ(a, 0, NULL, NULL);
+    tv *k = hr_targ(a, 0, NULL, NULL);
     if (!k) return hr_errf("get expected at least 1 argument, got 0");
-    *out = tv_dict_get(self->dict, k);
-    if (!*out) *out = targ(a, 1, NULL, TV_NONE);
+    *out = hr_tv_dict_get(self->dict, k);
+    if (!*out) *out = hr_targ(a, 1, NULL, TV_NONE);
     return NULL;
 }
 
 static hr_err *m_list_index(rt *r, tv *self, const targs *a, tv **out) {
-    tv *x = targ(a, 0, NULL, TV_UNDEF);
+    tv *x = hr_targ(a, 0, NULL, TV_UNDEF);
     for (size_t i = 0; i < self->list.n; i++)
-        if (tv_equal(self->list.items[i], x)) return ret(r, tv_int(r->a, (int64_t)i), out);
+        if (hr_tv_equal(self->list.items[i], x)) return ret(r, hr_tv_int(r->a, (int64_t)i), out);
     return hr_errf("x not in list");
 }
 
 static hr_err *m_list_count(rt *r, tv *self, const targs *a, tv **out) {
-    tv *x = targ(a, 0, NULL, TV_UNDEF);
+    tv *x = hr_targ(a, 0, NULL, TV_UNDEF);
     int64_t c = 0;
-    for (size_t i = 0; i < self->list.n; i++) c += tv_equal(self->list.items[i], x);
-    return ret(r, tv_int(r->a, c), out);
+    for (size_t i = 0; i < self->list.n; i++) c += hr_tv_equal(self->list.items[i], x);
+    return ret(r, hr_tv_int(r->a, c), out);
 }
 
 typedef struct {
@@ -219,10 +219,10 @@ static const method methods[] = {
     {V_LIST, "count", m_list_count},
 };
 
-tv *method_lookup(rt *r, tv *obj, const char *name) {
+tv *hr_method_lookup(rt *r, tv *obj, const char *name) {
     if (obj->k == V_DICT && (obj->dict->is_ns || obj->dict->is_loop)) return NULL;
     for (size_t i = 0; i < sizeof methods / sizeof methods[0]; i++)
         if (methods[i].on == obj->k && !strcmp(methods[i].name, name))
-            return tv_builtin(r->a, methods[i].name, methods[i].fn, obj, F_METHOD);
+            return hr_tv_builtin(r->a, methods[i].name, methods[i].fn, obj, F_METHOD);
     return NULL;
 }

@@ -19,24 +19,24 @@ hr_err *hr_tpl_limit(const char *fmt, ...) {
     return hr_errc(HR_E_LIMIT, "%s", msg);
 }
 
-hr_err *rt_nomem(rt *r) {
+hr_err *hr_rt_nomem(rt *r) {
     (void)r;
     return hr_tpl_limit("template used more than %u MiB of memory", TPL_MAX_ARENA >> 20);
 }
 
-hr_err *undef_error(const tv *u) { return hr_errf("%s", u->undef_msg); }
+hr_err *hr_undef_error(const tv *u) { return hr_errf("%s", u->undef_msg); }
 
 static hr_err *bad_operands(const char *op, const tv *x, const tv *y) {
-    if (x->k == V_UNDEF) return undef_error(x);
-    if (y->k == V_UNDEF) return undef_error(y);
-    return hr_errf("unsupported operand type(s) for %s: '%s' and '%s'", op, tv_type_name(x), tv_type_name(y));
+    if (x->k == V_UNDEF) return hr_undef_error(x);
+    if (y->k == V_UNDEF) return hr_undef_error(y);
+    return hr_errf("unsupported operand type(s) for %s: '%s' and '%s'", op, hr_tv_type_name(x), hr_tv_type_name(y));
 }
 
 static hr_err *concat_seq(rt *r, tv *x, tv *y, tv **out) {
     if (x->k == V_STR) {
         size_t n = x->str.n + y->str.n;
-        char *s = ta_alloc(r->a, n + 1);
-        if (!s || !(*out = ta_alloc(r->a, sizeof(tv)))) return rt_nomem(r);
+        char *s = hr_ta_alloc(r->a, n + 1);
+        if (!s || !(*out = hr_ta_alloc(r->a, sizeof(tv)))) return hr_rt_nomem(r);
         memcpy(s, x->str.s, x->str.n);
         memcpy(s + x->str.n, y->str.s, y->str.n);
         (*out)->k = V_STR;
@@ -44,8 +44,8 @@ static hr_err *concat_seq(rt *r, tv *x, tv *y, tv **out) {
         (*out)->str.n = n;
         return NULL;
     }
-    tv *l = tv_list(r->a, x->list.n + y->list.n, x->list.tuple);
-    if (!l) return rt_nomem(r);
+    tv *l = hr_tv_list(r->a, x->list.n + y->list.n, x->list.tuple);
+    if (!l) return hr_rt_nomem(r);
     for (size_t i = 0; i < x->list.n; i++) l->list.items[i] = x->list.items[i];
     for (size_t i = 0; i < y->list.n; i++) l->list.items[x->list.n + i] = y->list.items[i];
     *out = l;
@@ -55,19 +55,19 @@ static hr_err *concat_seq(rt *r, tv *x, tv *y, tv **out) {
 static hr_err *repeat_seq(rt *r, tv *seq, int64_t times, tv **out) {
     if (times < 0) times = 0;
     size_t unit = seq->k == V_STR ? seq->str.n : seq->list.n;
-    if (unit && (uint64_t)times > TPL_MAX_OUTPUT / unit) return rt_nomem(r);
+    if (unit && (uint64_t)times > TPL_MAX_OUTPUT / unit) return hr_rt_nomem(r);
     size_t n = unit * (size_t)times;
     if (seq->k == V_STR) {
-        char *s = ta_alloc(r->a, n + 1);
-        if (!s || !(*out = ta_alloc(r->a, sizeof(tv)))) return rt_nomem(r);
+        char *s = hr_ta_alloc(r->a, n + 1);
+        if (!s || !(*out = hr_ta_alloc(r->a, sizeof(tv)))) return hr_rt_nomem(r);
         for (int64_t i = 0; i < times; i++) memcpy(s + (size_t)i * unit, seq->str.s, unit);
         (*out)->k = V_STR;
         (*out)->str.s = s;
         (*out)->str.n = n;
         return NULL;
     }
-    tv *l = tv_list(r->a, n, seq->list.tuple);
-    if (!l) return rt_nomem(r);
+    tv *l = hr_tv_list(r->a, n, seq->list.tuple);
+    if (!l) return hr_rt_nomem(r);
     for (size_t i = 0; i < n; i++) l->list.items[i] = seq->list.items[i % unit];
     *out = l;
     return NULL;
@@ -93,14 +93,14 @@ static hr_err *int_arith(rt *r, binop op, int64_t a, int64_t b, tv **out) {
         else res = a % b, res += (res != 0 && ((res < 0) != (b < 0))) ? b : 0;
         break;
     case OP_POW:
-        if (b < 0) return (*out = tv_float(r->a, pow((double)a, (double)b))) ? NULL : rt_nomem(r);
+        if (b < 0) return (*out = hr_tv_float(r->a, pow((double)a, (double)b))) ? NULL : hr_rt_nomem(r);
         res = 1;
         for (int64_t i = 0; i < b && !ovf; i++) ovf = __builtin_mul_overflow(res, a, &res);
         break;
     default: break;
     }
     if (ovf) return hr_errf("integer overflow (hearth templates use 64-bit integers)");
-    return (*out = tv_int(r->a, res)) ? NULL : rt_nomem(r);
+    return (*out = hr_tv_int(r->a, res)) ? NULL : hr_rt_nomem(r);
 }
 
 static hr_err *float_arith(rt *r, binop op, double a, double b, tv **out) {
@@ -117,7 +117,7 @@ static hr_err *float_arith(rt *r, binop op, double a, double b, tv **out) {
     case OP_POW: res = pow(a, b); break;
     default: break;
     }
-    return (*out = tv_float(r->a, res)) ? NULL : rt_nomem(r);
+    return (*out = hr_tv_float(r->a, res)) ? NULL : hr_rt_nomem(r);
 }
 
 static const char *op_sym(binop op) {
@@ -125,10 +125,10 @@ static const char *op_sym(binop op) {
     return op <= OP_POW ? s[op] : "?";
 }
 
-hr_err *tv_arith(rt *r, binop op, tv *x, tv *y, tv **out) {
-    if (tv_is_num(x) && tv_is_num(y)) {
+hr_err *hr_tv_arith(rt *r, binop op, tv *x, tv *y, tv **out) {
+    if (hr_tv_is_num(x) && hr_tv_is_num(y)) {
         if (is_intlike(x) && is_intlike(y) && op != OP_DIV) return int_arith(r, op, ival(x), ival(y), out);
-        return float_arith(r, op, tv_num(x), tv_num(y), out);
+        return float_arith(r, op, hr_tv_num(x), hr_tv_num(y), out);
     }
     if (op == OP_ADD && x->k == V_STR && y->k == V_STR) return concat_seq(r, x, y, out);
     if (op == OP_ADD && x->k == V_LIST && y->k == V_LIST && x->list.tuple == y->list.tuple)
@@ -136,39 +136,39 @@ hr_err *tv_arith(rt *r, binop op, tv *x, tv *y, tv **out) {
     if (op == OP_MUL && (x->k == V_STR || x->k == V_LIST) && is_intlike(y)) return repeat_seq(r, x, ival(y), out);
     if (op == OP_MUL && (y->k == V_STR || y->k == V_LIST) && is_intlike(x)) return repeat_seq(r, y, ival(x), out);
     if (op == OP_ADD && x->k == V_STR && y->k != V_UNDEF)
-        return hr_errf("can only concatenate str (not \"%s\") to str", tv_type_name(y));
+        return hr_errf("can only concatenate str (not \"%s\") to str", hr_tv_type_name(y));
     if (op == OP_ADD && x->k == V_LIST && y->k != V_UNDEF)
-        return hr_errf("can only concatenate %s (not \"%s\") to %s", tv_type_name(x), tv_type_name(y), tv_type_name(x));
+        return hr_errf("can only concatenate %s (not \"%s\") to %s", hr_tv_type_name(x), hr_tv_type_name(y), hr_tv_type_name(x));
     return bad_operands(op_sym(op), x, y);
 }
 
-hr_err *tv_contains(tv *hay, tv *needle, int *out) {
+hr_err *hr_tv_contains(tv *hay, tv *needle, int *out) {
     if (hay->k == V_STR) {
         if (needle->k != V_STR)
-            return hr_errf("'in <string>' requires string as left operand, not %s", tv_type_name(needle));
+            return hr_errf("'in <string>' requires string as left operand, not %s", hr_tv_type_name(needle));
         *out = needle->str.n == 0 || memmem(hay->str.s, hay->str.n, needle->str.s, needle->str.n) != NULL;
         return NULL;
     }
     *out = 0;
     if (hay->k == V_LIST) {
-        for (size_t i = 0; i < hay->list.n && !*out; i++) *out = tv_equal(hay->list.items[i], needle);
+        for (size_t i = 0; i < hay->list.n && !*out; i++) *out = hr_tv_equal(hay->list.items[i], needle);
         return NULL;
     }
-    if (hay->k == V_DICT) return *out = tv_dict_get(hay->dict, needle) != NULL, NULL;
-    if (hay->k == V_UNDEF) return undef_error(hay);
-    return hr_errf("argument of type '%s' is not iterable", tv_type_name(hay));
+    if (hay->k == V_DICT) return *out = hr_tv_dict_get(hay->dict, needle) != NULL, NULL;
+    if (hay->k == V_UNDEF) return hr_undef_error(hay);
+    return hr_errf("argument of type '%s' is not iterable", hr_tv_type_name(hay));
 }
 
 static const char *obj_desc(rt *r, const tv *obj, char *buf, size_t n) {
     (void)r;
     if (obj->k == V_NONE) return "None";
-    snprintf(buf, n, "%s object", tv_type_name(obj));
+    snprintf(buf, n, "%s object", hr_tv_type_name(obj));
     return buf;
 }
 
 static tv *missing_attr(rt *r, const tv *obj, const char *name) {
     char buf[64];
-    return tv_undef_msg(r->a, "'%s' has no attribute '%s'", obj_desc(r, obj, buf, sizeof buf), name);
+    return hr_tv_undef_msg(r->a, "'%s' has no attribute '%s'", obj_desc(r, obj, buf, sizeof buf), name);
 }
 
 /* Mutating methods are blocked by the sandbox (ImmutableSandboxedEnvironment). */
@@ -181,35 +181,35 @@ static int unsafe_method(const tv *obj, const char *name) {
     return 0;
 }
 
-hr_err *tv_getattr(rt *r, tv *obj, const char *name, tv **out) {
-    if (obj->k == V_UNDEF) return undef_error(obj);
+hr_err *hr_tv_getattr(rt *r, tv *obj, const char *name, tv **out) {
+    if (obj->k == V_UNDEF) return hr_undef_error(obj);
     if (obj->k == V_DICT && (obj->dict->is_ns || obj->dict->is_loop)) {
-        *out = tv_dict_gets(obj->dict, name);
-        if (!*out && !(*out = missing_attr(r, obj, name))) return rt_nomem(r);
+        *out = hr_tv_dict_gets(obj->dict, name);
+        if (!*out && !(*out = missing_attr(r, obj, name))) return hr_rt_nomem(r);
         return NULL;
     }
     if (unsafe_method(obj, name)) {
-        *out = tv_undef_msg(r->a, "access to attribute '%s' of '%s' object is unsafe.", name, tv_type_name(obj));
-        return *out ? NULL : rt_nomem(r);
+        *out = hr_tv_undef_msg(r->a, "access to attribute '%s' of '%s' object is unsafe.", name, hr_tv_type_name(obj));
+        return *out ? NULL : hr_rt_nomem(r);
     }
-    if ((*out = method_lookup(r, obj, name))) return NULL;
-    if (obj->k == V_DICT && (*out = tv_dict_gets(obj->dict, name))) return NULL;
-    return (*out = missing_attr(r, obj, name)) ? NULL : rt_nomem(r);
+    if ((*out = hr_method_lookup(r, obj, name))) return NULL;
+    if (obj->k == V_DICT && (*out = hr_tv_dict_gets(obj->dict, name))) return NULL;
+    return (*out = missing_attr(r, obj, name)) ? NULL : hr_rt_nomem(r);
 }
 
 static hr_err *str_index(rt *r, tv *s, int64_t i, tv **out) {
-    int64_t n = (int64_t)utf8_len(s->str.s, s->str.n);
+    int64_t n = (int64_t)hr_tpl_utf8_len(s->str.s, s->str.n);
     if (i < 0) i += n;
-    if (i < 0 || i >= n) return (*out = tv_undef_msg(r->a, "'str object' has no element %lld", (long long)i)) ? NULL : rt_nomem(r);
+    if (i < 0 || i >= n) return (*out = hr_tv_undef_msg(r->a, "'str object' has no element %lld", (long long)i)) ? NULL : hr_rt_nomem(r);
     size_t p = 0;
-    for (int64_t k = 0; k < i; k++) utf8_next(s->str.s, s->str.n, &p);
+    for (int64_t k = 0; k < i; k++) hr_tpl_utf8_next(s->str.s, s->str.n, &p);
     size_t start = p;
-    utf8_next(s->str.s, s->str.n, &p);
-    return (*out = tv_strn(r->a, s->str.s + start, p - start)) ? NULL : rt_nomem(r);
+    hr_tpl_utf8_next(s->str.s, s->str.n, &p);
+    return (*out = hr_tv_strn(r->a, s->str.s + start, p - start)) ? NULL : hr_rt_nomem(r);
 }
 
-hr_err *tv_getitem(rt *r, tv *obj, tv *key, tv **out) {
-    if (obj->k == V_UNDEF) return undef_error(obj);
+hr_err *hr_tv_getitem(rt *r, tv *obj, tv *key, tv **out) {
+    if (obj->k == V_UNDEF) return hr_undef_error(obj);
     if (obj->k == V_LIST && (key->k == V_INT || key->k == V_BOOL)) {
         int64_t i = ival(key), n = (int64_t)obj->list.n;
         if (i < 0) i += n;
@@ -217,15 +217,15 @@ hr_err *tv_getitem(rt *r, tv *obj, tv *key, tv **out) {
     } else if (obj->k == V_STR && (key->k == V_INT || key->k == V_BOOL)) {
         return str_index(r, obj, ival(key), out);
     } else if (obj->k == V_DICT && !obj->dict->is_ns && !obj->dict->is_loop) {
-        if ((*out = tv_dict_get(obj->dict, key))) return NULL;
+        if ((*out = hr_tv_dict_get(obj->dict, key))) return NULL;
     }
-    if (key->k == V_STR) return tv_getattr(r, obj, key->str.s, out);
+    if (key->k == V_STR) return hr_tv_getattr(r, obj, key->str.s, out);
     char buf[64];
     tsb k = {0};
-    tv_write_repr(&k, key);
-    *out = tv_undef_msg(r->a, "'%s' has no element %s", obj_desc(r, obj, buf, sizeof buf), k.p ? k.p : "");
-    tsb_free(&k);
-    return *out ? NULL : rt_nomem(r);
+    hr_tv_write_repr(&k, key);
+    *out = hr_tv_undef_msg(r->a, "'%s' has no element %s", obj_desc(r, obj, buf, sizeof buf), k.p ? k.p : "");
+    hr_tsb_free(&k);
+    return *out ? NULL : hr_rt_nomem(r);
 }
 
 static hr_err *slice_index(const tv *v, int64_t def, int64_t *out) {
@@ -258,16 +258,16 @@ static hr_err *slice_bounds(int64_t n, const tv *a, const tv *b, const tv *c, in
     return NULL;
 }
 
-hr_err *tv_slice(rt *r, tv *obj, tv *a, tv *b, tv *c, tv **out) {
-    if (obj->k == V_UNDEF) return undef_error(obj);
-    if (obj->k != V_LIST && obj->k != V_STR) return hr_errf("'%s' object is not subscriptable", tv_type_name(obj));
+hr_err *hr_tv_slice(rt *r, tv *obj, tv *a, tv *b, tv *c, tv **out) {
+    if (obj->k == V_UNDEF) return hr_undef_error(obj);
+    if (obj->k != V_LIST && obj->k != V_STR) return hr_errf("'%s' object is not subscriptable", hr_tv_type_name(obj));
     size_t *offs = NULL;
     int64_t n = (int64_t)obj->list.n;
     if (obj->k == V_STR) { /* code point offsets */
-        n = (int64_t)utf8_len(obj->str.s, obj->str.n);
-        if (!(offs = ta_alloc(r->a, ((size_t)n + 1) * sizeof *offs))) return rt_nomem(r);
+        n = (int64_t)hr_tpl_utf8_len(obj->str.s, obj->str.n);
+        if (!(offs = hr_ta_alloc(r->a, ((size_t)n + 1) * sizeof *offs))) return hr_rt_nomem(r);
         size_t p = 0;
-        for (int64_t i = 0; i < n; i++) offs[i] = p, utf8_next(obj->str.s, obj->str.n, &p);
+        for (int64_t i = 0; i < n; i++) offs[i] = p, hr_tpl_utf8_next(obj->str.s, obj->str.n, &p);
         offs[n] = obj->str.n;
     }
     int64_t start = 0, stop = 0, step = 1;
@@ -275,35 +275,35 @@ hr_err *tv_slice(rt *r, tv *obj, tv *a, tv *b, tv *c, tv **out) {
     int64_t cnt = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
                            : (start > stop ? (start - stop - step - 1) / -step : 0);
     if (obj->k == V_LIST) {
-        tv *l = tv_list(r->a, (size_t)cnt, obj->list.tuple);
-        if (!l) return rt_nomem(r);
+        tv *l = hr_tv_list(r->a, (size_t)cnt, obj->list.tuple);
+        if (!l) return hr_rt_nomem(r);
         for (int64_t i = 0; i < cnt; i++) l->list.items[i] = obj->list.items[start + i * step];
         return *out = l, NULL;
     }
-    char *s = ta_alloc(r->a, obj->str.n + 1);
-    if (!s) return rt_nomem(r);
+    char *s = hr_ta_alloc(r->a, obj->str.n + 1);
+    if (!s) return hr_rt_nomem(r);
     size_t o = 0;
     for (int64_t i = 0; i < cnt; i++) {
         int64_t k = start + i * step;
         memcpy(s + o, obj->str.s + offs[k], offs[k + 1] - offs[k]);
         o += offs[k + 1] - offs[k];
     }
-    return (*out = tv_strn(r->a, s, o)) ? NULL : rt_nomem(r);
+    return (*out = hr_tv_strn(r->a, s, o)) ? NULL : hr_rt_nomem(r);
 }
 
 static hr_err *iterate_str(rt *r, tv *v, tv ***items, size_t *n) {
-    *n = utf8_len(v->str.s, v->str.n);
-    if (!(*items = ta_alloc(r->a, (*n ? *n : 1) * sizeof(tv *)))) return rt_nomem(r);
+    *n = hr_tpl_utf8_len(v->str.s, v->str.n);
+    if (!(*items = hr_ta_alloc(r->a, (*n ? *n : 1) * sizeof(tv *)))) return hr_rt_nomem(r);
     size_t p = 0;
     for (size_t i = 0; i < *n; i++) {
         size_t s = p;
-        utf8_next(v->str.s, v->str.n, &p);
-        if (!((*items)[i] = tv_strn(r->a, v->str.s + s, p - s))) return rt_nomem(r);
+        hr_tpl_utf8_next(v->str.s, v->str.n, &p);
+        if (!((*items)[i] = hr_tv_strn(r->a, v->str.s + s, p - s))) return hr_rt_nomem(r);
     }
     return NULL;
 }
 
-hr_err *tv_iterate(rt *r, tv *v, tv ***items, size_t *n) {
+hr_err *hr_tv_iterate(rt *r, tv *v, tv ***items, size_t *n) {
     switch (v->k) {
     case V_UNDEF: *items = NULL, *n = 0; return NULL;
     case V_LIST: *items = v->list.items, *n = v->list.n; return NULL;
@@ -314,16 +314,16 @@ hr_err *tv_iterate(rt *r, tv *v, tv ***items, size_t *n) {
     case V_STR: return iterate_str(r, v, items, n);
     default: break;
     }
-    return hr_errf("'%s' object is not iterable", tv_type_name(v));
+    return hr_errf("'%s' object is not iterable", hr_tv_type_name(v));
 }
 
-hr_err *tv_to_str(rt *r, tv *v, tv **out) {
+hr_err *hr_tv_to_str(rt *r, tv *v, tv **out) {
     if (v->k == V_STR) return *out = v, NULL;
     tsb b = {0};
-    tv_write_str(&b, v);
+    hr_tv_write_str(&b, v);
     hr_err *e = hr_tsb_error(&b);
-    if (e) return tsb_free(&b), e;
-    *out = tv_strn(r->a, b.p ? b.p : "", b.n);
-    tsb_free(&b);
-    return *out ? NULL : rt_nomem(r);
+    if (e) return hr_tsb_free(&b), e;
+    *out = hr_tv_strn(r->a, b.p ? b.p : "", b.n);
+    hr_tsb_free(&b);
+    return *out ? NULL : hr_rt_nomem(r);
 }

@@ -5,10 +5,10 @@
 #include "template/internal.h"
 
 /* + - * / // % ** with Python's rules. */
-hr_err *tv_arith(rt *r, binop op, tv *x, tv *y, tv **out);
+hr_err *hr_tv_arith(rt *r, binop op, tv *x, tv *y, tv **out);
 /* needle in hay. */
-hr_err *tv_contains(tv *hay, tv *needle, int *out);
+hr_err *hr_tv_contains(tv *hay, tv *needle, int *out);
 /* obj[a:b:c]; NULL parts are omitted. */
-hr_err *tv_slice(rt *r, tv *obj, tv *a, tv *b, tv *c, tv **out);
+hr_err *hr_tv_slice(rt *r, tv *obj, tv *a, tv *b, tv *c, tv **out);
 
 #endif

@@ -8,7 +8,7 @@
 static hr_err *parse_body(parser *P, const char *const *ends, stmt_list *out, const char **end);
 
 static stmt *new_stmt(parser *P, skind k, const token *at) {
-    stmt *s = ta_alloc(P->a, sizeof *s);
+    stmt *s = hr_ta_alloc(P->a, sizeof *s);
     if (!s) return NULL;
     s->k = k;
     s->line = at->line;
@@ -18,7 +18,7 @@ static stmt *new_stmt(parser *P, skind k, const token *at) {
 
 static int list_push(parser *P, stmt_list *l, stmt *s) {
     if ((l->n & (l->n - 1)) == 0) { /* grow at powers of two */
-        stmt **v = ta_alloc(P->a, (l->n ? l->n * 2 : 1) * sizeof *v);
+        stmt **v = hr_ta_alloc(P->a, (l->n ? l->n * 2 : 1) * sizeof *v);
         if (!v) return 0;
         if (l->n) memcpy(v, l->v, l->n * sizeof *v);
         l->v = v;
@@ -29,13 +29,13 @@ static int list_push(parser *P, stmt_list *l, stmt *s) {
 
 static hr_err *expect_block_end(parser *P) {
     if (CUR(P)->t != T_BLOCK_END)
-        return perr(P, CUR(P), "expected end of statement block, got '%s'", tok_desc(CUR(P)));
+        return hr_perr(P, CUR(P), "expected end of statement block, got '%s'", hr_tok_desc(CUR(P)));
     P->i++;
     return NULL;
 }
 
 static hr_err *expect_name(parser *P, const char **out) {
-    if (CUR(P)->t != T_NAME) return perr(P, CUR(P), "expected a name, got '%s'", tok_desc(CUR(P)));
+    if (CUR(P)->t != T_NAME) return hr_perr(P, CUR(P), "expected a name, got '%s'", hr_tok_desc(CUR(P)));
     *out = CUR(P)->s;
     P->i++;
     return NULL;
@@ -44,27 +44,27 @@ static hr_err *expect_name(parser *P, const char **out) {
 /* A name, ns.attr (when allowed) or a tuple of names, for for/set targets. */
 static hr_err *parse_target(parser *P, int allow_attr, expr **out) {
     const token *at = CUR(P);
-    if (allow_attr && at->t == T_NAME && is_op(&P->t[P->i + 1], ".")) {
-        if (!(*out = new_expr(P, E_ATTR, at)) || !((*out)->a = new_expr(P, E_NAME, at))) return hr_err_oom();
+    if (allow_attr && at->t == T_NAME && hr_is_op(&P->t[P->i + 1], ".")) {
+        if (!(*out = hr_new_expr(P, E_ATTR, at)) || !((*out)->a = hr_new_expr(P, E_NAME, at))) return hr_err_oom();
         (*out)->a->name = at->s;
         P->i += 2;
         return expect_name(P, &(*out)->name);
     }
-    int paren = is_op(at, "(");
+    int paren = hr_is_op(at, "(");
     if (paren) P->i++;
     size_t n = 0;
     expr *names[32];
     do {
-        if (n && !is_op(CUR(P), ",")) break;
+        if (n && !hr_is_op(CUR(P), ",")) break;
         if (n) P->i++;
-        if (n == 32) return perr(P, CUR(P), "too many names to unpack");
-        if (!(names[n] = new_expr(P, E_NAME, CUR(P)))) return hr_err_oom();
+        if (n == 32) return hr_perr(P, CUR(P), "too many names to unpack");
+        if (!(names[n] = hr_new_expr(P, E_NAME, CUR(P)))) return hr_err_oom();
         HR_TRY(expect_name(P, &names[n]->name));
         n++;
-    } while (is_op(CUR(P), ","));
-    if (paren) HR_TRY(expect_op(P, ")"));
+    } while (hr_is_op(CUR(P), ","));
+    if (paren) HR_TRY(hr_expect_op(P, ")"));
     if (n == 1 && !paren) return *out = names[0], NULL;
-    if (!(*out = new_expr(P, E_TUPLE, at)) || !((*out)->items = ta_alloc(P->a, n * sizeof(expr *)))) return hr_err_oom();
+    if (!(*out = hr_new_expr(P, E_TUPLE, at)) || !((*out)->items = hr_ta_alloc(P->a, n * sizeof(expr *)))) return hr_err_oom();
     memcpy((*out)->items, names, n * sizeof(expr *));
     (*out)->n = n;
     return NULL;
@@ -75,7 +75,7 @@ static hr_err *parse_if(parser *P, stmt *s) {
     static const char *const ends[] = {"elif", "else", "endif", NULL};
     const char *end;
     for (;;) {
-        HR_TRY(parse_expression(P, 1, &s->e));
+        HR_TRY(hr_parse_expression(P, 1, &s->e));
         HR_TRY(hr_tpl_check_nesting(P, s->e));
         HR_TRY(expect_block_end(P));
         HR_TRY(parse_body(P, ends, &s->body, &end));
@@ -96,16 +96,16 @@ static hr_err *parse_for(parser *P, stmt *s) {
     static const char *const ends[] = {"else", "endfor", NULL};
     static const char *const iter_end[] = {"if", "recursive", NULL};
     HR_TRY(parse_target(P, 0, &s->target));
-    if (!is_name(CUR(P), "in")) return perr(P, CUR(P), "expected 'in', got '%s'", tok_desc(CUR(P)));
+    if (!hr_is_name(CUR(P), "in")) return hr_perr(P, CUR(P), "expected 'in', got '%s'", hr_tok_desc(CUR(P)));
     P->i++;
-    HR_TRY(parse_tuple(P, 0, 0, iter_end, &s->e));
+    HR_TRY(hr_parse_tuple(P, 0, 0, iter_end, &s->e));
     HR_TRY(hr_tpl_check_nesting(P, s->e));
-    if (is_name(CUR(P), "if")) {
+    if (hr_is_name(CUR(P), "if")) {
         P->i++;
-        HR_TRY(parse_expression(P, 1, &s->cond));
+        HR_TRY(hr_parse_expression(P, 1, &s->cond));
         HR_TRY(hr_tpl_check_nesting(P, s->cond));
     }
-    if (is_name(CUR(P), "recursive")) return perr(P, CUR(P), "recursive loops are not supported");
+    if (hr_is_name(CUR(P), "recursive")) return hr_perr(P, CUR(P), "recursive loops are not supported");
     HR_TRY(expect_block_end(P));
     const char *end;
     HR_TRY(parse_body(P, ends, &s->body, &end));
@@ -119,13 +119,13 @@ static hr_err *parse_for(parser *P, stmt *s) {
 
 static hr_err *parse_set(parser *P, stmt *s) {
     HR_TRY(parse_target(P, 1, &s->target));
-    if (is_op(CUR(P), "=")) {
+    if (hr_is_op(CUR(P), "=")) {
         P->i++;
-        HR_TRY(parse_tuple(P, 1, 0, NULL, &s->e));
+        HR_TRY(hr_parse_tuple(P, 1, 0, NULL, &s->e));
         HR_TRY(hr_tpl_check_nesting(P, s->e));
         return expect_block_end(P);
     }
-    if (s->target->k != E_NAME) return perr(P, CUR(P), "block set needs a plain name");
+    if (s->target->k != E_NAME) return hr_perr(P, CUR(P), "block set needs a plain name");
     static const char *const ends[] = {"endset", NULL};
     s->k = S_SETBLOCK;
     const char *end;
@@ -136,14 +136,14 @@ static hr_err *parse_set(parser *P, stmt *s) {
 
 /* (a, b=default, ...) of a macro or call block. */
 static hr_err *parse_params(parser *P, stmt *s) {
-    HR_TRY(expect_op(P, "("));
+    HR_TRY(hr_expect_op(P, "("));
     size_t cap = 0;
-    while (!is_op(CUR(P), ")")) {
-        if (s->nparams) HR_TRY(expect_op(P, ","));
+    while (!hr_is_op(CUR(P), ")")) {
+        if (s->nparams) HR_TRY(hr_expect_op(P, ","));
         if (s->nparams == cap) {
             cap = cap ? cap * 2 : 4;
-            const char **np = ta_alloc(P->a, cap * sizeof *np);
-            expr **nd = ta_alloc(P->a, cap * sizeof *nd);
+            const char **np = hr_ta_alloc(P->a, cap * sizeof *np);
+            expr **nd = hr_ta_alloc(P->a, cap * sizeof *nd);
             if (!np || !nd) return hr_err_oom();
             if (s->nparams) {
                 memcpy(np, s->params, s->nparams * sizeof *np);
@@ -153,12 +153,12 @@ static hr_err *parse_params(parser *P, stmt *s) {
             s->defaults = nd;
         }
         HR_TRY(expect_name(P, &s->params[s->nparams]));
-        if (is_op(CUR(P), "=")) {
+        if (hr_is_op(CUR(P), "=")) {
             P->i++;
-            HR_TRY(parse_expression(P, 1, &s->defaults[s->nparams]));
+            HR_TRY(hr_parse_expression(P, 1, &s->defaults[s->nparams]));
             HR_TRY(hr_tpl_check_nesting(P, s->defaults[s->nparams]));
         } else if (s->nparams && s->defaults[s->nparams - 1])
-            return perr(P, CUR(P), "non-default argument follows default argument");
+            return hr_perr(P, CUR(P), "non-default argument follows default argument");
         s->nparams++;
     }
     P->i++;
@@ -177,10 +177,10 @@ static hr_err *parse_macro(parser *P, stmt *s) {
 
 static hr_err *parse_call_block(parser *P, stmt *s) {
     static const char *const ends[] = {"endcall", NULL};
-    if (is_op(CUR(P), "(")) HR_TRY(parse_params(P, s));
+    if (hr_is_op(CUR(P), "(")) HR_TRY(parse_params(P, s));
     const token *at = CUR(P);
-    HR_TRY(parse_expression(P, 1, &s->e));
-    if (s->e->k != E_CALL) return perr(P, at, "expected a call after {%% call %%}");
+    HR_TRY(hr_parse_expression(P, 1, &s->e));
+    if (s->e->k != E_CALL) return hr_perr(P, at, "expected a call after {%% call %%}");
     HR_TRY(hr_tpl_check_nesting(P, s->e));
     HR_TRY(expect_block_end(P));
     const char *end;
@@ -199,7 +199,7 @@ static hr_err *parse_scope(parser *P, stmt *s, const char *endname) {
 
 static hr_err *parse_stmt(parser *P, stmt **out) {
     const token *kw = CUR(P);
-    if (kw->t != T_NAME) return perr(P, kw, "expected a statement name, got '%s'", tok_desc(kw));
+    if (kw->t != T_NAME) return hr_perr(P, kw, "expected a statement name, got '%s'", hr_tok_desc(kw));
     P->i++;
     static const struct { const char *name; skind k; } kinds[] = {
         {"if", S_IF}, {"for", S_FOR}, {"set", S_SET}, {"macro", S_MACRO}, {"call", S_CALLBLOCK},
@@ -207,7 +207,7 @@ static hr_err *parse_stmt(parser *P, stmt **out) {
     int k = -1;
     for (size_t j = 0; j < sizeof kinds / sizeof kinds[0]; j++)
         if (!strcmp(kw->s, kinds[j].name)) k = (int)j;
-    if (k < 0) return perr(P, kw, "Encountered unknown tag '%s'.", kw->s);
+    if (k < 0) return hr_perr(P, kw, "Encountered unknown tag '%s'.", kw->s);
     stmt *s = new_stmt(P, kinds[k].k, kw);
     if (!(*out = s)) return hr_err_oom();
     switch (s->k) {
@@ -223,23 +223,23 @@ static hr_err *parse_stmt(parser *P, stmt **out) {
 
 static int is_end(const token *t, const char *const *ends) {
     for (int i = 0; ends && ends[i]; i++)
-        if (is_name(t, ends[i])) return 1;
+        if (hr_is_name(t, ends[i])) return 1;
     return 0;
 }
 
 static hr_err *parse_output(parser *P, stmt *s) {
     P->i++;
-    HR_TRY(parse_tuple(P, 1, 0, NULL, &s->e));
+    HR_TRY(hr_parse_tuple(P, 1, 0, NULL, &s->e));
     HR_TRY(hr_tpl_check_nesting(P, s->e));
     if (CUR(P)->t != T_VAR_END)
-        return perr(P, CUR(P), "expected end of print statement, got '%s'", tok_desc(CUR(P)));
+        return hr_perr(P, CUR(P), "expected end of print statement, got '%s'", hr_tok_desc(CUR(P)));
     P->i++;
     return NULL;
 }
 
 static hr_err *parse_body(parser *P, const char *const *ends, stmt_list *out, const char **end) {
     if (++P->depth > TPL_MAX_DEPTH)
-        return perr(P, CUR(P), "blocks nested too deeply (more than %d levels)", TPL_MAX_DEPTH);
+        return hr_perr(P, CUR(P), "blocks nested too deeply (more than %d levels)", TPL_MAX_DEPTH);
     for (;;) {
         const token *t = CUR(P);
         stmt *s = NULL;
@@ -247,7 +247,7 @@ static hr_err *parse_body(parser *P, const char *const *ends, stmt_list *out, co
             if (!ends) break;
             size_t last = 0;
             while (ends[last + 1]) last++;
-            return perr(P, t, "unexpected end of template, expected '%s'", ends[last]);
+            return hr_perr(P, t, "unexpected end of template, expected '%s'", ends[last]);
         }
         if (t->t == T_TEXT) {
             if (!(s = new_stmt(P, S_TEXT, t))) return hr_err_oom();
@@ -265,16 +265,16 @@ static hr_err *parse_body(parser *P, const char *const *ends, stmt_list *out, co
             }
             P->i++;
             HR_TRY(parse_stmt(P, &s));
-        } else return perr(P, t, "unexpected '%s'", tok_desc(t));
+        } else return hr_perr(P, t, "unexpected '%s'", hr_tok_desc(t));
         if (!list_push(P, out, s)) return hr_err_oom();
     }
     P->depth--;
     return NULL;
 }
 
-hr_err *tpl_parse(hr_template *t, const char *src) {
+hr_err *hr_tpl_parse(hr_template *t, const char *src) {
     parser P = {.a = t->arena};
-    HR_TRY(tpl_lex(t->arena, src, &P.t, &P.n));
+    HR_TRY(hr_tpl_lex(t->arena, src, &P.t, &P.n));
     hr_err *e = parse_body(&P, NULL, &t->body, NULL);
     free(P.t);
     return e;

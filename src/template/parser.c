@@ -5,7 +5,7 @@
 
 #include "template/parser.h"
 
-hr_err *perr(parser *P, const token *t, const char *fmt, ...) {
+hr_err *hr_perr(parser *P, const token *t, const char *fmt, ...) {
     char msg[256];
     va_list ap;
     va_start(ap, fmt);
@@ -14,7 +14,7 @@ hr_err *perr(parser *P, const token *t, const char *fmt, ...) {
     return hr_errf("template syntax error at line %d, column %d: %s", t->line, t->col, msg);
 }
 
-const char *tok_desc(const token *t) {
+const char *hr_tok_desc(const token *t) {
     switch (t->t) {
     case T_TEXT: return "template data";
     case T_VAR_BEGIN: return "begin of print statement";
@@ -29,17 +29,17 @@ const char *tok_desc(const token *t) {
     }
 }
 
-int is_op(const token *t, const char *op) { return t->t == T_OP && strcmp(t->s, op) == 0; }
-int is_name(const token *t, const char *n) { return t->t == T_NAME && strcmp(t->s, n) == 0; }
+int hr_is_op(const token *t, const char *op) { return t->t == T_OP && strcmp(t->s, op) == 0; }
+int hr_is_name(const token *t, const char *n) { return t->t == T_NAME && strcmp(t->s, n) == 0; }
 
-hr_err *expect_op(parser *P, const char *op) {
-    if (!is_op(CUR(P), op)) return perr(P, CUR(P), "expected '%s', got '%s'", op, tok_desc(CUR(P)));
+hr_err *hr_expect_op(parser *P, const char *op) {
+    if (!hr_is_op(CUR(P), op)) return hr_perr(P, CUR(P), "expected '%s', got '%s'", op, hr_tok_desc(CUR(P)));
     P->i++;
     return NULL;
 }
 
-expr *new_expr(parser *P, ekind k, const token *at) {
-    expr *e = ta_alloc(P->a, sizeof *e);
+expr *hr_new_expr(parser *P, ekind k, const token *at) {
+    expr *e = hr_ta_alloc(P->a, sizeof *e);
     if (!e) return NULL;
     e->k = k;
     e->line = at->line;
@@ -56,7 +56,7 @@ typedef struct {
 static int evec_push(parser *P, evec *v, expr *e) {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 4;
-        expr **n = ta_alloc(P->a, cap * sizeof *n);
+        expr **n = hr_ta_alloc(P->a, cap * sizeof *n);
         if (!n) return 0;
         if (v->n) memcpy(n, v->v, v->n * sizeof *n);
         v->v = n;
@@ -70,11 +70,11 @@ static hr_err *parse_or(parser *P, expr **out);
 static hr_err *parse_unary(parser *P, int with_filter, expr **out);
 
 #define NEW(var, kind, at) \
-    do { if (!((var) = new_expr(P, (kind), (at)))) return hr_err_oom(); } while (0)
+    do { if (!((var) = hr_new_expr(P, (kind), (at)))) return hr_err_oom(); } while (0)
 
 static hr_err *enter(parser *P) {
     if (++P->depth > TPL_MAX_DEPTH)
-        return perr(P, CUR(P), "expression nested too deeply (more than %d levels)", TPL_MAX_DEPTH);
+        return hr_perr(P, CUR(P), "expression nested too deeply (more than %d levels)", TPL_MAX_DEPTH);
     return NULL;
 }
 
@@ -97,19 +97,19 @@ hr_err *hr_tpl_check_nesting(parser *P, const expr *e) { return check_node(e, P-
 
 /* The parser's recursion passes parse_unary (or the else of an inline if, or `not`) once
  * per level, and each counts against TPL_MAX_DEPTH. */
-hr_err *parse_expression(parser *P, int with_condexpr, expr **out) {
+hr_err *hr_parse_expression(parser *P, int with_condexpr, expr **out) {
     HR_TRY(parse_or(P, out));
-    while (with_condexpr && is_name(CUR(P), "if")) {
+    while (with_condexpr && hr_is_name(CUR(P), "if")) {
         const token *at = CUR(P);
         P->i++;
         expr *c;
         NEW(c, E_COND, at);
         c->b = *out;
         HR_TRY(parse_or(P, &c->a));
-        if (is_name(CUR(P), "else")) {
+        if (hr_is_name(CUR(P), "else")) {
             P->i++;
             HR_TRY(enter(P));
-            HR_TRY(parse_expression(P, 1, &c->c));
+            HR_TRY(hr_parse_expression(P, 1, &c->c));
             P->depth--;
         }
         *out = c;
@@ -120,7 +120,7 @@ hr_err *parse_expression(parser *P, int with_condexpr, expr **out) {
 static hr_err *parse_logic(parser *P, const char *word, ekind k, hr_err *(*sub)(parser *, expr **),
                            expr **out) {
     HR_TRY(sub(P, out));
-    while (is_name(CUR(P), word)) {
+    while (hr_is_name(CUR(P), word)) {
         expr *e;
         NEW(e, k, CUR(P));
         P->i++;
@@ -134,7 +134,7 @@ static hr_err *parse_logic(parser *P, const char *word, ekind k, hr_err *(*sub)(
 static hr_err *parse_compare(parser *P, expr **out);
 
 static hr_err *parse_not(parser *P, expr **out) {
-    if (!is_name(CUR(P), "not")) return parse_compare(P, out);
+    if (!hr_is_name(CUR(P), "not")) return parse_compare(P, out);
     expr *e;
     NEW(e, E_NOT, CUR(P));
     P->i++;
@@ -154,7 +154,7 @@ static hr_err *parse_bin(parser *P, const char *const *ops, const binop *codes,
     for (;;) {
         int k = -1;
         for (int j = 0; ops[j]; j++)
-            if (is_op(CUR(P), ops[j])) k = j;
+            if (hr_is_op(CUR(P), ops[j])) k = j;
         if (k < 0) return NULL;
         expr *e;
         NEW(e, E_BIN, CUR(P));
@@ -175,12 +175,12 @@ static hr_err *parse_math2(parser *P, expr **out) {
 
 static hr_err *parse_concat(parser *P, expr **out) {
     HR_TRY(parse_math2(P, out));
-    if (!is_op(CUR(P), "~")) return NULL;
+    if (!hr_is_op(CUR(P), "~")) return NULL;
     evec v = {0};
     expr *e;
     NEW(e, E_CONCAT, CUR(P));
     if (!evec_push(P, &v, *out)) return hr_err_oom();
-    while (is_op(CUR(P), "~")) {
+    while (hr_is_op(CUR(P), "~")) {
         P->i++;
         expr *x;
         HR_TRY(parse_math2(P, &x));
@@ -202,17 +202,17 @@ static int compare_op(parser *P, binop *op) {
     static const char *const ops[] = {"==", "!=", "<", "<=", ">", ">=", NULL};
     static const binop codes[] = {OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE};
     for (int j = 0; ops[j]; j++)
-        if (is_op(CUR(P), ops[j])) {
+        if (hr_is_op(CUR(P), ops[j])) {
             *op = codes[j];
             P->i++;
             return 1;
         }
-    if (is_name(CUR(P), "in")) {
+    if (hr_is_name(CUR(P), "in")) {
         *op = OP_IN;
         P->i++;
         return 1;
     }
-    if (is_name(CUR(P), "not") && is_name(&P->t[P->i + 1], "in")) {
+    if (hr_is_name(CUR(P), "not") && hr_is_name(&P->t[P->i + 1], "in")) {
         *op = OP_NOTIN;
         P->i += 2;
         return 1;
@@ -249,7 +249,7 @@ static hr_err *parse_compare(parser *P, expr **out) {
 
 static hr_err *parse_pow_wrap(parser *P, expr **out) {
     HR_TRY(parse_unary(P, 1, out));
-    while (is_op(CUR(P), "**")) {
+    while (hr_is_op(CUR(P), "**")) {
         expr *e;
         NEW(e, E_BIN, CUR(P));
         P->i++;
@@ -263,17 +263,17 @@ static hr_err *parse_pow_wrap(parser *P, expr **out) {
 
 /* Items up to `close`, separated by commas (a trailing comma allowed). */
 static hr_err *parse_seq(parser *P, const char *close, int dict, evec *v) {
-    while (!is_op(CUR(P), close)) {
+    while (!hr_is_op(CUR(P), close)) {
         if (v->n) {
-            HR_TRY(expect_op(P, ","));
-            if (is_op(CUR(P), close)) break;
+            HR_TRY(hr_expect_op(P, ","));
+            if (hr_is_op(CUR(P), close)) break;
         }
         expr *x;
-        HR_TRY(parse_expression(P, 1, &x));
+        HR_TRY(hr_parse_expression(P, 1, &x));
         if (!evec_push(P, v, x)) return hr_err_oom();
         if (dict) {
-            HR_TRY(expect_op(P, ":"));
-            HR_TRY(parse_expression(P, 1, &x));
+            HR_TRY(hr_expect_op(P, ":"));
+            HR_TRY(hr_parse_expression(P, 1, &x));
             if (!evec_push(P, v, x)) return hr_err_oom();
         }
     }
@@ -283,24 +283,24 @@ static hr_err *parse_seq(parser *P, const char *close, int dict, evec *v) {
 
 static int tuple_end(parser *P, const char *const *extra) {
     const token *t = CUR(P);
-    if (t->t == T_VAR_END || t->t == T_BLOCK_END || t->t == T_EOF || is_op(t, ")")) return 1;
+    if (t->t == T_VAR_END || t->t == T_BLOCK_END || t->t == T_EOF || hr_is_op(t, ")")) return 1;
     for (int i = 0; extra && extra[i]; i++)
-        if (is_name(t, extra[i])) return 1;
+        if (hr_is_name(t, extra[i])) return 1;
     return 0;
 }
 
-hr_err *parse_tuple(parser *P, int with_condexpr, int explicit_parens, const char *const *extra,
+hr_err *hr_parse_tuple(parser *P, int with_condexpr, int explicit_parens, const char *const *extra,
                     expr **out) {
     const token *at = CUR(P);
     evec v = {0};
     int is_tuple = 0;
     for (;;) {
-        if (v.n) HR_TRY(expect_op(P, ","));
+        if (v.n) HR_TRY(hr_expect_op(P, ","));
         if (tuple_end(P, extra)) break;
         expr *x;
-        HR_TRY(parse_expression(P, with_condexpr, &x));
+        HR_TRY(hr_parse_expression(P, with_condexpr, &x));
         if (!evec_push(P, &v, x)) return hr_err_oom();
-        if (is_op(CUR(P), ",")) is_tuple = 1;
+        if (hr_is_op(CUR(P), ",")) is_tuple = 1;
         else break;
     }
     if (!is_tuple && v.n) {
@@ -308,7 +308,7 @@ hr_err *parse_tuple(parser *P, int with_condexpr, int explicit_parens, const cha
         return NULL;
     }
     if (!is_tuple && !explicit_parens)
-        return perr(P, CUR(P), "Expected an expression, got '%s'", tok_desc(CUR(P)));
+        return hr_perr(P, CUR(P), "Expected an expression, got '%s'", hr_tok_desc(CUR(P)));
     NEW(*out, E_TUPLE, at);
     (*out)->items = v.v;
     (*out)->n = v.n;
@@ -318,19 +318,19 @@ hr_err *parse_tuple(parser *P, int with_condexpr, int explicit_parens, const cha
 static hr_err *parse_const(parser *P, expr **out) {
     const token *t = CUR(P);
     tv *v = NULL;
-    if (t->t == T_INT) v = tv_int(P->a, t->i);
-    else if (t->t == T_FLOAT) v = tv_float(P->a, t->f);
+    if (t->t == T_INT) v = hr_tv_int(P->a, t->i);
+    else if (t->t == T_FLOAT) v = hr_tv_float(P->a, t->f);
     else if (t->t == T_STRING) { /* adjacent strings concatenate */
         size_t n = 0, j = P->i;
         for (; P->t[j].t == T_STRING; j++) n += P->t[j].n;
-        char *s = ta_alloc(P->a, n + 1);
+        char *s = hr_ta_alloc(P->a, n + 1);
         if (!s) return hr_err_oom();
         for (n = 0; CUR(P)->t == T_STRING; P->i++) {
             memcpy(s + n, CUR(P)->s, CUR(P)->n);
             n += CUR(P)->n;
         }
         P->i--;
-        v = tv_strn(P->a, s, n);
+        v = hr_tv_strn(P->a, s, n);
     }
     if (!v) return hr_err_oom();
     NEW(*out, E_CONST, t);
@@ -356,44 +356,44 @@ static hr_err *parse_primary(parser *P, expr **out) {
     const token *t = CUR(P);
     if (t->t == T_NAME) return parse_name(P, out);
     if (t->t == T_STRING || t->t == T_INT || t->t == T_FLOAT) return parse_const(P, out);
-    if (!is_op(t, "(") && !is_op(t, "[") && !is_op(t, "{"))
-        return perr(P, t, "unexpected '%s'", tok_desc(t));
+    if (!hr_is_op(t, "(") && !hr_is_op(t, "[") && !hr_is_op(t, "{"))
+        return hr_perr(P, t, "unexpected '%s'", hr_tok_desc(t));
     P->i++;
-    if (is_op(t, "(")) {
-        HR_TRY(parse_tuple(P, 1, 1, NULL, out));
-        return expect_op(P, ")");
+    if (hr_is_op(t, "(")) {
+        HR_TRY(hr_parse_tuple(P, 1, 1, NULL, out));
+        return hr_expect_op(P, ")");
     }
     evec v = {0};
-    HR_TRY(parse_seq(P, is_op(t, "[") ? "]" : "}", is_op(t, "{"), &v));
-    NEW(*out, is_op(t, "[") ? E_LIST : E_DICT, t);
+    HR_TRY(parse_seq(P, hr_is_op(t, "[") ? "]" : "}", hr_is_op(t, "{"), &v));
+    NEW(*out, hr_is_op(t, "[") ? E_LIST : E_DICT, t);
     (*out)->items = v.v;
     (*out)->n = v.n;
     return NULL;
 }
 
 /* Call arguments after '(': positional, then name=value. */
-hr_err *parse_call_args(parser *P, expr *call) {
-    HR_TRY(expect_op(P, "("));
+hr_err *hr_parse_call_args(parser *P, expr *call) {
+    HR_TRY(hr_expect_op(P, "("));
     evec pos = {0}, kwv = {0};
     const char **kwn = NULL;
-    while (!is_op(CUR(P), ")")) {
-        if (pos.n + kwv.n) HR_TRY(expect_op(P, ","));
-        if (is_op(CUR(P), ")")) break;
-        if (CUR(P)->t == T_NAME && is_op(&P->t[P->i + 1], "=")) {
-            const char **nk = ta_alloc(P->a, (kwv.n + 1) * sizeof *nk);
+    while (!hr_is_op(CUR(P), ")")) {
+        if (pos.n + kwv.n) HR_TRY(hr_expect_op(P, ","));
+        if (hr_is_op(CUR(P), ")")) break;
+        if (CUR(P)->t == T_NAME && hr_is_op(&P->t[P->i + 1], "=")) {
+            const char **nk = hr_ta_alloc(P->a, (kwv.n + 1) * sizeof *nk);
             if (!nk) return hr_err_oom();
             if (kwv.n) memcpy(nk, kwn, kwv.n * sizeof *nk);
             nk[kwv.n] = CUR(P)->s;
             kwn = nk;
             P->i += 2;
             expr *x;
-            HR_TRY(parse_expression(P, 1, &x));
+            HR_TRY(hr_parse_expression(P, 1, &x));
             if (!evec_push(P, &kwv, x)) return hr_err_oom();
             continue;
         }
-        if (kwv.n) return perr(P, CUR(P), "positional argument after keyword argument");
+        if (kwv.n) return hr_perr(P, CUR(P), "positional argument after keyword argument");
         expr *x;
-        HR_TRY(parse_expression(P, 1, &x));
+        HR_TRY(hr_parse_expression(P, 1, &x));
         if (!evec_push(P, &pos, x)) return hr_err_oom();
     }
     P->i++;
@@ -409,16 +409,16 @@ hr_err *parse_call_args(parser *P, expr *call) {
 static hr_err *parse_subscribed(parser *P, expr **out) {
     const token *at = CUR(P);
     expr *parts[3] = {0};
-    if (!is_op(CUR(P), ":")) {
-        HR_TRY(parse_expression(P, 1, &parts[0]));
-        if (!is_op(CUR(P), ":")) return *out = parts[0], NULL;
+    if (!hr_is_op(CUR(P), ":")) {
+        HR_TRY(hr_parse_expression(P, 1, &parts[0]));
+        if (!hr_is_op(CUR(P), ":")) return *out = parts[0], NULL;
     }
     P->i++;
-    if (!is_op(CUR(P), "]") && !is_op(CUR(P), ",") && !is_op(CUR(P), ":"))
-        HR_TRY(parse_expression(P, 1, &parts[1]));
-    if (is_op(CUR(P), ":")) {
+    if (!hr_is_op(CUR(P), "]") && !hr_is_op(CUR(P), ",") && !hr_is_op(CUR(P), ":"))
+        HR_TRY(hr_parse_expression(P, 1, &parts[1]));
+    if (hr_is_op(CUR(P), ":")) {
         P->i++;
-        if (!is_op(CUR(P), "]") && !is_op(CUR(P), ",")) HR_TRY(parse_expression(P, 1, &parts[2]));
+        if (!hr_is_op(CUR(P), "]") && !hr_is_op(CUR(P), ",")) HR_TRY(hr_parse_expression(P, 1, &parts[2]));
     }
     NEW(*out, E_SLICE, at);
     (*out)->b = parts[0];
@@ -431,7 +431,7 @@ static hr_err *parse_subscript(parser *P, expr **node) {
     const token *t = CUR(P);
     P->i++;
     expr *e;
-    if (is_op(t, ".")) {
+    if (hr_is_op(t, ".")) {
         const token *a = CUR(P);
         if (a->t == T_NAME) {
             NEW(e, E_ATTR, t);
@@ -440,7 +440,7 @@ static hr_err *parse_subscript(parser *P, expr **node) {
             NEW(e, E_ITEM, t);
             HR_TRY(parse_const(P, &e->b));
             P->i--;
-        } else return perr(P, a, "expected name or number after '.'");
+        } else return hr_perr(P, a, "expected name or number after '.'");
         P->i++;
         e->a = *node;
         *node = e;
@@ -448,7 +448,7 @@ static hr_err *parse_subscript(parser *P, expr **node) {
     }
     expr *idx;
     HR_TRY(parse_subscribed(P, &idx));
-    HR_TRY(expect_op(P, "]"));
+    HR_TRY(hr_expect_op(P, "]"));
     if (idx->k == E_SLICE) e = idx;
     else {
         NEW(e, E_ITEM, t);
@@ -462,53 +462,53 @@ static hr_err *parse_subscript(parser *P, expr **node) {
 static hr_err *parse_filter(parser *P, expr **node) {
     P->i++;
     const token *t = CUR(P);
-    if (t->t != T_NAME) return perr(P, t, "expected filter name, got '%s'", tok_desc(t));
-    if (!filter_exists(t->s)) return perr(P, t, "No filter named '%s'.", t->s);
+    if (t->t != T_NAME) return hr_perr(P, t, "expected filter name, got '%s'", hr_tok_desc(t));
+    if (!hr_filter_exists(t->s)) return hr_perr(P, t, "No filter named '%s'.", t->s);
     expr *e;
     NEW(e, E_FILTER, t);
     e->name = t->s;
     e->a = *node;
     P->i++;
-    if (is_op(CUR(P), "(")) HR_TRY(parse_call_args(P, e));
+    if (hr_is_op(CUR(P), "(")) HR_TRY(hr_parse_call_args(P, e));
     *node = e;
     return NULL;
 }
 
 static int test_arg_start(const token *t) {
-    if (t->t == T_NAME) return !is_name(t, "else") && !is_name(t, "or") && !is_name(t, "and");
-    return t->t == T_STRING || t->t == T_INT || t->t == T_FLOAT || is_op(t, "[") || is_op(t, "{");
+    if (t->t == T_NAME) return !hr_is_name(t, "else") && !hr_is_name(t, "or") && !hr_is_name(t, "and");
+    return t->t == T_STRING || t->t == T_INT || t->t == T_FLOAT || hr_is_op(t, "[") || hr_is_op(t, "{");
 }
 
 static hr_err *parse_test(parser *P, expr **node) {
     P->i++;
     expr *e;
     NEW(e, E_TEST, CUR(P));
-    if (is_name(CUR(P), "not")) e->negate = 1, P->i++;
+    if (hr_is_name(CUR(P), "not")) e->negate = 1, P->i++;
     const token *t = CUR(P);
-    if (t->t != T_NAME) return perr(P, t, "expected test name, got '%s'", tok_desc(t));
-    if (!test_exists(t->s)) return perr(P, t, "No test named '%s'.", t->s);
+    if (t->t != T_NAME) return hr_perr(P, t, "expected test name, got '%s'", hr_tok_desc(t));
+    if (!hr_test_exists(t->s)) return hr_perr(P, t, "No test named '%s'.", t->s);
     e->name = t->s;
     e->a = *node;
     P->i++;
-    if (is_op(CUR(P), "(")) HR_TRY(parse_call_args(P, e));
+    if (hr_is_op(CUR(P), "(")) HR_TRY(hr_parse_call_args(P, e));
     else if (test_arg_start(CUR(P))) {
-        if (is_name(CUR(P), "is")) return perr(P, CUR(P), "You cannot chain multiple tests with is");
-        if (!(e->items = ta_alloc(P->a, sizeof(expr *)))) return hr_err_oom();
+        if (hr_is_name(CUR(P), "is")) return hr_perr(P, CUR(P), "You cannot chain multiple tests with is");
+        if (!(e->items = hr_ta_alloc(P->a, sizeof(expr *)))) return hr_err_oom();
         HR_TRY(parse_primary(P, &e->items[0]));
-        HR_TRY(parse_postfix(P, &e->items[0]));
+        HR_TRY(hr_parse_postfix(P, &e->items[0]));
         e->n = 1;
     }
     *node = e;
     return NULL;
 }
 
-hr_err *parse_postfix(parser *P, expr **node) {
+hr_err *hr_parse_postfix(parser *P, expr **node) {
     for (;;) {
-        if (is_op(CUR(P), ".") || is_op(CUR(P), "[")) HR_TRY(parse_subscript(P, node));
-        else if (is_op(CUR(P), "(")) {
+        if (hr_is_op(CUR(P), ".") || hr_is_op(CUR(P), "[")) HR_TRY(parse_subscript(P, node));
+        else if (hr_is_op(CUR(P), "(")) {
             expr *c;
             NEW(c, E_CALL, CUR(P));
-            HR_TRY(parse_call_args(P, c));
+            HR_TRY(hr_parse_call_args(P, c));
             c->a = *node;
             *node = c;
         } else return NULL;
@@ -517,9 +517,9 @@ hr_err *parse_postfix(parser *P, expr **node) {
 
 static hr_err *parse_filter_expr(parser *P, expr **node) {
     for (;;) {
-        if (is_op(CUR(P), "|")) HR_TRY(parse_filter(P, node));
-        else if (is_name(CUR(P), "is")) HR_TRY(parse_test(P, node));
-        else if (is_op(CUR(P), "(")) HR_TRY(parse_postfix(P, node));
+        if (hr_is_op(CUR(P), "|")) HR_TRY(parse_filter(P, node));
+        else if (hr_is_name(CUR(P), "is")) HR_TRY(parse_test(P, node));
+        else if (hr_is_op(CUR(P), "(")) HR_TRY(hr_parse_postfix(P, node));
         else return NULL;
     }
 }
@@ -527,12 +527,12 @@ static hr_err *parse_filter_expr(parser *P, expr **node) {
 static hr_err *parse_unary(parser *P, int with_filter, expr **out) {
     HR_TRY(enter(P));
     const token *t = CUR(P);
-    if (is_op(t, "-") || is_op(t, "+")) {
+    if (hr_is_op(t, "-") || hr_is_op(t, "+")) {
         P->i++;
-        NEW(*out, is_op(t, "-") ? E_NEG : E_POS, t);
+        NEW(*out, hr_is_op(t, "-") ? E_NEG : E_POS, t);
         HR_TRY(parse_unary(P, 0, &(*out)->a));
     } else HR_TRY(parse_primary(P, out));
-    HR_TRY(parse_postfix(P, out));
+    HR_TRY(hr_parse_postfix(P, out));
     if (with_filter) HR_TRY(parse_filter_expr(P, out));
     P->depth--;
     return NULL;

@@ -10,7 +10,7 @@ static hr_err *t_defined(tv *x, tv *a, int *o) { return *o = x->k != V_UNDEF, NU
 static hr_err *t_undefined(tv *x, tv *a, int *o) { return *o = x->k == V_UNDEF, NULL; }
 static hr_err *t_none(tv *x, tv *a, int *o) { return *o = x->k == V_NONE, NULL; }
 static hr_err *t_string(tv *x, tv *a, int *o) { return *o = x->k == V_STR, NULL; }
-static hr_err *t_number(tv *x, tv *a, int *o) { return *o = tv_is_num(x), NULL; }
+static hr_err *t_number(tv *x, tv *a, int *o) { return *o = hr_tv_is_num(x), NULL; }
 static hr_err *t_integer(tv *x, tv *a, int *o) { return *o = x->k == V_INT, NULL; }
 static hr_err *t_float(tv *x, tv *a, int *o) { return *o = x->k == V_FLOAT, NULL; }
 static hr_err *t_boolean(tv *x, tv *a, int *o) { return *o = x->k == V_BOOL, NULL; }
@@ -26,7 +26,7 @@ static hr_err *t_callable(tv *x, tv *a, int *o) { return *o = x->k == V_FUNC, NU
 static hr_err *int_of(const tv *x, int64_t *v) {
     if (x->k == V_INT || x->k == V_BOOL) return *v = x->k == V_INT ? x->i : x->b, NULL;
     if (x->k == V_UNDEF) return hr_errf("%s", x->undef_msg);
-    return hr_errf("expected an integer, got %s", tv_type_name(x));
+    return hr_errf("expected an integer, got %s", hr_tv_type_name(x));
 }
 
 static hr_err *t_even(tv *x, tv *a, int *o) {
@@ -47,12 +47,12 @@ static hr_err *t_divisibleby(tv *x, tv *a, int *o) {
     if (d == 0) return hr_errf("integer division or modulo by zero");
     return *o = d == -1 || v % d == 0, NULL;
 }
-static hr_err *t_eq(tv *x, tv *a, int *o) { return *o = a && tv_equal(x, a), NULL; }
-static hr_err *t_ne(tv *x, tv *a, int *o) { return *o = !a || !tv_equal(x, a), NULL; }
+static hr_err *t_eq(tv *x, tv *a, int *o) { return *o = a && hr_tv_equal(x, a), NULL; }
+static hr_err *t_ne(tv *x, tv *a, int *o) { return *o = !a || !hr_tv_equal(x, a), NULL; }
 
 static hr_err *ordered(tv *x, tv *a, const char *op, int *c) {
     if (!a) return hr_errf("test needs an argument");
-    return tv_compare(x, a, op, c);
+    return hr_tv_compare(x, a, op, c);
 }
 static hr_err *t_lt(tv *x, tv *a, int *o) { int c; HR_TRY(ordered(x, a, "<", &c)); return *o = c < 0, NULL; }
 static hr_err *t_le(tv *x, tv *a, int *o) { int c; HR_TRY(ordered(x, a, "<=", &c)); return *o = c <= 0, NULL; }
@@ -62,21 +62,21 @@ static hr_err *t_ge(tv *x, tv *a, int *o) { int c; HR_TRY(ordered(x, a, ">=", &c
 /* Python's `is`: singletons compare by value, everything else by identity. */
 static hr_err *t_sameas(tv *x, tv *a, int *o) {
     if (!a) return hr_errf("sameas needs an argument");
-    if (x->k == V_NONE || x->k == V_BOOL || x->k == V_UNDEF) return *o = x->k == a->k && tv_equal(x, a), NULL;
+    if (x->k == V_NONE || x->k == V_BOOL || x->k == V_UNDEF) return *o = x->k == a->k && hr_tv_equal(x, a), NULL;
     return *o = x == a, NULL;
 }
 
 static hr_err *t_in(tv *x, tv *a, int *o) {
     if (!a) return hr_errf("in needs an argument");
     if (a->k == V_STR) {
-        if (x->k != V_STR) return hr_errf("'in <string>' requires string as left operand, not %s", tv_type_name(x));
+        if (x->k != V_STR) return hr_errf("'in <string>' requires string as left operand, not %s", hr_tv_type_name(x));
         return *o = x->str.n == 0 || memmem(a->str.s, a->str.n, x->str.s, x->str.n), NULL;
     }
     *o = 0;
     if (a->k == V_LIST)
-        for (size_t i = 0; i < a->list.n && !*o; i++) *o = tv_equal(a->list.items[i], x);
-    else if (a->k == V_DICT) *o = tv_dict_get(a->dict, x) != NULL;
-    else return hr_errf("argument of type '%s' is not iterable", tv_type_name(a));
+        for (size_t i = 0; i < a->list.n && !*o; i++) *o = hr_tv_equal(a->list.items[i], x);
+    else if (a->k == V_DICT) *o = hr_tv_dict_get(a->dict, x) != NULL;
+    else return hr_errf("argument of type '%s' is not iterable", hr_tv_type_name(a));
     return NULL;
 }
 
@@ -116,11 +116,11 @@ static test_fn find_test(const char *name) {
     return NULL;
 }
 
-int test_exists(const char *name) { return find_test(name) != NULL; }
+int hr_test_exists(const char *name) { return find_test(name) != NULL; }
 
-hr_err *apply_test(rt *r, const char *name, tv *subject, const targs *a, int *out) {
+hr_err *hr_apply_test(rt *r, const char *name, tv *subject, const targs *a, int *out) {
     (void)r;
     test_fn fn = find_test(name);
     if (!fn) return hr_errf("No test named '%s'.", name);
-    return fn(subject, targ(a, 0, NULL, NULL), out);
+    return fn(subject, hr_targ(a, 0, NULL, NULL), out);
 }

@@ -7,7 +7,7 @@
 
 #include "template/internal.h"
 
-void tsb_put(tsb *b, const char *s, size_t n) {
+void hr_tsb_put(tsb *b, const char *s, size_t n) {
     if (b->full || n == 0) return;
     if (b->n + n + 1 > TPL_MAX_OUTPUT) {
         b->full = 1;
@@ -29,9 +29,9 @@ void tsb_put(tsb *b, const char *s, size_t n) {
     b->p[b->n] = 0;
 }
 
-void tsb_puts(tsb *b, const char *s) { tsb_put(b, s, strlen(s)); }
+void hr_tsb_puts(tsb *b, const char *s) { hr_tsb_put(b, s, strlen(s)); }
 
-void tsb_free(tsb *b) {
+void hr_tsb_free(tsb *b) {
     free(b->p);
     memset(b, 0, sizeof *b);
 }
@@ -55,8 +55,8 @@ static int repr_enter(tsb *b) {
 /* Python's float repr: the shortest digits that round-trip, positional for exponents in
  * [-4, 16), scientific otherwise. */
 static void write_float(tsb *b, double f) {
-    if (isnan(f)) return tsb_puts(b, "nan");
-    if (isinf(f)) return tsb_puts(b, f < 0 ? "-inf" : "inf");
+    if (isnan(f)) return hr_tsb_puts(b, "nan");
+    if (isinf(f)) return hr_tsb_puts(b, f < 0 ? "-inf" : "inf");
     char buf[64];
     int prec = 1;
     for (; prec <= 17; prec++) {
@@ -93,140 +93,140 @@ static void write_float(tsb *b, double f) {
             for (int i = exp + 1; i < nd; i++) out[o++] = digits[i];
         else out[o++] = '0';
     }
-    tsb_put(b, out, (size_t)o);
+    hr_tsb_put(b, out, (size_t)o);
 }
 
 static void write_int(tsb *b, int64_t i) {
     char buf[32];
-    tsb_put(b, buf, (size_t)snprintf(buf, sizeof buf, "%lld", (long long)i));
+    hr_tsb_put(b, buf, (size_t)snprintf(buf, sizeof buf, "%lld", (long long)i));
 }
 
 static void write_str_repr(tsb *b, const char *s, size_t n) {
     char q = memchr(s, '\'', n) && !memchr(s, '"', n) ? '"' : '\'';
-    tsb_put(b, &q, 1);
+    hr_tsb_put(b, &q, 1);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         char esc[8];
         if (c == '\\' || c == (unsigned char)q) {
             esc[0] = '\\';
             esc[1] = (char)c;
-            tsb_put(b, esc, 2);
-        } else if (c == '\n') tsb_puts(b, "\\n");
-        else if (c == '\r') tsb_puts(b, "\\r");
-        else if (c == '\t') tsb_puts(b, "\\t");
-        else if (c < 0x20 || c == 0x7f) tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\x%02x", c));
-        else tsb_put(b, (const char *)&c, 1);
+            hr_tsb_put(b, esc, 2);
+        } else if (c == '\n') hr_tsb_puts(b, "\\n");
+        else if (c == '\r') hr_tsb_puts(b, "\\r");
+        else if (c == '\t') hr_tsb_puts(b, "\\t");
+        else if (c < 0x20 || c == 0x7f) hr_tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\x%02x", c));
+        else hr_tsb_put(b, (const char *)&c, 1);
     }
-    tsb_put(b, &q, 1);
+    hr_tsb_put(b, &q, 1);
 }
 
 static void write_list_repr(tsb *b, const tv *v) {
     if (!repr_enter(b)) return;
-    tsb_puts(b, v->list.tuple ? "(" : "[");
+    hr_tsb_puts(b, v->list.tuple ? "(" : "[");
     for (size_t i = 0; i < v->list.n; i++) {
-        if (i) tsb_puts(b, ", ");
-        tv_write_repr(b, v->list.items[i]);
+        if (i) hr_tsb_puts(b, ", ");
+        hr_tv_write_repr(b, v->list.items[i]);
     }
-    if (v->list.tuple && v->list.n == 1) tsb_puts(b, ",");
-    tsb_puts(b, v->list.tuple ? ")" : "]");
+    if (v->list.tuple && v->list.n == 1) hr_tsb_puts(b, ",");
+    hr_tsb_puts(b, v->list.tuple ? ")" : "]");
     b->depth--;
 }
 
 static void write_dict_repr(tsb *b, const tv *v) {
     if (!repr_enter(b)) return;
-    if (v->dict->is_ns) tsb_puts(b, "<Namespace ");
-    tsb_puts(b, "{");
+    if (v->dict->is_ns) hr_tsb_puts(b, "<Namespace ");
+    hr_tsb_puts(b, "{");
     for (size_t i = 0; i < v->dict->n; i++) {
-        if (i) tsb_puts(b, ", ");
-        tv_write_repr(b, v->dict->keys[i]);
-        tsb_puts(b, ": ");
-        tv_write_repr(b, v->dict->vals[i]);
+        if (i) hr_tsb_puts(b, ", ");
+        hr_tv_write_repr(b, v->dict->keys[i]);
+        hr_tsb_puts(b, ": ");
+        hr_tv_write_repr(b, v->dict->vals[i]);
     }
-    tsb_puts(b, v->dict->is_ns ? "}>" : "}");
+    hr_tsb_puts(b, v->dict->is_ns ? "}>" : "}");
     b->depth--;
 }
 
-void tv_write_repr(tsb *b, const tv *v) {
+void hr_tv_write_repr(tsb *b, const tv *v) {
     if (b->full) return;
     switch (v->k) {
     case V_UNDEF: return;
-    case V_NONE: return tsb_puts(b, "None");
-    case V_BOOL: return tsb_puts(b, v->b ? "True" : "False");
+    case V_NONE: return hr_tsb_puts(b, "None");
+    case V_BOOL: return hr_tsb_puts(b, v->b ? "True" : "False");
     case V_INT: return write_int(b, v->i);
     case V_FLOAT: return write_float(b, v->f);
     case V_STR: return write_str_repr(b, v->str.s, v->str.n);
     case V_LIST: return write_list_repr(b, v);
     case V_DICT:
-        if (v->dict->is_loop) return tsb_puts(b, "<LoopContext>");
+        if (v->dict->is_loop) return hr_tsb_puts(b, "<LoopContext>");
         return write_dict_repr(b, v);
     case V_FUNC:
-        tsb_puts(b, v->fn->kind == F_MACRO ? "<Macro '" : "<built-in function ");
-        tsb_puts(b, v->fn->name);
-        return tsb_puts(b, v->fn->kind == F_MACRO ? "'>" : ">");
+        hr_tsb_puts(b, v->fn->kind == F_MACRO ? "<Macro '" : "<built-in function ");
+        hr_tsb_puts(b, v->fn->name);
+        return hr_tsb_puts(b, v->fn->kind == F_MACRO ? "'>" : ">");
     }
 }
 
-void tv_write_str(tsb *b, const tv *v) {
-    if (v->k == V_STR) tsb_put(b, v->str.s, v->str.n);
-    else tv_write_repr(b, v);
+void hr_tv_write_str(tsb *b, const tv *v) {
+    if (v->k == V_STR) hr_tsb_put(b, v->str.s, v->str.n);
+    else hr_tv_write_repr(b, v);
 }
 
 static void write_json_str(tsb *b, const char *s, size_t n, int ensure_ascii) {
-    tsb_puts(b, "\"");
+    hr_tsb_puts(b, "\"");
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
         char esc[16];
-        if (c == '"') tsb_puts(b, "\\\"");
-        else if (c == '\\') tsb_puts(b, "\\\\");
-        else if (c == '\n') tsb_puts(b, "\\n");
-        else if (c == '\r') tsb_puts(b, "\\r");
-        else if (c == '\t') tsb_puts(b, "\\t");
-        else if (c == '\b') tsb_puts(b, "\\b");
-        else if (c == '\f') tsb_puts(b, "\\f");
-        else if (c < 0x20) tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", c));
+        if (c == '"') hr_tsb_puts(b, "\\\"");
+        else if (c == '\\') hr_tsb_puts(b, "\\\\");
+        else if (c == '\n') hr_tsb_puts(b, "\\n");
+        else if (c == '\r') hr_tsb_puts(b, "\\r");
+        else if (c == '\t') hr_tsb_puts(b, "\\t");
+        else if (c == '\b') hr_tsb_puts(b, "\\b");
+        else if (c == '\f') hr_tsb_puts(b, "\\f");
+        else if (c < 0x20) hr_tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", c));
         else if (c >= 0x80 && ensure_ascii) {
-            uint32_t cp = utf8_next(s, n, &i);
+            uint32_t cp = hr_tpl_utf8_next(s, n, &i);
             if (cp >= 0x10000) {
                 cp -= 0x10000;
-                tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x\\u%04x",
+                hr_tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x\\u%04x",
                                                  0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF)));
-            } else tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", cp));
+            } else hr_tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", cp));
             continue;
-        } else tsb_put(b, (const char *)&c, 1);
+        } else hr_tsb_put(b, (const char *)&c, 1);
         i++;
     }
-    tsb_puts(b, "\"");
+    hr_tsb_puts(b, "\"");
 }
 
 static void json_newline(tsb *b, const tjson_opts *o, int depth) {
-    tsb_puts(b, "\n");
-    for (int i = 0; i < depth; i++) tsb_puts(b, o->indent);
+    hr_tsb_puts(b, "\n");
+    for (int i = 0; i < depth; i++) hr_tsb_puts(b, o->indent);
 }
 
 static hr_err *write_json_list(tsb *b, const tv *v, const tjson_opts *o, int depth) {
-    if (v->list.n == 0) return tsb_puts(b, "[]"), NULL;
-    tsb_puts(b, "[");
+    if (v->list.n == 0) return hr_tsb_puts(b, "[]"), NULL;
+    hr_tsb_puts(b, "[");
     for (size_t i = 0; i < v->list.n; i++) {
-        if (i) tsb_puts(b, o->item_sep);
+        if (i) hr_tsb_puts(b, o->item_sep);
         if (o->indent) json_newline(b, o, depth + 1);
-        HR_TRY(tv_write_json(b, v->list.items[i], o, depth + 1));
+        HR_TRY(hr_tv_write_json(b, v->list.items[i], o, depth + 1));
     }
     if (o->indent) json_newline(b, o, depth);
-    tsb_puts(b, "]");
+    hr_tsb_puts(b, "]");
     return NULL;
 }
 
 static hr_err *write_json_key(tsb *b, const tv *k, const tjson_opts *o) {
     if (k->k == V_STR) return write_json_str(b, k->str.s, k->str.n, o->ensure_ascii), NULL;
     if (k->k == V_INT || k->k == V_FLOAT || k->k == V_BOOL || k->k == V_NONE) {
-        tsb_puts(b, "\"");
-        if (k->k == V_BOOL) tsb_puts(b, k->b ? "true" : "false");
-        else if (k->k == V_NONE) tsb_puts(b, "null");
-        else tv_write_str(b, k);
-        tsb_puts(b, "\"");
+        hr_tsb_puts(b, "\"");
+        if (k->k == V_BOOL) hr_tsb_puts(b, k->b ? "true" : "false");
+        else if (k->k == V_NONE) hr_tsb_puts(b, "null");
+        else hr_tv_write_str(b, k);
+        hr_tsb_puts(b, "\"");
         return NULL;
     }
-    return hr_errf("keys must be str, int, float, bool or None, not %s", tv_type_name(k));
+    return hr_errf("keys must be str, int, float, bool or None, not %s", hr_tv_type_name(k));
 }
 
 static size_t *sorted_order(const tv *v, int sort) {
@@ -236,7 +236,7 @@ static size_t *sorted_order(const tv *v, int sort) {
     for (size_t i = 1; sort && i < n; i++) /* insertion sort: stable, dicts are small */
         for (size_t j = i; j > 0; j--) {
             int c = 0;
-            hr_err *e = tv_compare(v->dict->keys[ord[j - 1]], v->dict->keys[ord[j]], "<", &c);
+            hr_err *e = hr_tv_compare(v->dict->keys[ord[j - 1]], v->dict->keys[ord[j]], "<", &c);
             hr_err_free(e);
             if (c <= 0) break;
             size_t t = ord[j];
@@ -247,35 +247,35 @@ static size_t *sorted_order(const tv *v, int sort) {
 }
 
 static hr_err *write_json_dict(tsb *b, const tv *v, const tjson_opts *o, int depth) {
-    if (v->dict->n == 0) return tsb_puts(b, "{}"), NULL;
+    if (v->dict->n == 0) return hr_tsb_puts(b, "{}"), NULL;
     size_t *ord = sorted_order(v, o->sort_keys);
     if (!ord) return hr_err_oom();
     hr_err *e = NULL;
-    tsb_puts(b, "{");
+    hr_tsb_puts(b, "{");
     for (size_t i = 0; i < v->dict->n && !e; i++) {
-        if (i) tsb_puts(b, o->item_sep);
+        if (i) hr_tsb_puts(b, o->item_sep);
         if (o->indent) json_newline(b, o, depth + 1);
         e = write_json_key(b, v->dict->keys[ord[i]], o);
-        tsb_puts(b, o->key_sep);
-        if (!e) e = tv_write_json(b, v->dict->vals[ord[i]], o, depth + 1);
+        hr_tsb_puts(b, o->key_sep);
+        if (!e) e = hr_tv_write_json(b, v->dict->vals[ord[i]], o, depth + 1);
     }
     free(ord);
     if (e) return e;
     if (o->indent) json_newline(b, o, depth);
-    tsb_puts(b, "}");
+    hr_tsb_puts(b, "}");
     return NULL;
 }
 
-hr_err *tv_write_json(tsb *b, const tv *v, const tjson_opts *o, int depth) {
+hr_err *hr_tv_write_json(tsb *b, const tv *v, const tjson_opts *o, int depth) {
     if (depth > TPL_MAX_DEPTH)
         return hr_tpl_limit("tojson: a value nested more than %d levels deep", TPL_MAX_DEPTH);
     switch (v->k) {
-    case V_NONE: tsb_puts(b, "null"); return NULL;
-    case V_BOOL: tsb_puts(b, v->b ? "true" : "false"); return NULL;
+    case V_NONE: hr_tsb_puts(b, "null"); return NULL;
+    case V_BOOL: hr_tsb_puts(b, v->b ? "true" : "false"); return NULL;
     case V_INT: write_int(b, v->i); return NULL;
     case V_FLOAT:
-        if (isnan(v->f)) tsb_puts(b, "NaN");
-        else if (isinf(v->f)) tsb_puts(b, v->f < 0 ? "-Infinity" : "Infinity");
+        if (isnan(v->f)) hr_tsb_puts(b, "NaN");
+        else if (isinf(v->f)) hr_tsb_puts(b, v->f < 0 ? "-Infinity" : "Infinity");
         else write_float(b, v->f);
         return NULL;
     case V_STR: write_json_str(b, v->str.s, v->str.n, o->ensure_ascii); return NULL;
@@ -285,5 +285,5 @@ hr_err *tv_write_json(tsb *b, const tv *v, const tjson_opts *o, int depth) {
         break;
     default: break;
     }
-    return hr_errf("Object of type %s is not JSON serializable", tv_type_name(v));
+    return hr_errf("Object of type %s is not JSON serializable", hr_tv_type_name(v));
 }

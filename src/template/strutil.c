@@ -5,50 +5,50 @@
 #include <string.h>
 #include <utf8proc.h>
 
-int py_isspace(uint32_t c) {
+int hr_py_isspace(uint32_t c) {
     return (c >= 0x09 && c <= 0x0d) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 ||
            c == 0x1680 || (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 ||
            c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
-hr_err *need_str(const tv *v, const char *fn) {
+hr_err *hr_need_str(const tv *v, const char *fn) {
     if (v->k == V_STR) return NULL;
-    if (v->k == V_UNDEF) return undef_error(v);
-    return hr_errf("%s: expected a string, got %s", fn, tv_type_name(v));
+    if (v->k == V_UNDEF) return hr_undef_error(v);
+    return hr_errf("%s: expected a string, got %s", fn, hr_tv_type_name(v));
 }
 
 static int in_set(uint32_t c, const tv *chars) {
-    if (!chars || chars->k == V_NONE) return py_isspace(c);
+    if (!chars || chars->k == V_NONE) return hr_py_isspace(c);
     for (size_t i = 0; i < chars->str.n;)
-        if (utf8_next(chars->str.s, chars->str.n, &i) == c) return 1;
+        if (hr_tpl_utf8_next(chars->str.s, chars->str.n, &i) == c) return 1;
     return 0;
 }
 
-hr_err *str_strip(rt *r, const tv *s, const tv *chars, int which, tv **out) {
-    if (chars && chars->k != V_NONE) HR_TRY(need_str(chars, "strip"));
+hr_err *hr_str_strip(rt *r, const tv *s, const tv *chars, int which, tv **out) {
+    if (chars && chars->k != V_NONE) HR_TRY(hr_need_str(chars, "strip"));
     size_t b = 0, e = s->str.n;
     while ((which & 1) && b < e) {
         size_t p = b;
-        if (!in_set(utf8_next(s->str.s, s->str.n, &p), chars)) break;
+        if (!in_set(hr_tpl_utf8_next(s->str.s, s->str.n, &p), chars)) break;
         b = p;
     }
     while ((which & 2) && e > b) {
         size_t p = e - 1;
         while (p > b && ((unsigned char)s->str.s[p] & 0xC0) == 0x80) p--;
         size_t q = p;
-        if (!in_set(utf8_next(s->str.s, s->str.n, &q), chars)) break;
+        if (!in_set(hr_tpl_utf8_next(s->str.s, s->str.n, &q), chars)) break;
         e = p;
     }
-    return (*out = tv_strn(r->a, s->str.s + b, e - b)) ? NULL : rt_nomem(r);
+    return (*out = hr_tv_strn(r->a, s->str.s + b, e - b)) ? NULL : hr_rt_nomem(r);
 }
 
-hr_err *str_case(rt *r, const tv *s, char mode, tv **out) {
-    char *d = ta_alloc(r->a, s->str.n * 3 + 4);
-    if (!d) return rt_nomem(r);
+hr_err *hr_str_case(rt *r, const tv *s, char mode, tv **out) {
+    char *d = hr_ta_alloc(r->a, s->str.n * 3 + 4);
+    if (!d) return hr_rt_nomem(r);
     size_t o = 0;
     int prev_cased = 0, first = 1;
     for (size_t i = 0; i < s->str.n;) {
-        uint32_t c = utf8_next(s->str.s, s->str.n, &i);
+        uint32_t c = hr_tpl_utf8_next(s->str.s, s->str.n, &i);
         int up = mode == 'u' || (mode == 'c' && first) || (mode == 't' && !prev_cased);
         if (mode != 'u' && mode != 'l' && mode != 'c' && mode != 't') up = 0;
         uint32_t m = (uint32_t)(up ? utf8proc_toupper((utf8proc_int32_t)c) : utf8proc_tolower((utf8proc_int32_t)c));
@@ -58,14 +58,14 @@ hr_err *str_case(rt *r, const tv *s, char mode, tv **out) {
         o += hr_utf8_encode(m, d + o);
         first = 0;
     }
-    return (*out = tv_strn(r->a, d, o)) ? NULL : rt_nomem(r);
+    return (*out = hr_tv_strn(r->a, d, o)) ? NULL : hr_rt_nomem(r);
 }
 
 static int list_push(rt *r, tv *l, size_t *cap, tv *item) {
     if (!item) return 0;
     if (l->list.n == *cap) {
         *cap = *cap ? *cap * 2 : 8;
-        tv **v = ta_alloc(r->a, *cap * sizeof *v);
+        tv **v = hr_ta_alloc(r->a, *cap * sizeof *v);
         if (!v) return 0;
         if (l->list.n) memcpy(v, l->list.items, l->list.n * sizeof *v);
         l->list.items = v;
@@ -89,33 +89,33 @@ static hr_err *split_ws(rt *r, const tv *s, int64_t maxsplit, int from_right, tv
         size_t i = 0;
         for (;;) {
             size_t q;
-            while (i < n && (q = i, py_isspace(utf8_next(p, n, &q)))) i = q;
+            while (i < n && (q = i, hr_py_isspace(hr_tpl_utf8_next(p, n, &q)))) i = q;
             if (i >= n) break;
             size_t start = i;
             if (maxsplit >= 0 && (int64_t)l->list.n >= maxsplit) {
                 size_t e = n;
-                while (e > start && py_isspace((unsigned char)p[e - 1])) e--;
-                if (!list_push(r, l, &cap, tv_strn(r->a, p + start, e - start))) return rt_nomem(r);
+                while (e > start && hr_py_isspace((unsigned char)p[e - 1])) e--;
+                if (!list_push(r, l, &cap, hr_tv_strn(r->a, p + start, e - start))) return hr_rt_nomem(r);
                 break;
             }
-            while (i < n && (q = i, !py_isspace(utf8_next(p, n, &q)))) i = q;
-            if (!list_push(r, l, &cap, tv_strn(r->a, p + start, i - start))) return rt_nomem(r);
+            while (i < n && (q = i, !hr_py_isspace(hr_tpl_utf8_next(p, n, &q)))) i = q;
+            if (!list_push(r, l, &cap, hr_tv_strn(r->a, p + start, i - start))) return hr_rt_nomem(r);
         }
         return NULL;
     }
     size_t e = n;
     for (;;) {
-        while (e > 0 && py_isspace((unsigned char)p[e - 1])) e--;
+        while (e > 0 && hr_py_isspace((unsigned char)p[e - 1])) e--;
         if (e == 0) break;
         if (maxsplit >= 0 && (int64_t)l->list.n >= maxsplit) {
             size_t b = 0;
-            while (b < e && py_isspace((unsigned char)p[b])) b++;
-            if (!list_push(r, l, &cap, tv_strn(r->a, p + b, e - b))) return rt_nomem(r);
+            while (b < e && hr_py_isspace((unsigned char)p[b])) b++;
+            if (!list_push(r, l, &cap, hr_tv_strn(r->a, p + b, e - b))) return hr_rt_nomem(r);
             break;
         }
         size_t b = e;
-        while (b > 0 && !py_isspace((unsigned char)p[b - 1])) b--;
-        if (!list_push(r, l, &cap, tv_strn(r->a, p + b, e - b))) return rt_nomem(r);
+        while (b > 0 && !hr_py_isspace((unsigned char)p[b - 1])) b--;
+        if (!list_push(r, l, &cap, hr_tv_strn(r->a, p + b, e - b))) return hr_rt_nomem(r);
         e = b;
     }
     reverse_items(l);
@@ -137,77 +137,77 @@ static hr_err *split_sep(rt *r, const tv *s, const tv *sep, int64_t maxsplit, in
         const char *m;
         while ((maxsplit < 0 || (int64_t)l->list.n < maxsplit) &&
                (m = memmem(p, (size_t)(end - p), sep->str.s, sep->str.n))) {
-            if (!list_push(r, l, &cap, tv_strn(r->a, p, (size_t)(m - p)))) return rt_nomem(r);
+            if (!list_push(r, l, &cap, hr_tv_strn(r->a, p, (size_t)(m - p)))) return hr_rt_nomem(r);
             p = m + sep->str.n;
         }
-        return list_push(r, l, &cap, tv_strn(r->a, p, (size_t)(end - p))) ? NULL : rt_nomem(r);
+        return list_push(r, l, &cap, hr_tv_strn(r->a, p, (size_t)(end - p))) ? NULL : hr_rt_nomem(r);
     }
     const char *m;
     while ((maxsplit < 0 || (int64_t)l->list.n < maxsplit) &&
            (m = find_last(p, (size_t)(end - p), sep->str.s, sep->str.n))) {
         const char *after = m + sep->str.n;
-        if (!list_push(r, l, &cap, tv_strn(r->a, after, (size_t)(end - after)))) return rt_nomem(r);
+        if (!list_push(r, l, &cap, hr_tv_strn(r->a, after, (size_t)(end - after)))) return hr_rt_nomem(r);
         end = m;
     }
-    if (!list_push(r, l, &cap, tv_strn(r->a, p, (size_t)(end - p)))) return rt_nomem(r);
+    if (!list_push(r, l, &cap, hr_tv_strn(r->a, p, (size_t)(end - p)))) return hr_rt_nomem(r);
     reverse_items(l);
     return NULL;
 }
 
-hr_err *str_split(rt *r, const tv *s, const tv *sep, int64_t maxsplit, int from_right, tv **out) {
-    tv *l = tv_list(r->a, 0, 0);
-    if (!l) return rt_nomem(r);
+hr_err *hr_str_split(rt *r, const tv *s, const tv *sep, int64_t maxsplit, int from_right, tv **out) {
+    tv *l = hr_tv_list(r->a, 0, 0);
+    if (!l) return hr_rt_nomem(r);
     *out = l;
     if (!sep || sep->k == V_NONE) return split_ws(r, s, maxsplit, from_right, l);
-    HR_TRY(need_str(sep, "split"));
+    HR_TRY(hr_need_str(sep, "split"));
     return split_sep(r, s, sep, maxsplit, from_right, l);
 }
 
-hr_err *str_replace(rt *r, const tv *s, const tv *old, const tv *new_, int64_t count, tv **out) {
-    HR_TRY(need_str(old, "replace"));
-    HR_TRY(need_str(new_, "replace"));
+hr_err *hr_str_replace(rt *r, const tv *s, const tv *old, const tv *new_, int64_t count, tv **out) {
+    HR_TRY(hr_need_str(old, "replace"));
+    HR_TRY(hr_need_str(new_, "replace"));
     tsb b = {0};
     const char *p = s->str.s, *end = p + s->str.n;
     int64_t done = 0;
     if (old->str.n == 0) { /* Python inserts `new` between every character */
         size_t i = 0;
         while (count < 0 || done < count) {
-            tsb_put(&b, new_->str.s, new_->str.n);
+            hr_tsb_put(&b, new_->str.s, new_->str.n);
             done++;
             if (i >= s->str.n) break;
             size_t q = i;
-            utf8_next(s->str.s, s->str.n, &q);
-            tsb_put(&b, s->str.s + i, q - i);
+            hr_tpl_utf8_next(s->str.s, s->str.n, &q);
+            hr_tsb_put(&b, s->str.s + i, q - i);
             i = q;
         }
         p = s->str.s + i;
     } else {
         const char *m;
         while ((count < 0 || done < count) && (m = memmem(p, (size_t)(end - p), old->str.s, old->str.n))) {
-            tsb_put(&b, p, (size_t)(m - p));
-            tsb_put(&b, new_->str.s, new_->str.n);
+            hr_tsb_put(&b, p, (size_t)(m - p));
+            hr_tsb_put(&b, new_->str.s, new_->str.n);
             p = m + old->str.n;
             done++;
         }
     }
-    tsb_put(&b, p, (size_t)(end - p));
-    if (b.full) return tsb_free(&b), rt_nomem(r);
-    *out = tv_strn(r->a, b.p ? b.p : "", b.n);
-    tsb_free(&b);
-    return *out ? NULL : rt_nomem(r);
+    hr_tsb_put(&b, p, (size_t)(end - p));
+    if (b.full) return hr_tsb_free(&b), hr_rt_nomem(r);
+    *out = hr_tv_strn(r->a, b.p ? b.p : "", b.n);
+    hr_tsb_free(&b);
+    return *out ? NULL : hr_rt_nomem(r);
 }
 
-size_t str_count(const tv *s, const tv *sub) {
-    if (sub->str.n == 0) return utf8_len(s->str.s, s->str.n) + 1;
+size_t hr_str_count(const tv *s, const tv *sub) {
+    if (sub->str.n == 0) return hr_tpl_utf8_len(s->str.s, s->str.n) + 1;
     size_t c = 0;
     const char *p = s->str.s, *end = p + s->str.n, *m;
     while ((m = memmem(p, (size_t)(end - p), sub->str.s, sub->str.n))) c++, p = m + sub->str.n;
     return c;
 }
 
-int64_t str_find(const tv *s, const tv *sub, int last) {
+int64_t hr_str_find(const tv *s, const tv *sub, int last) {
     const char *m = last ? find_last(s->str.s, s->str.n, sub->str.s, sub->str.n)
                          : memmem(s->str.s, s->str.n, sub->str.s, sub->str.n);
     if (!m && sub->str.n == 0) m = last ? s->str.s + s->str.n : s->str.s;
-    return m ? (int64_t)utf8_len(s->str.s, (size_t)(m - s->str.s)) : -1;
+    return m ? (int64_t)hr_tpl_utf8_len(s->str.s, (size_t)(m - s->str.s)) : -1;
 }

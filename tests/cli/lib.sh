@@ -17,7 +17,7 @@ expect_rc() {
   if [ -n "$pat" ] && ! echo "$out" | grep -qE -- "$pat"; then
     fail "$name" "output lacks /$pat/: $(echo "$out" | tail -3)"; return
   fi
-  if echo "$out" | grep -qE "AddressSanitizer|runtime error:|LeakSanitizer"; then
+  if echo "$out" | grep -qE "AddressSanitizer|runtime error:|LeakSanitizer|ThreadSanitizer"; then
     fail "$name" "sanitizer report: $(echo "$out" | grep -E 'Sanitizer|runtime error' | head -2)"; return
   fi
   pass "$name"

@@ -2,8 +2,10 @@
 # through the proxy equal direct ones and stream in pieces; kill -9 and SIGSTOP of the
 # engine child mid-work (error events, restart, /health answering throughout); a request
 # that cannot reach the child retried on the next; 64 streams with disconnects leave no
-# fd in the parent and nothing active in the child; a crash loop shows as failed with its
-# reason while the parent idles; SIGTERM removes the child and the runtime directory.
+# fd in the parent and nothing active in the child; the public listener enforces the
+# engine server's limits (early 401/413, request deadline, per-address limit); a crash
+# loop shows as failed with its reason while the parent idles; a child stuck in its load
+# is killed at --load-timeout; SIGTERM removes the child and the runtime directory.
 . "$(dirname "$0")/lib.sh"
 B=$S/fixtures/models/brown-llama-8m
 C=tests/server/isolate_client.py
@@ -49,6 +51,14 @@ expect_rc sigterm_child_gone 1 "" kill -0 "$CHILD"
 expect_rc sigterm_rundir_gone 1 "" test -e "$RUNDIR"
 kill -TERM "$DPID"; wait "$DPID"
 
+# the engine server's limits on the parent's public listener
+isolate_start "$T/limits.log" serve --model "$B" --port 0 $ARGS --isolate --api-key sekret \
+  --max-body-mb 1 --max-connections-per-ip 4 --request-timeout 2
+python3 "$C" limits "$PORT" > "$T/limits.out" 2>&1
+report limits_script "$T/limits.out"
+expect_rc limits_deadline_logged 0 "did not arrive within 2 s \(--request-timeout\)" cat "$T/limits.log"
+kill -TERM "$PID"; wait "$PID"
+
 # SIGTERM while a stream runs: the child's graceful shutdown ends it, through the proxy
 isolate_start "$T/term.log" serve --model "$B" --port 0 $ARGS --isolate --shutdown-grace 0
 python3 "$C" term "$PORT" "$PID" > "$T/term.out" 2>&1
@@ -79,6 +89,29 @@ for _ in $(seq 40); do kill -0 "$CHILD" 2>/dev/null || break; sleep 0.05; done
 expect_rc parent_killed_child_gone 1 "" kill -0 "$CHILD"
 rm -rf "$RUNDIR"
 
+# a child stuck in its load (the test hook sleeps before it loads) is killed at
+# --load-timeout and restarted, as a crash; requests meanwhile get the not-ready 503
+HEARTH_TEST_CHILD_LOAD_DELAY_S=600 "$H" serve --model "$B" --port 0 $ARGS --isolate \
+  --load-timeout 1 2>"$T/load.log" &
+LPID=$!
+for _ in $(seq 100); do grep -qs "restarting in" "$T/load.log" && break; sleep 0.1; done
+LTPORT=$(sed -n 's|.*listening on http://[^:]*:\([0-9]*\).*|\1|p' "$T/load.log")
+expect_rc load_timeout_logged 0 "was not ready within 1 s \(--load-timeout\): killing it" cat "$T/load.log"
+expect_rc load_timeout_restarts 0 "restarting in 0.5 s" cat "$T/load.log"
+expect_rc load_timeout_health 0 '"reason":"engine child was killed by signal 9 \(SIGKILL\) after [0-9.]+ s: it was not ready within 1 s' \
+  curl -s "http://127.0.0.1:$LTPORT/health"
+expect_rc load_timeout_503 0 'not ready \(restarting\).*--load-timeout.*"code":503' \
+  curl -s "http://127.0.0.1:$LTPORT/v1/completions" -d '{"prompt": "hi"}'
+kill -TERM $LPID; wait $LPID; rc=$?
+expect_rc load_timeout_sigterm 0 "" test "$rc" = 0
+# without the flag the same slow child is waited for (the default is 600 s)
+HEARTH_TEST_CHILD_LOAD_DELAY_S=2 "$H" serve --model "$B" --port 0 $ARGS --isolate 2>"$T/load2.log" &
+LPID=$!
+for _ in $(seq 100); do grep -q "ready on" "$T/load2.log" && break; sleep 0.1; done
+expect_rc load_slow_ready 0 "ready on" cat "$T/load2.log"
+expect_rc load_slow_not_killed 1 "" grep -q "killing it" "$T/load2.log"
+kill -TERM $LPID; wait $LPID
+
 # the crash loop: failed after 5 quick exits (0.5 + 1 + 2 + 4 s of backoff), with the reason
 LPORT=$(sed -n 's|.*listening on http://[^:]*:\([0-9]*\).*|\1|p' "$T/loop.log")
 for _ in $(seq 150); do
@@ -94,10 +127,11 @@ expect_rc loop_logged 0 "crash loop \(5 quick exits in a row\)" cat "$T/loop.log
 kill -TERM $LOOP; wait $LOOP; rc=$?
 expect_rc loop_sigterm 0 "" test "$rc" = 0
 
-expect_rc no_sanitizer_reports 1 "" grep -qE "AddressSanitizer|runtime error|LeakSanitizer" \
-  "$T/iso.log" "$T/loop.log" "$T/direct.log" "$T/term.log"
+expect_rc no_sanitizer_reports 1 "" grep -qE "AddressSanitizer|runtime error|LeakSanitizer|ThreadSanitizer" \
+  "$T/iso.log" "$T/loop.log" "$T/direct.log" "$T/term.log" "$T/load.log" "$T/limits.log"
 
 # bad input
+expect_rc bad_load_timeout 2 "--load-timeout must be 0..86400" "$H" serve --model "$B" --isolate --load-timeout -1
 expect_rc bad_probe_timeout 2 "--probe-interval and --probe-timeout must be in" "$H" serve --model "$B" --isolate --probe-timeout 0
 expect_rc isolate_and_socket 2 "do not go together" "$H" serve --model "$B" --isolate --unix-socket "$T/s"
 expect_rc help_hides_socket 1 "" sh -c "$H serve --help | grep -q unix-socket"

@@ -1,10 +1,12 @@
-/* base/: errors, files (mmap, atomic write, bounded reads), the thread pool, dtype conversions. */
+/* base/: errors, files (mmap, atomic write, bounded reads), the thread pool, dtype
+ * conversions, JSON field readers. */
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/err.h"
 #include "base/file.h"
+#include "base/json.h"
 #include "base/pool.h"
 #include "harness.h"
 #include "tensor/dtype.h"
@@ -124,6 +126,29 @@ static void test_half_conversions(void) {
     HR_CHECK(hr_f32_to_bf16(1.00390625f) == 0x3f80, "ties to even");
 }
 
+/* A whole real is taken as an integer only when an int64 holds it (fuzz_config found
+ * "hidden_size": 2e56, whose conversion to int64 was undefined behaviour). */
+static void test_json_int(void) {
+    static const struct {
+        const char *json;
+        int ok;
+        int64_t want;
+    } cases[] = {{"{\"n\": 7}", 1, 7},       {"{\"n\": 7.0}", 1, 7},
+                 {"{\"n\": -3e3}", 1, -3000}, {"{\"n\": 7.5}", 0, 0},
+                 {"{\"n\": 2e56}", 0, 0},     {"{\"n\": -2e56}", 0, 0},
+                 {"{\"n\": 9.3e18}", 0, 0},   {"{\"n\": -9.223372036854775808e18}", 1, INT64_MIN},
+                 {"{\"n\": null}", 1, 42},    {"{}", 1, 42}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        json_t *j = json_loads(cases[i].json, 0, NULL);
+        int64_t v = 0;
+        hr_err *e = hr_json_int(j, "n", 42, "test", &v);
+        HR_CHECK((e == NULL) == cases[i].ok, "%s: %s", cases[i].json, e ? hr_err_msg(e) : "accepted");
+        HR_CHECK(!cases[i].ok || v == cases[i].want, "%s: got %lld", cases[i].json, (long long)v);
+        hr_err_free(e);
+        json_decref(j);
+    }
+}
+
 int main(void) {
     HR_RUN(test_err_wrap);
     HR_RUN(test_atomic_write_and_mmap);
@@ -131,5 +156,6 @@ int main(void) {
     HR_RUN(test_pool);
     HR_RUN(test_split_range);
     HR_RUN(test_half_conversions);
+    HR_RUN(test_json_int);
     return hr_test_summary();
 }
