@@ -17,7 +17,8 @@
 static int bench_ctx(hr_model *m, int ctx, int n_gen, int runs, double gbs) {
     const hr_model_config *c = hr_model_cfg(m);
     int32_t *prompt = malloc(sizeof(int32_t) * (size_t)ctx);
-    for (int i = 0; i < ctx; i++) prompt[i] = (int32_t)((i * 7919 + 13) % c->vocab);
+    for (int i = 0; i < ctx; i++)
+        prompt[i] = (int32_t)((i * 7919 + 13) % c->vocab);
     double dec[16], pre[16];
     for (int r = 0; r < runs; r++) {
         hr_gen_request req = {prompt, ctx, n_gen, {.top_p = 1}, NULL, 0, 256};
@@ -39,15 +40,18 @@ static int bench_ctx(hr_model *m, int ctx, int n_gen, int runs, double gbs) {
     double kv = (double)(ctx + n_gen / 2) * (double)hr_kv_token_bytes(&shape);
     double bytes = (double)hr_model_weight_bytes(m) + kv;
     double roof = gbs * 1e9 / bytes;
-    printf("ctx %5d | decode %6.2f tok/s (%.2f..%.2f) | roofline %6.2f tok/s | %5.1f%% | prefill %7.1f tok/s\n",
-           ctx, dec[runs / 2], dec[0], dec[runs - 1], roof, 100 * dec[runs / 2] / roof, pre[runs / 2]);
+    printf("ctx %5d | decode %6.2f tok/s (%.2f..%.2f) | roofline %6.2f tok/s | %5.1f%% | prefill "
+           "%7.1f tok/s\n",
+           ctx, dec[runs / 2], dec[0], dec[runs - 1], roof, 100 * dec[runs / 2] / roof,
+           pre[runs / 2]);
     free(prompt);
     return 0;
 }
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_decode MODEL [threads] [runs] [contexts] [kv_dtype] [f32|bf16]\n");
+        fprintf(stderr,
+                "usage: bench_decode MODEL [threads] [runs] [contexts] [kv_dtype] [f32|bf16]\n");
         return 2;
     }
     int threads = argc > 2 ? atoi(argv[2]) : 2, runs = argc > 3 ? atoi(argv[3]) : 3;
@@ -62,7 +66,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench: kv_dtype must be f32, bf16, f16 or q8_0\n");
         return 2;
     }
-    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = threads, .compute_bf16 = bf16}, &be);
+    hr_err *err =
+        hr_backend_cpu_create(&(hr_cpu_options){.n_threads = threads, .compute_bf16 = bf16}, &be);
     if (!err) err = hr_model_load(argv[1], be, &m);
     if (!err) hr_model_set_kv_dtype(m, hr_kv_type_dtype(kv));
     if (err) {

@@ -26,9 +26,17 @@ static double run(int T, int chunked, float *q, float *k, float *v, float *g, fl
         uint64_t t0 = hr_now_ns();
         for (int hd = 0; hd < HEADS; hd++) {
             size_t o = (size_t)hd * T;
-            hr_delta_head h = {.T = T, .dk = DK, .dv = DV, .q = q + o * DK, .k = k + o * DK,
-                               .v = v + hd * DV, .v_ld = HEADS * DV, .g = g + o, .beta = beta + o,
-                               .out = out + hd * DV, .out_ld = HEADS * DV};
+            hr_delta_head h = {.T = T,
+                               .dk = DK,
+                               .dv = DV,
+                               .q = q + o * DK,
+                               .k = k + o * DK,
+                               .v = v + hd * DV,
+                               .v_ld = HEADS * DV,
+                               .g = g + o,
+                               .beta = beta + o,
+                               .out = out + hd * DV,
+                               .out_ld = HEADS * DV};
             float *Sh = S + (size_t)hd * DK * DV;
             if (chunked)
                 hr_delta_chunked(&h, Sh, scr);

@@ -28,7 +28,8 @@ static void run_once(const mm_bench *b, int T) {
     switch (b->path) {
     case PATH_F32: b->k->mm_bf16(b->y, b->N, b->x, b->K, b->w, b->K, T, 0, b->N); break;
     case PATH_BX:
-        for (long i = 0; i < (long)T * b->K; i++) b->scratch[i] = hr_f32_to_bf16(b->x[i]);
+        for (long i = 0; i < (long)T * b->K; i++)
+            b->scratch[i] = hr_f32_to_bf16(b->x[i]);
         hr_cpu_kernels_avx512.mm_bx(b->y, b->N, b->scratch, b->K, b->w, b->K, T, 0, b->N);
         break;
     case PATH_AMX:
@@ -59,11 +60,15 @@ int main(int argc, char **argv) {
     int Ts[] = {1, 4, 8, 16, 64, 256};
     enum { NT = sizeof Ts / sizeof Ts[0], TMAX = 256 };
     uint16_t *w = malloc(sizeof(uint16_t) * (size_t)N * K);
-    float *x = malloc(sizeof(float) * TMAX * (size_t)K), *y = malloc(sizeof(float) * TMAX * (size_t)N);
-    uint16_t *xp = malloc(sizeof(uint16_t) * (size_t)hr_amx_pack_elems(TMAX, K) + sizeof(uint16_t) * TMAX * (size_t)K);
+    float *x = malloc(sizeof(float) * TMAX * (size_t)K),
+          *y = malloc(sizeof(float) * TMAX * (size_t)N);
+    uint16_t *xp = malloc(sizeof(uint16_t) * (size_t)hr_amx_pack_elems(TMAX, K) +
+                          sizeof(uint16_t) * TMAX * (size_t)K);
     if (!w || !x || !y || !xp) return 1;
-    for (long i = 0; i < (long)N * K; i++) w[i] = hr_f32_to_bf16((float)((i * 7919) % 1000) / 1000.0f - 0.5f);
-    for (long i = 0; i < (long)TMAX * K; i++) x[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
+    for (long i = 0; i < (long)N * K; i++)
+        w[i] = hr_f32_to_bf16((float)((i * 7919) % 1000) / 1000.0f - 0.5f);
+    for (long i = 0; i < (long)TMAX * K; i++)
+        x[i] = (float)((i * 104729) % 1000) / 1000.0f - 0.5f;
     printf("bf16 matmul, N=%d K=%d, one thread\n", N, K);
     mm_bench b = {PATH_F32, &hr_cpu_kernels_avx2, xp, y, x, w, N, K};
     if (hr_cpu()->level >= HR_CPU_AVX2) report("avx2", &b, Ts, NT);

@@ -15,7 +15,7 @@
 enum { LAYERS = 28, HIDDEN = 1024, VOCAB = 151936, PREFILL_T = 64 };
 static const long shapes[7][2] = {{2048, HIDDEN}, {1024, HIDDEN}, {1024, HIDDEN}, {HIDDEN, 2048},
                                   {3072, HIDDEN}, {3072, HIDDEN}, {HIDDEN, 3072}};
-static const hr_dtype types[] = {HR_BF16, HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0, HR_Q5_1, HR_Q2_K,
+static const hr_dtype types[] = {HR_BF16, HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0,   HR_Q5_1,  HR_Q2_K,
                                  HR_Q3_K, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_NL, HR_IQ4_XS};
 
 static unsigned rng = 1;
@@ -29,7 +29,8 @@ static void *random_tensor(hr_dtype t, long N, long K, hr_tensor *host) {
     size_t bytes = hr_dtype_bytes(t, N * K);
     uint8_t *p = malloc(bytes);
     if (!p) return NULL;
-    for (size_t i = 0; i < bytes; i++) p[i] = rnd();
+    for (size_t i = 0; i < bytes; i++)
+        p[i] = rnd();
     for (size_t i = 0; i + 1 < bytes; i += 2)
         if (t == HR_BF16 || (p[i] & 1)) p[i + 1] = t == HR_BF16 ? 0x3c : (p[i + 1] & 0x83) | 0x20;
     *host = (hr_tensor){.data = p, .dtype = t, .ndim = 2, .shape = {N, K}};
@@ -57,16 +58,20 @@ static hr_err *bench_type(hr_backend *be, hr_dtype t, double bw) {
         for (int m = 0; m < 7 && !e; m++, n++)
             e = upload(be, t, shapes[m][0], shapes[m][1], &w[n], &host[n]);
     if (!e) e = upload(be, t, VOCAB, HIDDEN, &w[n], &host[n]), n++;
-    float *x = malloc(sizeof(float) * PREFILL_T * 3072), *y = malloc(sizeof(float) * PREFILL_T * VOCAB);
+    float *x = malloc(sizeof(float) * PREFILL_T * 3072),
+          *y = malloc(sizeof(float) * PREFILL_T * VOCAB);
     if (!e && (!x || !y)) e = hr_err_oom();
     if (!e) {
-        for (int i = 0; i < PREFILL_T * 3072; i++) x[i] = (float)(rnd() - 128) / 128.0f;
+        for (int i = 0; i < PREFILL_T * 3072; i++)
+            x[i] = (float)(rnd() - 128) / 128.0f;
         size_t bytes = 0;
-        for (int i = 0; i < n; i++) bytes += hr_tensor_bytes(&w[i]);
+        for (int i = 0; i < n; i++)
+            bytes += hr_tensor_bytes(&w[i]);
         double dt[5], pt[5];
         for (int r = 0; r < 5; r++) {
             uint64_t t0 = hr_now_ns();
-            for (int i = 0; i < n; i++) be->vt->matmul(be, y, x, &w[i], NULL, 1);
+            for (int i = 0; i < n; i++)
+                be->vt->matmul(be, y, x, &w[i], NULL, 1);
             dt[r] = (double)(hr_now_ns() - t0) * 1e-9;
             t0 = hr_now_ns();
             be->vt->matmul(be, y, x, &w[4], NULL, PREFILL_T);
@@ -74,9 +79,13 @@ static hr_err *bench_type(hr_backend *be, hr_dtype t, double bw) {
         }
         double d = median5(dt), p = median5(pt), gbs = (double)bytes / d * 1e-9;
         const hr_cpu_qdots *q = hr_cpu_qdots_get();
-        printf("%-7s %-6s %7.1f MB %8.2f ms %6.1f GB/s %5.0f%% of read bw %7.1f tok/s | T=%d %6.1f GFLOP/s\n",
-               hr_dtype_name(t), t == HR_BF16 ? "f32" : q->dot[t] ? "q8" : "dequant", (double)bytes * 1e-6,
-               d * 1e3, gbs, 100.0 * gbs / bw, 1.0 / d, PREFILL_T,
+        printf("%-7s %-6s %7.1f MB %8.2f ms %6.1f GB/s %5.0f%% of read bw %7.1f tok/s | T=%d %6.1f "
+               "GFLOP/s\n",
+               hr_dtype_name(t),
+               t == HR_BF16 ? "f32"
+               : q->dot[t]  ? "q8"
+                            : "dequant",
+               (double)bytes * 1e-6, d * 1e3, gbs, 100.0 * gbs / bw, 1.0 / d, PREFILL_T,
                2.0 * PREFILL_T * 3072 * HIDDEN / p * 1e-9);
     }
     for (int i = 0; i < n; i++) {
@@ -97,7 +106,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     double lo, hi, bw = bench_read_bandwidth(threads, &lo, &hi);
-    printf("qwen3-0.6b-shaped decode matmuls, %s threads, %s dots; read bandwidth %.1f GB/s (%.1f-%.1f)\n",
+    printf("qwen3-0.6b-shaped decode matmuls, %s threads, %s dots; read bandwidth %.1f GB/s "
+           "(%.1f-%.1f)\n",
            threads > 0 ? argv[1] : "all", hr_cpu_qdots_get()->name, bw, lo, hi);
     for (size_t i = 0; i < sizeof types / sizeof *types && !e; i++) {
         if (argc > 2 && !strstr(argv[2], hr_dtype_name(types[i]))) continue;

@@ -60,9 +60,7 @@ static void english(hr_buf *b) {
     repeat_to(b, 8 << 20);
 }
 
-static double now_s(void) {
-    return (double)hr_now_ns() / 1e9;
-}
+static double now_s(void) { return (double)hr_now_ns() / 1e9; }
 
 static double encode_mbs(hr_tokenizer *tok, const hr_buf *text) {
     double best = 0;

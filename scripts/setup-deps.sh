@@ -2,7 +2,7 @@
 # Installs the Debian packages hearth builds against, when run as root and any is missing.
 # Tools that may come from outside Debian (node, npm) are checked as commands instead.
 set -euo pipefail
-PKGS="cmake make gcc g++ clang pkg-config libjansson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev python3"
+PKGS="cmake make gcc g++ clang clang-format pkg-config libjansson-dev libpcre2-dev libutf8proc-dev libmicrohttpd-dev python3"
 missing=""
 for p in $PKGS; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

@@ -12,42 +12,45 @@
 static int hr_t_passed, hr_t_failed, hr_t_cur_failed;
 static const char *hr_t_cur;
 
-#define HR_CHECK(cond, ...)                                                                 \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            if (!hr_t_cur_failed) printf("FAIL %s: ", hr_t_cur);                            \
-            else printf("     %s: ", hr_t_cur);                                             \
-            printf("%s:%d: ", __FILE__, __LINE__);                                          \
-            printf(__VA_ARGS__);                                                            \
-            printf("\n");                                                                   \
-            hr_t_cur_failed = 1;                                                            \
-            return;                                                                         \
-        }                                                                                   \
+#define HR_CHECK(cond, ...)                                                                        \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            if (!hr_t_cur_failed)                                                                  \
+                printf("FAIL %s: ", hr_t_cur);                                                     \
+            else                                                                                   \
+                printf("     %s: ", hr_t_cur);                                                     \
+            printf("%s:%d: ", __FILE__, __LINE__);                                                 \
+            printf(__VA_ARGS__);                                                                   \
+            printf("\n");                                                                          \
+            hr_t_cur_failed = 1;                                                                   \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
 
 /* Checks an hr_err * is NULL, printing and freeing it otherwise. */
-#define HR_CHECK_OK(expr)                                                                   \
-    do {                                                                                    \
-        hr_err *hr_t_e = (expr);                                                            \
-        if (hr_t_e) {                                                                       \
-            printf("FAIL %s: %s:%d: %s\n", hr_t_cur, __FILE__, __LINE__, hr_err_msg(hr_t_e)); \
-            hr_err_free(hr_t_e);                                                            \
-            hr_t_cur_failed = 1;                                                            \
-            return;                                                                         \
-        }                                                                                   \
+#define HR_CHECK_OK(expr)                                                                          \
+    do {                                                                                           \
+        hr_err *hr_t_e = (expr);                                                                   \
+        if (hr_t_e) {                                                                              \
+            printf("FAIL %s: %s:%d: %s\n", hr_t_cur, __FILE__, __LINE__, hr_err_msg(hr_t_e));      \
+            hr_err_free(hr_t_e);                                                                   \
+            hr_t_cur_failed = 1;                                                                   \
+            return;                                                                                \
+        }                                                                                          \
     } while (0)
 
-#define HR_RUN(fn)                                                                          \
-    do {                                                                                    \
-        hr_t_cur = #fn;                                                                     \
-        hr_t_cur_failed = 0;                                                                \
-        fn();                                                                               \
-        if (hr_t_cur_failed) hr_t_failed++;                                                 \
-        else {                                                                              \
-            hr_t_passed++;                                                                  \
-            printf("ok %s\n", #fn);                                                         \
-        }                                                                                   \
-        fflush(stdout);                                                                     \
+#define HR_RUN(fn)                                                                                 \
+    do {                                                                                           \
+        hr_t_cur = #fn;                                                                            \
+        hr_t_cur_failed = 0;                                                                       \
+        fn();                                                                                      \
+        if (hr_t_cur_failed)                                                                       \
+            hr_t_failed++;                                                                         \
+        else {                                                                                     \
+            hr_t_passed++;                                                                         \
+            printf("ok %s\n", #fn);                                                                \
+        }                                                                                          \
+        fflush(stdout);                                                                            \
     } while (0)
 
 static inline int hr_test_summary(void) {

@@ -58,10 +58,10 @@ typedef struct {
     size_t snapshot_memory; /* bytes for state snapshots (0: as much as the state slots) */
     int snapshot_interval;  /* blocks between snapshots (0: 256 positions' worth) */
     /* the prefix cache's SSD tier (docs/ssd-cache.md; dense models) */
-    const char *ssd_cache;  /* directory of block files (NULL: no tier) */
-    size_t ssd_cache_max;   /* bytes of files in it at most (0: 32 GiB) */
-    int ssd_cache_verify;   /* check every tensor's checksum on restore */
-    size_t ssd_queue;       /* bytes of evicted blocks waiting for the disk (0: 256 MiB) */
+    const char *ssd_cache; /* directory of block files (NULL: no tier) */
+    size_t ssd_cache_max;  /* bytes of files in it at most (0: 32 GiB) */
+    int ssd_cache_verify;  /* check every tensor's checksum on restore */
+    size_t ssd_queue;      /* bytes of evicted blocks waiting for the disk (0: 256 MiB) */
 } hr_engine_options;
 
 /* Loads dir (config.json, safetensors, and tokenizer/chat template when present) and
@@ -115,11 +115,11 @@ typedef struct {
     /* Sampling. A zeroed struct is greedy without penalties; a negative temperature,
      * top_p, top_k or repetition_penalty takes generation_config.json's value (greedy
      * unless it sets do_sample). */
-    float temperature; /* 0 = greedy */
-    float top_p;       /* (0, 1]; 0 treated as 1 */
-    int top_k;         /* 0 = off */
-    float min_p;       /* 0 = off */
-    float typical_p;   /* (0, 1); 0 or 1 = off, negative = generation_config's */
+    float temperature;     /* 0 = greedy */
+    float top_p;           /* (0, 1]; 0 treated as 1 */
+    int top_k;             /* 0 = off */
+    float min_p;           /* 0 = off */
+    float typical_p;       /* (0, 1); 0 or 1 = off, negative = generation_config's */
     float xtc_probability; /* XTC: chance per token of excluding the top choices; 0 = off */
     float xtc_threshold;   /* XTC: a "top choice" has at least this probability (0: 0.1) */
     uint64_t seed;
@@ -186,14 +186,14 @@ typedef struct {
     const char *device;  /* the backend the engine runs on: "cpu" or "cuda" */
     /* the SSD tier (all 0 without --ssd-cache) */
     int ssd_on;
-    long ssd_entries;          /* block files of this model */
-    long long ssd_bytes;       /* bytes of the files in the directory */
-    long ssd_hits;             /* prompts that restored blocks from disk */
-    long ssd_restores;         /* blocks restored */
-    long ssd_spills;           /* blocks written */
-    long ssd_dropped;          /* spills dropped (queue full, or writes off) */
+    long ssd_entries;           /* block files of this model */
+    long long ssd_bytes;        /* bytes of the files in the directory */
+    long ssd_hits;              /* prompts that restored blocks from disk */
+    long ssd_restores;          /* blocks restored */
+    long ssd_spills;            /* blocks written */
+    long ssd_dropped;           /* spills dropped (queue full, or writes off) */
     double ssd_last_restore_ms; /* the last prompt's prefix lookup that restored */
-    int ssd_writes_off;        /* a write failed: the tier is read-only from then */
+    int ssd_writes_off;         /* a write failed: the tier is read-only from then */
 } hr_engine_stats;
 
 void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st);

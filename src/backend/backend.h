@@ -21,11 +21,12 @@ typedef struct hr_backend hr_backend;
 /* Paged KV storage for every layer: K and V are [layer][block][kv_head][slot][head_dim],
  * where head_dim may differ per layer (each layer's region is packed at its own width). A
  * head vector is stored in dtype: F32, BF16, F16, Q8_0 or Q4_0 (GGML's blocks of 32: an f16
- * scale and 32 int8, or 16 bytes of 4-bit pairs), hr_kv_row_bytes each; which of them a backend stores: hr_backend_caps. */
+ * scale and 32 int8, or 16 bytes of 4-bit pairs), hr_kv_row_bytes each; which of them a backend
+ * stores: hr_backend_caps. */
 typedef struct {
     hr_dtype dtype;
     int n_layers, n_blocks, block_size, n_kv_heads, head_dim;
-    void *k, *v; /* device memory */
+    void *k, *v;               /* device memory */
     const int *layer_head_dim; /* (n_layers) per-layer head dims, or NULL: all head_dim */
     size_t *layer_off;         /* (n_layers) byte offset of each layer's region (kv_create) */
     /* Recurrent state of the linear-attention layers of hybrid models (docs/hybrid.md): per
@@ -146,8 +147,8 @@ typedef struct {
     void (*embed)(hr_backend *be, float *y, const hr_tensor *table, float scale);
     /* y[r] = x[r] / rms(x[r]) * (w or 1 + w), rows of length dim; y may alias x; w NULL:
      * no scale */
-    void (*rmsnorm)(hr_backend *be, float *y, const float *x, const hr_tensor *w, int rows,
-                    int dim, float eps, int one_plus);
+    void (*rmsnorm)(hr_backend *be, float *y, const float *x, const hr_tensor *w, int rows, int dim,
+                    float eps, int one_plus);
     /* Rotates the first rot_dim dims of each head (rotate-half pairing) of x[T, n_heads,
      * head_dim] in place by angle pos * inv_freq[i]; inv_freq has rot_dim/2 entries. */
     void (*rope)(hr_backend *be, float *x, int n_heads, int head_dim, int rot_dim,
@@ -193,7 +194,8 @@ typedef struct {
     void (*moe_experts)(hr_backend *be, float *y, const float *x, const int32_t *ids,
                         const float *weights, int T, int k, const hr_moe_weights *w);
     /* y[i] *= table[idx[i]] for i < n (e.g. gemma4's per-expert scale on routing weights) */
-    void (*mul_gather)(hr_backend *be, float *y, const int32_t *idx, const hr_tensor *table, long n);
+    void (*mul_gather)(hr_backend *be, float *y, const int32_t *idx, const hr_tensor *table,
+                       long n);
 
     /* --- hybrid layers --- */
     /* y[r, i] *= sigmoid(g[r * g_w + (g_w == 1 ? 0 : i)]) for rows of width w. */

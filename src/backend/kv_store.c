@@ -7,9 +7,7 @@ static int layer_hd(const hr_kv_store *kv, int l) {
     return kv->layer_head_dim ? kv->layer_head_dim[l] : kv->head_dim;
 }
 
-size_t hr_kv_row_bytes(hr_dtype dtype, int hd) {
-    return hr_dtype_bytes(dtype, hd);
-}
+size_t hr_kv_row_bytes(hr_dtype dtype, int hd) { return hr_dtype_bytes(dtype, hd); }
 
 size_t hr_kv_token_bytes(const hr_kv_store *kv) {
     size_t n = 0;
@@ -19,13 +17,15 @@ size_t hr_kv_token_bytes(const hr_kv_store *kv) {
 }
 
 size_t hr_kv_state_bytes(const hr_kv_store *kv) {
-    return (size_t)kv->n_state_layers * (size_t)(kv->conv_floats + kv->delta_floats) * sizeof(float);
+    return (size_t)kv->n_state_layers * (size_t)(kv->conv_floats + kv->delta_floats) *
+           sizeof(float);
 }
 
 size_t hr_kv_store_bytes(const hr_kv_store *kv) {
     size_t positions = (size_t)kv->n_blocks * (size_t)kv->block_size;
     size_t states = (size_t)kv->n_state_slots + (size_t)kv->n_snapshots;
-    return positions * hr_kv_token_bytes(kv) + (kv->n_state_layers ? states : 0) * hr_kv_state_bytes(kv);
+    return positions * hr_kv_token_bytes(kv) +
+           (kv->n_state_layers ? states : 0) * hr_kv_state_bytes(kv);
 }
 
 hr_err *hr_kv_dtype_check(const hr_kv_store *kv) {

@@ -31,14 +31,14 @@ typedef struct {
 
 /* One logit row's request. */
 typedef struct {
-    double u;            /* the draw, uniform in [0, 1) from the request's generator (DRAW) */
-    int32_t mode;        /* HR_SAMPLE_* */
-    float temperature;   /* > 0 for DRAW */
-    float top_p, min_p;  /* 1 / 0 = off */
-    int32_t top_k;       /* 0 = off */
-    int32_t logprob;     /* 1: the chosen token's logprob is wanted */
-    int32_t n_top;       /* top logprobs wanted, 0..HR_SAMPLE_MAX_TOP */
-    int32_t edit_start;  /* this row's edits: edits[edit_start .. edit_start + n_edits) */
+    double u;           /* the draw, uniform in [0, 1) from the request's generator (DRAW) */
+    int32_t mode;       /* HR_SAMPLE_* */
+    float temperature;  /* > 0 for DRAW */
+    float top_p, min_p; /* 1 / 0 = off */
+    int32_t top_k;      /* 0 = off */
+    int32_t logprob;    /* 1: the chosen token's logprob is wanted */
+    int32_t n_top;      /* top logprobs wanted, 0..HR_SAMPLE_MAX_TOP */
+    int32_t edit_start; /* this row's edits: edits[edit_start .. edit_start + n_edits) */
     int32_t n_edits;
     int32_t pad;
 } hr_sample_row;
@@ -46,8 +46,8 @@ typedef struct {
 /* A step's sampling parameters, one row per logit row in order. */
 typedef struct {
     int n_rows, n_edits;
-    const hr_sample_row *rows;   /* [n_rows] */
-    const hr_logit_edit *edits;  /* [n_edits] */
+    const hr_sample_row *rows;  /* [n_rows] */
+    const hr_logit_edit *edits; /* [n_edits] */
 } hr_sample_step;
 
 /* One row's result. id -1: the op did not decide (HOST rows, and fallbacks: a sorted prefix

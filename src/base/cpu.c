@@ -20,11 +20,9 @@ static int has_amx_bf16(void) {
 
 /* The features that ride on the AVX-512 level. */
 static void set_extras(void) {
-    features.avx512bf16 =
-        features.level == HR_CPU_AVX512 && __builtin_cpu_supports("avx512bf16");
+    features.avx512bf16 = features.level == HR_CPU_AVX512 && __builtin_cpu_supports("avx512bf16");
     features.amx = features.avx512bf16 && amx_allowed && has_amx_bf16();
-    features.avx512vnni =
-        features.level == HR_CPU_AVX512 && __builtin_cpu_supports("avx512vnni");
+    features.avx512vnni = features.level == HR_CPU_AVX512 && __builtin_cpu_supports("avx512vnni");
 }
 
 static void detect(void) {
@@ -38,8 +36,10 @@ static void detect(void) {
         hw_level = HR_CPU_AVX512;
     features.level = hw_level;
     const char *cap = getenv("HEARTH_CPU");
-    if (cap && strcmp(cap, "generic") == 0) features.level = HR_CPU_GENERIC;
-    else if (cap && strcmp(cap, "avx2") == 0 && hw_level >= HR_CPU_AVX2) features.level = HR_CPU_AVX2;
+    if (cap && strcmp(cap, "generic") == 0)
+        features.level = HR_CPU_GENERIC;
+    else if (cap && strcmp(cap, "avx2") == 0 && hw_level >= HR_CPU_AVX2)
+        features.level = HR_CPU_AVX2;
     amx_allowed = !cap || strcmp(cap, "avx512");
     set_extras();
     detected = 1;

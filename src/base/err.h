@@ -41,10 +41,10 @@ hr_err_code hr_err_code_of(const hr_err *err);
 hr_err *hr_err_oom(void);
 
 /* Evaluates expr (an hr_err *); on error returns it from the current function. */
-#define HR_TRY(expr)                                                                        \
-    do {                                                                                    \
-        hr_err *hr_try_err_ = (expr);                                                       \
-        if (hr_try_err_) return hr_try_err_;                                                \
+#define HR_TRY(expr)                                                                               \
+    do {                                                                                           \
+        hr_err *hr_try_err_ = (expr);                                                              \
+        if (hr_try_err_) return hr_try_err_;                                                       \
     } while (0)
 
 #endif

@@ -95,8 +95,10 @@ hr_err *hr_read_file_max(const char *path, size_t max, char **out, size_t *out_l
     if (fd < 0) return hr_errf("%s: %s", path, strerror(errno));
     struct stat st;
     hr_err *e = NULL;
-    if (fstat(fd, &st) != 0) e = hr_errf("%s: %s", path, strerror(errno));
-    else if (!S_ISREG(st.st_mode)) e = hr_errf("%s: not a regular file", path);
+    if (fstat(fd, &st) != 0)
+        e = hr_errf("%s: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        e = hr_errf("%s: not a regular file", path);
     else if ((uint64_t)st.st_size > max)
         e = hr_errf("%s: %lld bytes, over the limit of %zu for this file", path,
                     (long long)st.st_size, max);
@@ -158,8 +160,10 @@ hr_err *hr_atomic_commit(hr_atomic_file *f) {
     f->fd = -1;
     if (!err && rename(f->tmp_path, f->path) != 0)
         err = hr_errf("%s: rename: %s", f->path, strerror(errno));
-    if (err) unlink(f->tmp_path);
-    else fsync_dir_of(f->path);
+    if (err)
+        unlink(f->tmp_path);
+    else
+        fsync_dir_of(f->path);
     free(f->path);
     free(f->tmp_path);
     f->path = f->tmp_path = NULL;
@@ -216,7 +220,8 @@ hr_err *hr_mkdir_p(const char *path) {
         *p = '/';
     }
     hr_err *e = NULL;
-    if (mkdir(copy, 0755) != 0 && errno != EEXIST) e = hr_errf("%s: mkdir: %s", copy, strerror(errno));
+    if (mkdir(copy, 0755) != 0 && errno != EEXIST)
+        e = hr_errf("%s: mkdir: %s", copy, strerror(errno));
     free(copy);
     return e;
 }

@@ -69,18 +69,19 @@ static const json_t *get(const json_t *obj, const char *key) {
 
 /* A real that is a whole number an int64 holds (2.0e56 is whole but not one: converting
  * it would be undefined). */
-static int whole_int64(double r) {
-    return r >= -0x1p63 && r < 0x1p63 && r == (double)(int64_t)r;
-}
+static int whole_int64(double r) { return r >= -0x1p63 && r < 0x1p63 && r == (double)(int64_t)r; }
 
-hr_err *hr_json_int(const json_t *obj, const char *key, int64_t def, const char *what, int64_t *out) {
+hr_err *hr_json_int(const json_t *obj, const char *key, int64_t def, const char *what,
+                    int64_t *out) {
     const json_t *v = get(obj, key);
     *out = def;
     if (!v) return NULL;
-    if (json_is_integer(v)) *out = json_integer_value(v);
+    if (json_is_integer(v))
+        *out = json_integer_value(v);
     else if (json_is_real(v) && whole_int64(json_real_value(v)))
         *out = (int64_t)json_real_value(v);
-    else return hr_errf("%s: \"%s\" must be an integer", what, key);
+    else
+        return hr_errf("%s: \"%s\" must be an integer", what, key);
     return NULL;
 }
 

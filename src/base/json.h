@@ -24,7 +24,8 @@ hr_err *hr_json_reject_nul(const json_t *v);
 
 /* Getters: a missing key (or JSON null) leaves *out at `def` and succeeds; a present key
  * of the wrong type is an error naming `what` and the key. */
-hr_err *hr_json_int(const json_t *obj, const char *key, int64_t def, const char *what, int64_t *out);
+hr_err *hr_json_int(const json_t *obj, const char *key, int64_t def, const char *what,
+                    int64_t *out);
 hr_err *hr_json_num(const json_t *obj, const char *key, double def, const char *what, double *out);
 hr_err *hr_json_bool(const json_t *obj, const char *key, int def, const char *what, int *out);
 /* *out points into obj (valid while obj lives). */

@@ -29,17 +29,11 @@ int hr_log_set_format(const char *name) {
     return 0;
 }
 
-const char *hr_log_level_name(void) {
-    return level_names[hr_log_threshold];
-}
+const char *hr_log_level_name(void) { return level_names[hr_log_threshold]; }
 
-const char *hr_log_format_name(void) {
-    return log_json ? "json" : "text";
-}
+const char *hr_log_format_name(void) { return log_json ? "json" : "text"; }
 
-static int enabled(hr_log_level level) {
-    return level >= hr_log_threshold && level < HR_LOG_OFF;
-}
+static int enabled(hr_log_level level) { return level >= hr_log_threshold && level < HR_LOG_OFF; }
 
 /* "HH:MM:SS.mmm" (text) or an ISO 8601 UTC time (JSON). */
 static void stamp(char *buf, size_t cap) {

@@ -32,7 +32,8 @@ __attribute__((target("avx512f"))) static double sum512(const char *p, size_t n)
 static double sum_scalar(const char *p, size_t n) {
     const double *d = (const double *)p;
     double s = 0;
-    for (size_t i = 0; i < n / 8; i += 8) s += d[i];
+    for (size_t i = 0; i < n / 8; i += 8)
+        s += d[i];
     return s;
 }
 

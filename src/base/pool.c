@@ -104,7 +104,8 @@ void hr_pool_destroy(hr_pool *p) {
     atomic_store(&p->stop, 1);
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    for (int i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
+    for (int i = 1; i < p->n; i++)
+        pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->cv);
     free(p->threads);
@@ -130,8 +131,10 @@ void hr_pool_run(hr_pool *p, hr_pool_fn fn, void *ctx) {
     fn(ctx, 0, p->n);
     /* spin; if a worker is not running (more threads than free cores), yield to it */
     for (long i = 0; atomic_load(&p->pending) > 0; i++) {
-        if (i < 20000) cpu_relax();
-        else sched_yield();
+        if (i < 20000)
+            cpu_relax();
+        else
+            sched_yield();
     }
 }
 

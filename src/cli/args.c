@@ -14,9 +14,10 @@ static void print_usage(const char *usage, const hr_opt *opts, int n) {
     printf("%s\n\noptions:\n", usage);
     for (int i = 0; i < n; i++) {
         if (!opts[i].help) continue; /* hidden: for hearth's own use */
-        const char *arg = opts[i].kind == HR_OPT_FLAG ? "" :
-                          opts[i].kind == HR_OPT_STR ? " S" :
-                          opts[i].kind == HR_OPT_INT ? " N" : " X";
+        const char *arg = opts[i].kind == HR_OPT_FLAG  ? ""
+                          : opts[i].kind == HR_OPT_STR ? " S"
+                          : opts[i].kind == HR_OPT_INT ? " N"
+                                                       : " X";
         char left[64];
         snprintf(left, sizeof left, "--%s%s", opts[i].name, arg);
         printf("  %-22s %s\n", left, opts[i].help);
@@ -81,9 +82,12 @@ hr_err *hr_opts_parse(int argc, char **argv, const hr_opt *opts, int n_opts, con
 hr_err *hr_parse_numerics(const char *compute, const char *kv_dtype, int exact, int fast,
                           hr_numerics_req *out) {
     *out = (hr_numerics_req){HR_COMPUTE_AUTO, HR_KV_AUTO, fast && !exact};
-    if (compute && !strcmp(compute, "bf16")) out->compute = HR_COMPUTE_BF16;
-    else if (compute && !strcmp(compute, "f32")) out->compute = HR_COMPUTE_F32;
-    else if (compute) return hr_errf("--compute must be f32 or bf16, not \"%s\"", compute);
+    if (compute && !strcmp(compute, "bf16"))
+        out->compute = HR_COMPUTE_BF16;
+    else if (compute && !strcmp(compute, "f32"))
+        out->compute = HR_COMPUTE_F32;
+    else if (compute)
+        return hr_errf("--compute must be f32 or bf16, not \"%s\"", compute);
     if (kv_dtype && !(out->kv_dtype = hr_kv_type_parse(kv_dtype)))
         return hr_errf("--kv-dtype must be f32, bf16, f16, q8_0 or q4_0, not \"%s\"", kv_dtype);
     if (exact && out->compute == HR_COMPUTE_BF16)
@@ -106,12 +110,14 @@ hr_err *hr_parse_int_list(const char *s, const char *what, int **out, int *n) {
     if (!v) return hr_err_oom();
     const char *p = s;
     while (*p) {
-        while (*p == ' ' || *p == ',') p++;
+        while (*p == ' ' || *p == ',')
+            p++;
         if (!*p) break;
         char *end;
         errno = 0;
         long x = strtol(p, &end, 10);
-        if (errno || end == p || x < INT_MIN || x > INT_MAX || (*end && *end != ',' && *end != ' ')) {
+        if (errno || end == p || x < INT_MIN || x > INT_MAX ||
+            (*end && *end != ',' && *end != ' ')) {
             free(v);
             return hr_errf("%s: \"%s\" is not a comma-separated list of integers", what, s);
         }

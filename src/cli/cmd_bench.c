@@ -5,9 +5,9 @@
  * Numbers, never pass/fail; on a shared machine run it twice. */
 #include <pthread.h>
 #include <stdio.h>
-#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/clock.h"
 #include "base/membw.h"
@@ -214,15 +214,18 @@ static hr_err *bench(const bench_opts *o) {
 static hr_err *concurrencies(bench_opts *o) {
     if (!o->streams) {
         if (o->max_seqs < 0) o->max_seqs = 64;
-        if (o->max_seqs < 1 || o->max_seqs > 4096) return hr_errf("--max-seqs must be in [1, 4096]");
+        if (o->max_seqs < 1 || o->max_seqs > 4096)
+            return hr_errf("--max-seqs must be in [1, 4096]");
         o->conc = malloc(sizeof(int) * 13);
         if (!o->conc) return hr_err_oom();
-        for (int c = 1; c <= o->max_seqs; c *= 2) o->conc[o->n_conc++] = c;
+        for (int c = 1; c <= o->max_seqs; c *= 2)
+            o->conc[o->n_conc++] = c;
         return NULL;
     }
     HR_TRY(hr_parse_int_list(o->streams, "--streams", &o->conc, &o->n_conc));
     int top = 0;
-    for (int i = 0; i < o->n_conc; i++) top = o->conc[i] > top ? o->conc[i] : top;
+    for (int i = 0; i < o->n_conc; i++)
+        top = o->conc[i] > top ? o->conc[i] : top;
     if (o->max_seqs < 0) o->max_seqs = top;
     if (o->max_seqs < 1 || o->max_seqs > 4096) return hr_errf("--max-seqs must be in [1, 4096]");
     for (int i = 0; i < o->n_conc; i++)
@@ -232,13 +235,16 @@ static hr_err *concurrencies(bench_opts *o) {
 }
 
 int hr_cmd_bench(int argc, char **argv) {
-    bench_opts o = {.prefill = "128,512,2048", .threads = 0, .max_seqs = -1, .gen = 32, .context = 16};
+    bench_opts o = {
+        .prefill = "128,512,2048", .threads = 0, .max_seqs = -1, .gen = 32, .context = 16};
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model, "model directory"},
         {"device", HR_OPT_STR, &o.device, HR_DEVICE_HELP},
         {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
-        {"max-seqs", HR_OPT_INT, &o.max_seqs, "the engine's concurrency limit, and the largest measured (default 64)"},
-        {"streams", HR_OPT_STR, &o.streams, "concurrencies to measure, e.g. 1,8,64 (default 1, 2, 4, ... up to --max-seqs)"},
+        {"max-seqs", HR_OPT_INT, &o.max_seqs,
+         "the engine's concurrency limit, and the largest measured (default 64)"},
+        {"streams", HR_OPT_STR, &o.streams,
+         "concurrencies to measure, e.g. 1,8,64 (default 1, 2, 4, ... up to --max-seqs)"},
         {"gen", HR_OPT_INT, &o.gen, "tokens generated per decode request (default 32)"},
         {"context", HR_OPT_INT, &o.context, "prompt tokens of each decode request (default 16)"},
         {"temperature", HR_OPT_FLOAT, &o.temperature,
@@ -249,16 +255,17 @@ int hr_cmd_bench(int argc, char **argv) {
         {"prefill", HR_OPT_STR, &o.prefill, "prompt lengths for prefill (default 128,512,2048)"},
     };
     int help;
-    hr_err *err =
-        hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
-                      "usage: hearth bench --model DIR [--threads N] [--max-seqs S] [--streams LIST]", &help);
+    hr_err *err = hr_opts_parse(
+        argc, argv, opts, sizeof opts / sizeof *opts,
+        "usage: hearth bench --model DIR [--threads N] [--max-seqs S] [--streams LIST]", &help);
     if (err) return hr_cmd_fail("bench", err), 2;
     if (help) return 0;
     if (!o.model) return hr_cmd_fail("bench", hr_errf("--model is required")), 2;
     if ((err = hr_parse_device(o.device))) return hr_cmd_fail("bench", err), 2;
     if ((err = hr_parse_numerics(o.compute, o.kv_dtype, o.exact, 1, &o.num)))
         return hr_cmd_fail("bench", err), 2;
-    if (o.gen < 2 || o.gen > 100000) return hr_cmd_fail("bench", hr_errf("--gen must be in [2, 100000]")), 2;
+    if (o.gen < 2 || o.gen > 100000)
+        return hr_cmd_fail("bench", hr_errf("--gen must be in [2, 100000]")), 2;
     if (o.context < 1 || o.context > 1000000)
         return hr_cmd_fail("bench", hr_errf("--context must be in [1, 1000000]")), 2;
     if (!(o.temperature >= 0 && o.temperature <= 100))

@@ -315,8 +315,9 @@ int hr_cmd_bench_serve(int argc, char **argv) {
     if (!o.url == !o.engine_dir)
         return hr_cmd_fail("bench-serve", hr_errf("give exactly one of --url and --engine")), 2;
     if ((o.compute || o.kv_dtype || o.exact || o.threads || o.device) && !o.engine_dir)
-        return hr_cmd_fail("bench-serve",
-                           hr_errf("--compute, --kv-dtype, --exact, --threads and --device need --engine")),
+        return hr_cmd_fail(
+                   "bench-serve",
+                   hr_errf("--compute, --kv-dtype, --exact, --threads and --device need --engine")),
                2;
     if ((e = hr_parse_device(o.device))) return hr_cmd_fail("bench-serve", e), 2;
     if ((e = hr_parse_numerics(o.compute, o.kv_dtype, o.exact, 1, &o.num)))

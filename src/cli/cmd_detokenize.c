@@ -10,7 +10,8 @@ int hr_cmd_detokenize(int argc, char **argv) {
     const char *model = NULL, *ids_s = NULL;
     int skip = 0, help = 0;
     hr_opt opts[] = {
-        {"model", HR_OPT_STR, &model, "model or tokenizer directory (tokenizer.json), or a .gguf file"},
+        {"model", HR_OPT_STR, &model,
+         "model or tokenizer directory (tokenizer.json), or a .gguf file"},
         {"ids", HR_OPT_STR, &ids_s, "comma-separated token ids, e.g. 9707,11,1879"},
         {"skip-special", HR_OPT_FLAG, &skip, "leave special tokens out of the text"},
     };

@@ -1,8 +1,8 @@
 /* hearth fit: will a model with a context of N positions for S sequences fit this
- * machine's RAM? Reads config.json and the safetensors headers (or the GGUF header) only (the tensor data is
- * mapped, never read) and prints weight bytes, KV bytes per token (in the KV dtype serve
- * would choose, or --kv-dtype / --exact), the recurrent state of hybrid models and the
- * total, from the sizes the KV pool allocates (backend.h). */
+ * machine's RAM? Reads config.json and the safetensors headers (or the GGUF header) only (the
+ * tensor data is mapped, never read) and prints weight bytes, KV bytes per token (in the KV dtype
+ * serve would choose, or --kv-dtype / --exact), the recurrent state of hybrid models and the total,
+ * from the sizes the KV pool allocates (backend.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -11,15 +11,14 @@
 #include "model/model.h"
 #include "model/weights.h"
 
-static double gib(double b) {
-    return b / (1024.0 * 1024.0 * 1024.0);
-}
+static double gib(double b) { return b / (1024.0 * 1024.0 * 1024.0); }
 
 /* Free and total bytes of the memory the model would live in: the GPU's for CUDA (asked of a
  * backend made for the purpose), else the host's; *what names it. */
 static hr_err *memory_of(const char *device, size_t *avail, size_t *total, const char **what) {
     hr_backend *be;
-    HR_TRY(hr_backend_create(&(hr_backend_options){.device = device, .cpu = {.n_threads = 1}}, &be));
+    HR_TRY(
+        hr_backend_create(&(hr_backend_options){.device = device, .cpu = {.n_threads = 1}}, &be));
     hr_err *err = be->vt->mem_info(be, avail, total);
     *what = strcmp(be->vt->name, "cpu") ? "GPU memory" : "RAM";
     hr_backend_destroy(be);
@@ -65,10 +64,13 @@ static hr_err *fit(const char *dir, long ctx, long seqs, const hr_numerics_req *
     printf("kv total       %.0f bytes (%.2f GiB) for %ld positions x %ld sequences\n", kv, gib(kv),
            ctx, seqs);
     printf("total          %.0f bytes (%.2f GiB)\n", total, gib(total));
-    printf("%-14s %.2f GiB total, %.2f GiB available\n", !strcmp(what, "RAM") ? "machine RAM" : what,
-           gib(ram), gib(free_ram));
+    printf("%-14s %.2f GiB total, %.2f GiB available\n",
+           !strcmp(what, "RAM") ? "machine RAM" : what, gib(ram), gib(free_ram));
     printf("verdict        %s %s\n",
-           total <= free_ram ? "fits in available" : total <= ram ? "fits in total" : "does NOT fit in", what);
+           total <= free_ram ? "fits in available"
+           : total <= ram    ? "fits in total"
+                             : "does NOT fit in",
+           what);
     if (total > free_ram && total <= ram) printf("               (free memory first)\n");
     return NULL;
 }
@@ -86,8 +88,9 @@ int hr_cmd_fit(int argc, char **argv) {
         {"device", HR_OPT_STR, &device, "whose memory: " HR_DEVICE_HELP},
     };
     int help;
-    hr_err *err = hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
-                                "usage: hearth fit --model DIR --ctx N [--seqs S] [--kv-dtype T]", &help);
+    hr_err *err =
+        hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
+                      "usage: hearth fit --model DIR --ctx N [--seqs S] [--kv-dtype T]", &help);
     if (err) return hr_cmd_fail("fit", err), 2;
     if (help) return 0;
     if (!model || ctx <= 0)
@@ -95,7 +98,8 @@ int hr_cmd_fit(int argc, char **argv) {
     if (seqs <= 0 || seqs > 1000000 || ctx > 100000000)
         return hr_cmd_fail("fit", hr_errf("--ctx or --seqs out of range")), 2;
     hr_numerics_req num;
-    if ((err = hr_parse_numerics(NULL, kv_dtype, exact, 1, &num))) return hr_cmd_fail("fit", err), 2;
+    if ((err = hr_parse_numerics(NULL, kv_dtype, exact, 1, &num)))
+        return hr_cmd_fail("fit", err), 2;
     if ((err = hr_parse_device(device))) return hr_cmd_fail("fit", err), 2;
     err = fit(model, ctx, seqs, &num, device);
     return err ? hr_cmd_fail("fit", err) : 0;

@@ -11,10 +11,10 @@
 
 #include "base/clock.h"
 #include "base/file.h"
+#include "base/json.h"
 #include "cli/args.h"
 #include "cli/verbs.h"
 #include "engine/tok_open.h"
-#include "base/json.h"
 #include "grammar/grammar.h"
 #include "grammar/schema.h"
 
@@ -197,10 +197,11 @@ int hr_cmd_grammar(int argc, char **argv) {
         {"file", HR_OPT_STR, &o.file, "file whose contents to check"},
         {"bench", HR_OPT_FLAG, &o.bench, "time compile and masks (skips the reference mask check)"},
     };
-    hr_err *e = hr_opts_parse(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
-                              "usage: hearth grammar --model DIR (--regex R | --gbnf FILE | --schema FILE "
-                              "[--compact]) (--text T | --file F) [--bench]",
-                              &help);
+    hr_err *e =
+        hr_opts_parse(argc, argv, opts, (int)(sizeof opts / sizeof opts[0]),
+                      "usage: hearth grammar --model DIR (--regex R | --gbnf FILE | --schema FILE "
+                      "[--compact]) (--text T | --file F) [--bench]",
+                      &help);
     if (e) return hr_cmd_fail("grammar", e), 2;
     if (help) return 0;
     if (!o.model) return hr_cmd_fail("grammar", hr_errf("--model is required")), 2;

@@ -40,9 +40,11 @@ static hr_err *run(const char *dir, const char *tokens, const char *out, long th
     HR_TRY(hr_parse_int_list(tokens, "--tokens", &ids, &n));
     hr_opened_model om = {0};
     float *logits = NULL;
-    hr_open_options oo = {
-        .device = device, .n_threads = (int)threads, .weights_in_place = 1, .no_tokenizer = 1,
-        .numerics = *num};
+    hr_open_options oo = {.device = device,
+                          .n_threads = (int)threads,
+                          .weights_in_place = 1,
+                          .no_tokenizer = 1,
+                          .numerics = *num};
     hr_err *err = hr_model_open(dir, &oo, &om);
     hr_model *m = om.model;
     if (!err) {
@@ -72,16 +74,22 @@ int hr_cmd_logits(int argc, char **argv) {
         {"out", HR_OPT_STR, &out, "output .safetensors file (tensor \"logits\", F32 [T, vocab])"},
         {"device", HR_OPT_STR, &device, HR_DEVICE_HELP},
         {"threads", HR_OPT_INT, &threads, "CPU threads (default: all online CPUs)"},
-        {"compute", HR_OPT_STR, &compute, "products of bf16 weights: f32 (exact, default) or bf16 (activations rounded to bf16; faster, AMX)"},
+        {"compute", HR_OPT_STR, &compute,
+         "products of bf16 weights: f32 (exact, default) or bf16 (activations rounded to bf16; "
+         "faster, AMX)"},
         {"kv-dtype", HR_OPT_STR, &kv_dtype, "KV cache: f32 (default), bf16, f16, q8_0 or q4_0"},
     };
     int help;
-    hr_err *err = hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts, "usage: hearth logits --model DIR --tokens 1,5,17 --out FILE.safetensors", &help);
+    hr_err *err = hr_opts_parse(
+        argc, argv, opts, sizeof opts / sizeof *opts,
+        "usage: hearth logits --model DIR --tokens 1,5,17 --out FILE.safetensors", &help);
     if (err) return hr_cmd_fail("logits", err), 2;
     if (help) return 0;
-    if (!model || !tokens || !out) return hr_cmd_fail("logits", hr_errf("--model, --tokens and --out are required")), 2;
+    if (!model || !tokens || !out)
+        return hr_cmd_fail("logits", hr_errf("--model, --tokens and --out are required")), 2;
     if ((err = hr_parse_device(device))) return hr_cmd_fail("logits", err), 2;
-    if ((err = hr_parse_numerics(compute, kv_dtype, 0, 0, &num))) return hr_cmd_fail("logits", err), 2;
+    if ((err = hr_parse_numerics(compute, kv_dtype, 0, 0, &num)))
+        return hr_cmd_fail("logits", err), 2;
     err = run(model, tokens, out, threads, &num, device);
     return err ? hr_cmd_fail("logits", err) : 0;
 }

@@ -31,7 +31,9 @@ static hr_err *copy_tokenizer(const char *src, const char *dst) {
         free(to);
         HR_TRY(err);
     }
-    return copied ? NULL : hr_errf("--tokenizer %s: no tokenizer.json or tokenizer_config.json there", src);
+    return copied
+               ? NULL
+               : hr_errf("--tokenizer %s: no tokenizer.json or tokenizer_config.json there", src);
 }
 
 /* --gguf-type: f16, q8_0, q4_0, q4_1, q5_0 or q5_1 (any case). */
@@ -45,14 +47,20 @@ static hr_err *gguf_type(const char *name, hr_dtype *out) {
 static hr_err *run(const char *config, const char *preset, const char *tok, const char *dtype,
                    long seed, long shard_mb, const char *out, const char *gguf, hr_dtype gt) {
     hr_dtype dt;
-    if (strcmp(dtype, "bf16") == 0) dt = HR_BF16;
-    else if (strcmp(dtype, "f32") == 0) dt = HR_F32;
-    else return hr_errf("--dtype must be bf16 or f32, not \"%s\"", dtype);
+    if (strcmp(dtype, "bf16") == 0)
+        dt = HR_BF16;
+    else if (strcmp(dtype, "f32") == 0)
+        dt = HR_F32;
+    else
+        return hr_errf("--dtype must be bf16 or f32, not \"%s\"", dtype);
     if (shard_mb <= 0) return hr_errf("--shard-mb must be positive");
     char *text = NULL;
-    if (config) HR_TRY(hr_read_file(config, &text, NULL));
-    else if (hr_mkmodel_preset(preset)) text = strdup(hr_mkmodel_preset(preset));
-    else return hr_errf("unknown preset \"%s\" (presets: %s)", preset, hr_mkmodel_preset_names());
+    if (config)
+        HR_TRY(hr_read_file(config, &text, NULL));
+    else if (hr_mkmodel_preset(preset))
+        text = strdup(hr_mkmodel_preset(preset));
+    else
+        return hr_errf("unknown preset \"%s\" (presets: %s)", preset, hr_mkmodel_preset_names());
     if (!text) return hr_err_oom();
     hr_err *err = hr_mkmodel_write(out, text, dt, (uint64_t)seed, (uint64_t)shard_mb << 20);
     free(text);
@@ -62,8 +70,8 @@ static hr_err *run(const char *config, const char *preset, const char *tok, cons
 }
 
 int hr_cmd_mkmodel(int argc, char **argv) {
-    const char *config = NULL, *preset = NULL, *tok = NULL, *dtype = "bf16", *out = NULL, *gguf = NULL,
-               *gtype = "f16";
+    const char *config = NULL, *preset = NULL, *tok = NULL, *dtype = "bf16", *out = NULL,
+               *gguf = NULL, *gtype = "f16";
     long seed = 0, shard_mb = 2048;
     hr_opt opts[] = {
         {"config", HR_OPT_STR, &config, "a config.json to build"},
@@ -73,17 +81,22 @@ int hr_cmd_mkmodel(int argc, char **argv) {
         {"dtype", HR_OPT_STR, &dtype, "bf16 (default) or f32"},
         {"shard-mb", HR_OPT_INT, &shard_mb, "largest shard in MiB (default 2048)"},
         {"out", HR_OPT_STR, &out, "output directory"},
-        {"gguf", HR_OPT_STR, &gguf, "also write it as this GGUF file (llama.cpp's converter conventions)"},
-        {"gguf-type", HR_OPT_STR, &gtype, "the GGUF file's matrices: f16 (default), q8_0, q4_0, q4_1, q5_0, q5_1"},
+        {"gguf", HR_OPT_STR, &gguf,
+         "also write it as this GGUF file (llama.cpp's converter conventions)"},
+        {"gguf-type", HR_OPT_STR, &gtype,
+         "the GGUF file's matrices: f16 (default), q8_0, q4_0, q4_1, q5_0, q5_1"},
     };
     int help;
-    hr_err *err = hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
-                                "usage: hearth mkmodel (--config FILE | --preset NAME) [--tokenizer DIR] "
-                                "[--seed N] [--dtype bf16|f32] --out DIR [--gguf FILE [--gguf-type T]]", &help);
+    hr_err *err =
+        hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
+                      "usage: hearth mkmodel (--config FILE | --preset NAME) [--tokenizer DIR] "
+                      "[--seed N] [--dtype bf16|f32] --out DIR [--gguf FILE [--gguf-type T]]",
+                      &help);
     if (err) return hr_cmd_fail("mkmodel", err), 2;
     if (help) return 0;
     if (!out || !config == !preset)
-        return hr_cmd_fail("mkmodel", hr_errf("--out and one of --config / --preset are required")), 2;
+        return hr_cmd_fail("mkmodel", hr_errf("--out and one of --config / --preset are required")),
+               2;
     hr_dtype gt = HR_F16;
     err = gguf_type(gtype, &gt);
     if (!err && gt != HR_F16 && !gguf) err = hr_errf("--gguf-type needs --gguf FILE");

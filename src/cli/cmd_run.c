@@ -47,7 +47,8 @@ static int print_token(void *ctx, int32_t tok) {
 static void print_flush(printer *p) {
     const char *text;
     size_t len;
-    if (p->detok && !p->print_ids && !p->err && !(p->err = hr_detok_stream_flush(p->detok, &text, &len)))
+    if (p->detok && !p->print_ids && !p->err &&
+        !(p->err = hr_detok_stream_flush(p->detok, &text, &len)))
         fwrite(text, 1, len, stdout);
 }
 
@@ -90,8 +91,10 @@ static hr_err *run(const run_opts *o) {
     int n = 0;
     hr_opened_model om = {0};
     printer pr = {o->print_ids, 1, NULL, NULL};
-    hr_open_options oo = {.device = o->device, .n_threads = (int)o->threads,
-                          .weights_in_place = o->mmap, .numerics = o->num};
+    hr_open_options oo = {.device = o->device,
+                          .n_threads = (int)o->threads,
+                          .weights_in_place = o->mmap,
+                          .numerics = o->num};
     hr_err *err = hr_model_open(o->model, &oo, &om);
     if (!err)
         HR_INFO("%s products, %s KV cache", om.numerics.compute_bf16 ? "bf16" : "f32",
@@ -108,7 +111,8 @@ static hr_err *run(const run_opts *o) {
         printf("\n");
         fflush(stdout);
         if (!err)
-            fprintf(stderr, "prompt %d tokens in %.3f s (%.1f tok/s), generated %d tokens (%.1f tok/s)\n",
+            fprintf(stderr,
+                    "prompt %d tokens in %.3f s (%.1f tok/s), generated %d tokens (%.1f tok/s)\n",
                     st.n_prompt, st.prefill_s, st.n_prompt / (st.prefill_s + 1e-12), st.n_generated,
                     st.n_generated > 1 ? (st.n_generated - 1) / (st.decode_s + 1e-12) : 0.0);
     }
@@ -119,8 +123,14 @@ static hr_err *run(const run_opts *o) {
 }
 
 int hr_cmd_run(int argc, char **argv) {
-    run_opts o = {.max_tokens = 64, .top_k = -1, .seed = 0, .temperature = -1, .top_p = -1, .min_p = -1,
-                  .typical_p = -1, .xtc_threshold = 0.1};
+    run_opts o = {.max_tokens = 64,
+                  .top_k = -1,
+                  .seed = 0,
+                  .temperature = -1,
+                  .top_p = -1,
+                  .min_p = -1,
+                  .typical_p = -1,
+                  .xtc_threshold = 0.1};
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model, "model directory"},
         {"prompt", HR_OPT_STR, &o.prompt, "prompt text"},
@@ -137,23 +147,29 @@ int hr_cmd_run(int argc, char **argv) {
          "XTC: probability that makes a token a top choice (default 0.1)"},
         {"seed", HR_OPT_INT, &o.seed, "random seed (default 0)"},
         {"raw", HR_OPT_FLAG, &o.raw, "use --prompt as is, without the chat template"},
-        {"chat-template", HR_OPT_STR, &o.chat_template, "a Jinja chat template file to use instead of the model's"},
+        {"chat-template", HR_OPT_STR, &o.chat_template,
+         "a Jinja chat template file to use instead of the model's"},
         {"print-ids", HR_OPT_FLAG, &o.print_ids, "print generated token ids on one line"},
         {"device", HR_OPT_STR, &o.device, HR_DEVICE_HELP},
         {"threads", HR_OPT_INT, &o.threads, "CPU threads (default: all online CPUs)"},
         {"compute", HR_OPT_STR, &o.compute, HR_COMPUTE_HELP},
         {"kv-dtype", HR_OPT_STR, &o.kv_dtype, HR_KV_DTYPE_HELP},
         {"exact", HR_OPT_FLAG, &o.exact, HR_EXACT_HELP},
-        {"mmap", HR_OPT_FLAG, &o.mmap, "compute from the mmapped file (faster load, slower decode)"},
+        {"mmap", HR_OPT_FLAG, &o.mmap,
+         "compute from the mmapped file (faster load, slower decode)"},
     };
     int help;
-    hr_err *err = hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
-                                "usage: hearth run --model DIR (--prompt TEXT | --prompt-ids 1,2,3) [options]", &help);
+    hr_err *err = hr_opts_parse(
+        argc, argv, opts, sizeof opts / sizeof *opts,
+        "usage: hearth run --model DIR (--prompt TEXT | --prompt-ids 1,2,3) [options]", &help);
     if (err) return hr_cmd_fail("run", err), 2;
     if (help) return 0;
     if (!o.model || (!o.prompt == !o.prompt_ids))
-        return hr_cmd_fail("run", hr_errf("--model and one of --prompt / --prompt-ids are required")), 2;
-    if (o.max_tokens < 0 || o.max_tokens > 1000000) return hr_cmd_fail("run", hr_errf("--max-tokens out of range")), 2;
+        return hr_cmd_fail("run",
+                           hr_errf("--model and one of --prompt / --prompt-ids are required")),
+               2;
+    if (o.max_tokens < 0 || o.max_tokens > 1000000)
+        return hr_cmd_fail("run", hr_errf("--max-tokens out of range")), 2;
     if ((err = hr_parse_device(o.device))) return hr_cmd_fail("run", err), 2;
     if ((err = hr_parse_numerics(o.compute, o.kv_dtype, o.exact, 1, &o.num)))
         return hr_cmd_fail("run", err), 2;

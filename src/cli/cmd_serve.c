@@ -32,7 +32,7 @@ typedef struct {
     long load_timeout_s; /* --isolate: a child not ready this long is killed (0: none) */
     int mmap, no_preempt, no_prefix_cache, exact, isolate, ssd_verify;
     double probe_interval, probe_timeout; /* --isolate's health probe of the child, seconds */
-    hr_numerics_req num; /* from --compute, --kv-dtype, --exact */
+    hr_numerics_req num;                  /* from --compute, --kv-dtype, --exact */
 } serve_opts;
 
 typedef struct {
@@ -43,9 +43,11 @@ typedef struct {
 
 static const char *base_name(const char *dir) {
     size_t n = strlen(dir);
-    while (n > 1 && dir[n - 1] == '/') n--;
+    while (n > 1 && dir[n - 1] == '/')
+        n--;
     const char *p = dir + n;
-    while (p > dir && p[-1] != '/') p--;
+    while (p > dir && p[-1] != '/')
+        p--;
     return p;
 }
 
@@ -62,19 +64,23 @@ static hr_err *model_id(const serve_opts *o, char *name, size_t cap) {
     return NULL;
 }
 
-/* --ssd-cache's flags: a directory name, a size in (0, 1048576] GiB, and the others only with it. */
+/* --ssd-cache's flags: a directory name, a size in (0, 1048576] GiB, and the others only with it.
+ */
 static hr_err *check_ssd(serve_opts *o) {
     if (!o->ssd_cache && (o->ssd_cache_gb != 0 || o->ssd_verify))
         return hr_errf("--ssd-cache-max and --ssd-cache-verify need --ssd-cache DIR");
     if (!o->ssd_cache) return NULL;
     if (!*o->ssd_cache) return hr_errf("--ssd-cache needs a directory");
     if (o->no_prefix_cache)
-        return hr_errf("--ssd-cache is a tier of the prefix cache and does not go with --no-prefix-cache");
+        return hr_errf(
+            "--ssd-cache is a tier of the prefix cache and does not go with --no-prefix-cache");
     if (o->ssd_cache_gb == 0) o->ssd_cache_gb = 32;
     if (!(o->ssd_cache_gb > 0 && o->ssd_cache_gb <= 1 << 20))
-        return hr_errf("--ssd-cache-max must be a size in GiB in (0, 1048576], not %g", o->ssd_cache_gb);
+        return hr_errf("--ssd-cache-max must be a size in GiB in (0, 1048576], not %g",
+                       o->ssd_cache_gb);
     if ((size_t)(o->ssd_cache_gb * (double)(1 << 30)) < 1 << 20)
-        return hr_errf("--ssd-cache-max %g GiB is under 1 MiB: too small to hold a block", o->ssd_cache_gb);
+        return hr_errf("--ssd-cache-max %g GiB is under 1 MiB: too small to hold a block",
+                       o->ssd_cache_gb);
     return NULL;
 }
 
@@ -93,7 +99,9 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
     HR_TRY(model_id(o, name, sizeof name));
     test_load_delay(o);
     if (!hr_tokenizer_available(o->model))
-        return hr_errf("%s has no tokenizer.json (nor GGUF tokenizer metadata), which serving needs", o->model);
+        return hr_errf(
+            "%s has no tokenizer.json (nor GGUF tokenizer metadata), which serving needs",
+            o->model);
     hr_engine_options eo = {.device = o->device,
                             .n_threads = (int)o->threads,
                             .weights_in_place = o->mmap,
@@ -121,14 +129,16 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
     HR_INFO("model %s: context %d positions per sequence, %s products, %s KV cache, %s", name,
             hr_engine_max_context(st->engine), es.compute == HR_COMPUTE_BF16 ? "bf16" : "f32",
             hr_kv_dtype_flag(hr_kv_type_dtype(es.kv_dtype)),
-            hr_engine_prompt(st->engine)->fallback ? "no chat template (role: content lines)" : "chat template");
+            hr_engine_prompt(st->engine)->fallback ? "no chat template (role: content lines)"
+                                                   : "chat template");
     hr_server_config sc = {.host = o->host,
                            .port = (int)o->port,
                            .api_key = o->api_key,
                            .max_body = (size_t)o->max_body_mb << 20,
                            .timeout_s = o->timeout_s ? (int)o->timeout_s : -1,
                            .max_connections = (unsigned)o->max_conns,
-                           .request_timeout_s = o->request_timeout_s ? (int)o->request_timeout_s : -1,
+                           .request_timeout_s =
+                               o->request_timeout_s ? (int)o->request_timeout_s : -1,
                            .max_connections_per_ip = (unsigned)o->max_conns_ip,
                            .request_memory = (size_t)o->request_mb << 20,
                            .grammar_cache_mb = o->grammar_mb ? (int)o->grammar_mb : -1,
@@ -190,14 +200,16 @@ static hr_err *serve(const serve_opts *o) {
             fprintf(stderr, "hearth serve: engine loaded %s in %.2f s, serving on unix:%s\n",
                     o->model, (double)(hr_now_ns() - t0) * 1e-9, o->unix_socket);
         else
-            fprintf(stderr, "hearth serve: %s ready on http://%s:%d in %.2f s\n", o->model,
-                    o->host, hr_server_port(st.http), (double)(hr_now_ns() - t0) * 1e-9);
+            fprintf(stderr, "hearth serve: %s ready on http://%s:%d in %.2f s\n", o->model, o->host,
+                    hr_server_port(st.http), (double)(hr_now_ns() - t0) * 1e-9);
         int sig;
         sigwait(&set, &sig);
         watching = watch_start(&watch, &stopping);
         hr_server_quiesce(st.http);
-        fprintf(stderr, "hearth serve: signal %d, stopping: no new connections, up to %ld s for "
-                        "requests in flight\n", sig, o->grace_s);
+        fprintf(stderr,
+                "hearth serve: signal %d, stopping: no new connections, up to %ld s for "
+                "requests in flight\n",
+                sig, o->grace_s);
         hr_server_drain(st.http, (double)o->grace_s);
     }
     stop(&st);
@@ -228,8 +240,8 @@ static int parent_only(const char *name) {
 /* The engine child's command line: the log settings, then serve and argv's options less
  * the parent's own (argv parsed with opts already, so every option is known), then its
  * connection limit (the last value given wins). max_conns_arg: room for that option. */
-static char **child_argv(int argc, char **argv, const hr_opt *opts, int n_opts,
-                         long max_conns, char *max_conns_arg, size_t cap) {
+static char **child_argv(int argc, char **argv, const hr_opt *opts, int n_opts, long max_conns,
+                         char *max_conns_arg, size_t cap) {
     char **out = calloc((size_t)argc + 8, sizeof *out);
     if (!out) return NULL;
     int w = 0;
@@ -265,7 +277,8 @@ static hr_err *serve_isolated(const serve_opts *o, char **child) {
                           .timeout_s = o->timeout_s ? (int)o->timeout_s : -1,
                           .max_connections = (unsigned)o->max_conns,
                           .max_connections_per_ip = (unsigned)o->max_conns_ip,
-                          .request_timeout_s = o->request_timeout_s ? (int)o->request_timeout_s : -1,
+                          .request_timeout_s =
+                              o->request_timeout_s ? (int)o->request_timeout_s : -1,
                           .api_key = o->api_key,
                           .max_body = (size_t)o->max_body_mb << 20,
                           .grace_s = (double)o->grace_s,
@@ -276,10 +289,18 @@ static hr_err *serve_isolated(const serve_opts *o, char **child) {
 }
 
 int hr_cmd_serve(int argc, char **argv) {
-    serve_opts o = {.host = "127.0.0.1", .port = 8080, .max_body_mb = 8, .timeout_s = 60,
-                    .max_conns = 512, .grace_s = 10, .request_timeout_s = 30, .max_conns_ip = 0,
+    serve_opts o = {.host = "127.0.0.1",
+                    .port = 8080,
+                    .max_body_mb = 8,
+                    .timeout_s = 60,
+                    .max_conns = 512,
+                    .grace_s = 10,
+                    .request_timeout_s = 30,
+                    .max_conns_ip = 0,
                     .grammar_mb = 256,
-                    .probe_interval = 1, .probe_timeout = 5, .load_timeout_s = 600};
+                    .probe_interval = 1,
+                    .probe_timeout = 5,
+                    .load_timeout_s = 600};
     hr_opt opts[] = {
         {"model", HR_OPT_STR, &o.model,
          "model directory (config.json, safetensors, tokenizer.json) or .gguf file"},
@@ -294,7 +315,8 @@ int hr_cmd_serve(int argc, char **argv) {
         {"kv-memory", HR_OPT_INT, &o.kv_mb, "MiB of KV cache (default: derived from free memory)"},
         {"gpu-memory", HR_OPT_FLOAT, &o.gpu_memory, HR_GPU_MEMORY_HELP},
         {"memory-budget", HR_OPT_INT, &o.budget_mb,
-         "MiB for weights + KV cache; the KV cache gets what the weights leave (without --kv-memory)"},
+         "MiB for weights + KV cache; the KV cache gets what the weights leave (without "
+         "--kv-memory)"},
         {"no-preempt", HR_OPT_FLAG, &o.no_preempt,
          "when the KV cache is full, new work waits instead of preempting the youngest sequence"},
         {"no-prefix-cache", HR_OPT_FLAG, &o.no_prefix_cache, "do not reuse cached prompt prefixes"},
@@ -356,8 +378,9 @@ int hr_cmd_serve(int argc, char **argv) {
         {"unix-socket", HR_OPT_STR, &o.unix_socket, NULL},
     };
     int help;
-    hr_err *err = hr_opts_parse(argc, argv, opts, sizeof opts / sizeof *opts,
-                                "usage: hearth serve --model DIR [--host H] [--port P] [--api-key K] [options]", &help);
+    hr_err *err = hr_opts_parse(
+        argc, argv, opts, sizeof opts / sizeof *opts,
+        "usage: hearth serve --model DIR [--host H] [--port P] [--api-key K] [options]", &help);
     if (err) return hr_cmd_fail("serve", err), 2;
     if (help) return 0;
     if (!o.model) return hr_cmd_fail("serve", hr_errf("--model is required")), 2;
@@ -365,9 +388,11 @@ int hr_cmd_serve(int argc, char **argv) {
     if ((err = hr_parse_gpu_memory(o.gpu_memory))) return hr_cmd_fail("serve", err), 2;
     if ((err = hr_parse_numerics(o.compute, o.kv_dtype, o.exact, 1, &o.num)))
         return hr_cmd_fail("serve", err), 2;
-    if (o.port < 0 || o.port > 65535) return hr_cmd_fail("serve", hr_errf("--port must be 0..65535")), 2;
-    if (o.kv_mb < 0 || o.budget_mb < 0 || o.max_seqs < 0 || o.max_batch < 0 || o.max_queue < 0 || o.max_body_mb <= 0 || o.snap_mb < 0 ||
-        o.snap_every < 0 || o.request_mb < 0 || o.grammar_mb < 0 || o.grammar_mb > 1 << 20)
+    if (o.port < 0 || o.port > 65535)
+        return hr_cmd_fail("serve", hr_errf("--port must be 0..65535")), 2;
+    if (o.kv_mb < 0 || o.budget_mb < 0 || o.max_seqs < 0 || o.max_batch < 0 || o.max_queue < 0 ||
+        o.max_body_mb <= 0 || o.snap_mb < 0 || o.snap_every < 0 || o.request_mb < 0 ||
+        o.grammar_mb < 0 || o.grammar_mb > 1 << 20)
         return hr_cmd_fail("serve", hr_errf("sizes must be positive")), 2;
     if ((err = mib_fit("kv-memory", o.kv_mb)) || (err = mib_fit("memory-budget", o.budget_mb)) ||
         (err = mib_fit("snapshot-memory", o.snap_mb)) ||
@@ -379,11 +404,16 @@ int hr_cmd_serve(int argc, char **argv) {
         o.max_queue > 1 << 20 || o.snap_every > 1 << 20)
         return hr_cmd_fail("serve", hr_errf("--max-seqs and --threads must be 0..4096, and "
                                             "--max-batch-tokens, --max-queue and "
-                                            "--snapshot-interval at most 1048576")), 2;
+                                            "--snapshot-interval at most 1048576")),
+               2;
     if (o.request_timeout_s < 0 || o.request_timeout_s > 86400)
-        return hr_cmd_fail("serve", hr_errf("--request-timeout must be 0..86400 seconds (0 = none)")), 2;
+        return hr_cmd_fail("serve",
+                           hr_errf("--request-timeout must be 0..86400 seconds (0 = none)")),
+               2;
     if (o.max_conns_ip < 0 || o.max_conns_ip > 65536)
-        return hr_cmd_fail("serve", hr_errf("--max-connections-per-ip must be 0..65536 (0: no limit)")), 2;
+        return hr_cmd_fail("serve",
+                           hr_errf("--max-connections-per-ip must be 0..65536 (0: no limit)")),
+               2;
     if (o.timeout_s < 0 || o.timeout_s > 86400)
         return hr_cmd_fail("serve", hr_errf("--timeout must be 0..86400 seconds (0 = never)")), 2;
     if (o.grace_s < 0 || o.grace_s > 86400)
@@ -393,16 +423,18 @@ int hr_cmd_serve(int argc, char **argv) {
     if (!(o.probe_interval > 0 && o.probe_interval <= 3600) ||
         !(o.probe_timeout > 0 && o.probe_timeout <= 3600))
         return hr_cmd_fail("serve", hr_errf("--probe-interval and --probe-timeout must be in "
-                                            "(0, 3600] seconds")), 2;
+                                            "(0, 3600] seconds")),
+               2;
     if ((err = check_ssd(&o))) return hr_cmd_fail("serve", err), 2;
     if (o.load_timeout_s < 0 || o.load_timeout_s > 86400)
-        return hr_cmd_fail("serve", hr_errf("--load-timeout must be 0..86400 seconds (0 = none)")), 2;
+        return hr_cmd_fail("serve", hr_errf("--load-timeout must be 0..86400 seconds (0 = none)")),
+               2;
     if (o.isolate && o.unix_socket)
         return hr_cmd_fail("serve", hr_errf("--isolate and --unix-socket do not go together")), 2;
     if (o.isolate) {
         char conns[48];
-        char **child = child_argv(argc, argv, opts, (int)(sizeof opts / sizeof *opts),
-                                  o.max_conns, conns, sizeof conns);
+        char **child = child_argv(argc, argv, opts, (int)(sizeof opts / sizeof *opts), o.max_conns,
+                                  conns, sizeof conns);
         err = child ? serve_isolated(&o, child) : hr_err_oom();
         free(child);
     } else {

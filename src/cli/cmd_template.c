@@ -4,10 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/file.h"
 #include "base/json.h"
 #include "cli/args.h"
 #include "cli/verbs.h"
-#include "base/file.h"
 #include "engine/tok_open.h"
 #include "model/gguf.h"
 #include "template/template.h"
@@ -19,8 +19,9 @@ static hr_err *gguf_template(const char *model, const char *tpl, hr_chat_templat
     char *src = NULL;
     size_t len;
     hr_err *e = tpl ? hr_read_file_max(tpl, HR_TEMPLATE_MAX_SOURCE, &src, &len) : NULL;
-    if (!e) e = hr_chat_template_from(tpl ? src : hr_tokenizer_chat_template(tok, NULL), hr_tokenizer_bos(tok),
-                                      hr_tokenizer_eos(tok), ct);
+    if (!e)
+        e = hr_chat_template_from(tpl ? src : hr_tokenizer_chat_template(tok, NULL),
+                                  hr_tokenizer_bos(tok), hr_tokenizer_eos(tok), ct);
     free(src);
     hr_tokenizer_free(tok);
     return e;
@@ -39,20 +40,26 @@ static hr_err *load_request(const char *path, json_t **out) {
 int hr_cmd_template(int argc, char **argv) {
     const char *model = NULL, *request = NULL, *tpl = NULL;
     const hr_opt opts[] = {
-        {"model", HR_OPT_STR, &model, "model or tokenizer directory (tokenizer_config.json), or a .gguf file"},
-        {"request", HR_OPT_STR, &request, "request JSON: {messages, tools, add_generation_prompt, kwargs}"},
+        {"model", HR_OPT_STR, &model,
+         "model or tokenizer directory (tokenizer_config.json), or a .gguf file"},
+        {"request", HR_OPT_STR, &request,
+         "request JSON: {messages, tools, add_generation_prompt, kwargs}"},
         {"template", HR_OPT_STR, &tpl, "use this Jinja template file instead of the model's"},
     };
     int help;
-    hr_err *e = hr_opts_parse(argc, argv, opts, 3, "usage: hearth template --model DIR --request FILE.json", &help);
+    hr_err *e = hr_opts_parse(argc, argv, opts, 3,
+                              "usage: hearth template --model DIR --request FILE.json", &help);
     if (e) return hr_cmd_fail("template", e);
     if (help) return 0;
-    if (!request || (!model && !tpl)) return hr_cmd_fail("template", hr_errf("--request and --model (or --template) are required"));
+    if (!request || (!model && !tpl))
+        return hr_cmd_fail("template",
+                           hr_errf("--request and --model (or --template) are required"));
     json_t *req = NULL;
     hr_chat_template ct;
     char *out = NULL;
     if ((e = load_request(request, &req))) return hr_cmd_fail("template", e);
-    e = model && hr_is_gguf(model) ? gguf_template(model, tpl, &ct) : hr_chat_template_load(model ? model : ".", tpl, &ct);
+    e = model && hr_is_gguf(model) ? gguf_template(model, tpl, &ct)
+                                   : hr_chat_template_load(model ? model : ".", tpl, &ct);
     if (!e) {
         e = hr_chat_template_apply(&ct, req, &out, NULL);
         hr_chat_template_free(&ct);

@@ -20,7 +20,8 @@ int hr_cmd_tokenize(int argc, char **argv) {
     const char *model = NULL, *text = NULL, *file = NULL;
     int special = 0, help = 0;
     hr_opt opts[] = {
-        {"model", HR_OPT_STR, &model, "model or tokenizer directory (tokenizer.json), or a .gguf file"},
+        {"model", HR_OPT_STR, &model,
+         "model or tokenizer directory (tokenizer.json), or a .gguf file"},
         {"text", HR_OPT_STR, &text, "text to tokenize"},
         {"file", HR_OPT_STR, &file, "file whose contents to tokenize"},
         {"special", HR_OPT_FLAG, &special, "add the tokenizer's special tokens (BOS/EOS)"},

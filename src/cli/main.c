@@ -1,5 +1,5 @@
-/* hearth: the command-line entry point. Global options (--log-level, --log-format) may come before or
- * after the verb; the rest is the verb's own. */
+/* hearth: the command-line entry point. Global options (--log-level, --log-format) may come before
+ * or after the verb; the rest is the verb's own. */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,8 +7,10 @@
 #include "cli/verbs.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: hearth [--log-level debug|info|warn|error|off] [--log-format text|json] <verb> [options]\n\nverbs:\n");
-    for (const hr_verb *v = hr_verbs; v->name; v++) fprintf(f, "  %-12s %s\n", v->name, v->summary);
+    fprintf(f, "usage: hearth [--log-level debug|info|warn|error|off] [--log-format text|json] "
+               "<verb> [options]\n\nverbs:\n");
+    for (const hr_verb *v = hr_verbs; v->name; v++)
+        fprintf(f, "  %-12s %s\n", v->name, v->summary);
     fprintf(f, "\n`hearth <verb> --help` shows a verb's options.\n");
 }
 
@@ -34,7 +36,8 @@ static int take_log_options(int *argc, char **argv) {
             continue;
         }
         if (level && hr_log_set_level(level) != 0) {
-            fprintf(stderr, "hearth: unknown --log-level \"%s\" (debug|info|warn|error|off)\n", level);
+            fprintf(stderr, "hearth: unknown --log-level \"%s\" (debug|info|warn|error|off)\n",
+                    level);
             return -1;
         }
         if (format && hr_log_set_format(format) != 0) {

@@ -23,7 +23,6 @@ int hr_cmd_tokenize(int argc, char **argv);
 int hr_cmd_detokenize(int argc, char **argv);
 int hr_cmd_grammar(int argc, char **argv);
 
-
 int hr_cmd_logits(int argc, char **argv);
 
 int hr_cmd_run(int argc, char **argv);
@@ -34,7 +33,6 @@ int hr_cmd_template(int argc, char **argv);
 int hr_cmd_bench(int argc, char **argv);
 int hr_cmd_fit(int argc, char **argv);
 int hr_cmd_bench_serve(int argc, char **argv);
-
 
 int hr_cmd_serve(int argc, char **argv);
 

@@ -63,8 +63,10 @@ static int mask_logits(const hr_constraint *c, float *logits, int vocab) {
             continue;
         }
         for (int b = 0; b < lim; b++) {
-            if (bits >> b & 1) allowed++;
-            else logits[w * 32 + b] = -INFINITY;
+            if (bits >> b & 1)
+                allowed++;
+            else
+                logits[w * 32 + b] = -INFINITY;
         }
     }
     for (int i = n; i < vocab; i++)

@@ -12,18 +12,18 @@
 #include "grammar/grammar.h"
 
 typedef struct {
-    hr_matcher *m; /* NULL: the request is unconstrained */
-    hr_grammar *g; /* the request's reference (hr_grammar_ref) */
+    hr_matcher *m;  /* NULL: the request is unconstrained */
+    hr_grammar *g;  /* the request's reference (hr_grammar_ref) */
     uint32_t *bits; /* the next step's mask over the grammar vocabulary */
     int n_vocab;    /* tokens the mask covers (the tokenizer's); ids past it are never allowed */
     int32_t open_id, close_id; /* <think> / </think>, or -1 */
-    int in_think;   /* a reasoning block is open: the grammar waits for its close */
-    int first;      /* nothing generated yet: <think> may open a block before the grammar */
-    int lazy;       /* the grammar applies from trigger on, until it accepts */
+    int in_think;              /* a reasoning block is open: the grammar waits for its close */
+    int first; /* nothing generated yet: <think> may open a block before the grammar */
+    int lazy;  /* the grammar applies from trigger on, until it accepts */
     int32_t trigger;
-    int armed;      /* lazy: the trigger was generated, the grammar applies */
-    int n_accepted; /* tokens the matcher accepted since it (re)started */
-    int allowed;    /* after hr_constraint_apply: tokens left allowed */
+    int armed;               /* lazy: the trigger was generated, the grammar applies */
+    int n_accepted;          /* tokens the matcher accepted since it (re)started */
+    int allowed;             /* after hr_constraint_apply: tokens left allowed */
     const int32_t *stop_ids; /* the request's stop ids (borrowed), allowed where it accepts */
     float *stop_logits;      /* (n_stop) scratch */
     int n_stop;

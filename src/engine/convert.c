@@ -17,10 +17,15 @@ enum { CALIB_MAX = 256, CALIB_RANDOM = 64 };
 hr_err *hr_convert_check_opts(const hr_convert_opts *o) {
     const char *recipes[] = {"mixed_2_6", "mixed_3_4", "mixed_3_6", "mixed_4_6"};
     int known = !o->mixed;
-    for (int i = 0; i < 4 && !known; i++) known = strcmp(o->mixed, recipes[i]) == 0;
-    if (!known) return hr_errf("--mixed %s: the recipes are mixed_2_6, mixed_3_4, mixed_3_6, mixed_4_6", o->mixed);
-    if (hr_mlx_dtype(o->bits) == HR_DTYPE_COUNT) return hr_errf("--bits %d: must be 2, 3, 4, 5, 6 or 8", o->bits);
-    if (!hr_mlx_group_ok(o->group_size)) return hr_errf("--group-size %d: must be 32, 64 or 128", o->group_size);
+    for (int i = 0; i < 4 && !known; i++)
+        known = strcmp(o->mixed, recipes[i]) == 0;
+    if (!known)
+        return hr_errf("--mixed %s: the recipes are mixed_2_6, mixed_3_4, mixed_3_6, mixed_4_6",
+                       o->mixed);
+    if (hr_mlx_dtype(o->bits) == HR_DTYPE_COUNT)
+        return hr_errf("--bits %d: must be 2, 3, 4, 5, 6 or 8", o->bits);
+    if (!hr_mlx_group_ok(o->group_size))
+        return hr_errf("--group-size %d: must be 32, 64 or 128", o->group_size);
     if (o->mixed && o->target_bpw) return hr_errf("--mixed and --target-bpw exclude each other");
     if (o->target_bpw && (o->target_bpw < 2 || o->target_bpw > 9))
         return hr_errf("--target-bpw %g: must be between 2 and 9", o->target_bpw);
@@ -73,7 +78,8 @@ static hr_err *plan_target(const hr_convert_opts *o, hr_qplan *p) {
     int32_t *tok = NULL;
     int n = 0;
     double *sens = malloc(sizeof(double) * (size_t)(p->n + 1) * HR_QPLAN_LEVELS);
-    hr_err *err = sens ? hr_backend_cpu_create(&(hr_cpu_options){.n_threads = o->n_threads}, &be) : hr_err_oom();
+    hr_err *err = sens ? hr_backend_cpu_create(&(hr_cpu_options){.n_threads = o->n_threads}, &be)
+                       : hr_err_oom();
     if (!err) err = hr_model_load(o->model, be, &m);
     if (!err) err = calib_tokens(o, hr_model_cfg(m)->vocab, &tok, &n);
     if (!err) err = hr_quant_sensitivity(m, p, tok, n, o->progress, sens);
@@ -104,7 +110,8 @@ static hr_err *convert(const hr_convert_opts *o, const hr_safetensors *st, const
     if (!err) err = hr_mlx_write(o->model, st, config, &p, &w, o->out, &stats->bytes_after);
     stats->bpw = hr_qplan_bpw(&p);
     stats->n_tensors = p.n;
-    for (int i = 0; i < p.n; i++) stats->n_quantized += p.e[i].bits > 0;
+    for (int i = 0; i < p.n; i++)
+        stats->n_quantized += p.e[i].bits > 0;
     hr_qplan_free(&p);
     return err;
 }

@@ -16,14 +16,14 @@ typedef struct {
     double target_bpw;       /* 0: off */
     const char *const *keep; /* globs over tensor names / module paths left unquantized */
     int n_keep;
-    const char *calib;       /* calibration text file for --target-bpw, or NULL */
+    const char *calib; /* calibration text file for --target-bpw, or NULL */
     int progress;
     int n_threads;
 } hr_convert_opts;
 
 typedef struct {
     size_t bytes_before, bytes_after;
-    double bpw;              /* average over the quantizable matrices */
+    double bpw; /* average over the quantizable matrices */
     int n_quantized, n_tensors;
 } hr_convert_stats;
 

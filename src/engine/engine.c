@@ -192,7 +192,8 @@ static hr_err *think_params(hr_engine *e, hr_request *r, const hr_request_params
             close = hr_tokenizer_token_id(e->tok, "</think>");
     if (open < 0 || close < 0) return NULL;
     static const char text[] = "\n</think>\n\n";
-    HR_TRY(hr_tokenizer_encode(e->tok, text, sizeof text - 1, 0, &r->think.close, &r->think.n_close));
+    HR_TRY(
+        hr_tokenizer_encode(e->tok, text, sizeof text - 1, 0, &r->think.close, &r->think.n_close));
     r->think.budget = p->reasoning_budget;
     r->think.in = p->in_reasoning;
     r->think.open_id = open;
@@ -213,8 +214,12 @@ static hr_err *grammar_vocab(hr_engine *e, const hr_grammar_vocab **out) {
 
 /* The grammar the output follows, if p gives one. */
 static hr_err *constraint_params(hr_engine *e, hr_request *r, const hr_request_params *p) {
-    hr_constraint_params cp = {.grammar = p->grammar, .trigger = -1, .open_id = -1, .close_id = -1,
-                               .stop_ids = r->stop_ids, .n_stop = r->n_stop_ids};
+    hr_constraint_params cp = {.grammar = p->grammar,
+                               .trigger = -1,
+                               .open_id = -1,
+                               .close_id = -1,
+                               .stop_ids = r->stop_ids,
+                               .n_stop = r->n_stop_ids};
     if (!p->grammar) return hr_constraint_init(&r->con, &cp, NULL);
     if (!e->tok) return hr_errf("constrained decoding needs the model's tokenizer");
     if (p->grammar_lazy) {
@@ -451,8 +456,10 @@ static size_t default_kv_memory(const hr_engine *e, size_t per_token, size_t fix
     hr_backend *be = hr_model_backend(e->model);
     size_t avail = 0, total = 0, quarter = (size_t)1 << 30;
     hr_err *err = be->vt->mem_info(be, &avail, &total);
-    if (err) hr_err_free(err);
-    else quarter = avail / 4;
+    if (err)
+        hr_err_free(err);
+    else
+        quarter = avail / 4;
     if (!err && strcmp(be->vt->name, "cpu")) {
         double frac = e->opt.gpu_memory > 0 ? e->opt.gpu_memory : 0.9;
         return (size_t)((double)avail * frac);
@@ -524,7 +531,8 @@ static int all_sliding_window(const hr_engine *e) {
 static hr_err *open_ssd(hr_engine *e, uint64_t fingerprint) {
     const hr_engine_options *o = &e->opt;
     if (!o->ssd_cache) return NULL;
-    if (o->no_prefix_cache) return hr_errf("--ssd-cache is a tier of the prefix cache: drop --no-prefix-cache");
+    if (o->no_prefix_cache)
+        return hr_errf("--ssd-cache is a tier of the prefix cache: drop --no-prefix-cache");
     hr_ssd_options so = {.dir = o->ssd_cache,
                          .max_bytes = o->ssd_cache_max ? o->ssd_cache_max : (size_t)32 << 30,
                          .verify = o->ssd_cache_verify,
@@ -620,17 +628,18 @@ static hr_err *create(hr_engine *e, const char *dir, hr_engine **out) {
 /* The options that say how to open a model: on a caller's model they cannot apply (its
  * backend already has its threads and numerics), so they are refused, not ignored. */
 static hr_err *no_open_options(const hr_engine_options *o) {
-    const char *set = !o                   ? NULL
-                      : o->n_threads > 0   ? "n_threads"
-                      : o->compute         ? "compute"
-                      : o->kv_dtype        ? "kv_dtype"
-                      : o->fast            ? "fast"
-                      : o->device          ? "device"
+    const char *set = !o                    ? NULL
+                      : o->n_threads > 0    ? "n_threads"
+                      : o->compute          ? "compute"
+                      : o->kv_dtype         ? "kv_dtype"
+                      : o->fast             ? "fast"
+                      : o->device           ? "device"
                       : o->weights_in_place ? "weights_in_place"
                                             : NULL;
     if (!set) return NULL;
     return hr_errf("engine on a loaded model: %s is the model's backend's, chosen when the model "
-                   "was opened (leave it 0 here, or use hr_engine_create)", set);
+                   "was opened (leave it 0 here, or use hr_engine_create)",
+                   set);
 }
 
 hr_err *hr_engine_create_on(hr_model *m, hr_tokenizer *tok, const hr_engine_options *opt,

@@ -10,12 +10,12 @@
 #include "engine/constrain.h"
 #include "engine/kv_pool.h"
 #include "engine/logits_proc.h"
-#include "engine/sampler.h"
-#include "engine/stop.h"
-#include "hearth/hearth.h"
 #include "engine/open.h"
 #include "engine/prompt.h"
+#include "engine/sampler.h"
 #include "engine/ssd_tier.h"
+#include "engine/stop.h"
+#include "hearth/hearth.h"
 
 typedef struct hr_ev_node hr_ev_node;
 
@@ -29,11 +29,11 @@ struct hr_request {
     hr_proc_params proc; /* bias arrays owned */
     int32_t *stop_ids;
     int n_stop_ids;
-    struct {                   /* the reasoning cap (budget 0: none) */
-        int budget, used;      /* tokens allowed / generated inside <think> */
-        int in, forcing, pos;  /* inside a block; emitting close[pos..] instead of sampling */
+    struct {                  /* the reasoning cap (budget 0: none) */
+        int budget, used;     /* tokens allowed / generated inside <think> */
+        int in, forcing, pos; /* inside a block; emitting close[pos..] instead of sampling */
         int32_t open_id, close_id;
-        int32_t *close;        /* "\n</think>\n\n" */
+        int32_t *close; /* "\n</think>\n\n" */
         int n_close;
     } think;
     hr_event_cb cb;
@@ -64,8 +64,8 @@ struct hr_engine {
     hr_engine_options opt;
     hr_kv_pool pool;
     hr_ssd_tier *ssd; /* the prefix cache's SSD tier, or NULL */
-    int max_context; /* longest prompt + max_tokens ever admissible */
-    int kv_window;   /* every KV layer is sliding: the widest window, blocks before it are freed */
+    int max_context;  /* longest prompt + max_tokens ever admissible */
+    int kv_window;    /* every KV layer is sliding: the widest window, blocks before it are freed */
     /* ids [0, n_tokenizable) have a token; the model's vocab may be padded past the
      * tokenizer's (Qwen3: 151669 of 151936), and sampling never picks an id above */
     int n_tokenizable;
@@ -83,19 +83,19 @@ struct hr_engine {
     int n_waiting;
     hr_request **running; /* (max_seqs) in admission order */
     int n_running;
-    unsigned decode_turn; /* rotates the decode pass when max_batch_tokens < n_running */
-    double decode_s;      /* time of the steps with decode rows only (no prefill chunk) */
-    long long decode_tokens; /* tokens those steps generated */
-    hr_row *rows;         /* (max_seqs) */
-    hr_request **row_req; /* (max_seqs) */
-    float *logits;        /* (max_seqs, vocab) */
-    int32_t *greedy_ids;  /* (max_seqs) argmax of each row, when a step needs no logits */
+    unsigned decode_turn;       /* rotates the decode pass when max_batch_tokens < n_running */
+    double decode_s;            /* time of the steps with decode rows only (no prefill chunk) */
+    long long decode_tokens;    /* tokens those steps generated */
+    hr_row *rows;               /* (max_seqs) */
+    hr_request **row_req;       /* (max_seqs) */
+    float *logits;              /* (max_seqs, vocab) */
+    int32_t *greedy_ids;        /* (max_seqs) argmax of each row, when a step needs no logits */
     hr_sample_row *sample_rows; /* (max_seqs) a sample step's rows (sched.c sample_params) */
     hr_sample_out *sampled;     /* (max_seqs) and what the op decided */
     hr_logit_edit *edits;       /* (cap_edits) the step's processor edits */
     size_t cap_edits;
     hr_sample_step sample;
-    int *counts;          /* (vocab) zeroed scratch for penalties */
+    int *counts; /* (vocab) zeroed scratch for penalties */
     /* constrained decoding: the tokenizer's vocabulary as the grammar sees it (built at the
      * first request with a grammar, under gvocab_mu) and the step's mask worker */
     hr_grammar_vocab *gvocab;

@@ -13,7 +13,7 @@ typedef struct {
     int max_tokens;
     hr_sampler_params sampling; /* negative temperature, top_p, top_k or typical_p: the
                                    engine takes generation_config.json's (hr_request_params) */
-    const int *stop_ids; /* end-of-sequence ids */
+    const int *stop_ids;        /* end-of-sequence ids */
     int n_stop;
     int prefill_chunk; /* tokens per prefill step (0: 512) */
 } hr_gen_request;

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size) {
     int slots = n_blocks < HR_KV_STATE_SLOTS ? n_blocks : HR_KV_STATE_SLOTS;
     return hr_kv_pool_create_slots(pool, m, n_blocks, block_size, slots, 0);
@@ -22,7 +21,8 @@ hr_err *hr_kv_pool_create_slots(hr_kv_pool *pool, const hr_model *m, int n_block
     pool->store.n_blocks = n_blocks;
     pool->store.block_size = block_size;
     if (pool->store.n_state_layers > 0) {
-        if (n_state_slots <= 0) return hr_errf("KV pool: a hybrid model needs at least one state slot");
+        if (n_state_slots <= 0)
+            return hr_errf("KV pool: a hybrid model needs at least one state slot");
         pool->store.n_state_slots = n_state_slots;
         pool->store.n_snapshots = n_snapshots < 0 ? 0 : n_snapshots;
     }
@@ -93,9 +93,7 @@ int hr_kv_pool_snapshots(const hr_kv_pool *pool) {
     return pool->store.n_snapshots - pool->n_free_snaps;
 }
 
-int hr_kv_pool_available(const hr_kv_pool *pool) {
-    return pool->n_free + pool->n_lru;
-}
+int hr_kv_pool_available(const hr_kv_pool *pool) { return pool->n_free + pool->n_lru; }
 
 void hr_kv_pool_enable_cache(hr_kv_pool *pool, uint64_t fingerprint) {
     pool->cache_enabled = 1;
@@ -222,7 +220,8 @@ static hr_err *grow_table(hr_kv_seq *seq, int need) {
 
 hr_err *hr_kv_state_acquire(hr_kv_pool *pool, int *slot) {
     if (pool->n_free_slots == 0)
-        return hr_errf("KV pool: all %d recurrent-state slots are taken", pool->store.n_state_slots);
+        return hr_errf("KV pool: all %d recurrent-state slots are taken",
+                       pool->store.n_state_slots);
     *slot = pool->free_slots[--pool->n_free_slots];
     pool->store.state_pos[*slot] = 0;
     return NULL;

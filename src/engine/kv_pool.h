@@ -26,7 +26,8 @@ typedef struct hr_kv_pool hr_kv_pool;
  * hr_kv_pool_take and filled with that block's KV, or -1. NULL hooks: no tier. */
 typedef struct {
     void (*evict)(void *ctx, hr_kv_pool *pool, int block);
-    int (*restore)(void *ctx, hr_kv_pool *pool, uint64_t key, uint64_t parent, const int32_t *tokens);
+    int (*restore)(void *ctx, hr_kv_pool *pool, uint64_t key, uint64_t parent,
+                   const int32_t *tokens);
     void *ctx;
 } hr_kv_tier_hooks;
 
@@ -35,7 +36,7 @@ struct hr_kv_pool {
     hr_kv_store store;
     int *free_list; /* (n_blocks) stack of free block ids */
     int n_free;
-    int *refcount; /* (n_blocks) */
+    int *refcount;   /* (n_blocks) */
     int *free_slots; /* (store.n_state_slots) stack of free recurrent-state slots */
     int n_free_slots;
     /* prefix cache (all (n_blocks) arrays indexed by block id) */
@@ -58,7 +59,6 @@ struct hr_kv_pool {
 
 /* Recurrent-state slots hr_kv_pool_create gives a hybrid model: min(n_blocks, this). */
 enum { HR_KV_STATE_SLOTS = 8 };
-
 
 hr_err *hr_kv_pool_create(hr_kv_pool *pool, const hr_model *m, int n_blocks, int block_size);
 /* The same with n_state_slots recurrent-state slots (the most sequences of a hybrid model

@@ -16,7 +16,7 @@ typedef struct {
     float presence_penalty;   /* subtracted once from every token already generated */
     float frequency_penalty;  /* subtracted per occurrence in the output */
     int last_n; /* > 0: penalties see only the last N tokens of their history; 0 = all */
-    const int32_t *bias_ids;  /* logit_bias: logits[bias_ids[i]] += bias_values[i] */
+    const int32_t *bias_ids; /* logit_bias: logits[bias_ids[i]] += bias_values[i] */
     const float *bias_values;
     int n_bias;
 } hr_proc_params;

@@ -46,15 +46,18 @@ static void caps_list(const hr_backend_caps *caps, char *buf, size_t n) {
         }
 }
 
-hr_err *hr_numerics_choose(const hr_numerics_req *req, hr_dtype weights, const hr_backend_caps *caps,
-                           hr_numerics *out) {
-    int fast = req->fast && (weights == HR_BF16 || (caps->quantized_fast && hr_dtype_get(weights)->quantized));
-    out->compute_bf16 = req->compute == HR_COMPUTE_BF16 || (req->compute == HR_COMPUTE_AUTO && fast);
+hr_err *hr_numerics_choose(const hr_numerics_req *req, hr_dtype weights,
+                           const hr_backend_caps *caps, hr_numerics *out) {
+    int fast = req->fast &&
+               (weights == HR_BF16 || (caps->quantized_fast && hr_dtype_get(weights)->quantized));
+    out->compute_bf16 =
+        req->compute == HR_COMPUTE_BF16 || (req->compute == HR_COMPUTE_AUTO && fast);
     out->kv = req->kv_dtype != HR_KV_AUTO ? hr_kv_type_dtype(req->kv_dtype)
               : fast                      ? caps->kv_fast
                                           : caps->kv_exact;
     if (caps->kv_dtypes & (1u << out->kv)) return NULL;
     char list[64];
     caps_list(caps, list, sizeof list);
-    return hr_errf("this backend stores the KV cache as %s only, not %s", list, hr_kv_dtype_flag(out->kv));
+    return hr_errf("this backend stores the KV cache as %s only, not %s", list,
+                   hr_kv_dtype_flag(out->kv));
 }

@@ -20,8 +20,8 @@ typedef struct {
 /* Explicit choices are kept (a KV dtype the backend cannot store is an error that says
  * which it can); AUTO: with fast and bf16 weights, bf16 products and the backend's fast KV
  * (bf16), else f32 products and its exact KV (f32 on the CPU, bf16 on CUDA). */
-hr_err *hr_numerics_choose(const hr_numerics_req *req, hr_dtype weights, const hr_backend_caps *caps,
-                           hr_numerics *out);
+hr_err *hr_numerics_choose(const hr_numerics_req *req, hr_dtype weights,
+                           const hr_backend_caps *caps, hr_numerics *out);
 
 /* hr_kv_type <-> hr_dtype and the flag spelling ("f32", "bf16", "f16", "q8_0"). */
 hr_dtype hr_kv_type_dtype(int kv_type);

@@ -36,7 +36,8 @@ static hr_err *choose(const char *dir, const hr_open_options *o, const char **de
 hr_err *hr_model_open(const char *dir, const hr_open_options *o, hr_opened_model *out) {
     *out = (hr_opened_model){0};
     int has_tok = !o->no_tokenizer && hr_tokenizer_available(dir);
-    if (o->need_tokenizer && !has_tok) return hr_errf("%s has no tokenizer (tokenizer.json, or GGUF tokenizer metadata)", dir);
+    if (o->need_tokenizer && !has_tok)
+        return hr_errf("%s has no tokenizer (tokenizer.json, or GGUF tokenizer metadata)", dir);
     const char *device;
     HR_TRY(choose(dir, o, &device, &out->numerics));
     hr_backend_options bo = {.device = device,

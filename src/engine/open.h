@@ -9,18 +9,18 @@
 #include "tokenizer/tokenizer.h"
 
 typedef struct {
-    const char *device;   /* "cpu", "cuda", "auto" or NULL (auto): see hr_backend_create */
-    int n_threads;        /* <= 0: all online CPUs */
+    const char *device;       /* "cpu", "cuda", "auto" or NULL (auto): see hr_backend_create */
+    int n_threads;            /* <= 0: all online CPUs */
     hr_numerics_req numerics; /* products and KV dtype: hr_numerics_choose */
-    int weights_in_place; /* compute from the mmapped file instead of a copy */
-    int need_tokenizer;   /* a directory without tokenizer.json is an error */
-    int no_tokenizer;     /* do not load the tokenizer (verbs that work on ids) */
+    int weights_in_place;     /* compute from the mmapped file instead of a copy */
+    int need_tokenizer;       /* a directory without tokenizer.json is an error */
+    int no_tokenizer;         /* do not load the tokenizer (verbs that work on ids) */
 } hr_open_options;
 
 typedef struct {
     hr_backend *be;
     hr_model *model;
-    hr_tokenizer *tok; /* NULL when the directory has no tokenizer.json */
+    hr_tokenizer *tok;    /* NULL when the directory has no tokenizer.json */
     hr_numerics numerics; /* what was chosen (the model's KV stores use numerics.kv) */
 } hr_opened_model;
 

@@ -20,7 +20,8 @@ static const char THINK_OPEN[] = "<think>", THINK_CLOSE[] = "</think>";
  * (the file's metadata carries both). */
 static hr_err *load_ct(const char *dir, const char *template_path, hr_prompt *p) {
     if (hr_is_gguf(dir))
-        return hr_chat_template_from(p->source, hr_tokenizer_bos(p->tok), hr_tokenizer_eos(p->tok), &p->ct);
+        return hr_chat_template_from(p->source, hr_tokenizer_bos(p->tok), hr_tokenizer_eos(p->tok),
+                                     &p->ct);
     return hr_chat_template_load(dir, template_path, &p->ct);
 }
 
@@ -41,8 +42,10 @@ hr_err *hr_prompt_open(const char *dir, const char *template_path, const hr_toke
         p->source = strdup("");
         err = p->source ? hr_template_parse(hr_fallback_chat_template, &p->ct.tpl) : hr_err_oom();
     }
-    if (err) hr_prompt_close(p);
-    else p->system_turns = hr_chat_template_system_turns(&p->ct);
+    if (err)
+        hr_prompt_close(p);
+    else
+        p->system_turns = hr_chat_template_system_turns(&p->ct);
     return err;
 }
 
@@ -78,8 +81,8 @@ static hr_err *append_prefill(char **text, const char *prefill, int *in_reasonin
     return NULL;
 }
 
-hr_err *hr_prompt_render(const hr_prompt *p, const json_t *chat, const char *prefill,
-                         int32_t **ids, int *n, int *in_reasoning) {
+hr_err *hr_prompt_render(const hr_prompt *p, const json_t *chat, const char *prefill, int32_t **ids,
+                         int *n, int *in_reasoning) {
     if (!json_is_object(chat)) return hr_errf("chat request: must be a JSON object");
     json_t *req = NULL;
     if (!p->system_turns) HR_TRY(hr_chat_fold_system(chat, &req));

@@ -35,8 +35,8 @@ void hr_prompt_close(hr_prompt *p);
  * when the template has no system turns), appends prefill (NULL: none; a <think> the
  * template left open is closed before it), and tokenizes. *in_reasoning (may be NULL):
  * the prompt ends inside an open <think>. */
-hr_err *hr_prompt_render(const hr_prompt *p, const json_t *chat, const char *prefill,
-                         int32_t **ids, int *n, int *in_reasoning);
+hr_err *hr_prompt_render(const hr_prompt *p, const json_t *chat, const char *prefill, int32_t **ids,
+                         int *n, int *in_reasoning);
 
 /* Whether text ends inside a <think> block (the last <think> has no </think> after it). */
 int hr_prompt_in_reasoning(const char *text);

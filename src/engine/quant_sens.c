@@ -24,10 +24,13 @@ hr_err *hr_model_logits_all(hr_model *m, const int32_t *tokens, int n, float *lo
 /* log-softmax of x[V] into out. */
 static void log_softmax(const float *x, int V, double *out) {
     double mx = -INFINITY, s = 0;
-    for (int i = 0; i < V; i++) mx = fmax(mx, x[i]);
-    for (int i = 0; i < V; i++) s += exp(x[i] - mx);
+    for (int i = 0; i < V; i++)
+        mx = fmax(mx, x[i]);
+    for (int i = 0; i < V; i++)
+        s += exp(x[i] - mx);
     double l = mx + log(s);
-    for (int i = 0; i < V; i++) out[i] = x[i] - l;
+    for (int i = 0; i < V; i++)
+        out[i] = x[i] - l;
 }
 
 double hr_mean_kl(const float *ref, const float *q, int n, int V) {
@@ -36,7 +39,8 @@ double hr_mean_kl(const float *ref, const float *q, int n, int V) {
     for (int t = 0; t < n; t++) {
         log_softmax(ref + (size_t)t * V, V, a);
         log_softmax(q + (size_t)t * V, V, a + V);
-        for (int i = 0; i < V; i++) kl += exp(a[i]) * (a[i] - a[V + i]);
+        for (int i = 0; i < V; i++)
+            kl += exp(a[i]) * (a[i] - a[V + i]);
     }
     free(a);
     return kl / n;
@@ -50,7 +54,8 @@ static hr_err *measure(hr_model *m, hr_tensor *w, const hr_qplan_entry *e, int b
     float *row = malloc(sizeof(float) * (size_t)e->cols);
     if (!row) return hr_err_oom();
     for (int64_t r = 0; r < e->rows; r++) {
-        for (int64_t k = 0; k < e->cols; k++) row[k] = hr_mlx_companion(src, r * e->cols + k);
+        for (int64_t k = 0; k < e->cols; k++)
+            row[k] = hr_mlx_companion(src, r * e->cols + k);
         hr_mlx_fake_quant(row, e->cols, bits, e->group, e->dtype, buf + r * e->cols);
     }
     free(row);
@@ -71,7 +76,8 @@ static void fill_unmeasured(const hr_qplan *p, const char *measured, double *sen
         for (int i = 0; i < p->n; i++)
             if (measured[i]) s += sens[(size_t)i * HR_QPLAN_LEVELS + k], c++;
         for (int i = 0; i < p->n; i++)
-            if (!measured[i] && p->e[i].candidate) sens[(size_t)i * HR_QPLAN_LEVELS + k] = c ? s / c : 0;
+            if (!measured[i] && p->e[i].candidate)
+                sens[(size_t)i * HR_QPLAN_LEVELS + k] = c ? s / c : 0;
     }
 }
 
@@ -84,7 +90,8 @@ hr_err *hr_quant_sensitivity(hr_model *m, const hr_qplan *p, const int32_t *toke
             total++;
             if (p->e[i].rows * p->e[i].cols > biggest) biggest = p->e[i].rows * p->e[i].cols;
         }
-    float *ref = malloc(sizeof(float) * 2 * (size_t)n * V), *buf = malloc(sizeof(float) * (size_t)biggest + 1);
+    float *ref = malloc(sizeof(float) * 2 * (size_t)n * V),
+          *buf = malloc(sizeof(float) * (size_t)biggest + 1);
     char *measured = calloc((size_t)p->n + 1, 1);
     hr_err *err = ref && buf && measured ? hr_model_logits_all(m, tokens, n, ref) : hr_err_oom();
     memset(sens, 0, sizeof(double) * (size_t)p->n * HR_QPLAN_LEVELS);

@@ -17,9 +17,7 @@ static uint64_t splitmix64(uint64_t *x) {
     return z ^ (z >> 31);
 }
 
-static inline uint64_t rotl(uint64_t x, int k) {
-    return (x << k) | (x >> (64 - k));
-}
+static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
 static uint64_t next_u64(uint64_t *s) { /* xoshiro256** */
     uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
@@ -32,9 +30,7 @@ static uint64_t next_u64(uint64_t *s) { /* xoshiro256** */
     return r;
 }
 
-double hr_sampler_uniform(hr_sampler *s) {
-    return (double)(next_u64(s->rng) >> 11) * 0x1.0p-53;
-}
+double hr_sampler_uniform(hr_sampler *s) { return (double)(next_u64(s->rng) >> 11) * 0x1.0p-53; }
 
 double hr_sampler_peek(const hr_sampler *s) {
     uint64_t rng[4];
@@ -43,7 +39,8 @@ double hr_sampler_peek(const hr_sampler *s) {
 }
 
 int hr_sampler_host_only(const hr_sampler *s) {
-    return s->p.temperature != 0 && ((s->p.typical_p > 0 && s->p.typical_p < 1) || s->p.xtc_probability > 0);
+    return s->p.temperature != 0 &&
+           ((s->p.typical_p > 0 && s->p.typical_p < 1) || s->p.xtc_probability > 0);
 }
 
 hr_err *hr_sampler_params_check(const hr_sampler_params *p) {
@@ -134,7 +131,8 @@ static int xtc(hr_sampler *s, int n) {
         int32_t id = s->idx[i];
         if (s->probs[id] < cut) continue;
         above++;
-        if (keep < 0 || s->probs[id] < s->probs[keep] || (s->probs[id] == s->probs[keep] && id > keep))
+        if (keep < 0 || s->probs[id] < s->probs[keep] ||
+            (s->probs[id] == s->probs[keep] && id > keep))
             keep = id;
     }
     if (above < 2) return n;

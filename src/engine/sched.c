@@ -288,8 +288,10 @@ static int32_t forced_token(hr_request *r) {
 /* Follows <think> blocks; once the budget is spent inside one, starts forcing its close. */
 static void track_reasoning(hr_request *r, int32_t tok) {
     if (!r->think.budget) return;
-    if (tok == r->think.open_id) r->think.in = 1;
-    else if (tok == r->think.close_id) r->think.in = 0;
+    if (tok == r->think.open_id)
+        r->think.in = 1;
+    else if (tok == r->think.close_id)
+        r->think.in = 0;
     else if (r->think.in && !r->think.forcing && ++r->think.used >= r->think.budget) {
         r->think.forcing = 1;
         r->think.pos = 0;
@@ -347,8 +349,12 @@ static pick host_pick(hr_engine *e, hr_request *r, float *logits, int processed,
 static hr_finish emit_token(hr_request *r, const pick *p, const char **error) {
     int32_t tok = p->tok;
     track_reasoning(r, tok);
-    hr_event ev = {.kind = HR_EVENT_TOKEN, .token = tok, .text = "", .n_prompt = r->n_prompt,
-                   .n_generated = r->n_tokens + 1 - r->n_prompt, .n_cached = r->n_cached};
+    hr_event ev = {.kind = HR_EVENT_TOKEN,
+                   .token = tok,
+                   .text = "",
+                   .n_prompt = r->n_prompt,
+                   .n_generated = r->n_tokens + 1 - r->n_prompt,
+                   .n_cached = r->n_cached};
     if (p->has_lp) {
         ev.logprob = p->logprob;
         ev.n_top = p->n_top;
@@ -410,14 +416,21 @@ static hr_err *sample_params(hr_engine *e, int n_rows) {
         const hr_request *r = e->row_req[k];
         const hr_sampler_params *sp = &r->sampler.p;
         hr_sample_row *sr = &e->sample_rows[li++];
-        *sr = (hr_sample_row){.mode = sample_mode(r), .temperature = sp->temperature,
-                              .top_p = sp->top_p, .min_p = sp->min_p, .top_k = sp->top_k,
-                              .logprob = r->logprobs, .n_top = top_n(e, r), .edit_start = n_edits};
+        *sr = (hr_sample_row){.mode = sample_mode(r),
+                              .temperature = sp->temperature,
+                              .top_p = sp->top_p,
+                              .min_p = sp->min_p,
+                              .top_k = sp->top_k,
+                              .logprob = r->logprobs,
+                              .n_top = top_n(e, r),
+                              .edit_start = n_edits};
         if (sr->mode != HR_SAMPLE_HOST && hr_proc_active(&r->proc)) {
             int n = hr_proc_edits(&r->proc, r->tokens, r->n_prompt, r->tokens + r->n_prompt,
                                   r->n_tokens - r->n_prompt, e->counts, e->edits + n_edits);
-            if (n < 0) sr->mode = HR_SAMPLE_HOST;
-            else sr->n_edits = n, n_edits += n;
+            if (n < 0)
+                sr->mode = HR_SAMPLE_HOST;
+            else
+                sr->n_edits = n, n_edits += n;
         }
         if (sr->mode == HR_SAMPLE_DRAW) sr->u = hr_sampler_peek(&r->sampler);
     }
@@ -432,8 +445,12 @@ static hr_err *sampled_pick(hr_engine *e, hr_request *r, int li, pick *p) {
     const hr_sample_out *o = &e->sampled[li];
     if (o->id >= 0) {
         if (sr->mode == HR_SAMPLE_DRAW) hr_sampler_uniform(&r->sampler); /* the u it used */
-        *p = (pick){.tok = o->id, .has_lp = sr->logprob || sr->n_top, .n_top = sr->n_top,
-                    .logprob = o->logprob, .top_ids = o->top_ids, .top_lp = o->top_lp};
+        *p = (pick){.tok = o->id,
+                    .has_lp = sr->logprob || sr->n_top,
+                    .n_top = sr->n_top,
+                    .logprob = o->logprob,
+                    .top_ids = o->top_ids,
+                    .top_lp = o->top_lp};
         return NULL;
     }
     if (r->think.forcing && !r->logprobs && !r->top_logprobs) {
@@ -442,7 +459,8 @@ static hr_err *sampled_pick(hr_engine *e, hr_request *r, int li, pick *p) {
     }
     float *row = e->logits + (size_t)li * hr_model_cfg(e->model)->vocab;
     HR_TRY(hr_model_logits_row(e->model, li, row));
-    *p = host_pick(e, r, row, sr->mode != HR_SAMPLE_HOST, sr->mode == HR_SAMPLE_DRAW ? &sr->u : NULL);
+    *p = host_pick(e, r, row, sr->mode != HR_SAMPLE_HOST,
+                   sr->mode == HR_SAMPLE_DRAW ? &sr->u : NULL);
     return NULL;
 }
 
@@ -541,7 +559,8 @@ static hr_finish constrain_pick(hr_request *r, const pick *p, const char **error
 static hr_err *forward(hr_engine *e, int n_rows, hr_step_head head) {
     hr_kv_store *kv = &e->pool.store;
     switch (head) {
-    case HR_HEAD_ARGMAX: return hr_model_forward_greedy(e->model, kv, e->rows, n_rows, e->greedy_ids);
+    case HR_HEAD_ARGMAX:
+        return hr_model_forward_greedy(e->model, kv, e->rows, n_rows, e->greedy_ids);
     case HR_HEAD_SAMPLE:
         HR_TRY(sample_params(e, n_rows));
         return hr_model_forward_sample(e->model, kv, e->rows, n_rows, &e->sample, e->sampled);

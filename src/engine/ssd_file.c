@@ -113,11 +113,13 @@ hr_err *hr_ssd_decode(const uint8_t *buf, size_t n, uint64_t file_bytes, hr_ssd_
     h->n_tensors = (int)get32(buf + 52);
     if (h->block_size <= 0 || h->block_size > HR_SSD_MAX_BLOCK || h->n_tensors <= 0 ||
         h->n_tensors > HR_SSD_MAX_TENSORS)
-        return hr_errf("block size %d or tensor count %d out of range", h->block_size, h->n_tensors);
+        return hr_errf("block size %d or tensor count %d out of range", h->block_size,
+                       h->n_tensors);
     if (hr_ssd_header_bytes(h->block_size, h->n_tensors) != span || n < span)
         return hr_errf("header span %zu does not match its contents", span);
     size_t raw = raw_bytes(h->block_size, h->n_tensors);
-    if (get64(buf + raw - 8) != hr_ssd_hash(buf, raw - 8, 0)) return hr_errf("header checksum mismatch");
+    if (get64(buf + raw - 8) != hr_ssd_hash(buf, raw - 8, 0))
+        return hr_errf("header checksum mismatch");
     h->fingerprint = get64(buf + 16);
     h->tok_hash = get64(buf + 24);
     h->key = get64(buf + 32);
@@ -130,8 +132,9 @@ hr_err *hr_ssd_decode(const uint8_t *buf, size_t n, uint64_t file_bytes, hr_ssd_
         if (h->offset[i] % HR_SSD_ALIGN || h->offset[i] < span || h->bytes[i] > file_bytes ||
             h->offset[i] > file_bytes - h->bytes[i])
             return hr_errf("tensor %d (%llu bytes at %llu) lies outside the file (%llu bytes): "
-                           "truncated", i, (unsigned long long)h->bytes[i],
-                           (unsigned long long)h->offset[i], (unsigned long long)file_bytes);
+                           "truncated",
+                           i, (unsigned long long)h->bytes[i], (unsigned long long)h->offset[i],
+                           (unsigned long long)file_bytes);
     }
     h->tokens = (const int32_t *)p; /* 4-byte aligned: FIXED and PER_TENSOR are multiples of 4 */
     return NULL;

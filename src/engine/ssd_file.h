@@ -3,8 +3,8 @@
  * fingerprint, tokenizer hash, block size, the block's parent key and token ids, and one
  * (offset, bytes, checksum) entry per tensor (each KV layer's K and V of the block), and ends
  * with a checksum of itself (hybrid models: a block with a recurrent-state snapshot also has
- * each state layer's conv window and delta matrix); the tensors follow, each at a 4096-byte aligned offset so a
- * restore reads them straight into an aligned staging buffer (O_DIRECT-friendly). */
+ * each state layer's conv window and delta matrix); the tensors follow, each at a 4096-byte aligned
+ * offset so a restore reads them straight into an aligned staging buffer (O_DIRECT-friendly). */
 #ifndef HR_ENGINE_SSD_FILE_H
 #define HR_ENGINE_SSD_FILE_H
 
@@ -17,18 +17,19 @@
 enum {
     HR_SSD_VERSION = 1,
     HR_SSD_ALIGN = 4096,
-    HR_SSD_MAX_TENSORS = 2 * HR_MAX_LAYERS, /* K and V per KV layer, conv and delta per state layer */
-    HR_SSD_MAX_BLOCK = 4096,                    /* largest block size a file may claim */
+    HR_SSD_MAX_TENSORS =
+        2 * HR_MAX_LAYERS,   /* K and V per KV layer, conv and delta per state layer */
+    HR_SSD_MAX_BLOCK = 4096, /* largest block size a file may claim */
 };
 
 typedef struct {
     uint64_t fingerprint, tok_hash; /* model (weights, config, numerics, backend) and tokenizer */
     uint64_t key, parent;           /* the block's prefix-cache key and its parent's (0: first) */
     int block_size, n_tensors;
-    const int32_t *tokens;                   /* (block_size) the block's token ids */
-    uint64_t offset[HR_SSD_MAX_TENSORS];     /* from the start of the file, HR_SSD_ALIGN-aligned */
+    const int32_t *tokens;               /* (block_size) the block's token ids */
+    uint64_t offset[HR_SSD_MAX_TENSORS]; /* from the start of the file, HR_SSD_ALIGN-aligned */
     uint64_t bytes[HR_SSD_MAX_TENSORS];
-    uint64_t checksum[HR_SSD_MAX_TENSORS];   /* hr_ssd_hash of each tensor's bytes */
+    uint64_t checksum[HR_SSD_MAX_TENSORS]; /* hr_ssd_hash of each tensor's bytes */
 } hr_ssd_header;
 
 /* A 64-bit checksum of n bytes (word-at-a-time multiply-mix; not cryptographic). */

@@ -29,7 +29,7 @@ enum { DEFAULT_QUEUE = 256 << 20 };
 typedef struct job {
     uint8_t *buf; /* (bytes) the file image: header page(s) filled by the writer */
     size_t bytes;
-    int snap;     /* which layout: 1 with the block's state snapshot */
+    int snap; /* which layout: 1 with the block's state snapshot */
     uint64_t key, parent;
     int32_t *tokens; /* (block_size) */
     struct job *next;
@@ -70,7 +70,9 @@ struct hr_ssd_tier {
 
 /* ---- the index ---- */
 
-static int *bucket(hr_ssd_tier *t, uint64_t key) { return &t->buckets[key % (uint64_t)t->n_buckets]; }
+static int *bucket(hr_ssd_tier *t, uint64_t key) {
+    return &t->buckets[key % (uint64_t)t->n_buckets];
+}
 
 static int find(hr_ssd_tier *t, uint64_t key) {
     for (int i = t->n_buckets ? *bucket(t, key) : -1; i >= 0; i = t->ent[i].next)
@@ -238,7 +240,8 @@ static void *writer_main(void *arg) {
     hr_ssd_tier *t = arg;
     /* background work: on a CPU box the writer's checksums and syscalls yield to decoding
      * (Linux's nice is per thread); failure to lower it changes nothing else */
-    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10)) HR_DEBUG("ssd cache writer: nice failed");
+    if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10))
+        HR_DEBUG("ssd cache writer: nice failed");
     pthread_mutex_lock(&t->mu);
     for (;;) {
         while (!t->head && !t->stop)
@@ -290,9 +293,11 @@ static hr_err *move_block(hr_ssd_tier *t, uint8_t *img, int b, int L, int snap, 
     }
     for (int l = 0; L == 1 && snap >= 0 && l < s->n_state_layers; l++) {
         size_t at = (size_t)l * (size_t)s->n_snapshots + (size_t)snap, k = 2 * (size_t)s->n_layers;
-        size_t nc = sizeof(float) * (size_t)s->conv_floats, nd = sizeof(float) * (size_t)s->delta_floats;
+        size_t nc = sizeof(float) * (size_t)s->conv_floats,
+               nd = sizeof(float) * (size_t)s->delta_floats;
         HR_TRY(move(t, s->snap_conv, at * nc, img + lay->offset[k + 2 * (size_t)l], nc, restore));
-        HR_TRY(move(t, s->snap_delta, at * nd, img + lay->offset[k + 2 * (size_t)l + 1], nd, restore));
+        HR_TRY(
+            move(t, s->snap_delta, at * nd, img + lay->offset[k + 2 * (size_t)l + 1], nd, restore));
     }
     return NULL;
 }
@@ -343,8 +348,10 @@ static int offer(hr_ssd_tier *t, hr_kv_pool *pool, int b, int drop) {
         free_job(j);
     } else {
         t->ent[i].pending = j;
-        if (t->tail) t->tail->next = j;
-        else t->head = j;
+        if (t->tail)
+            t->tail->next = j;
+        else
+            t->head = j;
         t->tail = j;
         t->st.queued_bytes += j->bytes;
         pthread_cond_signal(&t->work);
@@ -403,7 +410,8 @@ static hr_err *check_image(hr_ssd_tier *t, size_t n, uint64_t key, uint64_t pare
     for (int i = 0; i < h.n_tensors; i++) {
         if (h.bytes[i] != lay->bytes[i] || h.offset[i] != lay->offset[i])
             return hr_errf("tensor %d's size or place differs from this model's", i);
-        if (t->o.verify && hr_ssd_hash(t->stage + h.offset[i], h.bytes[i], (uint64_t)i) != h.checksum[i])
+        if (t->o.verify &&
+            hr_ssd_hash(t->stage + h.offset[i], h.bytes[i], (uint64_t)i) != h.checksum[i])
             return hr_errf("tensor %d fails its checksum", i);
     }
     *corrupt = 0;
@@ -421,7 +429,8 @@ static hr_err *read_file(hr_ssd_tier *t, uint64_t key, size_t n, int *fd) {
     *fd = open(path, O_RDONLY | O_CLOEXEC);
     free(path);
     if (*fd < 0) return hr_errf("cannot open: %s", strerror(errno));
-    if (n > t->file_bytes[t->n_layouts - 1]) return hr_errf("%zu bytes: larger than this model's blocks", n);
+    if (n > t->file_bytes[t->n_layouts - 1])
+        return hr_errf("%zu bytes: larger than this model's blocks", n);
     size_t got = 0;
     while (got < n) {
         ssize_t r = pread(*fd, t->stage + got, n - got, (off_t)got);
@@ -486,7 +495,8 @@ static int on_restore(void *ctx, hr_kv_pool *pool, uint64_t key, uint64_t parent
     i = find(t, key);
     int ok = 0, on_disk = i >= 0 && !t->ent[i].pending;
     size_t n = on_disk ? t->ent[i].bytes : 0;
-    if (i >= 0 && t->ent[i].pending) ok = restore_pending(t, pool, t->ent[i].pending, parent, tokens, b);
+    if (i >= 0 && t->ent[i].pending)
+        ok = restore_pending(t, pool, t->ent[i].pending, parent, tokens, b);
     pthread_mutex_unlock(&t->mu);
     if (on_disk) ok = restore_file(t, pool, key, n, parent, tokens, b);
     if (!ok) {
@@ -549,10 +559,12 @@ static hr_err *scan_header(int fd, uint64_t key, const struct stat *s, uint64_t 
     if (buf != page && pread(fd, buf, span, 0) != (ssize_t)span) err = hr_errf("truncated header");
     hr_ssd_header h = {0};
     if (!err) err = hr_ssd_decode(buf, span, (uint64_t)s->st_size, &h);
-    if (!err && h.key != key) err = hr_errf("its header names block %016llx", (unsigned long long)h.key);
-    size_t end = h.n_tensors > 0 ? (h.offset[h.n_tensors - 1] + h.bytes[h.n_tensors - 1] + HR_SSD_ALIGN - 1) /
-                                       HR_SSD_ALIGN * HR_SSD_ALIGN
-                                 : 0;
+    if (!err && h.key != key)
+        err = hr_errf("its header names block %016llx", (unsigned long long)h.key);
+    size_t end = h.n_tensors > 0
+                     ? (h.offset[h.n_tensors - 1] + h.bytes[h.n_tensors - 1] + HR_SSD_ALIGN - 1) /
+                           HR_SSD_ALIGN * HR_SSD_ALIGN
+                     : 0;
     if (!err && end != (size_t)s->st_size)
         err = hr_errf("%lld bytes where its header says %zu", (long long)s->st_size, end);
     if (!err) *fp = h.fingerprint;
@@ -574,7 +586,7 @@ static void scan_one(hr_ssd_tier *t, const char *name) {
     }
     struct stat s;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    hr_err *err = fd < 0 ? hr_errf("cannot open: %s", strerror(errno))
+    hr_err *err = fd < 0          ? hr_errf("cannot open: %s", strerror(errno))
                   : fstat(fd, &s) ? hr_errf("cannot stat: %s", strerror(errno))
                                   : scan_header(fd, key, &s, &fp);
     if (fd >= 0) close(fd);
@@ -613,7 +625,8 @@ static void set_layout(hr_ssd_tier *t, const hr_kv_store *s) {
                              .n_tensors = 2 * s->n_layers + (L ? 2 * s->n_state_layers : 0)};
         for (int l = 0; l < s->n_layers; l++) {
             int hd = s->layer_head_dim ? s->layer_head_dim[l] : s->head_dim;
-            t->block_bytes[l] = (size_t)s->block_size * (size_t)s->n_kv_heads * hr_kv_row_bytes(s->dtype, hd);
+            t->block_bytes[l] =
+                (size_t)s->block_size * (size_t)s->n_kv_heads * hr_kv_row_bytes(s->dtype, hd);
             h->bytes[2 * l] = h->bytes[2 * l + 1] = t->block_bytes[l];
         }
         for (int l = 0; L && l < s->n_state_layers; l++) {
@@ -631,7 +644,8 @@ static hr_err *tier_start(hr_ssd_tier *t, hr_kv_pool *pool) {
         return hr_errf("--ssd-cache: %d KV layers of %d-position blocks do not fit the format",
                        s->n_layers, s->block_size);
     set_layout(t, s);
-    if (!(t->stage = aligned_alloc(HR_SSD_ALIGN, t->file_bytes[t->n_layouts - 1]))) return hr_err_oom();
+    if (!(t->stage = aligned_alloc(HR_SSD_ALIGN, t->file_bytes[t->n_layouts - 1])))
+        return hr_err_oom();
     struct stat st;
     if (stat(t->dir, &st) == 0 && !S_ISDIR(st.st_mode))
         return hr_errf("--ssd-cache %s is not a directory", t->dir);
@@ -642,7 +656,8 @@ static hr_err *tier_start(hr_ssd_tier *t, hr_kv_pool *pool) {
         return e;
     }
     HR_TRY(scan(t));
-    if (pthread_create(&t->writer, NULL, writer_main, t)) return hr_errf("cannot start the ssd cache writer");
+    if (pthread_create(&t->writer, NULL, writer_main, t))
+        return hr_errf("cannot start the ssd cache writer");
     t->writer_started = 1;
     return NULL;
 }

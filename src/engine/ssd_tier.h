@@ -23,15 +23,15 @@ typedef struct {
 } hr_ssd_options;
 
 typedef struct {
-    long entries;            /* files of this model on disk */
-    size_t bytes;            /* bytes of every indexed file (all models) */
-    long hits;               /* lookups that restored at least one block */
-    long restores, spills;   /* blocks read back / written */
-    long dropped;            /* spills dropped from a full queue (and after writes stopped) */
-    long removed;            /* corrupt, truncated or over-cap files deleted */
-    size_t queued_bytes;     /* spill queue now */
-    double last_restore_ms;  /* the last lookup that restored */
-    int writes_off;          /* a write failed (full or read-only disk): memory-only from then */
+    long entries;           /* files of this model on disk */
+    size_t bytes;           /* bytes of every indexed file (all models) */
+    long hits;              /* lookups that restored at least one block */
+    long restores, spills;  /* blocks read back / written */
+    long dropped;           /* spills dropped from a full queue (and after writes stopped) */
+    long removed;           /* corrupt, truncated or over-cap files deleted */
+    size_t queued_bytes;    /* spill queue now */
+    double last_restore_ms; /* the last lookup that restored */
+    int writes_off;         /* a write failed (full or read-only disk): memory-only from then */
 } hr_ssd_stats;
 
 /* Opens (creating) o->dir for pool's KV layout, scans it (header only) and starts the writer.

@@ -194,19 +194,23 @@ static uint64_t node_hash(const hr_gir *ir, int node) {
         return (h ^ node_hash(ir, n->child)) * 1099511628211ull;
     case HR_GN_REF: return node_hash(ir, ir->body[n->child]);
     default:
-        for (int k = 0; k < n->n; k++) h = (h ^ node_hash(ir, ir->kids[n->first + k])) * 1099511628211ull;
+        for (int k = 0; k < n->n; k++)
+            h = (h ^ node_hash(ir, ir->kids[n->first + k])) * 1099511628211ull;
         return h;
     }
 }
 
 static int node_eq(const hr_gir *ir, int a, int b) {
-    while (ir->nodes[a].kind == HR_GN_REF) a = ir->body[ir->nodes[a].child];
-    while (ir->nodes[b].kind == HR_GN_REF) b = ir->body[ir->nodes[b].child];
+    while (ir->nodes[a].kind == HR_GN_REF)
+        a = ir->body[ir->nodes[a].child];
+    while (ir->nodes[b].kind == HR_GN_REF)
+        b = ir->body[ir->nodes[b].child];
     if (a == b) return 1;
     const hr_gnode *x = &ir->nodes[a], *y = &ir->nodes[b];
     if (x->kind != y->kind || x->n != y->n) return 0;
     if (x->kind == HR_GN_SET)
-        return !memcmp(&ir->ranges[x->first], &ir->ranges[y->first], (size_t)x->n * sizeof(hr_grange));
+        return !memcmp(&ir->ranges[x->first], &ir->ranges[y->first],
+                       (size_t)x->n * sizeof(hr_grange));
     if (x->kind == HR_GN_REP)
         return x->min == y->min && x->max == y->max && node_eq(ir, x->child, y->child);
     for (int k = 0; k < x->n; k++)
@@ -220,7 +224,8 @@ static hr_err *grow_slots(builder *b) {
     if (!slot) return hr_err_oom();
     for (int t = 0; t < b->n_terms; t++) {
         size_t j = b->term_hash[t] & (size_t)(cap - 1);
-        while (slot[j]) j = (j + 1) & (size_t)(cap - 1);
+        while (slot[j])
+            j = (j + 1) & (size_t)(cap - 1);
         slot[j] = t + 1;
     }
     free(b->term_slot);

@@ -40,9 +40,7 @@ static int utf8_to(utf8_ctx *x, int s, int target) {
     return 1;
 }
 
-static void set_bit(hr_gbytes *g, int k) {
-    g->w[k >> 6] |= 1ull << (k & 63);
-}
+static void set_bit(hr_gbytes *g, int k) { g->w[k >> 6] |= 1ull << (k & 63); }
 
 /* succ of s and its chain set; -1 when no printable byte lives. */
 static int chain_set(utf8_ctx *x, int s, hr_gbytes *set) {

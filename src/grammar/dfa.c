@@ -161,9 +161,7 @@ static hr_err *frag(nfa *a, int node, int *in, int *out) {
     HR_TRY(state(a, out));
     int ci, co, cur = *in;
     switch (n->kind) {
-    case HR_GN_SET:
-        HR_TRY(frag_set(a, n, *in, *out));
-        break;
+    case HR_GN_SET: HR_TRY(frag_set(a, n, *in, *out)); break;
     case HR_GN_SEQ:
         for (int k = 0; k < n->n; k++) {
             HR_TRY(frag(a, a->ir->kids[n->first + k], &ci, &co));
@@ -179,9 +177,7 @@ static hr_err *frag(nfa *a, int node, int *in, int *out) {
             HR_TRY(add_eps(a, co, *out));
         }
         break;
-    case HR_GN_REP:
-        HR_TRY(frag_rep(a, n, *in, *out));
-        break;
+    case HR_GN_REP: HR_TRY(frag_rep(a, n, *in, *out)); break;
     case HR_GN_REF:
         HR_TRY(frag(a, a->ir->body[n->child], &ci, &co));
         HR_TRY(add_eps(a, *in, ci));
@@ -316,7 +312,9 @@ static hr_err *intern(setmap *m, const int *s, int n, int *idx, int *added) {
     if (m->n_sets >= MAX_DFA)
         return hr_errf("grammar too large: a regular part needs more than %d DFA states", MAX_DFA);
     if (m->n_items + (size_t)n > (size_t)MAX_ITEMS)
-        return hr_errf("grammar too large: a regular part needs more than %ld NFA states in its DFA states", MAX_ITEMS);
+        return hr_errf(
+            "grammar too large: a regular part needs more than %ld NFA states in its DFA states",
+            MAX_ITEMS);
     if (m->n_items + (size_t)n > m->cap_items) {
         size_t nc = m->cap_items ? m->cap_items * 2 : 4096;
         while (nc < m->n_items + (size_t)n)

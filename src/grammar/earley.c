@@ -53,9 +53,7 @@ static int hash_grow(hr_matcher *m, size_t set0, size_t front0);
 
 static int hash_insert(hr_matcher *m, uint64_t h, uint64_t val, size_t set0, size_t front0);
 
-static uint64_t item_hash(hr_gitem it) {
-    return mix((uint64_t)it.pos << 32 | it.origin);
-}
+static uint64_t item_hash(hr_gitem it) { return mix((uint64_t)it.pos << 32 | it.origin); }
 static uint64_t front_hash(hr_gfront f) {
     return mix(((uint64_t)f.pos << 32 | f.origin) ^
                ((uint64_t)(uint32_t)f.state * 0x9E3779B97F4A7C15ull));
@@ -329,10 +327,6 @@ void hr_matcher_rollback(hr_matcher *m, int n_tokens) {
     }
 }
 
-int hr_matcher_is_accepting(const hr_matcher *m) {
-    return m->acc[m->cur];
-}
+int hr_matcher_is_accepting(const hr_matcher *m) { return m->acc[m->cur]; }
 
-int hr_matcher_is_ended(const hr_matcher *m) {
-    return m->ended;
-}
+int hr_matcher_is_ended(const hr_matcher *m) { return m->ended; }

@@ -38,9 +38,7 @@ static int is_word(int c) {
            c == '_';
 }
 
-static hr_err *oom(void) {
-    return hr_err_oom();
-}
+static hr_err *oom(void) { return hr_err_oom(); }
 
 static hr_err *hex(gp *p, int digits, uint32_t *out) {
     uint32_t v = 0;
@@ -71,27 +69,16 @@ static hr_err *one_char(gp *p, uint32_t *cp) {
         int e = peek(p, 1);
         p->i += 2;
         switch (e) {
-        case 'x':
-            return hex(p, 2, cp);
-        case 'u':
-            return hex(p, 4, cp);
-        case 'U':
-            return hex(p, 8, cp);
-        case 't':
-            *cp = '\t';
-            return NULL;
-        case 'r':
-            *cp = '\r';
-            return NULL;
-        case 'n':
-            *cp = '\n';
-            return NULL;
+        case 'x': return hex(p, 2, cp);
+        case 'u': return hex(p, 4, cp);
+        case 'U': return hex(p, 8, cp);
+        case 't': *cp = '\t'; return NULL;
+        case 'r': *cp = '\r'; return NULL;
+        case 'n': *cp = '\n'; return NULL;
         case '\\':
         case '"':
         case '[':
-        case ']':
-            *cp = (uint32_t)e;
-            return NULL;
+        case ']': *cp = (uint32_t)e; return NULL;
         default:
             if (e < 0) return hr_errf("grammar: unexpected end of input at offset %zu", at);
             return hr_errf("grammar: unknown escape \\%c at offset %zu", e, at);

@@ -78,9 +78,7 @@ typedef struct {
     uint64_t w[2];
 } hr_gbytes;
 
-static inline int hr_gbytes_bit(uint8_t b) {
-    return b < 0x20 ? 96 : b >= 0x80 ? 97 : b - 0x20;
-}
+static inline int hr_gbytes_bit(uint8_t b) { return b < 0x20 ? 96 : b >= 0x80 ? 97 : b - 0x20; }
 
 /* A UTF-8 validator's states: 0 between characters, 1..7 inside one (what the next bytes
  * must be); hr_gutf8_step gives the next state or -1 for a byte that cannot come next. */

@@ -28,7 +28,8 @@ struct hr_grammar_cache {
 
 static uint64_t hash_text(hr_grammar_src kind, const char *s, size_t n) {
     uint64_t h = 1469598103934665603ull ^ (uint64_t)kind;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
     return h;
 }
 
@@ -42,10 +43,14 @@ hr_err *hr_grammar_cache_create(size_t cap_bytes, hr_grammar_cache **out) {
 }
 
 static void unlink_lru(hr_grammar_cache *c, entry *e) {
-    if (e->prev) e->prev->next = e->next;
-    else c->head = e->next;
-    if (e->next) e->next->prev = e->prev;
-    else c->tail = e->prev;
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        c->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        c->tail = e->prev;
     e->prev = e->next = NULL;
 }
 
@@ -59,7 +64,8 @@ static void push_front(hr_grammar_cache *c, entry *e) {
 
 static void drop(hr_grammar_cache *c, entry *e) {
     entry **p = &c->bucket[e->hash % N_BUCKETS];
-    while (*p != e) p = &(*p)->next_hash;
+    while (*p != e)
+        p = &(*p)->next_hash;
     *p = e->next_hash;
     unlink_lru(c, e);
     c->bytes -= e->bytes;
@@ -108,8 +114,8 @@ static void insert(hr_grammar_cache *c, uint64_t h, hr_grammar_src kind, const c
     }
     memcpy(t, text, len);
     t[len] = 0;
-    *e = (entry){.hash = h, .kind = kind, .text = t, .len = len, .bytes = bytes,
-                 .g = hr_grammar_ref(g)};
+    *e = (entry){
+        .hash = h, .kind = kind, .text = t, .len = len, .bytes = bytes, .g = hr_grammar_ref(g)};
     e->next_hash = c->bucket[h % N_BUCKETS];
     c->bucket[h % N_BUCKETS] = e;
     push_front(c, e);
@@ -118,8 +124,8 @@ static void insert(hr_grammar_cache *c, uint64_t h, hr_grammar_src kind, const c
     shrink(c, e);
 }
 
-hr_err *hr_grammar_cache_get(hr_grammar_cache *c, hr_grammar_src kind, const char *text,
-                             size_t len, hr_grammar **out) {
+hr_err *hr_grammar_cache_get(hr_grammar_cache *c, hr_grammar_src kind, const char *text, size_t len,
+                             hr_grammar **out) {
     *out = NULL;
     if (!c) return compile(kind, text, len, out);
     uint64_t h = hash_text(kind, text, len);
@@ -156,7 +162,8 @@ void hr_grammar_cache_stats_get(hr_grammar_cache *c, hr_grammar_cache_stats *out
 
 void hr_grammar_cache_free(hr_grammar_cache *c) {
     if (!c) return;
-    while (c->head) drop(c, c->head);
+    while (c->head)
+        drop(c, c->head);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }

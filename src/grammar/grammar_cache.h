@@ -28,8 +28,8 @@ void hr_grammar_cache_free(hr_grammar_cache *c);
  * cached (least recently used ones evicted past the cap; a grammar larger than the cap is
  * not kept). Thread-safe; two threads missing on the same text may both compile it (one
  * result is kept). c NULL: compiles. */
-hr_err *hr_grammar_cache_get(hr_grammar_cache *c, hr_grammar_src kind, const char *text,
-                             size_t len, hr_grammar **out);
+hr_err *hr_grammar_cache_get(hr_grammar_cache *c, hr_grammar_src kind, const char *text, size_t len,
+                             hr_grammar **out);
 void hr_grammar_cache_stats_get(hr_grammar_cache *c, hr_grammar_cache_stats *out);
 
 #endif

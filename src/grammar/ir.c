@@ -201,21 +201,13 @@ int hr_gutf8_step(int q, uint8_t b) {
         if (b >= 0xF1 && b <= 0xF3) return 5;
         if (b == 0xF4) return 7;
         return -1;
-    case 1:
-        return b >= 0x80 && b <= 0xBF ? 0 : -1;
-    case 2:
-        return b >= 0x80 && b <= 0xBF ? 1 : -1;
-    case 3:
-        return b >= 0xA0 && b <= 0xBF ? 1 : -1;
-    case 4:
-        return b >= 0x80 && b <= 0x9F ? 1 : -1;
-    case 5:
-        return b >= 0x80 && b <= 0xBF ? 2 : -1;
-    case 6:
-        return b >= 0x90 && b <= 0xBF ? 2 : -1;
-    case 7:
-        return b >= 0x80 && b <= 0x8F ? 2 : -1;
-    default:
-        return -1;
+    case 1: return b >= 0x80 && b <= 0xBF ? 0 : -1;
+    case 2: return b >= 0x80 && b <= 0xBF ? 1 : -1;
+    case 3: return b >= 0xA0 && b <= 0xBF ? 1 : -1;
+    case 4: return b >= 0x80 && b <= 0x9F ? 1 : -1;
+    case 5: return b >= 0x80 && b <= 0xBF ? 2 : -1;
+    case 6: return b >= 0x90 && b <= 0xBF ? 2 : -1;
+    case 7: return b >= 0x80 && b <= 0x8F ? 2 : -1;
+    default: return -1;
     }
 }

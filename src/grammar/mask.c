@@ -24,9 +24,7 @@ static void set_stops(const hr_matcher *m, uint32_t *bits) {
     }
 }
 
-static size_t mask_words(const hr_grammar_vocab *v) {
-    return ((size_t)v->n_vocab + 31) / 32;
-}
+static size_t mask_words(const hr_grammar_vocab *v) { return ((size_t)v->n_vocab + 31) / 32; }
 
 void hr_matcher_mask_ref(hr_matcher *m, uint32_t *bits) {
     const hr_grammar_vocab *v = m->v;

@@ -27,9 +27,7 @@ static int peek(const rp *p, size_t k) {
     return p->i + k < p->n ? (unsigned char)p->s[p->i + k] : -1;
 }
 
-static size_t at(const rp *p) {
-    return p->base + p->i;
-}
+static size_t at(const rp *p) { return p->base + p->i; }
 
 static hr_err *add(ranges *r, uint32_t lo, uint32_t hi) {
     if (r->n == r->cap) {
@@ -54,17 +52,10 @@ static int class_escape(int c, ranges *r, hr_err **e) {
     const hr_grange *set;
     int n;
     switch (c | 0x20) {
-    case 'd':
-        set = DIGIT, n = 1;
-        break;
-    case 'w':
-        set = WORD, n = 4;
-        break;
-    case 's':
-        set = SPACE, n = 10;
-        break;
-    default:
-        return 0;
+    case 'd': set = DIGIT, n = 1; break;
+    case 'w': set = WORD, n = 4; break;
+    case 's': set = SPACE, n = 10; break;
+    default: return 0;
     }
     *e = NULL;
     if (c >= 'a') {
@@ -138,25 +129,13 @@ static hr_err *char_escape(rp *p, int in_class, uint32_t *cp) {
     if (c < 0) return hr_errf("regex: trailing backslash at offset %zu", start);
     p->i++;
     switch (c) {
-    case 'n':
-        *cp = '\n';
-        return NULL;
-    case 'r':
-        *cp = '\r';
-        return NULL;
-    case 't':
-        *cp = '\t';
-        return NULL;
-    case 'v':
-        *cp = '\v';
-        return NULL;
-    case 'f':
-        *cp = '\f';
-        return NULL;
-    case 'x':
-        return hex(p, 2, cp);
-    case 'u':
-        return unicode_escape(p, cp);
+    case 'n': *cp = '\n'; return NULL;
+    case 'r': *cp = '\r'; return NULL;
+    case 't': *cp = '\t'; return NULL;
+    case 'v': *cp = '\v'; return NULL;
+    case 'f': *cp = '\f'; return NULL;
+    case 'x': return hex(p, 2, cp);
+    case 'u': return unicode_escape(p, cp);
     case 'c':
         if (!((peek(p, 0) | 0x20) >= 'a' && (peek(p, 0) | 0x20) <= 'z'))
             return hr_errf("regex: \\c needs a letter at offset %zu", start);
@@ -174,16 +153,13 @@ static hr_err *char_escape(rp *p, int in_class, uint32_t *cp) {
             return NULL;
         }
         return hr_errf("regex: word boundary \\b at offset %zu is not supported", start);
-    case 'B':
-        return hr_errf("regex: word boundary \\B at offset %zu is not supported", start);
-    case 'k':
-        return hr_errf("regex: backreference \\k at offset %zu is not supported", start);
+    case 'B': return hr_errf("regex: word boundary \\B at offset %zu is not supported", start);
+    case 'k': return hr_errf("regex: backreference \\k at offset %zu is not supported", start);
     case 'p':
     case 'P':
         return hr_errf("regex: Unicode property escape \\%c at offset %zu is not supported", c,
                        start);
-    default:
-        break;
+    default: break;
     }
     if (c >= '1' && c <= '9')
         return hr_errf("regex: backreference \\%c at offset %zu is not supported", c, start);

@@ -31,18 +31,54 @@ enum {
 };
 
 /* keywords refused wherever they appear (they constrain, and are not enforced) */
-static const char *refused_kw[] = {"not", "maxContains",
-                                   "dependencies", "dependentRequired", "dependentSchemas",
-                                   "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
-                                   "$recursiveRef", "extends", "disallow", "divisibleBy"};
+static const char *refused_kw[] = {"not",
+                                   "maxContains",
+                                   "dependencies",
+                                   "dependentRequired",
+                                   "dependentSchemas",
+                                   "unevaluatedProperties",
+                                   "unevaluatedItems",
+                                   "$dynamicRef",
+                                   "$recursiveRef",
+                                   "extends",
+                                   "disallow",
+                                   "divisibleBy"};
 /* keywords this compiler enforces */
-static const char *handled_kw[] = {
-    "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "properties", "required",
-    "additionalProperties", "patternProperties", "propertyNames", "minProperties",
-    "maxProperties", "items", "prefixItems", "additionalItems", "minItems", "maxItems",
-    "minLength", "maxLength", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
-    "exclusiveMaximum", "multipleOf", "uniqueItems", "if", "then", "else", "contains",
-    "minContains", HR_SC_NOT_STRINGS};
+static const char *handled_kw[] = {"type",
+                                   "enum",
+                                   "const",
+                                   "anyOf",
+                                   "oneOf",
+                                   "allOf",
+                                   "$ref",
+                                   "properties",
+                                   "required",
+                                   "additionalProperties",
+                                   "patternProperties",
+                                   "propertyNames",
+                                   "minProperties",
+                                   "maxProperties",
+                                   "items",
+                                   "prefixItems",
+                                   "additionalItems",
+                                   "minItems",
+                                   "maxItems",
+                                   "minLength",
+                                   "maxLength",
+                                   "pattern",
+                                   "format",
+                                   "minimum",
+                                   "maximum",
+                                   "exclusiveMinimum",
+                                   "exclusiveMaximum",
+                                   "multipleOf",
+                                   "uniqueItems",
+                                   "if",
+                                   "then",
+                                   "else",
+                                   "contains",
+                                   "minContains",
+                                   HR_SC_NOT_STRINGS};
 
 static int in_list(const char *k, const char *const *list, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -60,9 +96,12 @@ char *hr_sc_path(const char *path, const char *seg) {
     hr_gbuf_puts(&b, path);
     hr_gbuf_puts(&b, "/");
     for (const char *p = seg; *p; p++) {
-        if (*p == '~') hr_gbuf_puts(&b, "~0");
-        else if (*p == '/') hr_gbuf_puts(&b, "~1");
-        else hr_gbuf_add(&b, p, 1);
+        if (*p == '~')
+            hr_gbuf_puts(&b, "~0");
+        else if (*p == '/')
+            hr_gbuf_puts(&b, "~1");
+        else
+            hr_gbuf_add(&b, p, 1);
     }
     if (b.oom || !b.p) {
         hr_gbuf_free(&b);
@@ -114,7 +153,8 @@ char *hr_sc_new_name(hr_sc_ctx *c, const char *hint) {
 
 static uint64_t fnv(const char *s) {
     uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
     return h;
 }
 
@@ -125,7 +165,8 @@ static int bodies_grow(hr_sc_ctx *c) {
     for (size_t i = 0; i < c->cap_bodies; i++) {
         if (!c->bodies[i].body) continue;
         size_t j = c->bodies[i].hash & (cap - 1);
-        while (nb[j].body) j = (j + 1) & (cap - 1);
+        while (nb[j].body)
+            j = (j + 1) & (cap - 1);
         nb[j] = c->bodies[i];
     }
     free(c->bodies);
@@ -183,18 +224,17 @@ const char *hr_sc_any(hr_sc_ctx *c) {
     const char *p = c->prefix, *w = c->ws;
     hr_gbuf_printf(&c->rules, "%sjstring ::= /\"" HR_SC_CHAR "*\"/\n", p);
     hr_gbuf_printf(&c->rules,
-                 "%sjnumber ::= /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n", p);
+                   "%sjnumber ::= /-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][-+]?[0-9]+)?/\n", p);
     hr_gbuf_printf(&c->rules,
-                 "%sjvalue ::= %sjobject | %sjarray | %sjstring | %sjnumber | \"true\" | "
-                 "\"false\" | \"null\"\n",
-                 p, p, p, p, p);
+                   "%sjvalue ::= %sjobject | %sjarray | %sjstring | %sjnumber | \"true\" | "
+                   "\"false\" | \"null\"\n",
+                   p, p, p, p, p);
     hr_gbuf_printf(&c->rules,
-                 "%sjobject ::= \"{\"%s (%sjstring%s \":\"%s %sjvalue%s (\",\"%s %sjstring%s "
-                 "\":\"%s %sjvalue%s)*)? \"}\"\n",
-                 p, w, p, w, w, p, w, w, p, w, w, p, w);
-    hr_gbuf_printf(&c->rules,
-                 "%sjarray ::= \"[\"%s (%sjvalue%s (\",\"%s %sjvalue%s)*)? \"]\"\n", p, w, p, w,
-                 w, p, w);
+                   "%sjobject ::= \"{\"%s (%sjstring%s \":\"%s %sjvalue%s (\",\"%s %sjstring%s "
+                   "\":\"%s %sjvalue%s)*)? \"}\"\n",
+                   p, w, p, w, w, p, w, w, p, w, w, p, w);
+    hr_gbuf_printf(&c->rules, "%sjarray ::= \"[\"%s (%sjvalue%s (\",\"%s %sjvalue%s)*)? \"]\"\n", p,
+                   w, p, w, w, p, w);
     size_t len = strlen(p) + 8;
     char *name = malloc(len);
     if (!name) return NULL;
@@ -230,8 +270,7 @@ static hr_err *check_keywords(const json_t *s, const char *path) {
         }
         if (!strcmp(k, "unevaluatedProperties") || !strcmp(k, "unevaluatedItems"))
             bad = !json_is_true(v);
-        if (!strcmp(k, "if"))
-            bad = json_object_get(s, "then") || json_object_get(s, "else");
+        if (!strcmp(k, "if")) bad = json_object_get(s, "then") || json_object_get(s, "else");
         if (bad) return hr_errf("schema: \"%s\" at %s is not supported", k, path);
     }
     return NULL;
@@ -258,8 +297,8 @@ static const json_t *without(hr_sc_ctx *c, const json_t *s, const char *k) {
 /* ---- scalars ---- */
 
 static hr_err *type_mask(const json_t *s, const char *path, int *mask) {
-    static const char *names[] = {"null", "boolean", "object", "array", "string", "number",
-                                  "integer"};
+    static const char *names[] = {"null",   "boolean", "object", "array",
+                                  "string", "number",  "integer"};
     json_t *t = json_object_get(s, "type");
     if (!t) {
         *mask = T_ALL;
@@ -322,15 +361,21 @@ static hr_err *int_bounds(const bound *lo, const bound *hi, const char *path, in
     *has_hi = hi->has;
     if (lo->has) {
         double v = lo->ex ? floor(lo->v) + 1 : ceil(lo->v);
-        if (v < -lim) *has_lo = 0;
-        else if (v > lim) return hr_errf("schema: minimum at %s is out of range", path);
-        else *l = (int64_t)v;
+        if (v < -lim)
+            *has_lo = 0;
+        else if (v > lim)
+            return hr_errf("schema: minimum at %s is out of range", path);
+        else
+            *l = (int64_t)v;
     }
     if (hi->has) {
         double v = hi->ex ? ceil(hi->v) - 1 : floor(hi->v);
-        if (v > lim) *has_hi = 0;
-        else if (v < -lim) return hr_errf("schema: maximum at %s is out of range", path);
-        else *h = (int64_t)v;
+        if (v > lim)
+            *has_hi = 0;
+        else if (v < -lim)
+            return hr_errf("schema: maximum at %s is out of range", path);
+        else
+            *h = (int64_t)v;
     }
     return NULL;
 }
@@ -344,7 +389,7 @@ static const char *multiple_rules(hr_sc_ctx *c, int64_t k) {
         hr_gbuf_printf(&b, "%s_%lld ::= ", base, (long long)r);
         for (int d = 0; d < 10; d++)
             hr_gbuf_printf(&b, "%s\"%d\" %s_%lld", d ? " | " : "", d, base,
-                         (long long)((r * 10 + d) % k));
+                           (long long)((r * 10 + d) % k));
         hr_gbuf_puts(&b, r == 0 ? " | \"\"\n" : "\n");
     }
     hr_gbuf_printf(&b, "%s ::= \"0\" | \"-\"? (", base);
@@ -374,7 +419,8 @@ static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int 
         HR_TRY(int_bounds(&lo, &hi, path, &hl, &l, &hh, &h));
         if (!hl || !hh || h - l > 10000)
             return hr_errf("schema: \"multipleOf\" with minimum/maximum at %s is supported only "
-                           "for ranges of at most 10000", path);
+                           "for ranges of at most 10000",
+                           path);
         hr_gbuf b = {0};
         int alts = 0;
         for (int64_t v = l; v <= h; v++)
@@ -397,8 +443,10 @@ static hr_err *number_rule(hr_sc_ctx *c, const json_t *s, const char *path, int 
         int64_t l = 0, h = 0;
         HR_TRY(int_bounds(&lo, &hi, path, &hl, &l, &hh, &h));
         if (hl && hh && l > h) return NULL;
-        if (!hl && !hh) hr_gbuf_puts(&re, "-?(?:0|[1-9][0-9]*)");
-        else hr_sc_int_range(&re, hl, l, hh, h);
+        if (!hl && !hh)
+            hr_gbuf_puts(&re, "-?(?:0|[1-9][0-9]*)");
+        else
+            hr_sc_int_range(&re, hl, l, hh, h);
     } else {
         hr_sc_dec l = {0}, h = {0};
         if (lo.has && !hr_sc_dec_bound(lo.v, 1, lo.ex, &l))
@@ -443,10 +491,12 @@ static const char *long_string(hr_sc_ctx *c, int64_t mn, int64_t mx) {
     hr_gbuf_puts(&b, "\"\\\"\"");
     if (mn / CHUNK) hr_gbuf_printf(&b, " %s{%lld}", chunk, (long long)(mn / CHUNK));
     if (mn % CHUNK) hr_gbuf_printf(&b, " /" HR_SC_CHAR "{%lld}/", (long long)(mn % CHUNK));
-    if (mx < 0) hr_gbuf_puts(&b, " /" HR_SC_CHAR "*/");
+    if (mx < 0)
+        hr_gbuf_puts(&b, " /" HR_SC_CHAR "*/");
     else {
         int64_t d = mx - mn, q = d / CHUNK, r = d % CHUNK;
-        if (q == 0) hr_gbuf_printf(&b, " /" HR_SC_CHAR "{0,%lld}/", (long long)r);
+        if (q == 0)
+            hr_gbuf_printf(&b, " /" HR_SC_CHAR "{0,%lld}/", (long long)r);
         else {
             hr_gbuf_puts(&b, " (");
             if (q > 1) hr_gbuf_printf(&b, "%s{0,%lld} ", chunk, (long long)(q - 1));
@@ -463,13 +513,14 @@ static const char *long_string(hr_sc_ctx *c, int64_t mn, int64_t mx) {
 
 /* Strings that are none of the list (from "not" of a string enum): the names' trie
  * complement, as a regex or, past 400 bytes of names, as rules over the trie. */
-static hr_err *not_strings_rule(hr_sc_ctx *c, const json_t *s, const json_t *list,
-                                const char *path, const char **rule) {
+static hr_err *not_strings_rule(hr_sc_ctx *c, const json_t *s, const json_t *list, const char *path,
+                                const char **rule) {
     static const char *other[] = {"pattern", "format", "minLength", "maxLength"};
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
         if (json_object_get(s, other[i]))
             return hr_errf("schema: \"not\" of an enum together with \"%s\" at %s is not "
-                           "supported", other[i], path);
+                           "supported",
+                           other[i], path);
     size_t n = json_array_size(list), bytes = 0;
     const char **names = calloc(n ? n : 1, sizeof *names);
     size_t *lens = calloc(n ? n : 1, sizeof *lens);
@@ -479,7 +530,8 @@ static hr_err *not_strings_rule(hr_sc_ctx *c, const json_t *s, const json_t *lis
         lens[i] = json_string_length(json_array_get(list, i));
         bytes += lens[i];
     }
-    if (!e && bytes > 400) *rule = hr_sc_not_names_rule(c, names, lens, n);
+    if (!e && bytes > 400)
+        *rule = hr_sc_not_names_rule(c, names, lens, n);
     else if (!e) {
         hr_gbuf re = {0};
         hr_gbuf_puts(&re, "\"");
@@ -520,13 +572,15 @@ static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, cons
         hr_gbuf_free(&f);
     }
     if (!e && !known && pat) {
-        if (!json_is_string(pat)) e = hr_errf("schema: \"pattern\" at %s must be a string", path);
-        else if ((mn > 0 || mx >= 0) && hr_sc_pattern_len(&re, json_string_value(pat),
-                                                          json_string_length(pat), mn, mx))
+        if (!json_is_string(pat))
+            e = hr_errf("schema: \"pattern\" at %s must be a string", path);
+        else if ((mn > 0 || mx >= 0) &&
+                 hr_sc_pattern_len(&re, json_string_value(pat), json_string_length(pat), mn, mx))
             ;
         else if (mn > 0 || mx >= 0)
             e = hr_errf("schema: \"pattern\" together with minLength/maxLength at %s is not "
-                        "supported", path);
+                        "supported",
+                        path);
         else if ((e = hr_sc_pattern(&re, json_string_value(pat), json_string_length(pat))))
             e = hr_err_wrap(e, "schema: at %s", path);
     } else if (!e && !known) {
@@ -536,10 +590,12 @@ static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, cons
             hr_gbuf_free(&re);
             *rule = long_string(c, mn, mx);
             return *rule ? NULL : hr_err_oom();
-        }
-        else if (mx >= 0) hr_gbuf_printf(&re, HR_SC_CHAR "{%lld,%lld}", (long long)mn, (long long)mx);
-        else if (mn > 0) hr_gbuf_printf(&re, HR_SC_CHAR "{%lld,}", (long long)mn);
-        else hr_gbuf_puts(&re, HR_SC_CHAR "*");
+        } else if (mx >= 0)
+            hr_gbuf_printf(&re, HR_SC_CHAR "{%lld,%lld}", (long long)mn, (long long)mx);
+        else if (mn > 0)
+            hr_gbuf_printf(&re, HR_SC_CHAR "{%lld,}", (long long)mn);
+        else
+            hr_gbuf_puts(&re, HR_SC_CHAR "*");
     }
     hr_gbuf_puts(&re, "\"");
     if (!e) {
@@ -583,7 +639,8 @@ static hr_err *array_rule(hr_sc_ctx *c, const json_t *s, const char *path, const
     json_t *cs = json_object_get(s, "contains");
     if (cs && (tuple || json_object_get(s, "uniqueItems")))
         return hr_errf("schema: \"contains\" at %s with a tuple or uniqueItems is not "
-                       "supported", path);
+                       "supported",
+                       path);
     if (cs) {
         hr_err *e = hr_sc_contains(c, s, rest_s, mn, mx, path, rule);
         json_t *mc = json_object_get(s, "minContains");
@@ -598,7 +655,8 @@ static hr_err *array_rule(hr_sc_ctx *c, const json_t *s, const char *path, const
             c->level--;
             free(p);
             if (e || done) return e;
-        } else c->over |= HR_SCHEMA_OVER_UNIQUE;
+        } else
+            c->over |= HR_SCHEMA_OVER_UNIQUE;
     }
     size_t k = tuple ? json_array_size(tuple) : 0;
     const char **t = calloc(k ? k : 1, sizeof *t);
@@ -616,8 +674,8 @@ static hr_err *array_rule(hr_sc_ctx *c, const json_t *s, const char *path, const
     const char *rest = NULL;
     int rest_open = !e && usable == k && (mx < 0 || (int64_t)k < mx);
     if (rest_open) {
-        char *p = hr_sc_path(path, tuple ? (tuple_kw[0] == 'p' ? "items" : "additionalItems")
-                                         : "items");
+        char *p =
+            hr_sc_path(path, tuple ? (tuple_kw[0] == 'p' ? "items" : "additionalItems") : "items");
         e = !p ? hr_err_oom() : rest_s ? hr_sc_value(c, rest_s, p, &rest) : NULL;
         if (!e && !rest_s && !(rest = hr_sc_any(c))) e = hr_err_oom();
         free(p);
@@ -642,18 +700,23 @@ static hr_err *array_rule(hr_sc_ctx *c, const json_t *s, const char *path, const
             const char *lead = usable ? "\",\"" : "";
             if (usable) {
                 hr_gbuf_printf(&b, "(%s%s %s%s)", lead, w, rest, w);
-                if (bmax < 0) hr_gbuf_printf(&b, "{%lld,} ", (long long)a);
-                else hr_gbuf_printf(&b, "{%lld,%lld} ", (long long)a, (long long)bmax);
+                if (bmax < 0)
+                    hr_gbuf_printf(&b, "{%lld,} ", (long long)a);
+                else
+                    hr_gbuf_printf(&b, "{%lld,%lld} ", (long long)a, (long long)bmax);
             } else {
                 int64_t a1 = a > 0 ? a - 1 : 0;
                 hr_gbuf_printf(&b, "(%s%s", rest, w);
                 if (bmax != 1) hr_gbuf_printf(&b, " (\",\"%s %s%s)", w, rest, w);
-                if (bmax < 0) hr_gbuf_printf(&b, "{%lld,}", (long long)a1);
-                else if (bmax != 1) hr_gbuf_printf(&b, "{%lld,%lld}", (long long)a1, (long long)(bmax - 1));
+                if (bmax < 0)
+                    hr_gbuf_printf(&b, "{%lld,}", (long long)a1);
+                else if (bmax != 1)
+                    hr_gbuf_printf(&b, "{%lld,%lld}", (long long)a1, (long long)(bmax - 1));
                 hr_gbuf_puts(&b, a == 0 ? ")? " : ") ");
             }
         }
-        for (size_t i = 0; i < opened; i++) hr_gbuf_puts(&b, ")? ");
+        for (size_t i = 0; i < opened; i++)
+            hr_gbuf_puts(&b, ")? ");
         hr_gbuf_puts(&b, "\"]\"");
         if (!b.oom) *rule = hr_sc_rule(c, "arr", b.p);
         if (b.oom || !*rule) e = hr_err_oom();
@@ -675,7 +738,8 @@ static void literal(hr_sc_ctx *c, hr_gbuf *b, const json_t *v) {
         json_object_foreach((json_t *)v, k, x) {
             json_t *ks = json_string(k);
             char *kt = ks ? json_dumps(ks, JSON_ENCODE_ANY) : NULL;
-            if (!kt) b->oom = 1;
+            if (!kt)
+                b->oom = 1;
             else {
                 if (!first) hr_gbuf_printf(b, "\",\"%s ", w);
                 hr_gbuf_lit(b, kt, strlen(kt));
@@ -703,7 +767,8 @@ static void literal(hr_sc_ctx *c, hr_gbuf *b, const json_t *v) {
             snprintf(shortest, sizeof shortest, "%.*g", prec, json_real_value(v));
             if (strtod(shortest, NULL) == json_real_value(v)) break;
         }
-        if (!jt) b->oom = 1;
+        if (!jt)
+            b->oom = 1;
         else if (strchr(shortest, 'n') || strchr(shortest, 'i') || !strcmp(jt, shortest))
             hr_gbuf_lit(b, jt, strlen(jt));
         else {
@@ -716,8 +781,10 @@ static void literal(hr_sc_ctx *c, hr_gbuf *b, const json_t *v) {
         free(jt);
     } else {
         char *jt = json_dumps(v, JSON_ENCODE_ANY);
-        if (!jt) b->oom = 1;
-        else hr_gbuf_lit(b, jt, strlen(jt));
+        if (!jt)
+            b->oom = 1;
+        else
+            hr_gbuf_lit(b, jt, strlen(jt));
         free(jt);
     }
 }
@@ -775,7 +842,8 @@ static hr_err *any_of(hr_sc_ctx *c, const json_t *s, const char *kw, const char 
         char *p = path_idx(path, kw, i);
         const json_t *branch = json_array_get(list, i);
         const char *r = NULL;
-        if (!p) e = hr_err_oom();
+        if (!p)
+            e = hr_err_oom();
         else if (kw[0] == 'o' && !(e = hr_sc_one_of_branch(c, rest, list, i, p, &branch)))
             e = hr_sc_value(c, branch, p, &r);
         else if (kw[0] == 'o')
@@ -851,8 +919,8 @@ static hr_err *by_type(hr_sc_ctx *c, const json_t *s, const char *path, const ch
 
 static hr_err *value_inner(hr_sc_ctx *c, const json_t *s, const char *path, const char **rule) {
     json_t *not = json_object_get(s, "not");
-    if (not) { /* "not" of a required list or a type is a schema: merge it in */
-        json_t *neg = hr_sc_keep(c, hr_sc_negation(c, not));
+    if (not ) { /* "not" of a required list or a type is a schema: merge it in */
+        json_t *neg = hr_sc_keep(c, hr_sc_negation(c, not ));
         if (!neg) return hr_errf("schema: \"not\" at %s is not supported", path);
         const json_t *m;
         HR_TRY(hr_sc_merge(c, without(c, s, "not"), neg, path, &m));
@@ -876,7 +944,8 @@ static hr_err *value_inner(hr_sc_ctx *c, const json_t *s, const char *path, cons
     /* with both, each anyOf branch is merged with the rest, oneOf included */
     if (any) return any_of(c, s, "anyOf", path, rule);
     if (one) return any_of(c, s, "oneOf", path, rule);
-    if (json_object_get(s, "enum") || json_object_get(s, "const")) return enum_rule(c, s, path, rule);
+    if (json_object_get(s, "enum") || json_object_get(s, "const"))
+        return enum_rule(c, s, path, rule);
     return by_type(c, s, path, rule);
 }
 
@@ -904,7 +973,8 @@ static hr_err *ref_target(hr_sc_ctx *c, const json_t *key, const json_t *t, cons
         if (m->node != key) continue;
         if (!m->done && m->level == c->level)
             return hr_errf("schema: $ref at %s refers to itself without an object or array "
-                           "in between", path);
+                           "in between",
+                           path);
         if (!m->done) m->used = 1;
         *rule = m->name;
         return NULL;
@@ -970,7 +1040,8 @@ static size_t pointer_token(const char *p, char *tok, size_t cap) {
     size_t i = 0, n = 0;
     for (; p[i] && p[i] != '/' && n + 1 < cap; i++) {
         char ch = p[i];
-        if (ch == '~' && (p[i + 1] == '0' || p[i + 1] == '1')) ch = p[++i] == '0' ? '~' : '/';
+        if (ch == '~' && (p[i + 1] == '0' || p[i + 1] == '1'))
+            ch = p[++i] == '0' ? '~' : '/';
         else if (ch == '%' && p[i + 1] && p[i + 2]) {
             char hex[3] = {p[i + 1], p[i + 2], 0};
             char *end;
@@ -996,8 +1067,8 @@ hr_err *hr_sc_resolve(hr_sc_ctx *c, const char *ref, const char *path, const jso
         return NULL;
     }
     if (*frag != '#')
-        return hr_errf("schema: \"$ref\" \"%s\" at %s is not a local reference; not supported",
-                       ref, path);
+        return hr_errf("schema: \"$ref\" \"%s\" at %s is not a local reference; not supported", ref,
+                       path);
     frag++;
     if (*frag && *frag != '/') {
         *out = find_anchor(c->root, frag, 0);
@@ -1009,12 +1080,14 @@ hr_err *hr_sc_resolve(hr_sc_ctx *c, const char *ref, const char *path, const jso
     while (*frag == '/') {
         frag++;
         frag += pointer_token(frag, tok, sizeof tok);
-        if (json_is_object(cur)) cur = json_object_get(cur, tok);
+        if (json_is_object(cur))
+            cur = json_object_get(cur, tok);
         else if (json_is_array(cur)) {
             char *end;
             long i = strtol(tok, &end, 10);
             cur = *end || i < 0 ? NULL : json_array_get(cur, (size_t)i);
-        } else cur = NULL;
+        } else
+            cur = NULL;
         if (!cur) return hr_errf("schema: \"$ref\" \"%s\" at %s points to nothing", ref, path);
     }
     *out = cur;
@@ -1025,11 +1098,14 @@ hr_err *hr_sc_resolve(hr_sc_ctx *c, const char *ref, const char *path, const jso
 
 static void ctx_free(hr_sc_ctx *c) {
     hr_gbuf_free(&c->rules);
-    for (size_t i = 0; i < c->n_names; i++) free(c->names[i]);
+    for (size_t i = 0; i < c->n_names; i++)
+        free(c->names[i]);
     free(c->names);
-    for (size_t i = 0; i < c->cap_bodies; i++) free(c->bodies[i].body);
+    for (size_t i = 0; i < c->cap_bodies; i++)
+        free(c->bodies[i].body);
     free(c->bodies);
-    for (size_t i = 0; i < c->n_keep; i++) json_decref(c->keep[i]);
+    for (size_t i = 0; i < c->n_keep; i++)
+        json_decref(c->keep[i]);
     free(c->keep);
     free(c->memo);
 }
@@ -1059,8 +1135,10 @@ static hr_err *compile(const json_t *schema, const hr_schema_opts *o, const char
     if (any_object) {
         if (!hr_sc_any(&c)) e = hr_err_oom();
         top = hr_sc_new_name(&c, "top");
-        if (!top) e = hr_err_oom();
-        else hr_gbuf_printf(&c.rules, "%s ::= %sjobject\n", top, prefix);
+        if (!top)
+            e = hr_err_oom();
+        else
+            hr_gbuf_printf(&c.rules, "%s ::= %sjobject\n", top, prefix);
     } else {
         e = hr_sc_value(&c, schema, "#", &top);
         if (!e && !top) e = hr_errf("schema: the schema accepts no value");

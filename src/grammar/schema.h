@@ -27,9 +27,9 @@ enum {
 };
 
 typedef struct {
-    int compact;       /* 1: no whitespace between tokens */
-    int max_ws;        /* longest whitespace run allowed; <= 0: HR_SCHEMA_MAX_WS_DEFAULT */
-    unsigned *over;    /* if set: receives the HR_SCHEMA_OVER_* classes the grammar has */
+    int compact;    /* 1: no whitespace between tokens */
+    int max_ws;     /* longest whitespace run allowed; <= 0: HR_SCHEMA_MAX_WS_DEFAULT */
+    unsigned *over; /* if set: receives the HR_SCHEMA_OVER_* classes the grammar has */
 } hr_schema_opts;
 
 /* Compiles schema into GBNF text (start rule "root"); *text is malloc'd, NUL-terminated,

@@ -38,7 +38,7 @@ static const char *state(machine *m, unsigned set, hr_err **e) {
         if (!nx) continue;
         if (alts++) hr_gbuf_puts(&b, " | ");
         hr_gbuf_printf(&b, "%s%s %s%s %s", used ? "\",\"" : "", used ? m->c->ws : "", m->val[i],
-                     m->c->ws, nx);
+                       m->c->ws, nx);
     }
     if (used >= m->mn) hr_gbuf_printf(&b, "%s\"]\"", alts++ ? " | " : "");
     const char *r = "";
@@ -53,7 +53,8 @@ static const char *state(machine *m, unsigned set, hr_err **e) {
 
 /* The few values items can take (a new array, or NULL when not few). */
 static json_t *few_values(hr_sc_ctx *c, const json_t *items) {
-    for (int i = 0; i < 16 && json_is_object(items) && json_is_string(json_object_get(items, "$ref")); i++) {
+    for (int i = 0;
+         i < 16 && json_is_object(items) && json_is_string(json_object_get(items, "$ref")); i++) {
         const json_t *t;
         hr_err *e = hr_sc_resolve(c, json_string_value(json_object_get(items, "$ref")), "#", &t);
         if (e) return hr_err_free(e), NULL;
@@ -64,7 +65,8 @@ static json_t *few_values(hr_sc_ctx *c, const json_t *items) {
     json_t *ty = json_object_get(items, "type");
     if (json_is_array(en) && json_array_size(en) <= UNIQUE_MAX) return json_deep_copy(en);
     if (cn) return json_pack("[O]", cn);
-    if (json_is_string(ty) && !strcmp(json_string_value(ty), "boolean")) return json_pack("[bb]", 1, 0);
+    if (json_is_string(ty) && !strcmp(json_string_value(ty), "boolean"))
+        return json_pack("[bb]", 1, 0);
     if (json_is_string(ty) && !strcmp(json_string_value(ty), "null")) return json_pack("[n]");
     return NULL;
 }
@@ -84,7 +86,8 @@ hr_err *hr_sc_unique_array(hr_sc_ctx *c, const json_t *items, int64_t mn, int64_
     for (size_t i = 0; !e && i < json_array_size(vals); i++) {
         json_t *v = json_array_get(vals, i);
         int dup = 0;
-        for (size_t j = 0; j < i; j++) dup |= json_equal(v, json_array_get(vals, j));
+        for (size_t j = 0; j < i; j++)
+            dup |= json_equal(v, json_array_get(vals, j));
         json_t *one = dup ? NULL : hr_sc_keep(c, json_copy((json_t *)items));
         if (dup) continue;
         if (!one) {
@@ -113,8 +116,8 @@ hr_err *hr_sc_unique_array(hr_sc_ctx *c, const json_t *items, int64_t mn, int64_
     return e;
 }
 
-hr_err *hr_sc_contains(hr_sc_ctx *c, const json_t *s, const json_t *items, int64_t mn,
-                       int64_t mx, const char *path, const char **rule) {
+hr_err *hr_sc_contains(hr_sc_ctx *c, const json_t *s, const json_t *items, int64_t mn, int64_t mx,
+                       const char *path, const char **rule) {
     json_t *cs = json_object_get(s, "contains"), *mc = json_object_get(s, "minContains");
     *rule = NULL;
     if (mc && (!json_is_integer(mc) || json_integer_value(mc) < 0 || json_integer_value(mc) > 64))
@@ -123,15 +126,18 @@ hr_err *hr_sc_contains(hr_sc_ctx *c, const json_t *s, const json_t *items, int64
     if (n == 0) return NULL;
     if (mn > n || mx >= 0)
         return hr_errf("schema: \"contains\" with minItems above minContains or with maxItems "
-                       "at %s is not supported", path);
+                       "at %s is not supported",
+                       path);
     char *p = hr_sc_path(path, "contains");
     if (!p) return hr_err_oom();
     const json_t *both = cs;
     const char *any = NULL, *hit = NULL;
     hr_err *e = NULL;
     c->level++;
-    if (json_is_true(cs)) both = items ? items : cs;
-    else if (items) e = hr_sc_merge(c, items, cs, p, &both);
+    if (json_is_true(cs))
+        both = items ? items : cs;
+    else if (items)
+        e = hr_sc_merge(c, items, cs, p, &both);
     if (!e) e = hr_sc_value(c, both, p, &hit);
     if (!e) e = items ? hr_sc_value(c, items, p, &any) : (any = hr_sc_any(c)) ? NULL : hr_err_oom();
     c->level--;
@@ -143,8 +149,10 @@ hr_err *hr_sc_contains(hr_sc_ctx *c, const json_t *s, const json_t *items, int64
         char *name = hr_sc_new_name(c, "contains");
         if (!name) return hr_gbuf_free(&b), hr_err_oom();
         hr_gbuf_free(&b);
-        if (j == 1) hr_gbuf_printf(&b, "%s%s (\",\"%s %s%s)*", hit, w, w, any ? any : hit, w);
-        else hr_gbuf_printf(&b, "%s%s \",\"%s %s", hit, w, w, prev);
+        if (j == 1)
+            hr_gbuf_printf(&b, "%s%s (\",\"%s %s%s)*", hit, w, w, any ? any : hit, w);
+        else
+            hr_gbuf_printf(&b, "%s%s \",\"%s %s", hit, w, w, prev);
         if (any) hr_gbuf_printf(&b, " | %s%s \",\"%s %s", any, w, w, name);
         hr_gbuf_printf(&b, " | %s", hr_sc_hint(c));
         if (!b.oom) hr_sc_emit(c, name, b.p);

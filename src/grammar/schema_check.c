@@ -13,11 +13,15 @@ static int type_ok(const json_t *t, const json_t *v) {
         const json_t *e = json_is_array(t) ? json_array_get(t, i) : t;
         const char *s = json_string_value(e);
         if (!s) continue;
-        if ((!strcmp(s, "null") && json_is_null(v)) || (!strcmp(s, "boolean") && json_is_boolean(v)) ||
-            (!strcmp(s, "object") && json_is_object(v)) || (!strcmp(s, "array") && json_is_array(v)) ||
-            (!strcmp(s, "string") && json_is_string(v)) || (!strcmp(s, "number") && json_is_number(v)) ||
-            (!strcmp(s, "integer") && (json_is_integer(v) || (json_is_real(v) &&
-                                       json_real_value(v) == floor(json_real_value(v))))))
+        if ((!strcmp(s, "null") && json_is_null(v)) ||
+            (!strcmp(s, "boolean") && json_is_boolean(v)) ||
+            (!strcmp(s, "object") && json_is_object(v)) ||
+            (!strcmp(s, "array") && json_is_array(v)) ||
+            (!strcmp(s, "string") && json_is_string(v)) ||
+            (!strcmp(s, "number") && json_is_number(v)) ||
+            (!strcmp(s, "integer") &&
+             (json_is_integer(v) ||
+              (json_is_real(v) && json_real_value(v) == floor(json_real_value(v))))))
             return 1;
     }
     return 0;
@@ -25,17 +29,21 @@ static int type_ok(const json_t *t, const json_t *v) {
 
 static size_t utf8_len(const char *s, size_t n) {
     size_t k = 0;
-    for (size_t i = 0; i < n; i++) k += ((unsigned char)s[i] & 0xC0) != 0x80;
+    for (size_t i = 0; i < n; i++)
+        k += ((unsigned char)s[i] & 0xC0) != 0x80;
     return k;
 }
 
 static hr_err *check_num(const json_t *s, const json_t *v, int *ok) {
     double x = json_number_value(v);
     json_t *mn = json_object_get(s, "minimum"), *mx = json_object_get(s, "maximum");
-    json_t *emn = json_object_get(s, "exclusiveMinimum"), *emx = json_object_get(s, "exclusiveMaximum");
+    json_t *emn = json_object_get(s, "exclusiveMinimum"),
+           *emx = json_object_get(s, "exclusiveMaximum");
     json_t *mo = json_object_get(s, "multipleOf");
-    if (json_is_number(mn)) *ok &= json_is_true(emn) ? x > json_number_value(mn) : x >= json_number_value(mn);
-    if (json_is_number(mx)) *ok &= json_is_true(emx) ? x < json_number_value(mx) : x <= json_number_value(mx);
+    if (json_is_number(mn))
+        *ok &= json_is_true(emn) ? x > json_number_value(mn) : x >= json_number_value(mn);
+    if (json_is_number(mx))
+        *ok &= json_is_true(emx) ? x < json_number_value(mx) : x <= json_number_value(mx);
     if (json_is_number(emn)) *ok &= x > json_number_value(emn);
     if (json_is_number(emx)) *ok &= x < json_number_value(emx);
     if (json_is_number(mo)) {
@@ -52,9 +60,11 @@ static hr_err *check_str(const json_t *s, const json_t *v, const char *path, int
     if (json_is_integer(mn)) *ok &= (json_int_t)len >= json_integer_value(mn);
     if (json_is_integer(mx)) *ok &= (json_int_t)len <= json_integer_value(mx);
     json_t *nots = json_object_get(s, HR_SC_NOT_STRINGS);
-    for (size_t i = 0; i < json_array_size(nots); i++) *ok &= !json_equal(json_array_get(nots, i), v);
+    for (size_t i = 0; i < json_array_size(nots); i++)
+        *ok &= !json_equal(json_array_get(nots, i), v);
     if (json_is_string(pat)) {
-        int m = hr_sc_pattern_matches(json_string_value(pat), json_string_value(v), json_string_length(v));
+        int m = hr_sc_pattern_matches(json_string_value(pat), json_string_value(v),
+                                      json_string_length(v));
         if (m < 0) return hr_errf("schema: \"pattern\" at %s does not compile", path);
         *ok &= m;
     }
@@ -64,13 +74,16 @@ static hr_err *check_str(const json_t *s, const json_t *v, const char *path, int
         hr_err *e = hr_sc_format(&b, json_string_value(fmt), &known);
         hr_gbuf_free(&b);
         if (e || known)
-            return e ? e : hr_errf("schema: \"format\" together with enum/const at %s is not "
-                                   "supported", path);
+            return e ? e
+                     : hr_errf("schema: \"format\" together with enum/const at %s is not "
+                               "supported",
+                               path);
     }
     return NULL;
 }
 
-static hr_err *check_arr(hr_sc_ctx *c, const json_t *s, const json_t *v, const char *path, int *ok) {
+static hr_err *check_arr(hr_sc_ctx *c, const json_t *s, const json_t *v, const char *path,
+                         int *ok) {
     size_t n = json_array_size(v);
     json_t *mn = json_object_get(s, "minItems"), *mx = json_object_get(s, "maxItems");
     if (json_is_integer(mn)) *ok &= (json_int_t)n >= json_integer_value(mn);
@@ -94,7 +107,8 @@ static hr_err *check_arr(hr_sc_ctx *c, const json_t *s, const json_t *v, const c
     return NULL;
 }
 
-static hr_err *check_obj(hr_sc_ctx *c, const json_t *s, const json_t *v, const char *path, int *ok) {
+static hr_err *check_obj(hr_sc_ctx *c, const json_t *s, const json_t *v, const char *path,
+                         int *ok) {
     json_t *props = json_object_get(s, "properties"), *pp = json_object_get(s, "patternProperties");
     json_t *ap = json_object_get(s, "additionalProperties"), *req = json_object_get(s, "required");
     json_t *pn = json_object_get(s, "propertyNames");
@@ -133,7 +147,8 @@ static hr_err *check_obj(hr_sc_ctx *c, const json_t *s, const json_t *v, const c
     return NULL;
 }
 
-static hr_err *check_comb(hr_sc_ctx *c, const json_t *s, const json_t *v, const char *path, int *ok) {
+static hr_err *check_comb(hr_sc_ctx *c, const json_t *s, const json_t *v, const char *path,
+                          int *ok) {
     json_t *all = json_object_get(s, "allOf"), *any = json_object_get(s, "anyOf");
     json_t *one = json_object_get(s, "oneOf"), *not = json_object_get(s, "not");
     for (size_t i = 0; i < json_array_size(all) && *ok; i++)
@@ -152,7 +167,7 @@ static hr_err *check_comb(hr_sc_ctx *c, const json_t *s, const json_t *v, const 
         hits += h;
     }
     if (one) *ok &= hits == 1;
-    if (not) {
+    if (not ) {
         int h = 1;
         HR_TRY(hr_sc_check(c, not, v, path, &h));
         *ok &= !h;
@@ -160,10 +175,20 @@ static hr_err *check_comb(hr_sc_ctx *c, const json_t *s, const json_t *v, const 
     return NULL;
 }
 
-static const char *unchecked[] = {"contains", "minContains", "maxContains", "dependencies",
-                                  "dependentRequired", "dependentSchemas", "if",
-                                  "unevaluatedProperties", "unevaluatedItems", "$dynamicRef",
-                                  "$recursiveRef", "extends", "disallow", "divisibleBy"};
+static const char *unchecked[] = {"contains",
+                                  "minContains",
+                                  "maxContains",
+                                  "dependencies",
+                                  "dependentRequired",
+                                  "dependentSchemas",
+                                  "if",
+                                  "unevaluatedProperties",
+                                  "unevaluatedItems",
+                                  "$dynamicRef",
+                                  "$recursiveRef",
+                                  "extends",
+                                  "disallow",
+                                  "divisibleBy"};
 
 hr_err *hr_sc_check(hr_sc_ctx *c, const json_t *s, const json_t *v, const char *path, int *ok) {
     if (json_is_boolean(s)) {
@@ -190,7 +215,8 @@ hr_err *hr_sc_check(hr_sc_ctx *c, const json_t *s, const json_t *v, const char *
     if (!e && t) *ok &= type_ok(t, v);
     if (!e && en) {
         int hit = 0;
-        for (size_t i = 0; i < json_array_size(en); i++) hit |= json_equal(json_array_get(en, i), (json_t *)v);
+        for (size_t i = 0; i < json_array_size(en); i++)
+            hit |= json_equal(json_array_get(en, i), (json_t *)v);
         *ok &= hit;
     }
     if (!e && cn) *ok &= json_equal(cn, (json_t *)v);

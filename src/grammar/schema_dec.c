@@ -38,7 +38,8 @@ static int midpoint(double a, double b, uint64_t *n, int *k) {
 static int to_decimal(uint64_t n, int k, hr_sc_dec *d) {
     uint32_t limb[LIMBS] = {0};
     int used = 0;
-    for (uint64_t v = n; v; v /= 1000000000u) limb[used++] = (uint32_t)(v % 1000000000u);
+    for (uint64_t v = n; v; v /= 1000000000u)
+        limb[used++] = (uint32_t)(v % 1000000000u);
     for (int i = 0; i < k; i++) { /* times 5^k */
         uint64_t carry = 0;
         for (int j = 0; j < used; j++) {
@@ -54,7 +55,8 @@ static int to_decimal(uint64_t n, int k, hr_sc_dec *d) {
     char txt[LIMBS * 9 + 1];
     size_t len = 0;
     for (int j = used - 1; j >= 0; j--)
-        len += (size_t)snprintf(txt + len, sizeof txt - len, j == used - 1 ? "%u" : "%09u", limb[j]);
+        len +=
+            (size_t)snprintf(txt + len, sizeof txt - len, j == used - 1 ? "%u" : "%09u", limb[j]);
     if (used == 0) txt[len++] = '0';
     txt[len] = 0;
     /* the value is txt / 10^k: pad so that there are k fraction digits and one before */
@@ -65,9 +67,11 @@ static int to_decimal(uint64_t n, int k, hr_sc_dec *d) {
     size_t all = z + len, ilen = all - (size_t)k;
     if (ilen > 19) return 0;
     d->ip = 0;
-    for (size_t i = 0; i < ilen; i++) d->ip = d->ip * 10 + (uint64_t)(pad[i] - '0');
+    for (size_t i = 0; i < ilen; i++)
+        d->ip = d->ip * 10 + (uint64_t)(pad[i] - '0');
     size_t fl = (size_t)k;
-    while (fl && pad[ilen + fl - 1] == '0') fl--;
+    while (fl && pad[ilen + fl - 1] == '0')
+        fl--;
     memcpy(d->frac, pad + ilen, fl);
     d->frac[fl] = 0;
     return 1;

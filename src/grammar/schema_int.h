@@ -13,16 +13,15 @@
 #include "grammar/schema.h"
 #include "grammar/text_buf.h"
 
-
 /* One JSON string character in its encoded form, any spelling (raw, short escape, \uXXXX
  * or a surrogate pair): decodes to exactly one code point. */
-#define HR_SC_CHAR                                                                          \
-    "(?:[^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\\\/bfnrt]|\\\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|"   \
+#define HR_SC_CHAR                                                                                 \
+    "(?:[^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\\\/bfnrt]|\\\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|"        \
     "[dD][0-7][0-9a-fA-F]{2})|\\\\u[dD][89abAB][0-9a-fA-F]{2}\\\\u[dD][c-fC-F][0-9a-fA-F]{2})"
 /* One character in canonical spelling (as jansson writes it): raw, or a short escape for
  * " \ \b \f \n \r \t, or \u00XX for the other control characters. Keys use it, so that a
  * key has one spelling and "not one of the declared names" is a plain regex. */
-#define HR_SC_CANON                                                                         \
+#define HR_SC_CANON                                                                                \
     "(?:[^\"\\\\\\x00-\\x1f]|\\\\[\"\\\\bfnrt]|\\\\u00(?:0[0-7bBeEfF]|1[0-9a-fA-F]))"
 
 /* The compiler's own keyword (from "not" of an enum/const of strings): a string that is
@@ -98,7 +97,7 @@ struct hr_sc_ctx {
     const json_t *root;
     const char *root_id; /* the root's $id/id, so absolute refs to the document are local */
     const char *prefix;
-    const char *ws;      /* " <prefix>ws" or "" (compact) */
+    const char *ws; /* " <prefix>ws" or "" (compact) */
     int max_ws;
     hr_gbuf rules;
     hr_sc_memo *memo;
@@ -110,7 +109,7 @@ struct hr_sc_ctx {
     json_t **keep; /* schemas made by merging, alive until the end */
     size_t n_keep, cap_keep;
     int next_id, level, depth;
-    unsigned over; /* HR_SCHEMA_OVER_* classes the grammar has */
+    unsigned over;   /* HR_SCHEMA_OVER_* classes the grammar has */
     const char *any; /* the any-JSON-value rule, once made */
     char hint[96];   /* the hr_sc_hint rule's name, "" until made */
 };
@@ -154,8 +153,8 @@ hr_err *hr_sc_unique_array(hr_sc_ctx *c, const json_t *items, int64_t mn, int64_
 /* contains / minContains on an array of items (NULL: any; no tuple), minItems mn, maxItems
  * mx (< 0: none); *rule NULL when minContains is 0 (the plain array then) or nothing can
  * match. */
-hr_err *hr_sc_contains(hr_sc_ctx *c, const json_t *s, const json_t *items, int64_t mn,
-                       int64_t mx, const char *path, const char **rule);
+hr_err *hr_sc_contains(hr_sc_ctx *c, const json_t *s, const json_t *items, int64_t mn, int64_t mx,
+                       const char *path, const char **rule);
 /* Resolves a local $ref ("#", "#/json/pointer", or the root's $id + fragment). */
 hr_err *hr_sc_resolve(hr_sc_ctx *c, const char *ref, const char *path, const json_t **out);
 /* Is instance v valid under schema s? For enum/const values and declared keys; a keyword

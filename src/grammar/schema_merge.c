@@ -14,10 +14,23 @@ static const char *lower_kw[] = {"minLength", "minItems", "minProperties"};
 static const char *upper_kw[] = {"maxLength", "maxItems", "maxProperties"};
 static const char *equal_kw[] = {"pattern", "format", "multipleOf", "propertyNames", "uniqueItems"};
 /* object and array keywords combined as groups below */
-static const char *group_kw[] = {"properties", "patternProperties", "additionalProperties",
-                                 "items", "prefixItems", "additionalItems", "minimum",
-                                 "maximum", "exclusiveMinimum", "exclusiveMaximum", "type",
-                                 "enum", "const", "required", "anyOf", "oneOf", "$defs",
+static const char *group_kw[] = {"properties",
+                                 "patternProperties",
+                                 "additionalProperties",
+                                 "items",
+                                 "prefixItems",
+                                 "additionalItems",
+                                 "minimum",
+                                 "maximum",
+                                 "exclusiveMinimum",
+                                 "exclusiveMaximum",
+                                 "type",
+                                 "enum",
+                                 "const",
+                                 "required",
+                                 "anyOf",
+                                 "oneOf",
+                                 "$defs",
                                  "definitions"};
 
 static int in(const char *k, const char *const *l, size_t n) {
@@ -50,8 +63,10 @@ static hr_err *side(hr_sc_ctx *c, const json_t *s, const char *k, const char *pa
     json_object_foreach(pp, pat, sch) {
         int hit = hr_sc_pattern_matches(pat, k, strlen(k));
         if (hit < 0) return hr_errf("schema: allOf at %s: bad pattern \"%s\"", path, pat);
-        if (hit && !*out) *out = sch;
-        else if (hit) HR_TRY(hr_sc_merge(c, *out, sch, path, out));
+        if (hit && !*out)
+            *out = sch;
+        else if (hit)
+            HR_TRY(hr_sc_merge(c, *out, sch, path, out));
     }
     if (!*out) *out = json_object_get(s, "additionalProperties");
     if (!*out) *out = json_true();
@@ -60,7 +75,8 @@ static hr_err *side(hr_sc_ctx *c, const json_t *s, const char *k, const char *pa
 
 static hr_err *merge_objects(hr_sc_ctx *c, const json_t *a, const json_t *b, const char *path,
                              json_t *m) {
-    json_t *ppa = json_object_get(a, "patternProperties"), *ppb = json_object_get(b, "patternProperties");
+    json_t *ppa = json_object_get(a, "patternProperties"),
+           *ppb = json_object_get(b, "patternProperties");
     if (json_object_size(ppa) && json_object_size(ppb))
         return hr_errf("schema: allOf with patternProperties on both sides at %s is not supported",
                        path);
@@ -80,7 +96,8 @@ static hr_err *merge_objects(hr_sc_ctx *c, const json_t *a, const json_t *b, con
             if (!xy || json_object_set_new(props, k, xy)) return hr_err_oom();
         }
     }
-    json_t *apa = json_object_get(a, "additionalProperties"), *apb = json_object_get(b, "additionalProperties");
+    json_t *apa = json_object_get(a, "additionalProperties"),
+           *apb = json_object_get(b, "additionalProperties");
     const json_t *pp_side = json_object_size(ppa) ? a : json_object_size(ppb) ? b : NULL;
     if (pp_side) { /* the other side's additionalProperties also binds the pattern keys */
         const json_t *other = pp_side == a ? apb : apa;
@@ -103,12 +120,12 @@ static hr_err *merge_arrays(const json_t *a, const json_t *b, const char *path, 
         if ((ta && tb) || json_object_get(ta ? b : a, "items") ||
             json_object_get(ta ? b : a, "additionalItems"))
             return hr_errf("schema: allOf with a tuple (prefixItems/items array) at %s is not "
-                           "supported", path);
+                           "supported",
+                           path);
         const json_t *t = ta ? a : b;
         const char *kws[] = {"prefixItems", "items", "additionalItems"};
         for (int i = 0; i < 3; i++)
-            if (json_object_get(t, kws[i]))
-                json_object_set(m, kws[i], json_object_get(t, kws[i]));
+            if (json_object_get(t, kws[i])) json_object_set(m, kws[i], json_object_get(t, kws[i]));
         return NULL;
     }
     json_t *ia = json_object_get(a, "items"), *ib = json_object_get(b, "items");
@@ -117,8 +134,8 @@ static hr_err *merge_arrays(const json_t *a, const json_t *b, const char *path, 
 }
 
 static json_t *type_names(int mask) {
-    static const char *names[] = {"null", "boolean", "object", "array", "string", "number",
-                                  "integer"};
+    static const char *names[] = {"null",   "boolean", "object", "array",
+                                  "string", "number",  "integer"};
     json_t *arr = json_array();
     for (int i = 0; i < 7 && arr; i++)
         if (mask & (1 << i)) json_array_append_new(arr, json_string(names[i]));
@@ -126,8 +143,8 @@ static json_t *type_names(int mask) {
 }
 
 static int type_bits(const json_t *s) {
-    static const char *names[] = {"null", "boolean", "object", "array", "string", "number",
-                                  "integer"};
+    static const char *names[] = {"null",   "boolean", "object", "array",
+                                  "string", "number",  "integer"};
     json_t *t = json_object_get(s, "type");
     if (!t) return 127;
     int mask = 0;
@@ -143,7 +160,8 @@ static int type_bits(const json_t *s) {
 
 /* Tighter of two lower (or upper) bounds, written draft-06 style into m. */
 static void merge_bound(const json_t *a, const json_t *b, int lower, json_t *m) {
-    const char *inc = lower ? "minimum" : "maximum", *exc = lower ? "exclusiveMinimum" : "exclusiveMaximum";
+    const char *inc = lower ? "minimum" : "maximum",
+               *exc = lower ? "exclusiveMinimum" : "exclusiveMaximum";
     int has = 0, ex = 0;
     double best = 0;
     const json_t *sides[2] = {a, b};
@@ -181,8 +199,10 @@ static hr_err *merge_enum(const json_t *a, const json_t *b, json_t *m) {
         json_object_set(m, "enum", ea ? ea : eb);
     }
     json_t *ca = json_object_get(a, "const"), *cb = json_object_get(b, "const");
-    if (ca && cb && !json_equal(ca, cb)) json_object_set_new(m, "enum", json_array());
-    else if (ca || cb) json_object_set(m, "const", ca ? ca : cb);
+    if (ca && cb && !json_equal(ca, cb))
+        json_object_set_new(m, "enum", json_array());
+    else if (ca || cb)
+        json_object_set(m, "const", ca ? ca : cb);
     return NULL;
 }
 
@@ -250,7 +270,8 @@ static hr_err *merge_pair(hr_sc_ctx *c, const json_t *a, const json_t *b, const 
     HR_TRY(merge_arrays(a, b, path, m));
     int obj = 0;
     const char *okw[] = {"properties", "patternProperties", "additionalProperties"};
-    for (int i = 0; i < 3; i++) obj |= json_object_get(a, okw[i]) || json_object_get(b, okw[i]);
+    for (int i = 0; i < 3; i++)
+        obj |= json_object_get(a, okw[i]) || json_object_get(b, okw[i]);
     return obj ? merge_objects(c, a, b, path, m) : NULL;
 }
 

@@ -40,8 +40,10 @@ static void same_len(hr_gbuf *o, const char *a, const char *b, size_t n) {
     if (!b_high) hi--;
     if (lo <= hi) {
         if (alts++) hr_gbuf_puts(o, "|");
-        if (lo == hi) hr_gbuf_add(o, &lo, 1);
-        else hr_gbuf_printf(o, "[%c-%c]", lo, hi);
+        if (lo == hi)
+            hr_gbuf_add(o, &lo, 1);
+        else
+            hr_gbuf_printf(o, "[%c-%c]", lo, hi);
         if (n > 1) hr_gbuf_printf(o, "[0-9]{%zu}", n - 1);
     }
     if (!b_high) {
@@ -61,13 +63,16 @@ static void nonneg(hr_gbuf *o, uint64_t a, int has_b, uint64_t b) {
     hr_gbuf_puts(o, "(?:");
     for (size_t len = la; len <= lb; len++) {
         if (len > la) hr_gbuf_puts(o, "|");
-        if (len == la) memcpy(lo, as, la);
+        if (len == la)
+            memcpy(lo, as, la);
         else {
             lo[0] = '1';
             memset(lo + 1, '0', len - 1);
         }
-        if (has_b && len == lb) memcpy(hi, bs, lb);
-        else memset(hi, '9', len);
+        if (has_b && len == lb)
+            memcpy(hi, bs, lb);
+        else
+            memset(hi, '9', len);
         same_len(o, lo, hi, len);
     }
     if (!has_b) hr_gbuf_printf(o, "|[1-9][0-9]{%zu,}", la);
@@ -136,8 +141,10 @@ static int frac_digits(hr_gbuf *o, side lo, side hi, int need) {
             hr_gbuf sub = {0};
             if (frac_digits(&sub, nl, nh, 0)) {
                 if (alts++) hr_gbuf_puts(&b, "|");
-                if (c == e) hr_gbuf_printf(&b, "%d", c);
-                else hr_gbuf_printf(&b, "[%d-%d]", c, e);
+                if (c == e)
+                    hr_gbuf_printf(&b, "%d", c);
+                else
+                    hr_gbuf_printf(&b, "[%d-%d]", c, e);
                 hr_gbuf_add(&b, sub.p ? sub.p : "", sub.n);
             }
             if (sub.oom) b.oom = 1;

@@ -79,7 +79,8 @@ static const char *state(machine *m, size_t pos, int64_t cnt) {
     int self_loop = 0;
     if (m->addl && room) {
         int64_t nc = bump(m, cnt);
-        if (nc == cnt) self_loop = 1;
+        if (nc == cnt)
+            self_loop = 1;
         else {
             const char *nx = state(m, pos, nc);
             if (nx) alt_to(m, &b, &alts, cnt, m->addl, nx);
@@ -93,8 +94,10 @@ static const char *state(machine *m, size_t pos, int64_t cnt) {
     if (alts && !m->err) {
         char *nm = hr_sc_new_name(m->c, "obj");
         if (nm && self_loop) alt_to(m, &b, &alts, cnt, m->addl, nm);
-        if (!nm || b.oom) m->err = hr_err_oom();
-        else hr_sc_emit(m->c, nm, b.p);
+        if (!nm || b.oom)
+            m->err = hr_err_oom();
+        else
+            hr_sc_emit(m->c, nm, b.p);
         name = nm;
     }
     hr_gbuf_free(&b);
@@ -135,10 +138,13 @@ static hr_err *pattern_schema(hr_sc_ctx *c, const json_t *pp, const char *name, 
     *out = NULL;
     json_object_foreach((json_t *)pp, pat, ps) {
         int hit = hr_sc_pattern_matches(pat, name, strlen(name));
-        if (hit < 0) return hr_errf("schema: patternProperties at %s: bad pattern \"%s\"", path, pat);
+        if (hit < 0)
+            return hr_errf("schema: patternProperties at %s: bad pattern \"%s\"", path, pat);
         if (!hit) continue;
-        if (!*out) *out = ps;
-        else HR_TRY(hr_sc_merge(c, *out, ps, path, out));
+        if (!*out)
+            *out = ps;
+        else
+            HR_TRY(hr_sc_merge(c, *out, ps, path, out));
     }
     return NULL;
 }
@@ -156,7 +162,8 @@ static hr_err *check_declared(hr_sc_ctx *c, const json_t *pn, const char *const 
         json_decref(nm);
         if (!e && !ok)
             e = hr_errf("schema: \"propertyNames\" at %s rejects the declared property \"%s\"; "
-                        "not supported", path, names[i]);
+                        "not supported",
+                        path, names[i]);
         HR_TRY(e);
     }
     return NULL;
@@ -167,13 +174,13 @@ static hr_err *check_declared(hr_sc_ctx *c, const json_t *pn, const char *const 
  * else a regex for the inside of the quotes into key (pattern and/or lengths, over keys'
  * canonical spelling), only where no name is declared (it would need the pattern minus
  * the names). */
-static hr_err *names_key(hr_sc_ctx *c, const json_t *pn, const char *const *names,
-                         size_t n_names, const char *path, hr_gbuf *key, const char **key_rule,
-                         int *none) {
+static hr_err *names_key(hr_sc_ctx *c, const json_t *pn, const char *const *names, size_t n_names,
+                         const char *path, hr_gbuf *key, const char **key_rule, int *none) {
     for (int i = 0; i < 16 && json_is_string(json_object_get(pn, "$ref")); i++)
         HR_TRY(hr_sc_resolve(c, json_string_value(json_object_get(pn, "$ref")), path, &pn));
     if (!json_is_object(pn))
-        return hr_errf("schema: \"propertyNames\" at %s is supported only as a schema object", path);
+        return hr_errf("schema: \"propertyNames\" at %s is supported only as a schema object",
+                       path);
     json_t *en = json_object_get(pn, "enum"), *cn = json_object_get(pn, "const");
     if (en || cn) {
         hr_gbuf b = {0};
@@ -182,7 +189,8 @@ static hr_err *names_key(hr_sc_ctx *c, const json_t *pn, const char *const *name
             json_t *v = en ? json_array_get(en, i) : cn;
             int ok = json_is_string(v), declared = 0;
             if (json_is_string(v)) HR_TRY(hr_sc_check(c, pn, v, path, &ok));
-            for (size_t j = 0; ok && j < n_names; j++) declared |= !strcmp(names[j], json_string_value(v));
+            for (size_t j = 0; ok && j < n_names; j++)
+                declared |= !strcmp(names[j], json_string_value(v));
             if (!ok || declared) continue;
             if (alts++) hr_gbuf_puts(&b, " | ");
             HR_TRY(key_literal(&b, json_string_value(v)));
@@ -194,13 +202,15 @@ static hr_err *names_key(hr_sc_ctx *c, const json_t *pn, const char *const *name
     }
     if (n_names)
         return hr_errf("schema: \"propertyNames\" with declared properties at %s is supported "
-                       "only as an enum/const", path);
+                       "only as an enum/const",
+                       path);
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)pn, k, v) {
         if (hr_sc_is_assertion(k) && strcmp(k, "pattern") && strcmp(k, "minLength") &&
             strcmp(k, "maxLength") &&
-            !(strcmp(k, "type") == 0 && json_is_string(v) && !strcmp(json_string_value(v), "string")))
+            !(strcmp(k, "type") == 0 && json_is_string(v) &&
+              !strcmp(json_string_value(v), "string")))
             return hr_errf("schema: \"propertyNames\" with \"%s\" at %s is not supported", k, path);
     }
     json_t *pat = json_object_get(pn, "pattern"), *mnv = json_object_get(pn, "minLength"),
@@ -220,8 +230,10 @@ static hr_err *names_key(hr_sc_ctx *c, const json_t *pn, const char *const *name
                            path);
     } else if (json_is_string(pat)) {
         HR_TRY(hr_sc_pattern(key, json_string_value(pat), json_string_length(pat)));
-    } else if (mxv) hr_gbuf_printf(key, HR_SC_CANON "{%lld,%lld}", (long long)mn, (long long)mx);
-    else hr_gbuf_printf(key, HR_SC_CANON "{%lld,}", (long long)mn);
+    } else if (mxv)
+        hr_gbuf_printf(key, HR_SC_CANON "{%lld,%lld}", (long long)mn, (long long)mx);
+    else
+        hr_gbuf_printf(key, HR_SC_CANON "{%lld,}", (long long)mn);
     return NULL;
 }
 
@@ -255,10 +267,12 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
             for (size_t i = 0; i < n_names && !e; i++)
                 if (hr_sc_pattern_matches(pat, names[i], lens[i]) == 1)
                     e = hr_errf("schema: patternProperties \"%s\" at %s also matches the declared "
-                                "property \"%s\"; not supported", pat, path, names[i]);
+                                "property \"%s\"; not supported",
+                                pat, path, names[i]);
             if (!e && first_val && strcmp(first_val, val))
                 e = hr_errf("schema: several patternProperties with different schemas at %s are "
-                            "not supported", path);
+                            "not supported",
+                            path);
             if (e) break;
             if (first_val) hr_gbuf_puts(&key, "|");
             first_val = val;
@@ -272,7 +286,8 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
         if (!e && first_val) {
             const char *kr = hr_sc_regex_rule(c, "key", &key);
             const char *kv = kr ? kv_rule(c, kr, first_val) : NULL;
-            if (!kv) e = hr_err_oom();
+            if (!kv)
+                e = hr_err_oom();
             else {
                 hr_gbuf_puts(&alts, kv);
                 n_alts++;
@@ -300,10 +315,12 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
                 }
             } else {
                 size_t bytes = 0;
-                for (size_t i = 0; i < n_names; i++) bytes += lens[i];
+                for (size_t i = 0; i < n_names; i++)
+                    bytes += lens[i];
                 if (bytes > NOT_NAMES_MAX) /* the exclusion regex would be too large */
                     key_cfg = hr_sc_not_names_rule(c, names, lens, n_names);
-                else hr_sc_not_names(&key, names, lens, n_names);
+                else
+                    hr_sc_not_names(&key, names, lens, n_names);
                 if (bytes > NOT_NAMES_MAX && !key_cfg) e = hr_err_oom();
             }
             hr_gbuf_puts(&key, "\"");
@@ -325,7 +342,8 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
     return e;
 }
 
-static hr_err *count_kw(const json_t *s, const char *k, const char *path, int64_t def, int64_t *out) {
+static hr_err *count_kw(const json_t *s, const char *k, const char *path, int64_t def,
+                        int64_t *out) {
     json_t *v = json_object_get(s, k);
     *out = def;
     if (!v) return NULL;
@@ -348,10 +366,12 @@ static int is_required(const json_t *req, const char *name) {
 static hr_err *declared(hr_sc_ctx *c, const json_t *s, const char *path, prop *p, size_t *n,
                         const char **names, size_t *lens, size_t *n_names, int *dead) {
     json_t *props = json_object_get(s, "properties"), *req = json_object_get(s, "required");
-    json_t *pp = json_object_get(s, "patternProperties"), *ap = json_object_get(s, "additionalProperties");
+    json_t *pp = json_object_get(s, "patternProperties"),
+           *ap = json_object_get(s, "additionalProperties");
     if (props && !json_is_object(props))
         return hr_errf("schema: \"properties\" at %s must be an object", path);
-    if (req && !json_is_array(req)) return hr_errf("schema: \"required\" at %s must be an array", path);
+    if (req && !json_is_array(req))
+        return hr_errf("schema: \"required\" at %s must be an array", path);
     size_t total = json_object_size(props) + json_array_size(req);
     *n = *n_names = 0;
     *dead = 0;
@@ -360,7 +380,8 @@ static hr_err *declared(hr_sc_ctx *c, const json_t *s, const char *path, prop *p
         const json_t *ps;
         if (i < json_object_size(props)) {
             void *it = json_object_iter(props);
-            for (size_t j = 0; j < i; j++) it = json_object_iter_next(props, it);
+            for (size_t j = 0; j < i; j++)
+                it = json_object_iter_next(props, it);
             name = json_object_iter_key(it);
             ps = json_object_iter_value(it);
         } else {
@@ -369,7 +390,8 @@ static hr_err *declared(hr_sc_ctx *c, const json_t *s, const char *path, prop *p
                 return hr_errf("schema: \"required\" at %s must list strings", path);
             name = json_string_value(r);
             int dup = 0;
-            for (size_t j = 0; j < *n_names; j++) dup |= !strcmp(names[j], name);
+            for (size_t j = 0; j < *n_names; j++)
+                dup |= !strcmp(names[j], name);
             if (dup) continue;
             ps = ap ? ap : json_true();
         }
@@ -381,8 +403,10 @@ static hr_err *declared(hr_sc_ctx *c, const json_t *s, const char *path, prop *p
         if (!pp_path) return hr_err_oom();
         const json_t *pat_s = NULL;
         hr_err *e = pp ? pattern_schema(c, pp, name, path, &pat_s) : NULL;
-        if (!e && pat_s && i >= json_object_size(props)) ps = pat_s;
-        else if (!e && pat_s) e = hr_sc_merge(c, ps, pat_s, pp_path, &ps);
+        if (!e && pat_s && i >= json_object_size(props))
+            ps = pat_s;
+        else if (!e && pat_s)
+            e = hr_sc_merge(c, ps, pat_s, pp_path, &ps);
         const char *val = NULL;
         if (!e) e = hr_sc_value(c, ps, pp_path, &val);
         free(pp_path);
@@ -434,14 +458,16 @@ static hr_err *dependencies(const json_t *s, const char *path, machine *m, const
             if (from == m->n && !extra) continue; /* k can never be present */
             if (from == m->n)
                 return hr_errf("schema: \"%s\" at %s is supported only between declared "
-                               "properties (at most %d states)", kws[w], path, STATES_MAX);
+                               "properties (at most %d states)",
+                               kws[w], path, STATES_MAX);
             for (size_t j = 0; j < json_array_size(list); j++) {
                 const char *dn = json_string_value(json_array_get(list, j));
                 for (to = 0; dn && to < m->n && strcmp(m->p[to].name, dn); to++) {
                 }
                 if (!dn || to == m->n)
                     return hr_errf("schema: \"%s\" at %s names \"%s\", not a declared "
-                                   "property; not supported", kws[w], path, dn ? dn : "?");
+                                   "property; not supported",
+                                   kws[w], path, dn ? dn : "?");
                 m->p[from].deps |= (size_t)1 << to;
             }
         }
@@ -464,11 +490,13 @@ static hr_err *track(hr_sc_ctx *c, const json_t *s, machine *m) {
             int want = pass == 0 ? dep_named(s, m->p[i].name)
                                  : m->p[i].required && !dep_named(s, m->p[i].name);
             if (!want) continue;
-            if (k < 30 && ((size_t)2 << k) * (size_t)(m->cap + 1) <= STATES_MAX) tmp[k++] = m->p[i];
+            if (k < 30 && ((size_t)2 << k) * (size_t)(m->cap + 1) <= STATES_MAX)
+                tmp[k++] = m->p[i];
             else if (pass == 0) {
                 free(tmp);
                 return hr_errf("schema: \"dependencies\" between more properties than fit %d "
-                               "states are not supported", STATES_MAX);
+                               "states are not supported",
+                               STATES_MAX);
             } else {
                 tmp[--rest] = m->p[i];
                 c->over |= HR_SCHEMA_OVER_REQUIRED;
@@ -477,7 +505,8 @@ static hr_err *track(hr_sc_ctx *c, const json_t *s, machine *m) {
     for (size_t i = 0; i < n; i++)
         if (!m->p[i].required && !dep_named(s, m->p[i].name)) tmp[--rest] = m->p[i];
     hr_gbuf b = {0};
-    for (size_t i = k; i < n; i++) hr_gbuf_printf(&b, "%s%s", i > k ? " | " : "", tmp[i].kv);
+    for (size_t i = k; i < n; i++)
+        hr_gbuf_printf(&b, "%s%s", i > k ? " | " : "", tmp[i].kv);
     if (m->addl) hr_gbuf_printf(&b, "%s%s", k < n ? " | " : "", m->addl);
     memcpy(m->p, tmp, n * sizeof *tmp);
     free(tmp);
@@ -531,11 +560,11 @@ hr_err *hr_sc_object(hr_sc_ctx *c, const json_t *s, const char *path, const char
     if (!e && m.max > MAX_PROPERTIES_CAP)
         m.max = m.addl ? m.max : -1; /* beyond the declared ones it cannot be reached */
     if (!e && m.max > MAX_PROPERTIES_CAP)
-        e = hr_errf("schema: \"maxProperties\" above %d at %s is not supported",
-                    MAX_PROPERTIES_CAP, path);
+        e = hr_errf("schema: \"maxProperties\" above %d at %s is not supported", MAX_PROPERTIES_CAP,
+                    path);
     if (!e && m.min > MAX_PROPERTIES_CAP)
-        e = hr_errf("schema: \"minProperties\" above %d at %s is not supported",
-                    MAX_PROPERTIES_CAP, path);
+        e = hr_errf("schema: \"minProperties\" above %d at %s is not supported", MAX_PROPERTIES_CAP,
+                    path);
     if (!e && !dead && (m.max < 0 || m.min <= m.max)) {
         m.cap = m.max >= 0 ? m.max : (m.min > 1 ? m.min : 1);
         if (!m.addl && m.cap > (int64_t)m.n) m.cap = (int64_t)m.n > m.min ? (int64_t)m.n : m.min;

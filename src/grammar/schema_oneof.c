@@ -12,8 +12,8 @@
 #define T_OBJ 4
 
 static int type_bits(const json_t *s) {
-    static const char *names[] = {"null", "boolean", "object", "array", "string", "number",
-                                  "integer"};
+    static const char *names[] = {"null",   "boolean", "object", "array",
+                                  "string", "number",  "integer"};
     json_t *t = json_object_get(s, "type");
     if (json_is_false(s)) return 0;
     if (!json_is_object(s) || !t) return 127;
@@ -55,7 +55,8 @@ static const json_t *values(const json_t *s, json_t **tmp) {
 static int requires(const json_t *s, const char *k) {
     json_t *req = json_object_get(s, "required");
     for (size_t i = 0; i < json_array_size(req); i++)
-        if (json_is_string(json_array_get(req, i)) && !strcmp(json_string_value(json_array_get(req, i)), k))
+        if (json_is_string(json_array_get(req, i)) &&
+            !strcmp(json_string_value(json_array_get(req, i)), k))
             return 1;
     return 0;
 }
@@ -106,8 +107,10 @@ static int disjoint(hr_sc_ctx *c, const json_t *a, const json_t *b, int depth) {
 
 /* "not s" for s = {kw: v} with one type's bound: that type with the opposite bound. */
 static json_t *negate_bound(const json_t *s) {
-    static const char *kw[][3] = {{"minLength", "maxLength", "string"}, {"maxLength", "minLength", "string"},
-                                  {"minItems", "maxItems", "array"},     {"maxItems", "minItems", "array"},
+    static const char *kw[][3] = {{"minLength", "maxLength", "string"},
+                                  {"maxLength", "minLength", "string"},
+                                  {"minItems", "maxItems", "array"},
+                                  {"maxItems", "minItems", "array"},
                                   {"minProperties", "maxProperties", "object"},
                                   {"maxProperties", "minProperties", "object"}};
     const char *k;
@@ -134,10 +137,10 @@ static json_t *negate_strings(const json_t *s) {
     if (!en == !cn || (en && !json_is_array(en))) return NULL;
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)s, k, v)
-        if (hr_sc_is_assertion(k) && strcmp(k, "enum") && strcmp(k, "const") &&
-            !(!strcmp(k, "type") && json_is_string(t) && !strcmp(json_string_value(t), "string")))
-            return NULL;
+    json_object_foreach((json_t *)s, k,
+                        v) if (hr_sc_is_assertion(k) && strcmp(k, "enum") && strcmp(k, "const") &&
+                               !(!strcmp(k, "type") && json_is_string(t) &&
+                                 !strcmp(json_string_value(t), "string"))) return NULL;
     json_t *list = en ? json_copy(en) : json_pack("[O]", cn);
     for (size_t i = 0; list && i < json_array_size(list); i++)
         if (!json_is_string(json_array_get(list, i))) {
@@ -161,10 +164,10 @@ static json_t *negation(hr_sc_ctx *c, const json_t *s) {
     if (ns) return ns;
     const char *k;
     json_t *v;
-    json_object_foreach((json_t *)s, k, v)
-        if (hr_sc_is_assertion(k) && strcmp(k, "required") && strcmp(k, "type")) return NULL;
-    static const char *names[] = {"null", "boolean", "object", "array", "string", "number",
-                                  "integer"};
+    json_object_foreach((json_t *)s, k, v) if (hr_sc_is_assertion(k) && strcmp(k, "required") &&
+                                               strcmp(k, "type")) return NULL;
+    static const char *names[] = {"null",   "boolean", "object", "array",
+                                  "string", "number",  "integer"};
     int bits = type_bits(s);
     json_t *alts = json_array(), *other = json_array();
     if (!alts || !other) {
@@ -173,7 +176,8 @@ static json_t *negation(hr_sc_ctx *c, const json_t *s) {
         return NULL;
     }
     for (int t = 0; t < 7; t++)
-        if (!(bits & (1 << t)) && !(t == 6 && (bits & 32))) json_array_append_new(other, json_string(names[t]));
+        if (!(bits & (1 << t)) && !(t == 6 && (bits & 32)))
+            json_array_append_new(other, json_string(names[t]));
     if (json_array_size(other)) json_array_append_new(alts, json_pack("{s:O}", "type", other));
     json_decref(other);
     json_t *req = json_object_get(s, "required");
@@ -200,8 +204,10 @@ hr_err *hr_sc_one_of_branch(hr_sc_ctx *c, const json_t *rest, const json_t *list
         if (rest) HR_TRY(hr_sc_merge(c, rest, other, path, &other));
         if (disjoint(c, acc, other, 0)) continue;
         json_t *neg = hr_sc_keep(c, negation(c, json_array_get(list, j)));
-        if (neg) HR_TRY(hr_sc_merge(c, acc, neg, path, &acc));
-        else c->over |= HR_SCHEMA_OVER_ONEOF;
+        if (neg)
+            HR_TRY(hr_sc_merge(c, acc, neg, path, &acc));
+        else
+            c->over |= HR_SCHEMA_OVER_ONEOF;
     }
     *out = acc;
     return NULL;

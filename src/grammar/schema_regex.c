@@ -80,10 +80,9 @@ static int cs_has(const cset *c, uint32_t cp) {
 }
 
 static void class_escape(cset *c, char e) {
-    static const uint32_t space[][2] = {{9, 13},         {32, 32},         {0xa0, 0xa0},
-                                        {0x1680, 0x1680}, {0x2000, 0x200a}, {0x2028, 0x2029},
-                                        {0x202f, 0x202f}, {0x205f, 0x205f}, {0x3000, 0x3000},
-                                        {0xfeff, 0xfeff}};
+    static const uint32_t space[][2] = {
+        {9, 13},          {32, 32},         {0xa0, 0xa0},     {0x1680, 0x1680}, {0x2000, 0x200a},
+        {0x2028, 0x2029}, {0x202f, 0x202f}, {0x205f, 0x205f}, {0x3000, 0x3000}, {0xfeff, 0xfeff}};
     cset t = {0};
     char lower = (char)(e | 0x20);
     if (lower == 'd') cs_add(&t, '0', '9');
@@ -97,7 +96,8 @@ static void class_escape(cset *c, char e) {
         for (size_t i = 0; i < sizeof space / sizeof space[0]; i++)
             cs_add(&t, space[i][0], space[i][1]);
     if (e >= 'A' && e <= 'Z') cs_negate(&t);
-    for (size_t i = 0; i < t.n; i++) cs_add(c, t.r[i][0], t.r[i][1]);
+    for (size_t i = 0; i < t.n; i++)
+        cs_add(c, t.r[i][0], t.r[i][1]);
     free(t.r);
 }
 
@@ -117,8 +117,8 @@ static void emit_cp(hr_gbuf *o, uint32_t cp, int in_class) {
 
 /* The canonical escape of a character that a JSON string cannot hold raw, as regex text. */
 static void emit_escaped(hr_gbuf *o, uint32_t cp) {
-    static const char shorts[][3] = {{'\b', 'b'}, {'\f', 'f'}, {'\n', 'n'}, {'\r', 'r'},
-                                     {'\t', 't'}};
+    static const char shorts[][3] = {
+        {'\b', 'b'}, {'\f', 'f'}, {'\n', 'n'}, {'\r', 'r'}, {'\t', 't'}};
     if (cp == '"') {
         hr_gbuf_puts(o, "\\\\\"");
         return;
@@ -138,7 +138,6 @@ static void emit_escaped(hr_gbuf *o, uint32_t cp) {
         hr_gbuf_printf(o, "[%c%c]", "abcdef"[(cp & 15) - 10], "ABCDEF"[(cp & 15) - 10]);
     }
 }
-
 
 static void raw_range(hr_gbuf *cls, int *n_cls, uint32_t *single, uint32_t lo, uint32_t hi) {
     emit_cp(cls, lo, 1);
@@ -183,7 +182,8 @@ static void emit_set(hr_gbuf *o, cset *c) {
     hr_gbuf_free(&cls);
     uint32_t esc[] = {'"', '\\'};
     int all_ctrl = 1;
-    for (uint32_t cp = 0; cp < 0x20; cp++) all_ctrl &= cs_has(c, cp);
+    for (uint32_t cp = 0; cp < 0x20; cp++)
+        all_ctrl &= cs_has(c, cp);
     if (all_ctrl) { /* every control character: both spellings, as one group */
         if (alts++) hr_gbuf_puts(o, "|");
         hr_gbuf_puts(o, "\\\\(?:[bfnrt]|u00[01][0-9a-fA-F])");
@@ -233,9 +233,12 @@ static void parse_escape(rx *r, cset *c, int in_class) {
     char e = r->s[r->i++];
     uint32_t cp = (unsigned char)e;
     switch (e) {
-    case 'd': case 'D': case 'w': case 'W': case 's': case 'S':
-        class_escape(c, e);
-        return;
+    case 'd':
+    case 'D':
+    case 'w':
+    case 'W':
+    case 's':
+    case 'S': class_escape(c, e); return;
     case 'n': cp = '\n'; break;
     case 'r': cp = '\r'; break;
     case 't': cp = '\t'; break;
@@ -247,7 +250,8 @@ static void parse_escape(rx *r, cset *c, int in_class) {
         cp = '\b';
         break;
     case 'B': return fail(r, "the word boundary \\B");
-    case 'p': case 'P': return fail(r, "a Unicode property escape");
+    case 'p':
+    case 'P': return fail(r, "a Unicode property escape");
     case 'k': return fail(r, "a named backreference");
     case 'c': return fail(r, "a control escape \\c");
     case 'x':
@@ -257,10 +261,12 @@ static void parse_escape(rx *r, cset *c, int in_class) {
         if (r->i < r->n && r->s[r->i] == '{') {
             r->i++;
             size_t st = r->i;
-            while (r->i < r->n && r->s[r->i] != '}') r->i++;
+            while (r->i < r->n && r->s[r->i] != '}')
+                r->i++;
             size_t nd = r->i - st;
             r->i = st;
-            if (nd == 0 || nd > 6 || !read_hex(r, nd, &cp) || r->i >= r->n) return fail(r, "a malformed \\u{} escape");
+            if (nd == 0 || nd > 6 || !read_hex(r, nd, &cp) || r->i >= r->n)
+                return fail(r, "a malformed \\u{} escape");
             r->i++;
         } else if (!read_hex(r, 4, &cp)) {
             return fail(r, "a malformed \\u escape");
@@ -300,9 +306,11 @@ static int class_atom(rx *r, cset *c, uint32_t *cp) {
     cset t = {0};
     parse_escape(r, &t, 1);
     int single = t.n == 1 && t.r[0][0] == t.r[0][1];
-    if (single) *cp = t.r[0][0];
+    if (single)
+        *cp = t.r[0][0];
     else
-        for (size_t i = 0; i < t.n; i++) cs_add(c, t.r[i][0], t.r[i][1]);
+        for (size_t i = 0; i < t.n; i++)
+            cs_add(c, t.r[i][0], t.r[i][1]);
     free(t.r);
     return single;
 }
@@ -335,11 +343,13 @@ static void parse_alt(rx *r, int top);
 /* {m}, {m,}, {m,n} at r->i: copies it to the output and returns 1, or 0 (a literal '{'). */
 static int quant_braces(rx *r) {
     size_t j = r->i + 1, st = j;
-    while (j < r->n && r->s[j] >= '0' && r->s[j] <= '9') j++;
+    while (j < r->n && r->s[j] >= '0' && r->s[j] <= '9')
+        j++;
     if (j == st || j >= r->n) return 0;
     if (r->s[j] == ',') {
         j++;
-        while (j < r->n && r->s[j] >= '0' && r->s[j] <= '9') j++;
+        while (j < r->n && r->s[j] >= '0' && r->s[j] <= '9')
+            j++;
     }
     if (j >= r->n || r->s[j] != '}') return 0;
     hr_gbuf_add(r->o, r->s + r->i, j + 1 - r->i);
@@ -362,10 +372,12 @@ static void parse_quant(rx *r) {
 
 static void parse_group(rx *r) {
     if (r->i < r->n && r->s[r->i] == '?') {
-        if (r->i + 1 < r->n && r->s[r->i + 1] == ':') r->i += 2;
+        if (r->i + 1 < r->n && r->s[r->i + 1] == ':')
+            r->i += 2;
         else if (r->i + 1 < r->n && r->s[r->i + 1] == '<' && r->i + 2 < r->n &&
                  r->s[r->i + 2] != '=' && r->s[r->i + 2] != '!') {
-            while (r->i < r->n && r->s[r->i] != '>') r->i++;
+            while (r->i < r->n && r->s[r->i] != '>')
+                r->i++;
             r->i++;
         } else {
             return fail(r, "a lookaround group");
@@ -454,9 +466,9 @@ hr_err *hr_sc_pattern(hr_gbuf *o, const char *pat, size_t len) {
 int hr_sc_pattern_matches(const char *pat, const char *s, size_t n) {
     int ec;
     PCRE2_SIZE eo;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
-                                   PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_MATCH_INVALID_UTF, &ec,
-                                   &eo, NULL);
+    pcre2_code *re =
+        pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
+                      PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_MATCH_INVALID_UTF, &ec, &eo, NULL);
     if (!re) return -1;
     pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
     int rc = md ? pcre2_match(re, (PCRE2_SPTR)s, n, 0, 0, md, NULL) : -1;
@@ -482,7 +494,8 @@ static void trie_level(const char *const *names, const size_t *lens, const size_
         cs_add(kids, cp, cp);
     }
     cs_norm(kids);
-    for (size_t i = 0; i < kids->n; i++) cs_add(other, kids->r[i][0], kids->r[i][1]);
+    for (size_t i = 0; i < kids->n; i++)
+        cs_add(other, kids->r[i][0], kids->r[i][1]);
     cs_negate(other);
 }
 
@@ -501,8 +514,8 @@ static size_t trie_child(const char *const *names, const size_t *lens, const siz
 }
 
 /* Strings (decoded) that are none of names[idx[0..n)], all sharing their first d bytes. */
-static void not_names_at(hr_gbuf *o, const char *const *names, const size_t *lens,
-                         size_t *idx, size_t n, size_t d) {
+static void not_names_at(hr_gbuf *o, const char *const *names, const size_t *lens, size_t *idx,
+                         size_t n, size_t d) {
     int terminal;
     cset kids, other;
     trie_level(names, lens, idx, n, d, &terminal, &kids, &other);
@@ -568,7 +581,8 @@ const char *hr_sc_not_names_rule(hr_sc_ctx *c, const char *const *names, const s
                                  size_t n) {
     size_t *idx = malloc((n ? n : 1) * sizeof *idx);
     if (!idx) return NULL;
-    for (size_t i = 0; i < n; i++) idx[i] = i;
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
     const char *node = not_names_node(c, names, lens, idx, n, 0);
     free(idx);
     if (!node) return NULL;
@@ -589,7 +603,8 @@ void hr_sc_not_names(hr_gbuf *o, const char *const *names, const size_t *lens, s
         o->oom = 1;
         return;
     }
-    for (size_t i = 0; i < n; i++) idx[i] = i;
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
     not_names_at(o, names, lens, idx, n, 0);
     free(idx);
 }
@@ -626,15 +641,20 @@ static int char_quant(rx *r, long long *lo, long long *hi) {
     if (r->i >= r->n) return 1;
     char q = r->s[r->i];
     char *end;
-    if (q == '*') *lo = 0, *hi = -1, r->i++;
-    else if (q == '+') *lo = 1, *hi = -1, r->i++;
-    else if (q == '?') *lo = 0, *hi = 1, r->i++;
+    if (q == '*')
+        *lo = 0, *hi = -1, r->i++;
+    else if (q == '+')
+        *lo = 1, *hi = -1, r->i++;
+    else if (q == '?')
+        *lo = 0, *hi = 1, r->i++;
     else if (q == '{') {
         *lo = strtoll(r->s + r->i + 1, &end, 10);
         *hi = *lo;
         if (*end == ',') {
-            if (end[1] == '}') *hi = -1, end++;
-            else *hi = strtoll(end + 1, &end, 10);
+            if (end[1] == '}')
+                *hi = -1, end++;
+            else
+                *hi = strtoll(end + 1, &end, 10);
         }
         if (*end != '}' || end == r->s + r->i + 1) return 0;
         r->i = (size_t)(end - r->s) + 1;
@@ -670,10 +690,13 @@ int hr_sc_pattern_len(hr_gbuf *o, const char *pat, size_t len, int64_t mn, int64
     }
     for (int i = 0; i < n && ok; i++) {
         emit_set(o, &atoms[i]);
-        if (hi[i] < 0) hr_gbuf_printf(o, "{%lld,}", lo[i]);
-        else hr_gbuf_printf(o, "{%lld,%lld}", lo[i], hi[i]);
+        if (hi[i] < 0)
+            hr_gbuf_printf(o, "{%lld,}", lo[i]);
+        else
+            hr_gbuf_printf(o, "{%lld,%lld}", lo[i], hi[i]);
     }
-    for (int i = 0; i <= n && i < SEQ_MAX; i++) free(atoms[i].r);
+    for (int i = 0; i <= n && i < SEQ_MAX; i++)
+        free(atoms[i].r);
     hr_err_free(r.err);
     return ok;
 }

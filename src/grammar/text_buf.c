@@ -10,7 +10,8 @@ void hr_gbuf_add(hr_gbuf *b, const char *s, size_t n) {
     if (b->oom) return;
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
+        while (cap < b->n + n + 1)
+            cap *= 2;
         char *p = realloc(b->p, cap);
         if (!p) {
             b->oom = 1;
@@ -56,13 +57,20 @@ void hr_gbuf_lit(hr_gbuf *b, const char *s, size_t n) {
     hr_gbuf_add(b, "\"", 1);
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '"') hr_gbuf_add(b, "\\\"", 2);
-        else if (c == '\\') hr_gbuf_add(b, "\\\\", 2);
-        else if (c == '\n') hr_gbuf_add(b, "\\n", 2);
-        else if (c == '\r') hr_gbuf_add(b, "\\r", 2);
-        else if (c == '\t') hr_gbuf_add(b, "\\t", 2);
-        else if (c < 0x20 || c == 0x7f) hr_gbuf_printf(b, "\\x%02X", c);
-        else hr_gbuf_add(b, (const char *)&s[i], 1);
+        if (c == '"')
+            hr_gbuf_add(b, "\\\"", 2);
+        else if (c == '\\')
+            hr_gbuf_add(b, "\\\\", 2);
+        else if (c == '\n')
+            hr_gbuf_add(b, "\\n", 2);
+        else if (c == '\r')
+            hr_gbuf_add(b, "\\r", 2);
+        else if (c == '\t')
+            hr_gbuf_add(b, "\\t", 2);
+        else if (c < 0x20 || c == 0x7f)
+            hr_gbuf_printf(b, "\\x%02X", c);
+        else
+            hr_gbuf_add(b, (const char *)&s[i], 1);
     }
     hr_gbuf_add(b, "\"", 1);
 }

@@ -41,8 +41,7 @@ static hr_err *load_bytes(const hr_tokenizer *tok, hr_grammar_vocab *v) {
         n += k;
         /* added tokens that are text (Qwen's <tool_call>, <think>) are tokens like any
          * other: a grammar of tool-call markup lets the model write them as it was trained */
-        if (!k || k > 60000 || hr_tokenizer_is_special(tok, i))
-            v->kind[i] = HR_GV_NEVER;
+        if (!k || k > 60000 || hr_tokenizer_is_special(tok, i)) v->kind[i] = HR_GV_NEVER;
     }
     v->tok_off[v->n_vocab] = (uint32_t)n;
     const int32_t *stop;
@@ -179,6 +178,4 @@ void hr_grammar_vocab_free(hr_grammar_vocab *v) {
     free(v);
 }
 
-int hr_grammar_vocab_size(const hr_grammar_vocab *v) {
-    return v->n_vocab;
-}
+int hr_grammar_vocab_size(const hr_grammar_vocab *v) { return v->n_vocab; }

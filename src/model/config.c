@@ -13,10 +13,10 @@ static const struct {
     const char *name;
     hr_arch arch;
 } archs[] = {
-    {"llama", HR_ARCH_LLAMA}, {"mistral", HR_ARCH_MISTRAL},
-    {"qwen2", HR_ARCH_QWEN2}, {"qwen3", HR_ARCH_QWEN3},
-    {"gemma3_text", HR_ARCH_GEMMA3}, {"gemma4_text", HR_ARCH_GEMMA4},
-    {"qwen3_moe", HR_ARCH_QWEN3_MOE}, {"qwen3_next", HR_ARCH_QWEN3_NEXT},
+    {"llama", HR_ARCH_LLAMA},          {"mistral", HR_ARCH_MISTRAL},
+    {"qwen2", HR_ARCH_QWEN2},          {"qwen3", HR_ARCH_QWEN3},
+    {"gemma3_text", HR_ARCH_GEMMA3},   {"gemma4_text", HR_ARCH_GEMMA4},
+    {"qwen3_moe", HR_ARCH_QWEN3_MOE},  {"qwen3_next", HR_ARCH_QWEN3_NEXT},
     {"qwen3_5_text", HR_ARCH_QWEN3_5}, {"qwen3_5_moe_text", HR_ARCH_QWEN3_5_MOE},
 };
 
@@ -40,7 +40,8 @@ static hr_err *parse_arch(const json_t *j, hr_model_config *c) {
         }
     return hr_errf("config.json: unsupported model_type \"%s\" (supported: llama, mistral, qwen2, "
                    "qwen3, gemma3_text, gemma4_text, qwen3_moe, qwen3_next, qwen3_5_text, "
-                   "qwen3_5_moe_text)", mt);
+                   "qwen3_5_moe_text)",
+                   mt);
 }
 
 hr_err *hr_config_rope_obj(const json_t *src, hr_rope_config *r) {
@@ -55,12 +56,18 @@ hr_err *hr_config_rope_obj(const json_t *src, hr_rope_config *r) {
     HR_TRY(hr_json_num(src, "high_freq_factor", 4.0, "config.json rope", &r->high_freq_factor));
     HR_TRY(hr_json_num(src, "original_max_position_embeddings", 8192, "config.json rope",
                        &r->original_max_pos));
-    if (strcmp(type, "default") == 0) r->type = HR_ROPE_DEFAULT;
-    else if (strcmp(type, "linear") == 0) r->type = HR_ROPE_LINEAR;
-    else if (strcmp(type, "llama3") == 0) r->type = HR_ROPE_LLAMA3;
-    else if (strcmp(type, "proportional") == 0) r->type = HR_ROPE_PROPORTIONAL;
-    else return hr_errf("config.json: unsupported rope type \"%s\" (supported: default, linear, "
-                        "llama3, proportional)", type);
+    if (strcmp(type, "default") == 0)
+        r->type = HR_ROPE_DEFAULT;
+    else if (strcmp(type, "linear") == 0)
+        r->type = HR_ROPE_LINEAR;
+    else if (strcmp(type, "llama3") == 0)
+        r->type = HR_ROPE_LLAMA3;
+    else if (strcmp(type, "proportional") == 0)
+        r->type = HR_ROPE_PROPORTIONAL;
+    else
+        return hr_errf("config.json: unsupported rope type \"%s\" (supported: default, linear, "
+                       "llama3, proportional)",
+                       type);
     if (r->theta <= 0) return hr_errf("config.json: rope_theta must be positive");
     if (r->factor <= 0) return hr_errf("config.json: rope factor must be positive");
     if (r->type == HR_ROPE_LLAMA3 && r->high_freq_factor <= r->low_freq_factor)
@@ -110,7 +117,8 @@ static int qwen_window_rule(hr_arch a) {
 
 static hr_err *parse_layer_types(const json_t *j, hr_model_config *c) {
     const json_t *lt = json_object_get(j, "layer_types");
-    for (int i = 0; i < c->n_layers; i++) c->layer_kind[i] = HR_LAYER_FULL;
+    for (int i = 0; i < c->n_layers; i++)
+        c->layer_kind[i] = HR_LAYER_FULL;
     int use_sw = 1, first_sliding = 0, qwen = qwen_window_rule(c->arch);
     HR_TRY(hr_json_bool(j, "use_sliding_window", !qwen, "config.json", &use_sw));
     if (qwen) HR_TRY(get_int(j, "max_window_layers", 28, &first_sliding));
@@ -126,12 +134,14 @@ static hr_err *parse_layer_types(const json_t *j, hr_model_config *c) {
     for (int i = 0; i < c->n_layers; i++) {
         const char *s = json_string_value(json_array_get(lt, (size_t)i));
         if (!s) return hr_errf("config.json: layer_types[%d] is not a string", i);
-        if (strcmp(s, "full_attention") == 0) c->layer_kind[i] = HR_LAYER_FULL;
+        if (strcmp(s, "full_attention") == 0)
+            c->layer_kind[i] = HR_LAYER_FULL;
         else if (strcmp(s, "linear_attention") == 0 && hr_arch_is_hybrid(c->arch))
             c->layer_kind[i] = HR_LAYER_LINEAR;
         else if (strcmp(s, "sliding_attention") == 0)
             c->layer_kind[i] = c->sliding_window > 0 ? HR_LAYER_SLIDING : HR_LAYER_FULL;
-        else return hr_errf("config.json: layer_types[%d] \"%s\" is not supported", i, s);
+        else
+            return hr_errf("config.json: layer_types[%d] \"%s\" is not supported", i, s);
     }
     return NULL;
 }
@@ -147,17 +157,21 @@ static hr_err *parse_dims(const json_t *j, hr_model_config *c) {
     const char *need[] = {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
                           "intermediate_size"};
     if (c->arch == HR_ARCH_QWEN3_5_MOE && c->intermediate < 0) c->intermediate = 0; /* all-MoE */
-    int vals[] = {c->vocab, c->hidden, c->n_layers, c->n_heads, c->intermediate ? c->intermediate : 1};
+    int vals[] = {c->vocab, c->hidden, c->n_layers, c->n_heads,
+                  c->intermediate ? c->intermediate : 1};
     for (int i = 0; i < 5; i++)
         if (vals[i] <= 0) return hr_errf("config.json: \"%s\" must be a positive integer", need[i]);
-    if (c->n_layers > HR_MAX_LAYERS) return hr_errf("config.json: more than %d layers", HR_MAX_LAYERS);
+    if (c->n_layers > HR_MAX_LAYERS)
+        return hr_errf("config.json: more than %d layers", HR_MAX_LAYERS);
     if (c->n_kv_heads <= 0 || c->n_heads % c->n_kv_heads != 0)
-        return hr_errf("config.json: num_key_value_heads (%d) does not divide num_attention_heads (%d)",
-                       c->n_kv_heads, c->n_heads);
-    int hd_default = c->arch >= HR_ARCH_QWEN3 && !json_object_get(j, "head_dim") ? 128
-                                                                                 : c->hidden / c->n_heads;
+        return hr_errf(
+            "config.json: num_key_value_heads (%d) does not divide num_attention_heads (%d)",
+            c->n_kv_heads, c->n_heads);
+    int hd_default =
+        c->arch >= HR_ARCH_QWEN3 && !json_object_get(j, "head_dim") ? 128 : c->hidden / c->n_heads;
     HR_TRY(get_int(j, "head_dim", hd_default, &c->head_dim));
-    if (c->head_dim <= 0 || c->head_dim % 2) return hr_errf("config.json: head_dim must be even and positive");
+    if (c->head_dim <= 0 || c->head_dim % 2)
+        return hr_errf("config.json: head_dim must be even and positive");
     return NULL;
 }
 
@@ -172,9 +186,12 @@ static hr_err *parse_flags(const json_t *j, hr_model_config *c) {
     HR_TRY(hr_json_num(j, "rms_norm_eps", 1e-6, "config.json", &c->rms_eps));
     const char *act;
     HR_TRY(hr_json_str(j, "hidden_act", "silu", "config.json", &act));
-    if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0) c->act = HR_ACT_SILU;
-    else if (strcmp(act, "gelu_pytorch_tanh") == 0) c->act = HR_ACT_GELU_TANH;
-    else return hr_errf("config.json: unsupported hidden_act \"%s\"", act);
+    if (strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0)
+        c->act = HR_ACT_SILU;
+    else if (strcmp(act, "gelu_pytorch_tanh") == 0)
+        c->act = HR_ACT_GELU_TANH;
+    else
+        return hr_errf("config.json: unsupported hidden_act \"%s\"", act);
     int64_t sw;
     HR_TRY(hr_json_int(j, "sliding_window", 0, "config.json", &sw));
     c->sliding_window = sw > 0 && sw < (1 << 30) ? (int)sw : 0;
@@ -185,7 +202,8 @@ static hr_err *parse_special_ids(const json_t *j, hr_model_config *c) {
     int n = 0, bos[HR_MAX_EOS];
     HR_TRY(hr_err_wrap(parse_ids(j, "bos_token_id", bos, &n, 1), "config.json: "));
     if (n) c->bos_id = bos[0];
-    HR_TRY(hr_err_wrap(parse_ids(j, "eos_token_id", c->eos_ids, &c->n_eos, HR_MAX_EOS), "config.json: "));
+    HR_TRY(hr_err_wrap(parse_ids(j, "eos_token_id", c->eos_ids, &c->n_eos, HR_MAX_EOS),
+                       "config.json: "));
     n = 0;
     int pad[1];
     HR_TRY(hr_err_wrap(parse_ids(j, "pad_token_id", pad, &n, 1), "config.json: "));
@@ -196,7 +214,8 @@ static hr_err *parse_special_ids(const json_t *j, hr_model_config *c) {
 static hr_err *parse_config(const json_t *j, hr_model_config *c) {
     memset(c, 0, sizeof *c);
     c->bos_id = c->pad_id = -1;
-    c->gen = (hr_gen_defaults){.temperature = 1.0, .top_p = 1.0, .typical_p = 1.0, .repetition_penalty = 1.0};
+    c->gen = (hr_gen_defaults){
+        .temperature = 1.0, .top_p = 1.0, .typical_p = 1.0, .repetition_penalty = 1.0};
     if (!json_is_object(j)) return hr_errf("config.json: not a JSON object");
     snprintf(c->prefix, sizeof c->prefix, "model.");
     const json_t *top = j;
@@ -214,7 +233,9 @@ static hr_err *parse_config(const json_t *j, hr_model_config *c) {
     }
     if (c->arch == HR_ARCH_GEMMA3 || c->arch == HR_ARCH_GEMMA4) HR_TRY(hr_config_gemma(j, c));
     HR_TRY(hr_config_parse_hybrid(j, c));
-    if (top != j) HR_TRY(hr_json_bool(top, "tie_word_embeddings", c->tie_embeddings, "config.json", &c->tie_embeddings));
+    if (top != j)
+        HR_TRY(hr_json_bool(top, "tie_word_embeddings", c->tie_embeddings, "config.json",
+                            &c->tie_embeddings));
     return NULL;
 }
 
@@ -230,7 +251,8 @@ static hr_err *parse_generation(const json_t *g, hr_model_config *c) {
     HR_TRY(hr_json_bool(g, "do_sample", d->do_sample, w, &d->do_sample));
     HR_TRY(hr_json_num(g, "repetition_penalty", d->repetition_penalty, w, &d->repetition_penalty));
     if (json_object_get(g, "eos_token_id"))
-        HR_TRY(hr_err_wrap(parse_ids(g, "eos_token_id", c->eos_ids, &c->n_eos, HR_MAX_EOS), "%s: ", w));
+        HR_TRY(hr_err_wrap(parse_ids(g, "eos_token_id", c->eos_ids, &c->n_eos, HR_MAX_EOS),
+                           "%s: ", w));
     return NULL;
 }
 

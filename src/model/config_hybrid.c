@@ -14,7 +14,8 @@ int hr_arch_is_hybrid(hr_arch a) {
 const void *hr_config_text_part(const void *json, hr_model_config *c) {
     const json_t *j = json, *tc = json_object_get(j, "text_config");
     const char *mt = json_string_value(json_object_get(j, "model_type"));
-    if (!json_is_object(tc) || !mt || (strcmp(mt, "qwen3_5") != 0 && strcmp(mt, "qwen3_5_moe") != 0))
+    if (!json_is_object(tc) || !mt ||
+        (strcmp(mt, "qwen3_5") != 0 && strcmp(mt, "qwen3_5_moe") != 0))
         return j;
     snprintf(c->prefix, sizeof c->prefix, "model.language_model.");
     return tc;

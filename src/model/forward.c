@@ -34,8 +34,9 @@ static hr_err *ensure_scratch(hr_model *m, int T, int R) {
         HR_TRY(grow(m, &s->k, t * kd));
         HR_TRY(grow(m, &s->v, t * kd));
         HR_TRY(grow(m, &s->attn, t * qd));
-        size_t inter = (size_t)(c->intermediate > c->shared_expert_intermediate ? c->intermediate
-                                                                              : c->shared_expert_intermediate);
+        size_t inter = (size_t)(c->intermediate > c->shared_expert_intermediate
+                                    ? c->intermediate
+                                    : c->shared_expert_intermediate);
         HR_TRY(grow(m, &s->gate, t * inter));
         HR_TRY(grow(m, &s->up, t * inter));
         if (c->ple_dim) {
@@ -92,10 +93,12 @@ static hr_err *plan_step(hr_model *m, const hr_kv_store *kv, const hr_row *rows,
                          hr_step_meta *meta, int *R) {
     int t = 0, r = 0, bs = kv->block_size, max_blocks = 1;
     for (int i = 0; i < n_rows; i++) {
-        if (rows[i].n_tokens <= 0 || rows[i].pos0 < 0) return hr_errf("forward: row %d is empty", i);
+        if (rows[i].n_tokens <= 0 || rows[i].pos0 < 0)
+            return hr_errf("forward: row %d is empty", i);
         for (int j = 0; j < rows[i].n_tokens; j++)
             if (rows[i].tokens[j] < 0 || rows[i].tokens[j] >= m->cfg.vocab)
-                return hr_errf("token id %d out of range (vocab %d)", rows[i].tokens[j], m->cfg.vocab);
+                return hr_errf("token id %d out of range (vocab %d)", rows[i].tokens[j],
+                               m->cfg.vocab);
         t += rows[i].n_tokens;
         r += rows[i].logits == HR_LOGITS_ALL ? rows[i].n_tokens : rows[i].logits == HR_LOGITS_LAST;
         int nb = (rows[i].pos0 + rows[i].n_tokens + bs - 1) / bs;
@@ -107,7 +110,8 @@ static hr_err *plan_step(hr_model *m, const hr_kv_store *kv, const hr_row *rows,
         int nb = (rows[i].pos0 + rows[i].n_tokens + bs - 1) / bs;
         int32_t *bt = m->meta_table + (size_t)i * max_blocks;
         memcpy(bt, rows[i].block_table, sizeof *bt * (size_t)nb);
-        for (int b = nb; b < max_blocks; b++) bt[b] = -1;
+        for (int b = nb; b < max_blocks; b++)
+            bt[b] = -1;
         m->meta_slots[i] = rows[i].state_slot;
         m->meta_qstart[i] = k;
         memcpy(m->meta_tokens + k, rows[i].tokens, sizeof(int32_t) * (size_t)rows[i].n_tokens);
@@ -157,7 +161,8 @@ static void attention_block(hr_model *m, hr_kv_store *kv, int l, int T) {
     }
     if (L->q_norm) norm(m, s->q, s->q, L->q_norm, T * c->n_heads, hd);
     if (own_kv && L->k_norm) norm(m, s->k, s->k, L->k_norm, T * c->n_kv_heads, hd);
-    if (own_kv && c->v_norm) be->vt->rmsnorm(be, s->v, s->v, NULL, T * c->n_kv_heads, hd, (float)c->rms_eps, 0);
+    if (own_kv && c->v_norm)
+        be->vt->rmsnorm(be, s->v, s->v, NULL, T * c->n_kv_heads, hd, (float)c->rms_eps, 0);
     /* rope of q and k, then the KV write, back to back: a backend may run them as one launch */
     be->vt->rope(be, s->q, c->n_heads, hd, rot, inv_freq);
     if (own_kv) {
@@ -165,13 +170,17 @@ static void attention_block(hr_model *m, hr_kv_store *kv, int l, int T) {
         be->vt->kv_write(be, kv, m->kv_slot[l], s->k, s->v);
     }
     hr_attn_params p = {
-        .layer = m->kv_slot[l], .n_heads = c->n_heads, .n_kv_heads = c->n_kv_heads, .head_dim = hd,
+        .layer = m->kv_slot[l],
+        .n_heads = c->n_heads,
+        .n_kv_heads = c->n_kv_heads,
+        .head_dim = hd,
         .scale = c->attn_scale > 0 ? (float)c->attn_scale : 1.0f / sqrtf((float)hd),
         .window = sliding ? c->sliding_window : 0,
         .softcap = (float)c->attn_softcap,
     };
     be->vt->attention(be, s->attn, s->q, kv, &p);
-    if (c->attn_out_gate) be->vt->sigmoid_mul(be, s->attn, s->agate, T, c->n_heads * hd, c->n_heads * hd);
+    if (c->attn_out_gate)
+        be->vt->sigmoid_mul(be, s->attn, s->agate, T, c->n_heads * hd, c->n_heads * hd);
     be->vt->matmul(be, s->h, s->attn, L->wo, L->bo, T);
     if (L->post_attn_norm) norm(m, s->h, s->h, L->post_attn_norm, T, c->hidden);
     be->vt->add(be, s->x, s->h, (long)T * c->hidden);
@@ -188,10 +197,12 @@ static void moe_block(hr_model *m, int l, int T) {
     be->vt->rmsnorm(be, s->moe_x, s->x, L->router_scale, T, c->hidden, (float)c->rms_eps, 0);
     be->vt->scale(be, s->moe_x, 1.0f / sqrtf((float)c->hidden), (long)T * c->hidden);
     be->vt->matmul(be, s->rlogits, s->moe_x, L->router, NULL, T);
-    be->vt->moe_route(be, s->rids, s->rweight, s->rlogits, T, c->n_experts, c->n_experts_per_tok, 1);
+    be->vt->moe_route(be, s->rids, s->rweight, s->rlogits, T, c->n_experts, c->n_experts_per_tok,
+                      1);
     be->vt->mul_gather(be, s->rweight, s->rids, L->expert_scale, (long)T * c->n_experts_per_tok);
     norm(m, s->moe_x, s->x, L->moe_norm, T, c->hidden);
-    be->vt->moe_experts(be, s->y2, s->moe_x, s->rids, s->rweight, T, c->n_experts_per_tok, &m->moe[l]);
+    be->vt->moe_experts(be, s->y2, s->moe_x, s->rids, s->rweight, T, c->n_experts_per_tok,
+                        &m->moe[l]);
     norm(m, s->y2, s->y2, L->post_moe_norm, T, c->hidden);
     be->vt->add(be, s->h, s->y2, (long)T * c->hidden);
 }
@@ -269,16 +280,20 @@ static hr_err *head(hr_model *m, const hr_row *rows, int n_rows, int R, const st
     hr_scratch *s = &m->s;
     int r = 0;
     for (int i = 0, t0 = 0; i < n_rows; t0 += rows[i].n_tokens, i++) {
-        int n = rows[i].logits == HR_LOGITS_ALL ? rows[i].n_tokens : rows[i].logits == HR_LOGITS_LAST;
+        int n =
+            rows[i].logits == HR_LOGITS_ALL ? rows[i].n_tokens : rows[i].logits == HR_LOGITS_LAST;
         int first = t0 + rows[i].n_tokens - n;
-        be->vt->copy(be, s->sel + (long)r * c->hidden, s->x + (long)first * c->hidden, (long)n * c->hidden);
+        be->vt->copy(be, s->sel + (long)r * c->hidden, s->x + (long)first * c->hidden,
+                     (long)n * c->hidden);
         r += n;
     }
     norm(m, s->sel, s->sel, m->final_norm, R, c->hidden);
     be->vt->matmul(be, s->logits, s->sel, m->lm_head, NULL, R);
-    if (c->final_softcap > 0) be->vt->softcap(be, s->logits, (float)c->final_softcap, (long)R * c->vocab);
+    if (c->final_softcap > 0)
+        be->vt->softcap(be, s->logits, (float)c->final_softcap, (long)R * c->vocab);
     if (m->no_token) /* ids without a token: -inf in every row (source stride 0) */
-        be->vt->copy2d(be, s->logits + m->n_token_ids, c->vocab, m->no_token, 0, R, c->vocab - m->n_token_ids);
+        be->vt->copy2d(be, s->logits + m->n_token_ids, c->vocab, m->no_token, 0, R,
+                       c->vocab - m->n_token_ids);
     s->logit_rows = R;
     switch (o->head) {
     case HR_HEAD_ARGMAX:
@@ -294,15 +309,19 @@ static hr_err *head(hr_model *m, const hr_row *rows, int n_rows, int R, const st
 /* The step's output checks: a buffer where logits are asked, the sample op and one sample
  * row per logit row for HR_HEAD_SAMPLE. */
 static hr_err *check_out(const hr_model *m, const step_out *o, int R) {
-    if (R > 0 && !o->logits && !o->ids && !o->out) return hr_errf("forward: logits requested but no output buffer");
+    if (R > 0 && !o->logits && !o->ids && !o->out)
+        return hr_errf("forward: logits requested but no output buffer");
     if (o->head != HR_HEAD_SAMPLE) return NULL;
-    if (!m->be->vt->sample) return hr_errf("forward: the %s backend has no sample op", m->be->vt->name);
+    if (!m->be->vt->sample)
+        return hr_errf("forward: the %s backend has no sample op", m->be->vt->name);
     if (!o->sample || o->sample->n_rows != R)
-        return hr_errf("forward: %d sample rows for %d logit rows", o->sample ? o->sample->n_rows : 0, R);
+        return hr_errf("forward: %d sample rows for %d logit rows",
+                       o->sample ? o->sample->n_rows : 0, R);
     return NULL;
 }
 
-static hr_err *forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows, const step_out *o) {
+static hr_err *forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows,
+                       const step_out *o) {
     int R = 0;
     hr_step_meta meta;
     m->s.logit_rows = 0;
@@ -318,16 +337,21 @@ static hr_err *forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_r
     be->vt->embed(be, m->s.x, m->embed, (float)m->cfg.embed_scale);
     if (m->cfg.ple_dim) ple_inputs(m, T);
     for (int l = 0; l < m->cfg.n_layers; l++) {
-        if (m->cfg.layer_kind[l] == HR_LAYER_LINEAR) hr_linear_attn_block(m, kv, l, T);
-        else attention_block(m, kv, l, T);
-        if (m->cfg.n_experts > 0 && m->cfg.moe_layer[l]) hr_moe_block(m, l, T);
-        else mlp_block(m, l, T);
+        if (m->cfg.layer_kind[l] == HR_LAYER_LINEAR)
+            hr_linear_attn_block(m, kv, l, T);
+        else
+            attention_block(m, kv, l, T);
+        if (m->cfg.n_experts > 0 && m->cfg.moe_layer[l])
+            hr_moe_block(m, l, T);
+        else
+            mlp_block(m, l, T);
     }
     hr_advance_state_slots(m, kv, rows, n_rows);
     return R > 0 ? head(m, rows, n_rows, R, o) : NULL;
 }
 
-hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows, float *logits) {
+hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows,
+                         float *logits) {
     return forward(m, kv, rows, n_rows, &(step_out){.head = HR_HEAD_LOGITS, .logits = logits});
 }
 

@@ -24,7 +24,8 @@ hr_err *hr_hybrid_scratch(hr_model *m, int T) {
     }
     if (m->n_state_layers > 0) {
         size_t vd = (size_t)hr_dim_value(c, HR_DIM_LIN_V);
-        HR_TRY(hr_scratch_grow(m, (void **)&s->mix, t * (size_t)hr_dim_value(c, HR_DIM_LIN_CONV) * f));
+        HR_TRY(
+            hr_scratch_grow(m, (void **)&s->mix, t * (size_t)hr_dim_value(c, HR_DIM_LIN_CONV) * f));
         HR_TRY(hr_scratch_grow(m, (void **)&s->z, t * vd * f));
         HR_TRY(hr_scratch_grow(m, (void **)&s->lin, t * vd * f));
         HR_TRY(hr_scratch_grow(m, (void **)&s->ab, t * 2 * c->lin_v_heads * f));

@@ -87,12 +87,8 @@ static hr_err *rd(cursor *c, void *out, size_t n, const char *field) {
     return NULL;
 }
 
-static hr_err *rd_u32(cursor *c, uint32_t *v, const char *field) {
-    return rd(c, v, 4, field);
-}
-static hr_err *rd_u64(cursor *c, uint64_t *v, const char *field) {
-    return rd(c, v, 8, field);
-}
+static hr_err *rd_u32(cursor *c, uint32_t *v, const char *field) { return rd(c, v, 4, field); }
+static hr_err *rd_u64(cursor *c, uint64_t *v, const char *field) { return rd(c, v, 8, field); }
 
 static int valid_utf8(const uint8_t *s, size_t n) {
     for (size_t i = 0; i < n;) {
@@ -196,11 +192,8 @@ static void widen(hr_gguf_kv *kv, const uint8_t *p) {
         memcpy(&f32, p, 4);
         kv->f = f32;
         break;
-    case HR_GGUF_F64:
-        memcpy(&kv->f, p, 8);
-        break;
-    default:
-        break;
+    case HR_GGUF_F64: memcpy(&kv->f, p, 8); break;
+    default: break;
     }
     if (kv->type != HR_GGUF_F32 && kv->type != HR_GGUF_F64) kv->f = (double)kv->i;
 }
@@ -454,15 +447,9 @@ int hr_is_gguf(const char *path) {
 
 /* ---- lookups ---- */
 
-uint32_t hr_gguf_version(const hr_gguf *g) {
-    return g->version;
-}
-int hr_gguf_kv_count(const hr_gguf *g) {
-    return g->n_kv;
-}
-const hr_gguf_kv *hr_gguf_kv_at(const hr_gguf *g, int i) {
-    return &g->kvs[i];
-}
+uint32_t hr_gguf_version(const hr_gguf *g) { return g->version; }
+int hr_gguf_kv_count(const hr_gguf *g) { return g->n_kv; }
+const hr_gguf_kv *hr_gguf_kv_at(const hr_gguf *g, int i) { return &g->kvs[i]; }
 
 const hr_gguf_kv *hr_gguf_find(const hr_gguf *g, const char *key) {
     for (int i = 0; i < g->n_kv; i++)
@@ -541,25 +528,13 @@ static hr_gguf_kv element(const hr_gguf_kv *kv, uint64_t i) {
     return e;
 }
 
-int64_t hr_gguf_arr_int(const hr_gguf_kv *kv, uint64_t i) {
-    return element(kv, i).i;
-}
-double hr_gguf_arr_num(const hr_gguf_kv *kv, uint64_t i) {
-    return element(kv, i).f;
-}
+int64_t hr_gguf_arr_int(const hr_gguf_kv *kv, uint64_t i) { return element(kv, i).i; }
+double hr_gguf_arr_num(const hr_gguf_kv *kv, uint64_t i) { return element(kv, i).f; }
 
-int hr_gguf_tensor_count(const hr_gguf *g) {
-    return g->n_tensors;
-}
-const char *hr_gguf_tensor_name(const hr_gguf *g, int i) {
-    return g->tensors[i].name;
-}
-const hr_tensor *hr_gguf_tensor_at(const hr_gguf *g, int i) {
-    return &g->tensors[i].t;
-}
-size_t hr_gguf_data_bytes(const hr_gguf *g) {
-    return g->data_bytes;
-}
+int hr_gguf_tensor_count(const hr_gguf *g) { return g->n_tensors; }
+const char *hr_gguf_tensor_name(const hr_gguf *g, int i) { return g->tensors[i].name; }
+const hr_tensor *hr_gguf_tensor_at(const hr_gguf *g, int i) { return &g->tensors[i].t; }
+size_t hr_gguf_data_bytes(const hr_gguf *g) { return g->data_bytes; }
 
 const hr_tensor *hr_gguf_tensor(const hr_gguf *g, const char *name) {
     gguf_tensor key = {.name = (char *)name};

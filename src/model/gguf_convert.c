@@ -35,29 +35,20 @@ typedef struct {
 static const char *gguf_arch(hr_arch a) {
     switch (a) {
     case HR_ARCH_LLAMA:
-    case HR_ARCH_MISTRAL:
-        return "llama";
-    case HR_ARCH_QWEN2:
-        return "qwen2";
-    case HR_ARCH_QWEN3:
-        return "qwen3";
-    case HR_ARCH_QWEN3_MOE:
-        return "qwen3moe";
-    case HR_ARCH_GEMMA3:
-        return "gemma3";
-    default:
-        return NULL;
+    case HR_ARCH_MISTRAL: return "llama";
+    case HR_ARCH_QWEN2: return "qwen2";
+    case HR_ARCH_QWEN3: return "qwen3";
+    case HR_ARCH_QWEN3_MOE: return "qwen3moe";
+    case HR_ARCH_GEMMA3: return "gemma3";
+    default: return NULL;
     }
 }
 
 static float elem(const hr_tensor *t, int64_t i) {
     switch (t->dtype) {
-    case HR_BF16:
-        return hr_bf16_to_f32(((const uint16_t *)t->data)[i]);
-    case HR_F16:
-        return hr_f16_to_f32(((const uint16_t *)t->data)[i]);
-    default:
-        return ((const float *)t->data)[i];
+    case HR_BF16: return hr_bf16_to_f32(((const uint16_t *)t->data)[i]);
+    case HR_F16: return hr_f16_to_f32(((const uint16_t *)t->data)[i]);
+    default: return ((const float *)t->data)[i];
     }
 }
 
@@ -218,7 +209,8 @@ static hr_err *put_tensor(const conv *cv, hr_gguf_writer *w, const out_tensor *o
     hr_err *e = q && f ? NULL : hr_err_oom();
     for (int64_t r = 0; !e && r < rows; r++) {
         const uint16_t *h = (const uint16_t *)o->data + r * cols;
-        for (int64_t i = 0; i < cols; i++) f[i] = hr_f16_to_f32(h[i]);
+        for (int64_t i = 0; i < cols; i++)
+            f[i] = hr_f16_to_f32(h[i]);
         hr_quant_row(cv->matrices, f, q + (size_t)r * row_bytes, cols);
     }
     if (!e) e = hr_gguf_put_tensor(w, o->name, cv->matrices, o->ndim, o->shape, q);
@@ -248,8 +240,9 @@ hr_err *hr_gguf_convert(const char *dir, const char *path) {
 
 hr_err *hr_gguf_convert_as(const char *dir, const char *path, hr_dtype matrices) {
     if (matrices != HR_F16 && !hr_quant_can_write(matrices))
-        return hr_errf("GGUF conversion writes F16, Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1 matrices, not %s",
-                       hr_dtype_name(matrices));
+        return hr_errf(
+            "GGUF conversion writes F16, Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1 matrices, not %s",
+            hr_dtype_name(matrices));
     hr_model_config c;
     HR_TRY(hr_config_load(dir, &c));
     conv cv = {&c, gguf_arch(c.arch), NULL, 0, 0, matrices};

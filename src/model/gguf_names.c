@@ -102,9 +102,7 @@ int hr_hf_to_gguf(const char *arch, const char *hf, char *gguf, size_t n, int *e
     return 0;
 }
 
-int hr_gguf_permutes(const char *arch) {
-    return strcmp(arch, "llama") == 0;
-}
+int hr_gguf_permutes(const char *arch) { return strcmp(arch, "llama") == 0; }
 
 char hr_gguf_qk_kind(const char *hf) {
     const char *rest;

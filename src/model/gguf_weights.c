@@ -102,7 +102,8 @@ static size_t src_bytes(const void *impl) {
 static hr_dtype src_main(const void *impl) {
     const gguf_src *s = impl;
     size_t bytes[HR_DTYPE_COUNT] = {0};
-    for (int i = 0; i < s->n; i++) bytes[s->e[i].t.dtype] += hr_tensor_bytes(&s->e[i].t);
+    for (int i = 0; i < s->n; i++)
+        bytes[s->e[i].t.dtype] += hr_tensor_bytes(&s->e[i].t);
     int best = HR_F32;
     for (int d = 0; d < HR_DTYPE_COUNT; d++)
         if (bytes[d] > bytes[best]) best = d;

@@ -36,12 +36,8 @@ static hr_err *put(wbuf *b, const void *p, size_t n) {
     return NULL;
 }
 
-static hr_err *put_u32(wbuf *b, uint32_t v) {
-    return put(b, &v, 4);
-}
-static hr_err *put_u64(wbuf *b, uint64_t v) {
-    return put(b, &v, 8);
-}
+static hr_err *put_u32(wbuf *b, uint32_t v) { return put(b, &v, 4); }
+static hr_err *put_u64(wbuf *b, uint64_t v) { return put(b, &v, 8); }
 
 static hr_err *put_string(wbuf *b, const char *s) {
     HR_TRY(put_u64(b, strlen(s)));

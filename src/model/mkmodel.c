@@ -59,14 +59,17 @@ static hr_err *list_tensors(const hr_model_config *c, mk_list *l) {
         for (int k = 0; k < hr_layout_count(); k++) {
             const hr_layer_tensor *t = hr_layout_tensor(k);
             if (!hr_layer_has(c, t, i)) continue;
-            int64_t rows = hr_layer_dim_value(c, i, t->rows), cols = hr_layer_dim_value(c, i, t->cols);
+            int64_t rows = hr_layer_dim_value(c, i, t->rows),
+                    cols = hr_layer_dim_value(c, i, t->cols);
             for (int e = 0; e < (t->per_expert ? c->n_experts : 1); e++) {
                 snprintf(suffix, sizeof suffix, t->suffix, e);
                 snprintf(name, sizeof name, "model.layers.%d.%s", i, suffix);
-                if (t->conv) HR_TRY(add_nd(l, name, 3, rows, 1, cols, t->init));
+                if (t->conv)
+                    HR_TRY(add_nd(l, name, 3, rows, 1, cols, t->init));
                 else if (hr_dim_is_experts(t->rows))
                     HR_TRY(add_nd(l, name, 3, c->n_experts, rows / c->n_experts, cols, t->init));
-                else HR_TRY(add(l, name, rows, cols, t->init));
+                else
+                    HR_TRY(add(l, name, rows, cols, t->init));
             }
         }
     if (c->ple_dim) {
@@ -81,7 +84,8 @@ static hr_err *list_tensors(const hr_model_config *c, mk_list *l) {
 }
 
 static void list_free(mk_list *l) {
-    for (int i = 0; i < l->n; i++) free(l->names[i]);
+    for (int i = 0; i < l->n; i++)
+        free(l->names[i]);
     free(l->specs);
     free(l->names);
     free(l->init);
@@ -116,9 +120,11 @@ static hr_err *fill(void *ctx, int index, size_t off, void *buf, size_t len) {
     mk_list *l = ctx;
     if (off == 0) l->state = l->seed * 0x100000001b3ull + (uint64_t)index * 0x9e3779b97f4a7c15ull;
     if (l->dtype == HR_BF16)
-        for (size_t i = 0; i < len / 2; i++) ((uint16_t *)buf)[i] = hr_f32_to_bf16(draw(l, index));
+        for (size_t i = 0; i < len / 2; i++)
+            ((uint16_t *)buf)[i] = hr_f32_to_bf16(draw(l, index));
     else
-        for (size_t i = 0; i < len / 4; i++) ((float *)buf)[i] = draw(l, index);
+        for (size_t i = 0; i < len / 4; i++)
+            ((float *)buf)[i] = draw(l, index);
     return NULL;
 }
 
@@ -134,7 +140,8 @@ static hr_err *shard_fill(void *ctx, int index, size_t off, void *buf, size_t le
 
 static size_t spec_bytes(const hr_st_spec *s) {
     int64_t n = 1;
-    for (int i = 0; i < s->ndim; i++) n *= s->shape[i];
+    for (int i = 0; i < s->ndim; i++)
+        n *= s->shape[i];
     return hr_dtype_bytes(s->dtype, n);
 }
 
@@ -157,17 +164,22 @@ static hr_err *write_shards(const char *dir, mk_list *l, uint64_t shard_bytes) {
     hr_err *err = NULL;
     for (int s = 0; s < n_shards && !err; s++) {
         char fname[64];
-        if (n_shards == 1) snprintf(fname, sizeof fname, "model.safetensors");
-        else snprintf(fname, sizeof fname, "model-%05d-of-%05d.safetensors", s + 1, n_shards);
+        if (n_shards == 1)
+            snprintf(fname, sizeof fname, "model.safetensors");
+        else
+            snprintf(fname, sizeof fname, "model-%05d-of-%05d.safetensors", s + 1, n_shards);
         char *path = hr_path_join(dir, fname);
         shard_ctx sc = {l, starts[s]};
-        err = path ? hr_st_write(path, l->specs + starts[s], starts[s + 1] - starts[s], shard_fill, &sc)
+        err = path ? hr_st_write(path, l->specs + starts[s], starts[s + 1] - starts[s], shard_fill,
+                                 &sc)
                    : hr_err_oom();
         free(path);
-        for (int i = starts[s]; i < starts[s + 1]; i++) json_object_set_new(wm, l->names[i], json_string(fname));
+        for (int i = starts[s]; i < starts[s + 1]; i++)
+            json_object_set_new(wm, l->names[i], json_string(fname));
     }
     if (!err && n_shards > 1) {
-        json_t *idx = json_pack("{s:{s:I},s:O}", "metadata", "total_size", (json_int_t)total, "weight_map", wm);
+        json_t *idx = json_pack("{s:{s:I},s:O}", "metadata", "total_size", (json_int_t)total,
+                                "weight_map", wm);
         char *txt = json_dumps(idx, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         char *path = hr_path_join(dir, "model.safetensors.index.json");
         err = txt && path ? hr_write_atomic(path, txt, strlen(txt)) : hr_err_oom();
@@ -191,7 +203,8 @@ static hr_err *write_generation_config(const char *dir, const hr_model_config *c
     json_t *g = json_object();
     if (c->bos_id >= 0) json_object_set_new(g, "bos_token_id", json_integer(c->bos_id));
     json_t *eos = json_array();
-    for (int i = 0; i < c->n_eos; i++) json_array_append_new(eos, json_integer(c->eos_ids[i]));
+    for (int i = 0; i < c->n_eos; i++)
+        json_array_append_new(eos, json_integer(c->eos_ids[i]));
     json_object_set_new(g, "eos_token_id", eos);
     char *txt = json_dumps(g, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(g);

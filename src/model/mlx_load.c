@@ -11,7 +11,8 @@ static hr_err *check_params(const char *what, int bits, int group) {
     if (hr_mlx_dtype(bits) == HR_DTYPE_COUNT)
         return hr_errf("config.json %s: bits %d is not supported (2, 3, 4, 5, 6 or 8)", what, bits);
     if (!hr_mlx_group_ok(group))
-        return hr_errf("config.json %s: group_size %d is not supported (32, 64 or 128)", what, group);
+        return hr_errf("config.json %s: group_size %d is not supported (32, 64 or 128)", what,
+                       group);
     return NULL;
 }
 
@@ -37,12 +38,14 @@ hr_err *hr_mlx_qconfig_parse(const json_t *config, hr_mlx_qconfig *out) {
     const json_t *q = json_object_get(config, "quantization");
     if (!json_is_object(q)) q = json_object_get(config, "quantization_config");
     if (!json_is_object(q) && json_is_object(text)) q = json_object_get(text, "quantization");
-    if (!json_is_object(q) && json_is_object(text)) q = json_object_get(text, "quantization_config");
+    if (!json_is_object(q) && json_is_object(text))
+        q = json_object_get(text, "quantization_config");
     if (!json_is_object(q)) return NULL;
     const char *method;
     HR_TRY(hr_json_str(q, "quant_method", NULL, "config.json quantization", &method));
     if (method && !json_object_get(q, "bits"))
-        return hr_errf("config.json: quantization method \"%s\" is not supported (MLX affine only)", method);
+        return hr_errf("config.json: quantization method \"%s\" is not supported (MLX affine only)",
+                       method);
     HR_TRY(read_params(q, "quantization", NULL, &out->bits, &out->group_size));
     out->q = json_incref((json_t *)q);
     return NULL;
@@ -106,15 +109,16 @@ static hr_err *check_companion(const hr_weights *st, const char *name, const cha
     return NULL;
 }
 
-hr_err *hr_mlx_weight(const hr_mlx_qconfig *q, const hr_weights *st, const char *name,
-                      int64_t rows, int64_t cols, hr_mlx_parts *out, int *quantized) {
+hr_err *hr_mlx_weight(const hr_mlx_qconfig *q, const hr_weights *st, const char *name, int64_t rows,
+                      int64_t cols, hr_mlx_parts *out, int *quantized) {
     *quantized = 0;
     const hr_tensor *t = hr_weights_get(st, name);
     if (!t) return hr_errf("missing tensor \"%s\"", name);
     int has_scales = hr_mlx_has_scales(st, name);
     if (!q->q) {
         if (has_scales || t->dtype == HR_U32)
-            return hr_errf("tensor \"%s\" is quantized but config.json has no quantization block", name);
+            return hr_errf("tensor \"%s\" is quantized but config.json has no quantization block",
+                           name);
         return NULL;
     }
     char path[512];
@@ -124,21 +128,28 @@ hr_err *hr_mlx_weight(const hr_mlx_qconfig *q, const hr_weights *st, const char 
     int listed = json_object_get(q->q, path) != NULL;
     if (bits == 0 || (!listed && !has_scales)) {
         if (t->dtype == HR_U32)
-            return hr_errf("tensor \"%s\" is packed U32 but config.json does not quantize \"%s\"", name, path);
+            return hr_errf("tensor \"%s\" is packed U32 but config.json does not quantize \"%s\"",
+                           name, path);
         return NULL;
     }
     char got[64];
-    if (t->dtype != HR_U32) return hr_errf("quantized weight \"%s\": dtype %s, expected U32", name, hr_dtype_name(t->dtype));
+    if (t->dtype != HR_U32)
+        return hr_errf("quantized weight \"%s\": dtype %s, expected U32", name,
+                       hr_dtype_name(t->dtype));
     if (cols % group)
-        return hr_errf("quantized weight \"%s\": %lld columns are not a multiple of group_size %d", name,
-                       (long long)cols, group);
+        return hr_errf("quantized weight \"%s\": %lld columns are not a multiple of group_size %d",
+                       name, (long long)cols, group);
     if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] * 32 != cols * bits)
-        return hr_errf("quantized weight \"%s\" has shape %s, expected [%lld, %lld] (%lld columns at %d bits)",
-                       name, hr_tensor_shape_str(t, got, sizeof got), (long long)rows,
-                       (long long)(cols * bits / 32), (long long)cols, bits);
+        return hr_errf(
+            "quantized weight \"%s\" has shape %s, expected [%lld, %lld] (%lld columns at %d bits)",
+            name, hr_tensor_shape_str(t, got, sizeof got), (long long)rows,
+            (long long)(cols * bits / 32), (long long)cols, bits);
     HR_TRY(check_companion(st, name, ".scales", rows, cols / group, &out->scales));
     HR_TRY(check_companion(st, name, ".biases", rows, cols / group, &out->biases));
-    out->w = (hr_tensor){.data = t->data, .dtype = hr_mlx_dtype(bits), .ndim = 2, .shape = {rows, cols},
+    out->w = (hr_tensor){.data = t->data,
+                         .dtype = hr_mlx_dtype(bits),
+                         .ndim = 2,
+                         .shape = {rows, cols},
                          .group_size = group};
     *quantized = 1;
     return NULL;

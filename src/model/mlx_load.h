@@ -11,7 +11,7 @@
 #include "model/weights.h"
 
 typedef struct {
-    json_t *q;          /* the quantization object (owned reference); NULL: none */
+    json_t *q; /* the quantization object (owned reference); NULL: none */
     int bits, group_size;
 } hr_mlx_qconfig;
 
@@ -34,8 +34,8 @@ typedef struct {
 
 /* For tensor `name` (rows, cols): *quantized 0 when it is a plain tensor; else validates the
  * packed weight and its companions (presence, dtypes, shapes) and fills *out. */
-hr_err *hr_mlx_weight(const hr_mlx_qconfig *q, const hr_weights *st, const char *name,
-                      int64_t rows, int64_t cols, hr_mlx_parts *out, int *quantized);
+hr_err *hr_mlx_weight(const hr_mlx_qconfig *q, const hr_weights *st, const char *name, int64_t rows,
+                      int64_t cols, hr_mlx_parts *out, int *quantized);
 /* 1 if `name` ("<m>.weight") has an `<m>.scales` companion in st. */
 int hr_mlx_has_scales(const hr_weights *st, const char *name);
 

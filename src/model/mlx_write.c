@@ -16,24 +16,25 @@ typedef struct {
     const hr_safetensors *st;
     const hr_qplan *plan;
     const hr_st_spec *specs;
-    int *entry;        /* (n specs) plan entry of each spec */
-    int *part;         /* (n specs) 0 weight, 1 scales, 2 biases */
-    int cached;        /* plan entry whose quantized parts are in buf, or -1 */
-    uint8_t *buf;      /* packed weight, then scales, then biases */
-    size_t at[3];      /* byte offsets of the three parts in buf */
+    int *entry;   /* (n specs) plan entry of each spec */
+    int *part;    /* (n specs) 0 weight, 1 scales, 2 biases */
+    int cached;   /* plan entry whose quantized parts are in buf, or -1 */
+    uint8_t *buf; /* packed weight, then scales, then biases */
+    size_t at[3]; /* byte offsets of the three parts in buf */
     int progress, done, total;
 } write_ctx;
 
 static void bar(write_ctx *c) {
     if (!c->progress) return;
     int w = 40, f = c->total ? c->done * w / c->total : w;
-    fprintf(stderr, "\r[%.*s%*s] %d/%d tensors", f, "########################################", w - f, "",
-            c->done, c->total);
+    fprintf(stderr, "\r[%.*s%*s] %d/%d tensors", f, "########################################",
+            w - f, "", c->done, c->total);
     if (c->done == c->total) fputc('\n', stderr);
 }
 
 static void put_companion(uint8_t *p, int64_t i, float v, hr_dtype t) {
-    if (t == HR_F32) memcpy(p + 4 * i, &v, 4);
+    if (t == HR_F32)
+        memcpy(p + 4 * i, &v, 4);
     else {
         uint16_t h = t == HR_BF16 ? hr_f32_to_bf16(v) : hr_f32_to_f16(v);
         memcpy(p + 2 * i, &h, 2);
@@ -58,7 +59,8 @@ static hr_err *quantize_entry(write_ctx *c, int i) {
     }
     float *s = x + e->cols, *b = s + G;
     for (int64_t r = 0; r < e->rows; r++) {
-        for (int64_t k = 0; k < e->cols; k++) x[k] = hr_mlx_companion(t, r * e->cols + k);
+        for (int64_t k = 0; k < e->cols; k++)
+            x[k] = hr_mlx_companion(t, r * e->cols + k);
         hr_mlx_quantize(x, e->cols, e->bits, e->group, c->buf + r * (e->cols * e->bits / 8), s, b);
         for (int64_t g = 0; g < G; g++) {
             put_companion(c->buf + c->at[1], r * G + g, s[g], e->dtype);
@@ -72,7 +74,8 @@ static hr_err *quantize_entry(write_ctx *c, int i) {
 
 static size_t spec_bytes(const hr_st_spec *s) {
     int64_t n = 1;
-    for (int d = 0; d < s->ndim; d++) n *= s->shape[d];
+    for (int d = 0; d < s->ndim; d++)
+        n *= s->shape[d];
     return hr_dtype_bytes(s->dtype, n);
 }
 
@@ -145,9 +148,11 @@ static hr_err *write_tensors(const hr_safetensors *st, const hr_qplan *plan, int
     c.specs = specs;
     c.total = plan->n;
     *bytes = 0;
-    for (int i = 0; i < n && !err; i++) *bytes += spec_bytes(&specs[i]);
+    for (int i = 0; i < n && !err; i++)
+        *bytes += spec_bytes(&specs[i]);
     if (!err) err = hr_st_write(path, specs, n, fill, &c);
-    for (int i = 0; names && i < 2 * plan->n; i++) free(names[i]);
+    for (int i = 0; names && i < 2 * plan->n; i++)
+        free(names[i]);
     free(names);
     free(specs);
     free(c.entry);
@@ -165,7 +170,8 @@ static json_t *module_params(const hr_qplan_entry *e) {
 static hr_err *write_config(const json_t *config, const hr_qplan *plan, const hr_mlx_write_opts *o,
                             const char *path) {
     json_t *c = json_deep_copy(config);
-    json_t *q = json_pack("{s:i,s:i,s:s}", "group_size", o->group, "bits", o->bits, "mode", "affine");
+    json_t *q =
+        json_pack("{s:i,s:i,s:s}", "group_size", o->group, "bits", o->bits, "mode", "affine");
     if (!c || !q) return json_decref(c), json_decref(q), hr_err_oom();
     for (int i = 0; i < plan->n; i++) {
         const hr_qplan_entry *e = &plan->e[i];
@@ -202,7 +208,8 @@ static hr_err *copy_files(const char *src, const char *dst) {
         struct stat sb;
         char *data = NULL;
         size_t len;
-        if (!from || !to) err = hr_err_oom();
+        if (!from || !to)
+            err = hr_err_oom();
         else if (copied(de->d_name) && stat(from, &sb) == 0 && S_ISREG(sb.st_mode)) {
             err = hr_read_file(from, &data, &len);
             if (!err) err = hr_write_atomic(to, data, len);
@@ -218,8 +225,9 @@ static hr_err *copy_files(const char *src, const char *dst) {
 static void remove_dir(const char *path) {
     DIR *d = opendir(path);
     for (struct dirent *de; d && (de = readdir(d));) {
-        char *p = de->d_name[0] == '.' && (!de->d_name[1] || de->d_name[1] == '.') ? NULL
-                                                                                 : hr_path_join(path, de->d_name);
+        char *p = de->d_name[0] == '.' && (!de->d_name[1] || de->d_name[1] == '.')
+                      ? NULL
+                      : hr_path_join(path, de->d_name);
         if (p) unlink(p);
         free(p);
     }
@@ -231,7 +239,8 @@ hr_err *hr_mlx_write(const char *src_dir, const hr_safetensors *st, const json_t
                      const hr_qplan *plan, const hr_mlx_write_opts *o, const char *out_dir,
                      size_t *bytes_out) {
     struct stat sb;
-    if (stat(out_dir, &sb) == 0) return hr_errf("--out %s already exists (convert never overwrites)", out_dir);
+    if (stat(out_dir, &sb) == 0)
+        return hr_errf("--out %s already exists (convert never overwrites)", out_dir);
     char tmp[1024];
     snprintf(tmp, sizeof tmp, "%s.tmp-%d", out_dir, (int)getpid());
     if (mkdir(tmp, 0755) != 0) return hr_errf("%s: %s", tmp, strerror(errno));
@@ -240,7 +249,8 @@ hr_err *hr_mlx_write(const char *src_dir, const hr_safetensors *st, const json_t
     if (!err) err = copy_files(src_dir, tmp);
     if (!err) err = write_config(config, plan, o, cfg);
     if (!err) err = write_tensors(st, plan, o->progress, w, bytes_out);
-    if (!err && rename(tmp, out_dir) != 0) err = hr_errf("%s: rename: %s", out_dir, strerror(errno));
+    if (!err && rename(tmp, out_dir) != 0)
+        err = hr_errf("%s: rename: %s", out_dir, strerror(errno));
     if (err) remove_dir(tmp);
     free(w);
     free(cfg);

@@ -11,8 +11,8 @@
 #include "model/quant_plan.h"
 
 typedef struct {
-    int bits, group;  /* the block's defaults; entries that differ get per-module overrides */
-    int progress;     /* draw a progress bar on stderr */
+    int bits, group; /* the block's defaults; entries that differ get per-module overrides */
+    int progress;    /* draw a progress bar on stderr */
 } hr_mlx_write_opts;
 
 /* config: the source config.json (not modified). *bytes_out: tensor bytes written. */

@@ -32,7 +32,8 @@ static hr_err *upload_mlx(hr_model *m, hr_mlx_parts *p, const hr_tensor **out) {
 }
 
 /* Uploads a file tensor as is, remembering its name (hr_model_weight_dev). */
-static hr_err *upload_named(hr_model *m, const char *name, const hr_tensor *t, const hr_tensor **out) {
+static hr_err *upload_named(hr_model *m, const char *name, const hr_tensor *t,
+                            const hr_tensor **out) {
     HR_TRY(upload(m, t, out));
     m->dev_name[m->n_dev - 1] = strdup(name);
     return m->dev_name[m->n_dev - 1] ? NULL : hr_err_oom();
@@ -64,28 +65,35 @@ static hr_err *weight(hr_model *m, const char *name, int ndim, const int64_t *di
         }
     } else if (hr_mlx_has_scales(m->w, name)) {
         return hr_errf("tensor \"%s\": MLX-quantized here is not supported (quantized weights must "
-                       "be 2-D matrices outside MoE experts)", name);
+                       "be 2-D matrices outside MoE experts)",
+                       name);
     }
     int ok = t->ndim == ndim;
-    for (int i = 0; ok && i < ndim; i++) ok = t->shape[i] == dims[i];
+    for (int i = 0; ok && i < ndim; i++)
+        ok = t->shape[i] == dims[i];
     if (!ok) {
         char got[64], want[64];
         hr_tensor w = {.ndim = ndim};
-        for (int i = 0; i < ndim; i++) w.shape[i] = dims[i];
+        for (int i = 0; i < ndim; i++)
+            w.shape[i] = dims[i];
         return hr_errf("tensor \"%s\" has shape %s, expected %s", name,
-                       hr_tensor_shape_str(t, got, sizeof got), hr_tensor_shape_str(&w, want, sizeof want));
+                       hr_tensor_shape_str(t, got, sizeof got),
+                       hr_tensor_shape_str(&w, want, sizeof want));
     }
-    if (t->dtype == HR_F32 || t->dtype == HR_BF16 || t->dtype == HR_F16) return upload_named(m, name, t, out);
+    if (t->dtype == HR_F32 || t->dtype == HR_BF16 || t->dtype == HR_F16)
+        return upload_named(m, name, t, out);
     if (!hr_dtype_get(t->dtype)->quantized || hr_mlx_bits(t->dtype))
         return hr_errf("tensor \"%s\": dtype %s is not a float or GGUF quantized type", name,
                        hr_dtype_name(t->dtype));
     if (!matrix)
-        return hr_errf("tensor \"%s\": a %s tensor here is not supported (quantized weights must be "
-                       "2-D matrices outside MoE experts)", name, hr_dtype_name(t->dtype));
+        return hr_errf(
+            "tensor \"%s\": a %s tensor here is not supported (quantized weights must be "
+            "2-D matrices outside MoE experts)",
+            name, hr_dtype_name(t->dtype));
     if (dims[ndim - 1] % hr_dtype_get(t->dtype)->block)
-        return hr_errf("tensor \"%s\": rows of %lld elements are not a multiple of the %s block (%d)",
-                       name, (long long)dims[ndim - 1], hr_dtype_name(t->dtype),
-                       hr_dtype_get(t->dtype)->block);
+        return hr_errf(
+            "tensor \"%s\": rows of %lld elements are not a multiple of the %s block (%d)", name,
+            (long long)dims[ndim - 1], hr_dtype_name(t->dtype), hr_dtype_get(t->dtype)->block);
     return upload_named(m, name, t, out);
 }
 
@@ -115,12 +123,17 @@ static hr_err *load_tensor(hr_model *m, int i, const hr_layer_tensor *lt) {
     for (int e = 0; e < n; e++) {
         snprintf(suffix, sizeof suffix, lt->suffix, e);
         snprintf(name, sizeof name, "%slayers.%d.%s", c->prefix, i, suffix);
-        const hr_tensor **slot = lt->per_expert ? &(*(const hr_tensor ***)base)[e] : (const hr_tensor **)base;
-        if (lt->conv) HR_TRY(weight(m, name, 3, (int64_t[]){rows, 1, cols}, 0, slot));
+        const hr_tensor **slot =
+            lt->per_expert ? &(*(const hr_tensor ***)base)[e] : (const hr_tensor **)base;
+        if (lt->conv)
+            HR_TRY(weight(m, name, 3, (int64_t[]){rows, 1, cols}, 0, slot));
         else if (hr_dim_is_experts(lt->rows))
-            HR_TRY(weight(m, name, 3, (int64_t[]){c->n_experts, rows / c->n_experts, cols}, 0, slot));
-        else if (lt->cols == HR_DIM_NONE) HR_TRY(w1(m, name, rows, slot));
-        else HR_TRY(weight(m, name, 2, (int64_t[]){rows, cols}, !lt->per_expert, slot));
+            HR_TRY(
+                weight(m, name, 3, (int64_t[]){c->n_experts, rows / c->n_experts, cols}, 0, slot));
+        else if (lt->cols == HR_DIM_NONE)
+            HR_TRY(w1(m, name, rows, slot));
+        else
+            HR_TRY(weight(m, name, 2, (int64_t[]){rows, cols}, !lt->per_expert, slot));
     }
     return NULL;
 }
@@ -155,7 +168,8 @@ static hr_err *expert_views(hr_model *m, int l) {
         HR_TRY(hr_tensor_slab_rows(L->experts_gate_up, e, 0, I, &v[e]));
         HR_TRY(hr_tensor_slab_rows(L->experts_gate_up, e, I, I, &v[E + e]));
         HR_TRY(hr_tensor_slab_rows(L->experts_down, e, 0, H, &v[2 * E + e]));
-        for (int w = 0; w < 3; w++) p[w * E + e] = &v[w * E + e];
+        for (int w = 0; w < 3; w++)
+            p[w * E + e] = &v[w * E + e];
     }
     m->moe[l] = (hr_moe_weights){E, (int)H, (int)I, p, p + E, p + 2 * E, HR_ACT_FN_GELU_TANH};
     return NULL;
@@ -210,9 +224,12 @@ static hr_err *load_weights(hr_model *m) {
     HR_TRY(w2(m, name, c->vocab, c->hidden, &m->embed));
     snprintf(name, sizeof name, "%snorm.weight", c->prefix);
     HR_TRY(w1(m, name, c->hidden, &m->final_norm));
-    if (c->tie_embeddings) m->lm_head = m->embed;
-    else HR_TRY(w2(m, "lm_head.weight", c->vocab, c->hidden, &m->lm_head));
-    for (int i = 0; i < c->n_layers; i++) HR_TRY(load_layer(m, i));
+    if (c->tie_embeddings)
+        m->lm_head = m->embed;
+    else
+        HR_TRY(w2(m, "lm_head.weight", c->vocab, c->hidden, &m->lm_head));
+    for (int i = 0; i < c->n_layers; i++)
+        HR_TRY(load_layer(m, i));
     HR_TRY(load_ple(m));
     if (c->moe) {
         size_t n = (size_t)c->n_layers * 3 * c->n_experts;
@@ -220,7 +237,8 @@ static hr_err *load_weights(hr_model *m) {
         m->expert_ptrs = calloc(n, sizeof *m->expert_ptrs);
         m->moe = calloc((size_t)c->n_layers, sizeof *m->moe);
         if (!m->expert_views || !m->expert_ptrs || !m->moe) return hr_err_oom();
-        for (int i = 0; i < c->n_layers; i++) HR_TRY(expert_views(m, i));
+        for (int i = 0; i < c->n_layers; i++)
+            HR_TRY(expert_views(m, i));
     }
     plan_kv(m);
     HR_TRY(hr_load_hybrid_finish(m));
@@ -251,9 +269,9 @@ hr_err *hr_model_load(const char *dir, hr_backend *be, hr_model **out) {
 }
 
 static void free_scratch(hr_model *m) {
-    float **bufs[] = {&m->s.x, &m->s.h, &m->s.q, &m->s.k, &m->s.v, &m->s.attn,
-                      &m->s.gate, &m->s.up, &m->s.sel, &m->s.logits, &m->s.ple, &m->s.ple_g,
-                      &m->s.ple_l, &m->s.moe_x};
+    float **bufs[] = {&m->s.x,    &m->s.h,     &m->s.q,     &m->s.k,    &m->s.v,
+                      &m->s.attn, &m->s.gate,  &m->s.up,    &m->s.sel,  &m->s.logits,
+                      &m->s.ple,  &m->s.ple_g, &m->s.ple_l, &m->s.moe_x};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) {
         if (*bufs[i]) m->be->vt->free(m->be, *bufs[i]);
         *bufs[i] = NULL;
@@ -329,7 +347,8 @@ uint64_t hr_model_weight_hash(const hr_model *m) {
 void hr_config_kv_shape(const hr_model_config *c, hr_dtype dtype, hr_kv_store *kv,
                         int *slot_head_dim) {
     int slot_of[HR_MAX_LAYERS];
-    *kv = (hr_kv_store){.dtype = dtype, .n_kv_heads = c->n_kv_heads, .layer_head_dim = slot_head_dim};
+    *kv =
+        (hr_kv_store){.dtype = dtype, .n_kv_heads = c->n_kv_heads, .layer_head_dim = slot_head_dim};
     kv->n_layers = kv_slots(c, slot_of, slot_head_dim);
     for (int l = 0; l < c->n_layers; l++) {
         if (c->layer_head_dim[l] > kv->head_dim) kv->head_dim = c->layer_head_dim[l];
@@ -358,7 +377,8 @@ hr_err *hr_model_set_token_ids(hr_model *m, int n) {
     size_t bytes = sizeof(float) * (size_t)(V - n);
     float *host = malloc(bytes);
     if (!host) return hr_err_oom();
-    for (int i = 0; i < V - n; i++) host[i] = -INFINITY;
+    for (int i = 0; i < V - n; i++)
+        host[i] = -INFINITY;
     hr_err *err = m->be->vt->alloc(m->be, bytes, (void **)&m->no_token);
     if (!err) err = m->be->vt->write(m->be, m->no_token, host, bytes);
     if (!err) err = m->be->vt->sync(m->be);
@@ -373,7 +393,8 @@ hr_err *hr_model_set_token_ids(hr_model *m, int n) {
 
 int hr_model_kv_window(const hr_model *m, int slot) {
     for (int l = 0; l < m->cfg.n_layers; l++)
-        if (m->kv_slot[l] == slot && m->cfg.kv_source[l] == l && m->cfg.layer_kind[l] != HR_LAYER_LINEAR)
+        if (m->kv_slot[l] == slot && m->cfg.kv_source[l] == l &&
+            m->cfg.layer_kind[l] != HR_LAYER_LINEAR)
             return m->cfg.layer_kind[l] == HR_LAYER_SLIDING ? m->cfg.sliding_window : 0;
     return 0;
 }

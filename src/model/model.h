@@ -17,10 +17,10 @@ typedef enum { HR_LOGITS_NONE, HR_LOGITS_LAST, HR_LOGITS_ALL } hr_logits_mode;
 typedef struct {
     const int32_t *tokens; /* [n_tokens] */
     int n_tokens;
-    int pos0;              /* position of tokens[0]; KV of [0, pos0) is already stored */
+    int pos0;                   /* position of tokens[0]; KV of [0, pos0) is already stored */
     const int32_t *block_table; /* covers positions [0, pos0 + n_tokens) */
     hr_logits_mode logits;
-    int state_slot;        /* hybrid models: the sequence's recurrent-state slot (docs/hybrid.md) */
+    int state_slot; /* hybrid models: the sequence's recurrent-state slot (docs/hybrid.md) */
 } hr_row;
 
 /* Loads dir (config.json + safetensors) or a .gguf file onto be. The model keeps be (not owned). */
@@ -62,7 +62,8 @@ int hr_model_kv_window(const hr_model *m, int slot);
 
 /* Runs one step. logits (host, may be NULL if no row wants any) receives, in row order,
  * n_tokens x vocab floats for HR_LOGITS_ALL rows and vocab floats for HR_LOGITS_LAST. */
-hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows, float *logits);
+hr_err *hr_model_forward(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows,
+                         float *logits);
 /* The same step, but for each logit row only its argmax (the first index of the largest
  * logit, as greedy sampling picks) comes back, in ids: the logits stay on the device. */
 hr_err *hr_model_forward_greedy(hr_model *m, hr_kv_store *kv, const hr_row *rows, int n_rows,

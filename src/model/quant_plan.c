@@ -3,8 +3,8 @@
 
 #include <ctype.h>
 #include <fnmatch.h>
-#include <stdlib.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 const int hr_qplan_levels[HR_QPLAN_LEVELS] = {2, 3, 4, 5, 6, 8};
@@ -75,7 +75,8 @@ static int layer_of(const char *name) {
         const char *e = strchr(p, '.');
         size_t n = e ? (size_t)(e - p) : strlen(p);
         size_t d = 0;
-        while (d < n && isdigit((unsigned char)p[d])) d++;
+        while (d < n && isdigit((unsigned char)p[d]))
+            d++;
         if (n && d == n) return atoi(p);
         if (!e) break;
         p = e + 1;
@@ -85,11 +86,17 @@ static int layer_of(const char *name) {
 
 hr_err *hr_qplan_mixed(hr_qplan *p, const char *recipe, int n_layers, int tied) {
     int low, high = 6;
-    if (strcmp(recipe, "mixed_2_6") == 0) low = 2;
-    else if (strcmp(recipe, "mixed_3_4") == 0) low = 3, high = 4;
-    else if (strcmp(recipe, "mixed_3_6") == 0) low = 3;
-    else if (strcmp(recipe, "mixed_4_6") == 0) low = 4;
-    else return hr_errf("--mixed: unknown recipe \"%s\" (mixed_2_6, mixed_3_4, mixed_3_6, mixed_4_6)", recipe);
+    if (strcmp(recipe, "mixed_2_6") == 0)
+        low = 2;
+    else if (strcmp(recipe, "mixed_3_4") == 0)
+        low = 3, high = 4;
+    else if (strcmp(recipe, "mixed_3_6") == 0)
+        low = 3;
+    else if (strcmp(recipe, "mixed_4_6") == 0)
+        low = 4;
+    else
+        return hr_errf(
+            "--mixed: unknown recipe \"%s\" (mixed_2_6, mixed_3_4, mixed_3_6, mixed_4_6)", recipe);
     for (int i = 0; i < p->n; i++) {
         hr_qplan_entry *e = &p->e[i];
         if (!e->candidate && !e->fixed) continue;
@@ -129,7 +136,8 @@ static int best_step(const hr_qplan *p, const int *lvl, const double *sens, doub
         const hr_qplan_entry *e = &p->e[i];
         if (!e->candidate || e->fixed || lvl[i] + 1 >= HR_QPLAN_LEVELS) continue;
         double n = (double)(e->rows * e->cols);
-        double cost = (entry_bpw(e, hr_qplan_levels[lvl[i] + 1]) - entry_bpw(e, hr_qplan_levels[lvl[i]])) * n;
+        double cost =
+            (entry_bpw(e, hr_qplan_levels[lvl[i] + 1]) - entry_bpw(e, hr_qplan_levels[lvl[i]])) * n;
         if (cost > room) continue;
         const double *s = sens + (size_t)i * HR_QPLAN_LEVELS;
         double gain = (s[lvl[i]] - s[lvl[i] + 1]) / cost;
@@ -156,7 +164,8 @@ hr_err *hr_qplan_target(hr_qplan *p, double target, const double *sens) {
     }
     for (int i; (i = best_step(p, lvl, sens, target * n - used)) >= 0;) {
         hr_qplan_entry *e = &p->e[i];
-        used += (entry_bpw(e, hr_qplan_levels[lvl[i] + 1]) - entry_bpw(e, e->bits)) * (double)(e->rows * e->cols);
+        used += (entry_bpw(e, hr_qplan_levels[lvl[i] + 1]) - entry_bpw(e, e->bits)) *
+                (double)(e->rows * e->cols);
         e->bits = hr_qplan_levels[++lvl[i]];
     }
     free(lvl);

@@ -31,9 +31,9 @@ typedef struct {
 hr_err *hr_qplan_build(const hr_safetensors *st, int bits, int group, const char *const *keep,
                        int n_keep, hr_qplan *out);
 void hr_qplan_free(hr_qplan *p);
-/* mlx-lm's recipe (n_layers: the model's; tied: the embedding is the head) (mixed_2_6, mixed_3_4, mixed_3_6, mixed_4_6): high bits for lm_head (and a
- * tied embedding), and for v_proj / down_proj of the first and last eighth of the layers and
- * every third layer between; low bits elsewhere. */
+/* mlx-lm's recipe (n_layers: the model's; tied: the embedding is the head) (mixed_2_6, mixed_3_4,
+ * mixed_3_6, mixed_4_6): high bits for lm_head (and a tied embedding), and for v_proj / down_proj
+ * of the first and last eighth of the layers and every third layer between; low bits elsewhere. */
 hr_err *hr_qplan_mixed(hr_qplan *p, const char *recipe, int n_layers, int tied);
 /* Average bits per weight over the candidates (kept ones at their float width). */
 double hr_qplan_bpw(const hr_qplan *p);

@@ -77,7 +77,8 @@ static hr_err *parse_shape(const json_t *shape, const char *name, hr_tensor *t) 
             return hr_errf("tensor \"%s\": bad shape dimension %d", name, d);
         t->shape[d] = json_integer_value(v);
         if (n > 0 && t->shape[d] > (1ll << MAX_ELEMENTS_LOG2) / n)
-            return hr_errf("tensor \"%s\": shape has more than 2^%d elements", name, MAX_ELEMENTS_LOG2);
+            return hr_errf("tensor \"%s\": shape has more than 2^%d elements", name,
+                           MAX_ELEMENTS_LOG2);
         n *= t->shape[d];
     }
     return NULL;
@@ -89,21 +90,24 @@ static hr_err *parse_entry(hr_safetensors *st, const char *name, const json_t *i
     memset(t, 0, sizeof *t);
     const char *dt = json_string_value(json_object_get(info, "dtype"));
     if (!dt) return hr_errf("tensor \"%s\": missing dtype", name);
-    if (parse_dtype(dt, &t->dtype) != 0) return hr_errf("tensor \"%s\": unsupported dtype %s", name, dt);
+    if (parse_dtype(dt, &t->dtype) != 0)
+        return hr_errf("tensor \"%s\": unsupported dtype %s", name, dt);
     HR_TRY(parse_shape(json_object_get(info, "shape"), name, t));
     const json_t *off = json_object_get(info, "data_offsets");
     const json_t *b = json_array_get(off, 0), *e = json_array_get(off, 1);
-    if (!json_is_array(off) || json_array_size(off) != 2 || !json_is_integer(b) || !json_is_integer(e))
+    if (!json_is_array(off) || json_array_size(off) != 2 || !json_is_integer(b) ||
+        !json_is_integer(e))
         return hr_errf("tensor \"%s\": data_offsets must be [begin, end]", name);
     int64_t begin = json_integer_value(b), end = json_integer_value(e);
     span[0] = begin, span[1] = end;
     if (begin < 0 || end < begin || (uint64_t)end > data_len)
         return hr_errf("tensor \"%s\": data_offsets [%lld, %lld] outside the data (%zu bytes); "
-                       "the file is truncated or corrupt", name, (long long)begin, (long long)end, data_len);
+                       "the file is truncated or corrupt",
+                       name, (long long)begin, (long long)end, data_len);
     size_t want = hr_tensor_bytes(t);
     if ((size_t)(end - begin) != want)
-        return hr_errf("tensor \"%s\": %lld bytes for a %s tensor of %lld elements (want %zu)", name,
-                       (long long)(end - begin), dt, (long long)hr_tensor_numel(t), want);
+        return hr_errf("tensor \"%s\": %lld bytes for a %s tensor of %lld elements (want %zu)",
+                       name, (long long)(end - begin), dt, (long long)hr_tensor_numel(t), want);
     t->data = (void *)(base + begin);
     size_t elem = (size_t)hr_dtype_get(t->dtype)->block_bytes;
     if (((uintptr_t)t->data % elem) != 0 && want > 0) {
@@ -136,30 +140,35 @@ static hr_err *check_tiling(int64_t (*spans)[2], int n, size_t data_len) {
     for (int i = 0; i < n; i++) {
         if (spans[i][0] != at)
             return hr_errf("tensor data at byte %lld %s (a tensor starts at %lld): the header is "
-                           "corrupt", (long long)at, spans[i][0] > at ? "is owned by no tensor" : "overlaps",
+                           "corrupt",
+                           (long long)at, spans[i][0] > at ? "is owned by no tensor" : "overlaps",
                            (long long)spans[i][0]);
         at = spans[i][1];
     }
     if ((uint64_t)at != data_len)
         return hr_errf("%zu bytes of data but the tensors end at byte %lld: the header length or "
-                       "offsets are wrong, or the file has trailing bytes", data_len, (long long)at);
+                       "offsets are wrong, or the file has trailing bytes",
+                       data_len, (long long)at);
     return NULL;
 }
 
 static hr_err *parse_header(hr_safetensors *st, const hr_mmap *m, const char *path) {
-    if (m->size < 8) return hr_errf("%s: too short for a safetensors file (%zu bytes)", path, m->size);
+    if (m->size < 8)
+        return hr_errf("%s: too short for a safetensors file (%zu bytes)", path, m->size);
     uint64_t hlen;
     memcpy(&hlen, m->data, 8);
     if (hlen > m->size - 8 || hlen > (100u << 20))
         return hr_errf("%s: header length %llu beyond the file (%zu bytes); truncated or not "
-                       "safetensors", path, (unsigned long long)hlen, m->size);
+                       "safetensors",
+                       path, (unsigned long long)hlen, m->size);
     json_t *h;
-    HR_TRY(hr_err_wrap(hr_json_load_buf("header", (const char *)m->data + 8, hlen, &h), "%s: ", path));
+    HR_TRY(
+        hr_err_wrap(hr_json_load_buf("header", (const char *)m->data + 8, hlen, &h), "%s: ", path));
     hr_err *err = NULL;
     if (!json_is_object(h)) err = hr_errf("%s: header is not a JSON object", path);
     const uint8_t *base = (const uint8_t *)m->data + 8 + hlen;
     size_t data_len = m->size - 8 - hlen;
-    int64_t (*spans)[2] = err ? NULL : malloc(sizeof *spans * (json_object_size(h) + 1));
+    int64_t(*spans)[2] = err ? NULL : malloc(sizeof *spans * (json_object_size(h) + 1));
     if (!err && !spans) err = hr_err_oom();
     int n = 0;
     const char *name;
@@ -243,10 +252,14 @@ static hr_err *open_any(hr_safetensors *st, const char *path) {
     char *single = hr_path_join(path, "model.safetensors");
     char *index = hr_path_join(path, "model.safetensors.index.json");
     hr_err *err;
-    if (!single || !index) err = hr_err_oom();
-    else if (hr_file_exists(single)) err = open_file(st, single);
-    else if (hr_file_exists(index)) err = open_index(st, index);
-    else err = hr_errf("%s: no model.safetensors or model.safetensors.index.json", path);
+    if (!single || !index)
+        err = hr_err_oom();
+    else if (hr_file_exists(single))
+        err = open_file(st, single);
+    else if (hr_file_exists(index))
+        err = open_index(st, index);
+    else
+        err = hr_errf("%s: no model.safetensors or model.safetensors.index.json", path);
     free(single);
     free(index);
     return err;
@@ -273,9 +286,12 @@ hr_err *hr_st_open(const char *path, hr_safetensors **out) {
 
 void hr_st_close(hr_safetensors *st) {
     if (!st) return;
-    for (int i = 0; i < st->n_maps; i++) hr_mmap_close(&st->maps[i]);
-    for (int i = 0; i < st->n; i++) free(st->entries[i].name);
-    for (int i = 0; i < st->n_owned; i++) free(st->owned[i]);
+    for (int i = 0; i < st->n_maps; i++)
+        hr_mmap_close(&st->maps[i]);
+    for (int i = 0; i < st->n; i++)
+        free(st->entries[i].name);
+    for (int i = 0; i < st->n_owned; i++)
+        free(st->owned[i]);
     free(st->owned);
     free(st->maps);
     free(st->entries);

@@ -27,9 +27,9 @@ static hr_err *build_header(const hr_st_spec *specs, int n, char **out, size_t *
             numel *= s->shape[d];
         }
         uint64_t bytes = hr_dtype_bytes(s->dtype, numel);
-        json_object_set_new(h, s->name, json_pack("{s:s,s:o,s:[I,I]}", "dtype", dt, "shape", shape,
-                                                  "data_offsets", (json_int_t)off,
-                                                  (json_int_t)(off + bytes)));
+        json_object_set_new(h, s->name,
+                            json_pack("{s:s,s:o,s:[I,I]}", "dtype", dt, "shape", shape,
+                                      "data_offsets", (json_int_t)off, (json_int_t)(off + bytes)));
         off += bytes;
     }
     char *txt = json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -54,7 +54,8 @@ static hr_err *build_header(const hr_st_spec *specs, int n, char **out, size_t *
 static hr_err *write_tensor(hr_atomic_file *f, const hr_st_spec *s, int index, hr_st_fill_fn fill,
                             void *ctx, void *chunk, size_t chunk_len) {
     int64_t numel = 1;
-    for (int d = 0; d < s->ndim; d++) numel *= s->shape[d];
+    for (int d = 0; d < s->ndim; d++)
+        numel *= s->shape[d];
     size_t bytes = hr_dtype_bytes(s->dtype, numel);
     for (size_t off = 0; off < bytes; off += chunk_len) {
         size_t len = bytes - off < chunk_len ? bytes - off : chunk_len;
@@ -64,7 +65,8 @@ static hr_err *write_tensor(hr_atomic_file *f, const hr_st_spec *s, int index, h
     return NULL;
 }
 
-hr_err *hr_st_write(const char *path, const hr_st_spec *specs, int n, hr_st_fill_fn fill, void *ctx) {
+hr_err *hr_st_write(const char *path, const hr_st_spec *specs, int n, hr_st_fill_fn fill,
+                    void *ctx) {
     char *header = NULL;
     size_t hlen = 0;
     HR_TRY(build_header(specs, n, &header, &hlen));
@@ -74,9 +76,12 @@ hr_err *hr_st_write(const char *path, const hr_st_spec *specs, int n, hr_st_fill
     hr_err *err = chunk ? hr_atomic_open(path, &f) : hr_err_oom();
     if (!err) {
         err = hr_atomic_write(&f, header, hlen);
-        for (int i = 0; i < n && !err; i++) err = write_tensor(&f, &specs[i], i, fill, ctx, chunk, CHUNK);
-        if (err) hr_atomic_abort(&f);
-        else err = hr_atomic_commit(&f);
+        for (int i = 0; i < n && !err; i++)
+            err = write_tensor(&f, &specs[i], i, fill, ctx, chunk, CHUNK);
+        if (err)
+            hr_atomic_abort(&f);
+        else
+            err = hr_atomic_commit(&f);
     }
     free(chunk);
     free(header);

@@ -9,18 +9,10 @@
 #include "model/gguf.h"
 #include "model/safetensors.h"
 
-static const hr_tensor *st_get(const void *impl, const char *name) {
-    return hr_st_get(impl, name);
-}
-static size_t st_bytes(const void *impl) {
-    return hr_st_data_bytes(impl);
-}
-static hr_dtype st_main(const void *impl) {
-    return hr_st_main_dtype(impl);
-}
-static void st_close(void *impl) {
-    hr_st_close(impl);
-}
+static const hr_tensor *st_get(const void *impl, const char *name) { return hr_st_get(impl, name); }
+static size_t st_bytes(const void *impl) { return hr_st_data_bytes(impl); }
+static hr_dtype st_main(const void *impl) { return hr_st_main_dtype(impl); }
+static void st_close(void *impl) { hr_st_close(impl); }
 
 static const hr_weights_vt st_vt = {st_get, st_bytes, st_main, st_close};
 
@@ -64,9 +56,5 @@ void hr_weights_close(hr_weights *w) {
 const hr_tensor *hr_weights_get(const hr_weights *w, const char *name) {
     return w->vt->get(w->impl, name);
 }
-size_t hr_weights_data_bytes(const hr_weights *w) {
-    return w->vt->data_bytes(w->impl);
-}
-hr_dtype hr_weights_main_dtype(const hr_weights *w) {
-    return w->vt->main_dtype(w->impl);
-}
+size_t hr_weights_data_bytes(const hr_weights *w) { return w->vt->data_bytes(w->impl); }
+hr_dtype hr_weights_main_dtype(const hr_weights *w) { return w->vt->main_dtype(w->impl); }

@@ -99,8 +99,8 @@ typedef struct {
     const char *role;
     hr_text_join text;      /* the text blocks, concatenated */
     hr_text_join reasoning; /* the thinking blocks, newline-joined */
-    json_t *calls;     /* tool_use blocks as OpenAI tool_calls */
-    json_t *results;   /* tool_result blocks as tool messages */
+    json_t *calls;          /* tool_use blocks as OpenAI tool_calls */
+    json_t *results;        /* tool_result blocks as tool messages */
 } msg_parts;
 
 static hr_err *tool_use_call(msg_parts *p, const json_t *b, const char *where) {
@@ -206,8 +206,7 @@ static hr_err *add_system(conv *cv, json_t *text) {
 static hr_err *emit_parts(msg_parts *p, json_t *norm) {
     json_array_extend(norm, p->results);
     int has_reasoning = p->reasoning.len > 0;
-    if (!p->text.len && !json_array_size(p->calls) && !has_reasoning &&
-        json_array_size(p->results))
+    if (!p->text.len && !json_array_size(p->calls) && !has_reasoning && json_array_size(p->results))
         return NULL;
     hr_err *e = NULL;
     json_t *text = hr_text_join_take(&p->text, &e);

@@ -150,9 +150,7 @@ void *hr_conn_guard_request_line(void *cls, const char *uri, struct MHD_Connecti
     return NULL;
 }
 
-void hr_conn_guard_read(hr_conn_guard *g, struct MHD_Connection *c) {
-    set_deadline(g, c, 0, 1);
-}
+void hr_conn_guard_read(hr_conn_guard *g, struct MHD_Connection *c) { set_deadline(g, c, 0, 1); }
 
 /* Without an idle timeout a kept-alive connection may wait forever for its next request,
  * so the deadline starts only with its request line. */

@@ -27,14 +27,14 @@ struct hr_engine_server {
     char *name;
     hr_server_backend backend;
     pthread_mutex_t mu;
-    live_req *live; /* submitted, not yet released */
+    live_req *live;            /* submitted, not yet released */
     atomic_ulong seed_counter; /* HTTP threads draw from it at once (ThreadSanitizer) */
     /* (n_pieces) each token's own text for logprobs, decoded the first time the engine
      * thread needs it, so a token with top logprobs costs no allocation after warm-up */
     struct piece {
         char *text;
         size_t len;
-    } *pieces;
+    } * pieces;
     int n_pieces;
 };
 
@@ -78,7 +78,8 @@ static const char *piece(hr_engine_server *s, int32_t id, size_t *len) {
 }
 
 static void emit_token(live_req *l, const hr_event *ev) {
-    hr_gen_token t = {.text = ev->text, .len = ev->text_len, .token = ev->token, .logprob = ev->logprob};
+    hr_gen_token t = {
+        .text = ev->text, .len = ev->text_len, .token = ev->token, .logprob = ev->logprob};
     hr_token_alt alts[HR_MAX_TOP_LOGPROBS];
     if (l->logprobs) {
         t.token_text = piece(l->srv, ev->token, &t.token_len);
@@ -126,7 +127,8 @@ static void on_event(void *ctx, const hr_event *ev) {
 /* Whether the engine can follow <think> blocks (single tokens), so a grammar can wait for one
  * to close. */
 static int think_tokens(const hr_tokenizer *tok) {
-    return hr_tokenizer_token_id(tok, "<think>") >= 0 && hr_tokenizer_token_id(tok, "</think>") >= 0;
+    return hr_tokenizer_token_id(tok, "<think>") >= 0 &&
+           hr_tokenizer_token_id(tok, "</think>") >= 0;
 }
 
 static hr_err *prompt_ids(hr_engine_server *s, const hr_api_request *req, int32_t **ids, int *n,
@@ -135,10 +137,13 @@ static hr_err *prompt_ids(hr_engine_server *s, const hr_api_request *req, int32_
     if (req->chat) {
         /* a grammar cannot wait for the close of a block the engine cannot see: an open one
          * is closed in the prompt (as a prefill would), and the answer starts under it */
-        const char *prefill = req->prefill ? req->prefill : req->grammar && !think_tokens(s->tok) ? "" : NULL;
+        const char *prefill = req->prefill                            ? req->prefill
+                              : req->grammar && !think_tokens(s->tok) ? ""
+                                                                      : NULL;
         return hr_prompt_render(s->prompt, req->chat, prefill, ids, n, in_reasoning);
     }
-    if (req->prompt) return hr_tokenizer_encode(s->tok, req->prompt, strlen(req->prompt), 1, ids, n);
+    if (req->prompt)
+        return hr_tokenizer_encode(s->tok, req->prompt, strlen(req->prompt), 1, ids, n);
     *ids = malloc(sizeof(int32_t) * (size_t)(req->n_prompt_ids > 0 ? req->n_prompt_ids : 1));
     if (!*ids) return hr_err_oom();
     memcpy(*ids, req->prompt_ids, sizeof(int32_t) * (size_t)req->n_prompt_ids);
@@ -207,7 +212,9 @@ static hr_err *submit(void *ctx, const hr_api_request *req, hr_gen_sink *sink) {
         p.in_reasoning = l->in_reasoning;
         /* max_tokens is an upper bound: what fits beside the prompt, or all of it */
         if (p.max_tokens <= 0 || p.max_tokens > room - n) p.max_tokens = room - n;
-        *l = (live_req){.srv = s, .sink = sink, .in_reasoning = l->in_reasoning,
+        *l = (live_req){.srv = s,
+                        .sink = sink,
+                        .in_reasoning = l->in_reasoning,
                         .logprobs = req->logprobs || req->top_logprobs > 0};
         pthread_mutex_lock(&s->mu); /* listed before submit: events may come at once */
         l->next = s->live;
@@ -217,7 +224,8 @@ static hr_err *submit(void *ctx, const hr_api_request *req, hr_gen_sink *sink) {
         pthread_mutex_lock(&s->mu);
         if (err) {
             live_req **pp = &s->live;
-            while (*pp != l) pp = &(*pp)->next;
+            while (*pp != l)
+                pp = &(*pp)->next;
             *pp = l->next;
         } else {
             l->handle = h;
@@ -275,7 +283,8 @@ static void stats(void *ctx, json_t *out) {
 static const char *model_name(void *ctx) { return ((hr_engine_server *)ctx)->name; }
 
 static hr_err *tokenize(void *ctx, const char *text, int add_special, int32_t **ids, int *n) {
-    return hr_tokenizer_encode(((hr_engine_server *)ctx)->tok, text, strlen(text), add_special, ids, n);
+    return hr_tokenizer_encode(((hr_engine_server *)ctx)->tok, text, strlen(text), add_special, ids,
+                               n);
 }
 
 /* Appends piece (n bytes) to *text (length *len, NUL-terminated). */
@@ -321,8 +330,14 @@ hr_err *hr_engine_server_create(hr_engine *e, const char *name, hr_engine_server
     if (!s->pieces) return free(s->name), free(s), hr_err_oom();
     pthread_mutex_init(&s->mu, NULL);
     s->backend = (hr_server_backend){
-        .ctx = s, .model_name = model_name, .submit = submit, .count = count, .cancel = cancel,
-        .stats = stats, .tokenize = tokenize, .detokenize = detokenize,
+        .ctx = s,
+        .model_name = model_name,
+        .submit = submit,
+        .count = count,
+        .cancel = cancel,
+        .stats = stats,
+        .tokenize = tokenize,
+        .detokenize = detokenize,
         .limits = {.max_tokens_limit = hr_engine_max_context(e),
                    .vocab_size = hr_engine_token_ids(e)},
     };

@@ -32,7 +32,8 @@ static int retryable(int status) {
 static hr_err *queue(hr_http_req *q, int status, struct MHD_Response *r, const char *type) {
     MHD_add_response_header(r, "Content-Type", type);
     if (atomic_load(&q->s->draining)) MHD_add_response_header(r, "Connection", "close");
-    if (status >= 400) MHD_add_response_header(r, "x-should-retry", retryable(status) ? "true" : "false");
+    if (status >= 400)
+        MHD_add_response_header(r, "x-should-retry", retryable(status) ? "true" : "false");
     if (q->retry_after) MHD_add_response_header(r, "Retry-After", q->retry_after);
     q->acc.status = status;
     enum MHD_Result ok = MHD_queue_response(q->conn, (unsigned)status, r);
@@ -50,7 +51,8 @@ hr_err *hr_http_reply_json(hr_http_req *q, int status, json_t *body) {
 }
 
 hr_err *hr_http_reply_text(hr_http_req *q, int status, const char *type, char *text) {
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
     if (!r) return free(text), hr_err_oom();
     return queue(q, status, r, type);
 }
@@ -149,16 +151,17 @@ void hr_http_gen_account(const hr_http_gen *g, hr_access *acc) {
 static void log_access(const hr_access *a) {
     if (HR_LOG_INFO < hr_log_threshold) return;
     uint64_t now = hr_now_ns();
-    json_t *f = json_pack("{s:s, s:s, s:s, s:i, s:f}", "client", a->client, "method", a->method,
-                          "path", a->path, "status", a->status, "duration_ms",
-                          (double)(now - a->t0_ns) * 1e-6);
+    json_t *f =
+        json_pack("{s:s, s:s, s:s, s:i, s:f}", "client", a->client, "method", a->method, "path",
+                  a->path, "status", a->status, "duration_ms", (double)(now - a->t0_ns) * 1e-6);
     if (!f) return;
     if (a->generated) {
         json_object_set_new(f, "prompt_tokens", json_integer(a->sum.prompt_tokens));
         json_object_set_new(f, "cached_tokens", json_integer(a->sum.cached_tokens));
         json_object_set_new(f, "completion_tokens", json_integer(a->sum.completion_tokens));
         if (a->first_token_ns)
-            json_object_set_new(f, "ttft_ms", json_real((double)(a->first_token_ns - a->t0_ns) * 1e-6));
+            json_object_set_new(f, "ttft_ms",
+                                json_real((double)(a->first_token_ns - a->t0_ns) * 1e-6));
         if (a->sum.finish) json_object_set_new(f, "finish", json_string(a->sum.finish));
         json_object_set_new(f, "stream", json_boolean(a->stream));
     }
@@ -197,8 +200,8 @@ typedef struct {
     int busy; /* dispatched: counted in the server's busy until completed */
     int too_large;
     int short_of_memory; /* the body could not be buffered: 503 */
-    int replied; /* an early error went out with the headers; the body is ignored */
-    size_t reserved; /* bytes of the server's request memory budget held until completed */
+    int replied;         /* an early error went out with the headers; the body is ignored */
+    size_t reserved;     /* bytes of the server's request memory budget held until completed */
     hr_http_req q;
 } conn_state;
 
@@ -227,7 +230,8 @@ static hr_err *route(hr_server *s, conn_state *st, const char *url, const char *
     const hr_route *rt = st->rt;
     char msg[192];
     if (st->too_large)
-        return hr_http_reply_error(q, rt->api, hr_http_too_large(s->cfg.max_body, msg, sizeof msg), msg);
+        return hr_http_reply_error(q, rt->api, hr_http_too_large(s->cfg.max_body, msg, sizeof msg),
+                                   msg);
     if (st->short_of_memory) {
         q->retry_after = "1";
         return hr_http_reply_error(q, rt->api, 503, "out of memory buffering the request body");
@@ -258,7 +262,8 @@ static enum MHD_Result dispatch(hr_server *s, struct MHD_Connection *c, const ch
 /* "ADDR:PORT" of the peer, for the access log. */
 static void client_addr(struct MHD_Connection *c, char *buf, size_t cap) {
     snprintf(buf, cap, "?");
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
     if (!ci || !ci->client_addr) return;
     char host[INET6_ADDRSTRLEN] = "?";
     int port = 0;
@@ -342,7 +347,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     hr_server *s = cls;
     if (!st) return;
     hr_mem_budget_release(&s->budget, st->reserved);
-    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK) hr_conn_guard_answered(hr_listener_guard(s->lis), c);
+    if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        hr_conn_guard_answered(hr_listener_guard(s->lis), c);
     if (st->busy) {
         pthread_mutex_lock(&s->mu);
         s->busy--;
@@ -381,8 +387,8 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     if (!s->cfg.host) s->cfg.host = "127.0.0.1";
     if (!s->cfg.max_connections) s->cfg.max_connections = 512;
     if (!s->cfg.max_backlog) s->cfg.max_backlog = 16u << 20;
-    hr_mem_budget_init(&s->budget, s->cfg.request_memory ? s->cfg.request_memory
-                                                          : hr_mem_budget_default());
+    hr_mem_budget_init(&s->budget,
+                       s->cfg.request_memory ? s->cfg.request_memory : hr_mem_budget_default());
     s->timeout_s = hr_listener_seconds(cfg->timeout_s, 60);
     hr_listener_config lc = {.host = s->cfg.host,
                              .port = cfg->port,
@@ -400,9 +406,7 @@ hr_err *hr_server_start(const hr_server_config *cfg, const hr_server_backend *ba
     return NULL;
 }
 
-int hr_server_port(const hr_server *s) {
-    return hr_listener_port(s->lis);
-}
+int hr_server_port(const hr_server *s) { return hr_listener_port(s->lis); }
 
 /* Waits until no request is in flight or until deadline_ns; returns how many still are. */
 static int wait_idle(hr_server *s, uint64_t deadline_ns) {

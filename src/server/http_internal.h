@@ -24,8 +24,8 @@ struct hr_server {
     hr_server_config cfg;
     const hr_server_backend *be;
     hr_response_store *responses; /* stored Responses API responses (routes.c) */
-    struct hr_listener *lis; /* the daemon, its limits and the request deadline */
-    unsigned timeout_s;      /* libmicrohttpd's: 0 = never */
+    struct hr_listener *lis;      /* the daemon, its limits and the request deadline */
+    unsigned timeout_s;           /* libmicrohttpd's: 0 = never */
     /* Shutdown (hr_server_drain): requests dispatched and not yet completed, under mu;
      * draining once new connections are refused, ending once the grace period is over
      * (generations still running are cancelled and end with an error). */
@@ -33,7 +33,7 @@ struct hr_server {
     pthread_cond_t idle;
     int busy;
     atomic_int draining, ending;
-    hr_mem_budget budget;    /* request memory (--request-memory-mb) */
+    hr_mem_budget budget;              /* request memory (--request-memory-mb) */
     struct hr_grammar_cache *grammars; /* compiled grammars of recent requests */
 };
 
@@ -69,7 +69,7 @@ typedef struct {
     char *pending;
     size_t len, off;
     int done, cancelled;
-    int ended; /* cut by the server's shutdown: the reply ends with an error */
+    int ended;     /* cut by the server's shutdown: the reply ends with an error */
     hr_access acc; /* streams: copied from the request when the stream starts */
 } hr_http_gen;
 

@@ -35,14 +35,14 @@ static void fit_fd_limit(hr_listener_config *cfg) {
     rlim_t need = (rlim_t)cfg->max_connections + FD_MARGIN;
     if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
         return;
-    struct rlimit raised = {rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max,
-                            rl.rlim_max};
+    struct rlimit raised = {
+        rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max, rl.rlim_max};
     if (raised.rlim_cur > rl.rlim_cur && !setrlimit(RLIMIT_NOFILE, &raised)) rl = raised;
     if (rl.rlim_cur >= need) return;
     unsigned fit = rl.rlim_cur > FD_MARGIN ? (unsigned)(rl.rlim_cur - FD_MARGIN) : 1;
     HR_WARN("--max-connections %u needs %llu file descriptors but the limit is %llu (ulimit -n): "
-            "serving at most %u connections", cfg->max_connections, (unsigned long long)need,
-            (unsigned long long)rl.rlim_cur, fit);
+            "serving at most %u connections",
+            cfg->max_connections, (unsigned long long)need, (unsigned long long)rl.rlim_cur, fit);
     cfg->max_connections = fit;
 }
 
@@ -81,15 +81,13 @@ static hr_err *start_daemon(hr_listener *l, int unix_fd, struct sockaddr_storage
         unix_fd >= 0 ? (struct MHD_OptionItem){MHD_OPTION_LISTEN_SOCKET, unix_fd, NULL}
                      : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, ss},
         {MHD_OPTION_END, 0, NULL}};
-    l->d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, cfg->on_request, cfg->cls,
-                            MHD_OPTION_ARRAY, where,
-                            MHD_OPTION_NOTIFY_COMPLETED, cfg->on_completed, cfg->cls,
-                            MHD_OPTION_CONNECTION_TIMEOUT, cfg->timeout_s,
-                            MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
-                            MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-                            unix_fd >= 0 ? 0u : cfg->max_connections_per_ip,
-                            MHD_OPTION_NOTIFY_CONNECTION, l->guard ? hr_conn_guard_notify : NULL,
-                            l->guard, MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_END);
+    l->d = MHD_start_daemon(
+        flags, (uint16_t)cfg->port, NULL, NULL, cfg->on_request, cfg->cls, MHD_OPTION_ARRAY, where,
+        MHD_OPTION_NOTIFY_COMPLETED, cfg->on_completed, cfg->cls, MHD_OPTION_CONNECTION_TIMEOUT,
+        cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, unix_fd >= 0 ? 0u : cfg->max_connections_per_ip,
+        MHD_OPTION_NOTIFY_CONNECTION, l->guard ? hr_conn_guard_notify : NULL, l->guard,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_END);
     if (l->d) return NULL;
     if (unix_fd >= 0) close(unix_fd);
     if (cfg->unix_socket) return hr_errf("cannot serve on unix:%s", cfg->unix_socket);
@@ -121,21 +119,13 @@ hr_err *hr_listener_start(const hr_listener_config *cfg, hr_listener **out) {
     return NULL;
 }
 
-unsigned hr_listener_seconds(int s, unsigned dflt) {
-    return s < 0 ? 0 : s ? (unsigned)s : dflt;
-}
+unsigned hr_listener_seconds(int s, unsigned dflt) { return s < 0 ? 0 : s ? (unsigned)s : dflt; }
 
-int hr_listener_port(const hr_listener *l) {
-    return l->port;
-}
+int hr_listener_port(const hr_listener *l) { return l->port; }
 
-unsigned hr_listener_max_connections(const hr_listener *l) {
-    return l->cfg.max_connections;
-}
+unsigned hr_listener_max_connections(const hr_listener *l) { return l->cfg.max_connections; }
 
-hr_conn_guard *hr_listener_guard(const hr_listener *l) {
-    return l->guard;
-}
+hr_conn_guard *hr_listener_guard(const hr_listener *l) { return l->guard; }
 
 void hr_listener_quiesce(hr_listener *l) {
     l->quiesced_fd = MHD_quiesce_daemon(l->d);
@@ -236,8 +226,8 @@ static uint64_t announced_length(size_t max_body, struct MHD_Connection *c) {
 }
 
 int hr_http_head_status(struct MHD_Connection *c, const char *url, const char *method,
-                        const char *api_key, size_t max_body, const hr_route **rt,
-                        uint64_t *len, char *msg, size_t cap) {
+                        const char *api_key, size_t max_body, const hr_route **rt, uint64_t *len,
+                        char *msg, size_t cap) {
     *rt = NULL;
     *len = 0;
     int status = hr_http_framing_status(c, msg, cap);

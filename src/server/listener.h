@@ -16,10 +16,10 @@
 #include "server/http_internal.h"
 
 typedef struct {
-    const char *host;        /* with port; ignored for a unix socket */
-    int port;                /* 0 = any free port */
-    const char *unix_socket; /* listen here instead (no per-address limit: one peer) */
-    unsigned timeout_s;      /* idle timeout (0 = never) */
+    const char *host;                /* with port; ignored for a unix socket */
+    int port;                        /* 0 = any free port */
+    const char *unix_socket;         /* listen here instead (no per-address limit: one peer) */
+    unsigned timeout_s;              /* idle timeout (0 = never) */
     unsigned request_timeout_s;      /* a request's headers and body (0 = no deadline) */
     unsigned max_connections;        /* > 0; lowered to fit ulimit -n, with a warning */
     unsigned max_connections_per_ip; /* 0 = none beyond max_connections */
@@ -61,8 +61,8 @@ long hr_listener_connections(struct MHD_Connection *c);
  * 0 when the request goes on; msg is set otherwise. *rt: the route (NULL for 404), *len:
  * the announced body size (a chunked body: max_body). */
 int hr_http_head_status(struct MHD_Connection *c, const char *url, const char *method,
-                        const char *api_key, size_t max_body, const hr_route **rt,
-                        uint64_t *len, char *msg, size_t cap);
+                        const char *api_key, size_t max_body, const hr_route **rt, uint64_t *len,
+                        char *msg, size_t cap);
 /* 400 for an ambiguous body length (two Content-Lengths that differ, or one beside a
  * Transfer-Encoding: what request smuggling behind a proxy needs), 501 for a transfer
  * coding other than chunked; 0 when the framing is fine (msg then untouched). */

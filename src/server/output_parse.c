@@ -38,7 +38,8 @@ hr_err *hr_out_parser_create(const hr_out_config *cfg, hr_out_fn fn, void *ud,
     p->fn = fn;
     p->ud = ud;
     p->mode = cfg->reasoning && cfg->in_reasoning ? MODE_THINK : MODE_TEXT;
-    if (cfg->tools == HR_TOOLS_QWEN) p->open = "<tool_call>", p->close = "</tool_call>", p->json_body = 1;
+    if (cfg->tools == HR_TOOLS_QWEN)
+        p->open = "<tool_call>", p->close = "</tool_call>", p->json_body = 1;
     if (cfg->tools == HR_TOOLS_GEMMA) p->open = "```tool_code", p->close = "```";
     *out = p;
     return NULL;
@@ -50,9 +51,7 @@ void hr_out_parser_free(hr_out_parser *p) {
     free(p);
 }
 
-int hr_out_parser_tool_calls(const hr_out_parser *p) {
-    return p->n_tools;
-}
+int hr_out_parser_tool_calls(const hr_out_parser *p) { return p->n_tools; }
 
 static void emit_text(hr_out_parser *p, hr_out_kind kind, const char *s, size_t n) {
     if (kind == HR_OUT_CONTENT && p->strip_nl) {
@@ -184,8 +183,10 @@ static const char *find_close(const hr_out_parser *p) {
     for (int in_str = 0; i < p->len; i++) {
         char c = p->buf[i];
         if (in_str) {
-            if (c == '\\') i++;
-            else if (c == '"') in_str = 0;
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = 0;
         } else if (c == '"') {
             in_str = 1;
         } else if (i + n <= p->len && !memcmp(p->buf + i, p->close, n)) {

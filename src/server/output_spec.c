@@ -61,7 +61,8 @@ static hr_err *set_schema(hr_output_spec *s, const char *field, const json_t *v)
     return e;
 }
 
-static hr_err *set_text(hr_output_spec *s, const char *field, hr_output_kind kind, const json_t *v) {
+static hr_err *set_text(hr_output_spec *s, const char *field, hr_output_kind kind,
+                        const json_t *v) {
     if (!json_is_string(v) || !json_string_length(v))
         return hr_errf("request: \"%s\" must be a non-empty string", field);
     return set_spec(s, field, kind, NULL, json_string_value(v));
@@ -69,7 +70,8 @@ static hr_err *set_text(hr_output_spec *s, const char *field, hr_output_kind kin
 
 static hr_err *set_choice(hr_output_spec *s, const char *field, const json_t *v) {
     size_t i, n = json_array_size(v);
-    if (!json_is_array(v) || !n) return hr_errf("request: \"%s\" must be a non-empty array of strings", field);
+    if (!json_is_array(v) || !n)
+        return hr_errf("request: \"%s\" must be a non-empty array of strings", field);
     for (i = 0; i < n; i++)
         if (!json_is_string(json_array_get(v, i)))
             return hr_errf("request: \"%s\"[%zu] must be a string", field, i);
@@ -93,12 +95,13 @@ static hr_err *parse_format(hr_output_spec *s, const char *field, const json_t *
         return set_spec(s, field, HR_OUT_JSON_OBJECT, NULL, NULL);
     }
     if (strcmp(type, "json_schema"))
-        return hr_errf("request: \"%s\".type must be %s, got \"%s\"", field,
-                       anthropic ? "\"json_schema\"" : "\"text\", \"json_object\" or \"json_schema\"",
-                       type);
+        return hr_errf(
+            "request: \"%s\".type must be %s, got \"%s\"", field,
+            anthropic ? "\"json_schema\"" : "\"text\", \"json_object\" or \"json_schema\"", type);
     const json_t *holder = f, *js = json_object_get(f, "json_schema");
     if (!anthropic && js && !json_is_null(js)) { /* OpenAI chat: {"json_schema": {"schema"}} */
-        if (!json_is_object(js)) return hr_errf("request: \"%s\".json_schema must be an object", field);
+        if (!json_is_object(js))
+            return hr_errf("request: \"%s\".json_schema must be an object", field);
         holder = js;
         snprintf(sub, sizeof sub, "%s.json_schema.schema", field);
     } else {

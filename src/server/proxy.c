@@ -68,9 +68,7 @@ static void req_unref(px_req *r) {
 }
 
 /* Waiting on the child is not the client's silence. */
-static void keep_alive(px_req *r) {
-    hr_listener_keep_alive(r->conn, r->p->timeout_s);
-}
+static void keep_alive(px_req *r) { hr_listener_keep_alive(r->conn, r->p->timeout_s); }
 
 static enum MHD_Result reply_json(px_req *r, int status, json_t *body) {
     r->replied = 1;
@@ -103,8 +101,7 @@ static enum MHD_Result reply_health(px_req *r) {
     /* The public listener's connections, not the child's (which has room for the probe). */
     long conns = hr_listener_connections(r->conn);
     if (conns >= 0) json_object_set_new(o, "connections", json_integer(conns));
-    json_object_set_new(o, "max_connections",
-                        json_integer(hr_listener_max_connections(r->p->lis)));
+    json_object_set_new(o, "max_connections", json_integer(hr_listener_max_connections(r->p->lis)));
     json_object_set_new(o, "isolate", state);
     return reply_json(r, ready ? 200 : 503, o);
 }
@@ -356,7 +353,7 @@ static ssize_t reply_read(void *cls, uint64_t pos, char *buf, size_t max) {
                 r->body_done = 1;
         }
         take_body(r, in, got);
-        if (got) continue;          /* the client and its timer are looked at only in quiet ticks */
+        if (got) continue; /* the client and its timer are looked at only in quiet ticks */
         if (hr_listener_client_gone(r->conn)) { /* the child sees its client gone and cancels */
             close(r->up);
             r->up = -1;
@@ -366,9 +363,7 @@ static ssize_t reply_read(void *cls, uint64_t pos, char *buf, size_t max) {
     }
 }
 
-static void reply_free(void *cls) {
-    req_unref(cls);
-}
+static void reply_free(void *cls) { req_unref(cls); }
 
 static enum MHD_Result copy_header(struct MHD_Response *res, const hr_upstream_header *h) {
     if (is_hop_by_hop(h->name) || !strcasecmp(h->name, "Content-Length") ||
@@ -550,9 +545,7 @@ hr_err *hr_proxy_start(const hr_proxy_config *cfg, hr_supervisor *sup, hr_proxy 
     return NULL;
 }
 
-int hr_proxy_port(const hr_proxy *p) {
-    return hr_listener_port(p->lis);
-}
+int hr_proxy_port(const hr_proxy *p) { return hr_listener_port(p->lis); }
 
 void hr_proxy_quiesce(hr_proxy *p) {
     atomic_store(&p->draining, 1);

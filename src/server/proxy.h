@@ -24,8 +24,8 @@ typedef struct {
     int request_timeout_s;           /* 0 = 30 s, negative = no deadline */
     const char *api_key;             /* NULL = none */
     size_t max_body;                 /* 0 = 8 MiB */
-    double retry_wait_s;      /* how long a request that could not reach the child waits for
-                                 the next one; 0 = 30 s */
+    double retry_wait_s;             /* how long a request that could not reach the child waits for
+                                        the next one; 0 = 30 s */
 } hr_proxy_config;
 
 typedef struct hr_proxy hr_proxy;

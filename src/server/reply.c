@@ -43,10 +43,10 @@ json_t *hr_error_body(hr_api_kind api, int status, const char *message) {
                      : status >= 500 ? "server_error"
                                      : "invalid_request_error";
     char buf[96];
-    const char *param = api == HR_API_RESPONSES ? hr_resp_error_param(message, buf, sizeof buf)
-                                                : NULL;
-    json_t *b = json_pack("{s:{s:s, s:s, s:i}}", "error", "message", message, "type", oa, "code",
-                          status);
+    const char *param =
+        api == HR_API_RESPONSES ? hr_resp_error_param(message, buf, sizeof buf) : NULL;
+    json_t *b =
+        json_pack("{s:{s:s, s:s, s:i}}", "error", "message", message, "type", oa, "code", status);
     if (api == HR_API_RESPONSES)
         json_object_set_new(json_object_get(b, "error"), "param",
                             param ? json_string(param) : json_null());
@@ -92,9 +92,7 @@ static const char *finish_str(const hr_choice *c) {
     return "stop";
 }
 
-static int is_chat(const hr_reply *r) {
-    return r->req->api == HR_API_CHAT;
-}
+static int is_chat(const hr_reply *r) { return r->req->api == HR_API_CHAT; }
 
 /* {"id", "object", "created", "model", "choices": [choice]} (+ "usage": null when the
  * stream reports usage at its end). Steals choice. */
@@ -232,9 +230,7 @@ void hr_reply_free(hr_reply *r) {
     free(r);
 }
 
-void hr_reply_set_store(hr_reply *r, struct hr_response_store *s) {
-    r->store = s;
-}
+void hr_reply_set_store(hr_reply *r, struct hr_response_store *s) { r->store = s; }
 
 /* The choice's first event: its parser (fed the request's prefill as if generated) and,
  * when streaming, the opening chunk or message_start. */

@@ -39,7 +39,7 @@ json_t *hr_reply_body(hr_reply *r, int *status);
 /* What a reply amounts to so far, for the access log. */
 typedef struct {
     int prompt_tokens, cached_tokens, completion_tokens; /* completion: all choices */
-    int tokens_seen;    /* token events applied so far */
+    int tokens_seen;                                     /* token events applied so far */
     const char *finish; /* choice 0's: length, stop, tool_calls, cancelled, error; NULL
                            until it finished */
 } hr_reply_summary;

@@ -32,8 +32,8 @@ typedef struct {
     int index;
     hr_out_parser *parser; /* chat APIs only; created at begin (needs in_reasoning) */
     int began, finished, completion_tokens;
-    int tokens_fed;       /* generated tokens fed to the parser so far */
-    int reasoning_until;  /* tokens_fed up to the last one that released reasoning text */
+    int tokens_fed;      /* generated tokens fed to the parser so far */
+    int reasoning_until; /* tokens_fed up to the last one that released reasoning text */
     hr_finish why;
     char *detail;               /* error message, or the stop string that ended generation */
     hr_sbuf content, reasoning; /* everything so far, for the final body */

@@ -15,8 +15,8 @@ hr_api_request *hr_api_request_new(hr_api_kind api) {
     hr_api_request *r = calloc(1, sizeof *r);
     if (!r) return NULL;
     r->api = api;
-    r->sampling = (hr_sampler_params){.temperature = 1.0f, .top_p = 1.0f, .typical_p = 1.0f,
-                                      .xtc_threshold = 0.1f};
+    r->sampling = (hr_sampler_params){
+        .temperature = 1.0f, .top_p = 1.0f, .typical_p = 1.0f, .xtc_threshold = 0.1f};
     r->repetition_penalty = 1.0f;
     r->n = 1;
     return r;
@@ -50,7 +50,8 @@ hr_err *hr_check_conversation_size(const json_t *msgs, const char *field, const 
     json_array_foreach(msgs, i, m) blocks += json_array_size(json_object_get(m, content_key));
     if (blocks > HR_MAX_BLOCKS)
         return hr_errf("request: \"%s\" has %zu content blocks in all, more than the %d this "
-                       "server takes", field, blocks, HR_MAX_BLOCKS);
+                       "server takes",
+                       field, blocks, HR_MAX_BLOCKS);
     return NULL;
 }
 
@@ -218,8 +219,10 @@ hr_err *hr_parse_request(hr_api_kind api,
     hr_api_request *r = hr_api_request_new(api);
     if (!r) return hr_err_oom();
     hr_err *e = parse(body, lim, r);
-    if (e) hr_api_request_free(r);
-    else *out = r;
+    if (e)
+        hr_api_request_free(r);
+    else
+        *out = r;
     return e;
 }
 

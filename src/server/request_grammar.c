@@ -81,7 +81,8 @@ static hr_err *tool_rule(hr_gbuf *b, const json_t *tool, size_t i, const char *k
     size_t len = 0;
     snprintf(prefix, sizeof prefix, "t%zu-", i);
     hr_schema_opts so = {0};
-    hr_err *e = params ? hr_schema_to_gbnf_prefixed(params, &so, prefix, &text, &len) : hr_err_oom();
+    hr_err *e =
+        params ? hr_schema_to_gbnf_prefixed(params, &so, prefix, &text, &len) : hr_err_oom();
     if (e && !tool_strict(tool)) { /* the call still parses; its arguments are any object */
         hr_err_free(e);
         json_decref(any);
@@ -119,17 +120,23 @@ static hr_err *calls_grammar(hr_grammar_cache *gc, const hr_api_request *r, hr_t
     const char *key = qwen ? "arguments" : "parameters";
     hr_gbuf b = {0};
     hr_err *e = NULL;
-    if (lazy) hr_gbuf_puts(&b, "root ::= tc-body\n");
-    else if (r->tool_choice == HR_TOOL_CHOICE_NAMED || !qwen) hr_gbuf_puts(&b, "root ::= tc-call\n");
-    else hr_gbuf_puts(&b, "root ::= tc-call (\"\\n\" tc-call)*\n");
-    hr_gbuf_puts(&b, qwen ? "tc-call ::= \"<tool_call>\" tc-body\n"
-                     "tc-body ::= \"\\n{\" tc-ws \"\\\"name\\\"\" tc-ws \":\" tc-ws tc-fn tc-ws "
-                     "\"}\\n</tool_call>\"\n"
-                   : "tc-call ::= \"{\" tc-ws \"\\\"name\\\"\" tc-ws \":\" tc-ws tc-fn tc-ws \"}\"\n");
+    if (lazy)
+        hr_gbuf_puts(&b, "root ::= tc-body\n");
+    else if (r->tool_choice == HR_TOOL_CHOICE_NAMED || !qwen)
+        hr_gbuf_puts(&b, "root ::= tc-call\n");
+    else
+        hr_gbuf_puts(&b, "root ::= tc-call (\"\\n\" tc-call)*\n");
+    hr_gbuf_puts(
+        &b, qwen
+                ? "tc-call ::= \"<tool_call>\" tc-body\n"
+                  "tc-body ::= \"\\n{\" tc-ws \"\\\"name\\\"\" tc-ws \":\" tc-ws tc-fn tc-ws "
+                  "\"}\\n</tool_call>\"\n"
+                : "tc-call ::= \"{\" tc-ws \"\\\"name\\\"\" tc-ws \":\" tc-ws tc-fn tc-ws \"}\"\n");
     hr_gbuf_puts(&b, "tc-ws ::= [ \\t\\n]{0,8}\ntc-fn ::= ");
     size_t n = 0;
     for (size_t i = 0; i < json_array_size(tools); i++) {
-        const char *name = json_string_value(json_object_get(tool_fn(json_array_get(tools, i)), "name"));
+        const char *name =
+            json_string_value(json_object_get(tool_fn(json_array_get(tools, i)), "name"));
         if (r->tool_choice == HR_TOOL_CHOICE_NAMED && (!name || strcmp(name, r->tool_choice_name)))
             continue;
         char alt[40];
@@ -158,8 +165,9 @@ static int any_strict(const json_t *tools) {
 hr_err *hr_request_set_grammar(hr_api_request *r, hr_tool_format fmt, hr_grammar_cache *gc) {
     int forced = r->use_tools && r->tool_choice != HR_TOOL_CHOICE_AUTO;
     if (forced) /* Gemma's python-syntax calls keep the prefilled opening (tool_prefill.c) */
-        return fmt == HR_TOOLS_QWEN || fmt == HR_TOOLS_LLAMA3 ? calls_grammar(gc, r, fmt, 0, &r->grammar)
-                                                              : NULL;
+        return fmt == HR_TOOLS_QWEN || fmt == HR_TOOLS_LLAMA3
+                   ? calls_grammar(gc, r, fmt, 0, &r->grammar)
+                   : NULL;
     if (r->output.kind != HR_OUT_FREE) return spec_grammar(gc, &r->output, &r->grammar);
     if (r->use_tools && !forced && fmt == HR_TOOLS_QWEN &&
         any_strict(json_object_get(r->chat, "tools"))) {

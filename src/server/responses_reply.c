@@ -22,15 +22,13 @@ struct hr_resp_state {
     int open;       /* index of the open reasoning / message item, -1 none */
     int open_kind;
     char open_id[48];
-    hr_sbuf text;         /* the open item's text */
-    hr_sbuf thought;      /* every reasoning item's text, for the stored conversation */
-    hr_sbuf answer;       /* every message item's text, likewise */
-    json_t *final;        /* the response object, once finished */
+    hr_sbuf text;    /* the open item's text */
+    hr_sbuf thought; /* every reasoning item's text, for the stored conversation */
+    hr_sbuf answer;  /* every message item's text, likewise */
+    json_t *final;   /* the response object, once finished */
 };
 
-static const json_t *echo(const hr_reply *r) {
-    return json_object_get(r->req->responses, "echo");
-}
+static const json_t *echo(const hr_reply *r) { return json_object_get(r->req->responses, "echo"); }
 
 /* Appends "event: TYPE" and the event (type and sequence_number added); steals ev. */
 static void put(hr_reply *r, const char *type, json_t *ev) {

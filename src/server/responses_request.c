@@ -23,9 +23,7 @@ typedef struct {
     hr_text_join content, reasoning;
 } conv;
 
-static int is(const char *s, const char *t) {
-    return s && !strcmp(s, t);
-}
+static int is(const char *s, const char *t) { return s && !strcmp(s, t); }
 
 static void join_string(hr_text_join *j, const json_t *s, const char *sep) {
     hr_text_join_add(j, sep, json_string_value(s), json_string_length(s));

@@ -42,9 +42,11 @@ static void add_stats(hr_server *s, const hr_http_req *q, json_t *o) {
     long conns = hr_listener_connections(q->conn);
     if (conns >= 0) json_object_set_new(o, "connections", json_integer(conns));
     json_object_set_new(o, "max_connections", json_integer(hr_listener_max_connections(s->lis)));
-    json_object_set_new(o, "request_memory_used", json_integer((json_int_t)hr_mem_budget_used(&s->budget)));
+    json_object_set_new(o, "request_memory_used",
+                        json_integer((json_int_t)hr_mem_budget_used(&s->budget)));
     json_object_set_new(o, "request_memory_total", json_integer((json_int_t)s->budget.cap));
-    json_object_set_new(o, "requests_timed_out", json_integer((json_int_t)hr_conn_guard_cut(hr_listener_guard(s->lis))));
+    json_object_set_new(o, "requests_timed_out",
+                        json_integer((json_int_t)hr_conn_guard_cut(hr_listener_guard(s->lis))));
     size_t stored, bytes;
     hr_response_store_usage(s->responses, &stored, &bytes);
     json_object_set_new(o, "responses_stored", json_integer((json_int_t)stored));
@@ -83,8 +85,8 @@ static hr_err *metrics(hr_server *s, hr_http_req *q, const char *body, size_t le
     json_t *v;
     json_object_foreach(o, key, v) {
         if (!text || !json_is_number(v)) continue;
-        n += (size_t)snprintf(text + n, cap - n, "# TYPE hearth_%s gauge\nhearth_%s %.17g\n", key, key,
-                              json_number_value(v));
+        n += (size_t)snprintf(text + n, cap - n, "# TYPE hearth_%s gauge\nhearth_%s %.17g\n", key,
+                              key, json_number_value(v));
     }
     json_decref(o);
     if (!text) return hr_err_oom();
@@ -132,8 +134,8 @@ static hr_err *reply_whole(hr_http_req *q, hr_api_kind api, hr_http_gen *g) {
 static hr_err *submit_choices(hr_server *s, hr_http_gen *g, int n) {
     int i = 0;
     hr_err *e = NULL;
-    while (i < n && !(e = s->be->submit(s->be->ctx, hr_chan_request(g->chan, i),
-                                        hr_chan_sink(g->chan, i))))
+    while (i < n &&
+           !(e = s->be->submit(s->be->ctx, hr_chan_request(g->chan, i), hr_chan_sink(g->chan, i))))
         i++;
     if (!e) return NULL;
     for (int k = i; k < n; k++)
@@ -146,9 +148,9 @@ static hr_err *submit(hr_server *s, hr_http_req *q, hr_api_request *req) {
     hr_api_kind api = req->api;
     int n = req->n;
     hr_http_gen *g = calloc(1, sizeof *g);
-    hr_err *e = g ? hr_reply_create(req, s->be->model_name(s->be->ctx), (long)time(NULL), s->be,
-                                    &g->reply)
-                  : hr_err_oom();
+    hr_err *e =
+        g ? hr_reply_create(req, s->be->model_name(s->be->ctx), (long)time(NULL), s->be, &g->reply)
+          : hr_err_oom();
     if (!e && !(g->chan = hr_chan_create(req, s->cfg.max_backlog))) e = hr_err_oom();
     if (e) {
         if (g) hr_reply_free(g->reply);
@@ -226,9 +228,7 @@ static hr_err *count_tokens(hr_server *s, hr_http_req *q, const char *body, size
 }
 
 /* The {id} of /v1/responses/{id}. */
-static const char *response_id(const hr_http_req *q) {
-    return q->path + strlen("/v1/responses/");
-}
+static const char *response_id(const hr_http_req *q) { return q->path + strlen("/v1/responses/"); }
 
 static hr_err *response_not_found(hr_http_req *q, const char *id) {
     return hr_http_reply_err(q, HR_API_RESPONSES, 404,

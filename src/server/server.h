@@ -14,7 +14,6 @@
 
 typedef struct hr_gen_sink hr_gen_sink;
 
-
 typedef struct {
     const char *text; /* token text (bytes, not NUL-terminated) */
     size_t len;
@@ -71,8 +70,7 @@ void hr_gen_sink_token(hr_gen_sink *s, const hr_gen_token *t);
  * detail: for HR_FINISH_ERROR the message; for HR_FINISH_STOP the stop string that ended
  * generation (NULL when it was end-of-sequence); else NULL. The sink may be freed at once
  * after this call. */
-void hr_gen_sink_finish(hr_gen_sink *s, hr_finish why, int completion_tokens,
-                        const char *detail);
+void hr_gen_sink_finish(hr_gen_sink *s, hr_finish why, int completion_tokens, const char *detail);
 /* Nonzero once the client disconnected; the engine may poll this every step. */
 int hr_gen_sink_cancelled(const hr_gen_sink *s);
 

@@ -37,7 +37,7 @@ struct hr_gen_chan {
     atomic_int cancelled;
     const char *cut; /* hr_chan_cut's message: cancelled choices finish with this error */
     size_t queued, max_backlog; /* bytes of token events not yet drained (under mu), limit */
-    atomic_int overflow; /* a token found max_backlog queued: the request was cancelled */
+    atomic_int overflow;        /* a token found max_backlog queued: the request was cancelled */
     int refs;
     hr_api_request *req;
     int awaited, finished; /* finishes to wait for, and applied (HTTP thread only) */
@@ -88,13 +88,9 @@ hr_gen_chan *hr_chan_create(hr_api_request *req, size_t max_backlog) {
     return c;
 }
 
-hr_gen_sink *hr_chan_sink(hr_gen_chan *c, int i) {
-    return &c->sinks[i];
-}
+hr_gen_sink *hr_chan_sink(hr_gen_chan *c, int i) { return &c->sinks[i]; }
 
-const hr_api_request *hr_chan_request(const hr_gen_chan *c, int i) {
-    return &c->sinks[i].req;
-}
+const hr_api_request *hr_chan_request(const hr_gen_chan *c, int i) { return &c->sinks[i].req; }
 
 static void unref(hr_gen_chan *c) {
     pthread_mutex_lock(&c->mu);
@@ -103,9 +99,7 @@ static void unref(hr_gen_chan *c) {
     if (last) chan_free(c);
 }
 
-void hr_chan_release(hr_gen_chan *c) {
-    unref(c);
-}
+void hr_chan_release(hr_gen_chan *c) { unref(c); }
 
 void hr_chan_unsubmitted(hr_gen_chan *c, int i) {
     c->sinks[i].unsubmitted = 1;
@@ -132,7 +126,10 @@ static void push(hr_gen_chan *c, ev *e) {
 void hr_gen_sink_begin(hr_gen_sink *s, int prompt_tokens, int cached_tokens, int in_reasoning) {
     ev *e = calloc(1, sizeof *e);
     if (e)
-        *e = (ev){.kind = EV_BEGIN, .choice = s->index, .a = prompt_tokens, .b = cached_tokens,
+        *e = (ev){.kind = EV_BEGIN,
+                  .choice = s->index,
+                  .a = prompt_tokens,
+                  .b = cached_tokens,
                   .c = in_reasoning};
     push(s->ch, e);
 }
@@ -182,13 +179,14 @@ void hr_gen_sink_token(hr_gen_sink *s, const hr_gen_token *t) {
     }
     ev *e = copy_token(t, s->index, size);
     pthread_mutex_lock(&c->mu);
-    if (e) link_event(c, e);
-    else c->queued -= size;
+    if (e)
+        link_event(c, e);
+    else
+        c->queued -= size;
     pthread_mutex_unlock(&c->mu);
 }
 
-void hr_gen_sink_finish(hr_gen_sink *s, hr_finish why, int completion_tokens,
-                        const char *detail) {
+void hr_gen_sink_finish(hr_gen_sink *s, hr_finish why, int completion_tokens, const char *detail) {
     ev *e = s->fin;
     s->fin = NULL;
     *e = (ev){.kind = EV_FINISH, .choice = s->index, .a = (int)why, .b = completion_tokens};
@@ -197,9 +195,7 @@ void hr_gen_sink_finish(hr_gen_sink *s, hr_finish why, int completion_tokens,
     unref(s->ch);
 }
 
-int hr_gen_sink_cancelled(const hr_gen_sink *s) {
-    return atomic_load(&s->ch->cancelled);
-}
+int hr_gen_sink_cancelled(const hr_gen_sink *s) { return atomic_load(&s->ch->cancelled); }
 
 void hr_chan_cancel(hr_gen_chan *c, void (*cancel)(void *ctx, hr_gen_sink *s), void *ctx) {
     atomic_store(&c->cancelled, 1);

@@ -78,9 +78,7 @@ struct hr_supervisor {
     probe pr;
 };
 
-static uint64_t after_s(double s) {
-    return hr_now_ns() + (uint64_t)(s * 1e9);
-}
+static uint64_t after_s(double s) { return hr_now_ns() + (uint64_t)(s * 1e9); }
 
 static void set_state(hr_supervisor *s, sup_state st) {
     pthread_mutex_lock(&s->mu);
@@ -250,8 +248,8 @@ static void kill_hung(hr_supervisor *s, const char *why) {
 static int load_overdue(hr_supervisor *s, uint64_t now) {
     if (!(s->cfg.load_timeout_s > 0)) return 0;
     pthread_mutex_lock(&s->mu);
-    int overdue = s->state != ST_READY &&
-                  now - s->started_ns >= (uint64_t)(s->cfg.load_timeout_s * 1e9);
+    int overdue =
+        s->state != ST_READY && now - s->started_ns >= (uint64_t)(s->cfg.load_timeout_s * 1e9);
     pthread_mutex_unlock(&s->mu);
     return overdue;
 }
@@ -290,11 +288,15 @@ static void describe_exit(hr_supervisor *s, int status, double up_s) {
         snprintf(what, sizeof what, "was killed by signal %d (SIG%s)", s->last_signal,
                  name ? name : "?");
     }
-    int said = WIFEXITED(status) && s->last_line[0]; /* why it gave up, as it said */
+    int said = WIFEXITED(status) && s->last_line[0];   /* why it gave up, as it said */
     int killed = !WIFEXITED(status) && s->hang_killed; /* why the supervisor killed it */
     snprintf(s->reason, sizeof s->reason, "engine child %s after %.1f s%s%.200s", what, up_s,
-             said ? "; its last line: " : killed ? ": it " : "",
-             said ? s->last_line : killed ? s->killed_why : "");
+             said     ? "; its last line: "
+             : killed ? ": it "
+                      : "",
+             said     ? s->last_line
+             : killed ? s->killed_why
+                      : "");
 }
 
 /* The child is gone: record why, schedule the next one. */

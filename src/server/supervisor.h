@@ -4,7 +4,8 @@
  * (the last line is kept as the reason of a death). A child that dies, or that stops
  * answering GET /health within the probe timeout, or that is not ready within the load
  * timeout (then it is killed), is restarted after an exponential backoff; quick deaths in
- * a row mark the state failed (it keeps retrying at the longest backoff). Every function is safe to call from any thread. */
+ * a row mark the state failed (it keeps retrying at the longest backoff). Every function is safe to
+ * call from any thread. */
 #ifndef HR_SERVER_SUPERVISOR_H
 #define HR_SERVER_SUPERVISOR_H
 

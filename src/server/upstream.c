@@ -103,8 +103,7 @@ static int framing_byte(hr_chunked *d, char c) {
         if (c != '\n') return 1;
         d->state = d->left ? C_DATA : C_TRAILER;
         return 0;
-    case C_DATA_CR:
-        return c == '\r' ? (d->state = C_DATA_LF, 0) : 1;
+    case C_DATA_CR: return c == '\r' ? (d->state = C_DATA_LF, 0) : 1;
     case C_DATA_LF:
         if (c != '\n') return 1;
         d->state = C_SIZE;

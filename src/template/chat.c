@@ -47,9 +47,13 @@ static hr_err *load_from_dir(const char *dir, const json_t *cfg, hr_template **o
     char *jinja = hr_path_join(dir, "chat_template.jinja");
     if (!jinja) return hr_err_oom();
     hr_err *e = NULL;
-    if (hr_file_exists(jinja)) e = parse_file(jinja, out);
-    else if (cfg && template_from_config(cfg)) e = hr_err_wrap(hr_template_parse(template_from_config(cfg), out), "tokenizer_config.json chat_template: ");
-    else e = hr_errf("%s", no_template_msg);
+    if (hr_file_exists(jinja))
+        e = parse_file(jinja, out);
+    else if (cfg && template_from_config(cfg))
+        e = hr_err_wrap(hr_template_parse(template_from_config(cfg), out),
+                        "tokenizer_config.json chat_template: ");
+    else
+        e = hr_errf("%s", no_template_msg);
     free(jinja);
     return e;
 }
@@ -65,10 +69,14 @@ hr_err *hr_chat_template_load(const char *dir, const char *template_path, hr_cha
     if (!cfg_path) return hr_err_oom();
     json_t *cfg = NULL;
     hr_err *e = NULL;
-    if (hr_file_exists(cfg_path)) e = load_config(cfg_path, &cfg);
-    else if (!template_path && !hr_file_exists(dir)) e = hr_errf("%s: no such directory", dir);
+    if (hr_file_exists(cfg_path))
+        e = load_config(cfg_path, &cfg);
+    else if (!template_path && !hr_file_exists(dir))
+        e = hr_errf("%s: no such directory", dir);
     free(cfg_path);
-    if (!e) e = template_path ? parse_file(template_path, &out->tpl) : load_from_dir(dir, cfg, &out->tpl);
+    if (!e)
+        e = template_path ? parse_file(template_path, &out->tpl)
+                          : load_from_dir(dir, cfg, &out->tpl);
     if (!e && cfg) {
         out->bos_token = token_str(cfg, "bos_token");
         out->eos_token = token_str(cfg, "eos_token");
@@ -78,7 +86,8 @@ hr_err *hr_chat_template_load(const char *dir, const char *template_path, hr_cha
     return e;
 }
 
-hr_err *hr_chat_template_from(const char *source, const char *bos, const char *eos, hr_chat_template *out) {
+hr_err *hr_chat_template_from(const char *source, const char *bos, const char *eos,
+                              hr_chat_template *out) {
     memset(out, 0, sizeof *out);
     if (!source) return hr_errf("%s", no_template_msg);
     HR_TRY(hr_err_wrap(hr_template_parse(source, &out->tpl), "chat template: "));
@@ -98,22 +107,30 @@ void hr_chat_template_free(hr_chat_template *ct) {
 
 static hr_err *build_context(const hr_chat_template *ct, const json_t *req, json_t *ctx) {
     const json_t *msgs = json_object_get(req, "messages"), *tools = json_object_get(req, "tools");
-    const json_t *agp = json_object_get(req, "add_generation_prompt"), *kw = json_object_get(req, "kwargs");
+    const json_t *agp = json_object_get(req, "add_generation_prompt"),
+                 *kw = json_object_get(req, "kwargs");
     if (!json_is_array(msgs)) return hr_errf("request: \"messages\" must be an array");
-    if (tools && !json_is_array(tools) && !json_is_null(tools)) return hr_errf("request: \"tools\" must be an array");
-    if (agp && !json_is_boolean(agp)) return hr_errf("request: \"add_generation_prompt\" must be a boolean");
-    if (kw && !json_is_object(kw) && !json_is_null(kw)) return hr_errf("request: \"kwargs\" must be an object");
-    int ok = !json_object_set(ctx, "messages", (json_t *)msgs) &&
-             !json_object_set_new(ctx, "tools", tools ? json_deep_copy(tools) : json_null()) &&
-             !json_object_set_new(ctx, "documents", json_null()) &&
-             !json_object_set_new(ctx, "add_generation_prompt", json_boolean(agp && json_is_true(agp)));
-    if (ct->bos_token) ok = ok && !json_object_set_new(ctx, "bos_token", json_string(ct->bos_token));
-    if (ct->eos_token) ok = ok && !json_object_set_new(ctx, "eos_token", json_string(ct->eos_token));
+    if (tools && !json_is_array(tools) && !json_is_null(tools))
+        return hr_errf("request: \"tools\" must be an array");
+    if (agp && !json_is_boolean(agp))
+        return hr_errf("request: \"add_generation_prompt\" must be a boolean");
+    if (kw && !json_is_object(kw) && !json_is_null(kw))
+        return hr_errf("request: \"kwargs\" must be an object");
+    int ok =
+        !json_object_set(ctx, "messages", (json_t *)msgs) &&
+        !json_object_set_new(ctx, "tools", tools ? json_deep_copy(tools) : json_null()) &&
+        !json_object_set_new(ctx, "documents", json_null()) &&
+        !json_object_set_new(ctx, "add_generation_prompt", json_boolean(agp && json_is_true(agp)));
+    if (ct->bos_token)
+        ok = ok && !json_object_set_new(ctx, "bos_token", json_string(ct->bos_token));
+    if (ct->eos_token)
+        ok = ok && !json_object_set_new(ctx, "eos_token", json_string(ct->eos_token));
     if (json_is_object(kw)) ok = ok && !json_object_update(ctx, (json_t *)kw);
     return ok ? NULL : hr_err_oom();
 }
 
-hr_err *hr_chat_template_apply(const hr_chat_template *ct, const json_t *request, char **out, int *raised) {
+hr_err *hr_chat_template_apply(const hr_chat_template *ct, const json_t *request, char **out,
+                               int *raised) {
     *out = NULL;
     if (raised) *raised = 0;
     if (!json_is_object(request)) return hr_errf("request must be a JSON object");

@@ -56,7 +56,8 @@ hr_err *hr_targ_check(const targs *a, size_t max_pos, const char *fn) {
 static hr_err *eval_list(rt *r, frame *f, expr **items, size_t n, tv ***out) {
     *out = n ? hr_ta_alloc(r->a, n * sizeof(tv *)) : NULL;
     if (n && !*out) return hr_rt_nomem(r);
-    for (size_t i = 0; i < n; i++) HR_TRY(hr_eval_expr(r, f, items[i], &(*out)[i]));
+    for (size_t i = 0; i < n; i++)
+        HR_TRY(hr_eval_expr(r, f, items[i], &(*out)[i]));
     return NULL;
 }
 
@@ -84,7 +85,8 @@ static hr_err *eval_seq(rt *r, frame *f, const expr *e, tv **out) {
     }
     tv *l = hr_tv_list(r->a, e->n, e->k == E_TUPLE);
     if (!l) return hr_rt_nomem(r);
-    for (size_t i = 0; i < e->n; i++) HR_TRY(hr_eval_expr(r, f, e->items[i], &l->list.items[i]));
+    for (size_t i = 0; i < e->n; i++)
+        HR_TRY(hr_eval_expr(r, f, e->items[i], &l->list.items[i]));
     return *out = l, NULL;
 }
 
@@ -95,7 +97,10 @@ static hr_err *eval_compare(binop op, tv *x, tv *y, int *res) {
     case OP_EQ: *res = hr_tv_equal(x, y); return NULL;
     case OP_NE: *res = !hr_tv_equal(x, y); return NULL;
     case OP_IN: return hr_tv_contains(y, x, res);
-    case OP_NOTIN: HR_TRY(hr_tv_contains(y, x, res)); *res = !*res; return NULL;
+    case OP_NOTIN:
+        HR_TRY(hr_tv_contains(y, x, res));
+        *res = !*res;
+        return NULL;
     default: break;
     }
     HR_TRY(hr_tv_compare(x, y, sym[op], &c));
@@ -135,11 +140,16 @@ static hr_err *eval_unary(rt *r, frame *f, const expr *e, tv **out) {
     if (e->k == E_NOT) return *out = TV_BOOL(!hr_tv_truthy(x)), NULL;
     if (x->k == V_UNDEF) return hr_undef_error(x);
     if (!hr_tv_is_num(x))
-        return hr_errf("bad operand type for unary %s: '%s'", e->k == E_NEG ? "-" : "+", hr_tv_type_name(x));
-    if (e->k == E_POS) *out = x->k == V_BOOL ? hr_tv_int(r->a, x->b) : x;
-    else if (x->k == V_FLOAT) *out = hr_tv_float(r->a, -x->f);
-    else if (x->k == V_INT && x->i == INT64_MIN) return hr_errf("integer overflow");
-    else *out = hr_tv_int(r->a, x->k == V_INT ? -x->i : -x->b);
+        return hr_errf("bad operand type for unary %s: '%s'", e->k == E_NEG ? "-" : "+",
+                       hr_tv_type_name(x));
+    if (e->k == E_POS)
+        *out = x->k == V_BOOL ? hr_tv_int(r->a, x->b) : x;
+    else if (x->k == V_FLOAT)
+        *out = hr_tv_float(r->a, -x->f);
+    else if (x->k == V_INT && x->i == INT64_MIN)
+        return hr_errf("integer overflow");
+    else
+        *out = hr_tv_int(r->a, x->k == V_INT ? -x->i : -x->b);
     return *out ? NULL : hr_rt_nomem(r);
 }
 
@@ -155,7 +165,10 @@ static hr_err *eval_cond(rt *r, frame *f, const expr *e, tv **out) {
     HR_TRY(hr_eval_expr(r, f, e->a, &c));
     if (hr_tv_truthy(c)) return hr_eval_expr(r, f, e->b, out);
     if (e->c) return hr_eval_expr(r, f, e->c, out);
-    *out = hr_tv_undef_msg(r->a, "the inline if-expression on line %d evaluated to false and no else section was defined.", e->line);
+    *out = hr_tv_undef_msg(
+        r->a,
+        "the inline if-expression on line %d evaluated to false and no else section was defined.",
+        e->line);
     return *out ? NULL : hr_rt_nomem(r);
 }
 
@@ -199,13 +212,21 @@ static hr_err *eval_node(rt *r, frame *f, const expr *e, tv **out) {
     case E_NAME:
         if ((*out = hr_frame_lookup(f, e->name))) return NULL;
         return (*out = hr_tv_undef_msg(r->a, "'%s' is undefined", e->name)) ? NULL : hr_rt_nomem(r);
-    case E_LIST: case E_TUPLE: case E_DICT: return eval_seq(r, f, e, out);
-    case E_ATTR: case E_ITEM: case E_SLICE: return eval_access(r, f, e, out);
+    case E_LIST:
+    case E_TUPLE:
+    case E_DICT: return eval_seq(r, f, e, out);
+    case E_ATTR:
+    case E_ITEM:
+    case E_SLICE: return eval_access(r, f, e, out);
     case E_CALL: return eval_call(r, f, e, out);
-    case E_FILTER: case E_TEST: return eval_filter_test(r, f, e, out);
+    case E_FILTER:
+    case E_TEST: return eval_filter_test(r, f, e, out);
     case E_BIN: return eval_bin(r, f, e, out);
-    case E_NEG: case E_POS: case E_NOT: return eval_unary(r, f, e, out);
-    case E_AND: case E_OR: return eval_logic(r, f, e, out);
+    case E_NEG:
+    case E_POS:
+    case E_NOT: return eval_unary(r, f, e, out);
+    case E_AND:
+    case E_OR: return eval_logic(r, f, e, out);
     case E_COND: return eval_cond(r, f, e, out);
     case E_CONCAT: return eval_concat(r, f, e, out);
     }
@@ -219,7 +240,8 @@ hr_err *hr_eval_expr(rt *r, frame *f, const expr *e, tv **out) {
         return hr_tpl_limit("template exceeded the limit of %ld evaluation steps", TPL_MAX_STEPS);
     if (r->depth >= TPL_MAX_DEPTH)
         return hr_tpl_limit("template nested deeper than %d levels while rendering, at line %d "
-                            "(macro recursion?)", TPL_MAX_DEPTH, e->line);
+                            "(macro recursion?)",
+                            TPL_MAX_DEPTH, e->line);
     r->depth++;
     hr_err *err = eval_node(r, f, e, out);
     r->depth--;

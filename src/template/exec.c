@@ -13,17 +13,21 @@ static hr_err *assign(rt *r, frame *f, const expr *target, tv *v) {
     if (target->k == E_ATTR) {
         tv *ns = hr_frame_lookup(f, target->a->name);
         if (!ns || ns->k != V_DICT || !ns->dict->is_ns)
-            return hr_errf("can only assign attributes of a namespace() object ('%s')", target->a->name);
+            return hr_errf("can only assign attributes of a namespace() object ('%s')",
+                           target->a->name);
         HR_TRY(hr_tpl_check_depth(v));
-        return hr_tv_dict_set(r->a, ns->dict, hr_tv_str(r->a, target->name), v) ? NULL : hr_rt_nomem(r);
+        return hr_tv_dict_set(r->a, ns->dict, hr_tv_str(r->a, target->name), v) ? NULL
+                                                                                : hr_rt_nomem(r);
     }
     tv **items;
     size_t n;
     HR_TRY(hr_tv_iterate(r, v, &items, &n));
     if (n != target->n)
         return hr_errf(n > target->n ? "too many values to unpack (expected %zu)"
-                                     : "not enough values to unpack (expected %zu, got %zu)", target->n, n);
-    for (size_t i = 0; i < n; i++) HR_TRY(assign(r, f, target->items[i], items[i]));
+                                     : "not enough values to unpack (expected %zu, got %zu)",
+                       target->n, n);
+    for (size_t i = 0; i < n; i++)
+        HR_TRY(assign(r, f, target->items[i], items[i]));
     return NULL;
 }
 
@@ -44,12 +48,17 @@ static tv *make_loop(rt *r, tv **items, size_t i, size_t n) {
     tv *l = hr_tv_dict(r->a);
     if (!l) return NULL;
     l->dict->is_loop = 1;
-    int ok = loop_put(r, l, "index", hr_tv_int(r->a, (int64_t)i + 1)) && loop_put(r, l, "index0", hr_tv_int(r->a, (int64_t)i)) &&
+    int ok = loop_put(r, l, "index", hr_tv_int(r->a, (int64_t)i + 1)) &&
+             loop_put(r, l, "index0", hr_tv_int(r->a, (int64_t)i)) &&
              loop_put(r, l, "revindex", hr_tv_int(r->a, (int64_t)(n - i))) &&
-             loop_put(r, l, "revindex0", hr_tv_int(r->a, (int64_t)(n - i - 1))) && loop_put(r, l, "first", TV_BOOL(i == 0)) &&
-             loop_put(r, l, "last", TV_BOOL(i + 1 == n)) && loop_put(r, l, "length", hr_tv_int(r->a, (int64_t)n)) &&
-             loop_put(r, l, "depth", hr_tv_int(r->a, 1)) && loop_put(r, l, "depth0", hr_tv_int(r->a, 0)) &&
-             (i == 0 || loop_put(r, l, "previtem", items[i - 1])) && (i + 1 == n || loop_put(r, l, "nextitem", items[i + 1])) &&
+             loop_put(r, l, "revindex0", hr_tv_int(r->a, (int64_t)(n - i - 1))) &&
+             loop_put(r, l, "first", TV_BOOL(i == 0)) &&
+             loop_put(r, l, "last", TV_BOOL(i + 1 == n)) &&
+             loop_put(r, l, "length", hr_tv_int(r->a, (int64_t)n)) &&
+             loop_put(r, l, "depth", hr_tv_int(r->a, 1)) &&
+             loop_put(r, l, "depth0", hr_tv_int(r->a, 0)) &&
+             (i == 0 || loop_put(r, l, "previtem", items[i - 1])) &&
+             (i + 1 == n || loop_put(r, l, "nextitem", items[i + 1])) &&
              loop_put(r, l, "cycle", hr_tv_builtin(r->a, "cycle", loop_cycle, l, F_METHOD));
     return ok ? l : NULL;
 }
@@ -117,23 +126,31 @@ static hr_err *bind_params(rt *r, frame *mf, const stmt *m, const targs *a) {
     size_t extra_pos = a->npos > m->nparams ? a->npos - m->nparams : 0;
     tv *varargs = hr_tv_list(r->a, extra_pos, 1), *kwargs = hr_tv_dict(r->a);
     if (!varargs || !kwargs) return hr_rt_nomem(r);
-    for (size_t i = 0; i < extra_pos; i++) varargs->list.items[i] = a->pos[m->nparams + i];
-    for (size_t i = 0; i < a->npos; i++) HR_TRY(hr_tpl_check_depth(a->pos[i]));
-    for (size_t i = 0; i < a->nkw; i++) HR_TRY(hr_tpl_check_depth(a->kwv[i]));
+    for (size_t i = 0; i < extra_pos; i++)
+        varargs->list.items[i] = a->pos[m->nparams + i];
+    for (size_t i = 0; i < a->npos; i++)
+        HR_TRY(hr_tpl_check_depth(a->pos[i]));
+    for (size_t i = 0; i < a->nkw; i++)
+        HR_TRY(hr_tpl_check_depth(a->kwv[i]));
     for (size_t i = 0; i < m->nparams; i++) {
         tv *v = hr_targ(a, i, m->params[i], NULL);
         if (!v && m->defaults[i]) HR_TRY(hr_eval_expr(r, mf, m->defaults[i], &v));
-        if (!v && !(v = hr_tv_undef_msg(r->a, "parameter '%s' was not provided", m->params[i]))) return hr_rt_nomem(r);
+        if (!v && !(v = hr_tv_undef_msg(r->a, "parameter '%s' was not provided", m->params[i])))
+            return hr_rt_nomem(r);
         if (!hr_frame_set(r, mf, m->params[i], v)) return hr_rt_nomem(r);
     }
     for (size_t k = 0; k < a->nkw; k++) {
         int known = !strcmp(a->kwn[k], "caller");
-        for (size_t i = 0; i < m->nparams && !known; i++) known = !strcmp(a->kwn[k], m->params[i]);
-        if (!known && !hr_tv_dict_set(r->a, kwargs->dict, hr_tv_str(r->a, a->kwn[k]), a->kwv[k])) return hr_rt_nomem(r);
+        for (size_t i = 0; i < m->nparams && !known; i++)
+            known = !strcmp(a->kwn[k], m->params[i]);
+        if (!known && !hr_tv_dict_set(r->a, kwargs->dict, hr_tv_str(r->a, a->kwn[k]), a->kwv[k]))
+            return hr_rt_nomem(r);
     }
     tv *caller = hr_targ(a, SIZE_MAX, "caller", NULL);
     if (caller && !hr_frame_set(r, mf, "caller", caller)) return hr_rt_nomem(r);
-    return hr_frame_set(r, mf, "varargs", varargs) && hr_frame_set(r, mf, "kwargs", kwargs) ? NULL : hr_rt_nomem(r);
+    return hr_frame_set(r, mf, "varargs", varargs) && hr_frame_set(r, mf, "kwargs", kwargs)
+               ? NULL
+               : hr_rt_nomem(r);
 }
 
 static hr_err *call_macro(rt *r, tfunc *fn, const targs *a, tv **out) {
@@ -197,14 +214,11 @@ static hr_err *exec_stmt(rt *r, frame *f, const stmt *s, tsb *out, int *ctl) {
         return NULL;
     case S_IF: return exec_if(r, f, s, out, ctl);
     case S_FOR: return exec_for(r, f, s, out);
-    case S_SET:
-        HR_TRY(hr_eval_expr(r, f, s->e, &v));
-        return assign(r, f, s->target, v);
-    case S_SETBLOCK:
-        HR_TRY(capture(r, f, &s->body, &v));
-        return assign(r, f, s->target, v);
+    case S_SET: HR_TRY(hr_eval_expr(r, f, s->e, &v)); return assign(r, f, s->target, v);
+    case S_SETBLOCK: HR_TRY(capture(r, f, &s->body, &v)); return assign(r, f, s->target, v);
     case S_MACRO:
-        if (!(v = macro_value(r, f, s, s->name)) || !hr_frame_set(r, f, s->name, v)) return hr_rt_nomem(r);
+        if (!(v = macro_value(r, f, s, s->name)) || !hr_frame_set(r, f, s->name, v))
+            return hr_rt_nomem(r);
         return NULL;
     case S_CALLBLOCK: return exec_call_block(r, f, s, out);
     case S_BREAK: *ctl = CTL_BREAK; return NULL;
@@ -217,7 +231,8 @@ static hr_err *exec_stmt(rt *r, frame *f, const stmt *s, tsb *out, int *ctl) {
 static hr_err *exec_list(rt *r, frame *f, const stmt_list *l, tsb *out, int *ctl) {
     for (size_t i = 0; i < l->n && *ctl == CTL_NONE; i++) {
         if (++r->steps > TPL_MAX_STEPS)
-            return hr_tpl_limit("template exceeded the limit of %ld evaluation steps", TPL_MAX_STEPS);
+            return hr_tpl_limit("template exceeded the limit of %ld evaluation steps",
+                                TPL_MAX_STEPS);
         HR_TRY(exec_stmt(r, f, l->v[i], out, ctl));
         HR_TRY(hr_tsb_error(out));
     }
@@ -227,7 +242,8 @@ static hr_err *exec_list(rt *r, frame *f, const stmt_list *l, tsb *out, int *ctl
 hr_err *hr_exec_body(rt *r, frame *f, const stmt_list *l, tsb *out, int *ctl) {
     if (r->depth >= TPL_MAX_DEPTH)
         return hr_tpl_limit("template nested deeper than %d levels while rendering (macro "
-                            "recursion?)", TPL_MAX_DEPTH);
+                            "recursion?)",
+                            TPL_MAX_DEPTH);
     r->depth++;
     hr_err *e = exec_list(r, f, l, out, ctl);
     r->depth--;
@@ -239,9 +255,11 @@ hr_err *hr_template_parse(const char *src, hr_template **out) {
     size_t n = strlen(src);
     if (n > HR_TEMPLATE_MAX_SOURCE)
         return hr_errf("template source is %zu bytes, over the limit of %u "
-                       "(HR_TEMPLATE_MAX_SOURCE)", n, HR_TEMPLATE_MAX_SOURCE);
+                       "(HR_TEMPLATE_MAX_SOURCE)",
+                       n, HR_TEMPLATE_MAX_SOURCE);
     hr_template *t = calloc(1, sizeof *t);
-    if (!t || !(t->arena = hr_ta_create(HR_TEMPLATE_MAX_PARSE_MEMORY))) return free(t), hr_err_oom();
+    if (!t || !(t->arena = hr_ta_create(HR_TEMPLATE_MAX_PARSE_MEMORY)))
+        return free(t), hr_err_oom();
     hr_err *e = hr_tpl_parse(t, src);
     if (e == hr_err_oom() && hr_tpl_arena_exhausted(t->arena))
         e = hr_errf("template needs more than %u MiB to parse (HR_TEMPLATE_MAX_PARSE_MEMORY)",
@@ -280,12 +298,15 @@ hr_err *hr_template_render(const hr_template *t, const json_t *context, char **o
     int ctl = CTL_NONE;
     frame *top = NULL;
     hr_err *e = NULL;
-    if (!(r.globals = hr_frame_new(&r, NULL)) || !(top = hr_frame_new(&r, r.globals))) e = hr_rt_nomem(&r);
+    if (!(r.globals = hr_frame_new(&r, NULL)) || !(top = hr_frame_new(&r, r.globals)))
+        e = hr_rt_nomem(&r);
     if (!e) hr_builtins_install(&r, r.globals);
     if (!e) e = install_context(&r, r.globals, context);
     if (!e) e = hr_exec_body(&r, top, &t->body, &b, &ctl);
-    if (!e) *out = b.p ? b.p : calloc(1, 1);
-    else hr_tsb_free(&b);
+    if (!e)
+        *out = b.p ? b.p : calloc(1, 1);
+    else
+        hr_tsb_free(&b);
     if (!e && !*out) e = hr_err_oom();
     if (raised) *raised = e && r.raised;
     hr_ta_destroy(r.a);

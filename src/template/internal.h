@@ -11,18 +11,18 @@
 #include "template/template.h"
 
 /* Limits that keep hostile templates from hanging or exhausting memory. */
-#define TPL_MAX_ARENA (256u << 20)  /* bytes of values per render */
-#define TPL_MAX_OUTPUT (64u << 20)  /* bytes of rendered text */
-#define TPL_MAX_STEPS 20000000L     /* evaluated nodes per render */
-#define TPL_MAX_CALL_DEPTH 100      /* nested macro calls */
+#define TPL_MAX_ARENA (256u << 20)          /* bytes of values per render */
+#define TPL_MAX_OUTPUT (64u << 20)          /* bytes of rendered text */
+#define TPL_MAX_STEPS 20000000L             /* evaluated nodes per render */
+#define TPL_MAX_CALL_DEPTH 100              /* nested macro calls */
 #define TPL_MAX_DEPTH HR_TEMPLATE_MAX_DEPTH /* nesting: blocks + expression + values */
-#define TPL_MAX_RANGE 100000        /* jinja's sandbox MAX_RANGE */
+#define TPL_MAX_RANGE 100000                /* jinja's sandbox MAX_RANGE */
 
 /* ---- arena: bump allocation, freed all at once ---- */
 typedef struct tpl_arena tpl_arena;
 tpl_arena *hr_ta_create(size_t cap);
 void hr_ta_destroy(tpl_arena *a);
-void *hr_ta_alloc(tpl_arena *a, size_t n); /* zeroed; NULL past the cap */
+void *hr_ta_alloc(tpl_arena *a, size_t n);      /* zeroed; NULL past the cap */
 int hr_tpl_arena_exhausted(const tpl_arena *a); /* an allocation failed at the cap */
 char *hr_ta_strndup(tpl_arena *a, const char *s, size_t n);
 
@@ -82,10 +82,10 @@ struct stmt;
 struct tfunc {
     fkind kind;
     const char *name;
-    builtin_fn fn;            /* F_BUILTIN, F_METHOD */
-    tv *self;                 /* F_METHOD: the bound object */
-    const struct stmt *macro; /* F_MACRO */
-    frame *closure;           /* F_MACRO: the defining frame */
+    builtin_fn fn;                  /* F_BUILTIN, F_METHOD */
+    tv *self;                       /* F_METHOD: the bound object */
+    const struct stmt *macro;       /* F_MACRO */
+    frame *closure;                 /* F_MACRO: the defining frame */
     const struct stmt *caller_body; /* F_MACRO made by {% call %}: body to render */
 };
 
@@ -156,35 +156,74 @@ uint32_t hr_tpl_utf8_next(const char *s, size_t n, size_t *i);
 
 /* ---- AST ---- */
 typedef enum {
-    E_CONST, E_NAME, E_LIST, E_TUPLE, E_DICT, E_ATTR, E_ITEM, E_SLICE, E_CALL, E_FILTER,
-    E_TEST, E_BIN, E_NEG, E_POS, E_NOT, E_AND, E_OR, E_COND, E_CONCAT
+    E_CONST,
+    E_NAME,
+    E_LIST,
+    E_TUPLE,
+    E_DICT,
+    E_ATTR,
+    E_ITEM,
+    E_SLICE,
+    E_CALL,
+    E_FILTER,
+    E_TEST,
+    E_BIN,
+    E_NEG,
+    E_POS,
+    E_NOT,
+    E_AND,
+    E_OR,
+    E_COND,
+    E_CONCAT
 } ekind;
 
 /* Binary operators (E_BIN). */
 typedef enum {
-    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, OP_POW, OP_EQ, OP_NE, OP_LT, OP_LE,
-    OP_GT, OP_GE, OP_IN, OP_NOTIN
+    OP_ADD,
+    OP_SUB,
+    OP_MUL,
+    OP_DIV,
+    OP_FLOORDIV,
+    OP_MOD,
+    OP_POW,
+    OP_EQ,
+    OP_NE,
+    OP_LT,
+    OP_LE,
+    OP_GT,
+    OP_GE,
+    OP_IN,
+    OP_NOTIN
 } binop;
 
 typedef struct expr expr;
 struct expr {
     ekind k;
     int line, col;
-    tv *cval;            /* E_CONST */
-    const char *name;    /* E_NAME, E_ATTR, E_FILTER, E_TEST */
-    binop op;            /* E_BIN */
-    int negate;          /* E_TEST: is not */
-    expr *a, *b, *c;     /* operands; E_ITEM: a[b]; E_SLICE: a[b:c:d]; E_COND: b if a else c */
+    tv *cval;         /* E_CONST */
+    const char *name; /* E_NAME, E_ATTR, E_FILTER, E_TEST */
+    binop op;         /* E_BIN */
+    int negate;       /* E_TEST: is not */
+    expr *a, *b, *c;  /* operands; E_ITEM: a[b]; E_SLICE: a[b:c:d]; E_COND: b if a else c */
     expr *d;
-    expr **items;        /* E_LIST/E_TUPLE items, E_DICT keys/values alternating, call args */
+    expr **items; /* E_LIST/E_TUPLE items, E_DICT keys/values alternating, call args */
     size_t n;
-    const char **kwn;    /* call keyword names and values */
+    const char **kwn; /* call keyword names and values */
     expr **kwv;
     size_t nkw;
 };
 
 typedef enum {
-    S_TEXT, S_OUTPUT, S_IF, S_FOR, S_SET, S_SETBLOCK, S_MACRO, S_CALLBLOCK, S_BREAK, S_CONTINUE,
+    S_TEXT,
+    S_OUTPUT,
+    S_IF,
+    S_FOR,
+    S_SET,
+    S_SETBLOCK,
+    S_MACRO,
+    S_CALLBLOCK,
+    S_BREAK,
+    S_CONTINUE,
     S_SCOPE
 } skind;
 
@@ -199,13 +238,13 @@ struct stmt {
     int line, col;
     const char *text; /* S_TEXT */
     size_t len;
-    expr *e;          /* S_OUTPUT, S_IF cond, S_FOR iterable, S_SET value, S_CALLBLOCK call */
-    expr *target;     /* S_FOR, S_SET, S_SETBLOCK: E_NAME, E_TUPLE of names, or E_ATTR */
-    expr *cond;       /* S_FOR: the `if` filter */
+    expr *e;      /* S_OUTPUT, S_IF cond, S_FOR iterable, S_SET value, S_CALLBLOCK call */
+    expr *target; /* S_FOR, S_SET, S_SETBLOCK: E_NAME, E_TUPLE of names, or E_ATTR */
+    expr *cond;   /* S_FOR: the `if` filter */
     stmt_list body, orelse;
-    const char *name;        /* S_MACRO */
-    const char **params;     /* S_MACRO, S_CALLBLOCK: parameter names and defaults */
-    expr **defaults;         /* NULL entries: no default */
+    const char *name;    /* S_MACRO */
+    const char **params; /* S_MACRO, S_CALLBLOCK: parameter names and defaults */
+    expr **defaults;     /* NULL entries: no default */
     size_t nparams;
 };
 

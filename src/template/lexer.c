@@ -52,18 +52,22 @@ static token *push(lexer *L, ttype t, size_t at) {
     return k;
 }
 
-static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+static int is_ws(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
 
 /* Where the text before a tag at `tag` ends, after {%- or lstrip_blocks. */
 static size_t text_end(lexer *L, size_t start, size_t tag, char kind, char mod) {
     size_t e = tag;
     if (mod == '-') {
-        while (e > start && is_ws(L->s[e - 1])) e--;
+        while (e > start && is_ws(L->s[e - 1]))
+            e--;
         return e;
     }
     if (mod == '+' || kind == '{') return e;
     size_t l = e;
-    while (l > start && L->s[l - 1] != '\n') l--;
+    while (l > start && L->s[l - 1] != '\n')
+        l--;
     if (l == start && !L->line_starting) return e;
     for (size_t i = l; i < e; i++)
         if (!is_ws(L->s[i])) return e;
@@ -83,8 +87,10 @@ static hr_err *emit_text(lexer *L, size_t start, size_t end) {
 static void after_tag(lexer *L, size_t end, char mod, int trim) {
     size_t p = end;
     if (mod == '-')
-        while (p < L->n && is_ws(L->s[p])) p++;
-    else if (mod != '+' && trim && p < L->n && L->s[p] == '\n') p++;
+        while (p < L->n && is_ws(L->s[p]))
+            p++;
+    else if (mod != '+' && trim && p < L->n && L->s[p] == '\n')
+        p++;
     L->line_starting = p > 0 && L->s[p - 1] == '\n';
     advance_to(L, p);
 }
@@ -93,18 +99,23 @@ static hr_err *lex_comment(lexer *L, size_t open) {
     const char *e = strstr(L->s + open + 2, "#}");
     if (!e) return lex_err(L, open, "missing end of comment tag");
     size_t close = (size_t)(e - L->s);
-    char mod = close > open + 2 && (L->s[close - 1] == '-' || L->s[close - 1] == '+') ? L->s[close - 1] : 0;
+    char mod = close > open + 2 && (L->s[close - 1] == '-' || L->s[close - 1] == '+')
+                   ? L->s[close - 1]
+                   : 0;
     after_tag(L, close + 2, mod, 1);
     return NULL;
 }
 
 static int word_at(const char *s, size_t n, size_t p, const char *w, size_t *end) {
-    while (p < n && is_ws(s[p])) p++;
+    while (p < n && is_ws(s[p]))
+        p++;
     size_t k = strlen(w);
     if (p + k > n || memcmp(s + p, w, k) != 0) return 0;
     p += k;
-    if (p < n && (s[p] == '_' || (s[p] >= 'a' && s[p] <= 'z') || (s[p] >= '0' && s[p] <= '9'))) return 0;
-    while (p < n && is_ws(s[p])) p++;
+    if (p < n && (s[p] == '_' || (s[p] >= 'a' && s[p] <= 'z') || (s[p] >= '0' && s[p] <= '9')))
+        return 0;
+    while (p < n && is_ws(s[p]))
+        p++;
     if (p < n && (s[p] == '-' || s[p] == '+')) p++;
     if (p + 2 > n || s[p] != '%' || s[p + 1] != '}') return 0;
     *end = p + 2;
@@ -122,7 +133,8 @@ static hr_err *lex_raw(lexer *L, size_t open, size_t body) {
         if (!word_at(s, L->n, q, "endraw", &end)) continue;
         size_t te = p;
         if (mod == '-')
-            while (te > body && is_ws(s[te - 1])) te--;
+            while (te > body && is_ws(s[te - 1]))
+                te--;
         HR_TRY(emit_text(L, body, te));
         char emod = s[end - 3] == '-' || s[end - 3] == '+' ? s[end - 3] : 0;
         after_tag(L, end, emod, 1);
@@ -136,7 +148,8 @@ static const char *ops3[] = {"**", "//", "==", "!=", "<=", ">=", NULL};
 /* Where the string opening at p ends: the offset of its closing quote, or n. */
 static size_t string_end(const lexer *L, size_t p) {
     size_t i = p + 1;
-    while (i < L->n && L->s[i] != L->s[p]) i += L->s[i] == '\\' && i + 1 < L->n ? 2 : 1;
+    while (i < L->n && L->s[i] != L->s[p])
+        i += L->s[i] == '\\' && i + 1 < L->n ? 2 : 1;
     return i;
 }
 
@@ -159,9 +172,12 @@ static hr_err *lex_string(lexer *L, size_t *p) {
         case 'n': buf[o++] = '\n'; break;
         case 't': buf[o++] = '\t'; break;
         case 'r': buf[o++] = '\r'; break;
-        case '\\': case '\'': case '"': buf[o++] = c; break;
+        case '\\':
+        case '\'':
+        case '"': buf[o++] = c; break;
         case '\n': break;
-        case 'u': case 'x': {
+        case 'u':
+        case 'x': {
             int nd = c == 'u' ? 4 : 2;
             char hex[5] = {0};
             if (i + (size_t)nd >= L->n) return lex_err(L, i, "truncated \\u escape");
@@ -188,17 +204,20 @@ static hr_err *lex_number(lexer *L, size_t *p) {
     const char *s = L->s;
     size_t i = *p;
     int is_float = 0;
-    while (i < L->n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '_')) i++;
+    while (i < L->n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+        i++;
     if (i + 1 < L->n && s[i] == '.' && s[i + 1] >= '0' && s[i + 1] <= '9') {
         is_float = 1;
-        for (i++; i < L->n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '_');) i++;
+        for (i++; i < L->n && ((s[i] >= '0' && s[i] <= '9') || s[i] == '_');)
+            i++;
     }
     if (i < L->n && (s[i] == 'e' || s[i] == 'E')) {
         size_t j = i + 1;
         if (j < L->n && (s[j] == '+' || s[j] == '-')) j++;
         if (j < L->n && s[j] >= '0' && s[j] <= '9') {
             is_float = 1;
-            for (i = j; i < L->n && s[i] >= '0' && s[i] <= '9';) i++;
+            for (i = j; i < L->n && s[i] >= '0' && s[i] <= '9';)
+                i++;
         }
     }
     char buf[64];
@@ -209,8 +228,10 @@ static hr_err *lex_number(lexer *L, size_t *p) {
     token *k = push(L, is_float ? T_FLOAT : T_INT, *p);
     if (!k) return hr_err_oom();
     errno = 0;
-    if (is_float) k->f = strtod(buf, NULL);
-    else k->i = strtoll(buf, NULL, 10);
+    if (is_float)
+        k->f = strtod(buf, NULL);
+    else
+        k->i = strtoll(buf, NULL, 10);
     if (errno) return lex_err(L, *p, "number out of range");
     *p = i;
     return NULL;
@@ -259,32 +280,39 @@ static hr_err *lex_tag(lexer *L, size_t p, char close) {
     while (p < L->n) {
         char c = s[p], mod;
         size_t end;
-        if (is_ws(c)) p++;
+        if (is_ws(c))
+            p++;
         else if (depth == 0 && tag_end_at(L, p, close, &mod, &end)) {
             if (!push(L, close == '}' ? T_VAR_END : T_BLOCK_END, p)) return hr_err_oom();
             after_tag(L, end, mod, close == '%');
             return NULL;
         } else if (c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
             size_t b = p;
-            while (p < L->n && (s[p] == '_' || (s[p] >= 'a' && s[p] <= 'z') || (s[p] >= 'A' && s[p] <= 'Z') ||
-                                (s[p] >= '0' && s[p] <= '9')))
+            while (p < L->n && (s[p] == '_' || (s[p] >= 'a' && s[p] <= 'z') ||
+                                (s[p] >= 'A' && s[p] <= 'Z') || (s[p] >= '0' && s[p] <= '9')))
                 p++;
             token *k = push(L, T_NAME, b);
             if (!k || !(k->s = hr_ta_strndup(L->a, s + b, p - b))) return hr_err_oom();
             k->n = p - b;
-        } else if (c >= '0' && c <= '9') HR_TRY(lex_number(L, &p));
-        else if (c == '\'' || c == '"') HR_TRY(lex_string(L, &p));
-        else HR_TRY(lex_op(L, &p, &depth));
+        } else if (c >= '0' && c <= '9')
+            HR_TRY(lex_number(L, &p));
+        else if (c == '\'' || c == '"')
+            HR_TRY(lex_string(L, &p));
+        else
+            HR_TRY(lex_op(L, &p, &depth));
     }
-    return lex_err(L, open, close == '}' ? "unexpected end of template, expected '}}'"
-                                           : "unexpected end of template, expected '%}'");
+    return lex_err(L, open,
+                   close == '}' ? "unexpected end of template, expected '}}'"
+                                : "unexpected end of template, expected '%}'");
 }
 
 /* One text run and the tag after it. Returns 1 at the end of the source. */
 static hr_err *lex_step(lexer *L, int *done) {
     const char *s = L->s;
     size_t start = L->pos, tag = start;
-    while (tag + 1 < L->n && !(s[tag] == '{' && (s[tag + 1] == '{' || s[tag + 1] == '%' || s[tag + 1] == '#'))) tag++;
+    while (tag + 1 < L->n &&
+           !(s[tag] == '{' && (s[tag + 1] == '{' || s[tag + 1] == '%' || s[tag + 1] == '#')))
+        tag++;
     if (tag + 1 >= L->n) {
         *done = 1;
         return emit_text(L, start, L->n);
@@ -298,7 +326,9 @@ static hr_err *lex_step(lexer *L, int *done) {
     if (kind == '%' && word_at(s, L->n, body, "raw", &raw_end)) {
         char emod = s[raw_end - 3] == '-' ? '-' : 0;
         size_t b = raw_end;
-        if (emod) while (b < L->n && is_ws(s[b])) b++;
+        if (emod)
+            while (b < L->n && is_ws(s[b]))
+                b++;
         advance_to(L, b);
         return lex_raw(L, tag, b);
     }
@@ -315,7 +345,8 @@ static char *normalize(tpl_arena *a, const char *src, size_t *n) {
         if (src[i] == '\r') {
             d[o++] = '\n';
             if (i + 1 < len && src[i + 1] == '\n') i++;
-        } else d[o++] = src[i];
+        } else
+            d[o++] = src[i];
     }
     if (o && d[o - 1] == '\n') o--;
     d[o] = 0;
@@ -329,7 +360,8 @@ hr_err *hr_tpl_lex(tpl_arena *a, const char *src, token **out, size_t *n) {
     if (!(L.s = normalize(a, src, &L.n))) return hr_err_oom();
     int done = 0;
     hr_err *e = NULL;
-    while (!done && !e) e = lex_step(&L, &done);
+    while (!done && !e)
+        e = lex_step(&L, &done);
     if (!e && !push(&L, T_EOF, L.n)) e = hr_err_oom();
     if (e) return free(L.v), e;
     *out = L.v;

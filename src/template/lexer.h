@@ -7,8 +7,17 @@
 #include "template/internal.h"
 
 typedef enum {
-    T_TEXT, T_VAR_BEGIN, T_VAR_END, T_BLOCK_BEGIN, T_BLOCK_END, T_NAME, T_STRING, T_INT,
-    T_FLOAT, T_OP, T_EOF
+    T_TEXT,
+    T_VAR_BEGIN,
+    T_VAR_END,
+    T_BLOCK_BEGIN,
+    T_BLOCK_END,
+    T_NAME,
+    T_STRING,
+    T_INT,
+    T_FLOAT,
+    T_OP,
+    T_EOF
 } ttype;
 
 typedef struct {

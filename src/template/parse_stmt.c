@@ -35,7 +35,8 @@ static hr_err *expect_block_end(parser *P) {
 }
 
 static hr_err *expect_name(parser *P, const char **out) {
-    if (CUR(P)->t != T_NAME) return hr_perr(P, CUR(P), "expected a name, got '%s'", hr_tok_desc(CUR(P)));
+    if (CUR(P)->t != T_NAME)
+        return hr_perr(P, CUR(P), "expected a name, got '%s'", hr_tok_desc(CUR(P)));
     *out = CUR(P)->s;
     P->i++;
     return NULL;
@@ -45,7 +46,8 @@ static hr_err *expect_name(parser *P, const char **out) {
 static hr_err *parse_target(parser *P, int allow_attr, expr **out) {
     const token *at = CUR(P);
     if (allow_attr && at->t == T_NAME && hr_is_op(&P->t[P->i + 1], ".")) {
-        if (!(*out = hr_new_expr(P, E_ATTR, at)) || !((*out)->a = hr_new_expr(P, E_NAME, at))) return hr_err_oom();
+        if (!(*out = hr_new_expr(P, E_ATTR, at)) || !((*out)->a = hr_new_expr(P, E_NAME, at)))
+            return hr_err_oom();
         (*out)->a->name = at->s;
         P->i += 2;
         return expect_name(P, &(*out)->name);
@@ -64,7 +66,9 @@ static hr_err *parse_target(parser *P, int allow_attr, expr **out) {
     } while (hr_is_op(CUR(P), ","));
     if (paren) HR_TRY(hr_expect_op(P, ")"));
     if (n == 1 && !paren) return *out = names[0], NULL;
-    if (!(*out = hr_new_expr(P, E_TUPLE, at)) || !((*out)->items = hr_ta_alloc(P->a, n * sizeof(expr *)))) return hr_err_oom();
+    if (!(*out = hr_new_expr(P, E_TUPLE, at)) ||
+        !((*out)->items = hr_ta_alloc(P->a, n * sizeof(expr *))))
+        return hr_err_oom();
     memcpy((*out)->items, names, n * sizeof(expr *));
     (*out)->n = n;
     return NULL;
@@ -96,7 +100,8 @@ static hr_err *parse_for(parser *P, stmt *s) {
     static const char *const ends[] = {"else", "endfor", NULL};
     static const char *const iter_end[] = {"if", "recursive", NULL};
     HR_TRY(parse_target(P, 0, &s->target));
-    if (!hr_is_name(CUR(P), "in")) return hr_perr(P, CUR(P), "expected 'in', got '%s'", hr_tok_desc(CUR(P)));
+    if (!hr_is_name(CUR(P), "in"))
+        return hr_perr(P, CUR(P), "expected 'in', got '%s'", hr_tok_desc(CUR(P)));
     P->i++;
     HR_TRY(hr_parse_tuple(P, 0, 0, iter_end, &s->e));
     HR_TRY(hr_tpl_check_nesting(P, s->e));
@@ -105,7 +110,8 @@ static hr_err *parse_for(parser *P, stmt *s) {
         HR_TRY(hr_parse_expression(P, 1, &s->cond));
         HR_TRY(hr_tpl_check_nesting(P, s->cond));
     }
-    if (hr_is_name(CUR(P), "recursive")) return hr_perr(P, CUR(P), "recursive loops are not supported");
+    if (hr_is_name(CUR(P), "recursive"))
+        return hr_perr(P, CUR(P), "recursive loops are not supported");
     HR_TRY(expect_block_end(P));
     const char *end;
     HR_TRY(parse_body(P, ends, &s->body, &end));
@@ -199,11 +205,20 @@ static hr_err *parse_scope(parser *P, stmt *s, const char *endname) {
 
 static hr_err *parse_stmt(parser *P, stmt **out) {
     const token *kw = CUR(P);
-    if (kw->t != T_NAME) return hr_perr(P, kw, "expected a statement name, got '%s'", hr_tok_desc(kw));
+    if (kw->t != T_NAME)
+        return hr_perr(P, kw, "expected a statement name, got '%s'", hr_tok_desc(kw));
     P->i++;
-    static const struct { const char *name; skind k; } kinds[] = {
-        {"if", S_IF}, {"for", S_FOR}, {"set", S_SET}, {"macro", S_MACRO}, {"call", S_CALLBLOCK},
-        {"break", S_BREAK}, {"continue", S_CONTINUE}, {"generation", S_SCOPE}};
+    static const struct {
+        const char *name;
+        skind k;
+    } kinds[] = {{"if", S_IF},
+                 {"for", S_FOR},
+                 {"set", S_SET},
+                 {"macro", S_MACRO},
+                 {"call", S_CALLBLOCK},
+                 {"break", S_BREAK},
+                 {"continue", S_CONTINUE},
+                 {"generation", S_SCOPE}};
     int k = -1;
     for (size_t j = 0; j < sizeof kinds / sizeof kinds[0]; j++)
         if (!strcmp(kw->s, kinds[j].name)) k = (int)j;
@@ -246,7 +261,8 @@ static hr_err *parse_body(parser *P, const char *const *ends, stmt_list *out, co
         if (t->t == T_EOF) {
             if (!ends) break;
             size_t last = 0;
-            while (ends[last + 1]) last++;
+            while (ends[last + 1])
+                last++;
             return hr_perr(P, t, "unexpected end of template, expected '%s'", ends[last]);
         }
         if (t->t == T_TEXT) {
@@ -265,7 +281,8 @@ static hr_err *parse_body(parser *P, const char *const *ends, stmt_list *out, co
             }
             P->i++;
             HR_TRY(parse_stmt(P, &s));
-        } else return hr_perr(P, t, "unexpected '%s'", hr_tok_desc(t));
+        } else
+            return hr_perr(P, t, "unexpected '%s'", hr_tok_desc(t));
         if (!list_push(P, out, s)) return hr_err_oom();
     }
     P->depth--;

@@ -33,7 +33,8 @@ int hr_is_op(const token *t, const char *op) { return t->t == T_OP && strcmp(t->
 int hr_is_name(const token *t, const char *n) { return t->t == T_NAME && strcmp(t->s, n) == 0; }
 
 hr_err *hr_expect_op(parser *P, const char *op) {
-    if (!hr_is_op(CUR(P), op)) return hr_perr(P, CUR(P), "expected '%s', got '%s'", op, hr_tok_desc(CUR(P)));
+    if (!hr_is_op(CUR(P), op))
+        return hr_perr(P, CUR(P), "expected '%s', got '%s'", op, hr_tok_desc(CUR(P)));
     P->i++;
     return NULL;
 }
@@ -69,12 +70,15 @@ static int evec_push(parser *P, evec *v, expr *e) {
 static hr_err *parse_or(parser *P, expr **out);
 static hr_err *parse_unary(parser *P, int with_filter, expr **out);
 
-#define NEW(var, kind, at) \
-    do { if (!((var) = hr_new_expr(P, (kind), (at)))) return hr_err_oom(); } while (0)
+#define NEW(var, kind, at)                                                                         \
+    do {                                                                                           \
+        if (!((var) = hr_new_expr(P, (kind), (at)))) return hr_err_oom();                          \
+    } while (0)
 
 static hr_err *enter(parser *P) {
     if (++P->depth > TPL_MAX_DEPTH)
-        return hr_perr(P, CUR(P), "expression nested too deeply (more than %d levels)", TPL_MAX_DEPTH);
+        return hr_perr(P, CUR(P), "expression nested too deeply (more than %d levels)",
+                       TPL_MAX_DEPTH);
     return NULL;
 }
 
@@ -85,11 +89,15 @@ static hr_err *check_node(const expr *e, int depth) {
     if (!e) return NULL;
     if (depth > TPL_MAX_DEPTH)
         return hr_errf("template syntax error at line %d, column %d: expression nested too deeply "
-                       "(more than %d levels)", e->line, e->col, TPL_MAX_DEPTH);
+                       "(more than %d levels)",
+                       e->line, e->col, TPL_MAX_DEPTH);
     const expr *kids[] = {e->a, e->b, e->c, e->d};
-    for (int i = 0; i < 4; i++) HR_TRY(check_node(kids[i], depth + 1));
-    for (size_t i = 0; i < e->n; i++) HR_TRY(check_node(e->items[i], depth + 1));
-    for (size_t i = 0; i < e->nkw; i++) HR_TRY(check_node(e->kwv[i], depth + 1));
+    for (int i = 0; i < 4; i++)
+        HR_TRY(check_node(kids[i], depth + 1));
+    for (size_t i = 0; i < e->n; i++)
+        HR_TRY(check_node(e->items[i], depth + 1));
+    for (size_t i = 0; i < e->nkw; i++)
+        HR_TRY(check_node(e->kwv[i], depth + 1));
     return NULL;
 }
 
@@ -145,8 +153,12 @@ static hr_err *parse_not(parser *P, expr **out) {
     return NULL;
 }
 
-static hr_err *parse_and(parser *P, expr **out) { return parse_logic(P, "and", E_AND, parse_not, out); }
-static hr_err *parse_or(parser *P, expr **out) { return parse_logic(P, "or", E_OR, parse_and, out); }
+static hr_err *parse_and(parser *P, expr **out) {
+    return parse_logic(P, "and", E_AND, parse_not, out);
+}
+static hr_err *parse_or(parser *P, expr **out) {
+    return parse_logic(P, "or", E_OR, parse_and, out);
+}
 
 static hr_err *parse_bin(parser *P, const char *const *ops, const binop *codes,
                          hr_err *(*sub)(parser *, expr **), expr **out) {
@@ -239,7 +251,8 @@ static hr_err *parse_compare(parser *P, expr **out) {
             both->a = acc;
             both->b = e;
             acc = both;
-        } else acc = e;
+        } else
+            acc = e;
         prev = rhs;
         at = CUR(P);
     }
@@ -290,7 +303,7 @@ static int tuple_end(parser *P, const char *const *extra) {
 }
 
 hr_err *hr_parse_tuple(parser *P, int with_condexpr, int explicit_parens, const char *const *extra,
-                    expr **out) {
+                       expr **out) {
     const token *at = CUR(P);
     evec v = {0};
     int is_tuple = 0;
@@ -300,8 +313,10 @@ hr_err *hr_parse_tuple(parser *P, int with_condexpr, int explicit_parens, const 
         expr *x;
         HR_TRY(hr_parse_expression(P, with_condexpr, &x));
         if (!evec_push(P, &v, x)) return hr_err_oom();
-        if (hr_is_op(CUR(P), ",")) is_tuple = 1;
-        else break;
+        if (hr_is_op(CUR(P), ","))
+            is_tuple = 1;
+        else
+            break;
     }
     if (!is_tuple && v.n) {
         *out = v.v[0];
@@ -318,11 +333,14 @@ hr_err *hr_parse_tuple(parser *P, int with_condexpr, int explicit_parens, const 
 static hr_err *parse_const(parser *P, expr **out) {
     const token *t = CUR(P);
     tv *v = NULL;
-    if (t->t == T_INT) v = hr_tv_int(P->a, t->i);
-    else if (t->t == T_FLOAT) v = hr_tv_float(P->a, t->f);
+    if (t->t == T_INT)
+        v = hr_tv_int(P->a, t->i);
+    else if (t->t == T_FLOAT)
+        v = hr_tv_float(P->a, t->f);
     else if (t->t == T_STRING) { /* adjacent strings concatenate */
         size_t n = 0, j = P->i;
-        for (; P->t[j].t == T_STRING; j++) n += P->t[j].n;
+        for (; P->t[j].t == T_STRING; j++)
+            n += P->t[j].n;
         char *s = hr_ta_alloc(P->a, n + 1);
         if (!s) return hr_err_oom();
         for (n = 0; CUR(P)->t == T_STRING; P->i++) {
@@ -343,9 +361,12 @@ static hr_err *parse_name(parser *P, expr **out) {
     const token *t = CUR(P);
     P->i++;
     tv *c = NULL;
-    if (!strcmp(t->s, "true") || !strcmp(t->s, "True")) c = TV_TRUE;
-    else if (!strcmp(t->s, "false") || !strcmp(t->s, "False")) c = TV_FALSE;
-    else if (!strcmp(t->s, "none") || !strcmp(t->s, "None")) c = TV_NONE;
+    if (!strcmp(t->s, "true") || !strcmp(t->s, "True"))
+        c = TV_TRUE;
+    else if (!strcmp(t->s, "false") || !strcmp(t->s, "False"))
+        c = TV_FALSE;
+    else if (!strcmp(t->s, "none") || !strcmp(t->s, "None"))
+        c = TV_NONE;
     NEW(*out, c ? E_CONST : E_NAME, t);
     (*out)->cval = c;
     (*out)->name = t->s;
@@ -418,7 +439,8 @@ static hr_err *parse_subscribed(parser *P, expr **out) {
         HR_TRY(hr_parse_expression(P, 1, &parts[1]));
     if (hr_is_op(CUR(P), ":")) {
         P->i++;
-        if (!hr_is_op(CUR(P), "]") && !hr_is_op(CUR(P), ",")) HR_TRY(hr_parse_expression(P, 1, &parts[2]));
+        if (!hr_is_op(CUR(P), "]") && !hr_is_op(CUR(P), ","))
+            HR_TRY(hr_parse_expression(P, 1, &parts[2]));
     }
     NEW(*out, E_SLICE, at);
     (*out)->b = parts[0];
@@ -440,7 +462,8 @@ static hr_err *parse_subscript(parser *P, expr **node) {
             NEW(e, E_ITEM, t);
             HR_TRY(parse_const(P, &e->b));
             P->i--;
-        } else return hr_perr(P, a, "expected name or number after '.'");
+        } else
+            return hr_perr(P, a, "expected name or number after '.'");
         P->i++;
         e->a = *node;
         *node = e;
@@ -449,7 +472,8 @@ static hr_err *parse_subscript(parser *P, expr **node) {
     expr *idx;
     HR_TRY(parse_subscribed(P, &idx));
     HR_TRY(hr_expect_op(P, "]"));
-    if (idx->k == E_SLICE) e = idx;
+    if (idx->k == E_SLICE)
+        e = idx;
     else {
         NEW(e, E_ITEM, t);
         e->b = idx;
@@ -475,8 +499,10 @@ static hr_err *parse_filter(parser *P, expr **node) {
 }
 
 static int test_arg_start(const token *t) {
-    if (t->t == T_NAME) return !hr_is_name(t, "else") && !hr_is_name(t, "or") && !hr_is_name(t, "and");
-    return t->t == T_STRING || t->t == T_INT || t->t == T_FLOAT || hr_is_op(t, "[") || hr_is_op(t, "{");
+    if (t->t == T_NAME)
+        return !hr_is_name(t, "else") && !hr_is_name(t, "or") && !hr_is_name(t, "and");
+    return t->t == T_STRING || t->t == T_INT || t->t == T_FLOAT || hr_is_op(t, "[") ||
+           hr_is_op(t, "{");
 }
 
 static hr_err *parse_test(parser *P, expr **node) {
@@ -490,9 +516,11 @@ static hr_err *parse_test(parser *P, expr **node) {
     e->name = t->s;
     e->a = *node;
     P->i++;
-    if (hr_is_op(CUR(P), "(")) HR_TRY(hr_parse_call_args(P, e));
+    if (hr_is_op(CUR(P), "("))
+        HR_TRY(hr_parse_call_args(P, e));
     else if (test_arg_start(CUR(P))) {
-        if (hr_is_name(CUR(P), "is")) return hr_perr(P, CUR(P), "You cannot chain multiple tests with is");
+        if (hr_is_name(CUR(P), "is"))
+            return hr_perr(P, CUR(P), "You cannot chain multiple tests with is");
         if (!(e->items = hr_ta_alloc(P->a, sizeof(expr *)))) return hr_err_oom();
         HR_TRY(parse_primary(P, &e->items[0]));
         HR_TRY(hr_parse_postfix(P, &e->items[0]));
@@ -504,23 +532,29 @@ static hr_err *parse_test(parser *P, expr **node) {
 
 hr_err *hr_parse_postfix(parser *P, expr **node) {
     for (;;) {
-        if (hr_is_op(CUR(P), ".") || hr_is_op(CUR(P), "[")) HR_TRY(parse_subscript(P, node));
+        if (hr_is_op(CUR(P), ".") || hr_is_op(CUR(P), "["))
+            HR_TRY(parse_subscript(P, node));
         else if (hr_is_op(CUR(P), "(")) {
             expr *c;
             NEW(c, E_CALL, CUR(P));
             HR_TRY(hr_parse_call_args(P, c));
             c->a = *node;
             *node = c;
-        } else return NULL;
+        } else
+            return NULL;
     }
 }
 
 static hr_err *parse_filter_expr(parser *P, expr **node) {
     for (;;) {
-        if (hr_is_op(CUR(P), "|")) HR_TRY(parse_filter(P, node));
-        else if (hr_is_name(CUR(P), "is")) HR_TRY(parse_test(P, node));
-        else if (hr_is_op(CUR(P), "(")) HR_TRY(hr_parse_postfix(P, node));
-        else return NULL;
+        if (hr_is_op(CUR(P), "|"))
+            HR_TRY(parse_filter(P, node));
+        else if (hr_is_name(CUR(P), "is"))
+            HR_TRY(parse_test(P, node));
+        else if (hr_is_op(CUR(P), "("))
+            HR_TRY(hr_parse_postfix(P, node));
+        else
+            return NULL;
     }
 }
 
@@ -531,7 +565,8 @@ static hr_err *parse_unary(parser *P, int with_filter, expr **out) {
         P->i++;
         NEW(*out, hr_is_op(t, "-") ? E_NEG : E_POS, t);
         HR_TRY(parse_unary(P, 0, &(*out)->a));
-    } else HR_TRY(parse_primary(P, out));
+    } else
+        HR_TRY(parse_primary(P, out));
     HR_TRY(hr_parse_postfix(P, out));
     if (with_filter) HR_TRY(parse_filter_expr(P, out));
     P->depth--;

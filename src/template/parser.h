@@ -17,7 +17,8 @@ typedef struct {
 
 #define CUR(P) (&(P)->t[(P)->i])
 
-hr_err *hr_perr(parser *P, const token *t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+hr_err *hr_perr(parser *P, const token *t, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 const char *hr_tok_desc(const token *t);
 int hr_is_op(const token *t, const char *op);
 int hr_is_name(const token *t, const char *n);
@@ -31,7 +32,7 @@ hr_err *hr_tpl_check_nesting(parser *P, const expr *e);
 /* Comma-separated expressions; a tuple when there is a comma (or empty parentheses).
  * `extra` lists names that end the tuple (e.g. "in"). */
 hr_err *hr_parse_tuple(parser *P, int with_condexpr, int explicit_parens, const char *const *extra,
-                    expr **out);
+                       expr **out);
 hr_err *hr_parse_postfix(parser *P, expr **node);
 hr_err *hr_parse_call_args(parser *P, expr *call);
 

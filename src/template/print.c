@@ -15,7 +15,8 @@ void hr_tsb_put(tsb *b, const char *s, size_t n) {
     }
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
+        while (cap < b->n + n + 1)
+            cap *= 2;
         char *p = realloc(b->p, cap);
         if (!p) {
             b->full = 1;
@@ -69,7 +70,8 @@ static void write_float(tsb *b, double f) {
     for (; *p && *p != 'e'; p++)
         if (*p != '.') digits[nd++] = *p;
     int exp = atoi(p + 1);
-    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
     digits[nd] = 0;
     char out[64];
     int o = 0;
@@ -78,20 +80,26 @@ static void write_float(tsb *b, double f) {
         out[o++] = digits[0];
         if (nd > 1) {
             out[o++] = '.';
-            for (int i = 1; i < nd; i++) out[o++] = digits[i];
+            for (int i = 1; i < nd; i++)
+                out[o++] = digits[i];
         }
         o += snprintf(out + o, sizeof out - (size_t)o, "e%c%02d", exp < 0 ? '-' : '+', abs(exp));
     } else if (exp < 0) {
         out[o++] = '0';
         out[o++] = '.';
-        for (int i = 0; i < -exp - 1; i++) out[o++] = '0';
-        for (int i = 0; i < nd; i++) out[o++] = digits[i];
+        for (int i = 0; i < -exp - 1; i++)
+            out[o++] = '0';
+        for (int i = 0; i < nd; i++)
+            out[o++] = digits[i];
     } else {
-        for (int i = 0; i <= exp; i++) out[o++] = i < nd ? digits[i] : '0';
+        for (int i = 0; i <= exp; i++)
+            out[o++] = i < nd ? digits[i] : '0';
         out[o++] = '.';
         if (nd > exp + 1)
-            for (int i = exp + 1; i < nd; i++) out[o++] = digits[i];
-        else out[o++] = '0';
+            for (int i = exp + 1; i < nd; i++)
+                out[o++] = digits[i];
+        else
+            out[o++] = '0';
     }
     hr_tsb_put(b, out, (size_t)o);
 }
@@ -111,11 +119,16 @@ static void write_str_repr(tsb *b, const char *s, size_t n) {
             esc[0] = '\\';
             esc[1] = (char)c;
             hr_tsb_put(b, esc, 2);
-        } else if (c == '\n') hr_tsb_puts(b, "\\n");
-        else if (c == '\r') hr_tsb_puts(b, "\\r");
-        else if (c == '\t') hr_tsb_puts(b, "\\t");
-        else if (c < 0x20 || c == 0x7f) hr_tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\x%02x", c));
-        else hr_tsb_put(b, (const char *)&c, 1);
+        } else if (c == '\n')
+            hr_tsb_puts(b, "\\n");
+        else if (c == '\r')
+            hr_tsb_puts(b, "\\r");
+        else if (c == '\t')
+            hr_tsb_puts(b, "\\t");
+        else if (c < 0x20 || c == 0x7f)
+            hr_tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\x%02x", c));
+        else
+            hr_tsb_put(b, (const char *)&c, 1);
     }
     hr_tsb_put(b, &q, 1);
 }
@@ -167,8 +180,10 @@ void hr_tv_write_repr(tsb *b, const tv *v) {
 }
 
 void hr_tv_write_str(tsb *b, const tv *v) {
-    if (v->k == V_STR) hr_tsb_put(b, v->str.s, v->str.n);
-    else hr_tv_write_repr(b, v);
+    if (v->k == V_STR)
+        hr_tsb_put(b, v->str.s, v->str.n);
+    else
+        hr_tv_write_repr(b, v);
 }
 
 static void write_json_str(tsb *b, const char *s, size_t n, int ensure_ascii) {
@@ -176,23 +191,34 @@ static void write_json_str(tsb *b, const char *s, size_t n, int ensure_ascii) {
     for (size_t i = 0; i < n;) {
         unsigned char c = (unsigned char)s[i];
         char esc[16];
-        if (c == '"') hr_tsb_puts(b, "\\\"");
-        else if (c == '\\') hr_tsb_puts(b, "\\\\");
-        else if (c == '\n') hr_tsb_puts(b, "\\n");
-        else if (c == '\r') hr_tsb_puts(b, "\\r");
-        else if (c == '\t') hr_tsb_puts(b, "\\t");
-        else if (c == '\b') hr_tsb_puts(b, "\\b");
-        else if (c == '\f') hr_tsb_puts(b, "\\f");
-        else if (c < 0x20) hr_tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", c));
+        if (c == '"')
+            hr_tsb_puts(b, "\\\"");
+        else if (c == '\\')
+            hr_tsb_puts(b, "\\\\");
+        else if (c == '\n')
+            hr_tsb_puts(b, "\\n");
+        else if (c == '\r')
+            hr_tsb_puts(b, "\\r");
+        else if (c == '\t')
+            hr_tsb_puts(b, "\\t");
+        else if (c == '\b')
+            hr_tsb_puts(b, "\\b");
+        else if (c == '\f')
+            hr_tsb_puts(b, "\\f");
+        else if (c < 0x20)
+            hr_tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", c));
         else if (c >= 0x80 && ensure_ascii) {
             uint32_t cp = hr_tpl_utf8_next(s, n, &i);
             if (cp >= 0x10000) {
                 cp -= 0x10000;
-                hr_tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x\\u%04x",
-                                                 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF)));
-            } else hr_tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", cp));
+                hr_tsb_put(b, esc,
+                           (size_t)snprintf(esc, sizeof esc, "\\u%04x\\u%04x", 0xD800 + (cp >> 10),
+                                            0xDC00 + (cp & 0x3FF)));
+            } else
+                hr_tsb_put(b, esc, (size_t)snprintf(esc, sizeof esc, "\\u%04x", cp));
             continue;
-        } else hr_tsb_put(b, (const char *)&c, 1);
+        } else
+            hr_tsb_put(b, (const char *)&c, 1);
         i++;
     }
     hr_tsb_puts(b, "\"");
@@ -200,7 +226,8 @@ static void write_json_str(tsb *b, const char *s, size_t n, int ensure_ascii) {
 
 static void json_newline(tsb *b, const tjson_opts *o, int depth) {
     hr_tsb_puts(b, "\n");
-    for (int i = 0; i < depth; i++) hr_tsb_puts(b, o->indent);
+    for (int i = 0; i < depth; i++)
+        hr_tsb_puts(b, o->indent);
 }
 
 static hr_err *write_json_list(tsb *b, const tv *v, const tjson_opts *o, int depth) {
@@ -220,9 +247,12 @@ static hr_err *write_json_key(tsb *b, const tv *k, const tjson_opts *o) {
     if (k->k == V_STR) return write_json_str(b, k->str.s, k->str.n, o->ensure_ascii), NULL;
     if (k->k == V_INT || k->k == V_FLOAT || k->k == V_BOOL || k->k == V_NONE) {
         hr_tsb_puts(b, "\"");
-        if (k->k == V_BOOL) hr_tsb_puts(b, k->b ? "true" : "false");
-        else if (k->k == V_NONE) hr_tsb_puts(b, "null");
-        else hr_tv_write_str(b, k);
+        if (k->k == V_BOOL)
+            hr_tsb_puts(b, k->b ? "true" : "false");
+        else if (k->k == V_NONE)
+            hr_tsb_puts(b, "null");
+        else
+            hr_tv_write_str(b, k);
         hr_tsb_puts(b, "\"");
         return NULL;
     }
@@ -232,7 +262,8 @@ static hr_err *write_json_key(tsb *b, const tv *k, const tjson_opts *o) {
 static size_t *sorted_order(const tv *v, int sort) {
     size_t n = v->dict->n, *ord = malloc((n ? n : 1) * sizeof *ord);
     if (!ord) return NULL;
-    for (size_t i = 0; i < n; i++) ord[i] = i;
+    for (size_t i = 0; i < n; i++)
+        ord[i] = i;
     for (size_t i = 1; sort && i < n; i++) /* insertion sort: stable, dicts are small */
         for (size_t j = i; j > 0; j--) {
             int c = 0;
@@ -274,9 +305,12 @@ hr_err *hr_tv_write_json(tsb *b, const tv *v, const tjson_opts *o, int depth) {
     case V_BOOL: hr_tsb_puts(b, v->b ? "true" : "false"); return NULL;
     case V_INT: write_int(b, v->i); return NULL;
     case V_FLOAT:
-        if (isnan(v->f)) hr_tsb_puts(b, "NaN");
-        else if (isinf(v->f)) hr_tsb_puts(b, v->f < 0 ? "-Infinity" : "Infinity");
-        else write_float(b, v->f);
+        if (isnan(v->f))
+            hr_tsb_puts(b, "NaN");
+        else if (isinf(v->f))
+            hr_tsb_puts(b, v->f < 0 ? "-Infinity" : "Infinity");
+        else
+            write_float(b, v->f);
         return NULL;
     case V_STR: write_json_str(b, v->str.s, v->str.n, o->ensure_ascii); return NULL;
     case V_LIST: return write_json_list(b, v, o, depth);

@@ -34,7 +34,8 @@ hr_err *hr_str_strip(rt *r, const tv *s, const tv *chars, int which, tv **out) {
     }
     while ((which & 2) && e > b) {
         size_t p = e - 1;
-        while (p > b && ((unsigned char)s->str.s[p] & 0xC0) == 0x80) p--;
+        while (p > b && ((unsigned char)s->str.s[p] & 0xC0) == 0x80)
+            p--;
         size_t q = p;
         if (!in_set(hr_tpl_utf8_next(s->str.s, s->str.n, &q), chars)) break;
         e = p;
@@ -51,7 +52,8 @@ hr_err *hr_str_case(rt *r, const tv *s, char mode, tv **out) {
         uint32_t c = hr_tpl_utf8_next(s->str.s, s->str.n, &i);
         int up = mode == 'u' || (mode == 'c' && first) || (mode == 't' && !prev_cased);
         if (mode != 'u' && mode != 'l' && mode != 'c' && mode != 't') up = 0;
-        uint32_t m = (uint32_t)(up ? utf8proc_toupper((utf8proc_int32_t)c) : utf8proc_tolower((utf8proc_int32_t)c));
+        uint32_t m = (uint32_t)(up ? utf8proc_toupper((utf8proc_int32_t)c)
+                                   : utf8proc_tolower((utf8proc_int32_t)c));
         const utf8proc_property_t *p = utf8proc_get_property((utf8proc_int32_t)c);
         prev_cased = p->category == UTF8PROC_CATEGORY_LU || p->category == UTF8PROC_CATEGORY_LL ||
                      p->category == UTF8PROC_CATEGORY_LT;
@@ -89,32 +91,40 @@ static hr_err *split_ws(rt *r, const tv *s, int64_t maxsplit, int from_right, tv
         size_t i = 0;
         for (;;) {
             size_t q;
-            while (i < n && (q = i, hr_py_isspace(hr_tpl_utf8_next(p, n, &q)))) i = q;
+            while (i < n && (q = i, hr_py_isspace(hr_tpl_utf8_next(p, n, &q))))
+                i = q;
             if (i >= n) break;
             size_t start = i;
             if (maxsplit >= 0 && (int64_t)l->list.n >= maxsplit) {
                 size_t e = n;
-                while (e > start && hr_py_isspace((unsigned char)p[e - 1])) e--;
-                if (!list_push(r, l, &cap, hr_tv_strn(r->a, p + start, e - start))) return hr_rt_nomem(r);
+                while (e > start && hr_py_isspace((unsigned char)p[e - 1]))
+                    e--;
+                if (!list_push(r, l, &cap, hr_tv_strn(r->a, p + start, e - start)))
+                    return hr_rt_nomem(r);
                 break;
             }
-            while (i < n && (q = i, !hr_py_isspace(hr_tpl_utf8_next(p, n, &q)))) i = q;
-            if (!list_push(r, l, &cap, hr_tv_strn(r->a, p + start, i - start))) return hr_rt_nomem(r);
+            while (i < n && (q = i, !hr_py_isspace(hr_tpl_utf8_next(p, n, &q))))
+                i = q;
+            if (!list_push(r, l, &cap, hr_tv_strn(r->a, p + start, i - start)))
+                return hr_rt_nomem(r);
         }
         return NULL;
     }
     size_t e = n;
     for (;;) {
-        while (e > 0 && hr_py_isspace((unsigned char)p[e - 1])) e--;
+        while (e > 0 && hr_py_isspace((unsigned char)p[e - 1]))
+            e--;
         if (e == 0) break;
         if (maxsplit >= 0 && (int64_t)l->list.n >= maxsplit) {
             size_t b = 0;
-            while (b < e && hr_py_isspace((unsigned char)p[b])) b++;
+            while (b < e && hr_py_isspace((unsigned char)p[b]))
+                b++;
             if (!list_push(r, l, &cap, hr_tv_strn(r->a, p + b, e - b))) return hr_rt_nomem(r);
             break;
         }
         size_t b = e;
-        while (b > 0 && !hr_py_isspace((unsigned char)p[b - 1])) b--;
+        while (b > 0 && !hr_py_isspace((unsigned char)p[b - 1]))
+            b--;
         if (!list_push(r, l, &cap, hr_tv_strn(r->a, p + b, e - b))) return hr_rt_nomem(r);
         e = b;
     }
@@ -129,7 +139,8 @@ static const char *find_last(const char *h, size_t hn, const char *nd, size_t nn
     return NULL;
 }
 
-static hr_err *split_sep(rt *r, const tv *s, const tv *sep, int64_t maxsplit, int from_right, tv *l) {
+static hr_err *split_sep(rt *r, const tv *s, const tv *sep, int64_t maxsplit, int from_right,
+                         tv *l) {
     if (sep->str.n == 0) return hr_errf("empty separator");
     size_t cap = 0;
     const char *p = s->str.s, *end = p + s->str.n;
@@ -140,13 +151,15 @@ static hr_err *split_sep(rt *r, const tv *s, const tv *sep, int64_t maxsplit, in
             if (!list_push(r, l, &cap, hr_tv_strn(r->a, p, (size_t)(m - p)))) return hr_rt_nomem(r);
             p = m + sep->str.n;
         }
-        return list_push(r, l, &cap, hr_tv_strn(r->a, p, (size_t)(end - p))) ? NULL : hr_rt_nomem(r);
+        return list_push(r, l, &cap, hr_tv_strn(r->a, p, (size_t)(end - p))) ? NULL
+                                                                             : hr_rt_nomem(r);
     }
     const char *m;
     while ((maxsplit < 0 || (int64_t)l->list.n < maxsplit) &&
            (m = find_last(p, (size_t)(end - p), sep->str.s, sep->str.n))) {
         const char *after = m + sep->str.n;
-        if (!list_push(r, l, &cap, hr_tv_strn(r->a, after, (size_t)(end - after)))) return hr_rt_nomem(r);
+        if (!list_push(r, l, &cap, hr_tv_strn(r->a, after, (size_t)(end - after))))
+            return hr_rt_nomem(r);
         end = m;
     }
     if (!list_push(r, l, &cap, hr_tv_strn(r->a, p, (size_t)(end - p)))) return hr_rt_nomem(r);
@@ -154,7 +167,8 @@ static hr_err *split_sep(rt *r, const tv *s, const tv *sep, int64_t maxsplit, in
     return NULL;
 }
 
-hr_err *hr_str_split(rt *r, const tv *s, const tv *sep, int64_t maxsplit, int from_right, tv **out) {
+hr_err *hr_str_split(rt *r, const tv *s, const tv *sep, int64_t maxsplit, int from_right,
+                     tv **out) {
     tv *l = hr_tv_list(r->a, 0, 0);
     if (!l) return hr_rt_nomem(r);
     *out = l;
@@ -183,7 +197,8 @@ hr_err *hr_str_replace(rt *r, const tv *s, const tv *old, const tv *new_, int64_
         p = s->str.s + i;
     } else {
         const char *m;
-        while ((count < 0 || done < count) && (m = memmem(p, (size_t)(end - p), old->str.s, old->str.n))) {
+        while ((count < 0 || done < count) &&
+               (m = memmem(p, (size_t)(end - p), old->str.s, old->str.n))) {
             hr_tsb_put(&b, p, (size_t)(m - p));
             hr_tsb_put(&b, new_->str.s, new_->str.n);
             p = m + old->str.n;
@@ -201,7 +216,8 @@ size_t hr_str_count(const tv *s, const tv *sub) {
     if (sub->str.n == 0) return hr_tpl_utf8_len(s->str.s, s->str.n) + 1;
     size_t c = 0;
     const char *p = s->str.s, *end = p + s->str.n, *m;
-    while ((m = memmem(p, (size_t)(end - p), sub->str.s, sub->str.n))) c++, p = m + sub->str.n;
+    while ((m = memmem(p, (size_t)(end - p), sub->str.s, sub->str.n)))
+        c++, p = m + sub->str.n;
     return c;
 }
 

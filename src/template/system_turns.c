@@ -90,8 +90,8 @@ hr_err *hr_chat_fold_system(const json_t *chat, json_t **out) {
     hr_err *e = rest ? split(msgs, &sys, rest) : hr_err_oom();
     json_t *folded = e ? NULL : json_copy((json_t *)chat); /* shallow */
     if (!e && folded) {
-        json_array_insert_new(rest, 0,
-                              json_pack("{s:s, s:s}", "role", "system", "content", sys.s ? sys.s : ""));
+        json_array_insert_new(
+            rest, 0, json_pack("{s:s, s:s}", "role", "system", "content", sys.s ? sys.s : ""));
         json_object_set(folded, "messages", rest);
     }
     if (!e && !folded) e = hr_err_oom();

@@ -40,7 +40,8 @@ typedef struct {
 /* Loads from dir; template_path (may be NULL) overrides the directory's template. */
 hr_err *hr_chat_template_load(const char *dir, const char *template_path, hr_chat_template *out);
 /* From template source text and special tokens (bos/eos may be NULL), e.g. a GGUF file's. */
-hr_err *hr_chat_template_from(const char *source, const char *bos, const char *eos, hr_chat_template *out);
+hr_err *hr_chat_template_from(const char *source, const char *bos, const char *eos,
+                              hr_chat_template *out);
 void hr_chat_template_free(hr_chat_template *ct);
 
 /* Renders a request object {"messages", "tools", "add_generation_prompt", "kwargs"} the

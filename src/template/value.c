@@ -206,8 +206,10 @@ static hr_err *list_compare(const tv *x, const tv *y, const char *op, int *cmp) 
 
 hr_err *hr_tv_compare(const tv *x, const tv *y, const char *op, int *cmp) {
     if (hr_tv_is_num(x) && hr_tv_is_num(y)) {
-        if (x->k == V_FLOAT || y->k == V_FLOAT) *cmp = sign(hr_tv_num(x) - hr_tv_num(y));
-        else *cmp = tv_intval(x) < tv_intval(y) ? -1 : tv_intval(x) > tv_intval(y);
+        if (x->k == V_FLOAT || y->k == V_FLOAT)
+            *cmp = sign(hr_tv_num(x) - hr_tv_num(y));
+        else
+            *cmp = tv_intval(x) < tv_intval(y) ? -1 : tv_intval(x) > tv_intval(y);
         return NULL;
     }
     if (x->k == V_STR && y->k == V_STR) { /* UTF-8 byte order is code point order */
@@ -292,7 +294,8 @@ hr_err *hr_tpl_check_depth(tv *v) {
 
 size_t hr_tpl_utf8_len(const char *s, size_t n) {
     size_t c = 0;
-    for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xC0) != 0x80;
     return c;
 }
 
@@ -303,7 +306,7 @@ uint32_t hr_tpl_utf8_next(const char *s, size_t n, size_t *i) {
     if (*i + (size_t)extra >= n) extra = 0;
     if (extra) c &= 0x3F >> extra;
     (*i)++;
-    for (int k = 0; k < extra && *i < n && (u[*i] & 0xC0) == 0x80; k++) c = (c << 6) | (u[(*i)++] & 0x3F);
+    for (int k = 0; k < extra && *i < n && (u[*i] & 0xC0) == 0x80; k++)
+        c = (c << 6) | (u[(*i)++] & 0x3F);
     return c;
 }
-

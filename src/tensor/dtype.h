@@ -19,20 +19,20 @@ typedef enum {
     HR_I32,
     HR_U32,
     HR_I64,
-    HR_Q8_0,      /* GGUF: 32 elements, f16 scale + 32 x i8 */
-    HR_Q4_0,      /* GGUF: 32 elements, f16 scale + 16 bytes of nibbles */
-    HR_Q4_1,      /* GGUF: 32 elements, f16 scale and min + 16 bytes of nibbles */
-    HR_Q5_0,      /* GGUF: 32 elements, f16 scale + 4 bytes of high bits + 16 of nibbles */
-    HR_Q5_1,      /* GGUF: 32 elements, f16 scale and min + high bits + nibbles */
-    HR_Q2_K,      /* GGUF K-quants: 256-element super-blocks */
+    HR_Q8_0, /* GGUF: 32 elements, f16 scale + 32 x i8 */
+    HR_Q4_0, /* GGUF: 32 elements, f16 scale + 16 bytes of nibbles */
+    HR_Q4_1, /* GGUF: 32 elements, f16 scale and min + 16 bytes of nibbles */
+    HR_Q5_0, /* GGUF: 32 elements, f16 scale + 4 bytes of high bits + 16 of nibbles */
+    HR_Q5_1, /* GGUF: 32 elements, f16 scale and min + high bits + nibbles */
+    HR_Q2_K, /* GGUF K-quants: 256-element super-blocks */
     HR_Q3_K,
     HR_Q4_K,
     HR_Q5_K,
     HR_Q6_K,
-    HR_IQ4_NL,    /* GGUF: 32 elements, f16 scale + 16 bytes of indices into a fixed table */
-    HR_IQ4_XS,    /* GGUF: 256 elements, f16 scale + 6-bit sub-block scales + indices */
-    HR_MLX_Q2,    /* MLX affine, 2..8 bits per element packed in u32 words, low bits first; */
-    HR_MLX_Q3,    /* per-group scales and biases; value = scale * q + bias */
+    HR_IQ4_NL, /* GGUF: 32 elements, f16 scale + 16 bytes of indices into a fixed table */
+    HR_IQ4_XS, /* GGUF: 256 elements, f16 scale + 6-bit sub-block scales + indices */
+    HR_MLX_Q2, /* MLX affine, 2..8 bits per element packed in u32 words, low bits first; */
+    HR_MLX_Q3, /* per-group scales and biases; value = scale * q + bias */
     HR_MLX_Q4,
     HR_MLX_Q5,
     HR_MLX_Q6,
@@ -42,8 +42,8 @@ typedef enum {
 
 typedef struct {
     const char *name;
-    int block;          /* elements per block (1 for plain types) */
-    int block_bytes;    /* bytes per block */
+    int block;       /* elements per block (1 for plain types) */
+    int block_bytes; /* bytes per block */
     int quantized;
 } hr_dtype_info;
 

@@ -58,7 +58,8 @@ void hr_mlx_dequant(const hr_tensor *w, int64_t r, int64_t c0, int64_t n, float 
         int64_t grp = r * gpr + c / g, end = (c / g + 1) * g;
         if (end > c0 + n) end = c0 + n;
         float s = hr_mlx_companion(w->scales, grp), b = hr_mlx_companion(w->biases, grp);
-        for (; c < end; c++) out[c - c0] = s * (float)hr_mlx_code(row, bits, c) + b;
+        for (; c < end; c++)
+            out[c - c0] = s * (float)hr_mlx_code(row, bits, c) + b;
     }
 }
 
@@ -110,13 +111,15 @@ float hr_mlx_round_companion(float v, hr_dtype t) {
     return v;
 }
 
-void hr_mlx_fake_quant(const float *x, int64_t n, int bits, int group, hr_dtype companion, float *out) {
+void hr_mlx_fake_quant(const float *x, int64_t n, int bits, int group, hr_dtype companion,
+                       float *out) {
     uint8_t packed[128];
     float s, b;
     for (int64_t g = 0; g < n / group; g++) {
         hr_mlx_quantize(x + g * group, group, bits, group, packed, &s, &b);
         s = hr_mlx_round_companion(s, companion);
         b = hr_mlx_round_companion(b, companion);
-        for (int j = 0; j < group; j++) out[g * group + j] = s * (float)hr_mlx_code(packed, bits, j) + b;
+        for (int j = 0; j < group; j++)
+            out[g * group + j] = s * (float)hr_mlx_code(packed, bits, j) + b;
     }
 }

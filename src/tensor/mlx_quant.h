@@ -36,6 +36,7 @@ void hr_mlx_quantize(const float *x, int64_t n, int bits, int group, void *packe
 float hr_mlx_round_companion(float v, hr_dtype t);
 /* x[n] quantized as hr_mlx_quantize, with scales and biases stored in dtype `companion`, and
  * dequantized back: what a converted checkpoint's weight reads as. */
-void hr_mlx_fake_quant(const float *x, int64_t n, int bits, int group, hr_dtype companion, float *out);
+void hr_mlx_fake_quant(const float *x, int64_t n, int bits, int group, hr_dtype companion,
+                       float *out);
 
 #endif

@@ -8,7 +8,7 @@
 
 /* The 16 values IQ4_NL and IQ4_XS indices select. */
 static const int8_t iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                       1,    13,   25,  38,  53,  69,  89,  113};
+                                        1,    13,   25,  38,  53,  69,  89,  113};
 
 static float f16_at(const uint8_t *p) { return hr_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
@@ -25,7 +25,8 @@ static uint32_t u32_at(const uint8_t *p) {
 /* Q8_0: d, qs[32]; y = qs * d */
 static void dq_q8_0(const uint8_t *b, float *y) {
     float d = f16_at(b);
-    for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)b[2 + j] * d;
+    for (int j = 0; j < 32; j++)
+        y[j] = (float)(int8_t)b[2 + j] * d;
 }
 
 /* Q4_0 / IQ4_NL: d, qs[16]; element j in the low nibble of qs[j], j + 16 in the high */
@@ -193,9 +194,13 @@ void hr_dequant_row(hr_dtype t, const void *blocks, float *out, int64_t n) {
     const hr_dtype_info *info = hr_dtype_get(t);
     switch (t) {
     case HR_F32: memcpy(out, blocks, sizeof(float) * (size_t)n); return;
-    case HR_F16: for (int64_t i = 0; i < n; i++) out[i] = f16_at(b + 2 * i); return;
+    case HR_F16:
+        for (int64_t i = 0; i < n; i++)
+            out[i] = f16_at(b + 2 * i);
+        return;
     case HR_BF16:
-        for (int64_t i = 0; i < n; i++) out[i] = hr_bf16_to_f32((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
+        for (int64_t i = 0; i < n; i++)
+            out[i] = hr_bf16_to_f32((uint16_t)(b[2 * i] | b[2 * i + 1] << 8));
         return;
     default: break;
     }
@@ -219,9 +224,11 @@ static float signed_absmax(const float *x) {
 
 static void q_q8_0(const float *x, uint8_t *b) {
     float am = 0;
-    for (int j = 0; j < 32; j++) am = fmaxf(am, fabsf(x[j]));
+    for (int j = 0; j < 32; j++)
+        am = fmaxf(am, fabsf(x[j]));
     float d = am / 127.0f, id = inv(d);
-    for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
+    for (int j = 0; j < 32; j++)
+        b[2 + j] = (uint8_t)(int8_t)roundf(x[j] * id);
     put_f16(b, d);
 }
 
@@ -247,7 +254,8 @@ static void q_q5_0(const float *x, uint8_t *b) {
         qh |= (uint32_t)(lo >> 4) << j | (uint32_t)(hi >> 4) << (j + 16);
     }
     put_f16(b, d);
-    for (int i = 0; i < 4; i++) b[2 + i] = (uint8_t)(qh >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        b[2 + i] = (uint8_t)(qh >> (8 * i));
 }
 
 /* Q4_1 (top 15) and Q5_1 (top 31): levels over [min, max]. */
@@ -268,7 +276,8 @@ static void q_min(const float *x, uint8_t *b, int top) {
     put_f16(b, d);
     put_f16(b + 2, mn);
     if (top == 31)
-        for (int i = 0; i < 4; i++) b[4 + i] = (uint8_t)(qh >> (8 * i));
+        for (int i = 0; i < 4; i++)
+            b[4 + i] = (uint8_t)(qh >> (8 * i));
 }
 
 static void q_q4_1(const float *x, uint8_t *b) { q_min(x, b, 15); }
@@ -285,5 +294,6 @@ int hr_quant_can_write(hr_dtype t) { return t < HR_DTYPE_COUNT && q_fns[t] != NU
 
 void hr_quant_row(hr_dtype t, const float *x, void *blocks, int64_t n) {
     const hr_dtype_info *info = hr_dtype_get(t);
-    for (int64_t i = 0; i < n / 32; i++) q_fns[t](x + i * 32, (uint8_t *)blocks + i * info->block_bytes);
+    for (int64_t i = 0; i < n / 32; i++)
+        q_fns[t](x + i * 32, (uint8_t *)blocks + i * info->block_bytes);
 }

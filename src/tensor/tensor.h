@@ -18,7 +18,7 @@ typedef struct hr_tensor {
     hr_dtype dtype;
     hr_device device;
     int ndim;
-    int64_t shape[HR_MAX_DIMS]; /* shape[ndim-1] is contiguous */
+    int64_t shape[HR_MAX_DIMS];     /* shape[ndim-1] is contiguous */
     const struct hr_tensor *scales; /* MLX affine: (rows, cols/group_size), else NULL */
     const struct hr_tensor *biases; /* MLX affine: (rows, cols/group_size), else NULL */
     int group_size;                 /* MLX affine group size, else 0 */

@@ -7,9 +7,7 @@
 
 #include "tokenizer/tok_internal.h"
 
-static const char *tok_at(const hr_pieces *p, int i) {
-    return p->text.p + p->off[i];
-}
+static const char *tok_at(const hr_pieces *p, int i) { return p->text.p + p->off[i]; }
 
 static hr_err *dec_replace(const hr_dec_step *st, hr_pieces *in, hr_pieces *out) {
     size_t pl = strlen(st->a), wl = strlen(st->b);
@@ -154,18 +152,12 @@ static hr_err *dec_bytelevel(const hr_bytelevel *bl, hr_pieces *in, hr_pieces *o
 static hr_err *dec_step(const hr_tokenizer *t, const hr_dec_step *st, hr_pieces *in,
                         hr_pieces *out) {
     switch (st->kind) {
-    case HR_DEC_REPLACE:
-        return dec_replace(st, in, out);
-    case HR_DEC_BYTEFALLBACK:
-        return dec_bytefallback(in, out);
-    case HR_DEC_FUSE:
-        return dec_fuse(in, out);
-    case HR_DEC_STRIP:
-        return dec_strip(st, in, out);
-    case HR_DEC_METASPACE:
-        return dec_metaspace(st, in, out);
-    case HR_DEC_BYTELEVEL:
-        return dec_bytelevel(&t->bl, in, out);
+    case HR_DEC_REPLACE: return dec_replace(st, in, out);
+    case HR_DEC_BYTEFALLBACK: return dec_bytefallback(in, out);
+    case HR_DEC_FUSE: return dec_fuse(in, out);
+    case HR_DEC_STRIP: return dec_strip(st, in, out);
+    case HR_DEC_METASPACE: return dec_metaspace(st, in, out);
+    case HR_DEC_BYTELEVEL: return dec_bytelevel(&t->bl, in, out);
     }
     return NULL;
 }

@@ -18,9 +18,7 @@ static const char *jstr(const json_t *o, const char *k) {
     return json_string_value(json_object_get(o, k));
 }
 
-static char *dupstr(const char *s) {
-    return s ? strdup(s) : NULL;
-}
+static char *dupstr(const char *s) { return s ? strdup(s) : NULL; }
 
 /* ---- model ---- */
 

@@ -92,17 +92,13 @@ static hr_err *apply(const hr_norm_step *st, const char *s, size_t n, hr_buf *ou
     case HR_NORM_NFC:
     case HR_NORM_NFKC:
     case HR_NORM_NFD:
-    case HR_NORM_NFKD:
-        return unicode_form(st->kind, s, n, out);
-    case HR_NORM_LOWERCASE:
-        return lowercase(s, n, out);
-    case HR_NORM_REPLACE:
-        return replace(st->a, st->b, s, n, out);
+    case HR_NORM_NFKD: return unicode_form(st->kind, s, n, out);
+    case HR_NORM_LOWERCASE: return lowercase(s, n, out);
+    case HR_NORM_REPLACE: return replace(st->a, st->b, s, n, out);
     case HR_NORM_PREPEND:
         if (n) HR_TRY(hr_buf_append(out, st->a, strlen(st->a)));
         return hr_buf_append(out, s, n);
-    case HR_NORM_STRIP:
-        return strip(st->left, st->right, s, n, out);
+    case HR_NORM_STRIP: return strip(st->left, st->right, s, n, out);
     }
     return NULL;
 }

@@ -138,9 +138,7 @@ void hr_tokenizer_free(hr_tokenizer *t) {
     free(t);
 }
 
-int hr_tokenizer_vocab_size(const hr_tokenizer *t) {
-    return t->n_vocab;
-}
+int hr_tokenizer_vocab_size(const hr_tokenizer *t) { return t->n_vocab; }
 
 int32_t hr_tokenizer_token_id(const hr_tokenizer *t, const char *token) {
     int32_t id;
@@ -158,18 +156,10 @@ int hr_tokenizer_is_special(const hr_tokenizer *t, int32_t id) {
     return id >= 0 && id < t->n_vocab && t->id_special[id];
 }
 
-const char *hr_tokenizer_bos(const hr_tokenizer *t) {
-    return t->bos;
-}
-const char *hr_tokenizer_eos(const hr_tokenizer *t) {
-    return t->eos;
-}
-int32_t hr_tokenizer_bos_id(const hr_tokenizer *t) {
-    return t->bos_id;
-}
-int32_t hr_tokenizer_eos_id(const hr_tokenizer *t) {
-    return t->eos_id;
-}
+const char *hr_tokenizer_bos(const hr_tokenizer *t) { return t->bos; }
+const char *hr_tokenizer_eos(const hr_tokenizer *t) { return t->eos; }
+int32_t hr_tokenizer_bos_id(const hr_tokenizer *t) { return t->bos_id; }
+int32_t hr_tokenizer_eos_id(const hr_tokenizer *t) { return t->eos_id; }
 
 int hr_tokenizer_stop_ids(const hr_tokenizer *t, const int32_t **ids) {
     *ids = t->stop_ids;

@@ -32,16 +32,16 @@ typedef struct {
 } hr_tok_str;
 
 typedef struct {
-    const char *model, *pre;     /* pre may be NULL */
+    const char *model, *pre; /* pre may be NULL */
     int n_tokens;
     const hr_tok_str *tokens;
-    const float *scores;         /* (n_tokens) or NULL */
-    const int32_t *types;        /* (n_tokens) or NULL (all normal) */
+    const float *scores;  /* (n_tokens) or NULL */
+    const int32_t *types; /* (n_tokens) or NULL (all normal) */
     int n_merges;
-    const hr_tok_str *merges;    /* "a b" */
-    int32_t bos, eos, eot, unk;  /* -1 when absent */
+    const hr_tok_str *merges;               /* "a b" */
+    int32_t bos, eos, eot, unk;             /* -1 when absent */
     int add_bos, add_eos, add_space_prefix; /* -1: the model's default */
-    const char *chat_template;   /* or NULL */
+    const char *chat_template;              /* or NULL */
 } hr_tok_vocab;
 
 hr_err *hr_tokenizer_from_vocab(const hr_tok_vocab *v, hr_tokenizer **out);

@@ -67,7 +67,6 @@ hr_err *hr_utf8_lossy_append(hr_buf *b, const char *s, size_t n) {
     return hr_buf_append(b, s + run, n - run);
 }
 
-
 /* Printable bytes ('!'..'~', '¡'..'¬', '®'..'ÿ') stand for themselves; the other 68 bytes
  * get code points 256, 257, ... in byte order. */
 void hr_bytelevel_init(hr_bytelevel *t) {

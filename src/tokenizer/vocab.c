@@ -31,13 +31,9 @@ static const struct {
     {"default", NULL, 0},
 };
 
-static int type_of(const hr_tok_vocab *v, int i) {
-    return v->types ? v->types[i] : T_NORMAL;
-}
+static int type_of(const hr_tok_vocab *v, int i) { return v->types ? v->types[i] : T_NORMAL; }
 
-static json_t *str(hr_tok_str s) {
-    return json_stringn(s.p, s.len);
-}
+static json_t *str(hr_tok_str s) { return json_stringn(s.p, s.len); }
 
 static hr_err *tokens(const hr_tok_vocab *v, json_t *vocab, json_t *added) {
     for (int i = 0; i < v->n_tokens; i++) {

@@ -1,8 +1,8 @@
 /* libFuzzer target for the engine-independent server code. Input: one selector byte,
  * then a request body, a NUL, and model output. The body goes through every request
- * parser (chat, completions, Anthropic messages, Responses); the output through the output parser (whole and split must agree) and through
- * a reply of each API, streamed and not (n > 1 and a forced tool call's prefill included),
- * whose every SSE data line must be valid JSON. */
+ * parser (chat, completions, Anthropic messages, Responses); the output through the output parser
+ * (whole and split must agree) and through a reply of each API, streamed and not (n > 1 and a
+ * forced tool call's prefill included), whose every SSE data line must be valid JSON. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -8,8 +8,10 @@
 #include "template/template.h"
 
 static const char *const context_json =
-    "{\"messages\": [{\"role\": \"system\", \"content\": \"sys\"}, {\"role\": \"user\", \"content\": \"Hi \\u00e9\"},"
-    " {\"role\": \"assistant\", \"content\": \"<think>x</think>ok\", \"tool_calls\": [{\"function\": {\"name\": \"f\","
+    "{\"messages\": [{\"role\": \"system\", \"content\": \"sys\"}, {\"role\": \"user\", "
+    "\"content\": \"Hi \\u00e9\"},"
+    " {\"role\": \"assistant\", \"content\": \"<think>x</think>ok\", \"tool_calls\": "
+    "[{\"function\": {\"name\": \"f\","
     " \"arguments\": {\"a\": [1, 2.5, null, true]}}}]}], \"tools\": [{\"type\": \"function\"}],"
     " \"add_generation_prompt\": true, \"bos_token\": \"<s>\", \"eos_token\": \"</s>\"}";
 

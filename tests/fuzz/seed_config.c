@@ -72,7 +72,8 @@ static int copy_fixtures(const char *dir) {
 int main(int argc, char **argv) {
     if (argc != 2) return fprintf(stderr, "usage: seed_config DIR\n"), 2;
     int n = copy_fixtures(argv[1]);
-    if (n < 10) return fprintf(stderr, "seed_config: %d fixture configs, want every family\n", n), 1;
+    if (n < 10)
+        return fprintf(stderr, "seed_config: %d fixture configs, want every family\n", n), 1;
     int bad = 0;
     for (size_t i = 0; i < sizeof variants / sizeof *variants; i++) {
         char name[32];

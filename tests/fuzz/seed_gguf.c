@@ -120,7 +120,8 @@ static int seed_models(const char *dir) {
     put_config(w, "gemma3");
     hr_err_free(hr_gguf_put_u32(w, "gemma3.attention.sliding_window", 16));
     const uint8_t pattern[2] = {1, 0};
-    hr_err_free(hr_gguf_put_arr(w, "gemma3.attention.sliding_window_pattern", HR_GGUF_BOOL, pattern, 2));
+    hr_err_free(
+        hr_gguf_put_arr(w, "gemma3.attention.sliding_window_pattern", HR_GGUF_BOOL, pattern, 2));
     hr_err_free(hr_gguf_put_f32(w, "gemma3.final_logit_softcapping", 30.0f));
     hr_err_free(hr_gguf_put_u32(w, "general.alignment", 64));
     put_block(w, HR_F16);

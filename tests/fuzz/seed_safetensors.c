@@ -29,8 +29,8 @@ int main(int argc, char **argv) {
     if (argc != 2) return fprintf(stderr, "usage: seed_safetensors DIR\n"), 2;
     const char *dir = argv[1];
     const hr_st_spec every[] = {
-        {"u8", HR_U8, 1, {3}},        {"f32", HR_F32, 2, {2, 3}},  {"f16", HR_F16, 1, {5}},
-        {"bf16", HR_BF16, 2, {3, 2}}, {"i8", HR_I8, 1, {2}},       {"i32", HR_I32, 1, {2}},
+        {"u8", HR_U8, 1, {3}},        {"f32", HR_F32, 2, {2, 3}}, {"f16", HR_F16, 1, {5}},
+        {"bf16", HR_BF16, 2, {3, 2}}, {"i8", HR_I8, 1, {2}},      {"i32", HR_I32, 1, {2}},
         {"u32", HR_U32, 1, {3}},      {"i64", HR_I64, 1, {2}},
     };
     const hr_st_spec shapes[] = {

@@ -5,15 +5,22 @@
 #include <string.h>
 
 static const char *SEEDS[] = {
-    "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\",\"minimum\":-5,\"maximum\":120},"
-    "\"b\":{\"type\":\"string\",\"maxLength\":4}},\"required\":[\"a\"],\"additionalProperties\":false}",
-    "{\"$defs\":{\"n\":{\"type\":\"object\",\"properties\":{\"k\":{\"$ref\":\"#/$defs/n\"}}}},\"$ref\":\"#/$defs/n\"}",
-    "{\"type\":\"array\",\"prefixItems\":[{\"const\":1},{\"enum\":[\"x\",null]}],\"items\":{\"type\":\"number\","
+    "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\",\"minimum\":-5,\"maximum\":"
+    "120},"
+    "\"b\":{\"type\":\"string\",\"maxLength\":4}},\"required\":[\"a\"],\"additionalProperties\":"
+    "false}",
+    "{\"$defs\":{\"n\":{\"type\":\"object\",\"properties\":{\"k\":{\"$ref\":\"#/$defs/"
+    "n\"}}}},\"$ref\":\"#/$defs/n\"}",
+    "{\"type\":\"array\",\"prefixItems\":[{\"const\":1},{\"enum\":[\"x\",null]}],\"items\":{"
+    "\"type\":\"number\","
     "\"exclusiveMaximum\":3},\"minItems\":1,\"maxItems\":4}",
-    "{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^[a-f0-9]+$\"},{\"type\":\"string\",\"format\":\"date-time\"}],"
+    "{\"anyOf\":[{\"type\":\"string\",\"pattern\":\"^[a-f0-9]+$\"},{\"type\":\"string\",\"format\":"
+    "\"date-time\"}],"
     "\"oneOf\":[{\"minLength\":1}]}",
-    "{\"allOf\":[{\"properties\":{\"x\":{\"type\":\"boolean\"}}},{\"required\":[\"x\"]}],\"not\":{\"required\":[\"y\"]}}",
-    "{\"type\":\"object\",\"patternProperties\":{\"^x-\":{}},\"additionalProperties\":false,\"minProperties\":1}",
+    "{\"allOf\":[{\"properties\":{\"x\":{\"type\":\"boolean\"}}},{\"required\":[\"x\"]}],\"not\":{"
+    "\"required\":[\"y\"]}}",
+    "{\"type\":\"object\",\"patternProperties\":{\"^x-\":{}},\"additionalProperties\":false,"
+    "\"minProperties\":1}",
 };
 
 int main(int argc, char **argv) {

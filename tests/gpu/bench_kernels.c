@@ -15,13 +15,13 @@
 
 enum { SETS = 6, REPS = 20, MAXM = 3 };
 
-#define CK(x)                                                                  \
-    do {                                                                       \
-        cudaError_t e_ = (x);                                                  \
-        if (e_ != cudaSuccess) {                                               \
-            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));           \
-            exit(1);                                                           \
-        }                                                                      \
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        cudaError_t e_ = (x);                                                                      \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                               \
+            exit(1);                                                                               \
+        }                                                                                          \
     } while (0)
 
 typedef struct {
@@ -32,10 +32,8 @@ typedef struct {
 } product;
 
 static const product products[] = {
-    {"q,k,v 6144x4096", 4096, 3, {4096, 1024, 1024}},
-    {"o 4096x4096", 4096, 1, {4096}},
-    {"gate,up 2x14336x4096", 4096, 2, {14336, 14336}},
-    {"down 4096x14336", 14336, 1, {4096}},
+    {"q,k,v 6144x4096", 4096, 3, {4096, 1024, 1024}},  {"o 4096x4096", 4096, 1, {4096}},
+    {"gate,up 2x14336x4096", 4096, 2, {14336, 14336}}, {"down 4096x14336", 14336, 1, {4096}},
     {"lm_head 128256x4096", 4096, 1, {128256}},
 };
 
@@ -84,8 +82,8 @@ static void gemm_section(cudaStream_t s, cublasHandle_t h) {
     static const struct {
         const char *name;
         int N, K;
-    } g[] = {{"q 4096x4096", 4096, 4096},   {"k or v 1024x4096", 1024, 4096},
-             {"q,k,v 6144x4096", 6144, 4096}, {"gate or up 14336x4096", 14336, 4096},
+    } g[] = {{"q 4096x4096", 4096, 4096},         {"k or v 1024x4096", 1024, 4096},
+             {"q,k,v 6144x4096", 6144, 4096},     {"gate or up 14336x4096", 14336, 4096},
              {"gate,up 28672x4096", 28672, 4096}, {"down 4096x14336", 4096, 14336}};
     enum { T = 2048 };
     printf("%-22s %5s %14s %14s\n", "prefill product", "T", "f32-out TFLOP/s", "bf16-out TFLOP/s");
@@ -105,9 +103,10 @@ static void gemm_section(cudaStream_t s, cublasHandle_t h) {
                 CK(cudaEventCreate(&b));
                 CK(cudaEventRecord(a, s));
                 for (int r = 0; r < 10; r++)
-                    cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, g[i].N, T, g[i].K, &one, w, CUDA_R_16BF, g[i].K, x,
-                                 CUDA_R_16BF, g[i].K, &zero, y, v ? CUDA_R_16BF : CUDA_R_32F, g[i].N,
-                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                    cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, g[i].N, T, g[i].K, &one, w,
+                                 CUDA_R_16BF, g[i].K, x, CUDA_R_16BF, g[i].K, &zero, y,
+                                 v ? CUDA_R_16BF : CUDA_R_32F, g[i].N, CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT);
                 CK(cudaEventRecord(b, s));
                 CK(cudaEventSynchronize(b));
                 float ms;
@@ -135,7 +134,8 @@ int main(void) {
     for (size_t pi = 0; pi < sizeof products / sizeof *products; pi++) {
         const product *p = &products[pi];
         size_t wb = 0;
-        for (int i = 0; i < p->n; i++) wb += (size_t)p->N[i] * p->K * 2;
+        for (int i = 0; i < p->n; i++)
+            wb += (size_t)p->N[i] * p->K * 2;
         int sets = wb * SETS > ((size_t)6 << 30) ? 2 : SETS;
         void *w[SETS][MAXM];
         float *x, *y[MAXM];
@@ -149,7 +149,8 @@ int main(void) {
         CK(cudaMalloc((void **)&x, sizeof(float) * 8 * p->K));
         CK(cudaMalloc(&xh, 2 * 8 * p->K));
         CK(cudaMemset(x, 0x3f, sizeof(float) * 8 * p->K));
-        for (int i = 0; i < p->n; i++) CK(cudaMalloc((void **)&y[i], sizeof(float) * 8 * p->N[i]));
+        for (int i = 0; i < p->n; i++)
+            CK(cudaMalloc((void **)&y[i], sizeof(float) * 8 * p->N[i]));
         for (int T = 1; T <= HR_CU_GEMV_MAX_T; T *= 2) {
             float best[3] = {1e30f, 1e30f, 1e30f};
             for (int v = 0; v < 3; v++)
@@ -161,8 +162,10 @@ int main(void) {
                    wb / (best[1] * 1e-3) / 1e9, wb / (best[2] * 1e-3) / 1e9);
         }
         for (int k = 0; k < sets; k++)
-            for (int i = 0; i < p->n; i++) cudaFree(w[k][i]);
-        for (int i = 0; i < p->n; i++) cudaFree(y[i]);
+            for (int i = 0; i < p->n; i++)
+                cudaFree(w[k][i]);
+        for (int i = 0; i < p->n; i++)
+            cudaFree(y[i]);
         cudaFree(x);
         cudaFree(xh);
     }

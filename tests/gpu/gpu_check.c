@@ -5,12 +5,12 @@
  * one step against each run alone; brown-llama-8m's held-out NLL against its reference.json.
  * The checks run in the exact mode (--compute f32: large products on near-f32 activations,
  * f32 KV), where CUDA must agree with the CPU to f32 rounding; the fast mode (bf16 products
- * and bf16 KV, serve's default for bf16 checkpoints) is reported beside the CPU's own bf16 mode, whose error shows what bf16 rounding does to
- * each model (the random-weight hybrids amplify it far beyond the dense ones). Prints one
- * table row per check (max error, relative to max |reference|, top-1 agreement where the
- * reference margin is over 0.05) and exits 1 when a check is outside its tolerance; then the
- * GGUF-quantized checks (quant_check.c) and the sampling checks (sample_check.c).
- * Usage: gpu_check SHARED_DIR. */
+ * and bf16 KV, serve's default for bf16 checkpoints) is reported beside the CPU's own bf16 mode,
+ * whose error shows what bf16 rounding does to each model (the random-weight hybrids amplify it far
+ * beyond the dense ones). Prints one table row per check (max error, relative to max |reference|,
+ * top-1 agreement where the reference margin is over 0.05) and exits 1 when a check is outside its
+ * tolerance; then the GGUF-quantized checks (quant_check.c) and the sampling checks
+ * (sample_check.c). Usage: gpu_check SHARED_DIR. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -60,7 +60,10 @@ static void report_tol(const char *model, const char *what, const score *s, int 
     float rel = s->max_err / fmaxf(1.0f, s->max_ref);
     int ok = rel <= tol && s->agree >= agree * s->counted && !isnan(s->max_err);
     printf("%-18s %-22s %10.3g %10.3g %6d/%-6d %s\n", model, what, s->max_err, rel, s->agree,
-           s->counted, !judged ? "info" : ok ? "ok" : "FAIL");
+           s->counted,
+           !judged ? "info"
+           : ok    ? "ok"
+                   : "FAIL");
     if (judged && !ok) failures++;
 }
 
@@ -127,12 +130,14 @@ static hr_err *run_batched(side *gpu, side *ref_side, score *sc) {
     HR_TRY(pool_for(gpu, &pool, N * 2 + 2, N));
     hr_kv_seq seq[N];
     memset(seq, 0, sizeof seq);
-    float *got = malloc(sizeof(float) * N * (size_t)V), *want = malloc(sizeof(float) * 20 * (size_t)V);
+    float *got = malloc(sizeof(float) * N * (size_t)V),
+          *want = malloc(sizeof(float) * 20 * (size_t)V);
     hr_row rows[N];
     hr_err *err = got && want ? NULL : hr_err_oom();
     for (int i = 0; i < N && !err; i++) {
         len[i] = 3 + i;
-        for (int j = 0; j < len[i] + 1; j++) tok[i][j] = (int32_t)((i * 131 + j * 37 + 5) % V);
+        for (int j = 0; j < len[i] + 1; j++)
+            tok[i][j] = (int32_t)((i * 131 + j * 37 + 5) % V);
         err = hr_kv_seq_reserve(&pool, &seq[i], len[i] + 1);
         rows[i] = (hr_row){tok[i], len[i], 0, seq[i].blocks, HR_LOGITS_LAST, i};
     }
@@ -147,7 +152,8 @@ static hr_err *run_batched(side *gpu, side *ref_side, score *sc) {
         err = run_chunked(ref_side, tok[i], len[i] + 1, len[i] + 1, want);
         if (!err) add_score(sc, got + (size_t)i * V, want + (size_t)len[i] * V, 1, V);
     }
-    for (int i = 0; i < N; i++) hr_kv_seq_release(&pool, &seq[i]);
+    for (int i = 0; i < N; i++)
+        hr_kv_seq_release(&pool, &seq[i]);
     hr_kv_pool_destroy(&pool);
     free(got);
     free(want);
@@ -159,8 +165,8 @@ static hr_err *run_batched(side *gpu, side *ref_side, score *sc) {
  * recurrent state also runs again through hr_model_forward_greedy (the same KV rewritten with
  * the same values; steps of both kinds then share their decode graphs' shapes): the device
  * argmax must pick the host argmax of the same logits (dev). */
-static hr_err *run_greedy(side *s, const int32_t *ref_tok, const float *ref, int T, int prompt, score *sc,
-                          score *dev) {
+static hr_err *run_greedy(side *s, const int32_t *ref_tok, const float *ref, int T, int prompt,
+                          score *sc, score *dev) {
     float *lg = malloc(sizeof(float) * (size_t)s->V);
     int32_t tok[MAX_T];
     memcpy(tok, ref_tok, sizeof(int32_t) * (size_t)prompt);
@@ -178,7 +184,8 @@ static hr_err *run_greedy(side *s, const int32_t *ref_tok, const float *ref, int
         if (err) break;
         const float *f = ref + (size_t)(n - 1) * s->V;
         int bg = 0, bf = 0;
-        for (int i = 1; i < s->V; i++) bg = lg[i] > lg[bg] ? i : bg, bf = f[i] > f[bf] ? i : bf;
+        for (int i = 1; i < s->V; i++)
+            bg = lg[i] > lg[bg] ? i : bg, bf = f[i] > f[bf] ? i : bf;
         if (pool.store.n_state_slots == 0) {
             int32_t id = -1;
             err = hr_model_forward_greedy(s->m, &pool.store, &row, 1, &id);
@@ -211,7 +218,8 @@ static hr_err *check_long_prefill(side *fast, score *sc) {
     enum { N = 200 };
     int V = fast[0].V;
     int32_t tok[N];
-    for (int i = 0; i < N; i++) tok[i] = (int32_t)((i * 7919 + 29) % V);
+    for (int i = 0; i < N; i++)
+        tok[i] = (int32_t)((i * 7919 + 29) % V);
     float *g = malloc(sizeof(float) * N * (size_t)V), *c = malloc(sizeof(float) * N * (size_t)V);
     hr_err *err = g && c ? run_chunked(&fast[1], tok, N, N, c) : hr_err_oom();
     if (!err) err = run_chunked(&fast[0], tok, N, N, g);
@@ -234,8 +242,10 @@ static hr_err *check_case(side *gpu, side *cpu, side *fast, const int32_t *tok, 
     if (!err) add_score(&sc->vs_cpu, g, h, T, gpu->V);
     if (!ref) ref = h;
     if (!err) add_score(&sc->vs_ref, g, ref, T, gpu->V);
-    if (!err && ref != h) err = run_chunked(gpu, tok, T, 1, h);
-    else if (!err) err = run_chunked(gpu, tok, T, 1, g); /* h holds the CPU reference */
+    if (!err && ref != h)
+        err = run_chunked(gpu, tok, T, 1, h);
+    else if (!err)
+        err = run_chunked(gpu, tok, T, 1, g); /* h holds the CPU reference */
     if (!err) add_score(&sc->kv_path, ref != h ? h : g, ref, T, gpu->V);
     if (!err) err = run_greedy(gpu, tok, ref, T, prompt, &sc->greedy, &sc->dev_argmax);
     if (!err) err = run_chunked(&fast[0], tok, T, T, g);
@@ -255,7 +265,8 @@ static hr_err *check_cases(const char *dir, side *gpu, side *cpu, side *fast, sc
     FILE *f = fopen(path, "r");
     if (!f) {
         int32_t tok[48];
-        for (int i = 0; i < 48; i++) tok[i] = (int32_t)((i * 7919 + 13) % gpu->V);
+        for (int i = 0; i < 48; i++)
+            tok[i] = (int32_t)((i * 7919 + 13) % gpu->V);
         return check_case(gpu, cpu, fast, tok, 48, NULL, 8, sc);
     }
     fclose(f);
@@ -299,7 +310,8 @@ static void check_model(const char *name) {
     if (!err) err = side_open(dir, "cpu", 0, &cpu);
     if (!err) err = side_open(dir, "cuda", 1, &fast[0]);
     if (!err) err = side_open(dir, "cpu", 1, &fast[1]);
-    for (int i = 0; !err && i < 2; i++) hr_model_set_kv_dtype(fast[i].m, HR_BF16); /* serve's default */
+    for (int i = 0; !err && i < 2; i++)
+        hr_model_set_kv_dtype(fast[i].m, HR_BF16); /* serve's default */
     if (!err) err = check_cases(dir, &gpu, &cpu, fast, &sc);
     if (!err) err = run_batched(&gpu, &cpu, &sc.batched);
     if (!err) err = check_long_prefill(fast, &sc.long_prefill);
@@ -341,7 +353,8 @@ static void check_nll(void) {
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
     float *lg = malloc(sizeof(float) * (size_t)(n ? n : 1) * (size_t)(gpu.V ? gpu.V : 1));
     if (!err && (!n || !tok || !lg)) err = hr_errf("reference.json has no heldout_ids");
-    for (int i = 0; !err && i < n; i++) tok[i] = (int32_t)json_integer_value(json_array_get(ids, i));
+    for (int i = 0; !err && i < n; i++)
+        tok[i] = (int32_t)json_integer_value(json_array_get(ids, i));
     if (!err) err = run_chunked(&gpu, tok, n, n, lg);
     if (err) {
         fail("brown-llama-8m", "held-out NLL", err);
@@ -350,15 +363,17 @@ static void check_nll(void) {
         for (int i = 0; i + 1 < n; i++) {
             const float *l = lg + (size_t)i * gpu.V;
             double mx = -INFINITY, s = 0;
-            for (int v = 0; v < gpu.V; v++) mx = fmax(mx, l[v]);
-            for (int v = 0; v < gpu.V; v++) s += exp(l[v] - mx);
+            for (int v = 0; v < gpu.V; v++)
+                mx = fmax(mx, l[v]);
+            for (int v = 0; v < gpu.V; v++)
+                s += exp(l[v] - mx);
             nll += mx + log(s) - l[tok[i + 1]];
         }
         nll /= n - 1;
         double want = json_real_value(json_object_get(ref, "heldout_mean_nll"));
         int ok = fabs(nll - want) < 5e-3;
-        printf("%-18s %-22s %10.6f %10.6f %13s %s\n", "brown-llama-8m", "held-out NLL (ref)", nll, want,
-               "", ok ? "ok" : "FAIL");
+        printf("%-18s %-22s %10.6f %10.6f %13s %s\n", "brown-llama-8m", "held-out NLL (ref)", nll,
+               want, "", ok ? "ok" : "FAIL");
         failures += !ok;
     }
     free(tok);
@@ -373,12 +388,13 @@ int main(int argc, char **argv) {
         return 2;
     }
     shared = argv[1];
-    static const char *const models[] = {"tiny-llama", "tiny-qwen2", "tiny-qwen3", "tiny-gemma3",
-                                         "tiny-gemma4", "tiny-gemma4_moe", "tiny-qwen3_moe",
-                                         "tiny-qwen3_next", "tiny-qwen3_5", "tiny-qwen3_5_moe",
-                                         "brown-llama-8m", "qwen3-tools-20m"};
+    static const char *const models[] = {"tiny-llama",       "tiny-qwen2",      "tiny-qwen3",
+                                         "tiny-gemma3",      "tiny-gemma4",     "tiny-gemma4_moe",
+                                         "tiny-qwen3_moe",   "tiny-qwen3_next", "tiny-qwen3_5",
+                                         "tiny-qwen3_5_moe", "brown-llama-8m",  "qwen3-tools-20m"};
     printf("%-18s %-22s %10s %10s %13s\n", "model", "check", "max err", "rel err", "top-1");
-    for (size_t i = 0; i < sizeof models / sizeof *models; i++) check_model(models[i]);
+    for (size_t i = 0; i < sizeof models / sizeof *models; i++)
+        check_model(models[i]);
     check_nll();
     hr_gpu_quant_checks(shared, &failures);
     hr_gpu_sample_checks(shared, &failures);

@@ -48,7 +48,8 @@ static const int *scale_fields(hr_dtype t) {
 /* Random blocks whose f16 scales are in [0.001, 0.05] (random bytes there could be inf/NaN). */
 static void random_blocks(hr_dtype t, uint8_t *b, long n_blocks) {
     int bb = hr_dtype_get(t)->block_bytes;
-    for (long i = 0; i < n_blocks * bb; i++) b[i] = (uint8_t)qrnd();
+    for (long i = 0; i < n_blocks * bb; i++)
+        b[i] = (uint8_t)qrnd();
     for (long i = 0; i < n_blocks; i++)
         for (const int *f = scale_fields(t); *f >= 0; f++) {
             uint16_t h = hr_f32_to_f16(0.001f + 0.049f * qrndf());
@@ -58,12 +59,14 @@ static void random_blocks(hr_dtype t, uint8_t *b, long n_blocks) {
 }
 
 /* max |y - ref| / max |ref| for x[T, K] times the weight. */
-static hr_err *product_err(hr_backend *be, const hr_tensor *dev, const float *w, int T, double *err) {
+static hr_err *product_err(hr_backend *be, const hr_tensor *dev, const float *w, int T,
+                           double *err) {
     size_t xb = sizeof(float) * (size_t)T * QK, yb = sizeof(float) * (size_t)T * QN;
     float *x = malloc(xb), *y = malloc(yb);
     void *dx = NULL, *dy = NULL;
     hr_err *e = x && y ? NULL : hr_err_oom();
-    for (size_t i = 0; !e && i < (size_t)T * QK; i++) x[i] = 2 * qrndf() - 1;
+    for (size_t i = 0; !e && i < (size_t)T * QK; i++)
+        x[i] = 2 * qrndf() - 1;
     if (!e) e = be->vt->alloc(be, xb, &dx);
     if (!e) e = be->vt->alloc(be, yb, &dy);
     if (!e) e = be->vt->write(be, dx, x, xb);
@@ -73,7 +76,8 @@ static hr_err *product_err(hr_backend *be, const hr_tensor *dev, const float *w,
     for (int t = 0; !e && t < T; t++)
         for (int n = 0; n < QN; n++) {
             double r = 0;
-            for (int k = 0; k < QK; k++) r += (double)x[t * QK + k] * w[n * QK + k];
+            for (int k = 0; k < QK; k++)
+                r += (double)x[t * QK + k] * w[n * QK + k];
             mx = fmax(mx, fabs(y[t * QN + n] - r));
             mr = fmax(mr, fabs(r));
         }
@@ -103,8 +107,8 @@ static void check_format(hr_backend *be, hr_dtype t, int *failures) {
         double tol = rows[i] <= 4 ? 1e-5 : 2e-3;
         if (e) break;
         int ok = err < tol;
-        printf("%-18s %-22s %10s %10.2e %13s %s\n", hr_dtype_name(t), rows[i] <= 4 ? "qgemv" : "f16 gemm",
-               "", err, "", ok ? "ok" : "FAIL");
+        printf("%-18s %-22s %10s %10.2e %13s %s\n", hr_dtype_name(t),
+               rows[i] <= 4 ? "qgemv" : "f16 gemm", "", err, "", ok ? "ok" : "FAIL");
         *failures += !ok;
     }
     if (e) {
@@ -139,8 +143,10 @@ static double mean_nll(const float *lg, const int32_t *tok, int n, int V) {
     for (int i = 0; i + 1 < n; i++) {
         const float *l = lg + (size_t)i * V;
         double mx = -INFINITY, s = 0;
-        for (int v = 0; v < V; v++) mx = fmax(mx, l[v]);
-        for (int v = 0; v < V; v++) s += exp(l[v] - mx);
+        for (int v = 0; v < V; v++)
+            mx = fmax(mx, l[v]);
+        for (int v = 0; v < V; v++)
+            s += exp(l[v] - mx);
         nll += mx + log(s) - l[tok[i + 1]];
     }
     return nll / (n - 1);
@@ -160,7 +166,8 @@ static void check_brown(hr_backend *be, const char *shared, int *failures) {
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
     float *lg = malloc(sizeof(float) * (size_t)(n ? n : 1) * (size_t)V);
     if (!e && (!n || !tok || !lg)) e = hr_errf("no heldout_ids or out of memory");
-    for (int i = 0; !e && i < n; i++) tok[i] = (int32_t)json_integer_value(json_array_get(ids, i));
+    for (int i = 0; !e && i < n; i++)
+        tok[i] = (int32_t)json_integer_value(json_array_get(ids, i));
     const double want = 5.153082; /* fixtures/gguf/README.md: transformers on this file */
     for (int pass = 0; !e && pass < 2; pass++) {
         e = run_chunks(m, tok, n, pass ? 1 : n, lg);
@@ -241,7 +248,8 @@ void hr_gpu_quant_checks(const char *shared, int *failures) {
     }
     static const hr_dtype formats[] = {HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0,
                                        HR_Q5_1, HR_Q4_K, HR_Q5_K, HR_Q6_K};
-    for (size_t i = 0; i < sizeof formats / sizeof *formats; i++) check_format(be, formats[i], failures);
+    for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
+        check_format(be, formats[i], failures);
     check_brown(be, shared, failures);
     check_e2e(be, shared, failures);
     hr_backend_destroy(be);

@@ -3,10 +3,11 @@
  * random rows (a 262,144-token vocabulary among them), for many parameter sets and draws u,
  * with CUDA graphs on (the op's second call of a shape is captured, later ones replayed with
  * new parameters) and off: the same token wherever u is not within 1e-5 of a cumulative
- * boundary and the two picks' probabilities are not one float apart, the same fallbacks wherever the sorted prefix is not within 2% of the cap, the
- * chosen and top logprobs within 1e-4, the same top ids. Then the engine on CUDA: 16 seeded
- * requests of every sampling kind give the same tokens (logprobs to rounding) when run twice,
- * alone and in batches of other compositions. Prints one line per check, "ok" or "FAIL". */
+ * boundary and the two picks' probabilities are not one float apart, the same fallbacks wherever
+ * the sorted prefix is not within 2% of the cap, the chosen and top logprobs within 1e-4, the same
+ * top ids. Then the engine on CUDA: 16 seeded requests of every sampling kind give the same tokens
+ * (logprobs to rounding) when run twice, alone and in batches of other compositions. Prints one
+ * line per check, "ok" or "FAIL". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,13 +40,13 @@ typedef struct {
 
 /* Every path of the op: greedy, the index walk, each cut, fallbacks, edits, host rows. */
 static const param_set SETS[] = {
-    {0, 1, 0, 0, 5, 0, HR_SAMPLE_GREEDY},       {1, 1, 0, 0, 0, 0, HR_SAMPLE_DRAW},
-    {0.7f, 1, 0.05f, 0, 0, 0, HR_SAMPLE_DRAW},  {1, 1, 0, 40, 0, 0, HR_SAMPLE_DRAW},
-    {1, 0.9f, 0, 0, 3, 0, HR_SAMPLE_DRAW},      {0.8f, 0.95f, 0.02f, 50, 20, 0, HR_SAMPLE_DRAW},
-    {1.5f, 0.5f, 0, 0, 0, 0, HR_SAMPLE_DRAW},   {1, 1, 0, 1, 1, 0, HR_SAMPLE_DRAW},
-    {1, 1, 0, 2000, 0, 0, HR_SAMPLE_DRAW},      {6, 0.999f, 0, 0, 0, 0, HR_SAMPLE_DRAW},
-    {1, 1, 0, 0, 3, 1, HR_SAMPLE_DRAW},         {0, 1, 0, 0, 2, 1, HR_SAMPLE_GREEDY},
-    {1, 1, 0, 0, 0, 0, HR_SAMPLE_HOST},         {1, 1, 0, 1024, 0, 0, HR_SAMPLE_DRAW},
+    {0, 1, 0, 0, 5, 0, HR_SAMPLE_GREEDY},         {1, 1, 0, 0, 0, 0, HR_SAMPLE_DRAW},
+    {0.7f, 1, 0.05f, 0, 0, 0, HR_SAMPLE_DRAW},    {1, 1, 0, 40, 0, 0, HR_SAMPLE_DRAW},
+    {1, 0.9f, 0, 0, 3, 0, HR_SAMPLE_DRAW},        {0.8f, 0.95f, 0.02f, 50, 20, 0, HR_SAMPLE_DRAW},
+    {1.5f, 0.5f, 0, 0, 0, 0, HR_SAMPLE_DRAW},     {1, 1, 0, 1, 1, 0, HR_SAMPLE_DRAW},
+    {1, 1, 0, 2000, 0, 0, HR_SAMPLE_DRAW},        {6, 0.999f, 0, 0, 0, 0, HR_SAMPLE_DRAW},
+    {1, 1, 0, 0, 3, 1, HR_SAMPLE_DRAW},           {0, 1, 0, 0, 2, 1, HR_SAMPLE_GREEDY},
+    {1, 1, 0, 0, 0, 0, HR_SAMPLE_HOST},           {1, 1, 0, 1024, 0, 0, HR_SAMPLE_DRAW},
     {1.2f, 0.99f, 0, 1000, 0, 1, HR_SAMPLE_DRAW}, {0.5f, 0.7f, 0.1f, 0, 20, 1, HR_SAMPLE_DRAW},
 };
 enum { N_SETS = sizeof SETS / sizeof *SETS };
@@ -57,15 +58,23 @@ typedef struct {
 
 /* Row r of a batch: its parameters, edits at r * N_EDITS. */
 static hr_sample_row make_row(const param_set *p, int r, double u) {
-    return (hr_sample_row){.u = u, .mode = p->mode, .temperature = p->temperature, .top_p = p->top_p,
-                           .min_p = p->min_p, .top_k = p->top_k, .logprob = 1, .n_top = p->n_top,
-                           .edit_start = r * N_EDITS, .n_edits = p->edits ? N_EDITS : 0};
+    return (hr_sample_row){.u = u,
+                           .mode = p->mode,
+                           .temperature = p->temperature,
+                           .top_p = p->top_p,
+                           .min_p = p->min_p,
+                           .top_k = p->top_k,
+                           .logprob = 1,
+                           .n_top = p->n_top,
+                           .edit_start = r * N_EDITS,
+                           .n_edits = p->edits ? N_EDITS : 0};
 }
 
 static void make_edits(hr_logit_edit *e, int V) {
     for (int r = 0; r < ROWS; r++)
         for (int j = 0; j < N_EDITS; j++) {
-            int32_t id = (int32_t)((rnd() % (unsigned)(V / N_EDITS)) * N_EDITS + (unsigned)j); /* distinct */
+            int32_t id =
+                (int32_t)((rnd() % (unsigned)(V / N_EDITS)) * N_EDITS + (unsigned)j); /* distinct */
             e[r * N_EDITS + j] = (hr_logit_edit){id, j % 3 ? (rndf() - 0.5f) * 8 : 0,
                                                  j % 2 ? 1.3f : 1, j % 5 ? 0 : rndf()};
         }
@@ -97,15 +106,19 @@ typedef struct {
     int32_t *idx;
 } ref_ctx;
 
-static void judge_row(op_score *s, const ref_ctx *c, const hr_sample_row *row, const hr_sample_out *dev) {
+static void judge_row(op_score *s, const ref_ctx *c, const hr_sample_row *row,
+                      const hr_sample_out *dev) {
     hr_sample_out ref = ref_at(c->raw, c->V, *row, row->u, c->edits, c->work, c->probs, c->idx);
     s->cases++;
     if (ref.id < 0 || dev->id < 0) {
-        if (ref.id < 0 && dev->id < 0) s->fallback_both++;
+        if (ref.id < 0 && dev->id < 0)
+            s->fallback_both++;
         else {
             int n = ref_prefix(c->raw, c->V, row, c->edits, c->work, c->probs, c->idx);
-            if (abs(n - HR_SAMPLE_CAP) <= HR_SAMPLE_CAP / 50) s->fallback_near++;
-            else s->bad_fallback++;
+            if (abs(n - HR_SAMPLE_CAP) <= HR_SAMPLE_CAP / 50)
+                s->fallback_near++;
+            else
+                s->bad_fallback++;
         }
         return;
     }
@@ -116,8 +129,10 @@ static void judge_row(op_score *s, const ref_ctx *c, const hr_sample_row *row, c
         int tie = row->mode != HR_SAMPLE_GREEDY && fabsf(pr - pd) <= 4e-7f * fmaxf(pr, pd);
         int lo = ref_at(c->raw, c->V, *row, row->u - U_EPS, c->edits, c->work, c->probs, c->idx).id;
         int hi = ref_at(c->raw, c->V, *row, row->u + U_EPS, c->edits, c->work, c->probs, c->idx).id;
-        if (tie || lo == dev->id || hi == dev->id) s->near_boundary++;
-        else s->bad_token++;
+        if (tie || lo == dev->id || hi == dev->id)
+            s->near_boundary++;
+        else
+            s->bad_token++;
     } else {
         s->same++;
         float e = fabsf(ref.logprob - dev->logprob);
@@ -144,9 +159,16 @@ static hr_err *op_call(op_dev *d, const float *raw, int V, const hr_sample_row *
     HR_TRY(be->vt->write(be, d->logits, raw, sizeof(float) * (size_t)ROWS * V));
     hr_sample_step step = {ROWS, ROWS * N_EDITS, rows, edits};
     int32_t z = 0; /* a step of no tokens: only the sample op runs */
-    hr_step_meta meta = {.tokens = &z, .pos = &z, .row = &z, .q_start = &z, .max_blocks = 1,
-                         .block_table = &z, .state_slots = &z, .head = HR_HEAD_SAMPLE,
-                         .n_logit_rows = ROWS, .sample = &step};
+    hr_step_meta meta = {.tokens = &z,
+                         .pos = &z,
+                         .row = &z,
+                         .q_start = &z,
+                         .max_blocks = 1,
+                         .block_table = &z,
+                         .state_slots = &z,
+                         .head = HR_HEAD_SAMPLE,
+                         .n_logit_rows = ROWS,
+                         .sample = &step};
     HR_TRY(be->vt->step_begin(be, &meta));
     be->vt->sample(be, d->out, d->logits, ROWS, V);
     return be->vt->read(be, d->out, out, sizeof(hr_sample_out) * ROWS);
@@ -188,7 +210,8 @@ static hr_err *op_rows(const float *raw, int V, int graphs, op_score *s) {
     return err;
 }
 
-static void report_op(const char *name, const char *what, const op_score *s, hr_err *err, int *failures) {
+static void report_op(const char *name, const char *what, const op_score *s, hr_err *err,
+                      int *failures) {
     if (err) {
         printf("%-18s %-26s FAIL: %s\n", name, what, hr_err_msg(err));
         hr_err_free(err);
@@ -196,7 +219,8 @@ static void report_op(const char *name, const char *what, const op_score *s, hr_
         return;
     }
     int ok = s->bad_token == 0 && s->bad_fallback == 0 && s->bad_lp == 0 && s->same > s->cases / 2;
-    printf("%-18s %-26s %ld cases: %ld same, %ld near a boundary or tie, %ld fallback (%ld near the cap), "
+    printf("%-18s %-26s %ld cases: %ld same, %ld near a boundary or tie, %ld fallback (%ld near "
+           "the cap), "
            "bad: %ld token %ld fallback %ld logprob, max logprob err %.2g %s\n",
            name, what, s->cases, s->same, s->near_boundary, s->fallback_both, s->fallback_near,
            s->bad_token, s->bad_fallback, s->bad_lp, s->max_lp_err, ok ? "ok" : "FAIL");
@@ -207,9 +231,12 @@ static void report_op(const char *name, const char *what, const op_score *s, hr_
 static void random_rows(float *raw, int V) {
     for (int r = 0; r < ROWS; r++) {
         float *l = raw + (size_t)r * V, spread = r % 3 == 0 ? 0.5f : r % 3 == 1 ? 12 : 4;
-        for (int i = 0; i < V; i++) l[i] = (rndf() - 0.5f) * spread;
-        for (int i = 0; i < V && r % 3 == 2; i += 7) l[i] = l[i / 2];
-        for (int k = 0; k < 3; k++) l[rnd() % (unsigned)V] += spread;
+        for (int i = 0; i < V; i++)
+            l[i] = (rndf() - 0.5f) * spread;
+        for (int i = 0; i < V && r % 3 == 2; i += 7)
+            l[i] = l[i / 2];
+        for (int k = 0; k < 3; k++)
+            l[rnd() % (unsigned)V] += spread;
     }
 }
 
@@ -231,7 +258,8 @@ static hr_err *model_rows(const char *dir, float **raw, int *V) {
     if (!err) err = hr_kv_seq_reserve(&pool, &seq, ROWS);
     if (!err) {
         int32_t tok[ROWS];
-        for (int i = 0; i < ROWS; i++) tok[i] = (int32_t)((i * 7919 + 101) % *V);
+        for (int i = 0; i < ROWS; i++)
+            tok[i] = (int32_t)((i * 7919 + 101) % *V);
         hr_row row = {tok, ROWS, 0, seq.blocks, HR_LOGITS_ALL, 0};
         err = hr_model_forward(m, &pool.store, &row, 1, *raw);
     }
@@ -249,7 +277,8 @@ static void check_op(const char *name, const float *raw, int V, int eager_too, i
     for (int graphs = 1; graphs >= !eager_too; graphs--) {
         op_score s = {0};
         hr_err *err = op_rows(raw, V, graphs, &s);
-        report_op(name, graphs ? "sample op vs C (graphs)" : "sample op vs C (eager)", &s, err, failures);
+        report_op(name, graphs ? "sample op vs C (graphs)" : "sample op vs C (eager)", &s, err,
+                  failures);
     }
 }
 
@@ -263,19 +292,27 @@ typedef struct {
     int n;
 } result;
 
-static void requests(hr_request_params *p, int32_t (*prompt)[24], const int32_t *bid, const float *bv, int V) {
+static void requests(hr_request_params *p, int32_t (*prompt)[24], const int32_t *bid,
+                     const float *bv, int V) {
     for (int i = 0; i < N_REQ; i++) {
-        for (int j = 0; j < 24; j++) prompt[i][j] = (int32_t)((i * 104729 + j * 7919 + 3) % V);
-        p[i] = (hr_request_params){.tokens = prompt[i], .n_tokens = 4 + i, .max_tokens = GEN,
-                                   .ignore_eos = 1, .temperature = 1, .top_p = 1, .seed = 1000 + (uint64_t)i};
+        for (int j = 0; j < 24; j++)
+            prompt[i][j] = (int32_t)((i * 104729 + j * 7919 + 3) % V);
+        p[i] = (hr_request_params){.tokens = prompt[i],
+                                   .n_tokens = 4 + i,
+                                   .max_tokens = GEN,
+                                   .ignore_eos = 1,
+                                   .temperature = 1,
+                                   .top_p = 1,
+                                   .seed = 1000 + (uint64_t)i};
     }
     p[1].top_k = 40, p[1].top_p = 0.9f;
     p[2].min_p = 0.05f, p[2].temperature = 0.7f;
     p[3].repetition_penalty = 1.3f, p[3].presence_penalty = 0.4f, p[3].frequency_penalty = 0.2f;
-    p[4].bias_ids = bid, p[4].bias_values = bv, p[4].n_bias = 2, p[4].logprobs = 1, p[4].top_logprobs = 5;
+    p[4].bias_ids = bid, p[4].bias_values = bv, p[4].n_bias = 2, p[4].logprobs = 1,
+    p[4].top_logprobs = 5;
     p[5].temperature = 0, p[5].logprobs = 1;
-    p[6].typical_p = 0.9f;   /* a host row */
-    p[7].top_k = 2000;       /* over the cap: a fallback */
+    p[6].typical_p = 0.9f; /* a host row */
+    p[7].top_k = 2000;     /* over the cap: a fallback */
     p[8].temperature = 1.5f, p[8].top_p = 0.95f;
     p[9].top_p = 0.5f, p[9].logprobs = 1;
     p[10].top_k = 1;
@@ -286,7 +323,8 @@ static void drain(hr_request *r, result *res) {
     memset(res, 0, sizeof *res);
     hr_event ev;
     while (hr_request_next(r, &ev))
-        if (ev.kind == HR_EVENT_TOKEN && res->n < GEN) res->lp[res->n] = ev.logprob, res->toks[res->n++] = ev.token;
+        if (ev.kind == HR_EVENT_TOKEN && res->n < GEN)
+            res->lp[res->n] = ev.logprob, res->toks[res->n++] = ev.token;
 }
 
 /* The requests in groups of `group`, in order or reversed; res by request index. */
@@ -297,7 +335,9 @@ static hr_err *run_groups(hr_model *m, int group, int reversed, result *res) {
     hr_request_params p[N_REQ];
     requests(p, prompt, bid, bv, hr_model_cfg(m)->vocab);
     hr_engine *e;
-    HR_TRY(hr_engine_create_on(m, NULL, &(hr_engine_options){.kv_memory = 64 << 20, .max_seqs = N_REQ, .no_prefix_cache = 1}, &e));
+    HR_TRY(hr_engine_create_on(
+        m, NULL,
+        &(hr_engine_options){.kv_memory = 64 << 20, .max_seqs = N_REQ, .no_prefix_cache = 1}, &e));
     hr_err *err = NULL;
     for (int g = 0; g < N_REQ && !err; g += group) {
         hr_request *r[N_REQ];

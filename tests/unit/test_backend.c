@@ -37,7 +37,8 @@ static void test_factory_devices(void) {
         HR_CHECK(err && strstr(hr_err_msg(err), "no CUDA GPU"), "cuda: %s",
                  err ? hr_err_msg(err) : "accepted");
     else
-        HR_CHECK(!err && !strcmp(be->vt->name, "cuda"), "cuda: %s", err ? hr_err_msg(err) : be->vt->name);
+        HR_CHECK(!err && !strcmp(be->vt->name, "cuda"), "cuda: %s",
+                 err ? hr_err_msg(err) : be->vt->name);
     hr_err_free(err);
     hr_backend_destroy(err ? NULL : be);
 }

@@ -70,7 +70,8 @@ static void test_read_file_max(void) {
     free(buf);
     int ok = read_fails(path, 4, "5 bytes, over the limit of 4") &&
              read_fails("/dev/zero", 100, "not a regular file") &&
-             read_fails(fifo, 100, "not a regular file") && read_fails(dir, 100, "not a regular file");
+             read_fails(fifo, 100, "not a regular file") &&
+             read_fails(dir, 100, "not a regular file");
     unlink(path), unlink(fifo), rmdir(dir);
     free(path), free(fifo);
     HR_CHECK(ok, "hr_read_file_max must refuse these");
@@ -85,7 +86,8 @@ static void sum_task(void *ctx, int t, int nt) {
     sum_ctx *c = ctx;
     long b, e, s = 0;
     hr_split_range(c->n, 1, t, nt, &b, &e);
-    for (long i = b; i < e; i++) s += i;
+    for (long i = b; i < e; i++)
+        s += i;
     atomic_fetch_add(&c->sum, s);
 }
 
@@ -133,7 +135,7 @@ static void test_json_int(void) {
         const char *json;
         int ok;
         int64_t want;
-    } cases[] = {{"{\"n\": 7}", 1, 7},       {"{\"n\": 7.0}", 1, 7},
+    } cases[] = {{"{\"n\": 7}", 1, 7},        {"{\"n\": 7.0}", 1, 7},
                  {"{\"n\": -3e3}", 1, -3000}, {"{\"n\": 7.5}", 0, 0},
                  {"{\"n\": 2e56}", 0, 0},     {"{\"n\": -2e56}", 0, 0},
                  {"{\"n\": 9.3e18}", 0, 0},   {"{\"n\": -9.223372036854775808e18}", 1, INT64_MIN},
@@ -142,7 +144,8 @@ static void test_json_int(void) {
         json_t *j = json_loads(cases[i].json, 0, NULL);
         int64_t v = 0;
         hr_err *e = hr_json_int(j, "n", 42, "test", &v);
-        HR_CHECK((e == NULL) == cases[i].ok, "%s: %s", cases[i].json, e ? hr_err_msg(e) : "accepted");
+        HR_CHECK((e == NULL) == cases[i].ok, "%s: %s", cases[i].json,
+                 e ? hr_err_msg(e) : "accepted");
         HR_CHECK(!cases[i].ok || v == cases[i].want, "%s: got %lld", cases[i].json, (long long)v);
         hr_err_free(e);
         json_decref(j);

@@ -17,13 +17,14 @@ static json_t *ref;
 static hr_backend *be;
 static hr_model *model;
 static double nll_tol = 1e-4, clear_margin = 0.05; /* the f32 bounds; bf16 loosens them */
-static double logit_tol = 0;                        /* largest |logit - f32 run's logit| */
-static float *f32_logits;                           /* the exact run's held-out logits */
+static double logit_tol = 0;                       /* largest |logit - f32 run's logit| */
+static float *f32_logits;                          /* the exact run's held-out logits */
 
 static int32_t *ids_of(const json_t *arr, int *n) {
     *n = (int)json_array_size(arr);
     int32_t *v = malloc(sizeof(int32_t) * (size_t)*n);
-    for (int i = 0; i < *n; i++) v[i] = (int32_t)json_integer_value(json_array_get(arr, (size_t)i));
+    for (int i = 0; i < *n; i++)
+        v[i] = (int32_t)json_integer_value(json_array_get(arr, (size_t)i));
     return v;
 }
 
@@ -42,8 +43,10 @@ static void test_heldout_nll(void) {
     for (int t = 0; t + 1 < n; t++) {
         const float *l = logits + (size_t)t * V;
         double mx = l[0], sum = 0;
-        for (int i = 1; i < V; i++) mx = l[i] > mx ? l[i] : mx;
-        for (int i = 0; i < V; i++) sum += exp(l[i] - mx);
+        for (int i = 1; i < V; i++)
+            mx = l[i] > mx ? l[i] : mx;
+        for (int i = 0; i < V; i++)
+            sum += exp(l[i] - mx);
         nll += mx + log(sum) - l[ids[t + 1]];
     }
     nll /= n - 1;
@@ -51,9 +54,12 @@ static void test_heldout_nll(void) {
     hr_kv_seq_release(&pool, &seq);
     hr_kv_pool_destroy(&pool);
     double err = 0;
-    for (size_t i = 0; f32_logits && i < (size_t)n * V; i++) err = fmax(err, fabs(logits[i] - f32_logits[i]));
-    if (!f32_logits) f32_logits = logits;
-    else free(logits);
+    for (size_t i = 0; f32_logits && i < (size_t)n * V; i++)
+        err = fmax(err, fabs(logits[i] - f32_logits[i]));
+    if (!f32_logits)
+        f32_logits = logits;
+    else
+        free(logits);
     free(ids);
     printf("  mean NLL %.7f, reference %.7f (relative %.2g), max logit error vs f32 %.3g\n", nll,
            want, fabs(nll - want) / want, err);
@@ -120,11 +126,13 @@ static void test_greedy_teacher_forced(void) {
         if (!err) err = hr_model_forward(model, &pool.store, &row, 1, logits);
         int bad = -1, compared = 0;
         for (int k = 0; !err && k < ng && bad < 0; k++) {
-            if (json_real_value(json_array_get(json_object_get(s, "margins"), (size_t)k)) < clear_margin)
+            if (json_real_value(json_array_get(json_object_get(s, "margins"), (size_t)k)) <
+                clear_margin)
                 continue;
             const float *l = logits + (size_t)(np - 1 + k) * V;
             int best = 0;
-            for (int v = 1; v < V; v++) best = l[v] > l[best] ? v : best;
+            for (int v = 1; v < V; v++)
+                best = l[v] > l[best] ? v : best;
             if (best != want[k]) bad = k;
             compared++;
         }
@@ -143,7 +151,8 @@ static void test_greedy_teacher_forced(void) {
 /* Loads the model with the given compute mode and KV dtype and runs every test on it. */
 static void run_mode(const char *dir, int bf16, hr_dtype kv) {
     printf("  --compute %s --kv-dtype %s\n", bf16 ? "bf16" : "f32", hr_dtype_name(kv));
-    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2, .compute_bf16 = bf16}, &be);
+    hr_err *err =
+        hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2, .compute_bf16 = bf16}, &be);
     if (!err) err = hr_model_load(dir, be, &model);
     if (!err) hr_model_set_kv_dtype(model, kv);
     if (err) {
@@ -183,8 +192,10 @@ int main(void) {
     } narrow[] = {/* measured: NLL 1.4e-5 relative, logits 0.034; 8.7e-8, 0.0039; 7.9e-5, 0.096;
                      bf16 products + KV 6.7e-5, 0.048 (AVX-512 machine, 2026-12-01); q4_0
                      4.5e-4, 1.44, and it flips an argmax of margin 0.125 */
-                  {0, HR_BF16, 1e-4, 0.1, 0.1}, {0, HR_F16, 1e-5, 0.02, 0.1},
-                  {0, HR_Q8_0, 3e-4, 0.25, 0.1}, {1, HR_BF16, 2e-4, 0.15, 0.1},
+                  {0, HR_BF16, 1e-4, 0.1, 0.1},
+                  {0, HR_F16, 1e-5, 0.02, 0.1},
+                  {0, HR_Q8_0, 3e-4, 0.25, 0.1},
+                  {1, HR_BF16, 2e-4, 0.15, 0.1},
                   {0, HR_Q4_0, 6e-4, 2.0, 0.25}};
     for (size_t i = 0; i < sizeof narrow / sizeof *narrow; i++) {
         nll_tol = narrow[i].nll;

@@ -2,9 +2,9 @@
  * and a 4.5-bit target, run against transformers' f32 reference logits over the golden
  * sequences (top-1 agreement asserted, q8 >= 99% and q4 >= 90%, on the fixtures whose
  * outputs are not chaotic in their std-1 random embeddings: see docs/quant.md; every number
- * is printed, the table is in docs/quant.md); an MLX checkpoint's logits equal, bit for bit, those of the
- * same weights dequantized into an f32 checkpoint; corrupt MLX checkpoints (companion shapes,
- * bits, group size, missing companions) fail at load with clear errors. */
+ * is printed, the table is in docs/quant.md); an MLX checkpoint's logits equal, bit for bit, those
+ * of the same weights dequantized into an f32 checkpoint; corrupt MLX checkpoints (companion
+ * shapes, bits, group size, missing companions) fail at load with clear errors. */
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,10 +17,9 @@
 #include "model/mlx_load.h"
 #include "tensor/mlx_quant.h"
 
-static const char *const models[] = {"tiny-llama",      "tiny-qwen2",     "tiny-qwen3",
-                                      "tiny-gemma3",     "tiny-gemma4",    "tiny-gemma4_moe",
-                                      "tiny-qwen3_moe",  "tiny-qwen3_next", "tiny-qwen3_5",
-                                      "tiny-qwen3_5_moe"};
+static const char *const models[] = {
+    "tiny-llama",      "tiny-qwen2",     "tiny-qwen3",      "tiny-gemma3",  "tiny-gemma4",
+    "tiny-gemma4_moe", "tiny-qwen3_moe", "tiny-qwen3_next", "tiny-qwen3_5", "tiny-qwen3_5_moe"};
 enum { N_MODELS = sizeof models / sizeof *models };
 /* The fixtures the agreement floors hold on (docs/quant.md says why not the others). */
 static int strict(const char *m) {
@@ -82,7 +81,8 @@ static hr_err *score_model(const char *model, const char *dir, score *s) {
         float *lg = malloc(sizeof(float) * (size_t)T * V);
         err = hr_model_logits_all(m, tt->data, T, lg);
         for (int t = 0; t < T && !err; t++)
-            s->agree += argmax(lg + (size_t)t * V, V) == argmax((const float *)lt->data + (size_t)t * V, V);
+            s->agree +=
+                argmax(lg + (size_t)t * V, V) == argmax((const float *)lt->data + (size_t)t * V, V);
         if (!err) s->kl += hr_mean_kl(lt->data, lg, T, V) * T;
         s->n += T;
         free(lg);
@@ -104,13 +104,22 @@ typedef struct {
 } mode;
 
 static const mode modes[] = {
-    {"q8", 8, NULL, 0, 0.99}, {"q4", 4, NULL, 0, 0.90}, {"mixed_3_6", 4, "mixed_3_6", 0, 0}, {"bpw4.5", 4, NULL, 4.5, 0},
+    {"q8", 8, NULL, 0, 0.99},
+    {"q4", 4, NULL, 0, 0.90},
+    {"mixed_3_6", 4, "mixed_3_6", 0, 0},
+    {"bpw4.5", 4, NULL, 4.5, 0},
 };
 enum { N_MODES = sizeof modes / sizeof *modes };
 
-static hr_err *convert_to(const char *model, const mode *md, const char *out, hr_convert_stats *st) {
-    hr_convert_opts o = {.model = fixture_dir(model), .out = out, .bits = md->bits, .group_size = 64,
-                         .mixed = md->mixed, .target_bpw = md->target, .n_threads = 2};
+static hr_err *convert_to(const char *model, const mode *md, const char *out,
+                          hr_convert_stats *st) {
+    hr_convert_opts o = {.model = fixture_dir(model),
+                         .out = out,
+                         .bits = md->bits,
+                         .group_size = 64,
+                         .mixed = md->mixed,
+                         .target_bpw = md->target,
+                         .n_threads = 2};
     return hr_convert(&o, st);
 }
 
@@ -119,7 +128,8 @@ static void test_round_trips(void) {
     for (int i = 0; i < N_MODELS; i++) {
         score base;
         HR_CHECK_OK(score_model(models[i], fixture_dir(models[i]), &base));
-        printf("     %-18s %-10s %6s %7.2f%% %10.2e\n", models[i], "as is", "16", 100 * base.agree, base.kl);
+        printf("     %-18s %-10s %6s %7.2f%% %10.2e\n", models[i], "as is", "16", 100 * base.agree,
+               base.kl);
         for (int k = 0; k < N_MODES; k++) {
             char out[512];
             snprintf(out, sizeof out, "%s/%s-%s", tmp_root, models[i], modes[k].label);
@@ -127,10 +137,13 @@ static void test_round_trips(void) {
             HR_CHECK_OK(convert_to(models[i], &modes[k], out, &st));
             score s;
             HR_CHECK_OK(score_model(models[i], out, &s));
-            printf("     %-18s %-10s %6.2f %7.2f%% %10.2e\n", models[i], modes[k].label, st.bpw, 100 * s.agree, s.kl);
-            HR_CHECK(!strict(models[i]) || s.agree >= modes[k].min_agree, "%s %s: top-1 agreement %.2f%% < %.0f%%", models[i],
-                     modes[k].label, 100 * s.agree, 100 * modes[k].min_agree);
-            if (modes[k].target) HR_CHECK(st.bpw <= modes[k].target + 1e-9, "bpw %.3f over the target", st.bpw);
+            printf("     %-18s %-10s %6.2f %7.2f%% %10.2e\n", models[i], modes[k].label, st.bpw,
+                   100 * s.agree, s.kl);
+            HR_CHECK(!strict(models[i]) || s.agree >= modes[k].min_agree,
+                     "%s %s: top-1 agreement %.2f%% < %.0f%%", models[i], modes[k].label,
+                     100 * s.agree, 100 * modes[k].min_agree);
+            if (modes[k].target)
+                HR_CHECK(st.bpw <= modes[k].target + 1e-9, "bpw %.3f over the target", st.bpw);
             rm_rf(out);
         }
     }
@@ -159,7 +172,8 @@ static hr_err *copy_fill(void *ctx, int index, size_t off, void *buf, size_t len
     p.w.biases = p.biases;
     float *all = malloc(sizeof(float) * (size_t)(s->shape[0] * s->shape[1]));
     if (!all) return hr_err_oom();
-    for (int64_t r = 0; r < s->shape[0]; r++) hr_mlx_dequant(&p.w, r, 0, s->shape[1], all + r * s->shape[1]);
+    for (int64_t r = 0; r < s->shape[0]; r++)
+        hr_mlx_dequant(&p.w, r, 0, s->shape[1], all + r * s->shape[1]);
     memcpy(buf, (char *)all + off, len);
     free(all);
     return NULL;
@@ -214,8 +228,10 @@ static hr_err *copy_checkpoint(const char *src, const char *dst, int dequantize,
         json_object_del(cfg, "quantization_config");
     }
     json_t *qb = json_object_get(cfg, "quantization");
-    if (key && value) json_object_set(qb, key, value);
-    else if (key) json_object_del(qb, key);
+    if (key && value)
+        json_object_set(qb, key, value);
+    else if (key)
+        json_object_del(qb, key);
     json_object_set(cfg, "quantization_config", qb);
     if (dequantize) json_object_del(cfg, "quantization_config");
     snprintf(path, sizeof path, "%s/config.json", dst);
@@ -244,7 +260,8 @@ static hr_err *logits_of(const char *dir, const int32_t *tok, int n, float *out)
  * machine's level (3 and 6 bits always do): logits bit for bit those of the f32 weights. */
 static void test_bit_exact_vs_dequantized(void) {
     int32_t tok[24];
-    for (int i = 0; i < 24; i++) tok[i] = (i * 37 + 5) % 500;
+    for (int i = 0; i < 24; i++)
+        tok[i] = (i * 37 + 5) % 500;
     hr_cpu_level hw = hr_cpu()->level;
     for (int i = 0; i < N_MODELS; i++)
         for (int k = 1; k <= 2; k++) {
@@ -260,8 +277,9 @@ static void test_bit_exact_vs_dequantized(void) {
             if (!e) e = logits_of(f, tok, 24, b);
             hr_cpu_set_level(hw);
             HR_CHECK_OK(e);
-            HR_CHECK(!memcmp(a, b, sizeof(float) * 24 * 512), "%s %s: logits differ from the dequantized f32 model",
-                     models[i], modes[k].label);
+            HR_CHECK(!memcmp(a, b, sizeof(float) * 24 * 512),
+                     "%s %s: logits differ from the dequantized f32 model", models[i],
+                     modes[k].label);
             free(a);
             free(b);
             rm_rf(q);
@@ -295,8 +313,10 @@ static void test_corrupt_checkpoints(void) {
         {"group size 48", NULL, "group_size", json_integer(48), "group_size 48 is not supported"},
         {"scales of another group size", NULL, "group_size", json_integer(32), "one per group"},
         {"packed at other bits", NULL, "bits", json_integer(8), "columns at 8 bits"},
-        {"missing biases", "model.layers.1.mlp.down_proj.biases", NULL, NULL, "missing \"model.layers.1.mlp.down_proj.biases\""},
-        {"packed but not quantized", NULL, "model.layers.0.mlp.up_proj", json_false(), "does not quantize"},
+        {"missing biases", "model.layers.1.mlp.down_proj.biases", NULL, NULL,
+         "missing \"model.layers.1.mlp.down_proj.biases\""},
+        {"packed but not quantized", NULL, "model.layers.0.mlp.up_proj", json_false(),
+         "does not quantize"},
         {"mode", NULL, "mode", json_string("mxfp4"), "mode \"mxfp4\" is not supported"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
@@ -308,7 +328,8 @@ static void test_corrupt_checkpoints(void) {
     /* a source that is already quantized, and an existing --out, are refused */
     hr_convert_opts o = {.model = q, .out = bad, .bits = 4, .group_size = 64};
     hr_err *e = hr_convert(&o, &st);
-    HR_CHECK(e && strstr(hr_err_msg(e), "already quantized"), "%s", e ? hr_err_msg(e) : "converted");
+    HR_CHECK(e && strstr(hr_err_msg(e), "already quantized"), "%s",
+             e ? hr_err_msg(e) : "converted");
     hr_err_free(e);
     o.model = fixture_dir("tiny-llama");
     o.out = q;

@@ -110,19 +110,16 @@ static void check_batch_invariance(float temperature) {
     }
 }
 
-static void test_greedy_batch_invariance(void) {
-    check_batch_invariance(0);
-}
-static void test_seeded_batch_invariance(void) {
-    check_batch_invariance(1.0f);
-}
+static void test_greedy_batch_invariance(void) { check_batch_invariance(0); }
+static void test_seeded_batch_invariance(void) { check_batch_invariance(1.0f); }
 
 /* The same with --compute bf16 (AMX, VDPBF16PS or rounded x): each token's products
  * never depend on what else is in the batch. */
 static void test_bf16_batch_invariance(void) {
     hr_backend *be16 = NULL;
     hr_model *m16 = NULL, *saved = model;
-    hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2, .compute_bf16 = 1}, &be16);
+    hr_err *err =
+        hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2, .compute_bf16 = 1}, &be16);
     if (!err) err = hr_model_load(hr_fixture("models/brown-llama-8m"), be16, &m16);
     HR_CHECK_OK(err);
     if (!err) {
@@ -260,7 +257,8 @@ static void test_chat_fallback(void) {
                                              .max_tokens = 2,
                                              .ignore_eos = 1},
                         &res));
-    HR_CHECK(res.n == 2 && res.done.n_prompt == n, "prompt %d tokens, wanted %d", res.done.n_prompt, n);
+    HR_CHECK(res.n == 2 && res.done.n_prompt == n, "prompt %d tokens, wanted %d", res.done.n_prompt,
+             n);
     free(ids);
     hr_engine_destroy(e);
 }
@@ -285,16 +283,18 @@ static void test_reasoning_budget(void) {
                                  &(hr_engine_options){.n_threads = 1, .kv_memory = 16 << 20}, &e));
     const char *chat = "{\"messages\": [{\"role\": \"user\", \"content\": \"Hello there\"}]}";
     const hr_tokenizer *t = hr_engine_tokenizer(e);
-    int32_t open = hr_tokenizer_token_id(t, "<think>"), close = hr_tokenizer_token_id(t, "</think>");
+    int32_t open = hr_tokenizer_token_id(t, "<think>"),
+            close = hr_tokenizer_token_id(t, "</think>");
     result free_run, capped;
     HR_CHECK_OK(run_one(e, &(hr_request_params){.chat = chat, .max_tokens = 60}, &free_run));
     int natural = think_span(&free_run, open, close);
     HR_CHECK(natural > 3, "the model's own reasoning has %d tokens", natural);
-    HR_CHECK_OK(run_one(e, &(hr_request_params){.chat = chat, .max_tokens = 60, .reasoning_budget = 3},
-                        &capped));
+    HR_CHECK_OK(run_one(
+        e, &(hr_request_params){.chat = chat, .max_tokens = 60, .reasoning_budget = 3}, &capped));
     int span = think_span(&capped, open, close);
     /* 3 reasoning tokens, then the forced "\n" before </think> */
-    HR_CHECK(span == 4, "capped reasoning has %d tokens: %.*s", span, (int)capped.text_len, capped.text);
+    HR_CHECK(span == 4, "capped reasoning has %d tokens: %.*s", span, (int)capped.text_len,
+             capped.text);
     HR_CHECK(strstr(capped.text, "</think>\n\n") && capped.n > span + 4,
              "an answer follows the closed block: %.*s", (int)capped.text_len, capped.text);
     hr_engine_destroy(e);
@@ -314,9 +314,13 @@ static void test_untokenizable_never_sampled(void) {
     float bv = 100;
     result res;
     HR_CHECK_OK(run_one(e,
-                        &(hr_request_params){.tokens = p, .n_tokens = 4, .max_tokens = 4,
-                                             .ignore_eos = 1, .bias_ids = &bid,
-                                             .bias_values = &bv, .n_bias = 1},
+                        &(hr_request_params){.tokens = p,
+                                             .n_tokens = 4,
+                                             .max_tokens = 4,
+                                             .ignore_eos = 1,
+                                             .bias_ids = &bid,
+                                             .bias_values = &bv,
+                                             .n_bias = 1},
                         &res));
     hr_engine_destroy(e);
     HR_CHECK(res.done.finish == HR_FINISH_LENGTH && res.n == 4, "finish %d after %d tokens",
@@ -429,8 +433,8 @@ static void test_processors(void) {
         p.last_n = w;
         hr_proc_apply(&p, lw, 5, prompt, 3, out, 3, counts);
         for (int i = 0; i < 5; i++)
-            HR_CHECK(fabsf(lw[i] - (w == 2 ? want2 : want4)[i]) < 1e-6f, "last_n %d: logit %d = %g", w,
-                     i, lw[i]);
+            HR_CHECK(fabsf(lw[i] - (w == 2 ? want2 : want4)[i]) < 1e-6f, "last_n %d: logit %d = %g",
+                     w, i, lw[i]);
     }
     float x[4] = {0, logf(2), logf(3), logf(2)};
     int32_t ids[3];
@@ -522,22 +526,22 @@ static void test_stop_string_across_tokens(void) {
  * generated over their own time, higher than generated tokens over all busy time. */
 static void test_decode_rate_excludes_prefill(void) {
     hr_engine *e;
-    HR_CHECK_OK(hr_engine_create_on(tiny, NULL, &(hr_engine_options){.kv_memory = 4 << 20,
-                                                                    .max_batch_tokens = 16},
-                                    &e));
+    HR_CHECK_OK(hr_engine_create_on(
+        tiny, NULL, &(hr_engine_options){.kv_memory = 4 << 20, .max_batch_tokens = 16}, &e));
     static int32_t prompt[200];
     prompt_of(prompt, 200, 3);
     for (int j = 0; j < 200; j++)
         prompt[j] %= 512;
     static result res;
-    HR_CHECK_OK(run_one(e, &(hr_request_params){.tokens = prompt, .n_tokens = 200, .max_tokens = 1},
-                        &res));
+    HR_CHECK_OK(
+        run_one(e, &(hr_request_params){.tokens = prompt, .n_tokens = 200, .max_tokens = 1}, &res));
     hr_engine_stats st;
     hr_engine_stats_get(e, &st);
-    HR_CHECK(st.generated_tokens == 1 && st.decode_tok_s == 0, "after prefill only: %lld tokens, %g tok/s",
-             (long long)st.generated_tokens, st.decode_tok_s);
-    HR_CHECK_OK(run_one(e, &(hr_request_params){.tokens = prompt, .n_tokens = 200, .max_tokens = 20},
-                        &res));
+    HR_CHECK(st.generated_tokens == 1 && st.decode_tok_s == 0,
+             "after prefill only: %lld tokens, %g tok/s", (long long)st.generated_tokens,
+             st.decode_tok_s);
+    HR_CHECK_OK(run_one(
+        e, &(hr_request_params){.tokens = prompt, .n_tokens = 200, .max_tokens = 20}, &res));
     hr_engine_stats_get(e, &st);
     double overall = (double)st.generated_tokens / st.busy_s;
     HR_CHECK(st.decode_tok_s > overall, "decode %g tok/s, overall %g", st.decode_tok_s, overall);

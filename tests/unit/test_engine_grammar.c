@@ -25,8 +25,10 @@ static void drain(hr_request *r, out *o) {
             memcpy(o->text + o->len, ev.text, ev.text_len);
             o->len += ev.text_len;
         }
-        if (ev.kind == HR_EVENT_DONE) o->finish = ev.finish;
-        else if (o->n < 128) o->toks[o->n++] = ev.token;
+        if (ev.kind == HR_EVENT_DONE)
+            o->finish = ev.finish;
+        else if (o->n < 128)
+            o->toks[o->n++] = ev.token;
     }
 }
 
@@ -42,8 +44,12 @@ static hr_err *run(const hr_request_params *p, out *o) {
 static const int32_t prompt[] = {9707, 1879, 11, 1246, 525, 498};
 
 static hr_request_params params(hr_grammar *g, uint64_t seed) {
-    return (hr_request_params){.tokens = prompt, .n_tokens = 6, .max_tokens = 40, .temperature = 1,
-                               .seed = seed, .grammar = g};
+    return (hr_request_params){.tokens = prompt,
+                               .n_tokens = 6,
+                               .max_tokens = 40,
+                               .temperature = 1,
+                               .seed = seed,
+                               .grammar = g};
 }
 
 /* Whether text matches re as a whole (POSIX ERE). */
@@ -73,7 +79,8 @@ static void test_regex_sampled(void) {
 
 /* Six constrained requests, alone and then all at once: the same tokens. */
 static void test_batch_invariance(void) {
-    const char *gbnf = "root ::= \"{\\\"n\\\": \" [0-9]{1,4} \", \\\"w\\\": \\\"\" [a-z ]{0,12} \"\\\"}\"";
+    const char *gbnf =
+        "root ::= \"{\\\"n\\\": \" [0-9]{1,4} \", \\\"w\\\": \\\"\" [a-z ]{0,12} \"\\\"}\"";
     hr_grammar *g;
     HR_CHECK_OK(hr_grammar_compile(gbnf, strlen(gbnf), &g));
     out alone[6], together[6];
@@ -115,8 +122,8 @@ static void test_after_think(void) {
     const char *close = strstr(o.text, "</think>");
     HR_CHECK(close && strstr(o.text, "<think>") < close, "no reasoning block: \"%s\"", o.text);
     const char *answer = close + strlen("</think>");
-    HR_CHECK(o.finish == HR_FINISH_STOP && full_match("ok [0-9]{2}", answer), "finish %d, answer \"%s\"",
-             o.finish, answer);
+    HR_CHECK(o.finish == HR_FINISH_STOP && full_match("ok [0-9]{2}", answer),
+             "finish %d, answer \"%s\"", o.finish, answer);
 }
 
 /* Lazy: free text until the trigger token, then the grammar until it accepts, then free
@@ -147,8 +154,8 @@ static void test_lazy(void) {
         char span[64] = {0};
         memcpy(span, body, n < 63 ? n : 63);
         if (end || n >= 5) { /* a span cut by max_tokens is a prefix */
-            HR_CHECK(n == 5 && full_match("\\[[a-c]{3}\\]", span), "span %d is \"%s\" in \"%s\"", spans,
-                     span, o.text);
+            HR_CHECK(n == 5 && full_match("\\[[a-c]{3}\\]", span), "span %d is \"%s\" in \"%s\"",
+                     spans, span, o.text);
             spans++;
         }
     }
@@ -170,8 +177,9 @@ static void test_refusals(void) {
 }
 
 int main(void) {
-    hr_err *err = hr_engine_create(hr_fixture("models/qwen3-tools-20m"),
-                                   &(hr_engine_options){.n_threads = 2, .kv_memory = 32 << 20}, &eng);
+    hr_err *err =
+        hr_engine_create(hr_fixture("models/qwen3-tools-20m"),
+                         &(hr_engine_options){.n_threads = 2, .kv_memory = 32 << 20}, &eng);
     if (err) {
         printf("FAIL engine: %s\n# 0 passed, 1 failed\n", hr_err_msg(err));
         return 1;

@@ -131,7 +131,8 @@ static void check_moe(hr_backend *be, int T, int E, int k, int H, int I) {
         worst = fmaxf(worst, fabsf(y0[i] - y1[i]) / (1 + fabsf(y0[i])));
     HR_CHECK(worst < 1e-4f, "moe T=%d E=%d k=%d H=%d I=%d: rel diff %g", T, E, k, H, I, worst);
     void *bufs[] = {x, logits, gu, dn, scale, w, y0, y1, idx, gv, gp};
-    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++) free(bufs[i]);
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        free(bufs[i]);
 }
 
 static void test_moe_ops(void) {

@@ -13,18 +13,10 @@ typedef struct {
     size_t n;
 } raw;
 
-static void r_bytes(raw *r, const void *p, size_t n) {
-    memcpy(r->p + r->n, p, n), r->n += n;
-}
-static void r_u32(raw *r, uint32_t v) {
-    r_bytes(r, &v, 4);
-}
-static void r_u64(raw *r, uint64_t v) {
-    r_bytes(r, &v, 8);
-}
-static void r_str(raw *r, const char *s) {
-    r_u64(r, strlen(s)), r_bytes(r, s, strlen(s));
-}
+static void r_bytes(raw *r, const void *p, size_t n) { memcpy(r->p + r->n, p, n), r->n += n; }
+static void r_u32(raw *r, uint32_t v) { r_bytes(r, &v, 4); }
+static void r_u64(raw *r, uint64_t v) { r_bytes(r, &v, 8); }
+static void r_str(raw *r, const char *s) { r_u64(r, strlen(s)), r_bytes(r, s, strlen(s)); }
 static void r_header(raw *r, uint32_t version, uint64_t nt, uint64_t nkv) {
     r->n = 0;
     r_bytes(r, "GGUF", 4), r_u32(r, version), r_u64(r, nt), r_u64(r, nkv);

@@ -10,10 +10,10 @@
 
 #include "base/json.h"
 #include "harness.h"
-#include "model_logits.h"
 #include "model/gguf.h"
 #include "model/gguf_write.h"
 #include "model/model.h"
+#include "model_logits.h"
 
 static hr_backend *be;
 static json_t *gref; /* ../shared/fixtures/gguf/reference.json */
@@ -96,21 +96,11 @@ static void converted(const char *family) {
     unlink(path);
 }
 
-static void test_converted_llama(void) {
-    converted("llama");
-}
-static void test_converted_qwen2(void) {
-    converted("qwen2");
-}
-static void test_converted_qwen3(void) {
-    converted("qwen3");
-}
-static void test_converted_qwen3_moe(void) {
-    converted("qwen3_moe");
-}
-static void test_converted_gemma3(void) {
-    converted("gemma3");
-}
+static void test_converted_llama(void) { converted("llama"); }
+static void test_converted_qwen2(void) { converted("qwen2"); }
+static void test_converted_qwen3(void) { converted("qwen3"); }
+static void test_converted_qwen3_moe(void) { converted("qwen3_moe"); }
+static void test_converted_gemma3(void) { converted("gemma3"); }
 
 /* Every tensor of a llama.cpp-quantized file has reference.json's type; the config loads. */
 static void quantized(const char *file, int layers, int hidden, int heads, int kv_heads,
@@ -148,9 +138,7 @@ static void quantized(const char *file, int layers, int hidden, int heads, int k
 static void test_quantized_brown(void) {
     quantized("brown-llama-8m-Q4_K_M.gguf", 6, 192, 6, 2, 32);
 }
-static void test_quantized_qwen3(void) {
-    quantized("e2e-qwen3-Q8_0.gguf", 2, 64, 0, 0, 32);
-}
+static void test_quantized_qwen3(void) { quantized("e2e-qwen3-Q8_0.gguf", 2, 64, 0, 0, 32); }
 
 int main(void) {
     hr_err *e = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &be);

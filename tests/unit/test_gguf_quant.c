@@ -9,9 +9,9 @@
  * to f32 rounding: that separates the loader and the weights (exact) from the fast products. */
 #include "base/json.h"
 #include "harness.h"
-#include "model_logits.h"
 #include "model/model.h"
 #include "model/safetensors.h"
+#include "model_logits.h"
 #include "tensor/quant.h"
 
 static hr_backend *be, *twin; /* twin: the CPU backend, uploading block types as f32 */
@@ -161,8 +161,8 @@ static double ref_ppl(const char *file, int n_ctx, int llama) {
         f = json_object_get(json_object_get(f, "llama_perplexity"), key);
     } else {
         snprintf(key, sizeof key, "llamacpp_ids.%d", n_ctx);
-        f = json_object_get(
-            json_object_get(json_object_get(f, "transformers"), "ppl_equivalent"), key);
+        f = json_object_get(json_object_get(json_object_get(f, "transformers"), "ppl_equivalent"),
+                            key);
     }
     return json_real_value(json_object_get(f, "final_ppl"));
 }

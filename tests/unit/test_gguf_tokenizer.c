@@ -43,12 +43,8 @@ static void texts(const char *file, const char *set) {
              2 * json_array_size(all));
 }
 
-static void test_brown_texts(void) {
-    texts("gguf/brown-llama-8m-F16.gguf", "A");
-}
-static void test_qwen3_texts(void) {
-    texts("gguf/e2e-qwen3-Q8_0.gguf", "B");
-}
+static void test_brown_texts(void) { texts("gguf/brown-llama-8m-F16.gguf", "A"); }
+static void test_qwen3_texts(void) { texts("gguf/e2e-qwen3-Q8_0.gguf", "B"); }
 
 static void test_brown_heldout(void) {
     json_t *mref;

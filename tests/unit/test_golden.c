@@ -9,10 +9,9 @@
 #include "harness.h"
 #include "model/safetensors.h"
 
-static const char *const models[] = {"tiny-llama",      "tiny-qwen2",      "tiny-qwen3",
-                                      "tiny-gemma3",     "tiny-gemma4",     "tiny-gemma4_moe",
-                                      "tiny-qwen3_moe",  "tiny-qwen3_next", "tiny-qwen3_5",
-                                      "tiny-qwen3_5_moe"};
+static const char *const models[] = {
+    "tiny-llama",      "tiny-qwen2",     "tiny-qwen3",      "tiny-gemma3",  "tiny-gemma4",
+    "tiny-gemma4_moe", "tiny-qwen3_moe", "tiny-qwen3_next", "tiny-qwen3_5", "tiny-qwen3_5_moe"};
 
 typedef struct {
     hr_backend *be;
@@ -63,13 +62,15 @@ static hr_err *run_chunked(fixture *f, const int32_t *tok, int n, int chunk, flo
 
 static float max_abs(const float *a, size_t n) {
     float m = 0;
-    for (size_t i = 0; i < n; i++) m = fmaxf(m, fabsf(a[i]));
+    for (size_t i = 0; i < n; i++)
+        m = fmaxf(m, fabsf(a[i]));
     return m;
 }
 
 static float max_diff(const float *a, const float *b, size_t n) {
     float m = 0;
-    for (size_t i = 0; i < n; i++) m = fmaxf(m, fabsf(a[i] - b[i]));
+    for (size_t i = 0; i < n; i++)
+        m = fmaxf(m, fabsf(a[i] - b[i]));
     return m;
 }
 
@@ -105,7 +106,9 @@ static hr_err *check_greedy(fixture *f, const int32_t *ref_tok, const float *ref
         argmax(ref_logits + (size_t)(n - 1) * f->V, f->V, &margin);
         tok[n] = argmax(lg, f->V, NULL);
         if (margin < 0.05f) break;
-        if (tok[n] != ref_tok[n]) err = hr_errf("greedy token %d: got %d, reference %d (margin %.3f)", n, tok[n], ref_tok[n], margin);
+        if (tok[n] != ref_tok[n])
+            err = hr_errf("greedy token %d: got %d, reference %d (margin %.3f)", n, tok[n],
+                          ref_tok[n], margin);
         n++;
     }
     hr_kv_seq_release(&pool, &seq);
@@ -132,7 +135,8 @@ static void check_case(fixture *f, const json_t *c, const char *model) {
     float tol = 1e-3f * fmaxf(1.0f, max_abs(ref, n));
     HR_CHECK_OK(run_chunked(f, tok, T, T, full));
     float d = max_diff(full, ref, n);
-    HR_CHECK(d <= tol, "%s %s: full forward differs from reference by %g (tol %g)", model, key, d, tol);
+    HR_CHECK(d <= tol, "%s %s: full forward differs from reference by %g (tol %g)", model, key, d,
+             tol);
     /* attention models: bit-identical whatever the chunking (attention.c); DeltaNet layers
      * use the chunked (WY) form for long chunks and the recurrent one for short ones */
     int chunks[] = {1, 3, 16}, hybrid = hr_arch_is_hybrid(hr_model_cfg(f->m)->arch);
@@ -150,8 +154,10 @@ static void check_case(fixture *f, const json_t *c, const char *model) {
 /* Two sequences in one step (one prefilling, one decoding) equal each run alone. */
 static void check_batched(fixture *f, const char *model) {
     int32_t a[12], b[5];
-    for (int i = 0; i < 12; i++) a[i] = (i * 37 + 11) % f->V;
-    for (int i = 0; i < 5; i++) b[i] = (i * 53 + 7) % f->V;
+    for (int i = 0; i < 12; i++)
+        a[i] = (i * 37 + 11) % f->V;
+    for (int i = 0; i < 5; i++)
+        b[i] = (i * 53 + 7) % f->V;
     float ref_a[12 * 512], ref_b[5 * 512];
     HR_CHECK(f->V <= 512, "vocab too big for this test");
     HR_CHECK_OK(run_chunked(f, a, 12, 12, ref_a));
@@ -164,7 +170,8 @@ static void check_batched(fixture *f, const char *model) {
     float out[13 * 512];
     hr_row first = {b, 4, 0, sb.blocks, HR_LOGITS_NONE, 1};
     HR_CHECK_OK(hr_model_forward(f->m, &pool.store, &first, 1, NULL));
-    hr_row rows[2] = {{a, 12, 0, sa.blocks, HR_LOGITS_ALL, 0}, {b + 4, 1, 4, sb.blocks, HR_LOGITS_LAST, 1}};
+    hr_row rows[2] = {{a, 12, 0, sa.blocks, HR_LOGITS_ALL, 0},
+                      {b + 4, 1, 4, sb.blocks, HR_LOGITS_LAST, 1}};
     HR_CHECK_OK(hr_model_forward(f->m, &pool.store, rows, 2, out));
     float da = max_diff(out, ref_a, (size_t)12 * f->V);
     float db = max_diff(out + 12 * f->V, ref_b + 4 * f->V, (size_t)f->V);
@@ -190,7 +197,8 @@ static void test_models(void) {
         if (!hr_t_cur_failed) check_batched(&f, models[i]);
         fixture_close(&f);
         if (hr_t_cur_failed) return;
-        printf("  %s: all public cases match (%s kernels)\n", models[i], hr_cpu_level_name(hr_cpu()->level));
+        printf("  %s: all public cases match (%s kernels)\n", models[i],
+               hr_cpu_level_name(hr_cpu()->level));
     }
 }
 

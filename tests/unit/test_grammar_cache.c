@@ -54,11 +54,12 @@ static void test_eviction(void) {
     hr_grammar_cache *c;
     HR_CHECK_OK(hr_grammar_cache_create(one * 5 / 2, &c)); /* room for two */
     char t[3][64];
-    for (int i = 0; i < 3; i++) snprintf(t[i], sizeof t[i], "root ::= \"a\" [0-%d]+", i + 5);
+    for (int i = 0; i < 3; i++)
+        snprintf(t[i], sizeof t[i], "root ::= \"a\" [0-%d]+", i + 5);
     hr_grammar_free(get(c, HR_GRAMMAR_SRC_GBNF, t[0]));
     hr_grammar_free(get(c, HR_GRAMMAR_SRC_GBNF, t[1]));
     hr_grammar_free(get(c, HR_GRAMMAR_SRC_GBNF, t[0])); /* t[0] most recent */
-    hr_grammar_free(get(c, HR_GRAMMAR_SRC_GBNF, t[2]));  /* evicts t[1] */
+    hr_grammar_free(get(c, HR_GRAMMAR_SRC_GBNF, t[2])); /* evicts t[1] */
     hr_grammar_cache_stats s;
     hr_grammar_cache_stats_get(c, &s);
     HR_CHECK(s.evictions == 1 && s.entries == 2 && s.bytes <= s.cap_bytes,
@@ -69,7 +70,8 @@ static void test_eviction(void) {
     HR_CHECK(s.compiles == 3, "t[0] was evicted (compiles %llu)", (unsigned long long)s.compiles);
     hr_grammar_free(get(c, HR_GRAMMAR_SRC_GBNF, t[1]));
     hr_grammar_cache_stats_get(c, &s);
-    HR_CHECK(s.compiles == 4, "t[1] was not evicted (compiles %llu)", (unsigned long long)s.compiles);
+    HR_CHECK(s.compiles == 4, "t[1] was not evicted (compiles %llu)",
+             (unsigned long long)s.compiles);
     hr_grammar_cache_free(c);
     HR_CHECK_OK(hr_grammar_cache_create(one / 2, &c)); /* too small for any */
     hr_grammar_free(get(c, HR_GRAMMAR_SRC_GBNF, t[0]));
@@ -92,7 +94,8 @@ static void *work(void *arg) {
         hr_err *e = hr_grammar_cache_get(w->c, HR_GRAMMAR_SRC_GBNF, t, strlen(t), &g);
         hr_matcher *m = NULL;
         if (!e) e = hr_matcher_create(g, NULL, &m);
-        if (e || !hr_matcher_accept_bytes(m, "xa", 2, NULL) || !hr_matcher_is_accepting(m)) w->bad++;
+        if (e || !hr_matcher_accept_bytes(m, "xa", 2, NULL) || !hr_matcher_is_accepting(m))
+            w->bad++;
         hr_err_free(e);
         hr_matcher_free(m);
         hr_grammar_free(g);

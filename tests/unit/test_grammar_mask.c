@@ -47,9 +47,7 @@ static uint32_t next_rand(void) {
     return (uint32_t)rng;
 }
 
-static int bit(const uint32_t *m, int i) {
-    return (m[i >> 5] >> (i & 31)) & 1;
-}
+static int bit(const uint32_t *m, int i) { return (m[i >> 5] >> (i & 31)) & 1; }
 
 /* First differing token of two masks, or -1. */
 static int mask_diff(const uint32_t *a, const uint32_t *b, int n) {
@@ -145,15 +143,9 @@ static void walk_grammar(hr_grammar *g, int steps) {
     hr_grammar_free(g);
 }
 
-static void test_walk_json(void) {
-    walk_grammar(compile_file("json.gbnf"), 25);
-}
-static void test_walk_arithmetic(void) {
-    walk_grammar(compile_file("arithmetic.gbnf"), 25);
-}
-static void test_walk_list(void) {
-    walk_grammar(compile_file("list.gbnf"), 15);
-}
+static void test_walk_json(void) { walk_grammar(compile_file("json.gbnf"), 25); }
+static void test_walk_arithmetic(void) { walk_grammar(compile_file("arithmetic.gbnf"), 25); }
+static void test_walk_list(void) { walk_grammar(compile_file("list.gbnf"), 15); }
 
 static void test_walk_regex(void) {
     const char *res[] = {"[a-z]{1,8}@[a-z]{2,6}\\.(com|org)",
@@ -322,7 +314,8 @@ static void test_special_tokens_never(void) {
     for (int i = 0; i < n; i++)
         if (bit(bits, i) && hr_tokenizer_is_special(qwen, i) && !is_stop(qwen, i)) special_on = i;
     /* a text added token is a token like any other; a control token never */
-    int32_t call = hr_tokenizer_token_id(qwen, "<tool_call>"), start = hr_tokenizer_token_id(qwen, "<|im_start|>");
+    int32_t call = hr_tokenizer_token_id(qwen, "<tool_call>"),
+            start = hr_tokenizer_token_id(qwen, "<|im_start|>");
     int call_on = call >= 0 && bit(bits, call), refused = start < 0 || !hr_matcher_accept(m, start);
     int bad_ids = !hr_matcher_accept(m, -5) && !hr_matcher_accept(m, n);
     hr_matcher_free(m);
@@ -353,7 +346,8 @@ static size_t bytelevel_char(uint8_t b, char *out) {
  * invalid UTF-8 inside (a stray continuation, an overlong form, a surrogate, a lead byte
  * followed by ASCII), so the masks' UTF-8 shortcuts meet them. */
 static void test_walk_odd_vocab(void) {
-    static const char *odd[] = {("a\x80" "b"), /* split: \x80b would be one escape */
+    static const char *odd[] = {("a\x80"
+                                 "b"), /* split: \x80b would be one escape */
                                 "ab\xC3",
                                 "\xC3\xA9x",
                                 "a\xE0\x80\x80",

@@ -65,7 +65,9 @@ static void note_refusal(refusal *r, int *nr, const char *msg) {
     }
     if (strstr(msg, "pattern: ")) snprintf(kw, sizeof kw, "pattern (regex construct)");
     if (strstr(msg, "grammar too large")) snprintf(kw, sizeof kw, "(grammar too large)");
-    if (strstr(msg, "together with")) snprintf(kw, sizeof kw, "%.60s", strstr(msg, "schema: ") ? strstr(msg, "schema: ") + 8 : msg);
+    if (strstr(msg, "together with"))
+        snprintf(kw, sizeof kw, "%.60s",
+                 strstr(msg, "schema: ") ? strstr(msg, "schema: ") + 8 : msg);
     char *at = strstr(kw, " at #");
     if (at) *at = 0;
     for (int i = 0; i < *nr; i++)
@@ -158,10 +160,12 @@ static void test_fixtures(void) {
                 if (got != valid) {
                     misjudged++;
                     unsound += !valid;
-                    for (int k = 0; k < N_OVER && !valid; k++) by_class[k] += (over >> k) & 1;
+                    for (int k = 0; k < N_OVER && !valid; k++)
+                        by_class[k] += (over >> k) & 1;
                     undocumented += !valid && !over;
                     printf("# misjudged %s test %zu (%s, %s; over-acceptance classes 0x%x): "
-                           "%.200s\n", de->d_name, i, valid ? "valid" : "invalid",
+                           "%.200s\n",
+                           de->d_name, i, valid ? "valid" : "invalid",
                            pretty ? "pretty" : "compact", over, inst);
                 }
                 free(inst);
@@ -184,10 +188,11 @@ static void test_fixtures(void) {
                ms[n_ms / 2], ms[(n_ms * 99) / 100], ms[n_ms - 1]);
     if (n_ms)
         printf("# of which schema -> GBNF ms: p50 %.2f p99 %.2f max %.2f; GBNF -> grammar ms: "
-               "p50 %.2f p99 %.2f max %.2f\n", ms_gbnf[n_ms / 2], ms_gbnf[(n_ms * 99) / 100],
-               ms_gbnf[n_ms - 1], ms_engine[n_ms / 2], ms_engine[(n_ms * 99) / 100],
-               ms_engine[n_ms - 1]);
-    for (int i = 0; i < nr; i++) printf("# refused %3d: %s\n", ref[i].n, ref[i].kw);
+               "p50 %.2f p99 %.2f max %.2f\n",
+               ms_gbnf[n_ms / 2], ms_gbnf[(n_ms * 99) / 100], ms_gbnf[n_ms - 1],
+               ms_engine[n_ms / 2], ms_engine[(n_ms * 99) / 100], ms_engine[n_ms - 1]);
+    for (int i = 0; i < nr; i++)
+        printf("# refused %3d: %s\n", ref[i].n, ref[i].kw);
     HR_CHECK(total >= 599, "only %d fixture schemas", total);
     HR_CHECK(compiled * 10 >= total * 9, "compiled %d of %d (< 90%%)", compiled, total);
     for (int k = 0; k < N_OVER; k++)
@@ -203,8 +208,8 @@ static void test_fixtures(void) {
 /* ---- per-keyword cases ---- */
 
 /* schema must compile (both modes); each of `yes` is accepted, each of `no` rejected. */
-static int judge(const char *schema, const char *const *yes, const char *const *no,
-                 char *why, size_t why_n) {
+static int judge(const char *schema, const char *const *yes, const char *const *no, char *why,
+                 size_t why_n) {
     for (int compact = 0; compact < 2; compact++) {
         hr_grammar *g;
         hr_err *e = compile_text(schema, compact, &g);
@@ -230,10 +235,10 @@ static int judge(const char *schema, const char *const *yes, const char *const *
     return 1;
 }
 
-#define JUDGE(schema, yes, no)                                                              \
-    do {                                                                                    \
-        char why_[4096];                                                                    \
-        HR_CHECK(judge(schema, yes, no, why_, sizeof why_), "%s", why_);                    \
+#define JUDGE(schema, yes, no)                                                                     \
+    do {                                                                                           \
+        char why_[4096];                                                                           \
+        HR_CHECK(judge(schema, yes, no, why_, sizeof why_), "%s", why_);                           \
     } while (0)
 #define L(...) ((const char *const[]){__VA_ARGS__, NULL})
 #define NONE ((const char *const[]){NULL})
@@ -271,18 +276,29 @@ static void test_strings(void) {
     JUDGE("{\"type\":\"string\",\"pattern\":\"^[a-z][a-z0-9-]*$\",\"maxLength\":4}",
           L("\"a\"", "\"a-1b\""), L("\"\"", "\"a-1bc\"", "\"1a\""));
     JUDGE("{\"type\":\"string\",\"minLength\":300,\"maxLength\":301}",
-          L("\"" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" "\""),
-          L("\"" "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" "\""));
+          L("\""
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+            "aaaaaaaaaaaaaa"
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+            "aaaaaaaaaaaaaa"
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+            "aaaaaaaaaaaaaa"
+            "\""),
+          L("\""
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+            "aaaaaaaaaaaaa"
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+            "aaaaaaaaaaaaaa"
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+            "aaaaaaaaaaaaaa"
+            "\""));
 }
 
 static void test_formats(void) {
-    JUDGE("{\"type\":\"string\",\"format\":\"date\"}",
-          L("\"2024-02-29\"", "\"2023-12-31\"", "\"2000-02-29\""),
-          L("\"2023-02-29\"", "\"1900-02-29\"", "\"2023-04-31\"", "\"2023-13-01\"", "\"23-01-01\""));
+    JUDGE(
+        "{\"type\":\"string\",\"format\":\"date\"}",
+        L("\"2024-02-29\"", "\"2023-12-31\"", "\"2000-02-29\""),
+        L("\"2023-02-29\"", "\"1900-02-29\"", "\"2023-04-31\"", "\"2023-13-01\"", "\"23-01-01\""));
     JUDGE("{\"type\":\"string\",\"format\":\"date-time\"}",
           L("\"2023-01-05T10:20:30Z\"", "\"2023-01-05t10:20:30.123+02:00\""),
           L("\"2023-01-05T24:00:00Z\"", "\"2023-01-05T10:20:30\"", "\"2023-01-05 10:20\""));
@@ -291,11 +307,12 @@ static void test_formats(void) {
           L("\"P\"", "\"PT\"", "\"1Y\""));
     JUDGE("{\"type\":\"string\",\"format\":\"email\"}", L("\"a.b@example.com\""),
           L("\"a@@b\"", "\"@b.c\"", "\"a b@c\""));
-    JUDGE("{\"type\":\"string\",\"format\":\"uuid\"}", L("\"123e4567-e89b-12d3-a456-426614174000\""),
-          L("\"123e4567e89b12d3a456426614174000\""));
+    JUDGE("{\"type\":\"string\",\"format\":\"uuid\"}",
+          L("\"123e4567-e89b-12d3-a456-426614174000\""), L("\"123e4567e89b12d3a456426614174000\""));
     JUDGE("{\"type\":\"string\",\"format\":\"ipv4\"}", L("\"192.168.0.255\""),
           L("\"256.1.1.1\"", "\"1.2.3\"", "\"01.2.3.4\""));
-    JUDGE("{\"type\":\"string\",\"format\":\"ipv6\"}", L("\"::1\"", "\"fe80::1:2\"", "\"1:2:3:4:5:6:7:8\""),
+    JUDGE("{\"type\":\"string\",\"format\":\"ipv6\"}",
+          L("\"::1\"", "\"fe80::1:2\"", "\"1:2:3:4:5:6:7:8\""),
           L("\"1:2:3\"", "\":::\"", "\"12345::\""));
     JUDGE("{\"type\":\"string\",\"format\":\"hostname\"}", L("\"example.com\"", "\"a-b\""),
           L("\"-a.com\"", "\"a..b\""));
@@ -311,9 +328,11 @@ static int range_ok(long lo, long hi, int ex, char *why, size_t n) {
     char schema[256];
     if (ex)
         snprintf(schema, sizeof schema,
-                 "{\"type\":\"integer\",\"exclusiveMinimum\":%ld,\"exclusiveMaximum\":%ld}", lo, hi);
+                 "{\"type\":\"integer\",\"exclusiveMinimum\":%ld,\"exclusiveMaximum\":%ld}", lo,
+                 hi);
     else
-        snprintf(schema, sizeof schema, "{\"type\":\"integer\",\"minimum\":%ld,\"maximum\":%ld}", lo, hi);
+        snprintf(schema, sizeof schema, "{\"type\":\"integer\",\"minimum\":%ld,\"maximum\":%ld}",
+                 lo, hi);
     hr_grammar *g;
     hr_err *e = compile_text(schema, 1, &g);
     if (e) {
@@ -336,7 +355,7 @@ static int range_ok(long lo, long hi, int ex, char *why, size_t n) {
 }
 
 static void test_integer_ranges(void) {
-    static const long r[][2] = {{0, 9},    {1, 1},      {-5, 5},     {-123, -7},  {7, 1000},
+    static const long r[][2] = {{0, 9},    {1, 1},       {-5, 5},    {-123, -7},  {7, 1000},
                                 {99, 101}, {-1000, 999}, {10, 19},   {455, 1237}, {0, 0},
                                 {-1, 0},   {3, 4567},    {-45, 1003}};
     char why[512];
@@ -344,19 +363,20 @@ static void test_integer_ranges(void) {
         for (int ex = 0; ex < 2 - (r[i][1] - r[i][0] < 2); ex++)
             HR_CHECK(range_ok(r[i][0], r[i][1], ex, why, sizeof why), "%s", why);
     /* one-sided, draft-04 boolean exclusives, numbers with integer bounds */
-    JUDGE("{\"type\":\"integer\",\"minimum\":15}", L("15", "16", "100", "123456789"), L("14", "-15", "0"));
+    JUDGE("{\"type\":\"integer\",\"minimum\":15}", L("15", "16", "100", "123456789"),
+          L("14", "-15", "0"));
     JUDGE("{\"type\":\"integer\",\"maximum\":-3,\"exclusiveMaximum\":true}", L("-4", "-100"),
           L("-3", "0", "5"));
-    JUDGE("{\"type\":\"number\",\"minimum\":0,\"maximum\":1}",
-          L("0", "0.5", "1", "1.000", "0.0"), L("-0.1", "1.01", "2", "-1", "1e0"));
+    JUDGE("{\"type\":\"number\",\"minimum\":0,\"maximum\":1}", L("0", "0.5", "1", "1.000", "0.0"),
+          L("-0.1", "1.01", "2", "-1", "1e0"));
     JUDGE("{\"type\":\"number\",\"exclusiveMinimum\":-2,\"exclusiveMaximum\":3}",
           L("-1.9999", "2.999", "0"), L("-2", "-2.0", "3", "3.5", "-3"));
-    JUDGE("{\"type\":\"number\",\"minimum\":0.5,\"maximum\":3}", L("0.5", "0.51", "1", "2.25", "3", "3.0"),
-          L("0.49", "0.4999", "3.01", "0", "-1"));
+    JUDGE("{\"type\":\"number\",\"minimum\":0.5,\"maximum\":3}",
+          L("0.5", "0.51", "1", "2.25", "3", "3.0"), L("0.49", "0.4999", "3.01", "0", "-1"));
     JUDGE("{\"type\":\"number\",\"exclusiveMinimum\":1.25}", L("1.26", "1.251", "2"),
           L("1.25", "1.2500", "1.2", "1"));
-    JUDGE("{\"type\":\"integer\",\"multipleOf\":7,\"minimum\":10,\"maximum\":30}", L("14", "21", "28"),
-          L("7", "35", "15"));
+    JUDGE("{\"type\":\"integer\",\"multipleOf\":7,\"minimum\":10,\"maximum\":30}",
+          L("14", "21", "28"), L("7", "35", "15"));
     JUDGE("{\"type\":\"integer\",\"multipleOf\":7}", L("0", "7", "-14", "700", "7777777"),
           L("1", "8", "-15", "701"));
 }
@@ -379,8 +399,10 @@ static int decimal_ok(double v, int kw, char *why, size_t n) {
     int nt = 0;
     snprintf(t[nt++], 64, "%.17g", v);
     snprintf(t[nt++], 64, "%.15g", v);
-    for (int d = -20; d <= 20; d++) snprintf(t[nt++], 64, "%.4f", v + d * 0.0007);
-    for (int d = -3; d <= 3; d++) snprintf(t[nt++], 64, "%.1f", v + d * 0.1);
+    for (int d = -20; d <= 20; d++)
+        snprintf(t[nt++], 64, "%.4f", v + d * 0.0007);
+    for (int d = -3; d <= 3; d++)
+        snprintf(t[nt++], 64, "%.1f", v + d * 0.1);
     double nb[2] = {nextafter(v, -INFINITY), nextafter(v, INFINITY)};
     for (int s = 0; s < 2; s++) {
         /* the midpoint to 25 significant digits, then a digit above and below it */
@@ -407,11 +429,12 @@ static int decimal_ok(double v, int kw, char *why, size_t n) {
 }
 
 static void test_decimal_bounds(void) {
-    static const double v[] = {0.3, 0.5, 1.25, -2.75, 0.1, 1e-5, 123.456, -0.001, 99.99, 2.5e-3,
-                               -1e-7, 7.0000001};
+    static const double v[] = {0.3,     0.5,    1.25,  -2.75,  0.1,   1e-5,
+                               123.456, -0.001, 99.99, 2.5e-3, -1e-7, 7.0000001};
     char why[512];
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-        for (int kw = 0; kw < 4; kw++) HR_CHECK(decimal_ok(v[i], kw, why, sizeof why), "%s", why);
+        for (int kw = 0; kw < 4; kw++)
+            HR_CHECK(decimal_ok(v[i], kw, why, sizeof why), "%s", why);
     JUDGE("{\"type\":\"number\",\"minimum\":-0.5,\"maximum\":0.25}",
           L("-0.5", "-0", "0", "0.25", "0.1", "-0.49999"), L("-0.51", "0.26", "1", "-1"));
     JUDGE("{\"type\":\"number\",\"exclusiveMinimum\":0.5,\"exclusiveMaximum\":0.625}",
@@ -424,15 +447,17 @@ static void test_objects(void) {
     /* any order, each once; required enforced; additional keys never a declared name */
     const char *s = "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},"
                     "\"b\":{\"type\":\"string\"}},\"required\":[\"a\"]}";
-    JUDGE(s, L("{\"a\":1}", "{\"b\":\"x\",\"a\":1}", "{\"a\":1,\"c\":[]}", "{\"ab\":0,\"a\":2}",
-               "{\n  \"a\": 1,\n  \"b\": \"x\"\n}"),
+    JUDGE(s,
+          L("{\"a\":1}", "{\"b\":\"x\",\"a\":1}", "{\"a\":1,\"c\":[]}", "{\"ab\":0,\"a\":2}",
+            "{\n  \"a\": 1,\n  \"b\": \"x\"\n}"),
           L("{}", "{\"b\":\"x\"}", "{\"a\":1,\"a\":2}", "{\"a\":\"x\"}", "{\"a\":1,\"b\":2}",
             "{\"a\":1,}"));
     JUDGE("{\"properties\":{\"a\":{}},\"additionalProperties\":false}", L("{}", "{\"a\":[]}", "7"),
           L("{\"b\":1}"));
-    JUDGE("{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"},\"minProperties\":1,"
-          "\"maxProperties\":2}",
-          L("{\"x\":1}", "{\"x\":1,\"y\":2}"), L("{}", "{\"x\":1,\"y\":2,\"z\":3}", "{\"x\":\"s\"}"));
+    JUDGE(
+        "{\"type\":\"object\",\"additionalProperties\":{\"type\":\"integer\"},\"minProperties\":1,"
+        "\"maxProperties\":2}",
+        L("{\"x\":1}", "{\"x\":1,\"y\":2}"), L("{}", "{\"x\":1,\"y\":2,\"z\":3}", "{\"x\":\"s\"}"));
     JUDGE("{\"type\":\"object\",\"patternProperties\":{\"^x-\":{\"type\":\"string\"}},"
           "\"additionalProperties\":false}",
           L("{\"x-a\":\"s\"}", "{}"), L("{\"y\":\"s\"}", "{\"x-a\":1}"));
@@ -440,13 +465,14 @@ static void test_objects(void) {
           "{\"a\":[\"b\"]},\"additionalProperties\":false}",
           L("{}", "{\"b\":1}", "{\"a\":1,\"b\":2}", "{\"b\":1,\"c\":2,\"a\":3}"),
           L("{\"a\":1}", "{\"a\":1,\"c\":2}"));
-    JUDGE("{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^[a-z]+$\"}}",
-          L("{\"ab\":1}"), L("{\"A\":1}"));
+    JUDGE("{\"type\":\"object\",\"propertyNames\":{\"pattern\":\"^[a-z]+$\"}}", L("{\"ab\":1}"),
+          L("{\"A\":1}"));
     JUDGE("{\"type\":\"object\",\"propertyNames\":{\"enum\":[\"a\",\"b\",7]}}",
           L("{}", "{\"a\":1,\"b\":[]}"), L("{\"c\":1}", "{\"7\":1}"));
     JUDGE("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"}},"
           "\"propertyNames\":{\"$ref\":\"#/$defs/k\"},\"$defs\":{\"k\":{\"enum\":[\"a\",\"b\"]}}}",
-          L("{\"a\":1,\"b\":\"x\"}", "{\"b\":null}"), L("{\"a\":\"x\"}", "{\"c\":1}", "{\"a\":1,\"a\":2}"));
+          L("{\"a\":1,\"b\":\"x\"}", "{\"b\":null}"),
+          L("{\"a\":\"x\"}", "{\"c\":1}", "{\"a\":1,\"a\":2}"));
     JUDGE("{\"type\":\"object\",\"propertyNames\":{\"maxLength\":2,\"minLength\":1}}",
           L("{\"ab\":1,\"\\n\":2}"), L("{\"abc\":1}", "{\"\":1}"));
 }
@@ -473,8 +499,9 @@ static void test_many_properties(void) {
                     "\"c\":{},\"d\":{},\"e\":{},\"f\":{},\"g\":{},\"h\":{},\"i\":{},"
                     "\"j\":{\"type\":\"string\"}},\"required\":[\"a\",\"j\"],"
                     "\"dependencies\":{\"b\":[\"c\"]},\"additionalProperties\":false}";
-    JUDGE(s, L("{\"j\":\"x\",\"a\":2}", "{\"i\":1,\"j\":\"x\",\"h\":2,\"a\":3}",
-               "{\"c\":1,\"b\":1,\"j\":\"\",\"a\":0}"),
+    JUDGE(s,
+          L("{\"j\":\"x\",\"a\":2}", "{\"i\":1,\"j\":\"x\",\"h\":2,\"a\":3}",
+            "{\"c\":1,\"b\":1,\"j\":\"\",\"a\":0}"),
           L("{\"a\":1}", "{\"j\":\"x\",\"a\":1,\"a\":3}", "{\"a\":1,\"j\":\"x\",\"k\":1}",
             "{\"a\":1,\"j\":\"x\",\"b\":1}", "{\"a\":\"s\",\"j\":\"x\"}", "{\"a\":1,\"j\":2}"));
     unsigned over = over_classes(s);
@@ -495,7 +522,8 @@ static void test_many_properties(void) {
 static void test_arrays(void) {
     JUDGE("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"contains\":{\"minimum\":5},"
           "\"minContains\":2}",
-          L("[5,6]", "[1,5,2,9,3]", "[7,7,7]", "[ 5 , 0 , 5 ]"), L("[]", "[5]", "[1,2,5]", "[5,\"x\",5]"));
+          L("[5,6]", "[1,5,2,9,3]", "[7,7,7]", "[ 5 , 0 , 5 ]"),
+          L("[]", "[5]", "[1,2,5]", "[5,\"x\",5]"));
     JUDGE("{\"type\":\"array\",\"contains\":{\"const\":\"x\"}}", L("[\"x\"]", "[1,{},\"x\",null]"),
           L("[]", "[1]", "[\"y\"]"));
     JUDGE("{\"type\":\"array\",\"contains\":{\"type\":\"null\"},\"minContains\":0,\"maxItems\":1}",
@@ -503,36 +531,41 @@ static void test_arrays(void) {
     /* uniqueItems: exact over few values, else not enforced (HR_SCHEMA_OVER_UNIQUE) */
     JUDGE("{\"type\":\"array\",\"items\":{\"enum\":[\"a\",\"b\",3]},\"uniqueItems\":true,"
           "\"minItems\":1}",
-          L("[\"a\"]", "[3,\"a\"]", "[\"b\",3,\"a\"]"), L("[]", "[\"a\",\"a\"]", "[3,\"b\",3]", "[4]"));
+          L("[\"a\"]", "[3,\"a\"]", "[\"b\",3,\"a\"]"),
+          L("[]", "[\"a\",\"a\"]", "[3,\"b\",3]", "[4]"));
     JUDGE("{\"type\":\"array\",\"items\":{\"type\":\"boolean\"},\"uniqueItems\":true}",
           L("[]", "[true]", "[false,true]"), L("[true,true]", "[true,false,true]"));
-    const char *loose[] = {"{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true}",
-                           "{\"type\":\"array\",\"items\":{\"enum\":[1,2]},\"uniqueItems\":true}"};
+    const char *loose[] = {
+        "{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"uniqueItems\":true}",
+        "{\"type\":\"array\",\"items\":{\"enum\":[1,2]},\"uniqueItems\":true}"};
     for (int i = 0; i < 2; i++) {
         unsigned over = over_classes(loose[i]);
-        HR_CHECK(over == (i ? 0u : (unsigned)HR_SCHEMA_OVER_UNIQUE), "%s: classes 0x%x", loose[i], over);
+        HR_CHECK(over == (i ? 0u : (unsigned)HR_SCHEMA_OVER_UNIQUE), "%s: classes 0x%x", loose[i],
+                 over);
     }
     JUDGE("{\"type\":\"array\",\"items\":{\"type\":\"integer\"},\"minItems\":1,\"maxItems\":3}",
           L("[1]", "[1,2,3]", "[ 1 , 2 ]"), L("[]", "[1,2,3,4]", "[\"a\"]", "[1,]"));
     JUDGE("{\"type\":\"array\",\"prefixItems\":[{\"type\":\"string\"},{\"type\":\"null\"}],"
           "\"items\":false}",
           L("[]", "[\"a\"]", "[\"a\",null]"), L("[null]", "[\"a\",null,1]"));
-    JUDGE("{\"type\":\"array\",\"items\":[{\"type\":\"integer\"}],\"additionalItems\":{\"type\":\"string\"},"
+    JUDGE("{\"type\":\"array\",\"items\":[{\"type\":\"integer\"}],\"additionalItems\":{\"type\":"
+          "\"string\"},"
           "\"minItems\":2}",
           L("[1,\"a\"]", "[1,\"a\",\"b\"]"), L("[1]", "[1,2]", "[\"a\",\"b\"]"));
 }
 
 static void test_combinators_and_refs(void) {
-    JUDGE("{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"string\",\"maxLength\":1}]}", L("1", "\"a\""),
-          L("\"ab\"", "null"));
+    JUDGE("{\"anyOf\":[{\"type\":\"integer\"},{\"type\":\"string\",\"maxLength\":1}]}",
+          L("1", "\"a\""), L("\"ab\"", "null"));
     JUDGE("{\"allOf\":[{\"type\":\"integer\",\"minimum\":0},{\"maximum\":5}]}", L("0", "5"),
           L("-1", "6", "1.5"));
-    JUDGE("{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"oneOf\":[{\"required\":[\"a\"]},"
-          "{\"required\":[\"b\"]}]}",
-          L("{\"a\":1}", "{\"b\":1}"), L("{\"a\":1,\"b\":2}", "{}"));
+    JUDGE(
+        "{\"type\":\"object\",\"properties\":{\"a\":{},\"b\":{}},\"oneOf\":[{\"required\":[\"a\"]},"
+        "{\"required\":[\"b\"]}]}",
+        L("{\"a\":1}", "{\"b\":1}"), L("{\"a\":1,\"b\":2}", "{}"));
     JUDGE("{\"not\":{\"type\":\"string\"}}", L("1", "null", "{}"), L("\"s\""));
-    JUDGE("{\"not\":{\"enum\":[\"ab\",\"a\",\"\"]}}", L("\"b\"", "\"abc\"", "\"aa\"", "1", "null", "[]"),
-          L("\"ab\"", "\"a\"", "\"\""));
+    JUDGE("{\"not\":{\"enum\":[\"ab\",\"a\",\"\"]}}",
+          L("\"b\"", "\"abc\"", "\"aa\"", "1", "null", "[]"), L("\"ab\"", "\"a\"", "\"\""));
     JUDGE("{\"type\":\"string\",\"not\":{\"const\":\"x\"}}", L("\"y\"", "\"xx\""), L("\"x\"", "1"));
     JUDGE("{\"enum\":[\"a\",\"b\",\"c\"],\"not\":{\"enum\":[\"b\"]}}", L("\"a\"", "\"c\""),
           L("\"b\"", "\"d\""));

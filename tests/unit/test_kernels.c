@@ -26,14 +26,20 @@ static void check_mm(const hr_cpu_kernels *k, int T, int K, int N, int dtype) {
     float *x = malloc(sizeof(float) * (size_t)T * K);
     void *w = malloc((size_t)N * K * 4);
     float *y0 = calloc((size_t)T * N, sizeof(float)), *y1 = calloc((size_t)T * N, sizeof(float));
-    for (int i = 0; i < T * K; i++) x[i] = frand();
+    for (int i = 0; i < T * K; i++)
+        x[i] = frand();
     for (int i = 0; i < N * K; i++) {
         float v = frand();
-        if (dtype == 0) ((float *)w)[i] = v;
-        else if (dtype == 1) ((uint16_t *)w)[i] = hr_f32_to_bf16(v);
-        else ((uint16_t *)w)[i] = hr_f32_to_f16(v);
+        if (dtype == 0)
+            ((float *)w)[i] = v;
+        else if (dtype == 1)
+            ((uint16_t *)w)[i] = hr_f32_to_bf16(v);
+        else
+            ((uint16_t *)w)[i] = hr_f32_to_f16(v);
     }
-    hr_mm_fn ref = dtype == 0 ? hr_cpu_kernels_ref.mm_f32 : dtype == 1 ? hr_cpu_kernels_ref.mm_bf16 : hr_cpu_kernels_ref.mm_f16;
+    hr_mm_fn ref = dtype == 0   ? hr_cpu_kernels_ref.mm_f32
+                   : dtype == 1 ? hr_cpu_kernels_ref.mm_bf16
+                                : hr_cpu_kernels_ref.mm_f16;
     hr_mm_fn fast = dtype == 0 ? k->mm_f32 : dtype == 1 ? k->mm_bf16 : k->mm_f16;
     ref(y0, N, x, K, w, K, T, 0, N);
     /* two halves, as two threads would split it */
@@ -41,12 +47,14 @@ static void check_mm(const hr_cpu_kernels *k, int T, int K, int N, int dtype) {
     fast(y1, N, x, K, w, K, T, 0, mid);
     fast(y1, N, x, K, w, K, T, mid, N);
     float worst = 0;
-    for (int i = 0; i < T * N; i++) worst = fmaxf(worst, fabsf(y0[i] - y1[i]) / (1.0f + fabsf(y0[i])));
+    for (int i = 0; i < T * N; i++)
+        worst = fmaxf(worst, fabsf(y0[i] - y1[i]) / (1.0f + fabsf(y0[i])));
     free(x);
     free(w);
     free(y0);
     free(y1);
-    HR_CHECK(worst < 1e-4f, "%s dtype %d T=%d K=%d N=%d: rel diff %g", k->name, dtype, T, K, N, worst);
+    HR_CHECK(worst < 1e-4f, "%s dtype %d T=%d K=%d N=%d: rel diff %g", k->name, dtype, T, K, N,
+             worst);
 }
 
 static void test_matmul_variants(void) {
@@ -78,7 +86,8 @@ static void test_vector_variants(void) {
             variants[v]->axpy(y1, 0.5f, a, n);
             hr_cpu_kernels_ref.scale(y0, -1.5f, n);
             variants[v]->scale(y1, -1.5f, n);
-            for (int i = 0; i < n; i++) HR_CHECK(fabsf(y0[i] - y1[i]) < 1e-5f, "%s axpy/scale n=%d", variants[v]->name, n);
+            for (int i = 0; i < n; i++)
+                HR_CHECK(fabsf(y0[i] - y1[i]) < 1e-5f, "%s axpy/scale n=%d", variants[v]->name, n);
         }
 }
 
@@ -95,7 +104,8 @@ static void check_pv(const hr_cpu_kernels *k, int n, int nj, int hd, int zeros) 
     for (int jj = 0; jj < nj; jj++) {
         int gone = zeros == 2 && nj > 2 && jj % 5 == 1; /* a row no query sees */
         v[jj] = gone ? NULL : vm + (long)jj * hd;
-        for (int d = 0; d < hd; d++) vm[(long)jj * hd + d] = frand();
+        for (int d = 0; d < hd; d++)
+            vm[(long)jj * hd + d] = frand();
         for (int i = 0; i < n; i++) {
             float r = frand();
             int z = zeros == 2 || (zeros == 1 && i % 8 >= 4);
@@ -104,9 +114,11 @@ static void check_pv(const hr_cpu_kernels *k, int n, int nj, int hd, int zeros) 
         }
     }
     for (int l = 0; l < 3; l++)
-        for (int i = 0; i < n; i++) o[l][i] = buf + (long)(l * 20 + i) * hd;
+        for (int i = 0; i < n; i++)
+            o[l][i] = buf + (long)(l * 20 + i) * hd;
     for (int i = 0; i < n; i++)
-        for (int d = 0; d < hd; d++) o[0][i][d] = o[1][i][d] = o[2][i][d] = d % 3 ? frand() : -0.0f;
+        for (int d = 0; d < hd; d++)
+            o[0][i][d] = o[1][i][d] = o[2][i][d] = d % 3 ? frand() : -0.0f;
     k->pv(o[0], s, LD, n, v, nj, hd);
     hr_cpu_kernels_ref.pv(o[2], s, LD, n, v, nj, hd);
     for (int jj = 0; jj < nj; jj++)
@@ -116,7 +128,8 @@ static void check_pv(const hr_cpu_kernels *k, int n, int nj, int hd, int zeros) 
     float worst = 0;
     for (int i = 0; i < n; i++) {
         same &= memcmp(o[0][i], o[1][i], sizeof(float) * (size_t)hd) == 0;
-        for (int d = 0; d < hd; d++) worst = fmaxf(worst, fabsf(o[0][i][d] - o[2][i][d]));
+        for (int d = 0; d < hd; d++)
+            worst = fmaxf(worst, fabsf(o[0][i][d] - o[2][i][d]));
     }
     free(s);
     free(vm);
@@ -141,8 +154,9 @@ static void test_pv_variants(void) {
 }
 
 /* temperature, top_p, top_k, min_p, seed; the other filters off */
-#define SP(t_, p_, k_, m_, s_) \
-    ((hr_sampler_params){.temperature = (t_), .top_p = (p_), .top_k = (k_), .min_p = (m_), .seed = (s_)})
+#define SP(t_, p_, k_, m_, s_)                                                                     \
+    ((hr_sampler_params){                                                                          \
+        .temperature = (t_), .top_p = (p_), .top_k = (k_), .min_p = (m_), .seed = (s_)})
 
 static void test_sampler_greedy_and_filters(void) {
     float logits[4] = {1.0f, 3.0f, 2.0f, 0.5f};
@@ -151,12 +165,14 @@ static void test_sampler_greedy_and_filters(void) {
     HR_CHECK(hr_sampler_sample(&s, logits) == 1, "greedy");
     hr_sampler_free(&s);
     HR_CHECK_OK(hr_sampler_init(&s, &SP(1, 1, 1, 0, 7), 4));
-    for (int i = 0; i < 50; i++) HR_CHECK(hr_sampler_sample(&s, logits) == 1, "top_k 1");
+    for (int i = 0; i < 50; i++)
+        HR_CHECK(hr_sampler_sample(&s, logits) == 1, "top_k 1");
     hr_sampler_free(&s);
     /* probabilities: softmax(1,3,2,0.5) = .0896,.6624,.2437,.0543; top_p .8 keeps {1,2} */
     HR_CHECK_OK(hr_sampler_init(&s, &SP(1, 0.8f, 0, 0, 3), 4));
     int counts[4] = {0};
-    for (int i = 0; i < 20000; i++) counts[hr_sampler_sample(&s, logits)]++;
+    for (int i = 0; i < 20000; i++)
+        counts[hr_sampler_sample(&s, logits)]++;
     hr_sampler_free(&s);
     HR_CHECK(counts[0] == 0 && counts[3] == 0, "top_p kept excluded tokens");
     double p1 = counts[1] / 20000.0, want = 0.6624 / (0.6624 + 0.2437);
@@ -168,9 +184,11 @@ static void draw(const hr_sampler_params *p, const float *logits, int n, double 
     hr_sampler s;
     int counts[4] = {0};
     HR_CHECK_OK(hr_sampler_init(&s, p, 4));
-    for (int i = 0; i < n; i++) counts[hr_sampler_sample(&s, logits)]++;
+    for (int i = 0; i < n; i++)
+        counts[hr_sampler_sample(&s, logits)]++;
     hr_sampler_free(&s);
-    for (int i = 0; i < 4; i++) freq[i] = counts[i] / (double)n;
+    for (int i = 0; i < 4; i++)
+        freq[i] = counts[i] / (double)n;
 }
 
 /* softmax(1, 3, 2, 0.5) = .0896 .6624 .2437 .0543, entropy H = .9913 nats; surprisals
@@ -186,7 +204,8 @@ static void test_sampler_typical(void) {
     p.typical_p = 0.5f;
     draw(&p, logits, 20000, f);
     HR_CHECK(f[0] == 0 && f[3] == 0, "typical_p .5 kept tokens 0/3 (%.3f %.3f)", f[0], f[3]);
-    HR_CHECK(fabs(f[1] - p1 / (p1 + p2)) < 0.015, "typical_p .5: token 1 freq %.3f, want %.3f", f[1], p1 / (p1 + p2));
+    HR_CHECK(fabs(f[1] - p1 / (p1 + p2)) < 0.015, "typical_p .5: token 1 freq %.3f, want %.3f",
+             f[1], p1 / (p1 + p2));
     p.typical_p = 1.5f;
     hr_err *e = hr_sampler_params_check(&p);
     HR_CHECK(e != NULL, "typical_p 1.5 accepted");
@@ -204,14 +223,16 @@ static void test_sampler_xtc(void) {
     p.xtc_threshold = 0.2f;
     draw(&p, logits, 20000, f);
     HR_CHECK(f[1] == 0, "xtc removed the top token only %.3f of the time", 1 - f[1]);
-    HR_CHECK(fabs(f[2] - e2 / (e0 + e2 + e3)) < 0.015, "xtc: token 2 freq %.3f, want %.3f", f[2], e2 / (e0 + e2 + e3));
+    HR_CHECK(fabs(f[2] - e2 / (e0 + e2 + e3)) < 0.015, "xtc: token 2 freq %.3f, want %.3f", f[2],
+             e2 / (e0 + e2 + e3));
     p.xtc_threshold = 0.3f;
     draw(&p, logits, 20000, f);
     HR_CHECK(fabs(f[1] - e1 / z) < 0.015, "xtc with one top choice changed it: %.3f", f[1]);
     p.xtc_threshold = 0.2f;
     p.xtc_probability = 0.5f;
     draw(&p, logits, 20000, f);
-    HR_CHECK(fabs(f[1] - 0.5 * e1 / z) < 0.015, "xtc probability .5: token 1 freq %.3f, want %.3f", f[1], 0.5 * e1 / z);
+    HR_CHECK(fabs(f[1] - 0.5 * e1 / z) < 0.015, "xtc probability .5: token 1 freq %.3f, want %.3f",
+             f[1], 0.5 * e1 / z);
 }
 
 static void test_sampler_distribution_and_seed(void) {
@@ -231,7 +252,8 @@ static void test_sampler_distribution_and_seed(void) {
     double z = 1 + exp(0.5) + exp(1.0);
     double want[3] = {1 / z, exp(0.5) / z, exp(1.0) / z};
     for (int i = 0; i < 3; i++)
-        HR_CHECK(fabs(counts[i] / 30000.0 - want[i]) < 0.012, "T=2 token %d freq %.3f want %.3f", i, counts[i] / 30000.0, want[i]);
+        HR_CHECK(fabs(counts[i] / 30000.0 - want[i]) < 0.012, "T=2 token %d freq %.3f want %.3f", i,
+                 counts[i] / 30000.0, want[i]);
     hr_err *e = hr_sampler_params_check(&SP(-1, 1, 0, 0, 0));
     HR_CHECK(e != NULL, "negative temperature accepted");
     hr_err_free(e);

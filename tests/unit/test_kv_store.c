@@ -55,8 +55,9 @@ static void check_model(const char *dir) {
         size_t got = s->bytes, formula = hr_kv_store_bytes(s);
         hr_kv_pool_destroy(&pool);
         if (got != want || formula != want || !same_fit) hr_model_close(&om);
-        HR_CHECK(got == want && formula == want, "%s %s: kv_create %zu bytes, formula %zu, want %zu",
-                 dir, hr_dtype_name(kv_dtypes[d]), got, formula, want);
+        HR_CHECK(got == want && formula == want,
+                 "%s %s: kv_create %zu bytes, formula %zu, want %zu", dir,
+                 hr_dtype_name(kv_dtypes[d]), got, formula, want);
         HR_CHECK(same_fit, "%s %s: fit's geometry %zu + %zu bytes, the model's %zu + %zu", dir,
                  hr_dtype_name(kv_dtypes[d]), hr_kv_token_bytes(&fit), hr_kv_state_bytes(&fit),
                  per_token, state);
@@ -103,7 +104,8 @@ static void test_known_sizes(void) {
         hr_config_kv_shape(&c, HR_Q8_0, &s, hd);
         size_t q8 = hr_kv_token_bytes(&s);
         HR_CHECK(f32 == cases[i].f32 && bf16 == f32 / 2 && q8 == cases[i].q8,
-                 "%s: %zu / %zu / %zu bytes per token (f32 / bf16 / q8_0)", cases[i].model, f32, bf16, q8);
+                 "%s: %zu / %zu / %zu bytes per token (f32 / bf16 / q8_0)", cases[i].model, f32,
+                 bf16, q8);
     }
 }
 
@@ -111,8 +113,12 @@ static void test_known_sizes(void) {
 static void test_q8_needs_head_dim_multiple_of_32(void) {
     hr_backend *be;
     HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 1}, &be));
-    hr_kv_store kv = {.dtype = HR_Q8_0, .n_layers = 1, .n_blocks = 2, .block_size = 16,
-                      .n_kv_heads = 2, .head_dim = 48};
+    hr_kv_store kv = {.dtype = HR_Q8_0,
+                      .n_layers = 1,
+                      .n_blocks = 2,
+                      .block_size = 16,
+                      .n_kv_heads = 2,
+                      .head_dim = 48};
     hr_err *err = be->vt->kv_create(be, &kv);
     hr_backend_destroy(be);
     HR_CHECK(err && strstr(hr_err_msg(err), "head_dim 48") && strstr(hr_err_msg(err), "--kv-dtype"),
@@ -123,7 +129,8 @@ static void test_q8_needs_head_dim_multiple_of_32(void) {
 /* Stored rows come back within their precision; every SIMD loader equals the reference. */
 static void test_rows_round_trip(void) {
     int ns[] = {1, 7, 32, 33, 64, 96, 128, 160, 512};
-    const hr_cpu_kernels *levels[] = {&hr_cpu_kernels_ref, &hr_cpu_kernels_avx2, &hr_cpu_kernels_avx512};
+    const hr_cpu_kernels *levels[] = {&hr_cpu_kernels_ref, &hr_cpu_kernels_avx2,
+                                      &hr_cpu_kernels_avx512};
     hr_cpu_set_level(HR_CPU_AVX512);
     int n_levels = 1 + (hr_cpu()->level >= HR_CPU_AVX2) + (hr_cpu()->level >= HR_CPU_AVX512);
     float x[512], y[512], z[528];
@@ -140,8 +147,8 @@ static void test_rows_round_trip(void) {
             hr_kv_row_store(row, x, kv_dtypes[d], n);
             hr_kv_row_load_ref(y, row, kv_dtypes[d], n);
             for (int i = 0; i < n; i++) {
-                float tol = kv_dtypes[d] == HR_BF16  ? fabsf(x[i]) / 256
-                            : kv_dtypes[d] == HR_F16 ? fabsf(x[i]) / 2048 + 1e-7f
+                float tol = kv_dtypes[d] == HR_BF16   ? fabsf(x[i]) / 256
+                            : kv_dtypes[d] == HR_F16  ? fabsf(x[i]) / 2048 + 1e-7f
                             : kv_dtypes[d] == HR_Q8_0 ? amax / 127 / 2 * 1.01f
                                                       : amax / 8 * 1.01f; /* -max clamps to 7 d */
                 HR_CHECK(fabsf(y[i] - x[i]) <= tol, "%s n=%d [%d]: %g -> %g",
@@ -161,18 +168,22 @@ static void test_rows_round_trip(void) {
  * prefill (P query tokens, the blocked path) and one decode token after them. */
 enum { P = 70, KVH = 2, HEADS = 4, HD = 64, BS = 16 };
 
-static void attend(hr_backend *be, hr_kv_store *kv, const float *k, const float *v,
-                   const float *q, float *out_prefill, float *out_decode) {
+static void attend(hr_backend *be, hr_kv_store *kv, const float *k, const float *v, const float *q,
+                   float *out_prefill, float *out_decode) {
     int32_t tok[P], pos[P], row[P], qs[2] = {0, P}, table[(P + BS) / BS], slot = 0;
-    for (int i = 0; i < P; i++) tok[i] = 0, pos[i] = i, row[i] = 0;
-    for (int i = 0; i < (P + BS) / BS; i++) table[i] = i;
-    hr_step_meta m = {P, 1, tok, pos, row, qs, (P + BS) / BS, table, &slot, HR_HEAD_LOGITS, 0, NULL};
+    for (int i = 0; i < P; i++)
+        tok[i] = 0, pos[i] = i, row[i] = 0;
+    for (int i = 0; i < (P + BS) / BS; i++)
+        table[i] = i;
+    hr_step_meta m = {P, 1,   tok, pos, row, qs, (P + BS) / BS, table, &slot, HR_HEAD_LOGITS,
+                      0, NULL};
     hr_attn_params ap = {0, HEADS, KVH, HD, 0.125f, 0, 0};
     be->vt->step_begin(be, &m);
     be->vt->kv_write(be, kv, 0, k, v);
     be->vt->attention(be, out_prefill, q, kv, &ap);
     int32_t last = P - 1, qs1[2] = {0, 1};
-    hr_step_meta m1 = {1, 1, tok, &last, row, qs1, (P + BS) / BS, table, &slot, HR_HEAD_LOGITS, 0, NULL};
+    hr_step_meta m1 = {1, 1,   tok, &last, row, qs1, (P + BS) / BS, table, &slot, HR_HEAD_LOGITS,
+                       0, NULL};
     be->vt->step_begin(be, &m1);
     be->vt->attention(be, out_decode, q + (size_t)(P - 1) * HEADS * HD, kv, &ap);
 }
@@ -181,8 +192,10 @@ static void test_attention_narrow_equals_widened(void) {
     static float k[P * KVH * HD], v[P * KVH * HD], kw[P * KVH * HD], vw[P * KVH * HD];
     static float q[P * HEADS * HD], o1[P * HEADS * HD], o2[P * HEADS * HD], o3[P * HEADS * HD];
     static float d1[HEADS * HD], d2[HEADS * HD], d3[HEADS * HD];
-    for (int i = 0; i < P * KVH * HD; i++) k[i] = frand(), v[i] = frand();
-    for (int i = 0; i < P * HEADS * HD; i++) q[i] = frand();
+    for (int i = 0; i < P * KVH * HD; i++)
+        k[i] = frand(), v[i] = frand();
+    for (int i = 0; i < P * HEADS * HD; i++)
+        q[i] = frand();
     hr_cpu_level levels[] = {HR_CPU_GENERIC, HR_CPU_AVX2, HR_CPU_AVX512};
     hr_cpu_set_level(HR_CPU_AVX512);
     hr_cpu_level hw = hr_cpu()->level;
@@ -198,8 +211,12 @@ static void test_attention_narrow_equals_widened(void) {
             hr_cpu_set_level(levels[l]);
             hr_backend *be;
             HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &be));
-            hr_kv_store narrow = {.dtype = kv_dtypes[d], .n_layers = 1, .n_blocks = (P + BS) / BS,
-                                  .block_size = BS, .n_kv_heads = KVH, .head_dim = HD};
+            hr_kv_store narrow = {.dtype = kv_dtypes[d],
+                                  .n_layers = 1,
+                                  .n_blocks = (P + BS) / BS,
+                                  .block_size = BS,
+                                  .n_kv_heads = KVH,
+                                  .head_dim = HD};
             hr_kv_store wide = narrow;
             wide.dtype = HR_F32;
             hr_err *err = be->vt->kv_create(be, &narrow);
@@ -235,17 +252,17 @@ static void test_numerics_choice(void) {
         int bf16;
         hr_dtype kv;
     } cases[] = {
-        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 1}, HR_BF16, &cpu, 1, HR_BF16},   /* serve's default */
-        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 1}, HR_F32, &cpu, 0, HR_F32},     /* f32 checkpoint */
-        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 1}, HR_F16, &cpu, 0, HR_F32},     /* f16 checkpoint */
-        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 0}, HR_BF16, &cpu, 0, HR_F32},    /* --exact, logits */
-        {{HR_COMPUTE_F32, HR_KV_AUTO, 1}, HR_BF16, &cpu, 0, HR_BF16},    /* --compute f32 */
-        {{HR_COMPUTE_AUTO, HR_KV_Q8_0, 1}, HR_BF16, &cpu, 1, HR_Q8_0},   /* --kv-dtype q8_0 */
+        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 1}, HR_BF16, &cpu, 1, HR_BF16}, /* serve's default */
+        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 1}, HR_F32, &cpu, 0, HR_F32},   /* f32 checkpoint */
+        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 1}, HR_F16, &cpu, 0, HR_F32},   /* f16 checkpoint */
+        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 0}, HR_BF16, &cpu, 0, HR_F32},  /* --exact, logits */
+        {{HR_COMPUTE_F32, HR_KV_AUTO, 1}, HR_BF16, &cpu, 0, HR_BF16},  /* --compute f32 */
+        {{HR_COMPUTE_AUTO, HR_KV_Q8_0, 1}, HR_BF16, &cpu, 1, HR_Q8_0}, /* --kv-dtype q8_0 */
         {{HR_COMPUTE_BF16, HR_KV_F16, 0}, HR_F32, &cpu, 1, HR_F16},
-        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 0}, HR_BF16, &cuda, 0, HR_BF16},  /* CUDA: no f32 KV */
-        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 1}, HR_Q4_K, &cpu, 0, HR_F32},    /* GGUF on the CPU */
-        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 1}, HR_Q4_K, &gpu, 1, HR_BF16},   /* GGUF on a GPU: fast */
-        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 0}, HR_Q8_0, &gpu, 0, HR_F32},    /* --exact */
+        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 0}, HR_BF16, &cuda, 0, HR_BF16}, /* CUDA: no f32 KV */
+        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 1}, HR_Q4_K, &cpu, 0, HR_F32},   /* GGUF on the CPU */
+        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 1}, HR_Q4_K, &gpu, 1, HR_BF16},  /* GGUF on a GPU: fast */
+        {{HR_COMPUTE_AUTO, HR_KV_AUTO, 0}, HR_Q8_0, &gpu, 0, HR_F32},   /* --exact */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         hr_numerics n;
@@ -254,8 +271,10 @@ static void test_numerics_choice(void) {
                  n.compute_bf16, hr_dtype_name(n.kv));
     }
     hr_numerics n;
-    hr_err *err = hr_numerics_choose(&(hr_numerics_req){HR_COMPUTE_AUTO, HR_KV_F32, 0}, HR_BF16, &cuda, &n);
-    HR_CHECK(err && strstr(hr_err_msg(err), "bf16 only"), "f32 KV on CUDA: %s", err ? hr_err_msg(err) : "accepted");
+    hr_err *err =
+        hr_numerics_choose(&(hr_numerics_req){HR_COMPUTE_AUTO, HR_KV_F32, 0}, HR_BF16, &cuda, &n);
+    HR_CHECK(err && strstr(hr_err_msg(err), "bf16 only"), "f32 KV on CUDA: %s",
+             err ? hr_err_msg(err) : "accepted");
     hr_err_free(err);
 }
 

@@ -8,8 +8,8 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernels.h"
-#include "base/cpu.h"
 #include "backend/cpu/matmul_bf16.h"
+#include "base/cpu.h"
 #include "harness.h"
 #include "tensor/dtype.h"
 
@@ -32,8 +32,10 @@ static void case_init(mm_case *c, int T, int K, int N) {
     c->y = calloc((size_t)T * N, sizeof(float));
     c->ref = malloc(sizeof(float) * (size_t)T * N);
     c->scale = malloc(sizeof(float) * (size_t)T * N);
-    for (long i = 0; i < (long)T * K; i++) c->x[i] = frand() * 3.0f;
-    for (long i = 0; i < (long)N * K; i++) c->w[i] = hr_f32_to_bf16(frand());
+    for (long i = 0; i < (long)T * K; i++)
+        c->x[i] = frand() * 3.0f;
+    for (long i = 0; i < (long)N * K; i++)
+        c->w[i] = hr_f32_to_bf16(frand());
     for (int t = 0; t < T; t++)
         for (int n = 0; n < N; n++) {
             double s = 0, a = 0;
@@ -69,8 +71,8 @@ static double worst_err(const mm_case *c) {
 static void backend_shapes(const char *path) {
     hr_backend *be = NULL;
     HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2, .compute_bf16 = 1}, &be));
-    int shapes[][3] = {{1, 64, 48},  {3, 96, 80},   {16, 32, 16},  {17, 128, 144},
-                       {40, 64, 64}, {5, 40, 37},   {33, 1024, 256}, {130, 96, 96}};
+    int shapes[][3] = {{1, 64, 48},  {3, 96, 80}, {16, 32, 16},    {17, 128, 144},
+                       {40, 64, 64}, {5, 40, 37}, {33, 1024, 256}, {130, 96, 96}};
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes && !hr_t_cur_failed; i++) {
         mm_case c;
         case_init(&c, shapes[i][0], shapes[i][1], shapes[i][2]);
@@ -107,7 +109,8 @@ static void test_bx_kernel(void) {
         mm_case c;
         case_init(&c, shapes[i][0], shapes[i][1], shapes[i][2]);
         uint16_t *xb = malloc(sizeof(uint16_t) * (size_t)c.T * c.K);
-        for (long j = 0; j < (long)c.T * c.K; j++) xb[j] = hr_f32_to_bf16(c.x[j]);
+        for (long j = 0; j < (long)c.T * c.K; j++)
+            xb[j] = hr_f32_to_bf16(c.x[j]);
         long mid = c.N / 32 * 16;
         hr_cpu_kernels_avx512.mm_bx(c.y, c.N, xb, c.K, c.w, c.K, c.T, 0, mid);
         hr_cpu_kernels_avx512.mm_bx(c.y, c.N, xb, c.K, c.w, c.K, c.T, mid, c.N);

@@ -9,7 +9,7 @@
 #include "harness.h"
 #include "tensor/quant.h"
 
-static const hr_dtype all_types[] = {HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0,  HR_Q5_1,  HR_Q2_K,
+static const hr_dtype all_types[] = {HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0, HR_Q5_1,   HR_Q2_K,
                                      HR_Q3_K, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_NL, HR_IQ4_XS};
 enum { N_TYPES = sizeof all_types / sizeof *all_types };
 
@@ -23,7 +23,10 @@ static float frand(void) { return (float)(rnd() & 0xffff) / 32768.0f - 1.0f; }
 /* Byte offsets of each type's f16 scales (as tests/data/quant/gen_refs.py). */
 static int scale_offsets(hr_dtype t, int *off) {
     switch (t) {
-    case HR_Q4_1: case HR_Q5_1: case HR_Q4_K: case HR_Q5_K: off[0] = 0, off[1] = 2; return 2;
+    case HR_Q4_1:
+    case HR_Q5_1:
+    case HR_Q4_K:
+    case HR_Q5_K: off[0] = 0, off[1] = 2; return 2;
     case HR_Q2_K: off[0] = 80, off[1] = 82; return 2;
     case HR_Q3_K: off[0] = 108; return 1;
     case HR_Q6_K: off[0] = 208; return 1;
@@ -36,7 +39,8 @@ static void *random_blocks(hr_dtype t, long n) {
     const hr_dtype_info *info = hr_dtype_get(t);
     long nb = n / info->block;
     uint8_t *b = malloc((size_t)nb * info->block_bytes);
-    for (long i = 0; i < nb * info->block_bytes; i++) b[i] = (uint8_t)rnd();
+    for (long i = 0; i < nb * info->block_bytes; i++)
+        b[i] = (uint8_t)rnd();
     int off[2], k = scale_offsets(t, off);
     for (long i = 0; i < nb; i++)
         for (int j = 0; j < k; j++) {
@@ -61,13 +65,16 @@ static void reference(hr_backend *be, float *y, const float *x, const void *wq, 
     if (!dot) {
         hr_tensor host = {.data = (void *)wf, .dtype = HR_F32, .ndim = 2, .shape = {N, K}}, dev;
         hr_err *e = be->vt->upload(be, &host, &dev);
-        if (e) hr_err_free(e);
-        else be->vt->matmul(be, y, x, &dev, NULL, T);
+        if (e)
+            hr_err_free(e);
+        else
+            be->vt->matmul(be, y, x, &dev, NULL, T);
         return;
     }
     size_t xs = hr_qx_row_bytes(K);
     char *xq = aligned_alloc(64, (xs * (size_t)T + 63) / 64 * 64);
-    for (int r = 0; r < T; r++) hr_qx_quantize(t, x + r * K, xq + r * xs, K);
+    for (int r = 0; r < T; r++)
+        hr_qx_quantize(t, x + r * K, xq + r * xs, K);
     for (int r = 0; r < T; r++)
         for (long n = 0; n < N; n++)
             y[r * N + n] = dot((const char *)wq + n * hr_dtype_bytes(t, K), xq + r * xs, K / 32);
@@ -80,11 +87,14 @@ static float worst_err; /* largest |y - f32 y| / sum_k |w_k x_k| of the 8-bit pa
  * that row computed alone, and y is close to the f32 matmul of w dequantized. */
 static int check_matmul(hr_backend *be, hr_dtype t, int T, long N, long K) {
     void *wq = random_blocks(t, N * K);
-    float *wf = malloc(sizeof(float) * (size_t)(N * K)), *x = malloc(sizeof(float) * (size_t)(T * K));
-    float *y0 = malloc(sizeof(float) * (size_t)(T * N)), *y1 = malloc(sizeof(float) * (size_t)(T * N));
+    float *wf = malloc(sizeof(float) * (size_t)(N * K)),
+          *x = malloc(sizeof(float) * (size_t)(T * K));
+    float *y0 = malloc(sizeof(float) * (size_t)(T * N)),
+          *y1 = malloc(sizeof(float) * (size_t)(T * N));
     float *yf = malloc(sizeof(float) * (size_t)(T * N));
     hr_dequant_row(t, wq, wf, N * K);
-    for (long i = 0; i < T * K; i++) x[i] = frand();
+    for (long i = 0; i < T * K; i++)
+        x[i] = frand();
     hr_tensor host_q = {.data = wq, .dtype = t, .ndim = 2, .shape = {N, K}};
     hr_tensor host_f = {.data = wf, .dtype = HR_F32, .ndim = 2, .shape = {N, K}};
     hr_tensor dq, df;
@@ -103,7 +113,8 @@ static int check_matmul(hr_backend *be, hr_dtype t, int T, long N, long K) {
         for (int r = 0; r < T; r++)
             for (long n = 0; n < N; n++) {
                 float a = 1e-30f;
-                for (long k = 0; k < K; k++) a += fabsf(wf[n * K + k] * x[r * K + k]);
+                for (long k = 0; k < K; k++)
+                    a += fabsf(wf[n * K + k] * x[r * K + k]);
                 worst_err = fmaxf(worst_err, fabsf(y1[r * N + n] - yf[r * N + n]) / a);
             }
         be->vt->release(be, &dq);
@@ -132,7 +143,8 @@ static void test_matmul_every_type(void) {
                     long K = hr_dtype_get(all_types[i])->block * (b + 1);
                     int ok = check_matmul(be, all_types[i], Ts[a], Ns[b], K);
                     if (!ok) hr_backend_destroy(be);
-                    HR_CHECK(ok, "%s T=%d N=%ld K=%ld threads=%d: differs from its reference or alone",
+                    HR_CHECK(ok,
+                             "%s T=%d N=%ld K=%ld threads=%d: differs from its reference or alone",
                              hr_dtype_name(all_types[i]), Ts[a], Ns[b], K, threads[th]);
                 }
         hr_backend_destroy(be);
@@ -146,11 +158,13 @@ static void test_matmul_every_type(void) {
 static int dot4_matches(const hr_cpu_qdots *v, hr_dtype t, const void *w, long K) {
     if (!v->dot4[t]) return 1;
     long nb = K / 32;
-    size_t xs = hr_qx_row_bytes(K) + 3 * sizeof(hr_q8k); /* the tokens' blocks need not be adjacent */
+    size_t xs =
+        hr_qx_row_bytes(K) + 3 * sizeof(hr_q8k); /* the tokens' blocks need not be adjacent */
     float *x = malloc(sizeof(float) * (size_t)K);
     char *xq = aligned_alloc(64, (4 * xs + 63) / 64 * 64);
     for (int r = 0; r < 4; r++) {
-        for (long k = 0; k < K; k++) x[k] = frand() * (float)(r + 1);
+        for (long k = 0; k < K; k++)
+            x[k] = frand() * (float)(r + 1);
         hr_qx_quantize(t, x, xq + r * xs, K);
     }
     float o[4];
@@ -189,11 +203,13 @@ static void test_qdot_variants(void) {
             void *w = random_blocks(all_types[i], K);
             float *x = malloc(sizeof(float) * (size_t)K);
             void *xq = aligned_alloc(64, (hr_qx_row_bytes(K) + 63) / 64 * 64);
-            for (long k = 0; k < K; k++) x[k] = frand() * (k % 7 == 0 ? 4.0f : 1.0f);
+            for (long k = 0; k < K; k++)
+                x[k] = frand() * (k % 7 == 0 ? 4.0f : 1.0f);
             hr_qx_quantize(all_types[i], x, xq, K);
             float r = ref(w, xq, K / 32), worst = 0;
             for (int j = 0; j < n; j++) {
-                HR_CHECK(v[j]->dot[all_types[i]], "%s has no %s dot", v[j]->name, hr_dtype_name(all_types[i]));
+                HR_CHECK(v[j]->dot[all_types[i]], "%s has no %s dot", v[j]->name,
+                         hr_dtype_name(all_types[i]));
                 float f = v[j]->dot[all_types[i]](w, xq, K / 32);
                 worst = fmaxf(worst, fabsf(f - r) / (1.0f + fabsf(r)));
                 if (!dot4_matches(v[j], all_types[i], w, K)) worst = INFINITY;
@@ -218,8 +234,8 @@ static int quantize_matches(const hr_cpu_qdots *v, hr_dtype t, const float *x, l
     for (long g = 0; g < (K + 255) / 256; g++) {
         if (hr_qdot_q8k(t)) {
             const hr_q8k *p = (const hr_q8k *)a + g, *q = (const hr_q8k *)b + g;
-            ok &= !memcmp(p->q, q->q, 256) && !memcmp(p->s16, q->s16, 32) && !memcmp(p->s32, q->s32, 16) &&
-                  !memcmp(&p->d, &q->d, 4);
+            ok &= !memcmp(p->q, q->q, 256) && !memcmp(p->s16, q->s16, 32) &&
+                  !memcmp(p->s32, q->s32, 16) && !memcmp(&p->d, &q->d, 4);
         } else {
             ok &= !memcmp((const hr_q8x *)a + g, (const hr_q8x *)b + g, sizeof(hr_q8x));
         }
@@ -245,7 +261,8 @@ static void test_quantize_variants(void) {
             float *x = malloc(sizeof(float) * (size_t)K);
             for (int ties = 0; ties < 2; ties++) {
                 for (long j = 0; j < K; j++)
-                    x[j] = ties ? (j % 32 == 0 ? 127.0f : (float)(int)(rnd() % 254) - 126.5f) : frand() * 3.0f;
+                    x[j] = ties ? (j % 32 == 0 ? 127.0f : (float)(int)(rnd() % 254) - 126.5f)
+                                : frand() * 3.0f;
                 for (int j = 0; j < n; j++)
                     HR_CHECK(quantize_matches(v[j], t, x, K), "%s quantizer for %s K=%ld%s differs",
                              v[j]->name, hr_dtype_name(t), K, ties ? " (ties)" : "");
@@ -270,7 +287,8 @@ static void test_embed_quantized_table(void) {
     be->vt->embed(be, y, &dev, 2.0f);
     int ok = 1;
     for (int t = 0; t < 3; t++)
-        for (long i = 0; i < D; i++) ok &= y[t * D + i] == ref[tok[t] * D + i] * 2.0f;
+        for (long i = 0; i < D; i++)
+            ok &= y[t * D + i] == ref[tok[t] * D + i] * 2.0f;
     free(q);
     free(ref);
     hr_backend_destroy(be);

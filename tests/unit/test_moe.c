@@ -182,7 +182,8 @@ static void test_experts_bf16(void) {
         int T = cfg[i][0], H = cfg[i][3], I = cfg[i][4];
         moe_case c;
         moe_case_init(&c, be16, T, cfg[i][1], cfg[i][2], H, I, HR_BF16, 4);
-        float *yr = malloc(sizeof(float) * (size_t)T * H), *y32 = malloc(sizeof(float) * (size_t)T * H);
+        float *yr = malloc(sizeof(float) * (size_t)T * H),
+              *y32 = malloc(sizeof(float) * (size_t)T * H);
         moe_bf16_ref(yr, c.x, c.ids, c.wt, T, c.k, &c.w);
         moe_case_run(&c, be32);
         memcpy(y32, c.y, sizeof(float) * (size_t)T * H);
@@ -193,8 +194,10 @@ static void test_experts_bf16(void) {
             d16 = fmaxf(d16, fabsf(c.y[j] - yr[j]));
             d32 = fmaxf(d32, fabsf(y32[j] - yr[j]));
         }
-        HR_CHECK(d16 <= 1e-4f * mx, "T=%d H=%d I=%d: bf16 mode off its reference by %g (max %g)", T, H, I, d16, mx);
-        HR_CHECK(d32 >= 10 * d16, "T=%d H=%d I=%d: exact path as close (%g vs %g)", T, H, I, d32, d16);
+        HR_CHECK(d16 <= 1e-4f * mx, "T=%d H=%d I=%d: bf16 mode off its reference by %g (max %g)", T,
+                 H, I, d16, mx);
+        HR_CHECK(d32 >= 10 * d16, "T=%d H=%d I=%d: exact path as close (%g vs %g)", T, H, I, d32,
+                 d16);
         free(yr);
         free(y32);
         moe_case_free(&c);

@@ -80,8 +80,8 @@ static const pcase CASES[] = {
     {"qwen_bad_json", HR_TOOLS_QWEN, 0, 0, "x<tool_call>{not json}</tool_call>y",
      "x<tool_call>{not json}</tool_call>y", "", ""},
     {"qwen_close_in_string", HR_TOOLS_QWEN, 0, 0,
-     "<tool_call>{\"name\": \"f\", \"arguments\": {\"s\": \"a</tool_call>b\\\"\"}}</tool_call>",
-     "", "", "0:f{\"s\":\"a</tool_call>b\\\"\"};"},
+     "<tool_call>{\"name\": \"f\", \"arguments\": {\"s\": \"a</tool_call>b\\\"\"}}</tool_call>", "",
+     "", "0:f{\"s\":\"a</tool_call>b\\\"\"};"},
     {"qwen_string_never_closed", HR_TOOLS_QWEN, 0, 0,
      "<tool_call>{\"name\": \"f\", \"arguments\": {\"s\": \"a}</tool_call>x<tool_call>"
      "{\"name\": \"g\", \"arguments\": {}}</tool_call>",

@@ -5,7 +5,7 @@
 #include "harness.h"
 #include "tensor/quant.h"
 
-static const hr_dtype all_types[] = {HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0,  HR_Q5_1,  HR_Q2_K,
+static const hr_dtype all_types[] = {HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0, HR_Q5_1,   HR_Q2_K,
                                      HR_Q3_K, HR_Q4_K, HR_Q5_K, HR_Q6_K, HR_IQ4_NL, HR_IQ4_XS};
 
 static char *load(hr_dtype t, const char *ext, size_t *len) {
@@ -33,7 +33,8 @@ static void test_dequant_matches_gguf_py(void) {
         hr_dequant_row(t, b, out, n);
         int bad = memcmp(out, y, ny) != 0;
         int64_t at = 0;
-        while (bad && at < n && memcmp(out + at, (float *)y + at, 4) == 0) at++;
+        while (bad && at < n && memcmp(out + at, (float *)y + at, 4) == 0)
+            at++;
         float got = bad ? out[at] : 0, want = bad ? ((float *)y)[at] : 0;
         free(out);
         free(b);
@@ -57,7 +58,8 @@ static void test_quant_matches_gguf_py(void) {
         char *out = malloc(nq);
         hr_quant_row(t, (const float *)x, out, n);
         size_t at = 0;
-        while (at < nq && out[at] == q[at]) at++;
+        while (at < nq && out[at] == q[at])
+            at++;
         free(out);
         free(x);
         free(q);

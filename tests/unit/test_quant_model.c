@@ -20,8 +20,10 @@ static int n_bufs, n_quantized;
 
 static void *keep(size_t bytes) {
     void *p = malloc(bytes);
-    if (p && n_bufs < 256) bufs[n_bufs++] = p;
-    else free(p), p = NULL;
+    if (p && n_bufs < 256)
+        bufs[n_bufs++] = p;
+    else
+        free(p), p = NULL;
     return p;
 }
 
@@ -40,8 +42,10 @@ static hr_err *quant_upload(hr_backend *be, const hr_tensor *host, hr_tensor *de
     for (int64_t r = 0; r < R; r++) {
         hr_dequant_row(host->dtype, (const char *)host->data + r * in_row, row, K);
         hr_quant_row(qtype, row, q, K);
-        if (mode == QUANT) memcpy((char *)t.data + r * q_row, q, q_row);
-        else hr_dequant_row(qtype, q, (float *)t.data + r * K, K);
+        if (mode == QUANT)
+            memcpy((char *)t.data + r * q_row, q, q_row);
+        else
+            hr_dequant_row(qtype, q, (float *)t.data + r * K, K);
     }
     free(q);
     free(row);
@@ -98,7 +102,8 @@ static float max_diff(const float *a, const float *b, size_t n, float *scale) {
 
 static void check_type(hr_dtype t) {
     int32_t tok[N_TOK];
-    for (int i = 0; i < N_TOK; i++) tok[i] = (i * 37 + 11) % 500;
+    for (int i = 0; i < N_TOK; i++)
+        tok[i] = (i * 37 + 11) % 500;
     hr_backend *bq = NULL, *bf = NULL;
     hr_model *mq = NULL, *mf = NULL;
     HR_CHECK_OK(load(QUANT, t, &bq, &mq));
@@ -112,7 +117,8 @@ static void check_type(hr_dtype t) {
     if (!err) err = run(mf, tok, N_TOK, N_TOK, lf);
     free_model(bf, mf);
     free_model(bq, mq);
-    while (n_bufs) free(bufs[--n_bufs]);
+    while (n_bufs)
+        free(bufs[--n_bufs]);
     float scale, d = err ? 0 : max_diff(lq, lf, n, &scale);
     int same_chunks = err ? 0 : memcmp(lq, lc, n * 4) == 0;
     free(lq);
@@ -122,7 +128,9 @@ static void check_type(hr_dtype t) {
     HR_CHECK(nq >= 3 * 7 + 1, "%s: %d matrices quantized", hr_dtype_name(t), nq);
     HR_CHECK(same_chunks, "%s: logits depend on the prefill chunking", hr_dtype_name(t));
     int q8 = hr_cpu_qdots_get()->dot[t] != NULL;
-    if (q8) printf("  %s: max |logit - f32 twin| = %.3g (|logit| <= %.3g)\n", hr_dtype_name(t), d, scale);
+    if (q8)
+        printf("  %s: max |logit - f32 twin| = %.3g (|logit| <= %.3g)\n", hr_dtype_name(t), d,
+               scale);
     HR_CHECK(q8 ? d < 0.02f * scale : d == 0,
              "%s: quantized model differs from its dequantized f32 twin by %g (|logit| <= %g)",
              hr_dtype_name(t), d, scale);

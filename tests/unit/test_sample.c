@@ -24,7 +24,8 @@ static void fill_logits(float *l, int V, float spread) {
         if (rnd() % 17 == 0) l[i] = 0;
         if (rnd() % 29 == 0) l[i] = l[rnd() % (unsigned)(i + 1)];
     }
-    for (int k = 0; k < 3; k++) l[rnd() % (unsigned)V] += spread;
+    for (int k = 0; k < 3; k++)
+        l[rnd() % (unsigned)V] += spread;
 }
 
 static void fill_history(int32_t *h, int n, int V) {
@@ -69,16 +70,21 @@ static void test_edits_equal_proc_apply(void) {
         HR_CHECK(n >= 0, "trial %d: edits refused", trial);
         hr_sample_apply_edits(b, edits, n);
         for (int i = 0; i < V; i++)
-            HR_CHECK(a[i] == b[i] || (a[i] == 0 && b[i] == 0), "trial %d: logit %d %g vs %g", trial, i, a[i], b[i]);
-        for (int i = 0; i < V; i++) HR_CHECK(counts[i] == 0, "trial %d: counts not cleared", trial);
+            HR_CHECK(a[i] == b[i] || (a[i] == 0 && b[i] == 0), "trial %d: logit %d %g vs %g", trial,
+                     i, a[i], b[i]);
+        for (int i = 0; i < V; i++)
+            HR_CHECK(counts[i] == 0, "trial %d: counts not cleared", trial);
         for (int i = 0; i < n; i++)
-            for (int j = 0; j < i; j++) HR_CHECK(edits[i].id != edits[j].id, "trial %d: id twice", trial);
+            for (int j = 0; j < i; j++)
+                HR_CHECK(edits[i].id != edits[j].id, "trial %d: id twice", trial);
     }
     int32_t dup[2] = {5, 5};
     float dv[2] = {1, 2};
     hr_proc_params p = {.bias_ids = dup, .bias_values = dv, .n_bias = 2};
-    HR_CHECK(hr_proc_edits(&p, prompt, 1, out, 0, counts, edits) == -1, "duplicate bias ids accepted");
-    for (int i = 0; i < V; i++) HR_CHECK(counts[i] == 0, "counts not cleared after a refusal");
+    HR_CHECK(hr_proc_edits(&p, prompt, 1, out, 0, counts, edits) == -1,
+             "duplicate bias ids accepted");
+    for (int i = 0; i < V; i++)
+        HR_CHECK(counts[i] == 0, "counts not cleared after a refusal");
 }
 
 /* One set of sampler parameters; a share of them needs the host (a top-k over the cap, a
@@ -103,8 +109,9 @@ typedef struct {
 } picked;
 
 /* The host path: processors, hr_sampler_sample, hr_logprobs. */
-static picked old_path(hr_sampler *s, const hr_proc_params *p, float *l, int V, const int32_t *prompt,
-                       int np, const int32_t *out, int no, int n_top, int *counts) {
+static picked old_path(hr_sampler *s, const hr_proc_params *p, float *l, int V,
+                       const int32_t *prompt, int np, const int32_t *out, int no, int n_top,
+                       int *counts) {
     picked r = {0};
     if (hr_proc_active(p)) hr_proc_apply(p, l, V, prompt, np, out, no, counts);
     r.tok = hr_sampler_sample(s, l);
@@ -118,8 +125,12 @@ static picked op_path(hr_backend *be, hr_sampler *s, const hr_proc_params *p, fl
                       int *counts, int *fallbacks) {
     static hr_logit_edit edits[64 + 8];
     hr_sample_row row = {.mode = s->p.temperature == 0 ? HR_SAMPLE_GREEDY : HR_SAMPLE_DRAW,
-                         .temperature = s->p.temperature, .top_p = s->p.top_p, .min_p = s->p.min_p,
-                         .top_k = s->p.top_k, .logprob = 1, .n_top = n_top};
+                         .temperature = s->p.temperature,
+                         .top_p = s->p.top_p,
+                         .min_p = s->p.min_p,
+                         .top_k = s->p.top_k,
+                         .logprob = 1,
+                         .n_top = n_top};
     if (hr_proc_active(p)) row.n_edits = hr_proc_edits(p, prompt, np, out, no, counts, edits);
     if (row.mode == HR_SAMPLE_DRAW) row.u = hr_sampler_peek(s);
     hr_sample_step step = {1, row.n_edits, &row, edits};
@@ -172,21 +183,23 @@ static void test_op_equals_host(void) {
             picked x = old_path(&s1, &p, a, V, prompt, np, out, no, n_top, counts);
             picked y = op_path(be, &s2, &p, b, V, prompt, np, out, no, n_top, counts, &fallbacks);
             decided += fb == fallbacks;
-            HR_CHECK(x.tok == y.tok, "trial %d step %d (T %g top_k %d top_p %g min_p %g): token %d vs %d",
-                     trial, step, sp.temperature, sp.top_k, sp.top_p, sp.min_p, x.tok, y.tok);
-            HR_CHECK(x.lp == y.lp, "trial %d step %d: logprob %.9g vs %.9g", trial, step, x.lp, y.lp);
+            HR_CHECK(x.tok == y.tok,
+                     "trial %d step %d (T %g top_k %d top_p %g min_p %g): token %d vs %d", trial,
+                     step, sp.temperature, sp.top_k, sp.top_p, sp.min_p, x.tok, y.tok);
+            HR_CHECK(x.lp == y.lp, "trial %d step %d: logprob %.9g vs %.9g", trial, step, x.lp,
+                     y.lp);
             for (int k = 0; k < n_top; k++)
                 HR_CHECK(x.top_ids[k] == y.top_ids[k] && x.top_lp[k] == y.top_lp[k],
                          "trial %d step %d: top %d differs", trial, step, k);
-            HR_CHECK(hr_sampler_peek(&s1) == hr_sampler_peek(&s2), "trial %d step %d: RNG streams part",
-                     trial, step);
+            HR_CHECK(hr_sampler_peek(&s1) == hr_sampler_peek(&s2),
+                     "trial %d step %d: RNG streams part", trial, step);
         }
         hr_sampler_free(&s1);
         hr_sampler_free(&s2);
     }
     hr_backend_destroy(be);
-    HR_CHECK(fallbacks > 50 && decided > 500, "fallbacks %d, decided by the op %d: both paths must run",
-             fallbacks, decided);
+    HR_CHECK(fallbacks > 50 && decided > 500,
+             "fallbacks %d, decided by the op %d: both paths must run", fallbacks, decided);
 }
 
 /* --- the engine on brown-llama-8m, with the op and on a backend without it --- */
@@ -204,7 +217,8 @@ static void drain(hr_request *r, result *res) {
     while (hr_request_next(r, &ev))
         if (ev.kind == HR_EVENT_TOKEN && res->n < 24) {
             res->lp[res->n] = ev.logprob;
-            for (int k = 0; k < ev.n_top && k < 3; k++) res->top[res->n][k] = ev.top_ids[k];
+            for (int k = 0; k < ev.n_top && k < 3; k++)
+                res->top[res->n][k] = ev.top_ids[k];
             res->toks[res->n++] = ev.token;
         }
 }
@@ -218,9 +232,15 @@ static void requests(hr_request_params *p, int32_t (*prompts)[40], int32_t *bid,
     bid[0] = 17, bid[1] = 923, bid[2] = 17;
     bv[0] = 3, bv[1] = -2, bv[2] = 1;
     for (int i = 0; i < N_REQ; i++) {
-        for (int j = 0; j < 40; j++) prompts[i][j] = 3 + (int32_t)((i * 7919 + j * 104729 + 11) % 31000);
-        p[i] = (hr_request_params){.tokens = prompts[i], .n_tokens = 6 + i * 3, .max_tokens = 10 + i % 5,
-                                   .ignore_eos = 1, .temperature = 1, .top_p = 1, .seed = (uint64_t)i * 31 + 1,
+        for (int j = 0; j < 40; j++)
+            prompts[i][j] = 3 + (int32_t)((i * 7919 + j * 104729 + 11) % 31000);
+        p[i] = (hr_request_params){.tokens = prompts[i],
+                                   .n_tokens = 6 + i * 3,
+                                   .max_tokens = 10 + i % 5,
+                                   .ignore_eos = 1,
+                                   .temperature = 1,
+                                   .top_p = 1,
+                                   .seed = (uint64_t)i * 31 + 1,
                                    .repetition_penalty = 1};
     }
     p[0].temperature = 0, p[0].logprobs = 1, p[0].top_logprobs = 3, p[0].repetition_penalty = 1.3f;
@@ -253,7 +273,8 @@ static hr_err *run_all(hr_model *m, int batched, result *res) {
         err = hr_engine_submit(e, &p[i], &r[i]);
         if (!err && !batched) drain(r[i], &res[i]), hr_request_release(r[i]);
     }
-    for (int i = 0; i < N_REQ && !err && batched; i++) drain(r[i], &res[i]), hr_request_release(r[i]);
+    for (int i = 0; i < N_REQ && !err && batched; i++)
+        drain(r[i], &res[i]), hr_request_release(r[i]);
     hr_engine_destroy(e);
     return err;
 }
@@ -262,7 +283,8 @@ static void test_engine_op_equals_host(void) {
     static hr_backend_vt no_sample;
     hr_backend *be_op, *be_host;
     hr_model *m_op, *m_host;
-    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &be_op)); /* rows over the pool */
+    HR_CHECK_OK(
+        hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &be_op)); /* rows over the pool */
     HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 1}, &be_host));
     no_sample = *be_host->vt;
     no_sample.sample = NULL;
@@ -275,9 +297,12 @@ static void test_engine_op_equals_host(void) {
     HR_CHECK_OK(run_all(m_op, 1, op));
     HR_CHECK_OK(run_all(m_op, 0, op_alone));
     for (int i = 0; i < N_REQ; i++) {
-        HR_CHECK(host[i].n > 0 && host[i].n == op[i].n, "request %d: %d vs %d tokens", i, host[i].n, op[i].n);
-        HR_CHECK(!memcmp(&host[i], &op[i], sizeof host[i]), "request %d: tokens or logprobs differ", i);
-        HR_CHECK(!memcmp(&op[i], &op_alone[i], sizeof op[i]), "request %d: batched differs from alone", i);
+        HR_CHECK(host[i].n > 0 && host[i].n == op[i].n, "request %d: %d vs %d tokens", i, host[i].n,
+                 op[i].n);
+        HR_CHECK(!memcmp(&host[i], &op[i], sizeof host[i]), "request %d: tokens or logprobs differ",
+                 i);
+        HR_CHECK(!memcmp(&op[i], &op_alone[i], sizeof op[i]),
+                 "request %d: batched differs from alone", i);
     }
     hr_model_free(m_op);
     hr_model_free(m_host);

@@ -152,7 +152,10 @@ static hr_err *fake_submit(void *ctx, const hr_api_request *req, hr_gen_sink *si
         return hr_errf("no room for seed %llu (scripted)", (unsigned long long)req->sampling.seed);
     }
     fake_job *j = calloc(1, sizeof *j);
-    *j = (fake_job){.fe = fe, .sink = sink, .text = text, .max_tokens = req->max_tokens,
+    *j = (fake_job){.fe = fe,
+                    .sink = sink,
+                    .text = text,
+                    .max_tokens = req->max_tokens,
                     .logprobs = req->logprobs};
     j->script = script_for(text, req, &j->delay_us, &j->endless);
     atomic_fetch_add(&fe->requests, 1);
@@ -166,9 +169,7 @@ static hr_err *fake_submit(void *ctx, const hr_api_request *req, hr_gen_sink *si
     return NULL;
 }
 
-static const char *fake_name(void *ctx) {
-    return "fake-model";
-}
+static const char *fake_name(void *ctx) { return "fake-model"; }
 
 static void fake_stats(void *ctx, json_t *out) {
     fake_engine *fe = ctx;
@@ -256,9 +257,14 @@ static void run_slow_clients(const hr_server_backend *be, int main_port) {
  * limit, an 8 MiB request memory budget, a 2 s request deadline, 4 connections per
  * client address and a 1 MiB output backlog. */
 static void run_hostile_clients(const hr_server_backend *be) {
-    hr_server_config cfg = {.port = 0, .api_key = "sekret", .max_body = 64 * 1024,
-                            .timeout_s = 5, .request_timeout_s = 2, .max_connections = 32,
-                            .max_connections_per_ip = 4, .request_memory = 8u << 20,
+    hr_server_config cfg = {.port = 0,
+                            .api_key = "sekret",
+                            .max_body = 64 * 1024,
+                            .timeout_s = 5,
+                            .request_timeout_s = 2,
+                            .max_connections = 32,
+                            .max_connections_per_ip = 4,
+                            .request_memory = 8u << 20,
                             .max_backlog = 1u << 20};
     hr_server *s;
     hr_err *e = hr_server_start(&cfg, be, &s);

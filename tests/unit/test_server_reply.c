@@ -371,12 +371,18 @@ static void test_errors(void) {
     static const struct {
         int status;
         const char *type;
-    } anth[] = {{400, "invalid_request_error"}, {401, "authentication_error"},
-                {402, "billing_error"},         {403, "permission_error"},
-                {404, "not_found_error"},       {405, "invalid_request_error"},
-                {409, "invalid_request_error"}, {413, "request_too_large"},
-                {429, "rate_limit_error"},      {500, "api_error"},
-                {503, "api_error"},             {529, "overloaded_error"}};
+    } anth[] = {{400, "invalid_request_error"},
+                {401, "authentication_error"},
+                {402, "billing_error"},
+                {403, "permission_error"},
+                {404, "not_found_error"},
+                {405, "invalid_request_error"},
+                {409, "invalid_request_error"},
+                {413, "request_too_large"},
+                {429, "rate_limit_error"},
+                {500, "api_error"},
+                {503, "api_error"},
+                {529, "overloaded_error"}};
     for (size_t i = 0; i < sizeof anth / sizeof *anth; i++) {
         e = hr_error_body(HR_API_MESSAGES, anth[i].status, "m");
         HR_CHECK(!strcmp(path_str(e, "error.type"), anth[i].type), "anthropic %d: %s",
@@ -406,8 +412,9 @@ static void test_errors(void) {
 /* Invalid UTF-8 becomes U+FFFD in text (the body joins split sequences first); logprobs
  * keep the raw bytes. */
 static void test_invalid_utf8(void) {
-    hr_api_request *q = req(hr_parse_chat_request,
-                            "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logprobs\": true}");
+    hr_api_request *q =
+        req(hr_parse_chat_request,
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], \"logprobs\": true}");
     hr_reply *r;
     HR_CHECK_OK(hr_reply_create(q, "m", 5, &BE, &r));
     const char *p[] = {"a\xff", "\xe6\x97", "\xa5\xed\xa0\x80", NULL};

@@ -101,10 +101,11 @@ static void test_chat_full(void) {
 /* llama.cpp's repeat_last_n: 0 turns the penalties off, -1 (the default) means all tokens. */
 static void test_penalty_window(void) {
     char err[256] = "";
-    hr_api_request *r = parse(hr_parse_completion_request,
-                              "{\"prompt\": \"x\", \"presence_penalty\": 1, \"frequency_penalty\": 1,"
-                              " \"repetition_penalty\": 1.3, \"repeat_last_n\": 0}",
-                              err, sizeof err);
+    hr_api_request *r =
+        parse(hr_parse_completion_request,
+              "{\"prompt\": \"x\", \"presence_penalty\": 1, \"frequency_penalty\": 1,"
+              " \"repetition_penalty\": 1.3, \"repeat_last_n\": 0}",
+              err, sizeof err);
     HR_CHECK(r, "%s", err);
     HR_CHECK(r && r->presence_penalty == 0 && r->frequency_penalty == 0 &&
                  r->repetition_penalty == 1 && r->penalty_last_n == 0,
@@ -192,12 +193,16 @@ static void test_chat_errors(void) {
         {"{" MSG ", \"stream_options\": 1}", "\"stream_options\" must be an object"},
         {"{" MSG ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": 1}}",
          "\"response_format\".json_schema must be an object"},
-        {"{" MSG ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"schema\": 1}}}",
+        {"{" MSG
+         ", \"response_format\": {\"type\": \"json_schema\", \"json_schema\": {\"schema\": 1}}}",
          "\"response_format.json_schema.schema\" must be a JSON schema object"},
         {"{" MSG ", \"response_format\": {\"type\": \"xml\"}}",
-         "\"response_format\".type must be \"text\", \"json_object\" or \"json_schema\", got \"xml\""},
-        {"{" MSG ", \"guided_choice\": []}", "\"guided_choice\" must be a non-empty array of strings"},
-        {"{" MSG ", \"guided_json\": \"{not json\"}", "\"guided_json\" is not a JSON schema object"},
+         "\"response_format\".type must be \"text\", \"json_object\" or \"json_schema\", got "
+         "\"xml\""},
+        {"{" MSG ", \"guided_choice\": []}",
+         "\"guided_choice\" must be a non-empty array of strings"},
+        {"{" MSG ", \"guided_json\": \"{not json\"}",
+         "\"guided_json\" is not a JSON schema object"},
         {"{" MSG ", \"grammar\": \"\"}", "\"grammar\" must be a non-empty string"},
         {"{" MSG ", \"guided_regex\": \"a\", \"json_schema\": {}}",
          "\"json_schema\" and \"guided_regex\" both constrain the output"},
@@ -432,11 +437,12 @@ static void test_messages_system_roles(void) {
     HR_CHECK(r && n_msgs(r) == 2 && !strcmp(msg_str(r, 0, "content"), "only"),
              "system message without the field: %s", err);
     hr_api_request_free(r);
-    r = parse(hr_parse_messages_request, /* Claude Code's per-session billing block is dropped */
-              q("{'max_tokens': 9, 'system': [{'type': 'text', 'text': 'x-anthropic-billing-header: "
-                "cc_version=2.1.332.1c9; cc_entrypoint=sdk-cli;'}, {'type': 'text', 'text': "
-                "'You are Claude Code.'}], 'messages': [{'role': 'user', 'content': 'hi'}]}"),
-              err, sizeof err);
+    r = parse(
+        hr_parse_messages_request, /* Claude Code's per-session billing block is dropped */
+        q("{'max_tokens': 9, 'system': [{'type': 'text', 'text': 'x-anthropic-billing-header: "
+          "cc_version=2.1.332.1c9; cc_entrypoint=sdk-cli;'}, {'type': 'text', 'text': "
+          "'You are Claude Code.'}], 'messages': [{'role': 'user', 'content': 'hi'}]}"),
+        err, sizeof err);
     HR_CHECK(r && !strcmp(msg_str(r, 0, "content"), "You are Claude Code."), "billing block: %s",
              r ? msg_str(r, 0, "content") : err);
     hr_api_request_free(r);

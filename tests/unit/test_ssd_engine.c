@@ -34,7 +34,8 @@ static hr_err *generate(hr_engine *e, result *res) {
     int vocab = hr_engine_token_ids(e);
     for (int i = 0; i < N_PROMPT; i++)
         p[i] = 3 + (int32_t)((i * 7919 + 17) % (vocab - 3));
-    hr_request_params rp = {.tokens = p, .n_tokens = N_PROMPT, .max_tokens = N_GEN, .ignore_eos = 1};
+    hr_request_params rp = {
+        .tokens = p, .n_tokens = N_PROMPT, .max_tokens = N_GEN, .ignore_eos = 1};
     hr_request *r;
     HR_TRY(hr_engine_submit(e, &rp, &r));
     memset(res, 0, sizeof *res);
@@ -77,7 +78,8 @@ static void check_restart(const char *model, int fast) {
     hr_engine_stats_get(e, &st);
     hr_engine_destroy(e);
     HR_CHECK_OK(err);
-    HR_CHECK(st.ssd_entries >= 6, "%s fast=%d: %ld files after a restart", model, fast, st.ssd_entries);
+    HR_CHECK(st.ssd_entries >= 6, "%s fast=%d: %ld files after a restart", model, fast,
+             st.ssd_entries);
     HR_CHECK(disk.n_cached == 96 && st.ssd_restores == 6 && st.ssd_hits == 1,
              "%s fast=%d: after a restart reused %d, %ld restores, %ld hits", model, fast,
              disk.n_cached, st.ssd_restores, st.ssd_hits);

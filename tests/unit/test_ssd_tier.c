@@ -65,7 +65,8 @@ static void prompt(int32_t *t, int n, int salt) {
 
 /* Bytes of a block's region in one layer of K or V. */
 static size_t region(const hr_kv_pool *p) {
-    return (size_t)BS * (size_t)p->store.n_kv_heads * hr_kv_row_bytes(p->store.dtype, p->store.head_dim);
+    return (size_t)BS * (size_t)p->store.n_kv_heads *
+           hr_kv_row_bytes(p->store.dtype, p->store.head_dim);
 }
 
 /* Fills every layer's K and V of block b with bytes derived from salt. */
@@ -77,7 +78,8 @@ static void fill_block(hr_kv_pool *p, int b, int salt) {
             for (size_t i = 0; i < n; i++)
                 buf[i] = (uint8_t)(i * 13 + (size_t)l * 7 + (size_t)kv * 3 + (size_t)salt);
             void *base = kv ? p->store.v : p->store.k;
-            hr_err_free(be->vt->write(be, (char *)base + p->store.layer_off[l] + (size_t)b * n, buf, n));
+            hr_err_free(
+                be->vt->write(be, (char *)base + p->store.layer_off[l] + (size_t)b * n, buf, n));
         }
     free(buf);
 }
@@ -89,7 +91,8 @@ static int block_is(hr_kv_pool *p, int b, int salt) {
     for (int l = 0; ok && l < p->store.n_layers; l++)
         for (int kv = 0; ok && kv < 2; kv++) {
             void *base = kv ? p->store.v : p->store.k;
-            hr_err_free(be->vt->read(be, (char *)base + p->store.layer_off[l] + (size_t)b * n, buf, n));
+            hr_err_free(
+                be->vt->read(be, (char *)base + p->store.layer_off[l] + (size_t)b * n, buf, n));
             for (size_t i = 0; ok && i < n; i++)
                 ok = buf[i] == (uint8_t)(i * 13 + (size_t)l * 7 + (size_t)kv * 3 + (size_t)salt);
         }
@@ -123,8 +126,11 @@ static hr_err *open_tier(const char *dir, hr_kv_pool *p, int n_blocks, uint64_t 
                          size_t max_bytes, hr_ssd_tier **t) {
     HR_TRY(hr_kv_pool_create(p, tiny, n_blocks, BS));
     hr_kv_pool_enable_cache(p, fp);
-    hr_ssd_options o = {.dir = dir, .max_bytes = max_bytes ? max_bytes : (size_t)1 << 30,
-                        .verify = verify, .fingerprint = fp, .tok_hash = 3};
+    hr_ssd_options o = {.dir = dir,
+                        .max_bytes = max_bytes ? max_bytes : (size_t)1 << 30,
+                        .verify = verify,
+                        .fingerprint = fp,
+                        .tok_hash = 3};
     hr_err *err = hr_ssd_tier_open(&o, p, t);
     if (err) hr_kv_pool_destroy(p);
     return err;
@@ -179,9 +185,15 @@ static int restore_prefix(const char *dir, const int32_t *tokens, uint64_t fp, i
 static void test_format_round_trip(void) {
     int32_t toks[BS];
     prompt(toks, BS, 1);
-    hr_ssd_header h = {.fingerprint = 11, .tok_hash = 12, .key = 13, .parent = 14,
-                       .block_size = BS, .n_tensors = 3, .tokens = toks,
-                       .bytes = {100, 5000, 1}, .checksum = {1, 2, 3}};
+    hr_ssd_header h = {.fingerprint = 11,
+                       .tok_hash = 12,
+                       .key = 13,
+                       .parent = 14,
+                       .block_size = BS,
+                       .n_tensors = 3,
+                       .tokens = toks,
+                       .bytes = {100, 5000, 1},
+                       .checksum = {1, 2, 3}};
     size_t total = hr_ssd_layout(&h);
     HR_CHECK(h.offset[0] == HR_SSD_ALIGN && h.offset[1] == 2 * HR_SSD_ALIGN &&
                  h.offset[2] == 4 * HR_SSD_ALIGN && total == 5 * HR_SSD_ALIGN,
@@ -252,11 +264,12 @@ static void test_scan_faults(void) {
     HR_CHECK(first_file(dir, src, sizeof src), "no file written");
     const char *bad[] = {"00000000000000a1.hkv", "00000000000000a2.hkv", "00000000000000a3.hkv"};
     char cmd[4096];
-    snprintf(cmd, sizeof cmd,
-             "cd '%s' && head -c 5000 '%s' > %s && cp '%s' %s && printf 'x' | dd of=%s bs=1 seek=70 "
-             "conv=notrunc 2>/dev/null && head -c 8192 /dev/urandom > %s && "
-             "cp '%s' 00000000000000b1.hkv.tmp.999999999 && echo hi > README",
-             dir, src, bad[0], src, bad[1], bad[1], bad[2], src);
+    snprintf(
+        cmd, sizeof cmd,
+        "cd '%s' && head -c 5000 '%s' > %s && cp '%s' %s && printf 'x' | dd of=%s bs=1 seek=70 "
+        "conv=notrunc 2>/dev/null && head -c 8192 /dev/urandom > %s && "
+        "cp '%s' 00000000000000b1.hkv.tmp.999999999 && echo hi > README",
+        dir, src, bad[0], src, bad[1], bad[1], bad[2], src);
     HR_CHECK(system(cmd) == 0, "cannot make the damaged files");
     hr_kv_pool p;
     hr_ssd_tier *t;
@@ -274,7 +287,8 @@ static void test_scan_faults(void) {
     HR_CHECK(access(path, F_OK) != 0, "a stale temporary file was kept");
     snprintf(path, sizeof path, "%s/README", dir);
     HR_CHECK(access(path, F_OK) == 0, "a file that is not the tier's was deleted");
-    HR_CHECK(count_files(dir, ".hkv") == 3, "another model's files: %d left", count_files(dir, ".hkv"));
+    HR_CHECK(count_files(dir, ".hkv") == 3, "another model's files: %d left",
+             count_files(dir, ".hkv"));
     int same;
     int got = restore_prefix(dir, toks, FP, 0, 10, &same, &st);
     HR_CHECK(got == 0 && st.restores == 0, "another model's blocks were used (%d)", got);
@@ -292,7 +306,8 @@ static void test_verify_catches_flip(void) {
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
              "cd '%s' && for f in *.hkv; do printf '\\377' | dd of=$f bs=1 seek=%d conv=notrunc "
-             "2>/dev/null; done", dir, HR_SSD_ALIGN + 5);
+             "2>/dev/null; done",
+             dir, HR_SSD_ALIGN + 5);
     HR_CHECK(system(cmd) == 0, "cannot flip");
     int same;
     hr_ssd_stats st;
@@ -333,14 +348,15 @@ static void test_queue_bound(void) {
     HR_CHECK_OK(hr_kv_pool_create(&p, tiny, 2, BS));
     hr_kv_pool_enable_cache(&p, FP);
     hr_ssd_tier *t;
-    hr_ssd_options o = {.dir = dir, .max_bytes = (size_t)1 << 30, .queue_bytes = 1,
-                        .fingerprint = FP};
+    hr_ssd_options o = {
+        .dir = dir, .max_bytes = (size_t)1 << 30, .queue_bytes = 1, .fingerprint = FP};
     HR_CHECK_OK(hr_ssd_tier_open(&o, &p, &t));
     for (int i = 0; i < 12; i++) {
         HR_CHECK_OK(cache_and_evict(&p, 200 + i));
         hr_ssd_stats st;
         hr_ssd_tier_stats(t, &st);
-        HR_CHECK(st.queued_bytes <= 2 * size, "queue holds %zu bytes (files of %zu)", st.queued_bytes, size);
+        HR_CHECK(st.queued_bytes <= 2 * size, "queue holds %zu bytes (files of %zu)",
+                 st.queued_bytes, size);
     }
     hr_ssd_stats mid;
     hr_ssd_tier_stats(t, &mid);

@@ -37,11 +37,15 @@ static int golden_failures(const char *name, int *count) {
         const char *want_err = json_string_value(json_object_get(c, "error"));
         char *out = NULL;
         int raised = 0;
-        hr_err *re = load_err ? hr_errf("%s", hr_err_msg(load_err)) : hr_chat_template_apply(&ct, c, &out, &raised);
+        hr_err *re = load_err ? hr_errf("%s", hr_err_msg(load_err))
+                              : hr_chat_template_apply(&ct, c, &out, &raised);
         const char *colon = want_err ? strstr(want_err, ": ") : NULL;
-        int ok = want ? out && !strcmp(out, want) : re && colon && !strcmp(hr_err_msg(re), colon + 2);
+        int ok =
+            want ? out && !strcmp(out, want) : re && colon && !strcmp(hr_err_msg(re), colon + 2);
         if (ok && want_err && !strncmp(want_err, "TemplateError", 13)) ok = raised;
-        if (!ok) printf("  %s/%s: got %s\n", name, json_string_value(json_object_get(c, "name")), out ? out : hr_err_msg(re));
+        if (!ok)
+            printf("  %s/%s: got %s\n", name, json_string_value(json_object_get(c, "name")),
+                   out ? out : hr_err_msg(re));
         fails += !ok;
         (*count)++;
         free(out);
@@ -54,10 +58,12 @@ static int golden_failures(const char *name, int *count) {
 }
 
 static void test_goldens(void) {
-    HR_CHECK(system("bash scripts/fetch-tokenizers.sh >/dev/null") == 0, "fetch-tokenizers.sh failed");
+    HR_CHECK(system("bash scripts/fetch-tokenizers.sh >/dev/null") == 0,
+             "fetch-tokenizers.sh failed");
     const char *names[] = {"qwen3", "llama3_1", "gemma3", "llama2"};
     int fails = 0, count = 0;
-    for (int i = 0; i < 4; i++) fails += golden_failures(names[i], &count);
+    for (int i = 0; i < 4; i++)
+        fails += golden_failures(names[i], &count);
     printf("  golden template cases: %d/%d\n", count - fails, count);
     HR_CHECK(fails == 0 && count >= 28, "%d of %d golden cases differ", fails, count);
 }
@@ -77,8 +83,11 @@ static void test_jinja_cases(void) {
         int raised;
         char *out = render(src, ctx, &e, &raised);
         size_t el = e ? strlen(hr_err_msg(e)) : 0, wl = want_err ? strlen(want_err) : 0;
-        int ok = want ? out && !strcmp(out, want) : e && el >= wl && !strcmp(hr_err_msg(e) + el - wl, want_err);
-        if (!ok) printf("  case %zu %s\n    want %s\n    got  %s\n", i, src, want ? want : want_err, out ? out : hr_err_msg(e));
+        int ok = want ? out && !strcmp(out, want)
+                      : e && el >= wl && !strcmp(hr_err_msg(e) + el - wl, want_err);
+        if (!ok)
+            printf("  case %zu %s\n    want %s\n    got  %s\n", i, src, want ? want : want_err,
+                   out ? out : hr_err_msg(e));
         fails += !ok;
         count++;
         free(out);
@@ -125,7 +134,8 @@ static void test_raise_flag(void) {
     char *out = render("{{ raise_exception('Bad: ' ~ x) }}", ctx, &e, &raised);
     json_decref(ctx);
     HR_CHECK(!out && e, "expected an error");
-    HR_CHECK(!strcmp(hr_err_msg(e), "Bad: 3") && raised, "got \"%s\" raised=%d", hr_err_msg(e), raised);
+    HR_CHECK(!strcmp(hr_err_msg(e), "Bad: 3") && raised, "got \"%s\" raised=%d", hr_err_msg(e),
+             raised);
     hr_err_free(e);
     out = render("{{ x.y.z }}", NULL, &e, &raised);
     HR_CHECK(e && !raised, "undefined error must not be flagged as raised");
@@ -146,37 +156,52 @@ static void expect_error(const char *src, const char *want) {
 }
 
 static void test_limits(void) {
-    expect_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}", "macro calls nested deeper");
-    expect_error("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}", "");
-    expect_error("{% for a in range(100000) %}{% for b in range(100000) %}{{ 1 }}{% endfor %}{% endfor %}", "");
+    expect_error("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}",
+                 "macro calls nested deeper");
+    expect_error("{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}",
+                 "");
+    expect_error(
+        "{% for a in range(100000) %}{% for b in range(100000) %}{{ 1 }}{% endfor %}{% endfor %}",
+        "");
     expect_error("{{ 'x' * 1000000000 }}", "memory");
-    expect_error("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}", "");
+    expect_error("{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ "
+                 "ns.s %}{% endfor %}",
+                 "");
     expect_error("{{ 9223372036854775807 + 1 }}", "integer overflow");
     char deep[2000] = "{{ ";
-    for (int i = 0; i < 600; i++) strcat(deep, "-");
+    for (int i = 0; i < 600; i++)
+        strcat(deep, "-");
     strcat(deep, "1 }}");
     hr_template *t;
     hr_err *e = hr_template_parse(deep, &t);
-    HR_CHECK(e && strstr(hr_err_msg(e), "nested too deeply"), "deep nesting: %s", e ? hr_err_msg(e) : "parsed");
+    HR_CHECK(e && strstr(hr_err_msg(e), "nested too deeply"), "deep nesting: %s",
+             e ? hr_err_msg(e) : "parsed");
     hr_err_free(e);
 }
 
 static void test_context_types(void) {
-    json_t *ctx = json_pack("{s:f, s:I, s:s, s:[]}", "f", 0.5, "i", (json_int_t)1 << 40, "s", "日本語", "e");
+    json_t *ctx =
+        json_pack("{s:f, s:I, s:s, s:[]}", "f", 0.5, "i", (json_int_t)1 << 40, "s", "日本語", "e");
     hr_err *e;
-    char *out = render("{{ f }} {{ i }} {{ s|length }} {{ s[1] }} {{ s|tojson }} {{ s|tojson(ensure_ascii=true) }} {{ e }}", ctx, &e, NULL);
+    char *out = render("{{ f }} {{ i }} {{ s|length }} {{ s[1] }} {{ s|tojson }} {{ "
+                       "s|tojson(ensure_ascii=true) }} {{ e }}",
+                       ctx, &e, NULL);
     json_decref(ctx);
     HR_CHECK(out, "%s", hr_err_msg(e));
-    HR_CHECK(!strcmp(out, "0.5 1099511627776 3 本 \"日本語\" \"\\u65e5\\u672c\\u8a9e\" []"), "got %s", out);
+    HR_CHECK(!strcmp(out, "0.5 1099511627776 3 本 \"日本語\" \"\\u65e5\\u672c\\u8a9e\" []"),
+             "got %s", out);
     free(out);
 }
 
 static void test_chat_template_dir(void) {
     char dir[] = "/tmp/hr_tpl_XXXXXX";
     HR_CHECK(mkdtemp(dir), "mkdtemp");
-    char *cfg = hr_path_join(dir, "tokenizer_config.json"), *jinja = hr_path_join(dir, "chat_template.jinja");
-    const char *cfg_json = "{\"bos_token\": {\"content\": \"<s>\"}, \"eos_token\": \"</s>\", "
-                           "\"chat_template\": [{\"name\": \"tool_use\", \"template\": \"T\"}, {\"name\": \"default\", \"template\": \"{{ bos_token }}D{{ eos_token }}{{ extra }}\"}]}";
+    char *cfg = hr_path_join(dir, "tokenizer_config.json"),
+         *jinja = hr_path_join(dir, "chat_template.jinja");
+    const char *cfg_json =
+        "{\"bos_token\": {\"content\": \"<s>\"}, \"eos_token\": \"</s>\", "
+        "\"chat_template\": [{\"name\": \"tool_use\", \"template\": \"T\"}, {\"name\": "
+        "\"default\", \"template\": \"{{ bos_token }}D{{ eos_token }}{{ extra }}\"}]}";
     HR_CHECK_OK(hr_write_atomic(cfg, cfg_json, strlen(cfg_json)));
     hr_chat_template ct;
     json_t *req = json_pack("{s:[], s:{s:s}}", "messages", "kwargs", "extra", "!");

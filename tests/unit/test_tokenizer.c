@@ -110,18 +110,10 @@ static void golden(int k) {
     HR_CHECK(pass == total && tpl_pass == tpl_total, "%s: golden mismatches", name);
 }
 
-static void test_golden_qwen3(void) {
-    golden(0);
-}
-static void test_golden_llama3_1(void) {
-    golden(1);
-}
-static void test_golden_gemma3(void) {
-    golden(2);
-}
-static void test_golden_llama2(void) {
-    golden(3);
-}
+static void test_golden_qwen3(void) { golden(0); }
+static void test_golden_llama3_1(void) { golden(1); }
+static void test_golden_gemma3(void) { golden(2); }
+static void test_golden_llama2(void) { golden(3); }
 
 /* A random string of characters from scripts the tokenizers see in practice. */
 static size_t random_text(char *out, size_t cap, unsigned *seed) {

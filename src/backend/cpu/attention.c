@@ -35,8 +35,9 @@ typedef struct {
 static const float *kv_row(const attn_ctx *c, const void *base, const int32_t *bt, int j, int kvh,
                            float *buf) {
     const hr_kv_store *kv = c->kv;
-    const char *row = (const char *)base + hr_kv_offset(kv, c->p->layer, c->rb, bt[j / kv->block_size],
-                                                        kvh, j % kv->block_size);
+    const char *row =
+        (const char *)base +
+        hr_kv_offset(kv, c->p->layer, c->rb, bt[j / kv->block_size], kvh, j % kv->block_size);
     if (kv->dtype == HR_F32) return (const float *)row;
     c->k->kv_load(buf, row, kv->dtype, c->p->head_dim);
     return buf;
@@ -56,8 +57,8 @@ static int first_visible(const hr_attn_params *p, int pq) {
 /* One query's online-softmax step over the raw scores s of positions [j0, j0 + nj): scales,
  * caps and masks them, rescales the running output o when the maximum grows, and leaves
  * exp(score - max) in s (0 where masked). */
-static void softmax_tile(const attn_ctx *c, float *s, int j0, int nj, int pq, float *mx,
-                         float *sum, float *o) {
+static void softmax_tile(const attn_ctx *c, float *s, int j0, int nj, int pq, float *mx, float *sum,
+                         float *o) {
     const hr_attn_params *p = c->p;
     int lo = first_visible(p, pq);
     float m = -INFINITY;
@@ -69,7 +70,8 @@ static void softmax_tile(const attn_ctx *c, float *s, int j0, int nj, int pq, fl
         m = fmaxf(m, s[jj]);
     }
     if (m == -INFINITY) { /* nothing visible in this tile */
-        for (int jj = 0; jj < nj; jj++) s[jj] = 0;
+        for (int jj = 0; jj < nj; jj++)
+            s[jj] = 0;
         return;
     }
     if (m > *mx) {
@@ -96,7 +98,8 @@ static void pv_tile(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int n
     int hd = c->p->head_dim;
     for (int jj = 0; jj < nj; jj++) {
         int i = 0;
-        while (i < n && s[i * s_ld + jj] == 0) i++;
+        while (i < n && s[i * s_ld + jj] == 0)
+            i++;
         float *dst = tile ? tile + (long)jj * hd : NULL;
         v[jj] = i < n ? kv_row(c, c->kv->v, bt, j0 + jj, kvh, dst) : NULL;
         if (v[jj] && dst && v[jj] != dst) v[jj] = memcpy(dst, v[jj], sizeof(float) * (size_t)hd);
@@ -118,19 +121,23 @@ static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, floa
         o[h] = c->out + row * hd;
         mx[h] = -INFINITY;
         sum[h] = 0;
-        for (int i = 0; i < hd; i++) o[h][i] = 0;
+        for (int i = 0; i < hd; i++)
+            o[h][i] = 0;
     }
     int lo = first_visible(p, pos);
     for (int j0 = lo / TJ * TJ; j0 <= pos; j0 += TJ) {
         int nj = pos - j0 + 1 < TJ ? pos - j0 + 1 : TJ;
         for (int jj = 0; jj < nj; jj++) {
             const float *krow = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh, scr) : NULL;
-            for (int h = 0; h < nh; h++) s[h][jj] = krow ? c->k->dot(q[h], krow, hd) : 0;
+            for (int h = 0; h < nh; h++)
+                s[h][jj] = krow ? c->k->dot(q[h], krow, hd) : 0;
         }
-        for (int h = 0; h < nh; h++) softmax_tile(c, s[h], j0, nj, pos, &mx[h], &sum[h], o[h]);
+        for (int h = 0; h < nh; h++)
+            softmax_tile(c, s[h], j0, nj, pos, &mx[h], &sum[h], o[h]);
         pv_tile(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh, scr ? scr + hd : NULL);
     }
-    for (int h = 0; h < nh; h++) c->k->scale(o[h], 1.0f / sum[h], hd);
+    for (int h = 0; h < nh; h++)
+        c->k->scale(o[h], 1.0f / sum[h], hd);
 }
 
 /* Scratch of one prefill block item (floats): Q rows, scores, the K tile (then the same
@@ -163,11 +170,14 @@ static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int 
     for (int i = 0; i < nq; i++)
         for (int h = 0; h < G; h++) {
             long row = (long)(t0 + i) * p->n_heads + kvh * G + h;
-            for (int d = 0; d < hd; d++) b->q[(long)(i * G + h) * hd + d] = c->q[row * hd + d];
+            for (int d = 0; d < hd; d++)
+                b->q[(long)(i * G + h) * hd + d] = c->q[row * hd + d];
             b->o[i * G + h] = c->out + row * hd;
-            for (int d = 0; d < hd; d++) b->o[i * G + h][d] = 0;
+            for (int d = 0; d < hd; d++)
+                b->o[i * G + h][d] = 0;
         }
-    for (int i = 0; i < M; i++) b->mx[i] = -INFINITY, b->sum[i] = 0;
+    for (int i = 0; i < M; i++)
+        b->mx[i] = -INFINITY, b->sum[i] = 0;
     int last = p0 + nq - 1, lo = first_visible(p, p0);
     for (int j0 = lo / TJ * TJ; j0 <= last; j0 += TJ) {
         int nj = last - j0 + 1 < TJ ? last - j0 + 1 : TJ;
@@ -175,15 +185,19 @@ static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int 
         for (int jj = 0; jj < nj; jj++) { /* whole rows: a test per element ran scalar */
             float *kt = b->kv + (long)jj * hd;
             const float *kr = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh, kt) : NULL;
-            if (!kr) memset(kt, 0, row);
-            else if (kr != kt) memcpy(kt, kr, row);
+            if (!kr)
+                memset(kt, 0, row);
+            else if (kr != kt)
+                memcpy(kt, kr, row);
         }
         c->k->mm_f32(b->s, TJ, b->q, hd, b->kv, hd, M, 0, nj);
         for (int i = 0; i < M; i++)
-            softmax_tile(c, b->s + (long)i * TJ, j0, nj, p0 + i / G, &b->mx[i], &b->sum[i], b->o[i]);
+            softmax_tile(c, b->s + (long)i * TJ, j0, nj, p0 + i / G, &b->mx[i], &b->sum[i],
+                         b->o[i]);
         pv_tile(c, bt, kvh, j0, nj, b->o, b->s, TJ, M, b->kv);
     }
-    for (int i = 0; i < M; i++) c->k->scale(b->o[i], 1.0f / b->sum[i], hd);
+    for (int i = 0; i < M; i++)
+        c->k->scale(b->o[i], 1.0f / b->sum[i], hd);
 }
 
 /* A work item: tokens [t0, t0 + nq) of one row with kv head kvh; nq == 1 (decode-like)
@@ -221,9 +235,11 @@ static void items_task(void *ctx, int th, int nth) {
             mem = blk_alloc(&b, QB * (p->n_heads / p->n_kv_heads), p->head_dim);
             tried = 1;
         }
-        if (it->nq > 1 && mem) attend_block(&ic->c, &b, it->t0, it->nq, it->kvh);
+        if (it->nq > 1 && mem)
+            attend_block(&ic->c, &b, it->t0, it->nq, it->kvh);
         else
-            for (int t = it->t0; t < it->t0 + it->nq; t++) attend_token(&ic->c, t, it->kvh, scr);
+            for (int t = it->t0; t < it->t0 + it->nq; t++)
+                attend_token(&ic->c, t, it->kvh, scr);
     }
     free(mem);
     free(scr);
@@ -231,13 +247,15 @@ static void items_task(void *ctx, int th, int nth) {
 
 /* Items of the step: rows with BLOCK_MIN+ tokens in blocks of QB, others token by token.
  * Returns the item count; *blocks says whether any item is a block. */
-static long plan_items(const hr_step_meta *m, const hr_attn_params *p, attn_item *items, int *blocks) {
+static long plan_items(const hr_step_meta *m, const hr_attn_params *p, attn_item *items,
+                       int *blocks) {
     long n = 0;
     *blocks = 0;
     int blocked = p->n_heads / p->n_kv_heads <= MAX_GROUP;
     for (int t = 0; t < m->n_tokens;) {
         int e = t + 1;
-        while (e < m->n_tokens && m->row[e] == m->row[t]) e++;
+        while (e < m->n_tokens && m->row[e] == m->row[t])
+            e++;
         int step = blocked && e - t >= BLOCK_MIN ? QB : 1;
         *blocks |= step > 1;
         for (int b = t; b < e; b += step)
@@ -247,8 +265,6 @@ static long plan_items(const hr_step_meta *m, const hr_attn_params *p, attn_item
     }
     return n;
 }
-
-
 
 static void attn_task(void *ctx, int t, int nt) {
     attn_ctx *c = ctx;
@@ -266,7 +282,9 @@ void hr_cpu_attention(hr_backend *be, float *out, const float *q, const hr_kv_st
                       const hr_attn_params *p) {
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
     attn_ctx c = {cb, out, q, kv, p, hr_cpu_kernels_get(), hr_kv_row_bytes(kv->dtype, p->head_dim)};
-    items_ctx ic = {.c = c, .items = malloc(sizeof(attn_item) * (size_t)cb->meta.n_tokens * (size_t)p->n_kv_heads)};
+    items_ctx ic = {
+        .c = c,
+        .items = malloc(sizeof(attn_item) * (size_t)cb->meta.n_tokens * (size_t)p->n_kv_heads)};
     int blocks = 0;
     if (ic.items) ic.n_items = plan_items(&cb->meta, p, ic.items, &blocks);
     if (!blocks) { /* decode-like step (or out of memory): the static per-token split */

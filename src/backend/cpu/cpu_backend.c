@@ -38,7 +38,8 @@ static hr_err *check_mlx(const hr_tensor *w, int64_t row) {
     if (!s || !b || s->device != HR_DEV_CPU || b->device != HR_DEV_CPU || w->ndim != 2 ||
         !hr_mlx_group_ok(w->group_size) || row % w->group_size)
         return hr_errf("an %s tensor needs 2-D rows of whole groups and its scales and biases "
-                       "uploaded first", hr_dtype_name(w->dtype));
+                       "uploaded first",
+                       hr_dtype_name(w->dtype));
     return NULL;
 }
 
@@ -50,8 +51,9 @@ static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev)
     int64_t row = host->ndim ? host->shape[host->ndim - 1] : 1;
     if (hr_mlx_bits(t)) HR_TRY(check_mlx(host, row));
     if (row % hr_dtype_get(t)->block)
-        return hr_errf("a %s tensor's rows of %lld elements are not a multiple of its %d-element block",
-                       hr_dtype_name(t), (long long)row, hr_dtype_get(t)->block);
+        return hr_errf(
+            "a %s tensor's rows of %lld elements are not a multiple of its %d-element block",
+            hr_dtype_name(t), (long long)row, hr_dtype_get(t)->block);
     *dev = *host;
     dev->device = HR_DEV_CPU;
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
@@ -95,8 +97,8 @@ static void cpu_kv_destroy(hr_backend *be, hr_kv_store *kv) {
  * recurrent state of the linear-attention layers (none for dense models): exactly
  * hr_kv_store_bytes in all. */
 static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
-    if (kv->dtype != HR_F32 && kv->dtype != HR_BF16 && kv->dtype != HR_F16 && kv->dtype != HR_Q8_0 &&
-        kv->dtype != HR_Q4_0)
+    if (kv->dtype != HR_F32 && kv->dtype != HR_BF16 && kv->dtype != HR_F16 &&
+        kv->dtype != HR_Q8_0 && kv->dtype != HR_Q4_0)
         return hr_errf("the CPU KV store holds f32, bf16, f16, q8_0 or q4_0, not %s",
                        hr_dtype_name(kv->dtype));
     HR_TRY(hr_kv_dtype_check(kv));
@@ -172,8 +174,10 @@ int hr_cpu_meminfo_parse(const char *text, size_t *avail, size_t *total) {
     unsigned long long a = 0, t = 0;
     int got = 0;
     for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-        if (sscanf(l, "MemAvailable: %llu kB", &a) == 1) got |= 1;
-        else if (sscanf(l, "MemTotal: %llu kB", &t) == 1) got |= 2;
+        if (sscanf(l, "MemAvailable: %llu kB", &a) == 1)
+            got |= 1;
+        else if (sscanf(l, "MemTotal: %llu kB", &t) == 1)
+            got |= 2;
     }
     if (got != 3) return 0;
     *avail = (size_t)a << 10;
@@ -190,8 +194,10 @@ static hr_err *cpu_mem_info(hr_backend *be, size_t *free_bytes, size_t *total_by
     if (f) fclose(f);
     buf[n] = 0;
     if (hr_cpu_meminfo_parse(buf, free_bytes, total_bytes)) return NULL;
-    long avail = sysconf(_SC_AVPHYS_PAGES), phys = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (avail <= 0 || phys <= 0 || page <= 0) return hr_errf("cannot read this machine's memory size");
+    long avail = sysconf(_SC_AVPHYS_PAGES), phys = sysconf(_SC_PHYS_PAGES),
+         page = sysconf(_SC_PAGESIZE);
+    if (avail <= 0 || phys <= 0 || page <= 0)
+        return hr_errf("cannot read this machine's memory size");
     *free_bytes = (size_t)avail * (size_t)page;
     *total_bytes = (size_t)phys * (size_t)page;
     return NULL;
@@ -245,7 +251,8 @@ void hr_cpu_to_f32(float *y, const hr_tensor *t, long off, long n) {
         quant_to_f32(y, t, off, n);
         return;
     }
-    for (long i = 0; i < n; i++) y[i] = elem_f32(t, off + i);
+    for (long i = 0; i < n; i++)
+        y[i] = elem_f32(t, off + i);
 }
 
 static void cpu_embed(hr_backend *be, float *y, const hr_tensor *table, float scale) {
@@ -254,7 +261,8 @@ static void cpu_embed(hr_backend *be, float *y, const hr_tensor *table, float sc
     for (int t = 0; t < m->n_tokens; t++) {
         hr_cpu_to_f32(y + t * D, table, (long)m->tokens[t] * D, D);
         if (scale != 1.0f)
-            for (long i = 0; i < D; i++) y[t * D + i] *= scale;
+            for (long i = 0; i < D; i++)
+                y[t * D + i] *= scale;
     }
 }
 
@@ -266,13 +274,18 @@ static void cpu_rmsnorm(hr_backend *be, float *y, const float *x, const hr_tenso
         const float *xr = x + (long)r * dim;
         float *yr = y + (long)r * dim;
         float ss = 0;
-        for (int i = 0; i < dim; i++) ss += xr[i] * xr[i];
+        for (int i = 0; i < dim; i++)
+            ss += xr[i] * xr[i];
         float inv = 1.0f / sqrtf(ss / (float)dim + eps);
         for (int c = 0; c < dim; c += CHUNK) {
             int n = dim - c < CHUNK ? dim - c : CHUNK;
-            if (w) hr_cpu_to_f32(wf, w, c, n);
-            else for (int i = 0; i < n; i++) wf[i] = one_plus ? 0.0f : 1.0f;
-            for (int i = 0; i < n; i++) yr[c + i] = xr[c + i] * inv * (wf[i] + (float)one_plus);
+            if (w)
+                hr_cpu_to_f32(wf, w, c, n);
+            else
+                for (int i = 0; i < n; i++)
+                    wf[i] = one_plus ? 0.0f : 1.0f;
+            for (int i = 0; i < n; i++)
+                yr[c + i] = xr[c + i] * inv * (wf[i] + (float)one_plus);
         }
     }
 }
@@ -297,7 +310,8 @@ static void cpu_rope(hr_backend *be, float *x, int n_heads, int head_dim, int ro
     }
 }
 
-static void cpu_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float *k, const float *v) {
+static void cpu_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float *k,
+                         const float *v) {
     const hr_step_meta *m = &((hr_cpu_backend *)be)->meta;
     int hd = hr_kv_head_dim(kv, layer);
     long width = (long)kv->n_kv_heads * hd;
@@ -330,18 +344,22 @@ static void act_task(void *ctx, int t, int nt) {
     act_ctx *c = ctx;
     long b, e;
     hr_split_range(c->n, 64, t, nt, &b, &e);
-    for (long i = b; i < e; i++) c->y[i] = hr_cpu_act(c->g[i], c->fn) * c->u[i];
+    for (long i = b; i < e; i++)
+        c->y[i] = hr_cpu_act(c->g[i], c->fn) * c->u[i];
 }
 
 static void cpu_act_mul(hr_backend *be, float *y, const float *gate, const float *up, long n,
                         hr_act_fn fn) {
     act_ctx c = {y, gate, up, n, fn};
-    if (n < 8192) act_task(&c, 0, 1);
-    else hr_pool_run(((hr_cpu_backend *)be)->pool, act_task, &c);
+    if (n < 8192)
+        act_task(&c, 0, 1);
+    else
+        hr_pool_run(((hr_cpu_backend *)be)->pool, act_task, &c);
 }
 
 static void cpu_add(hr_backend *be, float *y, const float *a, long n) {
-    for (long i = 0; i < n; i++) y[i] += a[i];
+    for (long i = 0; i < n; i++)
+        y[i] += a[i];
 }
 
 static void cpu_copy(hr_backend *be, float *dst, const float *src, long n) {
@@ -349,15 +367,17 @@ static void cpu_copy(hr_backend *be, float *dst, const float *src, long n) {
 }
 
 static void cpu_scale(hr_backend *be, float *y, float s, long n) {
-    for (long i = 0; i < n; i++) y[i] *= s;
+    for (long i = 0; i < n; i++)
+        y[i] *= s;
 }
 
 static void cpu_softcap(hr_backend *be, float *y, float cap, long n) {
-    for (long i = 0; i < n; i++) y[i] = cap * tanhf(y[i] / cap);
+    for (long i = 0; i < n; i++)
+        y[i] = cap * tanhf(y[i] / cap);
 }
 
-static void cpu_copy2d(hr_backend *be, float *dst, long dst_stride, const float *src, long src_stride,
-                       int rows, long cols) {
+static void cpu_copy2d(hr_backend *be, float *dst, long dst_stride, const float *src,
+                       long src_stride, int rows, long cols) {
     for (int r = 0; r < rows; r++)
         memcpy(dst + r * dst_stride, src + r * src_stride, sizeof(float) * (size_t)cols);
 }
@@ -404,15 +424,19 @@ static void cpu_sample(hr_backend *be, hr_sample_out *out, float *x, int rows, i
         cb->sample_cap = cb->sample_probs && cb->sample_idx ? need : 0;
     }
     if (!s || s->n_rows < rows || cb->sample_cap < need) {
-        for (int r = 0; r < rows; r++) out[r].id = -1;
+        for (int r = 0; r < rows; r++)
+            out[r].id = -1;
         return;
     }
     sample_ctx c = {cb, out, x, rows, n};
-    if (threads == 1) sample_task(&c, 0, 1);
-    else hr_pool_run(cb->pool, sample_task, &c);
+    if (threads == 1)
+        sample_task(&c, 0, 1);
+    else
+        hr_pool_run(cb->pool, sample_task, &c);
 }
 
-static void cpu_mul_gather(hr_backend *be, float *y, const int32_t *idx, const hr_tensor *table, long n) {
+static void cpu_mul_gather(hr_backend *be, float *y, const int32_t *idx, const hr_tensor *table,
+                           long n) {
     for (long i = 0; i < n; i++) {
         float s;
         hr_cpu_to_f32(&s, table, idx[i], 1);

@@ -13,10 +13,10 @@ typedef struct {
     void *scratch; /* matmul's packed / rounded x (--compute bf16) or quantized-weight
                       buffers (engine thread only) */
     size_t scratch_bytes;
-    long max_k; /* longest row of the bf16 and quantized weights uploaded: sizes the scratch */
+    long max_k;    /* longest row of the bf16 and quantized weights uploaded: sizes the scratch */
     int has_quant; /* a quantized weight was uploaded: steps reserve the quantized matmul scratch */
-    float *sample_probs;  /* (sample_cap) the sample op's scratch, vocab per pool thread */
-    int32_t *sample_idx;  /* (sample_cap) */
+    float *sample_probs; /* (sample_cap) the sample op's scratch, vocab per pool thread */
+    int32_t *sample_idx; /* (sample_cap) */
     size_t sample_cap;
 } hr_cpu_backend;
 
@@ -59,8 +59,8 @@ void hr_cpu_moe_route(hr_backend *be, int32_t *ids, float *weights, const float 
 void hr_cpu_moe_experts(hr_backend *be, float *y, const float *x, const int32_t *ids,
                         const float *weights, int T, int k, const hr_moe_weights *w);
 float hr_cpu_act(float g, hr_act_fn fn);
-void hr_cpu_moe_ref(float *y, const float *x, const int32_t *ids, const float *weights, int T, int k,
-                    const hr_moe_weights *w);
+void hr_cpu_moe_ref(float *y, const float *x, const int32_t *ids, const float *weights, int T,
+                    int k, const hr_moe_weights *w);
 /* Hybrid-layer ops (linear_attn.c). */
 void hr_cpu_sigmoid_mul(hr_backend *be, float *y, const float *g, long rows, int w, int g_w);
 void hr_cpu_conv1d(hr_backend *be, float *x, const hr_tensor *w, int channels, hr_kv_store *kv,

@@ -14,8 +14,8 @@
  * stored + 8. */
 enum { HR_Q8_BLOCK = 32, HR_Q8_BYTES = 34, HR_Q4_BYTES = 18 };
 
-typedef void (*hr_mm_fn)(float *y, long ldy, const float *x, long ldx, const void *w, int K,
-                         int T, long n0, long n1);
+typedef void (*hr_mm_fn)(float *y, long ldy, const float *x, long ldx, const void *w, int K, int T,
+                         long n0, long n1);
 
 /* The same with x already rounded to bf16 (--compute bf16): products of bf16 pairs. */
 typedef void (*hr_mm_bx_fn)(float *y, long ldy, const uint16_t *x, long ldx, const void *w, int K,
@@ -23,14 +23,14 @@ typedef void (*hr_mm_bx_fn)(float *y, long ldy, const uint16_t *x, long ldx, con
 
 typedef struct {
     const char *name;
-    hr_mm_fn mm_f32;  /* w is f32 */
-    hr_mm_fn mm_bf16; /* w is bf16 */
-    hr_mm_fn mm_f16;  /* w is IEEE f16 */
+    hr_mm_fn mm_f32;   /* w is f32 */
+    hr_mm_fn mm_bf16;  /* w is bf16 */
+    hr_mm_fn mm_f16;   /* w is IEEE f16 */
     hr_mm_bx_fn mm_bx; /* bf16 x times bf16 w on VDPBF16PS; NULL below AVX-512, use only
                           when hr_cpu()->avx512bf16 */
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float *y, float a, const float *x, int n); /* y += a * x */
-    void (*scale)(float *y, float a, int n);               /* y *= a */
+    void (*scale)(float *y, float a, int n);                /* y *= a */
     /* P V of one attention tile: for each position jj < nj in order, for each query i < n
        whose weight w = s[i * s_ld + jj] is not 0, o[i] += w * v[jj] over hd floats, each
        element bit for bit what axpy gives; v[jj] may be NULL where every weight is 0. */

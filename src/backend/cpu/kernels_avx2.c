@@ -16,8 +16,12 @@ static inline __m256 ld_f16(const void *p, long i) {
     return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
 }
 static inline float sc_f32(const void *p, long i) { return ((const float *)p)[i]; }
-static inline float sc_bf16(const void *p, long i) { return hr_bf16_to_f32(((const uint16_t *)p)[i]); }
-static inline float sc_f16(const void *p, long i) { return hr_f16_to_f32(((const uint16_t *)p)[i]); }
+static inline float sc_bf16(const void *p, long i) {
+    return hr_bf16_to_f32(((const uint16_t *)p)[i]);
+}
+static inline float sc_f16(const void *p, long i) {
+    return hr_f16_to_f32(((const uint16_t *)p)[i]);
+}
 
 static inline float hsum(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -29,52 +33,53 @@ static inline float hsum(__m256 v) {
 #define UNROLL _Pragma("GCC unroll 8")
 enum { PF_AHEAD = 256 }; /* elements ahead that the decode tile prefetches */
 /* NR rows x NT tokens; rows beyond nr alias the first row and are not stored. */
-#define DEFINE_TILE(NAME, NR, NT, ESZ, LD, SC)                                              \
-    static void NAME(float *y, long ldy, const float *x, long ldx, const char *wp, int K,   \
-                     int nr) {                                                              \
-        const char *w[NR];                                                                  \
-        UNROLL for (int r = 0; r < NR; r++) w[r] = wp + (r < nr ? r : 0) * (long)K * ESZ;   \
-        __m256 acc[NT][NR];                                                                 \
-        UNROLL for (int t = 0; t < NT; t++)                                                 \
-            UNROLL for (int r = 0; r < NR; r++) acc[t][r] = _mm256_setzero_ps();            \
-        int k = 0;                                                                          \
-        for (; k + 8 <= K; k += 8) {                                                        \
-            __m256 wv[NR];                                                                  \
-            if (NT == 1 && (k & 31) == 0)                                                   \
-                UNROLL for (int r = 0; r < NR; r++)                                         \
-                    _mm_prefetch(w[r] + (long)(k + PF_AHEAD) * ESZ, _MM_HINT_T0);           \
-            UNROLL for (int r = 0; r < NR; r++) wv[r] = LD(w[r], k);                        \
-            UNROLL for (int t = 0; t < NT; t++) {                                           \
-                __m256 xv = _mm256_loadu_ps(x + t * ldx + k);                               \
-                UNROLL for (int r = 0; r < NR; r++) acc[t][r] = _mm256_fmadd_ps(wv[r], xv, acc[t][r]); \
-            }                                                                               \
-        }                                                                                   \
-        UNROLL for (int t = 0; t < NT; t++)                                                 \
-            UNROLL for (int r = 0; r < NR; r++) {                                           \
-                if (r >= nr) continue;                                                      \
-                float s = hsum(acc[t][r]);                                                  \
-                for (int kk = k; kk < K; kk++) s += SC(w[r], kk) * x[t * ldx + kk];         \
-                y[t * ldy + r] = s;                                                         \
-            }                                                                               \
+#define DEFINE_TILE(NAME, NR, NT, ESZ, LD, SC)                                                     \
+    static void NAME(float *y, long ldy, const float *x, long ldx, const char *wp, int K,          \
+                     int nr) {                                                                     \
+        const char *w[NR];                                                                         \
+        UNROLL for (int r = 0; r < NR; r++) w[r] = wp + (r < nr ? r : 0) * (long)K * ESZ;          \
+        __m256 acc[NT][NR];                                                                        \
+        UNROLL for (int t = 0; t < NT; t++) UNROLL for (int r = 0; r < NR; r++) acc[t][r] =        \
+            _mm256_setzero_ps();                                                                   \
+        int k = 0;                                                                                 \
+        for (; k + 8 <= K; k += 8) {                                                               \
+            __m256 wv[NR];                                                                         \
+            if (NT == 1 && (k & 31) == 0)                                                          \
+                UNROLL for (int r = 0; r < NR; r++)                                                \
+                    _mm_prefetch(w[r] + (long)(k + PF_AHEAD) * ESZ, _MM_HINT_T0);                  \
+            UNROLL for (int r = 0; r < NR; r++) wv[r] = LD(w[r], k);                               \
+            UNROLL for (int t = 0; t < NT; t++) {                                                  \
+                __m256 xv = _mm256_loadu_ps(x + t * ldx + k);                                      \
+                UNROLL for (int r = 0; r < NR; r++) acc[t][r] =                                    \
+                    _mm256_fmadd_ps(wv[r], xv, acc[t][r]);                                         \
+            }                                                                                      \
+        }                                                                                          \
+        UNROLL for (int t = 0; t < NT; t++) UNROLL for (int r = 0; r < NR; r++) {                  \
+            if (r >= nr) continue;                                                                 \
+            float s = hsum(acc[t][r]);                                                             \
+            for (int kk = k; kk < K; kk++)                                                         \
+                s += SC(w[r], kk) * x[t * ldx + kk];                                               \
+            y[t * ldy + r] = s;                                                                    \
+        }                                                                                          \
     }
 
 /* Tokens in pairs (4 rows x 2 tokens), a leftover token alone (4 rows x 1 token). */
-#define DEFINE_MM(NAME, TILE2, TILE1, ESZ)                                                  \
-    static void NAME(float *y, long ldy, const float *x, long ldx, const void *w, int K,    \
-                     int T, long n0, long n1) {                                             \
-        const char *wb = w;                                                                 \
-        for (long nb = n0; nb < n1; nb += 16) {                                             \
-            long ne = nb + 16 < n1 ? nb + 16 : n1;                                          \
-            int t = 0;                                                                      \
-            for (; t + 2 <= T; t += 2)                                                      \
-                for (long n = nb; n < ne; n += 4)                                           \
-                    TILE2(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K * ESZ,   \
-                          K, ne - n < 4 ? (int)(ne - n) : 4);                               \
-            for (; t < T; t++)                                                              \
-                for (long n = nb; n < ne; n += 4)                                           \
-                    TILE1(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K * ESZ,   \
-                          K, ne - n < 4 ? (int)(ne - n) : 4);                               \
-        }                                                                                   \
+#define DEFINE_MM(NAME, TILE2, TILE1, ESZ)                                                         \
+    static void NAME(float *y, long ldy, const float *x, long ldx, const void *w, int K, int T,    \
+                     long n0, long n1) {                                                           \
+        const char *wb = w;                                                                        \
+        for (long nb = n0; nb < n1; nb += 16) {                                                    \
+            long ne = nb + 16 < n1 ? nb + 16 : n1;                                                 \
+            int t = 0;                                                                             \
+            for (; t + 2 <= T; t += 2)                                                             \
+                for (long n = nb; n < ne; n += 4)                                                  \
+                    TILE2(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K * ESZ, K,       \
+                          ne - n < 4 ? (int)(ne - n) : 4);                                         \
+            for (; t < T; t++)                                                                     \
+                for (long n = nb; n < ne; n += 4)                                                  \
+                    TILE1(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K * ESZ, K,       \
+                          ne - n < 4 ? (int)(ne - n) : 4);                                         \
+        }                                                                                          \
     }
 
 DEFINE_TILE(tile2_f32, 4, 2, 4, ld_f32, sc_f32)
@@ -91,9 +96,11 @@ DEFINE_MM(mm_f16, tile2_f16, tile1_f16, 2)
 static float dot(const float *a, const float *b, int n) {
     __m256 v = _mm256_setzero_ps();
     int i = 0;
-    for (; i + 8 <= n; i += 8) v = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), v);
+    for (; i + 8 <= n; i += 8)
+        v = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), v);
     float s = hsum(v);
-    for (; i < n; i++) s += a[i] * b[i];
+    for (; i < n; i++)
+        s += a[i] * b[i];
     return s;
 }
 
@@ -101,15 +108,19 @@ static void axpy(float *y, float a, const float *x, int n) {
     __m256 av = _mm256_set1_ps(a);
     int i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(y + i, _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] += a * x[i];
+        _mm256_storeu_ps(y + i,
+                         _mm256_fmadd_ps(av, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+    for (; i < n; i++)
+        y[i] += a * x[i];
 }
 
 static void scale(float *y, float a, int n) {
     __m256 av = _mm256_set1_ps(a);
     int i = 0;
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(av, _mm256_loadu_ps(y + i)));
-    for (; i < n; i++) y[i] *= a;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(y + i, _mm256_mul_ps(av, _mm256_loadu_ps(y + i)));
+    for (; i < n; i++)
+        y[i] *= a;
 }
 
 /* P V keeps a tile of PV_NR queries x PV_NV vectors of o in registers across the tile's
@@ -123,8 +134,8 @@ static int pv_dense(const float *s, long s_ld, int nr, int nj) {
         const float *w = s + r * s_ld;
         int jj = 0;
         for (; jj + 8 <= nj; jj += 8)
-            if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(w + jj), _mm256_setzero_ps(),
-                                                 _CMP_EQ_OQ)))
+            if (_mm256_movemask_ps(
+                    _mm256_cmp_ps(_mm256_loadu_ps(w + jj), _mm256_setzero_ps(), _CMP_EQ_OQ)))
                 return 0;
         for (; jj < nj; jj++)
             if (w[jj] == 0) return 0;
@@ -148,25 +159,25 @@ INLINE void pv_chunk(float *const *o, const float *s, long s_ld, const float *co
                      int d0, const int tail, __m256i dm, const int dense, const int NR,
                      const int NV) {
     __m256 acc[PV_NR][PV_NV];
-    UNROLL for (int r = 0; r < NR; r++)
-        UNROLL for (int c = 0; c < NV; c++)
-            acc[r][c] = ld_part(o[r] + d0 + 8 * c, tail && c == NV - 1, dm);
+    UNROLL for (int r = 0; r < NR; r++) UNROLL for (int c = 0; c < NV; c++) acc[r][c] =
+        ld_part(o[r] + d0 + 8 * c, tail && c == NV - 1, dm);
     for (int jj = 0; jj < nj; jj++) {
         if (!dense && !v[jj]) continue;
         __m256 x[PV_NV];
-        UNROLL for (int c = 0; c < NV; c++)
-            x[c] = ld_part(v[jj] + d0 + 8 * c, tail && c == NV - 1, dm);
+        UNROLL for (int c = 0; c < NV; c++) x[c] =
+            ld_part(v[jj] + d0 + 8 * c, tail && c == NV - 1, dm);
         UNROLL for (int r = 0; r < NR; r++) {
             if (!dense && s[r * s_ld + jj] == 0) continue;
             __m256 w = _mm256_set1_ps(s[r * s_ld + jj]);
             UNROLL for (int c = 0; c < NV; c++) acc[r][c] = _mm256_fmadd_ps(w, x[c], acc[r][c]);
         }
     }
-    UNROLL for (int r = 0; r < NR; r++)
-        UNROLL for (int c = 0; c < NV; c++) {
-            if (tail && c == NV - 1) _mm256_maskstore_ps(o[r] + d0 + 8 * c, dm, acc[r][c]);
-            else _mm256_storeu_ps(o[r] + d0 + 8 * c, acc[r][c]);
-        }
+    UNROLL for (int r = 0; r < NR; r++) UNROLL for (int c = 0; c < NV; c++) {
+        if (tail && c == NV - 1)
+            _mm256_maskstore_ps(o[r] + d0 + 8 * c, dm, acc[r][c]);
+        else
+            _mm256_storeu_ps(o[r] + d0 + 8 * c, acc[r][c]);
+    }
 }
 
 /* NR queries over all of hd: chunks of PV_NV vectors, then single vectors, the last one
@@ -176,24 +187,31 @@ INLINE void pv_rows(float *const *o, const float *s, long s_ld, const float *con
     int dense = pv_dense(s, s_ld, NR, nj), d0 = 0;
     __m256i all = _mm256_set1_epi32(-1);
     for (; d0 + 8 * PV_NV <= hd; d0 += 8 * PV_NV) {
-        if (dense) pv_chunk(o, s, s_ld, v, nj, d0, 0, all, 1, NR, PV_NV);
-        else pv_chunk(o, s, s_ld, v, nj, d0, 0, all, 0, NR, PV_NV);
+        if (dense)
+            pv_chunk(o, s, s_ld, v, nj, d0, 0, all, 1, NR, PV_NV);
+        else
+            pv_chunk(o, s, s_ld, v, nj, d0, 0, all, 0, NR, PV_NV);
     }
     for (; d0 + 8 <= hd; d0 += 8) {
-        if (dense) pv_chunk(o, s, s_ld, v, nj, d0, 0, all, 1, NR, 1);
-        else pv_chunk(o, s, s_ld, v, nj, d0, 0, all, 0, NR, 1);
+        if (dense)
+            pv_chunk(o, s, s_ld, v, nj, d0, 0, all, 1, NR, 1);
+        else
+            pv_chunk(o, s, s_ld, v, nj, d0, 0, all, 0, NR, 1);
     }
     if (d0 < hd) {
         __m256i dm = lanes_below(hd - d0);
-        if (dense) pv_chunk(o, s, s_ld, v, nj, d0, 1, dm, 1, NR, 1);
-        else pv_chunk(o, s, s_ld, v, nj, d0, 1, dm, 0, NR, 1);
+        if (dense)
+            pv_chunk(o, s, s_ld, v, nj, d0, 1, dm, 1, NR, 1);
+        else
+            pv_chunk(o, s, s_ld, v, nj, d0, 1, dm, 0, NR, 1);
     }
 }
 
 static void pv(float *const *o, const float *s, long s_ld, int n, const float *const *v, int nj,
                int hd) {
     int i = 0;
-    for (; i + PV_NR <= n; i += PV_NR) pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, PV_NR);
+    for (; i + PV_NR <= n; i += PV_NR)
+        pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, PV_NR);
     switch (n - i) {
     case 3: pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, 3); break;
     case 2: pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, 2); break;
@@ -207,12 +225,16 @@ static void kv_load(float *y, const void *row, hr_dtype dtype, int n) {
     int i = 0;
     switch (dtype) {
     case HR_BF16:
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, ld_bf16(row, i));
-        for (; i < n; i++) y[i] = sc_bf16(row, i);
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(y + i, ld_bf16(row, i));
+        for (; i < n; i++)
+            y[i] = sc_bf16(row, i);
         break;
     case HR_F16:
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, ld_f16(row, i));
-        for (; i < n; i++) y[i] = sc_f16(row, i);
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(y + i, ld_f16(row, i));
+        for (; i < n; i++)
+            y[i] = sc_f16(row, i);
         break;
     case HR_Q8_0:
         for (int b = 0; b < n / HR_Q8_BLOCK; b++) {
@@ -242,12 +264,13 @@ static void kv_load(float *y, const void *row, hr_dtype dtype, int n) {
         }
         break;
     default:
-        for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, ld_f32(row, i));
-        for (; i < n; i++) y[i] = sc_f32(row, i);
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(y + i, ld_f32(row, i));
+        for (; i < n; i++)
+            y[i] = sc_f32(row, i);
         break;
     }
 }
 
 const hr_cpu_kernels hr_cpu_kernels_avx2 = {"avx2", mm_f32, mm_bf16, mm_f16, NULL,
-                                            dot,    axpy,   scale,  pv,
-                                            kv_load};
+                                            dot,    axpy,   scale,   pv,     kv_load};

@@ -35,95 +35,95 @@ static inline __m512 ldm_f16(const void *p, long i, __mmask16 m) {
  * not stored. Loops are fully unrolled so the accumulators stay in registers. */
 #define UNROLL _Pragma("GCC unroll 8")
 enum { PF_AHEAD = 256 }; /* elements ahead that the decode tile prefetches */
-#define DEFINE_TILE(NAME, NR, NT, ESZ, LD, LDM)                                             \
-    static void NAME(float *y, long ldy, const float *x, long ldx, const char *wp, int K,   \
-                     int nr) {                                                              \
-        const char *w[NR];                                                                  \
-        UNROLL for (int r = 0; r < NR; r++) w[r] = wp + (r < nr ? r : 0) * (long)K * ESZ;   \
-        __m512 acc[NT][NR];                                                                 \
-        UNROLL for (int t = 0; t < NT; t++)                                                 \
-            UNROLL for (int r = 0; r < NR; r++) acc[t][r] = _mm512_setzero_ps();            \
-        int k = 0;                                                                          \
-        for (; k + 16 <= K; k += 16) {                                                      \
-            __m512 wv[NR];                                                                  \
-            if (NT == 1 && (k & 31) == 0)                                                   \
-                UNROLL for (int r = 0; r < NR; r++)                                         \
-                    _mm_prefetch(w[r] + (long)(k + PF_AHEAD) * ESZ, _MM_HINT_T0);           \
-            UNROLL for (int r = 0; r < NR; r++) wv[r] = LD(w[r], k);                        \
-            UNROLL for (int t = 0; t < NT; t++) {                                           \
-                __m512 xv = _mm512_loadu_ps(x + t * ldx + k);                               \
-                UNROLL for (int r = 0; r < NR; r++) acc[t][r] = _mm512_fmadd_ps(wv[r], xv, acc[t][r]); \
-            }                                                                               \
-        }                                                                                   \
-        if (k < K) {                                                                        \
-            __mmask16 m = (__mmask16)((1u << (K - k)) - 1);                                 \
-            __m512 wv[NR];                                                                  \
-            UNROLL for (int r = 0; r < NR; r++) wv[r] = LDM(w[r], k, m);                    \
-            UNROLL for (int t = 0; t < NT; t++) {                                           \
-                __m512 xv = _mm512_maskz_loadu_ps(m, x + t * ldx + k);                      \
-                UNROLL for (int r = 0; r < NR; r++) acc[t][r] = _mm512_fmadd_ps(wv[r], xv, acc[t][r]); \
-            }                                                                               \
-        }                                                                                   \
-        UNROLL for (int t = 0; t < NT; t++)                                                 \
-            UNROLL for (int r = 0; r < NR; r++)                                             \
-                if (r < nr) y[t * ldy + r] = _mm512_reduce_add_ps(acc[t][r]);               \
+#define DEFINE_TILE(NAME, NR, NT, ESZ, LD, LDM)                                                    \
+    static void NAME(float *y, long ldy, const float *x, long ldx, const char *wp, int K,          \
+                     int nr) {                                                                     \
+        const char *w[NR];                                                                         \
+        UNROLL for (int r = 0; r < NR; r++) w[r] = wp + (r < nr ? r : 0) * (long)K * ESZ;          \
+        __m512 acc[NT][NR];                                                                        \
+        UNROLL for (int t = 0; t < NT; t++) UNROLL for (int r = 0; r < NR; r++) acc[t][r] =        \
+            _mm512_setzero_ps();                                                                   \
+        int k = 0;                                                                                 \
+        for (; k + 16 <= K; k += 16) {                                                             \
+            __m512 wv[NR];                                                                         \
+            if (NT == 1 && (k & 31) == 0)                                                          \
+                UNROLL for (int r = 0; r < NR; r++)                                                \
+                    _mm_prefetch(w[r] + (long)(k + PF_AHEAD) * ESZ, _MM_HINT_T0);                  \
+            UNROLL for (int r = 0; r < NR; r++) wv[r] = LD(w[r], k);                               \
+            UNROLL for (int t = 0; t < NT; t++) {                                                  \
+                __m512 xv = _mm512_loadu_ps(x + t * ldx + k);                                      \
+                UNROLL for (int r = 0; r < NR; r++) acc[t][r] =                                    \
+                    _mm512_fmadd_ps(wv[r], xv, acc[t][r]);                                         \
+            }                                                                                      \
+        }                                                                                          \
+        if (k < K) {                                                                               \
+            __mmask16 m = (__mmask16)((1u << (K - k)) - 1);                                        \
+            __m512 wv[NR];                                                                         \
+            UNROLL for (int r = 0; r < NR; r++) wv[r] = LDM(w[r], k, m);                           \
+            UNROLL for (int t = 0; t < NT; t++) {                                                  \
+                __m512 xv = _mm512_maskz_loadu_ps(m, x + t * ldx + k);                             \
+                UNROLL for (int r = 0; r < NR; r++) acc[t][r] =                                    \
+                    _mm512_fmadd_ps(wv[r], xv, acc[t][r]);                                         \
+            }                                                                                      \
+        }                                                                                          \
+        UNROLL for (int t = 0; t < NT; t++) UNROLL for (int r = 0; r < NR; r++) if (r < nr)        \
+            y[t * ldy + r] = _mm512_reduce_add_ps(acc[t][r]);                                      \
     }
 
 /* The --compute bf16 tile: x is bf16 too and VDPBF16PS multiplies 32 pairs per
  * instruction, accumulating in f32 (2x the f32 FMA's products, no widening of w). */
-#define BX_FMA(NR, NT, XLOAD)                                                               \
-    UNROLL for (int t = 0; t < NT; t++) {                                                   \
-        __m512bh xv = (__m512bh)(XLOAD);                                                    \
-        UNROLL for (int r = 0; r < NR; r++)                                                 \
-            acc[t][r] = _mm512_dpbf16_ps(acc[t][r], (__m512bh)wv[r], xv);                   \
+#define BX_FMA(NR, NT, XLOAD)                                                                      \
+    UNROLL for (int t = 0; t < NT; t++) {                                                          \
+        __m512bh xv = (__m512bh)(XLOAD);                                                           \
+        UNROLL for (int r = 0; r < NR; r++) acc[t][r] =                                            \
+            _mm512_dpbf16_ps(acc[t][r], (__m512bh)wv[r], xv);                                      \
     }
-#define DEFINE_TILE_BX(NAME, NR, NT)                                                        \
-    static void NAME(float *y, long ldy, const uint16_t *x, long ldx, const char *wp, int K,\
-                     int nr) {                                                              \
-        const uint16_t *w[NR];                                                              \
-        UNROLL for (int r = 0; r < NR; r++)                                                 \
-            w[r] = (const uint16_t *)wp + (r < nr ? r : 0) * (long)K;                       \
-        __m512 acc[NT][NR];                                                                 \
-        UNROLL for (int t = 0; t < NT; t++)                                                 \
-            UNROLL for (int r = 0; r < NR; r++) acc[t][r] = _mm512_setzero_ps();            \
-        int k = 0;                                                                          \
-        for (; k + 32 <= K; k += 32) {                                                      \
-            __m512i wv[NR];                                                                 \
-            if (NT == 1)                                                                    \
-                UNROLL for (int r = 0; r < NR; r++)                                         \
-                    _mm_prefetch((const char *)(w[r] + k + PF_AHEAD), _MM_HINT_T0);         \
-            UNROLL for (int r = 0; r < NR; r++) wv[r] = _mm512_loadu_si512(w[r] + k);       \
-            BX_FMA(NR, NT, _mm512_loadu_si512(x + t * ldx + k))                             \
-        }                                                                                   \
-        if (k < K) {                                                                        \
-            __mmask32 m = (__mmask32)((1u << (K - k)) - 1);                                 \
-            __m512i wv[NR];                                                                 \
-            UNROLL for (int r = 0; r < NR; r++) wv[r] = _mm512_maskz_loadu_epi16(m, w[r] + k); \
-            BX_FMA(NR, NT, _mm512_maskz_loadu_epi16(m, x + t * ldx + k))                    \
-        }                                                                                   \
-        UNROLL for (int t = 0; t < NT; t++)                                                 \
-            UNROLL for (int r = 0; r < NR; r++)                                             \
-                if (r < nr) y[t * ldy + r] = _mm512_reduce_add_ps(acc[t][r]);               \
+#define DEFINE_TILE_BX(NAME, NR, NT)                                                               \
+    static void NAME(float *y, long ldy, const uint16_t *x, long ldx, const char *wp, int K,       \
+                     int nr) {                                                                     \
+        const uint16_t *w[NR];                                                                     \
+        UNROLL for (int r = 0; r < NR; r++) w[r] =                                                 \
+            (const uint16_t *)wp + (r < nr ? r : 0) * (long)K;                                     \
+        __m512 acc[NT][NR];                                                                        \
+        UNROLL for (int t = 0; t < NT; t++) UNROLL for (int r = 0; r < NR; r++) acc[t][r] =        \
+            _mm512_setzero_ps();                                                                   \
+        int k = 0;                                                                                 \
+        for (; k + 32 <= K; k += 32) {                                                             \
+            __m512i wv[NR];                                                                        \
+            if (NT == 1)                                                                           \
+                UNROLL for (int r = 0; r < NR; r++)                                                \
+                    _mm_prefetch((const char *)(w[r] + k + PF_AHEAD), _MM_HINT_T0);                \
+            UNROLL for (int r = 0; r < NR; r++) wv[r] = _mm512_loadu_si512(w[r] + k);              \
+            BX_FMA(NR, NT, _mm512_loadu_si512(x + t * ldx + k))                                    \
+        }                                                                                          \
+        if (k < K) {                                                                               \
+            __mmask32 m = (__mmask32)((1u << (K - k)) - 1);                                        \
+            __m512i wv[NR];                                                                        \
+            UNROLL for (int r = 0; r < NR; r++) wv[r] = _mm512_maskz_loadu_epi16(m, w[r] + k);     \
+            BX_FMA(NR, NT, _mm512_maskz_loadu_epi16(m, x + t * ldx + k))                           \
+        }                                                                                          \
+        UNROLL for (int t = 0; t < NT; t++) UNROLL for (int r = 0; r < NR; r++) if (r < nr)        \
+            y[t * ldy + r] = _mm512_reduce_add_ps(acc[t][r]);                                      \
     }
 
 /* Columns [n0, n1) in 16-row blocks; tokens in tiles of 4 (4 rows x 4 tokens), leftover
  * tokens one at a time (8 rows x 1 token, the decode shape). XT is x's element type. */
-#define DEFINE_MM(NAME, TILE4, TILE1, ESZ, XT)                                              \
-    static void NAME(float *y, long ldy, const XT *x, long ldx, const void *w, int K,       \
-                     int T, long n0, long n1) {                                             \
-        const char *wb = w;                                                                 \
-        for (long nb = n0; nb < n1; nb += 16) {                                             \
-            long ne = nb + 16 < n1 ? nb + 16 : n1;                                          \
-            int t = 0;                                                                      \
-            for (; t + 4 <= T; t += 4)                                                      \
-                for (long n = nb; n < ne; n += 4)                                           \
-                    TILE4(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K * ESZ,   \
-                          K, ne - n < 4 ? (int)(ne - n) : 4);                               \
-            for (; t < T; t++)                                                              \
-                for (long n = nb; n < ne; n += 8)                                           \
-                    TILE1(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K * ESZ,   \
-                          K, ne - n < 8 ? (int)(ne - n) : 8);                               \
-        }                                                                                   \
+#define DEFINE_MM(NAME, TILE4, TILE1, ESZ, XT)                                                     \
+    static void NAME(float *y, long ldy, const XT *x, long ldx, const void *w, int K, int T,       \
+                     long n0, long n1) {                                                           \
+        const char *wb = w;                                                                        \
+        for (long nb = n0; nb < n1; nb += 16) {                                                    \
+            long ne = nb + 16 < n1 ? nb + 16 : n1;                                                 \
+            int t = 0;                                                                             \
+            for (; t + 4 <= T; t += 4)                                                             \
+                for (long n = nb; n < ne; n += 4)                                                  \
+                    TILE4(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K * ESZ, K,       \
+                          ne - n < 4 ? (int)(ne - n) : 4);                                         \
+            for (; t < T; t++)                                                                     \
+                for (long n = nb; n < ne; n += 8)                                                  \
+                    TILE1(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K * ESZ, K,       \
+                          ne - n < 8 ? (int)(ne - n) : 8);                                         \
+        }                                                                                          \
     }
 
 DEFINE_TILE(tile4_f32, 4, 4, 4, ld_f32, ldm_f32)
@@ -143,7 +143,8 @@ DEFINE_MM(mm_bx, tile4_bx, tile1_bx, 2, uint16_t)
 static float dot(const float *a, const float *b, int n) {
     __m512 s = _mm512_setzero_ps();
     int i = 0;
-    for (; i + 16 <= n; i += 16) s = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s);
+    for (; i + 16 <= n; i += 16)
+        s = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s);
     if (i < n) {
         __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
         s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), s);
@@ -191,25 +192,23 @@ static int pv_dense(const float *s, long s_ld, int nr, int nj) {
 INLINE void pv_chunk(float *const *o, const float *s, long s_ld, const float *const *v, int nj,
                      int d0, __mmask16 dm, const int dense, const int NR, const int NV) {
     __m512 acc[PV_NR][PV_NV];
-    UNROLL for (int r = 0; r < NR; r++)
-        UNROLL for (int c = 0; c < NV; c++)
-            acc[r][c] = _mm512_maskz_loadu_ps(c == NV - 1 ? dm : 0xffff, o[r] + d0 + 16 * c);
+    UNROLL for (int r = 0; r < NR; r++) UNROLL for (int c = 0; c < NV; c++) acc[r][c] =
+        _mm512_maskz_loadu_ps(c == NV - 1 ? dm : 0xffff, o[r] + d0 + 16 * c);
     for (int jj = 0; jj < nj; jj++) {
         if (!dense && !v[jj]) continue;
         __m512 x[PV_NV];
-        UNROLL for (int c = 0; c < NV; c++)
-            x[c] = _mm512_maskz_loadu_ps(c == NV - 1 ? dm : 0xffff, v[jj] + d0 + 16 * c);
+        UNROLL for (int c = 0; c < NV; c++) x[c] =
+            _mm512_maskz_loadu_ps(c == NV - 1 ? dm : 0xffff, v[jj] + d0 + 16 * c);
         UNROLL for (int r = 0; r < NR; r++) {
             __m512 w = _mm512_set1_ps(s[r * s_ld + jj]);
             __mmask16 k = dense ? 0xffff : _mm512_cmpneq_ps_mask(w, _mm512_setzero_ps());
-            UNROLL for (int c = 0; c < NV; c++)
-                acc[r][c] = dense ? _mm512_fmadd_ps(w, x[c], acc[r][c])
-                                  : _mm512_mask3_fmadd_ps(w, x[c], acc[r][c], k);
+            UNROLL for (int c = 0; c < NV; c++) acc[r][c] =
+                dense ? _mm512_fmadd_ps(w, x[c], acc[r][c])
+                      : _mm512_mask3_fmadd_ps(w, x[c], acc[r][c], k);
         }
     }
-    UNROLL for (int r = 0; r < NR; r++)
-        UNROLL for (int c = 0; c < NV; c++)
-            _mm512_mask_storeu_ps(o[r] + d0 + 16 * c, c == NV - 1 ? dm : 0xffff, acc[r][c]);
+    UNROLL for (int r = 0; r < NR; r++) UNROLL for (int c = 0; c < NV; c++)
+        _mm512_mask_storeu_ps(o[r] + d0 + 16 * c, c == NV - 1 ? dm : 0xffff, acc[r][c]);
 }
 
 /* NR queries over all of hd: chunks of PV_NV vectors, then single (last: partial) vectors. */
@@ -217,20 +216,25 @@ INLINE void pv_rows(float *const *o, const float *s, long s_ld, const float *con
                     int hd, const int NR) {
     int dense = pv_dense(s, s_ld, NR, nj), d0 = 0;
     for (; d0 + 16 * PV_NV <= hd; d0 += 16 * PV_NV) {
-        if (dense) pv_chunk(o, s, s_ld, v, nj, d0, 0xffff, 1, NR, PV_NV);
-        else pv_chunk(o, s, s_ld, v, nj, d0, 0xffff, 0, NR, PV_NV);
+        if (dense)
+            pv_chunk(o, s, s_ld, v, nj, d0, 0xffff, 1, NR, PV_NV);
+        else
+            pv_chunk(o, s, s_ld, v, nj, d0, 0xffff, 0, NR, PV_NV);
     }
     for (; d0 < hd; d0 += 16) {
         __mmask16 dm = hd - d0 >= 16 ? 0xffff : (__mmask16)((1u << (hd - d0)) - 1);
-        if (dense) pv_chunk(o, s, s_ld, v, nj, d0, dm, 1, NR, 1);
-        else pv_chunk(o, s, s_ld, v, nj, d0, dm, 0, NR, 1);
+        if (dense)
+            pv_chunk(o, s, s_ld, v, nj, d0, dm, 1, NR, 1);
+        else
+            pv_chunk(o, s, s_ld, v, nj, d0, dm, 0, NR, 1);
     }
 }
 
 static void pv(float *const *o, const float *s, long s_ld, int n, const float *const *v, int nj,
                int hd) {
     int i = 0;
-    for (; i + PV_NR <= n; i += PV_NR) pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, PV_NR);
+    for (; i + PV_NR <= n; i += PV_NR)
+        pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, PV_NR);
     switch (n - i) {
     case 3: pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, 3); break;
     case 2: pv_rows(o + i, s + i * s_ld, s_ld, v, nj, hd, 2); break;
@@ -245,11 +249,13 @@ static void kv_load(float *y, const void *row, hr_dtype dtype, int n) {
     __mmask16 tail = (__mmask16)((1u << (n & 15)) - 1);
     switch (dtype) {
     case HR_BF16:
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, ld_bf16(row, i));
+        for (; i + 16 <= n; i += 16)
+            _mm512_storeu_ps(y + i, ld_bf16(row, i));
         if (tail) _mm512_mask_storeu_ps(y + i, tail, ldm_bf16(row, i, tail));
         break;
     case HR_F16:
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, ld_f16(row, i));
+        for (; i + 16 <= n; i += 16)
+            _mm512_storeu_ps(y + i, ld_f16(row, i));
         if (tail) _mm512_mask_storeu_ps(y + i, tail, ldm_f16(row, i, tail));
         break;
     case HR_Q8_0:
@@ -275,18 +281,19 @@ static void kv_load(float *y, const void *row, hr_dtype dtype, int n) {
                     eight = _mm_set1_epi8(8);
             __m128i lo = _mm_sub_epi8(_mm_and_si128(q, m15), eight),
                     hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), m15), eight);
-            _mm512_storeu_ps(y + b * HR_Q8_BLOCK, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo))));
+            _mm512_storeu_ps(y + b * HR_Q8_BLOCK,
+                             _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo))));
             _mm512_storeu_ps(y + b * HR_Q8_BLOCK + 16,
                              _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi))));
         }
         break;
     default:
-        for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, ld_f32(row, i));
+        for (; i + 16 <= n; i += 16)
+            _mm512_storeu_ps(y + i, ld_f32(row, i));
         if (tail) _mm512_mask_storeu_ps(y + i, tail, ldm_f32(row, i, tail));
         break;
     }
 }
 
 const hr_cpu_kernels hr_cpu_kernels_avx512 = {"avx512", mm_f32, mm_bf16, mm_f16, mm_bx,
-                                              dot,      axpy,   scale,   pv,
-                                              kv_load};
+                                              dot,      axpy,   scale,   pv,     kv_load};

@@ -5,18 +5,19 @@
 #include "backend/cpu/kernels.h"
 #include "tensor/dtype.h"
 
-#define REF_MM(NAME, WT, CONV)                                                              \
-    static void NAME(float *y, long ldy, const float *x, long ldx, const void *wv, int K,   \
-                     int T, long n0, long n1) {                                             \
-        const WT *w = wv;                                                                   \
-        for (int t = 0; t < T; t++)                                                         \
-            for (long n = n0; n < n1; n++) {                                                \
-                const WT *wr = w + n * (long)K;                                             \
-                const float *xr = x + t * ldx;                                              \
-                float s = 0;                                                                \
-                for (int k = 0; k < K; k++) s += CONV(wr[k]) * xr[k];                       \
-                y[t * ldy + n] = s;                                                         \
-            }                                                                               \
+#define REF_MM(NAME, WT, CONV)                                                                     \
+    static void NAME(float *y, long ldy, const float *x, long ldx, const void *wv, int K, int T,   \
+                     long n0, long n1) {                                                           \
+        const WT *w = wv;                                                                          \
+        for (int t = 0; t < T; t++)                                                                \
+            for (long n = n0; n < n1; n++) {                                                       \
+                const WT *wr = w + n * (long)K;                                                    \
+                const float *xr = x + t * ldx;                                                     \
+                float s = 0;                                                                       \
+                for (int k = 0; k < K; k++)                                                        \
+                    s += CONV(wr[k]) * xr[k];                                                      \
+                y[t * ldy + n] = s;                                                                \
+            }                                                                                      \
     }
 
 #define ID(v) (v)
@@ -27,16 +28,19 @@ REF_MM(mm_f16, uint16_t, hr_f16_to_f32)
 /* Sums exactly as mm_f32 sums one output (attention relies on it). */
 static float dot(const float *a, const float *b, int n) {
     float s = 0;
-    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    for (int i = 0; i < n; i++)
+        s += a[i] * b[i];
     return s;
 }
 
 static void axpy(float *y, float a, const float *x, int n) {
-    for (int i = 0; i < n; i++) y[i] += a * x[i];
+    for (int i = 0; i < n; i++)
+        y[i] += a * x[i];
 }
 
 static void scale(float *y, float a, int n) {
-    for (int i = 0; i < n; i++) y[i] *= a;
+    for (int i = 0; i < n; i++)
+        y[i] *= a;
 }
 
 /* The definition of pv: one axpy per weight that is not 0. */
@@ -48,8 +52,7 @@ static void pv(float *const *o, const float *s, long s_ld, int n, const float *c
 }
 
 const hr_cpu_kernels hr_cpu_kernels_ref = {"generic", mm_f32, mm_bf16, mm_f16, NULL,
-                                           dot,       axpy,   scale,   pv,
-                                           hr_kv_row_load_ref};
+                                           dot,       axpy,   scale,   pv,     hr_kv_row_load_ref};
 
 const hr_cpu_kernels *hr_cpu_kernels_get(void) {
     switch (hr_cpu()->level) {

@@ -13,8 +13,14 @@
 void hr_kv_row_store(void *row, const float *x, hr_dtype dtype, int n) {
     uint16_t *h = row;
     switch (dtype) {
-    case HR_BF16: for (int i = 0; i < n; i++) h[i] = hr_f32_to_bf16(x[i]); break;
-    case HR_F16: for (int i = 0; i < n; i++) h[i] = hr_f32_to_f16(x[i]); break;
+    case HR_BF16:
+        for (int i = 0; i < n; i++)
+            h[i] = hr_f32_to_bf16(x[i]);
+        break;
+    case HR_F16:
+        for (int i = 0; i < n; i++)
+            h[i] = hr_f32_to_f16(x[i]);
+        break;
     case HR_Q8_0:
     case HR_Q4_0: hr_quant_row(dtype, x, row, n); break;
     default: memcpy(row, x, sizeof(float) * (size_t)n); break;
@@ -24,8 +30,14 @@ void hr_kv_row_store(void *row, const float *x, hr_dtype dtype, int n) {
 void hr_kv_row_load_ref(float *y, const void *row, hr_dtype dtype, int n) {
     const uint16_t *h = row;
     switch (dtype) {
-    case HR_BF16: for (int i = 0; i < n; i++) y[i] = hr_bf16_to_f32(h[i]); break;
-    case HR_F16: for (int i = 0; i < n; i++) y[i] = hr_f16_to_f32(h[i]); break;
+    case HR_BF16:
+        for (int i = 0; i < n; i++)
+            y[i] = hr_bf16_to_f32(h[i]);
+        break;
+    case HR_F16:
+        for (int i = 0; i < n; i++)
+            y[i] = hr_f16_to_f32(h[i]);
+        break;
     case HR_Q8_0:
     case HR_Q4_0: hr_dequant_row(dtype, row, y, n); break;
     default: memcpy(y, row, sizeof(float) * (size_t)n); break;

@@ -83,12 +83,10 @@ typedef struct {
     float *state; /* this layer's slots */
     long slot_floats;
     const int32_t *starts; /* the step's q_start */
-    int max_len; /* longest row of the step */
+    int max_len;           /* longest row of the step */
 } delta_ctx;
 
-static float softplus(float x) {
-    return x > 20.0f ? x : log1pf(expf(x));
-}
+static float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
 
 /* x[n] / sqrt(sum x^2 + 1e-6) * scale into y. */
 static void l2norm(float *y, const float *x, int n, float scale) {
@@ -130,8 +128,15 @@ static void delta_one(const delta_ctx *c, int r, int h, float *scr) {
         g[t] = A * softplus(p->a[ab] + dt_bias);
         beta[t] = 1.0f / (1.0f + expf(-p->b[ab]));
     }
-    hr_delta_head hd = {.T = T, .dk = dk, .dv = dv, .q = q, .k = k, .g = g, .beta = beta,
-                        .v = p->v + (long)t0 * p->ld + (long)h * dv, .v_ld = p->ld,
+    hr_delta_head hd = {.T = T,
+                        .dk = dk,
+                        .dv = dv,
+                        .q = q,
+                        .k = k,
+                        .g = g,
+                        .beta = beta,
+                        .v = p->v + (long)t0 * p->ld + (long)h * dv,
+                        .v_ld = p->ld,
                         .out = c->out + ((long)t0 * p->n_v_heads + h) * dv,
                         .out_ld = (long)p->n_v_heads * dv};
     if (T >= HR_DELTA_CHUNK)

@@ -20,10 +20,11 @@ typedef struct {
     const hr_tensor *w, *bias;
     int T;
     hr_mm_fn fn;
-    hr_mm_bx_fn bx; /* set: bx(xp) computes; else xp set: AMX; else q set: quantized w; else fn(x) */
+    hr_mm_bx_fn
+        bx; /* set: bx(xp) computes; else xp set: AMX; else q set: quantized w; else fn(x) */
     const hr_qmm *q;
-    long chunk;        /* columns per chunk, a multiple of 16 */
-    atomic_long next;  /* first column not yet handed out */
+    long chunk;       /* columns per chunk, a multiple of 16 */
+    atomic_long next; /* first column not yet handed out */
 } mm_ctx;
 
 static void add_bias(const mm_ctx *c, long b, long e) {
@@ -33,7 +34,8 @@ static void add_bias(const mm_ctx *c, long b, long e) {
         long len = e - n < 16 ? e - n : 16;
         hr_cpu_to_f32(bias, c->bias, n, len);
         for (int r = 0; r < c->T; r++)
-            for (long i = 0; i < len; i++) c->y[r * N + n + i] += bias[i];
+            for (long i = 0; i < len; i++)
+                c->y[r * N + n + i] += bias[i];
     }
 }
 
@@ -44,10 +46,14 @@ static void mm_task(void *ctx, int t, int nt) {
         long b = atomic_fetch_add(&c->next, c->chunk);
         if (b >= N) return;
         long e = b + c->chunk < N ? b + c->chunk : N;
-        if (c->bx) c->bx(c->y, N, c->xp, K, c->w->data, (int)K, c->T, b, e);
-        else if (c->xp) hr_amx_mm(c->y, N, c->xp, c->w->data, (int)K, c->T, b, e);
-        else if (c->q) hr_qmm_cols(c->q, c->y, b, e, t);
-        else c->fn(c->y, N, c->x, K, c->w->data, (int)K, c->T, b, e);
+        if (c->bx)
+            c->bx(c->y, N, c->xp, K, c->w->data, (int)K, c->T, b, e);
+        else if (c->xp)
+            hr_amx_mm(c->y, N, c->xp, c->w->data, (int)K, c->T, b, e);
+        else if (c->q)
+            hr_qmm_cols(c->q, c->y, b, e, t);
+        else
+            c->fn(c->y, N, c->x, K, c->w->data, (int)K, c->T, b, e);
         if (c->bias) add_bias(c, b, e);
     }
 }
@@ -66,8 +72,10 @@ static void round_task(void *ctx, int t, int nt) {
     round_ctx *c = ctx;
     for (long i = c->K * (c->T * t / nt); i < c->K * (c->T * (t + 1) / nt); i++) {
         uint16_t b = hr_f32_to_bf16(c->x[i]);
-        if (c->xb) c->xb[i] = b;
-        else c->xr[i] = hr_bf16_to_f32(b);
+        if (c->xb)
+            c->xb[i] = b;
+        else
+            c->xr[i] = hr_bf16_to_f32(b);
     }
 }
 
@@ -135,8 +143,14 @@ void hr_cpu_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
     const hr_cpu_kernels *k = hr_cpu_kernels_get();
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
     long N = w->shape[0], K = w->shape[1], per_thread = N / (4 * hr_pool_size(cb->pool));
-    mm_ctx c = {.y = y, .x = x, .w = w, .bias = bias, .T = T,
-                .fn = w->dtype == HR_BF16 ? k->mm_bf16 : w->dtype == HR_F16 ? k->mm_f16 : k->mm_f32};
+    mm_ctx c = {.y = y,
+                .x = x,
+                .w = w,
+                .bias = bias,
+                .T = T,
+                .fn = w->dtype == HR_BF16  ? k->mm_bf16
+                      : w->dtype == HR_F16 ? k->mm_f16
+                                           : k->mm_f32};
     c.chunk = per_thread < 16 ? 16 : per_thread / 16 * 16;
     hr_qmm q;
     if (hr_dtype_get(w->dtype)->quantized) {

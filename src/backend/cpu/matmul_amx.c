@@ -57,14 +57,16 @@ void hr_amx_pack(uint16_t *xp, const float *x, long ldx, int K, int T, int g0, i
             for (int kb = 0; kb < nkb; kb++) {
                 uint32_t *dst = tiles + (long)kb * TN * TN + t;
                 if (tok >= T) {
-                    for (int r = 0; r < TN; r++) dst[r * TN] = 0;
+                    for (int r = 0; r < TN; r++)
+                        dst[r * TN] = 0;
                     continue;
                 }
                 const float *src = x + tok * ldx + kb * TK;
                 __m512bh v = _mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
                 uint32_t pairs[TN];
                 _mm512_storeu_si512(pairs, (__m512i)v);
-                for (int r = 0; r < TN; r++) dst[r * TN] = pairs[r];
+                for (int r = 0; r < TN; r++)
+                    dst[r * TN] = pairs[r];
             }
         }
     }
@@ -73,20 +75,20 @@ void hr_amx_pack(uint16_t *xp, const float *x, long ldx, int K, int T, int g0, i
 /* Writes tokens [0, nt) of C tile buf (16 columns x 16 tokens) to y at column n: token t
  * is column t of buf, gathered into one 16-float row of y. */
 static void store_c(float *y, long ldy, const float *buf, long n, int nt) {
-    const __m512i idx = _mm512_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176,
-                                          192, 208, 224, 240);
+    const __m512i idx =
+        _mm512_setr_epi32(0, 16, 32, 48, 64, 80, 96, 112, 128, 144, 160, 176, 192, 208, 224, 240);
     for (int t = 0; t < nt; t++)
         _mm512_storeu_ps(y + t * ldy + n, _mm512_i32gather_ps(idx, buf + t, 4));
 }
 
-#define W_AT(w, n, K, kb) ((const char *)(w) + ((long)(n) * (K) + (long)(kb) * TK) * 2)
+#define W_AT(w, n, K, kb) ((const char *)(w) + ((long)(n) * (K) + (long)(kb)*TK) * 2)
 #define X_AT(xp, g, nkb, kb) ((const char *)(xp) + (((long)(g) * (nkb) + (kb)) * TN * TK) * 2)
 
 enum { PF_KB = 1 }; /* k blocks ahead that block22 prefetches into L1 */
 
 /* 2 column tiles x 2 token groups: C in tiles 0-3, w in 4-5, x in 6-7. */
-static void block22(float *y, long ldy, const uint16_t *xp, const uint16_t *w, int K, long n,
-                    int g, int nt0, int nt1) {
+static void block22(float *y, long ldy, const uint16_t *xp, const uint16_t *w, int K, long n, int g,
+                    int nt0, int nt1) {
     int nkb = K / TK;
     long wst = (long)K * 2;
     float buf[TN * TN];
@@ -96,7 +98,8 @@ static void block22(float *y, long ldy, const uint16_t *xp, const uint16_t *w, i
     _tile_zero(3);
     for (int kb = 0; kb < nkb; kb++) {
         if (kb + PF_KB < nkb) {
-            for (int r = 0; r < 2 * TN; r++) _mm_prefetch(W_AT(w, n + r, K, kb + PF_KB), _MM_HINT_T0);
+            for (int r = 0; r < 2 * TN; r++)
+                _mm_prefetch(W_AT(w, n + r, K, kb + PF_KB), _MM_HINT_T0);
             for (int r = 0; r < TN; r++) {
                 _mm_prefetch(X_AT(xp, g, nkb, kb + PF_KB) + r * 64, _MM_HINT_T0);
                 _mm_prefetch(X_AT(xp, g + 1, nkb, kb + PF_KB) + r * 64, _MM_HINT_T0);
@@ -124,8 +127,8 @@ static void block22(float *y, long ldy, const uint16_t *xp, const uint16_t *w, i
 
 /* 4 column tiles x 1 token group (the decode shape): C in tiles 0-3, x in 4, w rotating
  * through 5-7. (Software prefetch of the 64 weight rows measured slower.) */
-static void block41(float *y, long ldy, const uint16_t *xp, const uint16_t *w, int K, long n,
-                    int g, int nt) {
+static void block41(float *y, long ldy, const uint16_t *xp, const uint16_t *w, int K, long n, int g,
+                    int nt) {
     int nkb = K / TK;
     long wst = (long)K * 2;
     float buf[TN * TN];
@@ -156,8 +159,8 @@ static void block41(float *y, long ldy, const uint16_t *xp, const uint16_t *w, i
 }
 
 /* 1 column tile x 1 token group: the leftovers. */
-static void block11(float *y, long ldy, const uint16_t *xp, const uint16_t *w, int K, long n,
-                    int g, int nt) {
+static void block11(float *y, long ldy, const uint16_t *xp, const uint16_t *w, int K, long n, int g,
+                    int nt) {
     int nkb = K / TK;
     float buf[TN * TN];
     _tile_zero(0);
@@ -178,8 +181,10 @@ static void one_group(float *y, long ldy, const uint16_t *xp, const uint16_t *w,
     float *yg = y + (long)g * TN * ldy;
     int nt = group_tokens(T, g);
     long n = n0;
-    for (; n + 4 * TN <= n1; n += 4 * TN) block41(yg, ldy, xp, w, K, n, g, nt);
-    for (; n < n1; n += TN) block11(yg, ldy, xp, w, K, n, g, nt);
+    for (; n + 4 * TN <= n1; n += 4 * TN)
+        block41(yg, ldy, xp, w, K, n, g, nt);
+    for (; n < n1; n += TN)
+        block11(yg, ldy, xp, w, K, n, g, nt);
 }
 
 /* Token groups [g0, g1) in pairs over columns [n0, n1). */

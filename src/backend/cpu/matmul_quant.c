@@ -1,12 +1,12 @@
 /* Matmul with a quantized weight. GGUF types with an 8-bit dot product (qdot.h) quantize x
- * once per call (rows split over the pool; per 32 or, for the K-quants, per 256 elements) and take one dot per output, four tokens per
- * decode of a weight row where the type has dot4 (bit for bit four dots): each weight row is
- * read once and decoded in registers. MLX 4- and 8-bit weights on AVX2 / AVX-512 take one f32
- * dot per output likewise (mlx_dot.h), with x's group sums computed once. The other types
- * (and every type at the generic level for MLX) dequantize HR_QMM_ROWS weight rows at a time
- * (tensor/quant.c, tensor/mlx_quant.c) into the thread's f32 buffer for the f32 kernel, bit
- * for bit the f32 matmul of the dequantized weight. Either way an output depends on its own
- * row and column only, whatever T is and however the columns are split. */
+ * once per call (rows split over the pool; per 32 or, for the K-quants, per 256 elements) and take
+ * one dot per output, four tokens per decode of a weight row where the type has dot4 (bit for bit
+ * four dots): each weight row is read once and decoded in registers. MLX 4- and 8-bit weights on
+ * AVX2 / AVX-512 take one f32 dot per output likewise (mlx_dot.h), with x's group sums computed
+ * once. The other types (and every type at the generic level for MLX) dequantize HR_QMM_ROWS weight
+ * rows at a time (tensor/quant.c, tensor/mlx_quant.c) into the thread's f32 buffer for the f32
+ * kernel, bit for bit the f32 matmul of the dequantized weight. Either way an output depends on its
+ * own row and column only, whatever T is and however the columns are split. */
 #include "backend/cpu/matmul_quant.h"
 
 #include "tensor/mlx_quant.h"
@@ -33,7 +33,8 @@ static void prepare_mlx(hr_qmm *q, int n_threads, void *scratch) {
     }
     long G = q->K / q->w->group_size;
     float *xs = scratch;
-    for (int t = 0; t < q->T; t++) hr_mlx_xsums(q->x + t * q->K, q->K, q->w->group_size, xs + t * G);
+    for (int t = 0; t < q->T; t++)
+        hr_mlx_xsums(q->x + t * q->K, q->K, q->w->group_size, xs + t * G);
     q->xs = xs;
     q->sb = (float *)((char *)scratch + first_part(q->T, q->K, n_threads));
 }
@@ -56,8 +57,13 @@ static void quant_task(void *ctx, int t, int nt) {
 void hr_qmm_prepare(hr_qmm *q, hr_pool *pool, const float *x, const hr_tensor *w, int T,
                     void *scratch) {
     const hr_cpu_qdots *qd = hr_cpu_qdots_get();
-    *q = (hr_qmm){.w = w, .x = x, .T = T, .K = w->shape[1], .k = hr_cpu_kernels_get(),
-                  .dot = qd->dot[w->dtype], .dot4 = qd->dot4[w->dtype]};
+    *q = (hr_qmm){.w = w,
+                  .x = x,
+                  .T = T,
+                  .K = w->shape[1],
+                  .k = hr_cpu_kernels_get(),
+                  .dot = qd->dot[w->dtype],
+                  .dot4 = qd->dot4[w->dtype]};
     if (hr_mlx_bits(w->dtype)) {
         prepare_mlx(q, hr_pool_size(pool), scratch);
         return;
@@ -67,8 +73,10 @@ void hr_qmm_prepare(hr_qmm *q, hr_pool *pool, const float *x, const hr_tensor *w
         return;
     }
     quant_ctx c = {x, scratch, q->K, T, w->dtype, qd->quantize};
-    if (T == 1) quant_task(&c, 0, 1);
-    else hr_pool_run(pool, quant_task, &c);
+    if (T == 1)
+        quant_task(&c, 0, 1);
+    else
+        hr_pool_run(pool, quant_task, &c);
     q->xq = scratch;
 }
 
@@ -90,8 +98,10 @@ static void mlx_cols(const hr_qmm *q, float *y, long n0, long n1, int thread) {
 }
 
 static void dequant_row(const hr_tensor *w, long r, size_t row_bytes, float *out) {
-    if (hr_mlx_bits(w->dtype)) hr_mlx_dequant(w, r, 0, w->shape[1], out);
-    else hr_dequant_row(w->dtype, (const char *)w->data + r * row_bytes, out, w->shape[1]);
+    if (hr_mlx_bits(w->dtype))
+        hr_mlx_dequant(w, r, 0, w->shape[1], out);
+    else
+        hr_dequant_row(w->dtype, (const char *)w->data + r * row_bytes, out, w->shape[1]);
 }
 
 void hr_qmm_cols(const hr_qmm *q, float *y, long n0, long n1, int thread) {
@@ -110,10 +120,13 @@ void hr_qmm_cols(const hr_qmm *q, float *y, long n0, long n1, int thread) {
             int nt = q->T - t0 < 4 ? q->T - t0 : 4;
             for (long n = n0; n < n1; n++) {
                 float o[4];
-                if (nt == 4 && q->dot4) q->dot4(w + n * row_bytes, x, xs, nb, o);
+                if (nt == 4 && q->dot4)
+                    q->dot4(w + n * row_bytes, x, xs, nb, o);
                 else
-                    for (int t = 0; t < nt; t++) o[t] = q->dot(w + n * row_bytes, x + t * xs, nb);
-                for (int t = 0; t < nt; t++) y[(t0 + t) * N + n] = o[t];
+                    for (int t = 0; t < nt; t++)
+                        o[t] = q->dot(w + n * row_bytes, x + t * xs, nb);
+                for (int t = 0; t < nt; t++)
+                    y[(t0 + t) * N + n] = o[t];
             }
         }
         return;

@@ -17,7 +17,8 @@ const hr_cpu_mlx_dots *hr_cpu_mlx_dots_get(void) {
 void hr_mlx_xsums(const float *x, long K, int group, float *xs) {
     for (long g = 0; g < K / group; g++) {
         float s = 0;
-        for (long k = g * group; k < (g + 1) * group; k++) s += x[k];
+        for (long k = g * group; k < (g + 1) * group; k++)
+            s += x[k];
         xs[g] = s;
     }
 }

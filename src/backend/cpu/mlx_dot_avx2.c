@@ -11,7 +11,9 @@ static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-static inline __m256 codes8(__m128i bytes8) { return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes8)); }
+static inline __m256 codes8(__m128i bytes8) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(bytes8));
+}
 
 /* 32 codes as 32 bytes in element order: 4-bit codes are two per byte, low nibble first. */
 static inline void step(__m128i lo16, __m128i hi16, const float *x, __m256 *acc) {

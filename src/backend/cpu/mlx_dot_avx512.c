@@ -4,7 +4,9 @@
 
 #include "backend/cpu/mlx_dot.h"
 
-static inline __m512 codes16(__m128i bytes16) { return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes16)); }
+static inline __m512 codes16(__m128i bytes16) {
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(bytes16));
+}
 
 static float dot(const uint8_t *w, const float *s, const float *b, const float *x, const float *xs,
                  long K, int group, int bits) {

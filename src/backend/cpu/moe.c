@@ -170,7 +170,8 @@ static void prep_task(void *ctx, int th, int nth) {
             hr_amx_pack(s->xp + s->xp_off[i], x, c->K, c->K, n, 0, (n + 15) / 16);
             continue;
         }
-        for (long j = 0; j < (long)n * c->K; j++) x[j] = hr_bf16_to_f32(hr_f32_to_bf16(x[j]));
+        for (long j = 0; j < (long)n * c->K; j++)
+            x[j] = hr_bf16_to_f32(hr_f32_to_bf16(x[j]));
     }
 }
 

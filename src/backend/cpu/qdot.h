@@ -50,7 +50,7 @@ typedef void (*hr_qdot4_fn)(const void *w, const void *x, size_t xs, long nb, fl
 
 typedef struct {
     const char *name;
-    hr_qdot_fn dot[HR_DTYPE_COUNT]; /* NULL: the type multiplies through dequantized f32 rows */
+    hr_qdot_fn dot[HR_DTYPE_COUNT];   /* NULL: the type multiplies through dequantized f32 rows */
     hr_qdot4_fn dot4[HR_DTYPE_COUNT]; /* NULL: four calls of dot */
     /* hr_qx_quantize, bit for bit */
     void (*quantize)(hr_dtype t, const float *x, void *out, long K);

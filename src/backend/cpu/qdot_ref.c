@@ -13,7 +13,8 @@ void hr_q8x_quantize(const float *x, hr_q8x *out, long K, int paired) {
         hr_q8x *g = out + b / 8;
         int i = (int)(b % 8), s = 0;
         float am = 0;
-        for (int j = 0; j < 32; j++) am = fmaxf(am, fabsf(x[j]));
+        for (int j = 0; j < 32; j++)
+            am = fmaxf(am, fabsf(x[j]));
         float d = am / 127.0f, id = d == 0 ? 0.0f : 1.0f / d;
         for (int j = 0; j < 32; j++) {
             int8_t q = (int8_t)roundf(x[j] * id);
@@ -28,22 +29,28 @@ void hr_q8x_quantize(const float *x, hr_q8x *out, long K, int paired) {
 void hr_q8k_quantize(const float *x, hr_q8k *out, long K) {
     for (long b = 0; b < K / 256; b++, x += 256, out++) {
         float am = 0;
-        for (int j = 0; j < 256; j++) am = fmaxf(am, fabsf(x[j]));
+        for (int j = 0; j < 256; j++)
+            am = fmaxf(am, fabsf(x[j]));
         float d = am / 127.0f, id = d == 0 ? 0.0f : 1.0f / d;
-        for (int j = 0; j < 256; j++) out->q[j] = (int8_t)roundf(x[j] * id);
+        for (int j = 0; j < 256; j++)
+            out->q[j] = (int8_t)roundf(x[j] * id);
         for (int j = 0; j < 16; j++) {
             int s = 0;
-            for (int l = 0; l < 16; l++) s += out->q[16 * j + l];
+            for (int l = 0; l < 16; l++)
+                s += out->q[16 * j + l];
             out->s16[j] = (int16_t)s;
         }
-        for (int j = 0; j < 8; j++) out->s32[j] = (int16_t)(out->s16[2 * j] + out->s16[2 * j + 1]);
+        for (int j = 0; j < 8; j++)
+            out->s32[j] = (int16_t)(out->s16[2 * j] + out->s16[2 * j + 1]);
         out->d = d;
     }
 }
 
 void hr_qx_quantize(hr_dtype t, const float *x, void *out, long K) {
-    if (hr_qdot_q8k(t)) hr_q8k_quantize(x, out, K);
-    else hr_q8x_quantize(x, out, K, hr_qdot_paired(t));
+    if (hr_qdot_q8k(t))
+        hr_q8k_quantize(x, out, K);
+    else
+        hr_q8x_quantize(x, out, K, hr_qdot_paired(t));
 }
 
 static float f16(const uint8_t *p) { return hr_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
@@ -55,7 +62,8 @@ static float dot_q8_0(const void *wv, const void *xv, long nb) {
     for (long b = 0; b < nb; b++, w += 34) {
         int s = 0;
         const hr_q8x *g = x + b / 8;
-        for (int j = 0; j < 32; j++) s += (int8_t)w[2 + j] * g->q[hr_q8x_pos(0, (int)(b % 8), j)];
+        for (int j = 0; j < 32; j++)
+            s += (int8_t)w[2 + j] * g->q[hr_q8x_pos(0, (int)(b % 8), j)];
         acc += f16(w) * g->d[b % 8] * (float)s;
     }
     return acc;
@@ -82,7 +90,8 @@ static float dot_q5_0(const void *wv, const void *xv, long nb) {
     const hr_q8x *x = xv;
     float acc = 0;
     for (long b = 0; b < nb; b++, w += 22) {
-        uint32_t qh = (uint32_t)w[2] | (uint32_t)w[3] << 8 | (uint32_t)w[4] << 16 | (uint32_t)w[5] << 24;
+        uint32_t qh =
+            (uint32_t)w[2] | (uint32_t)w[3] << 8 | (uint32_t)w[4] << 16 | (uint32_t)w[5] << 24;
         const int8_t *q = x[b / 8].q;
         int i = (int)(b % 8), s = 0;
         for (int j = 0; j < 16; j++) {
@@ -150,8 +159,12 @@ static float dot_q6_k(const void *wv, const void *xv, long nb) {
 
 const hr_cpu_qdots hr_cpu_qdots_ref = {
     "generic",
-    {[HR_Q8_0] = dot_q8_0, [HR_Q4_0] = dot_q4_0, [HR_Q5_0] = dot_q5_0, [HR_Q4_K] = dot_q4_k,
-     [HR_Q5_K] = dot_q5_k, [HR_Q6_K] = dot_q6_k},
+    {[HR_Q8_0] = dot_q8_0,
+     [HR_Q4_0] = dot_q4_0,
+     [HR_Q5_0] = dot_q5_0,
+     [HR_Q4_K] = dot_q4_k,
+     [HR_Q5_K] = dot_q5_k,
+     [HR_Q6_K] = dot_q6_k},
     {0}, /* four tokens are four dots */
     hr_qx_quantize,
 };

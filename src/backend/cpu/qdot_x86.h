@@ -32,9 +32,7 @@ static inline __m256i dot_ss(__m256i w, __m256i x) {
     return dot_us(_mm256_sign_epi8(w, w), _mm256_sign_epi8(x, w));
 }
 
-static inline __m256i load32(const void *p) {
-    return _mm256_loadu_si256((const __m256i *)p);
-}
+static inline __m256i load32(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 
 /* Token t's activations: xs bytes apart. */
 static inline const void *token(const void *x, size_t xs, int t) {
@@ -65,9 +63,7 @@ static inline __m256i bits_to_bytes(uint32_t b) {
  * load of nibbles, x paired to match), their offsets (8 or 16 times x's sum) summed apart. */
 enum { Q8_0_F, Q4_0_F, Q5_0_F };
 
-static inline int block_bytes(int f) {
-    return f == Q8_0_F ? 34 : f == Q4_0_F ? 18 : 22;
-}
+static inline int block_bytes(int f) { return f == Q8_0_F ? 34 : f == Q4_0_F ? 18 : 22; }
 
 /* The f16 scales of n blocks bb bytes apart (zero past n). */
 static inline short scale_at(const uint8_t *w, int bb, int n, int i) {
@@ -77,8 +73,9 @@ static inline short scale_at(const uint8_t *w, int bb, int n, int i) {
 }
 
 static inline __m256 scales(const uint8_t *w, int bb, int n) {
-    return _mm256_cvtph_ps(_mm_setr_epi16(scale_at(w, bb, n, 0), scale_at(w, bb, n, 1), scale_at(w, bb, n, 2),
-                                          scale_at(w, bb, n, 3), scale_at(w, bb, n, 4), scale_at(w, bb, n, 5),
+    return _mm256_cvtph_ps(_mm_setr_epi16(scale_at(w, bb, n, 0), scale_at(w, bb, n, 1),
+                                          scale_at(w, bb, n, 2), scale_at(w, bb, n, 3),
+                                          scale_at(w, bb, n, 4), scale_at(w, bb, n, 5),
                                           scale_at(w, bb, n, 6), scale_at(w, bb, n, 7)));
 }
 
@@ -204,12 +201,14 @@ static inline int32_t hsum_i32(__m256i v) {
 
 /* A super-block's 8 sub-blocks of unsigned codes q times x's codes (maddubs), times the
  * sub-blocks' scales sc into int32 (dot_ws), in two accumulators (even and odd sub-blocks). */
-static inline void scaled_codes(const __m256i q[8], const hr_q8k *xk, __m256i sc, __m256i *a0, __m256i *a1) {
+static inline void scaled_codes(const __m256i q[8], const hr_q8k *xk, __m256i sc, __m256i *a0,
+                                __m256i *a1) {
     *a0 = _mm256_setzero_si256(), *a1 = _mm256_setzero_si256();
     UNROLL
     for (int j = 0; j < 8; j += 2) {
         *a0 = dot_ws(*a0, _mm256_maddubs_epi16(q[j], load32(xk->q + 32 * j)), pair(sc, j));
-        *a1 = dot_ws(*a1, _mm256_maddubs_epi16(q[j + 1], load32(xk->q + 32 * j + 32)), pair(sc, j + 1));
+        *a1 = dot_ws(*a1, _mm256_maddubs_epi16(q[j + 1], load32(xk->q + 32 * j + 32)),
+                     pair(sc, j + 1));
     }
 }
 

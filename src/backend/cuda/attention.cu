@@ -16,7 +16,9 @@
 enum { WARPS = 4, U = 4, MAX_SPLITS = 32, MIN_SPLIT_POSITIONS = 32, FILL_BLOCKS = 1024 };
 
 /* Query heads per block for EPL dims per lane: registers hold GMAX x EPL outputs and queries. */
-static __host__ __device__ constexpr int gmax_for(int epl) { return epl >= 16 ? 1 : epl >= 8 ? 2 : epl >= 4 ? 4 : 8; }
+static __host__ __device__ constexpr int gmax_for(int epl) {
+    return epl >= 16 ? 1 : epl >= 8 ? 2 : epl >= 4 ? 4 : 8;
+}
 
 static int head_groups(const hr_cu_attn *p, int gmax) {
     int G = p->n_heads / p->n_kv_heads;
@@ -53,7 +55,8 @@ extern "C" long hr_cu_attention_scratch(const hr_cu_meta *m, const hr_cu_kv_laye
 /* Elements EPL lane .. EPL lane + EPL - 1 of the head vector at element base (zeros past hd):
  * one load of EPL elements when the row is whole (VEC: hd % EPL == 0 and aligned rows). */
 template <int EPL, int KDT, int VEC>
-static __device__ __forceinline__ void ld_row(float *r, const void *p, long base, int lane, int hd) {
+static __device__ __forceinline__ void ld_row(float *r, const void *p, long base, int lane,
+                                              int hd) {
     int d0 = EPL * lane;
     if (VEC && d0 + EPL <= hd) {
         if (KDT == HR_CU_BF16) {
@@ -63,7 +66,8 @@ static __device__ __forceinline__ void ld_row(float *r, const void *p, long base
                 const uint32_t w[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll
                 for (int j = 0; j < 4 && 2 * j < EPL; j++)
-                    r[2 * j] = __uint_as_float(w[j] << 16), r[2 * j + 1] = __uint_as_float(w[j] & 0xffff0000u);
+                    r[2 * j] = __uint_as_float(w[j] << 16),
+                          r[2 * j + 1] = __uint_as_float(w[j] & 0xffff0000u);
             } else if (EPL == 4) {
                 uint2 u = *(const uint2 *)b;
                 r[0] = __uint_as_float(u.x << 16), r[1] = __uint_as_float(u.x & 0xffff0000u);
@@ -73,7 +77,8 @@ static __device__ __forceinline__ void ld_row(float *r, const void *p, long base
                 r[0] = __uint_as_float(u << 16), r[1] = __uint_as_float(u & 0xffff0000u);
             } else {
 #pragma unroll
-                for (int e = 0; e < EPL; e++) r[e] = __bfloat162float(b[e]);
+                for (int e = 0; e < EPL; e++)
+                    r[e] = __bfloat162float(b[e]);
             }
             return;
         }
@@ -88,7 +93,8 @@ static __device__ __forceinline__ void ld_row(float *r, const void *p, long base
         }
     }
 #pragma unroll
-    for (int e = 0; e < EPL; e++) r[e] = d0 + e < hd ? hr_ld(p, KDT, base + d0 + e) : 0.0f;
+    for (int e = 0; e < EPL; e++)
+        r[e] = d0 + e < hd ? hr_ld(p, KDT, base + d0 + e) : 0.0f;
 }
 
 typedef struct {
@@ -98,9 +104,9 @@ typedef struct {
 } step_args;
 
 template <int EPL, int KDT, int VEC>
-static __global__ void __launch_bounds__(32 * WARPS) attn_k(step_args st, hr_cu_kv_layer kv,
-                                                            hr_cu_attn p, float *out,
-                                                            const float *q, float *partial) {
+static __global__ void __launch_bounds__(32 * WARPS)
+    attn_k(step_args st, hr_cu_kv_layer kv, hr_cu_attn p, float *out, const float *q,
+           float *partial) {
     HR_PDL_ENTRY();
     constexpr int GM = gmax_for(EPL);
     __shared__ float sm_m[WARPS][GM], sm_l[WARPS][GM];
@@ -111,7 +117,8 @@ static __global__ void __launch_bounds__(32 * WARPS) attn_k(step_args st, hr_cu_
     int nh = G - (rest % groups) * GM < GM ? G - (rest % groups) * GM : GM;
     int split = blockIdx.y, hd = p.head_dim;
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (st.skip_tiled && st.q_start[st.row[t] + 1] - st.q_start[st.row[t]] >= HR_CU_TILE_MIN) return;
+    if (st.skip_tiled && st.q_start[st.row[t] + 1] - st.q_start[st.row[t]] >= HR_CU_TILE_MIN)
+        return;
     int j0, j1;
     hr_attn_split(st.pos[t], p.window, st.splits, split, &j0, &j1);
     const int32_t *bt = st.table + (long)st.row[t] * st.max_blocks;
@@ -134,7 +141,8 @@ static __global__ void __launch_bounds__(32 * WARPS) attn_k(step_args st, hr_cu_
         for (int u = 0; u < U; u++) {
             int j = jb + u < j1 ? jb + u : jb; /* past the range: a row already loaded, unused */
             long base = (((long)bt[j / kv.block_size] * kv.n_kv_heads + kvh) * kv.block_size +
-                         j % kv.block_size) * hd;
+                         j % kv.block_size) *
+                        hd;
             ld_row<EPL, KDT, VEC>(kr[u], kv.k, base, lane, hd);
             ld_row<EPL, KDT, VEC>(vr[u], kv.v, base, lane, hd);
         }
@@ -145,10 +153,12 @@ static __global__ void __launch_bounds__(32 * WARPS) attn_k(step_args st, hr_cu_
             for (int u = 0; u < U; u++) {
                 sc[u] = 0;
 #pragma unroll
-                for (int e = 0; e < EPL; e++) sc[u] += qr[g][e] * kr[u][e];
+                for (int e = 0; e < EPL; e++)
+                    sc[u] += qr[g][e] * kr[u][e];
             }
 #pragma unroll
-            for (int u = 0; u < U; u++) sc[u] = hr_warp_sum(sc[u]) * p.scale;
+            for (int u = 0; u < U; u++)
+                sc[u] = hr_warp_sum(sc[u]) * p.scale;
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 if (jb + u >= j1) break;
@@ -156,7 +166,8 @@ static __global__ void __launch_bounds__(32 * WARPS) attn_k(step_args st, hr_cu_
                 float nm = fmaxf(mx[g], v), corr = expf(mx[g] - nm), w = expf(v - nm);
                 sum[g] = sum[g] * corr + w;
 #pragma unroll
-                for (int e = 0; e < EPL; e++) acc[g][e] = acc[g][e] * corr + w * vr[u][e];
+                for (int e = 0; e < EPL; e++)
+                    acc[g][e] = acc[g][e] * corr + w * vr[u][e];
                 mx[g] = nm;
             }
         }
@@ -173,7 +184,8 @@ static __global__ void __launch_bounds__(32 * WARPS) attn_k(step_args st, hr_cu_
     __syncthreads();
     for (int g = 0; g < nh; g++) {
         float M = -INFINITY;
-        for (int w = 0; w < WARPS; w++) M = fmaxf(M, sm_m[w][g]);
+        for (int w = 0; w < WARPS; w++)
+            M = fmaxf(M, sm_m[w][g]);
         float L = 0, f[WARPS];
         for (int w = 0; w < WARPS; w++) {
             f[w] = M == -INFINITY ? 0.0f : expf(sm_m[w][g] - M);
@@ -182,7 +194,8 @@ static __global__ void __launch_bounds__(32 * WARPS) attn_k(step_args st, hr_cu_
         long th = (long)t * p.n_heads + h0 + g;
         for (int d = threadIdx.x; d < hd; d += blockDim.x) {
             float o = 0;
-            for (int w = 0; w < WARPS; w++) o += sm_o[(w * GM + g) * hd + d] * f[w];
+            for (int w = 0; w < WARPS; w++)
+                o += sm_o[(w * GM + g) * hd + d] * f[w];
             if (st.splits == 1) {
                 out[th * hd + d] = L > 0 ? o / L : 0.0f;
             } else {
@@ -199,7 +212,8 @@ static __global__ void merge_k(float *out, const float *partial, int splits, int
     int th = blockIdx.x;
     const float *pp = partial + (long)th * splits * (hd + 2);
     float M = -INFINITY;
-    for (int s = 0; s < splits; s++) M = fmaxf(M, pp[s * (hd + 2)]);
+    for (int s = 0; s < splits; s++)
+        M = fmaxf(M, pp[s * (hd + 2)]);
     float L = 0;
     for (int s = 0; s < splits; s++) {
         float m = pp[s * (hd + 2)];
@@ -225,13 +239,17 @@ static void launch(cudaStream_t s, const hr_cu_meta *m, int splits, step_args st
     int esize = kv->dtype == HR_CU_BF16 ? 2 : 4;
     int vec = p->head_dim % EPL == 0 && ((uintptr_t)kv->k | (uintptr_t)kv->v) % (EPL * esize) == 0;
     if (kv->dtype == HR_CU_BF16 && vec)
-        hr_launch(attn_k<EPL, HR_CU_BF16, 1>, grid, 32 * WARPS, shm, s, st, *kv, *p, out, q, partial);
+        hr_launch(attn_k<EPL, HR_CU_BF16, 1>, grid, 32 * WARPS, shm, s, st, *kv, *p, out, q,
+                  partial);
     else if (kv->dtype == HR_CU_BF16)
-        hr_launch(attn_k<EPL, HR_CU_BF16, 0>, grid, 32 * WARPS, shm, s, st, *kv, *p, out, q, partial);
+        hr_launch(attn_k<EPL, HR_CU_BF16, 0>, grid, 32 * WARPS, shm, s, st, *kv, *p, out, q,
+                  partial);
     else if (vec)
-        hr_launch(attn_k<EPL, HR_CU_F32, 1>, grid, 32 * WARPS, shm, s, st, *kv, *p, out, q, partial);
+        hr_launch(attn_k<EPL, HR_CU_F32, 1>, grid, 32 * WARPS, shm, s, st, *kv, *p, out, q,
+                  partial);
     else
-        hr_launch(attn_k<EPL, HR_CU_F32, 0>, grid, 32 * WARPS, shm, s, st, *kv, *p, out, q, partial);
+        hr_launch(attn_k<EPL, HR_CU_F32, 0>, grid, 32 * WARPS, shm, s, st, *kv, *p, out, q,
+                  partial);
 }
 
 /* The CUDA-core kernel for the tokens the tensor-core kernels leave. */
@@ -252,7 +270,8 @@ extern "C" void hr_cu_attention(cudaStream_t s, const hr_cu_meta *m, const hr_cu
                                 const hr_cu_attn *p, float *out, const float *q, float *partial) {
     if (m->n_tokens <= 0) return;
     /* prefill rows on the tensor cores when the layer fits; the rest here */
-    int tiled = m->n_tiles > 0 && hr_cu_attention_tc_fits(kv, p) && hr_cu_attention_tc(s, m, kv, p, out, q);
+    int tiled =
+        m->n_tiles > 0 && hr_cu_attention_tc_fits(kv, p) && hr_cu_attention_tc(s, m, kv, p, out, q);
     int splits = tiled ? 1 : layer_splits(m, kv, p); /* a split merge would overwrite tiled rows */
     if (hr_cu_attention_dtc_fits(kv, p))
         hr_cu_attention_dtc(s, m, kv, p, splits, tiled, out, q, partial);
@@ -260,6 +279,7 @@ extern "C" void hr_cu_attention(cudaStream_t s, const hr_cu_meta *m, const hr_cu
         cuda_core(s, m, splits, tiled, kv, p, out, q, partial);
     if (splits > 1) {
         int threads = p->head_dim < 256 ? (p->head_dim + 31) / 32 * 32 : 256;
-        hr_launch(merge_k, m->n_tokens * p->n_heads, threads, 0, s, out, partial, splits, p->head_dim);
+        hr_launch(merge_k, m->n_tokens * p->n_heads, threads, 0, s, out, partial, splits,
+                  p->head_dim);
     }
 }

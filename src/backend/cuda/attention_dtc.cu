@@ -21,8 +21,8 @@ typedef struct {
 
 /* The 16 rows' A fragments: row r is query head h0 + r of token t (zeros for r >= G). */
 template <int HD>
-static __device__ void load_q_heads(uint32_t qa[HD / 16][4], const float *q, long t, int h0,
-                                    int G, int n_heads) {
+static __device__ void load_q_heads(uint32_t qa[HD / 16][4], const float *q, long t, int h0, int G,
+                                    int n_heads) {
     int lane = threadIdx.x & 31, g = lane >> 2, c = 2 * (lane & 3);
     const float *q0 = q + (t * n_heads + h0 + (g < G ? g : 0)) * HD;
     const float *q1 = q + (t * n_heads + h0 + (g + 8 < G ? g + 8 : 0)) * HD;
@@ -50,7 +50,9 @@ static __device__ void load_tile(__nv_bfloat16 (*ks)[HD + 8], __nv_bfloat16 (*vs
     for (int c = threadIdx.x; c < DK * CH; c += 32) {
         int jj = c / CH, d = (c % CH) * 8, j = j0 + jj, ok = j < j1;
         long base = ok ? (((long)bt[j / kv.block_size] * kv.n_kv_heads + kvh) * kv.block_size +
-                          j % kv.block_size) * HD + d
+                          j % kv.block_size) *
+                                 HD +
+                             d
                        : 0;
         cp16(&ks[jj][d], K + base, ok);
         cp16(&vs[jj][d], V + base, ok);
@@ -75,14 +77,16 @@ static __device__ void store_rows(float *out, float *partial, float o[HD / 8][4]
         float *dst = splits == 1 ? out + th * HD : partial + (th * splits + split) * (HD + 2) + 2;
 #pragma unroll
         for (int n = 0; n < HD / 8; n++)
-            *(float2 *)(dst + 8 * n + c) = make_float2(o[n][2 * i] * scale, o[n][2 * i + 1] * scale);
+            *(float2 *)(dst + 8 * n + c) =
+                make_float2(o[n][2 * i] * scale, o[n][2 * i + 1] * scale);
         if (splits > 1 && c == 0) dst[-2] = m[i] * LN2, dst[-1] = l[i];
     }
 }
 
 template <int HD>
-static __global__ void __launch_bounds__(32) attn_dtc_k(dtc_args a, hr_cu_kv_layer kv, hr_cu_attn p,
-                                                        float *out, const float *q, float *partial) {
+static __global__ void __launch_bounds__(32)
+    attn_dtc_k(dtc_args a, hr_cu_kv_layer kv, hr_cu_attn p, float *out, const float *q,
+               float *partial) {
     HR_PDL_ENTRY();
     __shared__ __align__(128) __nv_bfloat16 ks[DSTAGES][DK][HD + 8], vs[DSTAGES][DK][HD + 8];
     long t = blockIdx.x / p.n_kv_heads;
@@ -95,14 +99,16 @@ static __global__ void __launch_bounds__(32) attn_dtc_k(dtc_args a, hr_cu_kv_lay
     load_q_heads<HD>(qa, q, t, kvh * G, G, p.n_heads);
     float o[HD / 8][4], s[DK / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
-    for (int n = 0; n < HD / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    for (int n = 0; n < HD / 8; n++)
+        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     int last[2] = {j1 - 1, j1 - 1}, first[2] = {j0, j0}; /* both rows see the split's keys */
     int n_tiles = j1 > j0 ? (j1 - j0 + DK - 1) / DK : 0;
     if (n_tiles) load_tile<HD>(ks[0], vs[0], kv, bt, kvh, j0, j1);
     cp_commit();
     for (int it = 0; it < n_tiles; it++) {
         int jt = j0 + it * DK, st = it % DSTAGES;
-        if (it + 1 < n_tiles) load_tile<HD>(ks[(it + 1) % DSTAGES], vs[(it + 1) % DSTAGES], kv, bt, kvh, jt + DK, j1);
+        if (it + 1 < n_tiles)
+            load_tile<HD>(ks[(it + 1) % DSTAGES], vs[(it + 1) % DSTAGES], kv, bt, kvh, jt + DK, j1);
         cp_commit();
         cp_wait<1>();
         __syncwarp();
@@ -135,6 +141,8 @@ extern "C" void hr_cu_attention_dtc(cudaStream_t s, const hr_cu_meta *m, const h
                                     const float *q, float *partial) {
     dtc_args a = {m->pos, m->row, m->block_table, m->q_start, m->max_blocks, splits, skip_tiled};
     dim3 grid((unsigned)(m->n_tokens * p->n_kv_heads), (unsigned)splits);
-    if (p->head_dim == 64) hr_launch(attn_dtc_k<64>, grid, 32, 0, s, a, *kv, *p, out, q, partial);
-    else hr_launch(attn_dtc_k<128>, grid, 32, 0, s, a, *kv, *p, out, q, partial);
+    if (p->head_dim == 64)
+        hr_launch(attn_dtc_k<64>, grid, 32, 0, s, a, *kv, *p, out, q, partial);
+    else
+        hr_launch(attn_dtc_k<128>, grid, 32, 0, s, a, *kv, *p, out, q, partial);
 }

@@ -22,10 +22,7 @@ typedef struct {
 
 /* Shared memory rows are HD + 8 elements: 16-byte row chunks land on distinct bank groups for
  * ldmatrix's eight rows. */
-template <int HD>
-struct tc_smem {
-    __nv_bfloat16 k[STAGES][BK][HD + 8], v[STAGES][BK][HD + 8];
-};
+template <int HD> struct tc_smem { __nv_bfloat16 k[STAGES][BK][HD + 8], v[STAGES][BK][HD + 8]; };
 
 /* K and V rows j0 .. j0 + BK - 1 of kv head kvh into stage buffers; positions outside
  * [lo, last] (not written, or before the window and maybe released) are zeros. */
@@ -37,7 +34,9 @@ static __device__ void load_kv(tc_smem<HD> &sm, int stage, const hr_cu_kv_layer 
     for (int c = threadIdx.x; c < BK * CH; c += blockDim.x) {
         int jj = c / CH, d = (c % CH) * 8, j = j0 + jj, ok = j >= lo && j <= last;
         long base = ok ? (((long)bt[j / kv.block_size] * kv.n_kv_heads + kvh) * kv.block_size +
-                          j % kv.block_size) * HD + d
+                          j % kv.block_size) *
+                                 HD +
+                             d
                        : 0;
         cp16(&sm.k[stage][jj][d], K + base, ok);
         cp16(&sm.v[stage][jj][d], V + base, ok);
@@ -85,9 +84,8 @@ static __device__ void store_out(float *out, float o[HD / 8][4], float l[2], int
 }
 
 template <int HD>
-static __global__ void __launch_bounds__(32 * TC_WARPS) attn_tc_k(tc_args a, hr_cu_kv_layer kv,
-                                                                  hr_cu_attn p, float *out,
-                                                                  const float *q) {
+static __global__ void __launch_bounds__(32 * TC_WARPS)
+    attn_tc_k(tc_args a, hr_cu_kv_layer kv, hr_cu_attn p, float *out, const float *q) {
     HR_PDL_ENTRY();
     extern __shared__ __align__(128) unsigned char raw[];
     tc_smem<HD> &sm = *reinterpret_cast<tc_smem<HD> *>(raw);
@@ -110,7 +108,8 @@ static __global__ void __launch_bounds__(32 * TC_WARPS) attn_tc_k(tc_args a, hr_
     load_q<HD>(qa, q, t0, nq, h, p.n_heads, w);
     float o[HD / 8][4], s[BK / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
-    for (int n = 0; n < HD / 8; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    for (int n = 0; n < HD / 8; n++)
+        o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     int first = lo / BK * BK, n_tiles = (last - first) / BK + 1;
     load_kv(sm, 0, kv, bt, kvh, first, lo, last);
     cp_commit();
@@ -136,8 +135,8 @@ static int launch(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *kv,
     size_t shm = sizeof(tc_smem<HD>);
     static int ready; /* the dynamic shared memory limit, raised once per instantiation */
     if (!ready) {
-        if (cudaFuncSetAttribute(attn_tc_k<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)shm) !=
-            cudaSuccess)
+        if (cudaFuncSetAttribute(attn_tc_k<HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)shm) != cudaSuccess)
             return 0;
         ready = 1;
     }

@@ -14,8 +14,10 @@ hr_err *hr_cu_check(cudaError_t e, const char *what) {
 
 void hr_cu_fail(hr_cuda_backend *cb, hr_err *err) {
     if (!err) return;
-    if (cb->sticky) hr_err_free(err);
-    else cb->sticky = err;
+    if (cb->sticky)
+        hr_err_free(err);
+    else
+        cb->sticky = err;
 }
 
 int hr_cu_grow(hr_cuda_backend *cb, void **buf, size_t *cap, size_t bytes) {
@@ -114,20 +116,23 @@ static hr_err *cu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev) 
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
     int q = hr_cu_qtype(host->dtype);
     if (hr_cu_dtype(host->dtype) < 0 && q < 0 && host->dtype != HR_I32)
-        return hr_errf("the CUDA backend cannot compute with %s tensors yet", hr_dtype_name(host->dtype));
+        return hr_errf("the CUDA backend cannot compute with %s tensors yet",
+                       hr_dtype_name(host->dtype));
     if (q >= 0 && host->ndim == 2 && host->shape[0] * host->shape[1] > cb->max_q_elems)
         cb->max_q_elems = host->shape[0] * host->shape[1]; /* its bf16 copy for large batches */
     *dev = *host;
     dev->device = HR_DEV_CUDA;
     size_t bytes = hr_tensor_bytes(host);
     HR_TRY(cu_alloc(be, bytes, &dev->data));
-    hr_err *err = hr_cu_check(cudaMemcpy(dev->data, host->data, bytes, cudaMemcpyHostToDevice), "upload");
+    hr_err *err =
+        hr_cu_check(cudaMemcpy(dev->data, host->data, bytes, cudaMemcpyHostToDevice), "upload");
     if (err) {
         cudaFree(dev->data);
         dev->data = NULL;
         return err;
     }
-    if (host->ndim >= 2 && host->shape[host->ndim - 1] > cb->max_k) cb->max_k = host->shape[host->ndim - 1];
+    if (host->ndim >= 2 && host->shape[host->ndim - 1] > cb->max_k)
+        cb->max_k = host->shape[host->ndim - 1];
     return NULL;
 }
 
@@ -164,7 +169,8 @@ static hr_err *kv_alloc(hr_kv_store *kv) {
     for (int l = 0; l < kv->n_layers; l++) {
         kv->layer_off[l] = n;
         int hd = kv->layer_head_dim ? kv->layer_head_dim[l] : kv->head_dim;
-        n += (size_t)kv->n_blocks * kv->block_size * kv->n_kv_heads * hr_kv_row_bytes(kv->dtype, hd);
+        n +=
+            (size_t)kv->n_blocks * kv->block_size * kv->n_kv_heads * hr_kv_row_bytes(kv->dtype, hd);
     }
     size_t ns = (size_t)kv->n_state_layers * kv->n_state_slots * sizeof(float);
     size_t nsnap = (size_t)kv->n_state_layers * kv->n_snapshots * sizeof(float);
@@ -182,8 +188,10 @@ static hr_err *cu_kv_create(hr_backend *be, hr_kv_store *kv) {
     kv->k = kv->v = kv->conv = kv->delta = kv->snap_conv = kv->snap_delta = NULL;
     hr_cu_moved((hr_cuda_backend *)be);
     hr_err *err = kv_alloc(kv);
-    if (err) cu_kv_destroy(be, kv);
-    else kv->bytes = hr_kv_store_bytes(kv);
+    if (err)
+        cu_kv_destroy(be, kv);
+    else
+        kv->bytes = hr_kv_store_bytes(kv);
     return err;
 }
 
@@ -206,13 +214,16 @@ static hr_err *read_bounced(hr_cuda_backend *cb, const char *src, char *dst, siz
     size_t n_chunks = (bytes + HR_CU_BOUNCE - 1) / HR_CU_BOUNCE;
     for (size_t i = 0; i <= n_chunks; i++) {
         if (i < n_chunks) {
-            size_t n = bytes - i * HR_CU_BOUNCE < HR_CU_BOUNCE ? bytes - i * HR_CU_BOUNCE : HR_CU_BOUNCE;
+            size_t n =
+                bytes - i * HR_CU_BOUNCE < HR_CU_BOUNCE ? bytes - i * HR_CU_BOUNCE : HR_CU_BOUNCE;
             HR_TRY(hr_cu_check(cudaMemcpyAsync(cb->bounce[i % 2], src + i * HR_CU_BOUNCE, n,
-                                               cudaMemcpyDeviceToHost, cb->stream), "read"));
+                                               cudaMemcpyDeviceToHost, cb->stream),
+                               "read"));
             HR_TRY(hr_cu_check(cudaEventRecord(cb->bounce_done[i % 2], cb->stream), "read"));
         }
         if (i > 0) {
-            size_t j = i - 1, n = bytes - j * HR_CU_BOUNCE < HR_CU_BOUNCE ? bytes - j * HR_CU_BOUNCE : HR_CU_BOUNCE;
+            size_t j = i - 1, n = bytes - j * HR_CU_BOUNCE < HR_CU_BOUNCE ? bytes - j * HR_CU_BOUNCE
+                                                                          : HR_CU_BOUNCE;
             HR_TRY(hr_cu_check(cudaEventSynchronize(cb->bounce_done[j % 2]), "read"));
             memcpy(dst + j * HR_CU_BOUNCE, cb->bounce[j % 2], n);
         }
@@ -224,8 +235,12 @@ static hr_err *cu_read(hr_backend *be, const void *src, void *dst, size_t bytes)
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
     hr_cu_flush(cb);
     hr_cu_fail(cb, hr_cu_graph_end(cb));
-    if (bytes > HR_CU_BOUNCE / 4) hr_cu_fail(cb, read_bounced(cb, src, dst, bytes));
-    else hr_cu_fail(cb, hr_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream), "read"));
+    if (bytes > HR_CU_BOUNCE / 4)
+        hr_cu_fail(cb, read_bounced(cb, src, dst, bytes));
+    else
+        hr_cu_fail(cb,
+                   hr_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream),
+                               "read"));
     return cu_sync(be);
 }
 
@@ -234,7 +249,8 @@ static hr_err *cu_write(hr_backend *be, void *dst, const void *src, size_t bytes
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
     hr_cu_flush(cb); /* deferred launches come first in stream order */
     cb->xh_of = NULL;
-    return hr_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->stream), "write");
+    return hr_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->stream),
+                       "write");
 }
 
 static hr_err *cu_mem_info(hr_backend *be, size_t *free_bytes, size_t *total_bytes) {
@@ -255,7 +271,8 @@ static hr_err *stage_slot(hr_cuda_backend *cb, size_t bytes, void **out) {
         cb->stage_bytes = 0;
         size_t want = bytes * 2;
         for (int j = 0; j < HR_CU_STAGES; j++)
-            HR_TRY(hr_cu_check(cudaHostAlloc(&cb->stage[j], want, cudaHostAllocDefault), "pinned staging"));
+            HR_TRY(hr_cu_check(cudaHostAlloc(&cb->stage[j], want, cudaHostAllocDefault),
+                               "pinned staging"));
         cb->stage_bytes = want;
     }
     *out = cb->stage[i];
@@ -264,7 +281,8 @@ static hr_err *stage_slot(hr_cuda_backend *cb, size_t bytes, void **out) {
 
 static int pow2_at_least(int n, int floor) {
     int p = floor;
-    while (p < n) p *= 2;
+    while (p < n)
+        p *= 2;
     return p;
 }
 
@@ -302,7 +320,8 @@ static void pack(const hr_step_meta *m, int width, int32_t *st) {
     int32_t *bt = st + 3 * nt + nr + 1;
     for (size_t r = 0; r < nr; r++) {
         memcpy(bt + r * width, m->block_table + r * m->max_blocks, (size_t)m->max_blocks * 4);
-        for (int b = m->max_blocks; b < width; b++) bt[r * width + b] = -1;
+        for (int b = m->max_blocks; b < width; b++)
+            bt[r * width + b] = -1;
     }
     memcpy(bt + nr * width, m->state_slots, nr * 4);
     tiles(m, bt + nr * width + nr);
@@ -310,7 +329,8 @@ static void pack(const hr_step_meta *m, int width, int32_t *st) {
 
 /* Where the sample op's rows and edits sit in the packed metadata: after the int32 arrays,
  * 16-byte aligned (the rows hold a double). Returns the total bytes. */
-static size_t sample_layout(const hr_step_meta *m, size_t int_bytes, size_t *rows_off, size_t *edits_off) {
+static size_t sample_layout(const hr_step_meta *m, size_t int_bytes, size_t *rows_off,
+                            size_t *edits_off) {
     const hr_sample_step *sm = m->sample;
     *rows_off = (int_bytes + 15) / 16 * 16;
     *edits_off = *rows_off + (sm ? (size_t)sm->n_rows * sizeof(hr_sample_row) : 0);
@@ -334,8 +354,9 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
     size_t nt = (size_t)m->n_tokens, nr = (size_t)m->n_rows, cells = nr * (size_t)width;
     int n_tiles = tiles(m, NULL);
     size_t rows_off, edits_off;
-    size_t bytes = sample_layout(m, (3 * nt + (nr + 1) + cells + nr + 2 * (size_t)n_tiles) * sizeof(int32_t),
-                                 &rows_off, &edits_off);
+    size_t bytes =
+        sample_layout(m, (3 * nt + (nr + 1) + cells + nr + 2 * (size_t)n_tiles) * sizeof(int32_t),
+                      &rows_off, &edits_off);
     int32_t *st;
     int slot = cb->stage_next;
     HR_TRY(stage_slot(cb, bytes, (void **)&st));
@@ -350,14 +371,22 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
                        "step metadata"));
     HR_TRY(hr_cu_check(cudaEventRecord(cb->stage_done[slot], cb->stream), "staging"));
     const int32_t *d = cb->meta_dev;
-    cb->meta = (hr_cu_meta){.n_tokens = m->n_tokens, .n_rows = m->n_rows, .max_blocks = width,
-                            .max_len = max_len, .tokens = d, .pos = d + nt, .row = d + 2 * nt,
-                            .q_start = d + 3 * nt, .block_table = d + 3 * nt + nr + 1,
-                            .state_slots = d + 3 * nt + nr + 1 + cells,
-                            .n_tiles = n_tiles, .tiles = d + 3 * nt + nr + 1 + cells + nr,
-                            .n_sample_rows = m->sample ? m->sample->n_rows : 0,
-                            .sample_rows = m->sample ? (const void *)((const char *)d + rows_off) : NULL,
-                            .sample_edits = (const void *)((const char *)d + edits_off)};
+    cb->meta =
+        (hr_cu_meta){.n_tokens = m->n_tokens,
+                     .n_rows = m->n_rows,
+                     .max_blocks = width,
+                     .max_len = max_len,
+                     .tokens = d,
+                     .pos = d + nt,
+                     .row = d + 2 * nt,
+                     .q_start = d + 3 * nt,
+                     .block_table = d + 3 * nt + nr + 1,
+                     .state_slots = d + 3 * nt + nr + 1 + cells,
+                     .n_tiles = n_tiles,
+                     .tiles = d + 3 * nt + nr + 1 + cells + nr,
+                     .n_sample_rows = m->sample ? m->sample->n_rows : 0,
+                     .sample_rows = m->sample ? (const void *)((const char *)d + rows_off) : NULL,
+                     .sample_edits = (const void *)((const char *)d + edits_off)};
     cb->xh_of = NULL;
     cb->head = m->head;
     cb->n_logit_rows = m->n_logit_rows;
@@ -416,18 +445,22 @@ static hr_err *init(hr_cuda_backend *cb) {
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e != cudaSuccess || n == 0) {
         cudaGetLastError();
-        const char *why = e == cudaErrorInsufficientDriver
-                              ? "no NVIDIA driver is loaded, or it is older than this build's CUDA runtime"
-                          : e != cudaSuccess ? cudaGetErrorString(e)
-                                             : "the driver reports no devices";
+        const char *why =
+            e == cudaErrorInsufficientDriver
+                ? "no NVIDIA driver is loaded, or it is older than this build's CUDA runtime"
+            : e != cudaSuccess ? cudaGetErrorString(e)
+                               : "the driver reports no devices";
         return hr_errf("device cuda: no CUDA GPU is visible (%s)", why);
     }
     HR_TRY(hr_cu_check(cudaSetDevice(cb->device), "selecting the GPU"));
     HR_TRY(hr_cu_check(cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking), "stream"));
     for (int i = 0; i < HR_CU_STAGES; i++) {
-        HR_TRY(hr_cu_check(cudaEventCreateWithFlags(&cb->stage_done[i], cudaEventDisableTiming), "event"));
-        HR_TRY(hr_cu_check(cudaEventCreateWithFlags(&cb->bounce_done[i], cudaEventDisableTiming), "event"));
-        HR_TRY(hr_cu_check(cudaHostAlloc(&cb->bounce[i], HR_CU_BOUNCE, cudaHostAllocDefault), "pinned bounce buffer"));
+        HR_TRY(hr_cu_check(cudaEventCreateWithFlags(&cb->stage_done[i], cudaEventDisableTiming),
+                           "event"));
+        HR_TRY(hr_cu_check(cudaEventCreateWithFlags(&cb->bounce_done[i], cudaEventDisableTiming),
+                           "event"));
+        HR_TRY(hr_cu_check(cudaHostAlloc(&cb->bounce[i], HR_CU_BOUNCE, cudaHostAllocDefault),
+                           "pinned bounce buffer"));
     }
     if (cublasCreate(&cb->blas) != CUBLAS_STATUS_SUCCESS) {
         cb->blas = NULL;

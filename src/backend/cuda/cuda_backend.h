@@ -8,7 +8,12 @@
 #include "backend/backend.h"
 #include "backend/cuda/kernels.h"
 
-enum { HR_CU_STAGES = 2, HR_CU_GRAPHS = 32, HR_CU_BLAS_WORKSPACE = 32 << 20, HR_CU_BOUNCE = 4 << 20 };
+enum {
+    HR_CU_STAGES = 2,
+    HR_CU_GRAPHS = 32,
+    HR_CU_BLAS_WORKSPACE = 32 << 20,
+    HR_CU_BOUNCE = 4 << 20
+};
 
 /* A decode step's shape: steps of equal keys issue the same ops with the same arguments, so
  * one captured CUDA graph replays them (cuda_graph.c). epoch changes whenever device memory
@@ -49,7 +54,7 @@ typedef struct {
     int stage_next;
     void *meta_dev;
     size_t meta_dev_bytes;
-    hr_cu_meta meta; /* device pointers into meta_dev, counts on the host */
+    hr_cu_meta meta;   /* device pointers into meta_dev, counts on the host */
     hr_step_head head; /* the current step's, and its logit rows */
     int n_logit_rows;
     /* reads go through pinned bounce buffers (a copy into pageable memory runs at a fraction
@@ -70,7 +75,7 @@ typedef struct {
     size_t moe_bytes;
     int32_t *moe_host; /* expert ids read back, then the sorted pairs and their slots */
     size_t moe_host_n;
-    long max_k; /* longest weight row uploaded */
+    long max_k;       /* longest weight row uploaded */
     long max_q_elems; /* largest GGUF-quantized matrix uploaded (elements) */
     void *wdq;        /* bf16 copy of one quantized matrix for a large-batch product */
     size_t wdq_bytes;
@@ -107,7 +112,7 @@ typedef struct {
     long graph_ops; /* ops issued since the step began */
     unsigned long epoch, tick, capture_epoch;
     int graphs_off; /* HEARTH_CUDA_GRAPHS=0, or a step needed the host (MoE) */
-    int fold;       /* norms and residual adds fold into small-batch products (HEARTH_CUDA_FOLD=0: off) */
+    int fold; /* norms and residual adds fold into small-batch products (HEARTH_CUDA_FOLD=0: off) */
 } hr_cuda_backend;
 
 /* A CUDA runtime failure as an hr_err ("what: message"), NULL on success. */
@@ -154,8 +159,8 @@ void hr_cu_op_add(hr_backend *be, float *y, const float *a, long n);
 void hr_cu_op_copy(hr_backend *be, float *dst, const float *src, long n);
 void hr_cu_op_scale(hr_backend *be, float *y, float s, long n);
 void hr_cu_op_softcap(hr_backend *be, float *y, float cap, long n);
-void hr_cu_op_copy2d(hr_backend *be, float *dst, long dst_stride, const float *src,
-                     long src_stride, int rows, long cols);
+void hr_cu_op_copy2d(hr_backend *be, float *dst, long dst_stride, const float *src, long src_stride,
+                     int rows, long cols);
 void hr_cu_op_mul_gather(hr_backend *be, float *y, const int32_t *idx, const hr_tensor *table,
                          long n);
 void hr_cu_op_sigmoid_mul(hr_backend *be, float *y, const float *g, long rows, int w, int g_w);

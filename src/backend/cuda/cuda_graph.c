@@ -3,10 +3,11 @@
  * small models and leaves the GPU idle between them. Steps with the same shape (rows, the
  * block-table width, the context bucket, the head and its logit rows, all in the key; the
  * step's data, sampling parameters included, lives in device metadata the kernels read) issue
- * the same ops with the same arguments, so: the first step of a key runs eagerly (buffers grow, ops that need the host show themselves), the second is
- * captured into a graph, and later ones skip their ops and launch the graph after the last.
- * Any device allocation or free moves the epoch and retires every graph. MoE steps read the
- * routing back to the host mid-step and never use graphs. */
+ * the same ops with the same arguments, so: the first step of a key runs eagerly (buffers grow, ops
+ * that need the host show themselves), the second is captured into a graph, and later ones skip
+ * their ops and launch the graph after the last. Any device allocation or free moves the epoch and
+ * retires every graph. MoE steps read the routing back to the host mid-step and never use graphs.
+ */
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,7 +25,8 @@ static void drop(hr_cu_graph *g) {
 }
 
 void hr_cu_graph_reset(hr_cuda_backend *cb) {
-    for (int i = 0; i < HR_CU_GRAPHS; i++) drop(&cb->graphs[i]);
+    for (int i = 0; i < HR_CU_GRAPHS; i++)
+        drop(&cb->graphs[i]);
     cb->graph_cur = NULL;
     cb->graph_mode = HR_CU_EAGER;
 }
@@ -52,8 +54,9 @@ void hr_cu_graph_begin(hr_cuda_backend *cb, int decode_like) {
     cb->graph_mode = HR_CU_EAGER;
     cb->graph_cur = NULL;
     if (cb->graphs_off || !decode_like) return;
-    hr_cu_graph_key key = {cb->meta.n_tokens, cb->meta.n_rows, cb->meta.max_blocks, cb->meta.max_len,
-                           cb->head, cb->n_logit_rows, cb->epoch};
+    hr_cu_graph_key key = {cb->meta.n_tokens, cb->meta.n_rows, cb->meta.max_blocks,
+                           cb->meta.max_len,  cb->head,        cb->n_logit_rows,
+                           cb->epoch};
     int found;
     hr_cu_graph *g = lookup(cb, &key, &found);
     g->used = ++cb->tick;
@@ -76,7 +79,8 @@ int hr_cu_graph_op(hr_cuda_backend *cb) {
     if (cb->graph_mode != HR_CU_REPLAY) return 0;
     if (cb->graph_ops == cb->graph_cur->n_ops) {
         cb->graph_mode = HR_CU_EAGER;
-        hr_cu_fail(cb, hr_cu_check(cudaGraphLaunch(cb->graph_cur->exec, cb->stream), "graph launch"));
+        hr_cu_fail(cb,
+                   hr_cu_check(cudaGraphLaunch(cb->graph_cur->exec, cb->stream), "graph launch"));
     }
     return 1;
 }
@@ -89,7 +93,8 @@ static hr_err *end_capture(hr_cuda_backend *cb) {
     cudaGraphExec_t exec = NULL;
     cb->graph_mode = HR_CU_EAGER;
     hr_err *err = hr_cu_check(cudaStreamEndCapture(cb->stream, &graph), "capturing a decode step");
-    if (!err) err = hr_cu_check(cudaGraphInstantiate(&exec, graph, 0), "instantiating a decode step");
+    if (!err)
+        err = hr_cu_check(cudaGraphInstantiate(&exec, graph, 0), "instantiating a decode step");
     if (graph) cudaGraphDestroy(graph);
     if (!err) err = hr_cu_check(cudaGraphLaunch(exec, cb->stream), "graph launch");
     if (err) {

@@ -11,16 +11,20 @@
 
 /* Sorts pairs i = t * k + j by expert (stable): order[] lists pairs expert by expert, slot[]
  * is each pair's place in that order, start[] each expert's first place. */
-static void sort_pairs(const int32_t *ids, int n, int E, int32_t *order, int32_t *slot, int *start) {
+static void sort_pairs(const int32_t *ids, int n, int E, int32_t *order, int32_t *slot,
+                       int *start) {
     memset(start, 0, sizeof(int) * ((size_t)E + 1));
-    for (int i = 0; i < n; i++) start[ids[i] + 1]++;
-    for (int e = 0; e < E; e++) start[e + 1] += start[e];
+    for (int i = 0; i < n; i++)
+        start[ids[i] + 1]++;
+    for (int e = 0; e < E; e++)
+        start[e + 1] += start[e];
     for (int i = 0; i < n; i++) {
         int at = start[ids[i]]++;
         order[at] = i;
         slot[i] = at;
     }
-    for (int e = E; e > 0; e--) start[e] = start[e - 1];
+    for (int e = E; e > 0; e--)
+        start[e] = start[e - 1];
     start[0] = 0;
 }
 
@@ -31,7 +35,8 @@ typedef struct {
 
 static int carve(hr_cuda_backend *cb, int n, const hr_moe_weights *w, moe_bufs *b) {
     size_t H = (size_t)w->hidden, I = (size_t)w->inter, rows = (size_t)n;
-    size_t floats = rows * (2 * H + 2 * I), bytes = floats * sizeof(float) + 2 * rows * sizeof(int32_t) + 64;
+    size_t floats = rows * (2 * H + 2 * I),
+           bytes = floats * sizeof(float) + 2 * rows * sizeof(int32_t) + 64;
     if (!hr_cu_grow(cb, &cb->moe, &cb->moe_bytes, bytes)) return 0;
     b->xs = cb->moe;
     b->o = b->xs + rows * H;
@@ -70,7 +75,8 @@ void hr_cu_op_moe_experts(hr_backend *be, float *y, const float *x, const int32_
     int32_t *h_ids = cb->moe_host, *h_order = h_ids + n, *h_slot = h_order + n;
     hr_err *err = be->vt->read(be, ids, h_ids, sizeof(int32_t) * (size_t)n);
     for (int i = 0; !err && i < n; i++)
-        if (h_ids[i] < 0 || h_ids[i] >= E) err = hr_errf("cuda moe: routed expert %d out of range", h_ids[i]);
+        if (h_ids[i] < 0 || h_ids[i] >= E)
+            err = hr_errf("cuda moe: routed expert %d out of range", h_ids[i]);
     if (err) {
         free(start);
         hr_cu_fail(cb, err);

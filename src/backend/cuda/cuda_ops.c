@@ -9,16 +9,18 @@
 
 /* Every op but matmul starts here: cb for the body, deferred products launched first, and
  * nothing to do when a replayed graph holds the op. */
-#define HR_CU_OP(be)                                 \
-    hr_cuda_backend *cb = (hr_cuda_backend *)(be);   \
-    hr_cu_flush(cb);                                 \
-    cb->xh_of = NULL; /* the op may write x */       \
+#define HR_CU_OP(be)                                                                               \
+    hr_cuda_backend *cb = (hr_cuda_backend *)(be);                                                 \
+    hr_cu_flush(cb);                                                                               \
+    cb->xh_of = NULL; /* the op may write x */                                                     \
     if (hr_cu_graph_op(cb)) return
 
 /* The kernels' dtype code of t, or -1 with the failure recorded. */
 static int dt(hr_cuda_backend *cb, const hr_tensor *t, const char *op) {
     int d = hr_cu_dtype(t->dtype);
-    if (d < 0) hr_cu_fail(cb, hr_errf("cuda %s: %s tensors are not supported", op, hr_dtype_name(t->dtype)));
+    if (d < 0)
+        hr_cu_fail(cb,
+                   hr_errf("cuda %s: %s tensors are not supported", op, hr_dtype_name(t->dtype)));
     return d;
 }
 
@@ -27,8 +29,8 @@ static void gemm(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor 
     const float one = 1.0f, zero = 0.0f;
     cublasStatus_t st;
     if (d == HR_CU_F32) {
-        st = cublasSgemm(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, T, (int)K, &one, w->data, (int)K,
-                         x, (int)K, &zero, y, (int)N);
+        st = cublasSgemm(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, T, (int)K, &one, w->data,
+                         (int)K, x, (int)K, &zero, y, (int)N);
     } else {
         size_t n = (size_t)T * (size_t)K;
         if (!hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * n * 2)) return;
@@ -40,12 +42,12 @@ static void gemm(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor 
         }
         cudaDataType ty = d == HR_CU_BF16 ? CUDA_R_16BF : CUDA_R_16F;
         st = cublasGemmEx(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, T, (int)K, &one, w->data, ty,
-                          (int)K, cb->xh, ty, (int)K, &zero, y, CUDA_R_32F, (int)N, CUBLAS_COMPUTE_32F,
-                          CUBLAS_GEMM_DEFAULT);
+                          (int)K, cb->xh, ty, (int)K, &zero, y, CUDA_R_32F, (int)N,
+                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         if (lo && st == CUBLAS_STATUS_SUCCESS)
-            st = cublasGemmEx(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, T, (int)K, &one, w->data, ty,
-                              (int)K, lo, ty, (int)K, &one, y, CUDA_R_32F, (int)N, CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT);
+            st = cublasGemmEx(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, T, (int)K, &one, w->data,
+                              ty, (int)K, lo, ty, (int)K, &one, y, CUDA_R_32F, (int)N,
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     }
     if (st != CUBLAS_STATUS_SUCCESS)
         hr_cu_fail(cb, hr_errf("cuda matmul: cuBLAS failed (%s)", cublasGetStatusString(st)));
@@ -60,8 +62,8 @@ static void flush_add(hr_cuda_backend *cb) {
 static void flush_norm(hr_cuda_backend *cb) {
     hr_cu_gemv_fold *f = &cb->pending_norm.fold;
     if (!cb->pending_norm.y) return;
-    hr_cu_rmsnorm(cb->stream, cb->pending_norm.y, f->norm_x, f->norm_w, f->norm_dtype, cb->pending_norm.rows,
-                  cb->pending_norm.dim, f->eps, f->one_plus);
+    hr_cu_rmsnorm(cb->stream, cb->pending_norm.y, f->norm_x, f->norm_w, f->norm_dtype,
+                  cb->pending_norm.rows, cb->pending_norm.dim, f->eps, f->one_plus);
     cb->pending_norm.y = NULL;
 }
 
@@ -75,12 +77,15 @@ void hr_cu_flush(hr_cuda_backend *cb) {
         flush_add(cb);
         return;
     }
-    hr_cu_gemv(cb->stream, g, (float *)cb->pending.x, cb->pending.dtype, cb->pending.T, cb->pending.K);
+    hr_cu_gemv(cb->stream, g, (float *)cb->pending.x, cb->pending.dtype, cb->pending.T,
+               cb->pending.K);
     g->fold = (hr_cu_gemv_fold){0};
     for (int i = 0; i < g->n; i++) {
         const hr_tensor *b = cb->pending.bias[i];
         int bd = b ? dt(cb, b, "matmul bias") : -1;
-        if (bd >= 0) hr_cu_add_bias(cb->stream, g->y[i], b->data, bd, cb->pending.T, g->start[i + 1] - g->start[i]);
+        if (bd >= 0)
+            hr_cu_add_bias(cb->stream, g->y[i], b->data, bd, cb->pending.T,
+                           g->start[i + 1] - g->start[i]);
     }
     g->n = 0;
 }
@@ -89,8 +94,8 @@ void hr_cu_flush(hr_cuda_backend *cb) {
  * its output is none of the pending inputs or outputs. */
 static int joins(const hr_cuda_backend *cb, float *y, const float *x, int d, int T, long K) {
     const hr_cu_gemv_set *g = &cb->pending.set;
-    if (!g->n || g->n == HR_CU_GEMV_FUSE || g->fold.acc || x != cb->pending.x || T != cb->pending.T ||
-        K != cb->pending.K || d != cb->pending.dtype || (const float *)y == x)
+    if (!g->n || g->n == HR_CU_GEMV_FUSE || g->fold.acc || x != cb->pending.x ||
+        T != cb->pending.T || K != cb->pending.K || d != cb->pending.dtype || (const float *)y == x)
         return 0;
     for (int i = 0; i < g->n; i++)
         if (g->y[i] == y) return 0;
@@ -170,7 +175,8 @@ void hr_cu_op_embed(hr_backend *be, float *y, const hr_tensor *table, float scal
         return;
     }
     int d = dt(cb, table, "embed");
-    if (d >= 0 && cb->meta.n_tokens > 0) hr_cu_embed(cb->stream, &cb->meta, y, table->data, d, table->shape[1], scale);
+    if (d >= 0 && cb->meta.n_tokens > 0)
+        hr_cu_embed(cb->stream, &cb->meta, y, table->data, d, table->shape[1], scale);
 }
 
 /* A pending residual add whose sum this norm reads runs in the norm's kernel. */
@@ -186,12 +192,16 @@ void hr_cu_op_rmsnorm(hr_backend *be, float *y, const float *x, const hr_tensor 
     if (d < 0) return;
     if (fuse) {
         hr_cu_add_rmsnorm(cb->stream, y, sum, a, w ? w->data : NULL, d, rows, dim, eps, one_plus);
-    } else if (cb->fold && rows <= HR_CU_GEMV_MAX_T && y != x) { /* may fold into the products of y */
+    } else if (cb->fold && rows <= HR_CU_GEMV_MAX_T &&
+               y != x) { /* may fold into the products of y */
         cb->pending_norm.y = y;
         cb->pending_norm.rows = rows;
         cb->pending_norm.dim = dim;
-        cb->pending_norm.fold = (hr_cu_gemv_fold){.norm_x = x, .norm_w = w ? w->data : NULL, .norm_dtype = d,
-                                                  .one_plus = one_plus, .eps = eps};
+        cb->pending_norm.fold = (hr_cu_gemv_fold){.norm_x = x,
+                                                  .norm_w = w ? w->data : NULL,
+                                                  .norm_dtype = d,
+                                                  .one_plus = one_plus,
+                                                  .eps = eps};
     } else {
         hr_cu_rmsnorm(cb->stream, y, x, w ? w->data : NULL, d, rows, dim, eps, one_plus);
     }
@@ -219,7 +229,10 @@ void hr_cu_op_rope(hr_backend *be, float *x, int n_heads, int head_dim, int rot_
     if (hr_cu_graph_op(cb) || cb->meta.n_tokens <= 0 || rot_dim < 2) return;
     hr_cu_rope_kv *r = &cb->pending_rope.r;
     if (cb->pending_rope.n == 0)
-        *r = (hr_cu_rope_kv){.q = x, .n_q = n_heads, .head_dim = head_dim, .rot_dim = rot_dim,
+        *r = (hr_cu_rope_kv){.q = x,
+                             .n_q = n_heads,
+                             .head_dim = head_dim,
+                             .rot_dim = rot_dim,
                              .inv_freq = inv_freq->data};
     else
         r->k = x, r->n_k = n_heads;
@@ -228,18 +241,23 @@ void hr_cu_op_rope(hr_backend *be, float *x, int n_heads, int head_dim, int rot_
 
 static void flush_rope(hr_cuda_backend *cb) {
     hr_cu_rope_kv *r = &cb->pending_rope.r;
-    if (cb->pending_rope.n >= 1) hr_cu_rope(cb->stream, &cb->meta, r->q, r->n_q, r->head_dim, r->rot_dim, r->inv_freq);
-    if (cb->pending_rope.n == 2) hr_cu_rope(cb->stream, &cb->meta, r->k, r->n_k, r->head_dim, r->rot_dim, r->inv_freq);
+    if (cb->pending_rope.n >= 1)
+        hr_cu_rope(cb->stream, &cb->meta, r->q, r->n_q, r->head_dim, r->rot_dim, r->inv_freq);
+    if (cb->pending_rope.n == 2)
+        hr_cu_rope(cb->stream, &cb->meta, r->k, r->n_k, r->head_dim, r->rot_dim, r->inv_freq);
     cb->pending_rope.n = 0;
 }
 
 /* Layer `layer` of the KV store as the kernels see it. */
 static hr_cu_kv_layer kv_layer(const hr_kv_store *kv, int layer) {
     size_t off = kv->layer_off[layer];
-    return (hr_cu_kv_layer){.k = (char *)kv->k + off, .v = (char *)kv->v + off,
+    return (hr_cu_kv_layer){.k = (char *)kv->k + off,
+                            .v = (char *)kv->v + off,
                             .dtype = kv->dtype == HR_BF16 ? HR_CU_BF16 : HR_CU_F32,
-                            .block_size = kv->block_size, .n_kv_heads = kv->n_kv_heads,
-                            .head_dim = kv->layer_head_dim ? kv->layer_head_dim[layer] : kv->head_dim};
+                            .block_size = kv->block_size,
+                            .n_kv_heads = kv->n_kv_heads,
+                            .head_dim =
+                                kv->layer_head_dim ? kv->layer_head_dim[layer] : kv->head_dim};
 }
 
 /* The pending ropes run in this write's kernel when the last of them rotated k. */
@@ -257,8 +275,10 @@ void hr_cu_op_kv_write(hr_backend *be, hr_kv_store *kv, int layer, const float *
     }
     HR_CU_OP(be);
     if (cb->meta.n_tokens <= 0) return;
-    if (fuse) hr_cu_rope_kv_write(cb->stream, &cb->meta, &r, &l);
-    else hr_cu_kv_write(cb->stream, &cb->meta, &l, k, v);
+    if (fuse)
+        hr_cu_rope_kv_write(cb->stream, &cb->meta, &r, &l);
+    else
+        hr_cu_kv_write(cb->stream, &cb->meta, &l, k, v);
 }
 
 enum { MAX_HEAD_DIM = 512 };
@@ -267,7 +287,8 @@ void hr_cu_op_attention(hr_backend *be, float *out, const float *q, const hr_kv_
                         const hr_attn_params *p) {
     HR_CU_OP(be);
     if (p->head_dim > MAX_HEAD_DIM) {
-        hr_cu_fail(cb, hr_errf("cuda attention: head_dim %d is over %d", p->head_dim, MAX_HEAD_DIM));
+        hr_cu_fail(cb,
+                   hr_errf("cuda attention: head_dim %d is over %d", p->head_dim, MAX_HEAD_DIM));
         return;
     }
     hr_cu_kv_layer l = kv_layer(kv, p->layer);
@@ -305,7 +326,8 @@ void hr_cu_op_copy(hr_backend *be, float *dst, const float *src, long n) {
     HR_CU_OP(be);
     if (n > 0)
         hr_cu_fail(cb, hr_cu_check(cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)n,
-                                                   cudaMemcpyDeviceToDevice, cb->stream), "copy"));
+                                                   cudaMemcpyDeviceToDevice, cb->stream),
+                                   "copy"));
 }
 
 void hr_cu_op_scale(hr_backend *be, float *y, float s, long n) {
@@ -318,8 +340,8 @@ void hr_cu_op_softcap(hr_backend *be, float *y, float cap, long n) {
     hr_cu_softcap(cb->stream, y, cap, n);
 }
 
-void hr_cu_op_copy2d(hr_backend *be, float *dst, long dst_stride, const float *src,
-                     long src_stride, int rows, long cols) {
+void hr_cu_op_copy2d(hr_backend *be, float *dst, long dst_stride, const float *src, long src_stride,
+                     int rows, long cols) {
     HR_CU_OP(be);
     hr_cu_copy2d(cb->stream, dst, dst_stride, src, src_stride, rows, cols);
 }
@@ -355,11 +377,13 @@ void hr_cu_op_gated_delta(hr_backend *be, float *out, hr_kv_store *kv, const hr_
     HR_CU_OP(be);
     int da = dt(cb, p->a_log, "gated_delta"), db = dt(cb, p->dt_bias, "gated_delta");
     if (da < 0 || db < 0) return;
-    hr_cu_delta d = {p->n_k_heads, p->n_v_heads, p->k_dim, p->v_dim, p->q, p->k, p->v, p->a, p->b,
-                     p->ld, p->a_log->data, p->dt_bias->data, da, db};
+    hr_cu_delta d = {
+        p->n_k_heads, p->n_v_heads, p->k_dim,       p->v_dim,         p->q, p->k, p->v, p->a,
+        p->b,         p->ld,        p->a_log->data, p->dt_bias->data, da,   db};
     float *state = (float *)kv->delta + (long)p->state_layer * kv->n_state_slots * kv->delta_floats;
     if (!hr_cu_gated_delta(cb->stream, &cb->meta, &d, out, state, kv->delta_floats))
-        hr_cu_fail(cb, hr_errf("cuda gated_delta: head dims %d x %d are over 256 x 1024", p->k_dim, p->v_dim));
+        hr_cu_fail(cb, hr_errf("cuda gated_delta: head dims %d x %d are over 256 x 1024", p->k_dim,
+                               p->v_dim));
 }
 
 /* One state layer's region: slot i of layer l at (l * count + i) * n floats. */
@@ -370,16 +394,21 @@ static float *state_at(void *base, int layer, int count, int i, long n) {
 void hr_cu_op_state_copy(hr_backend *be, hr_kv_store *kv, int slot, int snap, int restore) {
     HR_CU_OP(be);
     for (int l = 0; l < kv->n_state_layers; l++) {
-        const struct { void *live, *saved; long n; } parts[] = {
-            {state_at(kv->conv, l, kv->n_state_slots, slot, kv->conv_floats),
-             state_at(kv->snap_conv, l, kv->n_snapshots, snap, kv->conv_floats), kv->conv_floats},
-            {state_at(kv->delta, l, kv->n_state_slots, slot, kv->delta_floats),
-             state_at(kv->snap_delta, l, kv->n_snapshots, snap, kv->delta_floats), kv->delta_floats}};
+        const struct {
+            void *live, *saved;
+            long n;
+        } parts[] = {{state_at(kv->conv, l, kv->n_state_slots, slot, kv->conv_floats),
+                      state_at(kv->snap_conv, l, kv->n_snapshots, snap, kv->conv_floats),
+                      kv->conv_floats},
+                     {state_at(kv->delta, l, kv->n_state_slots, slot, kv->delta_floats),
+                      state_at(kv->snap_delta, l, kv->n_snapshots, snap, kv->delta_floats),
+                      kv->delta_floats}};
         for (int i = 0; i < 2; i++) {
             void *dst = restore ? parts[i].live : parts[i].saved;
             const void *src = restore ? parts[i].saved : parts[i].live;
             hr_cu_fail(cb, hr_cu_check(cudaMemcpyAsync(dst, src, sizeof(float) * (size_t)parts[i].n,
-                                                       cudaMemcpyDeviceToDevice, cb->stream), "state copy"));
+                                                       cudaMemcpyDeviceToDevice, cb->stream),
+                                       "state copy"));
         }
     }
 }
@@ -401,7 +430,8 @@ void hr_cu_op_argmax(hr_backend *be, int32_t *ids, const float *x, int rows, int
 void hr_cu_op_sample(hr_backend *be, hr_sample_out *out, float *x, int rows, int n) {
     HR_CU_OP(be);
     if (!cb->meta.sample_rows || cb->meta.n_sample_rows != rows) {
-        hr_cu_fail(cb, hr_errf("cuda sample: the step has %d sample rows, not %d", cb->meta.n_sample_rows, rows));
+        hr_cu_fail(cb, hr_errf("cuda sample: the step has %d sample rows, not %d",
+                               cb->meta.n_sample_rows, rows));
         return;
     }
     hr_cu_sample(cb->stream, out, x, rows, n, cb->meta.sample_rows, cb->meta.sample_edits);

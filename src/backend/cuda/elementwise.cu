@@ -7,7 +7,9 @@
 int hr_cu_pdl = 1;
 
 /* grid-stride loop over n elements */
-#define HR_FOR(i, n) for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n); i += (long)gridDim.x * blockDim.x)
+#define HR_FOR(i, n)                                                                               \
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < (n);                            \
+         i += (long)gridDim.x * blockDim.x)
 
 static __global__ void embed_k(float *y, const int32_t *tokens, const void *table, int dtype,
                                long dim, float scale) {
@@ -27,7 +29,8 @@ extern "C" void hr_cu_embed(cudaStream_t s, const hr_cu_meta *m, float *y, const
 
 enum { NORM_REGS = 8 }; /* row elements per thread held in registers */
 
-static __device__ __forceinline__ float norm_weight(const void *w, int w_dtype, int i, int one_plus) {
+static __device__ __forceinline__ float norm_weight(const void *w, int w_dtype, int i,
+                                                    int one_plus) {
     return (w ? hr_ld(w, w_dtype, i) : (one_plus ? 0.0f : 1.0f)) + (float)one_plus;
 }
 
@@ -36,8 +39,8 @@ static __device__ __forceinline__ float norm_weight(const void *w, int w_dtype, 
  * reduction, none after); longer rows loop. Each thread owns the same elements throughout, so
  * y may alias a or x. */
 template <int ADD>
-static __global__ void norm_k(float *y, float *x, const float *a, const void *w, int w_dtype, int dim,
-                              float eps, int one_plus) {
+static __global__ void norm_k(float *y, float *x, const float *a, const void *w, int w_dtype,
+                              int dim, float eps, int one_plus) {
     HR_PDL_ENTRY();
     float *xr = x + (long)blockIdx.x * dim, *yr = y + (long)blockIdx.x * dim;
     const float *ar = ADD ? a + (long)blockIdx.x * dim : NULL;
@@ -58,7 +61,8 @@ static __global__ void norm_k(float *y, float *x, const float *a, const void *w,
         float inv = 1.0f / sqrtf(hr_block_sum(ss) / (float)dim + eps);
 #pragma unroll
         for (int r = 0; r < NORM_REGS; r++)
-            if (threadIdx.x + r * blockDim.x < dim) yr[threadIdx.x + r * blockDim.x] = v[r] * inv * wv[r];
+            if (threadIdx.x + r * blockDim.x < dim)
+                yr[threadIdx.x + r * blockDim.x] = v[r] * inv * wv[r];
         return;
     }
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
@@ -67,18 +71,17 @@ static __global__ void norm_k(float *y, float *x, const float *a, const void *w,
         ss += v * v;
     }
     float inv = 1.0f / sqrtf(hr_block_sum(ss) / (float)dim + eps);
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) yr[i] = xr[i] * inv * norm_weight(w, w_dtype, i, one_plus);
+    for (int i = threadIdx.x; i < dim; i += blockDim.x)
+        yr[i] = xr[i] * inv * norm_weight(w, w_dtype, i, one_plus);
 }
 
-static int norm_threads(int dim) {
-    return dim >= 1024 ? 1024 : (dim + 31) / 32 * 32;
-}
+static int norm_threads(int dim) { return dim >= 1024 ? 1024 : (dim + 31) / 32 * 32; }
 
-extern "C" void hr_cu_rmsnorm(cudaStream_t s, float *y, const float *x, const void *w,
-                              int w_dtype, int rows, int dim, float eps, int one_plus) {
+extern "C" void hr_cu_rmsnorm(cudaStream_t s, float *y, const float *x, const void *w, int w_dtype,
+                              int rows, int dim, float eps, int one_plus) {
     if (rows <= 0) return;
-    hr_launch(norm_k<0>, rows, norm_threads(dim), 0, s, y, (float *)x, (const float *)NULL, w, w_dtype,
-              dim, eps, one_plus);
+    hr_launch(norm_k<0>, rows, norm_threads(dim), 0, s, y, (float *)x, (const float *)NULL, w,
+              w_dtype, dim, eps, one_plus);
 }
 
 extern "C" void hr_cu_add_rmsnorm(cudaStream_t s, float *y, float *x, const float *a, const void *w,
@@ -107,8 +110,8 @@ static __global__ void rope_k(float *x, const int32_t *pos, int n_heads, int hea
     }
 }
 
-extern "C" void hr_cu_rope(cudaStream_t s, const hr_cu_meta *m, float *x, int n_heads,
-                           int head_dim, int rot_dim, const float *inv_freq) {
+extern "C" void hr_cu_rope(cudaStream_t s, const hr_cu_meta *m, float *x, int n_heads, int head_dim,
+                           int rot_dim, const float *inv_freq) {
     if (rot_dim < 2 || m->n_tokens <= 0) return;
     dim3 grid((unsigned)m->n_tokens, (unsigned)((n_heads + ROPE_HEADS - 1) / ROPE_HEADS));
     hr_launch(rope_k, grid, 128, 0, s, x, m->pos, n_heads, head_dim, rot_dim / 2, inv_freq);
@@ -121,7 +124,8 @@ static __global__ void rope_kv_k(hr_cu_rope_kv r, hr_cu_kv_layer kv, const int32
                                  const int32_t *row, const int32_t *table, int max_blocks) {
     HR_PDL_ENTRY();
     int t = blockIdx.x, yq = (r.n_q + ROPE_HEADS - 1) / ROPE_HEADS, isk = (int)blockIdx.y >= yq;
-    int h0 = (isk ? blockIdx.y - yq : blockIdx.y) * ROPE_HEADS, nh = isk ? r.n_k : r.n_q, hd = r.head_dim;
+    int h0 = (isk ? blockIdx.y - yq : blockIdx.y) * ROPE_HEADS, nh = isk ? r.n_k : r.n_q,
+        hd = r.head_dim;
     int n = nh - h0 < ROPE_HEADS ? nh - h0 : ROPE_HEADS, half = r.rot_dim / 2, p = pos[t];
     float *x = (isk ? r.k : r.q) + ((long)t * nh + h0) * hd;
     for (int e = threadIdx.x; e < n * half; e += blockDim.x) {
@@ -161,7 +165,8 @@ static __global__ void kv_write_k(hr_cu_kv_layer kv, const int32_t *pos, const i
     int t = blockIdx.x, h = blockIdx.y, p = pos[t];
     int block = table[(long)row[t] * max_blocks + p / kv.block_size];
     long src = ((long)t * kv.n_kv_heads + h) * kv.head_dim;
-    long dst = (((long)block * kv.n_kv_heads + h) * kv.block_size + p % kv.block_size) * kv.head_dim;
+    long dst =
+        (((long)block * kv.n_kv_heads + h) * kv.block_size + p % kv.block_size) * kv.head_dim;
     for (int d = threadIdx.x; d < kv.head_dim; d += blockDim.x) {
         hr_st(kv.k, kv.dtype, dst + d, k[src + d]);
         hr_st(kv.v, kv.dtype, dst + d, v[src + d]);
@@ -173,7 +178,8 @@ extern "C" void hr_cu_kv_write(cudaStream_t s, const hr_cu_meta *m, const hr_cu_
     if (m->n_tokens <= 0) return;
     int threads = kv->head_dim >= 256 ? 256 : (kv->head_dim + 31) / 32 * 32;
     dim3 grid((unsigned)m->n_tokens, (unsigned)kv->n_kv_heads);
-    hr_launch(kv_write_k, grid, threads, 0, s, *kv, m->pos, m->row, m->block_table, m->max_blocks, k, v);
+    hr_launch(kv_write_k, grid, threads, 0, s, *kv, m->pos, m->row, m->block_table, m->max_blocks,
+              k, v);
 }
 
 static __device__ __forceinline__ float act_fn(float g, int act) {
@@ -187,13 +193,15 @@ static __global__ void act_mul_k(float *y, const float *g, const float *u, long 
     HR_FOR(i, n) y[i] = act_fn(g[i], act) * u[i];
 }
 
-extern "C" void hr_cu_act_mul(cudaStream_t s, float *y, const float *gate, const float *up,
-                              long n, int act) {
+extern "C" void hr_cu_act_mul(cudaStream_t s, float *y, const float *gate, const float *up, long n,
+                              int act) {
     if (n > 0) hr_launch(act_mul_k, hr_blocks(n, 256), 256, 0, s, y, gate, up, n, act);
 }
 
 static __global__ void add_k(float *y, const float *a, long n) {
-    HR_PDL_ENTRY(); HR_FOR(i, n) y[i] += a[i]; }
+    HR_PDL_ENTRY();
+    HR_FOR(i, n) y[i] += a[i];
+}
 
 extern "C" void hr_cu_add(cudaStream_t s, float *y, const float *a, long n) {
     if (n > 0) hr_launch(add_k, hr_blocks(n, 256), 256, 0, s, y, a, n);
@@ -211,7 +219,9 @@ extern "C" void hr_cu_add_bias(cudaStream_t s, float *y, const void *bias, int d
 }
 
 static __global__ void scale_k(float *y, float f, long n) {
-    HR_PDL_ENTRY(); HR_FOR(i, n) y[i] *= f; }
+    HR_PDL_ENTRY();
+    HR_FOR(i, n) y[i] *= f;
+}
 
 extern "C" void hr_cu_scale(cudaStream_t s, float *y, float f, long n) {
     if (n > 0) hr_launch(scale_k, hr_blocks(n, 256), 256, 0, s, y, f, n);
@@ -237,10 +247,13 @@ static __global__ void copy2d_k(float *dst, long ds, const float *src, long ss, 
 extern "C" void hr_cu_copy2d(cudaStream_t s, float *dst, long dst_stride, const float *src,
                              long src_stride, int rows, long cols) {
     long n = (long)rows * cols;
-    if (n > 0) hr_launch(copy2d_k, hr_blocks(n, 256), 256, 0, s, dst, dst_stride, src, src_stride, n, cols);
+    if (n > 0)
+        hr_launch(copy2d_k, hr_blocks(n, 256), 256, 0, s, dst, dst_stride, src, src_stride, n,
+                  cols);
 }
 
-static __global__ void mul_gather_k(float *y, const int32_t *idx, const void *t, int dtype, long n) {
+static __global__ void mul_gather_k(float *y, const int32_t *idx, const void *t, int dtype,
+                                    long n) {
     HR_PDL_ENTRY();
     HR_FOR(i, n) y[i] *= hr_ld(t, dtype, idx[i]);
 }
@@ -273,7 +286,8 @@ static __global__ void round_k(void *dst, void *lo, int dtype, const float *src,
     }
 }
 
-extern "C" void hr_cu_round(cudaStream_t s, void *dst, void *lo, int dtype, const float *src, long n) {
+extern "C" void hr_cu_round(cudaStream_t s, void *dst, void *lo, int dtype, const float *src,
+                            long n) {
     if (n > 0) hr_launch(round_k, hr_blocks(n, 256), 256, 0, s, dst, lo, dtype, src, n);
 }
 
@@ -312,7 +326,8 @@ static __global__ void argmax_part_k(float2 *part, const float *x, int n) {
     float v;
     int i;
     argmax_block(best, bi, n, &v, &i);
-    if (threadIdx.x == 0) part[(long)blockIdx.y * gridDim.x + blockIdx.x] = make_float2(v, __int_as_float(i));
+    if (threadIdx.x == 0)
+        part[(long)blockIdx.y * gridDim.x + blockIdx.x] = make_float2(v, __int_as_float(i));
 }
 
 /* Block r: the chunks' maxima of row r, the lowest index on ties (the host argmax's answer). */
@@ -340,6 +355,7 @@ extern "C" void hr_cu_argmax(cudaStream_t s, int32_t *ids, const float *x, int r
     if (rows <= 0 || n <= 0) return;
     int chunks = (n + ARGMAX_CHUNK - 1) / ARGMAX_CHUNK;
     float2 *part = (float2 *)scratch;
-    hr_launch(argmax_part_k, dim3((unsigned)chunks, (unsigned)rows), ARGMAX_THREADS, 0, s, part, x, n);
+    hr_launch(argmax_part_k, dim3((unsigned)chunks, (unsigned)rows), ARGMAX_THREADS, 0, s, part, x,
+              n);
     hr_launch(argmax_k, rows, ARGMAX_THREADS, 0, s, ids, (const float2 *)part, chunks, n);
 }

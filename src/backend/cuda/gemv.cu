@@ -3,8 +3,8 @@
  * gate and up: one grid instead of two or three small ones). Each weight row is read once
  * with 16-byte loads and converted in registers, f32 accumulation: by a block of 8 warps per 4
  * rows splitting K (one activation row, or long rows), or by one warp per 2 or 4 rows
- * (tests/gpu/bench_kernels measures both on the Llama-3-8B shapes: docs/perf-notes.md). Decode is bound by reading the weights, so this is the kernel that sets
- * batch-1 speed (docs/cuda.md). */
+ * (tests/gpu/bench_kernels measures both on the Llama-3-8B shapes: docs/perf-notes.md). Decode is
+ * bound by reading the weights, so this is the kernel that sets batch-1 speed (docs/cuda.md). */
 #include <stdint.h>
 
 #include "backend/cuda/common.cuh"
@@ -58,18 +58,21 @@ static __global__ void __launch_bounds__(256) gemv_vec(hr_cu_gemv_set g, const f
     if (n0 >= m.N) return;
     const uint4 *wr[R];
 #pragma unroll
-    for (int r = 0; r < R; r++) wr[r] = (const uint4 *)((const uint16_t *)m.w + (n0 + r < m.N ? n0 + r : n0) * K);
+    for (int r = 0; r < R; r++)
+        wr[r] = (const uint4 *)((const uint16_t *)m.w + (n0 + r < m.N ? n0 + r : n0) * K);
     float acc[R][T];
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
-        for (int t = 0; t < T; t++) acc[r][t] = 0;
+        for (int t = 0; t < T; t++)
+            acc[r][t] = 0;
     long nv = K / 8;
 #pragma unroll 2
     for (long i = lane; i < nv; i += 32) {
         float wf[R][8];
 #pragma unroll
-        for (int r = 0; r < R; r++) unpack8(__ldg(wr[r] + i), DT, wf[r]);
+        for (int r = 0; r < R; r++)
+            unpack8(__ldg(wr[r] + i), DT, wf[r]);
 #pragma unroll
         for (int t = 0; t < T; t++) {
             const float4 *xp = (const float4 *)(x + t * K + i * 8);
@@ -93,30 +96,36 @@ static __global__ void __launch_bounds__(256) gemv_vec(hr_cu_gemv_set g, const f
 static __device__ __forceinline__ void norm_weights8(const hr_cu_gemv_fold &f, long i, float *nw) {
     if (!f.norm_w) {
 #pragma unroll
-        for (int e = 0; e < 8; e++) nw[e] = 1.0f;
+        for (int e = 0; e < 8; e++)
+            nw[e] = 1.0f;
         return;
     }
     if (f.norm_dtype == HR_CU_F32) {
         const float4 *p = (const float4 *)f.norm_w + 2 * i;
         float4 a = __ldg(p), b = __ldg(p + 1);
-        nw[0] = a.x, nw[1] = a.y, nw[2] = a.z, nw[3] = a.w, nw[4] = b.x, nw[5] = b.y, nw[6] = b.z, nw[7] = b.w;
+        nw[0] = a.x, nw[1] = a.y, nw[2] = a.z, nw[3] = a.w, nw[4] = b.x, nw[5] = b.y, nw[6] = b.z,
+        nw[7] = b.w;
     } else {
         unpack8(__ldg((const uint4 *)f.norm_w + i), f.norm_dtype, nw);
     }
 #pragma unroll
-    for (int e = 0; e < 8; e++) nw[e] += (float)f.one_plus;
+    for (int e = 0; e < 8; e++)
+        nw[e] += (float)f.one_plus;
 }
 
 /* x[t] = rmsnorm(fold.norm_x[t]) for the T rows, from the warps' sums of squares in
  * part[w * (off + T) + off + t] (the caller synced). */
 template <int T>
-static __device__ void store_normed(const hr_cu_gemv_fold &f, float *x, const float *part, int off, long K) {
+static __device__ void store_normed(const hr_cu_gemv_fold &f, float *x, const float *part, int off,
+                                    long K) {
     for (int t = 0; t < T; t++) {
         float q = 0;
-        for (int w = 0; w < WARPS_PER_BLOCK; w++) q += part[w * (off + T) + off + t];
+        for (int w = 0; w < WARPS_PER_BLOCK; w++)
+            q += part[w * (off + T) + off + t];
         float inv = 1.0f / sqrtf(q / (float)K + f.eps);
         for (long k = threadIdx.x; k < K; k += blockDim.x) {
-            float nw = (f.norm_w ? hr_ld(f.norm_w, f.norm_dtype, k) : (f.one_plus ? 0.0f : 1.0f)) + (float)f.one_plus;
+            float nw = (f.norm_w ? hr_ld(f.norm_w, f.norm_dtype, k) : (f.one_plus ? 0.0f : 1.0f)) +
+                       (float)f.one_plus;
             x[t * K + k] = f.norm_x[t * K + k] * inv * nw;
         }
     }
@@ -129,7 +138,8 @@ static __device__ void store_normed(const hr_cu_gemv_fold &f, float *x, const fl
  * rmsnorm of fold.norm_x, applied on the fly (each block sees all of K, so it sums the squares
  * itself; block 0 also stores the normalized x); ACC: fold.acc += y too. */
 template <int T, int R, int DT, int NORM, int ACC>
-static __global__ void __launch_bounds__(32 * WARPS_PER_BLOCK) gemv_split(hr_cu_gemv_set g, float *x, long K) {
+static __global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
+    gemv_split(hr_cu_gemv_set g, float *x, long K) {
     HR_PDL_ENTRY();
     __shared__ float part[WARPS_PER_BLOCK][R * T + T];
     one_matrix m = matrix_of(g);
@@ -139,27 +149,31 @@ static __global__ void __launch_bounds__(32 * WARPS_PER_BLOCK) gemv_split(hr_cu_
     const float *xs = NORM ? g.fold.norm_x : x;
     const uint4 *wr[R];
 #pragma unroll
-    for (int r = 0; r < R; r++) wr[r] = (const uint4 *)((const uint16_t *)m.w + (n0 + r < m.N ? n0 + r : n0) * K);
+    for (int r = 0; r < R; r++)
+        wr[r] = (const uint4 *)((const uint16_t *)m.w + (n0 + r < m.N ? n0 + r : n0) * K);
     float acc[R][T], ss[T];
 #pragma unroll
     for (int t = 0; t < T; t++) {
         ss[t] = 0;
 #pragma unroll
-        for (int r = 0; r < R; r++) acc[r][t] = 0;
+        for (int r = 0; r < R; r++)
+            acc[r][t] = 0;
     }
     long nv = K / 8;
 #pragma unroll 2
     for (long i = threadIdx.x; i < nv; i += 32 * WARPS_PER_BLOCK) {
         float wf[R][8], nw[8];
 #pragma unroll
-        for (int r = 0; r < R; r++) unpack8(__ldg(wr[r] + i), DT, wf[r]);
+        for (int r = 0; r < R; r++)
+            unpack8(__ldg(wr[r] + i), DT, wf[r]);
         if (NORM) norm_weights8(g.fold, i, nw);
 #pragma unroll
         for (int t = 0; t < T; t++) {
             const float4 *xp = (const float4 *)(xs + t * K + i * 8);
             float4 a = __ldg(xp), b = __ldg(xp + 1);
             if (NORM) {
-                ss[t] += a.x * a.x + a.y * a.y + a.z * a.z + a.w * a.w + b.x * b.x + b.y * b.y + b.z * b.z + b.w * b.w;
+                ss[t] += a.x * a.x + a.y * a.y + a.z * a.z + a.w * a.w + b.x * b.x + b.y * b.y +
+                         b.z * b.z + b.w * b.w;
                 a.x *= nw[0], a.y *= nw[1], a.z *= nw[2], a.w *= nw[3];
                 b.x *= nw[4], b.y *= nw[5], b.z *= nw[6], b.w *= nw[7];
             }
@@ -182,15 +196,18 @@ static __global__ void __launch_bounds__(32 * WARPS_PER_BLOCK) gemv_split(hr_cu_
         }
     }
     __syncthreads();
-    if (NORM && blockIdx.x == 0 && blockIdx.y == 0) store_normed<T>(g.fold, x, &part[0][0], R * T, K);
+    if (NORM && blockIdx.x == 0 && blockIdx.y == 0)
+        store_normed<T>(g.fold, x, &part[0][0], R * T, K);
     if (threadIdx.x < R * T) {
         int r = threadIdx.x / T, t = threadIdx.x % T;
         float v = 0, q = 0;
 #pragma unroll
-        for (int w = 0; w < WARPS_PER_BLOCK; w++) v += part[w][threadIdx.x];
+        for (int w = 0; w < WARPS_PER_BLOCK; w++)
+            v += part[w][threadIdx.x];
         if (NORM) {
 #pragma unroll
-            for (int w = 0; w < WARPS_PER_BLOCK; w++) q += part[w][R * T + t];
+            for (int w = 0; w < WARPS_PER_BLOCK; w++)
+                q += part[w][R * T + t];
             v *= 1.0f / sqrtf(q / (float)K + g.fold.eps);
         }
         if (n0 + r < m.N) {
@@ -210,7 +227,8 @@ static __global__ void gemv_any(hr_cu_gemv_set g, const float *x, int dtype, int
     float acc[HR_CU_GEMV_MAX_T] = {0};
     for (long k = lane; k < K; k += 32) {
         float wv = hr_ld(m.w, dtype, n * K + k);
-        for (int t = 0; t < T; t++) acc[t] += wv * x[t * K + k];
+        for (int t = 0; t < T; t++)
+            acc[t] += wv * x[t * K + k];
     }
     for (int t = 0; t < T; t++) {
         float v = hr_warp_sum(acc[t]);
@@ -245,11 +263,17 @@ template <int T, int DT>
 static void launch_t(cudaStream_t s, const hr_cu_gemv_set *g, float *x, long K) {
     constexpr int R = T <= 2 ? 2 : 4; /* rows per warp: more share each x load as T grows */
     int norm = g->fold.norm_x != NULL, acc = g->fold.acc != NULL;
-    if (norm && acc) launch_split<T, DT, 1, 1>(s, g, x, K);
-    else if (norm) launch_split<T, DT, 1, 0>(s, g, x, K);
-    else if (acc) launch_split<T, DT, 0, 1>(s, g, x, K);
-    else if (hr_cu_gemv_split && (T == 1 || K >= 8192)) launch_split<T, DT, 0, 0>(s, g, x, K);
-    else hr_launch(gemv_vec<T, R, DT>, grid_for(g, R), 32 * WARPS_PER_BLOCK, 0, s, *g, (const float *)x, K);
+    if (norm && acc)
+        launch_split<T, DT, 1, 1>(s, g, x, K);
+    else if (norm)
+        launch_split<T, DT, 1, 0>(s, g, x, K);
+    else if (acc)
+        launch_split<T, DT, 0, 1>(s, g, x, K);
+    else if (hr_cu_gemv_split && (T == 1 || K >= 8192))
+        launch_split<T, DT, 0, 0>(s, g, x, K);
+    else
+        hr_launch(gemv_vec<T, R, DT>, grid_for(g, R), 32 * WARPS_PER_BLOCK, 0, s, *g,
+                  (const float *)x, K);
 }
 
 template <int DT>
@@ -262,19 +286,24 @@ static void launch_vec(cudaStream_t s, const hr_cu_gemv_set *g, float *x, int T,
     }
 }
 
-extern "C" void hr_cu_gemv(cudaStream_t s, const hr_cu_gemv_set *g, float *x, int dtype,
-                           int T, long K) {
+extern "C" void hr_cu_gemv(cudaStream_t s, const hr_cu_gemv_set *g, float *x, int dtype, int T,
+                           long K) {
     if (T <= 0 || g->n <= 0 || g->start[g->n] <= 0) return;
     const hr_cu_gemv_fold *f = &g->fold;
-    int aligned = K % 8 == 0 && ((uintptr_t)x | (uintptr_t)f->norm_x | (uintptr_t)f->norm_w) % 16 == 0;
-    for (int i = 0; i < g->n; i++) aligned &= (uintptr_t)g->w[i] % 16 == 0;
+    int aligned =
+        K % 8 == 0 && ((uintptr_t)x | (uintptr_t)f->norm_x | (uintptr_t)f->norm_w) % 16 == 0;
+    for (int i = 0; i < g->n; i++)
+        aligned &= (uintptr_t)g->w[i] % 16 == 0;
     if (aligned && dtype == HR_CU_BF16) {
         launch_vec<HR_CU_BF16>(s, g, x, T, K);
     } else if (aligned && dtype == HR_CU_F16) {
         launch_vec<HR_CU_F16>(s, g, x, T, K);
     } else { /* the folded work as kernels of its own */
-        if (f->norm_x) hr_cu_rmsnorm(s, x, f->norm_x, f->norm_w, f->norm_dtype, T, (int)K, f->eps, f->one_plus);
-        hr_launch(gemv_any, grid_for(g, 1), 32 * WARPS_PER_BLOCK, 0, s, *g, (const float *)x, dtype, T, K);
+        if (f->norm_x)
+            hr_cu_rmsnorm(s, x, f->norm_x, f->norm_w, f->norm_dtype, T, (int)K, f->eps,
+                          f->one_plus);
+        hr_launch(gemv_any, grid_for(g, 1), 32 * WARPS_PER_BLOCK, 0, s, *g, (const float *)x, dtype,
+                  T, K);
         if (f->acc) hr_cu_add(s, f->acc, g->y[0], (long)T * (g->start[1] - g->start[0]));
     }
 }

@@ -50,13 +50,13 @@ void hr_cu_dequant_f16(cudaStream_t s, void *out, const void *w, int q, long N, 
 /* The step's device metadata (see hr_step_meta). */
 typedef struct {
     int n_tokens, n_rows, max_blocks;
-    int max_len;          /* the longest row's last position + 1 (attention splits) */
-    int n_tiles;          /* prefill tiles: (first token, tokens) pairs of rows of at least
-                             HR_CU_TILE_MIN tokens, HR_CU_TILE tokens each (attention.cu) */
+    int max_len; /* the longest row's last position + 1 (attention splits) */
+    int n_tiles; /* prefill tiles: (first token, tokens) pairs of rows of at least
+                    HR_CU_TILE_MIN tokens, HR_CU_TILE tokens each (attention.cu) */
     const int32_t *tiles;
     const int32_t *tokens, *pos, *row, *q_start, *block_table, *state_slots;
-    int n_sample_rows;                 /* the sample op's parameters (HR_HEAD_SAMPLE steps) */
-    const hr_sample_row *sample_rows;  /* [n_sample_rows], or NULL */
+    int n_sample_rows;                /* the sample op's parameters (HR_HEAD_SAMPLE steps) */
+    const hr_sample_row *sample_rows; /* [n_sample_rows], or NULL */
     const hr_logit_edit *sample_edits;
 } hr_cu_meta;
 
@@ -71,8 +71,8 @@ typedef struct {
 void hr_cu_embed(cudaStream_t s, const hr_cu_meta *m, float *y, const void *table, int dtype,
                  long dim, float scale);
 /* The same from a table in GGUF format q (qmatmul.cu). */
-void hr_cu_qembed(cudaStream_t s, const hr_cu_meta *m, float *y, const void *table, int q,
-                  long dim, long rb, float scale);
+void hr_cu_qembed(cudaStream_t s, const hr_cu_meta *m, float *y, const void *table, int q, long dim,
+                  long rb, float scale);
 void hr_cu_rmsnorm(cudaStream_t s, float *y, const float *x, const void *w, int w_dtype, int rows,
                    int dim, float eps, int one_plus);
 /* x += a, then y = rmsnorm(x) (the residual add and the next layer's norm in one kernel) */

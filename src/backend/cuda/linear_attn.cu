@@ -19,17 +19,22 @@ static __global__ void conv_k(hr_cu_meta m, float *x, const void *w, int w_dtype
     float *st = state + (long)m.state_slots[r] * slot_floats + (long)ch * (K - 1);
     int fresh = m.pos[t0] == 0;
     float wv[MAX_CONV], win[MAX_CONV];
-    for (int j = 0; j < K; j++) wv[j] = hr_ld(w, w_dtype, (long)ch * K + j);
-    for (int j = 0; j < K - 1; j++) win[j] = fresh ? 0.0f : st[j];
+    for (int j = 0; j < K; j++)
+        wv[j] = hr_ld(w, w_dtype, (long)ch * K + j);
+    for (int j = 0; j < K - 1; j++)
+        win[j] = fresh ? 0.0f : st[j];
     for (int t = t0; t < t1; t++) {
         float *xt = x + (long)t * channels + ch;
         win[K - 1] = *xt;
         float acc = 0;
-        for (int j = 0; j < K; j++) acc += wv[j] * win[j];
+        for (int j = 0; j < K; j++)
+            acc += wv[j] * win[j];
         *xt = acc / (1.0f + expf(-acc));
-        for (int j = 0; j < K - 1; j++) win[j] = win[j + 1];
+        for (int j = 0; j < K - 1; j++)
+            win[j] = win[j + 1];
     }
-    for (int j = 0; j < K - 1; j++) st[j] = win[j];
+    for (int j = 0; j < K - 1; j++)
+        st[j] = win[j];
 }
 
 extern "C" void hr_cu_conv1d(cudaStream_t s, const hr_cu_meta *m, float *x, const void *w,
@@ -39,7 +44,9 @@ extern "C" void hr_cu_conv1d(cudaStream_t s, const hr_cu_meta *m, float *x, cons
     hr_launch(conv_k, grid, 128, 0, s, *m, x, w, w_dtype, channels, K, state, slot_floats);
 }
 
-static __device__ __forceinline__ float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }
+static __device__ __forceinline__ float softplus(float x) {
+    return x > 20.0f ? x : log1pf(expf(x));
+}
 
 template <int DK>
 static __global__ void delta_k(hr_cu_meta m, hr_cu_delta p, float *out, float *state,
@@ -55,7 +62,8 @@ static __global__ void delta_k(hr_cu_meta m, hr_cu_delta p, float *out, float *s
     int fresh = m.pos[t0] == 0;
     float col[DK];
 #pragma unroll
-    for (int i = 0; i < DK; i++) col[i] = i < dk && j < dv && !fresh ? S[(long)i * dv + j] : 0.0f;
+    for (int i = 0; i < DK; i++)
+        col[i] = i < dk && j < dv && !fresh ? S[(long)i * dv + j] : 0.0f;
     float A = -expf(hr_ld(p.a_log, p.a_log_dtype, h)), dtb = hr_ld(p.dt_bias, p.dt_bias_dtype, h);
     for (int t = t0; t < t1; t++) {
         long row = (long)t * p.ld + (long)kh * dk, ab = (long)t * p.n_v_heads + h;
@@ -107,9 +115,13 @@ extern "C" int hr_cu_gated_delta(cudaStream_t s, const hr_cu_meta *m, const hr_c
     if (m->n_rows <= 0) return 1;
     unsigned blocks = (unsigned)(m->n_rows * p->n_v_heads);
     int threads = (p->v_dim + 31) / 32 * 32;
-    if (p->k_dim <= 32) hr_launch(delta_k<32>, blocks, threads, 0, s, *m, *p, out, state, slot_floats);
-    else if (p->k_dim <= 64) hr_launch(delta_k<64>, blocks, threads, 0, s, *m, *p, out, state, slot_floats);
-    else if (p->k_dim <= 128) hr_launch(delta_k<128>, blocks, threads, 0, s, *m, *p, out, state, slot_floats);
-    else hr_launch(delta_k<256>, blocks, threads, 0, s, *m, *p, out, state, slot_floats);
+    if (p->k_dim <= 32)
+        hr_launch(delta_k<32>, blocks, threads, 0, s, *m, *p, out, state, slot_floats);
+    else if (p->k_dim <= 64)
+        hr_launch(delta_k<64>, blocks, threads, 0, s, *m, *p, out, state, slot_floats);
+    else if (p->k_dim <= 128)
+        hr_launch(delta_k<128>, blocks, threads, 0, s, *m, *p, out, state, slot_floats);
+    else
+        hr_launch(delta_k<256>, blocks, threads, 0, s, *m, *p, out, state, slot_floats);
     return 1;
 }

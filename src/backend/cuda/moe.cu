@@ -12,15 +12,18 @@ static __global__ void route_k(int32_t *ids, float *weights, const float *logits
     if (t >= T) return;
     const float *l = logits + (long)t * E;
     float mx = -INFINITY, sum = 0;
-    for (int e = 0; e < E; e++) mx = fmaxf(mx, l[e]);
-    for (int e = 0; e < E; e++) sum += expf(l[e] - mx);
+    for (int e = 0; e < E; e++)
+        mx = fmaxf(mx, l[e]);
+    for (int e = 0; e < E; e++)
+        sum += expf(l[e] - mx);
     int32_t *id = ids + (long)t * k;
     float *w = weights + (long)t * k, wsum = 0;
     for (int j = 0; j < k; j++) {
         int best = -1;
         for (int e = 0; e < E; e++) {
             int taken = 0;
-            for (int i = 0; i < j; i++) taken |= id[i] == e;
+            for (int i = 0; i < j; i++)
+                taken |= id[i] == e;
             if (!taken && (best < 0 || l[e] > l[best])) best = e;
         }
         id[j] = best;
@@ -28,19 +31,23 @@ static __global__ void route_k(int32_t *ids, float *weights, const float *logits
         wsum += w[j];
     }
     if (renorm)
-        for (int j = 0; j < k; j++) w[j] /= wsum;
+        for (int j = 0; j < k; j++)
+            w[j] /= wsum;
 }
 
 extern "C" void hr_cu_moe_route(cudaStream_t s, int32_t *ids, float *weights, const float *logits,
                                 int T, int n_experts, int k, int renorm) {
-    if (T > 0) hr_launch(route_k, (T + 127) / 128, 128, 0, s, ids, weights, logits, T, n_experts, k, renorm);
+    if (T > 0)
+        hr_launch(route_k, (T + 127) / 128, 128, 0, s, ids, weights, logits, T, n_experts, k,
+                  renorm);
 }
 
 static __global__ void gather_k(float *dst, const float *src, const int32_t *idx, int k, long w) {
     HR_PDL_ENTRY();
     int r = blockIdx.x;
     const float *sr = src + (long)(idx[r] / k) * w;
-    for (long i = threadIdx.x; i < w; i += blockDim.x) dst[(long)r * w + i] = sr[i];
+    for (long i = threadIdx.x; i < w; i += blockDim.x)
+        dst[(long)r * w + i] = sr[i];
 }
 
 extern "C" void hr_cu_gather_rows(cudaStream_t s, float *dst, const float *src, const int32_t *idx,
@@ -54,7 +61,8 @@ static __global__ void combine_k(float *y, const float *o, const int32_t *slot, 
     int t = blockIdx.x;
     for (long i = threadIdx.x; i < w; i += blockDim.x) {
         float acc = 0;
-        for (int j = 0; j < k; j++) acc += wt[(long)t * k + j] * o[(long)slot[(long)t * k + j] * w + i];
+        for (int j = 0; j < k; j++)
+            acc += wt[(long)t * k + j] * o[(long)slot[(long)t * k + j] * w + i];
         y[(long)t * w + i] = acc;
     }
 }

@@ -60,7 +60,8 @@ typedef struct {
  * byte i placed in the mantissa of 2^23. */
 static __device__ __forceinline__ float code(const piece8 &p, int i) {
     uint32_t w = i < 4 ? p.c.x : p.c.y;
-    return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7440u + (unsigned)(i & 3))) - (8388608.0f + p.z);
+    return __uint_as_float(__byte_perm(w, 0x4B000000u, 0x7440u + (unsigned)(i & 3))) -
+           (8388608.0f + p.z);
 }
 
 /* Bit k of the low 4 bits of t to bit 4 of byte k (the fifth bit of 5-bit codes). */
@@ -73,8 +74,7 @@ static __device__ __forceinline__ uint2 nibbles(uint2 q, int sh) {
 }
 
 /* Elements 8p .. 8p+7 of unit u (32 elements) of a row in format Q. */
-template <int Q>
-static __device__ __forceinline__ piece8 piece(const uint8_t *row, long u, int p) {
+template <int Q> static __device__ __forceinline__ piece8 piece(const uint8_t *row, long u, int p) {
     piece8 r;
     r.offset = 0;
     if (Q == HR_CU_Q8_0) {
@@ -95,9 +95,11 @@ static __device__ __forceinline__ piece8 piece(const uint8_t *row, long u, int p
         const uint8_t *b = row + u * (Q == HR_CU_Q5_0 ? 22 : 24);
         const uint8_t *hq = b + (Q == HR_CU_Q5_0 ? 2 : 4);
         uint32_t qh = (Q == HR_CU_Q5_0 ? ld4_a2(hq) : *(const uint32_t *)hq) >> (8 * p);
-        uint2 q = nibbles(Q == HR_CU_Q5_0 ? ld8_a2(hq + 4 + 8 * (p & 1)) : ld8_a4(hq + 4 + 8 * (p & 1)),
-                          4 * (p >> 1));
-        r.c = make_uint2(q.x | fifth_bits(qh), q.y | fifth_bits(qh >> 4)); /* bit e of qh: element e */
+        uint2 q =
+            nibbles(Q == HR_CU_Q5_0 ? ld8_a2(hq + 4 + 8 * (p & 1)) : ld8_a4(hq + 4 + 8 * (p & 1)),
+                    4 * (p >> 1));
+        r.c = make_uint2(q.x | fifth_bits(qh),
+                         q.y | fifth_bits(qh >> 4)); /* bit e of qh: element e */
         r.z = Q == HR_CU_Q5_0 ? 16 : 0;
         r.scale = f16_at(b);
         if (Q == HR_CU_Q5_1) r.offset = f16_at(b + 2);
@@ -105,7 +107,8 @@ static __device__ __forceinline__ piece8 piece(const uint8_t *row, long u, int p
         const uint8_t *b = row + (u >> 3) * (Q == HR_CU_Q4_K ? 144 : 176);
         int j = (int)(u & 7), sc, mn;
         k_scale_min(b + 4, j, &sc, &mn);
-        r.c = nibbles(*(const uint2 *)(b + (Q == HR_CU_Q4_K ? 16 : 48) + j / 2 * 32 + 8 * p), 4 * (j & 1));
+        r.c = nibbles(*(const uint2 *)(b + (Q == HR_CU_Q4_K ? 16 : 48) + j / 2 * 32 + 8 * p),
+                      4 * (j & 1));
         if (Q == HR_CU_Q5_K) { /* bit j of qh[l]: the fifth bit of element j*32 + l */
             uint2 h = *(const uint2 *)(b + 16 + 8 * p);
             r.c.x |= (h.x >> j & 0x01010101u) << 4;
@@ -119,7 +122,8 @@ static __device__ __forceinline__ piece8 piece(const uint8_t *row, long u, int p
         int j = (int)(u & 7), h = j >> 2, s = j & 3;
         uint2 lo = nibbles(ld8_a2(b + h * 64 + (s & 1) * 32 + 8 * p), 4 * (s >> 1));
         uint2 hi = ld8_a2(b + 128 + h * 32 + 8 * p);
-        r.c = make_uint2(lo.x | (hi.x >> (2 * s) & 0x03030303u) << 4, lo.y | (hi.y >> (2 * s) & 0x03030303u) << 4);
+        r.c = make_uint2(lo.x | (hi.x >> (2 * s) & 0x03030303u) << 4,
+                         lo.y | (hi.y >> (2 * s) & 0x03030303u) << 4);
         r.z = 32;
         r.scale = f16_at(b + 208) * (float)(int8_t)b[192 + h * 8 + s * 2 + p / 2];
     }
@@ -127,8 +131,7 @@ static __device__ __forceinline__ piece8 piece(const uint8_t *row, long u, int p
 }
 
 /* Whether format Q's elements carry an offset (a min): its products need sum(x). */
-template <int Q>
-static __device__ __forceinline__ bool has_offset() {
+template <int Q> static __device__ __forceinline__ bool has_offset() {
     return Q == HR_CU_Q4_1 || Q == HR_CU_Q5_1 || Q == HR_CU_Q4_K || Q == HR_CU_Q5_K;
 }
 
@@ -137,7 +140,8 @@ template <int Q>
 static __device__ __forceinline__ void decode8(const uint8_t *row, long u, int p, float *v) {
     piece8 pc = piece<Q>(row, u, p);
 #pragma unroll
-    for (int i = 0; i < 8; i++) v[i] = pc.scale * code(pc, i) + pc.offset;
+    for (int i = 0; i < 8; i++)
+        v[i] = pc.scale * code(pc, i) + pc.offset;
 }
 
 /* y[t, n] = x[t] . w[n] for T rows; a block of QGEMV_WARPS warps per R output rows, the warps
@@ -160,7 +164,8 @@ static __global__ void qgemv_k(float *y, const float *x, const uint8_t *w, long 
 #pragma unroll
     for (int r = 0; r < R; r++)
 #pragma unroll
-        for (int t = 0; t < T; t++) acc[r][t] = 0;
+        for (int t = 0; t < T; t++)
+            acc[r][t] = 0;
     for (long u0 = (lane >> 2) + 8 * warp; u0 < units; u0 += stride * U) {
         piece8 pc[U][R];
         float4 xa[U][T], xc[U][T];
@@ -174,21 +179,23 @@ static __global__ void qgemv_k(float *y, const float *x, const uint8_t *w, long 
                 xc[k][t] = xp[1];
             }
 #pragma unroll
-            for (int r = 0; r < R; r++) pc[k][r] = piece<Q>(rows[r], u, p);
+            for (int r = 0; r < R; r++)
+                pc[k][r] = piece<Q>(rows[r], u, p);
         }
 #pragma unroll
         for (int k = 0; k < U; k++) {
             if (u0 + stride * k >= units) break;
 #pragma unroll
             for (int t = 0; t < T; t++) {
-                float sx = has_offset<Q>() ? xa[k][t].x + xa[k][t].y + xa[k][t].z + xa[k][t].w + xc[k][t].x +
-                                                 xc[k][t].y + xc[k][t].z + xc[k][t].w
+                float sx = has_offset<Q>() ? xa[k][t].x + xa[k][t].y + xa[k][t].z + xa[k][t].w +
+                                                 xc[k][t].x + xc[k][t].y + xc[k][t].z + xc[k][t].w
                                            : 0.0f;
 #pragma unroll
                 for (int r = 0; r < R; r++) {
                     const piece8 &c = pc[k][r];
-                    float d = code(c, 0) * xa[k][t].x + code(c, 1) * xa[k][t].y + code(c, 2) * xa[k][t].z +
-                              code(c, 3) * xa[k][t].w + code(c, 4) * xc[k][t].x + code(c, 5) * xc[k][t].y +
+                    float d = code(c, 0) * xa[k][t].x + code(c, 1) * xa[k][t].y +
+                              code(c, 2) * xa[k][t].z + code(c, 3) * xa[k][t].w +
+                              code(c, 4) * xc[k][t].x + code(c, 5) * xc[k][t].y +
                               code(c, 6) * xc[k][t].z + code(c, 7) * xc[k][t].w;
                     acc[r][t] += c.scale * d + (has_offset<Q>() ? c.offset * sx : 0.0f);
                 }
@@ -207,15 +214,15 @@ static __global__ void qgemv_k(float *y, const float *x, const uint8_t *w, long 
         int r = threadIdx.x / T, t = threadIdx.x % T;
         float s = 0;
 #pragma unroll
-        for (int k = 0; k < QGEMV_WARPS; k++) s += part[k][r][t];
+        for (int k = 0; k < QGEMV_WARPS; k++)
+            s += part[k][r][t];
         if (n0 + r < N) y[t * N + n0 + r] = s;
     }
 }
 
 /* out[n, k] (f16) = w[n, k] decoded; one thread per 8 elements. */
 template <int Q>
-static __global__ void dequant_k(__half *out, const uint8_t *w, long N, long K,
-                                 long row_bytes) {
+static __global__ void dequant_k(__half *out, const uint8_t *w, long N, long K, long row_bytes) {
     HR_PDL_ENTRY();
     long pieces = K / 8;
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < N * pieces;
@@ -225,7 +232,8 @@ static __global__ void dequant_k(__half *out, const uint8_t *w, long N, long K,
         decode8<Q>(w + n * row_bytes, q >> 2, (int)(q & 3), v);
         __align__(16) __half b[8];
 #pragma unroll
-        for (int k = 0; k < 8; k++) b[k] = __float2half_rn(v[k]);
+        for (int k = 0; k < 8; k++)
+            b[k] = __float2half_rn(v[k]);
         *(uint4 *)(out + n * K + q * 8) = *(const uint4 *)b;
     }
 }
@@ -241,21 +249,22 @@ static __global__ void qembed_k(float *y, const int32_t *tokens, const uint8_t *
         float v[8];
         decode8<Q>(row, q >> 2, (int)(q & 3), v);
 #pragma unroll
-        for (int k = 0; k < 8; k++) y[(long)t * dim + q * 8 + k] = scale != 1.0f ? v[k] * scale : v[k];
+        for (int k = 0; k < 8; k++)
+            y[(long)t * dim + q * 8 + k] = scale != 1.0f ? v[k] * scale : v[k];
     }
 }
 
 /* The kernel instance for format q (a switch over the template parameter). */
-#define HR_Q_DISPATCH(q, F, ...)                      \
-    switch (q) {                                      \
-    case HR_CU_Q8_0: F<HR_CU_Q8_0>(__VA_ARGS__); break; \
-    case HR_CU_Q4_0: F<HR_CU_Q4_0>(__VA_ARGS__); break; \
-    case HR_CU_Q4_1: F<HR_CU_Q4_1>(__VA_ARGS__); break; \
-    case HR_CU_Q5_0: F<HR_CU_Q5_0>(__VA_ARGS__); break; \
-    case HR_CU_Q5_1: F<HR_CU_Q5_1>(__VA_ARGS__); break; \
-    case HR_CU_Q4_K: F<HR_CU_Q4_K>(__VA_ARGS__); break; \
-    case HR_CU_Q5_K: F<HR_CU_Q5_K>(__VA_ARGS__); break; \
-    default: F<HR_CU_Q6_K>(__VA_ARGS__); break;       \
+#define HR_Q_DISPATCH(q, F, ...)                                                                   \
+    switch (q) {                                                                                   \
+    case HR_CU_Q8_0: F<HR_CU_Q8_0>(__VA_ARGS__); break;                                            \
+    case HR_CU_Q4_0: F<HR_CU_Q4_0>(__VA_ARGS__); break;                                            \
+    case HR_CU_Q4_1: F<HR_CU_Q4_1>(__VA_ARGS__); break;                                            \
+    case HR_CU_Q5_0: F<HR_CU_Q5_0>(__VA_ARGS__); break;                                            \
+    case HR_CU_Q5_1: F<HR_CU_Q5_1>(__VA_ARGS__); break;                                            \
+    case HR_CU_Q4_K: F<HR_CU_Q4_K>(__VA_ARGS__); break;                                            \
+    case HR_CU_Q5_K: F<HR_CU_Q5_K>(__VA_ARGS__); break;                                            \
+    default: F<HR_CU_Q6_K>(__VA_ARGS__); break;                                                    \
     }
 
 template <int Q, int R>
@@ -274,8 +283,10 @@ template <int Q>
 static void qgemv_launch(cudaStream_t s, float *y, const float *x, const void *w, int T, long N,
                          long K, long rb) {
     const uint8_t *wb = (const uint8_t *)w;
-    if (N >= QGEMV_R_MIN_N) qgemv_rows<Q, QGEMV_R>(s, y, x, wb, T, N, K, rb);
-    else qgemv_rows<Q, 1>(s, y, x, wb, T, N, K, rb);
+    if (N >= QGEMV_R_MIN_N)
+        qgemv_rows<Q, QGEMV_R>(s, y, x, wb, T, N, K, rb);
+    else
+        qgemv_rows<Q, 1>(s, y, x, wb, T, N, K, rb);
 }
 
 template <int Q>

@@ -45,37 +45,44 @@ static __device__ float bsum_f(float v, smem *s) {
 }
 
 static __device__ double warp_sum_d(double v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
 
 static __device__ int bsum_i(int v, smem *s) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
     __syncthreads();
     if (lane_id() == 0) s->redi[warp_id()] = v;
     __syncthreads();
     v = s->redi[lane_id()];
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
 
 static __device__ int bmin_i(int v, smem *s) {
-    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o >>= 1)
+        v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
     __syncthreads();
     if (lane_id() == 0) s->redi[warp_id()] = v;
     __syncthreads();
     v = s->redi[lane_id()];
-    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o >>= 1)
+        v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 
 static __device__ uint32_t bmin_u(uint32_t v, smem *s) {
-    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o >>= 1)
+        v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
     __syncthreads();
     if (lane_id() == 0) s->redu[warp_id()] = v;
     __syncthreads();
     v = s->redu[lane_id()];
-    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o >>= 1)
+        v = min(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 
@@ -88,7 +95,8 @@ static __device__ __forceinline__ void better(float &bv, int &bi, float v, int i
 static __device__ void block_argmax(const float *l, int V, smem *s, float *mx, int *amax) {
     float bv = -INFINITY;
     int bi = 0x7fffffff;
-    for (int i = threadIdx.x; i < V; i += THREADS) better(bv, bi, l[i], i);
+    for (int i = threadIdx.x; i < V; i += THREADS)
+        better(bv, bi, l[i], i);
     for (int o = 16; o > 0; o >>= 1)
         better(bv, bi, __shfl_xor_sync(0xffffffffu, bv, o), __shfl_xor_sync(0xffffffffu, bi, o));
     __syncthreads();
@@ -135,7 +143,9 @@ static __device__ __forceinline__ float prob(const dist &d, int i) {
     return expf((d.l[i] - d.mx) * d.inv_t) / d.sum;
 }
 
-static __device__ __forceinline__ int is_cand(const dist &d, float p) { return p >= d.floor && p > 0; }
+static __device__ __forceinline__ int is_cand(const dist &d, float p) {
+    return p >= d.floor && p > 0;
+}
 
 /* The host's walk in index order over every candidate: each warp's mass over a contiguous
  * segment, the segment where u * total falls, then that warp's running scan to the token. */
@@ -148,16 +158,19 @@ static __device__ int walk_index(const dist &d, double u, smem *s) {
         if (is_cand(d, p)) part += p, last = i;
     }
     part = warp_sum_d(part);
-    for (int o = 16; o > 0; o >>= 1) last = max(last, __shfl_xor_sync(0xffffffffu, last, o));
+    for (int o = 16; o > 0; o >>= 1)
+        last = max(last, __shfl_xor_sync(0xffffffffu, last, o));
     if (lane == 0) s->seg[w] = part, s->seg_last[w] = last;
     __syncthreads();
     if (threadIdx.x == 0) {
         double total = 0, c = 0;
-        for (int k = 0; k < WARPS; k++) total += s->seg[k];
+        for (int k = 0; k < WARPS; k++)
+            total += s->seg[k];
         s->uu = u * total;
         s->wsel = -1;
         s->pick = -1;
-        for (int k = 0; k < WARPS; k++) s->pick = max(s->pick, s->seg_last[k]);
+        for (int k = 0; k < WARPS; k++)
+            s->pick = max(s->pick, s->seg_last[k]);
         for (int k = 0; k < WARPS && s->wsel < 0; k++) {
             if (s->uu < c + s->seg[k]) s->wsel = k, s->base = c;
             c += s->seg[k];
@@ -191,7 +204,8 @@ static __device__ int walk_index(const dist &d, double u, smem *s) {
  * in s->ties. */
 static __device__ void radix_pass(const float *l, int V, uint32_t kmin, uint32_t prefix,
                                   uint32_t mask, int shift, int rem, smem *s) {
-    for (int b = threadIdx.x; b < BINS; b += THREADS) s->hist[b] = 0;
+    for (int b = threadIdx.x; b < BINS; b += THREADS)
+        s->hist[b] = 0;
     __syncthreads();
     for (int i = threadIdx.x; i < V; i += THREADS) {
         uint32_t k = key_of(l[i]);
@@ -200,7 +214,8 @@ static __device__ void radix_pass(const float *l, int V, uint32_t kmin, uint32_t
     __syncthreads();
     if (threadIdx.x == 0) {
         int acc = 0, b = BINS - 1;
-        while (b > 0 && acc + s->hist[b] < rem) acc += s->hist[b--];
+        while (b > 0 && acc + s->hist[b] < rem)
+            acc += s->hist[b--];
         s->bin = b;
         s->rem = rem - acc;
         s->ties = s->hist[b];
@@ -231,8 +246,10 @@ static __device__ void gather_ties(const float *l, int V, uint32_t kth, int need
 /* Bitonic sort of sorted[0..n) descending (n <= HR_SAMPLE_CAP; padded with zeros). */
 static __device__ void sort_desc(int n, smem *s) {
     int P = 1;
-    while (P < n) P <<= 1;
-    for (int i = n + threadIdx.x; i < P; i += THREADS) s->sorted[i] = 0;
+    while (P < n)
+        P <<= 1;
+    for (int i = n + threadIdx.x; i < P; i += THREADS)
+        s->sorted[i] = 0;
     __syncthreads();
     for (int k = 2; k <= P; k <<= 1)
         for (int j = k >> 1; j > 0; j >>= 1) {
@@ -300,7 +317,8 @@ static __device__ int walk_sorted(const dist &d, int n, double u, smem *s) {
 static __device__ int draw(const float *l, int V, float mx, const hr_sample_row &row, smem *s) {
     dist d = {l, V, mx, 1.0f / row.temperature, 1.0f, 0.0f};
     float part = 0;
-    for (int i = threadIdx.x; i < V; i += THREADS) part += expf((l[i] - mx) * d.inv_t);
+    for (int i = threadIdx.x; i < V; i += THREADS)
+        part += expf((l[i] - mx) * d.inv_t);
     d.sum = bsum_f(part, s);
     d.floor = row.min_p * (1.0f / d.sum);
     if (row.top_p < 1) d.floor = fmaxf(d.floor, (1.0f - row.top_p) / (2.0f * (float)V));
@@ -329,7 +347,8 @@ static __device__ int draw(const float *l, int V, float mx, const hr_sample_row 
 static __device__ void logprobs(hr_sample_out *o, const float *l, int V, float mx, int id,
                                 int n_top, smem *s) {
     float part = 0;
-    for (int i = threadIdx.x; i < V; i += THREADS) part += expf(l[i] - mx);
+    for (int i = threadIdx.x; i < V; i += THREADS)
+        part += expf(l[i] - mx);
     float lse = mx + logf(bsum_f(part, s));
     if (threadIdx.x == 0) o->logprob = l[id] - lse;
     if (n_top <= 0) return;
