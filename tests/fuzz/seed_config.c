@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/file.h"
+#include "seed.h"
 
 static const char *const variants[] = {
     "{\"model_type\": \"mistral\", \"hidden_size\": 64, \"intermediate_size\": 128, "
@@ -34,11 +35,7 @@ static const char *const variants[] = {
 static int save(const char *dir, const char *name, const char *text, size_t len) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.json", dir, name);
-    FILE *f = fopen(path, "wb");
-    int ok = f && fwrite(text, 1, len, f) == len;
-    if (f) ok &= fclose(f) == 0;
-    if (!ok) fprintf(stderr, "seed_config: cannot write %s\n", path);
-    return ok ? 0 : 1;
+    return seed_file(path, text, len);
 }
 
 /* The fixtures' configs; -1 when the fixture folder cannot be read. */

@@ -1,10 +1,9 @@
 /* Seed corpus for fuzz_gbnf: writes one file per grammar into the folder argv[1] (run by
  * tests/fuzz/run.sh before the fuzzer): llama.cpp-style grammars with recursion, nullable
  * rules, classes, repetitions, comments and /regex/ terminals. */
-#include <stdio.h>
-#include <string.h>
+#include "seed.h"
 
-static const char *SEEDS[] = {
+static const char *const SEEDS[] = {
     ("root ::= object\nvalue ::= object | array | string | \"null\"\nobject ::= \"{\" ws (string "
      "\":\" ws value (\",\" ws string \":\" ws value)*)? \"}\" ws\n"
      "array ::= \"[\" ws (value (\",\" ws value)*)? \"]\" ws\nstring ::= \"\\\"\" ([^\"\\\\] | "
@@ -18,12 +17,5 @@ static const char *SEEDS[] = {
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
-    for (size_t i = 0; i < sizeof SEEDS / sizeof SEEDS[0]; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/seed%zu", argv[1], i);
-        FILE *f = fopen(path, "wb");
-        if (!f || fwrite(SEEDS[i], 1, strlen(SEEDS[i]), f) != strlen(SEEDS[i])) return 1;
-        fclose(f);
-    }
-    return 0;
+    return seed_strings(argv[1], SEEDS, sizeof SEEDS / sizeof SEEDS[0]);
 }

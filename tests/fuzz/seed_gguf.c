@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model/gguf_write.h"
+#include "seed.h"
 
 static uint8_t blob[1 << 16]; /* tensor bytes: a fixed pseudo-random pattern */
 
@@ -73,14 +74,16 @@ static int save(hr_gguf_writer *w, const char *dir, const char *name, int versio
     size_t len = 0;
     hr_err *e = hr_gguf_writer_bytes(w, &buf, &len);
     hr_gguf_writer_free(w);
-    FILE *f = e ? NULL : fopen(path, "wb");
-    if (f && version) buf[4] = (uint8_t)version; /* v2 has v3's layout, little-endian */
-    int ok = f && fwrite(buf, 1, len, f) == len;
-    if (f) ok &= fclose(f) == 0;
-    if (e) fprintf(stderr, "seed_gguf: %s: %s\n", name, hr_err_msg(e));
+    int bad = 1;
+    if (e) {
+        fprintf(stderr, "seed_gguf: %s: %s\n", name, hr_err_msg(e));
+    } else {
+        if (version) buf[4] = (uint8_t)version; /* v2 has v3's layout, little-endian */
+        bad = seed_file(path, buf, len);
+    }
     hr_err_free(e);
     free(buf);
-    return ok ? 0 : 1;
+    return bad;
 }
 
 static hr_gguf_writer *writer(void) {

@@ -1,10 +1,9 @@
 /* Seed corpus for fuzz_regex: writes one file per pattern into the folder argv[1] (run by
  * tests/fuzz/run.sh before the fuzzer): JSON Schema style patterns covering classes,
  * escapes, groups, quantifiers, anchors and UTF-8. */
-#include <stdio.h>
-#include <string.h>
+#include "seed.h"
 
-static const char *SEEDS[] = {
+static const char *const SEEDS[] = {
     "^[a-z0-9._%+-]+@[a-z0-9.-]+\\.[a-z]{2,}$",
     "\\d{4}-\\d{2}-\\d{2}(T\\d{2}:\\d{2}(:\\d{2})?Z)?",
     "(?:a|bc)*?d+",
@@ -19,12 +18,5 @@ static const char *SEEDS[] = {
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
-    for (size_t i = 0; i < sizeof SEEDS / sizeof SEEDS[0]; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/seed%zu", argv[1], i);
-        FILE *f = fopen(path, "wb");
-        if (!f || fwrite(SEEDS[i], 1, strlen(SEEDS[i]), f) != strlen(SEEDS[i])) return 1;
-        fclose(f);
-    }
-    return 0;
+    return seed_strings(argv[1], SEEDS, sizeof SEEDS / sizeof SEEDS[0]);
 }

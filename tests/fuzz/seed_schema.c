@@ -1,10 +1,9 @@
 /* Seed corpus for fuzz_schema: writes one JSON Schema per file into the folder argv[1]
  * (run by tests/fuzz/run.sh before the fuzzer): objects, arrays, refs with recursion,
  * combinators, numbers with bounds, patterns and formats. */
-#include <stdio.h>
-#include <string.h>
+#include "seed.h"
 
-static const char *SEEDS[] = {
+static const char *const SEEDS[] = {
     "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\",\"minimum\":-5,\"maximum\":"
     "120},"
     "\"b\":{\"type\":\"string\",\"maxLength\":4}},\"required\":[\"a\"],\"additionalProperties\":"
@@ -25,12 +24,5 @@ static const char *SEEDS[] = {
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
-    for (size_t i = 0; i < sizeof SEEDS / sizeof SEEDS[0]; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/seed%zu", argv[1], i);
-        FILE *f = fopen(path, "wb");
-        if (!f || fwrite(SEEDS[i], 1, strlen(SEEDS[i]), f) != strlen(SEEDS[i])) return 1;
-        fclose(f);
-    }
-    return 0;
+    return seed_strings(argv[1], SEEDS, sizeof SEEDS / sizeof SEEDS[0]);
 }

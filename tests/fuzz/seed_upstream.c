@@ -3,7 +3,8 @@
  * chunked SSE stream with several events and its terminating chunk, a chunk extension
  * with a trailer, and a stream cut mid-chunk. The first byte of each is the piece seed. */
 #include <stdio.h>
-#include <string.h>
+
+#include "seed.h"
 
 static const char *const seeds[] = {
     "\x07HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
@@ -21,14 +22,5 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: seed_upstream DIR\n");
         return 2;
     }
-    for (size_t i = 0; i < sizeof seeds / sizeof *seeds; i++) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/seed%zu", argv[1], i);
-        FILE *f = fopen(path, "wb");
-        if (!f || fwrite(seeds[i], 1, strlen(seeds[i]), f) != strlen(seeds[i]) || fclose(f)) {
-            fprintf(stderr, "seed_upstream: cannot write %s\n", path);
-            return 1;
-        }
-    }
-    return 0;
+    return seed_strings(argv[1], seeds, sizeof seeds / sizeof *seeds);
 }
