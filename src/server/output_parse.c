@@ -24,7 +24,13 @@ struct hr_out_parser {
     const char *close;
     int json_body; /* tool bodies are JSON: a close marker inside one of its strings is text */
     int naive;     /* at finish, a body whose strings never closed: the first marker ends it */
+    /* find_close's progress through the current tool body */
+    size_t scan;     /* bytes of buf read */
+    int kind;        /* 0 (not known yet: blank so far), BODY_JSON or BODY_OTHER */
+    int in_str, esc; /* at scan: inside a JSON string, after its backslash */
 };
+
+enum { BODY_JSON = 1, BODY_OTHER };
 
 #define THINK_OPEN "<think>"
 #define THINK_CLOSE "</think>"
@@ -134,6 +140,13 @@ static int whole_detect(hr_out_parser *p) {
     return 1;
 }
 
+/* A new tool body starts: nothing of it scanned yet. */
+static void body_start(hr_out_parser *p) {
+    p->scan = 0;
+    p->kind = 0;
+    p->in_str = p->esc = 0;
+}
+
 /* One step in TEXT mode; returns 0 when it needs more input. */
 static int step_text(hr_out_parser *p) {
     if (!whole_detect(p)) return 0;
@@ -146,6 +159,7 @@ static int step_text(hr_out_parser *p) {
         int is_think = hit == think;
         consume(p, (size_t)(hit - p->buf) + strlen(is_think ? THINK_OPEN : p->open));
         p->mode = is_think ? MODE_THINK : MODE_TOOL;
+        if (!is_think) body_start(p);
         return 1;
     }
     size_t hold = p->cfg.reasoning ? partial_tail(p->buf, p->len, THINK_OPEN) : 0;
@@ -173,26 +187,41 @@ static int step_think(hr_out_parser *p) {
 
 /* The close marker that ends the tool body in buf: for a JSON body (one that starts with
  * '{') the first one outside a JSON string (an argument may contain "</tool_call>"), else
- * the first one. */
-static const char *find_close(const hr_out_parser *p) {
-    size_t i = 0, n = strlen(p->close);
-    while (i < p->len && isspace((unsigned char)p->buf[i]))
-        i++;
-    if (!p->json_body || p->naive || (i < p->len && p->buf[i] != '{'))
-        return find(p->buf, p->len, p->close);
-    for (int in_str = 0; i < p->len; i++) {
+ * the first one. The scan goes on from where the last call stopped (scan, in_str, esc), so
+ * a body streamed a token at a time is read once. */
+static const char *find_close(hr_out_parser *p) {
+    size_t i = p->scan, n = strlen(p->close);
+    if (!p->kind) {
+        while (i < p->len && isspace((unsigned char)p->buf[i]))
+            i++;
+        if (i == p->len) return NULL; /* blank so far: which kind is not known yet */
+        p->kind = p->json_body && !p->naive && p->buf[i] == '{' ? BODY_JSON : BODY_OTHER;
+    }
+    if (p->kind == BODY_OTHER) {
+        const char *hit = find(p->buf + i, p->len - i, p->close);
+        if (!hit) p->scan = p->len - i >= n ? p->len - n + 1 : i;
+        return hit;
+    }
+    for (; i < p->len; i++) {
         char c = p->buf[i];
-        if (in_str) {
-            if (c == '\\')
-                i++;
+        if (p->in_str) {
+            if (p->esc)
+                p->esc = 0;
+            else if (c == '\\')
+                p->esc = 1;
             else if (c == '"')
-                in_str = 0;
+                p->in_str = 0;
         } else if (c == '"') {
-            in_str = 1;
-        } else if (i + n <= p->len && !memcmp(p->buf + i, p->close, n)) {
-            return p->buf + i;
+            p->in_str = 1;
+        } else if (c == *p->close) {
+            size_t have = p->len - i < n ? p->len - i : n;
+            if (!memcmp(p->buf + i, p->close, have)) {
+                if (have == n) return p->buf + i;
+                break; /* a marker may begin here: wait for more */
+            }
         }
     }
+    p->scan = i;
     return NULL;
 }
 
@@ -236,6 +265,7 @@ hr_err *hr_out_parser_finish(hr_out_parser *p) {
         p->buf = NULL;
         p->len = p->cap = 0;
         p->naive = 1;
+        body_start(p);
         hr_err *e = hr_out_parser_feed(p, rest, n);
         free(rest);
         if (e) return e;
