@@ -167,6 +167,8 @@ expect_rc serve_bad_max_connections 2 "--max-connections must be 1..65536" "$H" 
 expect_rc serve_needs_model 2 "required" "$H" serve
 expect_rc serve_budget_too_small 1 "budget" "$H" serve --model "$B" --port 0 --memory-budget 4
 expect_rc serve_budget_negative 2 "sizes must be positive" "$H" serve --model "$B" --memory-budget -5
+expect_rc serve_bad_grammar_cache 2 "sizes must be positive" "$H" serve --model "$B" --port 0 --grammar-cache-mb -1
+expect_rc serve_grammar_cache_not_int 2 '--grammar-cache-mb: "abc" is not an integer' "$H" serve --model "$B" --port 0 --grammar-cache-mb abc
 expect_rc serve_bad_compute 2 "--compute must be f32 or bf16" "$H" serve --model "$B" --port 0 --compute int8
 expect_rc serve_bad_kv_dtype 2 "--kv-dtype must be f32, bf16, f16, q8_0 or q4_0" "$H" serve --model "$B" --port 0 --kv-dtype q4_1
 expect_rc serve_no_tokenizer 1 "no tokenizer.json" "$H" serve --model "$S/fixtures/models/tiny-llama" --port 0
