@@ -5,9 +5,9 @@
 LIB=$(dirname "$H")/libhearth.a
 # Allowed without the prefix, none of them written by us: what nvcc generates for the CUDA
 # backend's .cu files (C++-mangled kernel stubs _Z..., its __cuda / __nv / __fatbin
-# registration), and ASan's per-global ODR indicators (gcc __odr_asan.NAME, clang
+# registration, the C++ personality routine's reference DW.ref.__gxx_personality_v0), and ASan's per-global ODR indicators (gcc __odr_asan.NAME, clang
 # __odr_asan_gen_NAME: checked as NAME).
-ALLOW='^(_Z|__cuda|__nv|__fatbin)'
+ALLOW='^(_Z|__cuda|__nv|__fatbin|DW\.ref\.__gxx_personality_v0$)'
 expect_rc libhearth_found 0 "" test -f "$LIB"
 names=$(nm -g --defined-only "$LIB" 2>/dev/null | awk 'NF == 3 {print $3}' | sed -E 's/^__odr_asan(\.|_gen_)//' | sort -u)
 n=$(echo "$names" | grep -c '^hr_')
