@@ -45,7 +45,7 @@ static void collect_refs(const hr_gir *ir, int node, uint8_t *seen, hr_gints *ou
             seen[n->child] = 1;
             if (hr_gints_push(out, n->child)) *oom = 1;
         }
-    } else if (n->kind == HR_GN_REP)
+    } else if (n->kind == HR_GN_REP || n->kind == HR_GN_NOT)
         collect_refs(ir, n->child, seen, out, oom);
     else if (n->kind != HR_GN_SET)
         for (int k = 0; k < n->n; k++)
@@ -167,7 +167,7 @@ static int node_regular(builder *b, int node) {
     int reg = 1;
     if (n->kind == HR_GN_REF)
         reg = b->rule_reg[n->child];
-    else if (n->kind == HR_GN_REP)
+    else if (n->kind == HR_GN_REP || n->kind == HR_GN_NOT)
         reg = node_regular(b, n->child);
     else if (n->kind != HR_GN_SET)
         for (int k = 0; k < n->n && reg; k++)
@@ -192,6 +192,7 @@ static uint64_t node_hash(const hr_gir *ir, int node) {
     case HR_GN_REP:
         h = (h ^ (uint64_t)(uint32_t)n->min ^ (uint64_t)(uint32_t)n->max << 32) * 1099511628211ull;
         return (h ^ node_hash(ir, n->child)) * 1099511628211ull;
+    case HR_GN_NOT: return (h ^ node_hash(ir, n->child)) * 1099511628211ull;
     case HR_GN_REF: return node_hash(ir, ir->body[n->child]);
     default:
         for (int k = 0; k < n->n; k++)
@@ -213,6 +214,7 @@ static int node_eq(const hr_gir *ir, int a, int b) {
                        (size_t)x->n * sizeof(hr_grange));
     if (x->kind == HR_GN_REP)
         return x->min == y->min && x->max == y->max && node_eq(ir, x->child, y->child);
+    if (x->kind == HR_GN_NOT) return node_eq(ir, x->child, y->child);
     for (int k = 0; k < x->n; k++)
         if (!node_eq(ir, ir->kids[x->first + k], ir->kids[y->first + k])) return 0;
     return 1;
@@ -336,6 +338,10 @@ static hr_err *repeat_symbol(builder *b, int c, int min, int max, int *sym) {
 static hr_err *item_symbol(builder *b, int node, int *sym) {
     const hr_gnode n = b->ir->nodes[node];
     if (n.kind == HR_GN_REF) return rule_symbol(b, n.child, sym);
+    if (n.kind == HR_GN_AND)
+        return hr_errf("grammar: both sides of \"&\" must be regular (no recursive rule)");
+    if (n.kind == HR_GN_NOT)
+        return hr_errf("grammar: what \"~\" negates must be regular (no recursive rule)");
     if (n.kind == HR_GN_REP) {
         int c;
         if (node_regular(b, n.child))

@@ -29,6 +29,8 @@ typedef struct {
     int n_eps, cap_eps;
     int n_states;
     int depth;
+    hr_gdfa *ops; /* (n_ops) the DFA of each AND / NOT node built so far, for its copies */
+    int *op_node, n_ops, cap_ops;
 } nfa;
 
 static hr_err *too_large(void) {
@@ -153,6 +155,68 @@ static hr_err *frag_rep(nfa *a, const hr_gnode *n, int in, int out) {
     return NULL;
 }
 
+/* The product of n's kids' languages (each compiled to its own minimal DFA). */
+static hr_err *and_product(const hr_gir *ir, const hr_gnode *n, hr_gdfa *acc) {
+    hr_gdfa kid, next;
+    HR_TRY(hr_gdfa_build(ir, ir->kids[n->first], acc));
+    for (int k = 1; k < n->n; k++) {
+        hr_err *e = hr_gdfa_build(ir, ir->kids[n->first + k], &kid);
+        if (!e) e = hr_gdfa_intersect(acc, &kid, &next);
+        hr_gdfa_free(&kid);
+        hr_gdfa_free(acc);
+        if (e) return e;
+        *acc = next;
+    }
+    return NULL;
+}
+
+/* The DFA of AND or NOT node `node`, built once per NFA however often a repetition copies
+ * it. */
+static hr_err *op_dfa(nfa *a, int node, const hr_gdfa **out) {
+    for (int k = 0; k < a->n_ops; k++)
+        if (a->op_node[k] == node) return *out = &a->ops[k], NULL;
+    int cap = a->cap_ops;
+    HR_TRY(grow((void **)&a->op_node, &cap, a->n_ops + 1, sizeof(int)));
+    cap = a->cap_ops;
+    HR_TRY(grow((void **)&a->ops, &cap, a->n_ops + 1, sizeof(hr_gdfa)));
+    a->cap_ops = cap;
+    const hr_gnode *n = &a->ir->nodes[node];
+    hr_gdfa *d = &a->ops[a->n_ops];
+    if (n->kind == HR_GN_AND)
+        HR_TRY(and_product(a->ir, n, d));
+    else {
+        hr_gdfa x;
+        HR_TRY(hr_gdfa_build(a->ir, n->child, &x));
+        hr_err *e = hr_gdfa_complement(&x, d);
+        hr_gdfa_free(&x);
+        HR_TRY(e);
+    }
+    a->op_node[a->n_ops] = node;
+    *out = &a->ops[a->n_ops++];
+    return NULL;
+}
+
+/* AND or NOT node `node` as NFA states and byte edges from in to out: one state per state
+ * of its DFA, out reached from the accepting ones. */
+static hr_err *frag_dfa(nfa *a, int node, int in, int out) {
+    const hr_gdfa *p;
+    HR_TRY(op_dfa(a, node, &p));
+    int base = a->n_states;
+    if (p->n_states > MAX_NFA - base) return too_large();
+    a->n_states += p->n_states;
+    if (p->n_states) HR_TRY(add_eps(a, in, base));
+    for (int s = 0; s < p->n_states; s++) {
+        const int32_t *row = p->trans + (size_t)s * 256;
+        if (p->accept[s]) HR_TRY(add_eps(a, base + s, out));
+        for (int lo = 0, hi; lo < 256; lo = hi + 1) {
+            for (hi = lo; hi < 255 && row[hi + 1] == row[lo];)
+                hi++;
+            if (row[lo] >= 0) HR_TRY(add_edge(a, base + s, base + row[lo], lo, hi));
+        }
+    }
+    return NULL;
+}
+
 /* A fragment with a fresh entry *in and exit *out for node (rule references inlined). */
 static hr_err *frag(nfa *a, int node, int *in, int *out) {
     const hr_gnode *n = &a->ir->nodes[node];
@@ -177,6 +241,8 @@ static hr_err *frag(nfa *a, int node, int *in, int *out) {
             HR_TRY(add_eps(a, co, *out));
         }
         break;
+    case HR_GN_AND:
+    case HR_GN_NOT: HR_TRY(frag_dfa(a, node, *in, *out)); break;
     case HR_GN_REP: HR_TRY(frag_rep(a, n, *in, *out)); break;
     case HR_GN_REF:
         HR_TRY(frag(a, a->ir->body[n->child], &ci, &co));
@@ -569,6 +635,10 @@ hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
     csr_free(&c);
     free(a.e);
     free(a.eps);
+    for (int k = 0; k < a.n_ops; k++)
+        hr_gdfa_free(&a.ops[k]);
+    free(a.ops);
+    free(a.op_node);
     return e;
 }
 

@@ -1,6 +1,8 @@
 /* GBNF front end: llama.cpp's grammar syntax (rules `name ::= alts`, literals, classes,
  * `.`, groups, `* + ? {m} {m,} {m,n}`, `#` comments, its newline rules: a rule ends at a
- * newline unless inside parentheses or after `::=` / `|`) plus `/regex/` terminals, parsed
+ * newline unless inside parentheses or after `::=` / `|`) plus `/regex/` terminals, `a & b`
+ * (the strings both regular sides match; looser than a sequence, tighter than `|`) and `~x`
+ * (the text a regular item does not match), parsed
  * into the expression IR. Errors name the problem and its byte offset. */
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +270,20 @@ static hr_err *item(gp *p, int c, int *node) {
     return rule_ref(p, node);
 }
 
+/* `~item` (a hearth extension): the text the item does not match; `~~item` is the item. */
+static hr_err *negated(gp *p, hr_gints *items) {
+    size_t at = p->i;
+    int k = 0, c, n;
+    while (peek(p, 0) == '~')
+        p->i++, k++;
+    c = peek(p, 0);
+    if (!(c == '"' || c == '[' || c == '/' || c == '(' || c == '.' || is_word(c)))
+        return hr_errf("grammar: '~' at offset %zu is not followed by an item", at);
+    HR_TRY(item(p, c, &n));
+    if (k % 2 && (n = hr_gir_not(p->ir, n)) < 0) return oom();
+    return hr_gints_push(items, n) ? oom() : NULL;
+}
+
 static hr_err *sequence(gp *p, int nested, int *node) {
     hr_gints items = {0};
     hr_err *e = NULL;
@@ -275,6 +291,8 @@ static hr_err *sequence(gp *p, int nested, int *node) {
         int c = peek(p, 0), n;
         if (c == '*' || c == '+' || c == '?' || c == '{')
             e = postfix(p, nested, &items);
+        else if (c == '~')
+            e = negated(p, &items);
         else if (c == '"' || c == '[' || c == '/' || c == '(' || c == '.' || is_word(c)) {
             if (!(e = item(p, c, &n)) && hr_gints_push(&items, n)) e = oom();
         } else
@@ -287,12 +305,32 @@ static hr_err *sequence(gp *p, int nested, int *node) {
     return e;
 }
 
+/* Sequences joined by `&` (a hearth extension): the strings every one of them matches. */
+static hr_err *conjunction(gp *p, int nested, int *node) {
+    hr_gints parts = {0};
+    hr_err *e = NULL;
+    for (;;) {
+        int n;
+        if ((e = sequence(p, nested, &n))) break;
+        if (hr_gints_push(&parts, n)) {
+            e = oom();
+            break;
+        }
+        if (peek(p, 0) != '&') break;
+        p->i++;
+        space(p, 1);
+    }
+    if (!e && (*node = hr_gir_list(p->ir, HR_GN_AND, parts.v, parts.n)) < 0) e = oom();
+    free(parts.v);
+    return e;
+}
+
 static hr_err *alternates(gp *p, int nested, int *node) {
     hr_gints alts = {0};
     hr_err *e = NULL;
     for (;;) {
         int n;
-        if ((e = sequence(p, nested, &n))) break;
+        if ((e = conjunction(p, nested, &n))) break;
         if (hr_gints_push(&alts, n)) {
             e = oom();
             break;

@@ -17,7 +17,17 @@
 #define HR_G_INF (-1) /* an unbounded repetition's max */
 
 /* ---- expression IR (ir.c) ---- */
-typedef enum { HR_GN_SET, HR_GN_SEQ, HR_GN_ALT, HR_GN_REP, HR_GN_REF } hr_gnode_kind;
+/* AND: the intersection of its kids' languages, all of them regular (GBNF's `&`); NOT: the
+ * text its (regular) child does not match (GBNF's `~`) */
+typedef enum {
+    HR_GN_SET,
+    HR_GN_SEQ,
+    HR_GN_ALT,
+    HR_GN_AND,
+    HR_GN_NOT,
+    HR_GN_REP,
+    HR_GN_REF
+} hr_gnode_kind;
 
 typedef struct {
     uint32_t lo, hi; /* inclusive code point range */
@@ -25,8 +35,8 @@ typedef struct {
 
 typedef struct {
     hr_gnode_kind kind;
-    int n, first; /* SET: ranges [first, first+n); SEQ/ALT: kids [first, first+n) */
-    int child;    /* REP: the repeated node; REF: the rule index */
+    int n, first; /* SET: ranges [first, first+n); SEQ/ALT/AND: kids [first, first+n) */
+    int child;    /* REP: the repeated node; NOT: the negated one; REF: the rule index */
     int min, max; /* REP: bounds, max HR_G_INF when unbounded */
 } hr_gnode;
 
@@ -47,9 +57,10 @@ void hr_gir_free(hr_gir *ir);
 /* Each returns the new node's index, or -1 when out of memory. */
 int hr_gir_set(hr_gir *ir, const hr_grange *r, int n, int negate); /* normalized copy */
 int hr_gir_char(hr_gir *ir, uint32_t cp);
-int hr_gir_list(hr_gir *ir, hr_gnode_kind kind, const int *kids, int n); /* SEQ or ALT */
+int hr_gir_list(hr_gir *ir, hr_gnode_kind kind, const int *kids, int n); /* SEQ, ALT or AND */
 int hr_gir_rep(hr_gir *ir, int child, int min, int max);
 int hr_gir_ref(hr_gir *ir, int rule);
+int hr_gir_not(hr_gir *ir, int child);
 /* The rule named name[0..len), created (body -1) when new; -1 when out of memory. */
 int hr_gir_rule(hr_gir *ir, const char *name, size_t len, size_t off);
 
@@ -111,6 +122,12 @@ hr_err *hr_gdfa_chains(hr_gdfa *d);
  * byte DFA with no dead states. The language may be empty: then n_states is 0. */
 hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out);
 void hr_gdfa_free(hr_gdfa *d);
+
+/* intersect.c: the product of x and y (a transition table and accept flags only, states
+ * that cannot accept not removed); empty (n_states 0) when either is. */
+hr_err *hr_gdfa_intersect(const hr_gdfa *x, const hr_gdfa *y, hr_gdfa *out);
+/* The valid UTF-8 texts x does not accept (same form as the product). */
+hr_err *hr_gdfa_complement(const hr_gdfa *x, hr_gdfa *out);
 
 /* ---- the compiled grammar (cfg.c) ---- */
 /* A symbol in a production: >= 0 a nonterminal, < 0 terminal -(t+1). END closes a production. */

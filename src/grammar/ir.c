@@ -144,6 +144,12 @@ int hr_gir_rep(hr_gir *ir, int child, int min, int max) {
     return id;
 }
 
+int hr_gir_not(hr_gir *ir, int child) {
+    int id = new_node(ir, HR_GN_NOT);
+    if (id >= 0) ir->nodes[id].child = child;
+    return id;
+}
+
 int hr_gir_ref(hr_gir *ir, int rule) {
     int id = new_node(ir, HR_GN_REF);
     if (id >= 0) ir->nodes[id].child = rule;

@@ -78,7 +78,9 @@ static const char *handled_kw[] = {"type",
                                    "else",
                                    "contains",
                                    "minContains",
-                                   HR_SC_NOT_STRINGS};
+                                   HR_SC_NOT_STRINGS,
+                                   HR_SC_PATTERNS,
+                                   HR_SC_NOT_PATTERNS};
 
 static int in_list(const char *k, const char *const *list, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -546,6 +548,96 @@ static hr_err *not_strings_rule(hr_sc_ctx *c, const json_t *s, const json_t *lis
     return e;
 }
 
+/* minLength/maxLength as a regex over a string's encoded inside (mx < 0: no upper bound). */
+static void length_regex(hr_gbuf *o, int64_t mn, int64_t mx) {
+    if (mx >= 0)
+        hr_gbuf_printf(o, HR_SC_CHAR "{%lld,%lld}", (long long)mn, (long long)mx);
+    else if (mn > 0)
+        hr_gbuf_printf(o, HR_SC_CHAR "{%lld,}", (long long)mn);
+    else
+        hr_gbuf_puts(o, HR_SC_CHAR "*");
+}
+
+#define MAX_PARTS 8
+
+/* One constraint of a string as a regex over its inside; neg: the inside must not match. */
+typedef struct {
+    hr_gbuf re;
+    int neg;
+} str_part;
+
+static hr_err *pattern_part(const json_t *pat, int neg, const char *path, str_part *part, int *np) {
+    if (!json_is_string(pat)) return hr_errf("schema: \"pattern\" at %s must be a string", path);
+    if (*np == MAX_PARTS)
+        return hr_errf("schema: more than %d patterns and formats for one string at %s are not "
+                       "supported",
+                       MAX_PARTS, path);
+    part[*np].neg = neg;
+    hr_err *e = hr_sc_pattern(&part[(*np)++].re, json_string_value(pat), json_string_length(pat));
+    return e ? hr_err_wrap(e, "schema: at %s: ", path) : NULL;
+}
+
+/* The string's constraints other than length, as regexes over its inside: the format's
+ * (when known), the pattern's, the compiler's own lists of patterns it must and must not
+ * match; bounds that a lone pattern absorbs exactly are cleared. */
+static hr_err *string_parts(const json_t *s, const char *path, int64_t *mn, int64_t *mx,
+                            str_part *part, int *np) {
+    json_t *pat = json_object_get(s, "pattern"), *fmt = json_object_get(s, "format");
+    json_t *more = json_object_get(s, HR_SC_PATTERNS),
+           *neg = json_object_get(s, HR_SC_NOT_PATTERNS);
+    if (fmt && !json_is_string(fmt))
+        return hr_errf("schema: \"format\" at %s must be a string", path);
+    if (fmt) {
+        int known = 0;
+        hr_err *e = hr_sc_format(&part[*np].re, json_string_value(fmt), &known);
+        if (e) return hr_err_wrap(e, "schema: at %s: ", path);
+        if (!known) hr_gbuf_free(&part[*np].re);
+        if (known && hr_sc_format_fits(json_string_value(fmt), *mn, *mx))
+            *mn = 0, *mx = -1; /* every string of the format has a length inside the bounds */
+        *np += known;
+    }
+    if (pat && json_is_string(pat) && !*np && !more && !neg && (*mn > 0 || *mx >= 0)) {
+        hr_gbuf t = {0}; /* a run of atoms that takes the bounds itself */
+        if (hr_sc_pattern_len(&t, json_string_value(pat), json_string_length(pat), *mn, *mx)) {
+            part[(*np)++].re = t;
+            *mn = 0, *mx = -1;
+            return NULL;
+        }
+        hr_gbuf_free(&t);
+    }
+    if (pat) HR_TRY(pattern_part(pat, 0, path, part, np));
+    for (size_t i = 0; i < json_array_size(more); i++)
+        HR_TRY(pattern_part(json_array_get(more, i), 0, path, part, np));
+    for (size_t i = 0; i < json_array_size(neg); i++)
+        HR_TRY(pattern_part(json_array_get(neg, i), 1, path, part, np));
+    return NULL;
+}
+
+/* A string rule: one regex, or the intersection (`&`) of the parts, negated ones as `~`.
+ * The product automaton can be large, so the hint keeps an intersection a terminal of its
+ * own rather than a part of every regular run that uses the string. */
+static const char *string_of(hr_sc_ctx *c, const str_part *part, int np) {
+    hr_gbuf b = {0};
+    for (int k = 0; k < np; k++)
+        if (part[k].re.oom) return NULL;
+    if (np == 1) {
+        hr_gbuf_puts(&b, "\"");
+        hr_gbuf_add(&b, part[0].re.p, part[0].re.n);
+        hr_gbuf_puts(&b, "\"");
+        const char *r = hr_sc_regex_rule(c, "str", &b);
+        hr_gbuf_free(&b);
+        return r;
+    }
+    hr_gbuf_puts(&b, "/\"/ (");
+    for (int k = 0; k < np; k++)
+        hr_gbuf_printf(&b, "%s%s/%.*s/", k ? " & " : "", part[k].neg ? "~" : "", (int)part[k].re.n,
+                       part[k].re.p);
+    hr_gbuf_printf(&b, ") /\"/ | %s", hr_sc_hint(c));
+    const char *r = b.oom ? NULL : hr_sc_rule(c, "str", b.p);
+    hr_gbuf_free(&b);
+    return r;
+}
+
 static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, const char **rule) {
     json_t *nots = json_object_get(s, HR_SC_NOT_STRINGS);
     if (nots) return not_strings_rule(c, s, nots, path, rule);
@@ -553,56 +645,27 @@ static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, cons
     HR_TRY(get_count(s, "minLength", path, 0, &mn));
     HR_TRY(get_count(s, "maxLength", path, -1, &mx));
     if (mx >= 0 && mn > mx) return NULL;
-    json_t *pat = json_object_get(s, "pattern"), *fmt = json_object_get(s, "format");
-    hr_gbuf re = {0};
-    hr_err *e = NULL;
-    int known = 0;
-    hr_gbuf_puts(&re, "\"");
-    if (fmt && !json_is_string(fmt)) e = hr_errf("schema: \"format\" at %s must be a string", path);
-    if (!e && fmt) {
-        hr_gbuf f = {0};
-        e = hr_sc_format(&f, json_string_value(fmt), &known);
-        if (e) e = hr_err_wrap(e, "schema: at %s", path);
-        if (!e && known && !pat && hr_sc_format_fits(json_string_value(fmt), mn, mx))
-            mn = 0, mx = -1; /* every string of the format has a length inside the bounds */
-        if (!e && known && (pat || mn > 0 || mx >= 0))
-            e = hr_errf("schema: \"format\" together with \"%s\" at %s is not supported",
-                        pat ? "pattern" : "minLength/maxLength", path);
-        if (!e && known) hr_gbuf_add(&re, f.p, f.n);
-        hr_gbuf_free(&f);
-    }
-    if (!e && !known && pat) {
-        if (!json_is_string(pat))
-            e = hr_errf("schema: \"pattern\" at %s must be a string", path);
-        else if ((mn > 0 || mx >= 0) &&
-                 hr_sc_pattern_len(&re, json_string_value(pat), json_string_length(pat), mn, mx))
-            ;
-        else if (mn > 0 || mx >= 0)
-            e = hr_errf("schema: \"pattern\" together with minLength/maxLength at %s is not "
-                        "supported",
-                        path);
-        else if ((e = hr_sc_pattern(&re, json_string_value(pat), json_string_length(pat))))
-            e = hr_err_wrap(e, "schema: at %s", path);
-    } else if (!e && !known) {
-        if (mn > 100000 || mx > 100000)
-            e = hr_errf("schema: minLength/maxLength above 100000 at %s is not supported", path);
-        else if (mn > 256 || mx > 256) {
-            hr_gbuf_free(&re);
-            *rule = long_string(c, mn, mx);
-            return *rule ? NULL : hr_err_oom();
-        } else if (mx >= 0)
-            hr_gbuf_printf(&re, HR_SC_CHAR "{%lld,%lld}", (long long)mn, (long long)mx);
-        else if (mn > 0)
-            hr_gbuf_printf(&re, HR_SC_CHAR "{%lld,}", (long long)mn);
-        else
-            hr_gbuf_puts(&re, HR_SC_CHAR "*");
-    }
-    hr_gbuf_puts(&re, "\"");
-    if (!e) {
-        *rule = hr_sc_regex_rule(c, "str", &re);
-        if (!*rule) e = hr_err_oom();
-    }
-    hr_gbuf_free(&re);
+    str_part part[MAX_PARTS + 1];
+    memset(part, 0, sizeof part);
+    int np = 0;
+    hr_err *e = string_parts(s, path, &mn, &mx, part, &np);
+    int bounded = mn > 0 || mx >= 0, negated = 0;
+    for (int k = 0; k < np; k++)
+        negated |= part[k].neg;
+    if (!e && bounded && np && (mn > 256 || mx > 256))
+        e = hr_errf("schema: \"pattern\"/\"format\" together with minLength/maxLength above "
+                    "256 at %s is not supported",
+                    path);
+    else if (!e && bounded && (mn > 100000 || mx > 100000))
+        e = hr_errf("schema: minLength/maxLength above 100000 at %s is not supported", path);
+    else if (!e && !np && (mn > 256 || mx > 256)) {
+        *rule = long_string(c, mn, mx);
+        return *rule ? NULL : hr_err_oom();
+    } else if (!e && (bounded || !np || negated)) /* a negation needs the inside's syntax */
+        length_regex(&part[np++].re, mn, mx);
+    if (!e && !(*rule = string_of(c, part, np))) e = hr_err_oom();
+    for (int k = 0; k < np; k++)
+        hr_gbuf_free(&part[k].re);
     return e;
 }
 

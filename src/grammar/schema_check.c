@@ -53,6 +53,17 @@ static hr_err *check_num(const json_t *s, const json_t *v, int *ok) {
     return NULL;
 }
 
+/* *ok stays set only if string v matches pattern pat (when want) or does not (!want). */
+static hr_err *pattern_check(const json_t *pat, const json_t *v, int want, const char *path,
+                             int *ok) {
+    if (!json_is_string(pat)) return NULL;
+    int m =
+        hr_sc_pattern_matches(json_string_value(pat), json_string_value(v), json_string_length(v));
+    if (m < 0) return hr_errf("schema: \"pattern\" at %s does not compile", path);
+    *ok &= m == want;
+    return NULL;
+}
+
 static hr_err *check_str(const json_t *s, const json_t *v, const char *path, int *ok) {
     size_t len = utf8_len(json_string_value(v), json_string_length(v));
     json_t *mn = json_object_get(s, "minLength"), *mx = json_object_get(s, "maxLength");
@@ -62,12 +73,13 @@ static hr_err *check_str(const json_t *s, const json_t *v, const char *path, int
     json_t *nots = json_object_get(s, HR_SC_NOT_STRINGS);
     for (size_t i = 0; i < json_array_size(nots); i++)
         *ok &= !json_equal(json_array_get(nots, i), v);
-    if (json_is_string(pat)) {
-        int m = hr_sc_pattern_matches(json_string_value(pat), json_string_value(v),
-                                      json_string_length(v));
-        if (m < 0) return hr_errf("schema: \"pattern\" at %s does not compile", path);
-        *ok &= m;
-    }
+    HR_TRY(pattern_check(pat, v, 1, path, ok));
+    json_t *more = json_object_get(s, HR_SC_PATTERNS),
+           *neg = json_object_get(s, HR_SC_NOT_PATTERNS);
+    for (size_t i = 0; i < json_array_size(more); i++)
+        HR_TRY(pattern_check(json_array_get(more, i), v, 1, path, ok));
+    for (size_t i = 0; i < json_array_size(neg); i++)
+        HR_TRY(pattern_check(json_array_get(neg, i), v, 0, path, ok));
     if (json_is_string(fmt)) {
         hr_gbuf b = {0};
         int known;

@@ -27,6 +27,11 @@
 /* The compiler's own keyword (from "not" of an enum/const of strings): a string that is
  * none of the listed ones. */
 #define HR_SC_NOT_STRINGS "$hr-not-strings"
+/* The compiler's own keywords for strings: more patterns every string must match (from an
+ * allOf of two different "pattern"s), and patterns it must not match (from "not" of a
+ * pattern). */
+#define HR_SC_PATTERNS "$hr-patterns"
+#define HR_SC_NOT_PATTERNS "$hr-not-patterns"
 
 /* most fraction digits of a decimal bound */
 #define HR_SC_FRAC_MAX 160

@@ -2,8 +2,9 @@
  * Keyword by keyword: bounds take the tighter one, types and enums intersect, required
  * unions, properties combine each side's view of every key (its own schema, a matching
  * patternProperties one, or its additionalProperties), nested schemas become lazy
- * {"allOf": [x, y]} wrappers; anyOf on both sides becomes the cross product. A pair it
- * cannot combine exactly (two different patterns, two tuples) is refused with the path. */
+ * {"allOf": [x, y]} wrappers; anyOf on both sides becomes the cross product; two different
+ * patterns are both kept (the second in HR_SC_PATTERNS). A pair it cannot combine exactly
+ * (two tuples, two formats) is refused with the path. */
 #include <string.h>
 
 #include "grammar/schema_int.h"
@@ -12,9 +13,12 @@
 
 static const char *lower_kw[] = {"minLength", "minItems", "minProperties"};
 static const char *upper_kw[] = {"maxLength", "maxItems", "maxProperties"};
-static const char *equal_kw[] = {"pattern", "format", "multipleOf", "propertyNames", "uniqueItems"};
+static const char *equal_kw[] = {"format", "multipleOf", "propertyNames", "uniqueItems"};
 /* object and array keywords combined as groups below */
-static const char *group_kw[] = {"properties",
+static const char *group_kw[] = {"pattern",
+                                 HR_SC_PATTERNS,
+                                 HR_SC_NOT_PATTERNS,
+                                 "properties",
                                  "patternProperties",
                                  "additionalProperties",
                                  "items",
@@ -225,6 +229,39 @@ static hr_err *merge_anyof(const json_t *a, const json_t *b, const char *kw, con
     return NULL;
 }
 
+static int has(const json_t *list, const json_t *v) {
+    for (size_t i = 0; i < json_array_size(list); i++)
+        if (json_equal(json_array_get(list, i), v)) return 1;
+    return 0;
+}
+
+/* The patterns of both sides: a's "pattern", every other one in HR_SC_PATTERNS, the
+ * patterns neither may match in HR_SC_NOT_PATTERNS (each list without repeats). */
+static hr_err *merge_patterns(const json_t *a, const json_t *b, json_t *m) {
+    json_t *pa = json_object_get(a, "pattern"), *pb = json_object_get(b, "pattern");
+    json_t *pat = pa ? pa : pb, *more = json_array(), *neg = json_array();
+    hr_err *e = more && neg ? NULL : hr_err_oom();
+    const json_t *sides[2] = {a, b};
+    for (int s = 0; s < 2 && !e; s++) {
+        json_t *own = json_object_get(sides[s], "pattern");
+        if (own && !json_equal(own, pat) && !has(more, own)) json_array_append(more, own);
+        const char *kw[2] = {HR_SC_PATTERNS, HR_SC_NOT_PATTERNS};
+        for (int k = 0; k < 2; k++) {
+            json_t *l = json_object_get(sides[s], kw[k]), *to = k ? neg : more;
+            for (size_t i = 0; i < json_array_size(l); i++)
+                if (!has(to, json_array_get(l, i)) &&
+                    !(k == 0 && json_equal(pat, json_array_get(l, i))))
+                    json_array_append(to, json_array_get(l, i));
+        }
+    }
+    if (!e && pat) json_object_set(m, "pattern", pat);
+    if (!e && json_array_size(more)) json_object_set(m, HR_SC_PATTERNS, more);
+    if (!e && json_array_size(neg)) json_object_set(m, HR_SC_NOT_PATTERNS, neg);
+    json_decref(more);
+    json_decref(neg);
+    return e;
+}
+
 static hr_err *merge_pair(hr_sc_ctx *c, const json_t *a, const json_t *b, const char *path,
                           json_t *m) {
     const json_t *sides[2] = {a, b};
@@ -262,6 +299,7 @@ static hr_err *merge_pair(hr_sc_ctx *c, const json_t *a, const json_t *b, const 
                 json_array_append(req, json_array_get(s ? rb : ra, i));
         json_object_set_new(m, "required", req);
     }
+    HR_TRY(merge_patterns(a, b, m));
     merge_bound(a, b, 1, m);
     merge_bound(a, b, 0, m);
     HR_TRY(merge_enum(a, b, m));

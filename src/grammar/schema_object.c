@@ -277,7 +277,7 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
             if (first_val) hr_gbuf_puts(&key, "|");
             first_val = val;
             if ((e = hr_sc_pattern(&key, pat, strlen(pat)))) {
-                e = hr_err_wrap(e, "schema: patternProperties at %s", path);
+                e = hr_err_wrap(e, "schema: patternProperties at %s: ", path);
                 break;
             }
         }

@@ -152,6 +152,22 @@ static json_t *negate_strings(const json_t *s) {
                      "array", "number", "type", "string", HR_SC_NOT_STRINGS, list);
 }
 
+/* not {pattern (and maybe type string)}: another type, or a string the pattern does not
+ * match (HR_SC_NOT_PATTERNS, which the string compiler makes a `~` of the pattern). */
+static json_t *negate_pattern(const json_t *s) {
+    json_t *pat = json_object_get(s, "pattern"), *t = json_object_get(s, "type");
+    if (!json_is_string(pat)) return NULL;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)s, k, v) {
+        int string_type =
+            !strcmp(k, "type") && json_is_string(t) && !strcmp(json_string_value(t), "string");
+        if (hr_sc_is_assertion(k) && strcmp(k, "pattern") && !string_type) return NULL;
+    }
+    return json_pack("{s:[{s:[sssss]},{s:s,s:[O]}]}", "anyOf", "type", "null", "boolean", "object",
+                     "array", "number", "type", "string", HR_SC_NOT_PATTERNS, pat);
+}
+
 static json_t *negation(hr_sc_ctx *c, const json_t *s) {
     s = deref(c, s);
     if (json_is_true(s)) return json_false();
@@ -162,6 +178,8 @@ static json_t *negation(hr_sc_ctx *c, const json_t *s) {
     if (nb) return nb;
     json_t *ns = negate_strings(s);
     if (ns) return ns;
+    json_t *np = negate_pattern(s);
+    if (np) return np;
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)s, k, v) if (hr_sc_is_assertion(k) && strcmp(k, "required") &&

@@ -1,6 +1,6 @@
 /* Seed corpus for fuzz_gbnf: writes one file per grammar into the folder argv[1] (run by
  * tests/fuzz/run.sh before the fuzzer): llama.cpp-style grammars with recursion, nullable
- * rules, classes, repetitions, comments and /regex/ terminals. */
+ * rules, classes, repetitions, comments, /regex/ terminals, `&` and `~`. */
 #include "seed.h"
 
 static const char *const SEEDS[] = {
@@ -13,6 +13,8 @@ static const char *const SEEDS[] = {
     "root ::= \"id=\" /[a-z][a-z0-9_]*/ (\",\" root)?\n",
     "root ::= a a\na ::= \"x\"? | a \"y\"{1,3}\n",
     "root ::= (\n  \"a\" |\n  \"b\" root\n) .\n",
+    "root ::= w (\",\" w)*\nw ::= [a-z0-9]+ & /.{1,4}/ & /[^5]*/ | \"(\" root \")\"\n",
+    "root ::= \"<\" (/[a-z]*/ & ~/.*bad.*/ & ~~\"x\"?) \">\"\n",
 };
 
 int main(int argc, char **argv) {

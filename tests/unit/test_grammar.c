@@ -347,6 +347,74 @@ static void test_regex_vs_pcre2(void) {
     HR_CHECK(checked > 1500, "only %d pairs checked", checked);
 }
 
+static pcre2_code *pcre_of(const char *pat) {
+    int ec;
+    PCRE2_SIZE eo;
+    return pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
+                         PCRE2_UTF | PCRE2_ANCHORED | PCRE2_ENDANCHORED | PCRE2_ALT_BSUX, &ec, &eo,
+                         NULL);
+}
+
+/* `/p/ & /q/` (inside a sequence, to check the product's entry and exits too) accepts what
+ * both patterns match, for pairs of the patterns above. */
+static void test_intersection_vs_pcre2(void) {
+    int n = (int)(sizeof PATTERNS / sizeof PATTERNS[0]), checked = 0;
+    for (int i = 0; i < 2 * n; i++) {
+        const char *p = PATTERNS[i % n], *q = PATTERNS[i < n ? (i + 1) % n : (i * 7 + 3) % n];
+        pcre2_code *rp = pcre_of(p), *rq = pcre_of(q);
+        if (!rp || !rq || strchr(p, '/') || strchr(q, '/')) {
+            pcre2_code_free(rp);
+            pcre2_code_free(rq);
+            continue;
+        }
+        char gbnf[1024], why[1536] = "";
+        snprintf(gbnf, sizeof gbnf, "root ::= \"<\" (/%s/ & /%s/) \">\"", p, q);
+        hr_grammar *g = NULL;
+        hr_err *e = hr_grammar_compile(gbnf, strlen(gbnf), &g);
+        /* an empty intersection refuses the grammar; then no string may match both */
+        int empty = e && strstr(hr_err_msg(e), "matches no string");
+        if (e && !empty) snprintf(why, sizeof why, "%s: %s", gbnf, hr_err_msg(e));
+        hr_err_free(e);
+        for (size_t k = 0; !why[0] && k < sizeof STRINGS / sizeof STRINGS[0]; k++) {
+            char t[512];
+            const char *str = STRINGS[k];
+            int len = snprintf(t, sizeof t, "<%s>", str);
+            int want = pcre_match(rp, str, strlen(str)) && pcre_match(rq, str, strlen(str));
+            int got = g && full_match(g, t, (size_t)len);
+            if (want != got)
+                snprintf(why, sizeof why, "%s on \"%s\": want %d, got %d", gbnf, str, want, got);
+            checked++;
+        }
+        pcre2_code_free(rp);
+        pcre2_code_free(rq);
+        hr_grammar_free(g);
+        HR_CHECK(!why[0], "%s", why);
+    }
+    HR_CHECK(checked > 1500, "only %d pairs checked", checked);
+}
+
+static void test_intersection(void) {
+    CHECK_SAMPLES("root ::= /[a-z0-9]+/ & /.{2,3}/ & /[^5]*/", {"ab", 1}, {"a12", 1}, {"a", 0},
+                  {"abcd", 0}, {"a5", 0}, {"A1", 0});
+    CHECK_SAMPLES("root ::= (\"ab\" | \"abc\") & /a.c/ | \"z\"", {"abc", 1}, {"ab", 0}, {"z", 1});
+    CHECK_SAMPLES("root ::= \"x\" (/a+/ & /b+/)? \"y\"", {"xy", 1}, {"xay", 0}, {"xby", 0});
+    CHECK_SAMPLES("root ::= w (\",\" w)*\nw ::= [a-z]+ & /.{1,2}/", {"ab,c", 1}, {"abc", 0},
+                  {"a,,b", 0});
+    check_error("root ::= a & \"b\"\na ::= \"a\" a | \"a\"", "both sides of \"&\" must be regular");
+    check_error("root ::= \"a\" & ", "");
+}
+
+static void test_complement(void) {
+    CHECK_SAMPLES("root ::= ~\"ab\"", {"", 1}, {"a", 1}, {"ab", 0}, {"abc", 1}, {"\xC3\xA9", 1},
+                  {"\xC3", 0});
+    CHECK_SAMPLES("root ::= \"<\" (/[a-z]*/ & ~/.*bad.*/) \">\"", {"<good>", 1}, {"<>", 1},
+                  {"<isbad>", 0}, {"<ba>", 1});
+    CHECK_SAMPLES("root ::= (~[0-9] & .){2}", {"ab", 1}, {"a1", 0}, {"", 0});
+    CHECK_SAMPLES("root ::= ~~/a+/", {"aa", 1}, {"b", 0});
+    check_error("root ::= ~a\na ::= \"(\" a \")\" | \"\"", "\"~\" negates must be regular");
+    check_error("root ::= ~ \"a\"", "'~' at offset 9 is not followed by an item");
+}
+
 static void test_regex_by_hand(void) {
     static const struct {
         const char *re, *s;
@@ -448,6 +516,9 @@ int main(void) {
     HR_RUN(test_gbnf_errors);
     HR_RUN(test_regex_errors);
     HR_RUN(test_regex_vs_pcre2);
+    HR_RUN(test_intersection_vs_pcre2);
+    HR_RUN(test_intersection);
+    HR_RUN(test_complement);
     HR_RUN(test_regex_by_hand);
     HR_RUN(test_regex_terminal_in_gbnf);
     HR_RUN(test_partial_bytes_and_rollback);

@@ -275,6 +275,28 @@ static void test_strings(void) {
           L("\"ab\"", "\"abc\""), L("\"a\"", "\"abcd\"", "\"a1\""));
     JUDGE("{\"type\":\"string\",\"pattern\":\"^[a-z][a-z0-9-]*$\",\"maxLength\":4}",
           L("\"a\"", "\"a-1b\""), L("\"\"", "\"a-1bc\"", "\"1a\""));
+    /* pattern and lengths that no run of atoms can merge: the intersection of both */
+    JUDGE("{\"type\":\"string\",\"pattern\":\"^[0-9]{2,5}-?[0-9]{1,4}-?[0-9]{4}$\","
+          "\"minLength\":10,\"maxLength\":13}",
+          L("\"123-456-7890\"", "\"1234567890\"", "\"12-3456-7890\""),
+          L("\"12-3-4567\"", "\"12345-6789-0123\"", "\"123-456-789a\""));
+    JUDGE("{\"type\":\"string\",\"pattern\":\"^Hpt_|^Int_|_Armour_\",\"minLength\":5,"
+          "\"maxLength\":9}",
+          L("\"Hpt_x\"", "\"a_Armour_\"", "\"Int_\\u00e9\\n\""),
+          L("\"Hpt_\"", "\"xx_Armour_\"", "\"Hpt_abcdef\"", "\"Hpx_ab\""));
+    JUDGE("{\"type\":\"string\",\"format\":\"date\",\"pattern\":\"^2026-\"}", L("\"2026-12-02\""),
+          L("\"2025-12-02\"", "\"2026-1-02\""));
+    JUDGE("{\"type\":\"string\",\"format\":\"ipv4\",\"maxLength\":8}",
+          L("\"1.2.3.4\"", "\"10.2.3.4\""), L("\"10.20.3.4\"", "\"1.2.3\""));
+    JUDGE("{\"type\":\"string\",\"pattern\":\"^a\",\"maxLength\":256}", L("\"abc\""), L("\"ba\""));
+    /* "not" of a pattern, and two patterns of an allOf: intersections with a complement */
+    JUDGE("{\"type\":\"string\",\"pattern\":\"^[a-z]+$\",\"not\":{\"pattern\":\"plugin\"}}",
+          L("\"ghlint\"", "\"plug\""), L("\"myplugin\"", "\"plugins\"", "\"A\""));
+    JUDGE("{\"not\":{\"pattern\":\"^a\"}}", L("\"ba\"", "\"\"", "1", "null", "{}"),
+          L("\"a\"", "\"ab\""));
+    JUDGE("{\"allOf\":[{\"type\":\"string\",\"pattern\":\"a\"},{\"pattern\":\"b\"},"
+          "{\"not\":{\"pattern\":\"c\"}},{\"maxLength\":4}]}",
+          L("\"ab\"", "\"xbxa\""), L("\"a\"", "\"abc\"", "\"abxxx\"", "\"b\""));
     JUDGE("{\"type\":\"string\",\"minLength\":300,\"maxLength\":301}",
           L("\""
             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -590,6 +612,10 @@ static void test_refusals(void) {
         {"{\"$ref\":\"#/nowhere\"}", "points to nothing"},
         {"{\"type\":\"string\",\"pattern\":\"(?=a)\"}", "lookaround"},
         {"{\"type\":\"string\",\"pattern\":\"(a)\\\\1\"}", "backreference"},
+        {"{\"type\":\"string\",\"pattern\":\"^/\",\"maxLength\":512}",
+         "together with minLength/maxLength above 256 at #"},
+        {"{\"type\":\"string\",\"pattern\":\"(?=a)\",\"maxLength\":5}",
+         "at #: pattern: a lookaround"},
         {"{\"type\":\"string\",\"format\":\"iri\"}", "format \"iri\""},
         {"{\"type\":\"number\",\"maximum\":1e300}", "maximum 1e+300 at # is out of range"},
         {"{\"$ref\":\"#\"}", "refers to itself"},
