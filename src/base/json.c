@@ -154,3 +154,11 @@ json_t *hr_json_string_lossy(const char *s, size_t n) {
     free(buf);
     return v;
 }
+
+hr_err *hr_json_set_new(json_t *obj, const char *key, json_t *v) {
+    return json_object_set_new(obj, key, v) ? hr_err_oom() : NULL;
+}
+
+hr_err *hr_json_append_new(json_t *arr, json_t *v) {
+    return json_array_append_new(arr, v) ? hr_err_oom() : NULL;
+}

@@ -109,7 +109,9 @@ static int add_entry(hr_ssd_tier *t, uint64_t key, uint64_t fp, size_t bytes, in
             t->free_ent = i;
         }
         t->cap_ent = cap;
-        hr_err *err = rehash(t, 2 * cap);
+    }
+    if (t->n_buckets < 2 * t->cap_ent) { /* grown, or a rehash that ran out of memory */
+        hr_err *err = rehash(t, 2 * t->cap_ent);
         if (err) return hr_err_free(err), -1;
     }
     int i = t->free_ent;

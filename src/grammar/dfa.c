@@ -569,6 +569,7 @@ hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
     csr_free(&c);
     free(a.e);
     free(a.eps);
+    if (e) hr_gdfa_free(out); /* a minimized DFA whose chains failed */
     return e;
 }
 
