@@ -97,6 +97,34 @@ static hr_err *op_request(uint64_t *d) {
     return NULL;
 }
 
+static const char *MESSAGES_BODY =
+    "{\"model\": \"m\", \"max_tokens\": 64, \"system\": [{\"type\": \"text\", \"text\": "
+    "\"be brief\"}], \"messages\": [{\"role\": \"user\", \"content\": \"weather?\"},"
+    " {\"role\": \"assistant\", \"content\": [{\"type\": \"thinking\", \"thinking\": "
+    "\"hmm\", \"signature\": \"s\"}, {\"type\": \"text\", \"text\": \"checking\"},"
+    " {\"type\": \"tool_use\", \"id\": \"t1\", \"name\": \"get_weather\", \"input\": "
+    "{\"city\": \"Paris\"}}]},"
+    " {\"role\": \"user\", \"content\": [{\"type\": \"tool_result\", \"tool_use_id\": "
+    "\"t1\", \"content\": [{\"type\": \"text\", \"text\": \"sunny\"}]}, {\"type\": "
+    "\"text\", \"text\": \"thanks\"}]}],"
+    " \"stop_sequences\": [\"END\"], \"tools\": [{\"name\": \"get_weather\", "
+    "\"input_schema\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": "
+    "\"string\"}}}}], \"tool_choice\": {\"type\": \"auto\"}}";
+
+/* An Anthropic /v1/messages body (system blocks, thinking, tool_use, tool_result). */
+static hr_err *op_messages(uint64_t *d) {
+    json_t *j;
+    HR_TRY(hr_json_load_buf("request body", MESSAGES_BODY, strlen(MESSAGES_BODY), &j));
+    hr_api_request *r = NULL;
+    hr_err *e = hr_parse_messages_request(j, &LIM, &r);
+    json_decref(j);
+    if (e) return e;
+    *d = mix_json(*d, r->chat);
+    *d = mix(*d, &r->n_stop, sizeof r->n_stop);
+    hr_api_request_free(r);
+    return NULL;
+}
+
 static hr_err *op_template(uint64_t *d) {
     hr_chat_template ct;
     HR_TRY(hr_chat_template_load(hr_fixture("models/qwen3-tools-20m"), NULL, &ct));
@@ -275,6 +303,7 @@ typedef struct {
 
 static const op OPS[] = {
     {"request", op_request, 300, 150, 60},
+    {"messages", op_messages, 300, 150, 60},
     {"template", op_template, 300, 150, 60},
     {"tokenizer", op_tokenizer, 10, 10, 5},
     {"schema", op_schema, 300, 150, 60},
