@@ -163,39 +163,15 @@ hr_err *hr_json_append_new(json_t *arr, json_t *v) {
     return json_array_append_new(arr, v) ? hr_err_oom() : NULL;
 }
 
-typedef struct {
-    char *p;
-    size_t n, cap;
-    int oom;
-} dump_buf;
-
-/* jansson's dump callback: the failure is kept here, where jansson cannot drop it. */
-static int dump_append(const char *s, size_t n, void *data) {
-    dump_buf *b = data;
-    if (b->oom) return -1;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return -1;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = 0;
-    return 0;
-}
-
 char *hr_json_dumps(const json_t *v, size_t flags) {
-    dump_buf b = {0};
-    if (json_dump_callback(v, dump_append, &b, flags) || b.oom || !b.p) {
-        free(b.p);
+    /* json_dumpb's own writer cannot fail, so no key is dropped; it still fails (0) when
+     * jansson's own allocations do (sorted keys, the cycle check) */
+    size_t n = json_dumpb(v, NULL, 0, flags);
+    char *s = n ? malloc(n + 1) : NULL;
+    if (s && json_dumpb(v, s, n, flags) != n) {
+        free(s);
         return NULL;
     }
-    return b.p;
+    if (s) s[n] = 0;
+    return s;
 }

@@ -42,7 +42,8 @@ hr_err *hr_json_set_new(json_t *obj, const char *key, json_t *v);
 hr_err *hr_json_append_new(json_t *arr, json_t *v);
 /* json_dumps that returns NULL when memory runs out anywhere in the dump: jansson 2.14's
  * json_dumps ignores a failed write of an object key and returns the text without it
- * (found by tests/unit/test_alloc_fail.c). The result is malloc'd. */
+ * (found by tests/unit/test_alloc_fail.c), so this one measures with json_dumpb, then
+ * writes into a buffer of that size. The result is malloc'd. */
 char *hr_json_dumps(const json_t *v, size_t flags);
 
 #endif

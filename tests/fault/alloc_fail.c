@@ -179,21 +179,28 @@ static void failed_here(void) {
 long hr_fault_site_first(int i) { return site_first[i]; }
 void *hr_fault_site_addr(int i) { return sites[i]; }
 
+/* Counts an allocation from site; 1 when it must fail (its stack then kept). */
+static int must_fail(void *site) {
+    pthread_mutex_lock(&mu);
+    int fail = should_fail(site);
+    pthread_mutex_unlock(&mu);
+    if (fail) failed_here();
+    return fail;
+}
+
+static void record(void *p, size_t bytes, void *site) {
+    pthread_mutex_lock(&mu);
+    add_live(p, bytes, site);
+    pthread_mutex_unlock(&mu);
+}
+
 /* One wrapper body: count, maybe fail, call the real allocator, record the block. */
 #define WRAPPED(type, bytes, call)                                                                 \
     do {                                                                                           \
         void *site_ = __builtin_return_address(0);                                                 \
-        pthread_mutex_lock(&mu);                                                                   \
-        int fail_ = should_fail(site_);                                                            \
-        pthread_mutex_unlock(&mu);                                                                 \
-        if (fail_) {                                                                               \
-            failed_here();                                                                         \
-            return NULL;                                                                           \
-        }                                                                                          \
+        if (must_fail(site_)) return NULL;                                                         \
         type r_ = call;                                                                            \
-        pthread_mutex_lock(&mu);                                                                   \
-        add_live(r_, bytes, site_);                                                                \
-        pthread_mutex_unlock(&mu);                                                                 \
+        record(r_, bytes, site_);                                                                  \
         return r_;                                                                                 \
     } while (0)
 
@@ -205,13 +212,7 @@ void *__wrap_aligned_alloc(size_t a, size_t n) { WRAPPED(void *, n, __real_align
 
 void *__wrap_realloc(void *p, size_t n) {
     void *site = __builtin_return_address(0);
-    pthread_mutex_lock(&mu);
-    int fail = should_fail(site);
-    pthread_mutex_unlock(&mu);
-    if (fail) {
-        failed_here();
-        return NULL;
-    }
+    if (must_fail(site)) return NULL;
     void *r = __real_realloc(p, n);
     pthread_mutex_lock(&mu);
     if (r || n == 0) {
@@ -234,17 +235,9 @@ void __wrap_free(void *p) {
 
 int __wrap_posix_memalign(void **out, size_t a, size_t n) {
     void *site = __builtin_return_address(0);
-    pthread_mutex_lock(&mu);
-    int fail = should_fail(site);
-    pthread_mutex_unlock(&mu);
-    if (fail) {
-        failed_here();
-        return 12; /* ENOMEM */
-    }
+    if (must_fail(site)) return 12; /* ENOMEM */
     int rc = __real_posix_memalign(out, a, n);
-    pthread_mutex_lock(&mu);
-    if (!rc) add_live(*out, n, site);
-    pthread_mutex_unlock(&mu);
+    if (!rc) record(*out, n, site);
     return rc;
 }
 
@@ -252,17 +245,9 @@ int __wrap_posix_memalign(void **out, size_t a, size_t n) {
 void *__wrap_mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off) {
     if (!(flags & MAP_ANONYMOUS)) return __real_mmap(addr, n, prot, flags, fd, off);
     void *site = __builtin_return_address(0);
-    pthread_mutex_lock(&mu);
-    int fail = should_fail(site);
-    pthread_mutex_unlock(&mu);
-    if (fail) {
-        failed_here();
-        return MAP_FAILED;
-    }
+    if (must_fail(site)) return MAP_FAILED;
     void *r = __real_mmap(addr, n, prot, flags, fd, off);
-    pthread_mutex_lock(&mu);
-    if (r != MAP_FAILED) add_live(r, n, site);
-    pthread_mutex_unlock(&mu);
+    if (r != MAP_FAILED) record(r, n, site);
     return r;
 }
 
