@@ -154,3 +154,24 @@ json_t *hr_json_string_lossy(const char *s, size_t n) {
     free(buf);
     return v;
 }
+
+hr_err *hr_json_set_new(json_t *obj, const char *key, json_t *v) {
+    return json_object_set_new(obj, key, v) ? hr_err_oom() : NULL;
+}
+
+hr_err *hr_json_append_new(json_t *arr, json_t *v) {
+    return json_array_append_new(arr, v) ? hr_err_oom() : NULL;
+}
+
+char *hr_json_dumps(const json_t *v, size_t flags) {
+    /* json_dumpb's own writer cannot fail, so no key is dropped; it still fails (0) when
+     * jansson's own allocations do (sorted keys, the cycle check) */
+    size_t n = json_dumpb(v, NULL, 0, flags);
+    char *s = n ? malloc(n + 1) : NULL;
+    if (s && json_dumpb(v, s, n, flags) != n) {
+        free(s);
+        return NULL;
+    }
+    if (s) s[n] = 0;
+    return s;
+}

@@ -35,5 +35,15 @@ hr_err *hr_json_str(const json_t *obj, const char *key, const char *def, const c
 /* A JSON string of n bytes of text that may not be valid UTF-8 (model output, byte
  * tokens): each invalid or truncated sequence becomes U+FFFD. Never NULL but on OOM. */
 json_t *hr_json_string_lossy(const char *s, size_t n);
+/* json_object_set_new and json_array_append_new that say when they fail: v is NULL (making
+ * it ran out of memory) or jansson could not grow the container. v is consumed either way,
+ * so a chain of builders needs no cleanup of its own but the container's. */
+hr_err *hr_json_set_new(json_t *obj, const char *key, json_t *v);
+hr_err *hr_json_append_new(json_t *arr, json_t *v);
+/* json_dumps that returns NULL when memory runs out anywhere in the dump: jansson 2.14's
+ * json_dumps ignores a failed write of an object key and returns the text without it
+ * (found by tests/unit/test_alloc_fail.c), so this one measures with json_dumpb, then
+ * writes into a buffer of that size. The result is malloc'd. */
+char *hr_json_dumps(const json_t *v, size_t flags);
 
 #endif

@@ -2,6 +2,8 @@
  * is written with one fputs so lines of concurrent threads do not interleave. */
 #include "base/log.h"
 
+#include "base/json.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +57,7 @@ static void emit_json(hr_log_level level, const char *msg, const json_t *fields)
     json_t *o = json_pack("{s:s, s:s, s:s}", "time", ts, "level", level_names[level], "msg", msg);
     if (!o) return;
     if (fields) json_object_update(o, (json_t *)fields);
-    char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(7));
+    char *s = hr_json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(7));
     json_decref(o);
     if (!s) return;
     size_t n = strlen(s);
@@ -85,7 +87,7 @@ static void add_field(char *line, size_t cap, size_t *n, const char *key, const 
     if (s && !strpbrk(s, " \"=\n\t") && *s)
         val = strdup(s);
     else
-        val = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(7));
+        val = hr_json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY | JSON_REAL_PRECISION(7));
     if (!val) return;
     int k = snprintf(line + *n, cap - *n, " %s=%s", key, val);
     free(val);

@@ -3,10 +3,12 @@
  * generation checks for sleepers, so a wake-up can never be lost. */
 #include "base/pool.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,11 +89,13 @@ hr_err *hr_pool_create(int n_threads, hr_pool **out) {
     for (int i = 1; i < n_threads; i++) {
         worker_arg *wa = malloc(sizeof *wa);
         if (wa) *wa = (worker_arg){p, i};
-        if (!wa || pthread_create(&p->threads[i], NULL, worker_main, wa) != 0) {
+        int rc = wa ? pthread_create(&p->threads[i], NULL, worker_main, wa) : ENOMEM;
+        if (rc) {
             free(wa);
             p->n = i;
             hr_pool_destroy(p);
-            return hr_errf("thread pool: cannot start thread %d", i);
+            if (!wa) return hr_err_oom();
+            return hr_errf("thread pool: cannot start thread %d: %s", i, strerror(rc));
         }
     }
     *out = p;

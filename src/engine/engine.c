@@ -32,6 +32,7 @@ static void free_events(hr_ev_node *n) {
 
 static void request_free(hr_request *r) {
     free_events(r->head);
+    free(r->spare_done);
     free(r->cur);
     free(r->tokens);
     hr_sampler_free(&r->sampler);
@@ -82,14 +83,28 @@ void hr_request_emit(hr_request *r, const hr_event *ev) {
         pthread_mutex_unlock(&r->mu);
         return;
     }
-    hr_ev_node *n = copy_event(ev);
-    if (!n && done) { /* out of memory: deliver DONE without its text */
-        hr_event bare = *ev;
-        bare.text = "";
-        bare.text_len = 0;
-        bare.error = "out of memory";
-        bare.finish = HR_FINISH_ERROR;
-        n = copy_event(&bare);
+    pthread_mutex_lock(&r->mu);
+    int lost = r->lost;
+    pthread_mutex_unlock(&r->mu);
+    hr_ev_node *n = lost && done ? NULL : copy_event(ev);
+    if (!n && !done) { /* out of memory: the reader would miss a token, so end it */
+        pthread_mutex_lock(&r->mu);
+        r->lost = 1;
+        pthread_mutex_unlock(&r->mu);
+        atomic_store(&r->cancel, 1);
+        return;
+    }
+    if (!n) { /* the spare: DONE without its text, as an error */
+        n = r->spare_done;
+        r->spare_done = NULL;
+        n->ev = *ev;
+        n->next = NULL;
+        n->ev.text = n->text;
+        n->ev.text_len = 0;
+        n->ev.error = "out of memory while queueing the request's events";
+        n->ev.finish = HR_FINISH_ERROR;
+        n->ev.n_top = 0;
+        n->ev.stop_string = NULL;
     }
     pthread_mutex_lock(&r->mu);
     if (n) {
@@ -285,7 +300,10 @@ static hr_err *request_create(hr_engine *e, const hr_request_params *p, hr_reque
     pthread_mutex_init(&r->mu, NULL);
     pthread_cond_init(&r->cv, NULL);
     int32_t *ids = NULL;
-    hr_err *err = prompt_tokens(e, p, &ids, &r->n_prompt);
+    r->spare_done = malloc(sizeof *r->spare_done + 1);
+    hr_err *err = r->spare_done ? NULL : hr_err_oom();
+    if (r->spare_done) r->spare_done->text[0] = 0;
+    if (!err) err = prompt_tokens(e, p, &ids, &r->n_prompt);
     r->max_tokens = p->max_tokens > 0 ? p->max_tokens : 16;
     if (!err && r->n_prompt <= 0) err = hr_errf("the prompt is empty");
     if (!err && (long)r->n_prompt + r->max_tokens > e->max_context)

@@ -42,6 +42,10 @@ struct hr_request {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     hr_ev_node *head, *tail, *cur;
+    /* made at submit: the DONE event delivered when memory runs out while queueing events
+     * (an event that could not be queued cancels the request; its DONE is then an error) */
+    hr_ev_node *spare_done;
+    int lost; /* an event could not be queued */
     int finished;
     /* sequence state (engine thread) */
     int32_t *tokens; /* (cap) prompt then generated */

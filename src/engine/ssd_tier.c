@@ -109,7 +109,9 @@ static int add_entry(hr_ssd_tier *t, uint64_t key, uint64_t fp, size_t bytes, in
             t->free_ent = i;
         }
         t->cap_ent = cap;
-        hr_err *err = rehash(t, 2 * cap);
+    }
+    if (t->n_buckets < 2 * t->cap_ent) { /* grown, or a rehash that ran out of memory */
+        hr_err *err = rehash(t, 2 * t->cap_ent);
         if (err) return hr_err_free(err), -1;
     }
     int i = t->free_ent;
@@ -649,12 +651,7 @@ static hr_err *tier_start(hr_ssd_tier *t, hr_kv_pool *pool) {
     struct stat st;
     if (stat(t->dir, &st) == 0 && !S_ISDIR(st.st_mode))
         return hr_errf("--ssd-cache %s is not a directory", t->dir);
-    hr_err *err = hr_mkdir_p(t->dir);
-    if (err) {
-        hr_err *e = hr_errf("--ssd-cache %s: %s", t->dir, hr_err_msg(err));
-        hr_err_free(err);
-        return e;
-    }
+    HR_TRY(hr_err_wrap(hr_mkdir_p(t->dir), "--ssd-cache %s: ", t->dir)); /* keeps HR_E_OOM */
     HR_TRY(scan(t));
     if (pthread_create(&t->writer, NULL, writer_main, t))
         return hr_errf("cannot start the ssd cache writer");

@@ -639,6 +639,7 @@ hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
         hr_gdfa_free(&a.ops[k]);
     free(a.ops);
     free(a.op_node);
+    if (e) hr_gdfa_free(out); /* a minimized DFA whose chains failed */
     return e;
 }
 

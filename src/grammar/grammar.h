@@ -44,8 +44,8 @@ void hr_matcher_free(hr_matcher *m);
 void hr_matcher_mask(hr_matcher *m, uint32_t *bits);
 /* The same mask by trying every token from the current state: the plain reference. */
 void hr_matcher_mask_ref(hr_matcher *m, uint32_t *bits);
-/* 1 accepted (state advanced), 0 rejected (state unchanged). A stop token is accepted iff
- * the matcher is accepting, and ends it. */
+/* 1 accepted (state advanced), 0 rejected (state unchanged; also when memory for the
+ * new state ran out). A stop token is accepted iff the matcher is accepting, and ends it. */
 int hr_matcher_accept(hr_matcher *m, int32_t token);
 /* 1 if all n bytes are accepted; else 0 with the state unchanged and *n_ok (may be NULL)
  * the bytes accepted before the failing one. Counts as one token for rollback. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "grammar/schema_int.h"
 
 #define MAX_DEPTH 256
@@ -800,7 +801,7 @@ static void literal(hr_sc_ctx *c, hr_gbuf *b, const json_t *v) {
         hr_gbuf_printf(b, "\"{\"%s ", w);
         json_object_foreach((json_t *)v, k, x) {
             json_t *ks = json_string(k);
-            char *kt = ks ? json_dumps(ks, JSON_ENCODE_ANY) : NULL;
+            char *kt = ks ? hr_json_dumps(ks, JSON_ENCODE_ANY) : NULL;
             if (!kt)
                 b->oom = 1;
             else {
@@ -825,7 +826,7 @@ static void literal(hr_sc_ctx *c, hr_gbuf *b, const json_t *v) {
         hr_gbuf_puts(b, "\"]\"");
     } else if (json_is_real(v)) {
         /* jansson's spelling (17 digits) and the shortest one that reads back the same */
-        char *jt = json_dumps(v, JSON_ENCODE_ANY), shortest[40] = "";
+        char *jt = hr_json_dumps(v, JSON_ENCODE_ANY), shortest[40] = "";
         for (int prec = 1; prec <= 17; prec++) {
             snprintf(shortest, sizeof shortest, "%.*g", prec, json_real_value(v));
             if (strtod(shortest, NULL) == json_real_value(v)) break;
@@ -843,7 +844,7 @@ static void literal(hr_sc_ctx *c, hr_gbuf *b, const json_t *v) {
         }
         free(jt);
     } else {
-        char *jt = json_dumps(v, JSON_ENCODE_ANY);
+        char *jt = hr_json_dumps(v, JSON_ENCODE_ANY);
         if (!jt)
             b->oom = 1;
         else

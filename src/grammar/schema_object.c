@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "grammar/schema_int.h"
 
 #define ANY_ORDER_MAX 8
@@ -116,7 +117,7 @@ static const char *kv_rule(hr_sc_ctx *c, const char *key, const char *val) {
 
 static hr_err *key_literal(hr_gbuf *b, const char *name) {
     json_t *s = json_string(name);
-    char *t = s ? json_dumps(s, JSON_ENCODE_ANY) : NULL;
+    char *t = s ? hr_json_dumps(s, JSON_ENCODE_ANY) : NULL;
     json_decref(s);
     if (!t) return hr_err_oom();
     hr_gbuf_lit(b, t, strlen(t));

@@ -17,6 +17,7 @@
 typedef struct {
     uint32_t (*r)[2]; /* sorted, disjoint, non-adjacent after cs_norm */
     size_t n, cap;
+    int oom; /* a range could not be added: the set is incomplete, emit_set fails */
 } cset;
 
 typedef struct {
@@ -30,7 +31,10 @@ static void cs_add(cset *c, uint32_t lo, uint32_t hi) {
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 8;
         void *p = realloc(c->r, cap * sizeof *c->r);
-        if (!p) return;
+        if (!p) {
+            c->oom = 1;
+            return;
+        }
         c->r = p;
         c->cap = cap;
     }
@@ -69,6 +73,7 @@ static void cs_negate(cset *c) {
         next = c->r[i][1] + 1;
     }
     if (next <= CP_MAX) cs_add(&out, next, CP_MAX);
+    out.oom |= c->oom;
     free(c->r);
     *c = out;
 }
@@ -98,6 +103,7 @@ static void class_escape(cset *c, char e) {
     if (e >= 'A' && e <= 'Z') cs_negate(&t);
     for (size_t i = 0; i < t.n; i++)
         cs_add(c, t.r[i][0], t.r[i][1]);
+    c->oom |= t.oom;
     free(t.r);
 }
 
@@ -149,6 +155,7 @@ static void raw_range(hr_gbuf *cls, int *n_cls, uint32_t *single, uint32_t lo, u
 
 /* A set of decoded characters as a regex over their encoded spellings (one group). */
 static void emit_set(hr_gbuf *o, cset *c) {
+    if (c->oom) o->oom = 1;
     cs_norm(c);
     hr_gbuf cls = {0};
     int n_cls = 0;
@@ -311,6 +318,7 @@ static int class_atom(rx *r, cset *c, uint32_t *cp) {
     else
         for (size_t i = 0; i < t.n; i++)
             cs_add(c, t.r[i][0], t.r[i][1]);
+    c->oom |= t.oom;
     free(t.r);
     return single;
 }
@@ -496,6 +504,7 @@ static void trie_level(const char *const *names, const size_t *lens, const size_
     cs_norm(kids);
     for (size_t i = 0; i < kids->n; i++)
         cs_add(other, kids->r[i][0], kids->r[i][1]);
+    other->oom |= kids->oom;
     cs_negate(other);
 }
 

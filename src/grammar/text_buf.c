@@ -20,7 +20,7 @@ void hr_gbuf_add(hr_gbuf *b, const char *s, size_t n) {
         b->p = p;
         b->cap = cap;
     }
-    memcpy(b->p + b->n, s, n);
+    if (n) memcpy(b->p + b->n, s, n); /* s may be NULL then (an empty buffer that failed) */
     b->n += n;
     b->p[b->n] = 0;
 }

@@ -186,7 +186,7 @@ hr_err *hr_config_from_gguf(const hr_gguf *g, hr_model_config *cfg) {
     builder b = {g, arch, json_object()};
     if (!b.j) return hr_err_oom();
     hr_err *e = build(&b, mt);
-    char *text = e ? NULL : json_dumps(b.j, 0);
+    char *text = e ? NULL : hr_json_dumps(b.j, 0);
     if (!e && !text) e = hr_err_oom();
     if (!e) e = hr_config_parse("GGUF metadata", text, cfg);
     free(text);

@@ -180,7 +180,7 @@ static hr_err *write_shards(const char *dir, mk_list *l, uint64_t shard_bytes) {
     if (!err && n_shards > 1) {
         json_t *idx = json_pack("{s:{s:I},s:O}", "metadata", "total_size", (json_int_t)total,
                                 "weight_map", wm);
-        char *txt = json_dumps(idx, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        char *txt = hr_json_dumps(idx, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         char *path = hr_path_join(dir, "model.safetensors.index.json");
         err = txt && path ? hr_write_atomic(path, txt, strlen(txt)) : hr_err_oom();
         free(txt);
@@ -206,7 +206,7 @@ static hr_err *write_generation_config(const char *dir, const hr_model_config *c
     for (int i = 0; i < c->n_eos; i++)
         json_array_append_new(eos, json_integer(c->eos_ids[i]));
     json_object_set_new(g, "eos_token_id", eos);
-    char *txt = json_dumps(g, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *txt = hr_json_dumps(g, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(g);
     if (!txt) return hr_err_oom();
     hr_err *err = write_text(dir, "generation_config.json", txt);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "base/file.h"
+#include "base/json.h"
 #include "tensor/mlx_quant.h"
 
 typedef struct {
@@ -182,7 +183,7 @@ static hr_err *write_config(const json_t *config, const hr_qplan *plan, const hr
     }
     json_object_set(c, "quantization", q);
     json_object_set_new(c, "quantization_config", q);
-    char *text = json_dumps(c, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *text = hr_json_dumps(c, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
     json_decref(c);
     if (!text) return hr_err_oom();
     hr_err *err = hr_write_atomic(path, text, strlen(text));

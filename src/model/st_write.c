@@ -32,7 +32,7 @@ static hr_err *build_header(const hr_st_spec *specs, int n, char **out, size_t *
                                       "data_offsets", (json_int_t)off, (json_int_t)(off + bytes)));
         off += bytes;
     }
-    char *txt = json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    char *txt = hr_json_dumps(h, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(h);
     if (!txt) return hr_err_oom();
     size_t len = strlen(txt), padded = (len + 7) / 8 * 8;

@@ -109,10 +109,9 @@ static hr_err *tool_use_call(msg_parts *p, const json_t *b, const char *where) {
     const json_t *input = json_object_get(b, "input");
     if (!id || !name || !json_is_object(input))
         return hr_errf("%s: tool_use needs string id and name and an object input", where);
-    json_array_append_new(p->calls,
-                          json_pack("{s:s, s:s, s:{s:s, s:O}}", "id", id, "type", "function",
-                                    "function", "name", name, "arguments", input));
-    return NULL;
+    return hr_json_append_new(p->calls,
+                              json_pack("{s:s, s:s, s:{s:s, s:O}}", "id", id, "type", "function",
+                                        "function", "name", name, "arguments", input));
 }
 
 static hr_err *tool_result_msg(msg_parts *p, const json_t *b, const char *where) {
@@ -126,9 +125,8 @@ static hr_err *tool_result_msg(msg_parts *p, const json_t *b, const char *where)
         text = json_string("");
     else
         HR_TRY(text_only(c, w, &text)); /* is_error: the text says what went wrong */
-    json_array_append_new(p->results, json_pack("{s:s, s:o, s:s}", "role", "tool", "content", text,
-                                                "tool_call_id", id));
-    return NULL;
+    return hr_json_append_new(p->results, json_pack("{s:s, s:o, s:s}", "role", "tool", "content",
+                                                    text, "tool_call_id", id));
 }
 
 static hr_err *thinking_block(msg_parts *p, const json_t *b, const char *where) {
@@ -183,18 +181,16 @@ static hr_err *start_turns(conv *cv) {
     if (!cv->has_lead) return NULL;
     hr_err *e = NULL;
     json_t *text = hr_text_join_take(&cv->lead, &e);
-    if (text)
-        json_array_append_new(cv->norm, json_pack("{s:s, s:o}", "role", "system", "content", text));
-    return e;
+    if (!text) return e;
+    return hr_json_append_new(cv->norm, json_pack("{s:s, s:o}", "role", "system", "content", text));
 }
 
 /* A system message's text: joined into the leading system message before the first turn,
  * else a system turn of its own. */
 static hr_err *add_system(conv *cv, json_t *text) {
-    if (cv->turns) {
-        json_array_append_new(cv->norm, json_pack("{s:s, s:o}", "role", "system", "content", text));
-        return NULL;
-    }
+    if (cv->turns)
+        return hr_json_append_new(cv->norm,
+                                  json_pack("{s:s, s:o}", "role", "system", "content", text));
     join_string(&cv->lead, text, "\n\n");
     cv->has_lead = 1;
     json_decref(text);
@@ -204,7 +200,8 @@ static hr_err *add_system(conv *cv, json_t *text) {
 /* The template messages of a user or assistant message: tool results first (they answer
  * the previous assistant turn), then the message unless it held only results. */
 static hr_err *emit_parts(msg_parts *p, json_t *norm) {
-    json_array_extend(norm, p->results);
+    if (p->text.oom || p->reasoning.oom || json_array_extend(norm, p->results))
+        return hr_err_oom(); /* a failed first piece would look like no text */
     int has_reasoning = p->reasoning.len > 0;
     if (!p->text.len && !json_array_size(p->calls) && !has_reasoning && json_array_size(p->results))
         return NULL;
@@ -212,11 +209,12 @@ static hr_err *emit_parts(msg_parts *p, json_t *norm) {
     json_t *text = hr_text_join_take(&p->text, &e);
     if (!text) return e;
     json_t *msg = json_pack("{s:s, s:o}", "role", p->role, "content", text);
-    if (json_array_size(p->calls)) json_object_set(msg, "tool_calls", p->calls);
-    json_t *reasoning = has_reasoning ? hr_text_join_take(&p->reasoning, &e) : NULL;
-    if (reasoning) json_object_set_new(msg, "reasoning_content", reasoning);
-    json_array_append_new(norm, msg);
-    return e;
+    if (!msg) return hr_err_oom();
+    if (json_array_size(p->calls) && json_object_set(msg, "tool_calls", p->calls)) e = hr_err_oom();
+    json_t *reasoning = !e && has_reasoning ? hr_text_join_take(&p->reasoning, &e) : NULL;
+    if (reasoning) e = hr_json_set_new(msg, "reasoning_content", reasoning);
+    if (e) return json_decref(msg), e;
+    return hr_json_append_new(norm, msg);
 }
 
 static hr_err *norm_message(const json_t *m, size_t i, conv *cv) {
@@ -238,7 +236,7 @@ static hr_err *norm_message(const json_t *m, size_t i, conv *cv) {
     HR_TRY(start_turns(cv));
     msg_parts p = {.where = where, .role = role, .calls = json_array(), .results = json_array()};
     if (json_is_string(c)) join_string(&p.text, c, "");
-    hr_err *e = NULL;
+    hr_err *e = p.calls && p.results ? NULL : hr_err_oom();
     size_t j;
     const json_t *b;
     if (json_is_array(c)) json_array_foreach(c, j, b) if (!e) e = add_block(&p, b, j);
@@ -295,8 +293,9 @@ static hr_err *convert_tools(const json_t *t, json_t **out) {
     *out = json_array();
     size_t i;
     const json_t *x;
-    hr_err *e = NULL;
+    hr_err *e = *out ? NULL : hr_err_oom();
     json_array_foreach(t, i, x) {
+        if (e) break;
         if (server_tool(x, i, &e) || e) {
             if (e) break;
             continue;
@@ -311,9 +310,12 @@ static hr_err *convert_tools(const json_t *t, json_t **out) {
         json_t *fn = json_pack("{s:s, s:{s:s, s:s, s:O}}", "type", "function", "function", "name",
                                name, "description", desc ? desc : "", "parameters", schema);
         const json_t *strict = json_object_get(x, "strict");
-        if (json_is_boolean(strict)) /* constrained under auto too (request_grammar.c) */
-            json_object_set(json_object_get(fn, "function"), "strict", (json_t *)strict);
-        json_array_append_new(*out, fn);
+        if (json_is_boolean(strict) && /* constrained under auto too (request_grammar.c) */
+            json_object_set(json_object_get(fn, "function"), "strict", (json_t *)strict)) {
+            json_decref(fn);
+            fn = NULL; /* out of memory, said by the append */
+        }
+        e = hr_json_append_new(*out, fn);
     }
     if (e) json_decref(*out), *out = NULL;
     return e;
@@ -365,7 +367,7 @@ static hr_err *parse_thinking(const json_t *body, hr_api_request *r, json_t *kwa
     if (!type || (strcmp(type, "enabled") && strcmp(type, "adaptive") && strcmp(type, "disabled")))
         return hr_errf("request: \"thinking\".type must be \"enabled\", \"adaptive\" or "
                        "\"disabled\"");
-    json_object_set_new(kwargs, "enable_thinking", json_boolean(strcmp(type, "disabled")));
+    HR_TRY(hr_json_set_new(kwargs, "enable_thinking", json_boolean(strcmp(type, "disabled"))));
     return strcmp(type, "enabled") ? NULL : parse_budget(t, r);
 }
 
@@ -391,8 +393,7 @@ static hr_err *parse_output_config(const json_t *body, hr_api_request *r, json_t
         return hr_errf("request: \"output_config\".effort must be low, medium, high or max");
     if (!strcmp(effort, "max")) effort = "high";
     if (!(r->reasoning_effort = strdup(effort))) return hr_err_oom();
-    json_object_set_new(kwargs, "reasoning_effort", json_string(effort));
-    return NULL;
+    return hr_json_set_new(kwargs, "reasoning_effort", json_string(effort));
 }
 
 /* Everything but max_tokens and stream, which /count_tokens does not take. */
@@ -406,7 +407,7 @@ static hr_err *parse_conversation(const json_t *body, const hr_request_limits *l
     HR_TRY(hr_check_conversation_size(msgs, "messages", "content"));
     conv cv = {.norm = json_array()};
     json_t *tools = NULL, *kwargs = json_object();
-    hr_err *e = parse_system(body, &cv);
+    hr_err *e = cv.norm && kwargs ? parse_system(body, &cv) : hr_err_oom();
     size_t i;
     const json_t *m;
     json_array_foreach(msgs, i, m) if (!e) e = norm_message(m, i, &cv);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "grammar/grammar_cache.h"
 #include "server/http_internal.h"
@@ -42,7 +43,7 @@ static hr_err *queue(hr_http_req *q, int status, struct MHD_Response *r, const c
 }
 
 hr_err *hr_http_reply_json(hr_http_req *q, int status, json_t *body) {
-    char *s = json_dumps(body, JSON_COMPACT);
+    char *s = hr_json_dumps(body, JSON_COMPACT);
     json_decref(body);
     if (!s) return hr_err_oom();
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);

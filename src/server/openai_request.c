@@ -55,16 +55,17 @@ static hr_err *norm_tool_call(const json_t *tc, const char *where, size_t i, jso
                        where, i);
     }
     json_t *c = json_deep_copy(tc);
-    json_object_set_new(json_object_get(c, "function"), "arguments", a);
-    if (!json_object_get(c, "type")) json_object_set_new(c, "type", json_string("function"));
-    json_array_append_new(out, c);
-    return NULL;
+    hr_err *e = hr_json_set_new(json_object_get(c, "function"), "arguments", a);
+    if (!e && !json_object_get(c, "type")) e = hr_json_set_new(c, "type", json_string("function"));
+    if (e) return json_decref(c), e;
+    return hr_json_append_new(out, c);
 }
 
 /* Copies tool_calls with function.arguments as an object, as chat templates expect. */
 static hr_err *norm_tool_calls(const json_t *tcs, const char *where, json_t **out) {
     if (!json_is_array(tcs)) return hr_errf("%s.tool_calls must be an array", where);
     json_t *calls = json_array();
+    if (!calls) return hr_err_oom();
     size_t i;
     const json_t *tc;
     json_array_foreach(tcs, i, tc) {
@@ -84,35 +85,35 @@ static hr_err *norm_message(const json_t *m, size_t i, json_t *out) {
                   strcmp(role, "tool") && strcmp(role, "developer")))
         return hr_errf("%s.role must be one of system, developer, user, assistant, tool", where);
     json_t *n = json_object();
-    json_array_append_new(out, n);
-    json_object_set_new(n, "role", json_string(strcmp(role, "developer") ? role : "system"));
+    HR_TRY(hr_json_append_new(out, n));
+    HR_TRY(hr_json_set_new(n, "role", json_string(strcmp(role, "developer") ? role : "system")));
     const json_t *c = json_object_get(m, "content");
     const json_t *tcs = json_object_get(m, "tool_calls");
     int is_asst = !strcmp(role, "assistant");
     if (c && !json_is_null(c)) {
         json_t *t = NULL;
         HR_TRY(content_text(c, where, &t));
-        json_object_set_new(n, "content", t);
+        HR_TRY(hr_json_set_new(n, "content", t));
     } else if (!is_asst || !tcs) {
         return hr_errf("%s.content is required", where);
     } else {
-        json_object_set_new(n, "content", json_string("")); /* templates treat it as text */
+        HR_TRY(hr_json_set_new(n, "content", json_string(""))); /* templates: text */
     }
     if (tcs && !json_is_null(tcs)) {
         if (!is_asst) return hr_errf("%s.tool_calls is only allowed on assistant messages", where);
         json_t *t = NULL;
         HR_TRY(norm_tool_calls(tcs, where, &t));
-        json_object_set_new(n, "tool_calls", t);
+        HR_TRY(hr_json_set_new(n, "tool_calls", t));
     }
     if (!strcmp(role, "tool")) {
         const char *id = json_string_value(json_object_get(m, "tool_call_id"));
         if (!id) return hr_errf("%s.tool_call_id must be a string", where);
-        json_object_set_new(n, "tool_call_id", json_string(id));
+        HR_TRY(hr_json_set_new(n, "tool_call_id", json_string(id)));
     }
     const char *name = json_string_value(json_object_get(m, "name"));
-    if (name) json_object_set_new(n, "name", json_string(name));
+    if (name) HR_TRY(hr_json_set_new(n, "name", json_string(name)));
     const char *rc = json_string_value(json_object_get(m, "reasoning_content"));
-    if (rc) json_object_set_new(n, "reasoning_content", json_string(rc));
+    if (rc) return hr_json_set_new(n, "reasoning_content", json_string(rc));
     return NULL;
 }
 
@@ -205,6 +206,7 @@ static hr_err *parse_chat_kwargs(const json_t *body, hr_api_request *r, json_t *
     if (k && !json_is_null(k) && !json_is_object(k))
         return hr_errf("request: \"chat_template_kwargs\" must be an object");
     *kwargs = json_is_object(k) ? json_deep_copy(k) : json_object();
+    if (!*kwargs) return hr_err_oom();
     const char *effort;
     HR_TRY(hr_json_str(body, "reasoning_effort", NULL, "request", &effort));
     if (!effort) return NULL;
@@ -213,9 +215,9 @@ static hr_err *parse_chat_kwargs(const json_t *body, hr_api_request *r, json_t *
         return hr_errf(
             "request: \"reasoning_effort\" must be none, minimal, low, medium, high or xhigh");
     if (!(r->reasoning_effort = strdup(effort))) return hr_err_oom();
-    json_object_set_new(*kwargs, "reasoning_effort", json_string(effort));
+    HR_TRY(hr_json_set_new(*kwargs, "reasoning_effort", json_string(effort)));
     if (!strcmp(effort, "none") && !json_object_get(*kwargs, "enable_thinking"))
-        json_object_set_new(*kwargs, "enable_thinking", json_false());
+        return hr_json_set_new(*kwargs, "enable_thinking", json_false());
     return NULL;
 }
 
@@ -231,7 +233,7 @@ static hr_err *parse_chat(const json_t *body, const hr_request_limits *lim, hr_a
     json_t *norm = json_array(), *tools = NULL, *kwargs = NULL;
     size_t i;
     const json_t *m;
-    hr_err *e = NULL;
+    hr_err *e = norm ? NULL : hr_err_oom();
     json_array_foreach(msgs, i, m) if (!e) e = norm_message(m, i, norm);
     if (!e) e = parse_tools(body, r, &tools);
     if (!e) e = parse_chat_kwargs(body, r, &kwargs);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "server/http_internal.h"
 #include "server/listener.h"
@@ -72,7 +73,7 @@ static void keep_alive(px_req *r) { hr_listener_keep_alive(r->conn, r->p->timeou
 
 static enum MHD_Result reply_json(px_req *r, int status, json_t *body) {
     r->replied = 1;
-    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    char *s = body ? hr_json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!s) return MHD_NO;
     struct MHD_Response *res = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
@@ -301,7 +302,7 @@ static void add_error_event(px_req *r) {
             ? json_pack("{s:s, s:s, s:s, s:n, s:I}", "type", "error", "code", "server_error",
                         "message", msg, "param", "sequence_number", (json_int_t)r->events)
             : hr_error_body(r->api, 502, msg);
-    char *s = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    char *s = body ? hr_json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (r->api == HR_API_MESSAGES || r->api == HR_API_RESPONSES)
         hr_sbuf_add(&r->out, "event: error\n", 13);

@@ -54,7 +54,7 @@ json_t *hr_error_body(hr_api_kind api, int status, const char *message) {
 }
 
 void hr_sse_put(hr_reply *r, const char *name, json_t *v) {
-    char *s = json_dumps(v, JSON_COMPACT);
+    char *s = hr_json_dumps(v, JSON_COMPACT);
     json_decref(v);
     if (!s) return;
     if (name) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "grammar/grammar.h"
 #include "grammar/grammar_cache.h"
 #include "grammar/schema.h"
@@ -98,7 +99,7 @@ static hr_err *tool_rule(hr_gbuf *b, const json_t *tool, size_t i, const char *k
     char head[64];
     snprintf(head, sizeof head, "tc-f%zu ::= ", i);
     hr_gbuf_puts(b, head);
-    char *name = json_dumps(json_object_get(fn, "name"), JSON_ENCODE_ANY);
+    char *name = hr_json_dumps(json_object_get(fn, "name"), JSON_ENCODE_ANY);
     hr_gbuf_lit(b, name ? name : "\"\"", name ? strlen(name) : 2);
     free(name);
     char tail[96];

@@ -8,7 +8,7 @@
 #include "base/json.h"
 #include "server/output_parse.h"
 
-static char *dump_args(const json_t *args) { return json_dumps(args, JSON_COMPACT); }
+static char *dump_args(const json_t *args) { return hr_json_dumps(args, JSON_COMPACT); }
 
 /* {"name": s, "arguments" | "parameters": object or string holding one}. */
 static int parse_json_call(const json_t *v, char **name, char **args) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "server/request.h"
 
 /* Gemma's calls are python syntax: the name must read as one (tool_body.c's parser). */
@@ -42,7 +43,7 @@ hr_err *hr_request_set_prefill(hr_api_request *r, hr_tool_format fmt) {
                        name);
     if (name && fmt != HR_TOOLS_GEMMA) {
         json_t *j = json_string(name);
-        quoted = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+        quoted = j ? hr_json_dumps(j, JSON_ENCODE_ANY) : NULL;
         json_decref(j);
         if (!quoted) return hr_err_oom();
         name = quoted;

@@ -126,6 +126,7 @@ typedef struct {
     char *p;
     size_t n, cap;
     int full, deep;
+    int oom;   /* full because memory ran out below the cap */
     int depth; /* containers hr_tv_write_repr is inside of */
 } tsb;
 void hr_tsb_put(tsb *b, const char *s, size_t n);

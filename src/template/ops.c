@@ -20,7 +20,7 @@ hr_err *hr_tpl_limit(const char *fmt, ...) {
 }
 
 hr_err *hr_rt_nomem(rt *r) {
-    (void)r;
+    if (!hr_tpl_arena_exhausted(r->a)) return hr_err_oom(); /* malloc failed below the cap */
     return hr_tpl_limit("template used more than %u MiB of memory", TPL_MAX_ARENA >> 20);
 }
 

@@ -19,7 +19,7 @@ void hr_tsb_put(tsb *b, const char *s, size_t n) {
             cap *= 2;
         char *p = realloc(b->p, cap);
         if (!p) {
-            b->full = 1;
+            b->full = b->oom = 1;
             return;
         }
         b->p = p;
@@ -39,6 +39,7 @@ void hr_tsb_free(tsb *b) {
 
 hr_err *hr_tsb_error(const tsb *b) {
     if (!b->full) return NULL;
+    if (b->oom) return hr_err_oom();
     if (b->deep) return hr_tpl_limit("a value nested more than %d levels deep", TPL_MAX_DEPTH);
     return hr_tpl_limit("template output exceeds %u MiB", TPL_MAX_OUTPUT >> 20);
 }

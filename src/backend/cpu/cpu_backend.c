@@ -23,7 +23,9 @@ static void cpu_destroy(hr_backend *be) {
 
 static hr_err *cpu_alloc(hr_backend *be, size_t bytes, void **out) {
     *out = aligned_alloc(64, (bytes + 63) / 64 * 64 + 64);
-    return *out ? NULL : hr_errf("cannot allocate %zu bytes of host memory", bytes);
+    return *out ? NULL
+                : hr_errc(HR_E_OOM, "out of memory: cannot allocate %zu bytes of host memory",
+                          bytes);
 }
 
 static void cpu_free(hr_backend *be, void *p) { free(p); }
@@ -63,7 +65,8 @@ static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev)
     if (cb->opt.weights_in_place || bytes < COPY_MIN) return NULL;
     size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
     void *p = mmap(NULL, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return hr_errf("cannot allocate %zu MiB for weights", bytes >> 20);
+    if (p == MAP_FAILED)
+        return hr_errc(HR_E_OOM, "out of memory: cannot allocate %zu MiB for weights", bytes >> 20);
     madvise(p, rounded, MADV_HUGEPAGE);
     memcpy(p, host->data, bytes);
     dev->data = p;
@@ -116,8 +119,8 @@ static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
         if (!kv->conv || !kv->delta || (nsnap && (!kv->snap_conv || !kv->snap_delta))) {
             kv->layer_off = NULL;
             cpu_kv_destroy(be, kv);
-            return hr_errf(
-                "cannot allocate %zu MiB for the recurrent state",
+            return hr_errc(
+                HR_E_OOM, "out of memory: cannot allocate %zu MiB for the recurrent state",
                 (ns + nsnap) * (size_t)(kv->conv_floats + kv->delta_floats) * sizeof(float) >> 20);
         }
         kv->bytes += (ns + nsnap) * (size_t)(kv->conv_floats + kv->delta_floats) * sizeof(float);
@@ -133,7 +136,9 @@ static hr_err *cpu_kv_create(hr_backend *be, hr_kv_store *kv) {
     kv->v = calloc(n + 1, 1);
     if (!kv->k || !kv->v || !kv->layer_off) {
         cpu_kv_destroy(be, kv);
-        return hr_errf("cannot allocate %zu MiB for the KV cache", 2 * n >> 20);
+        return hr_errc(HR_E_OOM,
+                       "out of memory: cannot allocate %zu bytes (%zu MiB) for the KV cache", 2 * n,
+                       2 * n >> 20);
     }
     kv->bytes += 2 * n;
     return NULL;

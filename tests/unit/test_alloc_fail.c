@@ -1,0 +1,470 @@
+/* The allocation-failure sweep (docs/reliability.md): each operation runs once to count its
+ * allocations and their call sites, then again with allocation N failing, for every N up to
+ * DENSE, the first allocation of every call site, and a stride over the rest (one-shot: only
+ * N fails; persistent: N and every later one). Each run must end in an error with a message
+ * or in the same result as without the failure, with no block left allocated (the shim's live
+ * set, tests/fault/alloc_fail.c). HEARTH_FAULT_FULL=1 tries every N; HEARTH_FAULT_OP=name
+ * runs one operation. */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backend/backend.h"
+#include "base/file.h"
+#include "base/json.h"
+#include "base/log.h"
+#include "engine/engine.h"
+#include "fault/alloc_fail.h"
+#include "grammar/grammar.h"
+#include "grammar/schema.h"
+#include "harness.h"
+#include "model/config.h"
+#include "model/gguf.h"
+#include "model/model.h"
+#include "model/safetensors.h"
+#include "server/request.h"
+#include "template/template.h"
+#include "tokenizer/tokenizer.h"
+
+static hr_tokenizer *brown_tok;    /* for the grammar op's vocabulary */
+static hr_grammar_vocab *brown_gv; /* built once: the op compiles and matches, not indexes */
+static char ssd_dir[256];
+static long ssd_restores; /* blocks the last engine_run with an SSD tier restored */
+
+static uint64_t mix(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static const char *CHAT_BODY =
+    "{\"model\": \"m\", \"messages\": [{\"role\": \"system\", \"content\": \"be brief\"},"
+    " {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"weather in Paris?\"}]},"
+    " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"c1\", \"type\": "
+    "\"function\", \"function\": {\"name\": \"get_weather\", \"arguments\": "
+    "\"{\\\"city\\\": \\\"Paris\\\"}\"}}]},"
+    " {\"role\": \"tool\", \"tool_call_id\": \"c1\", \"content\": \"sunny, 21C\"}],"
+    " \"max_tokens\": 64, \"temperature\": 0.5, \"top_p\": 0.9, \"stop\": [\"END\", \"###\"],"
+    " \"logit_bias\": {\"7\": -100}, \"seed\": 7, \"response_format\": {\"type\": "
+    "\"json_object\"},"
+    " \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\","
+    " \"description\": \"the weather\", \"parameters\": {\"type\": \"object\", \"properties\":"
+    " {\"city\": {\"type\": \"string\"}}, \"required\": [\"city\"]}}}]}";
+
+static const hr_request_limits LIM = {.max_tokens_limit = 4096, .vocab_size = 32000};
+
+static hr_err *parse_body(hr_api_request **r) {
+    json_t *j;
+    HR_TRY(hr_json_load_buf("request body", CHAT_BODY, strlen(CHAT_BODY), &j));
+    hr_err *e = hr_parse_chat_request(j, &LIM, r);
+    json_decref(j);
+    return e;
+}
+
+/* Hashes a JSON value without allocating (json_dumps could fail in the sweep itself). */
+static uint64_t mix_json(uint64_t d, const json_t *v) {
+    int t = v ? (int)json_typeof(v) : -1;
+    d = mix(d, &t, sizeof t);
+    const char *k;
+    const json_t *x;
+    size_t i;
+    switch (t) {
+    case JSON_OBJECT:
+        json_object_foreach((json_t *)v, k, x) d = mix_json(mix(d, k, strlen(k)), x);
+        break;
+    case JSON_ARRAY: json_array_foreach(v, i, x) d = mix_json(d, x); break;
+    case JSON_STRING: d = mix(d, json_string_value(v), json_string_length(v)); break;
+    case JSON_INTEGER:
+    case JSON_REAL: {
+        double n = json_number_value(v);
+        d = mix(d, &n, sizeof n);
+    } break;
+    default: break;
+    }
+    return d;
+}
+
+static hr_err *op_request(uint64_t *d) {
+    hr_api_request *r = NULL;
+    HR_TRY(parse_body(&r));
+    *d = mix_json(*d, r->chat);
+    *d = mix(*d, &r->max_tokens, sizeof r->max_tokens);
+    *d = mix(*d, &r->n_stop, sizeof r->n_stop);
+    *d = mix(*d, &r->output.kind, sizeof r->output.kind);
+    hr_api_request_free(r);
+    return NULL;
+}
+
+static const char *MESSAGES_BODY =
+    "{\"model\": \"m\", \"max_tokens\": 64, \"system\": [{\"type\": \"text\", \"text\": "
+    "\"be brief\"}], \"messages\": [{\"role\": \"user\", \"content\": \"weather?\"},"
+    " {\"role\": \"assistant\", \"content\": [{\"type\": \"thinking\", \"thinking\": "
+    "\"hmm\", \"signature\": \"s\"}, {\"type\": \"text\", \"text\": \"checking\"},"
+    " {\"type\": \"tool_use\", \"id\": \"t1\", \"name\": \"get_weather\", \"input\": "
+    "{\"city\": \"Paris\"}}]},"
+    " {\"role\": \"user\", \"content\": [{\"type\": \"tool_result\", \"tool_use_id\": "
+    "\"t1\", \"content\": [{\"type\": \"text\", \"text\": \"sunny\"}]}, {\"type\": "
+    "\"text\", \"text\": \"thanks\"}]}],"
+    " \"stop_sequences\": [\"END\"], \"tools\": [{\"name\": \"get_weather\", "
+    "\"input_schema\": {\"type\": \"object\", \"properties\": {\"city\": {\"type\": "
+    "\"string\"}}}}], \"tool_choice\": {\"type\": \"auto\"}}";
+
+/* An Anthropic /v1/messages body (system blocks, thinking, tool_use, tool_result). */
+static hr_err *op_messages(uint64_t *d) {
+    json_t *j;
+    HR_TRY(hr_json_load_buf("request body", MESSAGES_BODY, strlen(MESSAGES_BODY), &j));
+    hr_api_request *r = NULL;
+    hr_err *e = hr_parse_messages_request(j, &LIM, &r);
+    json_decref(j);
+    if (e) return e;
+    *d = mix_json(*d, r->chat);
+    *d = mix(*d, &r->n_stop, sizeof r->n_stop);
+    hr_api_request_free(r);
+    return NULL;
+}
+
+static hr_err *op_template(uint64_t *d) {
+    hr_chat_template ct;
+    HR_TRY(hr_chat_template_load(hr_fixture("models/qwen3-tools-20m"), NULL, &ct));
+    hr_api_request *r = NULL;
+    char *out = NULL;
+    hr_err *e = parse_body(&r);
+    if (!e) e = hr_chat_template_apply(&ct, r->chat, &out, NULL);
+    if (!e) *d = mix(*d, out, strlen(out));
+    free(out);
+    hr_api_request_free(r);
+    hr_chat_template_free(&ct);
+    return e;
+}
+
+static hr_err *op_tokenizer(uint64_t *d) {
+    hr_tokenizer *t;
+    HR_TRY(hr_tokenizer_load(hr_fixture("models/brown-llama-8m"), &t));
+    static const char text[] = "The quick brown fox, said Mr. O'Neil, jumped 1234 times! ";
+    int32_t *ids = NULL;
+    int n = 0;
+    hr_err *e = hr_tokenizer_encode(t, text, sizeof text - 1, 1, &ids, &n);
+    if (!e) *d = mix(*d, ids, sizeof *ids * (size_t)n);
+    free(ids);
+    hr_tokenizer_free(t);
+    return e;
+}
+
+static hr_err *load_schema(json_t **s) {
+    json_t *doc;
+    HR_TRY(hr_json_load_file(hr_fixture("jsonschema/Glaiveai2K---create_invoice_1a6bcbdb.json"),
+                             &doc));
+    *s = json_incref(json_object_get(doc, "schema"));
+    json_decref(doc);
+    return *s ? NULL : hr_errf("the schema fixture has no \"schema\"");
+}
+
+/* The schema's grammar, a matcher over brown-llama-8m's vocabulary, and masks along a
+ * valid document fed token by token (tokens of one byte each, found in the vocabulary). */
+static hr_err *op_schema(uint64_t *d) {
+    json_t *s;
+    HR_TRY(load_schema(&s));
+    char *text = NULL;
+    size_t len = 0;
+    hr_grammar *g = NULL;
+    hr_matcher *m = NULL;
+    hr_err *e = hr_schema_to_gbnf(s, NULL, &text, &len);
+    json_decref(s);
+    if (!e) e = hr_grammar_compile(text, len, &g);
+    free(text);
+    if (!e) e = hr_matcher_create(g, brown_gv, &m);
+    uint32_t *bits = NULL;
+    size_t words = ((size_t)hr_grammar_vocab_size(brown_gv) + 31) / 32;
+    if (!e && !(bits = malloc(words * sizeof *bits))) e = hr_err_oom();
+    static const char doc[] = "{\"customer_name\": \"A";
+    for (size_t i = 0; !e && i < sizeof doc - 1; i++) {
+        hr_matcher_mask(m, bits);
+        *d = mix(*d, bits, words * sizeof *bits);
+        char piece[8];
+        snprintf(piece, sizeof piece, "<0x%02X>", (unsigned char)doc[i]);
+        int32_t id = hr_tokenizer_token_id(brown_tok, piece);
+        if (!hr_matcher_accept(m, id)) e = hr_errf("the matcher refused byte %zu", i);
+    }
+    free(bits);
+    hr_matcher_free(m);
+    hr_grammar_free(g);
+    return e;
+}
+
+static hr_err *op_gbnf(uint64_t *d) {
+    char *text;
+    size_t len;
+    HR_TRY(hr_read_file("tests/data/grammar/json.gbnf", &text, &len));
+    hr_grammar *g = NULL;
+    hr_matcher *m = NULL;
+    hr_err *e = hr_grammar_compile(text, len, &g);
+    free(text);
+    if (!e) e = hr_matcher_create(g, NULL, &m);
+    static const char doc[] = "{\"a\": [1, 2.5e3, \"x\\n\", true, null]}";
+    size_t ok = 0;
+    if (!e && !hr_matcher_accept_bytes(m, doc, sizeof doc - 1, &ok))
+        e = hr_errf("the matcher refused byte %zu", ok);
+    if (!e) *d = mix(*d, &ok, sizeof ok);
+    hr_matcher_free(m);
+    hr_grammar_free(g);
+    return e;
+}
+
+static hr_err *op_safetensors(uint64_t *d) {
+    hr_safetensors *st;
+    HR_TRY(hr_st_open(hr_fixture("models/tiny-llama/model.safetensors"), &st));
+    int n = hr_st_count(st);
+    for (int i = 0; i < n; i++)
+        *d = mix(*d, hr_st_name(st, i), strlen(hr_st_name(st, i)));
+    hr_st_close(st);
+    hr_model_config c;
+    HR_TRY(hr_config_load(hr_fixture("models/tiny-llama"), &c));
+    *d = mix(*d, &c.n_layers, sizeof c.n_layers);
+    return NULL;
+}
+
+static hr_err *op_gguf(uint64_t *d) {
+    hr_gguf *g;
+    HR_TRY(hr_gguf_open(hr_fixture("gguf/brown-llama-8m-Q4_K_M.gguf"), &g));
+    int nkv = hr_gguf_kv_count(g), nt = hr_gguf_tensor_count(g);
+    *d = mix(*d, &nkv, sizeof nkv);
+    *d = mix(*d, &nt, sizeof nt);
+    hr_model_config c;
+    hr_err *e = hr_config_from_gguf(g, &c);
+    if (!e) *d = mix(*d, &c.n_layers, sizeof c.n_layers);
+    hr_gguf_close(g);
+    return e;
+}
+
+/* One request of prompt tokens through an engine; an error event is the run's error. */
+static hr_err *generate(hr_engine *en, int n_prompt, uint64_t *d) {
+    int32_t p[64];
+    for (int i = 0; i < n_prompt; i++)
+        p[i] = 3 + (i * 7919 + 17) % 500; /* tiny-llama has 512 ids */
+    hr_request_params rp = {.tokens = p, .n_tokens = n_prompt, .max_tokens = 4, .ignore_eos = 1};
+    hr_request *r;
+    HR_TRY(hr_engine_submit(en, &rp, &r));
+    hr_err *e = NULL;
+    hr_event ev;
+    while (hr_request_next(r, &ev)) {
+        if (ev.kind == HR_EVENT_TOKEN) *d = mix(*d, &ev.token, sizeof ev.token);
+        if (ev.kind == HR_EVENT_DONE && ev.finish != HR_FINISH_LENGTH) /* events carry no code */
+            e = hr_errc(ev.error && strstr(ev.error, "out of memory") ? HR_E_OOM : HR_E_GENERIC,
+                        "request ended with finish %d: %s", (int)ev.finish,
+                        ev.error ? ev.error : "(no message)");
+    }
+    hr_request_release(r);
+    return e;
+}
+
+/* A CPU backend, tiny-llama loaded on it, an engine (the SSD tier at ssd, when set) and
+ * one request: prefill and 4 decode steps. */
+static hr_err *engine_run(const char *ssd, uint64_t *d) {
+    hr_backend *be;
+    HR_TRY(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &be));
+    hr_model *m = NULL;
+    hr_engine *en = NULL;
+    hr_engine_options o = {
+        .kv_memory = 4 << 20, .max_seqs = 2, .max_batch_tokens = 64, .ssd_cache = ssd};
+    hr_err *e = hr_model_load(hr_fixture("models/tiny-llama"), be, &m);
+    if (!e) e = hr_engine_create_on(m, NULL, &o, &en);
+    if (!e) e = generate(en, 40, d);
+    if (en && ssd) {
+        hr_engine_stats st;
+        hr_engine_stats_get(en, &st);
+        ssd_restores = st.ssd_restores;
+    }
+    if (en) hr_engine_destroy(en);
+    hr_model_free(m);
+    hr_backend_destroy(be);
+    return e;
+}
+
+static hr_err *op_engine(uint64_t *d) { return engine_run(NULL, d); }
+
+/* The SSD tier: an engine writes its cached blocks to a fresh directory at destroy, a
+ * second one indexes the files and restores the prefix from them. */
+static hr_err *op_ssd(uint64_t *d) {
+    hr_test_remove_tree(ssd_dir);
+    HR_TRY(engine_run(ssd_dir, d));
+    return engine_run(ssd_dir, d);
+}
+
+/* An operation and how many runs with failures it gets besides the first allocation of each
+ * call site: every N below dense, `strided` more spread over the rest, `persistent` runs
+ * failing from N on. The slow ones (a 32000-token tokenizer.json, two engines and their
+ * files) get fewer, to keep the whole sweep near a minute in the ASan build. */
+typedef struct {
+    const char *name;
+    hr_err *(*run)(uint64_t *digest);
+    long dense, strided, persistent;
+    /* every error must be HR_E_OOM (a request's: the server answers 503); not for the
+     * grammar ops, whose matcher says only "rejected" when it runs out */
+    int oom_code;
+} op;
+
+static const op OPS[] = {
+    {"request", op_request, 300, 150, 60, 1},
+    {"messages", op_messages, 300, 150, 60, 1},
+    {"template", op_template, 300, 150, 60, 1},
+    {"tokenizer", op_tokenizer, 10, 10, 5, 1},
+    {"schema", op_schema, 300, 150, 60, 0},
+    {"gbnf", op_gbnf, 300, 150, 60, 0},
+    {"safetensors", op_safetensors, 300, 150, 60, 1},
+    {"gguf", op_gguf, 300, 150, 60, 1},
+    {"engine", op_engine, 100, 50, 30, 1},
+    {"ssd", op_ssd, 40, 20, 10, 1},
+};
+
+/* Where a call site is: the binary's file offset, for addr2line -e. */
+static void print_site(const char *what, void *site) {
+    Dl_info di;
+    if (site && dladdr(site, &di) && di.dli_fname)
+        printf("#   %s: %s+0x%lx\n", what, di.dli_fname,
+               (unsigned long)((char *)site - (char *)di.dli_fbase));
+}
+
+typedef struct {
+    const op *o;
+    uint64_t want;
+    long tried, errors, same, not_oom; /* not_oom: errors without the HR_E_OOM code */
+} sweep;
+
+/* Without failures, the SSD op's second engine restores the prefix from the files the first
+ * wrote (else the sweep would not cover the tier's read path). */
+static void test_ssd_op_restores(void) {
+    uint64_t d = 0;
+    ssd_restores = 0;
+    HR_CHECK_OK(op_ssd(&d));
+    HR_CHECK(ssd_restores > 0, "the second engine restored %ld blocks", ssd_restores);
+}
+
+/* One run with allocation n failing; 0 (and says why) when it went wrong. */
+static int try_one(sweep *s, long n, int persistent, char *why, size_t cap) {
+    uint64_t d = 0xcbf29ce484222325ULL;
+    hr_fault_track();
+    hr_fault_arm(n, persistent);
+    hr_err *e = s->o->run(&d);
+    hr_fault_arm(-1, 0);
+    int ok = 1;
+    if (e) {
+        const char *msg = hr_err_msg(e);
+        if (!msg || !*msg) {
+            snprintf(why, cap, "an error without a message");
+            ok = 0;
+        }
+        if (hr_err_code_of(e) != HR_E_OOM) {
+            s->not_oom++;
+            if (ok && s->o->oom_code) {
+                snprintf(why, cap, "an error not marked out of memory: %.160s", msg);
+                ok = 0;
+            }
+        }
+        hr_err_free(e);
+    }
+    hr_fault_stats st;
+    hr_fault_stop(&st);
+    s->tried++;
+    if (e) s->errors++;
+    if (ok && !e && d != s->want && st.failed) {
+        snprintf(why, cap, "succeeded with a different result");
+        ok = 0;
+    }
+    if (!e && d == s->want) s->same++;
+    for (int i = 1; !ok && i < st.n_fail_stack; i++)
+        print_site("the failed allocation's caller", st.fail_stack[i]);
+    if (ok && st.live) {
+        snprintf(why, cap, "%ld blocks (%zu bytes) leaked", st.live, st.live_bytes);
+        print_site("a leaked block's allocation", st.first_leak_site);
+        ok = 0;
+    }
+    return ok;
+}
+
+static int wanted(const op *o, long n, long calls, const char *sites, int full) {
+    if (full || n < o->dense || sites[n]) return 1;
+    long rest = calls - o->dense, step = rest / o->strided + 1;
+    return (n - o->dense) % step == 0;
+}
+
+static void sweep_op(const op *o) {
+    hr_t_cur = o->name;
+    hr_t_cur_failed = 0;
+    int full = getenv("HEARTH_FAULT_FULL") && atoi(getenv("HEARTH_FAULT_FULL"));
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    sweep s = {.o = o, .want = 0xcbf29ce484222325ULL};
+    uint64_t warm = s.want;
+    hr_err *e = o->run(&warm); /* lazy one-time state (CPU features, caches) */
+    hr_fault_track();
+    if (!e) e = o->run(&s.want);
+    hr_fault_stats base;
+    hr_fault_stop(&base);
+    char why[256] = "";
+    if (e) {
+        printf("FAIL %s: without injected failures: %s\n", o->name, hr_err_msg(e));
+        hr_err_free(e);
+        hr_t_failed++;
+        return;
+    }
+    if (base.live) {
+        printf("FAIL %s: without injected failures %ld blocks leaked\n", o->name, base.live);
+        print_site("a leaked block's allocation", base.first_leak_site);
+        hr_t_failed++;
+        return;
+    }
+    char *site_at = calloc((size_t)base.calls + 1, 1);
+    for (int i = 0; i < base.n_sites; i++)
+        if (hr_fault_site_first(i) < base.calls) site_at[hr_fault_site_first(i)] = 1;
+    int bad = 0;
+    for (long n = 0; n < base.calls && !bad; n++)
+        if (wanted(o, n, base.calls, site_at, full) && !try_one(&s, n, 0, why, sizeof why)) {
+            printf("FAIL %s: allocation %ld of %ld failing once: %s\n", o->name, n, base.calls,
+                   why);
+            bad = 1;
+        }
+    long step = full ? 1 : base.calls / o->persistent + 1;
+    for (long n = 0; n < base.calls && !bad; n += step)
+        if (!try_one(&s, n, 1, why, sizeof why)) {
+            printf("FAIL %s: allocations from %ld of %ld failing: %s\n", o->name, n, base.calls,
+                   why);
+            bad = 1;
+        }
+    free(site_at);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("# %s: %ld allocations from %d call sites; %ld runs with failures (%ld errors, "
+           "%ld same result, %ld errors not HR_E_OOM), %.1f s\n",
+           o->name, base.calls, base.n_sites, s.tried, s.errors, s.same, s.not_oom,
+           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    if (bad)
+        hr_t_failed++;
+    else {
+        hr_t_passed++;
+        printf("ok %s\n", o->name);
+    }
+    fflush(stdout);
+}
+
+int main(void) {
+    /* jansson's allocations go through the shim too (malloc here is __wrap_malloc) */
+    json_set_alloc_funcs(malloc, free);
+    snprintf(ssd_dir, sizeof ssd_dir, "/tmp/hearth-alloc-fail-%d", (int)getpid());
+    hr_err *e = hr_tokenizer_load(hr_fixture("models/brown-llama-8m"), &brown_tok);
+    if (!e) e = hr_grammar_vocab_create(brown_tok, &brown_gv);
+    if (e) {
+        printf("FAIL setup: %s\n", hr_err_msg(e));
+        hr_err_free(e);
+        return hr_test_summary() | 1;
+    }
+    hr_log_threshold = HR_LOG_ERROR; /* the tier's "out of memory" warnings, hundreds */
+    const char *only = getenv("HEARTH_FAULT_OP");
+    if (!only) HR_RUN(test_ssd_op_restores);
+    for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++)
+        if (!only || !strcmp(only, OPS[i].name)) sweep_op(&OPS[i]);
+    hr_grammar_vocab_free(brown_gv);
+    hr_tokenizer_free(brown_tok);
+    hr_test_remove_tree(ssd_dir);
+    return hr_test_summary();
+}
