@@ -94,7 +94,7 @@ static hr_sample_out ref_at(const float *raw, int V, hr_sample_row row, double u
     hr_sample_out o;
     memcpy(work, raw, sizeof(float) * (size_t)V);
     row.u = u < 0 ? 0 : u >= 1 ? 1 - 1e-12 : u;
-    hr_sample_ref(&o, work, V, &row, ed, probs, idx);
+    hr_sample_ref(&o, work, V, &row, ed, NULL, probs, idx);
     return o;
 }
 
