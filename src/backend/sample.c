@@ -4,7 +4,8 @@
  * CPU backend's sample op is hr_sample_ref, so a row the device leaves to the host and a row
  * the CPU op decides take the same steps. Top-p works on a candidate set pruned of tokens
  * whose total mass cannot reach the nucleus, so it sorts a few hundred tokens, not the
- * vocabulary. */
+ * vocabulary. A row's token mask (a grammar's) is applied during the loops, run by run of
+ * allowed ids, not written into the logits. */
 #define _GNU_SOURCE
 #include "backend/sample.h"
 

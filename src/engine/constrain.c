@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/sample.h"
+
 hr_err *hr_constraint_init(hr_constraint *c, const hr_constraint_params *p,
                            const hr_grammar_vocab *v) {
     memset(c, 0, sizeof *c);
@@ -55,20 +57,10 @@ static int first_index(const hr_constraint *c, int32_t id) {
  * many stay. */
 static int mask_logits(const hr_constraint *c, float *logits, int vocab) {
     int n = c->n_vocab < vocab ? c->n_vocab : vocab, allowed = 0;
-    for (int w = 0; w * 32 < n; w++) {
-        uint32_t bits = c->bits[w];
-        int lim = n - w * 32 < 32 ? n - w * 32 : 32;
-        if (bits == UINT32_MAX && lim == 32) {
-            allowed += 32;
-            continue;
-        }
-        for (int b = 0; b < lim; b++) {
-            if (bits >> b & 1)
-                allowed++;
-            else
-                logits[w * 32 + b] = -INFINITY;
-        }
-    }
+    for (int w = 0; w < n / 32; w++)
+        allowed += __builtin_popcount(c->bits[w]);
+    if (n % 32) allowed += __builtin_popcount(c->bits[n / 32] & ((1u << (n % 32)) - 1));
+    hr_sample_mask_logits(logits, n, c->bits);
     for (int i = n; i < vocab; i++)
         logits[i] = -INFINITY;
     return allowed;
