@@ -180,8 +180,9 @@ typedef struct {
      * from logits x[r, 0..n) with the step's sample parameters (meta->sample, rows rows): its
      * edits applied to x in place, then its argmax or its draw, as hr_sample_ref decides it
      * (backend/sample.h; a device may differ from it only where its own rounding moves a
-     * cumulative boundary past u, or reorders near-equal probabilities), or id -1 where the
-     * host must decide from x. out is device memory. */
+     * cumulative boundary past u, or reorders near-equal probabilities), a masked row's
+     * disallowed ids never chosen, or id -1 where the host must decide from x (a masked row's
+     * mask may have been written into it). out is device memory. */
     void (*sample)(hr_backend *be, hr_sample_out *out, float *x, int rows, int n);
 
     /* --- MoE (docs/hybrid.md) --- */

@@ -40,14 +40,18 @@ typedef struct {
     int32_t n_top;      /* top logprobs wanted, 0..HR_SAMPLE_MAX_TOP */
     int32_t edit_start; /* this row's edits: edits[edit_start .. edit_start + n_edits) */
     int32_t n_edits;
-    int32_t pad;
+    int32_t mask; /* 0: none; k > 0: this row's token mask is the step's masks[k - 1] */
 } hr_sample_row;
 
-/* A step's sampling parameters, one row per logit row in order. */
+/* A step's sampling parameters, one row per logit row in order. A token mask (a grammar's
+ * allowed tokens) is a bitmask over the vocabulary: token i is allowed when bit i % 32 of word
+ * i / 32 is set; a masked row samples as if its disallowed logits were -inf (after its edits). */
 typedef struct {
     int n_rows, n_edits;
     const hr_sample_row *rows;  /* [n_rows] */
     const hr_logit_edit *edits; /* [n_edits] */
+    int n_masks, mask_words;    /* mask_words = (V + 31) / 32 */
+    const uint32_t *masks;      /* [n_masks, mask_words] */
 } hr_sample_step;
 
 /* One row's result. id -1: the op did not decide (HOST rows, and fallbacks: a sorted prefix
@@ -81,9 +85,19 @@ float hr_logprobs(const float *logits, int vocab, int32_t token, int top_n, int3
 /* Applies n edits to logits in order. */
 void hr_sample_apply_edits(float *logits, const hr_logit_edit *e, int n);
 /* The op on one row (the reference of the device kernels): edits applied to logits in place,
- * then row->mode's pick and the logprobs asked; probs and idx are scratch of V. */
+ * then row->mode's pick and the logprobs asked; probs and idx are scratch of V. mask (NULL:
+ * none) is the row's token mask: the result is the unmasked op's on the logits with every
+ * disallowed id set to -inf, except that id is -1 (the host decides) when no allowed logit is
+ * above -inf; the loops skip the disallowed words, and logits stay unmasked (but for a masked
+ * row whose top logprobs reach a -inf: then the mask is written into them). */
 void hr_sample_ref(hr_sample_out *out, float *logits, int V, const hr_sample_row *row,
-                   const hr_logit_edit *edits, float *probs, int32_t *idx);
+                   const hr_logit_edit *edits, const uint32_t *mask, float *probs, int32_t *idx);
+/* Row r's token mask in s, or NULL. */
+const uint32_t *hr_sample_row_mask(const hr_sample_step *s, int r);
+/* Whether every masked row of s's first rows names a mask of s and the masks cover V ids. */
+int hr_sample_masks_fit(const hr_sample_step *s, int rows, int V);
+/* Sets logits[i] = -inf for every id i < V that mask disallows. */
+void hr_sample_mask_logits(float *logits, int V, const uint32_t *mask);
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/sample.h"
+
 hr_err *hr_constraint_init(hr_constraint *c, const hr_constraint_params *p,
                            const hr_grammar_vocab *v) {
     memset(c, 0, sizeof *c);
@@ -55,20 +57,10 @@ static int first_index(const hr_constraint *c, int32_t id) {
  * many stay. */
 static int mask_logits(const hr_constraint *c, float *logits, int vocab) {
     int n = c->n_vocab < vocab ? c->n_vocab : vocab, allowed = 0;
-    for (int w = 0; w * 32 < n; w++) {
-        uint32_t bits = c->bits[w];
-        int lim = n - w * 32 < 32 ? n - w * 32 : 32;
-        if (bits == UINT32_MAX && lim == 32) {
-            allowed += 32;
-            continue;
-        }
-        for (int b = 0; b < lim; b++) {
-            if (bits >> b & 1)
-                allowed++;
-            else
-                logits[w * 32 + b] = -INFINITY;
-        }
-    }
+    for (int w = 0; w < n / 32; w++)
+        allowed += __builtin_popcount(c->bits[w]);
+    if (n % 32) allowed += __builtin_popcount(c->bits[n / 32] & ((1u << (n % 32)) - 1));
+    hr_sample_mask_logits(logits, n, c->bits);
     for (int i = n; i < vocab; i++)
         logits[i] = -INFINITY;
     return allowed;
@@ -95,6 +87,24 @@ void hr_constraint_apply(hr_constraint *c, float *logits, int vocab) {
         allowed++;
     }
     c->allowed = allowed;
+}
+
+static void set_bit(uint32_t *m, int32_t id, int on) {
+    if (on)
+        m[id >> 5] |= 1u << (id & 31);
+    else
+        m[id >> 5] &= ~(1u << (id & 31));
+}
+
+void hr_constraint_row_mask(const hr_constraint *c, uint32_t *dst, int vocab) {
+    int words = (vocab + 31) / 32, n = c->n_vocab < vocab ? c->n_vocab : vocab;
+    memcpy(dst, c->bits, sizeof(uint32_t) * (size_t)(n / 32));
+    memset(dst + n / 32, 0, sizeof(uint32_t) * (size_t)(words - n / 32));
+    if (n % 32) dst[n / 32] = c->bits[n / 32] & ((1u << (n % 32)) - 1);
+    int accepting = hr_matcher_is_accepting(c->m) && !c->lazy;
+    for (int i = 0; i < c->n_stop; i++)
+        if (c->stop_ids[i] >= 0 && c->stop_ids[i] < vocab) set_bit(dst, c->stop_ids[i], accepting);
+    if (c->first && c->open_id < vocab) set_bit(dst, c->open_id, 1);
 }
 
 /* Rewinds the matcher to the grammar's start (a lazy grammar that accepted). */
@@ -188,6 +198,14 @@ void hr_masker_run(hr_masker *mk, hr_constraint *const *rows, int n) {
     mk->pending = 1;
     pthread_cond_signal(&mk->cv);
     pthread_mutex_unlock(&mk->mu);
+}
+
+void hr_masker_compute(hr_masker *mk, hr_constraint *const *rows, int n) {
+    int half = mk->started ? n / 2 : 0;
+    hr_masker_run(mk, rows, half);
+    for (int i = half; i < n; i++)
+        hr_constraint_mask(rows[i]);
+    hr_masker_wait(mk);
 }
 
 void hr_masker_wait(hr_masker *mk) {

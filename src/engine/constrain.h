@@ -50,6 +50,10 @@ void hr_constraint_mask(hr_constraint *c);
 /* Applies c->bits to logits[vocab]: disallowed ids become -inf; the request's stop ids are
  * allowed exactly when the grammar accepts. Sets c->allowed. */
 void hr_constraint_apply(hr_constraint *c, float *logits, int vocab);
+/* The mask hr_constraint_apply applies, as a bitmask over vocab ids in dst[(vocab + 31) / 32]
+ * for the sample op (backend/sample.h): c->bits, no id past the grammar's vocabulary, the stop
+ * ids by acceptance, <think> at the first token. */
+void hr_constraint_row_mask(const hr_constraint *c, uint32_t *dst, int vocab);
 /* Advances past the generated token tok; 0 when the grammar rejects it. */
 int hr_constraint_accept(hr_constraint *c, int32_t tok);
 
@@ -69,5 +73,8 @@ void hr_masker_stop(hr_masker *mk);
  * hr_masker_wait). */
 void hr_masker_run(hr_masker *mk, hr_constraint *const *rows, int n);
 void hr_masker_wait(hr_masker *mk);
+/* Computes the masks of rows[0..n) now: about half on the worker, the rest on the calling
+ * thread (the forward pass is not running: its threads are idle or the device's). */
+void hr_masker_compute(hr_masker *mk, hr_constraint *const *rows, int n);
 
 #endif

@@ -602,8 +602,9 @@ static hr_err *engine_start(hr_engine *e) {
     e->sampled = malloc(sizeof(hr_sample_out) * ms);
     e->counts = calloc((size_t)c->vocab, sizeof(int));
     e->mask_rows = malloc(sizeof *e->mask_rows * ms);
+    e->step_masks = malloc(sizeof(uint32_t) * ms * (size_t)((c->vocab + 31) / 32));
     if (!e->running || !e->row_req || !e->rows || !e->logits || !e->greedy_ids || !e->sample_rows ||
-        !e->sampled || !e->counts || !e->mask_rows)
+        !e->sampled || !e->counts || !e->mask_rows || !e->step_masks)
         return hr_err_oom();
     e->stats.kv_blocks_total = e->pool.store.n_blocks;
     e->stats.block_size = o->block_size;
@@ -717,6 +718,7 @@ void hr_engine_destroy(hr_engine *e) {
     free(e->edits);
     free(e->counts);
     free(e->mask_rows);
+    free(e->step_masks);
     hr_masker_stop(&e->masker);
     hr_grammar_vocab_free(e->gvocab);
     pthread_mutex_destroy(&e->gvocab_mu);

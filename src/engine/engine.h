@@ -106,6 +106,7 @@ struct hr_engine {
     pthread_mutex_t gvocab_mu;
     hr_masker masker;
     hr_constraint **mask_rows; /* (max_seqs) */
+    uint32_t *step_masks;      /* (max_seqs, (vocab + 31) / 32) the sample op's token masks */
     int32_t top_ids[HR_MAX_TOP_LOGPROBS];
     float top_lp[HR_MAX_TOP_LOGPROBS];
 };

@@ -385,10 +385,9 @@ static hr_finish emit_token(hr_request *r, const pick *p, const char **error) {
 }
 
 /* What the sample op does with r's row: the host keeps rows with a filter the op lacks and
- * rows whose token is forced. */
+ * rows whose token is forced (a constrained row goes to the op with its grammar's mask). */
 static int sample_mode(const hr_request *r) {
-    if (r->think.forcing || hr_sampler_host_only(&r->sampler) || hr_constraint_applies(&r->con))
-        return HR_SAMPLE_HOST;
+    if (r->think.forcing || hr_sampler_host_only(&r->sampler)) return HR_SAMPLE_HOST;
     return r->sampler.p.temperature == 0 ? HR_SAMPLE_GREEDY : HR_SAMPLE_DRAW;
 }
 
@@ -403,9 +402,11 @@ static hr_err *reserve_edits(hr_engine *e, size_t n) {
 }
 
 /* The sample op's parameters for the step's logit rows, in e->sample: each row's mode,
- * filters, processor edits (a row whose logit_bias repeats an id goes to the host) and, for
- * draws, the uniform its generator yields next (drawn for real once the row has used it). */
+ * filters, processor edits (a row whose logit_bias repeats an id goes to the host), token
+ * mask (constrained rows: their masks are computed already) and, for draws, the uniform its
+ * generator yields next (drawn for real once the row has used it). */
 static hr_err *sample_params(hr_engine *e, int n_rows) {
+    int V = hr_model_cfg(e->model)->vocab, words = (V + 31) / 32, n_masks = 0;
     size_t need = 0;
     for (int k = 0; k < n_rows; k++)
         need += (size_t)e->row_req[k]->proc.n_bias + (size_t)e->row_req[k]->n_tokens;
@@ -432,9 +433,14 @@ static hr_err *sample_params(hr_engine *e, int n_rows) {
             else
                 sr->n_edits = n, n_edits += n;
         }
+        if (sr->mode != HR_SAMPLE_HOST && hr_constraint_applies(&r->con)) {
+            hr_constraint_row_mask(&r->con, e->step_masks + (size_t)n_masks * (size_t)words, V);
+            sr->mask = ++n_masks;
+        }
         if (sr->mode == HR_SAMPLE_DRAW) sr->u = hr_sampler_peek(&r->sampler);
     }
-    e->sample = (hr_sample_step){li, n_edits, e->sample_rows, e->edits};
+    e->sample =
+        (hr_sample_step){li, n_edits, e->sample_rows, e->edits, n_masks, words, e->step_masks};
     return NULL;
 }
 
@@ -531,8 +537,10 @@ static hr_step_head step_head(const hr_engine *e, int n_rows) {
     return hr_model_can_sample(e->model) ? HR_HEAD_SAMPLE : HR_HEAD_LOGITS;
 }
 
-/* Starts the masks of the step's constrained rows on the mask worker. */
-static void start_masks(hr_engine *e, int n_rows) {
+/* The masks of the step's constrained rows: computed now when the sample op takes them (it
+ * runs inside the forward call, and a device backend uploads them with the step's metadata),
+ * else started on the mask worker to overlap the forward pass (hr_masker_wait after it). */
+static void start_masks(hr_engine *e, int n_rows, hr_step_head head) {
     int n = 0;
     for (int k = 0; k < n_rows; k++) {
         hr_request *r = e->row_req[k];
@@ -540,7 +548,10 @@ static void start_masks(hr_engine *e, int n_rows) {
             hr_constraint_applies(&r->con))
             e->mask_rows[n++] = &r->con;
     }
-    hr_masker_run(&e->masker, e->mask_rows, n);
+    if (head == HR_HEAD_SAMPLE)
+        hr_masker_compute(&e->masker, e->mask_rows, n);
+    else
+        hr_masker_run(&e->masker, e->mask_rows, n);
 }
 
 /* The token after p for r: the grammar must take it; returns how that ends r. */
@@ -577,7 +588,7 @@ void hr_sched_step(hr_engine *e, int *idle) {
     if (n_rows == 0) return;
     uint64_t t0 = hr_now_ns();
     hr_step_head head = step_head(e, n_rows);
-    start_masks(e, n_rows);
+    start_masks(e, n_rows, head);
     hr_err *err = forward(e, n_rows, head);
     hr_masker_wait(&e->masker);
     if (err) {

@@ -5,7 +5,8 @@
  * new parameters) and off: the same token wherever u is not within 1e-5 of a cumulative
  * boundary and the two picks' probabilities are not one float apart, the same fallbacks wherever
  * the sorted prefix is not within 2% of the cap, the chosen and top logprobs within 1e-4, the same
- * top ids. Then the engine on CUDA: 16 seeded requests of every sampling kind give the same tokens
+ * top ids; every third row with a grammar's token mask (sparse, dense or in runs) as the op's
+ * input. Then the engine on CUDA: 16 seeded requests of every sampling kind give the same tokens
  * (logprobs to rounding) when run twice, alone and in batches of other compositions. Prints one
  * line per check, "ok" or "FAIL". */
 #include <math.h>
@@ -80,21 +81,39 @@ static void make_edits(hr_logit_edit *e, int V) {
         }
 }
 
+/* Token masks for the step's rows (mask r for row r), each allowing at least one id. */
+static void make_masks(uint32_t *m, int V) {
+    int words = (V + 31) / 32;
+    for (int r = 0; r < ROWS; r++) {
+        uint32_t *w = m + (size_t)r * words;
+        int kind = (int)(rnd() % 3);
+        for (int i = 0; i < words; i++)
+            w[i] = kind == 0   ? (rnd() % 40 == 0 ? rnd() : 0)
+                   : kind == 1 ? ~(rnd() & rnd() & rnd())
+                   : i % 9 < 4 ? ~0u
+                               : 0;
+        int keep = (int)(rnd() % (unsigned)V);
+        w[keep / 32] |= 1u << (keep % 32);
+    }
+}
+
 /* The reference's sorted-prefix size for the cap rule (V: no sort), from a fresh copy. */
 static int ref_prefix(const float *raw, int V, const hr_sample_row *row, const hr_logit_edit *ed,
-                      float *work, float *probs, int32_t *idx) {
+                      const uint32_t *mask, float *work, float *probs, int32_t *idx) {
     memcpy(work, raw, sizeof(float) * (size_t)V);
     hr_sample_apply_edits(work, ed + row->edit_start, row->n_edits);
+    if (mask) hr_sample_mask_logits(work, V, mask);
     float pmax = hr_sample_softmax(probs, work, V, row->temperature);
     return hr_sample_candidates(probs, idx, V, pmax, row->min_p, row->top_p, row->top_k, V);
 }
 
 static hr_sample_out ref_at(const float *raw, int V, hr_sample_row row, double u,
-                            const hr_logit_edit *ed, float *work, float *probs, int32_t *idx) {
+                            const hr_logit_edit *ed, const uint32_t *mask, float *work,
+                            float *probs, int32_t *idx) {
     hr_sample_out o;
     memcpy(work, raw, sizeof(float) * (size_t)V);
     row.u = u < 0 ? 0 : u >= 1 ? 1 - 1e-12 : u;
-    hr_sample_ref(&o, work, V, &row, ed, probs, idx);
+    hr_sample_ref(&o, work, V, &row, ed, mask, probs, idx);
     return o;
 }
 
@@ -102,19 +121,21 @@ typedef struct {
     const float *raw;
     int V;
     const hr_logit_edit *edits;
+    const uint32_t *mask; /* the row's token mask, or NULL */
     float *work, *probs;
     int32_t *idx;
 } ref_ctx;
 
 static void judge_row(op_score *s, const ref_ctx *c, const hr_sample_row *row,
                       const hr_sample_out *dev) {
-    hr_sample_out ref = ref_at(c->raw, c->V, *row, row->u, c->edits, c->work, c->probs, c->idx);
+    hr_sample_out ref =
+        ref_at(c->raw, c->V, *row, row->u, c->edits, c->mask, c->work, c->probs, c->idx);
     s->cases++;
     if (ref.id < 0 || dev->id < 0) {
         if (ref.id < 0 && dev->id < 0)
             s->fallback_both++;
         else {
-            int n = ref_prefix(c->raw, c->V, row, c->edits, c->work, c->probs, c->idx);
+            int n = ref_prefix(c->raw, c->V, row, c->edits, c->mask, c->work, c->probs, c->idx);
             if (abs(n - HR_SAMPLE_CAP) <= HR_SAMPLE_CAP / 50)
                 s->fallback_near++;
             else
@@ -127,8 +148,12 @@ static void judge_row(op_score *s, const ref_ctx *c, const hr_sample_row *row,
          * whose probabilities round to one float may come in either order */
         float pr = c->probs[ref.id], pd = c->probs[dev->id];
         int tie = row->mode != HR_SAMPLE_GREEDY && fabsf(pr - pd) <= 4e-7f * fmaxf(pr, pd);
-        int lo = ref_at(c->raw, c->V, *row, row->u - U_EPS, c->edits, c->work, c->probs, c->idx).id;
-        int hi = ref_at(c->raw, c->V, *row, row->u + U_EPS, c->edits, c->work, c->probs, c->idx).id;
+        int lo =
+            ref_at(c->raw, c->V, *row, row->u - U_EPS, c->edits, c->mask, c->work, c->probs, c->idx)
+                .id;
+        int hi =
+            ref_at(c->raw, c->V, *row, row->u + U_EPS, c->edits, c->mask, c->work, c->probs, c->idx)
+                .id;
         if (tie || lo == dev->id || hi == dev->id)
             s->near_boundary++;
         else
@@ -154,10 +179,10 @@ typedef struct {
 
 /* One call of the op on the device: raw rows written, the step's parameters, the results. */
 static hr_err *op_call(op_dev *d, const float *raw, int V, const hr_sample_row *rows,
-                       const hr_logit_edit *edits, hr_sample_out *out) {
+                       const hr_logit_edit *edits, const uint32_t *masks, hr_sample_out *out) {
     hr_backend *be = d->be;
     HR_TRY(be->vt->write(be, d->logits, raw, sizeof(float) * (size_t)ROWS * V));
-    hr_sample_step step = {ROWS, ROWS * N_EDITS, rows, edits};
+    hr_sample_step step = {ROWS, ROWS * N_EDITS, rows, edits, ROWS, (V + 31) / 32, masks};
     int32_t z = 0; /* a step of no tokens: only the sample op runs */
     hr_step_meta meta = {.tokens = &z,
                          .pos = &z,
@@ -182,19 +207,25 @@ static hr_err *op_rows(const float *raw, int V, int graphs, op_score *s) {
     hr_logit_edit *edits = malloc(sizeof *edits * ROWS * N_EDITS);
     float *work = malloc(sizeof(float) * (size_t)V), *probs = malloc(sizeof(float) * (size_t)V);
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)V);
-    hr_err *err = edits && work && probs && idx ? NULL : hr_err_oom();
+    size_t words = (size_t)(V + 31) / 32;
+    uint32_t *masks = malloc(sizeof(uint32_t) * ROWS * words);
+    hr_err *err = edits && work && probs && idx && masks ? NULL : hr_err_oom();
     if (!err) err = d.be->vt->alloc(d.be, sizeof(float) * (size_t)ROWS * V, (void **)&d.logits);
     if (!err) err = d.be->vt->alloc(d.be, sizeof(hr_sample_out) * ROWS, (void **)&d.out);
     hr_sample_row rows[ROWS];
     hr_sample_out out[ROWS];
     for (int set0 = 0; !err && set0 < N_SETS; set0++) {
         make_edits(edits, V);
+        make_masks(masks, V);
         for (int k = 0; !err && k < N_U; k++) {
-            for (int r = 0; r < ROWS; r++)
+            for (int r = 0; r < ROWS; r++) {
                 rows[r] = make_row(&SETS[(set0 + r) % N_SETS], r, k < 2 ? (k + 0.25) / 2 : rndf());
-            err = op_call(&d, raw, V, rows, edits, out);
+                rows[r].mask = (r + set0) % 3 == 0 ? r + 1 : 0;
+            }
+            err = op_call(&d, raw, V, rows, edits, masks, out);
             for (int r = 0; !err && r < ROWS; r++) {
-                ref_ctx c = {raw + (size_t)r * V, V, edits, work, probs, idx};
+                const uint32_t *mask = rows[r].mask ? masks + (size_t)r * words : NULL;
+                ref_ctx c = {raw + (size_t)r * V, V, edits, mask, work, probs, idx};
                 judge_row(s, &c, &rows[r], &out[r]);
             }
         }
@@ -203,6 +234,7 @@ static hr_err *op_rows(const float *raw, int V, int graphs, op_score *s) {
     if (d.out) d.be->vt->free(d.be, d.out);
     hr_backend_destroy(d.be);
     free(edits);
+    free(masks);
     free(work);
     free(probs);
     free(idx);

@@ -1,7 +1,9 @@
 /* Constrained decoding through the engine on qwen3-tools-20m (a trained Qwen3 with the real
  * tokenizer): sampled output always in the grammar's language and ending where it accepts,
  * the same tokens alone and batched, the grammar after a reasoning block, a lazy grammar from
- * its trigger token on, and the refusals. */
+ * its trigger token on, the refusals, and constrained rows sampled by the backend's sample op
+ * with the mask as its input giving the tokens and logprobs of the host path that writes the
+ * mask into the logits by hand. */
 #include <regex.h>
 
 #include "engine/engine.h"
@@ -176,6 +178,81 @@ static void test_refusals(void) {
     hr_grammar_free(g);
 }
 
+/* Constrained requests of every sampling kind, batched on an engine over the model's
+ * directory; each request's tokens and logprobs in res. no_op: the engine's backend loses its
+ * sample op (before any request), so every row is decided on the host. */
+enum { N_CON = 8 };
+
+typedef struct {
+    int32_t toks[40];
+    float lp[40];
+    int32_t top[40][4];
+    int n;
+    hr_finish finish;
+} con_result;
+
+static hr_err *run_constrained(int no_op, hr_grammar *g, con_result *res) {
+    static hr_backend_vt no_sample;
+    hr_engine *e;
+    hr_engine_options o = {
+        .n_threads = 2, .kv_memory = 32 << 20, .max_seqs = 8, .no_prefix_cache = 1};
+    HR_TRY(hr_engine_create(hr_fixture("models/qwen3-tools-20m"), &o, &e));
+    if (no_op) {
+        no_sample = *e->opened.be->vt;
+        no_sample.sample = NULL;
+        e->opened.be->vt = &no_sample;
+    }
+    int32_t bias_ids[2] = {1, 90};
+    float bias_values[2] = {4, -3};
+    hr_request *r[N_CON];
+    hr_err *err = NULL;
+    for (int i = 0; i < N_CON && !err; i++) {
+        hr_request_params p = params(g, 70 + (uint64_t)i);
+        p.temperature = i == 0 ? 0 : 0.6f + 0.2f * (float)i;
+        p.logprobs = i % 2;
+        p.top_logprobs = i % 3 == 0 ? 4 : 0;
+        if (i == 2) p.top_k = 20, p.top_p = 0.9f;
+        if (i == 3) p.repetition_penalty = 1.3f, p.presence_penalty = 0.4f;
+        if (i == 4) p.bias_ids = bias_ids, p.bias_values = bias_values, p.n_bias = 2;
+        if (i == 5) p.min_p = 0.05f, p.frequency_penalty = 0.5f;
+        err = hr_engine_submit(e, &p, &r[i]);
+    }
+    for (int i = 0; i < N_CON && !err; i++) {
+        memset(&res[i], 0, sizeof res[i]);
+        hr_event ev;
+        while (hr_request_next(r[i], &ev))
+            if (ev.kind == HR_EVENT_DONE) {
+                res[i].finish = ev.finish;
+            } else if (res[i].n < 40) {
+                res[i].lp[res[i].n] = ev.logprob;
+                for (int k = 0; k < ev.n_top && k < 4; k++)
+                    res[i].top[res[i].n][k] = ev.top_ids[k];
+                res[i].toks[res[i].n++] = ev.token;
+            }
+        hr_request_release(r[i]);
+    }
+    hr_engine_destroy(e);
+    return err;
+}
+
+static void test_op_equals_host_mask(void) {
+    const char *gbnf = "root ::= \"{\\\"n\\\": \" [0-9]{1,4} \", \\\"w\\\": \\\"\" [a-z ]{0,20} "
+                       "\"\\\"}\"";
+    hr_grammar *g;
+    HR_CHECK_OK(hr_grammar_compile(gbnf, strlen(gbnf), &g));
+    static con_result host[N_CON], op[N_CON];
+    HR_CHECK_OK(run_constrained(1, g, host));
+    HR_CHECK_OK(run_constrained(0, g, op));
+    for (int i = 0; i < N_CON; i++) {
+        HR_CHECK(host[i].finish == HR_FINISH_STOP && host[i].n > 4,
+                 "request %d: finish %d, %d tokens", i, host[i].finish, host[i].n);
+        HR_CHECK(!memcmp(&host[i], &op[i], sizeof host[i]),
+                 "request %d: the op's tokens or logprobs differ from the host's (%d vs %d tokens)",
+                 i, op[i].n, host[i].n);
+    }
+    hr_grammar_free(g);
+}
+
 int main(void) {
     hr_err *err =
         hr_engine_create(hr_fixture("models/qwen3-tools-20m"),
@@ -189,6 +266,7 @@ int main(void) {
     HR_RUN(test_after_think);
     HR_RUN(test_lazy);
     HR_RUN(test_refusals);
+    HR_RUN(test_op_equals_host_mask);
     hr_engine_destroy(eng);
     return hr_test_summary();
 }

@@ -108,21 +108,29 @@ typedef struct {
     float top_lp[HR_SAMPLE_MAX_TOP];
 } picked;
 
-/* The host path: processors, hr_sampler_sample, hr_logprobs. */
+/* A grammar's mask applied by hand, as the host path did: disallowed logits become -inf. */
+static void mask_by_hand(float *l, int V, const uint32_t *mask) {
+    for (int i = 0; mask && i < V; i++)
+        if (!(mask[i / 32] >> (i % 32) & 1)) l[i] = -INFINITY;
+}
+
+/* The host path: processors, the mask (NULL: none) by hand, hr_sampler_sample, hr_logprobs. */
 static picked old_path(hr_sampler *s, const hr_proc_params *p, float *l, int V,
                        const int32_t *prompt, int np, const int32_t *out, int no, int n_top,
-                       int *counts) {
+                       const uint32_t *mask, int *counts) {
     picked r = {0};
     if (hr_proc_active(p)) hr_proc_apply(p, l, V, prompt, np, out, no, counts);
+    mask_by_hand(l, V, mask);
     r.tok = hr_sampler_sample(s, l);
     r.lp = hr_logprobs(l, V, r.tok, n_top, r.top_ids, r.top_lp);
     return r;
 }
 
-/* The op path: the CPU backend's sample op on one row, the host deciding what it leaves. */
+/* The op path: the CPU backend's sample op on one row (with the mask as its input), the host
+ * deciding what it leaves (the mask by hand there). */
 static picked op_path(hr_backend *be, hr_sampler *s, const hr_proc_params *p, float *l, int V,
                       const int32_t *prompt, int np, const int32_t *out, int no, int n_top,
-                      int *counts, int *fallbacks) {
+                      const uint32_t *mask, int *counts, int *fallbacks) {
     static hr_logit_edit edits[64 + 8];
     hr_sample_row row = {.mode = s->p.temperature == 0 ? HR_SAMPLE_GREEDY : HR_SAMPLE_DRAW,
                          .temperature = s->p.temperature,
@@ -130,10 +138,11 @@ static picked op_path(hr_backend *be, hr_sampler *s, const hr_proc_params *p, fl
                          .min_p = s->p.min_p,
                          .top_k = s->p.top_k,
                          .logprob = 1,
-                         .n_top = n_top};
+                         .n_top = n_top,
+                         .mask = mask != NULL};
     if (hr_proc_active(p)) row.n_edits = hr_proc_edits(p, prompt, np, out, no, counts, edits);
     if (row.mode == HR_SAMPLE_DRAW) row.u = hr_sampler_peek(s);
-    hr_sample_step step = {1, row.n_edits, &row, edits};
+    hr_sample_step step = {1, row.n_edits, &row, edits, mask != NULL, (V + 31) / 32, mask};
     hr_step_meta meta = {.head = HR_HEAD_SAMPLE, .n_logit_rows = 1, .sample = &step};
     hr_sample_out o;
     picked r = {0};
@@ -148,6 +157,7 @@ static picked op_path(hr_backend *be, hr_sampler *s, const hr_proc_params *p, fl
         return r;
     }
     ++*fallbacks;
+    mask_by_hand(l, V, mask);
     int drew;
     r.tok = hr_sampler_sample_u(s, l, row.u, &drew);
     if (drew) hr_sampler_uniform(s);
@@ -155,9 +165,26 @@ static picked op_path(hr_backend *be, hr_sampler *s, const hr_proc_params *p, fl
     return r;
 }
 
+/* A random token mask over V ids with at least one allowed (and junk bits past V): sparse,
+ * dense, or runs, as a grammar's masks are; NULL a third of the time. */
+static const uint32_t *random_mask(uint32_t *m, int V) {
+    int kind = (int)(rnd() % 6), words = (V + 31) / 32;
+    if (kind < 2) return NULL;
+    for (int w = 0; w < words; w++)
+        m[w] = kind == 2   ? (rnd() % 50 == 0 ? 1u << (rnd() % 32) : 0)
+               : kind == 3 ? ~(rnd() % 40 == 0 ? 1u << (rnd() % 32) : 0u)
+               : kind == 4 ? (w % 7 < 3 ? ~0u : 0)
+                           : rnd() ^ rnd() << 16;
+    int keep = (int)(rnd() % (unsigned)V);
+    m[keep / 32] |= 1u << (keep % 32);
+    return m;
+}
+
 static void test_op_equals_host(void) {
     enum { V = 3000, STEPS = 4 };
     static float raw[V], a[V], b[V];
+    static uint32_t mask_words[(V + 31) / 32];
+    int masked = 0;
     static int counts[V];
     int32_t prompt[40], out[24], bid[8];
     float bval[8];
@@ -180,8 +207,11 @@ static void test_op_equals_host(void) {
             memcpy(a, raw, sizeof raw);
             memcpy(b, raw, sizeof raw);
             int fb = fallbacks;
-            picked x = old_path(&s1, &p, a, V, prompt, np, out, no, n_top, counts);
-            picked y = op_path(be, &s2, &p, b, V, prompt, np, out, no, n_top, counts, &fallbacks);
+            const uint32_t *mask = random_mask(mask_words, V);
+            masked += mask != NULL;
+            picked x = old_path(&s1, &p, a, V, prompt, np, out, no, n_top, mask, counts);
+            picked y =
+                op_path(be, &s2, &p, b, V, prompt, np, out, no, n_top, mask, counts, &fallbacks);
             decided += fb == fallbacks;
             HR_CHECK(x.tok == y.tok,
                      "trial %d step %d (T %g top_k %d top_p %g min_p %g): token %d vs %d", trial,
@@ -198,8 +228,9 @@ static void test_op_equals_host(void) {
         hr_sampler_free(&s2);
     }
     hr_backend_destroy(be);
-    HR_CHECK(fallbacks > 50 && decided > 500,
-             "fallbacks %d, decided by the op %d: both paths must run", fallbacks, decided);
+    HR_CHECK(fallbacks > 50 && decided > 500 && masked > 300,
+             "fallbacks %d, decided by the op %d, masked %d: every path must run", fallbacks,
+             decided, masked);
 }
 
 /* --- the engine on brown-llama-8m, with the op and on a backend without it --- */

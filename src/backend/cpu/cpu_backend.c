@@ -411,11 +411,13 @@ static void sample_task(void *ctx, int thread, int n_threads) {
     float *probs = c->cb->sample_probs + (size_t)thread * c->n;
     int32_t *idx = c->cb->sample_idx + (size_t)thread * c->n;
     for (int r = thread; r < c->rows; r += n_threads)
-        hr_sample_ref(&c->out[r], c->x + (size_t)r * c->n, c->n, &s->rows[r], s->edits, probs, idx);
+        hr_sample_ref(&c->out[r], c->x + (size_t)r * c->n, c->n, &s->rows[r], s->edits,
+                      hr_sample_row_mask(s, r), probs, idx);
 }
 
 /* The sample op: hr_sample_ref on each row, rows spread over the pool (each row's result
- * depends on that row alone). Out of memory for the scratch: every row goes to the host. */
+ * depends on that row alone). Out of memory for the scratch, or masks that do not fit the
+ * rows: every row goes to the host. */
 static void cpu_sample(hr_backend *be, hr_sample_out *out, float *x, int rows, int n) {
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
     const hr_sample_step *s = cb->meta.sample;
@@ -428,7 +430,7 @@ static void cpu_sample(hr_backend *be, hr_sample_out *out, float *x, int rows, i
         cb->sample_idx = malloc(sizeof(int32_t) * need);
         cb->sample_cap = cb->sample_probs && cb->sample_idx ? need : 0;
     }
-    if (!s || s->n_rows < rows || cb->sample_cap < need) {
+    if (!s || s->n_rows < rows || cb->sample_cap < need || !hr_sample_masks_fit(s, rows, n)) {
         for (int r = 0; r < rows; r++)
             out[r].id = -1;
         return;

@@ -328,20 +328,35 @@ static void pack(const hr_step_meta *m, int width, int32_t *st) {
 }
 
 /* Where the sample op's rows and edits sit in the packed metadata: after the int32 arrays,
- * 16-byte aligned (the rows hold a double). Returns the total bytes. */
+ * 16-byte aligned (the rows hold a double); the token masks follow the edits. Returns the
+ * total bytes. Only the rows' and edits' offsets are baked into a captured step (they depend
+ * on the step's shape alone), so a row finds its mask by a word offset from the edits. */
 static size_t sample_layout(const hr_step_meta *m, size_t int_bytes, size_t *rows_off,
                             size_t *edits_off) {
     const hr_sample_step *sm = m->sample;
     *rows_off = (int_bytes + 15) / 16 * 16;
     *edits_off = *rows_off + (sm ? (size_t)sm->n_rows * sizeof(hr_sample_row) : 0);
-    return *edits_off + (sm ? (size_t)sm->n_edits * sizeof(hr_logit_edit) : 0);
+    if (!sm) return *edits_off;
+    return *edits_off + (size_t)sm->n_edits * sizeof(hr_logit_edit) +
+           (size_t)sm->n_masks * (size_t)sm->mask_words * sizeof(uint32_t);
 }
 
+/* Packs the rows, edits and masks; a masked row's mask field becomes 1 + its mask's offset in
+ * words from the edits (sample.cu reads it so). */
 static void pack_sample(const hr_step_meta *m, char *st, size_t rows_off, size_t edits_off) {
     const hr_sample_step *sm = m->sample;
     if (!sm) return;
-    if (sm->n_rows) memcpy(st + rows_off, sm->rows, (size_t)sm->n_rows * sizeof(hr_sample_row));
+    hr_sample_row *rows = (hr_sample_row *)(st + rows_off);
+    if (sm->n_rows) memcpy(rows, sm->rows, (size_t)sm->n_rows * sizeof(hr_sample_row));
+    size_t edit_words = (size_t)sm->n_edits * sizeof(hr_logit_edit) / sizeof(uint32_t);
+    for (int r = 0; r < sm->n_rows; r++)
+        if (rows[r].mask > 0)
+            rows[r].mask =
+                1 + (int32_t)(edit_words + (size_t)(rows[r].mask - 1) * (size_t)sm->mask_words);
     if (sm->n_edits) memcpy(st + edits_off, sm->edits, (size_t)sm->n_edits * sizeof(hr_logit_edit));
+    if (sm->n_masks)
+        memcpy(st + edits_off + edit_words * sizeof(uint32_t), sm->masks,
+               (size_t)sm->n_masks * (size_t)sm->mask_words * sizeof(uint32_t));
 }
 
 static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
@@ -359,6 +374,8 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
                       &rows_off, &edits_off);
     int32_t *st;
     int slot = cb->stage_next;
+    if (m->sample && m->sample->n_masks && !hr_sample_masks_fit(m->sample, m->sample->n_rows, 0))
+        return hr_errf("cuda step: a sample row names a token mask the step does not have");
     HR_TRY(stage_slot(cb, bytes, (void **)&st));
     pack(m, width, st);
     pack_sample(m, (char *)st, rows_off, edits_off);
@@ -386,7 +403,8 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
                      .tiles = d + 3 * nt + nr + 1 + cells + nr,
                      .n_sample_rows = m->sample ? m->sample->n_rows : 0,
                      .sample_rows = m->sample ? (const void *)((const char *)d + rows_off) : NULL,
-                     .sample_edits = (const void *)((const char *)d + edits_off)};
+                     .sample_edits = (const void *)((const char *)d + edits_off),
+                     .sample_mask_words = m->sample ? m->sample->mask_words : 0};
     cb->xh_of = NULL;
     cb->head = m->head;
     cb->n_logit_rows = m->n_logit_rows;

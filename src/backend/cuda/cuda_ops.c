@@ -434,5 +434,10 @@ void hr_cu_op_sample(hr_backend *be, hr_sample_out *out, float *x, int rows, int
                                cb->meta.n_sample_rows, rows));
         return;
     }
+    if (cb->meta.sample_mask_words && cb->meta.sample_mask_words * 32 < n) {
+        hr_cu_fail(cb, hr_errf("cuda sample: token masks of %d words for %d logits",
+                               cb->meta.sample_mask_words, n));
+        return;
+    }
     hr_cu_sample(cb->stream, out, x, rows, n, cb->meta.sample_rows, cb->meta.sample_edits);
 }

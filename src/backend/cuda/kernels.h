@@ -55,9 +55,10 @@ typedef struct {
                     HR_CU_TILE_MIN tokens, HR_CU_TILE tokens each (attention.cu) */
     const int32_t *tiles;
     const int32_t *tokens, *pos, *row, *q_start, *block_table, *state_slots;
-    int n_sample_rows;                /* the sample op's parameters (HR_HEAD_SAMPLE steps) */
-    const hr_sample_row *sample_rows; /* [n_sample_rows], or NULL */
-    const hr_logit_edit *sample_edits;
+    int n_sample_rows;                 /* the sample op's parameters (HR_HEAD_SAMPLE steps) */
+    const hr_sample_row *sample_rows;  /* [n_sample_rows], or NULL */
+    const hr_logit_edit *sample_edits; /* [n_edits], then the token masks (cuda_backend.c) */
+    int sample_mask_words;             /* words per token mask (0: the step has none) */
 } hr_cu_meta;
 
 /* One layer's view of the paged KV store: element (block, kvh, slot, d) of K is
@@ -148,7 +149,8 @@ void hr_cu_attention(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *
 long hr_cu_argmax_scratch(int rows, int n);
 void hr_cu_argmax(cudaStream_t s, int32_t *ids, const float *x, int rows, int n, float *scratch);
 
-/* The sample op (sample.cu): out[r] for logits[r, 0..V) with rows[r]'s parameters, its edits
+/* The sample op (sample.cu): out[r] for logits[r, 0..V) with rows[r]'s parameters (a masked
+ * row's mask field is 1 + its mask's word offset from edits, as cuda_backend.c packs it), its edits
  * applied to logits in place; one block per row. */
 void hr_cu_sample(cudaStream_t s, hr_sample_out *out, float *logits, int rows, int V,
                   const hr_sample_row *prm, const hr_logit_edit *edits);

@@ -1,13 +1,14 @@
 /* The sample op on the GPU (reference: hr_sample_ref in backend/sample.c). One block of 1024
  * threads per logit row: the row's processor edits (distinct ids, applied in parallel), its
- * max and argmax, the sum of exp((l - max) / T), the candidate floor (min-p, the top-p prune),
- * then either the walk in index order (no cut needs a sort: a per-warp mass over contiguous
- * segments, then one warp's scan inside the segment where u falls) or the top M candidates
- * (a radix select on the logit bits, ties at the threshold taken in index order, a bitonic
- * sort by logit descending, id ascending, in shared memory), the top-p cut and the walk over
- * them; and the logprobs. Every sum is a fixed tree or scan, so a row's result depends on its
- * logits and parameters only, never on the batch. Candidates are ordered by logit, which is
- * the host's probability order except where expf rounds two logits to one probability. */
+ * token mask (disallowed logits set to -inf in place), its max and argmax, the sum of
+ * exp((l - max) / T), the candidate floor (min-p, the top-p prune), then either the walk in
+ * index order (no cut needs a sort: a per-warp mass over contiguous segments, then one warp's
+ * scan inside the segment where u falls) or the top M candidates (a radix select on the logit
+ * bits, ties at the threshold taken in index order, a bitonic sort by logit descending, id
+ * ascending, in shared memory), the top-p cut and the walk over them; and the logprobs. Every
+ * sum is a fixed tree or scan, so a row's result depends on its logits and parameters only,
+ * never on the batch. Candidates are ordered by logit, which is the host's probability order
+ * except where expf rounds two logits to one probability. */
 #include <stdint.h>
 
 #include "backend/cuda/common.cuh"
@@ -380,9 +381,20 @@ static __global__ void __launch_bounds__(THREADS)
         l[e.id] = x;
     }
     __syncthreads();
+    /* the token mask (hr_sample_ref's semantics): disallowed logits become -inf in place */
+    const uint32_t *mask = row.mask > 0 ? (const uint32_t *)edits + (row.mask - 1) : NULL;
+    if (mask) {
+        for (int i = threadIdx.x; i < V; i += THREADS)
+            if (!(mask[i >> 5] >> (i & 31) & 1u)) l[i] = -INFINITY;
+        __syncthreads();
+    }
     float mx;
     int id;
     block_argmax(l, V, &s, &mx, &id);
+    if (mask && mx == -INFINITY) { /* nothing allowed is left: the host decides */
+        if (threadIdx.x == 0) o->id = -1;
+        return;
+    }
     if (row.mode == HR_SAMPLE_DRAW) id = draw(l, V, mx, row, &s);
     if (id >= 0 && (row.logprob || row.n_top > 0)) logprobs(o, l, V, mx, id, min(row.n_top, V), &s);
     if (threadIdx.x == 0) o->id = id;
