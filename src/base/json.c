@@ -175,3 +175,23 @@ char *hr_json_dumps(const json_t *v, size_t flags) {
     if (s) s[n] = 0;
     return s;
 }
+
+static json_t *copy(const json_t *v, int deep) {
+    if (!v) return NULL;
+    if (!json_is_object(v) && !json_is_array(v)) return json_deep_copy(v); /* a scalar */
+    json_t *out = json_is_object(v) ? json_object() : json_array(), *x;
+    const char *k;
+    int bad = !out;
+    if (!bad && json_is_object(v)) json_object_foreach((json_t *)v, k, x) {
+            if ((bad = json_object_set_new(out, k, deep ? copy(x, 1) : json_incref(x)))) break;
+        }
+    for (size_t i = 0; !bad && json_is_array(v) && i < json_array_size(v); i++) {
+        x = json_array_get(v, i);
+        bad = json_array_append_new(out, deep ? copy(x, 1) : json_incref(x));
+    }
+    if (bad) json_decref(out);
+    return bad ? NULL : out;
+}
+
+json_t *hr_json_copy(const json_t *v) { return copy(v, 0); }
+json_t *hr_json_deep_copy(const json_t *v) { return copy(v, 1); }

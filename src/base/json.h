@@ -45,5 +45,10 @@ hr_err *hr_json_append_new(json_t *arr, json_t *v);
  * (found by tests/unit/test_alloc_fail.c), so this one measures with json_dumpb, then
  * writes into a buffer of that size. The result is malloc'd. */
 char *hr_json_dumps(const json_t *v, size_t flags);
+/* json_copy and json_deep_copy that return NULL when memory runs out: jansson 2.14's copies
+ * ignore a failed set or append and return the value without it (found by
+ * tests/unit/test_alloc_fail.c). The shallow one shares the members, as json_copy. */
+json_t *hr_json_copy(const json_t *v);
+json_t *hr_json_deep_copy(const json_t *v);
 
 #endif

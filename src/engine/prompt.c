@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/file.h"
+#include "base/json.h"
 #include "model/gguf.h"
 #include "template/system_turns.h"
 
@@ -86,7 +87,7 @@ hr_err *hr_prompt_render(const hr_prompt *p, const json_t *chat, const char *pre
     if (!json_is_object(chat)) return hr_errf("chat request: must be a JSON object");
     json_t *req = NULL;
     if (!p->system_turns) HR_TRY(hr_chat_fold_system(chat, &req));
-    if (!req && !(req = json_copy((json_t *)chat))) return hr_err_oom();
+    if (!req && !(req = hr_json_copy((json_t *)chat))) return hr_err_oom();
     if (!json_object_get(req, "add_generation_prompt"))
         json_object_set_new(req, "add_generation_prompt", json_true());
     char *text = NULL;

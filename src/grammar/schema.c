@@ -290,9 +290,9 @@ static int has_assertions(const json_t *s, const char *skip) {
     return 0;
 }
 
-/* s without keyword k (a shallow copy kept by the context). */
+/* s without keyword k (a shallow copy kept by the context); NULL when out of memory. */
 static const json_t *without(hr_sc_ctx *c, const json_t *s, const char *k) {
-    json_t *copy = json_copy((json_t *)s);
+    json_t *copy = hr_json_copy((json_t *)s);
     if (copy) json_object_del(copy, k);
     return hr_sc_keep(c, copy);
 }
@@ -899,6 +899,7 @@ static hr_err *any_of(hr_sc_ctx *c, const json_t *s, const char *kw, const char 
     if (!json_is_array(list) || !json_array_size(list))
         return hr_errf("schema: \"%s\" at %s must be a non-empty array", kw, path);
     const json_t *rest = has_assertions(s, kw) ? without(c, s, kw) : NULL;
+    if (has_assertions(s, kw) && !rest) return hr_err_oom();
     hr_gbuf b = {0};
     size_t alts = 0;
     hr_err *e = NULL;
@@ -986,8 +987,9 @@ static hr_err *value_inner(hr_sc_ctx *c, const json_t *s, const char *path, cons
     if (not ) { /* "not" of a required list or a type is a schema: merge it in */
         json_t *neg = hr_sc_keep(c, hr_sc_negation(c, not ));
         if (!neg) return hr_errf("schema: \"not\" at %s is not supported", path);
-        const json_t *m;
-        HR_TRY(hr_sc_merge(c, without(c, s, "not"), neg, path, &m));
+        const json_t *m, *rest = without(c, s, "not");
+        if (!rest) return hr_err_oom();
+        HR_TRY(hr_sc_merge(c, rest, neg, path, &m));
         return hr_sc_value(c, m, path, rule);
     }
     HR_TRY(check_keywords(s, path));
@@ -999,8 +1001,9 @@ static hr_err *value_inner(hr_sc_ctx *c, const json_t *s, const char *path, cons
         if (!has_assertions(s, "$ref")) return ref_target(c, t, t, path, rule);
         /* with siblings: the merge, memoized under the $ref string itself, so a recursive
          * schema reaching this node again refers to its rule */
-        const json_t *m;
-        HR_TRY(hr_sc_merge(c, without(c, s, "$ref"), t, path, &m));
+        const json_t *m, *rest = without(c, s, "$ref");
+        if (!rest) return hr_err_oom();
+        HR_TRY(hr_sc_merge(c, rest, t, path, &m));
         return ref_target(c, ref, m, path, rule);
     }
     if (json_object_get(s, "allOf")) return all_of(c, s, path, rule);

@@ -63,7 +63,7 @@ static json_t *few_values(hr_sc_ctx *c, const json_t *items) {
     if (!json_is_object(items)) return NULL;
     json_t *en = json_object_get(items, "enum"), *cn = json_object_get(items, "const");
     json_t *ty = json_object_get(items, "type");
-    if (json_is_array(en) && json_array_size(en) <= UNIQUE_MAX) return json_deep_copy(en);
+    if (json_is_array(en) && json_array_size(en) <= UNIQUE_MAX) return hr_json_deep_copy(en);
     if (cn) return json_pack("[O]", cn);
     if (json_is_string(ty) && !strcmp(json_string_value(ty), "boolean"))
         return json_pack("[bb]", 1, 0);
@@ -88,7 +88,7 @@ hr_err *hr_sc_unique_array(hr_sc_ctx *c, const json_t *items, int64_t mn, int64_
         int dup = 0;
         for (size_t j = 0; j < i; j++)
             dup |= json_equal(v, json_array_get(vals, j));
-        json_t *one = dup ? NULL : hr_sc_keep(c, json_copy((json_t *)items));
+        json_t *one = dup ? NULL : hr_sc_keep(c, hr_json_copy((json_t *)items));
         if (dup) continue;
         if (!one) {
             e = hr_err_oom();

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "base/err.h"
+#include "base/json.h"
 #include "grammar/schema.h"
 #include "grammar/text_buf.h"
 

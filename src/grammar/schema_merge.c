@@ -44,6 +44,20 @@ static int in(const char *k, const char *const *l, size_t n) {
 }
 #define IN(k, l) in(k, l, sizeof l / sizeof l[0])
 
+/* Writes into the merged schema; any failed one is out of memory (never a dropped keyword). */
+static hr_err *put(json_t *m, const char *k, json_t *v) {
+    return json_object_set(m, k, v) ? hr_err_oom() : NULL;
+}
+static hr_err *put_new(json_t *m, const char *k, json_t *v) {
+    return json_object_set_new(m, k, v) ? hr_err_oom() : NULL; /* v NULL fails too */
+}
+static hr_err *add(json_t *arr, json_t *v) {
+    return json_array_append(arr, v) ? hr_err_oom() : NULL;
+}
+static hr_err *add_new(json_t *arr, json_t *v) {
+    return json_array_append_new(arr, v) ? hr_err_oom() : NULL;
+}
+
 /* allOf [x, y] lazily, or the one side when the other is `true` / absent. */
 static json_t *both(const json_t *x, const json_t *y) {
     if (!x || json_is_true(x)) return y ? json_incref((json_t *)y) : json_true();
@@ -86,7 +100,7 @@ static hr_err *merge_objects(hr_sc_ctx *c, const json_t *a, const json_t *b, con
                        path);
     json_t *props = json_object();
     if (!props) return hr_err_oom();
-    json_object_set_new(m, "properties", props);
+    HR_TRY(put_new(m, "properties", props));
     const json_t *sides[2] = {a, b};
     for (int s = 0; s < 2; s++) {
         const char *k;
@@ -96,8 +110,7 @@ static hr_err *merge_objects(hr_sc_ctx *c, const json_t *a, const json_t *b, con
             const json_t *x, *y;
             HR_TRY(side(c, a, k, path, &x));
             HR_TRY(side(c, b, k, path, &y));
-            json_t *xy = both(x, y);
-            if (!xy || json_object_set_new(props, k, xy)) return hr_err_oom();
+            HR_TRY(put_new(props, k, both(x, y)));
         }
     }
     json_t *apa = json_object_get(a, "additionalProperties"),
@@ -109,11 +122,11 @@ static hr_err *merge_objects(hr_sc_ctx *c, const json_t *a, const json_t *b, con
         const char *pat;
         json_t *sch;
         if (!npp) return hr_err_oom();
+        HR_TRY(put_new(m, "patternProperties", npp));
         json_object_foreach(json_object_get(pp_side, "patternProperties"), pat, sch)
-            json_object_set_new(npp, pat, both(sch, other));
-        json_object_set_new(m, "patternProperties", npp);
+            HR_TRY(put_new(npp, pat, both(sch, other)));
     }
-    if (apa || apb) json_object_set_new(m, "additionalProperties", both(apa, apb));
+    if (apa || apb) HR_TRY(put_new(m, "additionalProperties", both(apa, apb)));
     return NULL;
 }
 
@@ -129,12 +142,11 @@ static hr_err *merge_arrays(const json_t *a, const json_t *b, const char *path, 
         const json_t *t = ta ? a : b;
         const char *kws[] = {"prefixItems", "items", "additionalItems"};
         for (int i = 0; i < 3; i++)
-            if (json_object_get(t, kws[i])) json_object_set(m, kws[i], json_object_get(t, kws[i]));
+            if (json_object_get(t, kws[i])) HR_TRY(put(m, kws[i], json_object_get(t, kws[i])));
         return NULL;
     }
     json_t *ia = json_object_get(a, "items"), *ib = json_object_get(b, "items");
-    if (ia || ib) json_object_set_new(m, "items", both(ia, ib));
-    return NULL;
+    return ia || ib ? put_new(m, "items", both(ia, ib)) : NULL;
 }
 
 static json_t *type_names(int mask) {
@@ -142,7 +154,10 @@ static json_t *type_names(int mask) {
                                   "string", "number",  "integer"};
     json_t *arr = json_array();
     for (int i = 0; i < 7 && arr; i++)
-        if (mask & (1 << i)) json_array_append_new(arr, json_string(names[i]));
+        if ((mask & (1 << i)) && add_new(arr, json_string(names[i]))) {
+            json_decref(arr);
+            return NULL;
+        }
     return arr;
 }
 
@@ -163,7 +178,7 @@ static int type_bits(const json_t *s) {
 }
 
 /* Tighter of two lower (or upper) bounds, written draft-06 style into m. */
-static void merge_bound(const json_t *a, const json_t *b, int lower, json_t *m) {
+static hr_err *merge_bound(const json_t *a, const json_t *b, int lower, json_t *m) {
     const char *inc = lower ? "minimum" : "maximum",
                *exc = lower ? "exclusiveMinimum" : "exclusiveMaximum";
     int has = 0, ex = 0;
@@ -184,48 +199,39 @@ static void merge_bound(const json_t *a, const json_t *b, int lower, json_t *m) 
     }
     json_object_del(m, inc);
     json_object_del(m, exc);
-    if (has) json_object_set_new(m, ex ? exc : inc, json_real(best));
+    return has ? put_new(m, ex ? exc : inc, json_real(best)) : NULL;
 }
 
 static hr_err *merge_enum(const json_t *a, const json_t *b, json_t *m) {
     json_t *ea = json_object_get(a, "enum"), *eb = json_object_get(b, "enum");
     if (ea && eb) {
         json_t *out = json_array();
-        if (!out) return hr_err_oom();
+        HR_TRY(put_new(m, "enum", out));
         for (size_t i = 0; i < json_array_size(ea); i++)
             for (size_t j = 0; j < json_array_size(eb); j++)
                 if (json_equal(json_array_get(ea, i), json_array_get(eb, j))) {
-                    json_array_append(out, json_array_get(ea, i));
+                    HR_TRY(add(out, json_array_get(ea, i)));
                     break;
                 }
-        json_object_set_new(m, "enum", out);
-    } else if (ea || eb) {
-        json_object_set(m, "enum", ea ? ea : eb);
-    }
+    } else if (ea || eb)
+        HR_TRY(put(m, "enum", ea ? ea : eb));
     json_t *ca = json_object_get(a, "const"), *cb = json_object_get(b, "const");
-    if (ca && cb && !json_equal(ca, cb))
-        json_object_set_new(m, "enum", json_array());
-    else if (ca || cb)
-        json_object_set(m, "const", ca ? ca : cb);
-    return NULL;
+    if (ca && cb && !json_equal(ca, cb)) return put_new(m, "enum", json_array());
+    return ca || cb ? put(m, "const", ca ? ca : cb) : NULL;
 }
 
 static hr_err *merge_anyof(const json_t *a, const json_t *b, const char *kw, const char *path,
                            json_t *m) {
     json_t *xa = json_object_get(a, kw), *xb = json_object_get(b, kw);
-    if (!xa || !xb) {
-        if (xa || xb) json_object_set(m, kw, xa ? xa : xb);
-        return NULL;
-    }
+    if (!xa || !xb) return xa || xb ? put(m, kw, xa ? xa : xb) : NULL;
     if (json_array_size(xa) * json_array_size(xb) > MAX_CROSS)
         return hr_errf("schema: allOf of two %s with %zu x %zu branches at %s is too large", kw,
                        json_array_size(xa), json_array_size(xb), path);
     json_t *out = json_array();
-    if (!out) return hr_err_oom();
+    HR_TRY(put_new(m, kw, out));
     for (size_t i = 0; i < json_array_size(xa); i++)
         for (size_t j = 0; j < json_array_size(xb); j++)
-            json_array_append_new(out, both(json_array_get(xa, i), json_array_get(xb, j)));
-    json_object_set_new(m, kw, out);
+            HR_TRY(add_new(out, both(json_array_get(xa, i), json_array_get(xb, j))));
     return NULL;
 }
 
@@ -244,19 +250,19 @@ static hr_err *merge_patterns(const json_t *a, const json_t *b, json_t *m) {
     const json_t *sides[2] = {a, b};
     for (int s = 0; s < 2 && !e; s++) {
         json_t *own = json_object_get(sides[s], "pattern");
-        if (own && !json_equal(own, pat) && !has(more, own)) json_array_append(more, own);
+        if (own && !json_equal(own, pat) && !has(more, own)) e = add(more, own);
         const char *kw[2] = {HR_SC_PATTERNS, HR_SC_NOT_PATTERNS};
         for (int k = 0; k < 2; k++) {
             json_t *l = json_object_get(sides[s], kw[k]), *to = k ? neg : more;
-            for (size_t i = 0; i < json_array_size(l); i++)
+            for (size_t i = 0; i < json_array_size(l) && !e; i++)
                 if (!has(to, json_array_get(l, i)) &&
                     !(k == 0 && json_equal(pat, json_array_get(l, i))))
-                    json_array_append(to, json_array_get(l, i));
+                    e = add(to, json_array_get(l, i));
         }
     }
-    if (!e && pat) json_object_set(m, "pattern", pat);
-    if (!e && json_array_size(more)) json_object_set(m, HR_SC_PATTERNS, more);
-    if (!e && json_array_size(neg)) json_object_set(m, HR_SC_NOT_PATTERNS, neg);
+    if (!e && pat) e = put(m, "pattern", pat);
+    if (!e && json_array_size(more)) e = put(m, HR_SC_PATTERNS, more);
+    if (!e && json_array_size(neg)) e = put(m, HR_SC_NOT_PATTERNS, neg);
     json_decref(more);
     json_decref(neg);
     return e;
@@ -276,32 +282,32 @@ static hr_err *merge_pair(hr_sc_ctx *c, const json_t *a, const json_t *b, const 
                 json_t *pick = v;
                 if (o && json_is_number(o) && json_is_number(v))
                     pick = (json_number_value(o) > json_number_value(v)) == IN(k, lower_kw) ? o : v;
-                json_object_set(m, k, pick);
+                HR_TRY(put(m, k, pick));
             } else if (IN(k, equal_kw) && o && !json_equal(o, v)) {
                 return hr_errf("schema: allOf with two different \"%s\" at %s is not supported", k,
                                path);
             } else if (s == 0 || !o) {
                 if (o && hr_sc_is_assertion(k) && !json_equal(o, v))
                     return hr_errf("schema: allOf cannot combine two \"%s\" at %s", k, path);
-                json_object_set(m, k, v);
+                HR_TRY(put(m, k, v));
             }
         }
     }
     int ta = type_bits(a) & type_bits(b);
     if (json_object_get(a, "type") || json_object_get(b, "type")) {
-        json_object_set_new(m, "type", type_names(ta));
+        HR_TRY(put_new(m, "type", type_names(ta)));
     }
     json_t *ra = json_object_get(a, "required"), *rb = json_object_get(b, "required");
     if (ra || rb) {
         json_t *req = json_array();
-        for (int s = 0; s < 2 && req; s++)
+        HR_TRY(put_new(m, "required", req));
+        for (int s = 0; s < 2; s++)
             for (size_t i = 0; i < json_array_size(s ? rb : ra); i++)
-                json_array_append(req, json_array_get(s ? rb : ra, i));
-        json_object_set_new(m, "required", req);
+                HR_TRY(add(req, json_array_get(s ? rb : ra, i)));
     }
     HR_TRY(merge_patterns(a, b, m));
-    merge_bound(a, b, 1, m);
-    merge_bound(a, b, 0, m);
+    HR_TRY(merge_bound(a, b, 1, m));
+    HR_TRY(merge_bound(a, b, 0, m));
     HR_TRY(merge_enum(a, b, m));
     HR_TRY(merge_anyof(a, b, "anyOf", path, m));
     HR_TRY(merge_anyof(a, b, "oneOf", path, m));
@@ -319,7 +325,7 @@ static hr_err *flatten(hr_sc_ctx *c, const json_t *s, const char *path, const js
     if (!json_is_object(s)) return NULL;
     json_t *ref = json_object_get(s, "$ref"), *all = json_object_get(s, "allOf");
     if (!ref && !all) return NULL;
-    json_t *rest = json_copy((json_t *)s);
+    json_t *rest = hr_json_copy((json_t *)s);
     if (!hr_sc_keep(c, rest)) return hr_err_oom();
     json_object_del(rest, "$ref");
     json_object_del(rest, "allOf");

@@ -141,7 +141,7 @@ static json_t *negate_strings(const json_t *s) {
                         v) if (hr_sc_is_assertion(k) && strcmp(k, "enum") && strcmp(k, "const") &&
                                !(!strcmp(k, "type") && json_is_string(t) &&
                                  !strcmp(json_string_value(t), "string"))) return NULL;
-    json_t *list = en ? json_copy(en) : json_pack("[O]", cn);
+    json_t *list = en ? hr_json_copy(en) : json_pack("[O]", cn);
     for (size_t i = 0; list && i < json_array_size(list); i++)
         if (!json_is_string(json_array_get(list, i))) {
             json_decref(list);

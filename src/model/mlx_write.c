@@ -170,7 +170,7 @@ static json_t *module_params(const hr_qplan_entry *e) {
  * differs from them (false for one kept as is). */
 static hr_err *write_config(const json_t *config, const hr_qplan *plan, const hr_mlx_write_opts *o,
                             const char *path) {
-    json_t *c = json_deep_copy(config);
+    json_t *c = hr_json_deep_copy(config);
     json_t *q =
         json_pack("{s:i,s:i,s:s}", "group_size", o->group, "bits", o->bits, "mode", "affine");
     if (!c || !q) return json_decref(c), json_decref(q), hr_err_oom();

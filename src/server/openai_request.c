@@ -54,7 +54,7 @@ static hr_err *norm_tool_call(const json_t *tc, const char *where, size_t i, jso
                        "string holding one)",
                        where, i);
     }
-    json_t *c = json_deep_copy(tc);
+    json_t *c = hr_json_deep_copy(tc);
     hr_err *e = hr_json_set_new(json_object_get(c, "function"), "arguments", a);
     if (!e && !json_object_get(c, "type")) e = hr_json_set_new(c, "type", json_string("function"));
     if (e) return json_decref(c), e;
@@ -162,7 +162,7 @@ static hr_err *parse_tools(const json_t *body, hr_api_request *r, json_t **tools
     }
     if (forced) HR_TRY(hr_set_tool_choice(r, t, name));
     if (!json_array_size(t)) return NULL;
-    *tools = json_deep_copy(t);
+    *tools = hr_json_deep_copy(t);
     r->use_tools = 1;
     return *tools ? NULL : hr_err_oom();
 }
@@ -205,7 +205,7 @@ static hr_err *parse_chat_kwargs(const json_t *body, hr_api_request *r, json_t *
     const json_t *k = json_object_get(body, "chat_template_kwargs");
     if (k && !json_is_null(k) && !json_is_object(k))
         return hr_errf("request: \"chat_template_kwargs\" must be an object");
-    *kwargs = json_is_object(k) ? json_deep_copy(k) : json_object();
+    *kwargs = json_is_object(k) ? hr_json_deep_copy(k) : json_object();
     if (!*kwargs) return hr_err_oom();
     const char *effort;
     HR_TRY(hr_json_str(body, "reasoning_effort", NULL, "request", &effort));

@@ -25,7 +25,7 @@ static hr_err *set_spec(hr_output_spec *s, const char *field, hr_output_kind kin
                        field);
     s->kind = kind;
     snprintf(s->field, sizeof s->field, "%s", field);
-    if (value && !(s->value = json_deep_copy(value))) return hr_err_oom();
+    if (value && !(s->value = hr_json_deep_copy(value))) return hr_err_oom();
     if (text && !(s->text = strdup(text))) return hr_err_oom();
     return NULL;
 }

@@ -149,7 +149,7 @@ static void openai_stream_event(hr_choice *c, const hr_out_event *ev) {
     json_t *delta;
     if (ev->kind == HR_OUT_TOOL_CALL) {
         json_t *tc = json_array_get(c->tool_calls, (size_t)ev->tool_index);
-        json_t *d = json_deep_copy(tc);
+        json_t *d = hr_json_deep_copy(tc);
         json_object_set_new(d, "index", json_integer(ev->tool_index));
         delta = json_pack("{s:[o]}", "tool_calls", d);
     } else {

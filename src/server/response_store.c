@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
+
 typedef struct entry {
     struct entry *prev, *next;
     char *id;
@@ -120,8 +122,8 @@ json_t *hr_response_store_get(hr_response_store *s, const char *id, json_t **con
     if (e) {
         unlink_entry(s, e);
         push_front(s, e);
-        r = json_deep_copy(e->response);
-        if (conversation) *conversation = json_deep_copy(e->conversation);
+        r = hr_json_deep_copy(e->response);
+        if (conversation) *conversation = hr_json_deep_copy(e->conversation);
     }
     pthread_mutex_unlock(&s->mu);
     if (r && conversation && !*conversation) json_decref(r), r = NULL;

@@ -67,7 +67,7 @@ static json_t *response(hr_reply *r, const char *status) {
                                       c->detail ? c->detail : "engine error"));
     json_object_update(o, (json_t *)echo(r));
     json_object_set_new(o, "usage", done ? usage(r) : json_null());
-    json_t *copy = json_deep_copy(o); /* output items keep changing; the event must not */
+    json_t *copy = hr_json_deep_copy(o); /* output items keep changing; the event must not */
     json_decref(o);
     return copy;
 }
@@ -227,9 +227,9 @@ static json_t *turn_message(hr_reply *r) {
 /* Keeps the finished response and its conversation for previous_response_id and GET. */
 static void store(hr_reply *r) {
     if (!r->store || !json_is_true(json_object_get(r->req->responses, "store"))) return;
-    json_t *conv = json_deep_copy(json_object_get(r->req->responses, "input"));
+    json_t *conv = hr_json_deep_copy(json_object_get(r->req->responses, "input"));
     json_array_append_new(conv, turn_message(r));
-    hr_response_store_put(r->store, r->id, json_deep_copy(r->resp->final), conv);
+    hr_response_store_put(r->store, r->id, hr_json_deep_copy(r->resp->final), conv);
 }
 
 void hr_resp_finish(hr_reply *r) {

@@ -386,7 +386,7 @@ static json_t *field_or(const json_t *body, const char *key, json_t *def) {
     const json_t *v = json_object_get(body, key);
     if (!v || json_is_null(v)) return def;
     json_decref(def);
-    return json_deep_copy(v);
+    return hr_json_deep_copy(v);
 }
 
 /* The request fields a response object repeats, with OpenAI's defaults. */

@@ -501,7 +501,7 @@ void hr_supervisor_health(hr_supervisor *s, json_t **state, json_t **child, int 
     if (o && s->reason[0])
         json_object_set_new(o, "reason", hr_json_string_lossy(s->reason, strlen(s->reason)));
     *state = o;
-    *child = s->state == ST_READY && s->child_health ? json_deep_copy(s->child_health) : NULL;
+    *child = s->state == ST_READY && s->child_health ? hr_json_deep_copy(s->child_health) : NULL;
     *ready = s->state == ST_READY;
     pthread_mutex_unlock(&s->mu);
 }

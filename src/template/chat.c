@@ -118,7 +118,7 @@ static hr_err *build_context(const hr_chat_template *ct, const json_t *req, json
         return hr_errf("request: \"kwargs\" must be an object");
     int ok =
         !json_object_set(ctx, "messages", (json_t *)msgs) &&
-        !json_object_set_new(ctx, "tools", tools ? json_deep_copy(tools) : json_null()) &&
+        !json_object_set_new(ctx, "tools", tools ? hr_json_deep_copy(tools) : json_null()) &&
         !json_object_set_new(ctx, "documents", json_null()) &&
         !json_object_set_new(ctx, "add_generation_prompt", json_boolean(agp && json_is_true(agp)));
     if (ct->bos_token)

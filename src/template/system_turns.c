@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
+
 static const char PROBE[] =
     "{\"messages\": [{\"role\": \"user\", \"content\": \"hr-probe-user-1\"},"
     " {\"role\": \"assistant\", \"content\": \"hr-probe-assistant\"},"
@@ -88,7 +90,7 @@ hr_err *hr_chat_fold_system(const json_t *chat, json_t **out) {
     sys_text sys = {0};
     json_t *rest = json_array();
     hr_err *e = rest ? split(msgs, &sys, rest) : hr_err_oom();
-    json_t *folded = e ? NULL : json_copy((json_t *)chat); /* shallow */
+    json_t *folded = e ? NULL : hr_json_copy((json_t *)chat); /* shallow */
     if (!e && folded) {
         json_array_insert_new(
             rest, 0, json_pack("{s:s, s:s}", "role", "system", "content", sys.s ? sys.s : ""));

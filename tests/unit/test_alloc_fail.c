@@ -161,11 +161,10 @@ static hr_err *load_schema(json_t **s) {
     return *s ? NULL : hr_errf("the schema fixture has no \"schema\"");
 }
 
-/* The schema's grammar, a matcher over brown-llama-8m's vocabulary, and masks along a
- * valid document fed token by token (tokens of one byte each, found in the vocabulary). */
-static hr_err *op_schema(uint64_t *d) {
-    json_t *s;
-    HR_TRY(load_schema(&s));
+/* Schema s's grammar, a matcher over brown-llama-8m's vocabulary, and masks along the
+ * valid document prefix doc fed token by token (tokens of one byte each, found in the
+ * vocabulary). Takes s. */
+static hr_err *schema_masks(json_t *s, const char *doc, uint64_t *d) {
     char *text = NULL;
     size_t len = 0;
     hr_grammar *g = NULL;
@@ -178,8 +177,7 @@ static hr_err *op_schema(uint64_t *d) {
     uint32_t *bits = NULL;
     size_t words = ((size_t)hr_grammar_vocab_size(brown_gv) + 31) / 32;
     if (!e && !(bits = malloc(words * sizeof *bits))) e = hr_err_oom();
-    static const char doc[] = "{\"customer_name\": \"A";
-    for (size_t i = 0; !e && i < sizeof doc - 1; i++) {
+    for (size_t i = 0; !e && doc[i]; i++) {
         hr_matcher_mask(m, bits);
         *d = mix(*d, bits, words * sizeof *bits);
         char piece[8];
@@ -191,6 +189,24 @@ static hr_err *op_schema(uint64_t *d) {
     hr_matcher_free(m);
     hr_grammar_free(g);
     return e;
+}
+
+static hr_err *op_schema(uint64_t *d) {
+    json_t *s;
+    HR_TRY(load_schema(&s));
+    return schema_masks(s, "{\"customer_name\": \"A", d);
+}
+
+/* Strings whose grammar is an intersection with a complement (`&`, `~`): a pattern with a
+ * length, a second pattern from an allOf, "not" of a pattern. */
+static hr_err *op_strings(uint64_t *d) {
+    static const char schema[] =
+        "{\"type\":\"object\",\"properties\":{\"s\":{\"allOf\":[{\"type\":\"string\","
+        "\"pattern\":\"a\",\"maxLength\":6},{\"pattern\":\"b\"},{\"not\":{\"pattern\":\"c\"}}]}},"
+        "\"required\":[\"s\"]}";
+    json_t *s;
+    HR_TRY(hr_json_load_buf("schema", schema, sizeof schema - 1, &s));
+    return schema_masks(s, "{\"s\": \"ab\"}", d);
 }
 
 static hr_err *op_gbnf(uint64_t *d) {
@@ -312,6 +328,7 @@ static const op OPS[] = {
     {"tokenizer", op_tokenizer, 10, 10, 5, 1},
     {"schema", op_schema, 300, 150, 60, 0},
     {"gbnf", op_gbnf, 300, 150, 60, 0},
+    {"strings", op_strings, 300, 150, 60, 0},
     {"safetensors", op_safetensors, 300, 150, 60, 1},
     {"gguf", op_gguf, 300, 150, 60, 1},
     {"engine", op_engine, 100, 50, 30, 1},
