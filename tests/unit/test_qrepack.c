@@ -10,6 +10,7 @@
 #include "backend/cpu/qrepack.h"
 #include "base/cpu.h"
 #include "harness.h"
+#include "quant_err.h"
 #include "tensor/quant.h"
 
 static const hr_dtype types[] = {HR_Q4_0, HR_Q8_0};
@@ -140,20 +141,6 @@ static void reference(float *y, const float *x, const hr_tensor *dev, int T) {
     free(xq);
 }
 
-/* max |y - yf| / sum |w x| over the T tokens. */
-static float rel_err(const float *y, const float *yf, const float *wf, const float *x, int T,
-                     long N, long K) {
-    float worst = 0;
-    for (int r = 0; r < T; r++)
-        for (long n = 0; n < N; n++) {
-            float a = 1e-30f;
-            for (long k = 0; k < K; k++)
-                a += fabsf(wf[n * K + k] * x[r * K + k]);
-            worst = fmaxf(worst, fabsf(y[r * N + n] - yf[r * N + n]) / a);
-        }
-    return worst;
-}
-
 /* Columns of y split at odd places over hr_qmm_cols equal the matmul's. */
 static int split_matches(hr_backend *be, const hr_tensor *w, const float *x, int T,
                          const float *want) {
@@ -207,7 +194,7 @@ static void check_matmul(hr_backend *be, hr_dtype t, long K, int first, float *y
         HR_CHECK(!memcmp(y, y1, sizeof(float) * 5 * (size_t)N), "%s K=%ld: not the C tiles", name,
                  K);
         be->vt->matmul(be, y, x, &df, NULL, 5);
-        float err = rel_err(y1, y, wf, x, 5, N, K);
+        float err = hr_test_quant_err(y1, y, wf, x, 5, N, K);
         HR_CHECK(err < 1.0f / 127, "%s K=%ld: error %g", name, K, err);
         HR_CHECK(split_matches(be, &dq, x, 5, y1), "%s K=%ld: columns split at odd places", name,
                  K);
