@@ -3,7 +3,8 @@
  * rows1; the backend's matmul of a repacked weight (rows % 8 != 0, K of 1 .. 129 blocks)
  * equals the C tiles plus the row dots of the tail rows bit for bit, is batch invariant
  * across T, thread counts and column splits, and stays within the 8-bit error bound of the
- * f32 matmul; embed of a repacked table gives its dequantized rows. */
+ * f32 matmul, at every instruction-set level; embed of a repacked table gives its
+ * dequantized rows. */
 #include "backend/backend.h"
 #include "backend/cpu/matmul_quant.h"
 #include "backend/cpu/qdot.h"
@@ -239,6 +240,24 @@ static void test_matmul_repacked(void) {
             free(y64[i][k]);
 }
 
+/* The same on the plain C tiles (no rows4: four rows1 per group of tokens) and on AVX2. */
+static void test_matmul_levels(void) {
+    hr_cpu_level saved = hr_cpu()->level, levels[] = {HR_CPU_GENERIC, HR_CPU_AVX2};
+    for (int l = 0; l < 2 && levels[l] <= saved; l++) {
+        hr_cpu_set_level(levels[l]);
+        hr_backend *be = backend(2);
+        HR_CHECK(be, "no backend");
+        for (int i = 0; i < 2; i++)
+            for (int k = 0; k < 4; k++) {
+                float *y64 = malloc(sizeof(float) * MAX_T * (size_t)rows_for(types[i], Ks[k]));
+                check_matmul(be, types[i], Ks[k], 1, y64);
+                free(y64);
+            }
+        hr_backend_destroy(be);
+    }
+    hr_cpu_set_level(saved);
+}
+
 static void test_embed_repacked(void) {
     hr_backend *be = backend(2);
     long D = 1024, V = rows_for(HR_Q4_0, D);
@@ -267,6 +286,7 @@ int main(void) {
     HR_RUN(test_block_roundtrip);
     HR_RUN(test_rows_variants);
     HR_RUN(test_matmul_repacked);
+    HR_RUN(test_matmul_levels);
     HR_RUN(test_embed_repacked);
     return hr_test_summary();
 }
