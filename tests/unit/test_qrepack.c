@@ -1,6 +1,6 @@
-/* Repacked (row-interleaved) Q4_0 / Q8_0 weights (backend/cpu/qrepack.h): the layout reads
+/* Repacked (row-interleaved) Q4_0 / Q8_0 / Q4_K weights (backend/cpu/qrepack.h): the layout reads
  * back block for block; every SIMD tile equals the plain C tile bit for bit, rows4 four
- * rows1; the backend's matmul of a repacked weight (rows % 8 != 0, K of 1 .. 129 blocks)
+ * rows1; the backend's matmul of a repacked weight (rows % 8 != 0, K of 1, 2, 3 and 129 blocks)
  * equals the C tiles plus the row dots of the tail rows bit for bit, is batch invariant
  * across T, thread counts and column splits, and stays within the 8-bit error bound of the
  * f32 matmul, at every instruction-set level; embed of a repacked table gives its
@@ -14,8 +14,11 @@
 #include "quant_err.h"
 #include "tensor/quant.h"
 
-static const hr_dtype types[] = {HR_Q4_0, HR_Q8_0};
-static const long Ks[] = {32, 64, 96, 4096 + 32};
+enum { N_TYPES = 3 };
+static const hr_dtype types[N_TYPES] = {HR_Q4_0, HR_Q8_0, HR_Q4_K};
+/* K per type: 1, 2, 3 and 129 blocks */
+static const long Ks[N_TYPES][4] = {
+    {32, 64, 96, 4096 + 32}, {32, 64, 96, 4096 + 32}, {256, 512, 768, 4096 + 256}};
 
 static unsigned rng = 7;
 static unsigned rnd(void) {
@@ -26,15 +29,16 @@ static float frand(void) { return (float)(rnd() & 0xffff) / 32768.0f - 1.0f; }
 
 /* n elements of random blocks of t with scales in [-0.05, 0.05]. */
 static uint8_t *random_blocks(hr_dtype t, long n) {
-    int bb = hr_dtype_get(t)->block_bytes;
-    long nb = n / 32;
+    int bb = hr_dtype_get(t)->block_bytes, scales = t == HR_Q4_K ? 2 : 1; /* Q4_K: d, dmin */
+    long nb = n / hr_dtype_get(t)->block;
     uint8_t *b = malloc((size_t)(nb * bb));
     for (long i = 0; i < nb * bb; i++)
         b[i] = (uint8_t)rnd();
-    for (long i = 0; i < nb; i++) {
-        uint16_t h = hr_f32_to_f16(frand() * 0.05f);
-        memcpy(b + i * bb, &h, 2);
-    }
+    for (long i = 0; i < nb; i++)
+        for (int j = 0; j < scales; j++) {
+            uint16_t h = hr_f32_to_f16(frand() * 0.05f);
+            memcpy(b + i * bb + 2 * j, &h, 2);
+        }
     return b;
 }
 
@@ -47,12 +51,12 @@ static long rows_for(hr_dtype t, long K) {
 static void test_block_roundtrip(void) {
     hr_pool *pool;
     HR_CHECK_OK(hr_pool_create(3, &pool));
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < N_TYPES; i++) {
         hr_dtype t = types[i];
-        long N = 8 * 5 + 3, K = 96, nb = K / 32;
+        long N = 8 * 5 + 3, K = Ks[i][2], nb = K / hr_dtype_get(t)->block;
         int bb = hr_dtype_get(t)->block_bytes;
         size_t bytes = hr_dtype_bytes(t, N * K);
-        uint8_t *src = random_blocks(t, N * K), *a = malloc(bytes), *b = malloc(bytes), blk[34];
+        uint8_t *src = random_blocks(t, N * K), *a = malloc(bytes), *b = malloc(bytes), blk[144];
         hr_qrepack(NULL, t, src, a, N, K);
         hr_qrepack(pool, t, src, b, N, K);
         HR_CHECK(!memcmp(a, b, bytes), "%s: repacked on the pool differs", hr_dtype_name(t));
@@ -80,10 +84,10 @@ static void test_rows_variants(void) {
     int n = 0;
     if (hr_cpu()->level >= HR_CPU_AVX2) v[n++] = &hr_cpu_qdots_avx2;
     if (hr_cpu()->avx512vnni) v[n++] = &hr_cpu_qdots_vnni;
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < N_TYPES; i++)
         for (int k = 0; k < 4; k++) {
             hr_dtype t = types[i];
-            long K = Ks[k], nb = K / 32;
+            long K = Ks[i][k], nb = K / 32;
             uint8_t *src = random_blocks(t, HR_QROWS * K), *tile = malloc(hr_dtype_bytes(t, 8 * K));
             hr_qrepack(NULL, t, src, tile, HR_QROWS, K);
             size_t xs = hr_qx_row_bytes(K) + sizeof(hr_q8x); /* tokens need not be adjacent */
@@ -223,19 +227,19 @@ static void check_matmul(hr_backend *be, hr_dtype t, long K, int first, float *y
 
 static void test_matmul_repacked(void) {
     int threads[] = {1, 2, 3};
-    float *y64[2][4];
-    for (int i = 0; i < 2; i++)
+    float *y64[N_TYPES][4];
+    for (int i = 0; i < N_TYPES; i++)
         for (int k = 0; k < 4; k++)
-            y64[i][k] = malloc(sizeof(float) * MAX_T * (size_t)rows_for(types[i], Ks[k]));
+            y64[i][k] = malloc(sizeof(float) * MAX_T * (size_t)rows_for(types[i], Ks[i][k]));
     for (int th = 0; th < 3; th++) {
         hr_backend *be = backend(threads[th]);
         HR_CHECK(be, "no backend");
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < N_TYPES; i++)
             for (int k = 0; k < 4; k++)
-                check_matmul(be, types[i], Ks[k], th == 0, y64[i][k]);
+                check_matmul(be, types[i], Ks[i][k], th == 0, y64[i][k]);
         hr_backend_destroy(be);
     }
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < N_TYPES; i++)
         for (int k = 0; k < 4; k++)
             free(y64[i][k]);
 }
@@ -247,10 +251,10 @@ static void test_matmul_levels(void) {
         hr_cpu_set_level(levels[l]);
         hr_backend *be = backend(2);
         HR_CHECK(be, "no backend");
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < N_TYPES; i++)
             for (int k = 0; k < 4; k++) {
-                float *y64 = malloc(sizeof(float) * MAX_T * (size_t)rows_for(types[i], Ks[k]));
-                check_matmul(be, types[i], Ks[k], 1, y64);
+                float *y64 = malloc(sizeof(float) * MAX_T * (size_t)rows_for(types[i], Ks[i][k]));
+                check_matmul(be, types[i], Ks[i][k], 1, y64);
                 free(y64);
             }
         hr_backend_destroy(be);

@@ -1,4 +1,4 @@
-/* The CPU backend: host memory, weights copied into 2 MiB pages (Q4_0 / Q8_0 matrices
+/* The CPU backend: host memory, weights copied into 2 MiB pages (Q4_0 / Q8_0 / Q4_K matrices
  * repacked into interleaved rows on the way, qrepack.h) or used in place (mmapped), ops run
  * immediately on the thread pool with kernels picked by cpuid. Matmul and attention are in their
  * own files; the cheap elementwise ops are here. */

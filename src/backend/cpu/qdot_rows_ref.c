@@ -1,6 +1,7 @@
 /* Plain C repacked tiles (qrepack.h): 8 rows times one token's 8-bit activations, each
- * row's integer dot per block, then per row acc = fma(dot, w_d * x_d, acc); the definition of what
- * the SIMD tiles (qdot_rows_x86.h) compute, bit for bit. xs is unused: one token. */
+ * row's integer dot per block (Q4_K: per super-block), then per row acc = fma(dot, w_d * x_d,
+ * acc); the definition of what the SIMD tiles (qdot_rows_x86.h) compute, bit for bit. xs is
+ * unused: one token. */
 #include <math.h>
 
 #include "backend/cpu/qdot.h"
@@ -37,6 +38,34 @@ static void rows(int q8, const void *tile, const void *xv, long nb, float *out) 
         for (int r = 0; r < HR_QROWS; r++)
             acc[r] = fmaf((float)row_dot(q8, w, r, g, i), f16(w + 2 * r) * g->d[i], acc[r]);
     }
+    for (int r = 0; r < HR_QROWS; r++)
+        out[r] = acc[r];
+}
+
+/* Q4_K (x per 256, hr_q8k): per super-block and row, the sub-blocks' code dots times their
+ * scales and the mins times x's sums per 32 sum in integers; then acc = fma(isum, d x_d,
+ * acc) and acc = fma(-msum, dmin x_d, acc). */
+void hr_qrows_ref_q4_k(const void *tile, const void *xv, size_t xs, long nb, float *out) {
+    const uint8_t *o = tile;
+    const hr_q8k *x = xv;
+    float acc[HR_QROWS] = {0};
+    for (long sb = 0; sb < nb / 8; sb++, o += HR_QROWS * 144, x++)
+        for (int r = 0; r < HR_QROWS; r++) {
+            int isum = 0, msum = 0;
+            for (int j = 0; j < 8; j++) {
+                int sc = o[32 + 8 * j + r] & 63;
+                int m = o[32 + 8 * j + r] >> 6 | (o[96 + 4 * j + r % 4] >> 4 * (r / 4) & 15) << 2;
+                int dot = 0;
+                for (int l = 0; l < 32; l++) {
+                    uint8_t v = o[128 + 32 * (8 * (j / 2) + l / 4) + 4 * r + l % 4];
+                    dot += (v >> 4 * (j % 2) & 15) * x->q[32 * j + l];
+                }
+                isum += sc * dot;
+                msum += m * x->s32[j];
+            }
+            acc[r] = fmaf((float)isum, f16(o + 2 * r) * x->d, acc[r]);
+            acc[r] = fmaf(-(float)msum, f16(o + 16 + 2 * r) * x->d, acc[r]);
+        }
     for (int r = 0; r < HR_QROWS; r++)
         out[r] = acc[r];
 }
