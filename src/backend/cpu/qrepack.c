@@ -13,7 +13,7 @@ int hr_qrepack_fits(hr_dtype t, int ndim, int64_t N) {
 /* The code bytes' XOR: Q8_0's signed codes are kept as unsigned ones. */
 static uint8_t code_xor(hr_dtype t) { return t == HR_Q8_0 ? 0x80 : 0; }
 
-/* Bytes of a block's head (scales) per row, and where the codes start in it. */
+/* Bytes of a block's head (its scales) per row; the codes follow the 8 rows' heads. */
 static int head_bytes(hr_dtype t) { return t == HR_Q4_K ? 16 : 2; }
 
 /* Offset within a repacked block of row r's code byte j (after the 8 rows' heads). */
