@@ -2,9 +2,9 @@
  * back block for block; every SIMD tile equals the plain C tile bit for bit, rows4 four
  * rows1; the backend's matmul of a repacked weight (rows % 8 != 0, K of 1, 2, 3 and 129 blocks)
  * equals the C tiles plus the row dots of the tail rows bit for bit, is batch invariant
- * across T, thread counts and column splits, and stays within the 8-bit error bound of the
- * f32 matmul, at every instruction-set level; embed of a repacked table gives its
- * dequantized rows. */
+ * across T, thread counts, column splits and row views, and stays within the 8-bit error bound of
+ * the f32 matmul, at every instruction-set level; embed of a repacked table gives its dequantized
+ * rows. */
 #include "backend/backend.h"
 #include "backend/cpu/matmul_quant.h"
 #include "backend/cpu/qdot.h"
@@ -13,6 +13,7 @@
 #include "harness.h"
 #include "quant_err.h"
 #include "tensor/quant.h"
+#include "tensor/view.h"
 
 enum { N_TYPES = 3 };
 static const hr_dtype types[N_TYPES] = {HR_Q4_0, HR_Q8_0, HR_Q4_K};
@@ -203,6 +204,11 @@ static void check_matmul(hr_backend *be, hr_dtype t, long K, int first, float *y
         HR_CHECK(err < 1.0f / 127, "%s K=%ld: error %g", name, K, err);
         HR_CHECK(split_matches(be, &dq, x, 5, y1), "%s K=%ld: columns split at odd places", name,
                  K);
+        hr_tensor v, vs, vb; /* a view from the second tile to the end: the same rows */
+        hr_tensor_rows(&dq, 8, N - 8, &v, &vs, &vb);
+        be->vt->matmul(be, y, x, &v, NULL, 1);
+        HR_CHECK(!memcmp(y, y1 + 8, sizeof(float) * (size_t)(N - 8)),
+                 "%s K=%ld: a row view differs", name, K);
     }
     int Ts[] = {3, 4, 5, MAX_T};
     for (int i = 0; i < 4; i++) {
