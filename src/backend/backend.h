@@ -119,8 +119,9 @@ typedef struct {
     hr_err *(*alloc)(hr_backend *be, size_t bytes, void **out);
     void (*free)(hr_backend *be, void *p);
     /* Makes a host tensor usable by ops, in its own dtype. The CPU backend either copies
-     * it into hugepage-backed memory or (weights_in_place) returns a view of the host
-     * memory, which must then outlive its use; device backends copy. */
+     * it into hugepage-backed memory (a Q4_0 / Q8_0 / Q4_K matrix repacked into interleaved rows
+     * of the same bytes, dev->row_tile set) or (weights_in_place) returns a view of the
+     * host memory, which must then outlive its use; device backends copy. */
     hr_err *(*upload)(hr_backend *be, const hr_tensor *host, hr_tensor *dev);
     /* Frees what upload made for dev. */
     void (*release)(hr_backend *be, hr_tensor *dev);

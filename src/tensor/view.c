@@ -2,8 +2,11 @@
  * experts of a checkpoint that stacks them, [experts, rows, cols], as the per-expert matrices
  * the MoE op takes), and row ranges of a matrix (with its MLX companions). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "tensor/view.h"
+
+#include "base/log.h"
 
 hr_err *hr_tensor_slab_rows(const hr_tensor *t, int64_t i, int64_t row0, int64_t rows,
                             hr_tensor *out) {
@@ -29,6 +32,13 @@ hr_err *hr_tensor_slab_rows(const hr_tensor *t, int64_t i, int64_t row0, int64_t
 }
 
 static void rows_of(const hr_tensor *t, int64_t row0, int64_t rows, hr_tensor *out) {
+    /* a repacked weight's rows keep their layout only in whole tiles (or its last rows) */
+    int tile = t->row_tile;
+    if (tile && (row0 % tile || (rows % tile && row0 + rows != t->shape[0]))) {
+        HR_ERROR("internal: rows [%lld, %lld) of a weight repacked in tiles of %d", (long long)row0,
+                 (long long)(row0 + rows), tile);
+        abort();
+    }
     *out = *t;
     out->shape[0] = rows;
     out->data = (char *)t->data + hr_dtype_bytes(t->dtype, row0 * t->shape[1]);

@@ -13,7 +13,9 @@ hr_err *hr_tensor_slab_rows(const hr_tensor *t, int64_t i, int64_t row0, int64_t
                             hr_tensor *out);
 
 /* out = rows [row0, row0 + rows) of the 2-D tensor t, sharing its memory. An MLX tensor's
- * scales and biases are sliced alike into *cs and *cb, which must outlive out. */
+ * scales and biases are sliced alike into *cs and *cb, which must outlive out. A weight the
+ * CPU backend repacked (t->row_tile) is sliced in whole tiles only (row0 a multiple of the
+ * tile; rows too, unless the slice ends at t's last row): anything else aborts. */
 void hr_tensor_rows(const hr_tensor *t, int64_t row0, int64_t rows, hr_tensor *out, hr_tensor *cs,
                     hr_tensor *cb);
 

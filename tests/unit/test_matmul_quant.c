@@ -7,6 +7,7 @@
 #include "backend/cpu/qdot.h"
 #include "base/cpu.h"
 #include "harness.h"
+#include "quant_err.h"
 #include "tensor/quant.h"
 
 static const hr_dtype all_types[] = {HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0, HR_Q5_1,   HR_Q2_K,
@@ -110,13 +111,7 @@ static int check_matmul(hr_backend *be, hr_dtype t, int T, long N, long K) {
             ok = memcmp(y0, y1 + r * N, sizeof(float) * (size_t)N) == 0;
         }
         be->vt->matmul(be, yf, x, &df, NULL, T);
-        for (int r = 0; r < T; r++)
-            for (long n = 0; n < N; n++) {
-                float a = 1e-30f;
-                for (long k = 0; k < K; k++)
-                    a += fabsf(wf[n * K + k] * x[r * K + k]);
-                worst_err = fmaxf(worst_err, fabsf(y1[r * N + n] - yf[r * N + n]) / a);
-            }
+        worst_err = fmaxf(worst_err, hr_test_quant_err(y1, yf, wf, x, T, N, K));
         be->vt->release(be, &dq);
         be->vt->release(be, &df);
     }

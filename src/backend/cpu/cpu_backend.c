@@ -1,6 +1,7 @@
-/* The CPU backend: host memory, weights used in place (mmapped), ops run immediately on
- * the thread pool with kernels picked by cpuid. Matmul and attention are in their own
- * files; the cheap elementwise ops are here. */
+/* The CPU backend: host memory, weights copied into 2 MiB pages (Q4_0 / Q8_0 / Q4_K matrices
+ * repacked into interleaved rows on the way, qrepack.h) or used in place (mmapped), ops run
+ * immediately on the thread pool with kernels picked by cpuid. Matmul and attention are in their
+ * own files; the cheap elementwise ops are here. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/qrepack.h"
 #include "tensor/mlx_quant.h"
 #include "tensor/quant.h"
 
@@ -58,6 +60,7 @@ static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev)
             hr_dtype_name(t), (long long)row, hr_dtype_get(t)->block);
     *dev = *host;
     dev->device = HR_DEV_CPU;
+    dev->row_tile = 0;
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
     if (quant) cb->has_quant = 1;
     if ((t == HR_BF16 || quant) && row > cb->max_k) cb->max_k = row;
@@ -68,7 +71,12 @@ static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev)
     if (p == MAP_FAILED)
         return hr_errc(HR_E_OOM, "out of memory: cannot allocate %zu MiB for weights", bytes >> 20);
     madvise(p, rounded, MADV_HUGEPAGE);
-    memcpy(p, host->data, bytes);
+    if (hr_qrepack_fits(t, host->ndim, host->shape[0])) {
+        hr_qrepack(cb->pool, t, host->data, p, host->shape[0], row);
+        dev->row_tile = HR_QROWS;
+    } else {
+        memcpy(p, host->data, bytes);
+    }
     dev->data = p;
     /* drop the source pages from this process (the page cache keeps them) */
     uintptr_t b = ((uintptr_t)host->data + 4095) & ~(uintptr_t)4095;
@@ -234,14 +242,22 @@ static void mlx_to_f32(float *y, const hr_tensor *t, long off, long n) {
     }
 }
 
-/* A GGUF tensor decodes whole blocks, keeping the elements asked for. */
+/* A GGUF tensor decodes whole blocks, keeping the elements asked for (a repacked one's
+ * blocks read back in their GGUF form first). */
 static void quant_to_f32(float *y, const hr_tensor *t, long off, long n) {
     const hr_dtype_info *info = hr_dtype_get(t->dtype);
     float buf[256]; /* the largest block */
+    uint8_t block[256];
+    long per_row = t->ndim == 2 ? (long)t->shape[1] / info->block : 0;
     for (long i = off; i < off + n;) {
         long blk = i / info->block, b0 = blk * info->block, e = b0 + info->block;
         if (e > off + n) e = off + n;
-        hr_dequant_row(t->dtype, (const char *)t->data + blk * info->block_bytes, buf, info->block);
+        const void *src = (const char *)t->data + blk * info->block_bytes;
+        if (t->row_tile) {
+            hr_qrepack_block(t, blk / per_row, blk % per_row, block);
+            src = block;
+        }
+        hr_dequant_row(t->dtype, src, buf, info->block);
         memcpy(y + (i - off), buf + (i - b0), sizeof(float) * (size_t)(e - i));
         i = e;
     }

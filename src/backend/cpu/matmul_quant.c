@@ -1,13 +1,17 @@
 /* Matmul with a quantized weight. GGUF types with an 8-bit dot product (qdot.h) quantize x
  * once per call (rows split over the pool; per 32 or, for the K-quants, per 256 elements) and take
  * one dot per output, four tokens per decode of a weight row where the type has dot4 (bit for bit
- * four dots): each weight row is read once and decoded in registers. MLX 4- and 8-bit weights on
- * AVX2 / AVX-512 take one f32 dot per output likewise (mlx_dot.h), with x's group sums computed
- * once. The other types (and every type at the generic level for MLX) dequantize HR_QMM_ROWS weight
- * rows at a time (tensor/quant.c, tensor/mlx_quant.c) into the thread's f32 buffer for the f32
- * kernel, bit for bit the f32 matmul of the dequantized weight. Either way an output depends on its
- * own row and column only, whatever T is and however the columns are split. */
+ * four dots): each weight row is read once and decoded in registers. A weight the backend
+ * repacked (qrepack.h) takes the same x through tiles of 8 interleaved rows instead. MLX 4- and
+ * 8-bit weights on AVX2 / AVX-512 take one f32 dot per output likewise (mlx_dot.h), with x's group
+ * sums computed once. The other types (and every type at the generic level for MLX) dequantize
+ * HR_QMM_ROWS weight rows at a time (tensor/quant.c, tensor/mlx_quant.c) into the thread's f32
+ * buffer for the f32 kernel, bit for bit the f32 matmul of the dequantized weight. Either way an
+ * output depends on its own row and column only, whatever T is and however the columns are split.
+ */
 #include "backend/cpu/matmul_quant.h"
+
+#include "backend/cpu/qrepack.h"
 
 #include "tensor/mlx_quant.h"
 #include "tensor/quant.h"
@@ -63,7 +67,9 @@ void hr_qmm_prepare(hr_qmm *q, hr_pool *pool, const float *x, const hr_tensor *w
                   .K = w->shape[1],
                   .k = hr_cpu_kernels_get(),
                   .dot = qd->dot[w->dtype],
-                  .dot4 = qd->dot4[w->dtype]};
+                  .dot4 = qd->dot4[w->dtype],
+                  .rows1 = w->row_tile ? qd->rows1[w->dtype] : NULL,
+                  .rows4 = w->row_tile ? qd->rows4[w->dtype] : NULL};
     if (hr_mlx_bits(w->dtype)) {
         prepare_mlx(q, hr_pool_size(pool), scratch);
         return;
@@ -104,31 +110,68 @@ static void dequant_row(const hr_tensor *w, long r, size_t row_bytes, float *out
         hr_dequant_row(w->dtype, (const char *)w->data + r * row_bytes, out, w->shape[1]);
 }
 
-void hr_qmm_cols(const hr_qmm *q, float *y, long n0, long n1, int thread) {
+/* Rows [n0, n1) through the per-row dots: groups of 4 tokens (their x blocks stay in L1)
+ * over the rows. */
+static void dot_cols(const hr_qmm *q, float *y, long n0, long n1) {
     long N = q->w->shape[0], K = q->K, nb = K / 32;
-    size_t row_bytes = hr_dtype_bytes(q->w->dtype, K);
+    size_t row_bytes = hr_dtype_bytes(q->w->dtype, K), xs = hr_qx_row_bytes(K);
     const char *w = q->w->data;
+    for (int t0 = 0; t0 < q->T; t0 += 4) {
+        const char *x = (const char *)q->xq + (size_t)t0 * xs;
+        int nt = q->T - t0 < 4 ? q->T - t0 : 4;
+        for (long n = n0; n < n1; n++) {
+            float o[4];
+            if (nt == 4 && q->dot4)
+                q->dot4(w + n * row_bytes, x, xs, nb, o);
+            else
+                for (int t = 0; t < nt; t++)
+                    o[t] = q->dot(w + n * row_bytes, x + t * xs, nb);
+            for (int t = 0; t < nt; t++)
+                y[(t0 + t) * N + n] = o[t];
+        }
+    }
+}
+
+/* A repacked weight (qrepack.h): the tiles that overlap [n0, n1) whole (a row's lane does
+ * not depend on the others), keeping the rows asked for; the rows past the last tile
+ * through dot_cols. */
+static void tile_cols(const hr_qmm *q, float *y, long n0, long n1) {
+    long N = q->w->shape[0], K = q->K, nb = K / 32, whole = N / HR_QROWS * HR_QROWS;
+    size_t xs = hr_qx_row_bytes(K), tile_bytes = hr_dtype_bytes(q->w->dtype, HR_QROWS * K);
+    const char *w = q->w->data;
+    for (int t0 = 0; t0 < q->T; t0 += 4) {
+        const char *x = (const char *)q->xq + (size_t)t0 * xs;
+        int nt = q->T - t0 < 4 ? q->T - t0 : 4;
+        for (long s = n0 / HR_QROWS * HR_QROWS; s < n1 && s < whole; s += HR_QROWS) {
+            float o[4 * HR_QROWS];
+            const char *tile = w + (size_t)(s / HR_QROWS) * tile_bytes;
+            if (nt == 4 && q->rows4)
+                q->rows4(tile, x, xs, nb, o);
+            else
+                for (int t = 0; t < nt; t++)
+                    q->rows1(tile, x + t * xs, xs, nb, o + HR_QROWS * t);
+            long a = s > n0 ? s : n0, e = s + HR_QROWS < n1 ? s + HR_QROWS : n1;
+            for (int t = 0; t < nt; t++)
+                for (long n = a; n < e; n++)
+                    y[(t0 + t) * N + n] = o[HR_QROWS * t + n - s];
+        }
+    }
+    if (n1 > whole) dot_cols(q, y, n0 > whole ? n0 : whole, n1);
+}
+
+void hr_qmm_cols(const hr_qmm *q, float *y, long n0, long n1, int thread) {
+    long N = q->w->shape[0], K = q->K;
+    size_t row_bytes = hr_dtype_bytes(q->w->dtype, K);
     if (q->mdot) {
         mlx_cols(q, y, n0, n1, thread);
         return;
     }
+    if (q->rows1) {
+        tile_cols(q, y, n0, n1);
+        return;
+    }
     if (q->dot) {
-        /* groups of 4 tokens (their x blocks stay in L1) over the chunk's rows */
-        size_t xs = hr_qx_row_bytes(K);
-        for (int t0 = 0; t0 < q->T; t0 += 4) {
-            const char *x = (const char *)q->xq + (size_t)t0 * xs;
-            int nt = q->T - t0 < 4 ? q->T - t0 : 4;
-            for (long n = n0; n < n1; n++) {
-                float o[4];
-                if (nt == 4 && q->dot4)
-                    q->dot4(w + n * row_bytes, x, xs, nb, o);
-                else
-                    for (int t = 0; t < nt; t++)
-                        o[t] = q->dot(w + n * row_bytes, x + t * xs, nb);
-                for (int t = 0; t < nt; t++)
-                    y[(t0 + t) * N + n] = o[t];
-            }
-        }
+        dot_cols(q, y, n0, n1);
         return;
     }
     float *rows = q->rows + (long)thread * HR_QMM_ROWS * K;

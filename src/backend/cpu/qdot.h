@@ -48,15 +48,26 @@ typedef float (*hr_qdot_fn)(const void *w, const void *x, long nb);
  * (prefill). */
 typedef void (*hr_qdot4_fn)(const void *w, const void *x, size_t xs, long nb, float *out);
 
+/* A tile of HR_QROWS repacked rows (qrepack.h; 8) times one token's activations x (rows1)
+ * or four tokens' x + t xs (rows4): out[8 t + r] is row r times token t, and rows4's token t
+ * is bit for bit rows1 of it (each row's dot still never depends on other tokens). */
+typedef void (*hr_qrows_fn)(const void *tile, const void *x, size_t xs, long nb, float *out);
+
 typedef struct {
     const char *name;
-    hr_qdot_fn dot[HR_DTYPE_COUNT];   /* NULL: the type multiplies through dequantized f32 rows */
-    hr_qdot4_fn dot4[HR_DTYPE_COUNT]; /* NULL: four calls of dot */
+    hr_qdot_fn dot[HR_DTYPE_COUNT];    /* NULL: the type multiplies through dequantized f32 rows */
+    hr_qdot4_fn dot4[HR_DTYPE_COUNT];  /* NULL: four calls of dot */
+    hr_qrows_fn rows1[HR_DTYPE_COUNT]; /* the repacked types (Q4_0, Q8_0, Q4_K): one token */
+    hr_qrows_fn rows4[HR_DTYPE_COUNT]; /* and four; NULL: four calls of rows1 */
     /* hr_qx_quantize, bit for bit */
     void (*quantize)(hr_dtype t, const float *x, void *out, long K);
 } hr_cpu_qdots;
 
 extern const hr_cpu_qdots hr_cpu_qdots_ref;
+/* The plain C repacked tiles (qdot_rows_ref.c), the definition the SIMD ones match. */
+void hr_qrows_ref_q4_0(const void *tile, const void *x, size_t xs, long nb, float *out);
+void hr_qrows_ref_q8_0(const void *tile, const void *x, size_t xs, long nb, float *out);
+void hr_qrows_ref_q4_k(const void *tile, const void *x, size_t xs, long nb, float *out);
 extern const hr_cpu_qdots hr_cpu_qdots_avx2;
 extern const hr_cpu_qdots hr_cpu_qdots_vnni;
 

@@ -8,7 +8,8 @@
  * function over nt tokens: a weight block is decoded once for all of them, then every token
  * runs the operations the single-token dot would, in the same order; dot (nt = 1) and dot4
  * (nt = 4) are that function inlined, so a token's result is bit for bit the same in either
- * (batch invariance). */
+ * (batch invariance). The repacked tiles (qdot_rows_x86.h) are built from the same
+ * primitives. */
 #include <immintrin.h>
 #include <math.h>
 
@@ -398,6 +399,9 @@ static void quantize_x(hr_dtype t, const float *x, void *out, long K) {
         quantize_q8x(x, out, K, hr_qdot_paired(t));
 }
 
+/* The repacked tiles' rows1_T / rows4_T. */
+#include "backend/cpu/qdot_rows_x86.h"
+
 /* dot_T (one token) and dot4_T (four, x blocks xs apart) from tile_T. */
 #define QDOT_PAIR(T)                                                                               \
     static float dot_##T(const void *w, const void *x, long nb) {                                  \
@@ -421,5 +425,6 @@ QDOT_PAIR(q6_k)
                [HR_Q4_K] = dot_q4_k, [HR_Q5_K] = dot_q5_k, [HR_Q6_K] = dot_q6_k},                  \
             {[HR_Q8_0] = dot4_q8_0, [HR_Q4_0] = dot4_q4_0, [HR_Q5_0] = dot4_q5_0,                  \
              [HR_Q4_K] = dot4_q4_k, [HR_Q5_K] = dot4_q5_k, [HR_Q6_K] = dot4_q6_k},                 \
-            quantize_x                                                                             \
+            {[HR_Q8_0] = rows1_q8_0, [HR_Q4_0] = rows1_q4_0, [HR_Q4_K] = rows1_q4_k},              \
+            {[HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0, [HR_Q4_K] = rows4_q4_k}, quantize_x   \
     }

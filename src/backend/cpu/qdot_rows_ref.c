@@ -1,0 +1,79 @@
+/* Plain C repacked tiles (qrepack.h): 8 rows times one token's 8-bit activations, each
+ * row's integer dot per block (Q4_K: per super-block), then per row acc = fma(dot, w_d * x_d,
+ * acc); the definition of what the SIMD tiles (qdot_rows_x86.h) compute, bit for bit. xs is
+ * unused: one token. */
+#include <math.h>
+
+#include "backend/cpu/qdot.h"
+#include "backend/cpu/qrepack.h"
+#include "tensor/dtype.h"
+
+static float f16(const uint8_t *p) { return hr_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+/* Row r's integer dot with block i of group g: Q4_0 codes less 8 times the paired x,
+ * Q8_0's (stored XOR 0x80) times x in order. */
+static int row_dot(int q8, const uint8_t *o, int r, const hr_q8x *g, int i) {
+    int s = 0;
+    for (int c = 0; c < (q8 ? 8 : 4); c++)
+        for (int k = 0; k < 4; k++) {
+            uint8_t v = o[2 * HR_QROWS + 32 * c + 4 * r + k];
+            int j = 4 * c + k;
+            if (q8)
+                s += (int8_t)(v ^ 0x80) * g->q[hr_q8x_pos(0, i, j)];
+            else
+                s += ((v & 15) - 8) * g->q[hr_q8x_pos(1, i, j)] +
+                     ((v >> 4) - 8) * g->q[hr_q8x_pos(1, i, j + 16)];
+        }
+    return s;
+}
+
+static void rows(int q8, const void *tile, const void *xv, long nb, float *out) {
+    const uint8_t *w = tile;
+    const hr_q8x *x = xv;
+    float acc[HR_QROWS] = {0};
+    int bb = q8 ? 34 : 18;
+    for (long b = 0; b < nb; b++, w += HR_QROWS * bb) {
+        const hr_q8x *g = x + b / 8;
+        int i = (int)(b % 8);
+        for (int r = 0; r < HR_QROWS; r++)
+            acc[r] = fmaf((float)row_dot(q8, w, r, g, i), f16(w + 2 * r) * g->d[i], acc[r]);
+    }
+    for (int r = 0; r < HR_QROWS; r++)
+        out[r] = acc[r];
+}
+
+/* Q4_K (x per 256, hr_q8k): per super-block and row, the sub-blocks' code dots times their
+ * scales and the mins times x's sums per 32 sum in integers; then acc = fma(isum, d x_d,
+ * acc) and acc = fma(-msum, dmin x_d, acc). */
+void hr_qrows_ref_q4_k(const void *tile, const void *xv, size_t xs, long nb, float *out) {
+    const uint8_t *o = tile;
+    const hr_q8k *x = xv;
+    float acc[HR_QROWS] = {0};
+    for (long sb = 0; sb < nb / 8; sb++, o += HR_QROWS * 144, x++)
+        for (int r = 0; r < HR_QROWS; r++) {
+            int isum = 0, msum = 0;
+            for (int j = 0; j < 8; j++) {
+                int sc = o[32 + 8 * j + r] & 63;
+                int m = o[32 + 8 * j + r] >> 6 | (o[96 + 4 * j + r % 4] >> 4 * (r / 4) & 15) << 2;
+                int dot = 0;
+                for (int l = 0; l < 32; l++) {
+                    uint8_t v = o[128 + 32 * (8 * (j / 2) + l / 4) + 4 * r + l % 4];
+                    dot += (v >> 4 * (j % 2) & 15) * x->q[32 * j + l];
+                }
+                isum += sc * dot;
+                msum += m * x->s32[j];
+            }
+            acc[r] = fmaf((float)isum, f16(o + 2 * r) * x->d, acc[r]);
+            acc[r] = fmaf(-(float)msum, f16(o + 16 + 2 * r) * x->d, acc[r]);
+        }
+    for (int r = 0; r < HR_QROWS; r++)
+        out[r] = acc[r];
+}
+
+void hr_qrows_ref_q4_0(const void *tile, const void *x, size_t xs, long nb, float *out) {
+    rows(0, tile, x, nb, out);
+}
+
+void hr_qrows_ref_q8_0(const void *tile, const void *x, size_t xs, long nb, float *out) {
+    rows(1, tile, x, nb, out);
+}
