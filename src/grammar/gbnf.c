@@ -305,43 +305,34 @@ static hr_err *sequence(gp *p, int nested, int *node) {
     return e;
 }
 
-/* Sequences joined by `&` (a hearth extension): the strings every one of them matches. */
-static hr_err *conjunction(gp *p, int nested, int *node) {
+/* Parts (each parsed by part) separated by sep, as one node of kind. */
+static hr_err *joined(gp *p, int nested, int sep, hr_gnode_kind kind,
+                      hr_err *(*part)(gp *, int, int *), int *node) {
     hr_gints parts = {0};
     hr_err *e = NULL;
     for (;;) {
         int n;
-        if ((e = sequence(p, nested, &n))) break;
+        if ((e = part(p, nested, &n))) break;
         if (hr_gints_push(&parts, n)) {
             e = oom();
             break;
         }
-        if (peek(p, 0) != '&') break;
+        if (peek(p, 0) != sep) break;
         p->i++;
         space(p, 1);
     }
-    if (!e && (*node = hr_gir_list(p->ir, HR_GN_AND, parts.v, parts.n)) < 0) e = oom();
+    if (!e && (*node = hr_gir_list(p->ir, kind, parts.v, parts.n)) < 0) e = oom();
     free(parts.v);
     return e;
 }
 
+/* Sequences joined by `&` (a hearth extension): the strings every one of them matches. */
+static hr_err *conjunction(gp *p, int nested, int *node) {
+    return joined(p, nested, '&', HR_GN_AND, sequence, node);
+}
+
 static hr_err *alternates(gp *p, int nested, int *node) {
-    hr_gints alts = {0};
-    hr_err *e = NULL;
-    for (;;) {
-        int n;
-        if ((e = conjunction(p, nested, &n))) break;
-        if (hr_gints_push(&alts, n)) {
-            e = oom();
-            break;
-        }
-        if (peek(p, 0) != '|') break;
-        p->i++;
-        space(p, 1);
-    }
-    if (!e && (*node = hr_gir_list(p->ir, HR_GN_ALT, alts.v, alts.n)) < 0) e = oom();
-    free(alts.v);
-    return e;
+    return joined(p, nested, '|', HR_GN_ALT, conjunction, node);
 }
 
 static hr_err *rule(gp *p) {
