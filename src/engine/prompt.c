@@ -17,10 +17,10 @@ const char hr_fallback_chat_template[] =
 
 static const char THINK_OPEN[] = "<think>", THINK_CLOSE[] = "</think>";
 
-/* p->ct from dir's files, or for a GGUF file from p->source and the tokenizer's BOS/EOS
- * (the file's metadata carries both). */
+/* p->ct from dir's files, or from p->source and the tokenizer's BOS/EOS for a GGUF file (the
+ * file's metadata carries both) or without a directory (an engine on a loaded model). */
 static hr_err *load_ct(const char *dir, const char *template_path, hr_prompt *p) {
-    if (hr_is_gguf(dir))
+    if (!dir || hr_is_gguf(dir))
         return hr_chat_template_from(p->source, hr_tokenizer_bos(p->tok), hr_tokenizer_eos(p->tok),
                                      &p->ct);
     return hr_chat_template_load(dir, template_path, &p->ct);

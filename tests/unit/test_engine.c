@@ -1039,6 +1039,36 @@ static void test_public_api_chat(void) {
              b.done.n_prompt, a.done.n_prompt);
 }
 
+/* An engine on a loaded model whose tokenizer has its own chat template (no directory to
+ * read tokenizer_config.json from): the prompt comes from the tokenizer's template. */
+static void test_create_on_own_template(void) {
+    const char *dir = hr_fixture("models/qwen3-tools-20m");
+    hr_model *m = NULL;
+    hr_tokenizer *t = NULL;
+    hr_engine *e = NULL;
+    HR_CHECK_OK(hr_model_load(dir, be, &m));
+    hr_err *err = hr_tokenizer_load(dir, &t);
+    if (!err) err = hr_engine_create_on(m, t, &(hr_engine_options){.kv_memory = 16 << 20}, &e);
+    const hr_prompt *p = err ? NULL : hr_engine_prompt(e);
+    json_t *chat = json_pack("{s:[{s:s,s:s}]}", "messages", "role", "user", "content", "hi");
+    int32_t *ids = NULL;
+    int n = 0;
+    char *text = NULL;
+    if (!err) err = p ? hr_prompt_render(p, chat, NULL, &ids, &n, NULL) : hr_errf("no prompt");
+    if (!err) err = hr_tokenizer_decode(t, ids, n, 0, &text);
+    int ok = text && strstr(text, "<|im_start|>user\nhi<|im_end|>") != NULL;
+    char got[200];
+    snprintf(got, sizeof got, "%s", text ? text : hr_err_msg(err));
+    free(text);
+    free(ids);
+    json_decref(chat);
+    hr_err_free(err);
+    hr_engine_destroy(e);
+    hr_tokenizer_free(t);
+    hr_model_free(m);
+    HR_CHECK(ok, "rendered %s", got);
+}
+
 int main(void) {
     const char *dir = hr_fixture("models/brown-llama-8m");
     hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 1}, &be);
@@ -1072,6 +1102,7 @@ int main(void) {
     HR_RUN(test_sliding_layer_kinds);
     HR_RUN(test_sliding_release);
     HR_RUN(test_create_on_refuses_open_options);
+    HR_RUN(test_create_on_own_template);
     HR_RUN(test_decode_rate_excludes_prefill);
     HR_RUN(test_stress);
     hr_tokenizer_free(tok);
