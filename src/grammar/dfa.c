@@ -22,6 +22,11 @@ typedef struct {
 } edge;
 
 typedef struct {
+    int node; /* an AND or NOT node */
+    hr_gdfa dfa;
+} built_op;
+
+typedef struct {
     const hr_gir *ir;
     edge *e;
     int n_e, cap_e;
@@ -29,8 +34,8 @@ typedef struct {
     int n_eps, cap_eps;
     int n_states;
     int depth;
-    hr_gdfa *ops; /* (n_ops) the DFA of each AND / NOT node built so far, for its copies */
-    int *op_node, n_ops, cap_ops;
+    built_op *ops; /* (n_ops) the AND / NOT nodes' DFAs built so far, for their copies */
+    int n_ops, cap_ops;
 } nfa;
 
 static hr_err *too_large(void) {
@@ -174,14 +179,10 @@ static hr_err *and_product(const hr_gir *ir, const hr_gnode *n, hr_gdfa *acc) {
  * it. */
 static hr_err *op_dfa(nfa *a, int node, const hr_gdfa **out) {
     for (int k = 0; k < a->n_ops; k++)
-        if (a->op_node[k] == node) return *out = &a->ops[k], NULL;
-    int cap = a->cap_ops;
-    HR_TRY(grow((void **)&a->op_node, &cap, a->n_ops + 1, sizeof(int)));
-    cap = a->cap_ops;
-    HR_TRY(grow((void **)&a->ops, &cap, a->n_ops + 1, sizeof(hr_gdfa)));
-    a->cap_ops = cap;
+        if (a->ops[k].node == node) return *out = &a->ops[k].dfa, NULL;
+    HR_TRY(grow((void **)&a->ops, &a->cap_ops, a->n_ops + 1, sizeof *a->ops));
     const hr_gnode *n = &a->ir->nodes[node];
-    hr_gdfa *d = &a->ops[a->n_ops];
+    hr_gdfa *d = &a->ops[a->n_ops].dfa;
     if (n->kind == HR_GN_AND)
         HR_TRY(and_product(a->ir, n, d));
     else {
@@ -191,8 +192,8 @@ static hr_err *op_dfa(nfa *a, int node, const hr_gdfa **out) {
         hr_gdfa_free(&x);
         HR_TRY(e);
     }
-    a->op_node[a->n_ops] = node;
-    *out = &a->ops[a->n_ops++];
+    a->ops[a->n_ops].node = node;
+    *out = &a->ops[a->n_ops++].dfa;
     return NULL;
 }
 
@@ -636,9 +637,8 @@ hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
     free(a.e);
     free(a.eps);
     for (int k = 0; k < a.n_ops; k++)
-        hr_gdfa_free(&a.ops[k]);
+        hr_gdfa_free(&a.ops[k].dfa);
     free(a.ops);
-    free(a.op_node);
     if (e) hr_gdfa_free(out); /* a minimized DFA whose chains failed */
     return e;
 }

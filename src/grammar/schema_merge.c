@@ -44,18 +44,13 @@ static int in(const char *k, const char *const *l, size_t n) {
 }
 #define IN(k, l) in(k, l, sizeof l / sizeof l[0])
 
-/* Writes into the merged schema; any failed one is out of memory (never a dropped keyword). */
+/* Writes into the merged schema; any failed one is out of memory (never a dropped keyword).
+ * These two borrow v; hr_json_set_new / hr_json_append_new consume it. */
 static hr_err *put(json_t *m, const char *k, json_t *v) {
     return json_object_set(m, k, v) ? hr_err_oom() : NULL;
 }
-static hr_err *put_new(json_t *m, const char *k, json_t *v) {
-    return json_object_set_new(m, k, v) ? hr_err_oom() : NULL; /* v NULL fails too */
-}
 static hr_err *add(json_t *arr, json_t *v) {
     return json_array_append(arr, v) ? hr_err_oom() : NULL;
-}
-static hr_err *add_new(json_t *arr, json_t *v) {
-    return json_array_append_new(arr, v) ? hr_err_oom() : NULL;
 }
 
 /* allOf [x, y] lazily, or the one side when the other is `true` / absent. */
@@ -100,7 +95,7 @@ static hr_err *merge_objects(hr_sc_ctx *c, const json_t *a, const json_t *b, con
                        path);
     json_t *props = json_object();
     if (!props) return hr_err_oom();
-    HR_TRY(put_new(m, "properties", props));
+    HR_TRY(hr_json_set_new(m, "properties", props));
     const json_t *sides[2] = {a, b};
     for (int s = 0; s < 2; s++) {
         const char *k;
@@ -110,7 +105,7 @@ static hr_err *merge_objects(hr_sc_ctx *c, const json_t *a, const json_t *b, con
             const json_t *x, *y;
             HR_TRY(side(c, a, k, path, &x));
             HR_TRY(side(c, b, k, path, &y));
-            HR_TRY(put_new(props, k, both(x, y)));
+            HR_TRY(hr_json_set_new(props, k, both(x, y)));
         }
     }
     json_t *apa = json_object_get(a, "additionalProperties"),
@@ -122,11 +117,11 @@ static hr_err *merge_objects(hr_sc_ctx *c, const json_t *a, const json_t *b, con
         const char *pat;
         json_t *sch;
         if (!npp) return hr_err_oom();
-        HR_TRY(put_new(m, "patternProperties", npp));
+        HR_TRY(hr_json_set_new(m, "patternProperties", npp));
         json_object_foreach(json_object_get(pp_side, "patternProperties"), pat, sch)
-            HR_TRY(put_new(npp, pat, both(sch, other)));
+            HR_TRY(hr_json_set_new(npp, pat, both(sch, other)));
     }
-    if (apa || apb) HR_TRY(put_new(m, "additionalProperties", both(apa, apb)));
+    if (apa || apb) HR_TRY(hr_json_set_new(m, "additionalProperties", both(apa, apb)));
     return NULL;
 }
 
@@ -146,7 +141,7 @@ static hr_err *merge_arrays(const json_t *a, const json_t *b, const char *path, 
         return NULL;
     }
     json_t *ia = json_object_get(a, "items"), *ib = json_object_get(b, "items");
-    return ia || ib ? put_new(m, "items", both(ia, ib)) : NULL;
+    return ia || ib ? hr_json_set_new(m, "items", both(ia, ib)) : NULL;
 }
 
 static json_t *type_names(int mask) {
@@ -154,7 +149,7 @@ static json_t *type_names(int mask) {
                                   "string", "number",  "integer"};
     json_t *arr = json_array();
     for (int i = 0; i < 7 && arr; i++)
-        if ((mask & (1 << i)) && add_new(arr, json_string(names[i]))) {
+        if ((mask & (1 << i)) && hr_json_append_new(arr, json_string(names[i]))) {
             json_decref(arr);
             return NULL;
         }
@@ -199,14 +194,14 @@ static hr_err *merge_bound(const json_t *a, const json_t *b, int lower, json_t *
     }
     json_object_del(m, inc);
     json_object_del(m, exc);
-    return has ? put_new(m, ex ? exc : inc, json_real(best)) : NULL;
+    return has ? hr_json_set_new(m, ex ? exc : inc, json_real(best)) : NULL;
 }
 
 static hr_err *merge_enum(const json_t *a, const json_t *b, json_t *m) {
     json_t *ea = json_object_get(a, "enum"), *eb = json_object_get(b, "enum");
     if (ea && eb) {
         json_t *out = json_array();
-        HR_TRY(put_new(m, "enum", out));
+        HR_TRY(hr_json_set_new(m, "enum", out));
         for (size_t i = 0; i < json_array_size(ea); i++)
             for (size_t j = 0; j < json_array_size(eb); j++)
                 if (json_equal(json_array_get(ea, i), json_array_get(eb, j))) {
@@ -216,7 +211,7 @@ static hr_err *merge_enum(const json_t *a, const json_t *b, json_t *m) {
     } else if (ea || eb)
         HR_TRY(put(m, "enum", ea ? ea : eb));
     json_t *ca = json_object_get(a, "const"), *cb = json_object_get(b, "const");
-    if (ca && cb && !json_equal(ca, cb)) return put_new(m, "enum", json_array());
+    if (ca && cb && !json_equal(ca, cb)) return hr_json_set_new(m, "enum", json_array());
     return ca || cb ? put(m, "const", ca ? ca : cb) : NULL;
 }
 
@@ -228,10 +223,10 @@ static hr_err *merge_anyof(const json_t *a, const json_t *b, const char *kw, con
         return hr_errf("schema: allOf of two %s with %zu x %zu branches at %s is too large", kw,
                        json_array_size(xa), json_array_size(xb), path);
     json_t *out = json_array();
-    HR_TRY(put_new(m, kw, out));
+    HR_TRY(hr_json_set_new(m, kw, out));
     for (size_t i = 0; i < json_array_size(xa); i++)
         for (size_t j = 0; j < json_array_size(xb); j++)
-            HR_TRY(add_new(out, both(json_array_get(xa, i), json_array_get(xb, j))));
+            HR_TRY(hr_json_append_new(out, both(json_array_get(xa, i), json_array_get(xb, j))));
     return NULL;
 }
 
@@ -295,12 +290,12 @@ static hr_err *merge_pair(hr_sc_ctx *c, const json_t *a, const json_t *b, const 
     }
     int ta = type_bits(a) & type_bits(b);
     if (json_object_get(a, "type") || json_object_get(b, "type")) {
-        HR_TRY(put_new(m, "type", type_names(ta)));
+        HR_TRY(hr_json_set_new(m, "type", type_names(ta)));
     }
     json_t *ra = json_object_get(a, "required"), *rb = json_object_get(b, "required");
     if (ra || rb) {
         json_t *req = json_array();
-        HR_TRY(put_new(m, "required", req));
+        HR_TRY(hr_json_set_new(m, "required", req));
         for (int s = 0; s < 2; s++)
             for (size_t i = 0; i < json_array_size(s ? rb : ra); i++)
                 HR_TRY(add(req, json_array_get(s ? rb : ra, i)));
