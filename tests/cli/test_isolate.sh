@@ -53,10 +53,15 @@ kill -TERM "$DPID"; wait "$DPID"
 
 # the engine server's limits on the parent's public listener
 isolate_start "$T/limits.log" serve --model "$B" --port 0 $ARGS --isolate --api-key sekret \
-  --max-body-mb 1 --max-connections-per-ip 4 --request-timeout 2
+  --max-body-mb 1 --request-timeout 2
 python3 "$C" limits "$PORT" > "$T/limits.out" 2>&1
 report limits_script "$T/limits.out"
 expect_rc limits_deadline_logged 0 "did not arrive within 2 s \(--request-timeout\)" cat "$T/limits.log"
+kill -TERM "$PID"; wait "$PID"
+isolate_start "$T/per_ip.log" serve --model "$B" --port 0 $ARGS --isolate --api-key sekret \
+  --max-connections-per-ip 4
+python3 "$C" per_ip "$PORT" > "$T/per_ip.out" 2>&1
+report per_ip_script "$T/per_ip.out"
 kill -TERM "$PID"; wait "$PID"
 
 # SIGTERM while a stream runs: the child's graceful shutdown ends it, through the proxy
