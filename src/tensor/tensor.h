@@ -23,6 +23,7 @@ typedef struct hr_tensor {
     const struct hr_tensor *biases; /* MLX affine: (rows, cols/group_size), else NULL */
     int group_size;                 /* MLX affine group size, else 0 */
     int row_tile; /* CPU backend: rows interleaved in tiles of this many (qrepack.h), else 0 */
+    int planes;   /* CUDA backend: rows in the planar layout (tensor/qplanes.h), else 0 */
 } hr_tensor;
 
 int64_t hr_tensor_numel(const hr_tensor *t);

@@ -1,4 +1,5 @@
-/* The CUDA backend: device memory for weights (uploaded once in their dtype), activations
+/* The CUDA backend: device memory for weights (uploaded once in their dtype; Q8_0, Q4_0 and Q6_K
+ * matrices in the planar rows of tensor/qplanes.h), activations
  * and the paged KV store, one stream on which every op is enqueued in issue order, the step's
  * metadata (a sampling step's parameters too) uploaded in one transfer from pinned staging,
  * and cuBLAS for large products. This file is the memory side of the vtable; the ops are in
@@ -7,6 +8,8 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_backend.h"
+
+#include "tensor/qplanes.h"
 
 hr_err *hr_cu_check(cudaError_t e, const char *what) {
     return e == cudaSuccess ? NULL : hr_errf("cuda: %s: %s", what, cudaGetErrorString(e));
@@ -85,7 +88,7 @@ static void cu_destroy(hr_backend *be) {
         if (cb->bounce[i]) cudaFreeHost(cb->bounce[i]);
         if (cb->bounce_done[i]) cudaEventDestroy(cb->bounce_done[i]);
     }
-    void *dev[] = {cb->meta_dev, cb->xh, cb->partial, cb->moe, cb->blas_ws, cb->wdq};
+    void *dev[] = {cb->meta_dev, cb->xh, cb->xq, cb->partial, cb->moe, cb->blas_ws, cb->wdq};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i]) cudaFree(dev[i]);
     free(cb->moe_host);
@@ -112,6 +115,22 @@ static void cu_free(hr_backend *be, void *p) {
     if (p) cudaFree(p);
 }
 
+/* A Q4_0 / Q8_0 / Q6_K matrix in the planar layout (tensor/qplanes.h) the 8-bit-activation
+ * products read with 16-byte loads: *out (malloc'd) of *bytes. */
+static hr_err *to_planes(const hr_tensor *host, void **out, size_t *bytes) {
+    int64_t N = host->shape[0], K = host->shape[1];
+    size_t fb = hr_dtype_bytes(host->dtype, K), pb = hr_qplanes_row_bytes(host->dtype, K);
+    uint8_t *p = malloc((size_t)N * pb);
+    if (!p)
+        return hr_errf("out of memory arranging a %s matrix for the GPU",
+                       hr_dtype_name(host->dtype));
+    for (int64_t n = 0; n < N; n++)
+        hr_qplanes_pack(host->dtype, p + n * pb, (const uint8_t *)host->data + n * fb, K);
+    *out = p;
+    *bytes = (size_t)N * pb;
+    return NULL;
+}
+
 static hr_err *cu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev) {
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
     int q = hr_cu_qtype(host->dtype);
@@ -122,10 +141,16 @@ static hr_err *cu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev) 
         cb->max_q_elems = host->shape[0] * host->shape[1]; /* its bf16 copy for large batches */
     *dev = *host;
     dev->device = HR_DEV_CUDA;
+    void *planar = NULL;
     size_t bytes = hr_tensor_bytes(host);
-    HR_TRY(cu_alloc(be, bytes, &dev->data));
-    hr_err *err =
-        hr_cu_check(cudaMemcpy(dev->data, host->data, bytes, cudaMemcpyHostToDevice), "upload");
+    if (hr_qplanes_has(host->dtype) && host->ndim == 2) HR_TRY(to_planes(host, &planar, &bytes));
+    hr_err *err = cu_alloc(be, bytes, &dev->data);
+    if (!err)
+        err = hr_cu_check(
+            cudaMemcpy(dev->data, planar ? planar : host->data, bytes, cudaMemcpyHostToDevice),
+            "upload");
+    free(planar);
+    dev->planes = planar != NULL;
     if (err) {
         cudaFree(dev->data);
         dev->data = NULL;
@@ -248,7 +273,7 @@ static hr_err *cu_read(hr_backend *be, const void *src, void *dst, size_t bytes)
 static hr_err *cu_write(hr_backend *be, void *dst, const void *src, size_t bytes) {
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
     hr_cu_flush(cb); /* deferred launches come first in stream order */
-    cb->xh_of = NULL;
+    hr_cu_forget_x(cb);
     return hr_cu_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, cb->stream),
                        "write");
 }
@@ -384,6 +409,9 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
         (!hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * nt * (size_t)cb->max_k * 2) ||
          !hr_cu_grow(cb, &cb->wdq, &cb->wdq_bytes, (size_t)cb->max_q_elems * 2)))
         return take_error(cb);
+    if (m->n_tokens <= HR_CU_GEMV_MAX_T && cb->max_q_elems &&
+        !hr_cu_grow(cb, &cb->xq, &cb->xq_bytes, hr_cu_xq_bytes(m->n_tokens, cb->max_k)))
+        return take_error(cb);
     HR_TRY(hr_cu_check(cudaMemcpyAsync(cb->meta_dev, st, bytes, cudaMemcpyHostToDevice, cb->stream),
                        "step metadata"));
     HR_TRY(hr_cu_check(cudaEventRecord(cb->stage_done[slot], cb->stream), "staging"));
@@ -405,7 +433,7 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
                      .sample_rows = m->sample ? (const void *)((const char *)d + rows_off) : NULL,
                      .sample_edits = (const void *)((const char *)d + edits_off),
                      .sample_mask_words = m->sample ? m->sample->mask_words : 0};
-    cb->xh_of = NULL;
+    hr_cu_forget_x(cb);
     cb->head = m->head;
     cb->n_logit_rows = m->n_logit_rows;
     hr_cu_graph_begin(cb, m->n_tokens == m->n_rows);
@@ -498,6 +526,8 @@ static hr_err *init(hr_cuda_backend *cb) {
     cb->fold = !(fo && !strcmp(fo, "0"));
     const char *gv = getenv("HEARTH_CUDA_GEMV");
     hr_cu_gemv_split = !(gv && !strcmp(gv, "warp"));
+    const char *qg = getenv("HEARTH_CUDA_QGEMV");
+    cb->qgemv_f32 = qg && !strcmp(qg, "f32");
     return NULL;
 }
 

@@ -69,6 +69,14 @@ typedef struct {
     size_t xh_n;
     int xh_dtype;
     void *xh_at;
+    /* x quantized to 8 bits for the products of GGUF weights (mmvq.cu): the x it holds (T rows
+     * of K, blocks of per), NULL: none */
+    void *xq;
+    size_t xq_bytes;
+    const float *xq_of;
+    int xq_T, xq_per;
+    long xq_K;
+    void *xq_at;
     float *partial;
     size_t partial_bytes;
     void *moe; /* grouped rows and their products */
@@ -86,6 +94,8 @@ typedef struct {
         const float *x;
         int T, dtype;
         long K;
+        int q, per; /* GGUF format and x's block for mmvq, or q = -1: a bf16/f16/f32 GEMV set */
+        long rb;
     } pending;
     /* ropes (q, then k) waiting for the KV write of the rotated k (cuda_ops.c) */
     struct {
@@ -93,12 +103,22 @@ typedef struct {
         int n;
     } pending_rope;
     /* an RMSNorm of at most HR_CU_GEMV_MAX_T rows waiting to fold into the products of its
-     * output (cuda_ops.c); fold holds its input and weights */
+     * output, or to quantize it for them (cuda_ops.c); fold holds its input and weights, add
+     * (not NULL) a residual addend it adds to its input first (then it does not fold) */
     struct {
         float *y;
         int rows, dim;
         hr_cu_gemv_fold fold;
+        const float *add;
     } pending_norm;
+    /* a gated activation waiting to quantize its output for the GGUF product that reads it
+     * (cuda_ops.c; models with GGUF weights only) */
+    struct {
+        float *y;
+        const float *gate, *up;
+        long n;
+        int act;
+    } pending_act;
     /* a residual add waiting for the RMSNorm of its sum to launch with it (cuda_ops.c) */
     struct {
         float *y;
@@ -113,6 +133,7 @@ typedef struct {
     unsigned long epoch, tick, capture_epoch;
     int graphs_off; /* HEARTH_CUDA_GRAPHS=0, or a step needed the host (MoE) */
     int fold; /* norms and residual adds fold into small-batch products (HEARTH_CUDA_FOLD=0: off) */
+    int qgemv_f32; /* HEARTH_CUDA_QGEMV=f32: GGUF products of <= 4 rows in f32 (no mmvq) */
 } hr_cuda_backend;
 
 /* A CUDA runtime failure as an hr_err ("what: message"), NULL on success. */
@@ -137,6 +158,12 @@ hr_err *hr_cu_graph_end(hr_cuda_backend *cb);
 void hr_cu_graph_reset(hr_cuda_backend *cb);
 /* Memory moved: every graph may hold a stale pointer. */
 static inline void hr_cu_moved(hr_cuda_backend *cb) { cb->epoch++; }
+/* An op may have written any activation: x is rounded and quantized afresh by the next
+ * products. */
+static inline void hr_cu_forget_x(hr_cuda_backend *cb) {
+    cb->xh_of = NULL;
+    cb->xq_of = NULL;
+}
 
 /* Launches the products matmul deferred (it gathers consecutive small-batch products of one x
  * into one launch); every other op, and every sync point, calls it first. */

@@ -60,7 +60,7 @@ void hr_cu_op_moe_experts(hr_backend *be, float *y, const float *x, const int32_
                           const float *weights, int T, int k, const hr_moe_weights *w) {
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
     hr_cu_flush(cb);
-    cb->xh_of = NULL;
+    hr_cu_forget_x(cb);
     if (hr_cu_graph_op(cb)) return;
     cb->graphs_off = 1; /* the routing comes back to the host mid-step */
     int n = T * k, E = w->n_experts;

@@ -7,12 +7,14 @@
  * sync point. */
 #include "backend/cuda/cuda_backend.h"
 
+#include "tensor/qplanes.h"
+
 /* Every op but matmul starts here: cb for the body, deferred products launched first, and
  * nothing to do when a replayed graph holds the op. */
 #define HR_CU_OP(be)                                                                               \
     hr_cuda_backend *cb = (hr_cuda_backend *)(be);                                                 \
     hr_cu_flush(cb);                                                                               \
-    cb->xh_of = NULL; /* the op may write x */                                                     \
+    hr_cu_forget_x(cb); /* the op may write x */                                                   \
     if (hr_cu_graph_op(cb)) return
 
 /* The kernels' dtype code of t, or -1 with the failure recorded. */
@@ -62,9 +64,71 @@ static void flush_add(hr_cuda_backend *cb) {
 static void flush_norm(hr_cuda_backend *cb) {
     hr_cu_gemv_fold *f = &cb->pending_norm.fold;
     if (!cb->pending_norm.y) return;
-    hr_cu_rmsnorm(cb->stream, cb->pending_norm.y, f->norm_x, f->norm_w, f->norm_dtype,
-                  cb->pending_norm.rows, cb->pending_norm.dim, f->eps, f->one_plus);
+    if (cb->pending_norm.add)
+        hr_cu_add_rmsnorm(cb->stream, cb->pending_norm.y, (float *)f->norm_x, cb->pending_norm.add,
+                          f->norm_w, f->norm_dtype, cb->pending_norm.rows, cb->pending_norm.dim,
+                          f->eps, f->one_plus);
+    else
+        hr_cu_rmsnorm(cb->stream, cb->pending_norm.y, f->norm_x, f->norm_w, f->norm_dtype,
+                      cb->pending_norm.rows, cb->pending_norm.dim, f->eps, f->one_plus);
     cb->pending_norm.y = NULL;
+}
+
+static void flush_act(hr_cuda_backend *cb) {
+    if (!cb->pending_act.y) return;
+    hr_cu_act_mul(cb->stream, cb->pending_act.y, cb->pending_act.gate, cb->pending_act.up,
+                  cb->pending_act.n, cb->pending_act.act);
+    cb->pending_act.y = NULL;
+}
+
+/* The pending activation whose output is x (T rows of K) launched as the kernel that also
+ * quantizes it for mmvq in blocks of per, then what else is pending; 0 when there is none or
+ * no scratch (the caller flushes). */
+static int act_quantized(hr_cuda_backend *cb, const float *x, int T, long K, int per) {
+    typeof(cb->pending_act) p = cb->pending_act;
+    if (p.y != x || p.n != (long)T * K ||
+        !hr_cu_grow(cb, &cb->xq, &cb->xq_bytes, hr_cu_xq_bytes(T, K)))
+        return 0;
+    cb->pending_act.y = NULL;
+    hr_cu_act_mul_quant(cb->stream, p.y, p.gate, p.up, T, K, p.act, cb->xq, per);
+    hr_cu_flush(cb);
+    cb->xq_of = x, cb->xq_T = T, cb->xq_K = K, cb->xq_per = per, cb->xq_at = cb->xq;
+    return 1;
+}
+
+/* The pending norm of x (T rows of K) launched as the kernel that also quantizes its output
+ * for mmvq in blocks of per, then what else is pending; 0 when there is none or it does not
+ * fit (the caller flushes). */
+static int norm_quantized(hr_cuda_backend *cb, const float *x, int T, long K, int per) {
+    hr_cu_gemv_fold f = cb->pending_norm.fold;
+    if (cb->pending_norm.y != x || cb->pending_norm.rows != T || cb->pending_norm.dim != K ||
+        !hr_cu_norm_quant_fits((int)K, per) ||
+        !hr_cu_grow(cb, &cb->xq, &cb->xq_bytes, hr_cu_xq_bytes(T, K)))
+        return 0;
+    cb->pending_norm.y = NULL;
+    hr_cu_norm_quant(cb->stream, (float *)x, (float *)f.norm_x, cb->pending_norm.add, f.norm_w,
+                     f.norm_dtype, T, (int)K, f.eps, f.one_plus, cb->xq, per);
+    hr_cu_flush(cb);
+    cb->xq_of = x, cb->xq_T = T, cb->xq_K = K, cb->xq_per = per, cb->xq_at = cb->xq;
+    return 1;
+}
+
+/* Row bytes of a quantized weight on the device: planar rows are padded to 16 bytes. */
+static long qrow_bytes(const hr_tensor *w) {
+    long K = w->shape[1];
+    return (long)(w->planes ? hr_qplanes_row_bytes(w->dtype, K) : hr_dtype_bytes(w->dtype, K));
+}
+
+/* x's T rows quantized to 8 bits in blocks of per for mmvq, once for consecutive products of
+ * the same x (q, k, v; gate, up); NULL when the scratch cannot grow. */
+static const void *x_quantized(hr_cuda_backend *cb, const float *x, int T, long K, int per) {
+    if (!hr_cu_grow(cb, &cb->xq, &cb->xq_bytes, hr_cu_xq_bytes(T, K))) return NULL;
+    if (cb->xq_of != x || cb->xq_T != T || cb->xq_K != K || cb->xq_per != per ||
+        cb->xq_at != cb->xq) {
+        hr_cu_quantize_x(cb->stream, cb->xq, x, T, K, per);
+        cb->xq_of = x, cb->xq_T = T, cb->xq_K = K, cb->xq_per = per, cb->xq_at = cb->xq;
+    }
+    return cb->xq;
 }
 
 static void flush_rope(hr_cuda_backend *cb);
@@ -73,12 +137,21 @@ void hr_cu_flush(hr_cuda_backend *cb) {
     hr_cu_gemv_set *g = &cb->pending.set;
     flush_rope(cb);
     flush_norm(cb);
+    flush_act(cb);
     if (!g->n) {
         flush_add(cb);
         return;
     }
-    hr_cu_gemv(cb->stream, g, (float *)cb->pending.x, cb->pending.dtype, cb->pending.T,
-               cb->pending.K);
+    if (cb->pending.q >= 0) {
+        const void *xq =
+            x_quantized(cb, cb->pending.x, cb->pending.T, cb->pending.K, cb->pending.per);
+        if (xq)
+            hr_cu_mmvq(cb->stream, g, xq, cb->pending.q, cb->pending.T, cb->pending.K,
+                       cb->pending.rb);
+    } else {
+        hr_cu_gemv(cb->stream, g, (float *)cb->pending.x, cb->pending.dtype, cb->pending.T,
+                   cb->pending.K);
+    }
     g->fold = (hr_cu_gemv_fold){0};
     for (int i = 0; i < g->n; i++) {
         const hr_tensor *b = cb->pending.bias[i];
@@ -90,27 +163,57 @@ void hr_cu_flush(hr_cuda_backend *cb) {
     g->n = 0;
 }
 
-/* Whether a product of x can join the pending launch: same x, shape and type, room left, and
- * its output is none of the pending inputs or outputs. */
-static int joins(const hr_cuda_backend *cb, float *y, const float *x, int d, int T, long K) {
+/* Whether a product of x can join the pending launch: same x, shape and type (GGUF format q
+ * with rows of rb bytes, or q = -1 and dtype d), room left, and its output is none of the
+ * pending inputs or outputs. */
+static int joins(const hr_cuda_backend *cb, float *y, const float *x, int d, int q, long rb, int T,
+                 long K) {
     const hr_cu_gemv_set *g = &cb->pending.set;
     if (!g->n || g->n == HR_CU_GEMV_FUSE || g->fold.acc || x != cb->pending.x ||
-        T != cb->pending.T || K != cb->pending.K || d != cb->pending.dtype || (const float *)y == x)
+        T != cb->pending.T || K != cb->pending.K || q != cb->pending.q ||
+        (q < 0 ? d != cb->pending.dtype : rb != cb->pending.rb) || (const float *)y == x)
         return 0;
     for (int i = 0; i < g->n; i++)
         if (g->y[i] == y) return 0;
     return 1;
 }
 
-/* A product with a GGUF-quantized weight (format q): launched alone, after what is pending. */
+/* Adds a product to the pending launch (started afresh when it cannot join). */
+static void defer(hr_cuda_backend *cb, float *y, const float *x, const void *w, long N,
+                  const hr_tensor *bias) {
+    hr_cu_gemv_set *g = &cb->pending.set;
+    g->w[g->n] = w;
+    g->y[g->n] = y;
+    cb->pending.bias[g->n] = bias;
+    g->start[g->n + 1] = g->start[g->n] + N;
+    g->n++;
+}
+
+/* A product with a GGUF-quantized weight (format q). Small batches take the 8-bit-activation
+ * product where the format has one (mmvq.cu), deferred like the GEMV so products of one x
+ * launch together; else the f32 GEMV, alone; larger batches decode the matrix to f16 for
+ * cuBLAS. */
 static void qmatmul(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor *w, int q,
                     const hr_tensor *bias, int T) {
-    long N = w->shape[0], K = w->shape[1], rb = (long)hr_dtype_bytes(w->dtype, K);
+    long N = w->shape[0], K = w->shape[1], rb = qrow_bytes(w);
+    int per = cb->qgemv_f32 ? 0 : hr_cu_mmvq_per(q, w->planes, rb);
+    if (T <= HR_CU_GEMV_MAX_T && per) {
+        if (!joins(cb, y, x, -1, q, rb, T, K)) {
+            if (!norm_quantized(cb, x, T, K, per) && !act_quantized(cb, x, T, K, per))
+                hr_cu_flush(cb);
+            cb->pending.x = x, cb->pending.T = T, cb->pending.K = K;
+            cb->pending.q = q, cb->pending.per = per, cb->pending.rb = rb;
+            cb->pending.set.start[0] = 0;
+            cb->pending.set.fold = (hr_cu_gemv_fold){0};
+        }
+        defer(cb, y, x, w->data, N, bias);
+        return;
+    }
     hr_cu_flush(cb);
     if (T <= HR_CU_GEMV_MAX_T) {
-        hr_cu_qgemv(cb->stream, y, x, w->data, q, T, N, K, rb);
+        hr_cu_qgemv(cb->stream, y, x, w->data, q, w->planes, T, N, K, rb);
     } else if (hr_cu_grow(cb, &cb->wdq, &cb->wdq_bytes, (size_t)(N * K) * 2)) {
-        hr_cu_dequant_f16(cb->stream, cb->wdq, w->data, q, N, K, rb);
+        hr_cu_dequant_f16(cb->stream, cb->wdq, w->data, q, w->planes, N, K, rb);
         hr_tensor wh = *w;
         wh.dtype = HR_F16;
         wh.data = cb->wdq;
@@ -124,16 +227,15 @@ void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *
                      const hr_tensor *bias, int T) {
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
     if (hr_cu_graph_op(cb)) return;
+    if ((const float *)y == cb->xh_of || (const float *)y == cb->xq_of) hr_cu_forget_x(cb);
     int q = hr_cu_qtype(w->dtype);
     if (q >= 0) {
-        if ((const float *)y == cb->xh_of) cb->xh_of = NULL;
         if (T > 0) qmatmul(cb, y, x, w, q, bias, T);
         return;
     }
     int d = dt(cb, w, "matmul");
     if (d < 0 || T <= 0) return;
     long N = w->shape[0], K = w->shape[w->ndim - 1];
-    if ((const float *)y == cb->xh_of) cb->xh_of = NULL;
     if (T > HR_CU_GEMV_MAX_T) {
         hr_cu_flush(cb);
         gemm(cb, y, x, w, d, T, N, K);
@@ -141,10 +243,11 @@ void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *
         if (bd >= 0) hr_cu_add_bias(cb->stream, y, bias->data, bd, T, N);
         return;
     }
-    if (!joins(cb, y, x, d, T, K)) {
+    if (!joins(cb, y, x, d, -1, 0, T, K)) {
         /* a pending norm of x folds into the launch (the products read it on the fly) */
         hr_cu_gemv_fold fold = {0};
-        if (cb->pending_norm.y == x && cb->pending_norm.rows == T && cb->pending_norm.dim == K) {
+        if (cb->pending_norm.y == x && !cb->pending_norm.add && cb->pending_norm.rows == T &&
+            cb->pending_norm.dim == K) {
             fold = cb->pending_norm.fold;
             cb->pending_norm.y = NULL;
         }
@@ -153,15 +256,11 @@ void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *
         cb->pending.T = T;
         cb->pending.K = K;
         cb->pending.dtype = d;
+        cb->pending.q = -1;
         cb->pending.set.start[0] = 0;
         cb->pending.set.fold = fold;
     }
-    hr_cu_gemv_set *g = &cb->pending.set;
-    g->w[g->n] = w->data;
-    g->y[g->n] = y;
-    cb->pending.bias[g->n] = bias;
-    g->start[g->n + 1] = g->start[g->n] + N;
-    g->n++;
+    defer(cb, y, x, w->data, N, bias);
 }
 
 void hr_cu_op_embed(hr_backend *be, float *y, const hr_tensor *table, float scale) {
@@ -170,8 +269,8 @@ void hr_cu_op_embed(hr_backend *be, float *y, const hr_tensor *table, float scal
     if (q >= 0) {
         long dim = table->shape[1];
         if (cb->meta.n_tokens > 0)
-            hr_cu_qembed(cb->stream, &cb->meta, y, table->data, q, dim,
-                         (long)hr_dtype_bytes(table->dtype, dim), scale);
+            hr_cu_qembed(cb->stream, &cb->meta, y, table->data, q, table->planes, dim,
+                         qrow_bytes(table), scale);
         return;
     }
     int d = dt(cb, table, "embed");
@@ -190,18 +289,19 @@ void hr_cu_op_rmsnorm(hr_backend *be, float *y, const float *x, const hr_tensor 
     HR_CU_OP(be);
     int d = w ? dt(cb, w, "rmsnorm") : HR_CU_F32;
     if (d < 0) return;
-    if (fuse) {
-        hr_cu_add_rmsnorm(cb->stream, y, sum, a, w ? w->data : NULL, d, rows, dim, eps, one_plus);
-    } else if (cb->fold && rows <= HR_CU_GEMV_MAX_T &&
-               y != x) { /* may fold into the products of y */
+    if (cb->fold && rows <= HR_CU_GEMV_MAX_T && (fuse || y != x)) {
+        /* may fold into the products of y (a plain norm) or quantize y for them */
         cb->pending_norm.y = y;
         cb->pending_norm.rows = rows;
         cb->pending_norm.dim = dim;
+        cb->pending_norm.add = fuse ? a : NULL;
         cb->pending_norm.fold = (hr_cu_gemv_fold){.norm_x = x,
                                                   .norm_w = w ? w->data : NULL,
                                                   .norm_dtype = d,
                                                   .one_plus = one_plus,
                                                   .eps = eps};
+    } else if (fuse) {
+        hr_cu_add_rmsnorm(cb->stream, y, sum, a, w ? w->data : NULL, d, rows, dim, eps, one_plus);
     } else {
         hr_cu_rmsnorm(cb->stream, y, x, w ? w->data : NULL, d, rows, dim, eps, one_plus);
     }
@@ -225,7 +325,7 @@ void hr_cu_op_rope(hr_backend *be, float *x, int n_heads, int head_dim, int rot_
         return;
     }
     if (!rope_joins(cb, head_dim, rot_dim, inv_freq->data)) hr_cu_flush(cb);
-    cb->xh_of = NULL;
+    hr_cu_forget_x(cb);
     if (hr_cu_graph_op(cb) || cb->meta.n_tokens <= 0 || rot_dim < 2) return;
     hr_cu_rope_kv *r = &cb->pending_rope.r;
     if (cb->pending_rope.n == 0)
@@ -301,7 +401,11 @@ void hr_cu_op_attention(hr_backend *be, float *out, const float *q, const hr_kv_
 void hr_cu_op_act_mul(hr_backend *be, float *y, const float *gate, const float *up, long n,
                       hr_act_fn act) {
     HR_CU_OP(be);
-    hr_cu_act_mul(cb->stream, y, gate, up, n, act == HR_ACT_FN_SILU ? 0 : 1);
+    int a = act == HR_ACT_FN_SILU ? 0 : 1;
+    if (cb->max_q_elems && n > 0)
+        cb->pending_act = (typeof(cb->pending_act)){y, gate, up, n, a}; /* may quantize y */
+    else
+        hr_cu_act_mul(cb->stream, y, gate, up, n, a);
 }
 
 /* Folded into the pending product that wrote a (it adds its output to y as well), else
@@ -309,8 +413,9 @@ void hr_cu_op_act_mul(hr_backend *be, float *y, const float *gate, const float *
 void hr_cu_op_add(hr_backend *be, float *y, const float *a, long n) {
     hr_cuda_backend *pb = (hr_cuda_backend *)be;
     hr_cu_gemv_set *g = &pb->pending.set;
-    if (pb->fold && g->n == 1 && g->y[0] == a && !pb->pending.bias[0] && !g->fold.acc && y != a &&
-        (const float *)y != pb->pending.x && (long)pb->pending.T * g->start[1] == n) {
+    if (pb->fold && g->n == 1 && pb->pending.q < 0 && g->y[0] == a && !pb->pending.bias[0] &&
+        !g->fold.acc && y != a && (const float *)y != pb->pending.x &&
+        (long)pb->pending.T * g->start[1] == n) {
         g->fold.acc = y;
         hr_cu_graph_op(pb); /* counted like any op (nothing is pending while a graph replays) */
         return;

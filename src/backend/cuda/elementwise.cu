@@ -2,7 +2,7 @@
  * activations and the elementwise helpers. Each mirrors the CPU op of the same name
  * (src/backend/cpu/cpu_backend.c) in f32 arithmetic; sums over a row are tree reductions, so
  * results agree with the CPU to rounding, not bit for bit. */
-#include "backend/cuda/common.cuh"
+#include "backend/cuda/xq.cuh"
 
 int hr_cu_pdl = 1;
 
@@ -37,42 +37,48 @@ static __device__ __forceinline__ float norm_weight(const void *w, int w_dtype, 
 /* y = rmsnorm(x) of one row per block, after x += a when ADD. A row of up to NORM_REGS per
  * thread stays in registers and its weights load with it (one memory round trip before the
  * reduction, none after); longer rows loop. Each thread owns the same elements throughout, so
- * y may alias a or x. */
-template <int ADD>
+ * y may alias a or x. PER (32 or 256; 0: none) also writes y quantized into xq for the GGUF
+ * products (xq.cuh; in-register rows only, blockDim a multiple of PER). */
+template <int ADD, int PER>
 static __global__ void norm_k(float *y, float *x, const float *a, const void *w, int w_dtype,
-                              int dim, float eps, int one_plus) {
+                              int dim, float eps, int one_plus, hr_xq_parts xq) {
     HR_PDL_ENTRY();
+    __shared__ float wmax[32];
     float *xr = x + (long)blockIdx.x * dim, *yr = y + (long)blockIdx.x * dim;
     const float *ar = ADD ? a + (long)blockIdx.x * dim : NULL;
     float ss = 0;
-    if (dim <= NORM_REGS * (int)blockDim.x) {
-        float v[NORM_REGS], wv[NORM_REGS];
-#pragma unroll
-        for (int r = 0; r < NORM_REGS; r++) {
-            int i = threadIdx.x + r * blockDim.x;
-            v[r] = i < dim ? (ADD ? xr[i] + ar[i] : xr[i]) : 0.0f;
-            wv[r] = i < dim ? norm_weight(w, w_dtype, i, one_plus) : 0.0f;
-            ss += v[r] * v[r];
+    if (!PER && dim > NORM_REGS * (int)blockDim.x) {
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+            float v = ADD ? xr[i] + ar[i] : xr[i];
+            if (ADD) xr[i] = v;
+            ss += v * v;
         }
-        if (ADD)
-#pragma unroll
-            for (int r = 0; r < NORM_REGS; r++)
-                if (threadIdx.x + r * blockDim.x < dim) xr[threadIdx.x + r * blockDim.x] = v[r];
         float inv = 1.0f / sqrtf(hr_block_sum(ss) / (float)dim + eps);
-#pragma unroll
-        for (int r = 0; r < NORM_REGS; r++)
-            if (threadIdx.x + r * blockDim.x < dim)
-                yr[threadIdx.x + r * blockDim.x] = v[r] * inv * wv[r];
+        for (int i = threadIdx.x; i < dim; i += blockDim.x)
+            yr[i] = xr[i] * inv * norm_weight(w, w_dtype, i, one_plus);
         return;
     }
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-        float v = ADD ? xr[i] + ar[i] : xr[i];
-        if (ADD) xr[i] = v;
-        ss += v * v;
+    float v[NORM_REGS], wv[NORM_REGS];
+#pragma unroll
+    for (int r = 0; r < NORM_REGS; r++) {
+        int i = threadIdx.x + r * blockDim.x;
+        v[r] = i < dim ? (ADD ? xr[i] + ar[i] : xr[i]) : 0.0f;
+        wv[r] = i < dim ? norm_weight(w, w_dtype, i, one_plus) : 0.0f;
+        ss += v[r] * v[r];
     }
+    if (ADD)
+#pragma unroll
+        for (int r = 0; r < NORM_REGS; r++)
+            if (threadIdx.x + r * blockDim.x < dim) xr[threadIdx.x + r * blockDim.x] = v[r];
     float inv = 1.0f / sqrtf(hr_block_sum(ss) / (float)dim + eps);
-    for (int i = threadIdx.x; i < dim; i += blockDim.x)
-        yr[i] = xr[i] * inv * norm_weight(w, w_dtype, i, one_plus);
+#pragma unroll
+    for (int r = 0; r < NORM_REGS; r++) {
+        int i = threadIdx.x + r * blockDim.x;
+        float o = v[r] * inv * wv[r];
+        if (i < dim) yr[i] = o;
+        if (PER && r * (int)blockDim.x < dim) /* uniform over the block */
+            hr_xq_put<PER ? PER : 32>(xq, blockIdx.x, dim, i, o, i < dim, wmax);
+    }
 }
 
 static int norm_threads(int dim) { return dim >= 1024 ? 1024 : (dim + 31) / 32 * 32; }
@@ -80,14 +86,35 @@ static int norm_threads(int dim) { return dim >= 1024 ? 1024 : (dim + 31) / 32 *
 extern "C" void hr_cu_rmsnorm(cudaStream_t s, float *y, const float *x, const void *w, int w_dtype,
                               int rows, int dim, float eps, int one_plus) {
     if (rows <= 0) return;
-    hr_launch(norm_k<0>, rows, norm_threads(dim), 0, s, y, (float *)x, (const float *)NULL, w,
-              w_dtype, dim, eps, one_plus);
+    hr_launch(norm_k<0, 0>, rows, norm_threads(dim), 0, s, y, (float *)x, (const float *)NULL, w,
+              w_dtype, dim, eps, one_plus, hr_xq_parts{});
 }
 
 extern "C" void hr_cu_add_rmsnorm(cudaStream_t s, float *y, float *x, const float *a, const void *w,
                                   int w_dtype, int rows, int dim, float eps, int one_plus) {
     if (rows <= 0) return;
-    hr_launch(norm_k<1>, rows, norm_threads(dim), 0, s, y, x, a, w, w_dtype, dim, eps, one_plus);
+    hr_launch(norm_k<1, 0>, rows, norm_threads(dim), 0, s, y, x, a, w, w_dtype, dim, eps, one_plus,
+              hr_xq_parts{});
+}
+
+extern "C" int hr_cu_norm_quant_fits(int dim, int per) {
+    return dim % per == 0 && dim <= NORM_REGS * 1024 && norm_threads(dim) % per == 0;
+}
+
+extern "C" void hr_cu_norm_quant(cudaStream_t s, float *y, float *x, const float *a, const void *w,
+                                 int w_dtype, int rows, int dim, float eps, int one_plus, void *xq,
+                                 int per) {
+    if (rows <= 0) return;
+    hr_xq_parts p = hr_xq_at(xq, rows, dim);
+    int th = norm_threads(dim);
+    if (a && per == 256)
+        hr_launch(norm_k<1, 256>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p);
+    else if (a)
+        hr_launch(norm_k<1, 32>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p);
+    else if (per == 256)
+        hr_launch(norm_k<0, 256>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p);
+    else
+        hr_launch(norm_k<0, 32>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p);
 }
 
 enum { ROPE_HEADS = 4 }; /* heads per block */
@@ -196,6 +223,31 @@ static __global__ void act_mul_k(float *y, const float *g, const float *u, long 
 extern "C" void hr_cu_act_mul(cudaStream_t s, float *y, const float *gate, const float *up, long n,
                               int act) {
     if (n > 0) hr_launch(act_mul_k, hr_blocks(n, 256), 256, 0, s, y, gate, up, n, act);
+}
+
+/* act_mul_k of T rows of K, one thread per element and a block per 256 of a row, also writing
+ * y quantized into xq (hr_xq_put). */
+template <int PER>
+static __global__ void act_mul_quant_k(float *y, const float *g, const float *u, long K, int act,
+                                       hr_xq_parts xq) {
+    HR_PDL_ENTRY();
+    __shared__ float wmax[32];
+    long e = (long)blockIdx.x * 256 + threadIdx.x, t = blockIdx.y, i = t * K + e;
+    bool in = e < K;
+    float v = in ? act_fn(g[i], act) * u[i] : 0.0f;
+    if (in) y[i] = v;
+    hr_xq_put<PER>(xq, t, K, e, v, in, wmax);
+}
+
+extern "C" void hr_cu_act_mul_quant(cudaStream_t s, float *y, const float *gate, const float *up,
+                                    int T, long K, int act, void *xq, int per) {
+    if (T <= 0) return;
+    hr_xq_parts p = hr_xq_at(xq, T, K);
+    dim3 grid((unsigned)((K + 255) / 256), (unsigned)T);
+    if (per == 256)
+        hr_launch(act_mul_quant_k<256>, grid, 256, 0, s, y, gate, up, K, act, p);
+    else
+        hr_launch(act_mul_quant_k<32>, grid, 256, 0, s, y, gate, up, K, act, p);
 }
 
 static __global__ void add_k(float *y, const float *a, long n) {

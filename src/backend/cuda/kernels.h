@@ -28,7 +28,7 @@ extern int hr_cu_pdl;
 /* The element type codes the kernels take (the subset of hr_dtype they read). */
 enum { HR_CU_F32 = 0, HR_CU_F16 = 1, HR_CU_BF16 = 2 };
 
-/* GGUF block formats of weights the kernels read in their file layout (qmatmul.cu). */
+/* GGUF block formats of weights the kernels read (qmatmul.cu, mmvq.cu). */
 enum {
     HR_CU_Q8_0,
     HR_CU_Q4_0,
@@ -39,14 +39,32 @@ enum {
     HR_CU_Q5_K,
     HR_CU_Q6_K,
 };
-/* y[T, N] = x[T, K] w[N, K]^T for T <= HR_CU_GEMV_MAX_T, w in format q with rows of rb
- * bytes (hr_dtype_bytes: the host owns the block sizes). */
-void hr_cu_qgemv(cudaStream_t s, float *y, const float *x, const void *w, int q, int T, long N,
-                 long K, long rb);
+/* y[T, N] = x[T, K] w[N, K]^T for T <= HR_CU_GEMV_MAX_T, w in format q (planar: the layout of
+ * tensor/qplanes.h) with rows of rb bytes (the host owns the block sizes), f32 arithmetic. */
+void hr_cu_qgemv(cudaStream_t s, float *y, const float *x, const void *w, int q, int planar, int T,
+                 long N, long K, long rb);
 /* out[N, K] (f16: 11 mantissa bits keep more of a decoded weight than bf16's 8) = w decoded,
  * for cuBLAS products of larger batches. */
-void hr_cu_dequant_f16(cudaStream_t s, void *out, const void *w, int q, long N, long K, long rb);
+void hr_cu_dequant_f16(cudaStream_t s, void *out, const void *w, int q, int planar, long N, long K,
+                       long rb);
 
+/* The 8-bit-activation products (mmvq.cu), the CPU's arithmetic (backend/cpu/qdot.h): x
+ * quantized to int8 per 32 elements (Q8_0, Q4_0) or per 256 (Q4_K, Q6_K), integer dots per
+ * block, f32 across blocks. hr_cu_mmvq_per: the block of x format q takes (32 or 256), 0 where
+ * it has no such product (other formats, a Q8_0 / Q4_0 / Q6_K matrix not planar, rows not
+ * 16-byte aligned). */
+int hr_cu_mmvq_per(int q, int planar, long rb);
+/* Bytes of T rows of K elements quantized (codes, scales, sums per 16). */
+size_t hr_cu_xq_bytes(int T, long K);
+void hr_cu_quantize_x(cudaStream_t s, void *xq, const float *x, int T, long K, int per);
+/* hr_cu_rmsnorm (a: NULL) or hr_cu_add_rmsnorm whose kernel also writes y quantized into xq
+ * as hr_cu_quantize_x would (elementwise.cu), for rows of dim where hr_cu_norm_quant_fits. */
+int hr_cu_norm_quant_fits(int dim, int per);
+void hr_cu_norm_quant(cudaStream_t s, float *y, float *x, const float *a, const void *w,
+                      int w_dtype, int rows, int dim, float eps, int one_plus, void *xq, int per);
+/* hr_cu_act_mul of T rows of K whose kernel also writes y quantized into xq. */
+void hr_cu_act_mul_quant(cudaStream_t s, float *y, const float *gate, const float *up, int T,
+                         long K, int act, void *xq, int per);
 /* The step's device metadata (see hr_step_meta). */
 typedef struct {
     int n_tokens, n_rows, max_blocks;
@@ -72,8 +90,8 @@ typedef struct {
 void hr_cu_embed(cudaStream_t s, const hr_cu_meta *m, float *y, const void *table, int dtype,
                  long dim, float scale);
 /* The same from a table in GGUF format q (qmatmul.cu). */
-void hr_cu_qembed(cudaStream_t s, const hr_cu_meta *m, float *y, const void *table, int q, long dim,
-                  long rb, float scale);
+void hr_cu_qembed(cudaStream_t s, const hr_cu_meta *m, float *y, const void *table, int q,
+                  int planar, long dim, long rb, float scale);
 void hr_cu_rmsnorm(cudaStream_t s, float *y, const float *x, const void *w, int w_dtype, int rows,
                    int dim, float eps, int one_plus);
 /* x += a, then y = rmsnorm(x) (the residual add and the next layer's norm in one kernel) */
@@ -130,6 +148,10 @@ typedef struct {
     hr_cu_gemv_fold fold;
 } hr_cu_gemv_set;
 void hr_cu_gemv(cudaStream_t s, const hr_cu_gemv_set *g, float *x, int dtype, int T, long K);
+/* The same for GGUF matrices of format q with rows of rb bytes, from x quantized by
+ * hr_cu_quantize_x (mmvq.cu; the set's fold is not taken). */
+void hr_cu_mmvq(cudaStream_t s, const hr_cu_gemv_set *g, const void *xq, int q, int T, long K,
+                long rb);
 /* 1 (default): for T = 1 or K >= 8192 each block splits K over its warps for 4 rows; 0, or
  * other shapes: a warp per row group (HEARTH_CUDA_GEMV=warp; bench_kernels measures both). */
 extern int hr_cu_gemv_split;

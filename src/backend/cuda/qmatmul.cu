@@ -3,7 +3,10 @@
  * weight row in pieces of 8 consecutive elements (a quarter of a 32-element unit: a Q*_0/Q*_1
  * block or a K-quant sub-block), in the reference's arithmetic (scale * q - min in f32), so a
  * decoded weight equals hr_dequant_row's bit for bit.
- * - small-batch products (T <= HR_CU_GEMV_MAX_T rows): a block per QGEMV_R output rows, its
+ * Q8_0, Q4_0 and Q6_K matrices are uploaded in the planar layout (tensor/qplanes.h) and read
+ * from it here.
+ * - small-batch products (T <= HR_CU_GEMV_MAX_T rows) of the formats without an 8-bit-activation
+ *   product (mmvq.cu), or all with HEARTH_CUDA_QGEMV=f32: a block per QGEMV_R output rows, its
  *   warps splitting K; lane l takes piece l % 4 of unit l / 4 of each group of 8 units, so 4
  *   lanes read 128 contiguous bytes of x, and each piece of x read serves the block's R rows
  *   (x is f32: read once per row it would cost the L1 several times the weights' bytes). Codes
@@ -73,19 +76,28 @@ static __device__ __forceinline__ uint2 nibbles(uint2 q, int sh) {
     return make_uint2(q.x >> sh & 0x0F0F0F0Fu, q.y >> sh & 0x0F0F0F0Fu);
 }
 
-/* Elements 8p .. 8p+7 of unit u (32 elements) of a row in format Q. */
-template <int Q> static __device__ __forceinline__ piece8 piece(const uint8_t *row, long u, int p) {
+/* Elements 8p .. 8p+7 of unit u (32 elements) of a row of nb units in format Q, in the file
+ * layout or (pl, Q8_0 / Q4_0 / Q6_K) the planar one of tensor/qplanes.h. */
+template <int Q>
+static __device__ __forceinline__ piece8 piece(const uint8_t *row, long u, int p, long nb,
+                                               bool pl) {
     piece8 r;
     r.offset = 0;
     if (Q == HR_CU_Q8_0) {
         const uint8_t *b = row + u * 34;
-        uint2 q = ld8_a2(b + 2 + 8 * p);
+        uint2 q = pl ? ld8_a4(row + 32 * u + 8 * p) : ld8_a2(b + 2 + 8 * p);
         r.c = make_uint2(q.x ^ 0x80808080u, q.y ^ 0x80808080u); /* int8 + 128 */
         r.z = 128;
-        r.scale = f16_at(b);
+        r.scale = f16_at(pl ? row + 32 * nb + 2 * u : b);
     } else if (Q == HR_CU_Q4_0 || Q == HR_CU_Q4_1) {
         /* element j in the low nibble of qs[j], j + 16 in the high */
         const uint8_t *b = row + u * (Q == HR_CU_Q4_0 ? 18 : 20);
+        if (Q == HR_CU_Q4_0 && pl) {
+            r.c = nibbles(ld8_a4(row + 16 * u + 8 * (p & 1)), 4 * (p >> 1));
+            r.z = 8;
+            r.scale = f16_at(row + 16 * nb + 2 * u);
+            return r;
+        }
         const uint8_t *qs = b + (Q == HR_CU_Q4_0 ? 2 : 4) + 8 * (p & 1);
         r.c = nibbles(Q == HR_CU_Q4_0 ? ld8_a2(qs) : ld8_a4(qs), 4 * (p >> 1));
         r.z = Q == HR_CU_Q4_0 ? 8 : 0;
@@ -118,14 +130,18 @@ template <int Q> static __device__ __forceinline__ piece8 piece(const uint8_t *r
         r.scale = f16_at(b) * (float)sc;
         r.offset = -(f16_at(b + 2) * (float)mn);
     } else { /* Q6_K: element h*128 + s*32 + l */
-        const uint8_t *b = row + (u >> 3) * 210;
+        long sb = u >> 3, ns = nb / 8;
+        const uint8_t *b = row + sb * 210;
+        const uint8_t *ql = pl ? row + 128 * sb : b, *qh = pl ? row + 128 * ns + 64 * sb : b + 128,
+                      *sc = pl ? row + 192 * ns + 16 * sb : b + 192,
+                      *d = pl ? row + 208 * ns + 2 * sb : b + 208;
         int j = (int)(u & 7), h = j >> 2, s = j & 3;
-        uint2 lo = nibbles(ld8_a2(b + h * 64 + (s & 1) * 32 + 8 * p), 4 * (s >> 1));
-        uint2 hi = ld8_a2(b + 128 + h * 32 + 8 * p);
+        uint2 lo = nibbles(ld8_a2(ql + h * 64 + (s & 1) * 32 + 8 * p), 4 * (s >> 1));
+        uint2 hi = ld8_a2(qh + h * 32 + 8 * p);
         r.c = make_uint2(lo.x | (hi.x >> (2 * s) & 0x03030303u) << 4,
                          lo.y | (hi.y >> (2 * s) & 0x03030303u) << 4);
         r.z = 32;
-        r.scale = f16_at(b + 208) * (float)(int8_t)b[192 + h * 8 + s * 2 + p / 2];
+        r.scale = f16_at(d) * (float)(int8_t)sc[h * 8 + s * 2 + p / 2];
     }
     return r;
 }
@@ -137,8 +153,9 @@ template <int Q> static __device__ __forceinline__ bool has_offset() {
 
 /* The decoded elements, as hr_dequant_row computes them. */
 template <int Q>
-static __device__ __forceinline__ void decode8(const uint8_t *row, long u, int p, float *v) {
-    piece8 pc = piece<Q>(row, u, p);
+static __device__ __forceinline__ void decode8(const uint8_t *row, long u, int p, long nb, bool pl,
+                                               float *v) {
+    piece8 pc = piece<Q>(row, u, p, nb, pl);
 #pragma unroll
     for (int i = 0; i < 8; i++)
         v[i] = pc.scale * code(pc, i) + pc.offset;
@@ -147,7 +164,7 @@ static __device__ __forceinline__ void decode8(const uint8_t *row, long u, int p
 /* y[t, n] = x[t] . w[n] for T rows; a block of QGEMV_WARPS warps per R output rows, the warps
  * taking every QGEMV_WARPS-th group of 8 units, their sums meeting in shared memory. */
 template <int Q, int T, int R>
-static __global__ void qgemv_k(float *y, const float *x, const uint8_t *w, long N, long K,
+static __global__ void qgemv_k(float *y, const float *x, const uint8_t *w, bool pl, long N, long K,
                                long row_bytes) {
     HR_PDL_ENTRY();
     /* steps per batch of loads: the loads of U steps are issued before their products, so
@@ -180,7 +197,7 @@ static __global__ void qgemv_k(float *y, const float *x, const uint8_t *w, long 
             }
 #pragma unroll
             for (int r = 0; r < R; r++)
-                pc[k][r] = piece<Q>(rows[r], u, p);
+                pc[k][r] = piece<Q>(rows[r], u, p, units, pl);
         }
 #pragma unroll
         for (int k = 0; k < U; k++) {
@@ -222,14 +239,15 @@ static __global__ void qgemv_k(float *y, const float *x, const uint8_t *w, long 
 
 /* out[n, k] (f16) = w[n, k] decoded; one thread per 8 elements. */
 template <int Q>
-static __global__ void dequant_k(__half *out, const uint8_t *w, long N, long K, long row_bytes) {
+static __global__ void dequant_k(__half *out, const uint8_t *w, bool pl, long N, long K,
+                                 long row_bytes) {
     HR_PDL_ENTRY();
     long pieces = K / 8;
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < N * pieces;
          i += (long)gridDim.x * blockDim.x) {
         long n = i / pieces, q = i % pieces;
         float v[8];
-        decode8<Q>(w + n * row_bytes, q >> 2, (int)(q & 3), v);
+        decode8<Q>(w + n * row_bytes, q >> 2, (int)(q & 3), K / 32, pl, v);
         __align__(16) __half b[8];
 #pragma unroll
         for (int k = 0; k < 8; k++)
@@ -240,14 +258,14 @@ static __global__ void dequant_k(__half *out, const uint8_t *w, long N, long K, 
 
 /* y[t] = table[tokens[t]] * scale; a block per token. */
 template <int Q>
-static __global__ void qembed_k(float *y, const int32_t *tokens, const uint8_t *table, long dim,
-                                long row_bytes, float scale) {
+static __global__ void qembed_k(float *y, const int32_t *tokens, const uint8_t *table, bool pl,
+                                long dim, long row_bytes, float scale) {
     HR_PDL_ENTRY();
     int t = blockIdx.x;
     const uint8_t *row = table + (long)tokens[t] * row_bytes;
     for (long q = threadIdx.x; q < dim / 8; q += blockDim.x) {
         float v[8];
-        decode8<Q>(row, q >> 2, (int)(q & 3), v);
+        decode8<Q>(row, q >> 2, (int)(q & 3), dim / 32, pl, v);
 #pragma unroll
         for (int k = 0; k < 8; k++)
             y[(long)t * dim + q * 8 + k] = scale != 1.0f ? v[k] * scale : v[k];
@@ -268,51 +286,52 @@ static __global__ void qembed_k(float *y, const int32_t *tokens, const uint8_t *
     }
 
 template <int Q, int R>
-static void qgemv_rows(cudaStream_t s, float *y, const float *x, const uint8_t *w, int T, long N,
-                       long K, long rb) {
+static void qgemv_rows(cudaStream_t s, float *y, const float *x, const uint8_t *w, bool pl, int T,
+                       long N, long K, long rb) {
     unsigned grid = (unsigned)((N + R - 1) / R), threads = 32 * QGEMV_WARPS;
     switch (T) {
-    case 1: hr_launch(qgemv_k<Q, 1, R>, grid, threads, 0, s, y, x, w, N, K, rb); break;
-    case 2: hr_launch(qgemv_k<Q, 2, R>, grid, threads, 0, s, y, x, w, N, K, rb); break;
-    case 3: hr_launch(qgemv_k<Q, 3, R>, grid, threads, 0, s, y, x, w, N, K, rb); break;
-    default: hr_launch(qgemv_k<Q, 4, R>, grid, threads, 0, s, y, x, w, N, K, rb); break;
+    case 1: hr_launch(qgemv_k<Q, 1, R>, grid, threads, 0, s, y, x, w, pl, N, K, rb); break;
+    case 2: hr_launch(qgemv_k<Q, 2, R>, grid, threads, 0, s, y, x, w, pl, N, K, rb); break;
+    case 3: hr_launch(qgemv_k<Q, 3, R>, grid, threads, 0, s, y, x, w, pl, N, K, rb); break;
+    default: hr_launch(qgemv_k<Q, 4, R>, grid, threads, 0, s, y, x, w, pl, N, K, rb); break;
     }
 }
 
 template <int Q>
-static void qgemv_launch(cudaStream_t s, float *y, const float *x, const void *w, int T, long N,
-                         long K, long rb) {
+static void qgemv_launch(cudaStream_t s, float *y, const float *x, const void *w, bool pl, int T,
+                         long N, long K, long rb) {
     const uint8_t *wb = (const uint8_t *)w;
     if (N >= QGEMV_R_MIN_N)
-        qgemv_rows<Q, QGEMV_R>(s, y, x, wb, T, N, K, rb);
+        qgemv_rows<Q, QGEMV_R>(s, y, x, wb, pl, T, N, K, rb);
     else
-        qgemv_rows<Q, 1>(s, y, x, wb, T, N, K, rb);
+        qgemv_rows<Q, 1>(s, y, x, wb, pl, T, N, K, rb);
 }
 
 template <int Q>
-static void dequant_launch(cudaStream_t s, void *out, const void *w, long N, long K, long rb) {
+static void dequant_launch(cudaStream_t s, void *out, const void *w, bool pl, long N, long K,
+                           long rb) {
     hr_launch(dequant_k<Q>, hr_blocks(N * (K / 8), 256), 256, 0, s, (__half *)out,
-              (const uint8_t *)w, N, K, rb);
+              (const uint8_t *)w, pl, N, K, rb);
 }
 
 template <int Q>
-static void qembed_launch(cudaStream_t s, const hr_cu_meta *m, float *y, const void *table,
+static void qembed_launch(cudaStream_t s, const hr_cu_meta *m, float *y, const void *table, bool pl,
                           long dim, long rb, float scale) {
-    hr_launch(qembed_k<Q>, m->n_tokens, 128, 0, s, y, m->tokens, (const uint8_t *)table, dim, rb,
-              scale);
+    hr_launch(qembed_k<Q>, m->n_tokens, 128, 0, s, y, m->tokens, (const uint8_t *)table, pl, dim,
+              rb, scale);
 }
 
-extern "C" void hr_cu_qgemv(cudaStream_t s, float *y, const float *x, const void *w, int q, int T,
-                            long N, long K, long rb) {
-    HR_Q_DISPATCH(q, qgemv_launch, s, y, x, w, T, N, K, rb);
+extern "C" void hr_cu_qgemv(cudaStream_t s, float *y, const float *x, const void *w, int q,
+                            int planar, int T, long N, long K, long rb) {
+    HR_Q_DISPATCH(q, qgemv_launch, s, y, x, w, planar != 0, T, N, K, rb);
 }
 
-extern "C" void hr_cu_dequant_f16(cudaStream_t s, void *out, const void *w, int q, long N, long K,
-                                  long rb) {
-    HR_Q_DISPATCH(q, dequant_launch, s, out, w, N, K, rb);
+extern "C" void hr_cu_dequant_f16(cudaStream_t s, void *out, const void *w, int q, int planar,
+                                  long N, long K, long rb) {
+    HR_Q_DISPATCH(q, dequant_launch, s, out, w, planar != 0, N, K, rb);
 }
 
 extern "C" void hr_cu_qembed(cudaStream_t s, const hr_cu_meta *m, float *y, const void *table,
-                             int q, long dim, long rb, float scale) {
-    HR_Q_DISPATCH(q, qembed_launch, s, m, y, table, dim, rb, scale);
+                             int q, int planar, long dim, long rb, float scale) {
+    HR_Q_DISPATCH(q, qembed_launch, s, m, y, table, planar != 0, dim, rb, scale);
 }
