@@ -42,13 +42,28 @@ static hr_err *queue(hr_http_req *q, int status, struct MHD_Response *r, const c
     return ok == MHD_YES ? NULL : hr_errf("could not queue a response");
 }
 
-hr_err *hr_http_reply_json(hr_http_req *q, int status, json_t *body) {
-    char *s = hr_json_dumps(body, JSON_COMPACT);
+hr_err *hr_http_reply_oom(hr_http_req *q, hr_api_kind api) {
+    snprintf(q->acc.error, sizeof q->acc.error, "out of memory");
+    q->retry_after = "1";
+    const char *b = hr_oom_body(api);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_PERSISTENT);
+    if (!r) return hr_err_oom();
+    return queue(q, 503, r, "application/json");
+}
+
+/* hr_http_reply_json with api's shape for an out-of-memory 503. */
+static hr_err *reply_json(hr_http_req *q, hr_api_kind api, int status, json_t *body) {
+    char *s = body ? hr_json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    if (!s) return hr_err_oom();
+    if (!s) return hr_http_reply_oom(q, api);
     struct MHD_Response *r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
     if (!r) return free(s), hr_err_oom();
     return queue(q, status, r, "application/json");
+}
+
+hr_err *hr_http_reply_json(hr_http_req *q, int status, json_t *body) {
+    return reply_json(q, q->api, status, body);
 }
 
 hr_err *hr_http_reply_text(hr_http_req *q, int status, const char *type, char *text) {
@@ -60,7 +75,7 @@ hr_err *hr_http_reply_text(hr_http_req *q, int status, const char *type, char *t
 
 hr_err *hr_http_reply_error(hr_http_req *q, hr_api_kind api, int status, const char *msg) {
     snprintf(q->acc.error, sizeof q->acc.error, "%.199s", msg);
-    return hr_http_reply_json(q, status, hr_error_body(api, status, msg));
+    return reply_json(q, api, status, hr_error_body(api, status, msg));
 }
 
 hr_err *hr_http_reply_err(hr_http_req *q, hr_api_kind api, int status, hr_err *e) {
@@ -72,13 +87,15 @@ hr_err *hr_http_reply_err(hr_http_req *q, hr_api_kind api, int status, hr_err *e
     if (code == HR_E_OOM) status = 503, q->retry_after = "1";
     json_t *body = hr_error_body(api, status, hr_err_msg(e));
     json_t *err = json_object_get(body, "error");
-    if (code == HR_E_CONTEXT && api != HR_API_MESSAGES) {
-        json_object_set_new(err, "code", json_string("context_length_exceeded"));
-        json_object_set_new(err, "param", json_string(api == HR_API_CHAT ? "messages" : "input"));
+    if (code == HR_E_CONTEXT && api != HR_API_MESSAGES &&
+        (hr_json_set_new(err, "code", json_string("context_length_exceeded")) ||
+         hr_json_set_new(err, "param", json_string(api == HR_API_CHAT ? "messages" : "input")))) {
+        json_decref(body);
+        body = NULL;
     }
     snprintf(q->acc.error, sizeof q->acc.error, "%.199s", hr_err_msg(e));
     hr_err_free(e);
-    return hr_http_reply_json(q, status, body);
+    return reply_json(q, api, status, body);
 }
 
 void hr_http_gen_free(hr_http_gen *g) {
@@ -106,6 +123,10 @@ void hr_http_gen_wait(hr_http_gen *g) {
         g->cancelled = 1;
         hr_chan_cancel(g->chan, g->be->cancel, g->be->ctx);
     }
+    if (!g->cancelled && !g->failed && hr_reply_failed(g->reply)) {
+        g->failed = 1; /* nothing more of it can be sent: stop generating it */
+        hr_chan_cancel(g->chan, g->be->cancel, g->be->ctx);
+    }
     if (!g->cancelled && !g->ended && atomic_load(&g->s->ending)) {
         g->ended = 1;
         hr_chan_cut(g->chan, g->be->cancel, g->be->ctx, HR_SHUTDOWN_MSG);
@@ -117,6 +138,20 @@ void hr_http_gen_stop(hr_http_gen *g) {
     hr_chan_cancel(g->chan, g->be->cancel, g->be->ctx);
     while (!g->done)
         g->done = hr_chan_drain(g->chan, g->reply, 50);
+}
+
+/* A failed reply's stream, once its whole events are out: the engine's work on it stopped,
+ * then its closing error event and the end. */
+static ssize_t sse_tail(hr_http_gen *g, char *buf, size_t max) {
+    if (!g->tail) {
+        hr_http_gen_stop(g);
+        g->tail = hr_reply_fail_event(g->reply, &g->tail_len);
+    }
+    if (g->tail_off == g->tail_len) return MHD_CONTENT_READER_END_OF_STREAM;
+    size_t n = g->tail_len - g->tail_off < max ? g->tail_len - g->tail_off : max;
+    memcpy(buf, g->tail + g->tail_off, n);
+    g->tail_off += n;
+    return (ssize_t)n;
 }
 
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -132,6 +167,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
         g->pending = hr_reply_take(g->reply, &g->len);
         g->off = 0;
         if (g->len) continue;
+        if (hr_reply_failed(g->reply) && !g->cancelled) return sse_tail(g, buf, max);
         if (g->done) return MHD_CONTENT_READER_END_OF_STREAM;
         if (g->cancelled) {
             while (!g->done)
@@ -147,6 +183,7 @@ void hr_http_gen_account(const hr_http_gen *g, hr_access *acc) {
     if (g->acc.first_token_ns) acc->first_token_ns = g->acc.first_token_ns;
     hr_reply_summarize(g->reply, &acc->sum);
     if (g->cancelled && !acc->sum.finish) acc->sum.finish = "cancelled";
+    if (hr_reply_failed(g->reply)) snprintf(acc->error, sizeof acc->error, "out of memory");
 }
 
 static void log_access(const hr_access *a) {
@@ -155,19 +192,25 @@ static void log_access(const hr_access *a) {
     json_t *f =
         json_pack("{s:s, s:s, s:s, s:i, s:f}", "client", a->client, "method", a->method, "path",
                   a->path, "status", a->status, "duration_ms", (double)(now - a->t0_ns) * 1e-6);
-    if (!f) return;
-    if (a->generated) {
-        json_object_set_new(f, "prompt_tokens", json_integer(a->sum.prompt_tokens));
-        json_object_set_new(f, "cached_tokens", json_integer(a->sum.cached_tokens));
-        json_object_set_new(f, "completion_tokens", json_integer(a->sum.completion_tokens));
-        if (a->first_token_ns)
-            json_object_set_new(f, "ttft_ms",
+    hr_err *e = f ? NULL : hr_err_oom();
+    if (!e && a->generated) {
+        e = hr_json_set_new(f, "prompt_tokens", json_integer(a->sum.prompt_tokens));
+        if (!e) e = hr_json_set_new(f, "cached_tokens", json_integer(a->sum.cached_tokens));
+        if (!e) e = hr_json_set_new(f, "completion_tokens", json_integer(a->sum.completion_tokens));
+        if (!e && a->first_token_ns)
+            e = hr_json_set_new(f, "ttft_ms",
                                 json_real((double)(a->first_token_ns - a->t0_ns) * 1e-6));
-        if (a->sum.finish) json_object_set_new(f, "finish", json_string(a->sum.finish));
-        json_object_set_new(f, "stream", json_boolean(a->stream));
+        if (!e && a->sum.finish) e = hr_json_set_new(f, "finish", json_string(a->sum.finish));
+        if (!e) e = hr_json_set_new(f, "stream", json_boolean(a->stream));
     }
-    if (a->error[0]) json_object_set_new(f, "error", json_string(a->error));
-    hr_log_fields(HR_LOG_INFO, "request", f);
+    if (!e && a->error[0])
+        e = hr_json_set_new(f, "error", hr_json_string_lossy(a->error, strlen(a->error)));
+    if (e) /* a line without its fields would say less than it seems to */
+        HR_WARN("out of memory writing the access log line of %s %s (status %d)", a->method,
+                a->path, a->status);
+    else
+        hr_log_fields(HR_LOG_INFO, "request", f);
+    hr_err_free(e);
     json_decref(f);
 }
 
@@ -229,6 +272,7 @@ static int reserve_parse(hr_server *s, conn_state *st, char *msg, size_t cap) {
 static hr_err *route(hr_server *s, conn_state *st, const char *url, const char *method) {
     hr_http_req *q = &st->q;
     const hr_route *rt = st->rt;
+    q->api = rt->api;
     char msg[192];
     if (st->too_large)
         return hr_http_reply_error(q, rt->api, hr_http_too_large(s->cfg.max_body, msg, sizeof msg),

@@ -23,7 +23,10 @@
 #include "model/gguf.h"
 #include "model/model.h"
 #include "model/safetensors.h"
+#include "server/reply_internal.h"
 #include "server/request.h"
+#include "server/response_store.h"
+#include "server/sink.h"
 #include "template/template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -308,6 +311,348 @@ static hr_err *op_ssd(uint64_t *d) {
     return engine_run(ssd_dir, d);
 }
 
+/* ---- The server's reply builders (reply.c, anthropic_reply.c, responses_reply.c, sink.c):
+ * scripted engine events into each reply kind. A run must give the whole reply, or the
+ * reply's out-of-memory outcome: no body (503) not streamed; streamed, whole events that
+ * are the first ones of the reply without failures, then nothing but its error event. */
+
+static const hr_server_backend REPLY_BE = {
+    .tool_format = HR_TOOLS_QWEN, .reasoning = 1, .limits = {.max_tokens_limit = 1000}};
+
+enum { MAX_EVENTS = 256 };
+
+/* One reply kind: its request (parsed once, before the sweep), how the engine ends it, and
+ * the digests of its stream's events without failures (the first run records them). */
+typedef struct {
+    const char *body;
+    hr_err *(*parse)(const json_t *, const hr_request_limits *, hr_api_request **);
+    hr_finish why;
+    const char *detail;
+    hr_api_request *req;
+    uint64_t ref[MAX_EVENTS];
+    int n_ref, have_ref;
+} reply_case;
+
+#define TOOLS "\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]"
+#define USER "\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]"
+#define ANTH_TOOLS "\"tools\": [{\"name\": \"f\", \"input_schema\": {\"type\": \"object\"}}]"
+#define RESP_TOOLS "\"tools\": [{\"type\": \"function\", \"name\": \"f\"}]"
+
+#define CASE(b, p, w, det)                                                                         \
+    { .body = b, .parse = p, .why = w, .detail = det }
+
+static reply_case RC_CHAT = CASE("{\"model\": \"m1\", " USER ", " TOOLS
+                                 ", \"n\": 2, \"logprobs\": true, \"top_logprobs\": 2}",
+                                 hr_parse_chat_request, HR_FINISH_STOP, NULL);
+static reply_case RC_CHAT_STREAM =
+    CASE("{" USER ", " TOOLS ", \"stream\": true, \"stream_options\": {\"include_usage\": true},"
+         " \"logprobs\": true, \"top_logprobs\": 2}",
+         hr_parse_chat_request, HR_FINISH_STOP, NULL);
+static reply_case RC_COMPLETION = CASE("{\"prompt\": \"hi\", \"logprobs\": 2}",
+                                       hr_parse_completion_request, HR_FINISH_LENGTH, NULL);
+static reply_case RC_COMPLETION_STREAM =
+    CASE("{\"prompt\": \"hi\", \"logprobs\": 2, \"stream\": true,"
+         " \"stream_options\": {\"include_usage\": true}}",
+         hr_parse_completion_request, HR_FINISH_LENGTH, NULL);
+static reply_case RC_MESSAGES = CASE("{\"max_tokens\": 64, " USER ", " ANTH_TOOLS "}",
+                                     hr_parse_messages_request, HR_FINISH_STOP, "END");
+static reply_case RC_MESSAGES_STREAM =
+    CASE("{\"max_tokens\": 64, \"stream\": true, " USER ", " ANTH_TOOLS "}",
+         hr_parse_messages_request, HR_FINISH_STOP, NULL);
+static reply_case RC_ERROR_STREAM = CASE("{" USER ", \"stream\": true}", hr_parse_chat_request,
+                                         HR_FINISH_ERROR, "the engine failed \xc3");
+static reply_case RC_ANTH_ERROR = CASE("{\"max_tokens\": 64, \"stream\": true, " USER "}",
+                                       hr_parse_messages_request, HR_FINISH_ERROR, "engine died");
+
+static hr_err *parse_responses(const json_t *b, const hr_request_limits *lim, hr_api_request **r) {
+    return hr_parse_responses_request(b, lim, NULL, r);
+}
+
+static reply_case RC_RESPONSES =
+    CASE("{\"input\": \"x\", \"instructions\": \"be brief\", " RESP_TOOLS ", \"store\": true}",
+         parse_responses, HR_FINISH_STOP, NULL);
+static reply_case RC_RESPONSES_STREAM =
+    CASE("{\"input\": \"x\", \"stream\": true, \"store\": true, " RESP_TOOLS "}", parse_responses,
+         HR_FINISH_STOP, NULL);
+
+static reply_case *const REPLY_CASES[] = {
+    &RC_CHAT,      &RC_CHAT_STREAM,      &RC_COMPLETION,   &RC_COMPLETION_STREAM,
+    &RC_MESSAGES,  &RC_MESSAGES_STREAM,  &RC_ERROR_STREAM, &RC_ANTH_ERROR,
+    &RC_RESPONSES, &RC_RESPONSES_STREAM,
+};
+
+/* The model's output: reasoning, content, a tool call, more content. */
+static const char *const PIECES[] = {
+    "<think>",
+    "hm",
+    "</think>",
+    "Hi",
+    " th\xc3\xa9re",
+    "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": [1, \"b\"]}}</tool_call>",
+    "ok",
+    NULL};
+
+/* A JSON value's digest without the ids (random per reply). */
+static uint64_t mix_reply(uint64_t d, const json_t *v) {
+    if (!json_is_object(v) && !json_is_array(v)) return mix_json(d, v);
+    const char *k;
+    const json_t *x;
+    size_t i;
+    if (json_is_array(v)) json_array_foreach(v, i, x) d = mix_reply(d, x);
+    if (json_is_object(v)) json_object_foreach((json_t *)v, k, x) {
+            d = mix(d, k, strlen(k));
+            if (strcmp(k, "id") && strcmp(k, "item_id") && strcmp(k, "call_id"))
+                d = mix_reply(d, x);
+        }
+    return d;
+}
+
+/* Splits SSE text into events (name and data digests); -1 when one is not whole JSON. */
+static int stream_events(const char *s, size_t len, uint64_t *ev, int cap) {
+    int n = 0;
+    const char *end = s + len;
+    while (s < end) {
+        const char *stop = strstr(s, "\n\n");
+        if (!stop || n == cap) return -1;
+        uint64_t h = 0xcbf29ce484222325ULL;
+        if (!strncmp(s, "event: ", 7)) {
+            const char *nl = strchr(s, '\n');
+            h = mix(h, s + 7, (size_t)(nl - s - 7));
+            s = nl + 1;
+        }
+        if (strncmp(s, "data: ", 6)) return -1;
+        s += 6;
+        json_t *v = json_loadb(s, (size_t)(stop - s), 0, NULL);
+        if (!v && strncmp(s, "[DONE]", 6)) return -1;
+        h = v ? mix_reply(h, v) : mix(h, s, 6);
+        json_decref(v);
+        ev[n++] = h;
+        s = stop + 2;
+    }
+    return n;
+}
+
+/* Takes the reply's new SSE bytes onto *all (as libmicrohttpd's reader would); 0 when out
+ * of memory in the test itself. */
+static int take(hr_reply *r, hr_sbuf *all) {
+    size_t n;
+    char *s = hr_reply_take(r, &n);
+    int ok = !n || hr_sbuf_add(all, s, n);
+    free(s);
+    return ok;
+}
+
+/* The engine's events for choice i, as hr_gen_sink calls would apply them. */
+static void script_reply(hr_reply *r, int i, const reply_case *rc, hr_sbuf *all, int *ok) {
+    hr_reply_begin(r, i, 10, 4, 0);
+    *ok &= take(r, all);
+    int n = 0;
+    for (; PIECES[n]; n++) {
+        const char *p = PIECES[n];
+        hr_token_alt alt[2] = {{p, strlen(p), -0.5f}, {"x", 1, -2.0f}};
+        hr_gen_token t = {.text = p,
+                          .len = strlen(p),
+                          .token = n,
+                          .token_text = p,
+                          .token_len = strlen(p),
+                          .logprob = -0.25f,
+                          .top = alt,
+                          .n_top = 2};
+        hr_reply_token(r, i, &t);
+        *ok &= take(r, all);
+    }
+    hr_reply_finish(r, i, rc->why, n, rc->detail);
+    *ok &= take(r, all);
+}
+
+/* A streamed reply's outcome: whole events, the reference's first ones; after a failure
+ * its error event ends it. */
+static hr_err *check_stream(hr_reply *r, reply_case *rc, const hr_sbuf *all, uint64_t *d) {
+    uint64_t ev[MAX_EVENTS];
+    int n = stream_events(all->s ? all->s : "", all->len, ev, MAX_EVENTS);
+    if (n < 0) return hr_errf("the stream has an event that is not whole JSON");
+    if (!rc->have_ref) {
+        memcpy(rc->ref, ev, sizeof ev);
+        rc->n_ref = n;
+        rc->have_ref = 1;
+    }
+    if (!hr_reply_failed(r)) {
+        *d = mix(*d, ev, sizeof *ev * (size_t)n);
+        return NULL;
+    }
+    if (n >= rc->n_ref || memcmp(ev, rc->ref, sizeof *ev * (size_t)n))
+        return hr_errf("a failed stream's events are not the first %d of the reply", n);
+    size_t len;
+    const char *tail = hr_reply_fail_event(r, &len);
+    uint64_t last[2];
+    if (!tail || stream_events(tail, len, last, 2) < 1)
+        return hr_errf("a failed stream has no whole error event");
+    return hr_err_oom();
+}
+
+/* A whole body, or none (503) when the reply failed. */
+static hr_err *check_body(hr_reply *r, uint64_t *d) {
+    int status;
+    json_t *b = hr_reply_body(r, &status);
+    hr_reply_summary sum;
+    hr_reply_summarize(r, &sum);
+    if (!b && (status != 503 || !hr_reply_failed(r) || strcmp(sum.finish, "error")))
+        return hr_errf("no body, yet status %d and the reply not failed", status);
+    if (!b) return hr_err_oom();
+    *d = mix(mix_reply(*d, b), &status, sizeof status);
+    json_decref(b);
+    return NULL;
+}
+
+/* The reply of rc through its builders; the Responses ones store into a fresh store. */
+static hr_err *reply_run(reply_case *rc, uint64_t *d) {
+    hr_reply *r;
+    HR_TRY(hr_reply_create(rc->req, "default", 1700000000, &REPLY_BE, &r));
+    hr_response_store *st = NULL;
+    if (rc->req->api == HR_API_RESPONSES && !(st = hr_response_store_create(4, 1 << 20))) {
+        hr_reply_free(r);
+        return hr_err_oom();
+    }
+    hr_reply_set_store(r, st);
+    hr_sbuf all = {0};
+    int ok = 1;
+    for (int i = 0; i < rc->req->n || i == 0; i++)
+        script_reply(r, i, rc, &all, &ok);
+    hr_err *e = !ok               ? hr_err_oom()
+                : rc->req->stream ? check_stream(r, rc, &all, d)
+                                  : check_body(r, d);
+    size_t stored = 0, bytes;
+    if (st) hr_response_store_usage(st, &stored, &bytes);
+    if (!e && st && stored != 1) e = hr_errf("the response was not stored");
+    free(all.s);
+    hr_reply_free(r);
+    hr_response_store_destroy(st);
+    return e;
+}
+
+static hr_err *op_chat(uint64_t *d) { return reply_run(&RC_CHAT, d); }
+static hr_err *op_chat_stream(uint64_t *d) { return reply_run(&RC_CHAT_STREAM, d); }
+static hr_err *op_completion(uint64_t *d) {
+    HR_TRY(reply_run(&RC_COMPLETION, d));
+    return reply_run(&RC_COMPLETION_STREAM, d);
+}
+static hr_err *op_messages_reply(uint64_t *d) { return reply_run(&RC_MESSAGES, d); }
+static hr_err *op_messages_stream(uint64_t *d) { return reply_run(&RC_MESSAGES_STREAM, d); }
+static hr_err *op_responses_reply(uint64_t *d) { return reply_run(&RC_RESPONSES, d); }
+static hr_err *op_responses_stream(uint64_t *d) { return reply_run(&RC_RESPONSES_STREAM, d); }
+
+/* Error replies: every API's error body (a message cut inside a character), /v1/models,
+ * and the engine failing a stream (OpenAI's and Anthropic's error events). */
+static hr_err *op_errors(uint64_t *d) {
+    static const hr_api_kind apis[] = {HR_API_CHAT, HR_API_COMPLETION, HR_API_MESSAGES,
+                                       HR_API_RESPONSES};
+    for (size_t i = 0; i < sizeof apis / sizeof *apis; i++) {
+        json_t *b = hr_error_body(apis[i], 400, "request: \"tools\" must be an array \xe2\x82");
+        if (!b) return hr_err_oom();
+        *d = mix_json(*d, b);
+        json_decref(b);
+    }
+    json_t *m = hr_models_body("qwen3");
+    if (!m) return hr_err_oom();
+    *d = mix_json(*d, m);
+    json_decref(m);
+    HR_TRY(reply_run(&RC_ERROR_STREAM, d));
+    return reply_run(&RC_ANTH_ERROR, d);
+}
+
+/* The request channel (sink.c) between them: the engine's events copied, queued, and
+ * drained into a streamed chat reply. The channel takes its request, so this op parses
+ * its own. */
+static hr_err *op_channel(uint64_t *d) {
+    static reply_case rc = CASE("{" USER ", " TOOLS ", \"stream\": true, \"logprobs\": true, "
+                                "\"top_logprobs\": 2}",
+                                hr_parse_chat_request, HR_FINISH_STOP, "END");
+    json_t *j;
+    HR_TRY(hr_json_load_buf("body", rc.body, strlen(rc.body), &j));
+    hr_api_request *q = NULL;
+    hr_err *e = hr_parse_chat_request(j, &LIM, &q);
+    json_decref(j);
+    if (e) return e;
+    hr_gen_chan *c = hr_chan_create(q, 1 << 20);
+    if (!c) return hr_api_request_free(q), hr_err_oom();
+    hr_reply *r = NULL;
+    e = hr_reply_create(hr_chan_request(c, 0), "default", 5, &REPLY_BE, &r);
+    hr_gen_sink *s = hr_chan_sink(c, 0);
+    if (e) {
+        hr_chan_unsubmitted(c, 0);
+        hr_chan_release(c);
+        return e;
+    }
+    hr_gen_sink_begin(s, 10, 4, 0);
+    for (int n = 0; PIECES[n]; n++) {
+        hr_token_alt alt = {"x", 1, -2.0f};
+        hr_gen_token t = {.text = PIECES[n],
+                          .len = strlen(PIECES[n]),
+                          .token = n,
+                          .token_text = PIECES[n],
+                          .token_len = strlen(PIECES[n]),
+                          .logprob = -0.5f,
+                          .top = &alt,
+                          .n_top = 1};
+        hr_gen_sink_token(s, &t);
+    }
+    hr_gen_sink_finish(s, HR_FINISH_STOP, 7, "END");
+    hr_sbuf all = {0};
+    int ok = hr_chan_drain(c, r, 0) && take(r, &all);
+    e = ok ? check_stream(r, &rc, &all, d) : hr_err_oom();
+    free(all.s);
+    hr_reply_free(r);
+    hr_chan_release(c);
+    return e;
+}
+
+static const char *RESPONSES_BODY =
+    "{\"model\": \"m\", \"instructions\": \"be brief\", \"input\": ["
+    "{\"type\": \"message\", \"role\": \"developer\", \"content\": \"rules\"},"
+    "{\"role\": \"user\", \"content\": [{\"type\": \"input_text\", \"text\": \"weather?\"}]},"
+    "{\"type\": \"reasoning\", \"summary\": [{\"type\": \"summary_text\", \"text\": \"hmm\"}]},"
+    "{\"type\": \"message\", \"role\": \"assistant\", \"content\": [{\"type\": \"output_text\","
+    " \"text\": \"checking\"}]},"
+    "{\"type\": \"function_call\", \"call_id\": \"c1\", \"name\": \"get_weather\","
+    " \"arguments\": \"{\\\"city\\\": \\\"Paris\\\"}\"},"
+    "{\"type\": \"function_call_output\", \"call_id\": \"c1\", \"output\": \"sunny\"}],"
+    " \"tools\": [{\"type\": \"function\", \"name\": \"get_weather\", \"description\": \"w\","
+    " \"parameters\": {\"type\": \"object\"}}, {\"type\": \"web_search\"}],"
+    " \"reasoning\": {\"effort\": \"none\"}, \"text\": {\"format\": {\"type\": \"text\"}},"
+    " \"metadata\": {\"k\": \"v\"}, \"max_output_tokens\": 32}";
+
+/* A Responses body with every input item kind, tools, reasoning and echoed fields
+ * (responses_request.c). */
+static hr_err *op_responses_request(uint64_t *d) {
+    json_t *j;
+    HR_TRY(hr_json_load_buf("request body", RESPONSES_BODY, strlen(RESPONSES_BODY), &j));
+    hr_api_request *r = NULL;
+    hr_err *e = hr_parse_responses_request(j, &LIM, NULL, &r);
+    json_decref(j);
+    if (e) return e;
+    *d = mix_json(mix_json(*d, r->chat), r->responses);
+    hr_api_request_free(r);
+    return NULL;
+}
+
+/* The requests of the reply cases, parsed once (the ops build replies, not requests). */
+static hr_err *reply_cases_parse(void) {
+    for (size_t i = 0; i < sizeof REPLY_CASES / sizeof *REPLY_CASES; i++) {
+        reply_case *rc = REPLY_CASES[i];
+        json_t *j;
+        HR_TRY(hr_json_load_buf("reply case", rc->body, strlen(rc->body), &j));
+        hr_err *e = rc->parse(j, &REPLY_BE.limits, &rc->req);
+        json_decref(j);
+        if (e) return hr_err_wrap(e, "reply case %zu", i);
+    }
+    return NULL;
+}
+
+static void reply_cases_free(void) {
+    for (size_t i = 0; i < sizeof REPLY_CASES / sizeof *REPLY_CASES; i++)
+        hr_api_request_free(REPLY_CASES[i]->req);
+}
+
 /* An operation and how many runs with failures it gets besides the first allocation of each
  * call site: every N below dense, `strided` more spread over the rest, `persistent` runs
  * failing from N on. The slow ones (a 32000-token tokenizer.json, two engines and their
@@ -333,6 +678,16 @@ static const op OPS[] = {
     {"gguf", op_gguf, 300, 150, 60, 1},
     {"engine", op_engine, 100, 50, 30, 1},
     {"ssd", op_ssd, 40, 20, 10, 1},
+    {"chat", op_chat, 300, 150, 60, 1},
+    {"chat_stream", op_chat_stream, 300, 150, 60, 1},
+    {"completion", op_completion, 300, 150, 60, 1},
+    {"messages_reply", op_messages_reply, 300, 150, 60, 1},
+    {"messages_stream", op_messages_stream, 300, 150, 60, 1},
+    {"responses_reply", op_responses_reply, 300, 150, 60, 1},
+    {"responses_stream", op_responses_stream, 300, 150, 60, 1},
+    {"reply_errors", op_errors, 300, 150, 60, 1},
+    {"channel", op_channel, 300, 150, 60, 1},
+    {"responses_request", op_responses_request, 300, 150, 60, 1},
 };
 
 /* Where a call site is: the binary's file offset, for addr2line -e. */
@@ -470,6 +825,7 @@ int main(void) {
     snprintf(ssd_dir, sizeof ssd_dir, "/tmp/hearth-alloc-fail-%d", (int)getpid());
     hr_err *e = hr_tokenizer_load(hr_fixture("models/brown-llama-8m"), &brown_tok);
     if (!e) e = hr_grammar_vocab_create(brown_tok, &brown_gv);
+    if (!e) e = reply_cases_parse();
     if (e) {
         printf("FAIL setup: %s\n", hr_err_msg(e));
         hr_err_free(e);
@@ -480,6 +836,7 @@ int main(void) {
     if (!only) HR_RUN(test_ssd_op_restores);
     for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++)
         if (!only || !strcmp(only, OPS[i].name)) sweep_op(&OPS[i]);
+    reply_cases_free();
     hr_grammar_vocab_free(brown_gv);
     hr_tokenizer_free(brown_tok);
     hr_test_remove_tree(ssd_dir);
