@@ -189,9 +189,11 @@ void hr_http_gen_account(const hr_http_gen *g, hr_access *acc) {
 static void log_access(const hr_access *a) {
     if (HR_LOG_INFO < hr_log_threshold) return;
     uint64_t now = hr_now_ns();
-    json_t *f =
-        json_pack("{s:s, s:s, s:s, s:i, s:f}", "client", a->client, "method", a->method, "path",
-                  a->path, "status", a->status, "duration_ms", (double)(now - a->t0_ns) * 1e-6);
+    /* the method and path as the client sent them (cut to fit): maybe not UTF-8 */
+    json_t *f = json_pack("{s:s, s:o, s:o, s:i, s:f}", "client", a->client, "method",
+                          hr_json_string_lossy(a->method, strlen(a->method)), "path",
+                          hr_json_string_lossy(a->path, strlen(a->path)), "status", a->status,
+                          "duration_ms", (double)(now - a->t0_ns) * 1e-6);
     hr_err *e = f ? NULL : hr_err_oom();
     if (!e && a->generated) {
         e = hr_json_set_new(f, "prompt_tokens", json_integer(a->sum.prompt_tokens));

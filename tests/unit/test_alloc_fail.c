@@ -58,12 +58,23 @@ static const char *CHAT_BODY =
 
 static const hr_request_limits LIM = {.max_tokens_limit = 4096, .vocab_size = 32000};
 
-static hr_err *parse_body(hr_api_request **r) {
+typedef hr_err *(*parse_fn)(const json_t *body, const hr_request_limits *lim, hr_api_request **out);
+
+/* A request body through jansson and one of the API's parsers. */
+static hr_err *load_request(const char *body, parse_fn parse, hr_api_request **r) {
     json_t *j;
-    HR_TRY(hr_json_load_buf("request body", CHAT_BODY, strlen(CHAT_BODY), &j));
-    hr_err *e = hr_parse_chat_request(j, &LIM, r);
+    HR_TRY(hr_json_load_buf("request body", body, strlen(body), &j));
+    hr_err *e = parse(j, &LIM, r);
     json_decref(j);
     return e;
+}
+
+static hr_err *parse_responses(const json_t *b, const hr_request_limits *lim, hr_api_request **r) {
+    return hr_parse_responses_request(b, lim, NULL, r);
+}
+
+static hr_err *parse_body(hr_api_request **r) {
+    return load_request(CHAT_BODY, hr_parse_chat_request, r);
 }
 
 /* Hashes a JSON value without allocating (json_dumps could fail in the sweep itself). */
@@ -116,12 +127,8 @@ static const char *MESSAGES_BODY =
 
 /* An Anthropic /v1/messages body (system blocks, thinking, tool_use, tool_result). */
 static hr_err *op_messages(uint64_t *d) {
-    json_t *j;
-    HR_TRY(hr_json_load_buf("request body", MESSAGES_BODY, strlen(MESSAGES_BODY), &j));
     hr_api_request *r = NULL;
-    hr_err *e = hr_parse_messages_request(j, &LIM, &r);
-    json_decref(j);
-    if (e) return e;
+    HR_TRY(load_request(MESSAGES_BODY, hr_parse_messages_request, &r));
     *d = mix_json(*d, r->chat);
     *d = mix(*d, &r->n_stop, sizeof r->n_stop);
     hr_api_request_free(r);
@@ -325,7 +332,7 @@ enum { MAX_EVENTS = 256 };
  * the digests of its stream's events without failures (the first run records them). */
 typedef struct {
     const char *body;
-    hr_err *(*parse)(const json_t *, const hr_request_limits *, hr_api_request **);
+    parse_fn parse;
     hr_finish why;
     const char *detail;
     hr_api_request *req;
@@ -363,10 +370,6 @@ static reply_case RC_ERROR_STREAM = CASE("{" USER ", \"stream\": true}", hr_pars
                                          HR_FINISH_ERROR, "the engine failed \xc3");
 static reply_case RC_ANTH_ERROR = CASE("{\"max_tokens\": 64, \"stream\": true, " USER "}",
                                        hr_parse_messages_request, HR_FINISH_ERROR, "engine died");
-
-static hr_err *parse_responses(const json_t *b, const hr_request_limits *lim, hr_api_request **r) {
-    return hr_parse_responses_request(b, lim, NULL, r);
-}
 
 static reply_case RC_RESPONSES =
     CASE("{\"input\": \"x\", \"instructions\": \"be brief\", " RESP_TOOLS ", \"store\": true}",
@@ -567,16 +570,12 @@ static hr_err *op_channel(uint64_t *d) {
     static reply_case rc = CASE("{" USER ", " TOOLS ", \"stream\": true, \"logprobs\": true, "
                                 "\"top_logprobs\": 2}",
                                 hr_parse_chat_request, HR_FINISH_STOP, "END");
-    json_t *j;
-    HR_TRY(hr_json_load_buf("body", rc.body, strlen(rc.body), &j));
     hr_api_request *q = NULL;
-    hr_err *e = hr_parse_chat_request(j, &LIM, &q);
-    json_decref(j);
-    if (e) return e;
+    HR_TRY(load_request(rc.body, rc.parse, &q));
     hr_gen_chan *c = hr_chan_create(q, 1 << 20);
     if (!c) return hr_api_request_free(q), hr_err_oom();
     hr_reply *r = NULL;
-    e = hr_reply_create(hr_chan_request(c, 0), "default", 5, &REPLY_BE, &r);
+    hr_err *e = hr_reply_create(hr_chan_request(c, 0), "default", 5, &REPLY_BE, &r);
     hr_gen_sink *s = hr_chan_sink(c, 0);
     if (e) {
         hr_chan_unsubmitted(c, 0);
@@ -624,12 +623,8 @@ static const char *RESPONSES_BODY =
 /* A Responses body with every input item kind, tools, reasoning and echoed fields
  * (responses_request.c). */
 static hr_err *op_responses_request(uint64_t *d) {
-    json_t *j;
-    HR_TRY(hr_json_load_buf("request body", RESPONSES_BODY, strlen(RESPONSES_BODY), &j));
     hr_api_request *r = NULL;
-    hr_err *e = hr_parse_responses_request(j, &LIM, NULL, &r);
-    json_decref(j);
-    if (e) return e;
+    HR_TRY(load_request(RESPONSES_BODY, parse_responses, &r));
     *d = mix_json(mix_json(*d, r->chat), r->responses);
     hr_api_request_free(r);
     return NULL;
@@ -638,11 +633,7 @@ static hr_err *op_responses_request(uint64_t *d) {
 /* The requests of the reply cases, parsed once (the ops build replies, not requests). */
 static hr_err *reply_cases_parse(void) {
     for (size_t i = 0; i < sizeof REPLY_CASES / sizeof *REPLY_CASES; i++) {
-        reply_case *rc = REPLY_CASES[i];
-        json_t *j;
-        HR_TRY(hr_json_load_buf("reply case", rc->body, strlen(rc->body), &j));
-        hr_err *e = rc->parse(j, &REPLY_BE.limits, &rc->req);
-        json_decref(j);
+        hr_err *e = load_request(REPLY_CASES[i]->body, REPLY_CASES[i]->parse, &REPLY_CASES[i]->req);
         if (e) return hr_err_wrap(e, "reply case %zu", i);
     }
     return NULL;
