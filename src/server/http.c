@@ -42,6 +42,12 @@ static hr_err *queue(hr_http_req *q, int status, struct MHD_Response *r, const c
     return ok == MHD_YES ? NULL : hr_errf("could not queue a response");
 }
 
+/* A response of the heap text s, freed by the allocator it came from (hearth's free, which
+ * tests/fault/alloc_fail.c tracks), not by libmicrohttpd's own. */
+static struct MHD_Response *owned_buffer(char *s) {
+    return MHD_create_response_from_buffer_with_free_callback(strlen(s), s, free);
+}
+
 hr_err *hr_http_reply_oom(hr_http_req *q, hr_api_kind api) {
     snprintf(q->acc.error, sizeof q->acc.error, "out of memory");
     q->retry_after = "1";
@@ -57,7 +63,7 @@ static hr_err *reply_json(hr_http_req *q, hr_api_kind api, int status, json_t *b
     char *s = body ? hr_json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
     if (!s) return hr_http_reply_oom(q, api);
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *r = owned_buffer(s);
     if (!r) return free(s), hr_err_oom();
     return queue(q, status, r, "application/json");
 }
@@ -67,8 +73,7 @@ hr_err *hr_http_reply_json(hr_http_req *q, int status, json_t *body) {
 }
 
 hr_err *hr_http_reply_text(hr_http_req *q, int status, const char *type, char *text) {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *r = owned_buffer(text);
     if (!r) return free(text), hr_err_oom();
     return queue(q, status, r, type);
 }
@@ -351,12 +356,31 @@ static int early_status(hr_server *s, conn_state *st, const char *url, const cha
     return reserve(s, st, hr_mem_budget_cost(&s->budget, len, 1), msg, cap);
 }
 
+/* The mark of a request that got its 503 before it had a state of its own (never written). */
+static conn_state stateless;
+
+/* Out of memory for a request's state: the 503 with the static body of its API, queued
+ * without it; the body that may follow is ignored. */
+static enum MHD_Result reply_stateless(struct MHD_Connection *c, const char *url, void **con_cls) {
+    *con_cls = &stateless;
+    const char *b = hr_oom_body(hr_http_api_of(c, url, NULL));
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_add_response_header(r, "Retry-After", "1");
+    MHD_add_response_header(r, "Connection", "close");
+    enum MHD_Result ok = MHD_queue_response(c, 503, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
 /* The first call for a request (headers in): its state, or an early error reply (without
  * a "100 Continue": libmicrohttpd then discards the body and closes). */
 static enum MHD_Result start_request(hr_server *s, struct MHD_Connection *c, const char *url,
                                      const char *method, void **con_cls) {
     conn_state *st = conn_state_new(s, c, url, method);
-    if (!st) return MHD_NO;
+    if (!st) return reply_stateless(c, url, con_cls);
     *con_cls = st;
     char msg[192];
     int status = early_status(s, st, url, method, msg, sizeof msg);
@@ -375,7 +399,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     hr_server *s = cls;
     conn_state *st = *con_cls;
     if (!st) return start_request(s, c, url, method, con_cls);
-    if (st->replied) return *upload_size = 0, MHD_YES;
+    if (st == &stateless || st->replied) return *upload_size = 0, MHD_YES;
     if (*upload_size) {
         if (st->body.len + *upload_size > s->cfg.max_body) st->too_large = 1;
         size_t had = st->body.len;
@@ -392,7 +416,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
     conn_state *st = *con_cls;
     hr_server *s = cls;
-    if (!st) return;
+    if (!st || st == &stateless) return;
     hr_mem_budget_release(&s->budget, st->reserved);
     if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
         hr_conn_guard_answered(hr_listener_guard(s->lis), c);

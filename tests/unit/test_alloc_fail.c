@@ -6,7 +6,11 @@
  * set, tests/fault/alloc_fail.c). HEARTH_FAULT_FULL=1 tries every N; HEARTH_FAULT_OP=name
  * runs one operation. */
 #define _GNU_SOURCE /* dladdr */
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -395,7 +399,7 @@ static const char *const PIECES[] = {
     "ok",
     NULL};
 
-/* A JSON value's digest without the ids (random per reply). */
+/* A JSON value's digest without the ids (random per reply) and times. */
 static uint64_t mix_reply(uint64_t d, const json_t *v) {
     if (!json_is_object(v) && !json_is_array(v)) return mix_json(d, v);
     const char *k;
@@ -404,7 +408,8 @@ static uint64_t mix_reply(uint64_t d, const json_t *v) {
     if (json_is_array(v)) json_array_foreach(v, i, x) d = mix_reply(d, x);
     if (json_is_object(v)) json_object_foreach((json_t *)v, k, x) {
             d = mix(d, k, strlen(k));
-            if (strcmp(k, "id") && strcmp(k, "item_id") && strcmp(k, "call_id"))
+            if (strcmp(k, "id") && strcmp(k, "item_id") && strcmp(k, "call_id") &&
+                strcmp(k, "created") && strcmp(k, "created_at"))
                 d = mix_reply(d, x);
         }
     return d;
@@ -630,6 +635,163 @@ static hr_err *op_responses_request(uint64_t *d) {
     return NULL;
 }
 
+/* ---- The HTTP glue around the builders (http.c, routes.c): a server on a free port with a
+ * backend that generates the scripted output within its submit call; requests over a
+ * socket, each read to the end. Each reply must be the whole one (ids and times left out),
+ * a 503 in the API's error shape (the static out-of-memory body, or one naming what ran
+ * out), or a stream of whole events ended by its error event; never no reply at all.
+ * libmicrohttpd's own allocations are not made to fail (a shared library: not wrapped). */
+
+static hr_err *script_submit(void *ctx, const hr_api_request *req, hr_gen_sink *s) {
+    hr_gen_sink_begin(s, 10, 4, 0);
+    int n = 0;
+    for (; PIECES[n]; n++) {
+        hr_token_alt alt = {"x", 1, -2.0f};
+        hr_gen_token t = {.text = PIECES[n],
+                          .len = strlen(PIECES[n]),
+                          .token = n,
+                          .token_text = PIECES[n],
+                          .token_len = strlen(PIECES[n]),
+                          .logprob = -0.5f,
+                          .top = &alt,
+                          .n_top = 1};
+        hr_gen_sink_token(s, &t);
+    }
+    hr_gen_sink_finish(s, HR_FINISH_STOP, n, NULL);
+    return NULL;
+}
+
+static const char *script_name(void *ctx) { return "fake"; }
+
+static const hr_server_backend HTTP_BE = {.submit = script_submit,
+                                          .model_name = script_name,
+                                          .tool_format = HR_TOOLS_QWEN,
+                                          .reasoning = 1,
+                                          .limits = {.max_tokens_limit = 1000}};
+
+/* One request of the sweep's HTTP op and the events of its stream without failures. */
+typedef struct {
+    const char *method, *path, *body;
+    hr_api_kind api;
+    int stream;
+    uint64_t ref[MAX_EVENTS];
+    int n_ref, have_ref;
+} http_case;
+
+#define HTTP(m, p, b, a, st)                                                                       \
+    { .method = m, .path = p, .body = b, .api = a, .stream = st }
+
+static http_case HTTP_CASES[] = {
+    HTTP("GET", "/v1/models", NULL, HR_API_CHAT, 0),
+    HTTP("POST", "/v1/chat/completions",
+         "{" USER ", " TOOLS ", \"logprobs\": true, \"top_logprobs\": 1}", HR_API_CHAT, 0),
+    HTTP("POST", "/v1/chat/completions", "{" USER ", " TOOLS ", \"stream\": true}", HR_API_CHAT, 1),
+    HTTP("POST", "/v1/messages", "{\"max_tokens\": 64, \"stream\": true, " USER ", " ANTH_TOOLS "}",
+         HR_API_MESSAGES, 1),
+    HTTP("POST", "/v1/responses", "{\"input\": \"x\", " RESP_TOOLS "}", HR_API_RESPONSES, 0),
+    HTTP("POST", "/v1/responses", "{\"input\": \"x\", \"stream\": true, " RESP_TOOLS "}",
+         HR_API_RESPONSES, 1),
+};
+
+/* Sends the request (HTTP/1.0: the reply ends with the connection) and reads the reply into
+ * buf; no allocation (the sweep counts the client's too). */
+static hr_err *http_exchange(int port, const http_case *c, char *buf, size_t cap, size_t *n) {
+    char req[2048];
+    size_t blen = c->body ? strlen(c->body) : 0;
+    int k = snprintf(req, sizeof req,
+                     "%s %s HTTP/1.0\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n%s",
+                     c->method, c->path, blen, c->body ? c->body : "");
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    struct timeval tv = {.tv_sec = 60};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    hr_err *e = connect(fd, (struct sockaddr *)&a, sizeof a) || send(fd, req, (size_t)k, 0) != k
+                    ? hr_errf("cannot send to the server: %s", strerror(errno))
+                    : NULL;
+    *n = 0;
+    for (ssize_t got = 1; !e && got > 0 && *n + 1 < cap; *n += (size_t)got)
+        if ((got = recv(fd, buf + *n, cap - 1 - *n, 0)) < 0) {
+            e = hr_errf("no end to the reply of %s %s within 60 s", c->method, c->path);
+            got = 0;
+        }
+    close(fd);
+    buf[*n] = 0;
+    return e;
+}
+
+/* A streamed reply's body: the reference's events, or their first ones and an error event
+ * (the API's, with the message "out of memory") to end it. */
+static hr_err *http_stream(http_case *c, const char *body, size_t len, int *oom, uint64_t *d) {
+    uint64_t ev[MAX_EVENTS];
+    int n = stream_events(body, len, ev, MAX_EVENTS);
+    if (n < 0) return hr_errf("%s: the stream has an event that is not whole JSON", c->path);
+    if (!c->have_ref) {
+        memcpy(c->ref, ev, sizeof ev);
+        c->n_ref = n, c->have_ref = 1;
+    }
+    if (n == c->n_ref && !memcmp(ev, c->ref, sizeof *ev * (size_t)n)) {
+        *d = mix(*d, ev, sizeof *ev * (size_t)n);
+        return NULL;
+    }
+    int errors = c->api == HR_API_CHAT ? 2 : 1; /* OpenAI's ends with [DONE] */
+    const char *tail =
+        c->api == HR_API_CHAT ? strstr(body, "data: {\"error\"") : strstr(body, "event: error\n");
+    if (!tail || !strstr(tail, "\"out of memory\"") || n < errors ||
+        memcmp(ev, c->ref, sizeof *ev * (size_t)(n - errors)))
+        return hr_errf("%s: a stream that is neither whole nor its first events and an error "
+                       "event: %.300s",
+                       c->path, body);
+    *oom = 1;
+    return NULL;
+}
+
+/* Whether body is an error of the server's in api's shape (the static out-of-memory one, or
+ * one that names what ran out). */
+static int server_error(hr_api_kind api, const char *body) {
+    if (!strcmp(body, hr_oom_body(api))) return 1;
+    json_t *v = json_loads(body, 0, NULL);
+    const char *type = json_string_value(json_object_get(json_object_get(v, "error"), "type"));
+    int ok = type && !strcmp(type, api == HR_API_MESSAGES ? "api_error" : "server_error");
+    json_decref(v);
+    return ok;
+}
+
+/* One reply: whole, or out of memory (*oom), or an error saying what else it was. */
+static hr_err *http_check(http_case *c, const char *buf, size_t n, int *oom, uint64_t *d) {
+    if (!n) return hr_errf("%s %s: no reply at all", c->method, c->path);
+    const char *body = strstr(buf, "\r\n\r\n");
+    int status = 0;
+    if (!body || sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+        return hr_errf("%s: not an HTTP reply: %.200s", c->path, buf);
+    body += 4;
+    if (status == 503 && server_error(c->api, body)) return *oom = 1, NULL;
+    if (status != 200) return hr_errf("%s: status %d: %.300s", c->path, status, body);
+    if (c->stream) return http_stream(c, body, n - (size_t)(body - buf), oom, d);
+    json_t *v = json_loads(body, 0, NULL);
+    if (!v) return hr_errf("%s: a body that is not JSON: %.300s", c->path, body);
+    *d = mix_reply(*d, v);
+    json_decref(v);
+    return NULL;
+}
+
+static hr_err *op_http(uint64_t *d) {
+    hr_server *s;
+    hr_server_config cfg = {.port = 0};
+    HR_TRY(hr_server_start(&cfg, &HTTP_BE, &s));
+    static char buf[1 << 16];
+    hr_err *e = NULL;
+    int oom = 0;
+    for (size_t i = 0; !e && i < sizeof HTTP_CASES / sizeof *HTTP_CASES; i++) {
+        size_t n;
+        e = http_exchange(hr_server_port(s), &HTTP_CASES[i], buf, sizeof buf, &n);
+        if (!e) e = http_check(&HTTP_CASES[i], buf, n, &oom, d);
+    }
+    hr_server_stop(s);
+    return e ? e : oom ? hr_err_oom() : NULL;
+}
+
 /* The requests of the reply cases, parsed once (the ops build replies, not requests). */
 static hr_err *reply_cases_parse(void) {
     for (size_t i = 0; i < sizeof REPLY_CASES / sizeof *REPLY_CASES; i++) {
@@ -679,6 +841,7 @@ static const op OPS[] = {
     {"reply_errors", op_errors, 300, 150, 60, 1},
     {"channel", op_channel, 300, 150, 60, 1},
     {"responses_request", op_responses_request, 300, 150, 60, 1},
+    {"http", op_http, 300, 150, 60, 1},
 };
 
 /* Where a call site is: the binary's file offset, for addr2line -e. */
