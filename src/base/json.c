@@ -163,6 +163,13 @@ hr_err *hr_json_append_new(json_t *arr, json_t *v) {
     return json_array_append_new(arr, v) ? hr_err_oom() : NULL;
 }
 
+hr_err *hr_json_set_fields(json_t *obj, const hr_json_field *f, size_t n) {
+    int bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad |= json_object_set_new(obj, f[i].key, f[i].value);
+    return bad ? hr_err_oom() : NULL;
+}
+
 char *hr_json_dumps(const json_t *v, size_t flags) {
     /* json_dumpb's own writer cannot fail, so no key is dropped; it still fails (0) when
      * jansson's own allocations do (sorted keys, the cycle check) */

@@ -40,6 +40,13 @@ json_t *hr_json_string_lossy(const char *s, size_t n);
  * so a chain of builders needs no cleanup of its own but the container's. */
 hr_err *hr_json_set_new(json_t *obj, const char *key, json_t *v);
 hr_err *hr_json_append_new(json_t *arr, json_t *v);
+/* Sets every field of f[0..n) on obj (each value consumed, as hr_json_set_new); out of
+ * memory when any of them failed (the others are set). */
+typedef struct {
+    const char *key;
+    json_t *value;
+} hr_json_field;
+hr_err *hr_json_set_fields(json_t *obj, const hr_json_field *f, size_t n);
 /* json_dumps that returns NULL when memory runs out anywhere in the dump: jansson 2.14's
  * json_dumps ignores a failed write of an object key and returns the text without it
  * (found by tests/unit/test_alloc_fail.c), so this one measures with json_dumpb, then

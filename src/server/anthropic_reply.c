@@ -105,23 +105,22 @@ json_t *hr_anth_body(hr_reply *r) {
     const hr_choice *c = &r->choices[0];
     json_t *content = json_array();
     if (c->reasoning.len)
-        json_array_append_new(content,
-                              json_pack("{s:s, s:o, s:s}", "type", "thinking", "thinking",
-                                        hr_json_string_lossy(c->reasoning.s, c->reasoning.len),
-                                        "signature", ""));
+        hr_reply_append(r, content,
+                        json_pack("{s:s, s:o, s:s}", "type", "thinking", "thinking",
+                                  hr_json_string_lossy(c->reasoning.s, c->reasoning.len),
+                                  "signature", ""));
     if (c->content.len)
-        json_array_append_new(content,
-                              json_pack("{s:s, s:o}", "type", "text", "text",
-                                        hr_json_string_lossy(c->content.s, c->content.len)));
+        hr_reply_append(r, content,
+                        json_pack("{s:s, s:o}", "type", "text", "text",
+                                  hr_json_string_lossy(c->content.s, c->content.len)));
     size_t i;
     const json_t *tc;
     json_array_foreach(c->tool_calls, i, tc) {
         const json_t *fn = json_object_get(tc, "function");
-        json_t *input = json_loads(json_string_value(json_object_get(fn, "arguments")), 0, NULL);
-        json_array_append_new(content, json_pack("{s:s, s:O, s:O, s:o}", "type", "tool_use", "id",
-                                                 json_object_get(tc, "id"), "name",
-                                                 json_object_get(fn, "name"), "input",
-                                                 input ? input : json_object()));
+        hr_reply_append(r, content,
+                        json_pack("{s:s, s:O, s:O, s:o}", "type", "tool_use", "id",
+                                  json_object_get(tc, "id"), "name", json_object_get(fn, "name"),
+                                  "input", hr_reply_call_args(r, tc)));
     }
     return message(r, content, stop_reason(c), c->completion_tokens);
 }

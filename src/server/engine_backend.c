@@ -255,29 +255,38 @@ static void cancel(void *ctx, hr_gen_sink *sink) {
     pthread_mutex_unlock(&s->mu);
 }
 
-static void stats(void *ctx, json_t *out) {
+static hr_err *ssd_stats(const hr_engine_stats *st, json_t *out) {
+    const hr_json_field f[] = {
+        {"ssd_entries", json_integer(st->ssd_entries)},
+        {"ssd_bytes", json_integer(st->ssd_bytes)},
+        {"ssd_hits", json_integer(st->ssd_hits)},
+        {"ssd_restores", json_integer(st->ssd_restores)},
+        {"ssd_spills", json_integer(st->ssd_spills)},
+        {"ssd_dropped_spills", json_integer(st->ssd_dropped)},
+        {"ssd_last_restore_ms", json_real(st->ssd_last_restore_ms)},
+        {"ssd_writes_off", json_integer(st->ssd_writes_off)},
+    };
+    return hr_json_set_fields(out, f, sizeof f / sizeof *f);
+}
+
+static hr_err *stats(void *ctx, json_t *out) {
     hr_engine_stats st;
     hr_engine_stats_get(((hr_engine_server *)ctx)->engine, &st);
-    json_object_set_new(out, "active", json_integer(st.active));
-    json_object_set_new(out, "queued", json_integer(st.queued));
-    json_object_set_new(out, "kv_blocks_total", json_integer(st.kv_blocks_total));
-    json_object_set_new(out, "kv_blocks_used", json_integer(st.kv_blocks_used));
-    json_object_set_new(out, "kv_blocks_cached", json_integer(st.kv_blocks_cached));
-    json_object_set_new(out, "state_snapshots", json_integer(st.state_snapshots));
-    json_object_set_new(out, "requests_done", json_integer(st.requests_done));
-    json_object_set_new(out, "prompt_tokens", json_integer(st.prompt_tokens));
-    json_object_set_new(out, "cached_tokens", json_integer(st.cached_tokens));
-    json_object_set_new(out, "generated_tokens", json_integer(st.generated_tokens));
-    json_object_set_new(out, "decode_tok_s", json_real(st.decode_tok_s));
-    if (!st.ssd_on) return;
-    json_object_set_new(out, "ssd_entries", json_integer(st.ssd_entries));
-    json_object_set_new(out, "ssd_bytes", json_integer(st.ssd_bytes));
-    json_object_set_new(out, "ssd_hits", json_integer(st.ssd_hits));
-    json_object_set_new(out, "ssd_restores", json_integer(st.ssd_restores));
-    json_object_set_new(out, "ssd_spills", json_integer(st.ssd_spills));
-    json_object_set_new(out, "ssd_dropped_spills", json_integer(st.ssd_dropped));
-    json_object_set_new(out, "ssd_last_restore_ms", json_real(st.ssd_last_restore_ms));
-    json_object_set_new(out, "ssd_writes_off", json_integer(st.ssd_writes_off));
+    const hr_json_field f[] = {
+        {"active", json_integer(st.active)},
+        {"queued", json_integer(st.queued)},
+        {"kv_blocks_total", json_integer(st.kv_blocks_total)},
+        {"kv_blocks_used", json_integer(st.kv_blocks_used)},
+        {"kv_blocks_cached", json_integer(st.kv_blocks_cached)},
+        {"state_snapshots", json_integer(st.state_snapshots)},
+        {"requests_done", json_integer(st.requests_done)},
+        {"prompt_tokens", json_integer(st.prompt_tokens)},
+        {"cached_tokens", json_integer(st.cached_tokens)},
+        {"generated_tokens", json_integer(st.generated_tokens)},
+        {"decode_tok_s", json_real(st.decode_tok_s)},
+    };
+    HR_TRY(hr_json_set_fields(out, f, sizeof f / sizeof *f));
+    return st.ssd_on ? ssd_stats(&st, out) : NULL;
 }
 
 static const char *model_name(void *ctx) { return ((hr_engine_server *)ctx)->name; }

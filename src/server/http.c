@@ -42,25 +42,45 @@ static hr_err *queue(hr_http_req *q, int status, struct MHD_Response *r, const c
     return ok == MHD_YES ? NULL : hr_errf("could not queue a response");
 }
 
-hr_err *hr_http_reply_json(hr_http_req *q, int status, json_t *body) {
-    char *s = hr_json_dumps(body, JSON_COMPACT);
+/* A response of the heap text s, freed by the allocator it came from (hearth's free, which
+ * tests/fault/alloc_fail.c tracks), not by libmicrohttpd's own. */
+static struct MHD_Response *owned_buffer(char *s) {
+    return MHD_create_response_from_buffer_with_free_callback(strlen(s), s, free);
+}
+
+hr_err *hr_http_reply_oom(hr_http_req *q, hr_api_kind api) {
+    snprintf(q->acc.error, sizeof q->acc.error, "out of memory");
+    q->retry_after = "1";
+    const char *b = hr_oom_body(api);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_PERSISTENT);
+    if (!r) return hr_err_oom();
+    return queue(q, 503, r, "application/json");
+}
+
+/* hr_http_reply_json with api's shape for an out-of-memory 503. */
+static hr_err *reply_json(hr_http_req *q, hr_api_kind api, int status, json_t *body) {
+    char *s = body ? hr_json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    if (!s) return hr_err_oom();
-    struct MHD_Response *r = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+    if (!s) return hr_http_reply_oom(q, api);
+    struct MHD_Response *r = owned_buffer(s);
     if (!r) return free(s), hr_err_oom();
     return queue(q, status, r, "application/json");
 }
 
+hr_err *hr_http_reply_json(hr_http_req *q, int status, json_t *body) {
+    return reply_json(q, q->api, status, body);
+}
+
 hr_err *hr_http_reply_text(hr_http_req *q, int status, const char *type, char *text) {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+    struct MHD_Response *r = owned_buffer(text);
     if (!r) return free(text), hr_err_oom();
     return queue(q, status, r, type);
 }
 
 hr_err *hr_http_reply_error(hr_http_req *q, hr_api_kind api, int status, const char *msg) {
     snprintf(q->acc.error, sizeof q->acc.error, "%.199s", msg);
-    return hr_http_reply_json(q, status, hr_error_body(api, status, msg));
+    return reply_json(q, api, status, hr_error_body(api, status, msg));
 }
 
 hr_err *hr_http_reply_err(hr_http_req *q, hr_api_kind api, int status, hr_err *e) {
@@ -72,13 +92,15 @@ hr_err *hr_http_reply_err(hr_http_req *q, hr_api_kind api, int status, hr_err *e
     if (code == HR_E_OOM) status = 503, q->retry_after = "1";
     json_t *body = hr_error_body(api, status, hr_err_msg(e));
     json_t *err = json_object_get(body, "error");
-    if (code == HR_E_CONTEXT && api != HR_API_MESSAGES) {
-        json_object_set_new(err, "code", json_string("context_length_exceeded"));
-        json_object_set_new(err, "param", json_string(api == HR_API_CHAT ? "messages" : "input"));
+    if (code == HR_E_CONTEXT && api != HR_API_MESSAGES &&
+        (hr_json_set_new(err, "code", json_string("context_length_exceeded")) ||
+         hr_json_set_new(err, "param", json_string(api == HR_API_CHAT ? "messages" : "input")))) {
+        json_decref(body);
+        body = NULL;
     }
     snprintf(q->acc.error, sizeof q->acc.error, "%.199s", hr_err_msg(e));
     hr_err_free(e);
-    return hr_http_reply_json(q, status, body);
+    return reply_json(q, api, status, body);
 }
 
 void hr_http_gen_free(hr_http_gen *g) {
@@ -106,6 +128,10 @@ void hr_http_gen_wait(hr_http_gen *g) {
         g->cancelled = 1;
         hr_chan_cancel(g->chan, g->be->cancel, g->be->ctx);
     }
+    if (!g->cancelled && !g->failed && hr_reply_failed(g->reply)) {
+        g->failed = 1; /* nothing more of it can be sent: stop generating it */
+        hr_chan_cancel(g->chan, g->be->cancel, g->be->ctx);
+    }
     if (!g->cancelled && !g->ended && atomic_load(&g->s->ending)) {
         g->ended = 1;
         hr_chan_cut(g->chan, g->be->cancel, g->be->ctx, HR_SHUTDOWN_MSG);
@@ -117,6 +143,20 @@ void hr_http_gen_stop(hr_http_gen *g) {
     hr_chan_cancel(g->chan, g->be->cancel, g->be->ctx);
     while (!g->done)
         g->done = hr_chan_drain(g->chan, g->reply, 50);
+}
+
+/* A failed reply's stream, once its whole events are out: the engine's work on it stopped,
+ * then its closing error event and the end. */
+static ssize_t sse_tail(hr_http_gen *g, char *buf, size_t max) {
+    if (!g->tail) {
+        hr_http_gen_stop(g);
+        g->tail = hr_reply_fail_event(g->reply, &g->tail_len);
+    }
+    if (g->tail_off == g->tail_len) return MHD_CONTENT_READER_END_OF_STREAM;
+    size_t n = g->tail_len - g->tail_off < max ? g->tail_len - g->tail_off : max;
+    memcpy(buf, g->tail + g->tail_off, n);
+    g->tail_off += n;
+    return (ssize_t)n;
 }
 
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
@@ -132,6 +172,7 @@ static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max) {
         g->pending = hr_reply_take(g->reply, &g->len);
         g->off = 0;
         if (g->len) continue;
+        if (hr_reply_failed(g->reply) && !g->cancelled) return sse_tail(g, buf, max);
         if (g->done) return MHD_CONTENT_READER_END_OF_STREAM;
         if (g->cancelled) {
             while (!g->done)
@@ -147,27 +188,36 @@ void hr_http_gen_account(const hr_http_gen *g, hr_access *acc) {
     if (g->acc.first_token_ns) acc->first_token_ns = g->acc.first_token_ns;
     hr_reply_summarize(g->reply, &acc->sum);
     if (g->cancelled && !acc->sum.finish) acc->sum.finish = "cancelled";
+    if (hr_reply_failed(g->reply)) snprintf(acc->error, sizeof acc->error, "out of memory");
 }
 
 static void log_access(const hr_access *a) {
     if (HR_LOG_INFO < hr_log_threshold) return;
     uint64_t now = hr_now_ns();
-    json_t *f =
-        json_pack("{s:s, s:s, s:s, s:i, s:f}", "client", a->client, "method", a->method, "path",
-                  a->path, "status", a->status, "duration_ms", (double)(now - a->t0_ns) * 1e-6);
-    if (!f) return;
-    if (a->generated) {
-        json_object_set_new(f, "prompt_tokens", json_integer(a->sum.prompt_tokens));
-        json_object_set_new(f, "cached_tokens", json_integer(a->sum.cached_tokens));
-        json_object_set_new(f, "completion_tokens", json_integer(a->sum.completion_tokens));
-        if (a->first_token_ns)
-            json_object_set_new(f, "ttft_ms",
+    /* the method and path as the client sent them (cut to fit): maybe not UTF-8 */
+    json_t *f = json_pack("{s:s, s:o, s:o, s:i, s:f}", "client", a->client, "method",
+                          hr_json_string_lossy(a->method, strlen(a->method)), "path",
+                          hr_json_string_lossy(a->path, strlen(a->path)), "status", a->status,
+                          "duration_ms", (double)(now - a->t0_ns) * 1e-6);
+    hr_err *e = f ? NULL : hr_err_oom();
+    if (!e && a->generated) {
+        e = hr_json_set_new(f, "prompt_tokens", json_integer(a->sum.prompt_tokens));
+        if (!e) e = hr_json_set_new(f, "cached_tokens", json_integer(a->sum.cached_tokens));
+        if (!e) e = hr_json_set_new(f, "completion_tokens", json_integer(a->sum.completion_tokens));
+        if (!e && a->first_token_ns)
+            e = hr_json_set_new(f, "ttft_ms",
                                 json_real((double)(a->first_token_ns - a->t0_ns) * 1e-6));
-        if (a->sum.finish) json_object_set_new(f, "finish", json_string(a->sum.finish));
-        json_object_set_new(f, "stream", json_boolean(a->stream));
+        if (!e && a->sum.finish) e = hr_json_set_new(f, "finish", json_string(a->sum.finish));
+        if (!e) e = hr_json_set_new(f, "stream", json_boolean(a->stream));
     }
-    if (a->error[0]) json_object_set_new(f, "error", json_string(a->error));
-    hr_log_fields(HR_LOG_INFO, "request", f);
+    if (!e && a->error[0])
+        e = hr_json_set_new(f, "error", hr_json_string_lossy(a->error, strlen(a->error)));
+    if (e) /* a line without its fields would say less than it seems to */
+        HR_WARN("out of memory writing the access log line of %s %s (status %d)", a->method,
+                a->path, a->status);
+    else
+        hr_log_fields(HR_LOG_INFO, "request", f);
+    hr_err_free(e);
     json_decref(f);
 }
 
@@ -229,6 +279,7 @@ static int reserve_parse(hr_server *s, conn_state *st, char *msg, size_t cap) {
 static hr_err *route(hr_server *s, conn_state *st, const char *url, const char *method) {
     hr_http_req *q = &st->q;
     const hr_route *rt = st->rt;
+    q->api = rt->api;
     char msg[192];
     if (st->too_large)
         return hr_http_reply_error(q, rt->api, hr_http_too_large(s->cfg.max_body, msg, sizeof msg),
@@ -305,12 +356,31 @@ static int early_status(hr_server *s, conn_state *st, const char *url, const cha
     return reserve(s, st, hr_mem_budget_cost(&s->budget, len, 1), msg, cap);
 }
 
+/* The mark of a request that got its 503 before it had a state of its own (never written). */
+static conn_state stateless;
+
+/* Out of memory for a request's state: the 503 with the static body of its API, queued
+ * without it; the body that may follow is ignored. */
+static enum MHD_Result reply_stateless(struct MHD_Connection *c, const char *url, void **con_cls) {
+    *con_cls = &stateless;
+    const char *b = hr_oom_body(hr_http_api_of(c, url, NULL));
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_add_response_header(r, "Retry-After", "1");
+    MHD_add_response_header(r, "Connection", "close");
+    enum MHD_Result ok = MHD_queue_response(c, 503, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
 /* The first call for a request (headers in): its state, or an early error reply (without
  * a "100 Continue": libmicrohttpd then discards the body and closes). */
 static enum MHD_Result start_request(hr_server *s, struct MHD_Connection *c, const char *url,
                                      const char *method, void **con_cls) {
     conn_state *st = conn_state_new(s, c, url, method);
-    if (!st) return MHD_NO;
+    if (!st) return reply_stateless(c, url, con_cls);
     *con_cls = st;
     char msg[192];
     int status = early_status(s, st, url, method, msg, sizeof msg);
@@ -329,7 +399,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     hr_server *s = cls;
     conn_state *st = *con_cls;
     if (!st) return start_request(s, c, url, method, con_cls);
-    if (st->replied) return *upload_size = 0, MHD_YES;
+    if (st == &stateless || st->replied) return *upload_size = 0, MHD_YES;
     if (*upload_size) {
         if (st->body.len + *upload_size > s->cfg.max_body) st->too_large = 1;
         size_t had = st->body.len;
@@ -346,7 +416,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
     conn_state *st = *con_cls;
     hr_server *s = cls;
-    if (!st) return;
+    if (!st || st == &stateless) return;
     hr_mem_budget_release(&s->budget, st->reserved);
     if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
         hr_conn_guard_answered(hr_listener_guard(s->lis), c);

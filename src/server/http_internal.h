@@ -56,6 +56,7 @@ typedef struct {
     hr_access acc;
     int handed; /* a stream took over acc: the stream writes the log line when it ends */
     const char *retry_after; /* a Retry-After header for the reply (static), or NULL */
+    hr_api_kind api;         /* the route's error shape (an out-of-memory 503 takes it) */
 } hr_http_req;
 
 /* A request in flight: its channel, reply, and SSE bytes being written. */
@@ -69,7 +70,10 @@ typedef struct {
     char *pending;
     size_t len, off;
     int done, cancelled;
-    int ended;     /* cut by the server's shutdown: the reply ends with an error */
+    int ended;        /* cut by the server's shutdown: the reply ends with an error */
+    int failed;       /* the reply ran out of memory: the engine request was cancelled */
+    const char *tail; /* a failed stream's closing error event (in the reply), once due */
+    size_t tail_len, tail_off;
     hr_access acc; /* streams: copied from the request when the stream starts */
 } hr_http_gen;
 
@@ -88,8 +92,12 @@ typedef struct {
  * ("" for an unknown path: 404; else 405). */
 const hr_route *hr_route_find(const char *path, const char *method, char *allowed, size_t cap);
 
-/* Replies; an error means the connection should be dropped. Steals body. */
+/* Replies; an error means the connection should be dropped. Steals body; a NULL body (its
+ * builder ran out of memory), or one that cannot be written out, gets hr_http_reply_oom. */
 hr_err *hr_http_reply_json(hr_http_req *q, int status, json_t *body);
+/* 503 with Retry-After and q->api's static out-of-memory body (hr_oom_body): nothing of
+ * hearth's allocated. */
+hr_err *hr_http_reply_oom(hr_http_req *q, hr_api_kind api);
 /* Replies with text (heap, taken over) of the given Content-Type. */
 hr_err *hr_http_reply_text(hr_http_req *q, int status, const char *type, char *text);
 /* An error body in api's shape, with x-should-retry saying whether a retry can help. */

@@ -24,6 +24,7 @@ struct hr_out_parser {
     const char *close;
     int json_body; /* tool bodies are JSON: a close marker inside one of its strings is text */
     int naive;     /* at finish, a body whose strings never closed: the first marker ends it */
+    int oom;       /* a tool call was lost for want of memory: feed and finish say so */
     /* find_close's progress through the current tool body */
     size_t scan;     /* bytes of buf read */
     int kind;        /* 0 (not known yet: blank so far), BODY_JSON or BODY_OTHER */
@@ -99,9 +100,12 @@ static void emit_tool(hr_out_parser *p, const char *name, const char *args) {
     p->fn(p->ud, &ev);
 }
 
-/* Emits each call of a parsed body; returns 0 (nothing emitted) when it does not parse. */
+/* Emits each call of a parsed body; returns 0 (nothing emitted) when it does not parse,
+ * or when memory ran out (p->oom: the text must not stand in for the call). */
 static int emit_calls(hr_out_parser *p, const char *body, size_t n) {
-    json_t *calls = hr_tool_body_parse(p->cfg.tools, body, n, p->cfg.tool_defs);
+    int oom;
+    json_t *calls = hr_tool_body_parse(p->cfg.tools, body, n, p->cfg.tool_defs, &oom);
+    p->oom |= oom;
     size_t i;
     json_t *c;
     json_array_foreach(calls, i, c) emit_tool(p, json_string_value(json_object_get(c, "name")),
@@ -112,7 +116,7 @@ static int emit_calls(hr_out_parser *p, const char *body, size_t n) {
 
 /* A closed (or, at finish, unclosed) tool body; falls back to content as written. */
 static void tool_body(hr_out_parser *p, const char *body, size_t n, int closed) {
-    if (emit_calls(p, body, n)) return;
+    if (emit_calls(p, body, n) || p->oom) return;
     emit_text(p, HR_OUT_CONTENT, p->open, strlen(p->open));
     emit_text(p, HR_OUT_CONTENT, body, n);
     if (closed) emit_text(p, HR_OUT_CONTENT, p->close, strlen(p->close));
@@ -254,7 +258,7 @@ hr_err *hr_out_parser_feed(hr_out_parser *p, const char *text, size_t len) {
         else
             more = 0;
     }
-    return NULL;
+    return p->oom ? hr_err_oom() : NULL;
 }
 
 hr_err *hr_out_parser_finish(hr_out_parser *p) {
@@ -270,7 +274,7 @@ hr_err *hr_out_parser_finish(hr_out_parser *p) {
         free(rest);
         if (e) return e;
     }
-    if (p->mode == MODE_WHOLE && !emit_calls(p, p->buf, p->len))
+    if (p->mode == MODE_WHOLE && !emit_calls(p, p->buf, p->len) && !p->oom)
         emit_text(p, HR_OUT_CONTENT, p->buf, p->len);
     else if (p->mode == MODE_TOOL)
         tool_body(p, p->buf, p->len, 0);
@@ -279,7 +283,7 @@ hr_err *hr_out_parser_finish(hr_out_parser *p) {
     p->len = 0;
     p->mode = MODE_TEXT;
     p->naive = 0;
-    return NULL;
+    return p->oom ? hr_err_oom() : NULL;
 }
 
 void hr_output_format_detect(const char *src, hr_tool_format *tools, int *reasoning) {

@@ -48,8 +48,8 @@ void hr_output_format_detect(const char *template_src, hr_tool_format *tools, in
 
 /* Parses a tool-call body (the text between the family's markers, or a whole Llama 3 /
  * Gemma output) into [{"name", "arguments": JSON object text}, ...]; NULL when it does
- * not parse. Exposed for tests. */
+ * not parse, or (*oom then 1) when memory ran out. Exposed for tests. */
 json_t *hr_tool_body_parse(hr_tool_format fmt, const char *body, size_t len,
-                           const json_t *tool_defs);
+                           const json_t *tool_defs, int *oom);
 
 #endif

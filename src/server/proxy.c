@@ -71,12 +71,17 @@ static void req_unref(px_req *r) {
 /* Waiting on the child is not the client's silence. */
 static void keep_alive(px_req *r) { hr_listener_keep_alive(r->conn, r->p->timeout_s); }
 
+/* The body as JSON, or, when it could not be built or written out, a 503 with the API's
+ * static out-of-memory body. */
 static enum MHD_Result reply_json(px_req *r, int status, json_t *body) {
     r->replied = 1;
     char *s = body ? hr_json_dumps(body, JSON_COMPACT) : NULL;
     json_decref(body);
-    if (!s) return MHD_NO;
-    struct MHD_Response *res = MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+    const char *oom = hr_oom_body(r->api);
+    if (!s) status = 503;
+    struct MHD_Response *res =
+        s ? MHD_create_response_from_buffer_with_free_callback(strlen(s), s, free)
+          : MHD_create_response_from_buffer(strlen(oom), (void *)oom, MHD_RESPMEM_PERSISTENT);
     if (!res) return free(s), MHD_NO;
     MHD_add_response_header(res, "Content-Type", "application/json");
     if (status >= 400)

@@ -34,36 +34,112 @@ static const char *anthropic_error_type(int status) {
     }
 }
 
+/* The message as a JSON string: one cut at a byte limit (%.200s) may end mid-character. */
+static json_t *message_string(const char *message) {
+    return hr_json_string_lossy(message, strlen(message));
+}
+
 json_t *hr_error_body(hr_api_kind api, int status, const char *message) {
     if (api == HR_API_MESSAGES)
-        return json_pack("{s:s, s:{s:s, s:s}}", "type", "error", "error", "type",
-                         anthropic_error_type(status), "message", message);
+        return json_pack("{s:s, s:{s:s, s:o}}", "type", "error", "error", "type",
+                         anthropic_error_type(status), "message", message_string(message));
     const char *oa = status == 401   ? "authentication_error"
                      : status == 404 ? "not_found_error"
                      : status >= 500 ? "server_error"
                                      : "invalid_request_error";
     char buf[96];
-    const char *param =
-        api == HR_API_RESPONSES ? hr_resp_error_param(message, buf, sizeof buf) : NULL;
-    json_t *b =
-        json_pack("{s:{s:s, s:s, s:i}}", "error", "message", message, "type", oa, "code", status);
     if (api == HR_API_RESPONSES)
-        json_object_set_new(json_object_get(b, "error"), "param",
-                            param ? json_string(param) : json_null());
-    return b;
+        return json_pack("{s:{s:o, s:s, s:i, s:s?}}", "error", "message", message_string(message),
+                         "type", oa, "code", status, "param",
+                         hr_resp_error_param(message, buf, sizeof buf));
+    return json_pack("{s:{s:o, s:s, s:i}}", "error", "message", message_string(message), "type", oa,
+                     "code", status);
+}
+
+json_t *hr_models_body(const char *name) {
+    return json_pack("{s:s, s:[{s:o, s:s, s:i, s:s}]}", "object", "list", "data", "id",
+                     hr_json_string_lossy(name, strlen(name)), "object", "model", "created", 0,
+                     "owned_by", "hearth");
+}
+
+#define OOM_OPENAI                                                                                 \
+    "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"code\":503}}"
+#define OOM_ANTHROPIC                                                                              \
+    "{\"type\":\"error\",\"error\":{\"type\":\"api_error\",\"message\":\"out of memory\"}}"
+#define OOM_RESPONSES                                                                              \
+    "{\"error\":{\"message\":\"out of memory\",\"type\":\"server_error\",\"code\":503,"            \
+    "\"param\":null}}"
+
+const char *hr_oom_body(hr_api_kind api) {
+    return api == HR_API_MESSAGES    ? OOM_ANTHROPIC
+           : api == HR_API_RESPONSES ? OOM_RESPONSES
+                                     : OOM_OPENAI;
+}
+
+int hr_reply_failed(const hr_reply *r) { return r->failed; }
+
+void hr_reply_fail(hr_reply *r) { r->failed = 1; }
+
+const char *hr_reply_fail_event(hr_reply *r, size_t *len) {
+    *len = 0;
+    if (!r->failed) return NULL;
+    int n;
+    if (r->req->api == HR_API_MESSAGES)
+        n = snprintf(r->fail_event, sizeof r->fail_event, "event: error\ndata: %s\n\n",
+                     OOM_ANTHROPIC);
+    else if (r->req->api == HR_API_RESPONSES)
+        n = snprintf(r->fail_event, sizeof r->fail_event,
+                     "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\","
+                     "\"message\":\"out of memory\",\"param\":null,\"sequence_number\":%d}\n\n",
+                     hr_resp_next_seq(r));
+    else
+        n = snprintf(r->fail_event, sizeof r->fail_event, "data: %s\n\ndata: [DONE]\n\n",
+                     OOM_OPENAI);
+    *len = (size_t)n;
+    return r->fail_event;
+}
+
+json_t *hr_reply_chk(hr_reply *r, json_t *v) {
+    if (!v) r->failed = 1;
+    return v;
+}
+
+void hr_reply_set(hr_reply *r, json_t *obj, const char *key, json_t *v) {
+    if (json_object_set_new(obj, key, v)) r->failed = 1;
+}
+
+void hr_reply_append(hr_reply *r, json_t *arr, json_t *v) {
+    if (json_array_append_new(arr, v)) r->failed = 1;
+}
+
+void hr_reply_add(hr_reply *r, hr_sbuf *b, const char *s, size_t n) {
+    if (!r->failed && !hr_sbuf_add(b, s, n)) r->failed = 1;
+}
+
+json_t *hr_reply_call_args(hr_reply *r, const json_t *tool_call) {
+    const json_t *fn = json_object_get(tool_call, "function");
+    json_error_t je;
+    json_t *a = json_loads(json_string_value(json_object_get(fn, "arguments")), 0, &je);
+    if (a || json_error_code(&je) == json_error_out_of_memory) return hr_reply_chk(r, a);
+    return hr_reply_chk(r, json_object());
 }
 
 void hr_sse_put(hr_reply *r, const char *name, json_t *v) {
-    char *s = hr_json_dumps(v, JSON_COMPACT);
+    char *s = v && !r->failed ? hr_json_dumps(v, JSON_COMPACT) : NULL;
     json_decref(v);
-    if (!s) return;
+    size_t n = s ? strlen(s) : 0, name_len = name ? strlen(name) : 0;
+    if (!s || !hr_sbuf_reserve(&r->out, (name ? 8 + name_len : 0) + 6 + n + 2)) {
+        free(s);
+        r->failed = 1;
+        return;
+    }
     if (name) {
         hr_sbuf_add(&r->out, "event: ", 7);
-        hr_sbuf_add(&r->out, name, strlen(name));
+        hr_sbuf_add(&r->out, name, name_len);
         hr_sbuf_add(&r->out, "\n", 1);
     }
     hr_sbuf_add(&r->out, "data: ", 6);
-    hr_sbuf_add(&r->out, s, strlen(s));
+    hr_sbuf_add(&r->out, s, n);
     hr_sbuf_add(&r->out, "\n\n", 2);
     free(s);
 }
@@ -100,23 +176,31 @@ static json_t *chunk(hr_reply *r, json_t *choice) {
     json_t *c = json_pack("{s:s, s:s, s:I, s:s, s:[o]}", "id", r->id, "object",
                           is_chat(r) ? "chat.completion.chunk" : "text_completion", "created",
                           (json_int_t)r->created, "model", r->model, "choices", choice);
-    if (r->req->include_usage) json_object_set_new(c, "usage", json_null());
+    if (r->req->include_usage) hr_reply_set(r, c, "usage", json_null());
     return c;
 }
 
+/* A chat-form entry's alternatives as the legacy {token: logprob} map. */
+static json_t *top_map(hr_reply *r, const json_t *e) {
+    json_t *top = hr_reply_chk(r, json_object());
+    size_t j;
+    const json_t *alt;
+    json_array_foreach(json_object_get(e, "top_logprobs"), j, alt)
+        hr_reply_set(r, top, json_string_value(json_object_get(alt, "token")),
+                     json_incref(json_object_get(alt, "logprob")));
+    return top;
+}
+
 /* Legacy completions logprobs from the chat-form entries. */
-static json_t *legacy_logprobs(const json_t *entries, size_t offset) {
+static json_t *legacy_logprobs(hr_reply *r, const json_t *entries, size_t offset) {
     json_t *toks = json_array(), *lps = json_array(), *tops = json_array(), *offs = json_array();
-    size_t i, j;
-    const json_t *e, *alt;
+    size_t i;
+    const json_t *e;
     json_array_foreach(entries, i, e) {
-        json_array_append(toks, json_object_get(e, "token"));
-        json_array_append(lps, json_object_get(e, "logprob"));
-        json_t *top = json_object();
-        json_array_foreach(json_object_get(e, "top_logprobs"), j, alt) json_object_set(
-            top, json_string_value(json_object_get(alt, "token")), json_object_get(alt, "logprob"));
-        json_array_append_new(tops, top);
-        json_array_append_new(offs, json_integer((json_int_t)offset));
+        hr_reply_append(r, toks, json_incref(json_object_get(e, "token")));
+        hr_reply_append(r, lps, json_incref(json_object_get(e, "logprob")));
+        hr_reply_append(r, tops, top_map(r, e));
+        hr_reply_append(r, offs, json_integer((json_int_t)offset));
         offset += json_string_length(json_object_get(e, "token"));
     }
     return json_pack("{s:o, s:o, s:o, s:o}", "tokens", toks, "token_logprobs", lps, "top_logprobs",
@@ -125,10 +209,10 @@ static json_t *legacy_logprobs(const json_t *entries, size_t offset) {
 
 /* The choice's pending logprobs in the API's form (null when not requested); clears them. */
 static json_t *take_logprobs(hr_choice *c, size_t text_offset) {
-    const hr_reply *r = c->r;
+    hr_reply *r = c->r;
     if (!r->req->logprobs) return json_null();
     json_t *lp = is_chat(r) ? json_pack("{s:O}", "content", c->logprobs)
-                            : legacy_logprobs(c->logprobs, text_offset);
+                            : legacy_logprobs(r, c->logprobs, text_offset);
     if (r->req->stream) json_array_clear(c->logprobs);
     return lp;
 }
@@ -149,8 +233,8 @@ static void openai_stream_event(hr_choice *c, const hr_out_event *ev) {
     json_t *delta;
     if (ev->kind == HR_OUT_TOOL_CALL) {
         json_t *tc = json_array_get(c->tool_calls, (size_t)ev->tool_index);
-        json_t *d = hr_json_deep_copy(tc);
-        json_object_set_new(d, "index", json_integer(ev->tool_index));
+        json_t *d = hr_reply_chk(c->r, hr_json_deep_copy(tc));
+        hr_reply_set(c->r, d, "index", json_integer(ev->tool_index));
         delta = json_pack("{s:[o]}", "tool_calls", d);
     } else {
         delta = json_pack("{s:o}", ev->kind == HR_OUT_REASONING ? "reasoning_content" : "content",
@@ -163,17 +247,18 @@ static void openai_stream_event(hr_choice *c, const hr_out_event *ev) {
 static void on_event(void *ud, const hr_out_event *ev) {
     hr_choice *c = ud;
     hr_reply *r = c->r;
-    if (ev->kind == HR_OUT_CONTENT) hr_sbuf_add(&c->content, ev->text, ev->len);
+    if (r->failed) return;
+    if (ev->kind == HR_OUT_CONTENT) hr_reply_add(r, &c->content, ev->text, ev->len);
     if (ev->kind == HR_OUT_REASONING) {
-        hr_sbuf_add(&c->reasoning, ev->text, ev->len);
+        hr_reply_add(r, &c->reasoning, ev->text, ev->len);
         c->reasoning_until = c->tokens_fed + 1; /* the token being fed released it */
     }
     if (ev->kind == HR_OUT_TOOL_CALL) {
         char id[48];
         hr_make_id(id, sizeof id, r->req->api == HR_API_MESSAGES ? "toolu_" : "call_");
-        json_array_append_new(c->tool_calls, json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type",
-                                                       "function", "function", "name",
-                                                       ev->tool_name, "arguments", ev->tool_args));
+        hr_reply_append(r, c->tool_calls,
+                        json_pack("{s:s, s:s, s:{s:s, s:s}}", "id", id, "type", "function",
+                                  "function", "name", ev->tool_name, "arguments", ev->tool_args));
     }
     if (r->req->api == HR_API_RESPONSES) { /* streamed or not */
         hr_resp_event(r, ev);
@@ -232,6 +317,13 @@ void hr_reply_free(hr_reply *r) {
 
 void hr_reply_set_store(hr_reply *r, struct hr_response_store *s) { r->store = s; }
 
+/* Text into the choice's parser (its events come back through on_event). */
+static void feed(hr_choice *c, const char *text, size_t len) {
+    hr_err *e = hr_out_parser_feed(c->parser, text, len);
+    if (e) hr_reply_fail(c->r);
+    hr_err_free(e);
+}
+
 /* The choice's first event: its parser (fed the request's prefill as if generated) and,
  * when streaming, the opening chunk or message_start. */
 static void choice_begin(hr_choice *c, int in_reasoning) {
@@ -243,7 +335,9 @@ static void choice_begin(hr_choice *c, int in_reasoning) {
                             .in_reasoning = in_reasoning,
                             .tools = r->req->use_tools ? r->be->tool_format : HR_TOOLS_NONE,
                             .tool_defs = json_object_get(r->req->chat, "tools")};
-        hr_out_parser_create(&oc, on_event, c, &c->parser);
+        hr_err *e = hr_out_parser_create(&oc, on_event, c, &c->parser);
+        if (e) hr_reply_fail(r);
+        hr_err_free(e);
     }
     if (r->req->stream && r->req->api == HR_API_MESSAGES) hr_anth_start(r);
     if (r->req->api == HR_API_RESPONSES) hr_resp_start(r);
@@ -252,8 +346,7 @@ static void choice_begin(hr_choice *c, int in_reasoning) {
             r, NULL,
             chunk(r, chat_choice(c, json_pack("{s:s, s:s}", "role", "assistant", "content", ""),
                                  NULL)));
-    if (c->parser && r->req->prefill)
-        hr_out_parser_feed(c->parser, r->req->prefill, strlen(r->req->prefill));
+    if (c->parser && r->req->prefill) feed(c, r->req->prefill, strlen(r->req->prefill));
 }
 
 void hr_reply_begin(hr_reply *r, int choice, int prompt_tokens, int cached_tokens,
@@ -266,21 +359,22 @@ void hr_reply_begin(hr_reply *r, int choice, int prompt_tokens, int cached_token
     choice_begin(c, in_reasoning);
 }
 
-static json_t *alt_entry(const char *text, size_t len, float logprob) {
+static json_t *alt_entry(hr_reply *r, const char *text, size_t len, float logprob) {
     json_t *bytes = json_array();
     for (size_t i = 0; i < len; i++)
-        json_array_append_new(bytes, json_integer((unsigned char)text[i]));
+        hr_reply_append(r, bytes, json_integer((unsigned char)text[i]));
     return json_pack("{s:o, s:f, s:o}", "token", hr_json_string_lossy(text, len), "logprob",
                      (double)logprob, "bytes", bytes);
 }
 
 static void add_logprobs(hr_choice *c, const hr_gen_token *t) {
-    json_t *e = alt_entry(t->token_text ? t->token_text : "", t->token_len, t->logprob);
+    hr_reply *r = c->r;
+    json_t *e = alt_entry(r, t->token_text ? t->token_text : "", t->token_len, t->logprob);
     json_t *top = json_array();
-    for (int i = 0; i < t->n_top && i < c->r->req->top_logprobs; i++)
-        json_array_append_new(top, alt_entry(t->top[i].text, t->top[i].len, t->top[i].logprob));
-    json_object_set_new(e, "top_logprobs", top);
-    json_array_append_new(c->logprobs, e);
+    for (int i = 0; i < t->n_top && i < r->req->top_logprobs; i++)
+        hr_reply_append(r, top, alt_entry(r, t->top[i].text, t->top[i].len, t->top[i].logprob));
+    hr_reply_set(r, e, "top_logprobs", top);
+    hr_reply_append(r, c->logprobs, e);
 }
 
 void hr_reply_token(hr_reply *r, int choice, const hr_gen_token *t) {
@@ -288,15 +382,16 @@ void hr_reply_token(hr_reply *r, int choice, const hr_gen_token *t) {
     if (c->finished) return;
     r->tokens_seen++;
     choice_begin(c, 0);
+    if (r->failed) return;
     if (r->req->logprobs) add_logprobs(c, t);
     const char *text = t->text ? t->text : "";
     if (r->req->api != HR_API_COMPLETION) {
-        if (c->parser) hr_out_parser_feed(c->parser, text, t->len); /* NULL only on OOM */
+        if (c->parser) feed(c, text, t->len);
         c->tokens_fed++;
         return;
     }
     size_t offset = c->content.len;
-    hr_sbuf_add(&c->content, text, t->len);
+    hr_reply_add(r, &c->content, text, t->len);
     if (r->req->stream && (t->len || r->req->logprobs))
         hr_sse_put(r, NULL, chunk(r, text_choice(c, text, t->len, offset, NULL)));
 }
@@ -320,11 +415,11 @@ static void openai_stream_finish(hr_choice *c) {
     if (r->n_finished < r->n) return;
     if (r->req->include_usage && !any_error(r)) {
         json_t *u = chunk(r, json_object());
-        json_object_set_new(u, "choices", json_array());
-        json_object_set_new(u, "usage", usage(r));
+        hr_reply_set(r, u, "choices", json_array());
+        hr_reply_set(r, u, "usage", usage(r));
         hr_sse_put(r, NULL, u);
     }
-    hr_sbuf_add(&r->out, "data: [DONE]\n\n", 14);
+    hr_reply_add(r, &r->out, "data: [DONE]\n\n", 14);
 }
 
 void hr_reply_finish(hr_reply *r, int choice, hr_finish why, int completion_tokens,
@@ -332,12 +427,14 @@ void hr_reply_finish(hr_reply *r, int choice, hr_finish why, int completion_toke
     hr_choice *c = &r->choices[choice];
     if (c->finished) return;
     choice_begin(c, 0);
-    if (c->parser) hr_out_parser_finish(c->parser);
+    hr_err *e = c->parser && !r->failed ? hr_out_parser_finish(c->parser) : NULL;
+    if (e) hr_reply_fail(r);
+    hr_err_free(e);
     c->finished = 1;
     r->n_finished++;
     c->why = why;
     c->completion_tokens = completion_tokens;
-    if (detail) c->detail = strdup(detail);
+    if (detail && !(c->detail = strdup(detail))) hr_reply_fail(r);
     if (r->req->api == HR_API_RESPONSES) { /* streamed or not */
         hr_resp_finish(r);
         return;
@@ -356,7 +453,8 @@ void hr_reply_summarize(const hr_reply *r, hr_reply_summary *out) {
     for (int i = 0; i < r->n; i++)
         out->completion_tokens += r->choices[i].completion_tokens;
     const hr_choice *c = &r->choices[0];
-    if (!c->finished) return;
+    if (r->failed) out->finish = "error";
+    if (!c->finished || r->failed) return;
     out->finish = c->why == HR_FINISH_CANCELLED ? "cancelled"
                   : c->why == HR_FINISH_ERROR   ? "error"
                                                 : finish_str(c);
@@ -370,21 +468,23 @@ char *hr_reply_take(hr_reply *r, size_t *len) {
 }
 
 static json_t *chat_body(hr_choice *c) {
+    hr_reply *r = c->r;
     int tools = json_array_size(c->tool_calls) > 0;
     json_t *msg = json_pack("{s:s}", "role", "assistant");
-    json_object_set_new(msg, "content",
-                        c->content.len || !tools
-                            ? hr_json_string_lossy(c->content.s ? c->content.s : "", c->content.len)
-                            : json_null());
+    hr_reply_set(r, msg, "content",
+                 c->content.len || !tools
+                     ? hr_json_string_lossy(c->content.s ? c->content.s : "", c->content.len)
+                     : json_null());
     if (c->reasoning.len)
-        json_object_set_new(msg, "reasoning_content",
-                            hr_json_string_lossy(c->reasoning.s, c->reasoning.len));
-    if (tools) json_object_set(msg, "tool_calls", c->tool_calls);
+        hr_reply_set(r, msg, "reasoning_content",
+                     hr_json_string_lossy(c->reasoning.s, c->reasoning.len));
+    if (tools) hr_reply_set(r, msg, "tool_calls", json_incref(c->tool_calls));
     return json_pack("{s:i, s:o, s:o, s:s}", "index", c->index, "message", msg, "logprobs",
                      take_logprobs(c, 0), "finish_reason", finish_str(c));
 }
 
-json_t *hr_reply_body(hr_reply *r, int *status) {
+/* The body (and *status) the reply's builders make; NULL, or r failed, when out of memory. */
+static json_t *body(hr_reply *r, int *status) {
     *status = 200;
     for (int i = 0; i < r->n; i++) {
         const hr_choice *c = &r->choices[i];
@@ -397,12 +497,22 @@ json_t *hr_reply_body(hr_reply *r, int *status) {
     json_t *choices = json_array();
     for (int i = 0; i < r->n; i++) {
         hr_choice *c = &r->choices[i];
-        json_array_append_new(choices, is_chat(r) ? chat_body(c)
-                                                  : text_choice(c, c->content.s ? c->content.s : "",
-                                                                c->content.len, 0, finish_str(c)));
+        hr_reply_append(r, choices,
+                        is_chat(r) ? chat_body(c)
+                                   : text_choice(c, c->content.s ? c->content.s : "",
+                                                 c->content.len, 0, finish_str(c)));
     }
     return json_pack("{s:s, s:s, s:I, s:s, s:o, s:o}", "id", r->id, "object",
                      is_chat(r) ? "chat.completion" : "text_completion", "created",
                      (json_int_t)r->created, "model", r->model, "choices", choices, "usage",
                      usage(r));
+}
+
+json_t *hr_reply_body(hr_reply *r, int *status) {
+    json_t *b = r->failed ? NULL : body(r, status);
+    if (b && !r->failed) return b;
+    json_decref(b);
+    r->failed = 1;
+    *status = 503;
+    return NULL;
 }

@@ -30,11 +30,24 @@ void hr_reply_finish(hr_reply *r, int choice, hr_finish why, int completion_toke
                      const char *detail);
 
 /* Streaming: the SSE bytes produced since the last call (heap, caller frees; *len may be
- * 0). After every choice's finish the last of them ends the stream. */
+ * 0), whole events only. After every choice's finish the last of them ends the stream. */
 char *hr_reply_take(hr_reply *r, size_t *len);
 /* Not streaming, after every finish: the response body and its HTTP status (200, or 500
- * when the engine failed any choice). New reference. */
+ * when the engine failed any choice). New reference; NULL (and 503) when the reply failed. */
 json_t *hr_reply_body(hr_reply *r, int *status);
+
+/* Out of memory: any allocation of a reply's builders that fails makes the whole reply
+ * void, never one with a field missing. A failed reply has no body (hr_reply_body NULL),
+ * and its stream ends, after the whole events taken so far, with hr_reply_fail_event. */
+int hr_reply_failed(const hr_reply *r);
+/* Fails r from outside (the request channel lost an engine event). */
+void hr_reply_fail(hr_reply *r);
+/* A failed stream's last bytes: the API's error event (with [DONE] for OpenAI), held in r
+ * (nothing allocated); NULL when r has not failed. */
+const char *hr_reply_fail_event(hr_reply *r, size_t *len);
+/* The body of a 503 for out of memory in api's error shape: static text, nothing allocated
+ * (what hr_error_body(api, 503, "out of memory") would build). */
+const char *hr_oom_body(hr_api_kind api);
 
 /* What a reply amounts to so far, for the access log. */
 typedef struct {
@@ -47,8 +60,12 @@ void hr_reply_summarize(const hr_reply *r, hr_reply_summary *out);
 
 /* Error bodies: OpenAI {"error": {"message", "type", "code"}} (Responses adds "param", the
  * field the message names, or null) and Anthropic
- * {"type": "error", "error": {"type", "message"}}; type follows the status. */
+ * {"type": "error", "error": {"type", "message"}}; type follows the status. NULL when out
+ * of memory. */
 json_t *hr_error_body(hr_api_kind api, int status, const char *message);
+
+/* GET /v1/models: the one model, named name. NULL when out of memory. */
+json_t *hr_models_body(const char *name);
 
 /* A response id: prefix + 24 random hex digits, into buf (>= strlen(prefix) + 25). */
 void hr_make_id(char *buf, size_t cap, const char *prefix);

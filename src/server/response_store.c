@@ -90,7 +90,7 @@ int hr_response_store_put(hr_response_store *s, const char *id, json_t *response
         free(e);
         json_decref(response);
         json_decref(conversation);
-        return 0;
+        return -1;
     }
     e->response = response;
     e->conversation = conversation;
@@ -114,8 +114,10 @@ int hr_response_store_put(hr_response_store *s, const char *id, json_t *response
     return 1;
 }
 
-json_t *hr_response_store_get(hr_response_store *s, const char *id, json_t **conversation) {
+json_t *hr_response_store_get(hr_response_store *s, const char *id, json_t **conversation,
+                              int *oom) {
     if (conversation) *conversation = NULL;
+    if (oom) *oom = 0;
     pthread_mutex_lock(&s->mu);
     entry *e = find(s, id);
     json_t *r = NULL;
@@ -126,7 +128,9 @@ json_t *hr_response_store_get(hr_response_store *s, const char *id, json_t **con
         if (conversation) *conversation = hr_json_deep_copy(e->conversation);
     }
     pthread_mutex_unlock(&s->mu);
+    if (e && oom) *oom = !r || (conversation && !*conversation);
     if (r && conversation && !*conversation) json_decref(r), r = NULL;
+    if (!r && conversation) json_decref(*conversation), *conversation = NULL;
     return r;
 }
 

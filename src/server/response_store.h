@@ -18,12 +18,15 @@ void hr_response_store_destroy(hr_response_store *s);
 
 /* Stores (or replaces) id; steals response and conversation. Evicts the least recently
  * used entries until the bounds hold; an entry larger than max_bytes alone is dropped.
- * Returns 1 when stored. */
+ * Returns 1 when stored, 0 when the bounds dropped it, -1 when out of memory (response or
+ * conversation NULL: their builder ran out). */
 int hr_response_store_put(hr_response_store *s, const char *id, json_t *response,
                           json_t *conversation);
 /* Deep copies of id's response and (when conversation is not NULL) its conversation,
- * and marks it recently used; NULL when id is unknown or was evicted. */
-json_t *hr_response_store_get(hr_response_store *s, const char *id, json_t **conversation);
+ * and marks it recently used; NULL when id is unknown or was evicted, or when the copies
+ * ran out of memory (then *oom, when oom is not NULL, is set to 1, else to 0). */
+json_t *hr_response_store_get(hr_response_store *s, const char *id, json_t **conversation,
+                              int *oom);
 /* Removes id; returns 1 when it was there. */
 int hr_response_store_delete(hr_response_store *s, const char *id);
 /* Entries and bytes held now (for /stats and tests). */

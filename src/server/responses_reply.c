@@ -36,10 +36,13 @@ static void put(hr_reply *r, const char *type, json_t *ev) {
         json_decref(ev);
         return;
     }
-    json_object_set_new(ev, "type", json_string(type));
-    json_object_set_new(ev, "sequence_number", json_integer(r->resp->seq++));
+    hr_reply_set(r, ev, "type", json_string(type));
+    hr_reply_set(r, ev, "sequence_number", json_integer(r->resp->seq));
     hr_sse_put(r, type, ev);
+    if (!r->failed) r->resp->seq++;
 }
+
+int hr_resp_next_seq(const hr_reply *r) { return r->resp ? r->resp->seq : 0; }
 
 static json_t *usage(const hr_reply *r) {
     const hr_choice *c = &r->choices[0];
@@ -59,24 +62,27 @@ static json_t *response(hr_reply *r, const char *status) {
                   "created_at", (json_int_t)r->created, "status", status, "error",
                   "incomplete_details", "model", r->model, "output", r->resp->output);
     if (done && c->why == HR_FINISH_LENGTH)
-        json_object_set_new(o, "incomplete_details",
-                            json_pack("{s:s}", "reason", "max_output_tokens"));
+        hr_reply_set(r, o, "incomplete_details", json_pack("{s:s}", "reason", "max_output_tokens"));
+    const char *msg = c->detail ? c->detail : "engine error";
     if (done && c->why == HR_FINISH_ERROR)
-        json_object_set_new(o, "error",
-                            json_pack("{s:s, s:s}", "code", "server_error", "message",
-                                      c->detail ? c->detail : "engine error"));
-    json_object_update(o, (json_t *)echo(r));
-    json_object_set_new(o, "usage", done ? usage(r) : json_null());
+        hr_reply_set(r, o, "error",
+                     json_pack("{s:s, s:o}", "code", "server_error", "message",
+                               hr_json_string_lossy(msg, strlen(msg))));
+    if (!o || (echo(r) && json_object_update(o, (json_t *)echo(r)))) hr_reply_fail(r);
+    hr_reply_set(r, o, "usage", done ? usage(r) : json_null());
     json_t *copy = hr_json_deep_copy(o); /* output items keep changing; the event must not */
     json_decref(o);
-    return copy;
+    return hr_reply_chk(r, copy);
 }
 
 void hr_resp_start(hr_reply *r) {
     if (r->resp) return;
-    if (!(r->resp = calloc(1, sizeof *r->resp))) return; /* out of memory: an empty reply */
+    if (!(r->resp = calloc(1, sizeof *r->resp))) {
+        hr_reply_fail(r);
+        return;
+    }
     r->resp->open = -1;
-    r->resp->output = json_array();
+    r->resp->output = hr_reply_chk(r, json_array());
     put(r, "response.created", json_pack("{s:o}", "response", response(r, "in_progress")));
     put(r, "response.in_progress", json_pack("{s:o}", "response", response(r, "in_progress")));
 }
@@ -88,9 +94,10 @@ static json_t *part(int kind, const char *text, size_t len) {
                      "logprobs");
 }
 
-static json_t *item(hr_resp_state *st, const char *status, int whole) {
+static json_t *item(hr_reply *r, const char *status, int whole) {
+    hr_resp_state *st = r->resp;
     json_t *content = json_array();
-    if (whole) json_array_append_new(content, part(st->open_kind, st->text.s, st->text.len));
+    if (whole) hr_reply_append(r, content, part(st->open_kind, st->text.s, st->text.len));
     if (st->open_kind == ITEM_REASONING)
         return json_pack("{s:s, s:s, s:[], s:o}", "id", st->open_id, "type", "reasoning", "summary",
                          "content", content);
@@ -109,22 +116,22 @@ static void close_item(hr_reply *r, const char *status) {
     if (st->open < 0) return;
     json_t *text = hr_json_string_lossy(st->text.s ? st->text.s : "", st->text.len);
     json_t *ev = at(st);
-    json_object_set_new(ev, "text", text);
-    if (st->open_kind == ITEM_MESSAGE) json_object_set_new(ev, "logprobs", json_array());
+    hr_reply_set(r, ev, "text", text);
+    if (st->open_kind == ITEM_MESSAGE) hr_reply_set(r, ev, "logprobs", json_array());
     put(r,
         st->open_kind == ITEM_MESSAGE ? "response.output_text.done"
                                       : "response.reasoning_text.done",
         ev);
     ev = at(st);
-    json_object_set_new(ev, "part", part(st->open_kind, st->text.s, st->text.len));
+    hr_reply_set(r, ev, "part", part(st->open_kind, st->text.s, st->text.len));
     put(r, "response.content_part.done", ev);
-    json_t *done = item(st, status, 1);
-    json_array_set(st->output, (size_t)st->open, done);
+    json_t *done = item(r, status, 1);
+    if (json_array_set(st->output, (size_t)st->open, done)) hr_reply_fail(r);
     put(r, "response.output_item.done",
         json_pack("{s:i, s:o}", "output_index", st->open, "item", done));
     hr_sbuf *all = st->open_kind == ITEM_MESSAGE ? &st->answer : &st->thought;
-    if (all->len && st->text.len) hr_sbuf_add(all, "\n\n", 2);
-    hr_sbuf_add(all, st->text.s ? st->text.s : "", st->text.len);
+    if (all->len && st->text.len) hr_reply_add(r, all, "\n\n", 2);
+    hr_reply_add(r, all, st->text.s ? st->text.s : "", st->text.len);
     free(st->text.s);
     st->text = (hr_sbuf){0};
     st->open = -1;
@@ -136,12 +143,12 @@ static void open_item(hr_reply *r, int kind) {
     st->open = (int)json_array_size(st->output);
     st->open_kind = kind;
     hr_make_id(st->open_id, sizeof st->open_id, kind == ITEM_MESSAGE ? "msg_" : "rs_");
-    json_t *added = item(st, "in_progress", 0);
-    json_array_append(st->output, added);
+    json_t *added = item(r, "in_progress", 0);
+    if (json_array_append(st->output, added)) hr_reply_fail(r);
     put(r, "response.output_item.added",
         json_pack("{s:i, s:o}", "output_index", st->open, "item", added));
     json_t *ev = at(st);
-    json_object_set_new(ev, "part", part(kind, "", 0));
+    hr_reply_set(r, ev, "part", part(kind, "", 0));
     put(r, "response.content_part.added", ev);
 }
 
@@ -155,10 +162,10 @@ static void text_event(hr_reply *r, int kind, const char *s, size_t n) {
         if (!n) return;
         open_item(r, kind);
     }
-    hr_sbuf_add(&st->text, s, n);
+    hr_reply_add(r, &st->text, s, n);
     json_t *ev = at(st);
-    json_object_set_new(ev, "delta", hr_json_string_lossy(s, n));
-    if (kind == ITEM_MESSAGE) json_object_set_new(ev, "logprobs", json_array());
+    hr_reply_set(r, ev, "delta", hr_json_string_lossy(s, n));
+    if (kind == ITEM_MESSAGE) hr_reply_set(r, ev, "logprobs", json_array());
     put(r, kind == ITEM_MESSAGE ? "response.output_text.delta" : "response.reasoning_text.delta",
         ev);
 }
@@ -182,15 +189,15 @@ static void call_event(hr_reply *r, const hr_out_event *ev) {
     put(r, "response.function_call_arguments.done",
         json_pack("{s:s, s:i, s:s, s:s}", "item_id", id, "output_index", index, "name",
                   ev->tool_name, "arguments", ev->tool_args));
-    json_object_set_new(it, "status", json_string("completed"));
-    json_object_set_new(it, "arguments", json_string(ev->tool_args));
-    json_array_append(st->output, it);
+    hr_reply_set(r, it, "status", json_string("completed"));
+    hr_reply_set(r, it, "arguments", json_string(ev->tool_args));
+    if (json_array_append(st->output, it)) hr_reply_fail(r);
     put(r, "response.output_item.done", json_pack("{s:i, s:o}", "output_index", index, "item", it));
 }
 
 void hr_resp_event(hr_reply *r, const hr_out_event *ev) {
     hr_resp_state *st = r->resp;
-    if (!st) return;
+    if (!st || r->failed) return;
     if (ev->kind == HR_OUT_TOOL_CALL) {
         call_event(r, ev);
     } else if (ev->kind == HR_OUT_REASONING) {
@@ -206,20 +213,20 @@ static json_t *turn_message(hr_reply *r) {
     json_t *m = json_pack("{s:s, s:o}", "role", "assistant", "content",
                           hr_json_string_lossy(st->answer.s ? st->answer.s : "", st->answer.len));
     if (st->thought.len)
-        json_object_set_new(m, "reasoning_content",
-                            hr_json_string_lossy(st->thought.s, st->thought.len));
+        hr_reply_set(r, m, "reasoning_content",
+                     hr_json_string_lossy(st->thought.s, st->thought.len));
     json_t *calls = json_array();
     size_t i;
     const json_t *tc;
     json_array_foreach(r->choices[0].tool_calls, i, tc) {
         const json_t *fn = json_object_get(tc, "function");
-        json_t *args = json_loads(json_string_value(json_object_get(fn, "arguments")), 0, NULL);
-        json_array_append_new(calls, json_pack("{s:O, s:s, s:{s:O, s:o}}", "id",
-                                               json_object_get(tc, "id"), "type", "function",
-                                               "function", "name", json_object_get(fn, "name"),
-                                               "arguments", args ? args : json_object()));
+        hr_reply_append(r, calls,
+                        json_pack("{s:O, s:s, s:{s:O, s:o}}", "id", json_object_get(tc, "id"),
+                                  "type", "function", "function", "name",
+                                  json_object_get(fn, "name"), "arguments",
+                                  hr_reply_call_args(r, tc)));
     }
-    if (json_array_size(calls)) json_object_set(m, "tool_calls", calls);
+    if (json_array_size(calls)) hr_reply_set(r, m, "tool_calls", json_incref(calls));
     json_decref(calls);
     return m;
 }
@@ -228,8 +235,13 @@ static json_t *turn_message(hr_reply *r) {
 static void store(hr_reply *r) {
     if (!r->store || !json_is_true(json_object_get(r->req->responses, "store"))) return;
     json_t *conv = hr_json_deep_copy(json_object_get(r->req->responses, "input"));
-    json_array_append_new(conv, turn_message(r));
-    hr_response_store_put(r->store, r->id, hr_json_deep_copy(r->resp->final), conv);
+    hr_reply_append(r, conv, turn_message(r));
+    if (r->failed) {
+        json_decref(conv);
+        return;
+    }
+    if (hr_response_store_put(r->store, r->id, hr_json_deep_copy(r->resp->final), conv) < 0)
+        hr_reply_fail(r);
 }
 
 void hr_resp_finish(hr_reply *r) {
@@ -241,17 +253,20 @@ void hr_resp_finish(hr_reply *r) {
                          : why == HR_FINISH_CANCELLED ? "cancelled"
                                                       : "completed";
     close_item(r, why == HR_FINISH_STOP ? "completed" : "incomplete");
+    if (r->failed) return;
     st->final = response(r, status);
+    /* stored before the last event: a store that ran out of memory fails the reply */
+    if (st->final && (why == HR_FINISH_STOP || why == HR_FINISH_LENGTH)) store(r);
     const char *event = why == HR_FINISH_STOP    ? "response.completed"
                         : why == HR_FINISH_ERROR ? "response.failed"
                                                  : "response.incomplete";
     put(r, event, json_pack("{s:O}", "response", st->final));
-    if (why == HR_FINISH_STOP || why == HR_FINISH_LENGTH) store(r);
 }
 
 json_t *hr_resp_body(hr_reply *r) {
     if (r->resp && r->resp->final) return json_incref(r->resp->final);
-    return hr_error_body(HR_API_RESPONSES, 500, "out of memory");
+    hr_reply_fail(r);
+    return NULL;
 }
 
 void hr_resp_free(hr_reply *r) {

@@ -66,24 +66,27 @@ static hr_err *content_text(const json_t *c, const char *where, const char *fiel
     return e;
 }
 
-/* The assistant message of the current turn, opened when there is none. */
-static json_t *assistant(conv *cv) {
-    if (cv->open) return cv->open;
-    json_t *m = json_pack("{s:s, s:s}", "role", "assistant", "content", "");
-    json_array_append_new(cv->msgs, m);
-    return cv->open = m;
+/* The assistant message of the current turn (*m, may be NULL), opened when there is none. */
+static hr_err *assistant(conv *cv, json_t **m) {
+    if (m) *m = cv->open;
+    if (cv->open) return NULL;
+    json_t *a = json_pack("{s:s, s:s}", "role", "assistant", "content", "");
+    HR_TRY(hr_json_append_new(cv->msgs, a));
+    if (m) *m = a;
+    cv->open = a;
+    return NULL;
 }
 
 /* The open assistant message is complete: its joined text goes in. */
 static hr_err *close_open(conv *cv) {
     hr_err *e = NULL;
-    if (cv->open && cv->content.len) {
+    if (cv->open && (cv->content.len || cv->content.oom)) {
         json_t *t = hr_text_join_take(&cv->content, &e);
-        if (t) json_object_set_new(cv->open, "content", t);
+        if (t) e = hr_json_set_new(cv->open, "content", t);
     }
-    if (cv->open && cv->reasoning.len) {
+    if (!e && cv->open && (cv->reasoning.len || cv->reasoning.oom)) {
         json_t *t = hr_text_join_take(&cv->reasoning, &e);
-        if (t) json_object_set_new(cv->open, "reasoning_content", t);
+        if (t) e = hr_json_set_new(cv->open, "reasoning_content", t);
     }
     hr_text_join_free(&cv->content);
     hr_text_join_free(&cv->reasoning);
@@ -101,17 +104,17 @@ static hr_err *message_item(const json_t *it, const char *where, conv *cv) {
     json_t *text;
     HR_TRY(content_text(c, where, "content", &text));
     if (is(role, "assistant")) {
-        if (cv->open && json_object_get(cv->open, "tool_calls")) HR_TRY(close_open(cv));
-        assistant(cv);
-        join_string(&cv->content, text, "");
+        hr_err *e = cv->open && json_object_get(cv->open, "tool_calls") ? close_open(cv) : NULL;
+        if (!e) e = assistant(cv, NULL);
+        if (!e) join_string(&cv->content, text, "");
         json_decref(text);
-        return NULL;
+        return e;
     }
-    HR_TRY(close_open(cv));
-    json_array_append_new(
+    hr_err *e = close_open(cv);
+    if (e) return json_decref(text), e;
+    return hr_json_append_new(
         cv->msgs,
         json_pack("{s:s, s:o}", "role", is(role, "developer") ? "system" : role, "content", text));
-    return NULL;
 }
 
 static hr_err *function_call_item(const json_t *it, const char *where, conv *cv) {
@@ -120,17 +123,23 @@ static hr_err *function_call_item(const json_t *it, const char *where, conv *cv)
     const json_t *args = json_object_get(it, "arguments");
     if (!call_id) return hr_errf("%s.call_id must be a string", where);
     if (!name) return hr_errf("%s.name must be a string", where);
-    json_t *a = json_is_string(args) ? json_loads(json_string_value(args), JSON_DECODE_ANY, NULL)
+    json_error_t je;
+    json_t *a = json_is_string(args) ? json_loads(json_string_value(args), JSON_DECODE_ANY, &je)
                                      : json_incref((json_t *)args);
+    if (!a && json_is_string(args) && json_error_code(&je) == json_error_out_of_memory)
+        return hr_err_oom();
     if (!json_is_object(a)) {
         json_decref(a);
         return hr_errf("%s.arguments must be a string holding a JSON object", where);
     }
-    json_t *m = assistant(cv), *calls = json_object_get(m, "tool_calls");
-    if (!calls) json_object_set_new(m, "tool_calls", calls = json_array());
-    json_array_append_new(calls, json_pack("{s:s, s:s, s:{s:s, s:o}}", "id", call_id, "type",
-                                           "function", "function", "name", name, "arguments", a));
-    return NULL;
+    json_t *call = json_pack("{s:s, s:s, s:{s:s, s:o}}", "id", call_id, "type", "function",
+                             "function", "name", name, "arguments", a);
+    json_t *m, *calls = NULL;
+    hr_err *e = assistant(cv, &m);
+    if (!e && !(calls = json_object_get(m, "tool_calls")))
+        e = hr_json_set_new(m, "tool_calls", calls = json_array());
+    if (e) return json_decref(call), e;
+    return hr_json_append_new(calls, call);
 }
 
 static hr_err *function_output_item(const json_t *it, const char *where, conv *cv) {
@@ -142,9 +151,8 @@ static hr_err *function_output_item(const json_t *it, const char *where, conv *c
     HR_TRY(content_text(o, where, "output", &text));
     hr_err *e = close_open(cv);
     if (e) return json_decref(text), e;
-    json_array_append_new(cv->msgs, json_pack("{s:s, s:o, s:s}", "role", "tool", "content", text,
-                                              "tool_call_id", call_id));
-    return NULL;
+    return hr_json_append_new(cv->msgs, json_pack("{s:s, s:o, s:s}", "role", "tool", "content",
+                                                  text, "tool_call_id", call_id));
 }
 
 /* The text of a reasoning item's reasoning_text content, else of its summary. */
@@ -170,10 +178,9 @@ static hr_err *reasoning_item(const json_t *it, const char *where, conv *cv) {
     hr_err *e = NULL;
     if (acc.len && cv->open && (cv->content.len || json_object_get(cv->open, "tool_calls")))
         e = close_open(cv);
-    if (acc.len && !e) {
-        assistant(cv);
-        hr_text_join_add(&cv->reasoning, "\n\n", acc.s, acc.len);
-    }
+    if (acc.len && !e) e = assistant(cv, NULL);
+    if (acc.len && !e) hr_text_join_add(&cv->reasoning, "\n\n", acc.s, acc.len);
+    if (acc.oom && !e) e = hr_err_oom();
     hr_text_join_free(&acc);
     return e;
 }
@@ -199,10 +206,8 @@ static hr_err *input_item(const json_t *it, size_t i, conv *cv) {
 static hr_err *parse_input(const json_t *body, conv *cv) {
     const json_t *in = json_object_get(body, "input");
     if (!in || json_is_null(in)) return NULL;
-    if (json_is_string(in)) {
-        json_array_append_new(cv->msgs, json_pack("{s:s, s:O}", "role", "user", "content", in));
-        return NULL;
-    }
+    if (json_is_string(in))
+        return hr_json_append_new(cv->msgs, json_pack("{s:s, s:O}", "role", "user", "content", in));
     if (!json_is_array(in))
         return hr_errf("request: \"input\" must be a string or an array of items");
     HR_TRY(hr_check_conversation_size(in, "input", "content"));
@@ -221,12 +226,13 @@ static hr_err *function_tool(const json_t *x, size_t i, json_t *out) {
         return hr_errf("tools[%zu].parameters must be an object", i);
     json_t *fn = json_pack("{s:O}", "name", name);
     const char *keys[] = {"description", "parameters", "strict"};
-    for (int k = 0; k < 3; k++) {
+    hr_err *e = fn ? NULL : hr_err_oom();
+    for (int k = 0; k < 3 && !e; k++) {
         const json_t *v = json_object_get(x, keys[k]);
-        if (v && !json_is_null(v)) json_object_set(fn, keys[k], (json_t *)v);
+        if (v && !json_is_null(v)) e = hr_json_set_new(fn, keys[k], json_incref((json_t *)v));
     }
-    json_array_append_new(out, json_pack("{s:s, s:o}", "type", "function", "function", fn));
-    return NULL;
+    if (e) return json_decref(fn), e;
+    return hr_json_append_new(out, json_pack("{s:s, s:o}", "type", "function", "function", fn));
 }
 
 /* Function tools converted; tools of every other type (web_search, file_search, mcp,
@@ -236,6 +242,7 @@ static hr_err *convert_tools(const json_t *t, json_t **out) {
     if (!t || json_is_null(t)) return NULL;
     if (!json_is_array(t)) return hr_errf("request: \"tools\" must be an array");
     json_t *conv = json_array();
+    if (!conv) return hr_err_oom();
     size_t i, skipped = 0;
     const json_t *x;
     json_array_foreach(t, i, x) {
@@ -327,9 +334,8 @@ static hr_err *parse_reasoning(const json_t *body, hr_api_request *r, json_t *kw
     HR_TRY(one_of(rs, "summary", "reasoning.", SUMMARIES, &summary));
     if (!effort) return NULL;
     if (!(r->reasoning_effort = strdup(effort))) return hr_err_oom();
-    json_object_set_new(kwargs, "reasoning_effort", json_string(effort));
-    if (is(effort, "none")) json_object_set_new(kwargs, "enable_thinking", json_false());
-    return NULL;
+    HR_TRY(hr_json_set_new(kwargs, "reasoning_effort", json_string(effort)));
+    return is(effort, "none") ? hr_json_set_new(kwargs, "enable_thinking", json_false()) : NULL;
 }
 
 /* text {"format", "verbosity"}: the format is the output's constraint (output_spec.c). */
@@ -389,33 +395,50 @@ static json_t *field_or(const json_t *body, const char *key, json_t *def) {
     return hr_json_deep_copy(v);
 }
 
-/* The request fields a response object repeats, with OpenAI's defaults. */
-static json_t *echo_fields(const json_t *body, int store) {
-    json_t *e = json_object();
-    json_object_set_new(e, "instructions", field_or(body, "instructions", json_null()));
-    json_object_set_new(e, "tools", field_or(body, "tools", json_array()));
-    json_object_set_new(e, "tool_choice", field_or(body, "tool_choice", json_string("auto")));
-    json_object_set_new(e, "parallel_tool_calls",
-                        field_or(body, "parallel_tool_calls", json_true()));
-    const char *keys[] = {"temperature",          "top_p", "max_output_tokens",
-                          "previous_response_id", "user",  "safety_identifier",
-                          "prompt_cache_key"};
-    for (int i = 0; i < 7; i++)
-        json_object_set_new(e, keys[i], field_or(body, keys[i], json_null()));
-    json_object_set_new(e, "reasoning",
-                        field_or(body, "reasoning", json_pack("{s:n, s:n}", "effort", "summary")));
+/* The echoed "text": the request's, with format and verbosity defaulted; NULL when out of
+ * memory. */
+static json_t *echo_text(const json_t *body) {
     json_t *text = field_or(body, "text", json_object());
-    if (!json_object_get(text, "format"))
-        json_object_set_new(text, "format", json_pack("{s:s}", "type", "text"));
-    if (!json_object_get(text, "verbosity"))
-        json_object_set_new(text, "verbosity", json_string("medium"));
-    json_object_set_new(e, "text", text);
-    json_object_set_new(e, "truncation", field_or(body, "truncation", json_string("disabled")));
-    json_object_set_new(e, "service_tier", field_or(body, "service_tier", json_string("default")));
-    json_object_set_new(e, "metadata", field_or(body, "metadata", json_object()));
-    json_object_set_new(e, "store", json_boolean(store));
-    json_object_set_new(e, "background", json_false());
-    return e;
+    hr_err *e = text ? NULL : hr_err_oom();
+    if (!e && !json_object_get(text, "format"))
+        e = hr_json_set_new(text, "format", json_pack("{s:s}", "type", "text"));
+    if (!e && !json_object_get(text, "verbosity"))
+        e = hr_json_set_new(text, "verbosity", json_string("medium"));
+    if (!e) return text;
+    hr_err_free(e);
+    json_decref(text);
+    return NULL;
+}
+
+/* The request fields a response object repeats, with OpenAI's defaults; NULL when out of
+ * memory. */
+static json_t *echo_fields(const json_t *body, int store) {
+    const hr_json_field f[] = {
+        {"instructions", field_or(body, "instructions", json_null())},
+        {"tools", field_or(body, "tools", json_array())},
+        {"tool_choice", field_or(body, "tool_choice", json_string("auto"))},
+        {"parallel_tool_calls", field_or(body, "parallel_tool_calls", json_true())},
+        {"temperature", field_or(body, "temperature", json_null())},
+        {"top_p", field_or(body, "top_p", json_null())},
+        {"max_output_tokens", field_or(body, "max_output_tokens", json_null())},
+        {"previous_response_id", field_or(body, "previous_response_id", json_null())},
+        {"user", field_or(body, "user", json_null())},
+        {"safety_identifier", field_or(body, "safety_identifier", json_null())},
+        {"prompt_cache_key", field_or(body, "prompt_cache_key", json_null())},
+        {"reasoning", field_or(body, "reasoning", json_pack("{s:n, s:n}", "effort", "summary"))},
+        {"text", echo_text(body)},
+        {"truncation", field_or(body, "truncation", json_string("disabled"))},
+        {"service_tier", field_or(body, "service_tier", json_string("default"))},
+        {"metadata", field_or(body, "metadata", json_object())},
+        {"store", json_boolean(store)},
+        {"background", json_false()},
+    };
+    json_t *e = json_object();
+    hr_err *err = hr_json_set_fields(e, f, sizeof f / sizeof *f);
+    if (!err) return e;
+    hr_err_free(err);
+    json_decref(e);
+    return NULL;
 }
 
 /* The stored conversation previous_response_id continues (none: nothing to do). */
@@ -423,19 +446,21 @@ static hr_err *previous(const json_t *body, hr_response_store *store, conv *cv) 
     const char *id;
     HR_TRY(hr_json_str(body, "previous_response_id", NULL, "request", &id));
     if (!id) return NULL;
-    json_t *history = NULL, *resp = store ? hr_response_store_get(store, id, &history) : NULL;
+    int oom = 0;
+    json_t *history = NULL, *resp = store ? hr_response_store_get(store, id, &history, &oom) : NULL;
     json_decref(resp);
+    if (oom) return hr_err_oom();
     if (!resp) return hr_errf("Previous response with id '%s' not found.", id);
-    json_array_extend(cv->msgs, history);
+    int bad = json_array_extend(cv->msgs, history);
     json_decref(history);
-    return NULL;
+    return bad ? hr_err_oom() : NULL;
 }
 
 static hr_err *parse_instructions(const json_t *body, json_t *msgs) {
     const char *ins;
     HR_TRY(hr_json_str(body, "instructions", NULL, "request", &ins));
-    if (ins) json_array_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", ins));
-    return NULL;
+    if (!ins) return NULL;
+    return hr_json_append_new(msgs, json_pack("{s:s, s:s}", "role", "system", "content", ins));
 }
 
 static hr_err *parse_body(const json_t *body, const hr_request_limits *lim,
@@ -464,7 +489,7 @@ static hr_err *finish(const json_t *body, hr_api_request *r, hr_err *e, int stor
                       json_t *tools, json_t *kwargs) {
     json_t *msgs = json_array();
     if (!e) e = parse_instructions(body, msgs);
-    json_array_extend(msgs, cv->msgs);
+    if (!e && json_array_extend(msgs, cv->msgs)) e = hr_err_oom();
     if (!e)
         r->responses = json_pack("{s:o, s:O, s:b}", "echo", echo_fields(body, store), "input",
                                  cv->msgs, "store", store);
@@ -483,7 +508,8 @@ hr_err *hr_parse_responses_request(const json_t *body, const hr_request_limits *
     conv cv = {.msgs = json_array()};
     json_t *kwargs = json_object(), *tools = NULL;
     int stored = 1;
-    hr_err *e = parse_body(body, lim, store, r, &stored, kwargs, &cv);
+    hr_err *e =
+        cv.msgs && kwargs ? parse_body(body, lim, store, r, &stored, kwargs, &cv) : hr_err_oom();
     if (!e) e = parse_tools(body, r, &tools);
     e = finish(body, r, e, stored, &cv, tools, kwargs);
     if (e)

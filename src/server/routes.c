@@ -35,50 +35,58 @@ static hr_err *parse_responses(const hr_server *s, const json_t *b, hr_api_reque
     return hr_parse_responses_request(b, &s->be->limits, s->responses, out);
 }
 
-/* The engine's counters, then the listener's: connections open (idle keep-alive ones and
- * the asking one included) and the limit they count against. */
-static void add_stats(hr_server *s, const hr_http_req *q, json_t *o) {
-    if (s->be->stats) s->be->stats(s->be->ctx, o);
-    long conns = hr_listener_connections(q->conn);
-    if (conns >= 0) json_object_set_new(o, "connections", json_integer(conns));
-    json_object_set_new(o, "max_connections", json_integer(hr_listener_max_connections(s->lis)));
-    json_object_set_new(o, "request_memory_used",
-                        json_integer((json_int_t)hr_mem_budget_used(&s->budget)));
-    json_object_set_new(o, "request_memory_total", json_integer((json_int_t)s->budget.cap));
-    json_object_set_new(o, "requests_timed_out",
-                        json_integer((json_int_t)hr_conn_guard_cut(hr_listener_guard(s->lis))));
+/* The server's own counters (the listener's, the budget's, the store's, the grammar
+ * cache's). */
+static hr_err *server_stats(hr_server *s, json_t *o) {
     size_t stored, bytes;
     hr_response_store_usage(s->responses, &stored, &bytes);
-    json_object_set_new(o, "responses_stored", json_integer((json_int_t)stored));
-    json_object_set_new(o, "responses_stored_bytes", json_integer((json_int_t)bytes));
     hr_grammar_cache_stats gs;
     hr_grammar_cache_stats_get(s->grammars, &gs);
-    json_object_set_new(o, "grammar_cache_hits", json_integer((json_int_t)gs.hits));
-    json_object_set_new(o, "grammar_compiles", json_integer((json_int_t)gs.compiles));
-    json_object_set_new(o, "grammar_cache_evictions", json_integer((json_int_t)gs.evictions));
-    json_object_set_new(o, "grammar_cache_entries", json_integer((json_int_t)gs.entries));
-    json_object_set_new(o, "grammar_cache_bytes", json_integer((json_int_t)gs.bytes));
+    const hr_json_field f[] = {
+        {"max_connections", json_integer(hr_listener_max_connections(s->lis))},
+        {"request_memory_used", json_integer((json_int_t)hr_mem_budget_used(&s->budget))},
+        {"request_memory_total", json_integer((json_int_t)s->budget.cap)},
+        {"requests_timed_out",
+         json_integer((json_int_t)hr_conn_guard_cut(hr_listener_guard(s->lis)))},
+        {"responses_stored", json_integer((json_int_t)stored)},
+        {"responses_stored_bytes", json_integer((json_int_t)bytes)},
+        {"grammar_cache_hits", json_integer((json_int_t)gs.hits)},
+        {"grammar_compiles", json_integer((json_int_t)gs.compiles)},
+        {"grammar_cache_evictions", json_integer((json_int_t)gs.evictions)},
+        {"grammar_cache_entries", json_integer((json_int_t)gs.entries)},
+        {"grammar_cache_bytes", json_integer((json_int_t)gs.bytes)},
+    };
+    return hr_json_set_fields(o, f, sizeof f / sizeof *f);
+}
+
+/* The engine's counters, then the listener's: connections open (idle keep-alive ones and
+ * the asking one included) and the limit they count against. Takes o: NULL when out of
+ * memory (o or any field). */
+static json_t *with_stats(hr_server *s, const hr_http_req *q, json_t *o) {
+    hr_err *e = o ? NULL : hr_err_oom();
+    if (!e && s->be->stats) e = s->be->stats(s->be->ctx, o);
+    long conns = hr_listener_connections(q->conn);
+    if (!e && conns >= 0) e = hr_json_set_new(o, "connections", json_integer(conns));
+    if (!e) e = server_stats(s, o);
+    if (!e) return o;
+    hr_err_free(e);
+    json_decref(o);
+    return NULL;
 }
 
 static hr_err *health(hr_server *s, hr_http_req *q, const char *body, size_t len) {
     json_t *o = json_pack("{s:s, s:s}", "status", "ok", "model", s->be->model_name(s->be->ctx));
-    if (!o) return hr_err_oom();
-    add_stats(s, q, o);
-    return hr_http_reply_json(q, 200, o);
+    return hr_http_reply_json(q, 200, with_stats(s, q, o));
 }
 
 static hr_err *stats(hr_server *s, hr_http_req *q, const char *body, size_t len) {
-    json_t *o = json_object();
-    if (!o) return hr_err_oom();
-    add_stats(s, q, o);
-    return hr_http_reply_json(q, 200, o);
+    return hr_http_reply_json(q, 200, with_stats(s, q, json_object()));
 }
 
 /* Prometheus text format: every numeric stats field as a gauge hearth_<name>. */
 static hr_err *metrics(hr_server *s, hr_http_req *q, const char *body, size_t len) {
-    json_t *o = json_object();
-    if (!o) return hr_err_oom();
-    add_stats(s, q, o);
+    json_t *o = with_stats(s, q, json_object());
+    if (!o) return hr_http_reply_oom(q, HR_API_CHAT);
     size_t cap = 256 + json_object_size(o) * 160, n = 0;
     char *text = malloc(cap);
     const char *key;
@@ -89,16 +97,13 @@ static hr_err *metrics(hr_server *s, hr_http_req *q, const char *body, size_t le
                               key, json_number_value(v));
     }
     json_decref(o);
-    if (!text) return hr_err_oom();
+    if (!text) return hr_http_reply_oom(q, HR_API_CHAT);
     if (n == 0) text[0] = 0;
     return hr_http_reply_text(q, 200, "text/plain; version=0.0.4", text);
 }
 
 static hr_err *models(hr_server *s, hr_http_req *q, const char *body, size_t len) {
-    return hr_http_reply_json(q, 200,
-                              json_pack("{s:s, s:[{s:s, s:s, s:i, s:s}]}", "object", "list", "data",
-                                        "id", s->be->model_name(s->be->ctx), "object", "model",
-                                        "created", 0, "owned_by", "hearth"));
+    return hr_http_reply_json(q, 200, hr_models_body(s->be->model_name(s->be->ctx)));
 }
 
 /* Parses body as a JSON object with no NUL in any string, or replies 400 (*j NULL, return
@@ -157,7 +162,7 @@ static hr_err *submit(hr_server *s, hr_http_req *q, hr_api_request *req) {
         free(g);
         hr_api_request_free(req);
         hr_err_free(e);
-        return hr_http_reply_error(q, api, 500, "out of memory");
+        return hr_http_reply_oom(q, api);
     }
     hr_reply_set_store(g->reply, s->responses);
     g->be = s->be;
@@ -237,7 +242,9 @@ static hr_err *response_not_found(hr_http_req *q, const char *id) {
 
 /* GET /v1/responses/{id}: the stored response object. */
 static hr_err *responses_get(hr_server *s, hr_http_req *q, const char *body, size_t len) {
-    json_t *r = hr_response_store_get(s->responses, response_id(q), NULL);
+    int oom;
+    json_t *r = hr_response_store_get(s->responses, response_id(q), NULL, &oom);
+    if (oom) return hr_http_reply_oom(q, HR_API_RESPONSES);
     return r ? hr_http_reply_json(q, 200, r) : response_not_found(q, response_id(q));
 }
 
@@ -262,8 +269,11 @@ static hr_err *tokenize(hr_server *s, hr_http_req *q, const char *body, size_t l
     json_decref(j);
     if (e) return hr_http_reply_err(q, HR_API_CHAT, 400, e);
     json_t *arr = json_array();
-    for (int i = 0; i < n; i++)
-        json_array_append_new(arr, json_integer(ids[i]));
+    for (int i = 0; arr && i < n; i++)
+        if (json_array_append_new(arr, json_integer(ids[i]))) {
+            json_decref(arr);
+            arr = NULL;
+        }
     free(ids);
     return hr_http_reply_json(q, 200, json_pack("{s:o, s:i}", "tokens", arr, "count", n));
 }

@@ -47,8 +47,9 @@ typedef struct {
     /* The client went away: stop the request soon (it still finishes the sink). May be
      * NULL when the engine polls hr_gen_sink_cancelled instead. */
     void (*cancel)(void *ctx, hr_gen_sink *sink);
-    /* Adds counters to the /health object (may be NULL). */
-    void (*stats)(void *ctx, json_t *out);
+    /* Adds counters to the /health object (may be NULL); out of memory when any of them
+     * could not be added. */
+    hr_err *(*stats)(void *ctx, json_t *out);
     /* The prompt's token count as submit would build it (template, prefill); for
      * count_tokens routes. */
     hr_err *(*count)(void *ctx, const hr_api_request *req, int *n_tokens);

@@ -38,6 +38,7 @@ struct hr_gen_chan {
     const char *cut; /* hr_chan_cut's message: cancelled choices finish with this error */
     size_t queued, max_backlog; /* bytes of token events not yet drained (under mu), limit */
     atomic_int overflow;        /* a token found max_backlog queued: the request was cancelled */
+    atomic_int lost;            /* an event could not be copied (out of memory): the reply fails */
     int refs;
     hr_api_request *req;
     int awaited, finished; /* finishes to wait for, and applied (HTTP thread only) */
@@ -116,8 +117,18 @@ static void link_event(hr_gen_chan *c, ev *e) {
     pthread_cond_signal(&c->cv);
 }
 
+/* Out of memory on the engine's side: the reply would miss the event, so it fails
+ * instead, and the engine stops generating for it. */
+static void lose(hr_gen_chan *c) {
+    atomic_store(&c->lost, 1);
+    atomic_store(&c->cancelled, 1);
+}
+
 static void push(hr_gen_chan *c, ev *e) {
-    if (!e) return; /* out of memory: the event is lost, finish still ends the choice */
+    if (!e) {
+        lose(c);
+        return;
+    }
     pthread_mutex_lock(&c->mu);
     link_event(c, e);
     pthread_mutex_unlock(&c->mu);
@@ -184,6 +195,7 @@ void hr_gen_sink_token(hr_gen_sink *s, const hr_gen_token *t) {
     else
         c->queued -= size;
     pthread_mutex_unlock(&c->mu);
+    if (!e) lose(c);
 }
 
 void hr_gen_sink_finish(hr_gen_sink *s, hr_finish why, int completion_tokens, const char *detail) {
@@ -191,6 +203,7 @@ void hr_gen_sink_finish(hr_gen_sink *s, hr_finish why, int completion_tokens, co
     s->fin = NULL;
     *e = (ev){.kind = EV_FINISH, .choice = s->index, .a = (int)why, .b = completion_tokens};
     e->detail = detail ? strdup(detail) : NULL;
+    if (detail && !e->detail) lose(s->ch);
     push(s->ch, e);
     unref(s->ch);
 }
@@ -235,6 +248,7 @@ int hr_chan_drain(hr_gen_chan *c, hr_reply *r, int timeout_ms) {
     c->head = c->tail = NULL;
     c->queued = 0;
     pthread_mutex_unlock(&c->mu);
+    if (atomic_load(&c->lost)) hr_reply_fail(r);
     for (ev *e = list; e; e = e->next)
         c->finished += apply(c, r, e);
     free_events(list);

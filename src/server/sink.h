@@ -24,7 +24,8 @@ const hr_api_request *hr_chan_request(const hr_gen_chan *c, int i);
 /* Sink i never reached the engine: drops its reference, and no finish is awaited from it. */
 void hr_chan_unsubmitted(hr_gen_chan *c, int i);
 /* Waits up to timeout_ms for events, applies every queued one to r; returns 1 once every
- * awaited finish has been applied. */
+ * awaited finish has been applied. An event the engine's side could not copy (out of
+ * memory) fails r (hr_reply_fail) and cancels the request: a reply never misses one. */
 int hr_chan_drain(hr_gen_chan *c, hr_reply *r, int timeout_ms);
 /* The client is gone: hr_gen_sink_cancelled turns true for every sink, and cancel (the
  * backend's, may be NULL) is called with each submitted one. */

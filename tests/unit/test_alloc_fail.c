@@ -6,7 +6,11 @@
  * set, tests/fault/alloc_fail.c). HEARTH_FAULT_FULL=1 tries every N; HEARTH_FAULT_OP=name
  * runs one operation. */
 #define _GNU_SOURCE /* dladdr */
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,7 +27,10 @@
 #include "model/gguf.h"
 #include "model/model.h"
 #include "model/safetensors.h"
+#include "server/reply_internal.h"
 #include "server/request.h"
+#include "server/response_store.h"
+#include "server/sink.h"
 #include "template/template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -55,12 +62,23 @@ static const char *CHAT_BODY =
 
 static const hr_request_limits LIM = {.max_tokens_limit = 4096, .vocab_size = 32000};
 
-static hr_err *parse_body(hr_api_request **r) {
+typedef hr_err *(*parse_fn)(const json_t *body, const hr_request_limits *lim, hr_api_request **out);
+
+/* A request body through jansson and one of the API's parsers. */
+static hr_err *load_request(const char *body, parse_fn parse, hr_api_request **r) {
     json_t *j;
-    HR_TRY(hr_json_load_buf("request body", CHAT_BODY, strlen(CHAT_BODY), &j));
-    hr_err *e = hr_parse_chat_request(j, &LIM, r);
+    HR_TRY(hr_json_load_buf("request body", body, strlen(body), &j));
+    hr_err *e = parse(j, &LIM, r);
     json_decref(j);
     return e;
+}
+
+static hr_err *parse_responses(const json_t *b, const hr_request_limits *lim, hr_api_request **r) {
+    return hr_parse_responses_request(b, lim, NULL, r);
+}
+
+static hr_err *parse_body(hr_api_request **r) {
+    return load_request(CHAT_BODY, hr_parse_chat_request, r);
 }
 
 /* Hashes a JSON value without allocating (json_dumps could fail in the sweep itself). */
@@ -113,12 +131,8 @@ static const char *MESSAGES_BODY =
 
 /* An Anthropic /v1/messages body (system blocks, thinking, tool_use, tool_result). */
 static hr_err *op_messages(uint64_t *d) {
-    json_t *j;
-    HR_TRY(hr_json_load_buf("request body", MESSAGES_BODY, strlen(MESSAGES_BODY), &j));
     hr_api_request *r = NULL;
-    hr_err *e = hr_parse_messages_request(j, &LIM, &r);
-    json_decref(j);
-    if (e) return e;
+    HR_TRY(load_request(MESSAGES_BODY, hr_parse_messages_request, &r));
     *d = mix_json(*d, r->chat);
     *d = mix(*d, &r->n_stop, sizeof r->n_stop);
     hr_api_request_free(r);
@@ -308,6 +322,490 @@ static hr_err *op_ssd(uint64_t *d) {
     return engine_run(ssd_dir, d);
 }
 
+/* ---- The server's reply builders (reply.c, anthropic_reply.c, responses_reply.c, sink.c):
+ * scripted engine events into each reply kind. A run must give the whole reply, or the
+ * reply's out-of-memory outcome: no body (503) not streamed; streamed, whole events that
+ * are the first ones of the reply without failures, then nothing but its error event. */
+
+static const hr_server_backend REPLY_BE = {
+    .tool_format = HR_TOOLS_QWEN, .reasoning = 1, .limits = {.max_tokens_limit = 1000}};
+
+enum { MAX_EVENTS = 256 };
+
+/* One reply kind: its request (parsed once, before the sweep), how the engine ends it, and
+ * the digests of its stream's events without failures (the first run records them). */
+typedef struct {
+    const char *body;
+    parse_fn parse;
+    hr_finish why;
+    const char *detail;
+    hr_api_request *req;
+    uint64_t ref[MAX_EVENTS];
+    int n_ref, have_ref;
+} reply_case;
+
+#define TOOLS "\"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]"
+#define USER "\"messages\": [{\"role\": \"user\", \"content\": \"x\"}]"
+#define ANTH_TOOLS "\"tools\": [{\"name\": \"f\", \"input_schema\": {\"type\": \"object\"}}]"
+#define RESP_TOOLS "\"tools\": [{\"type\": \"function\", \"name\": \"f\"}]"
+
+#define CASE(b, p, w, det)                                                                         \
+    { .body = b, .parse = p, .why = w, .detail = det }
+
+static reply_case RC_CHAT = CASE("{\"model\": \"m1\", " USER ", " TOOLS
+                                 ", \"n\": 2, \"logprobs\": true, \"top_logprobs\": 2}",
+                                 hr_parse_chat_request, HR_FINISH_STOP, NULL);
+static reply_case RC_CHAT_STREAM =
+    CASE("{" USER ", " TOOLS ", \"stream\": true, \"stream_options\": {\"include_usage\": true},"
+         " \"logprobs\": true, \"top_logprobs\": 2}",
+         hr_parse_chat_request, HR_FINISH_STOP, NULL);
+static reply_case RC_COMPLETION = CASE("{\"prompt\": \"hi\", \"logprobs\": 2}",
+                                       hr_parse_completion_request, HR_FINISH_LENGTH, NULL);
+static reply_case RC_COMPLETION_STREAM =
+    CASE("{\"prompt\": \"hi\", \"logprobs\": 2, \"stream\": true,"
+         " \"stream_options\": {\"include_usage\": true}}",
+         hr_parse_completion_request, HR_FINISH_LENGTH, NULL);
+static reply_case RC_MESSAGES = CASE("{\"max_tokens\": 64, " USER ", " ANTH_TOOLS "}",
+                                     hr_parse_messages_request, HR_FINISH_STOP, "END");
+static reply_case RC_MESSAGES_STREAM =
+    CASE("{\"max_tokens\": 64, \"stream\": true, " USER ", " ANTH_TOOLS "}",
+         hr_parse_messages_request, HR_FINISH_STOP, NULL);
+static reply_case RC_ERROR_STREAM = CASE("{" USER ", \"stream\": true}", hr_parse_chat_request,
+                                         HR_FINISH_ERROR, "the engine failed \xc3");
+static reply_case RC_ANTH_ERROR = CASE("{\"max_tokens\": 64, \"stream\": true, " USER "}",
+                                       hr_parse_messages_request, HR_FINISH_ERROR, "engine died");
+
+static reply_case RC_RESPONSES =
+    CASE("{\"input\": \"x\", \"instructions\": \"be brief\", " RESP_TOOLS ", \"store\": true}",
+         parse_responses, HR_FINISH_STOP, NULL);
+static reply_case RC_RESPONSES_STREAM =
+    CASE("{\"input\": \"x\", \"stream\": true, \"store\": true, " RESP_TOOLS "}", parse_responses,
+         HR_FINISH_STOP, NULL);
+
+static reply_case *const REPLY_CASES[] = {
+    &RC_CHAT,      &RC_CHAT_STREAM,      &RC_COMPLETION,   &RC_COMPLETION_STREAM,
+    &RC_MESSAGES,  &RC_MESSAGES_STREAM,  &RC_ERROR_STREAM, &RC_ANTH_ERROR,
+    &RC_RESPONSES, &RC_RESPONSES_STREAM,
+};
+
+/* The model's output: reasoning, content, a tool call, more content. */
+static const char *const PIECES[] = {
+    "<think>",
+    "hm",
+    "</think>",
+    "Hi",
+    " th\xc3\xa9re",
+    "<tool_call>{\"name\": \"f\", \"arguments\": {\"a\": [1, \"b\"]}}</tool_call>",
+    "ok",
+    NULL};
+
+/* A JSON value's digest without the ids (random per reply) and times. */
+static uint64_t mix_reply(uint64_t d, const json_t *v) {
+    if (!json_is_object(v) && !json_is_array(v)) return mix_json(d, v);
+    const char *k;
+    const json_t *x;
+    size_t i;
+    if (json_is_array(v)) json_array_foreach(v, i, x) d = mix_reply(d, x);
+    if (json_is_object(v)) json_object_foreach((json_t *)v, k, x) {
+            d = mix(d, k, strlen(k));
+            if (strcmp(k, "id") && strcmp(k, "item_id") && strcmp(k, "call_id") &&
+                strcmp(k, "created") && strcmp(k, "created_at"))
+                d = mix_reply(d, x);
+        }
+    return d;
+}
+
+/* Splits SSE text into events (name and data digests); -1 when one is not whole JSON. */
+static int stream_events(const char *s, size_t len, uint64_t *ev, int cap) {
+    int n = 0;
+    const char *end = s + len;
+    while (s < end) {
+        const char *stop = strstr(s, "\n\n");
+        if (!stop || n == cap) return -1;
+        uint64_t h = 0xcbf29ce484222325ULL;
+        if (!strncmp(s, "event: ", 7)) {
+            const char *nl = strchr(s, '\n');
+            h = mix(h, s + 7, (size_t)(nl - s - 7));
+            s = nl + 1;
+        }
+        if (strncmp(s, "data: ", 6)) return -1;
+        s += 6;
+        json_t *v = json_loadb(s, (size_t)(stop - s), 0, NULL);
+        if (!v && strncmp(s, "[DONE]", 6)) return -1;
+        h = v ? mix_reply(h, v) : mix(h, s, 6);
+        json_decref(v);
+        ev[n++] = h;
+        s = stop + 2;
+    }
+    return n;
+}
+
+/* Takes the reply's new SSE bytes onto *all (as libmicrohttpd's reader would); 0 when out
+ * of memory in the test itself. */
+static int take(hr_reply *r, hr_sbuf *all) {
+    size_t n;
+    char *s = hr_reply_take(r, &n);
+    int ok = !n || hr_sbuf_add(all, s, n);
+    free(s);
+    return ok;
+}
+
+/* The engine's events for choice i, as hr_gen_sink calls would apply them. */
+static void script_reply(hr_reply *r, int i, const reply_case *rc, hr_sbuf *all, int *ok) {
+    hr_reply_begin(r, i, 10, 4, 0);
+    *ok &= take(r, all);
+    int n = 0;
+    for (; PIECES[n]; n++) {
+        const char *p = PIECES[n];
+        hr_token_alt alt[2] = {{p, strlen(p), -0.5f}, {"x", 1, -2.0f}};
+        hr_gen_token t = {.text = p,
+                          .len = strlen(p),
+                          .token = n,
+                          .token_text = p,
+                          .token_len = strlen(p),
+                          .logprob = -0.25f,
+                          .top = alt,
+                          .n_top = 2};
+        hr_reply_token(r, i, &t);
+        *ok &= take(r, all);
+    }
+    hr_reply_finish(r, i, rc->why, n, rc->detail);
+    *ok &= take(r, all);
+}
+
+/* A streamed reply's outcome: whole events, the reference's first ones; after a failure
+ * its error event ends it. */
+static hr_err *check_stream(hr_reply *r, reply_case *rc, const hr_sbuf *all, uint64_t *d) {
+    uint64_t ev[MAX_EVENTS];
+    int n = stream_events(all->s ? all->s : "", all->len, ev, MAX_EVENTS);
+    if (n < 0) return hr_errf("the stream has an event that is not whole JSON");
+    if (!rc->have_ref) {
+        memcpy(rc->ref, ev, sizeof ev);
+        rc->n_ref = n;
+        rc->have_ref = 1;
+    }
+    if (!hr_reply_failed(r)) {
+        *d = mix(*d, ev, sizeof *ev * (size_t)n);
+        return NULL;
+    }
+    if (n >= rc->n_ref || memcmp(ev, rc->ref, sizeof *ev * (size_t)n))
+        return hr_errf("a failed stream's events are not the first %d of the reply", n);
+    size_t len;
+    const char *tail = hr_reply_fail_event(r, &len);
+    uint64_t last[2];
+    if (!tail || stream_events(tail, len, last, 2) < 1)
+        return hr_errf("a failed stream has no whole error event");
+    return hr_err_oom();
+}
+
+/* A whole body, or none (503) when the reply failed. */
+static hr_err *check_body(hr_reply *r, uint64_t *d) {
+    int status;
+    json_t *b = hr_reply_body(r, &status);
+    hr_reply_summary sum;
+    hr_reply_summarize(r, &sum);
+    if (!b && (status != 503 || !hr_reply_failed(r) || strcmp(sum.finish, "error")))
+        return hr_errf("no body, yet status %d and the reply not failed", status);
+    if (!b) return hr_err_oom();
+    *d = mix(mix_reply(*d, b), &status, sizeof status);
+    json_decref(b);
+    return NULL;
+}
+
+/* The reply of rc through its builders; the Responses ones store into a fresh store. */
+static hr_err *reply_run(reply_case *rc, uint64_t *d) {
+    hr_reply *r;
+    HR_TRY(hr_reply_create(rc->req, "default", 1700000000, &REPLY_BE, &r));
+    hr_response_store *st = NULL;
+    if (rc->req->api == HR_API_RESPONSES && !(st = hr_response_store_create(4, 1 << 20))) {
+        hr_reply_free(r);
+        return hr_err_oom();
+    }
+    hr_reply_set_store(r, st);
+    hr_sbuf all = {0};
+    int ok = 1;
+    for (int i = 0; i < rc->req->n || i == 0; i++)
+        script_reply(r, i, rc, &all, &ok);
+    hr_err *e = !ok               ? hr_err_oom()
+                : rc->req->stream ? check_stream(r, rc, &all, d)
+                                  : check_body(r, d);
+    size_t stored = 0, bytes;
+    if (st) hr_response_store_usage(st, &stored, &bytes);
+    if (!e && st && stored != 1) e = hr_errf("the response was not stored");
+    free(all.s);
+    hr_reply_free(r);
+    hr_response_store_destroy(st);
+    return e;
+}
+
+static hr_err *op_chat(uint64_t *d) { return reply_run(&RC_CHAT, d); }
+static hr_err *op_chat_stream(uint64_t *d) { return reply_run(&RC_CHAT_STREAM, d); }
+static hr_err *op_completion(uint64_t *d) {
+    HR_TRY(reply_run(&RC_COMPLETION, d));
+    return reply_run(&RC_COMPLETION_STREAM, d);
+}
+static hr_err *op_messages_reply(uint64_t *d) { return reply_run(&RC_MESSAGES, d); }
+static hr_err *op_messages_stream(uint64_t *d) { return reply_run(&RC_MESSAGES_STREAM, d); }
+static hr_err *op_responses_reply(uint64_t *d) { return reply_run(&RC_RESPONSES, d); }
+static hr_err *op_responses_stream(uint64_t *d) { return reply_run(&RC_RESPONSES_STREAM, d); }
+
+/* Error replies: every API's error body (a message cut inside a character), /v1/models,
+ * and the engine failing a stream (OpenAI's and Anthropic's error events). */
+static hr_err *op_errors(uint64_t *d) {
+    static const hr_api_kind apis[] = {HR_API_CHAT, HR_API_COMPLETION, HR_API_MESSAGES,
+                                       HR_API_RESPONSES};
+    for (size_t i = 0; i < sizeof apis / sizeof *apis; i++) {
+        json_t *b = hr_error_body(apis[i], 400, "request: \"tools\" must be an array \xe2\x82");
+        if (!b) return hr_err_oom();
+        *d = mix_json(*d, b);
+        json_decref(b);
+    }
+    json_t *m = hr_models_body("qwen3");
+    if (!m) return hr_err_oom();
+    *d = mix_json(*d, m);
+    json_decref(m);
+    HR_TRY(reply_run(&RC_ERROR_STREAM, d));
+    return reply_run(&RC_ANTH_ERROR, d);
+}
+
+/* The request channel (sink.c) between them: the engine's events copied, queued, and
+ * drained into a streamed chat reply. The channel takes its request, so this op parses
+ * its own. */
+static hr_err *op_channel(uint64_t *d) {
+    static reply_case rc = CASE("{" USER ", " TOOLS ", \"stream\": true, \"logprobs\": true, "
+                                "\"top_logprobs\": 2}",
+                                hr_parse_chat_request, HR_FINISH_STOP, "END");
+    hr_api_request *q = NULL;
+    HR_TRY(load_request(rc.body, rc.parse, &q));
+    hr_gen_chan *c = hr_chan_create(q, 1 << 20);
+    if (!c) return hr_api_request_free(q), hr_err_oom();
+    hr_reply *r = NULL;
+    hr_err *e = hr_reply_create(hr_chan_request(c, 0), "default", 5, &REPLY_BE, &r);
+    hr_gen_sink *s = hr_chan_sink(c, 0);
+    if (e) {
+        hr_chan_unsubmitted(c, 0);
+        hr_chan_release(c);
+        return e;
+    }
+    hr_gen_sink_begin(s, 10, 4, 0);
+    for (int n = 0; PIECES[n]; n++) {
+        hr_token_alt alt = {"x", 1, -2.0f};
+        hr_gen_token t = {.text = PIECES[n],
+                          .len = strlen(PIECES[n]),
+                          .token = n,
+                          .token_text = PIECES[n],
+                          .token_len = strlen(PIECES[n]),
+                          .logprob = -0.5f,
+                          .top = &alt,
+                          .n_top = 1};
+        hr_gen_sink_token(s, &t);
+    }
+    hr_gen_sink_finish(s, HR_FINISH_STOP, 7, "END");
+    hr_sbuf all = {0};
+    int ok = hr_chan_drain(c, r, 0) && take(r, &all);
+    e = ok ? check_stream(r, &rc, &all, d) : hr_err_oom();
+    free(all.s);
+    hr_reply_free(r);
+    hr_chan_release(c);
+    return e;
+}
+
+static const char *RESPONSES_BODY =
+    "{\"model\": \"m\", \"instructions\": \"be brief\", \"input\": ["
+    "{\"type\": \"message\", \"role\": \"developer\", \"content\": \"rules\"},"
+    "{\"role\": \"user\", \"content\": [{\"type\": \"input_text\", \"text\": \"weather?\"}]},"
+    "{\"type\": \"reasoning\", \"summary\": [{\"type\": \"summary_text\", \"text\": \"hmm\"}]},"
+    "{\"type\": \"message\", \"role\": \"assistant\", \"content\": [{\"type\": \"output_text\","
+    " \"text\": \"checking\"}]},"
+    "{\"type\": \"function_call\", \"call_id\": \"c1\", \"name\": \"get_weather\","
+    " \"arguments\": \"{\\\"city\\\": \\\"Paris\\\"}\"},"
+    "{\"type\": \"function_call_output\", \"call_id\": \"c1\", \"output\": \"sunny\"}],"
+    " \"tools\": [{\"type\": \"function\", \"name\": \"get_weather\", \"description\": \"w\","
+    " \"parameters\": {\"type\": \"object\"}}, {\"type\": \"web_search\"}],"
+    " \"reasoning\": {\"effort\": \"none\"}, \"text\": {\"format\": {\"type\": \"text\"}},"
+    " \"metadata\": {\"k\": \"v\"}, \"max_output_tokens\": 32}";
+
+/* A Responses body with every input item kind, tools, reasoning and echoed fields
+ * (responses_request.c). */
+static hr_err *op_responses_request(uint64_t *d) {
+    hr_api_request *r = NULL;
+    HR_TRY(load_request(RESPONSES_BODY, parse_responses, &r));
+    *d = mix_json(mix_json(*d, r->chat), r->responses);
+    hr_api_request_free(r);
+    return NULL;
+}
+
+/* ---- The HTTP glue around the builders (http.c, routes.c): a server on a free port with a
+ * backend that generates the scripted output within its submit call; requests over a
+ * socket, each read to the end. Each reply must be the whole one (ids and times left out),
+ * a 503 in the API's error shape (the static out-of-memory body, or one naming what ran
+ * out), or a stream of whole events ended by its error event; never no reply at all.
+ * libmicrohttpd's own allocations are not made to fail (a shared library: not wrapped). */
+
+static hr_err *script_submit(void *ctx, const hr_api_request *req, hr_gen_sink *s) {
+    hr_gen_sink_begin(s, 10, 4, 0);
+    int n = 0;
+    for (; PIECES[n]; n++) {
+        hr_token_alt alt = {"x", 1, -2.0f};
+        hr_gen_token t = {.text = PIECES[n],
+                          .len = strlen(PIECES[n]),
+                          .token = n,
+                          .token_text = PIECES[n],
+                          .token_len = strlen(PIECES[n]),
+                          .logprob = -0.5f,
+                          .top = &alt,
+                          .n_top = 1};
+        hr_gen_sink_token(s, &t);
+    }
+    hr_gen_sink_finish(s, HR_FINISH_STOP, n, NULL);
+    return NULL;
+}
+
+static const char *script_name(void *ctx) { return "fake"; }
+
+static const hr_server_backend HTTP_BE = {.submit = script_submit,
+                                          .model_name = script_name,
+                                          .tool_format = HR_TOOLS_QWEN,
+                                          .reasoning = 1,
+                                          .limits = {.max_tokens_limit = 1000}};
+
+/* One request of the sweep's HTTP op and the events of its stream without failures. */
+typedef struct {
+    const char *method, *path, *body;
+    hr_api_kind api;
+    int stream;
+    uint64_t ref[MAX_EVENTS];
+    int n_ref, have_ref;
+} http_case;
+
+#define HTTP(m, p, b, a, st)                                                                       \
+    { .method = m, .path = p, .body = b, .api = a, .stream = st }
+
+static http_case HTTP_CASES[] = {
+    HTTP("GET", "/v1/models", NULL, HR_API_CHAT, 0),
+    HTTP("POST", "/v1/chat/completions",
+         "{" USER ", " TOOLS ", \"logprobs\": true, \"top_logprobs\": 1}", HR_API_CHAT, 0),
+    HTTP("POST", "/v1/chat/completions", "{" USER ", " TOOLS ", \"stream\": true}", HR_API_CHAT, 1),
+    HTTP("POST", "/v1/messages", "{\"max_tokens\": 64, \"stream\": true, " USER ", " ANTH_TOOLS "}",
+         HR_API_MESSAGES, 1),
+    HTTP("POST", "/v1/responses", "{\"input\": \"x\", " RESP_TOOLS "}", HR_API_RESPONSES, 0),
+    HTTP("POST", "/v1/responses", "{\"input\": \"x\", \"stream\": true, " RESP_TOOLS "}",
+         HR_API_RESPONSES, 1),
+};
+
+/* Sends the request (HTTP/1.0: the reply ends with the connection) and reads the reply into
+ * buf; no allocation (the sweep counts the client's too). */
+static hr_err *http_exchange(int port, const http_case *c, char *buf, size_t cap, size_t *n) {
+    char req[2048];
+    size_t blen = c->body ? strlen(c->body) : 0;
+    int k = snprintf(req, sizeof req,
+                     "%s %s HTTP/1.0\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: %zu\r\n\r\n%s",
+                     c->method, c->path, blen, c->body ? c->body : "");
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    struct timeval tv = {.tv_sec = 60};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    hr_err *e = connect(fd, (struct sockaddr *)&a, sizeof a) || send(fd, req, (size_t)k, 0) != k
+                    ? hr_errf("cannot send to the server: %s", strerror(errno))
+                    : NULL;
+    *n = 0;
+    for (ssize_t got = 1; !e && got > 0 && *n + 1 < cap; *n += (size_t)got)
+        if ((got = recv(fd, buf + *n, cap - 1 - *n, 0)) < 0) {
+            e = hr_errf("no end to the reply of %s %s within 60 s", c->method, c->path);
+            got = 0;
+        }
+    close(fd);
+    buf[*n] = 0;
+    return e;
+}
+
+/* A streamed reply's body: the reference's events, or their first ones and an error event
+ * (the API's, with the message "out of memory") to end it. */
+static hr_err *http_stream(http_case *c, const char *body, size_t len, int *oom, uint64_t *d) {
+    uint64_t ev[MAX_EVENTS];
+    int n = stream_events(body, len, ev, MAX_EVENTS);
+    if (n < 0) return hr_errf("%s: the stream has an event that is not whole JSON", c->path);
+    if (!c->have_ref) {
+        memcpy(c->ref, ev, sizeof ev);
+        c->n_ref = n, c->have_ref = 1;
+    }
+    if (n == c->n_ref && !memcmp(ev, c->ref, sizeof *ev * (size_t)n)) {
+        *d = mix(*d, ev, sizeof *ev * (size_t)n);
+        return NULL;
+    }
+    int errors = c->api == HR_API_CHAT ? 2 : 1; /* OpenAI's ends with [DONE] */
+    const char *tail =
+        c->api == HR_API_CHAT ? strstr(body, "data: {\"error\"") : strstr(body, "event: error\n");
+    if (!tail || !strstr(tail, "\"out of memory\"") || n < errors ||
+        memcmp(ev, c->ref, sizeof *ev * (size_t)(n - errors)))
+        return hr_errf("%s: a stream that is neither whole nor its first events and an error "
+                       "event: %.300s",
+                       c->path, body);
+    *oom = 1;
+    return NULL;
+}
+
+/* Whether body is an error of the server's in api's shape (the static out-of-memory one, or
+ * one that names what ran out). */
+static int server_error(hr_api_kind api, const char *body) {
+    if (!strcmp(body, hr_oom_body(api))) return 1;
+    json_t *v = json_loads(body, 0, NULL);
+    const char *type = json_string_value(json_object_get(json_object_get(v, "error"), "type"));
+    int ok = type && !strcmp(type, api == HR_API_MESSAGES ? "api_error" : "server_error");
+    json_decref(v);
+    return ok;
+}
+
+/* One reply: whole, or out of memory (*oom), or an error saying what else it was. */
+static hr_err *http_check(http_case *c, const char *buf, size_t n, int *oom, uint64_t *d) {
+    if (!n) return hr_errf("%s %s: no reply at all", c->method, c->path);
+    const char *body = strstr(buf, "\r\n\r\n");
+    int status = 0;
+    if (!body || sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+        return hr_errf("%s: not an HTTP reply: %.200s", c->path, buf);
+    body += 4;
+    if (status == 503 && server_error(c->api, body)) return *oom = 1, NULL;
+    if (status != 200) return hr_errf("%s: status %d: %.300s", c->path, status, body);
+    if (c->stream) return http_stream(c, body, n - (size_t)(body - buf), oom, d);
+    json_t *v = json_loads(body, 0, NULL);
+    if (!v) return hr_errf("%s: a body that is not JSON: %.300s", c->path, body);
+    *d = mix_reply(*d, v);
+    json_decref(v);
+    return NULL;
+}
+
+static hr_err *op_http(uint64_t *d) {
+    hr_server *s;
+    hr_server_config cfg = {.port = 0};
+    HR_TRY(hr_server_start(&cfg, &HTTP_BE, &s));
+    static char buf[1 << 16];
+    hr_err *e = NULL;
+    int oom = 0;
+    for (size_t i = 0; !e && i < sizeof HTTP_CASES / sizeof *HTTP_CASES; i++) {
+        size_t n;
+        e = http_exchange(hr_server_port(s), &HTTP_CASES[i], buf, sizeof buf, &n);
+        if (!e) e = http_check(&HTTP_CASES[i], buf, n, &oom, d);
+    }
+    hr_server_stop(s);
+    return e ? e : oom ? hr_err_oom() : NULL;
+}
+
+/* The requests of the reply cases, parsed once (the ops build replies, not requests). */
+static hr_err *reply_cases_parse(void) {
+    for (size_t i = 0; i < sizeof REPLY_CASES / sizeof *REPLY_CASES; i++) {
+        hr_err *e = load_request(REPLY_CASES[i]->body, REPLY_CASES[i]->parse, &REPLY_CASES[i]->req);
+        if (e) return hr_err_wrap(e, "reply case %zu", i);
+    }
+    return NULL;
+}
+
+static void reply_cases_free(void) {
+    for (size_t i = 0; i < sizeof REPLY_CASES / sizeof *REPLY_CASES; i++)
+        hr_api_request_free(REPLY_CASES[i]->req);
+}
+
 /* An operation and how many runs with failures it gets besides the first allocation of each
  * call site: every N below dense, `strided` more spread over the rest, `persistent` runs
  * failing from N on. The slow ones (a 32000-token tokenizer.json, two engines and their
@@ -333,6 +831,17 @@ static const op OPS[] = {
     {"gguf", op_gguf, 300, 150, 60, 1},
     {"engine", op_engine, 100, 50, 30, 1},
     {"ssd", op_ssd, 40, 20, 10, 1},
+    {"chat", op_chat, 300, 150, 60, 1},
+    {"chat_stream", op_chat_stream, 300, 150, 60, 1},
+    {"completion", op_completion, 300, 150, 60, 1},
+    {"messages_reply", op_messages_reply, 300, 150, 60, 1},
+    {"messages_stream", op_messages_stream, 300, 150, 60, 1},
+    {"responses_reply", op_responses_reply, 300, 150, 60, 1},
+    {"responses_stream", op_responses_stream, 300, 150, 60, 1},
+    {"reply_errors", op_errors, 300, 150, 60, 1},
+    {"channel", op_channel, 300, 150, 60, 1},
+    {"responses_request", op_responses_request, 300, 150, 60, 1},
+    {"http", op_http, 300, 150, 60, 1},
 };
 
 /* Where a call site is: the binary's file offset, for addr2line -e. */
@@ -470,6 +979,7 @@ int main(void) {
     snprintf(ssd_dir, sizeof ssd_dir, "/tmp/hearth-alloc-fail-%d", (int)getpid());
     hr_err *e = hr_tokenizer_load(hr_fixture("models/brown-llama-8m"), &brown_tok);
     if (!e) e = hr_grammar_vocab_create(brown_tok, &brown_gv);
+    if (!e) e = reply_cases_parse();
     if (e) {
         printf("FAIL setup: %s\n", hr_err_msg(e));
         hr_err_free(e);
@@ -480,6 +990,7 @@ int main(void) {
     if (!only) HR_RUN(test_ssd_op_restores);
     for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++)
         if (!only || !strcmp(only, OPS[i].name)) sweep_op(&OPS[i]);
+    reply_cases_free();
     hr_grammar_vocab_free(brown_gv);
     hr_tokenizer_free(brown_tok);
     hr_test_remove_tree(ssd_dir);

@@ -192,7 +192,9 @@ static void test_streams_live(void) {
 /* Parses body and renders the calls as "name args;" (or "-" when it does not parse). */
 static const char *body(hr_tool_format fmt, const char *text) {
     static char out[512];
-    json_t *calls = hr_tool_body_parse(fmt, text, strlen(text), NULL);
+    int oom;
+    json_t *calls = hr_tool_body_parse(fmt, text, strlen(text), NULL, &oom);
+    if (oom) return "out of memory";
     if (!calls) return "-";
     out[0] = 0;
     size_t i;

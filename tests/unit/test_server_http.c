@@ -12,6 +12,8 @@
 #include "grammar/grammar.h"
 #include "harness.h"
 
+#include "base/json.h"
+
 #include "server/server.h"
 
 typedef struct {
@@ -171,12 +173,15 @@ static hr_err *fake_submit(void *ctx, const hr_api_request *req, hr_gen_sink *si
 
 static const char *fake_name(void *ctx) { return "fake-model"; }
 
-static void fake_stats(void *ctx, json_t *out) {
+static hr_err *fake_stats(void *ctx, json_t *out) {
     fake_engine *fe = ctx;
-    json_object_set_new(out, "requests", json_integer(atomic_load(&fe->requests)));
-    json_object_set_new(out, "cancelled", json_integer(atomic_load(&fe->cancelled)));
-    json_object_set_new(out, "active", json_integer(atomic_load(&fe->active)));
-    json_object_set_new(out, "peak_active", json_integer(atomic_load(&fe->peak_active)));
+    const hr_json_field f[] = {
+        {"requests", json_integer(atomic_load(&fe->requests))},
+        {"cancelled", json_integer(atomic_load(&fe->cancelled))},
+        {"active", json_integer(atomic_load(&fe->active))},
+        {"peak_active", json_integer(atomic_load(&fe->peak_active))},
+    };
+    return hr_json_set_fields(out, f, sizeof f / sizeof *f);
 }
 
 static hr_err *fake_tokenize(void *ctx, const char *text, int special, int32_t **ids, int *n) {

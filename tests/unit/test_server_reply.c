@@ -651,6 +651,91 @@ static void test_forced_tool_call(void) {
     }
 }
 
+/* Out of memory: the static 503 bodies are what hr_error_body builds, an error message cut
+ * inside a character still makes a body, and a failed reply has no body and a stream that
+ * ends, after its whole events so far, with the API's error event. */
+static void test_out_of_memory(void) {
+    static const hr_api_kind apis[] = {HR_API_CHAT, HR_API_COMPLETION, HR_API_MESSAGES,
+                                       HR_API_RESPONSES};
+    for (size_t i = 0; i < sizeof apis / sizeof *apis; i++) {
+        json_t *b = hr_error_body(apis[i], 503, "out of memory");
+        char *s = json_dumps(b, JSON_COMPACT);
+        HR_CHECK(s && !strcmp(s, hr_oom_body(apis[i])), "api %zu: %s vs %s", i, s,
+                 hr_oom_body(apis[i]));
+        free(s);
+        json_decref(b);
+        b = hr_error_body(apis[i], 400, "cut \xe2\x82");
+        HR_CHECK(b, "api %zu: no body for a message cut inside a character", i);
+        json_decref(b);
+    }
+    static const struct {
+        hr_err *(*parse)(const json_t *, const hr_request_limits *, hr_api_request **);
+        const char *body, *event, *type;
+    } streams[] = {
+        {hr_parse_chat_request,
+         "{\"messages\": [{\"role\": \"user\", \"content\": \"x\"}], "
+         "\"stream\": true}",
+         "", "server_error"},
+        {hr_parse_messages_request,
+         "{\"max_tokens\": 9, \"stream\": true, \"messages\": [{\"role\": \"user\", "
+         "\"content\": \"x\"}]}",
+         "error", "api_error"},
+    };
+    for (size_t i = 0; i < sizeof streams / sizeof *streams; i++) {
+        hr_api_request *q = req(streams[i].parse, streams[i].body);
+        hr_reply *r;
+        HR_CHECK_OK(hr_reply_create(q, "m", 5, &BE, &r));
+        hr_reply_begin(r, 0, 3, 0, 0);
+        size_t len;
+        char *first = hr_reply_take(r, &len);
+        HR_CHECK(len > 0 && !hr_reply_failed(r) && !hr_reply_fail_event(r, &len), "stream %zu", i);
+        hr_reply_fail(r);
+        token(r, 0, "Hi");
+        hr_reply_finish(r, 0, HR_FINISH_STOP, 1, NULL);
+        char *rest = hr_reply_take(r, &len);
+        HR_CHECK(len == 0, "stream %zu: %zu bytes after the failure", i, len);
+        const char *tail = hr_reply_fail_event(r, &len);
+        json_t *names, *ev = tail ? sse_parse(tail, &names) : NULL;
+        HR_CHECK(ev && len == strlen(tail) &&
+                     !strcmp(path_str(json_array_get(ev, 0), "error.type"), streams[i].type) &&
+                     !strcmp(path_str(json_array_get(ev, 0), "error.message"), "out of memory") &&
+                     !strcmp(path_str(names, "0"), streams[i].event),
+                 "stream %zu: error event %s", i, tail);
+        HR_CHECK(i != 0 || !strcmp(path_str(ev, "1"), "[DONE]"), "OpenAI's ends with [DONE]");
+        int status;
+        HR_CHECK(!hr_reply_body(r, &status) && status == 503, "no body, 503");
+        hr_reply_summary sum;
+        hr_reply_summarize(r, &sum);
+        HR_CHECK(sum.finish && !strcmp(sum.finish, "error"), "counted as an error");
+        json_decref(ev);
+        json_decref(names);
+        free(first);
+        free(rest);
+        hr_reply_free(r);
+        hr_api_request_free(q);
+    }
+    /* Responses: the error event takes the next sequence_number (created, in_progress: 0, 1) */
+    json_t *j = json_loads("{\"input\": \"x\", \"stream\": true}", 0, NULL);
+    hr_api_request *q = NULL;
+    HR_CHECK_OK(hr_parse_responses_request(j, &BE.limits, NULL, &q));
+    json_decref(j);
+    hr_reply *r;
+    HR_CHECK_OK(hr_reply_create(q, "m", 5, &BE, &r));
+    hr_reply_begin(r, 0, 3, 0, 0);
+    hr_reply_fail(r);
+    size_t len;
+    json_t *names, *ev = sse_parse(hr_reply_fail_event(r, &len), &names);
+    HR_CHECK(path_int(json_array_get(ev, 0), "sequence_number") == 2 &&
+                 !strcmp(path_str(json_array_get(ev, 0), "type"), "error") &&
+                 !strcmp(path_str(names, "0"), "error"),
+             "responses error event");
+    json_decref(ev);
+    json_decref(names);
+    free(hr_reply_take(r, &len));
+    hr_reply_free(r);
+    hr_api_request_free(q);
+}
+
 int main(void) {
     HR_RUN(test_invalid_utf8);
     HR_RUN(test_chat_body);
@@ -659,6 +744,7 @@ int main(void) {
     HR_RUN(test_anthropic);
     HR_RUN(test_anthropic_body);
     HR_RUN(test_errors);
+    HR_RUN(test_out_of_memory);
     HR_RUN(test_n_stream);
     HR_RUN(test_n_body);
     HR_RUN(test_forced_tool_call);

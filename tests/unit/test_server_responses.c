@@ -319,23 +319,23 @@ static void test_store(void) {
     for (int i = 0; i < 5; i++) {
         snprintf(id, sizeof id, "r%d", i);
         HR_CHECK(hr_response_store_put(s, id, json_pack("{s:i}", "n", i), json_array()), "put");
-        if (i == 2) json_decref(hr_response_store_get(s, "r0", NULL)); /* r0 recently used */
+        if (i == 2) json_decref(hr_response_store_get(s, "r0", NULL, NULL)); /* r0 recently used */
     }
     size_t n, bytes;
     hr_response_store_usage(s, &n, &bytes);
     HR_CHECK(n == 3 && bytes > 0, "bounded by count: %zu", n);
-    json_t *conv = NULL, *r0 = hr_response_store_get(s, "r0", &conv);
+    json_t *conv = NULL, *r0 = hr_response_store_get(s, "r0", &conv, NULL);
     HR_CHECK(r0 && json_integer_value(json_object_get(r0, "n")) == 0 && json_is_array(conv),
              "recently used kept");
     json_decref(r0);
     json_decref(conv);
-    json_t *r1 = hr_response_store_get(s, "r1", NULL);
-    HR_CHECK(!r1 && !hr_response_store_get(s, "r2", NULL), "least recently used evicted");
+    json_t *r1 = hr_response_store_get(s, "r1", NULL, NULL);
+    HR_CHECK(!r1 && !hr_response_store_get(s, "r2", NULL, NULL), "least recently used evicted");
     HR_CHECK(hr_response_store_delete(s, "r4") && !hr_response_store_delete(s, "r4") &&
-                 !hr_response_store_get(s, "r4", NULL),
+                 !hr_response_store_get(s, "r4", NULL, NULL),
              "delete");
     HR_CHECK(hr_response_store_put(s, "r3", json_pack("{s:i}", "n", 33), json_array()), "replace");
-    json_t *r3 = hr_response_store_get(s, "r3", NULL);
+    json_t *r3 = hr_response_store_get(s, "r3", NULL, NULL);
     HR_CHECK(json_integer_value(json_object_get(r3, "n")) == 33, "replaced");
     json_decref(r3);
     hr_response_store_usage(s, &n, &bytes);
@@ -615,7 +615,7 @@ static void test_continue(void) {
     const char *p2[] = {"It is 21 C.", NULL};
     json_t *b2 = run(src2, st, p2, HR_FINISH_STOP, id2, sizeof id2);
     HR_CHECK(!strcmp(str(b2, "previous_response_id"), id), "echo previous_response_id");
-    json_t *conv = NULL, *got = hr_response_store_get(st, id2, &conv);
+    json_t *conv = NULL, *got = hr_response_store_get(st, id2, &conv, NULL);
     HR_CHECK(got && json_array_size(conv) == 4 &&
                  !strcmp(str(json_array_get(conv, 3), "content"), "It is 21 C."),
              "second stored with the whole conversation");
@@ -626,7 +626,7 @@ static void test_continue(void) {
     json_decref(b);
     const char *p3[] = {"hi", NULL};
     b = run("{\"input\": \"x\", \"store\": false}", st, p3, HR_FINISH_STOP, id, sizeof id);
-    got = hr_response_store_get(st, id, NULL);
+    got = hr_response_store_get(st, id, NULL, NULL);
     HR_CHECK(!got, "store: false is not stored");
     json_decref(b);
     hr_response_store_destroy(st);
