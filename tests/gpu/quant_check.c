@@ -1,9 +1,10 @@
 /* gpu_check's checks of GGUF-quantized weights on the CUDA backend (the GPU machine only).
  * Ops: for every block format the backend reads, random blocks (sane f16 scales) as a weight
- * of 4100 x 512, products with 1..4 rows (Q8_0, Q4_0, Q4_K, Q6_K: the 8-bit-activation product,
- * within 1e-5 of the CPU's plain C one; the others, and those four again on a backend made with
- * HEARTH_CUDA_QGEMV=f32: the f32 GEMV, within 1e-5 of the f64 product of hr_dequant_row's
- * weights), with 8 and 33 rows (decoded to f16 for cuBLAS: within 2e-3), and 4 of its rows
+ * of 4100 x 512, products with 1..4 rows (Q8_0, Q4_0, Q4_K, Q6_K up to 8: the 8-bit-activation
+ * product, within 1e-5 of the CPU's plain C one; the others, and those four again on a backend
+ * made with HEARTH_CUDA_QGEMV=f32: the f32 GEMV, within 1e-5 of the f64 product of
+ * hr_dequant_row's weights), with 5, 8, 9 and 33 rows where not (decoded to f16 for cuBLAS:
+ * within 2e-3), and 4 of its rows
  * as an embedding table (exactly the decoded rows). Models: brown-llama-8m-Q4_K_M.gguf's held-out
  * NLL on the GPU, whole prompt and one token at a time, against transformers'
  * (fixtures/gguf/README.md), and e2e-qwen3-Q8_0.gguf's last-position logits of its two cases
@@ -167,10 +168,10 @@ static void check_format(hr_backend *be, hr_dtype t, int f32, int *failures) {
         hr_dequant_row(t, blocks, w, (int64_t)QN * QK);
         e = be->vt->upload(be, &host, &dev);
     }
-    static const int rows[] = {1, 2, 3, 4, 8, 33};
+    static const int rows[] = {1, 2, 3, 4, 5, 8, 9, 33};
     for (size_t i = 0; !e && i < sizeof rows / sizeof *rows; i++) {
-        int small = rows[i] <= 4, int8 = small && !f32 && has_mmvq(t);
-        if (f32 && !small) break;
+        int int8 = rows[i] <= 8 && !f32 && has_mmvq(t), small = int8 || rows[i] <= 4;
+        if (f32 && rows[i] > 4) break;
         double err;
         e = product_err(be, &dev, w, rows[i], int8, blocks, &err);
         double tol = small ? 1e-5 : 2e-3;

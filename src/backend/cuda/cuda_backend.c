@@ -409,7 +409,7 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
         (!hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * nt * (size_t)cb->max_k * 2) ||
          !hr_cu_grow(cb, &cb->wdq, &cb->wdq_bytes, (size_t)cb->max_q_elems * 2)))
         return take_error(cb);
-    if (m->n_tokens <= HR_CU_GEMV_MAX_T && cb->max_q_elems &&
+    if (m->n_tokens <= HR_CU_MMVQ_MAX_T && cb->max_q_elems &&
         !hr_cu_grow(cb, &cb->xq, &cb->xq_bytes, hr_cu_xq_bytes(m->n_tokens, cb->max_k)))
         return take_error(cb);
     HR_TRY(hr_cu_check(cudaMemcpyAsync(cb->meta_dev, st, bytes, cudaMemcpyHostToDevice, cb->stream),

@@ -102,7 +102,8 @@ typedef struct {
         hr_cu_rope_kv r;
         int n;
     } pending_rope;
-    /* an RMSNorm of at most HR_CU_GEMV_MAX_T rows waiting to fold into the products of its
+    /* an RMSNorm of at most HR_CU_GEMV_MAX_T rows (HR_CU_MMVQ_MAX_T with GGUF weights) waiting
+     * to fold into the products of its
      * output, or to quantize it for them (cuda_ops.c); fold holds its input and weights, add
      * (not NULL) a residual addend it adds to its input first (then it does not fold) */
     struct {

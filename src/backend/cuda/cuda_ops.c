@@ -197,7 +197,7 @@ static void qmatmul(hr_cuda_backend *cb, float *y, const float *x, const hr_tens
                     const hr_tensor *bias, int T) {
     long N = w->shape[0], K = w->shape[1], rb = qrow_bytes(w);
     int per = cb->qgemv_f32 ? 0 : hr_cu_mmvq_per(q, w->planes, rb);
-    if (T <= HR_CU_GEMV_MAX_T && per) {
+    if (T <= HR_CU_MMVQ_MAX_T && per) {
         if (!joins(cb, y, x, -1, q, rb, T, K)) {
             if (!norm_quantized(cb, x, T, K, per) && !act_quantized(cb, x, T, K, per))
                 hr_cu_flush(cb);
@@ -289,7 +289,8 @@ void hr_cu_op_rmsnorm(hr_backend *be, float *y, const float *x, const hr_tensor 
     HR_CU_OP(be);
     int d = w ? dt(cb, w, "rmsnorm") : HR_CU_F32;
     if (d < 0) return;
-    if (cb->fold && rows <= HR_CU_GEMV_MAX_T && (fuse || y != x)) {
+    int most = cb->max_q_elems ? HR_CU_MMVQ_MAX_T : HR_CU_GEMV_MAX_T;
+    if (cb->fold && rows <= most && (fuse || y != x)) {
         /* may fold into the products of y (a plain norm) or quantize y for them */
         cb->pending_norm.y = y;
         cb->pending_norm.rows = rows;

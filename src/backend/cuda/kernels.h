@@ -53,6 +53,7 @@ void hr_cu_dequant_f16(cudaStream_t s, void *out, const void *w, int q, int plan
  * block, f32 across blocks. hr_cu_mmvq_per: the block of x format q takes (32 or 256), 0 where
  * it has no such product (other formats, a Q8_0 / Q4_0 / Q6_K matrix not planar, rows not
  * 16-byte aligned). */
+enum { HR_CU_MMVQ_MAX_T = 8 }; /* rows of x mmvq takes (more: decoded to f16 for cuBLAS) */
 int hr_cu_mmvq_per(int q, int planar, long rb);
 /* Bytes of T rows of K elements quantized (codes, scales, sums per 16). */
 size_t hr_cu_xq_bytes(int T, long K);
@@ -148,7 +149,8 @@ typedef struct {
     hr_cu_gemv_fold fold;
 } hr_cu_gemv_set;
 void hr_cu_gemv(cudaStream_t s, const hr_cu_gemv_set *g, float *x, int dtype, int T, long K);
-/* The same for GGUF matrices of format q with rows of rb bytes, from x quantized by
+/* The same for GGUF matrices of format q with rows of rb bytes and T <= HR_CU_MMVQ_MAX_T, from
+ * x quantized by
  * hr_cu_quantize_x (mmvq.cu; the set's fold is not taken). */
 void hr_cu_mmvq(cudaStream_t s, const hr_cu_gemv_set *g, const void *xq, int q, int T, long K,
                 long rb);

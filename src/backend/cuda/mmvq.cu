@@ -10,7 +10,8 @@
  * Q4_K in its file layout, whose rows are 16-byte aligned, Q6_K planar). A launch takes up to
  * HR_CU_GEMV_FUSE matrices of one format sharing x (q, k, v; gate, up), their rows one after
  * the other; a block of MV_WARPS warps computes R of those rows for T <= 4 rows of x, lane l of
- * warp w taking units l + 32 w + 32 MV_WARPS k; each unit of x it loads serves the R rows. */
+ * warp w taking units l + 32 w + 32 MV_WARPS k; each unit of x it loads serves the R rows. T <=
+ * HR_CU_MMVQ_MAX_T (8): larger batches decode the matrix to f16 for cuBLAS. */
 #include "backend/cuda/xq.cuh"
 
 enum { MV_WARPS = 4, MV_R = 4, MV_R_MIN_N = 4096 };
@@ -248,17 +249,25 @@ static void mmvq_rows(cudaStream_t s, const hr_cu_gemv_set *g, hr_xq_parts x, in
     case 1: hr_launch(mmvq_k<Q, 1, R>, grid, threads, 0, s, *g, x, K, rb); break;
     case 2: hr_launch(mmvq_k<Q, 2, R>, grid, threads, 0, s, *g, x, K, rb); break;
     case 3: hr_launch(mmvq_k<Q, 3, R>, grid, threads, 0, s, *g, x, K, rb); break;
-    default: hr_launch(mmvq_k<Q, 4, R>, grid, threads, 0, s, *g, x, K, rb); break;
+    case 4: hr_launch(mmvq_k<Q, 4, R>, grid, threads, 0, s, *g, x, K, rb); break;
+    case 5: hr_launch(mmvq_k<Q, 5, R>, grid, threads, 0, s, *g, x, K, rb); break;
+    case 6: hr_launch(mmvq_k<Q, 6, R>, grid, threads, 0, s, *g, x, K, rb); break;
+    case 7: hr_launch(mmvq_k<Q, 7, R>, grid, threads, 0, s, *g, x, K, rb); break;
+    default: hr_launch(mmvq_k<Q, 8, R>, grid, threads, 0, s, *g, x, K, rb); break;
     }
 }
 
+/* 4 rows per block for launches of 4096+ rows (2 past 4 rows of x: the accumulators take the
+ * registers), else 1. */
 template <int Q>
 static void mmvq_launch(cudaStream_t s, const hr_cu_gemv_set *g, hr_xq_parts x, int T, long K,
                         long rb) {
-    if (g->start[g->n] >= MV_R_MIN_N)
-        mmvq_rows<Q, MV_R>(s, g, x, T, K, rb);
-    else
+    if (g->start[g->n] < MV_R_MIN_N)
         mmvq_rows<Q, 1>(s, g, x, T, K, rb);
+    else if (T > 4)
+        mmvq_rows<Q, 2>(s, g, x, T, K, rb);
+    else
+        mmvq_rows<Q, MV_R>(s, g, x, T, K, rb);
 }
 
 extern "C" int hr_cu_mmvq_per(int q, int planar, long rb) {
