@@ -73,6 +73,29 @@ static __device__ __forceinline__ float hr_block_sum(float v) {
     return hr_warp_sum(t);
 }
 
+/* The R x T sums of a block of W warps whose lanes each hold partial sums acc: summed over each
+ * warp, then over the warps in a fixed order through part (W * R * T floats of shared memory).
+ * Thread i < R * T gets the total of (row i / T, x row i % T); the others get 0. */
+template <int W, int R, int T>
+static __device__ __forceinline__ float hr_block_rows_sum(const float (&acc)[R][T],
+                                                          float (*part)[R][T]) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int r = 0; r < R; r++)
+#pragma unroll
+        for (int t = 0; t < T; t++) {
+            float s = hr_warp_sum(acc[r][t]);
+            if (lane == 0) part[warp][r][t] = s;
+        }
+    __syncthreads();
+    float s = 0;
+    if (threadIdx.x < R * T)
+#pragma unroll
+        for (int k = 0; k < W; k++)
+            s += part[k][threadIdx.x / T][threadIdx.x % T];
+    return s;
+}
+
 /* Split `split` of `splits` equal ranges [j0, j1) of the positions a query at pos sees (from
  * its sliding-window start, or 0, to pos). */
 static __device__ __forceinline__ void hr_attn_split(int pos, int window, int splits, int split,

@@ -220,20 +220,9 @@ static __global__ void mmvq_k(hr_cu_gemv_set g, hr_xq_parts x, long K, long rb) 
             }
         }
     }
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < T; t++) {
-            float s = hr_warp_sum(acc[r][t]);
-            if (lane == 0) part[warp][r][t] = s;
-        }
-    __syncthreads();
+    float s = hr_block_rows_sum<MV_WARPS, R, T>(acc, part);
     if (threadIdx.x < R * T) {
         int r = threadIdx.x / T, t = threadIdx.x % T;
-        float s = 0;
-#pragma unroll
-        for (int k = 0; k < MV_WARPS; k++)
-            s += part[k][r][t];
         long in;
         int m = set_row(g, n0 + r, &in);
         if (n0 + r < N) g.y[m][t * (g.start[m + 1] - g.start[m]) + in] = s;

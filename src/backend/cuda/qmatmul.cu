@@ -219,20 +219,9 @@ static __global__ void qgemv_k(float *y, const float *x, const uint8_t *w, bool 
             }
         }
     }
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < T; t++) {
-            float s = hr_warp_sum(acc[r][t]);
-            if (lane == 0) part[warp][r][t] = s;
-        }
-    __syncthreads();
+    float s = hr_block_rows_sum<QGEMV_WARPS, R, T>(acc, part);
     if (threadIdx.x < R * T) {
         int r = threadIdx.x / T, t = threadIdx.x % T;
-        float s = 0;
-#pragma unroll
-        for (int k = 0; k < QGEMV_WARPS; k++)
-            s += part[k][r][t];
         if (n0 + r < N) y[t * N + n0 + r] = s;
     }
 }
