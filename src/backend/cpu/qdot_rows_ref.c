@@ -1,6 +1,6 @@
 /* Plain C repacked tiles (qrepack.h): 8 rows times one token's 8-bit activations, each
- * row's integer dot per block (Q4_K: per super-block), then per row acc = fma(dot, w_d * x_d,
- * acc); the definition of what the SIMD tiles (qdot_rows_x86.h) compute, bit for bit. xs is
+ * row's integer dot per block (the K-quants: per super-block), then per row acc = fma(dot, w_d *
+ * x_d, acc); the definition of what the SIMD tiles (qdot_rows_x86.h) compute, bit for bit. xs is
  * unused: one token. */
 #include <math.h>
 
@@ -42,14 +42,16 @@ static void rows(int q8, const void *tile, const void *xv, long nb, float *out) 
         out[r] = acc[r];
 }
 
-/* Q4_K (x per 256, hr_q8k): per super-block and row, the sub-blocks' code dots times their
+/* Q4_K / Q5_K (x per 256, hr_q8k): per super-block and row, the sub-blocks' code dots
+ * (Q5_K's fifth bit j of qh[l] for sub-block j: its 8 chunks before the nibbles) times their
  * scales and the mins times x's sums per 32 sum in integers; then acc = fma(isum, d x_d,
  * acc) and acc = fma(-msum, dmin x_d, acc). */
-void hr_qrows_ref_q4_k(const void *tile, const void *xv, size_t xs, long nb, float *out) {
+static void rows_qk(int five, const void *tile, const void *xv, long nb, float *out) {
     const uint8_t *o = tile;
     const hr_q8k *x = xv;
     float acc[HR_QROWS] = {0};
-    for (long sb = 0; sb < nb / 8; sb++, o += HR_QROWS * 144, x++)
+    int nibbles = 128 + (five ? 256 : 0);
+    for (long sb = 0; sb < nb / 8; sb++, o += HR_QROWS * (five ? 176 : 144), x++)
         for (int r = 0; r < HR_QROWS; r++) {
             int isum = 0, msum = 0;
             for (int j = 0; j < 8; j++) {
@@ -57,14 +59,50 @@ void hr_qrows_ref_q4_k(const void *tile, const void *xv, size_t xs, long nb, flo
                 int m = o[32 + 8 * j + r] >> 6 | (o[96 + 4 * j + r % 4] >> 4 * (r / 4) & 15) << 2;
                 int dot = 0;
                 for (int l = 0; l < 32; l++) {
-                    uint8_t v = o[128 + 32 * (8 * (j / 2) + l / 4) + 4 * r + l % 4];
-                    dot += (v >> 4 * (j % 2) & 15) * x->q[32 * j + l];
+                    int at = 32 * (l / 4) + 4 * r + l % 4;
+                    int q = o[nibbles + 256 * (j / 2) + at] >> 4 * (j % 2) & 15;
+                    if (five) q |= (o[128 + at] >> j & 1) << 4;
+                    dot += q * x->q[32 * j + l];
                 }
                 isum += sc * dot;
                 msum += m * x->s32[j];
             }
             acc[r] = fmaf((float)isum, f16(o + 2 * r) * x->d, acc[r]);
             acc[r] = fmaf(-(float)msum, f16(o + 16 + 2 * r) * x->d, acc[r]);
+        }
+    for (int r = 0; r < HR_QROWS; r++)
+        out[r] = acc[r];
+}
+
+void hr_qrows_ref_q4_k(const void *tile, const void *x, size_t xs, long nb, float *out) {
+    rows_qk(0, tile, x, nb, out);
+}
+
+void hr_qrows_ref_q5_k(const void *tile, const void *x, size_t xs, long nb, float *out) {
+    rows_qk(1, tile, x, nb, out);
+}
+
+/* Q6_K: per super-block and row, each 16-element sub-block k's code dot (low 4 bits from
+ * ql's chunks, high 2 from qh's, GGUF order within them) less 32 times x's sum per 16, times
+ * its int8 scale, summed in integers; then acc = fma(isum, d x_d, acc). */
+void hr_qrows_ref_q6_k(const void *tile, const void *xv, size_t xs, long nb, float *out) {
+    const uint8_t *o = tile;
+    const hr_q8k *x = xv;
+    float acc[HR_QROWS] = {0};
+    for (long sb = 0; sb < nb / 8; sb++, o += HR_QROWS * 210, x++)
+        for (int r = 0; r < HR_QROWS; r++) {
+            int isum = 0;
+            for (int k = 0; k < 16; k++) {
+                int j = k / 2, h = j / 4, s = j % 4, dot = 0;
+                for (int l = 16 * (k % 2); l < 16 * (k % 2) + 16; l++) {
+                    int ql = h * 64 + (s % 2) * 32 + l, qh = 128 + h * 32 + l;
+                    int lo = o[144 + 32 * (ql / 4) + 4 * r + ql % 4] >> 4 * (s / 2) & 15;
+                    int hi = o[144 + 32 * (qh / 4) + 4 * r + qh % 4] >> 2 * s & 3;
+                    dot += (lo | hi << 4) * x->q[32 * j + l];
+                }
+                isum += (int8_t)o[16 + 8 * k + r] * (dot - 32 * x->s16[k]);
+            }
+            acc[r] = fmaf((float)isum, f16(o + 2 * r) * x->d, acc[r]);
         }
     for (int r = 0; r < HR_QROWS; r++)
         out[r] = acc[r];
