@@ -84,7 +84,8 @@ void hr_qrows_ref_q5_k(const void *tile, const void *x, size_t xs, long nb, floa
 
 /* Q6_K: per super-block and row, each 16-element sub-block k's code dot (low 4 bits from
  * ql's chunks, high 2 from qh's, GGUF order within them) less 32 times x's sum per 16, times
- * its int8 scale, summed in integers; then acc = fma(isum, d x_d, acc). */
+ * its int8 scale, summed in integers; then acc = fma(isum, d x_d, acc). ql / qh byte j of
+ * row r is at 144 + 32 hr_q6_k_chunk(j / 4) + 4r + j % 4. */
 void hr_qrows_ref_q6_k(const void *tile, const void *xv, size_t xs, long nb, float *out) {
     const uint8_t *o = tile;
     const hr_q8k *x = xv;
@@ -96,8 +97,9 @@ void hr_qrows_ref_q6_k(const void *tile, const void *xv, size_t xs, long nb, flo
                 int j = k / 2, h = j / 4, s = j % 4, dot = 0;
                 for (int l = 16 * (k % 2); l < 16 * (k % 2) + 16; l++) {
                     int ql = h * 64 + (s % 2) * 32 + l, qh = 128 + h * 32 + l;
-                    int lo = o[144 + 32 * (ql / 4) + 4 * r + ql % 4] >> 4 * (s / 2) & 15;
-                    int hi = o[144 + 32 * (qh / 4) + 4 * r + qh % 4] >> 2 * s & 3;
+                    int lo =
+                        o[144 + 32 * hr_q6_k_chunk(ql / 4) + 4 * r + ql % 4] >> 4 * (s / 2) & 15;
+                    int hi = o[144 + 32 * hr_q6_k_chunk(qh / 4) + 4 * r + qh % 4] >> 2 * s & 3;
                     dot += (lo | hi << 4) * x->q[32 * j + l];
                 }
                 isum += (int8_t)o[16 + 8 * k + r] * (dot - 32 * x->s16[k]);

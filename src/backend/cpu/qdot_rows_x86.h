@@ -203,7 +203,7 @@ TILE rows_q6_k_tile(const void *tile, const void *x, size_t xs, long nb, int nt,
     for (int t = 0; t < nt; t++)
         acc[t] = _mm256_setzero_ps();
     for (long sb = 0; sb < nb / 8; sb++, o += HR_QROWS * 210) {
-        const uint8_t *ch = o + 144; /* the 48 chunks: ql's 32, then qh's 16 */
+        const uint8_t *ch = o + 144; /* the 48 chunks, 12 per quarter hu */
         __m256i isum[4];
         UNROLL
         for (int t = 0; t < nt; t++)
@@ -211,12 +211,11 @@ TILE rows_q6_k_tile(const void *tile, const void *x, size_t xs, long nb, int nt,
         for (int hu = 0; hu < 4; hu++) {
             int h = hu / 2, u = hu % 2;
             __m256i q[4][4], sc[4];
+            const uint8_t *g = ch + 384 * hu; /* ql p = 0, p = 1, qh: 4 chunks each */
             UNROLL
             for (int c = 0; c < 4; c++) {
-                int cc = 4 * u + c;
-                __m256i l0 = load32(ch + 32 * (16 * h + cc)),
-                        l1 = load32(ch + 32 * (16 * h + 8 + cc)),
-                        hb = load32(ch + 32 * (32 + 8 * h + cc));
+                __m256i l0 = load32(g + 32 * c), l1 = load32(g + 128 + 32 * c),
+                        hb = load32(g + 256 + 32 * c);
                 q[0][c] = _mm256_or_si256(_mm256_and_si256(l0, m4),
                                           _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
                 q[1][c] = _mm256_or_si256(_mm256_and_si256(l1, m4),

@@ -24,7 +24,8 @@ static int code_start(hr_dtype t) { return t == HR_Q6_K ? 0 : head_bytes(t); }
 
 /* Offset within a repacked block of row r's code byte j (after the 8 rows' heads). */
 static size_t code_at(hr_dtype t, int r, int j) {
-    return (size_t)(head_bytes(t) * HR_QROWS) + 32 * (size_t)(j / 4) + 4 * r + j % 4;
+    int c = t == HR_Q6_K ? hr_q6_k_chunk(j / 4) : j / 4;
+    return (size_t)(head_bytes(t) * HR_QROWS) + 32 * (size_t)c + 4 * r + j % 4;
 }
 
 /* Q4_K's 6-bit scale and min of sub-block j from the 12 GGUF scale bytes s. */

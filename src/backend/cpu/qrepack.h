@@ -16,11 +16,15 @@
  *   Q5_K: Q4_K's heads, then 8 chunks of qh (bit j of byte l: the fifth bit of element l of
  *   sub-block j), then Q4_K's 32 chunks of nibbles.
  *   Q6_K: heads (144 bytes) = 8 d (f16), then per 16-element sub-block k at 16 + 8k + r row
- *   r's int8 scale; 32 chunks of ql, then 16 of qh, both in GGUF order (ql byte 64h + 32p + l:
- *   element l of 32-element sub-block 4h + p in its low nibble, of 4h + p + 2 in its high one; qh
- * byte 32h + l: bits 2s of element l of sub-block 4h + s). The N % 8 rows after the last whole tile
- * stay row-major where they were. The tensor takes the same bytes either way, so what counts weight
- * bytes needs no change. */
+ *   r's int8 scale; then the 48 chunks of ql (GGUF word c < 32: ql byte 64h + 32p + l holds
+ *   element l of 32-element sub-block 4h + p in its low nibble, of 4h + p + 2 in its high one)
+ *   and qh (word 32 + c', qh byte 32h + l: bits 2s of element l of sub-block 4h + s) in the
+ *   order the tile reads them (hr_q6_k_chunk): per quarter g = 2h + u (h: half of the
+ *   super-block, u: half of each sub-block, l in 16u ..) 12 chunks, ql's words with p = 0, p =
+ *   1, then qh's, 4 each: one sequential stream.
+ *
+ * The N % 8 rows after the last whole tile stay row-major where they were. The tensor takes
+ * the same bytes either way, so what counts weight bytes needs no change. */
 #ifndef HR_BACKEND_CPU_QREPACK_H
 #define HR_BACKEND_CPU_QREPACK_H
 
@@ -31,6 +35,13 @@
 #include "tensor/tensor.h"
 
 enum { HR_QROWS = 8 }; /* rows per tile */
+
+/* Where GGUF code word c (ql's 0 .. 31, qh's 32 .. 47) of a Q6_K block sits among a repacked
+ * block's 48 chunks. */
+static inline int hr_q6_k_chunk(int c) {
+    int h = c < 32 ? c / 16 : (c - 32) / 8, w = c < 32 ? c % 8 : (c - 32) % 8;
+    return 12 * (2 * h + w / 4) + (c < 32 ? 4 * (c % 16 / 8) : 8) + w % 4;
+}
 
 /* Whether the CPU backend repacks a [N, K] weight of type t (Q4_0 / Q8_0 / Q4_K / Q5_K / Q6_K
  * matrices of at least one tile). */
