@@ -292,28 +292,36 @@ static void test_matmul_levels(void) {
     hr_cpu_set_level(saved);
 }
 
-static void test_embed_repacked(void) {
+/* embed of a repacked table of type t gives its dequantized rows. */
+static void check_embed(hr_dtype t) {
     hr_backend *be = backend(2);
-    long D = 1024, V = rows_for(HR_Q4_0, D);
-    uint8_t *q = random_blocks(HR_Q4_0, V * D);
+    long D = 1024, V = rows_for(t, D);
+    uint8_t *q = random_blocks(t, V * D);
     float *ref = malloc(sizeof(float) * (size_t)(V * D)), *y = malloc(sizeof(float) * 3 * D);
-    hr_dequant_row(HR_Q4_0, q, ref, V * D);
-    hr_tensor host = {.data = q, .dtype = HR_Q4_0, .ndim = 2, .shape = {V, D}}, dev;
+    hr_dequant_row(t, q, ref, V * D);
+    hr_tensor host = {.data = q, .dtype = t, .ndim = 2, .shape = {V, D}}, dev;
     HR_CHECK_OK(be->vt->upload(be, &host, &dev));
-    HR_CHECK(dev.row_tile == HR_QROWS, "the table was not repacked");
+    HR_CHECK(dev.row_tile == HR_QROWS, "the %s table was not repacked", hr_dtype_name(t));
     int32_t tok[3] = {13, 0, (int32_t)V - 1}, zero[3] = {0};
     hr_step_meta meta = {.n_tokens = 3, .n_rows = 1, .tokens = tok, .pos = zero, .row = zero};
     HR_CHECK_OK(be->vt->step_begin(be, &meta));
     be->vt->embed(be, y, &dev, 1.0f);
     int ok = 1;
-    for (int t = 0; t < 3; t++)
-        ok &= !memcmp(y + t * D, ref + tok[t] * D, sizeof(float) * (size_t)D);
+    for (int i = 0; i < 3; i++)
+        ok &= !memcmp(y + i * D, ref + tok[i] * D, sizeof(float) * (size_t)D);
     be->vt->release(be, &dev);
     free(q);
     free(ref);
     free(y);
     hr_backend_destroy(be);
-    HR_CHECK(ok, "embed of a repacked Q4_0 table differs from its dequantized rows");
+    HR_CHECK(ok, "embed of a repacked %s table differs from its dequantized rows",
+             hr_dtype_name(t));
+}
+
+/* Q4_0 and Q6_K (the tied table of Q4_K_M / Q5_K_M / Q6_K files). */
+static void test_embed_repacked(void) {
+    check_embed(HR_Q4_0);
+    check_embed(HR_Q6_K);
 }
 
 int main(void) {
