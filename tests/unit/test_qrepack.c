@@ -1,10 +1,10 @@
-/* Repacked (row-interleaved) Q4_0 / Q8_0 / Q4_K / Q5_K / Q6_K weights (backend/cpu/qrepack.h): the
- * layout reads back block for block; every SIMD tile equals the plain C tile bit for bit, rows4
- * four rows1; the backend's matmul of a repacked weight (rows % 8 != 0, K of 1, 2, 3 and 129
- * blocks) equals the C tiles plus the row dots of the tail rows bit for bit, is batch invariant
- * across T, thread counts, column splits and row views, and stays within the 8-bit error bound of
- * the f32 matmul, at every instruction-set level; embed of a repacked table gives its dequantized
- * rows. */
+/* Repacked (row-interleaved) Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K weights
+ * (backend/cpu/qrepack.h): the layout reads back block for block; every SIMD tile equals the plain
+ * C tile bit for bit, rows4 four rows1; the backend's matmul of a repacked weight (rows % 8 != 0, K
+ * of 1, 2, 3 and 129 blocks) equals the C tiles plus the row dots of the tail rows bit for bit, is
+ * batch invariant across T, thread counts, column splits and row views, and stays within the 8-bit
+ * error bound of the f32 matmul, at every instruction-set level; embed of a repacked table gives
+ * its dequantized rows. */
 #include "backend/backend.h"
 #include "backend/cpu/matmul_quant.h"
 #include "backend/cpu/qdot.h"
@@ -15,14 +15,12 @@
 #include "tensor/quant.h"
 #include "tensor/view.h"
 
-enum { N_TYPES = 5 };
-static const hr_dtype types[N_TYPES] = {HR_Q4_0, HR_Q8_0, HR_Q4_K, HR_Q5_K, HR_Q6_K};
+enum { N_TYPES = 6 };
+static const hr_dtype types[N_TYPES] = {HR_Q4_0, HR_Q5_0, HR_Q8_0, HR_Q4_K, HR_Q5_K, HR_Q6_K};
 /* K per type: 1, 2, 3 and 129 blocks (the K-quants: 1, 2, 3 and 17 super-blocks) */
-static const long Ks[N_TYPES][4] = {{32, 64, 96, 4096 + 32},
-                                    {32, 64, 96, 4096 + 32},
-                                    {256, 512, 768, 4096 + 256},
-                                    {256, 512, 768, 4096 + 256},
-                                    {256, 512, 768, 4096 + 256}};
+static const long Ks[N_TYPES][4] = {{32, 64, 96, 4096 + 32},     {32, 64, 96, 4096 + 32},
+                                    {32, 64, 96, 4096 + 32},     {256, 512, 768, 4096 + 256},
+                                    {256, 512, 768, 4096 + 256}, {256, 512, 768, 4096 + 256}};
 
 static unsigned rng = 7;
 static unsigned rnd(void) {

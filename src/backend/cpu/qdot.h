@@ -66,6 +66,7 @@ typedef struct {
 extern const hr_cpu_qdots hr_cpu_qdots_ref;
 /* The plain C repacked tiles (qdot_rows_ref.c), the definition the SIMD ones match. */
 void hr_qrows_ref_q4_0(const void *tile, const void *x, size_t xs, long nb, float *out);
+void hr_qrows_ref_q5_0(const void *tile, const void *x, size_t xs, long nb, float *out);
 void hr_qrows_ref_q8_0(const void *tile, const void *x, size_t xs, long nb, float *out);
 void hr_qrows_ref_q4_k(const void *tile, const void *x, size_t xs, long nb, float *out);
 void hr_qrows_ref_q5_k(const void *tile, const void *x, size_t xs, long nb, float *out);

@@ -3,6 +3,7 @@
  * x_d, acc); the definition of what the SIMD tiles (qdot_rows_x86.h) compute, bit for bit. xs is
  * unused: one token. */
 #include <math.h>
+#include <string.h>
 
 #include "backend/cpu/qdot.h"
 #include "backend/cpu/qrepack.h"
@@ -10,33 +11,42 @@
 
 static float f16(const uint8_t *p) { return hr_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
-/* Row r's integer dot with block i of group g: Q4_0 codes less 8 times the paired x,
- * Q8_0's (stored XOR 0x80) times x in order. */
-static int row_dot(int q8, const uint8_t *o, int r, const hr_q8x *g, int i) {
-    int s = 0;
-    for (int c = 0; c < (q8 ? 8 : 4); c++)
+enum { Q8_0_R, Q4_0_R, Q5_0_R }; /* the formats with a scale per 32 */
+
+/* Row r's integer dot with block i of group g: Q4_0 codes less 8 times the paired x, Q5_0's
+ * (fifth bit of element 4v + k at bit 8k + v of the row's qh at 16 + 4r) less 16, Q8_0's
+ * (stored XOR 0x80) times x in order. */
+static int row_dot(int f, const uint8_t *o, int r, const hr_q8x *g, int i) {
+    const uint8_t *codes = o + 2 * HR_QROWS + (f == Q5_0_R ? 32 : 0);
+    uint32_t qh = 0;
+    if (f == Q5_0_R) memcpy(&qh, o + 16 + 4 * r, 4);
+    int s = 0, off = f == Q5_0_R ? 16 : 8;
+    for (int c = 0; c < (f == Q8_0_R ? 8 : 4); c++)
         for (int k = 0; k < 4; k++) {
-            uint8_t v = o[2 * HR_QROWS + 32 * c + 4 * r + k];
+            uint8_t v = codes[32 * c + 4 * r + k];
             int j = 4 * c + k;
-            if (q8)
+            if (f == Q8_0_R) {
                 s += (int8_t)(v ^ 0x80) * g->q[hr_q8x_pos(0, i, j)];
-            else
-                s += ((v & 15) - 8) * g->q[hr_q8x_pos(1, i, j)] +
-                     ((v >> 4) - 8) * g->q[hr_q8x_pos(1, i, j + 16)];
+                continue;
+            }
+            int lo = (v & 15) | (qh >> (8 * k + c) & 1) << 4;
+            int hi = (v >> 4) | (qh >> (8 * k + c + 4) & 1) << 4;
+            s += (lo - off) * g->q[hr_q8x_pos(1, i, j)] +
+                 (hi - off) * g->q[hr_q8x_pos(1, i, j + 16)];
         }
     return s;
 }
 
-static void rows(int q8, const void *tile, const void *xv, long nb, float *out) {
+static void rows(int f, const void *tile, const void *xv, long nb, float *out) {
     const uint8_t *w = tile;
     const hr_q8x *x = xv;
     float acc[HR_QROWS] = {0};
-    int bb = q8 ? 34 : 18;
+    int bb = f == Q8_0_R ? 34 : f == Q4_0_R ? 18 : 22;
     for (long b = 0; b < nb; b++, w += HR_QROWS * bb) {
         const hr_q8x *g = x + b / 8;
         int i = (int)(b % 8);
         for (int r = 0; r < HR_QROWS; r++)
-            acc[r] = fmaf((float)row_dot(q8, w, r, g, i), f16(w + 2 * r) * g->d[i], acc[r]);
+            acc[r] = fmaf((float)row_dot(f, w, r, g, i), f16(w + 2 * r) * g->d[i], acc[r]);
     }
     for (int r = 0; r < HR_QROWS; r++)
         out[r] = acc[r];
@@ -111,9 +121,13 @@ void hr_qrows_ref_q6_k(const void *tile, const void *xv, size_t xs, long nb, flo
 }
 
 void hr_qrows_ref_q4_0(const void *tile, const void *x, size_t xs, long nb, float *out) {
-    rows(0, tile, x, nb, out);
+    rows(Q4_0_R, tile, x, nb, out);
+}
+
+void hr_qrows_ref_q5_0(const void *tile, const void *x, size_t xs, long nb, float *out) {
+    rows(Q5_0_R, tile, x, nb, out);
 }
 
 void hr_qrows_ref_q8_0(const void *tile, const void *x, size_t xs, long nb, float *out) {
-    rows(1, tile, x, nb, out);
+    rows(Q8_0_R, tile, x, nb, out);
 }

@@ -2,11 +2,13 @@
  * and AVX-512 VNNI): 8 rows' block b in one stream, each token's x word broadcast to the 8 rows'
  * lanes, so lane r of the integer sums is row r's dot and one convert and one FMA per block
  * scale all 8 rows. Q4_0: unsigned nibbles times x (vpdpbusd, or maddubs + madd), the -8
- * offsets as -8 sum(x) the sum's start. Q8_0 (codes kept XOR 0x80): with VNNI the unsigned
- * codes times x less 128 sum(x); on AVX2, whose maddubs would saturate on unsigned bytes up
- * to 255, the signed codes back and the sign trick. Q4_K / Q5_K / Q6_K: see their tiles. Either way
- * the same integers as qdot_rows_ref.c, then the same float operations in the same order: bit for
- * bit the C tile, and a token's lanes the same whatever the other tokens of rows4 are. */
+ * offsets as -8 sum(x) the sum's start; Q5_0 the same with its fifth bits or-ed in (a
+ * shift and a mask per vector, qh re-laid for it) and -16 sum(x). Q8_0 (codes kept XOR 0x80): with
+ * VNNI the unsigned codes times x less 128 sum(x); on AVX2, whose maddubs would saturate on
+ * unsigned bytes up to 255, the signed codes back and the sign trick. Q4_K / Q5_K / Q6_K: see their
+ * tiles. Either way the same integers as qdot_rows_ref.c, then the same float operations in the
+ * same order: bit for bit the C tile, and a token's lanes the same whatever the other tokens of
+ * rows4 are. */
 #include "backend/cpu/qrepack.h"
 
 /* Token x's 4-byte word at p in all 8 lanes. */
@@ -26,15 +28,23 @@ static inline __m256i dot_q8u(__m256i acc, __m256i wu, __m256i x) {
 }
 #endif
 
-/* Block b of a tile (o: its bytes) times the nt tokens into acc[t]. */
+/* Q5_0's fifth bits of code vector v (elements 4v + k: bit 8k + v of each lane's re-laid
+ * qh, qrepack.h) at bit 4 of each byte. */
+static inline __m256i q5_0_bits(__m256i qh, int v) {
+    __m256i b = v <= 4 ? _mm256_slli_epi32(qh, 4 - v) : _mm256_srli_epi32(qh, v - 4);
+    return _mm256_and_si256(b, _mm256_set1_epi8(16));
+}
+
+/* Block b of a tile (o: its bytes; f: Q8_0_F, Q4_0_F or Q5_0_F) times the nt tokens into
+ * acc[t]. */
 static inline __attribute__((always_inline)) void
-rows_block(int q8, const uint8_t *o, const void *x, size_t xs, long b, int nt, __m256 *acc) {
+rows_block(int f, const uint8_t *o, const void *x, size_t xs, long b, int nt, __m256 *acc) {
     __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o));
-    const uint8_t *codes = o + 2 * HR_QROWS;
+    const uint8_t *codes = o + 2 * HR_QROWS + (f == Q5_0_F ? 32 : 0);
     const __m256i m4 = _mm256_set1_epi8(15);
     __m256i v[8];
     int i = (int)(b % 8);
-    if (q8) {
+    if (f == Q8_0_F) {
         UNROLL
         for (int c = 0; c < 8; c++)
             v[c] = load32(codes + 32 * c);
@@ -45,13 +55,19 @@ rows_block(int q8, const uint8_t *o, const void *x, size_t xs, long b, int nt, _
             v[c] = _mm256_and_si256(p, m4);
             v[c + 4] = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
         }
+        if (f == Q5_0_F) {
+            __m256i qh = load32(o + 2 * HR_QROWS);
+            UNROLL
+            for (int c = 0; c < 8; c++)
+                v[c] = _mm256_or_si256(v[c], q5_0_bits(qh, c));
+        }
     }
     UNROLL
     for (int t = 0; t < nt; t++) {
         const hr_q8x *g = (const hr_q8x *)token(x, xs, t) + b / 8;
-        const int8_t *xq = g->q + hr_q8x_pos(!q8, i, 0);
+        const int8_t *xq = g->q + hr_q8x_pos(f != Q8_0_F, i, 0);
         __m256i a0, a1 = _mm256_setzero_si256();
-        if (q8) {
+        if (f == Q8_0_F) {
             a0 = _mm256_set1_epi32(-Q8U_OFFSET * g->sum[i]);
             UNROLL
             for (int c = 0; c < 8; c += 2) {
@@ -59,7 +75,7 @@ rows_block(int q8, const uint8_t *o, const void *x, size_t xs, long b, int nt, _
                 a1 = dot_q8u(a1, v[c + 1], bcast4(xq + 4 * c + 4));
             }
         } else {
-            a0 = _mm256_set1_epi32(-8 * g->sum[i]);
+            a0 = _mm256_set1_epi32(-(f == Q5_0_F ? 16 : 8) * g->sum[i]);
             UNROLL
             for (int c = 0; c < 4; c++) {
                 a0 = dot_usa(a0, v[c], bcast4(xq + 4 * c));
@@ -71,31 +87,37 @@ rows_block(int q8, const uint8_t *o, const void *x, size_t xs, long b, int nt, _
     }
 }
 
-TILE rows_tile(int q8, const void *tile, const void *x, size_t xs, long nb, int nt, float *out) {
+TILE rows_tile(int f, const void *tile, const void *x, size_t xs, long nb, int nt, float *out) {
     const uint8_t *o = tile;
-    int bb = q8 ? 34 : 18;
+    int bb = block_bytes(f);
     __m256 acc[4];
     UNROLL
     for (int t = 0; t < nt; t++)
         acc[t] = _mm256_setzero_ps();
     for (long b = 0; b < nb; b++, o += HR_QROWS * bb)
-        rows_block(q8, o, x, xs, b, nt, acc);
+        rows_block(f, o, x, xs, b, nt, acc);
     UNROLL
     for (int t = 0; t < nt; t++)
         _mm256_storeu_ps(out + HR_QROWS * t, acc[t]);
 }
 
 static void rows1_q4_0(const void *w, const void *x, size_t xs, long nb, float *out) {
-    rows_tile(0, w, x, 0, nb, 1, out);
+    rows_tile(Q4_0_F, w, x, 0, nb, 1, out);
 }
 static void rows4_q4_0(const void *w, const void *x, size_t xs, long nb, float *out) {
-    rows_tile(0, w, x, xs, nb, 4, out);
+    rows_tile(Q4_0_F, w, x, xs, nb, 4, out);
+}
+static void rows1_q5_0(const void *w, const void *x, size_t xs, long nb, float *out) {
+    rows_tile(Q5_0_F, w, x, 0, nb, 1, out);
+}
+static void rows4_q5_0(const void *w, const void *x, size_t xs, long nb, float *out) {
+    rows_tile(Q5_0_F, w, x, xs, nb, 4, out);
 }
 static void rows1_q8_0(const void *w, const void *x, size_t xs, long nb, float *out) {
-    rows_tile(1, w, x, 0, nb, 1, out);
+    rows_tile(Q8_0_F, w, x, 0, nb, 1, out);
 }
 static void rows4_q8_0(const void *w, const void *x, size_t xs, long nb, float *out) {
-    rows_tile(1, w, x, xs, nb, 4, out);
+    rows_tile(Q8_0_F, w, x, xs, nb, 4, out);
 }
 
 /* Q4_K's 8 rows' 6-bit scales of sub-block j (int32 lanes) from a repacked super-block h. */

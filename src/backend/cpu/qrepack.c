@@ -1,5 +1,5 @@
-/* Repacking Q4_0 / Q8_0 / Q4_K / Q5_K / Q6_K weights into tiles of HR_QROWS interleaved rows, and
- * reading one block of a repacked weight back in its GGUF form (layout: qrepack.h). */
+/* Repacking Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K weights into tiles of HR_QROWS interleaved
+ * rows, and reading one block of a repacked weight back in its GGUF form (layout: qrepack.h). */
 #include "backend/cpu/qrepack.h"
 
 #include <string.h>
@@ -7,7 +7,8 @@
 #include "tensor/dtype.h"
 
 int hr_qrepack_fits(hr_dtype t, int ndim, int64_t N) {
-    return (t == HR_Q4_0 || t == HR_Q8_0 || t == HR_Q4_K || t == HR_Q5_K || t == HR_Q6_K) &&
+    return (t == HR_Q4_0 || t == HR_Q5_0 || t == HR_Q8_0 || t == HR_Q4_K || t == HR_Q5_K ||
+            t == HR_Q6_K) &&
            ndim == 2 && N >= HR_QROWS;
 }
 
@@ -16,7 +17,7 @@ static uint8_t code_xor(hr_dtype t) { return t == HR_Q8_0 ? 0x80 : 0; }
 
 /* Bytes of a block's head (its scales) per row; the codes follow the 8 rows' heads. */
 static int head_bytes(hr_dtype t) {
-    return t == HR_Q4_K || t == HR_Q5_K ? 16 : t == HR_Q6_K ? 18 : 2;
+    return t == HR_Q4_K || t == HR_Q5_K ? 16 : t == HR_Q6_K ? 18 : t == HR_Q5_0 ? 6 : 2;
 }
 
 /* Where a GGUF block's code bytes start: after its head, but Q6_K's head comes last. */
@@ -79,11 +80,49 @@ static void q6_k_head_get(const uint8_t *o, int r, uint8_t *s) {
         s[192 + k] = o[16 + 8 * k + r];
 }
 
+/* Q5_0's fifth bits: bit 4v + k of qh (element 4v + k) to bit 8k + v, so that byte k of
+ * code vector v (elements 4v + k, qdot_rows_x86.h) finds its bit at v; and back. */
+static uint32_t q5_0_qh_put(uint32_t h) {
+    uint32_t o = 0;
+    for (int v = 0; v < 8; v++)
+        for (int k = 0; k < 4; k++)
+            o |= (h >> (4 * v + k) & 1) << (8 * k + v);
+    return o;
+}
+
+static uint32_t q5_0_qh_get(uint32_t o) {
+    uint32_t h = 0;
+    for (int v = 0; v < 8; v++)
+        for (int k = 0; k < 4; k++)
+            h |= (o >> (8 * k + v) & 1) << (4 * v + k);
+    return h;
+}
+
+/* Row r's Q5_0 head (d, qh) into a repacked block o: d at 2r, qh's bits re-laid at 16 + 4r;
+ * and back. */
+static void q5_0_head_put(const uint8_t *s, uint8_t *o, int r) {
+    uint32_t h;
+    memcpy(o + 2 * r, s, 2);
+    memcpy(&h, s + 2, 4);
+    h = q5_0_qh_put(h);
+    memcpy(o + 16 + 4 * r, &h, 4);
+}
+
+static void q5_0_head_get(const uint8_t *o, int r, uint8_t *s) {
+    uint32_t h;
+    memcpy(s, o + 2 * r, 2);
+    memcpy(&h, o + 16 + 4 * r, 4);
+    h = q5_0_qh_get(h);
+    memcpy(s + 2, &h, 4);
+}
+
 static void head_put(hr_dtype t, const uint8_t *s, uint8_t *o, int r) {
     if (t == HR_Q4_K || t == HR_Q5_K)
         q4_k_head_put(s, o, r);
     else if (t == HR_Q6_K)
         q6_k_head_put(s, o, r);
+    else if (t == HR_Q5_0)
+        q5_0_head_put(s, o, r);
     else
         memcpy(o + 2 * r, s, 2);
 }
@@ -93,6 +132,8 @@ static void head_get(hr_dtype t, const uint8_t *o, int r, uint8_t *s) {
         q4_k_head_get(o, r, s);
     else if (t == HR_Q6_K)
         q6_k_head_get(o, r, s);
+    else if (t == HR_Q5_0)
+        q5_0_head_get(o, r, s);
     else
         memcpy(s, o + 2 * r, 2);
 }
