@@ -28,6 +28,19 @@ static inline __m256i dot_q8u(__m256i acc, __m256i wu, __m256i x) {
 }
 #endif
 
+/* A tile's nt token accumulators (8 rows in 8 lanes each) zeroed, and stored at out + 8 t. */
+TILE acc_zero(__m256 *acc, int nt) {
+    UNROLL
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm256_setzero_ps();
+}
+
+TILE acc_store(float *out, const __m256 *acc, int nt) {
+    UNROLL
+    for (int t = 0; t < nt; t++)
+        _mm256_storeu_ps(out + HR_QROWS * t, acc[t]);
+}
+
 /* Q5_0's fifth bits of code vector v (elements 4v + k: bit 8k + v of each lane's re-laid
  * qh, qrepack.h) at bit 4 of each byte. */
 static inline __m256i q5_0_bits(__m256i qh, int v) {
@@ -91,14 +104,10 @@ TILE rows_tile(int f, const void *tile, const void *x, size_t xs, long nb, int n
     const uint8_t *o = tile;
     int bb = block_bytes(f);
     __m256 acc[4];
-    UNROLL
-    for (int t = 0; t < nt; t++)
-        acc[t] = _mm256_setzero_ps();
+    acc_zero(acc, nt);
     for (long b = 0; b < nb; b++, o += HR_QROWS * bb)
         rows_block(f, o, x, xs, b, nt, acc);
-    UNROLL
-    for (int t = 0; t < nt; t++)
-        _mm256_storeu_ps(out + HR_QROWS * t, acc[t]);
+    acc_store(out, acc, nt);
 }
 
 static void rows1_q4_0(const void *w, const void *x, size_t xs, long nb, float *out) {
@@ -146,9 +155,7 @@ TILE rows_qk_tile(int five, const void *tile, const void *x, size_t xs, long nb,
     const uint8_t *o = tile;
     const __m256i m4 = _mm256_set1_epi8(15), b4 = _mm256_set1_epi8(16);
     __m256 acc[4];
-    UNROLL
-    for (int t = 0; t < nt; t++)
-        acc[t] = _mm256_setzero_ps();
+    acc_zero(acc, nt);
     for (long sb = 0; sb < nb / 8; sb++, o += HR_QROWS * (five ? 176 : 144)) {
         const uint8_t *nib = o + 128 + (five ? 256 : 0);
         __m256i isum[4];
@@ -206,9 +213,7 @@ TILE rows_qk_tile(int five, const void *tile, const void *x, size_t xs, long nb,
             acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, xd), acc[t]);
         }
     }
-    UNROLL
-    for (int t = 0; t < nt; t++)
-        _mm256_storeu_ps(out + HR_QROWS * t, acc[t]);
+    acc_store(out, acc, nt);
 }
 
 /* Q6_K tile: per super-block, half h and half u of each sub-block, the 4 chunks of ql's low
@@ -221,9 +226,7 @@ TILE rows_q6_k_tile(const void *tile, const void *x, size_t xs, long nb, int nt,
     const uint8_t *o = tile;
     const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
     __m256 acc[4];
-    UNROLL
-    for (int t = 0; t < nt; t++)
-        acc[t] = _mm256_setzero_ps();
+    acc_zero(acc, nt);
     for (long sb = 0; sb < nb / 8; sb++, o += HR_QROWS * 210) {
         const uint8_t *ch = o + 144; /* the 48 chunks, 12 per quarter hu */
         __m256i isum[4];
@@ -273,9 +276,7 @@ TILE rows_q6_k_tile(const void *tile, const void *x, size_t xs, long nb, int nt,
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, xd), acc[t]);
         }
     }
-    UNROLL
-    for (int t = 0; t < nt; t++)
-        _mm256_storeu_ps(out + HR_QROWS * t, acc[t]);
+    acc_store(out, acc, nt);
 }
 
 static void rows1_q4_k(const void *w, const void *x, size_t xs, long nb, float *out) {

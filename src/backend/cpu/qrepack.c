@@ -116,36 +116,31 @@ static void q5_0_head_get(const uint8_t *o, int r, uint8_t *s) {
     memcpy(s + 2, &h, 4);
 }
 
-static void head_put(hr_dtype t, const uint8_t *s, uint8_t *o, int r) {
-    if (t == HR_Q4_K || t == HR_Q5_K)
-        q4_k_head_put(s, o, r);
-    else if (t == HR_Q6_K)
-        q6_k_head_put(s, o, r);
-    else if (t == HR_Q5_0)
-        q5_0_head_put(s, o, r);
-    else
-        memcpy(o + 2 * r, s, 2);
-}
+/* Q4_0 / Q8_0: row r's f16 scale at 2r; and back. */
+static void scale_put(const uint8_t *s, uint8_t *o, int r) { memcpy(o + 2 * r, s, 2); }
+static void scale_get(const uint8_t *o, int r, uint8_t *s) { memcpy(s, o + 2 * r, 2); }
 
-static void head_get(hr_dtype t, const uint8_t *o, int r, uint8_t *s) {
-    if (t == HR_Q4_K || t == HR_Q5_K)
-        q4_k_head_get(o, r, s);
-    else if (t == HR_Q6_K)
-        q6_k_head_get(o, r, s);
-    else if (t == HR_Q5_0)
-        q5_0_head_get(o, r, s);
-    else
-        memcpy(s, o + 2 * r, 2);
+typedef struct {
+    void (*put)(const uint8_t *s, uint8_t *o, int r); /* row r's GGUF head s into block o */
+    void (*get)(const uint8_t *o, int r, uint8_t *s); /* and back */
+} head_fns;
+
+static head_fns heads(hr_dtype t) {
+    if (t == HR_Q4_K || t == HR_Q5_K) return (head_fns){q4_k_head_put, q4_k_head_get};
+    if (t == HR_Q6_K) return (head_fns){q6_k_head_put, q6_k_head_get};
+    if (t == HR_Q5_0) return (head_fns){q5_0_head_put, q5_0_head_get};
+    return (head_fns){scale_put, scale_get};
 }
 
 static void repack_tile(hr_dtype t, const uint8_t *src, uint8_t *dst, int64_t nb) {
     int bb = hr_dtype_get(t)->block_bytes, head = head_bytes(t), c0 = code_start(t);
     uint8_t x = code_xor(t);
+    head_fns h = heads(t);
     for (int64_t b = 0; b < nb; b++) {
         uint8_t *o = dst + b * HR_QROWS * bb;
         for (int r = 0; r < HR_QROWS; r++) {
             const uint8_t *s = src + (r * nb + b) * bb;
-            head_put(t, s, o, r);
+            h.put(s, o, r);
             for (int j = 0; j < bb - head; j++)
                 o[code_at(t, r, j)] = s[c0 + j] ^ x;
         }
@@ -189,7 +184,7 @@ void hr_qrepack_block(const hr_tensor *w, int64_t row, int64_t blk, uint8_t *out
     int r = (int)(row % HR_QROWS);
     const uint8_t *o = base + ((row - r) * nb + blk * HR_QROWS) * bb;
     uint8_t x = code_xor(t);
-    head_get(t, o, r, out);
+    heads(t).get(o, r, out);
     for (int j = 0; j < bb - head; j++)
         out[c0 + j] = o[code_at(t, r, j)] ^ x;
 }
