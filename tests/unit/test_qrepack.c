@@ -1,10 +1,10 @@
-/* Repacked (row-interleaved) Q4_0 / Q8_0 / Q4_K weights (backend/cpu/qrepack.h): the layout reads
- * back block for block; every SIMD tile equals the plain C tile bit for bit, rows4 four
- * rows1; the backend's matmul of a repacked weight (rows % 8 != 0, K of 1, 2, 3 and 129 blocks)
- * equals the C tiles plus the row dots of the tail rows bit for bit, is batch invariant
- * across T, thread counts, column splits and row views, and stays within the 8-bit error bound of
- * the f32 matmul, at every instruction-set level; embed of a repacked table gives its dequantized
- * rows. */
+/* Repacked (row-interleaved) Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K weights
+ * (backend/cpu/qrepack.h): the layout reads back block for block; every SIMD tile equals the plain
+ * C tile bit for bit, rows4 four rows1; the backend's matmul of a repacked weight (rows % 8 != 0, K
+ * of 1, 2, 3 and 129 blocks) equals the C tiles plus the row dots of the tail rows bit for bit, is
+ * batch invariant across T, thread counts, column splits and row views, and stays within the 8-bit
+ * error bound of the f32 matmul, at every instruction-set level; embed of a repacked table gives
+ * its dequantized rows. */
 #include "backend/backend.h"
 #include "backend/cpu/matmul_quant.h"
 #include "backend/cpu/qdot.h"
@@ -15,11 +15,12 @@
 #include "tensor/quant.h"
 #include "tensor/view.h"
 
-enum { N_TYPES = 3 };
-static const hr_dtype types[N_TYPES] = {HR_Q4_0, HR_Q8_0, HR_Q4_K};
-/* K per type: 1, 2, 3 and 129 blocks */
-static const long Ks[N_TYPES][4] = {
-    {32, 64, 96, 4096 + 32}, {32, 64, 96, 4096 + 32}, {256, 512, 768, 4096 + 256}};
+enum { N_TYPES = 6 };
+static const hr_dtype types[N_TYPES] = {HR_Q4_0, HR_Q5_0, HR_Q8_0, HR_Q4_K, HR_Q5_K, HR_Q6_K};
+/* K per type: 1, 2, 3 and 129 blocks (the K-quants: 1, 2, 3 and 17 super-blocks) */
+static const long Ks[N_TYPES][4] = {{32, 64, 96, 4096 + 32},     {32, 64, 96, 4096 + 32},
+                                    {32, 64, 96, 4096 + 32},     {256, 512, 768, 4096 + 256},
+                                    {256, 512, 768, 4096 + 256}, {256, 512, 768, 4096 + 256}};
 
 static unsigned rng = 7;
 static unsigned rnd(void) {
@@ -28,9 +29,11 @@ static unsigned rnd(void) {
 }
 static float frand(void) { return (float)(rnd() & 0xffff) / 32768.0f - 1.0f; }
 
-/* n elements of random blocks of t with scales in [-0.05, 0.05]. */
+/* n elements of random blocks of t with f16 scales in [-0.05, 0.05] (Q4_K / Q5_K: d, dmin;
+ * Q6_K's d at 208). */
 static uint8_t *random_blocks(hr_dtype t, long n) {
-    int bb = hr_dtype_get(t)->block_bytes, scales = t == HR_Q4_K ? 2 : 1; /* Q4_K: d, dmin */
+    int bb = hr_dtype_get(t)->block_bytes, scales = t == HR_Q4_K || t == HR_Q5_K ? 2 : 1;
+    int at = t == HR_Q6_K ? 208 : 0;
     long nb = n / hr_dtype_get(t)->block;
     uint8_t *b = malloc((size_t)(nb * bb));
     for (long i = 0; i < nb * bb; i++)
@@ -38,7 +41,7 @@ static uint8_t *random_blocks(hr_dtype t, long n) {
     for (long i = 0; i < nb; i++)
         for (int j = 0; j < scales; j++) {
             uint16_t h = hr_f32_to_f16(frand() * 0.05f);
-            memcpy(b + i * bb + 2 * j, &h, 2);
+            memcpy(b + i * bb + at + 2 * j, &h, 2);
         }
     return b;
 }
@@ -57,7 +60,7 @@ static void test_block_roundtrip(void) {
         long N = 8 * 5 + 3, K = Ks[i][2], nb = K / hr_dtype_get(t)->block;
         int bb = hr_dtype_get(t)->block_bytes;
         size_t bytes = hr_dtype_bytes(t, N * K);
-        uint8_t *src = random_blocks(t, N * K), *a = malloc(bytes), *b = malloc(bytes), blk[144];
+        uint8_t *src = random_blocks(t, N * K), *a = malloc(bytes), *b = malloc(bytes), blk[256];
         hr_qrepack(NULL, t, src, a, N, K);
         hr_qrepack(pool, t, src, b, N, K);
         HR_CHECK(!memcmp(a, b, bytes), "%s: repacked on the pool differs", hr_dtype_name(t));
@@ -147,6 +150,20 @@ static void reference(float *y, const float *x, const hr_tensor *dev, int T) {
     free(xq);
 }
 
+/* y[T, N] through the unrepacked path: this level's row dot of every row of the row-major
+ * weight wq. */
+static void row_dots(float *y, const float *x, const uint8_t *wq, hr_dtype t, long N, long K,
+                     int T) {
+    size_t xs = hr_qx_row_bytes(K), rb = hr_dtype_bytes(t, K);
+    char *xq = aligned_alloc(64, xs);
+    for (int r = 0; r < T; r++) {
+        hr_qx_quantize(t, x + r * K, xq, K);
+        for (long n = 0; n < N; n++)
+            y[r * N + n] = hr_cpu_qdots_get()->dot[t](wq + n * rb, xq, K / 32);
+    }
+    free(xq);
+}
+
 /* Columns of y split at odd places over hr_qmm_cols equal the matmul's. */
 static int split_matches(hr_backend *be, const hr_tensor *w, const float *x, int T,
                          const float *want) {
@@ -184,6 +201,8 @@ static void check_matmul(hr_backend *be, hr_dtype t, long K, int first, float *y
     hr_dequant_row(t, wq, wf, N * K);
     for (long i = 0; i < MAX_T * K; i++)
         x[i] = frand();
+    float *yr = malloc(sizeof(float) * 5 * (size_t)N);
+    row_dots(yr, x, wq, t, N, K, 5); /* before upload drops wq's pages */
     hr_tensor hq = {.data = wq, .dtype = t, .ndim = 2, .shape = {N, K}}, dq;
     /* upload drops the source pages of what it copies: the f32 weight goes from a copy */
     float *wf_up = malloc(sizeof(float) * (size_t)(N * K));
@@ -199,8 +218,10 @@ static void check_matmul(hr_backend *be, hr_dtype t, long K, int first, float *y
         reference(y, x, &dq, 5);
         HR_CHECK(!memcmp(y, y1, sizeof(float) * 5 * (size_t)N), "%s K=%ld: not the C tiles", name,
                  K);
+        float err = hr_test_quant_err(y1, yr, wf, x, 5, N, K);
+        HR_CHECK(err < 1e-6f, "%s K=%ld: %g from the row dots (float rounding only)", name, K, err);
         be->vt->matmul(be, y, x, &df, NULL, 5);
-        float err = hr_test_quant_err(y1, y, wf, x, 5, N, K);
+        err = hr_test_quant_err(y1, y, wf, x, 5, N, K);
         HR_CHECK(err < 1.0f / 127, "%s K=%ld: error %g", name, K, err);
         HR_CHECK(split_matches(be, &dq, x, 5, y1), "%s K=%ld: columns split at odd places", name,
                  K);
@@ -229,6 +250,7 @@ static void check_matmul(hr_backend *be, hr_dtype t, long K, int first, float *y
     free(x);
     free(y1);
     free(y);
+    free(yr);
 }
 
 static void test_matmul_repacked(void) {
@@ -268,28 +290,36 @@ static void test_matmul_levels(void) {
     hr_cpu_set_level(saved);
 }
 
-static void test_embed_repacked(void) {
+/* embed of a repacked table of type t gives its dequantized rows. */
+static void check_embed(hr_dtype t) {
     hr_backend *be = backend(2);
-    long D = 1024, V = rows_for(HR_Q4_0, D);
-    uint8_t *q = random_blocks(HR_Q4_0, V * D);
+    long D = 1024, V = rows_for(t, D);
+    uint8_t *q = random_blocks(t, V * D);
     float *ref = malloc(sizeof(float) * (size_t)(V * D)), *y = malloc(sizeof(float) * 3 * D);
-    hr_dequant_row(HR_Q4_0, q, ref, V * D);
-    hr_tensor host = {.data = q, .dtype = HR_Q4_0, .ndim = 2, .shape = {V, D}}, dev;
+    hr_dequant_row(t, q, ref, V * D);
+    hr_tensor host = {.data = q, .dtype = t, .ndim = 2, .shape = {V, D}}, dev;
     HR_CHECK_OK(be->vt->upload(be, &host, &dev));
-    HR_CHECK(dev.row_tile == HR_QROWS, "the table was not repacked");
+    HR_CHECK(dev.row_tile == HR_QROWS, "the %s table was not repacked", hr_dtype_name(t));
     int32_t tok[3] = {13, 0, (int32_t)V - 1}, zero[3] = {0};
     hr_step_meta meta = {.n_tokens = 3, .n_rows = 1, .tokens = tok, .pos = zero, .row = zero};
     HR_CHECK_OK(be->vt->step_begin(be, &meta));
     be->vt->embed(be, y, &dev, 1.0f);
     int ok = 1;
-    for (int t = 0; t < 3; t++)
-        ok &= !memcmp(y + t * D, ref + tok[t] * D, sizeof(float) * (size_t)D);
+    for (int i = 0; i < 3; i++)
+        ok &= !memcmp(y + i * D, ref + tok[i] * D, sizeof(float) * (size_t)D);
     be->vt->release(be, &dev);
     free(q);
     free(ref);
     free(y);
     hr_backend_destroy(be);
-    HR_CHECK(ok, "embed of a repacked Q4_0 table differs from its dequantized rows");
+    HR_CHECK(ok, "embed of a repacked %s table differs from its dequantized rows",
+             hr_dtype_name(t));
+}
+
+/* Q4_0 and Q6_K (the tied table of Q4_K_M / Q5_K_M / Q6_K files). */
+static void test_embed_repacked(void) {
+    check_embed(HR_Q4_0);
+    check_embed(HR_Q6_K);
 }
 
 int main(void) {

@@ -57,7 +57,7 @@ typedef struct {
     const char *name;
     hr_qdot_fn dot[HR_DTYPE_COUNT];    /* NULL: the type multiplies through dequantized f32 rows */
     hr_qdot4_fn dot4[HR_DTYPE_COUNT];  /* NULL: four calls of dot */
-    hr_qrows_fn rows1[HR_DTYPE_COUNT]; /* the repacked types (Q4_0, Q8_0, Q4_K): one token */
+    hr_qrows_fn rows1[HR_DTYPE_COUNT]; /* the repacked types (qrepack.h): one token */
     hr_qrows_fn rows4[HR_DTYPE_COUNT]; /* and four; NULL: four calls of rows1 */
     /* hr_qx_quantize, bit for bit */
     void (*quantize)(hr_dtype t, const float *x, void *out, long K);
@@ -66,8 +66,11 @@ typedef struct {
 extern const hr_cpu_qdots hr_cpu_qdots_ref;
 /* The plain C repacked tiles (qdot_rows_ref.c), the definition the SIMD ones match. */
 void hr_qrows_ref_q4_0(const void *tile, const void *x, size_t xs, long nb, float *out);
+void hr_qrows_ref_q5_0(const void *tile, const void *x, size_t xs, long nb, float *out);
 void hr_qrows_ref_q8_0(const void *tile, const void *x, size_t xs, long nb, float *out);
 void hr_qrows_ref_q4_k(const void *tile, const void *x, size_t xs, long nb, float *out);
+void hr_qrows_ref_q5_k(const void *tile, const void *x, size_t xs, long nb, float *out);
+void hr_qrows_ref_q6_k(const void *tile, const void *x, size_t xs, long nb, float *out);
 extern const hr_cpu_qdots hr_cpu_qdots_avx2;
 extern const hr_cpu_qdots hr_cpu_qdots_vnni;
 

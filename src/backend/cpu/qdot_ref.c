@@ -166,7 +166,12 @@ const hr_cpu_qdots hr_cpu_qdots_ref = {
      [HR_Q5_K] = dot_q5_k,
      [HR_Q6_K] = dot_q6_k},
     {0}, /* four tokens are four dots */
-    {[HR_Q8_0] = hr_qrows_ref_q8_0, [HR_Q4_0] = hr_qrows_ref_q4_0, [HR_Q4_K] = hr_qrows_ref_q4_k},
+    {[HR_Q8_0] = hr_qrows_ref_q8_0,
+     [HR_Q4_0] = hr_qrows_ref_q4_0,
+     [HR_Q5_0] = hr_qrows_ref_q5_0,
+     [HR_Q4_K] = hr_qrows_ref_q4_k,
+     [HR_Q5_K] = hr_qrows_ref_q5_k,
+     [HR_Q6_K] = hr_qrows_ref_q6_k},
     {0},
     hr_qx_quantize,
 };

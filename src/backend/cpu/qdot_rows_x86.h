@@ -2,11 +2,13 @@
  * and AVX-512 VNNI): 8 rows' block b in one stream, each token's x word broadcast to the 8 rows'
  * lanes, so lane r of the integer sums is row r's dot and one convert and one FMA per block
  * scale all 8 rows. Q4_0: unsigned nibbles times x (vpdpbusd, or maddubs + madd), the -8
- * offsets as -8 sum(x) the sum's start. Q8_0 (codes kept XOR 0x80): with VNNI the unsigned
- * codes times x less 128 sum(x); on AVX2, whose maddubs would saturate on unsigned bytes up
- * to 255, the signed codes back and the sign trick. Q4_K: see its tile. Either way the same
- * integers as qdot_rows_ref.c, then the same float operations in the same order: bit for bit the C
- * tile, and a token's lanes the same whatever the other tokens of rows4 are. */
+ * offsets as -8 sum(x) the sum's start; Q5_0 the same with its fifth bits or-ed in (a
+ * shift and a mask per vector, qh re-laid for it) and -16 sum(x). Q8_0 (codes kept XOR 0x80): with
+ * VNNI the unsigned codes times x less 128 sum(x); on AVX2, whose maddubs would saturate on
+ * unsigned bytes up to 255, the signed codes back and the sign trick. Q4_K / Q5_K / Q6_K: see their
+ * tiles. Either way the same integers as qdot_rows_ref.c, then the same float operations in the
+ * same order: bit for bit the C tile, and a token's lanes the same whatever the other tokens of
+ * rows4 are. */
 #include "backend/cpu/qrepack.h"
 
 /* Token x's 4-byte word at p in all 8 lanes. */
@@ -26,15 +28,36 @@ static inline __m256i dot_q8u(__m256i acc, __m256i wu, __m256i x) {
 }
 #endif
 
-/* Block b of a tile (o: its bytes) times the nt tokens into acc[t]. */
+/* A tile's nt token accumulators (8 rows in 8 lanes each) zeroed, and stored at out + 8 t. */
+TILE acc_zero(__m256 *acc, int nt) {
+    UNROLL
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm256_setzero_ps();
+}
+
+TILE acc_store(float *out, const __m256 *acc, int nt) {
+    UNROLL
+    for (int t = 0; t < nt; t++)
+        _mm256_storeu_ps(out + HR_QROWS * t, acc[t]);
+}
+
+/* Q5_0's fifth bits of code vector v (elements 4v + k: bit 8k + v of each lane's re-laid
+ * qh, qrepack.h) at bit 4 of each byte. */
+static inline __m256i q5_0_bits(__m256i qh, int v) {
+    __m256i b = v <= 4 ? _mm256_slli_epi32(qh, 4 - v) : _mm256_srli_epi32(qh, v - 4);
+    return _mm256_and_si256(b, _mm256_set1_epi8(16));
+}
+
+/* Block b of a tile (o: its bytes; f: Q8_0_F, Q4_0_F or Q5_0_F) times the nt tokens into
+ * acc[t]. */
 static inline __attribute__((always_inline)) void
-rows_block(int q8, const uint8_t *o, const void *x, size_t xs, long b, int nt, __m256 *acc) {
+rows_block(int f, const uint8_t *o, const void *x, size_t xs, long b, int nt, __m256 *acc) {
     __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o));
-    const uint8_t *codes = o + 2 * HR_QROWS;
+    const uint8_t *codes = o + 2 * HR_QROWS + (f == Q5_0_F ? 32 : 0);
     const __m256i m4 = _mm256_set1_epi8(15);
     __m256i v[8];
     int i = (int)(b % 8);
-    if (q8) {
+    if (f == Q8_0_F) {
         UNROLL
         for (int c = 0; c < 8; c++)
             v[c] = load32(codes + 32 * c);
@@ -45,13 +68,19 @@ rows_block(int q8, const uint8_t *o, const void *x, size_t xs, long b, int nt, _
             v[c] = _mm256_and_si256(p, m4);
             v[c + 4] = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
         }
+        if (f == Q5_0_F) {
+            __m256i qh = load32(o + 2 * HR_QROWS);
+            UNROLL
+            for (int c = 0; c < 8; c++)
+                v[c] = _mm256_or_si256(v[c], q5_0_bits(qh, c));
+        }
     }
     UNROLL
     for (int t = 0; t < nt; t++) {
         const hr_q8x *g = (const hr_q8x *)token(x, xs, t) + b / 8;
-        const int8_t *xq = g->q + hr_q8x_pos(!q8, i, 0);
+        const int8_t *xq = g->q + hr_q8x_pos(f != Q8_0_F, i, 0);
         __m256i a0, a1 = _mm256_setzero_si256();
-        if (q8) {
+        if (f == Q8_0_F) {
             a0 = _mm256_set1_epi32(-Q8U_OFFSET * g->sum[i]);
             UNROLL
             for (int c = 0; c < 8; c += 2) {
@@ -59,7 +88,7 @@ rows_block(int q8, const uint8_t *o, const void *x, size_t xs, long b, int nt, _
                 a1 = dot_q8u(a1, v[c + 1], bcast4(xq + 4 * c + 4));
             }
         } else {
-            a0 = _mm256_set1_epi32(-8 * g->sum[i]);
+            a0 = _mm256_set1_epi32(-(f == Q5_0_F ? 16 : 8) * g->sum[i]);
             UNROLL
             for (int c = 0; c < 4; c++) {
                 a0 = dot_usa(a0, v[c], bcast4(xq + 4 * c));
@@ -71,31 +100,33 @@ rows_block(int q8, const uint8_t *o, const void *x, size_t xs, long b, int nt, _
     }
 }
 
-TILE rows_tile(int q8, const void *tile, const void *x, size_t xs, long nb, int nt, float *out) {
+TILE rows_tile(int f, const void *tile, const void *x, size_t xs, long nb, int nt, float *out) {
     const uint8_t *o = tile;
-    int bb = q8 ? 34 : 18;
+    int bb = block_bytes(f);
     __m256 acc[4];
-    UNROLL
-    for (int t = 0; t < nt; t++)
-        acc[t] = _mm256_setzero_ps();
+    acc_zero(acc, nt);
     for (long b = 0; b < nb; b++, o += HR_QROWS * bb)
-        rows_block(q8, o, x, xs, b, nt, acc);
-    UNROLL
-    for (int t = 0; t < nt; t++)
-        _mm256_storeu_ps(out + HR_QROWS * t, acc[t]);
+        rows_block(f, o, x, xs, b, nt, acc);
+    acc_store(out, acc, nt);
 }
 
 static void rows1_q4_0(const void *w, const void *x, size_t xs, long nb, float *out) {
-    rows_tile(0, w, x, 0, nb, 1, out);
+    rows_tile(Q4_0_F, w, x, 0, nb, 1, out);
 }
 static void rows4_q4_0(const void *w, const void *x, size_t xs, long nb, float *out) {
-    rows_tile(0, w, x, xs, nb, 4, out);
+    rows_tile(Q4_0_F, w, x, xs, nb, 4, out);
+}
+static void rows1_q5_0(const void *w, const void *x, size_t xs, long nb, float *out) {
+    rows_tile(Q5_0_F, w, x, 0, nb, 1, out);
+}
+static void rows4_q5_0(const void *w, const void *x, size_t xs, long nb, float *out) {
+    rows_tile(Q5_0_F, w, x, xs, nb, 4, out);
 }
 static void rows1_q8_0(const void *w, const void *x, size_t xs, long nb, float *out) {
-    rows_tile(1, w, x, 0, nb, 1, out);
+    rows_tile(Q8_0_F, w, x, 0, nb, 1, out);
 }
 static void rows4_q8_0(const void *w, const void *x, size_t xs, long nb, float *out) {
-    rows_tile(1, w, x, xs, nb, 4, out);
+    rows_tile(Q8_0_F, w, x, xs, nb, 4, out);
 }
 
 /* Q4_K's 8 rows' 6-bit scales of sub-block j (int32 lanes) from a repacked super-block h. */
@@ -115,18 +146,18 @@ static inline __m256i q4_k_rows_min(const uint8_t *h, int j) {
     return _mm256_or_si256(lo, _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(15)), 2));
 }
 
-/* Q4_K tile: per super-block, sub-block pair q's 8 chunks of nibbles decoded once (low:
- * sub-block 2q, high: 2q + 1), each token's code dots (8 rows in 8 lanes) times the
- * sub-blocks' scales (vpmulld) summed in integers, the mins times x's sums per 32 likewise;
- * then the qdot_rows_ref.c float steps. */
-TILE rows_q4_k_tile(const void *tile, const void *x, size_t xs, long nb, int nt, float *out) {
+/* Q4_K / Q5_K tile: per super-block, sub-block pair q's 8 chunks of nibbles decoded once
+ * (low: sub-block 2q, high: 2q + 1; Q5_K's fifth bits from its 8 chunks of qh), each token's
+ * code dots (8 rows in 8 lanes) times the sub-blocks' scales (vpmulld) summed in integers,
+ * the mins times x's sums per 32 likewise; then the qdot_rows_ref.c float steps. */
+TILE rows_qk_tile(int five, const void *tile, const void *x, size_t xs, long nb, int nt,
+                  float *out) {
     const uint8_t *o = tile;
-    const __m256i m4 = _mm256_set1_epi8(15);
+    const __m256i m4 = _mm256_set1_epi8(15), b4 = _mm256_set1_epi8(16);
     __m256 acc[4];
-    UNROLL
-    for (int t = 0; t < nt; t++)
-        acc[t] = _mm256_setzero_ps();
-    for (long sb = 0; sb < nb / 8; sb++, o += HR_QROWS * 144) {
+    acc_zero(acc, nt);
+    for (long sb = 0; sb < nb / 8; sb++, o += HR_QROWS * (five ? 176 : 144)) {
+        const uint8_t *nib = o + 128 + (five ? 256 : 0);
         __m256i isum[4];
         UNROLL
         for (int t = 0; t < nt; t++)
@@ -135,9 +166,19 @@ TILE rows_q4_k_tile(const void *tile, const void *x, size_t xs, long nb, int nt,
             __m256i lo[8], hi[8];
             UNROLL
             for (int c = 0; c < 8; c++) {
-                __m256i p = load32(o + 128 + 32 * (8 * q + c));
+                __m256i p = load32(nib + 32 * (8 * q + c));
                 lo[c] = _mm256_and_si256(p, m4);
                 hi[c] = _mm256_and_si256(_mm256_srli_epi16(p, 4), m4);
+                if (five) {
+                    __m256i hb = load32(o + 128 + 32 * c);
+                    __m256i hl = q == 2  ? hb
+                                 : q < 2 ? _mm256_slli_epi16(hb, 4 - 2 * q)
+                                         : _mm256_srli_epi16(hb, 2);
+                    __m256i hh =
+                        q < 2 ? _mm256_slli_epi16(hb, 3 - 2 * q) : _mm256_srli_epi16(hb, 2 * q - 3);
+                    lo[c] = _mm256_or_si256(lo[c], _mm256_and_si256(hl, b4));
+                    hi[c] = _mm256_or_si256(hi[c], _mm256_and_si256(hh, b4));
+                }
             }
             __m256i sl = q4_k_rows_sc(o, 2 * q), sh = q4_k_rows_sc(o, 2 * q + 1);
             UNROLL
@@ -172,14 +213,87 @@ TILE rows_q4_k_tile(const void *tile, const void *x, size_t xs, long nb, int nt,
             acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, xd), acc[t]);
         }
     }
-    UNROLL
-    for (int t = 0; t < nt; t++)
-        _mm256_storeu_ps(out + HR_QROWS * t, acc[t]);
+    acc_store(out, acc, nt);
+}
+
+/* Q6_K tile: per super-block, half h and half u of each sub-block, the 4 chunks of ql's low
+ * nibbles (sub-blocks 4h, 4h + 1), their high ones (4h + 2, 4h + 3) and qh's 2-bit pairs
+ * decoded once into 16 vectors of 6-bit codes; per token and 16-element sub-block k, the
+ * integer sum starts at -32 times x's sum per 16, takes 4 vpdpbusd of codes times broadcast
+ * x words and is multiplied by the 8 rows' int8 scales of k (vpmulld); one FMA by d x_d per
+ * super-block, as qdot_rows_ref.c. */
+TILE rows_q6_k_tile(const void *tile, const void *x, size_t xs, long nb, int nt, float *out) {
+    const uint8_t *o = tile;
+    const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
+    __m256 acc[4];
+    acc_zero(acc, nt);
+    for (long sb = 0; sb < nb / 8; sb++, o += HR_QROWS * 210) {
+        const uint8_t *ch = o + 144; /* the 48 chunks, 12 per quarter hu */
+        __m256i isum[4];
+        UNROLL
+        for (int t = 0; t < nt; t++)
+            isum[t] = _mm256_setzero_si256();
+        for (int hu = 0; hu < 4; hu++) {
+            int h = hu / 2, u = hu % 2;
+            __m256i q[4][4], sc[4];
+            const uint8_t *g = ch + 384 * hu; /* ql p = 0, p = 1, qh: 4 chunks each */
+            UNROLL
+            for (int c = 0; c < 4; c++) {
+                __m256i l0 = load32(g + 32 * c), l1 = load32(g + 128 + 32 * c),
+                        hb = load32(g + 256 + 32 * c);
+                q[0][c] = _mm256_or_si256(_mm256_and_si256(l0, m4),
+                                          _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+                q[1][c] = _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                          _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+                q[2][c] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                          _mm256_and_si256(hb, m30));
+                q[3][c] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                          _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+            }
+            UNROLL
+            for (int s = 0; s < 4; s++)
+                sc[s] = _mm256_cvtepi8_epi32(
+                    _mm_loadl_epi64((const __m128i *)(o + 16 + 8 * (2 * (4 * h + s) + u))));
+            UNROLL
+            for (int t = 0; t < nt; t++) {
+                const hr_q8k *xk = (const hr_q8k *)token(x, xs, t) + sb;
+                UNROLL
+                for (int s = 0; s < 4; s++) {
+                    int j = 4 * h + s;
+                    const int8_t *xq = xk->q + 32 * j + 16 * u;
+                    __m256i a = _mm256_set1_epi32(-32 * xk->s16[2 * j + u]);
+                    UNROLL
+                    for (int c = 0; c < 4; c++)
+                        a = dot_usa(a, q[s][c], bcast4(xq + 4 * c));
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(a, sc[s]));
+                }
+            }
+        }
+        __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o));
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            __m256 xd = _mm256_set1_ps(((const hr_q8k *)token(x, xs, t) + sb)->d);
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, xd), acc[t]);
+        }
+    }
+    acc_store(out, acc, nt);
 }
 
 static void rows1_q4_k(const void *w, const void *x, size_t xs, long nb, float *out) {
-    rows_q4_k_tile(w, x, 0, nb, 1, out);
+    rows_qk_tile(0, w, x, 0, nb, 1, out);
 }
 static void rows4_q4_k(const void *w, const void *x, size_t xs, long nb, float *out) {
-    rows_q4_k_tile(w, x, xs, nb, 4, out);
+    rows_qk_tile(0, w, x, xs, nb, 4, out);
+}
+static void rows1_q5_k(const void *w, const void *x, size_t xs, long nb, float *out) {
+    rows_qk_tile(1, w, x, 0, nb, 1, out);
+}
+static void rows4_q5_k(const void *w, const void *x, size_t xs, long nb, float *out) {
+    rows_qk_tile(1, w, x, xs, nb, 4, out);
+}
+static void rows1_q6_k(const void *w, const void *x, size_t xs, long nb, float *out) {
+    rows_q6_k_tile(w, x, 0, nb, 1, out);
+}
+static void rows4_q6_k(const void *w, const void *x, size_t xs, long nb, float *out) {
+    rows_q6_k_tile(w, x, xs, nb, 4, out);
 }

@@ -425,6 +425,9 @@ QDOT_PAIR(q6_k)
                [HR_Q4_K] = dot_q4_k, [HR_Q5_K] = dot_q5_k, [HR_Q6_K] = dot_q6_k},                  \
             {[HR_Q8_0] = dot4_q8_0, [HR_Q4_0] = dot4_q4_0, [HR_Q5_0] = dot4_q5_0,                  \
              [HR_Q4_K] = dot4_q4_k, [HR_Q5_K] = dot4_q5_k, [HR_Q6_K] = dot4_q6_k},                 \
-            {[HR_Q8_0] = rows1_q8_0, [HR_Q4_0] = rows1_q4_0, [HR_Q4_K] = rows1_q4_k},              \
-            {[HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0, [HR_Q4_K] = rows4_q4_k}, quantize_x   \
+            {[HR_Q8_0] = rows1_q8_0, [HR_Q4_0] = rows1_q4_0, [HR_Q5_0] = rows1_q5_0,               \
+             [HR_Q4_K] = rows1_q4_k, [HR_Q5_K] = rows1_q5_k, [HR_Q6_K] = rows1_q6_k},              \
+            {[HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0, [HR_Q5_0] = rows4_q5_0,               \
+             [HR_Q4_K] = rows4_q4_k, [HR_Q5_K] = rows4_q5_k, [HR_Q6_K] = rows4_q6_k},              \
+            quantize_x                                                                             \
     }

@@ -1,5 +1,5 @@
-/* Repacking Q4_0 / Q8_0 / Q4_K weights into tiles of HR_QROWS interleaved rows, and reading
- * one block of a repacked weight back in its GGUF form (layout: qrepack.h). */
+/* Repacking Q4_0 / Q5_0 / Q8_0 / Q4_K / Q5_K / Q6_K weights into tiles of HR_QROWS interleaved
+ * rows, and reading one block of a repacked weight back in its GGUF form (layout: qrepack.h). */
 #include "backend/cpu/qrepack.h"
 
 #include <string.h>
@@ -7,18 +7,26 @@
 #include "tensor/dtype.h"
 
 int hr_qrepack_fits(hr_dtype t, int ndim, int64_t N) {
-    return (t == HR_Q4_0 || t == HR_Q8_0 || t == HR_Q4_K) && ndim == 2 && N >= HR_QROWS;
+    return (t == HR_Q4_0 || t == HR_Q5_0 || t == HR_Q8_0 || t == HR_Q4_K || t == HR_Q5_K ||
+            t == HR_Q6_K) &&
+           ndim == 2 && N >= HR_QROWS;
 }
 
 /* The code bytes' XOR: Q8_0's signed codes are kept as unsigned ones. */
 static uint8_t code_xor(hr_dtype t) { return t == HR_Q8_0 ? 0x80 : 0; }
 
 /* Bytes of a block's head (its scales) per row; the codes follow the 8 rows' heads. */
-static int head_bytes(hr_dtype t) { return t == HR_Q4_K ? 16 : 2; }
+static int head_bytes(hr_dtype t) {
+    return t == HR_Q4_K || t == HR_Q5_K ? 16 : t == HR_Q6_K ? 18 : t == HR_Q5_0 ? 6 : 2;
+}
+
+/* Where a GGUF block's code bytes start: after its head, but Q6_K's head comes last. */
+static int code_start(hr_dtype t) { return t == HR_Q6_K ? 0 : head_bytes(t); }
 
 /* Offset within a repacked block of row r's code byte j (after the 8 rows' heads). */
 static size_t code_at(hr_dtype t, int r, int j) {
-    return (size_t)(head_bytes(t) * HR_QROWS) + 32 * (size_t)(j / 4) + 4 * r + j % 4;
+    int c = t == HR_Q6_K ? hr_q6_k_chunk(j / 4) : j / 4;
+    return (size_t)(head_bytes(t) * HR_QROWS) + 32 * (size_t)c + 4 * r + j % 4;
 }
 
 /* Q4_K's 6-bit scale and min of sub-block j from the 12 GGUF scale bytes s. */
@@ -58,19 +66,83 @@ static void q4_k_head_get(const uint8_t *o, int r, uint8_t *s) {
     }
 }
 
+/* Row r's Q6_K head (the 16 int8 scales at 192, d at 208 of GGUF block s) into a repacked
+ * block o: d at 2r, scale k at 16 + 8k + r; and back. */
+static void q6_k_head_put(const uint8_t *s, uint8_t *o, int r) {
+    memcpy(o + 2 * r, s + 208, 2);
+    for (int k = 0; k < 16; k++)
+        o[16 + 8 * k + r] = s[192 + k];
+}
+
+static void q6_k_head_get(const uint8_t *o, int r, uint8_t *s) {
+    memcpy(s + 208, o + 2 * r, 2);
+    for (int k = 0; k < 16; k++)
+        s[192 + k] = o[16 + 8 * k + r];
+}
+
+/* Q5_0's fifth bits: bit 4v + k of qh (element 4v + k) to bit 8k + v, so that byte k of
+ * code vector v (elements 4v + k, qdot_rows_x86.h) finds its bit at v; and back. */
+static uint32_t q5_0_qh_put(uint32_t h) {
+    uint32_t o = 0;
+    for (int v = 0; v < 8; v++)
+        for (int k = 0; k < 4; k++)
+            o |= (h >> (4 * v + k) & 1) << (8 * k + v);
+    return o;
+}
+
+static uint32_t q5_0_qh_get(uint32_t o) {
+    uint32_t h = 0;
+    for (int v = 0; v < 8; v++)
+        for (int k = 0; k < 4; k++)
+            h |= (o >> (8 * k + v) & 1) << (4 * v + k);
+    return h;
+}
+
+/* Row r's Q5_0 head (d, qh) into a repacked block o: d at 2r, qh's bits re-laid at 16 + 4r;
+ * and back. */
+static void q5_0_head_put(const uint8_t *s, uint8_t *o, int r) {
+    uint32_t h;
+    memcpy(o + 2 * r, s, 2);
+    memcpy(&h, s + 2, 4);
+    h = q5_0_qh_put(h);
+    memcpy(o + 16 + 4 * r, &h, 4);
+}
+
+static void q5_0_head_get(const uint8_t *o, int r, uint8_t *s) {
+    uint32_t h;
+    memcpy(s, o + 2 * r, 2);
+    memcpy(&h, o + 16 + 4 * r, 4);
+    h = q5_0_qh_get(h);
+    memcpy(s + 2, &h, 4);
+}
+
+/* Q4_0 / Q8_0: row r's f16 scale at 2r; and back. */
+static void scale_put(const uint8_t *s, uint8_t *o, int r) { memcpy(o + 2 * r, s, 2); }
+static void scale_get(const uint8_t *o, int r, uint8_t *s) { memcpy(s, o + 2 * r, 2); }
+
+typedef struct {
+    void (*put)(const uint8_t *s, uint8_t *o, int r); /* row r's GGUF head s into block o */
+    void (*get)(const uint8_t *o, int r, uint8_t *s); /* and back */
+} head_fns;
+
+static head_fns heads(hr_dtype t) {
+    if (t == HR_Q4_K || t == HR_Q5_K) return (head_fns){q4_k_head_put, q4_k_head_get};
+    if (t == HR_Q6_K) return (head_fns){q6_k_head_put, q6_k_head_get};
+    if (t == HR_Q5_0) return (head_fns){q5_0_head_put, q5_0_head_get};
+    return (head_fns){scale_put, scale_get};
+}
+
 static void repack_tile(hr_dtype t, const uint8_t *src, uint8_t *dst, int64_t nb) {
-    int bb = hr_dtype_get(t)->block_bytes, head = head_bytes(t);
+    int bb = hr_dtype_get(t)->block_bytes, head = head_bytes(t), c0 = code_start(t);
     uint8_t x = code_xor(t);
+    head_fns h = heads(t);
     for (int64_t b = 0; b < nb; b++) {
         uint8_t *o = dst + b * HR_QROWS * bb;
         for (int r = 0; r < HR_QROWS; r++) {
             const uint8_t *s = src + (r * nb + b) * bb;
-            if (t == HR_Q4_K)
-                q4_k_head_put(s, o, r);
-            else
-                memcpy(o + 2 * r, s, 2);
+            h.put(s, o, r);
             for (int j = 0; j < bb - head; j++)
-                o[code_at(t, r, j)] = s[head + j] ^ x;
+                o[code_at(t, r, j)] = s[c0 + j] ^ x;
         }
     }
 }
@@ -102,7 +174,7 @@ void hr_qrepack(hr_pool *pool, hr_dtype t, const void *src, void *dst, int64_t N
 
 void hr_qrepack_block(const hr_tensor *w, int64_t row, int64_t blk, uint8_t *out) {
     hr_dtype t = w->dtype;
-    int bb = hr_dtype_get(t)->block_bytes, head = head_bytes(t);
+    int bb = hr_dtype_get(t)->block_bytes, head = head_bytes(t), c0 = code_start(t);
     int64_t nb = w->shape[1] / hr_dtype_get(t)->block;
     const uint8_t *base = w->data;
     if (!w->row_tile || row >= w->shape[0] / HR_QROWS * HR_QROWS) {
@@ -112,10 +184,7 @@ void hr_qrepack_block(const hr_tensor *w, int64_t row, int64_t blk, uint8_t *out
     int r = (int)(row % HR_QROWS);
     const uint8_t *o = base + ((row - r) * nb + blk * HR_QROWS) * bb;
     uint8_t x = code_xor(t);
-    if (t == HR_Q4_K)
-        q4_k_head_get(o, r, out);
-    else
-        memcpy(out, o + 2 * r, 2);
+    heads(t).get(o, r, out);
     for (int j = 0; j < bb - head; j++)
-        out[head + j] = o[code_at(t, r, j)] ^ x;
+        out[c0 + j] = o[code_at(t, r, j)] ^ x;
 }
