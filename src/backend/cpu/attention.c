@@ -56,34 +56,35 @@ static int first_visible(const hr_attn_params *p, int pq) {
 
 /* One query's online-softmax step over the raw scores s of positions [j0, j0 + nj): scales,
  * caps and masks them, rescales the running output o when the maximum grows, and leaves
- * exp(score - max) in s (0 where masked). */
+ * exp(score - max) in s (0 where masked). The visible positions are one run [a, b). */
 static void softmax_tile(const attn_ctx *c, float *s, int j0, int nj, int pq, float *mx, float *sum,
                          float *o) {
     const hr_attn_params *p = c->p;
-    int lo = first_visible(p, pq);
-    float m = -INFINITY;
-    for (int jj = 0; jj < nj; jj++) {
-        int j = j0 + jj;
-        float v = s[jj] * p->scale;
-        if (p->softcap > 0) v = p->softcap * tanhf(v / p->softcap);
-        s[jj] = j <= pq && j >= lo ? v : -INFINITY;
-        m = fmaxf(m, s[jj]);
-    }
-    if (m == -INFINITY) { /* nothing visible in this tile */
-        for (int jj = 0; jj < nj; jj++)
-            s[jj] = 0;
+    int a = first_visible(p, pq) - j0, b = pq - j0 + 1;
+    a = a < 0 ? 0 : a;
+    b = b > nj ? nj : b;
+    if (b <= a) { /* nothing visible in this tile */
+        memset(s, 0, sizeof(float) * (size_t)nj);
         return;
     }
+    memset(s, 0, sizeof(float) * (size_t)a);
+    memset(s + b, 0, sizeof(float) * (size_t)(nj - b));
+    c->k->scale(s + a, p->scale, b - a);
+    if (p->softcap > 0)
+        for (int jj = a; jj < b; jj++)
+            s[jj] = p->softcap * tanhf(s[jj] / p->softcap);
+    float m = c->k->max(s + a, b - a);
     if (m > *mx) {
         float corr = expf(*mx - m);
         *sum *= corr;
         c->k->scale(o, corr, p->head_dim);
         *mx = m;
     }
-    for (int jj = 0; jj < nj; jj++) {
-        s[jj] = s[jj] == -INFINITY ? 0 : expf(s[jj] - *mx);
-        *sum += s[jj];
+    if (*mx == -INFINITY) { /* every visible score so far is -inf */
+        memset(s + a, 0, sizeof(float) * (size_t)(b - a));
+        return;
     }
+    *sum += c->k->exp_sum(s + a, b - a, *mx);
 }
 
 /* o[i] += P[i] V over the tile's positions, each visible position's V row in order, on
