@@ -9,12 +9,17 @@
  * TJ, a score is the level's dot (which sums like its matmul tile), the online softmax of
  * a tile is one function, and P V (the pv kernel) adds each visible position's row in
  * order. KV stored narrow (bf16, f16, q8_0, q4_0) is widened row by row into per-thread scratch
- * by the level's kv_load (exact, so every path still sees the same f32 values). */
+ * by the level's kv_load (exact, so every path still sees the same f32 values).
+ * With --compute bf16 over a bf16 store (AVX-512 BF16, head_dim a multiple of 32) both
+ * products are bf16 pairs on VDPBF16PS instead (attn_bx.h): q and the weights rounded to
+ * bf16, K and V used as stored, f32 accumulation; again both paths share every kernel
+ * that sets the bits (mm_bx and a dot summing like it; one P V kernel). */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/attn_bx.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernels.h"
 
@@ -27,20 +32,71 @@ typedef struct {
     const hr_kv_store *kv;
     const hr_attn_params *p;
     const hr_cpu_kernels *k;
-    size_t rb; /* bytes of one stored head vector */
+    size_t rb;            /* bytes of one stored head vector */
+    const hr_attn_bx *bx; /* set: bf16 products */
 } attn_ctx;
+
+/* Position j's stored row of kv head kvh in K or V (base). */
+static const void *kv_raw(const attn_ctx *c, const void *base, const int32_t *bt, int j, int kvh) {
+    const hr_kv_store *kv = c->kv;
+    return (const char *)base +
+           hr_kv_offset(kv, c->p->layer, c->rb, bt[j / kv->block_size], kvh, j % kv->block_size);
+}
 
 /* Position j's row of kv head kvh in K or V (base) as f32: the stored row of an f32 store,
  * else the row widened into buf (head_dim floats). */
 static const float *kv_row(const attn_ctx *c, const void *base, const int32_t *bt, int j, int kvh,
                            float *buf) {
-    const hr_kv_store *kv = c->kv;
-    const char *row =
-        (const char *)base +
-        hr_kv_offset(kv, c->p->layer, c->rb, bt[j / kv->block_size], kvh, j % kv->block_size);
-    if (kv->dtype == HR_F32) return (const float *)row;
-    c->k->kv_load(buf, row, kv->dtype, c->p->head_dim);
+    const void *row = kv_raw(c, base, bt, j, kvh);
+    if (c->kv->dtype == HR_F32) return row;
+    c->k->kv_load(buf, row, c->kv->dtype, c->p->head_dim);
     return buf;
+}
+
+/* Scratch of the bf16-product path for up to M queries: q rounded, a tile of V rows as
+ * stored (first the K rows in the blocked path), the same interleaved by pairs, the
+ * weights rounded. */
+typedef struct {
+    uint16_t *q, *vt, *vp, *pb;
+} bx_scratch;
+
+static void *bx_alloc(bx_scratch *x, int M, int hd) {
+    size_t n = (size_t)M * hd + 2 * (size_t)TJ * hd + (size_t)M * TJ;
+    uint16_t *mem = malloc(sizeof(uint16_t) * n);
+    if (!mem) return NULL;
+    x->q = mem;
+    x->vt = x->q + (size_t)M * hd;
+    x->vp = x->vt + (size_t)TJ * hd;
+    x->pb = x->vp + (size_t)TJ * hd;
+    return mem;
+}
+
+/* Whether any of the n queries weighs tile position jj. */
+static int weighed(const float *s, long s_ld, int n, int jj) {
+    for (int i = 0; i < n; i++)
+        if (s[i * s_ld + jj] != 0) return 1;
+    return 0;
+}
+
+/* pv_tile with bf16 products: the V rows as stored (zeros for a row no query weighs, which
+ * may be released, and for the pad of an odd tile), by pairs, times the rounded weights. */
+static void pv_tile_bx(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj,
+                       float *const *o, const float *s, long s_ld, int n, bx_scratch *x) {
+    int hd = c->p->head_dim, np = (nj + 1) / 2;
+    size_t row = sizeof(uint16_t) * (size_t)hd;
+    for (int jj = 0; jj < 2 * np; jj++) {
+        uint16_t *dst = x->vt + (long)jj * hd;
+        if (jj < nj && weighed(s, s_ld, n, jj))
+            memcpy(dst, kv_raw(c, c->kv->v, bt, j0 + jj, kvh), row);
+        else
+            memset(dst, 0, row);
+    }
+    c->bx->pairs(x->vp, x->vt, np, hd);
+    for (int i = 0; i < n; i++) {
+        c->bx->round(x->pb + i * TJ, s + i * s_ld, (2 * np + 15) / 16 * 16);
+        if (nj & 1) x->pb[i * TJ + nj] = 0;
+    }
+    c->bx->pv(o, x->pb, TJ, n, x->vp, np, hd);
 }
 
 /* Floats of per-thread scratch the per-token path needs: a V tile and a K row when the
@@ -108,8 +164,10 @@ static void pv_tile(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int n
     c->k->pv(o, s, s_ld, n, v, nj, hd);
 }
 
-/* Query heads [h0, h0 + nh) of kv head kvh for token t; scr: token_scratch floats. */
-static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, float *scr) {
+/* Query heads [h0, h0 + nh) of kv head kvh for token t; scr: token_scratch floats, or x for
+ * bf16 products. */
+static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, float *scr,
+                         bx_scratch *x) {
     const hr_step_meta *m = &c->cb->meta;
     const hr_attn_params *p = c->p;
     int hd = p->head_dim, pos = m->pos[t];
@@ -124,18 +182,29 @@ static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, floa
         sum[h] = 0;
         for (int i = 0; i < hd; i++)
             o[h][i] = 0;
+        if (c->bx) c->bx->round(x->q + (long)h * hd, q[h], hd);
     }
+    if (c->bx) memset(s, 0, sizeof s); /* the pad weight of an odd tile is read */
     int lo = first_visible(p, pos);
     for (int j0 = lo / TJ * TJ; j0 <= pos; j0 += TJ) {
         int nj = pos - j0 + 1 < TJ ? pos - j0 + 1 : TJ;
         for (int jj = 0; jj < nj; jj++) {
+            if (c->bx) {
+                const uint16_t *krow = j0 + jj >= lo ? kv_raw(c, c->kv->k, bt, j0 + jj, kvh) : NULL;
+                for (int h = 0; h < nh; h++)
+                    s[h][jj] = krow ? c->bx->dot(x->q + (long)h * hd, krow, hd) : 0;
+                continue;
+            }
             const float *krow = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh, scr) : NULL;
             for (int h = 0; h < nh; h++)
                 s[h][jj] = krow ? c->k->dot(q[h], krow, hd) : 0;
         }
         for (int h = 0; h < nh; h++)
             softmax_tile(c, s[h], j0, nj, pos, &mx[h], &sum[h], o[h]);
-        pv_tile(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh, scr ? scr + hd : NULL);
+        if (c->bx)
+            pv_tile_bx(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh, x);
+        else
+            pv_tile(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh, scr ? scr + hd : NULL);
     }
     for (int h = 0; h < nh; h++)
         c->k->scale(o[h], 1.0f / sum[h], hd);
@@ -146,11 +215,12 @@ static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, floa
 typedef struct {
     float *q, *s, *kv, *mx, *sum;
     float **o;
+    bx_scratch x; /* the bf16-product path's, when it runs */
 } blk_scratch;
 
 static void *blk_alloc(blk_scratch *b, int M, int hd) {
     size_t n = (size_t)M * hd + (size_t)M * TJ + (size_t)TJ * hd + 2 * (size_t)M;
-    void *mem = malloc(sizeof(float *) * (size_t)M + sizeof(float) * n);
+    void *mem = calloc(1, sizeof(float *) * (size_t)M + sizeof(float) * n);
     if (!mem) return NULL;
     b->o = mem;
     b->q = (float *)(b->o + M);
@@ -159,6 +229,25 @@ static void *blk_alloc(blk_scratch *b, int M, int hd) {
     b->mx = b->kv + (size_t)TJ * hd;
     b->sum = b->mx + M;
     return mem;
+}
+
+/* One K/V tile of a block with bf16 products: the K rows as stored (zeros before the window)
+ * times the rounded queries on mm_bx, the softmax step, P V. */
+static void bx_tile(const attn_ctx *c, blk_scratch *b, const int32_t *bt, int j0, int nj, int lo,
+                    int kvh, int M, int p0, int G) {
+    int hd = c->p->head_dim;
+    size_t row = sizeof(uint16_t) * (size_t)hd;
+    for (int jj = 0; jj < nj; jj++) {
+        uint16_t *kt = b->x.vt + (long)jj * hd;
+        if (j0 + jj >= lo)
+            memcpy(kt, kv_raw(c, c->kv->k, bt, j0 + jj, kvh), row);
+        else
+            memset(kt, 0, row);
+    }
+    c->k->mm_bx(b->s, TJ, b->x.q, hd, b->x.vt, hd, M, 0, nj);
+    for (int i = 0; i < M; i++)
+        softmax_tile(c, b->s + (long)i * TJ, j0, nj, p0 + i / G, &b->mx[i], &b->sum[i], b->o[i]);
+    pv_tile_bx(c, bt, kvh, j0, nj, b->o, b->s, TJ, M, &b->x);
 }
 
 /* Queries t0..t0+nq-1 (consecutive positions of one row) x the group of kv head kvh; query
@@ -179,9 +268,14 @@ static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int 
         }
     for (int i = 0; i < M; i++)
         b->mx[i] = -INFINITY, b->sum[i] = 0;
+    if (c->bx) c->bx->round(b->x.q, b->q, M * hd);
     int last = p0 + nq - 1, lo = first_visible(p, p0);
     for (int j0 = lo / TJ * TJ; j0 <= last; j0 += TJ) {
         int nj = last - j0 + 1 < TJ ? last - j0 + 1 : TJ;
+        if (c->bx) {
+            bx_tile(c, b, bt, j0, nj, lo, kvh, M, p0, G);
+            continue;
+        }
         size_t row = sizeof(float) * (size_t)hd;
         for (int jj = 0; jj < nj; jj++) { /* whole rows: a test per element ran scalar */
             float *kt = b->kv + (long)jj * hd;
@@ -214,36 +308,51 @@ typedef struct {
     atomic_long next;
 } items_ctx;
 
-static void attend_token(const attn_ctx *c, int tok, int kvh, float *scr) {
+static void attend_token(const attn_ctx *c, int tok, int kvh, float *scr, bx_scratch *x) {
     int group = c->p->n_heads / c->p->n_kv_heads;
     for (int h0 = 0; h0 < group; h0 += MAX_GROUP)
         attend_group(c, tok, kvh, kvh * group + h0, group - h0 < MAX_GROUP ? group - h0 : MAX_GROUP,
-                     scr);
+                     scr, x);
+}
+
+/* Per-thread scratch of the per-token path: *scr, token_scratch floats (NULL if none), or x
+ * for bf16 products. Returns the memory to free, NULL when out of memory. */
+static void *token_alloc(const attn_ctx *c, float **scr, bx_scratch *x) {
+    size_t ns = token_scratch(c);
+    *scr = NULL;
+    if (c->bx) return bx_alloc(x, MAX_GROUP, c->p->head_dim);
+    void *mem = malloc(sizeof(float) * (ns ? ns : 1));
+    if (ns) *scr = mem;
+    return mem;
 }
 
 static void items_task(void *ctx, int th, int nth) {
     items_ctx *ic = ctx;
     const hr_attn_params *p = ic->c.p;
     blk_scratch b;
-    void *mem = NULL;
-    int tried = 0;
-    size_t ns = token_scratch(&ic->c);
-    float *scr = ns ? malloc(sizeof(float) * ns) : NULL;
-    if (ns && !scr) return; /* out of memory: nothing to compute with */
+    void *mem = NULL, *bmem = NULL;
+    int tried = 0, M = QB * (p->n_heads / p->n_kv_heads);
+    bx_scratch x;
+    float *scr;
+    void *tmem = token_alloc(&ic->c, &scr, &x);
+    if (!tmem) return; /* out of memory: nothing to compute with */
     for (long i; (i = atomic_fetch_add(&ic->next, 1)) < ic->n_items;) {
         const attn_item *it = &ic->items[i];
         if (it->nq > 1 && !tried) { /* block scratch only when this thread gets a block */
-            mem = blk_alloc(&b, QB * (p->n_heads / p->n_kv_heads), p->head_dim);
+            mem = blk_alloc(&b, M, p->head_dim);
+            bmem = mem && ic->c.bx ? bx_alloc(&b.x, M, p->head_dim) : NULL;
+            if (ic->c.bx && !bmem) free(mem), mem = NULL;
             tried = 1;
         }
         if (it->nq > 1 && mem)
             attend_block(&ic->c, &b, it->t0, it->nq, it->kvh);
         else
             for (int t = it->t0; t < it->t0 + it->nq; t++)
-                attend_token(&ic->c, t, it->kvh, scr);
+                attend_token(&ic->c, t, it->kvh, scr, &x);
     }
+    free(bmem);
     free(mem);
-    free(scr);
+    free(tmem);
 }
 
 /* Items of the step: rows with BLOCK_MIN+ tokens in blocks of QB, others token by token.
@@ -271,18 +380,29 @@ static void attn_task(void *ctx, int t, int nt) {
     attn_ctx *c = ctx;
     long items = (long)c->cb->meta.n_tokens * c->p->n_kv_heads, b, e;
     hr_split_range(items, 1, t, nt, &b, &e);
-    size_t ns = token_scratch(c);
-    float *scr = ns && e > b ? malloc(sizeof(float) * ns) : NULL;
-    if (ns && e > b && !scr) return; /* out of memory: nothing to compute with */
+    if (e <= b) return;
+    bx_scratch x;
+    float *scr;
+    void *mem = token_alloc(c, &scr, &x);
+    if (!mem) return; /* out of memory: nothing to compute with */
     for (long i = b; i < e; i++)
-        attend_token(c, (int)(i / c->p->n_kv_heads), (int)(i % c->p->n_kv_heads), scr);
-    free(scr);
+        attend_token(c, (int)(i / c->p->n_kv_heads), (int)(i % c->p->n_kv_heads), scr, &x);
+    free(mem);
 }
 
 void hr_cpu_attention(hr_backend *be, float *out, const float *q, const hr_kv_store *kv,
                       const hr_attn_params *p) {
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
-    attn_ctx c = {cb, out, q, kv, p, hr_cpu_kernels_get(), hr_kv_row_bytes(kv->dtype, p->head_dim)};
+    int bx = cb->opt.compute_bf16 && kv->dtype == HR_BF16 && p->head_dim % 32 == 0 &&
+             hr_cpu()->level >= HR_CPU_AVX512 && hr_cpu()->avx512bf16;
+    attn_ctx c = {cb,
+                  out,
+                  q,
+                  kv,
+                  p,
+                  hr_cpu_kernels_get(),
+                  hr_kv_row_bytes(kv->dtype, p->head_dim),
+                  bx ? &hr_attn_bx_avx512 : NULL};
     items_ctx ic = {
         .c = c,
         .items = malloc(sizeof(attn_item) * (size_t)cb->meta.n_tokens * (size_t)p->n_kv_heads)};
