@@ -1,12 +1,15 @@
 /* CPU attention of one layer at long context, qwen3-0.6b shape (16 q heads, 8 kv heads,
  * head_dim 128): a prefill chunk of C query tokens at the end of a context of N positions
  * (the last chunk of an N-token prompt), and one decode token at N. Reports ms and GFLOP/s
- * (Q K^T and P V, causal: 4 * hd * heads * visible positions per query). Usage:
+ * (Q K^T and P V, causal: 4 * hd * heads * visible positions per query) of the wall
+ * time, and the process's CPU time of the same call (less sensitive to other load on a
+ * shared machine; the pool's threads yield while they wait). Usage:
  * bench_attention [--threads T] [--chunk C] [--kv f32|bf16|q8_0] [--compute f32|bf16] [N ...]
  * (defaults 2, 512, bf16, bf16, 2048 8192 16384). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../bench/common.h"
 #include "backend/backend.h"
@@ -32,19 +35,30 @@ static hr_step_meta meta_of(meta_bufs *b, int p0, int n, int nb) {
                           nb, b->table, &b->slot, HR_HEAD_LOGITS, 0,      NULL};
 }
 
-/* Median seconds of reps calls of attention over tokens [p0, p0 + n). */
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Median wall seconds of reps calls of attention over tokens [p0, p0 + n); *cpu: the median
+ * CPU seconds. */
 static double timed(hr_backend *be, hr_kv_store *kv, meta_bufs *mb, int p0, int n, int nb,
-                    const float *q, float *out, int reps) {
+                    const float *q, float *out, int reps, double *cpu) {
     const hr_attn_params ap = {0, HEADS, KVH, HD, 0.08838835f, 0, 0};
-    double t[16];
+    double t[16], c[16];
     hr_step_meta m = meta_of(mb, p0, n, nb);
     for (int r = 0; r < reps; r++) {
-        be->vt->step_begin(be, &m);
+        if (be->vt->step_begin(be, &m)) abort(); /* no weights: nothing to reserve */
         uint64_t t0 = hr_now_ns();
+        double c0 = cpu_s();
         be->vt->attention(be, out, q, kv, &ap);
+        c[r] = cpu_s() - c0;
         t[r] = (double)(hr_now_ns() - t0) / 1e9;
     }
     qsort(t, (size_t)reps, sizeof *t, cmp_double);
+    qsort(c, (size_t)reps, sizeof *c, cmp_double);
+    *cpu = c[reps / 2];
     return t[reps / 2];
 }
 
@@ -81,13 +95,14 @@ static int bench(int N, int C, int threads, hr_dtype kvd, int bf16) {
     for (int i = 0; i < nb; i++)
         mb.table[i] = i;
     hr_step_meta all = meta_of(&mb, 0, N, nb);
-    be->vt->step_begin(be, &all);
+    if (be->vt->step_begin(be, &all)) return fprintf(stderr, "step_begin failed\n"), 1;
     be->vt->kv_write(be, &kv, 0, k, v);
-    double pre = timed(be, &kv, &mb, N - C, C, nb, q, out, 3);
-    double dec = timed(be, &kv, &mb, N - 1, 1, nb, q, out, 9);
+    double pc, dc, pre = timed(be, &kv, &mb, N - C, C, nb, q, out, 3, &pc);
+    double dec = timed(be, &kv, &mb, N - 1, 1, nb, q, out, 9, &dc);
     double vis = (double)C * (N - C) + (double)C * (C + 1) / 2;
-    printf("ctx %5d: prefill chunk %d %8.1f ms %6.1f GFLOP/s | decode %7.3f ms %6.1f GFLOP/s\n", N,
-           C, pre * 1e3, 4.0 * HD * HEADS * vis / pre / 1e9, dec * 1e3,
+    printf("ctx %5d: prefill chunk %d %7.1f ms (cpu %7.1f) %6.1f GFLOP/s | decode %6.2f ms (cpu "
+           "%6.2f) %5.1f GFLOP/s\n",
+           N, C, pre * 1e3, pc * 1e3, 4.0 * HD * HEADS * vis / pre / 1e9, dec * 1e3, dc * 1e3,
            4.0 * HD * HEADS * N / dec / 1e9);
     be->vt->kv_destroy(be, &kv);
     hr_backend_destroy(be);

@@ -67,7 +67,7 @@ static hr_err *attend(const shape *s, int C, int bf16, const float *k, const flo
 }
 
 typedef struct {
-    float *k, *v, *q, *one, *part, *each;
+    float *k, *v, *q, *one, *part;
     size_t nk, nq;
 } bufs;
 
@@ -75,8 +75,8 @@ static int fill(bufs *b, const shape *s) {
     b->nk = (size_t)s->P * s->kvh * s->hd, b->nq = (size_t)s->P * s->heads * s->hd;
     b->k = malloc(sizeof(float) * b->nk), b->v = malloc(sizeof(float) * b->nk);
     b->q = malloc(sizeof(float) * b->nq), b->one = malloc(sizeof(float) * b->nq);
-    b->part = malloc(sizeof(float) * b->nq), b->each = malloc(sizeof(float) * b->nq);
-    if (!b->k || !b->v || !b->q || !b->one || !b->part || !b->each) return 0;
+    b->part = malloc(sizeof(float) * b->nq);
+    if (!b->k || !b->v || !b->q || !b->one || !b->part) return 0;
     for (size_t i = 0; i < b->nk; i++)
         b->k[i] = frand(), b->v[i] = frand();
     for (size_t i = 0; i < b->nq; i++)
@@ -84,24 +84,23 @@ static int fill(bufs *b, const shape *s) {
     return 1;
 }
 
-static void drop(bufs *b) {
-    free(b->k), free(b->v), free(b->q), free(b->one), free(b->part), free(b->each);
-}
+static void drop(bufs *b) { free(b->k), free(b->v), free(b->q), free(b->one), free(b->part); }
 
-/* One shot, chunks of 7 and token by token give the same bits. */
+/* One shot, chunks of 100 and of 7, and token by token give the same bits. */
 static void check_chunking(const shape *s, int bf16) {
     bufs b;
     HR_CHECK(fill(&b, s), "out of memory");
     if (!hr_t_cur_failed) {
         HR_CHECK_OK(attend(s, s->P, bf16, b.k, b.v, b.q, b.one));
-        HR_CHECK_OK(attend(s, 7, bf16, b.k, b.v, b.q, b.part));
-        HR_CHECK_OK(attend(s, 1, bf16, b.k, b.v, b.q, b.each));
-        HR_CHECK(!memcmp(b.one, b.part, sizeof(float) * b.nq) &&
-                     !memcmp(b.one, b.each, sizeof(float) * b.nq),
-                 "%s level %d P=%d heads %d/%d hd %d window %d softcap %g bf16 %d: chunking "
-                 "changed the bits",
-                 hr_dtype_name(s->dtype), (int)hr_cpu()->level, s->P, s->heads, s->kvh, s->hd,
-                 s->window, (double)s->softcap, bf16);
+        int chunks[] = {100, 7, 1}; /* blocks at other offsets, then the per-token path */
+        for (int c = 0; c < 3 && !hr_t_cur_failed; c++) {
+            HR_CHECK_OK(attend(s, chunks[c], bf16, b.k, b.v, b.q, b.part));
+            HR_CHECK(!memcmp(b.one, b.part, sizeof(float) * b.nq),
+                     "%s level %d P=%d heads %d/%d hd %d window %d softcap %g bf16 %d: chunks of "
+                     "%d changed the bits",
+                     hr_dtype_name(s->dtype), (int)hr_cpu()->level, s->P, s->heads, s->kvh, s->hd,
+                     s->window, (double)s->softcap, bf16, chunks[c]);
+        }
     }
     drop(&b);
 }
@@ -158,8 +157,8 @@ static void test_bf16_products_close(void) {
 
 static float bf(uint16_t h) { return hr_bf16_to_f32(h); }
 
-/* The kernels: dot sums like mm_bx bit for bit and near the exact sum; pairs interleaves;
- * round is nearest even; pv near the plain sum of the rounded weights times V. */
+/* The kernels: round is nearest even; kt and pairs lay out the rows (NULL rows, the pad and
+ * positions past n zeros); pv near the plain sum of its pairs, for P V and for Q K^T. */
 static void test_bx_kernels(void) {
     hr_cpu_set_level(HR_CPU_AVX512);
     if (hr_cpu()->level < HR_CPU_AVX512 || !hr_cpu()->avx512bf16) {
@@ -167,55 +166,68 @@ static void test_bx_kernels(void) {
         return;
     }
     const hr_attn_bx *x = &hr_attn_bx_avx512;
-    enum { HD = 128, NJ = 10, NQ = 7 };
-    static uint16_t q[NQ * HD], k[NJ * HD], vp[NJ * HD], pb[NQ * 16];
-    static float qf[NQ * HD], y[NQ * NJ], o[NQ][HD], want[NQ][HD], w[NQ * 16];
+    enum { HD = 128, NJ = 21, NQ = 7, W = 32 };
+    static uint16_t q[NQ * HD], k[NJ * HD], kt[HD / 2 * W * 2], vp[(NJ + 1) * HD], pb[NQ * W];
+    static float qf[NQ * HD], s[NQ][W], o[NQ][HD], want[NQ][HD], w[NQ * W];
+    const uint16_t *rows[NJ];
     for (int i = 0; i < NQ * HD; i++)
         qf[i] = frand();
     for (int i = 0; i < NJ * HD; i++)
         k[i] = hr_f32_to_bf16(frand());
+    for (int j = 0; j < NJ; j++)
+        rows[j] = j % 6 == 4 ? NULL : k + j * HD;
     x->round(q, qf, NQ * HD);
     for (int i = 0; i < NQ * HD; i++)
         HR_CHECK(q[i] == hr_f32_to_bf16(qf[i]), "round [%d]: %g -> %g", i, (double)qf[i],
                  (double)bf(q[i]));
-    int ns[] = {32, 64, 96, 128, 40};
-    for (int c = 0; c < 5; c++) {
-        int n = ns[c];
-        hr_cpu_kernels_avx512.mm_bx(y, NJ, q, n, k, n, NQ, 0, NJ);
-        for (int t = 0; t < NQ; t++)
-            for (int j = 0; j < NJ; j++) {
-                float d = x->dot(q + t * n, k + j * n, n);
-                double e = 0;
-                for (int i = 0; i < n; i++)
-                    e += (double)bf(q[t * n + i]) * bf(k[j * n + i]);
-                HR_CHECK(d == y[t * NJ + j] && fabs(d - e) < 1e-4,
-                         "dot n=%d (%d, %d): %g, mm_bx %g, exact %g", n, t, j, (double)d,
-                         (double)y[t * NJ + j], e);
-            }
-    }
-    x->pairs(vp, k, NJ / 2, HD);
-    for (int j = 0; j < NJ; j++)
-        for (int d = 0; d < HD; d++)
-            HR_CHECK(vp[(j / 2) * 2 * HD + 2 * d + j % 2] == k[j * HD + d], "pairs (%d, %d)", j, d);
-    float *op[NQ];
+    memset(kt, 0xff, sizeof kt);
+    x->kt(kt, rows, NJ, HD);
+    for (int e = 0; e < HD; e++)
+        for (int j = 0; j < W; j++) {
+            uint16_t got = kt[((e / 2) * W + j) * 2 + e % 2];
+            uint16_t exp = j < NJ && rows[j] ? rows[j][e] : 0;
+            HR_CHECK(got == exp, "kt (%d, %d): %04x, want %04x", e, j, got, exp);
+            if (hr_t_cur_failed) return;
+        }
+    memset(vp, 0xff, sizeof vp);
+    x->pairs(vp, rows, NJ, HD);
+    for (int j = 0; j < NJ + 1; j++)
+        for (int d = 0; d < HD; d++) {
+            uint16_t got = vp[(j / 2) * 2 * HD + 2 * d + j % 2];
+            uint16_t exp = j < NJ && rows[j] ? rows[j][d] : 0;
+            HR_CHECK(got == exp, "pairs (%d, %d): %04x, want %04x", j, d, got, exp);
+            if (hr_t_cur_failed) return;
+        }
+    float *sp[NQ], *op[NQ], worst = 0;
+    for (int r = 0; r < NQ; r++)
+        sp[r] = s[r], op[r] = o[r];
+    memset(s, 0, sizeof s);
+    x->pv(sp, q, HD, NQ, kt, HD / 2, W); /* Q K^T */
+    for (int r = 0; r < NQ; r++)
+        for (int j = 0; j < W; j++) {
+            double e = 0;
+            for (int d = 0; j < NJ && rows[j] && d < HD; d++)
+                e += (double)bf(q[r * HD + d]) * bf(rows[j][d]);
+            worst = fmaxf(worst, fabsf(s[r][j] - (float)e));
+        }
+    HR_CHECK(worst < 1e-5f, "Q K^T on pv differs by %g", (double)worst);
     for (int r = 0; r < NQ; r++) {
-        op[r] = o[r];
-        for (int j = 0; j < 16; j++)
-            w[r * 16 + j] = j < NJ && (r + j) % 4 ? fabsf(frand()) : 0;
-        x->round(pb + r * 16, w + r * 16, 16);
+        for (int j = 0; j < W; j++)
+            w[r * W + j] = j < NJ && (r + j) % 4 ? fabsf(frand()) : 0;
+        x->round(pb + r * W, w + r * W, W);
         for (int d = 0; d < HD; d++) {
             o[r][d] = frand();
             want[r][d] = o[r][d];
             for (int j = 0; j < NJ; j++)
-                want[r][d] += bf(pb[r * 16 + j]) * bf(k[j * HD + d]);
+                want[r][d] += rows[j] ? bf(pb[r * W + j]) * bf(rows[j][d]) : 0;
         }
     }
-    x->pv(op, pb, 16, NQ, vp, NJ / 2, HD);
-    float worst = 0;
+    x->pv(op, pb, W, NQ, vp, (NJ + 1) / 2, HD); /* P V */
+    worst = 0;
     for (int r = 0; r < NQ; r++)
         for (int d = 0; d < HD; d++)
             worst = fmaxf(worst, fabsf(o[r][d] - want[r][d]));
-    HR_CHECK(worst < 1e-5f, "pv differs by %g", (double)worst);
+    HR_CHECK(worst < 1e-5f, "P V on pv differs by %g", (double)worst);
 }
 
 int main(void) {

@@ -1,6 +1,6 @@
 /* CPU paged attention, flash style. Decode-like rows (few tokens): one work item per
  * (token, kv head) covers the query heads of its GQA group, so each K and V row is read
- * once for the whole group. Prefill rows: one item per (block of QB consecutive tokens,
+ * once for the whole group. Prefill rows: one item per (block of consecutive tokens,
  * kv head); each K tile is gathered once into contiguous scratch and Q K^T runs on the
  * matmul kernel, then the tile's V rows are gathered into the same scratch for P V.
  * Items are handed out from a shared counter.
@@ -12,8 +12,8 @@
  * by the level's kv_load (exact, so every path still sees the same f32 values).
  * With --compute bf16 over a bf16 store (AVX-512 BF16, head_dim a multiple of 32) both
  * products are bf16 pairs on VDPBF16PS instead (attn_bx.h): q and the weights rounded to
- * bf16, K and V used as stored, f32 accumulation; again both paths share every kernel
- * that sets the bits (mm_bx and a dot summing like it; one P V kernel). */
+ * bf16, K and V read as stored, f32 accumulation; both products run on one kernel that
+ * sums each output in one order whoever calls it, so both paths still give the same bits. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -23,7 +23,17 @@
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernels.h"
 
-enum { TJ = 64, MAX_GROUP = 32, QB = 16, BLOCK_MIN = 8 };
+/* A prefill block holds BLOCK_ROWS queries (tokens x the GQA group), at most QB_MAX tokens:
+ * each K/V tile gathered is used by that many queries (16 tokens per block read the tiles
+ * 4x as often as 64 at 16k positions, and the gathers of scattered rows were a third of the
+ * time). */
+enum { TJ = 64, MAX_GROUP = 32, BLOCK_ROWS = 128, QB_MAX = 64, BLOCK_MIN = 8 };
+
+/* Tokens per prefill block for GQA groups of G query heads. */
+static int block_tokens(int G) {
+    int n = BLOCK_ROWS / G;
+    return n > QB_MAX ? QB_MAX : n < 1 ? 1 : n;
+}
 
 typedef struct {
     hr_cpu_backend *cb;
@@ -53,20 +63,25 @@ static const float *kv_row(const attn_ctx *c, const void *base, const int32_t *b
     return buf;
 }
 
-/* Scratch of the bf16-product path for up to M queries: q rounded, a tile of V rows as
- * stored (first the K rows in the blocked path), the same interleaved by pairs, the
- * weights rounded. */
+/* Scratch of the bf16-product path for up to M queries: q rounded, the K tile transposed
+ * by pairs (kt), the V tile by pairs (vp), the weights rounded, tile row and score row
+ * pointers. */
 typedef struct {
-    uint16_t *q, *vt, *vp, *pb;
+    uint16_t *q, *kt, *vp, *pb;
+    const uint16_t **rows;
+    float **sp;
 } bx_scratch;
 
 static void *bx_alloc(bx_scratch *x, int M, int hd) {
     size_t n = (size_t)M * hd + 2 * (size_t)TJ * hd + (size_t)M * TJ;
-    uint16_t *mem = malloc(sizeof(uint16_t) * n);
+    void *mem =
+        malloc(sizeof(float *) * (size_t)M + sizeof(uint16_t *) * TJ + sizeof(uint16_t) * n);
     if (!mem) return NULL;
-    x->q = mem;
-    x->vt = x->q + (size_t)M * hd;
-    x->vp = x->vt + (size_t)TJ * hd;
+    x->sp = mem;
+    x->rows = (const uint16_t **)(x->sp + M);
+    x->q = (uint16_t *)(x->rows + TJ);
+    x->kt = x->q + (size_t)M * hd;
+    x->vp = x->kt + (size_t)TJ * hd;
     x->pb = x->vp + (size_t)TJ * hd;
     return mem;
 }
@@ -78,20 +93,30 @@ static int weighed(const float *s, long s_ld, int n, int jj) {
     return 0;
 }
 
+/* Raw scores s[i][0, nj) of the n queries (rounded in x->q, rows of head_dim) over tile
+ * positions [j0, j0 + nj) with bf16 products: rows before lo (outside the window) are
+ * zeros, never read. */
+static void qk_tile_bx(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, int lo,
+                       float *s, long s_ld, int n, bx_scratch *x) {
+    int hd = c->p->head_dim, w = (nj + 15) / 16 * 16;
+    for (int jj = 0; jj < nj; jj++)
+        x->rows[jj] = j0 + jj >= lo ? kv_raw(c, c->kv->k, bt, j0 + jj, kvh) : NULL;
+    c->bx->kt(x->kt, x->rows, nj, hd);
+    for (int i = 0; i < n; i++) {
+        x->sp[i] = s + i * s_ld;
+        memset(x->sp[i], 0, sizeof(float) * (size_t)w);
+    }
+    c->bx->pv(x->sp, x->q, hd, n, x->kt, hd / 2, w);
+}
+
 /* pv_tile with bf16 products: the V rows as stored (zeros for a row no query weighs, which
  * may be released, and for the pad of an odd tile), by pairs, times the rounded weights. */
 static void pv_tile_bx(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj,
                        float *const *o, const float *s, long s_ld, int n, bx_scratch *x) {
     int hd = c->p->head_dim, np = (nj + 1) / 2;
-    size_t row = sizeof(uint16_t) * (size_t)hd;
-    for (int jj = 0; jj < 2 * np; jj++) {
-        uint16_t *dst = x->vt + (long)jj * hd;
-        if (jj < nj && weighed(s, s_ld, n, jj))
-            memcpy(dst, kv_raw(c, c->kv->v, bt, j0 + jj, kvh), row);
-        else
-            memset(dst, 0, row);
-    }
-    c->bx->pairs(x->vp, x->vt, np, hd);
+    for (int jj = 0; jj < nj; jj++)
+        x->rows[jj] = weighed(s, s_ld, n, jj) ? kv_raw(c, c->kv->v, bt, j0 + jj, kvh) : NULL;
+    c->bx->pairs(x->vp, x->rows, nj, hd);
     for (int i = 0; i < n; i++) {
         c->bx->round(x->pb + i * TJ, s + i * s_ld, (2 * np + 15) / 16 * 16);
         if (nj & 1) x->pb[i * TJ + nj] = 0;
@@ -188,13 +213,8 @@ static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, floa
     int lo = first_visible(p, pos);
     for (int j0 = lo / TJ * TJ; j0 <= pos; j0 += TJ) {
         int nj = pos - j0 + 1 < TJ ? pos - j0 + 1 : TJ;
-        for (int jj = 0; jj < nj; jj++) {
-            if (c->bx) {
-                const uint16_t *krow = j0 + jj >= lo ? kv_raw(c, c->kv->k, bt, j0 + jj, kvh) : NULL;
-                for (int h = 0; h < nh; h++)
-                    s[h][jj] = krow ? c->bx->dot(x->q + (long)h * hd, krow, hd) : 0;
-                continue;
-            }
+        if (c->bx) qk_tile_bx(c, bt, kvh, j0, nj, lo, &s[0][0], TJ, nh, x);
+        for (int jj = 0; !c->bx && jj < nj; jj++) {
             const float *krow = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh, scr) : NULL;
             for (int h = 0; h < nh; h++)
                 s[h][jj] = krow ? c->k->dot(q[h], krow, hd) : 0;
@@ -231,25 +251,6 @@ static void *blk_alloc(blk_scratch *b, int M, int hd) {
     return mem;
 }
 
-/* One K/V tile of a block with bf16 products: the K rows as stored (zeros before the window)
- * times the rounded queries on mm_bx, the softmax step, P V. */
-static void bx_tile(const attn_ctx *c, blk_scratch *b, const int32_t *bt, int j0, int nj, int lo,
-                    int kvh, int M, int p0, int G) {
-    int hd = c->p->head_dim;
-    size_t row = sizeof(uint16_t) * (size_t)hd;
-    for (int jj = 0; jj < nj; jj++) {
-        uint16_t *kt = b->x.vt + (long)jj * hd;
-        if (j0 + jj >= lo)
-            memcpy(kt, kv_raw(c, c->kv->k, bt, j0 + jj, kvh), row);
-        else
-            memset(kt, 0, row);
-    }
-    c->k->mm_bx(b->s, TJ, b->x.q, hd, b->x.vt, hd, M, 0, nj);
-    for (int i = 0; i < M; i++)
-        softmax_tile(c, b->s + (long)i * TJ, j0, nj, p0 + i / G, &b->mx[i], &b->sum[i], b->o[i]);
-    pv_tile_bx(c, bt, kvh, j0, nj, b->o, b->s, TJ, M, &b->x);
-}
-
 /* Queries t0..t0+nq-1 (consecutive positions of one row) x the group of kv head kvh; query
  * i * G + h is token t0 + i, head kvh * G + h, accumulated in place in the output. */
 static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int kvh) {
@@ -273,7 +274,11 @@ static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int 
     for (int j0 = lo / TJ * TJ; j0 <= last; j0 += TJ) {
         int nj = last - j0 + 1 < TJ ? last - j0 + 1 : TJ;
         if (c->bx) {
-            bx_tile(c, b, bt, j0, nj, lo, kvh, M, p0, G);
+            qk_tile_bx(c, bt, kvh, j0, nj, lo, b->s, TJ, M, &b->x);
+            for (int i = 0; i < M; i++)
+                softmax_tile(c, b->s + (long)i * TJ, j0, nj, p0 + i / G, &b->mx[i], &b->sum[i],
+                             b->o[i]);
+            pv_tile_bx(c, bt, kvh, j0, nj, b->o, b->s, TJ, M, &b->x);
             continue;
         }
         size_t row = sizeof(float) * (size_t)hd;
@@ -331,7 +336,7 @@ static void items_task(void *ctx, int th, int nth) {
     const hr_attn_params *p = ic->c.p;
     blk_scratch b;
     void *mem = NULL, *bmem = NULL;
-    int tried = 0, M = QB * (p->n_heads / p->n_kv_heads);
+    int G = p->n_heads / p->n_kv_heads, tried = 0, M = block_tokens(G) * G;
     bx_scratch x;
     float *scr;
     void *tmem = token_alloc(&ic->c, &scr, &x);
@@ -355,7 +360,8 @@ static void items_task(void *ctx, int th, int nth) {
     free(tmem);
 }
 
-/* Items of the step: rows with BLOCK_MIN+ tokens in blocks of QB, others token by token.
+/* Items of the step: rows with BLOCK_MIN+ tokens in blocks of block_tokens, others token by
+ * token.
  * Returns the item count; *blocks says whether any item is a block. */
 static long plan_items(const hr_step_meta *m, const hr_attn_params *p, attn_item *items,
                        int *blocks) {
@@ -366,7 +372,7 @@ static long plan_items(const hr_step_meta *m, const hr_attn_params *p, attn_item
         int e = t + 1;
         while (e < m->n_tokens && m->row[e] == m->row[t])
             e++;
-        int step = blocked && e - t >= BLOCK_MIN ? QB : 1;
+        int step = blocked && e - t >= BLOCK_MIN ? block_tokens(p->n_heads / p->n_kv_heads) : 1;
         *blocks |= step > 1;
         for (int b = t; b < e; b += step)
             for (int kvh = 0; kvh < p->n_kv_heads; kvh++)

@@ -1,9 +1,9 @@
 /* The bf16-product attention kernels (AVX-512 BF16, --compute bf16 over a bf16 KV store):
  * Q K^T and P V multiply bf16 pairs on VDPBF16PS and accumulate in f32, as the bf16
- * matmul does. dot sums exactly as mm_bx's tiles sum one output, so the per-token path
- * and the blocked prefill path (mm_bx) give a score the same bits; pv takes the tile's V
- * rows interleaved by pairs of positions (pairs) so one VDPBF16PS adds two positions of 16
- * output lanes, and the weights rounded to bf16 (round). */
+ * matmul does, both on one kernel (pv) whose accumulators hold 16 outputs in lanes, so no
+ * horizontal sums: P V over the tile's V rows interleaved by pairs of positions (pairs),
+ * Q K^T over the tile's K rows transposed by pairs of elements (kt), each output one
+ * chain of VDPBF16PS in pair order whichever path or batch calls it. */
 #include <immintrin.h>
 #include <stdint.h>
 
@@ -12,31 +12,64 @@
 #define UNROLL _Pragma("GCC unroll 8")
 #define INLINE static inline __attribute__((always_inline))
 
-/* One accumulator over 32-element steps then a masked tail, as tile4_bx / tile1_bx. */
-static float dot(const uint16_t *q, const uint16_t *k, int n) {
-    __m512 acc = _mm512_setzero_ps();
-    int i = 0;
-    for (; i + 32 <= n; i += 32)
-        acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_loadu_si512(k + i),
-                               (__m512bh)_mm512_loadu_si512(q + i));
-    if (i < n) {
-        __mmask32 m = (__mmask32)((1u << (n - i)) - 1);
-        acc = _mm512_dpbf16_ps(acc, (__m512bh)_mm512_maskz_loadu_epi16(m, k + i),
-                               (__m512bh)_mm512_maskz_loadu_epi16(m, q + i));
-    }
-    return _mm512_reduce_add_ps(acc);
+/* Tile rows of pointers rows[0..n) (NULL, or j >= n: zeros), 32 bf16 = 16 pairs from
+ * element e, as 16 x 16 pairs. */
+static inline void load16(__m512i r[16], const uint16_t *const *rows, int j0, int n, int e) {
+    for (int i = 0; i < 16; i++)
+        r[i] = j0 + i < n && rows[j0 + i] ? _mm512_loadu_si512(rows[j0 + i] + e)
+                                          : _mm512_setzero_si512();
 }
 
-/* Rows 2i and 2i + 1 of v [2 np][hd] into dst [np][hd][2]. */
-static void pairs(uint16_t *dst, const uint16_t *v, int np, int hd) {
+/* r[c] = column c of the 16 x 16 matrix of 32-bit elements in r (rows in, columns out):
+ * pairs within 128-bit lanes, then the 4 x 4 matrix of lanes. */
+static inline void transpose16(__m512i r[16]) {
+    __m512i t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++) {
+        r[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
+        r[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+        r[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+    }
+    for (int k = 0; k < 4; k++) { /* r[4 m + k] lane l: column 4 l + k of rows 4 m .. 4 m + 3 */
+        __m512i a = _mm512_shuffle_i32x4(r[k], r[4 + k], 0x44),
+                b = _mm512_shuffle_i32x4(r[k], r[4 + k], 0xee),
+                c = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0x44),
+                d = _mm512_shuffle_i32x4(r[8 + k], r[12 + k], 0xee);
+        t[k] = _mm512_shuffle_i32x4(a, c, 0x88);
+        t[4 + k] = _mm512_shuffle_i32x4(a, c, 0xdd);
+        t[8 + k] = _mm512_shuffle_i32x4(b, d, 0x88);
+        t[12 + k] = _mm512_shuffle_i32x4(b, d, 0xdd);
+    }
+    for (int i = 0; i < 16; i++)
+        r[i] = t[i];
+}
+
+static void kt(uint16_t *dst, const uint16_t *const *rows, int n, int hd) {
+    int w = (n + 15) / 16 * 16;
+    uint32_t *d = (uint32_t *)dst;
+    for (int j0 = 0; j0 < w; j0 += 16)
+        for (int e = 0; e < hd; e += 32) {
+            __m512i r[16];
+            load16(r, rows, j0, n, e);
+            transpose16(r);
+            for (int c = 0; c < 16; c++)
+                _mm512_storeu_si512(d + (long)(e / 2 + c) * w + j0, r[c]);
+        }
+}
+
+static void pairs(uint16_t *dst, const uint16_t *const *rows, int n, int hd) {
     const __m512i lo = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40,
                                         8, 39, 7, 38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0),
-                  hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
-    for (int p = 0; p < np; p++) {
-        const uint16_t *a = v + (long)2 * p * hd, *b = a + hd;
+                  hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16)), z = _mm512_setzero_si512();
+    for (int p = 0; p < (n + 1) / 2; p++) {
+        const uint16_t *a = rows[2 * p], *b = 2 * p + 1 < n ? rows[2 * p + 1] : NULL;
         uint16_t *d = dst + (long)2 * p * hd;
         for (int i = 0; i < hd; i += 32) {
-            __m512i x = _mm512_loadu_si512(a + i), y = _mm512_loadu_si512(b + i);
+            __m512i x = a ? _mm512_loadu_si512(a + i) : z, y = b ? _mm512_loadu_si512(b + i) : z;
             _mm512_storeu_si512(d + 2 * i, _mm512_permutex2var_epi16(x, lo, y));
             _mm512_storeu_si512(d + 2 * i + 32, _mm512_permutex2var_epi16(x, hi, y));
         }
@@ -93,4 +126,4 @@ static void pv(float *const *o, const uint16_t *p, long p_ld, int n, const uint1
     }
 }
 
-const hr_attn_bx hr_attn_bx_avx512 = {dot, pairs, round_bf16, pv};
+const hr_attn_bx hr_attn_bx_avx512 = {kt, pairs, round_bf16, pv};
