@@ -106,12 +106,17 @@ static void check_chunking(const shape *s, int bf16) {
 }
 
 static const shape shapes[] = {
-    {300, 4, 2, 64, 0, 0, HR_F32},    {300, 4, 2, 64, 0, 0, HR_BF16},
-    {200, 8, 8, 128, 0, 0, HR_BF16},  {200, 8, 2, 128, 70, 0, HR_BF16},
-    {150, 8, 2, 64, 0, 30, HR_BF16},  {150, 4, 1, 64, 100, 20, HR_F16},
-    {150, 4, 2, 64, 45, 0, HR_Q8_0},  {150, 4, 2, 64, 0, 0, HR_Q4_0},
-    {100, 40, 1, 32, 0, 0, HR_BF16},  {100, 4, 2, 48, 0, 0, HR_BF16},
-    {130, 16, 8, 128, 0, 0, HR_BF16},
+    {300, 4, 2, 64, 0, 0, HR_F32},    /* five tiles, an odd tail */
+    {300, 4, 2, 64, 0, 0, HR_BF16},   /* the same, bf16 products */
+    {200, 8, 8, 128, 0, 0, HR_BF16},  /* no GQA */
+    {200, 8, 2, 128, 70, 0, HR_BF16}, /* groups of 4, a sliding window */
+    {150, 8, 2, 64, 0, 30, HR_BF16},  /* soft-capping */
+    {150, 4, 1, 64, 100, 20, HR_F16}, /* both, f16 KV */
+    {150, 4, 2, 64, 45, 0, HR_Q8_0},  /* quantized KV, a window */
+    {150, 4, 2, 64, 0, 0, HR_Q4_0},   /* 4-bit KV */
+    {100, 40, 1, 32, 0, 0, HR_BF16},  /* a group past MAX_GROUP: token by token */
+    {100, 4, 2, 48, 0, 0, HR_BF16},   /* head_dim not a multiple of 32: f32 products */
+    {130, 16, 8, 128, 0, 0, HR_BF16}, /* qwen3-0.6b's heads */
 };
 
 static void test_chunking_invariance(void) {

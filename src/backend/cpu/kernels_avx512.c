@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "backend/cpu/exp_poly.h"
 #include "backend/cpu/kernels.h"
 
 static inline __m512 ld_f32(const void *p, long i) { return _mm512_loadu_ps((const float *)p + i); }
@@ -309,17 +310,10 @@ static float max(const float *s, int n) {
  * times 2^n by scalef (which underflows to 0 far below -87). */
 static inline __m512 exp_le0(__m512 x) {
     x = _mm512_max_ps(x, _mm512_set1_ps(-110.0f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(HR_EXP_LOG2E)),
                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512 r = HR_EXP_REDUCE(n, x, _mm512_fnmadd_ps, _mm512_set1_ps);
+    __m512 p = HR_EXP_POLY(r, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_add_ps, _mm512_set1_ps);
     return _mm512_scalef_ps(p, n);
 }
 
