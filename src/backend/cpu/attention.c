@@ -209,7 +209,7 @@ static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, floa
             o[h][i] = 0;
         if (c->bx) c->bx->round(x->q + (long)h * hd, q[h], hd);
     }
-    if (c->bx) memset(s, 0, sizeof s); /* the pad weight of an odd tile is read */
+    if (c->bx) memset(s, 0, sizeof s); /* rounding the weights reads up to 16 past a tile */
     int lo = first_visible(p, pos);
     for (int j0 = lo / TJ * TJ; j0 <= pos; j0 += TJ) {
         int nj = pos - j0 + 1 < TJ ? pos - j0 + 1 : TJ;
