@@ -321,14 +321,13 @@ static void attend_token(const attn_ctx *c, int tok, int kvh, float *scr, bx_scr
 }
 
 /* Per-thread scratch of the per-token path: *scr, token_scratch floats (NULL if none), or x
- * for bf16 products. Returns the memory to free, NULL when out of memory. */
-static void *token_alloc(const attn_ctx *c, float **scr, bx_scratch *x) {
+ * for bf16 products; *mem the memory to free (NULL if none). Returns 0 when out of memory. */
+static int token_alloc(const attn_ctx *c, float **scr, bx_scratch *x, void **mem) {
     size_t ns = token_scratch(c);
     *scr = NULL;
-    if (c->bx) return bx_alloc(x, MAX_GROUP, c->p->head_dim);
-    void *mem = malloc(sizeof(float) * (ns ? ns : 1));
-    if (ns) *scr = mem;
-    return mem;
+    *mem = c->bx ? bx_alloc(x, MAX_GROUP, c->p->head_dim) : ns ? malloc(sizeof(float) * ns) : NULL;
+    if (!c->bx) *scr = *mem;
+    return *mem || (!c->bx && !ns);
 }
 
 static void items_task(void *ctx, int th, int nth) {
@@ -339,8 +338,8 @@ static void items_task(void *ctx, int th, int nth) {
     int G = p->n_heads / p->n_kv_heads, tried = 0, M = block_tokens(G) * G;
     bx_scratch x;
     float *scr;
-    void *tmem = token_alloc(&ic->c, &scr, &x);
-    if (!tmem) return; /* out of memory: nothing to compute with */
+    void *tmem;
+    if (!token_alloc(&ic->c, &scr, &x, &tmem)) return; /* out of memory: nothing to compute with */
     for (long i; (i = atomic_fetch_add(&ic->next, 1)) < ic->n_items;) {
         const attn_item *it = &ic->items[i];
         if (it->nq > 1 && !tried) { /* block scratch only when this thread gets a block */
@@ -389,8 +388,8 @@ static void attn_task(void *ctx, int t, int nt) {
     if (e <= b) return;
     bx_scratch x;
     float *scr;
-    void *mem = token_alloc(c, &scr, &x);
-    if (!mem) return; /* out of memory: nothing to compute with */
+    void *mem;
+    if (!token_alloc(c, &scr, &x, &mem)) return; /* out of memory: nothing to compute with */
     for (long i = b; i < e; i++)
         attend_token(c, (int)(i / c->p->n_kv_heads), (int)(i % c->p->n_kv_heads), scr, &x);
     free(mem);
