@@ -153,6 +153,36 @@ static void test_pv_variants(void) {
                     }
 }
 
+/* The softmax pieces of attention at every level: max bit for bit the reference's; exp_sum
+ * within 2 ulp of expf over the range scores take (down to -100 below the maximum, where
+ * expf is denormal or 0: there within 1e-37), -inf to exactly 0, the sum close. */
+static void test_softmax_variants(void) {
+    int sizes[] = {1, 5, 16, 31, 64, 100};
+    const hr_cpu_kernels *levels[3] = {&hr_cpu_kernels_ref, variants[0], variants[1]};
+    for (int l = 0; l < 1 + n_variants; l++)
+        for (int z = 0; z < 6; z++) {
+            int n = sizes[z];
+            float s[100], e[100], m = -INFINITY;
+            for (int i = 0; i < n; i++) {
+                s[i] = i % 7 == 3 ? -INFINITY : frand() * (i % 3 ? 10.0f : 100.0f);
+                m = s[i] > m ? s[i] : m;
+            }
+            HR_CHECK(levels[l]->max(s, n) == m, "%s max n=%d", levels[l]->name, n);
+            memcpy(e, s, sizeof s);
+            float sum = levels[l]->exp_sum(e, n, m), want = 0;
+            for (int i = 0; i < n; i++) {
+                float x = s[i] == -INFINITY ? 0 : expf(s[i] - m);
+                want += x;
+                HR_CHECK(s[i] == -INFINITY ? e[i] == 0 && !signbit(e[i])
+                                           : fabsf(e[i] - x) <= 2.4e-7f * x + 1e-37f,
+                         "%s exp_sum n=%d [%d]: exp(%g) = %g, expf %g", levels[l]->name, n, i,
+                         (double)(s[i] - m), (double)e[i], (double)x);
+            }
+            HR_CHECK(fabsf(sum - want) <= 1e-6f * want, "%s exp_sum n=%d: sum %g, want %g",
+                     levels[l]->name, n, (double)sum, (double)want);
+        }
+}
+
 /* temperature, top_p, top_k, min_p, seed; the other filters off */
 #define SP(t_, p_, k_, m_, s_)                                                                     \
     ((hr_sampler_params){                                                                          \
@@ -277,6 +307,7 @@ int main(void) {
         HR_RUN(test_vector_variants);
     }
     HR_RUN(test_pv_variants);
+    HR_RUN(test_softmax_variants);
     HR_RUN(test_sampler_greedy_and_filters);
     HR_RUN(test_sampler_distribution_and_seed);
     HR_RUN(test_sampler_typical);

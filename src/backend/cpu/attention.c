@@ -1,6 +1,6 @@
 /* CPU paged attention, flash style. Decode-like rows (few tokens): one work item per
  * (token, kv head) covers the query heads of its GQA group, so each K and V row is read
- * once for the whole group. Prefill rows: one item per (block of QB consecutive tokens,
+ * once for the whole group. Prefill rows: one item per (block of consecutive tokens,
  * kv head); each K tile is gathered once into contiguous scratch and Q K^T runs on the
  * matmul kernel, then the tile's V rows are gathered into the same scratch for P V.
  * Items are handed out from a shared counter.
@@ -9,16 +9,31 @@
  * TJ, a score is the level's dot (which sums like its matmul tile), the online softmax of
  * a tile is one function, and P V (the pv kernel) adds each visible position's row in
  * order. KV stored narrow (bf16, f16, q8_0, q4_0) is widened row by row into per-thread scratch
- * by the level's kv_load (exact, so every path still sees the same f32 values). */
+ * by the level's kv_load (exact, so every path still sees the same f32 values).
+ * With --compute bf16 over a bf16 store (AVX-512 BF16, head_dim a multiple of 32) both
+ * products are bf16 pairs on VDPBF16PS instead (attn_bx.h): q and the weights rounded to
+ * bf16, K and V read as stored, f32 accumulation; both products run on one kernel that
+ * sums each output in one order whoever calls it, so both paths still give the same bits. */
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cpu/attn_bx.h"
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernels.h"
 
-enum { TJ = 64, MAX_GROUP = 32, QB = 16, BLOCK_MIN = 8 };
+/* A prefill block holds BLOCK_ROWS queries (tokens x the GQA group), at most QB_MAX tokens:
+ * each K/V tile read from the store is used by that many queries (blocks of 16 tokens
+ * read the scattered K/V rows 8x as often as 128, and those reads were a third of the
+ * time at 16k positions). */
+enum { TJ = 64, MAX_GROUP = 32, BLOCK_ROWS = 256, QB_MAX = 128, BLOCK_MIN = 8 };
+
+/* Tokens per prefill block for GQA groups of G query heads. */
+static int block_tokens(int G) {
+    int n = BLOCK_ROWS / G;
+    return n > QB_MAX ? QB_MAX : n < 1 ? 1 : n;
+}
 
 typedef struct {
     hr_cpu_backend *cb;
@@ -27,20 +42,86 @@ typedef struct {
     const hr_kv_store *kv;
     const hr_attn_params *p;
     const hr_cpu_kernels *k;
-    size_t rb; /* bytes of one stored head vector */
+    size_t rb;            /* bytes of one stored head vector */
+    const hr_attn_bx *bx; /* set: bf16 products */
 } attn_ctx;
+
+/* Position j's stored row of kv head kvh in K or V (base). */
+static const void *kv_raw(const attn_ctx *c, const void *base, const int32_t *bt, int j, int kvh) {
+    const hr_kv_store *kv = c->kv;
+    return (const char *)base +
+           hr_kv_offset(kv, c->p->layer, c->rb, bt[j / kv->block_size], kvh, j % kv->block_size);
+}
 
 /* Position j's row of kv head kvh in K or V (base) as f32: the stored row of an f32 store,
  * else the row widened into buf (head_dim floats). */
 static const float *kv_row(const attn_ctx *c, const void *base, const int32_t *bt, int j, int kvh,
                            float *buf) {
-    const hr_kv_store *kv = c->kv;
-    const char *row =
-        (const char *)base +
-        hr_kv_offset(kv, c->p->layer, c->rb, bt[j / kv->block_size], kvh, j % kv->block_size);
-    if (kv->dtype == HR_F32) return (const float *)row;
-    c->k->kv_load(buf, row, kv->dtype, c->p->head_dim);
+    const void *row = kv_raw(c, base, bt, j, kvh);
+    if (c->kv->dtype == HR_F32) return row;
+    c->k->kv_load(buf, row, c->kv->dtype, c->p->head_dim);
     return buf;
+}
+
+/* Scratch of the bf16-product path for up to M queries: q rounded, the K tile transposed
+ * by pairs (kt), the V tile by pairs (vp), the weights rounded, tile row and score row
+ * pointers. */
+typedef struct {
+    uint16_t *q, *kt, *vp, *pb;
+    const uint16_t **rows;
+    float **sp;
+} bx_scratch;
+
+static void *bx_alloc(bx_scratch *x, int M, int hd) {
+    size_t n = (size_t)M * hd + 2 * (size_t)TJ * hd + (size_t)M * TJ;
+    void *mem =
+        malloc(sizeof(float *) * (size_t)M + sizeof(uint16_t *) * TJ + sizeof(uint16_t) * n);
+    if (!mem) return NULL;
+    x->sp = mem;
+    x->rows = (const uint16_t **)(x->sp + M);
+    x->q = (uint16_t *)(x->rows + TJ);
+    x->kt = x->q + (size_t)M * hd;
+    x->vp = x->kt + (size_t)TJ * hd;
+    x->pb = x->vp + (size_t)TJ * hd;
+    return mem;
+}
+
+/* Whether any of the n queries weighs tile position jj. */
+static int weighed(const float *s, long s_ld, int n, int jj) {
+    for (int i = 0; i < n; i++)
+        if (s[i * s_ld + jj] != 0) return 1;
+    return 0;
+}
+
+/* Raw scores s[i][0, nj) of the n queries (rounded in x->q, rows of head_dim) over tile
+ * positions [j0, j0 + nj) with bf16 products: rows before lo (outside the window) are
+ * zeros, never read. */
+static void qk_tile_bx(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, int lo,
+                       float *s, long s_ld, int n, bx_scratch *x) {
+    int hd = c->p->head_dim, w = (nj + 15) / 16 * 16;
+    for (int jj = 0; jj < nj; jj++)
+        x->rows[jj] = j0 + jj >= lo ? kv_raw(c, c->kv->k, bt, j0 + jj, kvh) : NULL;
+    c->bx->kt(x->kt, x->rows, nj, hd);
+    for (int i = 0; i < n; i++) {
+        x->sp[i] = s + i * s_ld;
+        memset(x->sp[i], 0, sizeof(float) * (size_t)w);
+    }
+    c->bx->pv(x->sp, x->q, hd, n, x->kt, hd / 2, w);
+}
+
+/* pv_tile with bf16 products: the V rows as stored (zeros for a row no query weighs, which
+ * may be released, and for the pad of an odd tile), by pairs, times the rounded weights. */
+static void pv_tile_bx(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj,
+                       float *const *o, const float *s, long s_ld, int n, bx_scratch *x) {
+    int hd = c->p->head_dim, np = (nj + 1) / 2;
+    for (int jj = 0; jj < nj; jj++)
+        x->rows[jj] = weighed(s, s_ld, n, jj) ? kv_raw(c, c->kv->v, bt, j0 + jj, kvh) : NULL;
+    c->bx->pairs(x->vp, x->rows, nj, hd);
+    for (int i = 0; i < n; i++) {
+        c->bx->round(x->pb + i * TJ, s + i * s_ld, (2 * np + 15) / 16 * 16);
+        if (nj & 1) x->pb[i * TJ + nj] = 0;
+    }
+    c->bx->pv(o, x->pb, TJ, n, x->vp, np, hd);
 }
 
 /* Floats of per-thread scratch the per-token path needs: a V tile and a K row when the
@@ -56,34 +137,35 @@ static int first_visible(const hr_attn_params *p, int pq) {
 
 /* One query's online-softmax step over the raw scores s of positions [j0, j0 + nj): scales,
  * caps and masks them, rescales the running output o when the maximum grows, and leaves
- * exp(score - max) in s (0 where masked). */
+ * exp(score - max) in s (0 where masked). The visible positions are one run [a, b). */
 static void softmax_tile(const attn_ctx *c, float *s, int j0, int nj, int pq, float *mx, float *sum,
                          float *o) {
     const hr_attn_params *p = c->p;
-    int lo = first_visible(p, pq);
-    float m = -INFINITY;
-    for (int jj = 0; jj < nj; jj++) {
-        int j = j0 + jj;
-        float v = s[jj] * p->scale;
-        if (p->softcap > 0) v = p->softcap * tanhf(v / p->softcap);
-        s[jj] = j <= pq && j >= lo ? v : -INFINITY;
-        m = fmaxf(m, s[jj]);
-    }
-    if (m == -INFINITY) { /* nothing visible in this tile */
-        for (int jj = 0; jj < nj; jj++)
-            s[jj] = 0;
+    int a = first_visible(p, pq) - j0, b = pq - j0 + 1;
+    a = a < 0 ? 0 : a;
+    b = b > nj ? nj : b;
+    if (b <= a) { /* nothing visible in this tile */
+        memset(s, 0, sizeof(float) * (size_t)nj);
         return;
     }
+    memset(s, 0, sizeof(float) * (size_t)a);
+    memset(s + b, 0, sizeof(float) * (size_t)(nj - b));
+    c->k->scale(s + a, p->scale, b - a);
+    if (p->softcap > 0)
+        for (int jj = a; jj < b; jj++)
+            s[jj] = p->softcap * tanhf(s[jj] / p->softcap);
+    float m = c->k->max(s + a, b - a);
     if (m > *mx) {
         float corr = expf(*mx - m);
         *sum *= corr;
         c->k->scale(o, corr, p->head_dim);
         *mx = m;
     }
-    for (int jj = 0; jj < nj; jj++) {
-        s[jj] = s[jj] == -INFINITY ? 0 : expf(s[jj] - *mx);
-        *sum += s[jj];
+    if (*mx == -INFINITY) { /* every visible score so far is -inf */
+        memset(s + a, 0, sizeof(float) * (size_t)(b - a));
+        return;
     }
+    *sum += c->k->exp_sum(s + a, b - a, *mx);
 }
 
 /* o[i] += P[i] V over the tile's positions, each visible position's V row in order, on
@@ -107,8 +189,10 @@ static void pv_tile(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int n
     c->k->pv(o, s, s_ld, n, v, nj, hd);
 }
 
-/* Query heads [h0, h0 + nh) of kv head kvh for token t; scr: token_scratch floats. */
-static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, float *scr) {
+/* Query heads [h0, h0 + nh) of kv head kvh for token t; scr: token_scratch floats, or x for
+ * bf16 products. */
+static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, float *scr,
+                         bx_scratch *x) {
     const hr_step_meta *m = &c->cb->meta;
     const hr_attn_params *p = c->p;
     int hd = p->head_dim, pos = m->pos[t];
@@ -123,18 +207,24 @@ static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, floa
         sum[h] = 0;
         for (int i = 0; i < hd; i++)
             o[h][i] = 0;
+        if (c->bx) c->bx->round(x->q + (long)h * hd, q[h], hd);
     }
+    if (c->bx) memset(s, 0, sizeof s); /* rounding the weights reads up to 16 past a tile */
     int lo = first_visible(p, pos);
     for (int j0 = lo / TJ * TJ; j0 <= pos; j0 += TJ) {
         int nj = pos - j0 + 1 < TJ ? pos - j0 + 1 : TJ;
-        for (int jj = 0; jj < nj; jj++) {
+        if (c->bx) qk_tile_bx(c, bt, kvh, j0, nj, lo, &s[0][0], TJ, nh, x);
+        for (int jj = 0; !c->bx && jj < nj; jj++) {
             const float *krow = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh, scr) : NULL;
             for (int h = 0; h < nh; h++)
                 s[h][jj] = krow ? c->k->dot(q[h], krow, hd) : 0;
         }
         for (int h = 0; h < nh; h++)
             softmax_tile(c, s[h], j0, nj, pos, &mx[h], &sum[h], o[h]);
-        pv_tile(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh, scr ? scr + hd : NULL);
+        if (c->bx)
+            pv_tile_bx(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh, x);
+        else
+            pv_tile(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh, scr ? scr + hd : NULL);
     }
     for (int h = 0; h < nh; h++)
         c->k->scale(o[h], 1.0f / sum[h], hd);
@@ -145,11 +235,12 @@ static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, floa
 typedef struct {
     float *q, *s, *kv, *mx, *sum;
     float **o;
+    bx_scratch x; /* the bf16-product path's, when it runs */
 } blk_scratch;
 
 static void *blk_alloc(blk_scratch *b, int M, int hd) {
     size_t n = (size_t)M * hd + (size_t)M * TJ + (size_t)TJ * hd + 2 * (size_t)M;
-    void *mem = malloc(sizeof(float *) * (size_t)M + sizeof(float) * n);
+    void *mem = calloc(1, sizeof(float *) * (size_t)M + sizeof(float) * n);
     if (!mem) return NULL;
     b->o = mem;
     b->q = (float *)(b->o + M);
@@ -178,9 +269,18 @@ static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int 
         }
     for (int i = 0; i < M; i++)
         b->mx[i] = -INFINITY, b->sum[i] = 0;
+    if (c->bx) c->bx->round(b->x.q, b->q, M * hd);
     int last = p0 + nq - 1, lo = first_visible(p, p0);
     for (int j0 = lo / TJ * TJ; j0 <= last; j0 += TJ) {
         int nj = last - j0 + 1 < TJ ? last - j0 + 1 : TJ;
+        if (c->bx) {
+            qk_tile_bx(c, bt, kvh, j0, nj, lo, b->s, TJ, M, &b->x);
+            for (int i = 0; i < M; i++)
+                softmax_tile(c, b->s + (long)i * TJ, j0, nj, p0 + i / G, &b->mx[i], &b->sum[i],
+                             b->o[i]);
+            pv_tile_bx(c, bt, kvh, j0, nj, b->o, b->s, TJ, M, &b->x);
+            continue;
+        }
         size_t row = sizeof(float) * (size_t)hd;
         for (int jj = 0; jj < nj; jj++) { /* whole rows: a test per element ran scalar */
             float *kt = b->kv + (long)jj * hd;
@@ -213,39 +313,54 @@ typedef struct {
     atomic_long next;
 } items_ctx;
 
-static void attend_token(const attn_ctx *c, int tok, int kvh, float *scr) {
+static void attend_token(const attn_ctx *c, int tok, int kvh, float *scr, bx_scratch *x) {
     int group = c->p->n_heads / c->p->n_kv_heads;
     for (int h0 = 0; h0 < group; h0 += MAX_GROUP)
         attend_group(c, tok, kvh, kvh * group + h0, group - h0 < MAX_GROUP ? group - h0 : MAX_GROUP,
-                     scr);
+                     scr, x);
+}
+
+/* Per-thread scratch of the per-token path: *scr, token_scratch floats (NULL if none), or x
+ * for bf16 products; *mem the memory to free (NULL if none). Returns 0 when out of memory. */
+static int token_alloc(const attn_ctx *c, float **scr, bx_scratch *x, void **mem) {
+    size_t ns = token_scratch(c);
+    *scr = NULL;
+    *mem = c->bx ? bx_alloc(x, MAX_GROUP, c->p->head_dim) : ns ? malloc(sizeof(float) * ns) : NULL;
+    if (!c->bx) *scr = *mem;
+    return *mem || (!c->bx && !ns);
 }
 
 static void items_task(void *ctx, int th, int nth) {
     items_ctx *ic = ctx;
     const hr_attn_params *p = ic->c.p;
     blk_scratch b;
-    void *mem = NULL;
-    int tried = 0;
-    size_t ns = token_scratch(&ic->c);
-    float *scr = ns ? malloc(sizeof(float) * ns) : NULL;
-    if (ns && !scr) return; /* out of memory: nothing to compute with */
+    void *mem = NULL, *bmem = NULL;
+    int G = p->n_heads / p->n_kv_heads, tried = 0, M = block_tokens(G) * G;
+    bx_scratch x;
+    float *scr;
+    void *tmem;
+    if (!token_alloc(&ic->c, &scr, &x, &tmem)) return; /* out of memory: nothing to compute with */
     for (long i; (i = atomic_fetch_add(&ic->next, 1)) < ic->n_items;) {
         const attn_item *it = &ic->items[i];
         if (it->nq > 1 && !tried) { /* block scratch only when this thread gets a block */
-            mem = blk_alloc(&b, QB * (p->n_heads / p->n_kv_heads), p->head_dim);
+            mem = blk_alloc(&b, M, p->head_dim);
+            bmem = mem && ic->c.bx ? bx_alloc(&b.x, M, p->head_dim) : NULL;
+            if (ic->c.bx && !bmem) free(mem), mem = NULL;
             tried = 1;
         }
         if (it->nq > 1 && mem)
             attend_block(&ic->c, &b, it->t0, it->nq, it->kvh);
         else
             for (int t = it->t0; t < it->t0 + it->nq; t++)
-                attend_token(&ic->c, t, it->kvh, scr);
+                attend_token(&ic->c, t, it->kvh, scr, &x);
     }
+    free(bmem);
     free(mem);
-    free(scr);
+    free(tmem);
 }
 
-/* Items of the step: rows with BLOCK_MIN+ tokens in blocks of QB, others token by token.
+/* Items of the step: rows with BLOCK_MIN+ tokens in blocks of block_tokens, others token by
+ * token.
  * Returns the item count; *blocks says whether any item is a block. */
 static long plan_items(const hr_step_meta *m, const hr_attn_params *p, attn_item *items,
                        int *blocks) {
@@ -256,7 +371,7 @@ static long plan_items(const hr_step_meta *m, const hr_attn_params *p, attn_item
         int e = t + 1;
         while (e < m->n_tokens && m->row[e] == m->row[t])
             e++;
-        int step = blocked && e - t >= BLOCK_MIN ? QB : 1;
+        int step = blocked && e - t >= BLOCK_MIN ? block_tokens(p->n_heads / p->n_kv_heads) : 1;
         *blocks |= step > 1;
         for (int b = t; b < e; b += step)
             for (int kvh = 0; kvh < p->n_kv_heads; kvh++)
@@ -270,18 +385,29 @@ static void attn_task(void *ctx, int t, int nt) {
     attn_ctx *c = ctx;
     long items = (long)c->cb->meta.n_tokens * c->p->n_kv_heads, b, e;
     hr_split_range(items, 1, t, nt, &b, &e);
-    size_t ns = token_scratch(c);
-    float *scr = ns && e > b ? malloc(sizeof(float) * ns) : NULL;
-    if (ns && e > b && !scr) return; /* out of memory: nothing to compute with */
+    if (e <= b) return;
+    bx_scratch x;
+    float *scr;
+    void *mem;
+    if (!token_alloc(c, &scr, &x, &mem)) return; /* out of memory: nothing to compute with */
     for (long i = b; i < e; i++)
-        attend_token(c, (int)(i / c->p->n_kv_heads), (int)(i % c->p->n_kv_heads), scr);
-    free(scr);
+        attend_token(c, (int)(i / c->p->n_kv_heads), (int)(i % c->p->n_kv_heads), scr, &x);
+    free(mem);
 }
 
 void hr_cpu_attention(hr_backend *be, float *out, const float *q, const hr_kv_store *kv,
                       const hr_attn_params *p) {
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
-    attn_ctx c = {cb, out, q, kv, p, hr_cpu_kernels_get(), hr_kv_row_bytes(kv->dtype, p->head_dim)};
+    int bx = cb->opt.compute_bf16 && kv->dtype == HR_BF16 && p->head_dim % 32 == 0 &&
+             hr_cpu()->level >= HR_CPU_AVX512 && hr_cpu()->avx512bf16;
+    attn_ctx c = {cb,
+                  out,
+                  q,
+                  kv,
+                  p,
+                  hr_cpu_kernels_get(),
+                  hr_kv_row_bytes(kv->dtype, p->head_dim),
+                  bx ? &hr_attn_bx_avx512 : NULL};
     items_ctx ic = {
         .c = c,
         .items = malloc(sizeof(attn_item) * (size_t)cb->meta.n_tokens * (size_t)p->n_kv_heads)};

@@ -39,6 +39,11 @@ typedef struct {
     /* y[0..n) = one KV head vector stored in dtype (F32, BF16, F16, Q8_0, Q4_0), widened in
        registers; bit for bit hr_kv_row_load_ref. */
     void (*kv_load)(float *y, const void *row, hr_dtype dtype, int n);
+    /* The largest of s[0..n), n >= 1 (-INFINITY if all are). */
+    float (*max)(const float *s, int n);
+    /* s[i] = exp(s[i] - m) for i < n (s[i] <= m; -INFINITY gives 0); returns their sum. The
+       SIMD levels use their own exp (within 2 ulp of expf, tested) and sum in lanes. */
+    float (*exp_sum)(float *s, int n, float m);
 } hr_cpu_kernels;
 
 /* The reference KV row loader (kv_rows.c). */

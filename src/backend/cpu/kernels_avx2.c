@@ -2,8 +2,10 @@
  * AVX-512). Same blocking as the AVX-512 file with a 4 rows x 2 tokens tile (16 ymm
  * registers) and a scalar tail for K not a multiple of 8. */
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 
+#include "backend/cpu/exp_poly.h"
 #include "backend/cpu/kernels.h"
 #include "tensor/dtype.h"
 
@@ -272,5 +274,49 @@ static void kv_load(float *y, const void *row, hr_dtype dtype, int n) {
     }
 }
 
-const hr_cpu_kernels hr_cpu_kernels_avx2 = {"avx2", mm_f32, mm_bf16, mm_f16, NULL,
-                                            dot,    axpy,   scale,   pv,     kv_load};
+static float max(const float *s, int n) {
+    __m256 m = _mm256_set1_ps(-INFINITY);
+    int i = 0;
+    for (; i + 8 <= n; i += 8)
+        m = _mm256_max_ps(m, _mm256_loadu_ps(s + i));
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    float r = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+    for (; i < n; i++)
+        r = s[i] > r ? s[i] : r;
+    return r;
+}
+
+/* exp(x) for x <= 0 as in the AVX-512 file; 2^n is built in the exponent bits, so below
+ * -87.3 (2^n not normal) the result is 0. */
+static inline __m256 exp_le0(__m256 x) {
+    __m256 small = _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_LT_OQ);
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.3f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(HR_EXP_LOG2E)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = HR_EXP_REDUCE(n, x, _mm256_fnmadd_ps, _mm256_set1_ps);
+    __m256 p = HR_EXP_POLY(r, _mm256_fmadd_ps, _mm256_mul_ps, _mm256_add_ps, _mm256_set1_ps);
+    __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(small, _mm256_mul_ps(p, _mm256_castsi256_ps(e)));
+}
+
+static float exp_sum(float *s, int n, float m) {
+    __m256 mv = _mm256_set1_ps(m), sum = _mm256_setzero_ps();
+    int i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 e = exp_le0(_mm256_sub_ps(_mm256_loadu_ps(s + i), mv));
+        _mm256_storeu_ps(s + i, e);
+        sum = _mm256_add_ps(sum, e);
+    }
+    if (i < n) {
+        __m256i k = lanes_below(n - i);
+        __m256 e = exp_le0(_mm256_sub_ps(_mm256_maskload_ps(s + i, k), mv));
+        _mm256_maskstore_ps(s + i, k, e);
+        sum = _mm256_add_ps(sum, _mm256_and_ps(e, _mm256_castsi256_ps(k)));
+    }
+    return hsum(sum);
+}
+
+const hr_cpu_kernels hr_cpu_kernels_avx2 = {"avx2", mm_f32, mm_bf16, mm_f16,  NULL, dot,
+                                            axpy,   scale,  pv,      kv_load, max,  exp_sum};

@@ -6,9 +6,11 @@
  * Weights are widened to f32 (bf16: shift; f16: vcvtph2ps) and accumulated in f32, which
  * is exact with respect to the reference's products. */
 #include <immintrin.h>
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "backend/cpu/exp_poly.h"
 #include "backend/cpu/kernels.h"
 
 static inline __m512 ld_f32(const void *p, long i) { return _mm512_loadu_ps((const float *)p + i); }
@@ -295,5 +297,36 @@ static void kv_load(float *y, const void *row, hr_dtype dtype, int n) {
     }
 }
 
-const hr_cpu_kernels hr_cpu_kernels_avx512 = {"avx512", mm_f32, mm_bf16, mm_f16, mm_bx,
-                                              dot,      axpy,   scale,   pv,     kv_load};
+static float max(const float *s, int n) {
+    __m512 m = _mm512_set1_ps(-INFINITY);
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+        m = _mm512_mask_max_ps(m, k, m, _mm512_maskz_loadu_ps(k, s + i));
+    }
+    return _mm512_reduce_max_ps(m);
+}
+
+/* exp(x) for x <= 0: x = n ln2 + r (ln2 in two parts), e^r by Cephes' degree-6 polynomial,
+ * times 2^n by scalef (which underflows to 0 far below -87). */
+static inline __m512 exp_le0(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-110.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(HR_EXP_LOG2E)),
+                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = HR_EXP_REDUCE(n, x, _mm512_fnmadd_ps, _mm512_set1_ps);
+    __m512 p = HR_EXP_POLY(r, _mm512_fmadd_ps, _mm512_mul_ps, _mm512_add_ps, _mm512_set1_ps);
+    return _mm512_scalef_ps(p, n);
+}
+
+static float exp_sum(float *s, int n, float m) {
+    __m512 mv = _mm512_set1_ps(m), sum = _mm512_setzero_ps();
+    for (int i = 0; i < n; i += 16) {
+        __mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512 e = exp_le0(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, s + i), mv));
+        _mm512_mask_storeu_ps(s + i, k, e);
+        sum = _mm512_mask_add_ps(sum, k, sum, e);
+    }
+    return _mm512_reduce_add_ps(sum);
+}
+
+const hr_cpu_kernels hr_cpu_kernels_avx512 = {"avx512", mm_f32, mm_bf16, mm_f16,  mm_bx, dot,
+                                              axpy,     scale,  pv,      kv_load, max,   exp_sum};

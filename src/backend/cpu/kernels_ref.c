@@ -1,5 +1,6 @@
 /* Plain C reference kernels: the definition of what the SIMD variants must compute, and
  * the fallback on CPUs without AVX2. */
+#include <math.h>
 #include <stddef.h>
 
 #include "backend/cpu/kernels.h"
@@ -51,8 +52,25 @@ static void pv(float *const *o, const float *s, long s_ld, int n, const float *c
             if (s[i * s_ld + jj] != 0) axpy(o[i], s[i * s_ld + jj], v[jj], hd);
 }
 
+static float max(const float *s, int n) {
+    float m = -INFINITY;
+    for (int i = 0; i < n; i++)
+        m = s[i] > m ? s[i] : m;
+    return m;
+}
+
+static float exp_sum(float *s, int n, float m) {
+    float sum = 0;
+    for (int i = 0; i < n; i++) {
+        s[i] = s[i] == -INFINITY ? 0 : expf(s[i] - m);
+        sum += s[i];
+    }
+    return sum;
+}
+
 const hr_cpu_kernels hr_cpu_kernels_ref = {"generic", mm_f32, mm_bf16, mm_f16, NULL,
-                                           dot,       axpy,   scale,   pv,     hr_kv_row_load_ref};
+                                           dot,       axpy,   scale,   pv,     hr_kv_row_load_ref,
+                                           max,       exp_sum};
 
 const hr_cpu_kernels *hr_cpu_kernels_get(void) {
     switch (hr_cpu()->level) {

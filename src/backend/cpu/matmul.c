@@ -109,7 +109,8 @@ static void *scratch(hr_cpu_backend *cb, size_t bytes) {
 }
 
 int hr_cpu_matmul_reserve(hr_cpu_backend *cb, int T) {
-    return scratch(cb, scratch_need(cb, T, (cb->max_k + 31) / 32 * 32)) != NULL;
+    size_t need = scratch_need(cb, T, (cb->max_k + 31) / 32 * 32);
+    return need == 0 || scratch(cb, need) != NULL; /* 0: no weights loaded (yet) */
 }
 
 /* --compute bf16 on a bf16 weight: prepares x for AMX, VDPBF16PS or the f32 kernels in
