@@ -3,7 +3,8 @@
 // package's response_format json_schema / json_object, vLLM's guided_choice / guided_regex,
 // llama.cpp's grammar, forced tool calls (named and required) whose arguments must follow the
 // tool's schema, strict tools under auto, the Responses API's text.format, Anthropic's
-// output_format, streaming, n > 1, and the refusals (a keyword the engine cannot enforce, two
+// output_format, the regex-built string keywords (pattern, format, lengths, allOf / not of
+// patterns), streaming, n > 1, and the refusals (a keyword the engine cannot enforce, two
 // constraints at once, a bad regex or grammar). Every reply that finishes validates with ajv.
 // Sampled at temperature 1 with fixed seeds. Usage: node structured.cjs PORT SCHEMA_DIR.
 const fs = require("fs");
@@ -100,6 +101,25 @@ async function simpleFormats() {
         n.choices.every((c) => c.finish_reason !== "stop" || validates(person, c.message.content) === null), n.choices);
 }
 
+/* The regex-built string keywords: pattern, format, pattern with length bounds, allOf of two
+ * patterns (their intersection) and not of a pattern (its complement), each checked by ajv. */
+async function patternSchemas() {
+  const codes = { type: "object", properties: {
+    code: { type: "string", pattern: "^[A-Z]{2}-[0-9]{3}$" },
+    tag: { type: "string", pattern: "^[a-z]+$", minLength: 3, maxLength: 8 },
+    word: { type: "string", allOf: [{ pattern: "^[a-z]{2,6}$" }, { pattern: "e" }] },
+    other: { type: "string", pattern: "^[a-z]{1,5}$", not: { pattern: "^a" } },
+    day: { type: "string", format: "date" } },
+    required: ["code", "tag", "word", "other", "day"], additionalProperties: false };
+  for (let seed = 11; seed < 14; seed++) {
+    const r = await client.chat.completions.create({ ...opts, seed, messages: ask("A record."),
+      response_format: { type: "json_schema", json_schema: { name: "rec", schema: codes, strict: true } } });
+    const c = r.choices[0];
+    check(`json_schema_patterns_${seed}`, c.finish_reason === "stop" && validates(codes, c.message.content) === null,
+          { c, why: validates(codes, c.message.content) });
+  }
+}
+
 const weather = { type: "function", function: { name: "get_weather", description: "Weather of a city",
   parameters: { type: "object", properties: { city: { type: "string", minLength: 1, maxLength: 24 },
                 days: { type: "integer", minimum: 1, maximum: 7 } }, required: ["city", "days"],
@@ -166,6 +186,7 @@ async function refusals() {
 (async () => {
   try {
     await simpleFormats();
+    await patternSchemas();
     await toolCalls();
     await otherApis();
     await refusals();
