@@ -103,9 +103,9 @@ typedef struct {
         int n;
     } pending_rope;
     /* an RMSNorm of at most HR_CU_GEMV_MAX_T rows (HR_CU_MMVQ_MAX_T with GGUF weights) waiting
-     * to fold into the products of its
-     * output, or to quantize it for them (cuda_ops.c); fold holds its input and weights, add
-     * (not NULL) a residual addend it adds to its input first (then it does not fold) */
+     * to fold into the products of its output, or to quantize it for them (cuda_ops.c); fold
+     * holds its input and weights, add (not NULL) a residual addend it adds to its input first
+     * (then it does not fold) */
     struct {
         float *y;
         int rows, dim;
@@ -134,7 +134,7 @@ typedef struct {
     unsigned long epoch, tick, capture_epoch;
     int graphs_off; /* HEARTH_CUDA_GRAPHS=0, or a step needed the host (MoE) */
     int fold; /* norms and residual adds fold into small-batch products (HEARTH_CUDA_FOLD=0: off) */
-    int qgemv_f32; /* HEARTH_CUDA_QGEMV=f32: GGUF products of <= 4 rows in f32 (no mmvq) */
+    int qgemv_f32; /* HEARTH_CUDA_QGEMV=f32: no mmvq (f32 GEMV to 4 rows, f16 cuBLAS beyond) */
 } hr_cuda_backend;
 
 /* A CUDA runtime failure as an hr_err ("what: message"), NULL on success. */

@@ -74,6 +74,16 @@ static void flush_norm(hr_cuda_backend *cb) {
     cb->pending_norm.y = NULL;
 }
 
+/* The quantized-x scratch grown for T rows of K (0: it cannot grow, the failure recorded). */
+static int xq_room(hr_cuda_backend *cb, int T, long K) {
+    return hr_cu_grow(cb, &cb->xq, &cb->xq_bytes, hr_cu_xq_bytes(T, K));
+}
+
+/* The scratch now holds x (T rows of K) quantized in blocks of per. */
+static void xq_holds(hr_cuda_backend *cb, const float *x, int T, long K, int per) {
+    cb->xq_of = x, cb->xq_T = T, cb->xq_K = K, cb->xq_per = per, cb->xq_at = cb->xq;
+}
+
 static void flush_act(hr_cuda_backend *cb) {
     if (!cb->pending_act.y) return;
     hr_cu_act_mul(cb->stream, cb->pending_act.y, cb->pending_act.gate, cb->pending_act.up,
@@ -86,13 +96,11 @@ static void flush_act(hr_cuda_backend *cb) {
  * no scratch (the caller flushes). */
 static int act_quantized(hr_cuda_backend *cb, const float *x, int T, long K, int per) {
     typeof(cb->pending_act) p = cb->pending_act;
-    if (p.y != x || p.n != (long)T * K ||
-        !hr_cu_grow(cb, &cb->xq, &cb->xq_bytes, hr_cu_xq_bytes(T, K)))
-        return 0;
+    if (p.y != x || p.n != (long)T * K || !xq_room(cb, T, K)) return 0;
     cb->pending_act.y = NULL;
     hr_cu_act_mul_quant(cb->stream, p.y, p.gate, p.up, T, K, p.act, cb->xq, per);
     hr_cu_flush(cb);
-    cb->xq_of = x, cb->xq_T = T, cb->xq_K = K, cb->xq_per = per, cb->xq_at = cb->xq;
+    xq_holds(cb, x, T, K, per);
     return 1;
 }
 
@@ -102,14 +110,13 @@ static int act_quantized(hr_cuda_backend *cb, const float *x, int T, long K, int
 static int norm_quantized(hr_cuda_backend *cb, const float *x, int T, long K, int per) {
     hr_cu_gemv_fold f = cb->pending_norm.fold;
     if (cb->pending_norm.y != x || cb->pending_norm.rows != T || cb->pending_norm.dim != K ||
-        !hr_cu_norm_quant_fits((int)K, per) ||
-        !hr_cu_grow(cb, &cb->xq, &cb->xq_bytes, hr_cu_xq_bytes(T, K)))
+        !hr_cu_norm_quant_fits((int)K, per) || !xq_room(cb, T, K))
         return 0;
     cb->pending_norm.y = NULL;
     hr_cu_norm_quant(cb->stream, (float *)x, (float *)f.norm_x, cb->pending_norm.add, f.norm_w,
                      f.norm_dtype, T, (int)K, f.eps, f.one_plus, cb->xq, per);
     hr_cu_flush(cb);
-    cb->xq_of = x, cb->xq_T = T, cb->xq_K = K, cb->xq_per = per, cb->xq_at = cb->xq;
+    xq_holds(cb, x, T, K, per);
     return 1;
 }
 
@@ -122,11 +129,11 @@ static long qrow_bytes(const hr_tensor *w) {
 /* x's T rows quantized to 8 bits in blocks of per for mmvq, once for consecutive products of
  * the same x (q, k, v; gate, up); NULL when the scratch cannot grow. */
 static const void *x_quantized(hr_cuda_backend *cb, const float *x, int T, long K, int per) {
-    if (!hr_cu_grow(cb, &cb->xq, &cb->xq_bytes, hr_cu_xq_bytes(T, K))) return NULL;
+    if (!xq_room(cb, T, K)) return NULL;
     if (cb->xq_of != x || cb->xq_T != T || cb->xq_K != K || cb->xq_per != per ||
         cb->xq_at != cb->xq) {
         hr_cu_quantize_x(cb->stream, cb->xq, x, T, K, per);
-        cb->xq_of = x, cb->xq_T = T, cb->xq_K = K, cb->xq_per = per, cb->xq_at = cb->xq;
+        xq_holds(cb, x, T, K, per);
     }
     return cb->xq;
 }

@@ -60,12 +60,7 @@ static __global__ void __launch_bounds__(256) gemv_vec(hr_cu_gemv_set g, const f
 #pragma unroll
     for (int r = 0; r < R; r++)
         wr[r] = (const uint4 *)((const uint16_t *)m.w + (n0 + r < m.N ? n0 + r : n0) * K);
-    float acc[R][T];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < T; t++)
-            acc[r][t] = 0;
+    float acc[R][T] = {};
     long nv = K / 8;
 #pragma unroll 2
     for (long i = lane; i < nv; i += 32) {

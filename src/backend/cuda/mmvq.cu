@@ -9,16 +9,13 @@
  * rows of tensor/qplanes.h), or 16 code bytes of a K-quant super-block (8 units per super-block:
  * Q4_K in its file layout, whose rows are 16-byte aligned, Q6_K planar). A launch takes up to
  * HR_CU_GEMV_FUSE matrices of one format sharing x (q, k, v; gate, up), their rows one after
- * the other; a block of MV_WARPS warps computes R of those rows for T <= 4 rows of x, lane l of
- * warp w taking units l + 32 w + 32 MV_WARPS k; each unit of x it loads serves the R rows. T <=
- * HR_CU_MMVQ_MAX_T (8): larger batches decode the matrix to f16 for cuBLAS. */
+ * the other; a block of MV_WARPS warps computes R of those rows for T <= HR_CU_MMVQ_MAX_T (8)
+ * rows of x (larger batches decode the matrix to f16 for cuBLAS), lane l of warp w taking units
+ * l + 32 w + 32 MV_WARPS k; each unit of x it loads serves the R rows. */
+#include "backend/cuda/qfields.cuh"
 #include "backend/cuda/xq.cuh"
 
 enum { MV_WARPS = 4, MV_R = 4, MV_R_MIN_N = 4096 };
-
-static __device__ __forceinline__ float mv_f16(const uint8_t *p) {
-    return __half2float(__ushort_as_half(*(const unsigned short *)p));
-}
 
 /* One thread per element, a block per 256 of a row (hr_xq_put). */
 template <int PER> static __global__ void quantize_k(hr_xq_parts x, const float *xf, long K) {
@@ -36,16 +33,6 @@ template <int Q> struct wunit {
     int sc_lo, sc_hi, m_lo, m_hi; /* K-quants: the two sub-blocks' scales (and Q4_K's mins) */
 };
 
-static __device__ __forceinline__ void k4_scale_min(const uint8_t *s, int j, int *sc, int *m) {
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *m = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
-        *m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
-    }
-}
-
 /* Unit u's weight data from a row of nb units. Q4_K unit v = u % 8 of its super-block: qs bytes
  * 32 (v / 2) + 16 (v % 2) .. +15, the low nibbles sub-block v / 2 * 2, the high ones the next.
  * Q6_K unit v: h = v / 4, c = v / 2 % 2, l0 = 16 (v % 2): low-bit bytes h*64 + c*32 + l0 (low
@@ -55,19 +42,19 @@ static __device__ __forceinline__ wunit<Q> load_w(const uint8_t *row, long u, lo
     wunit<Q> w;
     if (Q == HR_CU_Q4_0) {
         w.c = *(const uint4 *)(row + 16 * u);
-        w.d = mv_f16(row + 16 * nb + 2 * u);
+        w.d = hr_q_f16(row + 16 * nb + 2 * u);
     } else if (Q == HR_CU_Q8_0) {
         w.c = *(const uint4 *)(row + 32 * u);
         w.c2 = *(const uint4 *)(row + 32 * u + 16);
-        w.d = mv_f16(row + 32 * nb + 2 * u);
+        w.d = hr_q_f16(row + 32 * nb + 2 * u);
     } else if (Q == HR_CU_Q4_K) {
         const uint8_t *b = row + (u >> 3) * 144;
         int v = (int)(u & 7), p = v >> 1;
         w.c = *(const uint4 *)(b + 16 + 32 * p + 16 * (v & 1));
-        w.d = mv_f16(b);
-        w.dmin = mv_f16(b + 2);
-        k4_scale_min(b + 4, 2 * p, &w.sc_lo, &w.m_lo);
-        k4_scale_min(b + 4, 2 * p + 1, &w.sc_hi, &w.m_hi);
+        w.d = hr_q_f16(b);
+        w.dmin = hr_q_f16(b + 2);
+        hr_q_k4_scale_min(b + 4, 2 * p, &w.sc_lo, &w.m_lo);
+        hr_q_k4_scale_min(b + 4, 2 * p + 1, &w.sc_hi, &w.m_hi);
     } else { /* Q6_K */
         long sb = u >> 3, ns = nb / 8;
         int v = (int)(u & 7), h = v >> 2, c = (v >> 1) & 1, hf = v & 1;
@@ -76,7 +63,7 @@ static __device__ __forceinline__ wunit<Q> load_w(const uint8_t *row, long u, lo
         const int8_t *sc = (const int8_t *)(row + 192 * ns + 16 * sb);
         w.sc_lo = sc[2 * (4 * h + c) + hf];
         w.sc_hi = sc[2 * (4 * h + c + 2) + hf];
-        w.d = mv_f16(row + 208 * ns + 2 * sb);
+        w.d = hr_q_f16(row + 208 * ns + 2 * sb);
     }
     return w;
 }
@@ -189,12 +176,7 @@ static __global__ void mmvq_k(hr_cu_gemv_set g, hr_xq_parts x, long K, long rb) 
         int m = set_row(g, n0 + r < N ? n0 + r : N - 1, &in);
         rows[r] = (const uint8_t *)g.w[m] + in * rb;
     }
-    float acc[R][T];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < T; t++)
-            acc[r][t] = 0;
+    float acc[R][T] = {};
     for (long base = 32 * warp; base < nb; base += stride * U) {
         wunit<Q> wu[U][R];
         bool ok[U];
@@ -270,10 +252,7 @@ extern "C" int hr_cu_mmvq_per(int q, int planar, long rb) {
     }
 }
 
-extern "C" size_t hr_cu_xq_bytes(int T, long K) {
-    return hr_xq_align((size_t)T * K) + hr_xq_align((size_t)T * (K / 32) * 4) +
-           (size_t)T * (K / 16) * 4;
-}
+extern "C" size_t hr_cu_xq_bytes(int T, long K) { return hr_xq_size(T, K).total; }
 
 extern "C" void hr_cu_quantize_x(cudaStream_t s, void *xq, const float *x, int T, long K, int per) {
     hr_xq_parts p = hr_xq_at(xq, T, K);

@@ -15,16 +15,12 @@
  *   piece's sum, not each element;
  * - larger batches: the matrix decoded to f16 rows for cuBLAS (cuda_ops.c);
  * - embedding rows of a quantized table. */
-#include "backend/cuda/common.cuh"
+#include "backend/cuda/qfields.cuh"
 
 /* Rows per warp of the small-batch product (each piece of x read serves R rows), for matrices
  * of at least QGEMV_R_MIN_N rows; smaller ones take a row per warp, or too few warps would
  * run. */
 enum { QGEMV_WARPS = 4, QGEMV_R = 4, QGEMV_R_MIN_N = 4096 };
-
-static __device__ __forceinline__ float f16_at(const uint8_t *p) {
-    return __half2float(__ushort_as_half(*(const unsigned short *)p));
-}
 
 /* 8 bytes at p (2-byte aligned), little-endian, as two words. */
 static __device__ __forceinline__ uint2 ld8_a2(const uint8_t *p) {
@@ -40,16 +36,6 @@ static __device__ __forceinline__ uint2 ld8_a4(const uint8_t *p) {
 static __device__ __forceinline__ uint32_t ld4_a2(const uint8_t *p) {
     const unsigned short *h = (const unsigned short *)p;
     return h[0] | (uint32_t)h[1] << 16;
-}
-
-static __device__ __forceinline__ void k_scale_min(const uint8_t *s, int j, int *sc, int *m) {
-    if (j < 4) {
-        *sc = s[j] & 63;
-        *m = s[j + 4] & 63;
-    } else {
-        *sc = (s[j + 4] & 15) | (s[j - 4] >> 6) << 4;
-        *m = (s[j + 4] >> 4) | (s[j] >> 6) << 4;
-    }
 }
 
 /* Eight consecutive elements of a row: element i = scale * (c_i - z) + offset, c_i byte i of
@@ -88,21 +74,21 @@ static __device__ __forceinline__ piece8 piece(const uint8_t *row, long u, int p
         uint2 q = pl ? ld8_a4(row + 32 * u + 8 * p) : ld8_a2(b + 2 + 8 * p);
         r.c = make_uint2(q.x ^ 0x80808080u, q.y ^ 0x80808080u); /* int8 + 128 */
         r.z = 128;
-        r.scale = f16_at(pl ? row + 32 * nb + 2 * u : b);
+        r.scale = hr_q_f16(pl ? row + 32 * nb + 2 * u : b);
     } else if (Q == HR_CU_Q4_0 || Q == HR_CU_Q4_1) {
         /* element j in the low nibble of qs[j], j + 16 in the high */
         const uint8_t *b = row + u * (Q == HR_CU_Q4_0 ? 18 : 20);
         if (Q == HR_CU_Q4_0 && pl) {
             r.c = nibbles(ld8_a4(row + 16 * u + 8 * (p & 1)), 4 * (p >> 1));
             r.z = 8;
-            r.scale = f16_at(row + 16 * nb + 2 * u);
+            r.scale = hr_q_f16(row + 16 * nb + 2 * u);
             return r;
         }
         const uint8_t *qs = b + (Q == HR_CU_Q4_0 ? 2 : 4) + 8 * (p & 1);
         r.c = nibbles(Q == HR_CU_Q4_0 ? ld8_a2(qs) : ld8_a4(qs), 4 * (p >> 1));
         r.z = Q == HR_CU_Q4_0 ? 8 : 0;
-        r.scale = f16_at(b);
-        if (Q == HR_CU_Q4_1) r.offset = f16_at(b + 2);
+        r.scale = hr_q_f16(b);
+        if (Q == HR_CU_Q4_1) r.offset = hr_q_f16(b + 2);
     } else if (Q == HR_CU_Q5_0 || Q == HR_CU_Q5_1) {
         const uint8_t *b = row + u * (Q == HR_CU_Q5_0 ? 22 : 24);
         const uint8_t *hq = b + (Q == HR_CU_Q5_0 ? 2 : 4);
@@ -113,12 +99,12 @@ static __device__ __forceinline__ piece8 piece(const uint8_t *row, long u, int p
         r.c = make_uint2(q.x | fifth_bits(qh),
                          q.y | fifth_bits(qh >> 4)); /* bit e of qh: element e */
         r.z = Q == HR_CU_Q5_0 ? 16 : 0;
-        r.scale = f16_at(b);
-        if (Q == HR_CU_Q5_1) r.offset = f16_at(b + 2);
+        r.scale = hr_q_f16(b);
+        if (Q == HR_CU_Q5_1) r.offset = hr_q_f16(b + 2);
     } else if (Q == HR_CU_Q4_K || Q == HR_CU_Q5_K) {
         const uint8_t *b = row + (u >> 3) * (Q == HR_CU_Q4_K ? 144 : 176);
         int j = (int)(u & 7), sc, mn;
-        k_scale_min(b + 4, j, &sc, &mn);
+        hr_q_k4_scale_min(b + 4, j, &sc, &mn);
         r.c = nibbles(*(const uint2 *)(b + (Q == HR_CU_Q4_K ? 16 : 48) + j / 2 * 32 + 8 * p),
                       4 * (j & 1));
         if (Q == HR_CU_Q5_K) { /* bit j of qh[l]: the fifth bit of element j*32 + l */
@@ -127,8 +113,8 @@ static __device__ __forceinline__ piece8 piece(const uint8_t *row, long u, int p
             r.c.y |= (h.y >> j & 0x01010101u) << 4;
         }
         r.z = 0;
-        r.scale = f16_at(b) * (float)sc;
-        r.offset = -(f16_at(b + 2) * (float)mn);
+        r.scale = hr_q_f16(b) * (float)sc;
+        r.offset = -(hr_q_f16(b + 2) * (float)mn);
     } else { /* Q6_K: element h*128 + s*32 + l */
         long sb = u >> 3, ns = nb / 8;
         const uint8_t *b = row + sb * 210;
@@ -141,7 +127,7 @@ static __device__ __forceinline__ piece8 piece(const uint8_t *row, long u, int p
         r.c = make_uint2(lo.x | (hi.x >> (2 * s) & 0x03030303u) << 4,
                          lo.y | (hi.y >> (2 * s) & 0x03030303u) << 4);
         r.z = 32;
-        r.scale = f16_at(d) * (float)(int8_t)sc[h * 8 + s * 2 + p / 2];
+        r.scale = hr_q_f16(d) * (float)(int8_t)sc[h * 8 + s * 2 + p / 2];
     }
     return r;
 }
@@ -177,12 +163,7 @@ static __global__ void qgemv_k(float *y, const float *x, const uint8_t *w, bool 
 #pragma unroll
     for (int r = 0; r < R; r++) /* rows past N read the last one; their sums are dropped */
         rows[r] = w + (n0 + r < N ? n0 + r : N - 1) * row_bytes;
-    float acc[R][T];
-#pragma unroll
-    for (int r = 0; r < R; r++)
-#pragma unroll
-        for (int t = 0; t < T; t++)
-            acc[r][t] = 0;
+    float acc[R][T] = {};
     for (long u0 = (lane >> 2) + 8 * warp; u0 < units; u0 += stride * U) {
         piece8 pc[U][R];
         float4 xa[U][T], xc[U][T];

@@ -14,12 +14,20 @@ typedef struct {
     int *s16;
 } hr_xq_parts;
 
-static __host__ __device__ inline size_t hr_xq_align(size_t n) { return (n + 255) / 256 * 256; }
+/* Where the scales and the sums start in a buffer for T rows of K, and its bytes. */
+typedef struct {
+    size_t d, s16, total;
+} hr_xq_layout;
+
+static __host__ __device__ inline hr_xq_layout hr_xq_size(int T, long K) {
+    size_t q = ((size_t)T * K + 255) / 256 * 256, d = ((size_t)T * (K / 32) * 4 + 255) / 256 * 256;
+    return hr_xq_layout{q, q + d, q + d + (size_t)T * (K / 16) * 4};
+}
 
 static __host__ __device__ inline hr_xq_parts hr_xq_at(void *buf, int T, long K) {
     char *b = (char *)buf;
-    size_t q = hr_xq_align((size_t)T * K), d = hr_xq_align((size_t)T * (K / 32) * 4);
-    return hr_xq_parts{(int8_t *)b, (float *)(b + q), (int *)(b + q + d)};
+    hr_xq_layout l = hr_xq_size(T, K);
+    return hr_xq_parts{(int8_t *)b, (float *)(b + l.d), (int *)(b + l.s16)};
 }
 
 /* Element e of row t of K, value v (in: e < K), as hr_q8x_quantize / hr_q8k_quantize compute it:
