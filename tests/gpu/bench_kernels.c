@@ -4,7 +4,8 @@
  * up in another) — and through cuBLAS one matrix at a time (x rounded to bf16, as the
  * bf16-products mode does), timed with CUDA events over weight sets rotated so the 60 MB L2
  * never holds them; prints GB/s of weights read; then the prefill products through cuBLAS
- * (gemm_section). Numbers, never pass/fail. */
+ * (gemm_section), and the decode products with GGUF weights (qsection); `bench_kernels q`:
+ * only those. Numbers, never pass/fail. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -124,12 +125,116 @@ static void gemm_section(cudaStream_t s, cublasHandle_t h) {
     }
 }
 
-int main(void) {
+/* One timed pass of a GGUF product set: REPS launches over the rotated weight sets; v 0: the
+ * backend's 8-bit-activation product (mmvq to 8 rows, mmq beyond; x quantized once, outside
+ * the timing, as the norm kernel hands it over), 1: each matrix decoded to f16, then cuBLAS. */
+static float qpass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[SETS][MAXM],
+                   int sets, int q, long rb, const void *xq, void *xh, void *wdq, float *ws,
+                   float *y[MAXM], int T, int v) {
+    cudaEvent_t a, b;
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
+    CK(cudaEventRecord(a, s));
+    for (int r = 0; r < REPS; r++) {
+        void **wk = w[r % sets];
+        hr_cu_gemv_set g = {.n = p->n};
+        for (int i = 0; i < p->n; i++) {
+            g.w[i] = wk[i];
+            g.y[i] = y[i];
+            g.start[i + 1] = g.start[i] + p->N[i];
+        }
+        if (v == 0 && T <= HR_CU_MMVQ_MAX_T)
+            hr_cu_mmvq(s, &g, xq, q, T, p->K, rb);
+        else if (v == 0)
+            hr_cu_mmq(s, &g, xq, q, T, p->K, rb, ws);
+        for (int i = 0; v == 1 && i < p->n; i++) {
+            const float one = 1, zero = 0;
+            hr_cu_dequant_f16(s, wdq, wk[i], q, q != HR_CU_Q4_K, p->N[i], p->K, rb);
+            cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, (int)p->N[i], T, (int)p->K, &one, wdq,
+                         CUDA_R_16F, (int)p->K, xh, CUDA_R_16F, (int)p->K, &zero, y[i], CUDA_R_32F,
+                         (int)p->N[i], CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        }
+    }
+    float ms = 0;
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    CK(cudaEventElapsedTime(&ms, a, b));
+    CK(cudaGetLastError());
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+    return ms / REPS;
+}
+
+/* The decode products of a Llama-3-8B layer (lm_head left out) with GGUF weights (Q4_0 and Q8_0
+ * planar, Q4_K; bytes of 0x11, f16 scales of them ~7e-4) at T = 1..128 rows: GB/s of weights
+ * read by the 8-bit-activation products and by the f16 decode + cuBLAS path they replace. */
+static void qsection(cudaStream_t s, cublasHandle_t h) {
+    static const struct {
+        const char *name;
+        int q, bb, be; /* format, block bytes, block elements */
+    } fmts[] = {
+        {"Q4_0", HR_CU_Q4_0, 18, 32}, {"Q8_0", HR_CU_Q8_0, 34, 32}, {"Q4_K", HR_CU_Q4_K, 144, 256}};
+    static const int Ts[] = {1, 8, 16, 32, 48, 64, 128};
+    enum { TMAX = 128 };
+    printf("%-6s %-22s %3s %12s %12s\n", "format", "product", "T", "8-bit GB/s", "f16 GB/s");
+    for (size_t f = 0; f < sizeof fmts / sizeof *fmts; f++)
+        for (size_t pi = 0; pi < 4; pi++) {
+            const product *p = &products[pi];
+            long rb = (p->K / fmts[f].be * fmts[f].bb + 15) / 16 * 16;
+            size_t wb = 0;
+            for (int i = 0; i < p->n; i++)
+                wb += (size_t)p->N[i] * rb;
+            void *w[SETS][MAXM], *xq, *xh, *wdq;
+            float *x, *y[MAXM], *ws;
+            for (int k = 0; k < SETS; k++)
+                for (int i = 0; i < p->n; i++) {
+                    CK(cudaMalloc(&w[k][i], (size_t)p->N[i] * rb));
+                    CK(cudaMemset(w[k][i], 0x11, (size_t)p->N[i] * rb));
+                }
+            CK(cudaMalloc((void **)&x, sizeof(float) * TMAX * p->K));
+            CK(cudaMemset(x, 0x3f, sizeof(float) * TMAX * p->K));
+            CK(cudaMalloc(&xq, hr_cu_xq_bytes(TMAX, p->K)));
+            CK(cudaMalloc(&xh, 2 * TMAX * p->K));
+            CK(cudaMemset(xh, 0x3c, 2 * TMAX * p->K));
+            CK(cudaMalloc(&wdq, (size_t)14336 * 4096 * 2));
+            CK(cudaMalloc((void **)&ws, hr_cu_mmq_ws_bytes(TMAX)));
+            for (int i = 0; i < p->n; i++)
+                CK(cudaMalloc((void **)&y[i], sizeof(float) * TMAX * p->N[i]));
+            for (size_t ti = 0; ti < sizeof Ts / sizeof *Ts; ti++) {
+                int T = Ts[ti], per = fmts[f].q == HR_CU_Q4_K ? 256 : 32;
+                hr_cu_quantize_x(s, xq, x, T, p->K, per);
+                float best[2] = {1e30f, 1e30f};
+                for (int v = 0; v < 2; v++)
+                    for (int round = 0; round < 3; round++) {
+                        float ms = qpass(s, h, p, w, SETS, fmts[f].q, rb, xq, xh, wdq, ws, y, T, v);
+                        if (ms < best[v]) best[v] = ms;
+                    }
+                printf("%-6s %-22s %3d %12.0f %12.0f\n", fmts[f].name, p->name, T,
+                       wb / (best[0] * 1e-3) / 1e9, wb / (best[1] * 1e-3) / 1e9);
+            }
+            for (int k = 0; k < SETS; k++)
+                for (int i = 0; i < p->n; i++)
+                    cudaFree(w[k][i]);
+            for (int i = 0; i < p->n; i++)
+                cudaFree(y[i]);
+            cudaFree(x);
+            cudaFree(xq);
+            cudaFree(xh);
+            cudaFree(wdq);
+            cudaFree(ws);
+        }
+}
+
+int main(int argc, char **argv) {
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
     cublasSetStream(h, s);
+    if (argc > 1 && argv[1][0] == 'q') {
+        qsection(s, h);
+        return 0;
+    }
     printf("%-22s %3s %12s %12s %12s\n", "product", "T", "split GB/s", "warp GB/s", "cuBLAS GB/s");
     for (size_t pi = 0; pi < sizeof products / sizeof *products; pi++) {
         const product *p = &products[pi];
@@ -170,5 +275,6 @@ int main(void) {
         cudaFree(xh);
     }
     gemm_section(s, h);
+    qsection(s, h);
     return 0;
 }

@@ -1,14 +1,14 @@
 /* gpu_check's checks of GGUF-quantized weights on the CUDA backend (the GPU machine only).
  * Ops: for every block format the backend reads, random blocks (sane f16 scales) as a weight
- * of 4100 x 512, products with 1..4 rows (Q8_0, Q4_0, Q4_K, Q6_K up to 8: the 8-bit-activation
- * product, within 1e-5 of the CPU's plain C one; the others, and those four again on a backend
- * made with HEARTH_CUDA_QGEMV=f32: the f32 GEMV, within 1e-5 of the f64 product of
- * hr_dequant_row's weights), with 5, 8, 9 and 33 rows where not (decoded to f16 for cuBLAS:
- * within 2e-3), and 4 of its rows
- * as an embedding table (exactly the decoded rows). Models: brown-llama-8m-Q4_K_M.gguf's held-out
- * NLL on the GPU, whole prompt and one token at a time, against transformers'
- * (fixtures/gguf/README.md), and e2e-qwen3-Q8_0.gguf's last-position logits of its two cases
- * against transformers'. Prints one line per check, "ok" or "FAIL". */
+ * of 4100 x 512, products with 1..4 rows (Q8_0, Q4_0, Q4_K, Q6_K up to 64: the 8-bit-activation
+ * products, mmvq to 8 rows and mmq beyond, within 1e-5 of the CPU's plain C one; the others, and
+ * those four again on a backend made with HEARTH_CUDA_QGEMV=f32: the f32 GEMV, within 1e-5 of
+ * the f64 product of hr_dequant_row's weights), with 5 to 65 rows where not (decoded to f16
+ * for cuBLAS: within 2e-3), and 4 of its rows as an embedding table (exactly the decoded rows);
+ * mmq again on sets of two weights of other shapes (check_mmq). Models:
+ * brown-llama-8m-Q4_K_M.gguf's held-out NLL on the GPU, whole prompt and one token at a time,
+ * against transformers' (fixtures/gguf/README.md), and e2e-qwen3-Q8_0.gguf's last-position logits
+ * of its two cases against transformers'. Prints one line per check, "ok" or "FAIL". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/qdot.h"
+#include "backend/cuda/kernels.h"
 #include "base/json.h"
 #include "engine/kv_pool.h"
 #include "model/model.h"
@@ -64,14 +65,15 @@ static void random_blocks(hr_dtype t, uint8_t *b, long n_blocks) {
 
 /* The CPU's 8-bit-activation product (backend/cpu/qdot.h's plain C dots) of x[T, QK] with the
  * weight's blocks: the reference of the CUDA backend's mmvq. */
-static void int8_ref(hr_dtype t, const uint8_t *blocks, const float *x, int T, double *ref) {
+static void int8_ref(hr_dtype t, const uint8_t *blocks, const float *x, int T, long N, long K,
+                     double *ref) {
     const hr_cpu_qdots *q = &hr_cpu_qdots_ref;
-    size_t rb = hr_dtype_bytes(t, QK);
-    void *xq = malloc(hr_qx_row_bytes(QK));
+    size_t rb = hr_dtype_bytes(t, K);
+    void *xq = malloc(hr_qx_row_bytes(K));
     for (int i = 0; xq && i < T; i++) {
-        q->quantize(t, x + (size_t)i * QK, xq, QK);
-        for (int n = 0; n < QN; n++)
-            ref[(size_t)i * QN + n] = q->dot[t](blocks + (size_t)n * rb, xq, QK / 32);
+        q->quantize(t, x + (size_t)i * K, xq, K);
+        for (long n = 0; n < N; n++)
+            ref[(size_t)i * N + n] = q->dot[t](blocks + (size_t)n * rb, xq, K / 32);
     }
     free(xq);
 }
@@ -92,7 +94,7 @@ static hr_err *product_err(hr_backend *be, const hr_tensor *dev, const float *w,
     if (!e) e = be->vt->write(be, dx, x, xb);
     if (!e) be->vt->matmul(be, dy, dx, dev, NULL, T);
     if (!e) e = be->vt->read(be, dy, y, yb);
-    if (!e && int8) int8_ref(dev->dtype, blocks, x, T, ref);
+    if (!e && int8) int8_ref(dev->dtype, blocks, x, T, QN, QK, ref);
     for (int t = 0; !e && !int8 && t < T; t++)
         for (int n = 0; n < QN; n++) {
             double r = 0;
@@ -149,28 +151,105 @@ static hr_err *check_embed(hr_backend *be, const hr_tensor *dev, const float *w,
     return e;
 }
 
+/* Random weights of format t: n rows of k (blocks, and the backend's upload of them). */
+static hr_err *random_weight(hr_backend *be, hr_dtype t, long n, long k, uint8_t **blocks,
+                             hr_tensor *dev) {
+    long n_blocks = n * k / hr_dtype_get(t)->block;
+    *blocks = malloc((size_t)n_blocks * (size_t)hr_dtype_get(t)->block_bytes);
+    if (!*blocks) return hr_err_oom();
+    random_blocks(t, *blocks, n_blocks);
+    hr_tensor host = {.dtype = t, .ndim = 2, .shape = {n, k}, .data = *blocks};
+    return be->vt->upload(be, &host, dev);
+}
+
+/* max |y - ref| / max |ref| over both products of x[T, K] with a set of two weights of format
+ * t (N0 and N1 rows, launched together as q and k are) against the CPU's 8-bit-activation dots. */
+static hr_err *set_err(hr_backend *be, hr_dtype t, const hr_tensor dev[2], uint8_t *const blocks[2],
+                       int T, long K, double *err) {
+    long N[2] = {dev[0].shape[0], dev[1].shape[0]};
+    size_t xb = sizeof(float) * (size_t)T * K;
+    float *x = malloc(xb), *y = malloc(sizeof(float) * (size_t)T * (N[0] + N[1]));
+    double *ref = malloc(sizeof(double) * (size_t)T * (N[0] + N[1]));
+    void *dx = NULL, *dy[2] = {NULL, NULL};
+    hr_err *e = x && y && ref ? NULL : hr_err_oom();
+    for (size_t i = 0; !e && i < (size_t)T * K; i++)
+        x[i] = 2 * qrndf() - 1;
+    if (!e) e = be->vt->alloc(be, xb, &dx);
+    for (int m = 0; m < 2 && !e; m++)
+        e = be->vt->alloc(be, sizeof(float) * (size_t)T * N[m], &dy[m]);
+    if (!e) e = be->vt->write(be, dx, x, xb);
+    for (int m = 0; m < 2 && !e; m++)
+        be->vt->matmul(be, dy[m], dx, &dev[m], NULL, T);
+    double mx = 0, mr = 0;
+    for (int m = 0; m < 2 && !e; m++) {
+        size_t n = (size_t)T * N[m];
+        e = be->vt->read(be, dy[m], y, sizeof(float) * n);
+        if (!e) int8_ref(t, blocks[m], x, T, N[m], K, ref);
+        for (size_t i = 0; !e && i < n; i++) {
+            mx = fmax(mx, fabs(y[i] - ref[i]));
+            mr = fmax(mr, fabs(ref[i]));
+        }
+    }
+    *err = mr > 0 ? mx / mr : mx;
+    if (dx) be->vt->free(be, dx);
+    for (int m = 0; m < 2; m++)
+        if (dy[m]) be->vt->free(be, dy[m]);
+    free(x);
+    free(y);
+    free(ref);
+    return e;
+}
+
+/* The tensor-core products (mmq.cu) of 9..64 rows for format t with rows of k: a set of a
+ * 1000- and a 260-row weight (tiles past each matrix's end, a set boundary inside a tile; K
+ * split over blocks), within 1e-5 of the CPU's dots. */
+static void check_mmq(hr_backend *be, hr_dtype t, long k, int *failures) {
+    hr_tensor dev[2] = {{0}, {0}};
+    uint8_t *blocks[2] = {NULL, NULL};
+    static const long rows[2] = {1000, 260};
+    hr_err *e = NULL;
+    for (int m = 0; m < 2 && !e; m++)
+        e = random_weight(be, t, rows[m], k, &blocks[m], &dev[m]);
+    static const int Ts[] = {9, 16, 17, 32, 33, 40, 48, 49, 64};
+    for (size_t i = 0; !e && i < sizeof Ts / sizeof *Ts; i++) {
+        double err;
+        e = set_err(be, t, dev, blocks, Ts[i], k, &err);
+        if (e) break;
+        char what[32];
+        snprintf(what, sizeof what, "mmq K=%ld (vs CPU's)", k);
+        printf("%-18s %-22s %10d %10.2e %13s %s\n", hr_dtype_name(t), what, Ts[i], err, "",
+               err < 1e-5 ? "ok" : "FAIL");
+        *failures += !(err < 1e-5);
+    }
+    if (e) {
+        printf("%-18s %-22s FAIL: %s\n", hr_dtype_name(t), "mmq", hr_err_msg(e));
+        hr_err_free(e);
+        ++*failures;
+    }
+    for (int m = 0; m < 2; m++) {
+        if (dev[m].data) be->vt->release(be, &dev[m]);
+        free(blocks[m]);
+    }
+}
+
 /* Whether the CUDA backend multiplies format t with 8-bit activations (mmvq.cu). */
 static int has_mmvq(hr_dtype t) {
     return t == HR_Q8_0 || t == HR_Q4_0 || t == HR_Q4_K || t == HR_Q6_K;
 }
 
-/* Products of a random 4100 x 512 weight in format t with 1..4 rows (f32: the f32 GEMV
- * against the f64 product; else the 8-bit-activation product against the CPU's where t has
- * one) and with 8 and 33 (f16 cuBLAS); embedding rows of it as a table. */
+/* Products of a random 4100 x 512 weight in format t with 1..65 rows (f32: the f32 GEMV to 4
+ * rows against the f64 product; else the 8-bit-activation products against the CPU's where t
+ * has them, to 64 rows, and f16 cuBLAS past 4 rows where not); embedding rows of it as a
+ * table. */
 static void check_format(hr_backend *be, hr_dtype t, int f32, int *failures) {
-    long n_blocks = (long)QN * QK / hr_dtype_get(t)->block;
-    uint8_t *blocks = malloc((size_t)n_blocks * (size_t)hr_dtype_get(t)->block_bytes);
+    uint8_t *blocks = NULL;
+    hr_tensor dev = {0};
     float *w = malloc(sizeof(float) * QN * QK);
-    hr_tensor host = {.dtype = t, .ndim = 2, .shape = {QN, QK}, .data = blocks}, dev = {0};
-    hr_err *e = blocks && w ? NULL : hr_err_oom();
-    if (!e) {
-        random_blocks(t, blocks, n_blocks);
-        hr_dequant_row(t, blocks, w, (int64_t)QN * QK);
-        e = be->vt->upload(be, &host, &dev);
-    }
-    static const int rows[] = {1, 2, 3, 4, 5, 8, 9, 33};
+    hr_err *e = w ? random_weight(be, t, QN, QK, &blocks, &dev) : hr_err_oom();
+    if (!e) hr_dequant_row(t, blocks, w, (int64_t)QN * QK);
+    static const int rows[] = {1, 2, 3, 4, 5, 8, 9, 33, 65};
     for (size_t i = 0; !e && i < sizeof rows / sizeof *rows; i++) {
-        int int8 = rows[i] <= 8 && !f32 && has_mmvq(t), small = int8 || rows[i] <= 4;
+        int int8 = rows[i] <= HR_CU_MMQ_MAX_T && !f32 && has_mmvq(t), small = int8 || rows[i] <= 4;
         if (f32 && rows[i] > 4) break;
         double err;
         e = product_err(be, &dev, w, rows[i], int8, blocks, &err);
@@ -178,9 +257,10 @@ static void check_format(hr_backend *be, hr_dtype t, int f32, int *failures) {
         if (e) break;
         int ok = err < tol;
         printf("%-18s %-22s %10d %10.2e %13s %s\n", hr_dtype_name(t),
-               int8    ? "mmvq (vs the CPU's)"
-               : small ? "qgemv f32"
-                       : "f16 gemm",
+               int8 && rows[i] > 8 ? "mmq (vs the CPU's)"
+               : int8              ? "mmvq (vs the CPU's)"
+               : small             ? "qgemv f32"
+                                   : "f16 gemm",
                rows[i], err, "", ok ? "ok" : "FAIL");
         *failures += !ok;
     }
@@ -243,13 +323,14 @@ static void check_brown(hr_backend *be, const char *shared, int *failures) {
     for (int i = 0; !e && i < n; i++)
         tok[i] = (int32_t)json_integer_value(json_array_get(ids, i));
     const double want = 5.153082; /* fixtures/gguf/README.md: transformers on this file */
-    for (int pass = 0; !e && pass < 2; pass++) {
-        e = run_chunks(m, tok, n, pass ? 1 : n, lg);
+    static const char *how[] = {"NLL whole prompt", "NLL one at a time", "NLL chunks of 64"};
+    for (int pass = 0; !e && pass < 3; pass++) {
+        e = run_chunks(m, tok, n, pass == 0 ? n : pass == 1 ? 1 : 64, lg);
         if (e) break;
         double nll = mean_nll(lg, tok, n, V);
         int ok = fabs(nll - want) < 2e-3;
-        printf("%-18s %-22s %10.6f %10.6f %13s %s\n", "brown Q4_K_M gguf",
-               pass ? "NLL one at a time" : "NLL whole prompt", nll, want, "", ok ? "ok" : "FAIL");
+        printf("%-18s %-22s %10.6f %10.6f %13s %s\n", "brown Q4_K_M gguf", how[pass], nll, want, "",
+               ok ? "ok" : "FAIL");
         *failures += !ok;
     }
     if (e) {
@@ -292,9 +373,10 @@ static void check_e2e(hr_backend *be, const char *shared, int *failures) {
                 mx = fmax(mx, fabs(got[v] - want[v]));
                 mr = fmax(mr, fabs(want[v]));
             }
-            /* one at a time takes mmvq: 8-bit activations, as the CPU backend's products, so the
-             * CPU's bound (test_gguf_quant: 2% of max |logit|); a whole prompt decodes to f16 */
-            double rel = mr > 0 ? mx / mr : mx, tol = pass ? 2e-2 : 5e-3;
+            /* both take 8-bit activations (one at a time mmvq, the 10- and 15-token prompts
+             * mmq), as the CPU backend's products: the CPU's bound (test_gguf_quant: 2% of max
+             * |logit|) */
+            double rel = mr > 0 ? mx / mr : mx, tol = 2e-2;
             int ok = !e && rel < tol;
             printf("%-18s case%d %-16s %10.2e %10.2e %13s %s\n", "e2e-qwen3 Q8_0", c,
                    pass ? "one at a time" : "whole prompt", mx, rel, "", ok ? "ok" : "FAIL");
@@ -326,6 +408,11 @@ void hr_gpu_quant_checks(const char *shared, int *failures) {
                                        HR_Q5_1, HR_Q4_K, HR_Q5_K, HR_Q6_K};
     for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
         check_format(be, formats[i], 0, failures);
+    for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
+        if (has_mmvq(formats[i])) {
+            check_mmq(be, formats[i], 2304, failures);
+            if (hr_dtype_get(formats[i])->block == 32) check_mmq(be, formats[i], 800, failures);
+        }
     check_brown(be, shared, failures);
     check_e2e(be, shared, failures);
     hr_backend_destroy(be);

@@ -2,13 +2,13 @@
  * reference (hr_sample_ref) on real logit rows of brown-llama-8m and qwen3-tools-20m and on
  * random rows (a 262,144-token vocabulary among them), for many parameter sets and draws u,
  * with CUDA graphs on (the op's second call of a shape is captured, later ones replayed with
- * new parameters) and off: the same token wherever u is not within 1e-5 of a cumulative
- * boundary and the two picks' probabilities are not one float apart, the same fallbacks wherever
- * the sorted prefix is not within 2% of the cap, the chosen and top logprobs within 1e-4, the same
- * top ids; every third row with a grammar's token mask (sparse, dense or in runs) as the op's
- * input. Then the engine on CUDA: 16 seeded requests of every sampling kind give the same tokens
- * (logprobs to rounding) when run twice, alone and in batches of other compositions. Prints one
- * line per check, "ok" or "FAIL". */
+ * new parameters) and off: the same token as the reference draws at some u' within 1e-5 of u
+ * (f32 sums and expf move a cumulative boundary by that much) and the two picks' probabilities are
+ * not one float apart, the same fallbacks wherever the sorted prefix is not within 2% of the cap,
+ * the chosen and top logprobs within 1e-4, the same top ids; every third row with a grammar's token
+ * mask (sparse, dense or in runs) as the op's input. Then the engine on CUDA: 16 seeded requests of
+ * every sampling kind give the same tokens (logprobs to rounding) when run twice, alone and in
+ * batches of other compositions. Prints one line per check, "ok" or "FAIL". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,16 +148,25 @@ static void judge_row(op_score *s, const ref_ctx *c, const hr_sample_row *row,
          * whose probabilities round to one float may come in either order */
         float pr = c->probs[ref.id], pd = c->probs[dev->id];
         int tie = row->mode != HR_SAMPLE_GREEDY && fabsf(pr - pd) <= 4e-7f * fmaxf(pr, pd);
-        int lo =
-            ref_at(c->raw, c->V, *row, row->u - U_EPS, c->edits, c->mask, c->work, c->probs, c->idx)
-                .id;
-        int hi =
-            ref_at(c->raw, c->V, *row, row->u + U_EPS, c->edits, c->mask, c->work, c->probs, c->idx)
-                .id;
-        if (tie || lo == dev->id || hi == dev->id)
+        /* the draws within U_EPS of u, in 16 steps: a pick whose interval is narrower than the
+         * window lies between its ends */
+        int near = 0;
+        for (int k = 0; k <= 16 && !tie && !near; k++) {
+            double uk = row->u - U_EPS + k * (2 * U_EPS / 16);
+            near =
+                ref_at(c->raw, c->V, *row, uk, c->edits, c->mask, c->work, c->probs, c->idx).id ==
+                dev->id;
+        }
+        if (tie || near) {
             s->near_boundary++;
-        else
+        } else {
             s->bad_token++;
+            printf("  bad token: mode %d temperature %g top_k %d top_p %g min_p %g u %.9f edits %d "
+                   "mask %s: reference %d (p %.9g, logit %.9g), device %d (p %.9g, logit %.9g)\n",
+                   row->mode, row->temperature, row->top_k, row->top_p, row->min_p, row->u,
+                   row->n_edits, c->mask ? "yes" : "no", ref.id, pr, c->raw[ref.id], dev->id, pd,
+                   c->raw[dev->id]);
+        }
     } else {
         s->same++;
         float e = fabsf(ref.logprob - dev->logprob);

@@ -13,10 +13,10 @@
  * HR_PDL_ENTRY, which waits until the previous grid has completed and its writes are visible
  * (a no-op for a kernel launched without the attribute), then lets the next kernel launch. A
  * kernel reads or writes nothing before it. */
-#define HR_PDL_ENTRY()                                              \
-    do {                                                            \
-        asm volatile("griddepcontrol.wait;\n" ::: "memory");        \
-        asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); \
+#define HR_PDL_ENTRY()                                                                             \
+    do {                                                                                           \
+        asm volatile("griddepcontrol.wait;\n" ::: "memory");                                       \
+        asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");                          \
     } while (0)
 
 template <typename... Params, typename... Args>
@@ -52,12 +52,14 @@ static __device__ __forceinline__ void hr_st(void *p, int dtype, long i, float v
 }
 
 static __device__ __forceinline__ float hr_warp_sum(float v) {
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
 
 static __device__ __forceinline__ float hr_warp_max(float v) {
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
     return v;
 }
 
@@ -104,6 +106,15 @@ static __device__ __forceinline__ void hr_attn_split(int pos, int window, int sp
     int chunk = (pos + 1 - lo + splits - 1) / splits;
     *j0 = lo + split * chunk;
     *j1 = *j0 + chunk < pos + 1 ? *j0 + chunk : pos + 1;
+}
+
+/* Matrix m of a product set (kernels.h) that launch row n belongs to, and the row within it. */
+static __device__ __forceinline__ int hr_set_row(const hr_cu_gemv_set &g, long n, long *in) {
+    int m = 0;
+    while (m + 1 < g.n && n >= g.start[m + 1])
+        m++;
+    *in = n - g.start[m];
+    return m;
 }
 
 static inline unsigned hr_blocks(long n, int threads) {

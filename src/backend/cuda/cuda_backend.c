@@ -88,7 +88,8 @@ static void cu_destroy(hr_backend *be) {
         if (cb->bounce[i]) cudaFreeHost(cb->bounce[i]);
         if (cb->bounce_done[i]) cudaEventDestroy(cb->bounce_done[i]);
     }
-    void *dev[] = {cb->meta_dev, cb->xh, cb->xq, cb->partial, cb->moe, cb->blas_ws, cb->wdq};
+    void *dev[] = {cb->meta_dev, cb->xh,  cb->xq,      cb->mmq_ws,
+                   cb->partial,  cb->moe, cb->blas_ws, cb->wdq};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i]) cudaFree(dev[i]);
     free(cb->moe_host);
@@ -409,8 +410,10 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
         (!hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * nt * (size_t)cb->max_k * 2) ||
          !hr_cu_grow(cb, &cb->wdq, &cb->wdq_bytes, (size_t)cb->max_q_elems * 2)))
         return take_error(cb);
-    if (m->n_tokens <= HR_CU_MMVQ_MAX_T && cb->max_q_elems &&
-        !hr_cu_grow(cb, &cb->xq, &cb->xq_bytes, hr_cu_xq_bytes(m->n_tokens, cb->max_k)))
+    if (m->n_tokens <= HR_CU_MMQ_MAX_T && cb->max_q_elems &&
+        (!hr_cu_grow(cb, &cb->xq, &cb->xq_bytes, hr_cu_xq_bytes(m->n_tokens, cb->max_k)) ||
+         (m->n_tokens > HR_CU_MMVQ_MAX_T &&
+          !hr_cu_grow(cb, &cb->mmq_ws, &cb->mmq_ws_bytes, hr_cu_mmq_ws_bytes(m->n_tokens)))))
         return take_error(cb);
     HR_TRY(hr_cu_check(cudaMemcpyAsync(cb->meta_dev, st, bytes, cudaMemcpyHostToDevice, cb->stream),
                        "step metadata"));
@@ -528,6 +531,8 @@ static hr_err *init(hr_cuda_backend *cb) {
     hr_cu_gemv_split = !(gv && !strcmp(gv, "warp"));
     const char *qg = getenv("HEARTH_CUDA_QGEMV");
     cb->qgemv_f32 = qg && !strcmp(qg, "f32");
+    const char *mq = getenv("HEARTH_CUDA_MMQ");
+    cb->mmq_off = mq && !strcmp(mq, "0");
     return NULL;
 }
 

@@ -77,6 +77,8 @@ typedef struct {
     int xq_T, xq_per;
     long xq_K;
     void *xq_at;
+    void *mmq_ws; /* split-K partials of the tensor-core GGUF products (mmq.cu) */
+    size_t mmq_ws_bytes;
     float *partial;
     size_t partial_bytes;
     void *moe; /* grouped rows and their products */
@@ -102,7 +104,7 @@ typedef struct {
         hr_cu_rope_kv r;
         int n;
     } pending_rope;
-    /* an RMSNorm of at most HR_CU_GEMV_MAX_T rows (HR_CU_MMVQ_MAX_T with GGUF weights) waiting
+    /* an RMSNorm of at most HR_CU_GEMV_MAX_T rows (HR_CU_MMQ_MAX_T with GGUF weights) waiting
      * to fold into the products of its output, or to quantize it for them (cuda_ops.c); fold
      * holds its input and weights, add (not NULL) a residual addend it adds to its input first
      * (then it does not fold) */
@@ -134,7 +136,8 @@ typedef struct {
     unsigned long epoch, tick, capture_epoch;
     int graphs_off; /* HEARTH_CUDA_GRAPHS=0, or a step needed the host (MoE) */
     int fold; /* norms and residual adds fold into small-batch products (HEARTH_CUDA_FOLD=0: off) */
-    int qgemv_f32; /* HEARTH_CUDA_QGEMV=f32: no mmvq (f32 GEMV to 4 rows, f16 cuBLAS beyond) */
+    int qgemv_f32; /* HEARTH_CUDA_QGEMV=f32: no mmvq/mmq (f32 GEMV to 4 rows, f16 cuBLAS beyond) */
+    int mmq_off;   /* HEARTH_CUDA_MMQ=0: no mmq (f16 cuBLAS past mmvq's rows) */
 } hr_cuda_backend;
 
 /* A CUDA runtime failure as an hr_err ("what: message"), NULL on success. */

@@ -152,9 +152,13 @@ void hr_cu_flush(hr_cuda_backend *cb) {
     if (cb->pending.q >= 0) {
         const void *xq =
             x_quantized(cb, cb->pending.x, cb->pending.T, cb->pending.K, cb->pending.per);
-        if (xq)
+        if (xq && cb->pending.T <= HR_CU_MMVQ_MAX_T)
             hr_cu_mmvq(cb->stream, g, xq, cb->pending.q, cb->pending.T, cb->pending.K,
                        cb->pending.rb);
+        else if (xq &&
+                 hr_cu_grow(cb, &cb->mmq_ws, &cb->mmq_ws_bytes, hr_cu_mmq_ws_bytes(cb->pending.T)))
+            hr_cu_mmq(cb->stream, g, xq, cb->pending.q, cb->pending.T, cb->pending.K,
+                      cb->pending.rb, cb->mmq_ws);
     } else {
         hr_cu_gemv(cb->stream, g, (float *)cb->pending.x, cb->pending.dtype, cb->pending.T,
                    cb->pending.K);
@@ -196,15 +200,24 @@ static void defer(hr_cuda_backend *cb, float *y, const float *x, const void *w, 
     g->n++;
 }
 
-/* A product with a GGUF-quantized weight (format q). Small batches take the 8-bit-activation
- * product where the format has one (mmvq.cu), deferred like the GEMV so products of one x
- * launch together; else the f32 GEMV, alone; larger batches decode the matrix to f16 for
- * cuBLAS. */
+/* The block of x a product of T rows with a GGUF weight of format q takes 8-bit x in (32 or
+ * 256; 0: none of the 8-bit-activation products takes it). */
+static int x_block(const hr_cuda_backend *cb, const hr_tensor *w, int q, long rb, int T) {
+    if (cb->qgemv_f32 || T > HR_CU_MMQ_MAX_T ||
+        (T > HR_CU_MMVQ_MAX_T && (cb->mmq_off || !hr_cu_mmq_takes(q))))
+        return 0;
+    return hr_cu_mmvq_per(q, w->planes, rb);
+}
+
+/* A product with a GGUF-quantized weight (format q). Batches up to HR_CU_MMQ_MAX_T rows take
+ * the 8-bit-activation products where the format has one (mmvq.cu to 8 rows, then mmq.cu on
+ * the tensor cores), deferred like the GEMV so products of one x launch together; else the f32
+ * GEMV, alone, to 4 rows; larger batches decode the matrix to f16 for cuBLAS. */
 static void qmatmul(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor *w, int q,
                     const hr_tensor *bias, int T) {
     long N = w->shape[0], K = w->shape[1], rb = qrow_bytes(w);
-    int per = cb->qgemv_f32 ? 0 : hr_cu_mmvq_per(q, w->planes, rb);
-    if (T <= HR_CU_MMVQ_MAX_T && per) {
+    int per = x_block(cb, w, q, rb, T);
+    if (per) {
         if (!joins(cb, y, x, -1, q, rb, T, K)) {
             if (!norm_quantized(cb, x, T, K, per) && !act_quantized(cb, x, T, K, per))
                 hr_cu_flush(cb);
@@ -296,7 +309,7 @@ void hr_cu_op_rmsnorm(hr_backend *be, float *y, const float *x, const hr_tensor 
     HR_CU_OP(be);
     int d = w ? dt(cb, w, "rmsnorm") : HR_CU_F32;
     if (d < 0) return;
-    int most = cb->max_q_elems ? HR_CU_MMVQ_MAX_T : HR_CU_GEMV_MAX_T;
+    int most = cb->max_q_elems ? HR_CU_MMQ_MAX_T : HR_CU_GEMV_MAX_T;
     if (cb->fold && rows <= most && (fuse || y != x)) {
         /* may fold into the products of y (a plain norm) or quantize y for them */
         cb->pending_norm.y = y;

@@ -53,7 +53,7 @@ void hr_cu_dequant_f16(cudaStream_t s, void *out, const void *w, int q, int plan
  * block, f32 across blocks. hr_cu_mmvq_per: the block of x format q takes (32 or 256), 0 where
  * it has no such product (other formats, a Q8_0 / Q4_0 / Q6_K matrix not planar, rows not
  * 16-byte aligned). */
-enum { HR_CU_MMVQ_MAX_T = 8 }; /* rows of x mmvq takes (more: decoded to f16 for cuBLAS) */
+enum { HR_CU_MMVQ_MAX_T = 8 }; /* rows of x mmvq takes (more: mmq.cu, or f16 cuBLAS) */
 int hr_cu_mmvq_per(int q, int planar, long rb);
 /* Bytes of T rows of K elements quantized (codes, scales, sums per 16). */
 size_t hr_cu_xq_bytes(int T, long K);
@@ -154,6 +154,14 @@ void hr_cu_gemv(cudaStream_t s, const hr_cu_gemv_set *g, float *x, int dtype, in
  * hr_cu_quantize_x (mmvq.cu; the set's fold is not taken). */
 void hr_cu_mmvq(cudaStream_t s, const hr_cu_gemv_set *g, const void *xq, int q, int T, long K,
                 long rb);
+/* The same on the tensor cores for HR_CU_MMVQ_MAX_T < T <= HR_CU_MMQ_MAX_T (mmq.cu), formats
+ * where hr_cu_mmq_takes (and hr_cu_mmvq_per is not 0); ws: hr_cu_mmq_ws_bytes(T) of scratch
+ * for split-K partials, or NULL (no split). */
+enum { HR_CU_MMQ_MAX_T = 64 }; /* past it the f16 decode and cuBLAS are faster (perf-notes) */
+int hr_cu_mmq_takes(int q);
+size_t hr_cu_mmq_ws_bytes(int T);
+void hr_cu_mmq(cudaStream_t s, const hr_cu_gemv_set *g, const void *xq, int q, int T, long K,
+               long rb, float *ws);
 /* 1 (default): for T = 1 or K >= 8192 each block splits K over its warps for 4 rows; 0, or
  * other shapes: a warp per row group (HEARTH_CUDA_GEMV=warp; bench_kernels measures both). */
 extern int hr_cu_gemv_split;

@@ -152,15 +152,6 @@ static __device__ __forceinline__ float unit_term(const wunit<Q> &w, const xunit
                            : x.d * (w.d * (float)isum);
 }
 
-/* Matrix m of the set that launch row n belongs to, and the row within it. */
-static __device__ __forceinline__ int set_row(const hr_cu_gemv_set &g, long n, long *in) {
-    int m = 0;
-    while (m + 1 < g.n && n >= g.start[m + 1])
-        m++;
-    *in = n - g.start[m];
-    return m;
-}
-
 template <int Q, int T, int R>
 static __global__ void mmvq_k(hr_cu_gemv_set g, hr_xq_parts x, long K, long rb) {
     HR_PDL_ENTRY();
@@ -173,7 +164,7 @@ static __global__ void mmvq_k(hr_cu_gemv_set g, hr_xq_parts x, long K, long rb) 
 #pragma unroll
     for (int r = 0; r < R; r++) { /* rows past N read the last one; their sums are dropped */
         long in;
-        int m = set_row(g, n0 + r < N ? n0 + r : N - 1, &in);
+        int m = hr_set_row(g, n0 + r < N ? n0 + r : N - 1, &in);
         rows[r] = (const uint8_t *)g.w[m] + in * rb;
     }
     float acc[R][T] = {};
@@ -206,7 +197,7 @@ static __global__ void mmvq_k(hr_cu_gemv_set g, hr_xq_parts x, long K, long rb) 
     if (threadIdx.x < R * T) {
         int r = threadIdx.x / T, t = threadIdx.x % T;
         long in;
-        int m = set_row(g, n0 + r, &in);
+        int m = hr_set_row(g, n0 + r, &in);
         if (n0 + r < N) g.y[m][t * (g.start[m + 1] - g.start[m]) + in] = s;
     }
 }
