@@ -11,10 +11,15 @@ typedef struct {
 } planes;
 
 static const planes *planes_of(hr_dtype t) {
-    static const planes q4_0 = {18, 2, {2, 0}, {16, 2}}, q8_0 = {34, 2, {2, 0}, {32, 2}},
+    static const planes q4_0 = {18, 2, {2, 0}, {16, 2}}, q4_1 = {20, 2, {4, 0}, {16, 4}},
+                        q5_0 = {22, 3, {6, 2, 0}, {16, 4, 2}},
+                        q5_1 = {24, 3, {8, 4, 0}, {16, 4, 4}}, q8_0 = {34, 2, {2, 0}, {32, 2}},
                         q6_k = {210, 4, {0, 128, 192, 208}, {128, 64, 16, 2}};
     switch (t) {
     case HR_Q4_0: return &q4_0;
+    case HR_Q4_1: return &q4_1;
+    case HR_Q5_0: return &q5_0;
+    case HR_Q5_1: return &q5_1;
     case HR_Q8_0: return &q8_0;
     case HR_Q6_K: return &q6_k;
     default: return NULL;
@@ -30,6 +35,7 @@ size_t hr_qplanes_row_bytes(hr_dtype t, int64_t K) { return (hr_dtype_bytes(t, K
 static inline void copy_field(uint8_t *z, const uint8_t *a, int n) {
     switch (n) {
     case 2: memcpy(z, a, 2); break;
+    case 4: memcpy(z, a, 4); break;
     case 16: memcpy(z, a, 16); break;
     case 32: memcpy(z, a, 32); break;
     case 64: memcpy(z, a, 64); break;

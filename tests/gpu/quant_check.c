@@ -1,14 +1,15 @@
 /* gpu_check's checks of GGUF-quantized weights on the CUDA backend (the GPU machine only).
  * Ops: for every block format the backend reads, random blocks (sane f16 scales) as a weight
- * of 4100 x 512, products with 1..4 rows (Q8_0, Q4_0, Q4_K, Q6_K up to 64: the 8-bit-activation
- * products, mmvq to 8 rows and mmq beyond, within 1e-5 of the CPU's plain C one; the others, and
- * those four again on a backend made with HEARTH_CUDA_QGEMV=f32: the f32 GEMV, within 1e-5 of
- * the f64 product of hr_dequant_row's weights), with 5 to 65 rows where not (decoded to f16
- * for cuBLAS: within 2e-3), and 4 of its rows as an embedding table (exactly the decoded rows);
- * mmq again on sets of two weights of other shapes (check_mmq). Models:
- * brown-llama-8m-Q4_K_M.gguf's held-out NLL on the GPU, whole prompt and one token at a time,
- * against transformers' (fixtures/gguf/README.md), and e2e-qwen3-Q8_0.gguf's last-position logits
- * of its two cases against transformers'. Prints one line per check, "ok" or "FAIL". */
+ * of 4100 x 512, products with 1..8 rows (the 8-bit-activation product mmvq, within 1e-5 of
+ * the CPU's plain C one) and, for Q8_0, Q4_0, Q4_K and Q6_K, 9..64 (mmq, the same arithmetic on
+ * the tensor cores, likewise); on a backend made with HEARTH_CUDA_QGEMV=f32, 1..4 rows: the f32
+ * GEMV, within 1e-5 of the f64 product of hr_dequant_row's weights; rows past those (decoded to
+ * f16 for cuBLAS: within 2e-3), and 4 of its rows as an embedding table (exactly the decoded
+ * rows); mmq again on sets of two weights of other shapes (check_mmq). Models:
+ * brown-llama-8m-Q4_K_M.gguf's held-out NLL on the GPU, whole prompt, in chunks of 64 and one
+ * token at a time, against transformers' (fixtures/gguf/README.md), and e2e-qwen3-Q8_0.gguf's
+ * last-position logits of its two cases against transformers'. Prints one line per check, "ok"
+ * or "FAIL". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,8 +64,34 @@ static void random_blocks(hr_dtype t, uint8_t *b, long n_blocks) {
         }
 }
 
-/* The CPU's 8-bit-activation product (backend/cpu/qdot.h's plain C dots) of x[T, QK] with the
- * weight's blocks: the reference of the CUDA backend's mmvq. */
+static float f16_at(const uint8_t *p) { return hr_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+
+/* Q4_1 / Q5_1 (five), which the CPU multiplies through decoded f32 rows: mmvq's arithmetic in
+ * the form of the CPU's plain C dots (qdot_ref.c), x per 32 (hr_q8x, not paired) and per block
+ * f16(d) * x_d * (q . x's codes) + f16(m) * x_d * sum(x's codes). */
+static float dot_q_1(int five, const void *wv, const void *xv, long nb) {
+    const uint8_t *w = wv;
+    const hr_q8x *x = xv;
+    float acc = 0;
+    for (long b = 0; b < nb; b++, w += five ? 24 : 20) {
+        const uint8_t *qs = w + (five ? 8 : 4);
+        uint32_t qh = five ? (uint32_t)w[4] | (uint32_t)w[5] << 8 | (uint32_t)w[6] << 16 |
+                                 (uint32_t)w[7] << 24
+                           : 0;
+        const hr_q8x *g = x + b / 8;
+        int i = (int)(b % 8), s = 0;
+        for (int j = 0; j < 16; j++) {
+            int lo = (qs[j] & 15) | (int)(qh >> j & 1) << 4;
+            int hi = (qs[j] >> 4) | (int)(qh >> (j + 16) & 1) << 4;
+            s += lo * g->q[hr_q8x_pos(0, i, j)] + hi * g->q[hr_q8x_pos(0, i, j + 16)];
+        }
+        acc += f16_at(w) * g->d[i] * (float)s + f16_at(w + 2) * g->d[i] * (float)g->sum[i];
+    }
+    return acc;
+}
+
+/* The CPU's 8-bit-activation product (backend/cpu/qdot.h's plain C dots; Q4_1 / Q5_1: dot_q_1)
+ * of x[T, K] with the weight's N rows of blocks: the reference of the CUDA backend's mmvq. */
 static void int8_ref(hr_dtype t, const uint8_t *blocks, const float *x, int T, long N, long K,
                      double *ref) {
     const hr_cpu_qdots *q = &hr_cpu_qdots_ref;
@@ -72,8 +99,11 @@ static void int8_ref(hr_dtype t, const uint8_t *blocks, const float *x, int T, l
     void *xq = malloc(hr_qx_row_bytes(K));
     for (int i = 0; xq && i < T; i++) {
         q->quantize(t, x + (size_t)i * K, xq, K);
-        for (long n = 0; n < N; n++)
-            ref[(size_t)i * N + n] = q->dot[t](blocks + (size_t)n * rb, xq, K / 32);
+        for (long n = 0; n < N; n++) {
+            const uint8_t *w = blocks + (size_t)n * rb;
+            ref[(size_t)i * N + n] =
+                q->dot[t] ? q->dot[t](w, xq, K / 32) : dot_q_1(t == HR_Q5_1, w, xq, K / 32);
+        }
     }
     free(xq);
 }
@@ -232,14 +262,15 @@ static void check_mmq(hr_backend *be, hr_dtype t, long k, int *failures) {
     }
 }
 
-/* Whether the CUDA backend multiplies format t with 8-bit activations (mmvq.cu). */
-static int has_mmvq(hr_dtype t) {
+/* Whether the CUDA backend multiplies format t with 8-bit activations on the tensor cores
+ * (mmq.cu; mmvq takes every format). */
+static int has_mmq(hr_dtype t) {
     return t == HR_Q8_0 || t == HR_Q4_0 || t == HR_Q4_K || t == HR_Q6_K;
 }
 
 /* Products of a random 4100 x 512 weight in format t with 1..65 rows (f32: the f32 GEMV to 4
- * rows against the f64 product; else the 8-bit-activation products against the CPU's where t
- * has them, to 64 rows, and f16 cuBLAS past 4 rows where not); embedding rows of it as a
+ * rows against the f64 product; else the 8-bit-activation products against the CPU's, mmvq to
+ * 8 rows and mmq to 64 where t has it, and f16 cuBLAS past those); embedding rows of it as a
  * table. */
 static void check_format(hr_backend *be, hr_dtype t, int f32, int *failures) {
     uint8_t *blocks = NULL;
@@ -249,7 +280,8 @@ static void check_format(hr_backend *be, hr_dtype t, int f32, int *failures) {
     if (!e) hr_dequant_row(t, blocks, w, (int64_t)QN * QK);
     static const int rows[] = {1, 2, 3, 4, 5, 8, 9, 33, 65};
     for (size_t i = 0; !e && i < sizeof rows / sizeof *rows; i++) {
-        int int8 = rows[i] <= HR_CU_MMQ_MAX_T && !f32 && has_mmvq(t), small = int8 || rows[i] <= 4;
+        int int8 = !f32 && (rows[i] <= 8 || (rows[i] <= HR_CU_MMQ_MAX_T && has_mmq(t)));
+        int small = int8 || rows[i] <= 4;
         if (f32 && rows[i] > 4) break;
         double err;
         e = product_err(be, &dev, w, rows[i], int8, blocks, &err);
@@ -409,19 +441,19 @@ void hr_gpu_quant_checks(const char *shared, int *failures) {
     for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
         check_format(be, formats[i], 0, failures);
     for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
-        if (has_mmvq(formats[i])) {
+        if (has_mmq(formats[i])) {
             check_mmq(be, formats[i], 2304, failures);
             if (hr_dtype_get(formats[i])->block == 32) check_mmq(be, formats[i], 800, failures);
         }
     check_brown(be, shared, failures);
     check_e2e(be, shared, failures);
     hr_backend_destroy(be);
-    /* the f32 GEMV of the formats mmvq takes (HEARTH_CUDA_QGEMV=f32), on their planar rows */
+    /* the f32 GEMV (HEARTH_CUDA_QGEMV=f32), on the rows mmvq reads */
     setenv("HEARTH_CUDA_QGEMV", "f32", 1);
     e = hr_backend_create(&o, &be);
     unsetenv("HEARTH_CUDA_QGEMV");
     for (size_t i = 0; !e && i < sizeof formats / sizeof *formats; i++)
-        if (has_mmvq(formats[i])) check_format(be, formats[i], 1, failures);
+        check_format(be, formats[i], 1, failures);
     if (e) {
         printf("quantized f32: FAIL: %s\n", hr_err_msg(e));
         hr_err_free(e);

@@ -1,5 +1,5 @@
-/* The CUDA backend: device memory for weights (uploaded once in their dtype; Q8_0, Q4_0 and Q6_K
- * matrices in the planar rows of tensor/qplanes.h), activations
+/* The CUDA backend: device memory for weights (uploaded once in their dtype; GGUF matrices but
+ * Q4_K / Q5_K in the planar rows of tensor/qplanes.h), activations
  * and the paged KV store, one stream on which every op is enqueued in issue order, the step's
  * metadata (a sampling step's parameters too) uploaded in one transfer from pinned staging,
  * and cuBLAS for large products. This file is the memory side of the vtable; the ops are in
@@ -116,8 +116,9 @@ static void cu_free(hr_backend *be, void *p) {
     if (p) cudaFree(p);
 }
 
-/* A Q4_0 / Q8_0 / Q6_K matrix in the planar layout (tensor/qplanes.h) the 8-bit-activation
- * products read with 16-byte loads: *out (malloc'd) of *bytes. */
+/* A matrix of a format with planes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q6_K) in the planar layout
+ * (tensor/qplanes.h) the 8-bit-activation products read with 16-byte loads: *out (malloc'd)
+ * of *bytes. */
 static hr_err *to_planes(const hr_tensor *host, void **out, size_t *bytes) {
     int64_t N = host->shape[0], K = host->shape[1];
     size_t fb = hr_dtype_bytes(host->dtype, K), pb = hr_qplanes_row_bytes(host->dtype, K);

@@ -49,10 +49,10 @@ void hr_cu_dequant_f16(cudaStream_t s, void *out, const void *w, int q, int plan
                        long rb);
 
 /* The 8-bit-activation products (mmvq.cu), the CPU's arithmetic (backend/cpu/qdot.h): x
- * quantized to int8 per 32 elements (Q8_0, Q4_0) or per 256 (Q4_K, Q6_K), integer dots per
- * block, f32 across blocks. hr_cu_mmvq_per: the block of x format q takes (32 or 256), 0 where
- * it has no such product (other formats, a Q8_0 / Q4_0 / Q6_K matrix not planar, rows not
- * 16-byte aligned). */
+ * quantized to int8 per 32 elements (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1) or per 256 (Q4_K, Q5_K,
+ * Q6_K), integer dots per block, f32 across blocks. hr_cu_mmvq_per: the block of x format q
+ * takes (32 or 256), 0 where it has no such product (a matrix of a planar format not planar,
+ * rows not 16-byte aligned). */
 enum { HR_CU_MMVQ_MAX_T = 8 }; /* rows of x mmvq takes (more: mmq.cu, or f16 cuBLAS) */
 int hr_cu_mmvq_per(int q, int planar, long rb);
 /* Bytes of T rows of K elements quantized (codes, scales, sums per 16). */

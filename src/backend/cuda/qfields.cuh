@@ -1,6 +1,6 @@
 /* Fields of GGUF blocks that both quantized-weight kernels read (qmatmul.cu, mmvq.cu): an f16
- * at a 2-byte-aligned address and the 6-bit scale / min of a Q4_K / Q5_K sub-block, as
- * tensor/quant.c decodes them. */
+ * at a 2-byte-aligned address, the fifth bits of 5-bit codes and the 6-bit scale / min of a
+ * Q4_K / Q5_K sub-block, as tensor/quant.c decodes them. */
 #ifndef HR_BACKEND_CUDA_QFIELDS_CUH
 #define HR_BACKEND_CUDA_QFIELDS_CUH
 
@@ -8,6 +8,11 @@
 
 static __device__ __forceinline__ float hr_q_f16(const uint8_t *p) {
     return __half2float(__ushort_as_half(*(const unsigned short *)p));
+}
+
+/* Bit k of the low 4 bits of t to bit 4 of byte k (the fifth bit of 5-bit codes). */
+static __device__ __forceinline__ uint32_t hr_q_fifth_bits(uint32_t t) {
+    return ((t & 15u) * 0x00204081u & 0x01010101u) << 4;
 }
 
 /* Sub-block j's scale and min from a super-block's 12 packed scale bytes s. */

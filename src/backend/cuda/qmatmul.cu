@@ -3,8 +3,8 @@
  * weight row in pieces of 8 consecutive elements (a quarter of a 32-element unit: a Q*_0/Q*_1
  * block or a K-quant sub-block), in the reference's arithmetic (scale * q - min in f32), so a
  * decoded weight equals hr_dequant_row's bit for bit.
- * Q8_0, Q4_0 and Q6_K matrices are uploaded in the planar layout (tensor/qplanes.h) and read
- * from it here.
+ * Matrices of every format but Q4_K and Q5_K are uploaded in the planar layout
+ * (tensor/qplanes.h) and read from it here.
  * - small-batch products (T <= HR_CU_GEMV_MAX_T rows) of the formats without an 8-bit-activation
  *   product (mmvq.cu), or all with HEARTH_CUDA_QGEMV=f32: a block per QGEMV_R output rows, its
  *   warps splitting K; lane l takes piece l % 4 of unit l / 4 of each group of 8 units, so 4
@@ -53,17 +53,12 @@ static __device__ __forceinline__ float code(const piece8 &p, int i) {
            (8388608.0f + p.z);
 }
 
-/* Bit k of the low 4 bits of t to bit 4 of byte k (the fifth bit of 5-bit codes). */
-static __device__ __forceinline__ uint32_t fifth_bits(uint32_t t) {
-    return ((t & 15u) * 0x00204081u & 0x01010101u) << 4;
-}
-
 static __device__ __forceinline__ uint2 nibbles(uint2 q, int sh) {
     return make_uint2(q.x >> sh & 0x0F0F0F0Fu, q.y >> sh & 0x0F0F0F0Fu);
 }
 
 /* Elements 8p .. 8p+7 of unit u (32 elements) of a row of nb units in format Q, in the file
- * layout or (pl, Q8_0 / Q4_0 / Q6_K) the planar one of tensor/qplanes.h. */
+ * layout or (pl: every format but Q4_K / Q5_K) the planar one of tensor/qplanes.h. */
 template <int Q>
 static __device__ __forceinline__ piece8 piece(const uint8_t *row, long u, int p, long nb,
                                                bool pl) {
@@ -78,29 +73,25 @@ static __device__ __forceinline__ piece8 piece(const uint8_t *row, long u, int p
     } else if (Q == HR_CU_Q4_0 || Q == HR_CU_Q4_1) {
         /* element j in the low nibble of qs[j], j + 16 in the high */
         const uint8_t *b = row + u * (Q == HR_CU_Q4_0 ? 18 : 20);
-        if (Q == HR_CU_Q4_0 && pl) {
-            r.c = nibbles(ld8_a4(row + 16 * u + 8 * (p & 1)), 4 * (p >> 1));
-            r.z = 8;
-            r.scale = hr_q_f16(row + 16 * nb + 2 * u);
-            return r;
-        }
-        const uint8_t *qs = b + (Q == HR_CU_Q4_0 ? 2 : 4) + 8 * (p & 1);
-        r.c = nibbles(Q == HR_CU_Q4_0 ? ld8_a2(qs) : ld8_a4(qs), 4 * (p >> 1));
+        const uint8_t *qs = (pl ? row + 16 * u : b + (Q == HR_CU_Q4_0 ? 2 : 4)) + 8 * (p & 1);
+        const uint8_t *sc = pl ? row + 16 * nb + (Q == HR_CU_Q4_0 ? 2 : 4) * u : b;
+        r.c = nibbles(pl || Q == HR_CU_Q4_1 ? ld8_a4(qs) : ld8_a2(qs), 4 * (p >> 1));
         r.z = Q == HR_CU_Q4_0 ? 8 : 0;
-        r.scale = hr_q_f16(b);
-        if (Q == HR_CU_Q4_1) r.offset = hr_q_f16(b + 2);
+        r.scale = hr_q_f16(sc);
+        if (Q == HR_CU_Q4_1) r.offset = hr_q_f16(sc + 2);
     } else if (Q == HR_CU_Q5_0 || Q == HR_CU_Q5_1) {
         const uint8_t *b = row + u * (Q == HR_CU_Q5_0 ? 22 : 24);
-        const uint8_t *hq = b + (Q == HR_CU_Q5_0 ? 2 : 4);
-        uint32_t qh = (Q == HR_CU_Q5_0 ? ld4_a2(hq) : *(const uint32_t *)hq) >> (8 * p);
-        uint2 q =
-            nibbles(Q == HR_CU_Q5_0 ? ld8_a2(hq + 4 + 8 * (p & 1)) : ld8_a4(hq + 4 + 8 * (p & 1)),
-                    4 * (p >> 1));
-        r.c = make_uint2(q.x | fifth_bits(qh),
-                         q.y | fifth_bits(qh >> 4)); /* bit e of qh: element e */
+        const uint8_t *hq = pl ? row + 16 * nb + 4 * u : b + (Q == HR_CU_Q5_0 ? 2 : 4);
+        const uint8_t *qs = (pl ? row + 16 * u : hq + 4) + 8 * (p & 1);
+        const uint8_t *sc = pl ? row + 20 * nb + (Q == HR_CU_Q5_0 ? 2 : 4) * u : b;
+        bool a4 = pl || Q == HR_CU_Q5_1; /* qh and the codes 4-byte aligned */
+        uint32_t qh = (a4 ? *(const uint32_t *)hq : ld4_a2(hq)) >> (8 * p);
+        uint2 q = nibbles(a4 ? ld8_a4(qs) : ld8_a2(qs), 4 * (p >> 1));
+        r.c = make_uint2(q.x | hr_q_fifth_bits(qh),
+                         q.y | hr_q_fifth_bits(qh >> 4)); /* bit e of qh: element e */
         r.z = Q == HR_CU_Q5_0 ? 16 : 0;
-        r.scale = hr_q_f16(b);
-        if (Q == HR_CU_Q5_1) r.offset = hr_q_f16(b + 2);
+        r.scale = hr_q_f16(sc);
+        if (Q == HR_CU_Q5_1) r.offset = hr_q_f16(sc + 2);
     } else if (Q == HR_CU_Q4_K || Q == HR_CU_Q5_K) {
         const uint8_t *b = row + (u >> 3) * (Q == HR_CU_Q4_K ? 144 : 176);
         int j = (int)(u & 7), sc, mn;
