@@ -165,15 +165,18 @@ static float qpass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[S
     return ms / REPS;
 }
 
-/* The decode products of a Llama-3-8B layer (lm_head left out) with GGUF weights (Q4_0 and Q8_0
- * planar, Q4_K; bytes of 0x11, f16 scales of them ~7e-4) at T = 1..128 rows: GB/s of weights
- * read by the 8-bit-activation products and by the f16 decode + cuBLAS path they replace. */
+/* The decode products of a Llama-3-8B layer (lm_head left out) with GGUF weights (Q4_0, Q8_0
+ * and Q6_K planar, Q4_K; bytes of 0x11, f16 scales of them ~7e-4) at T = 1..128 rows: GB/s of
+ * weights read by the 8-bit-activation products and by the f16 decode + cuBLAS path they replace.
+ */
 static void qsection(cudaStream_t s, cublasHandle_t h) {
     static const struct {
         const char *name;
         int q, bb, be; /* format, block bytes, block elements */
-    } fmts[] = {
-        {"Q4_0", HR_CU_Q4_0, 18, 32}, {"Q8_0", HR_CU_Q8_0, 34, 32}, {"Q4_K", HR_CU_Q4_K, 144, 256}};
+    } fmts[] = {{"Q4_0", HR_CU_Q4_0, 18, 32},
+                {"Q8_0", HR_CU_Q8_0, 34, 32},
+                {"Q4_K", HR_CU_Q4_K, 144, 256},
+                {"Q6_K", HR_CU_Q6_K, 210, 256}};
     static const int Ts[] = {1, 8, 16, 32, 48, 64, 128};
     enum { TMAX = 128 };
     printf("%-6s %-22s %3s %12s %12s\n", "format", "product", "T", "8-bit GB/s", "f16 GB/s");

@@ -230,9 +230,21 @@ static hr_err *set_err(hr_backend *be, hr_dtype t, const hr_tensor dev[2], uint8
     return e;
 }
 
-/* The tensor-core products (mmq.cu) of 9..64 rows for format t with rows of k: a set of a
- * 1000- and a 260-row weight (tiles past each matrix's end, a set boundary inside a tile; K
- * split over blocks), within 1e-5 of the CPU's dots. */
+/* The most rows of x the CUDA backend multiplies format t by with 8-bit activations on the
+ * tensor cores (mmq.cu; 0: none; mmvq takes every format to 8). */
+static int mmq_rows(hr_dtype t) {
+    switch (t) {
+    case HR_Q8_0: return hr_cu_mmq_max_t(HR_CU_Q8_0);
+    case HR_Q4_0: return hr_cu_mmq_max_t(HR_CU_Q4_0);
+    case HR_Q4_K: return hr_cu_mmq_max_t(HR_CU_Q4_K);
+    case HR_Q6_K: return hr_cu_mmq_max_t(HR_CU_Q6_K);
+    default: return 0;
+    }
+}
+
+/* The tensor-core products (mmq.cu) of 9..mmq_rows(t) rows for format t with rows of k: a set
+ * of a 1000- and a 260-row weight (tiles past each matrix's end, a set boundary inside a tile;
+ * K split over blocks), within 1e-5 of the CPU's dots. */
 static void check_mmq(hr_backend *be, hr_dtype t, long k, int *failures) {
     hr_tensor dev[2] = {{0}, {0}};
     uint8_t *blocks[2] = {NULL, NULL};
@@ -241,7 +253,7 @@ static void check_mmq(hr_backend *be, hr_dtype t, long k, int *failures) {
     for (int m = 0; m < 2 && !e; m++)
         e = random_weight(be, t, rows[m], k, &blocks[m], &dev[m]);
     static const int Ts[] = {9, 16, 17, 32, 33, 40, 48, 49, 64};
-    for (size_t i = 0; !e && i < sizeof Ts / sizeof *Ts; i++) {
+    for (size_t i = 0; !e && i < sizeof Ts / sizeof *Ts && Ts[i] <= mmq_rows(t); i++) {
         double err;
         e = set_err(be, t, dev, blocks, Ts[i], k, &err);
         if (e) break;
@@ -262,12 +274,6 @@ static void check_mmq(hr_backend *be, hr_dtype t, long k, int *failures) {
     }
 }
 
-/* Whether the CUDA backend multiplies format t with 8-bit activations on the tensor cores
- * (mmq.cu; mmvq takes every format). */
-static int has_mmq(hr_dtype t) {
-    return t == HR_Q8_0 || t == HR_Q4_0 || t == HR_Q4_K || t == HR_Q6_K;
-}
-
 /* Products of a random 4100 x 512 weight in format t with 1..65 rows (f32: the f32 GEMV to 4
  * rows against the f64 product; else the 8-bit-activation products against the CPU's, mmvq to
  * 8 rows and mmq to 64 where t has it, and f16 cuBLAS past those); embedding rows of it as a
@@ -280,7 +286,7 @@ static void check_format(hr_backend *be, hr_dtype t, int f32, int *failures) {
     if (!e) hr_dequant_row(t, blocks, w, (int64_t)QN * QK);
     static const int rows[] = {1, 2, 3, 4, 5, 8, 9, 33, 65};
     for (size_t i = 0; !e && i < sizeof rows / sizeof *rows; i++) {
-        int int8 = !f32 && (rows[i] <= 8 || (rows[i] <= HR_CU_MMQ_MAX_T && has_mmq(t)));
+        int int8 = !f32 && (rows[i] <= 8 || rows[i] <= mmq_rows(t));
         int small = int8 || rows[i] <= 4;
         if (f32 && rows[i] > 4) break;
         double err;
@@ -441,7 +447,7 @@ void hr_gpu_quant_checks(const char *shared, int *failures) {
     for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
         check_format(be, formats[i], 0, failures);
     for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
-        if (has_mmq(formats[i])) {
+        if (mmq_rows(formats[i])) {
             check_mmq(be, formats[i], 2304, failures);
             if (hr_dtype_get(formats[i])->block == 32) check_mmq(be, formats[i], 800, failures);
         }

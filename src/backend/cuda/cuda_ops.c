@@ -203,13 +203,12 @@ static void defer(hr_cuda_backend *cb, float *y, const float *x, const void *w, 
 /* The block of x a product of T rows with a GGUF weight of format q takes 8-bit x in (32 or
  * 256; 0: none of the 8-bit-activation products takes it). */
 static int x_block(const hr_cuda_backend *cb, const hr_tensor *w, int q, long rb, int T) {
-    if (cb->qgemv_f32 || T > HR_CU_MMQ_MAX_T ||
-        (T > HR_CU_MMVQ_MAX_T && (cb->mmq_off || !hr_cu_mmq_takes(q))))
+    if (cb->qgemv_f32 || (T > HR_CU_MMVQ_MAX_T && (cb->mmq_off || T > hr_cu_mmq_max_t(q))))
         return 0;
     return hr_cu_mmvq_per(q, w->planes, rb);
 }
 
-/* A product with a GGUF-quantized weight (format q). Batches up to HR_CU_MMQ_MAX_T rows take
+/* A product with a GGUF-quantized weight (format q). Batches up to hr_cu_mmq_max_t rows take
  * the 8-bit-activation products where the format has one (mmvq.cu to 8 rows, then mmq.cu on
  * the tensor cores), deferred like the GEMV so products of one x launch together; else the f32
  * GEMV, alone, to 4 rows; larger batches decode the matrix to f16 for cuBLAS. */

@@ -154,11 +154,11 @@ void hr_cu_gemv(cudaStream_t s, const hr_cu_gemv_set *g, float *x, int dtype, in
  * hr_cu_quantize_x (mmvq.cu; the set's fold is not taken). */
 void hr_cu_mmvq(cudaStream_t s, const hr_cu_gemv_set *g, const void *xq, int q, int T, long K,
                 long rb);
-/* The same on the tensor cores for HR_CU_MMVQ_MAX_T < T <= HR_CU_MMQ_MAX_T (mmq.cu), formats
- * where hr_cu_mmq_takes (and hr_cu_mmvq_per is not 0); ws: hr_cu_mmq_ws_bytes(T) of scratch
+/* The same on the tensor cores for HR_CU_MMVQ_MAX_T < T <= hr_cu_mmq_max_t(q) (mmq.cu; 0 for
+ * formats it does not take, and hr_cu_mmvq_per must not be 0); ws: hr_cu_mmq_ws_bytes(T) of scratch
  * for split-K partials, or NULL (no split). */
-enum { HR_CU_MMQ_MAX_T = 64 }; /* past it the f16 decode and cuBLAS are faster (perf-notes) */
-int hr_cu_mmq_takes(int q);
+enum { HR_CU_MMQ_MAX_T = 64 }; /* the most hr_cu_mmq_max_t gives */
+int hr_cu_mmq_max_t(int q);
 size_t hr_cu_mmq_ws_bytes(int T);
 void hr_cu_mmq(cudaStream_t s, const hr_cu_gemv_set *g, const void *xq, int q, int T, long K,
                long rb, float *ws);

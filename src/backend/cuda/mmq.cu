@@ -1,4 +1,4 @@
-/* Products of GGUF weights with 9..HR_CU_MMQ_MAX_T rows of 8-bit x on the tensor cores, the
+/* Products of GGUF weights with 9..hr_cu_mmq_max_t rows of 8-bit x on the tensor cores, the
  * arithmetic of mmvq.cu and the CPU (backend/cpu/qdot.h): x quantized per 32 (Q8_0, Q4_0) or
  * per 256 (Q4_K, Q6_K) by the same kernels, each scale group's integer dot an int8 mma.sync
  * (m16n8k32 for a 32-element group, m16n8k16 for Q6_K's 16-element ones), a K-quant
@@ -416,8 +416,16 @@ static void mmq_launch(cudaStream_t s, const hr_cu_gemv_set *g, hr_xq_parts x, i
         mmq_run<Q, 64>(s, g, x, T, K, rb, ws);
 }
 
-extern "C" int hr_cu_mmq_takes(int q) {
-    return q == HR_CU_Q8_0 || q == HR_CU_Q4_0 || q == HR_CU_Q4_K || q == HR_CU_Q6_K;
+/* Past these rows the f16 decode and cuBLAS are faster (docs/perf-notes.md): Q4_K's mins
+ * (their products with x's sums) cost it the most per mma. */
+extern "C" int hr_cu_mmq_max_t(int q) {
+    switch (q) {
+    case HR_CU_Q8_0:
+    case HR_CU_Q4_0:
+    case HR_CU_Q6_K: return HR_CU_MMQ_MAX_T;
+    case HR_CU_Q4_K: return 32;
+    default: return 0;
+    }
 }
 
 extern "C" size_t hr_cu_mmq_ws_bytes(int T) { return (size_t)T * MQ_WS_ROWS * sizeof(float); }
