@@ -38,24 +38,46 @@ static const product products[] = {
     {"lm_head 128256x4096", 4096, 1, {128256}},
 };
 
+/* The set of p's matrices wk and outputs y as the backend launches it. */
+static hr_cu_gemv_set set_of(const product *p, void **wk, float *y[MAXM]) {
+    hr_cu_gemv_set g = {.n = p->n};
+    for (int i = 0; i < p->n; i++) {
+        g.w[i] = wk[i];
+        g.y[i] = y[i];
+        g.start[i + 1] = g.start[i] + p->N[i];
+    }
+    return g;
+}
+
+/* Events around a timed pass: started in s; then its milliseconds over REPS launches. */
+static void timer_start(cudaStream_t s, cudaEvent_t ev[2]) {
+    CK(cudaEventCreate(&ev[0]));
+    CK(cudaEventCreate(&ev[1]));
+    CK(cudaEventRecord(ev[0], s));
+}
+
+static float timer_ms_per_rep(cudaStream_t s, cudaEvent_t ev[2]) {
+    float ms = 0;
+    CK(cudaEventRecord(ev[1], s));
+    CK(cudaEventSynchronize(ev[1]));
+    CK(cudaEventElapsedTime(&ms, ev[0], ev[1]));
+    CK(cudaGetLastError());
+    cudaEventDestroy(ev[0]);
+    cudaEventDestroy(ev[1]);
+    return ms / REPS;
+}
+
 /* One timed pass: REPS launches over the rotated weight sets; v 0 own GEMV (K split over a
  * block), 1 own GEMV (a warp per row group), 2 cuBLAS. */
 static float pass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[SETS][MAXM], int sets,
                   const float *x, void *xh, float *y[MAXM], int T, int v) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    CK(cudaEventRecord(a, s));
+    cudaEvent_t ev[2];
+    timer_start(s, ev);
     for (int r = 0; r < REPS; r++) {
         void **wk = w[r % sets];
         if (v < 2) {
             hr_cu_gemv_split = v == 0;
-            hr_cu_gemv_set g = {.n = p->n};
-            for (int i = 0; i < p->n; i++) {
-                g.w[i] = wk[i];
-                g.y[i] = y[i];
-                g.start[i + 1] = g.start[i] + p->N[i];
-            }
+            hr_cu_gemv_set g = set_of(p, wk, y);
             hr_cu_gemv(s, &g, (float *)x, HR_CU_BF16, T, p->K);
         } else {
             const float one = 1, zero = 0;
@@ -66,14 +88,7 @@ static float pass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[SE
                              CUDA_R_32F, (int)p->N[i], CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         }
     }
-    float ms = 0;
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    CK(cudaEventElapsedTime(&ms, a, b));
-    CK(cudaGetLastError());
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return ms / REPS;
+    return timer_ms_per_rep(s, ev);
 }
 
 /* Prefill products (T = 2048 tokens, bf16 x and w as the bf16-products mode runs them) through
@@ -131,18 +146,11 @@ static void gemm_section(cudaStream_t s, cublasHandle_t h) {
 static float qpass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[SETS][MAXM],
                    int sets, int q, long rb, const void *xq, void *xh, void *wdq, float *ws,
                    float *y[MAXM], int T, int v) {
-    cudaEvent_t a, b;
-    CK(cudaEventCreate(&a));
-    CK(cudaEventCreate(&b));
-    CK(cudaEventRecord(a, s));
+    cudaEvent_t ev[2];
+    timer_start(s, ev);
     for (int r = 0; r < REPS; r++) {
         void **wk = w[r % sets];
-        hr_cu_gemv_set g = {.n = p->n};
-        for (int i = 0; i < p->n; i++) {
-            g.w[i] = wk[i];
-            g.y[i] = y[i];
-            g.start[i + 1] = g.start[i] + p->N[i];
-        }
+        hr_cu_gemv_set g = set_of(p, wk, y);
         if (v == 0 && T <= HR_CU_MMVQ_MAX_T)
             hr_cu_mmvq(s, &g, xq, q, T, p->K, rb);
         else if (v == 0)
@@ -155,14 +163,7 @@ static float qpass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[S
                          (int)p->N[i], CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
         }
     }
-    float ms = 0;
-    CK(cudaEventRecord(b, s));
-    CK(cudaEventSynchronize(b));
-    CK(cudaEventElapsedTime(&ms, a, b));
-    CK(cudaGetLastError());
-    cudaEventDestroy(a);
-    cudaEventDestroy(b);
-    return ms / REPS;
+    return timer_ms_per_rep(s, ev);
 }
 
 /* The decode products of a Llama-3-8B layer (lm_head left out) with GGUF weights (Q4_0, Q8_0
