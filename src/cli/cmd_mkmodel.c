@@ -1,6 +1,6 @@
 /* hearth mkmodel: writes a random-weight checkpoint of a preset or a given config.json,
  * optionally with a tokenizer's files copied beside it and a GGUF copy (--gguf: F16, or its
- * matrices quantized with --gguf-type). */
+ * matrices quantized with --gguf-type, K-quant mixes included). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,16 +36,27 @@ static hr_err *copy_tokenizer(const char *src, const char *dst) {
                : hr_errf("--tokenizer %s: no tokenizer.json or tokenizer_config.json there", src);
 }
 
-/* --gguf-type: f16, q8_0, q4_0, q4_1, q5_0 or q5_1 (any case). */
-static hr_err *gguf_type(const char *name, hr_dtype *out) {
-    static const hr_dtype types[] = {HR_F16, HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0, HR_Q5_1};
+/* --gguf-type (any case): a type for every matrix, or llama-quantize's Q4_K_M / Q5_K_M. */
+static hr_err *gguf_type(const char *name, hr_dtype *out, int *mixed) {
+    static const struct {
+        const char *name;
+        hr_dtype t;
+        int mixed;
+    } types[] = {{"f16", HR_F16, 0},     {"q8_0", HR_Q8_0, 0},  {"q4_0", HR_Q4_0, 0},
+                 {"q4_1", HR_Q4_1, 0},   {"q5_0", HR_Q5_0, 0},  {"q5_1", HR_Q5_1, 0},
+                 {"q4_k", HR_Q4_K, 0},   {"q5_k", HR_Q5_K, 0},  {"q6_k", HR_Q6_K, 0},
+                 {"q4_k_m", HR_Q4_K, 1}, {"q5_k_m", HR_Q5_K, 1}};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++)
-        if (!strcasecmp(name, hr_dtype_name(types[i]))) return *out = types[i], NULL;
-    return hr_errf("--gguf-type must be f16, q8_0, q4_0, q4_1, q5_0 or q5_1, not \"%s\"", name);
+        if (!strcasecmp(name, types[i].name))
+            return *out = types[i].t, *mixed = types[i].mixed, NULL;
+    return hr_errf("--gguf-type must be f16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, "
+                   "q4_k_m or q5_k_m, not \"%s\"",
+                   name);
 }
 
 static hr_err *run(const char *config, const char *preset, const char *tok, const char *dtype,
-                   long seed, long shard_mb, const char *out, const char *gguf, hr_dtype gt) {
+                   long seed, long shard_mb, const char *out, const char *gguf, hr_dtype gt,
+                   int mixed) {
     hr_dtype dt;
     if (strcmp(dtype, "bf16") == 0)
         dt = HR_BF16;
@@ -65,7 +76,7 @@ static hr_err *run(const char *config, const char *preset, const char *tok, cons
     hr_err *err = hr_mkmodel_write(out, text, dt, (uint64_t)seed, (uint64_t)shard_mb << 20);
     free(text);
     if (!err && tok) err = copy_tokenizer(tok, out);
-    if (!err && gguf) err = hr_gguf_convert_as(out, gguf, gt);
+    if (!err && gguf) err = hr_gguf_convert_as(out, gguf, gt, mixed);
     return err;
 }
 
@@ -84,7 +95,8 @@ int hr_cmd_mkmodel(int argc, char **argv) {
         {"gguf", HR_OPT_STR, &gguf,
          "also write it as this GGUF file (llama.cpp's converter conventions)"},
         {"gguf-type", HR_OPT_STR, &gtype,
-         "the GGUF file's matrices: f16 (default), q8_0, q4_0, q4_1, q5_0, q5_1"},
+         "the GGUF file's matrices: f16 (default), q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, "
+         "q5_k, q6_k, or llama-quantize's mixes q4_k_m, q5_k_m (docs/gguf.md)"},
     };
     int help;
     hr_err *err =
@@ -98,9 +110,10 @@ int hr_cmd_mkmodel(int argc, char **argv) {
         return hr_cmd_fail("mkmodel", hr_errf("--out and one of --config / --preset are required")),
                2;
     hr_dtype gt = HR_F16;
-    err = gguf_type(gtype, &gt);
+    int mixed = 0;
+    err = gguf_type(gtype, &gt, &mixed);
     if (!err && gt != HR_F16 && !gguf) err = hr_errf("--gguf-type needs --gguf FILE");
     if (err) return hr_cmd_fail("mkmodel", err), 2;
-    err = run(config, preset, tok, dtype, seed, shard_mb, out, gguf, gt);
+    err = run(config, preset, tok, dtype, seed, shard_mb, out, gguf, gt, mixed);
     return err ? hr_cmd_fail("mkmodel", err) : 0;
 }

@@ -2,7 +2,8 @@
  * writes one: {arch}.* metadata from the config, tensors under GGUF names, matrices as
  * F16 and vectors as F32, llama q/k rows permuted, gemma3 norms stored as 1 + w, experts
  * stacked [E, rows, cols], no output.weight when embeddings are tied, llama3 rope scaling
- * as rope_freqs.weight. No tokenizer. */
+ * as rope_freqs.weight. No tokenizer. Optionally with the matrices quantized as
+ * hr_gguf_mix_type says (gguf_mix.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,7 +30,7 @@ typedef struct {
     const char *arch;
     out_tensor *t;
     int n, cap;
-    hr_dtype matrices; /* F16, or the block type 2-D tensors are quantized to */
+    hr_gguf_mix mix; /* the types 2-D tensors are written in */
 } conv;
 
 static const char *gguf_arch(hr_arch a) {
@@ -196,14 +197,15 @@ static hr_err *rope_freqs(hr_gguf_writer *w, const hr_rope_config *r, int dim) {
     return hr_gguf_put_tensor(w, "rope_freqs.weight", HR_F32, 1, (int64_t[]){dim / 2}, f);
 }
 
-/* A 2-D F16 tensor whose rows fill whole blocks, in cv->matrices' blocks (as gguf-py's
- * quantizer writes them); others stay as they are. */
+/* A 2-D F16 tensor in the type hr_gguf_mix_type gives it (blocks as hr_quant_row writes
+ * them); others stay as they are. */
 static hr_err *put_tensor(const conv *cv, hr_gguf_writer *w, const out_tensor *o) {
-    int blk = hr_dtype_get(cv->matrices)->block;
-    if (cv->matrices == HR_F16 || o->dtype != HR_F16 || o->ndim != 2 || o->shape[1] % blk)
-        return hr_gguf_put_tensor(w, o->name, o->dtype, o->ndim, o->shape, o->data);
+    hr_dtype t = o->dtype == HR_F16 && o->ndim == 2
+                     ? hr_gguf_mix_type(&cv->mix, o->name, o->shape[1])
+                     : o->dtype;
+    if (t == o->dtype) return hr_gguf_put_tensor(w, o->name, o->dtype, o->ndim, o->shape, o->data);
     int64_t rows = o->shape[0], cols = o->shape[1];
-    size_t row_bytes = hr_dtype_bytes(cv->matrices, cols);
+    size_t row_bytes = hr_dtype_bytes(t, cols);
     uint8_t *q = malloc(row_bytes * (size_t)rows);
     float *f = malloc(sizeof(float) * (size_t)cols);
     hr_err *e = q && f ? NULL : hr_err_oom();
@@ -211,9 +213,9 @@ static hr_err *put_tensor(const conv *cv, hr_gguf_writer *w, const out_tensor *o
         const uint16_t *h = (const uint16_t *)o->data + r * cols;
         for (int64_t i = 0; i < cols; i++)
             f[i] = hr_f16_to_f32(h[i]);
-        hr_quant_row(cv->matrices, f, q + (size_t)r * row_bytes, cols);
+        hr_quant_row(t, f, q + (size_t)r * row_bytes, cols);
     }
-    if (!e) e = hr_gguf_put_tensor(w, o->name, cv->matrices, o->ndim, o->shape, q);
+    if (!e) e = hr_gguf_put_tensor(w, o->name, t, o->ndim, o->shape, q);
     free(q);
     free(f);
     return e;
@@ -235,19 +237,26 @@ static hr_err *convert(conv *cv, const hr_safetensors *st, hr_gguf_writer *w, co
 }
 
 hr_err *hr_gguf_convert(const char *dir, const char *path) {
-    return hr_gguf_convert_as(dir, path, HR_F16);
+    return hr_gguf_convert_as(dir, path, HR_F16, 0);
 }
 
-hr_err *hr_gguf_convert_as(const char *dir, const char *path, hr_dtype matrices) {
+hr_err *hr_gguf_convert_as(const char *dir, const char *path, hr_dtype matrices, int mixed) {
     if (matrices != HR_F16 && !hr_quant_can_write(matrices))
-        return hr_errf(
-            "GGUF conversion writes F16, Q8_0, Q4_0, Q4_1, Q5_0 or Q5_1 matrices, not %s",
-            hr_dtype_name(matrices));
+        return hr_errf("GGUF conversion writes F16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K or "
+                       "Q6_K matrices, not %s",
+                       hr_dtype_name(matrices));
+    if (mixed && matrices != HR_Q4_K && matrices != HR_Q5_K)
+        return hr_errf("the _M mixes are Q4_K_M and Q5_K_M, not %s_M", hr_dtype_name(matrices));
     hr_model_config c;
     HR_TRY(hr_config_load(dir, &c));
-    conv cv = {&c, gguf_arch(c.arch), NULL, 0, 0, matrices};
+    conv cv = {.c = &c, .arch = gguf_arch(c.arch)};
     if (!cv.arch)
         return hr_errf("%s: model_type %s has no GGUF conversion here", dir, c.model_type);
+    cv.mix = (hr_gguf_mix){matrices, mixed, c.n_layers, c.n_experts, c.tie_embeddings, 0};
+    /* llama.cpp's LLM_TYPE_70B: 80 layers of llama with GQA, or of qwen2 */
+    if (c.n_layers == 80)
+        cv.mix.is_70b =
+            !strcmp(cv.arch, "qwen2") || (!strcmp(cv.arch, "llama") && c.n_kv_heads < c.n_heads);
     hr_safetensors *st = NULL;
     hr_gguf_writer *w = NULL;
     hr_err *e = hr_st_open(dir, &st);

@@ -34,9 +34,29 @@ hr_err *hr_gguf_writer_save(const hr_gguf_writer *w, const char *path);
 
 /* dir (config.json + safetensors) -> path: llama, mistral, qwen2, qwen3, qwen3_moe, gemma3. */
 hr_err *hr_gguf_convert(const char *dir, const char *path);
-/* The same with 2-D tensors whose rows fill whole blocks quantized to `matrices` (F16: none;
- * a type hr_quant_can_write takes: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1), like llama-quantize of the
- * F16 file without its per-tensor recipes. */
-hr_err *hr_gguf_convert_as(const char *dir, const char *path, hr_dtype matrices);
+/* The same with the 2-D tensors (not MoE routers) quantized as hr_gguf_mix_type says for
+ * base `matrices` (F16: none; or a type hr_quant_can_write takes) and `mixed`: like
+ * llama-quantize --pure of the F16 file (mixed 0), or llama-quantize's Q4_K_M / Q5_K_M
+ * (mixed 1, base Q4_K / Q5_K). */
+hr_err *hr_gguf_convert_as(const char *dir, const char *path, hr_dtype matrices, int mixed);
+
+/* What decides a converted matrix's type (gguf_mix.c). */
+typedef struct {
+    hr_dtype base; /* the --gguf-type; F16: nothing quantized */
+    int mixed;     /* llama-quantize's _M recipe on base Q4_K or Q5_K */
+    int n_layers;  /* the model's */
+    int n_experts; /* 0 for dense models */
+    int tied;      /* no output.weight: token_embd.weight is the head */
+    int is_70b;    /* llama.cpp's LLM_TYPE_70B (80-layer llama with GQA, or qwen2) */
+} hr_gguf_mix;
+
+/* The type the GGUF tensor `name` (a matrix of rows of `cols`) is written in: F16 (as
+ * converted) or a type hr_quant_row writes. With `mixed`: output.weight (or the tied
+ * token_embd) Q6_K; attn_v and ffn_down of the layers llama.cpp's use_more_bits picks Q6_K;
+ * the 70B attn_v at least Q5_K; 8-expert models' attn_v / attn_k Q8_0 and (Q4_K_M)
+ * attn_output Q5_K; the rest the base. Rows that are not whole blocks of that type fall back
+ * as llama.cpp's: Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, the head Q8_0, else (or if
+ * still not whole blocks) F16. */
+hr_dtype hr_gguf_mix_type(const hr_gguf_mix *m, const char *name, int64_t cols);
 
 #endif

@@ -1,10 +1,13 @@
 /* GGUF block formats: one dequantizer per format, written from gguf-py's quants.py (the
  * same element order and the same float operations, so the results are bit-exact), and
- * the quantizers of the formats hearth writes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1). Layouts are
- * in docs/quant.md; a block is read bytewise, so blocks need no alignment. */
+ * the quantizers of the formats hearth writes (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 as gguf-py;
+ * Q4_K, Q5_K, Q6_K from tensor/quant_k.c). Layouts are in docs/quant.md; a block is read
+ * bytewise, so blocks need no alignment. */
 #include "tensor/quant.h"
 
 #include <math.h>
+
+#include "tensor/quant_k.h"
 
 /* The 16 values IQ4_NL and IQ4_XS indices select. */
 static const int8_t iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
@@ -286,14 +289,15 @@ static void q_q5_1(const float *x, uint8_t *b) { q_min(x, b, 31); }
 typedef void (*q_fn)(const float *x, uint8_t *b);
 
 static const q_fn q_fns[HR_DTYPE_COUNT] = {
-    [HR_Q8_0] = q_q8_0, [HR_Q4_0] = q_q4_0, [HR_Q4_1] = q_q4_1,
-    [HR_Q5_0] = q_q5_0, [HR_Q5_1] = q_q5_1,
+    [HR_Q8_0] = q_q8_0,        [HR_Q4_0] = q_q4_0,        [HR_Q4_1] = q_q4_1,
+    [HR_Q5_0] = q_q5_0,        [HR_Q5_1] = q_q5_1,        [HR_Q4_K] = hr_quant_q4_k,
+    [HR_Q5_K] = hr_quant_q5_k, [HR_Q6_K] = hr_quant_q6_k,
 };
 
 int hr_quant_can_write(hr_dtype t) { return t < HR_DTYPE_COUNT && q_fns[t] != NULL; }
 
 void hr_quant_row(hr_dtype t, const float *x, void *blocks, int64_t n) {
     const hr_dtype_info *info = hr_dtype_get(t);
-    for (int64_t i = 0; i < n / 32; i++)
-        q_fns[t](x + i * 32, (uint8_t *)blocks + i * info->block_bytes);
+    for (int64_t i = 0; i < n / info->block; i++)
+        q_fns[t](x + i * info->block, (uint8_t *)blocks + i * info->block_bytes);
 }

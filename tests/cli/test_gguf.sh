@@ -41,7 +41,37 @@ m = max(abs(x) for x in a)
 sys.exit(0 if len(a) == len(b) and 0 < max(abs(x - y) for x, y in zip(a, b)) < 0.05 * m else 1)
 PY
 then pass gguf_q8_logits_near; else fail gguf_q8_logits_near "Q8_0 logits far from (or equal to) the F16 file's"; fi
-expect_rc mkmodel_gguf_type_bad 2 'gguf-type must be' "$H" mkmodel --config "$S/fixtures/models/tiny-qwen3/config.json" --out "$T/q3d" --gguf "$T/x.gguf" --gguf-type q4_k
+expect_rc mkmodel_gguf_type_bad 2 'gguf-type must be .*q4_k_m' "$H" mkmodel --config "$S/fixtures/models/tiny-qwen3/config.json" --out "$T/q3d" --gguf "$T/x.gguf" --gguf-type q3_k
+expect_rc mkmodel_gguf_type_q6_k_m 2 'gguf-type must be' "$H" mkmodel --config "$S/fixtures/models/tiny-qwen3/config.json" --out "$T/q3d" --gguf "$T/x.gguf" --gguf-type q6_k_m
+# K-quants on rows of 256 and 512 (tiny-qwen3 at hidden 256, intermediate 512, 8 layers, an
+# untied head): Q4_K_M, Q5_K_M and Q6_K files load and run, their logits near the F16 file's.
+# Bounds on the relative rms logit error: a Q4_K step of a 32-weight range / 15 leaves ~8% rms
+# weight noise (Q5_K's range / 31: ~4%, Q6_K's range / 64 per 16: ~2%), which the 8 random
+# layers amplify about 3x (the 8-bit activations alone cost ~2.4%, Q8_0's figure); measured
+# 0.21, 0.12 and 0.07, so 0.35, 0.2 and 0.12 (and that order) leave headroom, while a wrong
+# layout (codes or scales of other weights: noise as large as the weights) would give about 1.4.
+python3 - "$S/fixtures/models/tiny-qwen3/config.json" "$T/k.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update(hidden_size=256, intermediate_size=512, num_hidden_layers=8, tie_word_embeddings=False,
+         layer_types=["full_attention"] * 8)
+json.dump(c, open(sys.argv[2], "w"))
+PY
+for k in f16 q4_k_m q5_k_m q6_k; do
+  expect_rc "mkmodel_gguf_$k" 0 '' "$H" mkmodel --config "$T/k.json" --out "$T/k_$k" --gguf "$T/k-$k.gguf" --gguf-type $k
+  expect_rc "logits_$k" 0 '' "$H" logits --model "$T/k-$k.gguf" --tokens 1,2,3,50,400,7,99,12 --out "$T/k-$k.safetensors" --threads 2
+done
+expect_rc run_q4_k_m 0 'generated 4 tokens' "$H" run --model "$T/k-q4_k_m.gguf" --prompt-ids 1,2,3 --max-tokens 4 --threads 2
+if python3 - "$T"/k-f16.safetensors "$T"/k-q4_k_m.safetensors "$T"/k-q5_k_m.safetensors "$T"/k-q6_k.safetensors <<'PY'
+import math, struct, sys, array
+def rd(p):
+    b = open(p, 'rb').read(); n = struct.unpack('<Q', b[:8])[0]; a = array.array('f'); a.frombytes(b[8 + n:]); return a
+f, q4, q5, q6 = (rd(p) for p in sys.argv[1:])
+rel = lambda a: math.sqrt(sum((x - y) ** 2 for x, y in zip(a, f)) / sum(y * y for y in f)) if len(a) == len(f) else 9
+print("relative rms logit error: Q4_K_M %.3f, Q5_K_M %.3f, Q6_K %.3f" % (rel(q4), rel(q5), rel(q6)))
+sys.exit(0 if 0 < rel(q6) < 0.12 and rel(q6) < rel(q5) < 0.2 and rel(q5) < rel(q4) < 0.35 else 1)
+PY
+then pass gguf_k_logits_near; else fail gguf_k_logits_near "K-quant logits far from the F16 file's"; fi
 expect_rc mkmodel_gguf_type_alone 2 'needs --gguf' "$H" mkmodel --config "$S/fixtures/models/tiny-qwen3/config.json" --out "$T/q3e" --gguf-type q8_0
 printf 'not a model' >"$T/plain.txt"
 expect_rc not_model 1 'neither a model directory .* nor a GGUF file' "$H" logits --model "$T/plain.txt" --tokens 1 --out "$T/x.safetensors"
