@@ -121,6 +121,19 @@ hr_err *hr_listener_start(const hr_listener_config *cfg, hr_listener **out) {
 
 unsigned hr_listener_seconds(int s, unsigned dflt) { return s < 0 ? 0 : s ? (unsigned)s : dflt; }
 
+enum MHD_Result hr_listener_reply_oom(struct MHD_Connection *c, const char *url) {
+    const char *b = hr_oom_body(hr_http_api_of(c, url, NULL));
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_add_response_header(r, "Retry-After", "1");
+    MHD_add_response_header(r, "Connection", "close");
+    enum MHD_Result ok = MHD_queue_response(c, 503, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
 int hr_listener_port(const hr_listener *l) { return l->port; }
 
 unsigned hr_listener_max_connections(const hr_listener *l) { return l->cfg.max_connections; }
