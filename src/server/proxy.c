@@ -107,8 +107,9 @@ static enum MHD_Result reply_error(px_req *r, int status, const char *msg) {
     return reply_json(r, status, hr_error_body(r->api, status, msg));
 }
 
-/* GET /health: the supervisor's state, and the child's own fields once it is ready (a
- * ready child's fields missing: they could not be copied). Anything short of memory: 503. */
+/* GET /health: the supervisor's state, and the child's own fields once it is ready (when
+ * ready, no fields means they could not be copied). Any part that could not be allocated:
+ * the static 503, never a reply with a field missing. */
 static enum MHD_Result reply_health(px_req *r) {
     json_t *state, *child;
     int ready;
@@ -414,8 +415,6 @@ static enum MHD_Result copy_header(struct MHD_Response *res, const hr_upstream_h
 /* The child's head is in: the client's reply starts, its body streamed by reply_read. */
 static enum MHD_Result queue_reply(px_req *r) {
     const hr_upstream_head *h = r->head;
-    const char *type = hr_upstream_header_get(h, "Content-Type");
-    r->sse = type && !strncasecmp(type, "text/event-stream", 17);
     uint64_t size =
         h->chunked || h->content_length < 0 ? MHD_SIZE_UNKNOWN : (uint64_t)h->content_length;
     struct MHD_Response *res =
@@ -430,13 +429,16 @@ static enum MHD_Result queue_reply(px_req *r) {
     return ok;
 }
 
-/* The child's head is complete: the body's framing, room for one read of it (so a body
- * that is not a stream never needs more: out is empty at each read), and the body bytes
- * that came with the head. 0 when out of memory. */
+/* The child's head is complete: the body's framing and kind, room for one read of a body
+ * that is not a stream (so it never needs more: out is empty at each read; a stream's
+ * buffer grows, and when it cannot the stream ends with the out-of-memory event), and the
+ * body bytes that came with the head. 0 when out of memory. */
 static int head_done(px_req *r, char *data, size_t len) {
+    const char *type = hr_upstream_header_get(r->head, "Content-Type");
+    r->sse = type && !strncasecmp(type, "text/event-stream", 17);
     r->left = r->head->chunked ? -1 : r->head->content_length;
     r->body_done = r->left == 0;
-    if (!hr_sbuf_reserve(&r->out, RECV_MAX)) return 0;
+    if (!r->sse && !hr_sbuf_reserve(&r->out, RECV_MAX)) return 0;
     take_body(r, data, len);
     return 1;
 }

@@ -171,6 +171,51 @@ static hr_err *op_tokenizer(uint64_t *d) {
     return e;
 }
 
+static char pretok_dir[64]; /* a tokenizer.json whose pre-tokenizers are regexes */
+
+/* A byte-level BPE tokenizer (every printable ASCII byte but '"' and '\\', the space's
+ * "\u0120", two merges) behind a Split regex and ByteLevel's GPT-2 regex: PCRE2's compile,
+ * JIT and match allocations, which brown-llama-8m's Metaspace has none of. */
+static hr_err *pretok_write(void) {
+    snprintf(pretok_dir, sizeof pretok_dir, "/tmp/hearth-alloc-pretok-XXXXXX");
+    if (!mkdtemp(pretok_dir)) return hr_errf("mkdtemp: %s", strerror(errno));
+    char vocab[2048], body[4096];
+    int n = 0, id = 0;
+    for (int c = 33; c < 127; c++)
+        if (c != '"' && c != '\\')
+            n += snprintf(vocab + n, sizeof vocab - (size_t)n, "\"%c\": %d, ", c, id++);
+    snprintf(vocab + n, sizeof vocab - (size_t)n, "\"\\u0120\": %d, \"Th\": %d, \"The\": %d", id,
+             id + 1, id + 2);
+    snprintf(
+        body, sizeof body,
+        "{\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
+        "\"Split\", \"pattern\": {\"Regex\": \"\\\\p{L}+|\\\\p{N}| "
+        "?[^\\\\s\\\\p{L}\\\\p{N}]+|\\\\s+\"}, "
+        "\"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", "
+        "\"add_prefix_space\": false, \"use_regex\": true}]}, \"decoder\": {\"type\": "
+        "\"ByteLevel\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {%s}, \"merges\": [\"T h\", "
+        "\"Th e\"]}}",
+        vocab);
+    char *path = hr_path_join(pretok_dir, "tokenizer.json");
+    hr_err *e = path ? hr_write_atomic(path, body, strlen(body)) : hr_err_oom();
+    free(path);
+    return e;
+}
+
+/* That tokenizer loaded (its patterns compiled) and a sentence encoded (matched). */
+static hr_err *op_pretok(uint64_t *d) {
+    hr_tokenizer *t;
+    HR_TRY(hr_tokenizer_load(pretok_dir, &t));
+    static const char text[] = "The quick brown fox, said Mr. O'Neil, jumped 1234 times!  ";
+    int32_t *ids = NULL;
+    int n = 0;
+    hr_err *e = hr_tokenizer_encode(t, text, sizeof text - 1, 0, &ids, &n);
+    if (!e) *d = mix(*d, ids, sizeof *ids * (size_t)n);
+    free(ids);
+    hr_tokenizer_free(t);
+    return e;
+}
+
 static hr_err *load_schema(json_t **s) {
     json_t *doc;
     HR_TRY(hr_json_load_file(hr_fixture("jsonschema/Glaiveai2K---create_invoice_1a6bcbdb.json"),
@@ -947,6 +992,7 @@ static const op OPS[] = {
     {"messages", op_messages, 300, 150, 60, 1},
     {"template", op_template, 300, 150, 60, 1},
     {"tokenizer", op_tokenizer, 10, 10, 5, 1},
+    {"pretok", op_pretok, 300, 150, 60, 1},
     {"schema", op_schema, 300, 150, 60, 0},
     {"gbnf", op_gbnf, 300, 150, 60, 0},
     {"strings", op_strings, 300, 150, 60, 0},
@@ -1126,6 +1172,7 @@ int main(int argc, char **argv) {
     if (!e) e = reply_cases_parse();
     hr_log_threshold = HR_LOG_ERROR; /* the tier's "out of memory" warnings, hundreds */
     if (!e && (selected("proxy") || selected("supervisor"))) e = iso_start();
+    if (!e && selected("pretok")) e = pretok_write();
     if (e) {
         printf("FAIL setup: %s\n", hr_err_msg(e));
         hr_err_free(e);
@@ -1137,6 +1184,7 @@ int main(int argc, char **argv) {
     hr_supervisor_destroy(iso_sup);
     if (iso_dir[0]) hr_test_remove_tree(iso_dir);
     if (sup_dir[0]) hr_test_remove_tree(sup_dir);
+    if (pretok_dir[0]) hr_test_remove_tree(pretok_dir);
     reply_cases_free();
     hr_grammar_vocab_free(brown_gv);
     hr_tokenizer_free(brown_tok);
