@@ -158,17 +158,22 @@ static hr_err *op_template(uint64_t *d) {
     return e;
 }
 
-static hr_err *op_tokenizer(uint64_t *d) {
+/* The tokenizer in dir loaded and a sentence encoded (with special tokens or not). */
+static hr_err *tokenize(const char *dir, int add_special, uint64_t *d) {
     hr_tokenizer *t;
-    HR_TRY(hr_tokenizer_load(hr_fixture("models/brown-llama-8m"), &t));
+    HR_TRY(hr_tokenizer_load(dir, &t));
     static const char text[] = "The quick brown fox, said Mr. O'Neil, jumped 1234 times! ";
     int32_t *ids = NULL;
     int n = 0;
-    hr_err *e = hr_tokenizer_encode(t, text, sizeof text - 1, 1, &ids, &n);
+    hr_err *e = hr_tokenizer_encode(t, text, sizeof text - 1, add_special, &ids, &n);
     if (!e) *d = mix(*d, ids, sizeof *ids * (size_t)n);
     free(ids);
     hr_tokenizer_free(t);
     return e;
+}
+
+static hr_err *op_tokenizer(uint64_t *d) {
+    return tokenize(hr_fixture("models/brown-llama-8m"), 1, d);
 }
 
 static char pretok_dir[64]; /* a tokenizer.json whose pre-tokenizers are regexes */
@@ -202,19 +207,8 @@ static hr_err *pretok_write(void) {
     return e;
 }
 
-/* That tokenizer loaded (its patterns compiled) and a sentence encoded (matched). */
-static hr_err *op_pretok(uint64_t *d) {
-    hr_tokenizer *t;
-    HR_TRY(hr_tokenizer_load(pretok_dir, &t));
-    static const char text[] = "The quick brown fox, said Mr. O'Neil, jumped 1234 times!  ";
-    int32_t *ids = NULL;
-    int n = 0;
-    hr_err *e = hr_tokenizer_encode(t, text, sizeof text - 1, 0, &ids, &n);
-    if (!e) *d = mix(*d, ids, sizeof *ids * (size_t)n);
-    free(ids);
-    hr_tokenizer_free(t);
-    return e;
-}
+/* That tokenizer loaded (its patterns compiled) and the sentence encoded (matched). */
+static hr_err *op_pretok(uint64_t *d) { return tokenize(pretok_dir, 0, d); }
 
 static hr_err *load_schema(json_t **s) {
     json_t *doc;
