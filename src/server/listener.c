@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "server/listener.h"
 
+#include <errno.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -89,10 +90,11 @@ static hr_err *start_daemon(hr_listener *l, int unix_fd, struct sockaddr_storage
         MHD_OPTION_NOTIFY_CONNECTION, l->guard ? hr_conn_guard_notify : NULL, l->guard,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_END);
     if (l->d) return NULL;
+    int err = errno; /* libmicrohttpd's: the bind's, or its listening thread's start */
     if (unix_fd >= 0) close(unix_fd);
-    if (cfg->unix_socket) return hr_errf("cannot serve on unix:%s", cfg->unix_socket);
-    return hr_errf("cannot listen on %s:%d (address in use or not available?)", cfg->host,
-                   cfg->port);
+    if (cfg->unix_socket)
+        return hr_errf("cannot serve on unix:%s: %s", cfg->unix_socket, strerror(err));
+    return hr_errf("cannot listen on %s:%d: %s", cfg->host, cfg->port, strerror(err));
 }
 
 hr_err *hr_listener_start(const hr_listener_config *cfg, hr_listener **out) {
