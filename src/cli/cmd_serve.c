@@ -172,7 +172,8 @@ static void *exit_on_signal(void *arg) {
     _exit(128 + sig);
 }
 
-/* 0 when the watcher could not start: then a signal waits until the load is over. */
+/* 0 (and a warning) when the watcher could not start: a signal then waits for the phase
+ * w->when names to end. */
 static int watch_start(pthread_t *t, signal_watch *w) {
     hr_err *e = hr_thread_start(t, exit_on_signal, w, "signal watch");
     if (!e) return 1;
