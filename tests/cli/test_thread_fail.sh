@@ -6,7 +6,9 @@
 # warning; a connection whose thread libmicrohttpd could not start is closed, and the next
 # one is answered; the grammar mask thread, started by the first constrained request, not
 # starting is that request's 503, and the next one starts it) and stops with exit 0 on
-# SIGTERM. Never a crash, a hang or a sanitizer report.
+# SIGTERM. Then the same for the parent of `serve --isolate` (its listener, supervisor,
+# connections and stop; its engine child fails nothing). Never a crash, a hang or a
+# sanitizer report.
 . "$(dirname "$0")/lib.sh"
 B=$S/fixtures/models/brown-llama-8m
 SHIM=$(cd "$(dirname "$H")" && pwd)/tests/libthread_fail.so
@@ -40,14 +42,15 @@ answered() {
   [ $bad -le 1 ] || { echo "$bad requests not answered: $*"; return 1; }
 }
 
-# one_run N: serve with start N failing; sets SERVED (1: it got ready)
+# one_run N [--isolate]: serve with start N failing; sets SERVED (1: it got ready)
 one_run() {
-  local n=$1 log=$T/serve.$1.log
-  HEARTH_FAULT_THREAD=$n LD_PRELOAD=$SHIM "$H" serve --model "$B" --port 0 --threads 2 \
-    --kv-memory 64 2>"$log" &
+  local n mode=${2:-} log=$T/serve$2.$1.log
+  n=$1${mode:+_isolate}
+  HEARTH_FAULT_THREAD=$1 LD_PRELOAD=$SHIM "$H" serve --model "$B" --port 0 --threads 2 \
+    --kv-memory 64 $mode 2>"$log" &
   local pid=$!
   for _ in $(seq 600); do
-    grep -q "ready on" "$log" && break
+    grep -qs "ready on" "$log" && break
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
@@ -81,6 +84,14 @@ while [ "$n" -lt 16 ]; do
   n=$((n + 1))
 done
 expect_rc last_run_served 0 "" test "$SERVED" = 1
+n=0
+while [ "$n" -lt 12 ]; do
+  one_run "$n" --isolate
+  n=$((n + 1))
+done
+expect_rc last_isolate_run_served 0 "" test "$SERVED" = 1
+expect_rc isolate_supervisor_reached 0 "" grep -qs "cannot start the isolate supervisor thread" \
+  $T/serve--isolate.*.log
 for w in "signal watch thread.*while loading" "signal watch thread.*while stopping"; do
   expect_rc "warned_${w%% *}_$(echo "$w" | awk '{print $NF}')" 0 "" grep -qE "cannot start the $w" $T/serve.*.log
 done
