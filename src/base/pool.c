@@ -3,16 +3,16 @@
  * generation checks for sleepers, so a wake-up can never be lost. */
 #include "base/pool.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/clock.h"
+#include "base/thread.h"
 
 struct hr_pool {
     int n;
@@ -89,13 +89,14 @@ hr_err *hr_pool_create(int n_threads, hr_pool **out) {
     for (int i = 1; i < n_threads; i++) {
         worker_arg *wa = malloc(sizeof *wa);
         if (wa) *wa = (worker_arg){p, i};
-        int rc = wa ? pthread_create(&p->threads[i], NULL, worker_main, wa) : ENOMEM;
-        if (rc) {
+        char what[48];
+        snprintf(what, sizeof what, "thread pool's worker %d", i);
+        hr_err *e = wa ? hr_thread_start(&p->threads[i], worker_main, wa, what) : hr_err_oom();
+        if (e) {
             free(wa);
             p->n = i;
             hr_pool_destroy(p);
-            if (!wa) return hr_err_oom();
-            return hr_errf("thread pool: cannot start thread %d: %s", i, strerror(rc));
+            return e;
         }
     }
     *out = p;

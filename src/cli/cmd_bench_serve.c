@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "base/clock.h"
+#include "base/thread.h"
 #include "cli/args.h"
 #include "cli/bench_http.h"
 #include "cli/verbs.h"
@@ -269,12 +270,14 @@ static int run_load(bench *b, long conc) {
         return hr_cmd_fail("bench-serve", hr_err_oom());
     }
     uint64_t t0 = hr_now_ns();
-    for (long i = 0; i < conc; i++)
-        pthread_create(&th[i], NULL, worker, b);
-    for (long i = 0; i < conc; i++)
+    long started = 0;
+    hr_err *e = NULL;
+    while (started < conc && !(e = hr_thread_start(&th[started], worker, b, "bench-serve client")))
+        started++;
+    for (long i = 0; i < started; i++)
         pthread_join(th[i], NULL);
-    report(b, conc, (double)(hr_now_ns() - t0) / 1e9);
-    int failed = 0;
+    if (!e) report(b, conc, (double)(hr_now_ns() - t0) / 1e9);
+    int failed = e ? hr_cmd_fail("bench-serve", e) : 0;
     for (long i = 0; i < b->requests; i++) {
         failed |= !b->results[i].ok;
         free(b->results[i].gaps_ms);

@@ -15,6 +15,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "cli/args.h"
 #include "cli/serve_isolate.h"
 #include "cli/verbs.h"
@@ -171,8 +172,14 @@ static void *exit_on_signal(void *arg) {
     _exit(128 + sig);
 }
 
+/* 0 (and a warning) when the watcher could not start: a signal then waits for the phase
+ * w->when names to end. */
 static int watch_start(pthread_t *t, signal_watch *w) {
-    return pthread_create(t, NULL, exit_on_signal, w) == 0;
+    hr_err *e = hr_thread_start(t, exit_on_signal, w, "signal watch");
+    if (!e) return 1;
+    HR_WARN("%s; a signal %s is handled once that is over", hr_err_msg(e), w->when);
+    hr_err_free(e);
+    return 0;
 }
 
 static void watch_end(pthread_t t) {

@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/log.h"
+#include "base/thread.h"
 #include "server/http_internal.h"
 #include "server/proxy.h"
 #include "server/supervisor.h"
@@ -122,7 +124,10 @@ hr_err *hr_serve_isolated(const hr_isolate_opts *o) {
         int sig;
         sigwait(&run.set, &sig);
         pthread_t watch;
-        int watching = pthread_create(&watch, NULL, exit_on_signal, &run) == 0;
+        hr_err *we = hr_thread_start(&watch, exit_on_signal, &run, "signal watch");
+        if (we) HR_WARN("%s; a second signal waits for the stop to finish", hr_err_msg(we));
+        int watching = !we;
+        hr_err_free(we);
         fprintf(stderr,
                 "hearth serve --isolate: signal %d, stopping: no new connections; the engine "
                 "child gets SIGTERM and up to %.0f s for requests in flight\n",

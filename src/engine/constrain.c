@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "backend/sample.h"
+#include "base/thread.h"
 
 hr_err *hr_constraint_init(hr_constraint *c, const hr_constraint_params *p,
                            const hr_grammar_vocab *v) {
@@ -167,9 +168,10 @@ hr_err *hr_masker_start(hr_masker *mk, int cap) {
     mk->cap = cap;
     pthread_mutex_init(&mk->mu, NULL);
     pthread_cond_init(&mk->cv, NULL);
-    if (pthread_create(&mk->thread, NULL, masker_main, mk)) {
+    hr_err *e = hr_thread_start(&mk->thread, masker_main, mk, "grammar mask");
+    if (e) {
         hr_masker_stop(mk);
-        return hr_errf("cannot start the grammar mask thread");
+        return e;
     }
     mk->started = 1;
     return NULL;

@@ -9,6 +9,7 @@
 
 #include "base/file.h"
 #include "base/json.h"
+#include "base/thread.h"
 #include "engine/engine.h"
 #include "engine/fingerprint.h"
 
@@ -609,8 +610,7 @@ static hr_err *engine_start(hr_engine *e) {
     e->stats.kv_blocks_total = e->pool.store.n_blocks;
     e->stats.block_size = o->block_size;
     e->stats.kv_dtype = hr_kv_type_of(e->pool.store.dtype);
-    if (pthread_create(&e->thread, NULL, engine_main, e))
-        return hr_errf("cannot start the engine thread");
+    HR_TRY(hr_thread_start(&e->thread, engine_main, e, "engine"));
     e->thread_started = 1;
     return NULL;
 }

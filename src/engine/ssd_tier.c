@@ -22,6 +22,7 @@
 #include "base/clock.h"
 #include "base/file.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "engine/ssd_file.h"
 
 enum { DEFAULT_QUEUE = 256 << 20 };
@@ -653,8 +654,7 @@ static hr_err *tier_start(hr_ssd_tier *t, hr_kv_pool *pool) {
         return hr_errf("--ssd-cache %s is not a directory", t->dir);
     HR_TRY(hr_err_wrap(hr_mkdir_p(t->dir), "--ssd-cache %s: ", t->dir)); /* keeps HR_E_OOM */
     HR_TRY(scan(t));
-    if (pthread_create(&t->writer, NULL, writer_main, t))
-        return hr_errf("cannot start the ssd cache writer");
+    HR_TRY(hr_thread_start(&t->writer, writer_main, t, "ssd cache writer"));
     t->writer_started = 1;
     return NULL;
 }

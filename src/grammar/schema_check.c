@@ -59,6 +59,7 @@ static hr_err *pattern_check(const json_t *pat, const json_t *v, int want, const
     if (!json_is_string(pat)) return NULL;
     int m =
         hr_sc_pattern_matches(json_string_value(pat), json_string_value(v), json_string_length(v));
+    if (m == HR_SC_NOMEM) return hr_err_oom();
     if (m < 0) return hr_errf("schema: \"pattern\" at %s does not compile", path);
     *ok &= m == want;
     return NULL;
@@ -148,6 +149,7 @@ static hr_err *check_obj(hr_sc_ctx *c, const json_t *s, const json_t *v, const c
         json_t *sch;
         json_object_foreach(pp, pat, sch) {
             int m = hr_sc_pattern_matches(pat, k, strlen(k));
+            if (m == HR_SC_NOMEM) return hr_err_oom();
             if (m < 0) return hr_errf("schema: patternProperties at %s: bad pattern", path);
             if (!m) continue;
             matched = 1;

@@ -76,7 +76,8 @@ hr_err *hr_sc_format(hr_gbuf *o, const char *name, int *known);
  * upper bound)? 0 when unknown. */
 int hr_sc_format_fits(const char *name, int64_t mn, int64_t mx);
 /* Does the decoded string s (n bytes) contain a match of the ECMAScript pattern? -1 when
- * PCRE2 cannot compile it. */
+ * PCRE2 cannot compile it, HR_SC_NOMEM when memory ran out. */
+#define HR_SC_NOMEM (-2)
 int hr_sc_pattern_matches(const char *pat, const char *s, size_t n);
 
 #endif

@@ -75,6 +75,7 @@ static hr_err *side(hr_sc_ctx *c, const json_t *s, const char *k, const char *pa
     *out = NULL;
     json_object_foreach(pp, pat, sch) {
         int hit = hr_sc_pattern_matches(pat, k, strlen(k));
+        if (hit == HR_SC_NOMEM) return hr_err_oom();
         if (hit < 0) return hr_errf("schema: allOf at %s: bad pattern \"%s\"", path, pat);
         if (hit && !*out)
             *out = sch;

@@ -139,6 +139,7 @@ static hr_err *pattern_schema(hr_sc_ctx *c, const json_t *pp, const char *name, 
     *out = NULL;
     json_object_foreach((json_t *)pp, pat, ps) {
         int hit = hr_sc_pattern_matches(pat, name, strlen(name));
+        if (hit == HR_SC_NOMEM) return hr_err_oom();
         if (hit < 0)
             return hr_errf("schema: patternProperties at %s: bad pattern \"%s\"", path, pat);
         if (!hit) continue;
@@ -265,11 +266,14 @@ static hr_err *additional(hr_sc_ctx *c, const json_t *s, const char *path, const
             free(pp_path);
             if (e) break;
             if (!val) continue;
-            for (size_t i = 0; i < n_names && !e; i++)
-                if (hr_sc_pattern_matches(pat, names[i], lens[i]) == 1)
+            for (size_t i = 0; i < n_names && !e; i++) {
+                int hit = hr_sc_pattern_matches(pat, names[i], lens[i]);
+                if (hit == HR_SC_NOMEM) e = hr_err_oom();
+                if (hit == 1)
                     e = hr_errf("schema: patternProperties \"%s\" at %s also matches the declared "
                                 "property \"%s\"; not supported",
                                 pat, path, names[i]);
+            }
             if (!e && first_val && strcmp(first_val, val))
                 e = hr_errf("schema: several patternProperties with different schemas at %s are "
                             "not supported",

@@ -4,11 +4,10 @@
  * spelled canonically (raw, or the short/\u00XX escape jansson writes), which keeps the
  * translation a plain regex; any spelling of the unconstrained parts is accepted.
  * Refused, with the offset: lookaround, backreferences, \b \B, \p{..}, inner anchors. */
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/regex.h"
 #include "base/utf8.h"
 #include "grammar/schema_int.h"
 
@@ -472,17 +471,19 @@ hr_err *hr_sc_pattern(hr_gbuf *o, const char *pat, size_t len) {
 }
 
 int hr_sc_pattern_matches(const char *pat, const char *s, size_t n) {
-    int ec;
-    PCRE2_SIZE eo;
-    pcre2_code *re =
-        pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
-                      PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_MATCH_INVALID_UTF, &ec, &eo, NULL);
-    if (!re) return -1;
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
-    int rc = md ? pcre2_match(re, (PCRE2_SPTR)s, n, 0, 0, md, NULL) : -1;
+    pcre2_code *re;
+    hr_err *e = hr_regex_compile(pat, PCRE2_UTF | PCRE2_ALT_BSUX | PCRE2_MATCH_INVALID_UTF, &re);
+    int bad = !e ? 0 : hr_err_code_of(e) == HR_E_OOM ? HR_SC_NOMEM : -1;
+    hr_err_free(e);
+    if (bad) return bad;
+    pcre2_match_data *md = hr_regex_match_data(re);
+    int rc = md ? pcre2_match(re, (PCRE2_SPTR)s, n, 0, 0, md, NULL) : PCRE2_ERROR_NOMEMORY;
     pcre2_match_data_free(md);
     pcre2_code_free(re);
-    return rc >= 0 ? 1 : (rc == PCRE2_ERROR_NOMATCH ? 0 : -1);
+    return rc >= 0                      ? 1
+           : rc == PCRE2_ERROR_NOMATCH  ? 0
+           : rc == PCRE2_ERROR_NOMEMORY ? HR_SC_NOMEM
+                                        : -1;
 }
 
 /* One level of the names' trie at depth d: whether a name ends there, the next code

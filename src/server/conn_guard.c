@@ -12,6 +12,7 @@
 
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/thread.h"
 
 typedef struct guard_node {
     struct guard_node *prev, *next;
@@ -65,11 +66,12 @@ hr_err *hr_conn_guard_start(unsigned timeout_s, unsigned idle_s, hr_conn_guard *
     g->idle_ns = (uint64_t)idle_s * 1000000000u;
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->wake, NULL);
-    if (pthread_create(&g->thread, NULL, watch, g)) {
+    hr_err *e = hr_thread_start(&g->thread, watch, g, "request deadline");
+    if (e) {
         pthread_mutex_destroy(&g->mu);
         pthread_cond_destroy(&g->wake);
         free(g);
-        return hr_errf("cannot start the request deadline thread");
+        return e;
     }
     *out = g;
     return NULL;

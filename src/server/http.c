@@ -363,16 +363,7 @@ static conn_state stateless;
  * without it; the body that may follow is ignored. */
 static enum MHD_Result reply_stateless(struct MHD_Connection *c, const char *url, void **con_cls) {
     *con_cls = &stateless;
-    const char *b = hr_oom_body(hr_http_api_of(c, url, NULL));
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_PERSISTENT);
-    if (!r) return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    MHD_add_response_header(r, "Retry-After", "1");
-    MHD_add_response_header(r, "Connection", "close");
-    enum MHD_Result ok = MHD_queue_response(c, 503, r);
-    MHD_destroy_response(r);
-    return ok;
+    return hr_listener_reply_oom(c, url);
 }
 
 /* The first call for a request (headers in): its state, or an early error reply (without

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE /* POLLRDHUP */
 #include "server/listener.h"
 
+#include <errno.h>
 #include <netdb.h>
 #include <poll.h>
 #include <stdio.h>
@@ -89,10 +90,11 @@ static hr_err *start_daemon(hr_listener *l, int unix_fd, struct sockaddr_storage
         MHD_OPTION_NOTIFY_CONNECTION, l->guard ? hr_conn_guard_notify : NULL, l->guard,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_END);
     if (l->d) return NULL;
+    int err = errno; /* libmicrohttpd's: the bind's, or its listening thread's start */
     if (unix_fd >= 0) close(unix_fd);
-    if (cfg->unix_socket) return hr_errf("cannot serve on unix:%s", cfg->unix_socket);
-    return hr_errf("cannot listen on %s:%d (address in use or not available?)", cfg->host,
-                   cfg->port);
+    if (cfg->unix_socket)
+        return hr_errf("cannot serve on unix:%s: %s", cfg->unix_socket, strerror(err));
+    return hr_errf("cannot listen on %s:%d: %s", cfg->host, cfg->port, strerror(err));
 }
 
 hr_err *hr_listener_start(const hr_listener_config *cfg, hr_listener **out) {
@@ -120,6 +122,19 @@ hr_err *hr_listener_start(const hr_listener_config *cfg, hr_listener **out) {
 }
 
 unsigned hr_listener_seconds(int s, unsigned dflt) { return s < 0 ? 0 : s ? (unsigned)s : dflt; }
+
+enum MHD_Result hr_listener_reply_oom(struct MHD_Connection *c, const char *url) {
+    const char *b = hr_oom_body(hr_http_api_of(c, url, NULL));
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_PERSISTENT);
+    if (!r) return MHD_NO;
+    MHD_add_response_header(r, "Content-Type", "application/json");
+    MHD_add_response_header(r, "Retry-After", "1");
+    MHD_add_response_header(r, "Connection", "close");
+    enum MHD_Result ok = MHD_queue_response(c, 503, r);
+    MHD_destroy_response(r);
+    return ok;
+}
 
 int hr_listener_port(const hr_listener *l) { return l->port; }
 

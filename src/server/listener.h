@@ -47,6 +47,9 @@ hr_conn_guard *hr_listener_guard(const hr_listener *l);
 void hr_listener_quiesce(hr_listener *l);
 /* Waits for the connections to end and frees (NULL: nothing). */
 void hr_listener_stop(hr_listener *l);
+/* Out of memory before a request has a state: the 503 with its API's static body
+ * (hr_oom_body) and Connection: close, queued without allocating anything of hearth's. */
+enum MHD_Result hr_listener_reply_oom(struct MHD_Connection *c, const char *url);
 /* The client of c closed its end (poll RDHUP without blocking). */
 int hr_listener_client_gone(struct MHD_Connection *c);
 /* Restarts c's idle timer at timeout_s: waiting on the engine is not the client's

@@ -25,6 +25,7 @@
 
 #define TICK_MS 50
 #define SSE_HOLD_MAX (1u << 20) /* bytes of one event held back before it goes out anyway */
+#define RECV_MAX 16384          /* bytes of one read from the child */
 
 struct hr_proxy {
     hr_proxy_config cfg;
@@ -46,6 +47,8 @@ typedef struct {
     hr_api_kind api;
     int up;        /* upstream socket, -1: none */
     int up_failed; /* a write to the child failed: the rest of the body is discarded */
+    char *up_head; /* the request head for the child (built once, sent to each try) */
+    size_t up_head_len;
     int chunked_req;
     int expect; /* Expect: 100-continue, forwarded: the child's 100 or early reply decides */
     hr_upstream_head *head;
@@ -53,15 +56,22 @@ typedef struct {
     int64_t left; /* Content-Length bytes still to come; -1: by chunks or to the end */
     int sse;
     int body_done; /* the reply's last byte came */
-    int cut;       /* the child went away before the reply ended */
-    int ended;     /* the error event for a cut stream was added */
+    int cut;       /* the reply cannot go on: the child went away, or memory ran out here */
+    int oom;       /* cut for memory: a stream's last event says out of memory */
+    int ended;     /* a cut stream's error event is in end */
     long events;   /* whole SSE events passed on */
     hr_sbuf out;   /* decoded reply bytes not yet given to libmicrohttpd */
+    char end[512]; /* a cut stream's error event (hr_error_event: nothing allocated) */
+    size_t end_len, end_off;
 } px_req;
+
+/* The mark of a request that got its 503 before it had a state (never written). */
+static px_req stateless;
 
 static void req_unref(px_req *r) {
     if (--r->refs) return;
     if (r->up >= 0) close(r->up);
+    free(r->up_head);
     free(r->head);
     free(r->out.s);
     free(r->target);
@@ -71,8 +81,8 @@ static void req_unref(px_req *r) {
 /* Waiting on the child is not the client's silence. */
 static void keep_alive(px_req *r) { hr_listener_keep_alive(r->conn, r->p->timeout_s); }
 
-/* The body as JSON, or, when it could not be built or written out, a 503 with the API's
- * static out-of-memory body. */
+/* The body as JSON, or, when it could not be built or written out (NULL: out of memory),
+ * a 503 with the API's static out-of-memory body. */
 static enum MHD_Result reply_json(px_req *r, int status, json_t *body) {
     r->replied = 1;
     char *s = body ? hr_json_dumps(body, JSON_COMPACT) : NULL;
@@ -84,6 +94,7 @@ static enum MHD_Result reply_json(px_req *r, int status, json_t *body) {
           : MHD_create_response_from_buffer(strlen(oom), (void *)oom, MHD_RESPMEM_PERSISTENT);
     if (!res) return free(s), MHD_NO;
     MHD_add_response_header(res, "Content-Type", "application/json");
+    if (!s) MHD_add_response_header(res, "Retry-After", "1");
     if (status >= 400)
         MHD_add_response_header(res, "x-should-retry", status >= 500 ? "true" : "false");
     if (atomic_load(&r->p->draining)) MHD_add_response_header(res, "Connection", "close");
@@ -96,20 +107,28 @@ static enum MHD_Result reply_error(px_req *r, int status, const char *msg) {
     return reply_json(r, status, hr_error_body(r->api, status, msg));
 }
 
-/* GET /health: the supervisor's state, and the child's own fields once it is ready. */
+/* GET /health: the supervisor's state, and the child's own fields once it is ready (when
+ * ready, no fields means they could not be copied). Any part that could not be allocated:
+ * the static 503, never a reply with a field missing. */
 static enum MHD_Result reply_health(px_req *r) {
     json_t *state, *child;
     int ready;
     hr_supervisor_health(r->p->sup, &state, &child, &ready);
-    json_t *o = child ? child : json_object();
-    if (!o || !state) return json_decref(o), json_decref(state), MHD_NO;
-    if (!child) json_object_set(o, "status", json_object_get(state, "state"));
+    json_t *o = child ? child : ready ? NULL : json_object();
+    int ok = o && state;
+    if (ok && !child) ok = !json_object_set(o, "status", json_object_get(state, "state"));
     /* The public listener's connections, not the child's (which has room for the probe). */
     long conns = hr_listener_connections(r->conn);
-    if (conns >= 0) json_object_set_new(o, "connections", json_integer(conns));
-    json_object_set_new(o, "max_connections", json_integer(hr_listener_max_connections(r->p->lis)));
-    json_object_set_new(o, "isolate", state);
-    return reply_json(r, ready ? 200 : 503, o);
+    if (ok && conns >= 0) ok = !json_object_set_new(o, "connections", json_integer(conns));
+    if (ok)
+        ok = !json_object_set_new(o, "max_connections",
+                                  json_integer(hr_listener_max_connections(r->p->lis)));
+    if (ok)
+        ok = !json_object_set_new(o, "isolate", state);
+    else
+        json_decref(state);
+    if (!ok) json_decref(o);
+    return reply_json(r, ready ? 200 : 503, ok ? o : NULL);
 }
 
 /* Writes all of buf to the child, waiting while its socket is full; -1 when the child's
@@ -144,13 +163,16 @@ typedef struct {
     hr_sbuf b;
     int host, length;
     int expect; /* pass Expect on */
+    int ok;     /* every piece fit (out of memory: the head is not sent cut short) */
 } head_build;
 
+static void put(head_build *h, const char *s) { h->ok &= hr_sbuf_add(&h->b, s, strlen(s)); }
+
 static void add_line(head_build *h, const char *k, const char *v) {
-    hr_sbuf_add(&h->b, k, strlen(k));
-    hr_sbuf_add(&h->b, ": ", 2);
-    hr_sbuf_add(&h->b, v, strlen(v));
-    hr_sbuf_add(&h->b, "\r\n", 2);
+    put(h, k);
+    put(h, ": ");
+    put(h, v);
+    put(h, "\r\n");
 }
 
 static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char *k,
@@ -164,8 +186,25 @@ static enum MHD_Result add_header(void *cls, enum MHD_ValueKind kind, const char
     return MHD_YES;
 }
 
+/* The request head for the child, into r->up_head; 0 when out of memory. */
+static int build_head(px_req *r, const char *method) {
+    head_build h = {.expect = r->expect, .ok = 1};
+    put(&h, method);
+    put(&h, " ");
+    put(&h, r->target);
+    put(&h, " HTTP/1.1\r\n");
+    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, add_header, &h);
+    if (!h.host) put(&h, "Host: localhost\r\n");
+    if (r->chunked_req) put(&h, "Transfer-Encoding: chunked\r\n");
+    put(&h, "Connection: close\r\n\r\n");
+    if (!h.ok) return free(h.b.s), 0;
+    r->up_head = h.b.s;
+    r->up_head_len = h.b.len;
+    return 1;
+}
+
 /* Connects to the child at path and sends the request head; -1 when it cannot. */
-static int open_upstream(px_req *r, const char *path, const char *method) {
+static int open_upstream(px_req *r, const char *path) {
     hr_err *e = hr_unix_connect(path, &r->up);
     if (e) {
         HR_DEBUG("isolate proxy: %s", hr_err_msg(e));
@@ -173,17 +212,7 @@ static int open_upstream(px_req *r, const char *path, const char *method) {
         r->up = -1;
         return -1;
     }
-    head_build h = {.expect = r->expect};
-    hr_sbuf_add(&h.b, method, strlen(method));
-    hr_sbuf_add(&h.b, " ", 1);
-    hr_sbuf_add(&h.b, r->target, strlen(r->target));
-    hr_sbuf_add(&h.b, " HTTP/1.1\r\n", 11);
-    MHD_get_connection_values(r->conn, MHD_HEADER_KIND, add_header, &h);
-    if (!h.host) hr_sbuf_add(&h.b, "Host: localhost\r\n", 17);
-    if (r->chunked_req) hr_sbuf_add(&h.b, "Transfer-Encoding: chunked\r\n", 28);
-    hr_sbuf_add(&h.b, "Connection: close\r\n\r\n", 21);
-    int rc = h.b.s ? up_write(r, h.b.s, h.b.len) : -1;
-    free(h.b.s);
+    int rc = up_write(r, r->up_head, r->up_head_len);
     if (rc) {
         close(r->up);
         r->up = -1;
@@ -200,6 +229,8 @@ static enum MHD_Result forward_start(px_req *r, const char *method) {
         json_t *state, *child;
         int ready;
         hr_supervisor_health(r->p->sup, &state, &child, &ready);
+        json_decref(child);
+        if (!state) return reply_json(r, 503, NULL);
         char msg[512];
         const char *reason = json_string_value(json_object_get(state, "reason"));
         const char *st = json_string_value(json_object_get(state, "state"));
@@ -207,10 +238,10 @@ static enum MHD_Result forward_start(px_req *r, const char *method) {
                  st && !strcmp(st, "failed") ? "it keeps failing" : st, reason ? ": " : "",
                  reason ? reason : "");
         json_decref(state);
-        json_decref(child);
         return reply_error(r, 503, msg);
     }
-    if (!open_upstream(r, path, method)) return MHD_YES;
+    if (!build_head(r, method)) return reply_json(r, 503, NULL);
+    if (!open_upstream(r, path)) return MHD_YES;
     uint64_t deadline = hr_now_ns() + (uint64_t)(r->p->cfg.retry_wait_s * 1e9);
     int got = 0;
     while (!got && hr_now_ns() < deadline && !hr_listener_client_gone(r->conn)) {
@@ -218,7 +249,7 @@ static enum MHD_Result forward_start(px_req *r, const char *method) {
         if (got < 0) break;
         keep_alive(r);
     }
-    if (got > 0 && !open_upstream(r, path, method)) return MHD_YES;
+    if (got > 0 && !open_upstream(r, path)) return MHD_YES;
     return reply_error(r, got > 0 ? 502 : 503,
                        "the engine process went away before it took the request and no "
                        "replacement was ready in time, retry shortly");
@@ -268,13 +299,14 @@ static int up_read(px_req *r, char *buf, size_t cap, size_t *n) {
     return -1;
 }
 
-/* Takes reply body bytes: decoded into out; sets body_done at the reply's end. */
+/* Takes reply body bytes: decoded into out; sets body_done at the reply's end, cut (and
+ * oom) when out could not take them. */
 static void take_body(px_req *r, char *data, size_t len) {
     if (r->body_done || !len) return;
     if (r->head->chunked) {
         size_t n;
         hr_err *e = hr_chunked_feed(&r->dec, data, len, data, &n);
-        hr_sbuf_add(&r->out, data, n);
+        if (!hr_sbuf_add(&r->out, data, n)) r->oom = r->cut = 1;
         if (e) {
             HR_WARN("isolate proxy: %s", hr_err_msg(e));
             hr_err_free(e);
@@ -284,7 +316,7 @@ static void take_body(px_req *r, char *data, size_t len) {
         return;
     }
     if (r->left >= 0 && (int64_t)len > r->left) len = (size_t)r->left;
-    hr_sbuf_add(&r->out, data, len);
+    if (!hr_sbuf_add(&r->out, data, len)) r->oom = r->cut = 1;
     if (r->left >= 0) r->left -= (int64_t)len;
     r->body_done = r->left == 0;
 }
@@ -297,29 +329,6 @@ static size_t releasable(const px_req *r) {
     return 0;
 }
 
-/* The last event of a stream the child's death cut: its API's error shape. */
-static void add_error_event(px_req *r) {
-    static const char msg[] = "the engine process stopped during this reply (it is being "
-                              "restarted); the reply is incomplete";
-    r->out.len = releasable(r); /* an event cut in the middle is dropped */
-    json_t *body =
-        r->api == HR_API_RESPONSES
-            ? json_pack("{s:s, s:s, s:s, s:n, s:I}", "type", "error", "code", "server_error",
-                        "message", msg, "param", "sequence_number", (json_int_t)r->events)
-            : hr_error_body(r->api, 502, msg);
-    char *s = body ? hr_json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    if (r->api == HR_API_MESSAGES || r->api == HR_API_RESPONSES)
-        hr_sbuf_add(&r->out, "event: error\n", 13);
-    hr_sbuf_add(&r->out, "data: ", 6);
-    if (s) hr_sbuf_add(&r->out, s, strlen(s));
-    hr_sbuf_add(&r->out, "\n\n", 2);
-    if (r->api == HR_API_CHAT || r->api == HR_API_COMPLETION)
-        hr_sbuf_add(&r->out, "data: [DONE]\n\n", 14);
-    free(s);
-    r->ended = 1;
-}
-
 static long count_events(const char *s, size_t n) {
     long k = 0;
     for (size_t i = 1; i < n; i++)
@@ -327,29 +336,54 @@ static long count_events(const char *s, size_t n) {
     return k;
 }
 
-/* libmicrohttpd asks for reply bytes: give what the child sent, waiting for more. */
+/* The last event of a cut stream, in its API's error shape, after the whole events before
+ * it (one cut in the middle is dropped): the child's death, or memory that ran out here.
+ * Written into r->end, so it needs no memory. */
+static void end_stream(px_req *r) {
+    static const char gone[] = "the engine process stopped during this reply (it is being "
+                               "restarted); the reply is incomplete";
+    r->out.len = releasable(r);
+    long seq = r->events + count_events(r->out.s, r->out.len);
+    r->end_len = hr_error_event(r->api, r->oom ? 503 : 502, r->oom ? "out of memory" : gone, seq,
+                                r->end, sizeof r->end);
+    r->end_off = 0;
+    r->ended = 1;
+}
+
+/* Up to max bytes of the n releasable ones of out into buf. */
+static ssize_t give_out(px_req *r, char *buf, size_t max, size_t n) {
+    if (n > max) n = max;
+    memcpy(buf, r->out.s, n);
+    r->events += count_events(r->out.s, n);
+    memmove(r->out.s, r->out.s + n, r->out.len - n);
+    r->out.len -= n;
+    return (ssize_t)n;
+}
+
+static ssize_t give_end(px_req *r, char *buf, size_t max) {
+    size_t n = r->end_len - r->end_off;
+    if (n > max) n = max;
+    memcpy(buf, r->end + r->end_off, n);
+    r->end_off += n;
+    return (ssize_t)n;
+}
+
+/* libmicrohttpd asks for reply bytes: give what the child sent, waiting for more. A cut
+ * stream ends with its error event; any other cut reply is cut short (the client sees its
+ * framing end early). */
 static ssize_t reply_read(void *cls, uint64_t pos, char *buf, size_t max) {
     px_req *r = cls;
     for (;;) {
         size_t n = releasable(r);
-        if (n > max) n = max;
-        if (n) {
-            memcpy(buf, r->out.s, n);
-            r->events += count_events(r->out.s, n);
-            memmove(r->out.s, r->out.s + n, r->out.len - n);
-            r->out.len -= n;
-            return (ssize_t)n;
-        }
-        if (r->body_done) return MHD_CONTENT_READER_END_OF_STREAM;
-        if (r->cut) {
-            if (!r->sse || r->ended)
-                return r->sse ? MHD_CONTENT_READER_END_OF_STREAM
-                              : MHD_CONTENT_READER_END_WITH_ERROR;
-            add_error_event(r);
-            r->body_done = 1;
+        if (n) return give_out(r, buf, max, n);
+        if (r->end_off < r->end_len) return give_end(r, buf, max);
+        if (r->cut && !r->ended) {
+            if (!r->sse) return MHD_CONTENT_READER_END_WITH_ERROR;
+            end_stream(r);
             continue;
         }
-        char in[16384];
+        if (r->body_done || r->ended) return MHD_CONTENT_READER_END_OF_STREAM;
+        char in[RECV_MAX];
         size_t got;
         if (up_read(r, in, sizeof in, &got)) {
             /* the end: of a body delimited by the connection, else too early */
@@ -381,8 +415,6 @@ static enum MHD_Result copy_header(struct MHD_Response *res, const hr_upstream_h
 /* The child's head is in: the client's reply starts, its body streamed by reply_read. */
 static enum MHD_Result queue_reply(px_req *r) {
     const hr_upstream_head *h = r->head;
-    const char *type = hr_upstream_header_get(h, "Content-Type");
-    r->sse = type && !strncasecmp(type, "text/event-stream", 17);
     uint64_t size =
         h->chunked || h->content_length < 0 ? MHD_SIZE_UNKNOWN : (uint64_t)h->content_length;
     struct MHD_Response *res =
@@ -397,16 +429,35 @@ static enum MHD_Result queue_reply(px_req *r) {
     return ok;
 }
 
+/* The child's head is complete: the body's framing and kind, room for one read of a body
+ * that is not a stream (so it never needs more: out is empty at each read; a stream's
+ * buffer grows, and when it cannot the stream ends with the out-of-memory event), and the
+ * body bytes that came with the head. 0 when out of memory. */
+static int head_done(px_req *r, char *data, size_t len) {
+    const char *type = hr_upstream_header_get(r->head, "Content-Type");
+    r->sse = type && !strncasecmp(type, "text/event-stream", 17);
+    r->left = r->head->chunked ? -1 : r->head->content_length;
+    r->body_done = r->left == 0;
+    if (!r->sse && !hr_sbuf_reserve(&r->out, RECV_MAX)) return 0;
+    take_body(r, data, len);
+    return 1;
+}
+
+/* Room for the child's reply head; 0 when out of memory. */
+static int head_alloc(px_req *r) {
+    if (!r->head) r->head = calloc(1, sizeof *r->head);
+    return r->head != NULL;
+}
+
 /* The body went out: wait for the child's reply head (the client leaving meanwhile
  * closes the upstream connection, which cancels the request in the child). */
 static enum MHD_Result await_reply(px_req *r) {
     if (r->chunked_req && !r->up_failed && up_write(r, "0\r\n\r\n", 5)) r->up_failed = 1;
-    if (!r->head) r->head = calloc(1, sizeof *r->head);
-    if (!r->head) return MHD_NO;
+    if (!head_alloc(r)) return reply_json(r, 503, NULL);
     for (int done = 0; !done;) {
         if (hr_listener_client_gone(r->conn)) return MHD_NO;
         keep_alive(r);
-        char in[16384];
+        char in[RECV_MAX];
         size_t got, used;
         if (up_read(r, in, sizeof in, &got))
             return reply_error(r, 502,
@@ -418,11 +469,7 @@ static enum MHD_Result await_reply(px_req *r) {
             hr_err_free(e);
             return reply_error(r, 502, "the engine process sent a malformed reply");
         }
-        if (done) {
-            r->left = r->head->chunked ? -1 : r->head->content_length;
-            r->body_done = r->left == 0;
-            take_body(r, in + used, got - used);
-        }
+        if (done && !head_done(r, in + used, got - used)) return reply_json(r, 503, NULL);
     }
     return queue_reply(r);
 }
@@ -431,9 +478,8 @@ static enum MHD_Result await_reply(px_req *r) {
  * sends the client its own 100), its final reply (an early 413 or 401) goes out at once
  * and the body is never read. */
 static enum MHD_Result await_continue(px_req *r) {
-    r->head = calloc(1, sizeof *r->head);
-    if (!r->head) return MHD_NO;
-    char in[16384];
+    if (!head_alloc(r)) return reply_json(r, 503, NULL);
+    char in[RECV_MAX];
     size_t got = 0, off = 0;
     for (int interim = 0;;) {
         if (off == got) {
@@ -465,10 +511,8 @@ static enum MHD_Result await_continue(px_req *r) {
             if (interim) return MHD_YES; /* part of the final head, kept in r->head */
             continue;
         }
+        if (!head_done(r, in + off, got - off)) return reply_json(r, 503, NULL);
         r->replied = 1;
-        r->left = r->head->chunked ? -1 : r->head->content_length;
-        r->body_done = r->left == 0;
-        take_body(r, in + off, got - off);
         return queue_reply(r);
     }
 }
@@ -477,7 +521,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *method, const char *version, const char *upload,
                                   size_t *upload_size, void **con_cls) {
     px_req *r = *con_cls;
-    if (!r) return MHD_NO;
+    if (!r) { /* its state could not be allocated (on_uri) */
+        *con_cls = &stateless;
+        return hr_listener_reply_oom(c, url);
+    }
+    if (r == &stateless) return *upload_size = 0, MHD_YES;
     if (!r->started) {
         r->conn = c;
         enum MHD_Result rc = on_headers(r, url, method, version);
@@ -515,7 +563,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
     px_req *r = *con_cls;
     hr_proxy *p = cls;
-    if (!r) return;
+    *con_cls = NULL;
+    if (!r || r == &stateless) return;
     if (toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
         hr_conn_guard_answered(hr_listener_guard(p->lis), c);
     if (r->up >= 0) { /* the child sees its client gone and cancels */
@@ -523,7 +572,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
         r->up = -1;
     }
     req_unref(r);
-    *con_cls = NULL;
 }
 
 hr_err *hr_proxy_start(const hr_proxy_config *cfg, hr_supervisor *sup, hr_proxy **out) {

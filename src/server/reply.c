@@ -80,22 +80,32 @@ int hr_reply_failed(const hr_reply *r) { return r->failed; }
 
 void hr_reply_fail(hr_reply *r) { r->failed = 1; }
 
+size_t hr_error_event(hr_api_kind api, int status, const char *msg, long seq, char *buf,
+                      size_t cap) {
+    int n;
+    if (api == HR_API_MESSAGES)
+        n = snprintf(buf, cap,
+                     "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"api_error\","
+                     "\"message\":\"%s\"}}\n\n",
+                     msg);
+    else if (api == HR_API_RESPONSES)
+        n = snprintf(buf, cap,
+                     "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\","
+                     "\"message\":\"%s\",\"param\":null,\"sequence_number\":%ld}\n\n",
+                     msg, seq);
+    else
+        n = snprintf(buf, cap,
+                     "data: {\"error\":{\"message\":\"%s\",\"type\":\"server_error\","
+                     "\"code\":%d}}\n\ndata: [DONE]\n\n",
+                     msg, status);
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
 const char *hr_reply_fail_event(hr_reply *r, size_t *len) {
     *len = 0;
     if (!r->failed) return NULL;
-    int n;
-    if (r->req->api == HR_API_MESSAGES)
-        n = snprintf(r->fail_event, sizeof r->fail_event, "event: error\ndata: %s\n\n",
-                     OOM_ANTHROPIC);
-    else if (r->req->api == HR_API_RESPONSES)
-        n = snprintf(r->fail_event, sizeof r->fail_event,
-                     "event: error\ndata: {\"type\":\"error\",\"code\":\"server_error\","
-                     "\"message\":\"out of memory\",\"param\":null,\"sequence_number\":%d}\n\n",
-                     hr_resp_next_seq(r));
-    else
-        n = snprintf(r->fail_event, sizeof r->fail_event, "data: %s\n\ndata: [DONE]\n\n",
-                     OOM_OPENAI);
-    *len = (size_t)n;
+    *len = hr_error_event(r->req->api, 503, "out of memory", hr_resp_next_seq(r), r->fail_event,
+                          sizeof r->fail_event);
     return r->fail_event;
 }
 

@@ -45,6 +45,12 @@ void hr_reply_fail(hr_reply *r);
 /* A failed stream's last bytes: the API's error event (with [DONE] for OpenAI), held in r
  * (nothing allocated); NULL when r has not failed. */
 const char *hr_reply_fail_event(hr_reply *r, size_t *len);
+/* The last event of a stream that the server's side failed (status 5xx; msg plain text
+ * that needs no JSON escaping), in api's shape (OpenAI's error chunk and [DONE],
+ * Anthropic's and Responses' `event: error`, the latter with sequence_number seq), written
+ * into buf without allocating; its length, 0 when cap is too small. */
+size_t hr_error_event(hr_api_kind api, int status, const char *msg, long seq, char *buf,
+                      size_t cap);
 /* The body of a 503 for out of memory in api's error shape: static text, nothing allocated
  * (what hr_error_body(api, 503, "out of memory") would build). */
 const char *hr_oom_body(hr_api_kind api);

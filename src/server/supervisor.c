@@ -25,6 +25,7 @@
 #include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "base/thread.h"
 #include "server/unix_socket.h"
 
 #define BACKOFF_FIRST_S 0.5
@@ -41,14 +42,15 @@ typedef struct {
     int fd;
     int connected;
     uint64_t deadline_ns;
-    char *buf;
+    char *buf; /* the supervisor's probe_buf */
     size_t len;
 } probe;
 
 struct hr_supervisor {
     hr_supervisor_config cfg;
-    char **argv; /* cfg.argv + "--unix-socket" PATH + NULL */
+    char **argv; /* cfg.argv + "--unix-socket" PATH + NULL; PATH is sock_arg */
     int argc;
+    char sock_arg[256];
     pthread_t thread;
     int running; /* the thread was started */
     int wake[2]; /* written by hr_supervisor_stop */
@@ -76,6 +78,7 @@ struct hr_supervisor {
     uint64_t next_spawn_ns, next_probe_ns, term_deadline_ns;
     int stopping, termed;
     probe pr;
+    char probe_buf[PROBE_MAX]; /* after the start, the thread allocates nothing of its own */
 };
 
 static uint64_t after_s(double s) { return hr_now_ns() + (uint64_t)(s * 1e9); }
@@ -110,9 +113,7 @@ static hr_err *spawn(hr_supervisor *s) {
     int n = snprintf(sock, sizeof sock, "%s/engine.%llu.sock", s->cfg.runtime_dir,
                      (unsigned long long)gen);
     if (n < 0 || (size_t)n >= sizeof sock) return hr_errf("runtime directory path too long");
-    free(s->argv[s->argc + 1]);
-    s->argv[s->argc + 1] = strdup(sock);
-    if (!s->argv[s->argc + 1]) return hr_err_oom();
+    memcpy(s->sock_arg, sock, sizeof sock);
     int errp[2];
     if (pipe2(errp, O_CLOEXEC)) return hr_errf("pipe: %s", strerror(errno));
     pid_t parent = getpid(), pid = fork();
@@ -173,7 +174,6 @@ static void relay_stderr(hr_supervisor *s) {
 /* While a child loads, probes come every 0.1 s at most, so that it is used soon after. */
 static void probe_end(hr_supervisor *s) {
     if (s->pr.fd >= 0) close(s->pr.fd);
-    free(s->pr.buf);
     s->pr = (probe){.fd = -1};
     double every = s->cfg.probe_interval_s;
     if (s->state != ST_READY && every > 0.1) every = 0.1;
@@ -190,9 +190,8 @@ static void probe_start(hr_supervisor *s) {
         return probe_end(s);
     }
     s->pr.connected = 1;
-    s->pr.buf = malloc(PROBE_MAX);
-    if (!s->pr.buf || write(s->pr.fd, req, sizeof req - 1) != (ssize_t)sizeof req - 1)
-        return probe_end(s);
+    s->pr.buf = s->probe_buf;
+    if (write(s->pr.fd, req, sizeof req - 1) != (ssize_t)sizeof req - 1) return probe_end(s);
 }
 
 /* The answer of a probe: 200 with a JSON object. */
@@ -402,7 +401,7 @@ static void *run(void *arg) {
 
 static void sup_free(hr_supervisor *s) {
     if (s->argv)
-        for (int i = 0; i <= s->argc + 1; i++)
+        for (int i = 0; i <= s->argc; i++)
             free(s->argv[i]);
     free(s->argv);
     if (s->wake[0] >= 0) close(s->wake[0]);
@@ -421,6 +420,7 @@ static hr_err *copy_argv(hr_supervisor *s, char *const *argv) {
     for (int i = 0; i < s->argc; i++)
         if (!(s->argv[i] = strdup(argv[i]))) return hr_err_oom();
     if (!(s->argv[s->argc] = strdup("--unix-socket"))) return hr_err_oom();
+    s->argv[s->argc + 1] = s->sock_arg;
     return NULL;
 }
 
@@ -442,8 +442,7 @@ hr_err *hr_supervisor_create(const hr_supervisor_config *cfg, hr_supervisor **ou
 }
 
 hr_err *hr_supervisor_run(hr_supervisor *s) {
-    if (pthread_create(&s->thread, NULL, run, s))
-        return hr_errf("cannot start the supervisor thread");
+    HR_TRY(hr_thread_start(&s->thread, run, s, "isolate supervisor"));
     s->running = 1;
     return NULL;
 }
@@ -490,17 +489,20 @@ void hr_supervisor_health(hr_supervisor *s, json_t **state, json_t **child, int 
     uint64_t now = hr_now_ns();
     json_t *o = json_pack("{s:s, s:i, s:i}", "state", STATE_NAMES[s->state], "pid", s->pid,
                           "restarts", s->restarts);
-    if (o && s->pid)
-        json_object_set_new(o, "uptime_s", json_real((double)(now - s->started_ns) * 1e-9));
-    if (o && s->state == ST_READY)
-        json_object_set_new(o, "probe_age_ms", json_real((double)(now - s->last_ok_ns) * 1e-6));
-    if (o && s->exits)
-        json_object_set_new(o, "last_exit",
-                            s->last_signal ? json_pack("{s:i}", "signal", s->last_signal)
-                                           : json_pack("{s:i}", "code", s->last_code));
-    if (o && s->reason[0])
-        json_object_set_new(o, "reason", hr_json_string_lossy(s->reason, strlen(s->reason)));
-    *state = o;
+    int ok = o != NULL; /* a field that could not be set: no state at all, not one without it */
+    if (ok && s->pid)
+        ok = !json_object_set_new(o, "uptime_s", json_real((double)(now - s->started_ns) * 1e-9));
+    if (ok && s->state == ST_READY)
+        ok = !json_object_set_new(o, "probe_age_ms",
+                                  json_real((double)(now - s->last_ok_ns) * 1e-6));
+    if (ok && s->exits)
+        ok = !json_object_set_new(o, "last_exit",
+                                  s->last_signal ? json_pack("{s:i}", "signal", s->last_signal)
+                                                 : json_pack("{s:i}", "code", s->last_code));
+    if (ok && s->reason[0])
+        ok = !json_object_set_new(o, "reason", hr_json_string_lossy(s->reason, strlen(s->reason)));
+    if (!ok) json_decref(o);
+    *state = ok ? o : NULL;
     *child = s->state == ST_READY && s->child_health ? hr_json_deep_copy(s->child_health) : NULL;
     *ready = s->state == ST_READY;
     pthread_mutex_unlock(&s->mu);

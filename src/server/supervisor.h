@@ -44,7 +44,8 @@ int hr_supervisor_wait_ready(hr_supervisor *s, uint64_t after, double timeout_s,
                              size_t cap, uint64_t *generation);
 /* The supervisor's part of /health: {"state": starting|ready|restarting|failed|stopping,
  * "pid", "restarts", "last_exit", "reason", ...}, and the child's last /health answer
- * (when ready; the caller owns both; *child may be NULL). */
+ * (when ready; the caller owns both; *child may be NULL). Out of memory: *state NULL, or,
+ * ready, *child NULL. */
 void hr_supervisor_health(hr_supervisor *s, json_t **state, json_t **child, int *ready);
 /* SIGTERM to the child, up to stop_timeout_s for it to exit (then SIGKILL), its socket
  * removed; joins the thread. The state stays "stopping" (other threads may still ask). */

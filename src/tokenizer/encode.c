@@ -84,7 +84,7 @@ hr_err *hr_tokenizer_encode(const hr_tokenizer *tok, const char *text, size_t le
         text = clean.p;
         len = clean.len;
     }
-    c.md = pcre2_match_data_create(8, NULL);
+    c.md = hr_regex_match_data(NULL);
     if (!c.md) e = e ? e : hr_err_oom();
     if (!e) e = encode_text(&c, text ? text : "", len, add_special);
     pcre2_match_data_free(c.md);

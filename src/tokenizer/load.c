@@ -249,7 +249,8 @@ static hr_err *load_split(json_t *j, hr_pipeline *p) {
     json_t *pat = json_object_get(j, "pattern");
     const char *re = jstr(pat, "Regex"), *lit = jstr(pat, "String");
     if (re)
-        HR_TRY(hr_err_wrap(hr_compile_regex(re, &st.re), "tokenizer.json: Split pre-tokenizer: "));
+        HR_TRY(hr_err_wrap(hr_regex_compile(re, PCRE2_UTF | PCRE2_UCP, &st.re),
+                           "tokenizer.json: Split pre-tokenizer: "));
     else if (lit)
         st.literal = strdup(lit);
     else
@@ -280,7 +281,8 @@ hr_err *hr_tok_load_pretok(json_t *j, hr_pipeline *p) {
     if (strcmp(type, "ByteLevel") == 0) {
         hr_pre_step st = {.kind = HR_PRE_BYTELEVEL,
                           .add_prefix_space = jbool(j, "add_prefix_space", 1)};
-        if (jbool(j, "use_regex", 1)) HR_TRY(hr_compile_regex(GPT2_REGEX, &st.re));
+        if (jbool(j, "use_regex", 1))
+            HR_TRY(hr_regex_compile(GPT2_REGEX, PCRE2_UTF | PCRE2_UCP, &st.re));
         return pre_push(p, st);
     }
     if (strcmp(type, "Metaspace") == 0) {

@@ -41,20 +41,6 @@ hr_err *hr_pieces_add(hr_pieces *p, const char *s, size_t n, int first) {
     return hr_buf_append(&p->text, s, n);
 }
 
-hr_err *hr_compile_regex(const char *pattern, pcre2_code **out) {
-    int ec;
-    PCRE2_SIZE eo;
-    *out = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP, &ec,
-                         &eo, NULL);
-    if (!*out) {
-        PCRE2_UCHAR msg[256];
-        pcre2_get_error_message(ec, msg, sizeof msg);
-        return hr_errf("regex \"%s\" at offset %zu: %s", pattern, (size_t)eo, (char *)msg);
-    }
-    pcre2_jit_compile(*out, PCRE2_JIT_COMPLETE); /* falls back to the interpreter if it fails */
-    return NULL;
-}
-
 /* A span of the piece: [a, b), whether the pattern matched it. */
 typedef struct {
     size_t a, b;
@@ -96,6 +82,7 @@ static hr_err *find_matches(const hr_pre_step *st, const char *s, size_t n, pcre
         if (st->re) {
             int rc = pcre2_match(st->re, (PCRE2_SPTR)s, n, pos, PCRE2_NO_UTF_CHECK, md, NULL);
             if (rc == PCRE2_ERROR_NOMATCH) break;
+            if (rc == PCRE2_ERROR_NOMEMORY) return hr_err_oom(); /* the interpreter's frames */
             if (rc < 0) return hr_errf("pre-tokenizer regex failed (PCRE2 error %d)", rc);
             PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
             a = ov[0];

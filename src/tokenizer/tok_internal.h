@@ -4,12 +4,11 @@
 #ifndef HR_TOKENIZER_TOK_INTERNAL_H
 #define HR_TOKENIZER_TOK_INTERNAL_H
 
-#define PCRE2_CODE_UNIT_WIDTH 8
 #include <jansson.h>
-#include <pcre2.h>
 #include <pthread.h>
 #include <stdint.h>
 
+#include "base/regex.h"
 #include "base/utf8.h"
 #include "tokenizer/strmap.h"
 #include "tokenizer/tokenizer.h"
@@ -200,7 +199,6 @@ hr_err *hr_pieces_add(hr_pieces *p, const char *s, size_t n, int first);
 /* Runs the pre-tokenizer steps over in (consumed; it is left cleared) into out. */
 hr_err *hr_pretokenize(const hr_tokenizer *t, const hr_pipeline *p, hr_pieces *in, hr_pieces *out,
                        pcre2_match_data *md);
-hr_err *hr_compile_regex(const char *pattern, pcre2_code **out);
 
 /* added.c */
 hr_err *hr_trie_add(hr_trie *t, const char *s, size_t n, int32_t index);

@@ -25,6 +25,7 @@ void *__real_mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off);
 int __real_munmap(void *addr, size_t n);
 json_t *__real_json_loadb(const char *buf, size_t n, size_t flags, json_error_t *e);
 json_t *__real_json_loads(const char *s, size_t flags, json_error_t *e);
+int __real_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
 
 typedef struct {
     void *p; /* NULL: empty; TOMB: deleted */
@@ -37,6 +38,7 @@ typedef struct {
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static int tracking, persistent;
 static long fail_at = -1, calls, failed;
+static long thread_fail_at = -1, threads, threads_failed;
 static slot *tab;
 static size_t cap, used, live; /* used counts tombstones too */
 static size_t live_bytes;
@@ -123,8 +125,9 @@ void hr_fault_track(void) {
     tab = NULL;
     cap = used = live = live_bytes = 0;
     calls = failed = 0;
+    threads = threads_failed = 0;
     n_fail_stack = want_stack = 0;
-    fail_at = -1;
+    fail_at = thread_fail_at = -1;
     n_sites = 0;
     tracking = 1;
     pthread_mutex_unlock(&mu);
@@ -137,13 +140,21 @@ void hr_fault_arm(long n, int persist) {
     pthread_mutex_unlock(&mu);
 }
 
+void hr_fault_arm_thread(long k) {
+    pthread_mutex_lock(&mu);
+    thread_fail_at = k;
+    pthread_mutex_unlock(&mu);
+}
+
 void hr_fault_stop(hr_fault_stats *st) {
     pthread_mutex_lock(&mu);
     tracking = 0;
-    fail_at = -1;
+    fail_at = thread_fail_at = -1;
     if (st) {
         *st = (hr_fault_stats){.calls = calls,
                                .failed = failed,
+                               .threads = threads,
+                               .threads_failed = threads_failed,
                                .live = (long)live,
                                .live_bytes = live_bytes,
                                .n_sites = n_sites,
@@ -270,4 +281,13 @@ json_t *__wrap_json_loads(const char *str, size_t flags, json_error_t *e) {
     json_t *r = __real_json_loads(str, flags, e);
     in_parser--;
     return r;
+}
+
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg) {
+    pthread_mutex_lock(&mu);
+    int fail = tracking && threads == thread_fail_at;
+    threads += tracking;
+    threads_failed += fail;
+    pthread_mutex_unlock(&mu);
+    return fail ? 11 /* EAGAIN */ : __real_pthread_create(t, a, fn, arg);
 }

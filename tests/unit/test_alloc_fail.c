@@ -3,13 +3,16 @@
  * DENSE, the first allocation of every call site, and a stride over the rest (one-shot: only
  * N fails; persistent: N and every later one). Each run must end in an error with a message
  * or in the same result as without the failure, with no block left allocated (the shim's live
- * set, tests/fault/alloc_fail.c). HEARTH_FAULT_FULL=1 tries every N; HEARTH_FAULT_OP=name
- * runs one operation. */
+ * set, tests/fault/alloc_fail.c). Then each thread start of the operation fails in turn: a
+ * clean error (HR_E_BUSY) or the same result, nothing leaked. HEARTH_FAULT_FULL=1 tries every
+ * N; HEARTH_FAULT_OP=name runs one operation. Run as `test_alloc_fail --unix-socket PATH`
+ * (by the proxy op's supervisor) it is that op's engine child. */
 #define _GNU_SOURCE /* dladdr */
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,10 +30,12 @@
 #include "model/gguf.h"
 #include "model/model.h"
 #include "model/safetensors.h"
+#include "server/proxy.h"
 #include "server/reply_internal.h"
 #include "server/request.h"
 #include "server/response_store.h"
 #include "server/sink.h"
+#include "server/supervisor.h"
 #include "template/template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -153,18 +158,57 @@ static hr_err *op_template(uint64_t *d) {
     return e;
 }
 
-static hr_err *op_tokenizer(uint64_t *d) {
+/* The tokenizer in dir loaded and a sentence encoded (with special tokens or not). */
+static hr_err *tokenize(const char *dir, int add_special, uint64_t *d) {
     hr_tokenizer *t;
-    HR_TRY(hr_tokenizer_load(hr_fixture("models/brown-llama-8m"), &t));
+    HR_TRY(hr_tokenizer_load(dir, &t));
     static const char text[] = "The quick brown fox, said Mr. O'Neil, jumped 1234 times! ";
     int32_t *ids = NULL;
     int n = 0;
-    hr_err *e = hr_tokenizer_encode(t, text, sizeof text - 1, 1, &ids, &n);
+    hr_err *e = hr_tokenizer_encode(t, text, sizeof text - 1, add_special, &ids, &n);
     if (!e) *d = mix(*d, ids, sizeof *ids * (size_t)n);
     free(ids);
     hr_tokenizer_free(t);
     return e;
 }
+
+static hr_err *op_tokenizer(uint64_t *d) {
+    return tokenize(hr_fixture("models/brown-llama-8m"), 1, d);
+}
+
+static char pretok_dir[64]; /* a tokenizer.json whose pre-tokenizers are regexes */
+
+/* A byte-level BPE tokenizer (every printable ASCII byte but '"' and '\\', the space's
+ * "\u0120", two merges) behind a Split regex and ByteLevel's GPT-2 regex: PCRE2's compile,
+ * JIT and match allocations, which brown-llama-8m's Metaspace has none of. */
+static hr_err *pretok_write(void) {
+    snprintf(pretok_dir, sizeof pretok_dir, "/tmp/hearth-alloc-pretok-XXXXXX");
+    if (!mkdtemp(pretok_dir)) return hr_errf("mkdtemp: %s", strerror(errno));
+    char vocab[2048], body[4096];
+    int n = 0, id = 0;
+    for (int c = 33; c < 127; c++)
+        if (c != '"' && c != '\\')
+            n += snprintf(vocab + n, sizeof vocab - (size_t)n, "\"%c\": %d, ", c, id++);
+    snprintf(vocab + n, sizeof vocab - (size_t)n, "\"\\u0120\": %d, \"Th\": %d, \"The\": %d", id,
+             id + 1, id + 2);
+    snprintf(
+        body, sizeof body,
+        "{\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": "
+        "\"Split\", \"pattern\": {\"Regex\": \"\\\\p{L}+|\\\\p{N}| "
+        "?[^\\\\s\\\\p{L}\\\\p{N}]+|\\\\s+\"}, "
+        "\"behavior\": \"Isolated\", \"invert\": false}, {\"type\": \"ByteLevel\", "
+        "\"add_prefix_space\": false, \"use_regex\": true}]}, \"decoder\": {\"type\": "
+        "\"ByteLevel\"}, \"model\": {\"type\": \"BPE\", \"vocab\": {%s}, \"merges\": [\"T h\", "
+        "\"Th e\"]}}",
+        vocab);
+    char *path = hr_path_join(pretok_dir, "tokenizer.json");
+    hr_err *e = path ? hr_write_atomic(path, body, strlen(body)) : hr_err_oom();
+    free(path);
+    return e;
+}
+
+/* That tokenizer loaded (its patterns compiled) and the sentence encoded (matched). */
+static hr_err *op_pretok(uint64_t *d) { return tokenize(pretok_dir, 0, d); }
 
 static hr_err *load_schema(json_t **s) {
     json_t *doc;
@@ -693,6 +737,8 @@ static http_case HTTP_CASES[] = {
          HR_API_RESPONSES, 1),
 };
 
+static char reply_buf[1 << 16]; /* the reply being checked */
+
 /* Sends the request (HTTP/1.0: the reply ends with the connection) and reads the reply into
  * buf; no allocation (the sweep counts the client's too). */
 static hr_err *http_exchange(int port, const http_case *c, char *buf, size_t cap, size_t *n) {
@@ -776,20 +822,152 @@ static hr_err *http_check(http_case *c, const char *buf, size_t n, int *oom, uin
     return NULL;
 }
 
+/* Every HTTP case against the server at port, each checked (*oom: one was out of memory). */
+static hr_err *http_cases(int port, int *oom, uint64_t *d) {
+    hr_err *e = NULL;
+    for (size_t i = 0; !e && i < sizeof HTTP_CASES / sizeof *HTTP_CASES; i++) {
+        size_t n;
+        e = http_exchange(port, &HTTP_CASES[i], reply_buf, sizeof reply_buf, &n);
+        if (!e) e = http_check(&HTTP_CASES[i], reply_buf, n, oom, d);
+    }
+    return e;
+}
+
 static hr_err *op_http(uint64_t *d) {
     hr_server *s;
     hr_server_config cfg = {.port = 0};
     HR_TRY(hr_server_start(&cfg, &HTTP_BE, &s));
-    static char buf[1 << 16];
-    hr_err *e = NULL;
     int oom = 0;
-    for (size_t i = 0; !e && i < sizeof HTTP_CASES / sizeof *HTTP_CASES; i++) {
-        size_t n;
-        e = http_exchange(hr_server_port(s), &HTTP_CASES[i], buf, sizeof buf, &n);
-        if (!e) e = http_check(&HTTP_CASES[i], buf, n, &oom, d);
-    }
+    hr_err *e = http_cases(hr_server_port(s), &oom, d);
     hr_server_stop(s);
     return e ? e : oom ? hr_err_oom() : NULL;
+}
+
+/* ---- The --isolate proxy (proxy.c) and supervisor (supervisor.c). The proxy op starts a
+ * proxy (inside the op: its own allocations and thread are swept) in front of an engine
+ * child started once before the sweep: this binary serving the HTTP op's scripted backend
+ * on a unix socket (serve_child). Its own GET /health and every HTTP case go through it;
+ * each reply must pass the HTTP op's checks (a stream cut by memory ends with the API's
+ * error event, whole before it). */
+
+static hr_supervisor *iso_sup; /* the proxy op's engine child, started once */
+static char iso_dir[64];       /* its runtime directory */
+static char sup_dir[64];       /* the supervisor op's (each supervisor names its sockets alike) */
+static char *const ISO_ARGV[] = {"test_alloc_fail", NULL};
+static const hr_supervisor_config ISO_CFG = {.argv = ISO_ARGV,
+                                             .runtime_dir = iso_dir,
+                                             .probe_interval_s = 3600,
+                                             .probe_timeout_s = 3600,
+                                             .stop_timeout_s = 10};
+
+/* The child of the proxy op: `test_alloc_fail --unix-socket PATH` serves the scripted backend
+ * there until SIGTERM. */
+static int serve_child(const char *path) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    hr_log_threshold = HR_LOG_ERROR;
+    hr_server *s;
+    hr_err *e = hr_server_start(&(hr_server_config){.unix_socket = path}, &HTTP_BE, &s);
+    if (e) {
+        fprintf(stderr, "test_alloc_fail child: %s\n", hr_err_msg(e));
+        hr_err_free(e);
+        return 1;
+    }
+    int sig;
+    sigwait(&set, &sig);
+    hr_server_stop(s);
+    return 0;
+}
+
+/* The supervisor and its child for the proxy op, before the sweep. Probes come hourly once
+ * the child is ready, so none allocates during a run; the one that follows the first answer
+ * (0.1 s later, as while loading) is let pass first. */
+static hr_err *iso_start(void) {
+    snprintf(iso_dir, sizeof iso_dir, "/tmp/hearth-alloc-iso-XXXXXX");
+    snprintf(sup_dir, sizeof sup_dir, "/tmp/hearth-alloc-sup-XXXXXX");
+    if (!mkdtemp(iso_dir) || !mkdtemp(sup_dir)) return hr_errf("mkdtemp: %s", strerror(errno));
+    HR_TRY(hr_supervisor_create(&ISO_CFG, &iso_sup));
+    HR_TRY(hr_supervisor_run(iso_sup));
+    char path[256];
+    uint64_t gen;
+    if (hr_supervisor_wait_ready(iso_sup, 0, 60, path, sizeof path, &gen) != 1)
+        return hr_errf("the proxy op's engine child was not ready within 60 s");
+    usleep(500000);
+    return NULL;
+}
+
+/* The proxy op's engine child, stopped after the sweep, exits 0: under ASan with no leak
+ * report of its own (LeakSanitizer's exit status is 23). */
+static void test_iso_child_exit(void) {
+    hr_supervisor_stop(iso_sup);
+    json_t *state, *child;
+    int ready;
+    hr_supervisor_health(iso_sup, &state, &child, &ready);
+    json_t *code = json_object_get(json_object_get(state, "last_exit"), "code");
+    int clean = json_is_integer(code) && json_integer_value(code) == 0;
+    char why[320];
+    snprintf(why, sizeof why, "%s", json_string_value(json_object_get(state, "reason")));
+    json_decref(state);
+    json_decref(child);
+    HR_CHECK(clean, "the engine child did not exit 0: %s", why);
+}
+
+/* A JSON value's object keys, recursively (the values: times and counts, left out). */
+static uint64_t mix_keys(uint64_t d, const json_t *v) {
+    const char *k;
+    json_t *x;
+    json_object_foreach((json_t *)v, k, x) d = mix_keys(mix(d, k, strlen(k)), x);
+    return d;
+}
+
+/* The proxy's own GET /health: 200 with the state "ready" and the child's fields, or the
+ * static 503. */
+static hr_err *health_check(const char *buf, size_t n, int *oom, uint64_t *d) {
+    const char *body = n ? strstr(buf, "\r\n\r\n") : NULL;
+    int status = 0;
+    if (!body || sscanf(buf, "HTTP/1.%*d %d", &status) != 1)
+        return hr_errf("GET /health: not an HTTP reply: %.200s", buf);
+    body += 4;
+    if (status == 503 && server_error(HR_API_CHAT, body)) return *oom = 1, NULL;
+    json_t *v = json_loads(body, 0, NULL);
+    const char *st = json_string_value(json_object_get(json_object_get(v, "isolate"), "state"));
+    int ok = status == 200 && st && !strcmp(st, "ready") && json_object_get(v, "model");
+    if (ok) *d = mix_keys(*d, v);
+    json_decref(v);
+    return ok ? NULL : hr_errf("GET /health: status %d: %.300s", status, body);
+}
+
+static hr_err *op_proxy(uint64_t *d) {
+    static const http_case health = HTTP("GET", "/health", NULL, HR_API_CHAT, 0);
+    hr_proxy *p;
+    HR_TRY(hr_proxy_start(&(hr_proxy_config){.port = 0}, iso_sup, &p));
+    int oom = 0;
+    size_t n;
+    hr_err *e = http_exchange(hr_proxy_port(p), &health, reply_buf, sizeof reply_buf, &n);
+    if (!e) e = health_check(reply_buf, n, &oom, d);
+    if (!e) e = http_cases(hr_proxy_port(p), &oom, d);
+    hr_proxy_stop(p);
+    return e ? e : oom ? hr_err_oom() : NULL;
+}
+
+/* A supervisor started, its child (this binary) forked and probed until ready, then
+ * stopped (SIGTERM, reaped, its socket removed). */
+static hr_err *op_supervisor(uint64_t *d) {
+    hr_supervisor_config cfg = ISO_CFG;
+    cfg.runtime_dir = sup_dir;
+    hr_supervisor *s;
+    HR_TRY(hr_supervisor_create(&cfg, &s));
+    hr_err *e = hr_supervisor_run(s);
+    char path[256];
+    uint64_t gen;
+    if (!e && hr_supervisor_wait_ready(s, 0, 60, path, sizeof path, &gen) != 1)
+        e = hr_errf("no engine child was ready within 60 s");
+    if (!e) *d = mix(*d, path, strlen(path));
+    hr_supervisor_destroy(s);
+    return e;
 }
 
 /* The requests of the reply cases, parsed once (the ops build replies, not requests). */
@@ -824,6 +1002,7 @@ static const op OPS[] = {
     {"messages", op_messages, 300, 150, 60, 1},
     {"template", op_template, 300, 150, 60, 1},
     {"tokenizer", op_tokenizer, 10, 10, 5, 1},
+    {"pretok", op_pretok, 300, 150, 60, 1},
     {"schema", op_schema, 300, 150, 60, 0},
     {"gbnf", op_gbnf, 300, 150, 60, 0},
     {"strings", op_strings, 300, 150, 60, 0},
@@ -842,6 +1021,8 @@ static const op OPS[] = {
     {"channel", op_channel, 300, 150, 60, 1},
     {"responses_request", op_responses_request, 300, 150, 60, 1},
     {"http", op_http, 300, 150, 60, 1},
+    {"proxy", op_proxy, 300, 150, 60, 1},
+    {"supervisor", op_supervisor, 40, 20, 10, 1},
 };
 
 /* Where a call site is: the binary's file offset, for addr2line -e. */
@@ -867,13 +1048,19 @@ static void test_ssd_op_restores(void) {
     HR_CHECK(ssd_restores > 0, "the second engine restored %ld blocks", ssd_restores);
 }
 
-/* One run with allocation n failing; 0 (and says why) when it went wrong. */
-static int try_one(sweep *s, long n, int persistent, char *why, size_t cap) {
+/* One run with allocation n failing (n < 0: none), or thread start k (k < 0: none); 0 (and
+ * says why) when it went wrong. A run that hangs ends the test (SIGALRM). */
+static int try_one(sweep *s, long n, int persistent, long k, char *why, size_t cap) {
     uint64_t d = 0xcbf29ce484222325ULL;
     hr_fault_track();
     hr_fault_arm(n, persistent);
+    hr_fault_arm_thread(k);
+    alarm(300);
     hr_err *e = s->o->run(&d);
+    alarm(0);
     hr_fault_arm(-1, 0);
+    hr_fault_arm_thread(-1);
+    hr_err_code want = k >= 0 ? HR_E_BUSY : HR_E_OOM;
     int ok = 1;
     if (e) {
         const char *msg = hr_err_msg(e);
@@ -881,10 +1068,11 @@ static int try_one(sweep *s, long n, int persistent, char *why, size_t cap) {
             snprintf(why, cap, "an error without a message");
             ok = 0;
         }
-        if (hr_err_code_of(e) != HR_E_OOM) {
-            s->not_oom++;
-            if (ok && s->o->oom_code) {
-                snprintf(why, cap, "an error not marked out of memory: %.160s", msg);
+        if (hr_err_code_of(e) != want) {
+            s->not_oom += k < 0;
+            if (ok && (s->o->oom_code || k >= 0)) {
+                snprintf(why, cap, "an error not marked %s: %.160s",
+                         k >= 0 ? "HR_E_BUSY" : "out of memory", msg);
                 ok = 0;
             }
         }
@@ -894,7 +1082,7 @@ static int try_one(sweep *s, long n, int persistent, char *why, size_t cap) {
     hr_fault_stop(&st);
     s->tried++;
     if (e) s->errors++;
-    if (ok && !e && d != s->want && st.failed) {
+    if (ok && !e && d != s->want && st.failed + st.threads_failed) {
         snprintf(why, cap, "succeeded with a different result");
         ok = 0;
     }
@@ -946,23 +1134,28 @@ static void sweep_op(const op *o) {
         if (hr_fault_site_first(i) < base.calls) site_at[hr_fault_site_first(i)] = 1;
     int bad = 0;
     for (long n = 0; n < base.calls && !bad; n++)
-        if (wanted(o, n, base.calls, site_at, full) && !try_one(&s, n, 0, why, sizeof why)) {
+        if (wanted(o, n, base.calls, site_at, full) && !try_one(&s, n, 0, -1, why, sizeof why)) {
             printf("FAIL %s: allocation %ld of %ld failing once: %s\n", o->name, n, base.calls,
                    why);
             bad = 1;
         }
     long step = full ? 1 : base.calls / o->persistent + 1;
     for (long n = 0; n < base.calls && !bad; n += step)
-        if (!try_one(&s, n, 1, why, sizeof why)) {
+        if (!try_one(&s, n, 1, -1, why, sizeof why)) {
             printf("FAIL %s: allocations from %ld of %ld failing: %s\n", o->name, n, base.calls,
                    why);
             bad = 1;
         }
+    for (long k = 0; k < base.threads && !bad; k++)
+        if (!try_one(&s, -1, 0, k, why, sizeof why)) {
+            printf("FAIL %s: thread start %ld of %ld failing: %s\n", o->name, k, base.threads, why);
+            bad = 1;
+        }
     free(site_at);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    printf("# %s: %ld allocations from %d call sites; %ld runs with failures (%ld errors, "
-           "%ld same result, %ld errors not HR_E_OOM), %.1f s\n",
-           o->name, base.calls, base.n_sites, s.tried, s.errors, s.same, s.not_oom,
+    printf("# %s: %ld allocations from %d call sites, %ld thread starts; %ld runs with failures "
+           "(%ld errors, %ld same result, %ld errors not HR_E_OOM), %.1f s\n",
+           o->name, base.calls, base.n_sites, base.threads, s.tried, s.errors, s.same, s.not_oom,
            (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
     if (bad)
         hr_t_failed++;
@@ -973,23 +1166,36 @@ static void sweep_op(const op *o) {
     fflush(stdout);
 }
 
-int main(void) {
+/* Whether the operation called name runs (HEARTH_FAULT_OP: only that one). */
+static int selected(const char *name) {
+    const char *only = getenv("HEARTH_FAULT_OP");
+    return !only || !strcmp(only, name);
+}
+
+int main(int argc, char **argv) {
     /* jansson's allocations go through the shim too (malloc here is __wrap_malloc) */
     json_set_alloc_funcs(malloc, free);
+    if (argc == 3 && !strcmp(argv[1], "--unix-socket")) return serve_child(argv[2]);
     snprintf(ssd_dir, sizeof ssd_dir, "/tmp/hearth-alloc-fail-%d", (int)getpid());
     hr_err *e = hr_tokenizer_load(hr_fixture("models/brown-llama-8m"), &brown_tok);
     if (!e) e = hr_grammar_vocab_create(brown_tok, &brown_gv);
     if (!e) e = reply_cases_parse();
+    hr_log_threshold = HR_LOG_ERROR; /* the tier's "out of memory" warnings, hundreds */
+    if (!e && (selected("proxy") || selected("supervisor"))) e = iso_start();
+    if (!e && selected("pretok")) e = pretok_write();
     if (e) {
         printf("FAIL setup: %s\n", hr_err_msg(e));
         hr_err_free(e);
         return hr_test_summary() | 1;
     }
-    hr_log_threshold = HR_LOG_ERROR; /* the tier's "out of memory" warnings, hundreds */
-    const char *only = getenv("HEARTH_FAULT_OP");
-    if (!only) HR_RUN(test_ssd_op_restores);
+    if (!getenv("HEARTH_FAULT_OP")) HR_RUN(test_ssd_op_restores);
     for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++)
-        if (!only || !strcmp(only, OPS[i].name)) sweep_op(&OPS[i]);
+        if (selected(OPS[i].name)) sweep_op(&OPS[i]);
+    if (iso_sup) HR_RUN(test_iso_child_exit);
+    hr_supervisor_destroy(iso_sup);
+    if (iso_dir[0]) hr_test_remove_tree(iso_dir);
+    if (sup_dir[0]) hr_test_remove_tree(sup_dir);
+    if (pretok_dir[0]) hr_test_remove_tree(pretok_dir);
     reply_cases_free();
     hr_grammar_vocab_free(brown_gv);
     hr_tokenizer_free(brown_tok);
