@@ -17,7 +17,7 @@
 
 #include "backend/backend.h"
 #include "backend/cpu/qdot.h"
-#include "backend/cuda/kernels.h"
+#include "backend/cuda/cuda_backend.h"
 #include "base/json.h"
 #include "engine/kv_pool.h"
 #include "model/model.h"
@@ -232,15 +232,7 @@ static hr_err *set_err(hr_backend *be, hr_dtype t, const hr_tensor dev[2], uint8
 
 /* The most rows of x the CUDA backend multiplies format t by with 8-bit activations on the
  * tensor cores (mmq.cu; 0: none; mmvq takes every format to 8). */
-static int mmq_rows(hr_dtype t) {
-    switch (t) {
-    case HR_Q8_0: return hr_cu_mmq_max_t(HR_CU_Q8_0);
-    case HR_Q4_0: return hr_cu_mmq_max_t(HR_CU_Q4_0);
-    case HR_Q4_K: return hr_cu_mmq_max_t(HR_CU_Q4_K);
-    case HR_Q6_K: return hr_cu_mmq_max_t(HR_CU_Q6_K);
-    default: return 0;
-    }
-}
+static int mmq_rows(hr_dtype t) { return hr_cu_mmq_max_t(hr_cu_qtype(t)); }
 
 /* The tensor-core products (mmq.cu) of 9..mmq_rows(t) rows for format t with rows of k: a set
  * of a 1000- and a 260-row weight (tiles past each matrix's end, a set boundary inside a tile;

@@ -117,6 +117,14 @@ static __device__ __forceinline__ int hr_set_row(const hr_cu_gemv_set &g, long n
     return m;
 }
 
+/* Where the product of launch row n with row t of x goes among a set's outputs ([T][rows] per
+ * matrix). */
+static __device__ __forceinline__ float *hr_set_out(const hr_cu_gemv_set &g, long n, long t) {
+    long in;
+    int m = hr_set_row(g, n, &in);
+    return g.y[m] + t * (g.start[m + 1] - g.start[m]) + in;
+}
+
 static inline unsigned hr_blocks(long n, int threads) {
     long b = (n + threads - 1) / threads;
     return (unsigned)(b < 1 ? 1 : b > 8192 ? 8192 : b); /* grid-stride loops do the rest */

@@ -334,13 +334,10 @@ static __global__ void __launch_bounds__(mq_shape<BN>::threads, 2)
             long n = n0 + 16 * (warp % MQ_WR) + gq + 8 * (i >> 1);
             long t = col0 + 8 * (j0 + jj) + 2 * t4 + (i & 1);
             if (n >= N || t >= T) continue;
-            if (splits > 1) {
+            if (splits > 1)
                 ws[((long)blockIdx.z * T + t) * N + n] = acc[jj][i];
-            } else {
-                long in;
-                int m = hr_set_row(g, n, &in);
-                g.y[m][t * (g.start[m + 1] - g.start[m]) + in] = acc[jj][i];
-            }
+            else
+                *hr_set_out(g, n, t) = acc[jj][i];
         }
 }
 
@@ -353,9 +350,7 @@ static __global__ void mmq_reduce_k(hr_cu_gemv_set g, const float *ws, int split
         float s = ws[i];
         for (int z = 1; z < splits; z++)
             s += ws[(long)z * total + i];
-        long t = i / N, in;
-        int m = hr_set_row(g, i % N, &in);
-        g.y[m][t * (g.start[m + 1] - g.start[m]) + in] = s;
+        *hr_set_out(g, i % N, i / N) = s;
     }
 }
 

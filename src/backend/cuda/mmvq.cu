@@ -244,9 +244,7 @@ static __global__ void mmvq_k(hr_cu_gemv_set g, hr_xq_parts x, long K, long rb) 
     float s = hr_block_rows_sum<MV_WARPS, R, T>(acc, part);
     if (threadIdx.x < R * T) {
         int r = threadIdx.x / T, t = threadIdx.x % T;
-        long in;
-        int m = hr_set_row(g, n0 + r, &in);
-        if (n0 + r < N) g.y[m][t * (g.start[m + 1] - g.start[m]) + in] = s;
+        if (n0 + r < N) *hr_set_out(g, n0 + r, t) = s;
     }
 }
 
