@@ -4,10 +4,11 @@
  * up in another) — and through cuBLAS one matrix at a time (x rounded to bf16, as the
  * bf16-products mode does), timed with CUDA events over weight sets rotated so the 60 MB L2
  * never holds them; prints GB/s of weights read; then the prefill products through cuBLAS
- * (gemm_section), and the decode products with GGUF weights (qsection); `bench_kernels q`:
- * only those. Numbers, never pass/fail. */
+ * (gemm_section), and the decode products with GGUF weights (qsection); `bench_kernels q
+ * [FORMAT [T]]`: only those (of one format, at one T). Numbers, never pass/fail. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
@@ -142,7 +143,9 @@ static void gemm_section(cudaStream_t s, cublasHandle_t h) {
 
 /* One timed pass of a GGUF product set: REPS launches over the rotated weight sets; v 0: the
  * backend's 8-bit-activation product (mmvq to 8 rows, mmq beyond; x quantized once, outside
- * the timing, as the norm kernel hands it over), 1: each matrix decoded to f16, then cuBLAS. */
+ * the timing, as the norm kernel hands it over), 1: each matrix decoded to f16, then cuBLAS,
+ * 2: mmf (f16 x, the weights decoded in registers; Q4_0, Q4_K), a launch per matrix as the
+ * backend has it. */
 static float qpass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[SETS][MAXM],
                    int sets, int q, long rb, const void *xq, void *xh, void *wdq, float *ws,
                    float *y[MAXM], int T, int v) {
@@ -155,6 +158,10 @@ static float qpass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[S
             hr_cu_mmvq(s, &g, xq, q, T, p->K, rb);
         else if (v == 0)
             hr_cu_mmq(s, &g, xq, q, T, p->K, rb, ws);
+        for (int i = 0; v == 2 && i < p->n; i++) {
+            hr_cu_gemv_set one = {.n = 1, .w = {wk[i]}, .y = {y[i]}, .start = {0, p->N[i]}};
+            hr_cu_mmf(s, &one, xh, q, T, p->K, rb, ws);
+        }
         for (int i = 0; v == 1 && i < p->n; i++) {
             const float one = 1, zero = 0;
             hr_cu_dequant_f16(s, wdq, wk[i], q, q != HR_CU_Q4_K, p->N[i], p->K, rb);
@@ -167,10 +174,10 @@ static float qpass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[S
 }
 
 /* The decode products of a Llama-3-8B layer (lm_head left out) with GGUF weights (Q4_0, Q8_0
- * and Q6_K planar, Q4_K; bytes of 0x11, f16 scales of them ~7e-4) at T = 1..128 rows: GB/s of
- * weights read by the 8-bit-activation products and by the f16 decode + cuBLAS path they replace.
+ * and Q6_K planar, Q4_K; bytes of 0x11, f16 scales of them ~7e-4) at T = 1..512 rows: GB/s of
+ * weights read by the 8-bit-activation products, the f16 decode + cuBLAS path and mmf.
  */
-static void qsection(cudaStream_t s, cublasHandle_t h) {
+static void qsection(cudaStream_t s, cublasHandle_t h, const char *only_fmt, int only_t) {
     static const struct {
         const char *name;
         int q, bb, be; /* format, block bytes, block elements */
@@ -178,11 +185,12 @@ static void qsection(cudaStream_t s, cublasHandle_t h) {
                 {"Q8_0", HR_CU_Q8_0, 34, 32},
                 {"Q4_K", HR_CU_Q4_K, 144, 256},
                 {"Q6_K", HR_CU_Q6_K, 210, 256}};
-    static const int Ts[] = {1, 8, 16, 32, 48, 64, 128};
-    enum { TMAX = 128 };
-    printf("%-6s %-22s %3s %12s %12s\n", "format", "product", "T", "8-bit GB/s", "f16 GB/s");
+    static const int Ts[] = {1, 8, 16, 32, 48, 64, 96, 128, 192, 256, 384, 512};
+    enum { TMAX = 512 };
+    printf("%-6s %-22s %3s %12s %12s %12s\n", "format", "product", "T", "8-bit GB/s", "f16 GB/s",
+           "mmf GB/s");
     for (size_t f = 0; f < sizeof fmts / sizeof *fmts; f++)
-        for (size_t pi = 0; pi < 4; pi++) {
+        for (size_t pi = 0; pi < 4 && (!only_fmt || !strcmp(only_fmt, fmts[f].name)); pi++) {
             const product *p = &products[pi];
             long rb = (p->K / fmts[f].be * fmts[f].bb + 15) / 16 * 16;
             size_t wb = 0;
@@ -205,16 +213,20 @@ static void qsection(cudaStream_t s, cublasHandle_t h) {
             for (int i = 0; i < p->n; i++)
                 CK(cudaMalloc((void **)&y[i], sizeof(float) * TMAX * p->N[i]));
             for (size_t ti = 0; ti < sizeof Ts / sizeof *Ts; ti++) {
+                if (only_t && Ts[ti] != only_t) continue;
                 int T = Ts[ti], per = fmts[f].q == HR_CU_Q4_K ? 256 : 32;
+                int mmf = hr_cu_mmf_max_t(fmts[f].q, fmts[f].q != HR_CU_Q4_K, rb) > 0;
                 hr_cu_quantize_x(s, xq, x, T, p->K, per);
-                float best[2] = {1e30f, 1e30f};
-                for (int v = 0; v < 2; v++)
-                    for (int round = 0; round < 3; round++) {
+                float best[3] = {1e30f, 1e30f, 1e30f};
+                for (int v = 0; v < 3; v++)
+                    for (int round = 0; round < 3 && (v != 2 || (T > HR_CU_GEMV_MAX_T && mmf));
+                         round++) {
                         float ms = qpass(s, h, p, w, SETS, fmts[f].q, rb, xq, xh, wdq, ws, y, T, v);
                         if (ms < best[v]) best[v] = ms;
                     }
-                printf("%-6s %-22s %3d %12.0f %12.0f\n", fmts[f].name, p->name, T,
-                       wb / (best[0] * 1e-3) / 1e9, wb / (best[1] * 1e-3) / 1e9);
+                printf("%-6s %-22s %3d %12.0f %12.0f %12.0f\n", fmts[f].name, p->name, T,
+                       wb / (best[0] * 1e-3) / 1e9, wb / (best[1] * 1e-3) / 1e9,
+                       wb / (best[2] * 1e-3) / 1e9);
             }
             for (int k = 0; k < SETS; k++)
                 for (int i = 0; i < p->n; i++)
@@ -236,7 +248,7 @@ int main(int argc, char **argv) {
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
     cublasSetStream(h, s);
     if (argc > 1 && argv[1][0] == 'q') {
-        qsection(s, h);
+        qsection(s, h, argc > 2 ? argv[2] : NULL, argc > 3 ? atoi(argv[3]) : 0);
         return 0;
     }
     printf("%-22s %3s %12s %12s %12s\n", "product", "T", "split GB/s", "warp GB/s", "cuBLAS GB/s");
@@ -279,6 +291,6 @@ int main(int argc, char **argv) {
         cudaFree(xh);
     }
     gemm_section(s, h);
-    qsection(s, h);
+    qsection(s, h, NULL, 0);
     return 0;
 }

@@ -5,7 +5,9 @@
  * the tensor cores, likewise); on a backend made with HEARTH_CUDA_QGEMV=f32, 1..4 rows: the f32
  * GEMV, within 1e-5 of the f64 product of hr_dequant_row's weights; rows past those (decoded to
  * f16 for cuBLAS: within 2e-3), and 4 of its rows as an embedding table (exactly the decoded
- * rows); mmq again on sets of two weights of other shapes (check_mmq). Models:
+ * rows); mmq again on sets of two weights of other shapes (check_mmq); on a backend with bf16
+ * products and HEARTH_CUDA_MMQ=0, mmf (f16 x, weights decoded in registers) from 9 rows against
+ * the f64 product of f16-rounded x (check_mmf). Models:
  * brown-llama-8m-Q4_K_M.gguf's held-out NLL on the GPU, whole prompt, in chunks of 64 and one
  * token at a time, against transformers' (fixtures/gguf/README.md), and e2e-qwen3-Q8_0.gguf's
  * last-position logits of its two cases against transformers'. Prints one line per check, "ok"
@@ -22,6 +24,7 @@
 #include "engine/kv_pool.h"
 #include "model/model.h"
 #include "model/safetensors.h"
+#include "tensor/qplanes.h"
 #include "tensor/quant.h"
 
 void hr_gpu_quant_checks(const char *shared, int *failures);
@@ -108,6 +111,23 @@ static void int8_ref(hr_dtype t, const uint8_t *blocks, const float *x, int T, l
     free(xq);
 }
 
+/* y[T, N] = x[T, K] times the device weight dev [N, K], with x filled at random in [-1, 1). */
+static hr_err *run_product(hr_backend *be, const hr_tensor *dev, int T, float *x, float *y) {
+    long N = dev->shape[0], K = dev->shape[1];
+    size_t xb = sizeof(float) * (size_t)T * K, yb = sizeof(float) * (size_t)T * N;
+    void *dx = NULL, *dy = NULL;
+    for (size_t i = 0; i < (size_t)T * K; i++)
+        x[i] = 2 * qrndf() - 1;
+    hr_err *e = be->vt->alloc(be, xb, &dx);
+    if (!e) e = be->vt->alloc(be, yb, &dy);
+    if (!e) e = be->vt->write(be, dx, x, xb);
+    if (!e) be->vt->matmul(be, dy, dx, dev, NULL, T);
+    if (!e) e = be->vt->read(be, dy, y, yb);
+    if (dx) be->vt->free(be, dx);
+    if (dy) be->vt->free(be, dy);
+    return e;
+}
+
 /* max |y - ref| / max |ref| for x[T, K] times the weight: ref the f64 product of the decoded
  * weights w, or (int8) the CPU's 8-bit-activation product. */
 static hr_err *product_err(hr_backend *be, const hr_tensor *dev, const float *w, int T, int int8,
@@ -115,15 +135,7 @@ static hr_err *product_err(hr_backend *be, const hr_tensor *dev, const float *w,
     size_t xb = sizeof(float) * (size_t)T * QK, yb = sizeof(float) * (size_t)T * QN;
     float *x = malloc(xb), *y = malloc(yb);
     double *ref = malloc(sizeof(double) * (size_t)T * QN);
-    void *dx = NULL, *dy = NULL;
-    hr_err *e = x && y && ref ? NULL : hr_err_oom();
-    for (size_t i = 0; !e && i < (size_t)T * QK; i++)
-        x[i] = 2 * qrndf() - 1;
-    if (!e) e = be->vt->alloc(be, xb, &dx);
-    if (!e) e = be->vt->alloc(be, yb, &dy);
-    if (!e) e = be->vt->write(be, dx, x, xb);
-    if (!e) be->vt->matmul(be, dy, dx, dev, NULL, T);
-    if (!e) e = be->vt->read(be, dy, y, yb);
+    hr_err *e = x && y && ref ? run_product(be, dev, T, x, y) : hr_err_oom();
     if (!e && int8) int8_ref(dev->dtype, blocks, x, T, QN, QK, ref);
     for (int t = 0; !e && !int8 && t < T; t++)
         for (int n = 0; n < QN; n++) {
@@ -138,8 +150,6 @@ static hr_err *product_err(hr_backend *be, const hr_tensor *dev, const float *w,
         mr = fmax(mr, fabs(ref[i]));
     }
     *err = mr > 0 ? mx / mr : mx;
-    if (dx) be->vt->free(be, dx);
-    if (dy) be->vt->free(be, dy);
     free(x);
     free(y);
     free(ref);
@@ -230,6 +240,20 @@ static hr_err *set_err(hr_backend *be, hr_dtype t, const hr_tensor dev[2], uint8
     return e;
 }
 
+/* One check's line: format t, what, rows T, the error against tol. */
+static void report(hr_dtype t, const char *what, int T, double err, double tol, int *failures) {
+    printf("%-18s %-22s %10d %10.2e %13s %s\n", hr_dtype_name(t), what, T, err, "",
+           err < tol ? "ok" : "FAIL");
+    *failures += !(err < tol);
+}
+
+/* A check that could not run: its error, freed. */
+static void report_err(hr_dtype t, const char *what, hr_err *e, int *failures) {
+    printf("%-18s %-22s FAIL: %s\n", hr_dtype_name(t), what, hr_err_msg(e));
+    hr_err_free(e);
+    ++*failures;
+}
+
 /* The most rows of x the CUDA backend multiplies format t by with 8-bit activations on the
  * tensor cores (mmq.cu; 0: none; mmvq takes every format to 8). */
 static int mmq_rows(hr_dtype t) { return hr_cu_mmq_max_t(hr_cu_qtype(t)); }
@@ -251,19 +275,64 @@ static void check_mmq(hr_backend *be, hr_dtype t, long k, int *failures) {
         if (e) break;
         char what[32];
         snprintf(what, sizeof what, "mmq K=%ld (vs CPU's)", k);
-        printf("%-18s %-22s %10d %10.2e %13s %s\n", hr_dtype_name(t), what, Ts[i], err, "",
-               err < 1e-5 ? "ok" : "FAIL");
-        *failures += !(err < 1e-5);
+        report(t, what, Ts[i], err, 1e-5, failures);
     }
-    if (e) {
-        printf("%-18s %-22s FAIL: %s\n", hr_dtype_name(t), "mmq", hr_err_msg(e));
-        hr_err_free(e);
-        ++*failures;
-    }
+    if (e) report_err(t, "mmq", e, failures);
     for (int m = 0; m < 2; m++) {
         if (dev[m].data) be->vt->release(be, &dev[m]);
         free(blocks[m]);
     }
+}
+
+/* max |y - ref| / max |ref| for x[T, K] (random) times a weight of N rows decoded to w, ref the
+ * f64 product of x rounded to f16 and w: what mmf.cu computes, but for its f16 weights. */
+static hr_err *mmf_err(hr_backend *be, const hr_tensor *dev, const float *w, int T, double *err) {
+    long N = dev->shape[0], K = dev->shape[1];
+    size_t xb = sizeof(float) * (size_t)T * K, yb = sizeof(float) * (size_t)T * N;
+    float *x = malloc(xb), *y = malloc(yb);
+    hr_err *e = x && y ? run_product(be, dev, T, x, y) : hr_err_oom();
+    for (size_t i = 0; !e && i < (size_t)T * K; i++)
+        x[i] = hr_f16_to_f32(hr_f32_to_f16(x[i]));
+    double mx = 0, mr = 0;
+    for (int t = 0; !e && t < T; t++)
+        for (long n = 0; n < N; n++) {
+            double r = 0;
+            for (long k = 0; k < K; k++)
+                r += (double)x[t * K + k] * w[n * K + k];
+            mx = fmax(mx, fabs(y[t * N + n] - r));
+            mr = fmax(mr, fabs(r));
+        }
+    *err = mr > 0 ? mx / mr : mx;
+    free(x);
+    free(y);
+    return e;
+}
+
+/* mmf.cu (be: bf16 products, no mmq, so it takes 9..hr_cu_mmf_max_t rows) for format t on a
+ * 1000 x k weight (a partial row tile; k = 2304: K split over blocks; 800: a partial chunk),
+ * and one row past it (f16 cuBLAS), within 5e-4 of the f16-x product (the f16 rounding of Q4_K's
+ * scales and mins, and of each decoded weight, is all that differs). */
+static void check_mmf(hr_backend *be, hr_dtype t, long k, int *failures) {
+    uint8_t *blocks = NULL;
+    hr_tensor dev = {0};
+    float *w = malloc(sizeof(float) * 1000 * (size_t)k);
+    hr_err *e = w ? random_weight(be, t, 1000, k, &blocks, &dev) : hr_err_oom();
+    if (!e) hr_dequant_row(t, blocks, w, (int64_t)1000 * k);
+    long rb = (long)(dev.planes ? hr_qplanes_row_bytes(t, k) : hr_dtype_bytes(t, k));
+    int most = e ? 0 : hr_cu_mmf_max_t(hr_cu_qtype(t), dev.planes, rb);
+    const int Ts[] = {9, 33, 48, 64, 65, 100, 128, 129};
+    for (size_t i = 0; !e && i < sizeof Ts / sizeof *Ts && Ts[i] <= most + 1; i++) {
+        double err;
+        e = mmf_err(be, &dev, w, Ts[i], &err);
+        if (e) break;
+        char what[32];
+        snprintf(what, sizeof what, "%s K=%ld", Ts[i] > most ? "f16 gemm" : "mmf", k);
+        report(t, what, Ts[i], err, 5e-4, failures);
+    }
+    if (e) report_err(t, "mmf", e, failures);
+    if (dev.data) be->vt->release(be, &dev);
+    free(blocks);
+    free(w);
 }
 
 /* Products of a random 4100 x 512 weight in format t with 1..65 rows (f32: the f32 GEMV to 4
@@ -337,7 +406,7 @@ static double mean_nll(const float *lg, const int32_t *tok, int n, int V) {
 }
 
 /* brown-llama-8m-Q4_K_M: the held-out NLL, prefilled and decoded, against transformers'. */
-static void check_brown(hr_backend *be, const char *shared, int *failures) {
+static void check_brown(hr_backend *be, const char *label, const char *shared, int *failures) {
     char path[600], refp[600];
     snprintf(path, sizeof path, "%s/fixtures/gguf/brown-llama-8m-Q4_K_M.gguf", shared);
     snprintf(refp, sizeof refp, "%s/fixtures/models/brown-llama-8m/reference.json", shared);
@@ -359,12 +428,12 @@ static void check_brown(hr_backend *be, const char *shared, int *failures) {
         if (e) break;
         double nll = mean_nll(lg, tok, n, V);
         int ok = fabs(nll - want) < 2e-3;
-        printf("%-18s %-22s %10.6f %10.6f %13s %s\n", "brown Q4_K_M gguf", how[pass], nll, want, "",
+        printf("%-18s %-22s %10.6f %10.6f %13s %s\n", label, how[pass], nll, want, "",
                ok ? "ok" : "FAIL");
         *failures += !ok;
     }
     if (e) {
-        printf("%-18s %-22s FAIL: %s\n", "brown Q4_K_M gguf", "NLL", hr_err_msg(e));
+        printf("%-18s %-22s FAIL: %s\n", label, "NLL", hr_err_msg(e));
         hr_err_free(e);
         ++*failures;
     }
@@ -443,8 +512,25 @@ void hr_gpu_quant_checks(const char *shared, int *failures) {
             check_mmq(be, formats[i], 2304, failures);
             if (hr_dtype_get(formats[i])->block == 32) check_mmq(be, formats[i], 800, failures);
         }
-    check_brown(be, shared, failures);
+    check_brown(be, "brown Q4_K_M gguf", shared, failures);
     check_e2e(be, shared, failures);
+    hr_backend_destroy(be);
+    /* mmf from 9 rows (bf16 products, HEARTH_CUDA_MMQ=0) */
+    hr_backend_options ob = {.device = "cuda", .cpu = {.compute_bf16 = 1}};
+    setenv("HEARTH_CUDA_MMQ", "0", 1);
+    e = hr_backend_create(&ob, &be);
+    unsetenv("HEARTH_CUDA_MMQ");
+    static const hr_dtype mmf_formats[] = {HR_Q4_0, HR_Q4_K};
+    for (size_t i = 0; !e && i < sizeof mmf_formats / sizeof *mmf_formats; i++) {
+        check_mmf(be, mmf_formats[i], 2304, failures);
+        if (hr_dtype_get(mmf_formats[i])->block == 32) check_mmf(be, mmf_formats[i], 800, failures);
+    }
+    if (!e) check_brown(be, "brown Q4_K_M mmf", shared, failures);
+    if (e) {
+        printf("quantized mmf: FAIL: %s\n", hr_err_msg(e));
+        hr_err_free(e);
+        ++*failures;
+    }
     hr_backend_destroy(be);
     /* the f32 GEMV (HEARTH_CUDA_QGEMV=f32), on the rows mmvq reads */
     setenv("HEARTH_CUDA_QGEMV", "f32", 1);

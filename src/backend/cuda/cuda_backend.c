@@ -412,9 +412,10 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
          !hr_cu_grow(cb, &cb->wdq, &cb->wdq_bytes, (size_t)cb->max_q_elems * 2)))
         return take_error(cb);
     if (m->n_tokens <= HR_CU_MMQ_MAX_T && cb->max_q_elems &&
-        (!hr_cu_grow(cb, &cb->xq, &cb->xq_bytes, hr_cu_xq_bytes(m->n_tokens, cb->max_k)) ||
-         (m->n_tokens > HR_CU_MMVQ_MAX_T &&
-          !hr_cu_grow(cb, &cb->mmq_ws, &cb->mmq_ws_bytes, hr_cu_mmq_ws_bytes(m->n_tokens)))))
+        !hr_cu_grow(cb, &cb->xq, &cb->xq_bytes, hr_cu_xq_bytes(m->n_tokens, cb->max_k)))
+        return take_error(cb);
+    if (m->n_tokens > HR_CU_MMVQ_MAX_T && m->n_tokens <= HR_CU_MMF_MAX_T && cb->max_q_elems &&
+        !hr_cu_grow(cb, &cb->mmq_ws, &cb->mmq_ws_bytes, hr_cu_mmq_ws_bytes(m->n_tokens)))
         return take_error(cb);
     HR_TRY(hr_cu_check(cudaMemcpyAsync(cb->meta_dev, st, bytes, cudaMemcpyHostToDevice, cb->stream),
                        "step metadata"));
@@ -534,6 +535,8 @@ static hr_err *init(hr_cuda_backend *cb) {
     cb->qgemv_f32 = qg && !strcmp(qg, "f32");
     const char *mq = getenv("HEARTH_CUDA_MMQ");
     cb->mmq_off = mq && !strcmp(mq, "0");
+    const char *mf = getenv("HEARTH_CUDA_MMF");
+    cb->mmf_off = mf && !strcmp(mf, "0");
     return NULL;
 }
 

@@ -137,7 +137,8 @@ typedef struct {
     int graphs_off; /* HEARTH_CUDA_GRAPHS=0, or a step needed the host (MoE) */
     int fold; /* norms and residual adds fold into small-batch products (HEARTH_CUDA_FOLD=0: off) */
     int qgemv_f32; /* HEARTH_CUDA_QGEMV=f32: no mmvq/mmq (f32 GEMV to 4 rows, f16 cuBLAS beyond) */
-    int mmq_off;   /* HEARTH_CUDA_MMQ=0: no mmq (f16 cuBLAS past mmvq's rows) */
+    int mmq_off;   /* HEARTH_CUDA_MMQ=0: no mmq (mmf, or f16 cuBLAS, past mmvq's rows) */
+    int mmf_off;   /* HEARTH_CUDA_MMF=0: no mmf (f16 cuBLAS past the 8-bit products' rows) */
 } hr_cuda_backend;
 
 /* A CUDA runtime failure as an hr_err ("what: message"), NULL on success. */

@@ -2,7 +2,8 @@
  * matmul dispatch: own GEMV for up to HR_CU_GEMV_MAX_T rows (f32 x), cuBLAS beyond, with x
  * rounded to the weight's 16-bit type (bf16 products) or, in the exact mode, split into two
  * 16-bit halves whose products add up to near-f32 precision; f32 accumulation and output.
- * GGUF-quantized weights take their own GEMV, or beyond it are decoded to f16 for cuBLAS. An
+ * GGUF-quantized weights take their own products (8-bit x, then f16 x with the weights decoded in
+ * registers), or beyond those rows are decoded to f16 for cuBLAS. An
  * op cannot fail in the interface's terms; a failure is recorded and reported at the next
  * sync point. */
 #include "backend/cuda/cuda_backend.h"
@@ -26,6 +27,19 @@ static int dt(hr_cuda_backend *cb, const hr_tensor *t, const char *op) {
     return d;
 }
 
+/* x's n elements rounded to 16-bit type d in cb->xh (and, unless bf16 products, the rest in
+ * its second half): once for products of one x back to back (q, k, v; gate, up); NULL when the
+ * scratch cannot grow (the failure recorded). */
+static const void *x_rounded(hr_cuda_backend *cb, const float *x, size_t n, int d) {
+    if (!hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * n * 2)) return NULL;
+    if (cb->xh_of != x || cb->xh_n != n || cb->xh_dtype != d || cb->xh_at != cb->xh) {
+        hr_cu_round(cb->stream, cb->xh, cb->bf16_products ? NULL : (char *)cb->xh + n * 2, d, x,
+                    (long)n);
+        cb->xh_of = x, cb->xh_n = n, cb->xh_dtype = d, cb->xh_at = cb->xh;
+    }
+    return cb->xh;
+}
+
 static void gemm(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor *w, int d, int T,
                  long N, long K) {
     const float one = 1.0f, zero = 0.0f;
@@ -35,17 +49,13 @@ static void gemm(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor 
                          (int)K, x, (int)K, &zero, y, (int)N);
     } else {
         size_t n = (size_t)T * (size_t)K;
-        if (!hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * n * 2)) return;
-        void *lo = cb->bf16_products ? NULL : (char *)cb->xh + n * 2;
-        /* products of one x back to back (q, k, v; gate, up) round it once */
-        if (cb->xh_of != x || cb->xh_n != n || cb->xh_dtype != d || cb->xh_at != cb->xh) {
-            hr_cu_round(cb->stream, cb->xh, lo, d, x, (long)n);
-            cb->xh_of = x, cb->xh_n = n, cb->xh_dtype = d, cb->xh_at = cb->xh;
-        }
+        const void *xh = x_rounded(cb, x, n, d);
+        if (!xh) return;
+        const void *lo = cb->bf16_products ? NULL : (const char *)xh + n * 2;
         cudaDataType ty = d == HR_CU_BF16 ? CUDA_R_16BF : CUDA_R_16F;
         st = cublasGemmEx(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, T, (int)K, &one, w->data, ty,
-                          (int)K, cb->xh, ty, (int)K, &zero, y, CUDA_R_32F, (int)N,
-                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                          (int)K, xh, ty, (int)K, &zero, y, CUDA_R_32F, (int)N, CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT);
         if (lo && st == CUBLAS_STATUS_SUCCESS)
             st = cublasGemmEx(cb->blas, CUBLAS_OP_T, CUBLAS_OP_N, (int)N, T, (int)K, &one, w->data,
                               ty, (int)K, lo, ty, (int)K, &one, y, CUDA_R_32F, (int)N,
@@ -208,9 +218,18 @@ static int x_block(const hr_cuda_backend *cb, const hr_tensor *w, int q, long rb
     return hr_cu_mmvq_per(q, w->planes, rb);
 }
 
+/* Whether a product of T rows with w (format q, rows of rb bytes) takes mmf.cu: past the rows
+ * of the f32 GEMV and of the 8-bit products, to hr_cu_mmf_max_t, with x rounded to f16 (bf16
+ * products; the exact mode keeps the two-part x of cuBLAS). */
+static int mmf_takes(const hr_cuda_backend *cb, const hr_tensor *w, int q, long rb, int T) {
+    return cb->bf16_products && !cb->mmf_off && !cb->qgemv_f32 && T > HR_CU_GEMV_MAX_T &&
+           T <= hr_cu_mmf_max_t(q, w->planes, rb);
+}
+
 /* A product with a GGUF-quantized weight (format q). Batches up to hr_cu_mmq_max_t rows take
  * the 8-bit-activation products where the format has one (mmvq.cu to 8 rows, then mmq.cu on
- * the tensor cores), deferred like the GEMV so products of one x launch together; else the f32
+ * the tensor cores), deferred like the GEMV so products of one x launch together; past those
+ * rows, to hr_cu_mmf_max_t, f16 x and the weights decoded in registers (mmf.cu); else the f32
  * GEMV, alone, to 4 rows; larger batches decode the matrix to f16 for cuBLAS. */
 static void qmatmul(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor *w, int q,
                     const hr_tensor *bias, int T) {
@@ -229,7 +248,12 @@ static void qmatmul(hr_cuda_backend *cb, float *y, const float *x, const hr_tens
         return;
     }
     hr_cu_flush(cb);
-    if (T <= HR_CU_GEMV_MAX_T) {
+    if (mmf_takes(cb, w, q, rb, T)) {
+        const void *xh = x_rounded(cb, x, (size_t)T * (size_t)K, HR_CU_F16);
+        hr_cu_gemv_set g = {.n = 1, .w = {w->data}, .y = {y}, .start = {0, N}};
+        if (xh && hr_cu_grow(cb, &cb->mmq_ws, &cb->mmq_ws_bytes, hr_cu_mmq_ws_bytes(T)))
+            hr_cu_mmf(cb->stream, &g, xh, q, T, K, rb, cb->mmq_ws);
+    } else if (T <= HR_CU_GEMV_MAX_T) {
         hr_cu_qgemv(cb->stream, y, x, w->data, q, w->planes, T, N, K, rb);
     } else if (hr_cu_grow(cb, &cb->wdq, &cb->wdq_bytes, (size_t)(N * K) * 2)) {
         hr_cu_dequant_f16(cb->stream, cb->wdq, w->data, q, w->planes, N, K, rb);

@@ -162,6 +162,13 @@ int hr_cu_mmq_max_t(int q);
 size_t hr_cu_mmq_ws_bytes(int T);
 void hr_cu_mmq(cudaStream_t s, const hr_cu_gemv_set *g, const void *xq, int q, int T, long K,
                long rb, float *ws);
+/* The same past those rows, to hr_cu_mmf_max_t (0: the format has none), from x rounded to f16
+ * (xh: [T][K]), the weights decoded to f16 in registers (mmf.cu); ws as for mmq, of
+ * hr_cu_mmq_ws_bytes(T). */
+enum { HR_CU_MMF_MAX_T = 128 }; /* the most hr_cu_mmf_max_t gives */
+int hr_cu_mmf_max_t(int q, int planar, long rb);
+void hr_cu_mmf(cudaStream_t s, const hr_cu_gemv_set *g, const void *xh, int q, int T, long K,
+               long rb, float *ws);
 /* 1 (default): for T = 1 or K >= 8192 each block splits K over its warps for 4 rows; 0, or
  * other shapes: a warp per row group (HEARTH_CUDA_GEMV=warp; bench_kernels measures both). */
 extern int hr_cu_gemv_split;

@@ -8,28 +8,14 @@
  * A block of MQ_WR x wc warps computes MQ_BM rows of the launch for BN <= 64 rows of x (warp w:
  * rows 16 (w % MQ_WR) .. + 15, the (w / MQ_WR)-th part of the x rows), over chunks of 256
  * elements of K staged in shared memory by cp.async (3 or 4 stages deep): the weight rows' bytes of
- * the chunk (a row padded so the warp's 4-byte fragment reads fall on distinct banks) and x's
- * codes, scales and sums. A launch takes the matrices of one product group (q, k, v; gate, up) like
- * mmvq. Where the grid would leave SMs idle, K splits over blockIdx.z and a second kernel sums the
- * splits' partials in a fixed order (so a result depends on T and the shapes, never on timing). */
-#include "backend/cuda/mma.cuh"
+ * the chunk (qtile.cuh) and x's codes, scales and sums. A launch takes the matrices of one product
+ * group (q, k, v; gate, up) like mmvq; where the grid would leave SMs idle, K splits over
+ * blockIdx.z (qtile.cuh). */
 #include "backend/cuda/qfields.cuh"
+#include "backend/cuda/qtile.cuh"
 #include "backend/cuda/xq.cuh"
 
 enum { MQ_WR = 4, MQ_BM = 16 * MQ_WR, MQ_XS = 272 };
-enum { MQ_MAX_SPLITS = 8 };
-enum { MQ_WS_ROWS = 32768 }; /* splits x rows a workspace of T rows holds */
-
-/* Bytes of a weight row's chunk in shared memory: Q4_0 [codes 8 x 16][scales 8 x 2], Q8_0
- * [codes 8 x 32][scales], Q4_K its 144-byte super-block as in the file, Q6_K [low bits 128][high
- * bits 64][scales 16][the 4-byte word holding d]. Each stride is 16 or 112 mod 128 bytes, so the
- * 8 rows x 4 words a fragment read takes fall on 32 distinct banks. */
-template <int Q> struct mq_w {
-    static constexpr int stride = Q == HR_CU_Q8_0 ? 272 : Q == HR_CU_Q6_K ? 240 : 144;
-    /* 16-byte pieces of a row's chunk (Q6_K: and one 4-byte one) */
-    static constexpr int pieces = Q == HR_CU_Q8_0 ? 17 : Q == HR_CU_Q6_K ? 14 : 9;
-};
-
 template <int Q, int BN> struct mq_stage {
     uint8_t w[MQ_BM][mq_w<Q>::stride];
     int8_t x[BN][MQ_XS]; /* the chunk's 256 codes of each row of x (16 bytes of padding) */
@@ -43,11 +29,6 @@ template <int BN> struct mq_shape {
     static constexpr int stages = BN <= 32 ? 4 : 3, wc = BN <= 16 ? 1 : 2;
     static constexpr int threads = 32 * MQ_WR * wc;
 };
-
-static __device__ __forceinline__ void cp4(void *dst, const void *src, int valid) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-                 "r"(valid ? 4 : 0));
-}
 
 /* c[16x8] += a[16x32] b[32x8], int8 in, int32 accumulate (PTX fragment layouts, mma.cuh). */
 static __device__ __forceinline__ void mma_k32(int c[4], const uint32_t a[4], uint32_t b0,
@@ -66,41 +47,11 @@ static __device__ __forceinline__ void mma_k16(int c[4], uint32_t a0, uint32_t a
         : "r"(a0), "r"(a1), "r"(b0));
 }
 
-static __device__ __forceinline__ uint32_t ld32(const void *p) { return *(const uint32_t *)p; }
-
 /* Chunk c of the weight rows (row pointers rowp; nb blocks of 32 per row) into st.w. */
 template <int Q, int BN>
-static __device__ __forceinline__ void load_w(mq_stage<Q, BN> &st, const uint8_t *const *rowp,
-                                              long c, long nb) {
-    constexpr int P = mq_w<Q>::pieces;
-    long ns = nb / 8;
-    for (int i = threadIdx.x; i < MQ_BM * P; i += mq_shape<BN>::threads) {
-        int r = i / P, p = i % P;
-        const uint8_t *row = rowp[r];
-        uint8_t *dst = st.w[r] + 16 * p;
-        if constexpr (Q == HR_CU_Q4_0) {
-            if (p < 8)
-                cp16(dst, row + 16 * (8 * c + p), 8 * c + p < nb);
-            else
-                cp16(dst, row + 16 * nb + 16 * c, 1);
-        } else if constexpr (Q == HR_CU_Q8_0) {
-            long u = 8 * c + p / 2;
-            if (p < 16)
-                cp16(dst, row + 32 * u + 16 * (p & 1), u < nb);
-            else
-                cp16(dst, row + 32 * nb + 16 * c, 1);
-        } else if constexpr (Q == HR_CU_Q4_K) {
-            cp16(dst, row + 144 * c + 16 * p, 1);
-        } else if (p < 8) {
-            cp16(dst, row + 128 * c + 16 * p, 1);
-        } else if (p < 12) {
-            cp16(dst, row + 128 * ns + 64 * c + 16 * (p - 8), 1);
-        } else if (p == 12) {
-            cp16(dst, row + 192 * ns + 16 * c, 1);
-        } else { /* d's aligned word: its high half for odd c */
-            cp4(dst, row + ((208 * ns + 2 * c) & ~3L), 1);
-        }
-    }
+static __device__ __forceinline__ void load_wt(mq_stage<Q, BN> &st, const uint8_t *const *rowp,
+                                               long c, long nb) {
+    load_w<Q, MQ_BM, mq_shape<BN>::threads>(st.w, rowp, c, nb);
 }
 
 /* Chunk c of x's rows col0 .. col0 + BN - 1 (rows past T repeat row T - 1) into st. */
@@ -291,26 +242,21 @@ static __device__ __forceinline__ void chunk(float (*acc)[4], const mq_stage<Q, 
  * splits = 1: y of the set; else ws[z][T][N], summed by mmq_reduce_k. */
 template <int Q, int BN>
 static __global__ void __launch_bounds__(mq_shape<BN>::threads, 2)
-    mmq_k(hr_cu_gemv_set g, hr_xq_parts x, int T, long K, long rb, float *ws, int splits) {
+    mmq_k(hr_cu_gemv_set g, hr_xq_parts x, long rb, int T, long K, float *ws, int splits) {
     HR_PDL_ENTRY();
     extern __shared__ __align__(16) unsigned char mq_smem[];
     __shared__ const uint8_t *rowp[MQ_BM];
     typedef mq_stage<Q, BN> stage;
     constexpr int NW = BN / 8 / mq_shape<BN>::wc, S = mq_shape<BN>::stages;
     stage *st = (stage *)mq_smem;
-    long N = g.start[g.n], n0 = (long)blockIdx.x * MQ_BM, col0 = (long)blockIdx.y * BN;
-    long nb = K / 32, nc = (K + 255) / 256, per = (nc + splits - 1) / splits;
-    long c0 = blockIdx.z * per, c1 = c0 + per < nc ? c0 + per : nc;
-    if (threadIdx.x < MQ_BM) { /* rows past N read the last one; their sums are dropped */
-        long in, n = n0 + threadIdx.x < N ? n0 + threadIdx.x : N - 1;
-        int m = hr_set_row(g, n, &in);
-        rowp[threadIdx.x] = (const uint8_t *)g.w[m] + in * rb;
-    }
+    long n0 = (long)blockIdx.x * MQ_BM, col0 = (long)blockIdx.y * BN, nb = K / 32, c0, c1;
+    split_range((K + 255) / 256, splits, &c0, &c1);
+    set_rows<MQ_BM>(rowp, g, n0, rb);
     __syncthreads();
 #pragma unroll
     for (int s = 0; s < S - 1; s++) {
         if (c0 + s < c1)
-            load_w<Q, BN>(st[s], rowp, c0 + s, nb), load_x<Q, BN>(st[s], x, col0, T, c0 + s, K);
+            load_wt<Q, BN>(st[s], rowp, c0 + s, nb), load_x<Q, BN>(st[s], x, col0, T, c0 + s, K);
         cp_commit();
     }
     float acc[NW][4] = {};
@@ -320,7 +266,7 @@ static __global__ void __launch_bounds__(mq_shape<BN>::threads, 2)
         long next = c + S - 1;
         if (next < c1) {
             stage &sn = st[(next - c0) % S];
-            load_w<Q, BN>(sn, rowp, next, nb), load_x<Q, BN>(sn, x, col0, T, next, K);
+            load_wt<Q, BN>(sn, rowp, next, nb), load_x<Q, BN>(sn, x, col0, T, next, K);
         }
         cp_commit();
         chunk<Q, BN, NW>(acc, st[(c - c0) % S], c, nb);
@@ -330,52 +276,9 @@ static __global__ void __launch_bounds__(mq_shape<BN>::threads, 2)
 #pragma unroll
     for (int jj = 0; jj < NW; jj++)
 #pragma unroll
-        for (int i = 0; i < 4; i++) {
-            long n = n0 + 16 * (warp % MQ_WR) + gq + 8 * (i >> 1);
-            long t = col0 + 8 * (j0 + jj) + 2 * t4 + (i & 1);
-            if (n >= N || t >= T) continue;
-            if (splits > 1)
-                ws[((long)blockIdx.z * T + t) * N + n] = acc[jj][i];
-            else
-                *hr_set_out(g, n, t) = acc[jj][i];
-        }
-}
-
-/* y of the set = the sum of the splits' partials ws[z][T][N], z in order. */
-static __global__ void mmq_reduce_k(hr_cu_gemv_set g, const float *ws, int splits, int T) {
-    HR_PDL_ENTRY();
-    long N = g.start[g.n], total = (long)T * N;
-    for (long i = (long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
-         i += (long)gridDim.x * blockDim.x) {
-        float s = ws[i];
-        for (int z = 1; z < splits; z++)
-            s += ws[(long)z * total + i];
-        *hr_set_out(g, i % N, i / N) = s;
-    }
-}
-
-static int mq_sms(void) {
-    static int sms;
-    if (!sms) {
-        int dev = 0;
-        cudaGetDevice(&dev);
-        if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-            sms <= 0)
-            sms = 1;
-    }
-    return sms;
-}
-
-/* K splits for a grid of `blocks`: enough blocks for two per SM, at least 2 chunks a split,
- * and what the workspace (MQ_WS_ROWS rows per row of x) holds; 1 without one. */
-static int mq_splits(long blocks, long nc, long N, const float *ws) {
-    if (!ws) return 1;
-    long s = (2L * mq_sms() + blocks - 1) / blocks;
-    if (s > nc / 2) s = nc / 2;
-    if (s > MQ_MAX_SPLITS) s = MQ_MAX_SPLITS;
-    while (s > 1 && s * N > MQ_WS_ROWS)
-        s--;
-    return s < 1 ? 1 : (int)s;
+        for (int i = 0; i < 4; i++)
+            put_out(g, ws, splits, n0 + 16 * (warp % MQ_WR) + gq + 8 * (i >> 1),
+                    col0 + 8 * (j0 + jj) + 2 * t4 + (i & 1), T, acc[jj][i]);
 }
 
 template <int Q, int BN>
@@ -389,12 +292,7 @@ static void mmq_run(cudaStream_t s, const hr_cu_gemv_set *g, hr_xq_parts x, int 
     }
     long N = g->start[g->n];
     dim3 grid((unsigned)((N + MQ_BM - 1) / MQ_BM), (unsigned)((T + BN - 1) / BN), 1);
-    int splits = mq_splits((long)grid.x * grid.y, (K + 255) / 256, N, ws);
-    grid.z = (unsigned)splits;
-    hr_launch(mmq_k<Q, BN>, grid, mq_shape<BN>::threads, shm, s, *g, x, T, K, rb, ws, splits);
-    if (splits > 1)
-        hr_launch(mmq_reduce_k, hr_blocks((long)T * N, 256), 256, 0, s, *g, (const float *)ws,
-                  splits, T);
+    mq_launch_split(mmq_k<Q, BN>, grid, mq_shape<BN>::threads, shm, s, g, T, K, ws, x, rb);
 }
 
 /* x rows per block: 16, 32, 48 or 64. */
@@ -411,13 +309,13 @@ static void mmq_launch(cudaStream_t s, const hr_cu_gemv_set *g, hr_xq_parts x, i
         mmq_run<Q, 64>(s, g, x, T, K, rb, ws);
 }
 
-/* Past these rows the f16 decode and cuBLAS are faster (docs/perf-notes.md): Q4_K's mins
- * (their products with x's sums) cost it the most per mma. */
+/* Past these rows mmf.cu (Q4_0, Q4_K) or the f16 decode and cuBLAS are faster
+ * (docs/perf-notes.md). */
 extern "C" int hr_cu_mmq_max_t(int q) {
     switch (q) {
     case HR_CU_Q8_0:
-    case HR_CU_Q4_0:
     case HR_CU_Q6_K: return HR_CU_MMQ_MAX_T;
+    case HR_CU_Q4_0:
     case HR_CU_Q4_K: return 32;
     default: return 0;
     }
