@@ -310,8 +310,9 @@ static hr_err *mmf_err(hr_backend *be, const hr_tensor *dev, const float *w, int
 
 /* mmf.cu (be: bf16 products, no mmq, so it takes 9..hr_cu_mmf_max_t rows) for format t on a
  * 1000 x k weight (a partial row tile; k = 2304: K split over blocks; 800: a partial chunk),
- * and one row past it (f16 cuBLAS), within 5e-4 of the f16-x product (the f16 rounding of Q4_K's
- * scales and mins, and of each decoded weight, is all that differs). */
+ * and one row past it (f16 cuBLAS), within 1e-3 of the f16-x product: what differs is the f16
+ * rounding of each decoded weight (2^-11 relative) and, for Q4_K, of its sub-block scale and min
+ * before it (so two roundings a weight; 4.9e-4 seen on the H200). */
 static void check_mmf(hr_backend *be, hr_dtype t, long k, int *failures) {
     uint8_t *blocks = NULL;
     hr_tensor dev = {0};
@@ -327,7 +328,7 @@ static void check_mmf(hr_backend *be, hr_dtype t, long k, int *failures) {
         if (e) break;
         char what[32];
         snprintf(what, sizeof what, "%s K=%ld", Ts[i] > most ? "f16 gemm" : "mmf", k);
-        report(t, what, Ts[i], err, 5e-4, failures);
+        report(t, what, Ts[i], err, 1e-3, failures);
     }
     if (e) report_err(t, "mmf", e, failures);
     if (dev.data) be->vt->release(be, &dev);
