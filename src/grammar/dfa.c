@@ -27,7 +27,16 @@ typedef struct {
 } built_op;
 
 typedef struct {
+    uint64_t key; /* memo_key + 1, 0 empty */
+    int entry;
+} frag_memo;
+
+typedef struct {
     const hr_gir *ir;
+    hr_gcanon canon;
+    frag_memo *memo; /* open addressing over (structural id, continuation) */
+    size_t cap_memo;
+    int n_memo;
     edge *e;
     int n_e, cap_e;
     int *eps; /* (from, to) pairs */
@@ -127,36 +136,72 @@ static hr_err *utf8_range(nfa *a, int in, int out, uint32_t lo, uint32_t hi) {
     return NULL;
 }
 
-static hr_err *frag(nfa *a, int node, int *in, int *out);
+/* Fragments are built backwards: frag(node, cont) returns a state whose language is
+ * node's followed by cont's, so a sequence needs no states of its own, and a fragment is
+ * keyed on (structural id of node, cont): identical copies before the same continuation
+ * share their states. */
+static hr_err *frag(nfa *a, int node, int cont, int *entry);
 
-static hr_err *frag_set(nfa *a, const hr_gnode *n, int in, int out) {
+static uint64_t memo_key(int id, int cont) { return (uint64_t)(uint32_t)id << 32 | (uint32_t)cont; }
+
+static size_t memo_slot(const nfa *a, uint64_t k) {
+    size_t s = (size_t)((k + 1) * 0x9E3779B97F4A7C15ull >> 20) & (a->cap_memo - 1);
+    while (a->memo[s].key && a->memo[s].key != k + 1)
+        s = (s + 1) & (a->cap_memo - 1);
+    return s;
+}
+
+static hr_err *memo_put(nfa *a, uint64_t k, int entry) {
+    if ((size_t)(a->n_memo + 1) * 2 > a->cap_memo) {
+        size_t old = a->cap_memo;
+        frag_memo *m = a->memo;
+        a->cap_memo = old ? old * 2 : 1024;
+        a->memo = calloc(a->cap_memo, sizeof *a->memo);
+        if (!a->memo) {
+            a->memo = m;
+            a->cap_memo = old;
+            return hr_err_oom();
+        }
+        for (size_t s = 0; s < old; s++)
+            if (m[s].key) a->memo[memo_slot(a, m[s].key - 1)] = m[s];
+        free(m);
+    }
+    a->memo[memo_slot(a, k)] = (frag_memo){k + 1, entry};
+    a->n_memo++;
+    return NULL;
+}
+
+static hr_err *frag_set(nfa *a, const hr_gnode *n, int cont, int *entry) {
+    HR_TRY(state(a, entry));
     for (int k = 0; k < n->n; k++) {
         const hr_grange *r = &a->ir->ranges[n->first + k];
-        HR_TRY(utf8_range(a, in, out, r->lo, r->hi));
+        HR_TRY(utf8_range(a, *entry, cont, r->lo, r->hi));
     }
     return NULL;
 }
 
-static hr_err *frag_rep(nfa *a, const hr_gnode *n, int in, int out) {
-    int cur = in, ci, co;
-    for (int k = 0; k < n->min; k++) {
-        HR_TRY(frag(a, n->child, &ci, &co));
-        HR_TRY(add_eps(a, cur, ci));
-        cur = co;
-    }
-    HR_TRY(add_eps(a, cur, out));
+/* A state that goes on to x or y. */
+static hr_err *fork_to(nfa *a, int x, int y, int *entry) {
+    HR_TRY(state(a, entry));
+    HR_TRY(add_eps(a, *entry, x));
+    return add_eps(a, *entry, y);
+}
+
+static hr_err *frag_rep(nfa *a, const hr_gnode *n, int cont, int *entry) {
+    int cur = cont, body;
     if (n->max == HR_G_INF) {
-        HR_TRY(frag(a, n->child, &ci, &co));
-        HR_TRY(add_eps(a, cur, ci));
-        HR_TRY(add_eps(a, co, cur));
-        return NULL;
+        HR_TRY(state(a, &cur));
+        HR_TRY(frag(a, n->child, cur, &body));
+        HR_TRY(add_eps(a, cur, cont));
+        HR_TRY(add_eps(a, cur, body));
     }
-    for (int k = n->min; k < n->max; k++) {
-        HR_TRY(frag(a, n->child, &ci, &co));
-        HR_TRY(add_eps(a, cur, ci));
-        HR_TRY(add_eps(a, co, out));
-        cur = co;
+    for (int k = n->min; n->max != HR_G_INF && k < n->max; k++) {
+        HR_TRY(frag(a, n->child, cur, &body));
+        HR_TRY(fork_to(a, cont, body, &cur));
     }
+    for (int k = 0; k < n->min; k++)
+        HR_TRY(frag(a, n->child, cur, &cur));
+    *entry = cur;
     return NULL;
 }
 
@@ -197,18 +242,19 @@ static hr_err *op_dfa(nfa *a, int node, const hr_gdfa **out) {
     return NULL;
 }
 
-/* AND or NOT node `node` as NFA states and byte edges from in to out: one state per state
- * of its DFA, out reached from the accepting ones. */
-static hr_err *frag_dfa(nfa *a, int node, int in, int out) {
+/* AND or NOT node `node` as NFA states and byte edges: one state per state of its DFA,
+ * cont reached from the accepting ones. */
+static hr_err *frag_dfa(nfa *a, int node, int cont, int *entry) {
     const hr_gdfa *p;
     HR_TRY(op_dfa(a, node, &p));
+    if (!p->n_states) return state(a, entry); /* the empty language: a dead end */
     int base = a->n_states;
     if (p->n_states > MAX_NFA - base) return too_large();
     a->n_states += p->n_states;
-    if (p->n_states) HR_TRY(add_eps(a, in, base));
+    *entry = base;
     for (int s = 0; s < p->n_states; s++) {
         const int32_t *row = p->trans + (size_t)s * 256;
-        if (p->accept[s]) HR_TRY(add_eps(a, base + s, out));
+        if (p->accept[s]) HR_TRY(add_eps(a, base + s, cont));
         for (int lo = 0, hi; lo < 256; lo = hi + 1) {
             for (hi = lo; hi < 255 && row[hi + 1] == row[lo];)
                 hi++;
@@ -218,38 +264,44 @@ static hr_err *frag_dfa(nfa *a, int node, int in, int out) {
     return NULL;
 }
 
-/* A fragment with a fresh entry *in and exit *out for node (rule references inlined). */
-static hr_err *frag(nfa *a, int node, int *in, int *out) {
+static hr_err *frag_node(nfa *a, int node, int cont, int *entry) {
     const hr_gnode *n = &a->ir->nodes[node];
-    if (++a->depth > 10000) return hr_errf("grammar too large: regular rules nested too deep");
-    HR_TRY(state(a, in));
-    HR_TRY(state(a, out));
-    int ci, co, cur = *in;
     switch (n->kind) {
-    case HR_GN_SET: HR_TRY(frag_set(a, n, *in, *out)); break;
+    case HR_GN_SET: return frag_set(a, n, cont, entry);
     case HR_GN_SEQ:
-        for (int k = 0; k < n->n; k++) {
-            HR_TRY(frag(a, a->ir->kids[n->first + k], &ci, &co));
-            HR_TRY(add_eps(a, cur, ci));
-            cur = co;
-        }
-        HR_TRY(add_eps(a, cur, *out));
-        break;
+        for (int k = n->n - 1; k >= 0; k--)
+            HR_TRY(frag(a, a->ir->kids[n->first + k], cont, &cont));
+        *entry = cont;
+        return NULL;
     case HR_GN_ALT:
+        HR_TRY(state(a, entry));
         for (int k = 0; k < n->n; k++) {
-            HR_TRY(frag(a, a->ir->kids[n->first + k], &ci, &co));
-            HR_TRY(add_eps(a, *in, ci));
-            HR_TRY(add_eps(a, co, *out));
+            int kid;
+            HR_TRY(frag(a, a->ir->kids[n->first + k], cont, &kid));
+            HR_TRY(add_eps(a, *entry, kid));
         }
-        break;
+        return NULL;
     case HR_GN_AND:
-    case HR_GN_NOT: HR_TRY(frag_dfa(a, node, *in, *out)); break;
-    case HR_GN_REP: HR_TRY(frag_rep(a, n, *in, *out)); break;
-    case HR_GN_REF:
-        HR_TRY(frag(a, a->ir->body[n->child], &ci, &co));
-        HR_TRY(add_eps(a, *in, ci));
-        HR_TRY(add_eps(a, co, *out));
-        break;
+    case HR_GN_NOT: return frag_dfa(a, node, cont, entry);
+    case HR_GN_REP: return frag_rep(a, n, cont, entry);
+    case HR_GN_REF: return frag(a, a->ir->body[n->child], cont, entry);
+    }
+    return NULL;
+}
+
+/* The entry of node before cont (rule references inlined), shared with an earlier copy of
+ * the same structure before the same cont. */
+static hr_err *frag(nfa *a, int node, int cont, int *entry) {
+    if (++a->depth > 10000) return hr_errf("grammar too large: regular rules nested too deep");
+    int id = hr_gcanon_id(&a->canon, node);
+    if (id < 0) return hr_err_oom();
+    uint64_t k = memo_key(id, cont);
+    size_t s = a->cap_memo ? memo_slot(a, k) : 0;
+    if (a->cap_memo && a->memo[s].key) {
+        *entry = a->memo[s].entry;
+    } else {
+        HR_TRY(frag_node(a, node, cont, entry));
+        HR_TRY(memo_put(a, k, *entry));
     }
     a->depth--;
     return NULL;
@@ -616,8 +668,10 @@ hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
     nfa a = {.ir = ir};
     csr c = {0};
     rawdfa d = {0};
-    int in, fin;
-    hr_err *e = frag(&a, node, &in, &fin);
+    int in = 0, fin = 0;
+    hr_err *e = hr_gcanon_init(&a.canon, ir);
+    if (!e) e = state(&a, &fin);
+    if (!e) e = frag(&a, node, fin, &in);
     if (!e) e = build_csr(&a, &c);
     if (!e) e = determinize(&c, in, fin, &d);
     uint8_t *live = e ? NULL : calloc((size_t)d.n + 1, 1);
@@ -636,6 +690,8 @@ hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
     csr_free(&c);
     free(a.e);
     free(a.eps);
+    free(a.memo);
+    hr_gcanon_free(&a.canon);
     for (int k = 0; k < a.n_ops; k++)
         hr_gdfa_free(&a.ops[k].dfa);
     free(a.ops);

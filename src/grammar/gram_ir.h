@@ -75,6 +75,23 @@ typedef struct {
 } hr_gints;
 int hr_gints_push(hr_gints *l, int x); /* 0, or -1 when out of memory */
 
+/* Structural ids of nodes (canon.c): equal ids for nodes of the same structure. */
+typedef struct {
+    const hr_gir *ir;
+    int *of;       /* open addressing: entry of of_id, -1 empty */
+    int *of_id;    /* (node, id) pairs */
+    size_t cap_of; /* of's slots; of_id holds cap_of / 2 pairs */
+    int n_of;
+    int *reps; /* open addressing: representative, -1 empty */
+    size_t cap_reps;
+    uint64_t *rep_hash; /* (n_reps) */
+    int *rep_node;      /* (n_reps) the first node of each structure */
+    int n_reps, cap_rep_list;
+} hr_gcanon;
+hr_err *hr_gcanon_init(hr_gcanon *c, const hr_gir *ir);
+void hr_gcanon_free(hr_gcanon *c);
+int hr_gcanon_id(hr_gcanon *c, int node); /* -1 when out of memory */
+
 /* ---- front ends ---- */
 /* GBNF text into ir (gbnf.c); *root is the rule "root". */
 hr_err *hr_gbnf_parse(const char *text, size_t len, hr_gir *ir, int *root);
