@@ -456,11 +456,29 @@ static hr_err *intern(setmap *m, const int *s, int n, int *idx, int *added) {
     return NULL;
 }
 
+/* The subset construction's DFA, its rows over byte columns: the bytes between two
+ * consecutive edge boundaries of the whole NFA, which every state treats alike. */
 typedef struct {
-    int32_t *trans;
+    int32_t *trans; /* (n, w) */
     uint8_t *accept;
     int n, cap;
+    int w;            /* columns */
+    uint8_t col[256]; /* column of each byte */
 } rawdfa;
+
+/* The columns: a new one at each byte where some NFA edge starts or ends. */
+static void columns(const csr *c, rawdfa *d) {
+    uint8_t cut[257] = {0};
+    for (int s = 0; s < c->n; s++)
+        for (int j = c->off_e[s]; j < c->off_e[s + 1]; j++)
+            cut[c->e[j].lo] = cut[c->e[j].hi + 1] = 1;
+    d->w = 0;
+    for (int b = 0; b < 256; b++) {
+        if (b && cut[b]) d->w++;
+        d->col[b] = (uint8_t)d->w;
+    }
+    d->w++;
+}
 
 /* Room for n states. */
 static hr_err *ensure(rawdfa *d, int n) {
@@ -468,7 +486,7 @@ static hr_err *ensure(rawdfa *d, int n) {
     int nc = d->cap ? d->cap * 2 : 64;
     while (nc < n)
         nc *= 2;
-    int32_t *t = realloc(d->trans, (size_t)nc * 256 * sizeof(int32_t));
+    int32_t *t = realloc(d->trans, (size_t)nc * (size_t)d->w * sizeof(int32_t));
     if (!t) return hr_err_oom();
     d->trans = t;
     uint8_t *a = realloc(d->accept, (size_t)nc);
@@ -514,8 +532,8 @@ static hr_err *expand(csr *c, setmap *m, rawdfa *d, int s, int accept_state, int
             HR_TRY(intern(m, buf, cnt, &t, &added));
             if (added) HR_TRY(ensure(d, m->n_sets));
         }
-        for (int x = b; x < e; x++)
-            d->trans[(size_t)s * 256 + x] = t;
+        for (int x = d->col[b]; x <= d->col[e - 1]; x++)
+            d->trans[(size_t)s * (size_t)d->w + x] = t;
         b = e;
     }
     return NULL;
@@ -546,21 +564,22 @@ static hr_err *determinize(csr *c, int start, int accept_state, rawdfa *d) {
 static hr_err *coreachable(const rawdfa *d, uint8_t *live) {
     int *stack = malloc((size_t)d->n * sizeof(int)), sp = 0;
     int *roff = calloc((size_t)d->n + 1, sizeof(int)),
-        *radj = malloc((size_t)d->n * 256 * sizeof(int));
+        *radj = malloc((size_t)d->n * (size_t)d->w * sizeof(int));
     hr_err *e = (stack && roff && radj) ? NULL : hr_err_oom();
     if (!e) {
         /* one reverse edge per run of equal targets in a row (rows are mostly runs) */
-        for (size_t k = 0; k < (size_t)d->n * 256; k++)
-            if (d->trans[k] >= 0 && (k % 256 == 0 || d->trans[k - 1] != d->trans[k]))
+        size_t w = (size_t)d->w;
+        for (size_t k = 0; k < (size_t)d->n * w; k++)
+            if (d->trans[k] >= 0 && (k % w == 0 || d->trans[k - 1] != d->trans[k]))
                 roff[d->trans[k] + 1]++;
         for (int s = 0; s < d->n; s++)
             roff[s + 1] += roff[s];
         int *fill = calloc((size_t)d->n + 1, sizeof(int));
         if (!fill) e = hr_err_oom();
-        for (size_t k = 0; !e && k < (size_t)d->n * 256; k++) {
+        for (size_t k = 0; !e && k < (size_t)d->n * w; k++) {
             int t = d->trans[k];
-            if (t >= 0 && (k % 256 == 0 || d->trans[k - 1] != t))
-                radj[roff[t] + fill[t]++] = (int)(k / 256);
+            if (t >= 0 && (k % w == 0 || d->trans[k - 1] != t))
+                radj[roff[t] + fill[t]++] = (int)(k / w);
         }
         free(fill);
         for (int s = 0; !e && s < d->n; s++)
@@ -577,16 +596,17 @@ static hr_err *coreachable(const rawdfa *d, uint8_t *live) {
     return e;
 }
 
-/* Bytes that every state treats alike share a class: minimization looks at one byte of
- * each class (rep), not at all 256. Returns the number of classes. */
-static int byte_classes_exact(const rawdfa *d, uint8_t *rep) {
+/* Columns that every state treats alike share a class: minimization looks at one column
+ * of each class (rep), not at all of them. Returns the number of classes. */
+static int col_classes_exact(const rawdfa *d, uint8_t *rep) {
     int n = 0;
-    for (int b = 0; b < 256; b++) {
+    size_t w = (size_t)d->w;
+    for (int b = 0; b < d->w; b++) {
         int same = -1;
         for (int c = 0; c < n && same < 0; c++) {
             int eq = 1;
             for (int s = 0; s < d->n && eq; s++)
-                eq = d->trans[(size_t)s * 256 + b] == d->trans[(size_t)s * 256 + rep[c]];
+                eq = d->trans[(size_t)s * w + b] == d->trans[(size_t)s * w + rep[c]];
             if (eq) same = c;
         }
         if (same < 0) rep[n++] = (uint8_t)b;
@@ -594,21 +614,21 @@ static int byte_classes_exact(const rawdfa *d, uint8_t *rep) {
     return n;
 }
 
-/* As byte_classes_exact, reading the table row by row (its columns are 1 KiB apart): a
- * hash per column picks the classes, one more pass checks them, and a collision falls back
- * to the exact column compare. */
-static int byte_classes(const rawdfa *d, uint8_t *rep) {
+/* As col_classes_exact, reading the table row by row: a hash per column picks the
+ * classes, one more pass checks them, and a collision falls back to the exact compare. */
+static int col_classes(const rawdfa *d, uint8_t *rep) {
     uint64_t h[256];
-    for (int b = 0; b < 256; b++)
+    size_t w = (size_t)d->w;
+    for (int b = 0; b < d->w; b++)
         h[b] = 1469598103934665603ull;
     for (int s = 0; s < d->n; s++) {
-        const int32_t *row = d->trans + (size_t)s * 256;
-        for (int b = 0; b < 256; b++)
+        const int32_t *row = d->trans + (size_t)s * w;
+        for (int b = 0; b < d->w; b++)
             h[b] = (h[b] ^ (uint32_t)row[b]) * 1099511628211ull;
     }
     int n = 0;
     uint8_t of[256];
-    for (int b = 0; b < 256; b++) {
+    for (int b = 0; b < d->w; b++) {
         int c = 0;
         while (c < n && h[rep[c]] != h[b])
             c++;
@@ -616,9 +636,9 @@ static int byte_classes(const rawdfa *d, uint8_t *rep) {
         of[b] = (uint8_t)c;
     }
     for (int s = 0; s < d->n; s++) {
-        const int32_t *row = d->trans + (size_t)s * 256;
-        for (int b = 0; b < 256; b++)
-            if (row[b] != row[rep[of[b]]]) return byte_classes_exact(d, rep);
+        const int32_t *row = d->trans + (size_t)s * w;
+        for (int b = 0; b < d->w; b++)
+            if (row[b] != row[rep[of[b]]]) return col_classes_exact(d, rep);
     }
     return n;
 }
@@ -627,7 +647,7 @@ static hr_err *minimize(rawdfa *d, hr_gdfa *out) {
     int *cls = malloc(((size_t)d->n + 1) * sizeof(int));
     if (!cls) return hr_err_oom();
     uint8_t rep[256];
-    int k = hr_gdfa_partition(d->trans, d->accept, d->n, rep, byte_classes(d, rep), cls);
+    int k = hr_gdfa_partition(d->trans, d->w, d->accept, d->n, rep, col_classes(d, rep), cls);
     if (k < 0) {
         free(cls);
         return hr_err_oom();
@@ -639,7 +659,7 @@ static hr_err *minimize(rawdfa *d, hr_gdfa *out) {
     for (int s = 0; !e && s < d->n; s++) {
         out->accept[cls[s]] = d->accept[s];
         for (int b = 0; b < 256; b++) {
-            int t = d->trans[(size_t)s * 256 + b];
+            int t = d->trans[(size_t)s * (size_t)d->w + d->col[b]];
             out->trans[(size_t)cls[s] * 256 + b] = t < 0 ? -1 : cls[t];
         }
     }
@@ -654,9 +674,9 @@ static void kill_dead(rawdfa *d, const uint8_t *live, int *map) {
         map[s] = live[s] ? m++ : -1;
     for (int s = 0; s < d->n; s++) {
         if (!live[s]) continue;
-        for (int b = 0; b < 256; b++) {
-            int t = d->trans[(size_t)s * 256 + b];
-            d->trans[(size_t)map[s] * 256 + b] = t < 0 ? -1 : map[t];
+        for (int b = 0; b < d->w; b++) {
+            int t = d->trans[(size_t)s * (size_t)d->w + b];
+            d->trans[(size_t)map[s] * (size_t)d->w + b] = t < 0 ? -1 : map[t];
         }
         d->accept[map[s]] = d->accept[s];
     }
@@ -673,6 +693,7 @@ hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
     if (!e) e = state(&a, &fin);
     if (!e) e = frag(&a, node, fin, &in);
     if (!e) e = build_csr(&a, &c);
+    if (!e) columns(&c, &d);
     if (!e) e = determinize(&c, in, fin, &d);
     uint8_t *live = e ? NULL : calloc((size_t)d.n + 1, 1);
     int *map = e ? NULL : malloc(((size_t)d.n + 1) * sizeof(int));

@@ -126,10 +126,10 @@ typedef struct {
 
 #define HR_G_CHAIN_INF (1 << 30)
 
-/* minimize.c: the equivalence classes of a DFA's states (trans (n, 256), -1 dead; rep one
- * byte of each of n_rep byte classes) into cls, the start's class 0; returns their number,
- * or -1 when out of memory. */
-int hr_gdfa_partition(const int32_t *trans, const uint8_t *accept, int n, const uint8_t *rep,
+/* minimize.c: the equivalence classes of a DFA's states (trans (n, w), -1 dead; rep one
+ * column of each of n_rep classes of columns) into cls, the start's class 0; returns their
+ * number, or -1 when out of memory. */
+int hr_gdfa_partition(const int32_t *trans, int w, const uint8_t *accept, int n, const uint8_t *rep,
                       int n_rep, int *cls);
 
 /* Fills chain_set and chain_len of a minimized DFA. */
