@@ -51,6 +51,8 @@ typedef struct {
     int *body;        /* (n_rules) node of each rule, -1 while only referenced */
     size_t *name_off; /* (n_rules) where the rule was first referenced or defined */
     int n_rules, cap_rules;
+    int *name_tab; /* open addressing over the names: rule index + 1, 0 empty */
+    size_t cap_name_tab;
 } hr_gir;
 
 void hr_gir_free(hr_gir *ir);
