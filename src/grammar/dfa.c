@@ -462,8 +462,9 @@ typedef struct {
     int32_t *trans; /* (n, w) */
     uint8_t *accept;
     int n, cap;
-    int w;            /* columns */
-    uint8_t col[256]; /* column of each byte */
+    int w;              /* columns */
+    uint8_t col[256];   /* column of each byte */
+    uint8_t first[256]; /* (w) the first byte of each column */
 } rawdfa;
 
 /* The columns: a new one at each byte where some NFA edge starts or ends. */
@@ -474,9 +475,10 @@ static void columns(const csr *c, rawdfa *d) {
             cut[c->e[j].lo] = cut[c->e[j].hi + 1] = 1;
     d->w = 0;
     for (int b = 0; b < 256; b++) {
-        if (b && cut[b]) d->w++;
+        if (b && cut[b]) d->first[++d->w] = (uint8_t)b;
         d->col[b] = (uint8_t)d->w;
     }
+    d->first[0] = 0;
     d->w++;
 }
 
@@ -510,21 +512,23 @@ static int step_set(csr *c, const int *set, int n, int b, int *out) {
 
 static hr_err *expand(csr *c, setmap *m, rawdfa *d, int s, int accept_state, int *buf) {
     int n = (int)(m->off[s + 1] - m->off[s]);
-    uint8_t cut[257] = {0};
-    cut[0] = cut[256] = 1;
+    uint8_t cut[257]; /* the columns where one of the set's edges starts or ends */
+    memset(cut, 0, (size_t)d->w + 1);
+    cut[0] = cut[d->w] = 1;
     const int *set = m->items + m->off[s];
     for (int k = 0; k < n; k++)
         for (int j = c->off_e[set[k]]; j < c->off_e[set[k] + 1]; j++)
-            cut[c->e[j].lo] = cut[c->e[j].hi + 1] = 1;
+            cut[d->col[c->e[j].lo]] = cut[d->col[c->e[j].hi] + 1] = 1;
     d->accept[s] = 0;
     for (int k = 0; k < n; k++)
         d->accept[s] |= set[k] == accept_state;
-    for (int b = 0; b < 256;) {
+    int32_t *row = NULL;
+    for (int b = 0; b < d->w;) {
         int e = b + 1;
         while (!cut[e])
             e++;
         set = m->items + m->off[s]; /* intern may move items */
-        int t = -1, added, cnt = step_set(c, set, n, b, buf);
+        int t = -1, added, cnt = step_set(c, set, n, d->first[b], buf);
         if (c->work > MAX_WORK)
             return hr_errf("grammar too large: a regular part needs too much work to compile");
         if (cnt) {
@@ -532,8 +536,9 @@ static hr_err *expand(csr *c, setmap *m, rawdfa *d, int s, int accept_state, int
             HR_TRY(intern(m, buf, cnt, &t, &added));
             if (added) HR_TRY(ensure(d, m->n_sets));
         }
-        for (int x = d->col[b]; x <= d->col[e - 1]; x++)
-            d->trans[(size_t)s * (size_t)d->w + x] = t;
+        row = d->trans + (size_t)s * (size_t)d->w; /* ensure may move trans */
+        for (int x = b; x < e; x++)
+            row[x] = t;
         b = e;
     }
     return NULL;
@@ -656,12 +661,17 @@ static hr_err *minimize(rawdfa *d, hr_gdfa *out) {
     out->trans = malloc((size_t)k * 256 * sizeof(int32_t));
     out->accept = malloc((size_t)k);
     hr_err *e = (out->trans && out->accept) ? NULL : hr_err_oom();
+    if (out->accept) memset(out->accept, 2, (size_t)k); /* 2: the class's row is not set */
     for (int s = 0; !e && s < d->n; s++) {
+        if (out->accept[cls[s]] != 2) continue; /* the first state of each class tells */
         out->accept[cls[s]] = d->accept[s];
-        for (int b = 0; b < 256; b++) {
-            int t = d->trans[(size_t)s * (size_t)d->w + d->col[b]];
-            out->trans[(size_t)cls[s] * 256 + b] = t < 0 ? -1 : cls[t];
+        int32_t to[256];
+        for (int x = 0; x < d->w; x++) {
+            int t = d->trans[(size_t)s * (size_t)d->w + x];
+            to[x] = t < 0 ? -1 : cls[t];
         }
+        for (int b = 0; b < 256; b++)
+            out->trans[(size_t)cls[s] * 256 + b] = to[d->col[b]];
     }
     free(cls);
     return e;
