@@ -27,7 +27,16 @@ typedef struct {
 } built_op;
 
 typedef struct {
+    uint64_t key; /* memo_key + 1, 0 empty */
+    int entry;
+} frag_memo;
+
+typedef struct {
     const hr_gir *ir;
+    hr_gcanon canon;
+    frag_memo *memo; /* open addressing over (structural id, continuation) */
+    size_t cap_memo;
+    int n_memo;
     edge *e;
     int n_e, cap_e;
     int *eps; /* (from, to) pairs */
@@ -127,36 +136,72 @@ static hr_err *utf8_range(nfa *a, int in, int out, uint32_t lo, uint32_t hi) {
     return NULL;
 }
 
-static hr_err *frag(nfa *a, int node, int *in, int *out);
+/* Fragments are built backwards: frag(node, cont) returns a state whose language is
+ * node's followed by cont's, so a sequence needs no states of its own, and a fragment is
+ * keyed on (structural id of node, cont): identical copies before the same continuation
+ * share their states. */
+static hr_err *frag(nfa *a, int node, int cont, int *entry);
 
-static hr_err *frag_set(nfa *a, const hr_gnode *n, int in, int out) {
+static uint64_t memo_key(int id, int cont) { return (uint64_t)(uint32_t)id << 32 | (uint32_t)cont; }
+
+static size_t memo_slot(const nfa *a, uint64_t k) {
+    size_t s = (size_t)((k + 1) * 0x9E3779B97F4A7C15ull >> 20) & (a->cap_memo - 1);
+    while (a->memo[s].key && a->memo[s].key != k + 1)
+        s = (s + 1) & (a->cap_memo - 1);
+    return s;
+}
+
+static hr_err *memo_put(nfa *a, uint64_t k, int entry) {
+    if ((size_t)(a->n_memo + 1) * 2 > a->cap_memo) {
+        size_t old = a->cap_memo;
+        frag_memo *m = a->memo;
+        a->cap_memo = old ? old * 2 : 1024;
+        a->memo = calloc(a->cap_memo, sizeof *a->memo);
+        if (!a->memo) {
+            a->memo = m;
+            a->cap_memo = old;
+            return hr_err_oom();
+        }
+        for (size_t s = 0; s < old; s++)
+            if (m[s].key) a->memo[memo_slot(a, m[s].key - 1)] = m[s];
+        free(m);
+    }
+    a->memo[memo_slot(a, k)] = (frag_memo){k + 1, entry};
+    a->n_memo++;
+    return NULL;
+}
+
+static hr_err *frag_set(nfa *a, const hr_gnode *n, int cont, int *entry) {
+    HR_TRY(state(a, entry));
     for (int k = 0; k < n->n; k++) {
         const hr_grange *r = &a->ir->ranges[n->first + k];
-        HR_TRY(utf8_range(a, in, out, r->lo, r->hi));
+        HR_TRY(utf8_range(a, *entry, cont, r->lo, r->hi));
     }
     return NULL;
 }
 
-static hr_err *frag_rep(nfa *a, const hr_gnode *n, int in, int out) {
-    int cur = in, ci, co;
-    for (int k = 0; k < n->min; k++) {
-        HR_TRY(frag(a, n->child, &ci, &co));
-        HR_TRY(add_eps(a, cur, ci));
-        cur = co;
-    }
-    HR_TRY(add_eps(a, cur, out));
+/* A state that goes on to x or y. */
+static hr_err *fork_to(nfa *a, int x, int y, int *entry) {
+    HR_TRY(state(a, entry));
+    HR_TRY(add_eps(a, *entry, x));
+    return add_eps(a, *entry, y);
+}
+
+static hr_err *frag_rep(nfa *a, const hr_gnode *n, int cont, int *entry) {
+    int cur = cont, body;
     if (n->max == HR_G_INF) {
-        HR_TRY(frag(a, n->child, &ci, &co));
-        HR_TRY(add_eps(a, cur, ci));
-        HR_TRY(add_eps(a, co, cur));
-        return NULL;
+        HR_TRY(state(a, &cur));
+        HR_TRY(frag(a, n->child, cur, &body));
+        HR_TRY(add_eps(a, cur, cont));
+        HR_TRY(add_eps(a, cur, body));
     }
-    for (int k = n->min; k < n->max; k++) {
-        HR_TRY(frag(a, n->child, &ci, &co));
-        HR_TRY(add_eps(a, cur, ci));
-        HR_TRY(add_eps(a, co, out));
-        cur = co;
+    for (int k = n->min; n->max != HR_G_INF && k < n->max; k++) {
+        HR_TRY(frag(a, n->child, cur, &body));
+        HR_TRY(fork_to(a, cont, body, &cur));
     }
+    for (int k = 0; k < n->min; k++)
+        HR_TRY(frag(a, n->child, cur, &cur));
+    *entry = cur;
     return NULL;
 }
 
@@ -197,18 +242,19 @@ static hr_err *op_dfa(nfa *a, int node, const hr_gdfa **out) {
     return NULL;
 }
 
-/* AND or NOT node `node` as NFA states and byte edges from in to out: one state per state
- * of its DFA, out reached from the accepting ones. */
-static hr_err *frag_dfa(nfa *a, int node, int in, int out) {
+/* AND or NOT node `node` as NFA states and byte edges: one state per state of its DFA,
+ * cont reached from the accepting ones. */
+static hr_err *frag_dfa(nfa *a, int node, int cont, int *entry) {
     const hr_gdfa *p;
     HR_TRY(op_dfa(a, node, &p));
+    if (!p->n_states) return state(a, entry); /* the empty language: a dead end */
     int base = a->n_states;
     if (p->n_states > MAX_NFA - base) return too_large();
     a->n_states += p->n_states;
-    if (p->n_states) HR_TRY(add_eps(a, in, base));
+    *entry = base;
     for (int s = 0; s < p->n_states; s++) {
         const int32_t *row = p->trans + (size_t)s * 256;
-        if (p->accept[s]) HR_TRY(add_eps(a, base + s, out));
+        if (p->accept[s]) HR_TRY(add_eps(a, base + s, cont));
         for (int lo = 0, hi; lo < 256; lo = hi + 1) {
             for (hi = lo; hi < 255 && row[hi + 1] == row[lo];)
                 hi++;
@@ -218,38 +264,44 @@ static hr_err *frag_dfa(nfa *a, int node, int in, int out) {
     return NULL;
 }
 
-/* A fragment with a fresh entry *in and exit *out for node (rule references inlined). */
-static hr_err *frag(nfa *a, int node, int *in, int *out) {
+static hr_err *frag_node(nfa *a, int node, int cont, int *entry) {
     const hr_gnode *n = &a->ir->nodes[node];
-    if (++a->depth > 10000) return hr_errf("grammar too large: regular rules nested too deep");
-    HR_TRY(state(a, in));
-    HR_TRY(state(a, out));
-    int ci, co, cur = *in;
     switch (n->kind) {
-    case HR_GN_SET: HR_TRY(frag_set(a, n, *in, *out)); break;
+    case HR_GN_SET: return frag_set(a, n, cont, entry);
     case HR_GN_SEQ:
-        for (int k = 0; k < n->n; k++) {
-            HR_TRY(frag(a, a->ir->kids[n->first + k], &ci, &co));
-            HR_TRY(add_eps(a, cur, ci));
-            cur = co;
-        }
-        HR_TRY(add_eps(a, cur, *out));
-        break;
+        for (int k = n->n - 1; k >= 0; k--)
+            HR_TRY(frag(a, a->ir->kids[n->first + k], cont, &cont));
+        *entry = cont;
+        return NULL;
     case HR_GN_ALT:
+        HR_TRY(state(a, entry));
         for (int k = 0; k < n->n; k++) {
-            HR_TRY(frag(a, a->ir->kids[n->first + k], &ci, &co));
-            HR_TRY(add_eps(a, *in, ci));
-            HR_TRY(add_eps(a, co, *out));
+            int kid;
+            HR_TRY(frag(a, a->ir->kids[n->first + k], cont, &kid));
+            HR_TRY(add_eps(a, *entry, kid));
         }
-        break;
+        return NULL;
     case HR_GN_AND:
-    case HR_GN_NOT: HR_TRY(frag_dfa(a, node, *in, *out)); break;
-    case HR_GN_REP: HR_TRY(frag_rep(a, n, *in, *out)); break;
-    case HR_GN_REF:
-        HR_TRY(frag(a, a->ir->body[n->child], &ci, &co));
-        HR_TRY(add_eps(a, *in, ci));
-        HR_TRY(add_eps(a, co, *out));
-        break;
+    case HR_GN_NOT: return frag_dfa(a, node, cont, entry);
+    case HR_GN_REP: return frag_rep(a, n, cont, entry);
+    case HR_GN_REF: return frag(a, a->ir->body[n->child], cont, entry);
+    }
+    return NULL;
+}
+
+/* The entry of node before cont (rule references inlined), shared with an earlier copy of
+ * the same structure before the same cont. */
+static hr_err *frag(nfa *a, int node, int cont, int *entry) {
+    if (++a->depth > 10000) return hr_errf("grammar too large: regular rules nested too deep");
+    int id = hr_gcanon_id(&a->canon, node);
+    if (id < 0) return hr_err_oom();
+    uint64_t k = memo_key(id, cont);
+    size_t s = a->cap_memo ? memo_slot(a, k) : 0;
+    if (a->cap_memo && a->memo[s].key) {
+        *entry = a->memo[s].entry;
+    } else {
+        HR_TRY(frag_node(a, node, cont, entry));
+        HR_TRY(memo_put(a, k, *entry));
     }
     a->depth--;
     return NULL;
@@ -404,11 +456,31 @@ static hr_err *intern(setmap *m, const int *s, int n, int *idx, int *added) {
     return NULL;
 }
 
+/* The subset construction's DFA, its rows over byte columns: the bytes between two
+ * consecutive edge boundaries of the whole NFA, which every state treats alike. */
 typedef struct {
-    int32_t *trans;
+    int32_t *trans; /* (n, w) */
     uint8_t *accept;
     int n, cap;
+    int w;              /* columns */
+    uint8_t col[256];   /* column of each byte */
+    uint8_t first[256]; /* (w) the first byte of each column */
 } rawdfa;
+
+/* The columns: a new one at each byte where some NFA edge starts or ends. */
+static void columns(const csr *c, rawdfa *d) {
+    uint8_t cut[257] = {0};
+    for (int s = 0; s < c->n; s++)
+        for (int j = c->off_e[s]; j < c->off_e[s + 1]; j++)
+            cut[c->e[j].lo] = cut[c->e[j].hi + 1] = 1;
+    d->w = 0;
+    for (int b = 0; b < 256; b++) {
+        if (b && cut[b]) d->first[++d->w] = (uint8_t)b;
+        d->col[b] = (uint8_t)d->w;
+    }
+    d->first[0] = 0;
+    d->w++;
+}
 
 /* Room for n states. */
 static hr_err *ensure(rawdfa *d, int n) {
@@ -416,7 +488,7 @@ static hr_err *ensure(rawdfa *d, int n) {
     int nc = d->cap ? d->cap * 2 : 64;
     while (nc < n)
         nc *= 2;
-    int32_t *t = realloc(d->trans, (size_t)nc * 256 * sizeof(int32_t));
+    int32_t *t = realloc(d->trans, (size_t)nc * (size_t)d->w * sizeof(int32_t));
     if (!t) return hr_err_oom();
     d->trans = t;
     uint8_t *a = realloc(d->accept, (size_t)nc);
@@ -440,21 +512,23 @@ static int step_set(csr *c, const int *set, int n, int b, int *out) {
 
 static hr_err *expand(csr *c, setmap *m, rawdfa *d, int s, int accept_state, int *buf) {
     int n = (int)(m->off[s + 1] - m->off[s]);
-    uint8_t cut[257] = {0};
-    cut[0] = cut[256] = 1;
+    uint8_t cut[257]; /* the columns where one of the set's edges starts or ends */
+    memset(cut, 0, (size_t)d->w + 1);
+    cut[0] = cut[d->w] = 1;
     const int *set = m->items + m->off[s];
     for (int k = 0; k < n; k++)
         for (int j = c->off_e[set[k]]; j < c->off_e[set[k] + 1]; j++)
-            cut[c->e[j].lo] = cut[c->e[j].hi + 1] = 1;
+            cut[d->col[c->e[j].lo]] = cut[d->col[c->e[j].hi] + 1] = 1;
     d->accept[s] = 0;
     for (int k = 0; k < n; k++)
         d->accept[s] |= set[k] == accept_state;
-    for (int b = 0; b < 256;) {
+    int32_t *row = NULL;
+    for (int b = 0; b < d->w;) {
         int e = b + 1;
         while (!cut[e])
             e++;
         set = m->items + m->off[s]; /* intern may move items */
-        int t = -1, added, cnt = step_set(c, set, n, b, buf);
+        int t = -1, added, cnt = step_set(c, set, n, d->first[b], buf);
         if (c->work > MAX_WORK)
             return hr_errf("grammar too large: a regular part needs too much work to compile");
         if (cnt) {
@@ -462,8 +536,9 @@ static hr_err *expand(csr *c, setmap *m, rawdfa *d, int s, int accept_state, int
             HR_TRY(intern(m, buf, cnt, &t, &added));
             if (added) HR_TRY(ensure(d, m->n_sets));
         }
+        row = d->trans + (size_t)s * (size_t)d->w; /* ensure may move trans */
         for (int x = b; x < e; x++)
-            d->trans[(size_t)s * 256 + x] = t;
+            row[x] = t;
         b = e;
     }
     return NULL;
@@ -494,21 +569,22 @@ static hr_err *determinize(csr *c, int start, int accept_state, rawdfa *d) {
 static hr_err *coreachable(const rawdfa *d, uint8_t *live) {
     int *stack = malloc((size_t)d->n * sizeof(int)), sp = 0;
     int *roff = calloc((size_t)d->n + 1, sizeof(int)),
-        *radj = malloc((size_t)d->n * 256 * sizeof(int));
+        *radj = malloc((size_t)d->n * (size_t)d->w * sizeof(int));
     hr_err *e = (stack && roff && radj) ? NULL : hr_err_oom();
     if (!e) {
         /* one reverse edge per run of equal targets in a row (rows are mostly runs) */
-        for (size_t k = 0; k < (size_t)d->n * 256; k++)
-            if (d->trans[k] >= 0 && (k % 256 == 0 || d->trans[k - 1] != d->trans[k]))
+        size_t w = (size_t)d->w;
+        for (size_t k = 0; k < (size_t)d->n * w; k++)
+            if (d->trans[k] >= 0 && (k % w == 0 || d->trans[k - 1] != d->trans[k]))
                 roff[d->trans[k] + 1]++;
         for (int s = 0; s < d->n; s++)
             roff[s + 1] += roff[s];
         int *fill = calloc((size_t)d->n + 1, sizeof(int));
         if (!fill) e = hr_err_oom();
-        for (size_t k = 0; !e && k < (size_t)d->n * 256; k++) {
+        for (size_t k = 0; !e && k < (size_t)d->n * w; k++) {
             int t = d->trans[k];
-            if (t >= 0 && (k % 256 == 0 || d->trans[k - 1] != t))
-                radj[roff[t] + fill[t]++] = (int)(k / 256);
+            if (t >= 0 && (k % w == 0 || d->trans[k - 1] != t))
+                radj[roff[t] + fill[t]++] = (int)(k / w);
         }
         free(fill);
         for (int s = 0; !e && s < d->n; s++)
@@ -525,16 +601,17 @@ static hr_err *coreachable(const rawdfa *d, uint8_t *live) {
     return e;
 }
 
-/* Bytes that every state treats alike share a class: minimization looks at one byte of
- * each class (rep), not at all 256. Returns the number of classes. */
-static int byte_classes_exact(const rawdfa *d, uint8_t *rep) {
+/* Columns that every state treats alike share a class: minimization looks at one column
+ * of each class (rep), not at all of them. Returns the number of classes. */
+static int col_classes_exact(const rawdfa *d, uint8_t *rep) {
     int n = 0;
-    for (int b = 0; b < 256; b++) {
+    size_t w = (size_t)d->w;
+    for (int b = 0; b < d->w; b++) {
         int same = -1;
         for (int c = 0; c < n && same < 0; c++) {
             int eq = 1;
             for (int s = 0; s < d->n && eq; s++)
-                eq = d->trans[(size_t)s * 256 + b] == d->trans[(size_t)s * 256 + rep[c]];
+                eq = d->trans[(size_t)s * w + b] == d->trans[(size_t)s * w + rep[c]];
             if (eq) same = c;
         }
         if (same < 0) rep[n++] = (uint8_t)b;
@@ -542,21 +619,21 @@ static int byte_classes_exact(const rawdfa *d, uint8_t *rep) {
     return n;
 }
 
-/* As byte_classes_exact, reading the table row by row (its columns are 1 KiB apart): a
- * hash per column picks the classes, one more pass checks them, and a collision falls back
- * to the exact column compare. */
-static int byte_classes(const rawdfa *d, uint8_t *rep) {
+/* As col_classes_exact, reading the table row by row: a hash per column picks the
+ * classes, one more pass checks them, and a collision falls back to the exact compare. */
+static int col_classes(const rawdfa *d, uint8_t *rep) {
     uint64_t h[256];
-    for (int b = 0; b < 256; b++)
+    size_t w = (size_t)d->w;
+    for (int b = 0; b < d->w; b++)
         h[b] = 1469598103934665603ull;
     for (int s = 0; s < d->n; s++) {
-        const int32_t *row = d->trans + (size_t)s * 256;
-        for (int b = 0; b < 256; b++)
+        const int32_t *row = d->trans + (size_t)s * w;
+        for (int b = 0; b < d->w; b++)
             h[b] = (h[b] ^ (uint32_t)row[b]) * 1099511628211ull;
     }
     int n = 0;
     uint8_t of[256];
-    for (int b = 0; b < 256; b++) {
+    for (int b = 0; b < d->w; b++) {
         int c = 0;
         while (c < n && h[rep[c]] != h[b])
             c++;
@@ -564,9 +641,9 @@ static int byte_classes(const rawdfa *d, uint8_t *rep) {
         of[b] = (uint8_t)c;
     }
     for (int s = 0; s < d->n; s++) {
-        const int32_t *row = d->trans + (size_t)s * 256;
-        for (int b = 0; b < 256; b++)
-            if (row[b] != row[rep[of[b]]]) return byte_classes_exact(d, rep);
+        const int32_t *row = d->trans + (size_t)s * w;
+        for (int b = 0; b < d->w; b++)
+            if (row[b] != row[rep[of[b]]]) return col_classes_exact(d, rep);
     }
     return n;
 }
@@ -575,7 +652,7 @@ static hr_err *minimize(rawdfa *d, hr_gdfa *out) {
     int *cls = malloc(((size_t)d->n + 1) * sizeof(int));
     if (!cls) return hr_err_oom();
     uint8_t rep[256];
-    int k = hr_gdfa_partition(d->trans, d->accept, d->n, rep, byte_classes(d, rep), cls);
+    int k = hr_gdfa_partition(d->trans, d->w, d->accept, d->n, rep, col_classes(d, rep), cls);
     if (k < 0) {
         free(cls);
         return hr_err_oom();
@@ -584,12 +661,17 @@ static hr_err *minimize(rawdfa *d, hr_gdfa *out) {
     out->trans = malloc((size_t)k * 256 * sizeof(int32_t));
     out->accept = malloc((size_t)k);
     hr_err *e = (out->trans && out->accept) ? NULL : hr_err_oom();
+    if (out->accept) memset(out->accept, 2, (size_t)k); /* 2: the class's row is not set */
     for (int s = 0; !e && s < d->n; s++) {
+        if (out->accept[cls[s]] != 2) continue; /* the first state of each class tells */
         out->accept[cls[s]] = d->accept[s];
-        for (int b = 0; b < 256; b++) {
-            int t = d->trans[(size_t)s * 256 + b];
-            out->trans[(size_t)cls[s] * 256 + b] = t < 0 ? -1 : cls[t];
+        int32_t to[256];
+        for (int x = 0; x < d->w; x++) {
+            int t = d->trans[(size_t)s * (size_t)d->w + x];
+            to[x] = t < 0 ? -1 : cls[t];
         }
+        for (int b = 0; b < 256; b++)
+            out->trans[(size_t)cls[s] * 256 + b] = to[d->col[b]];
     }
     free(cls);
     return e;
@@ -602,9 +684,9 @@ static void kill_dead(rawdfa *d, const uint8_t *live, int *map) {
         map[s] = live[s] ? m++ : -1;
     for (int s = 0; s < d->n; s++) {
         if (!live[s]) continue;
-        for (int b = 0; b < 256; b++) {
-            int t = d->trans[(size_t)s * 256 + b];
-            d->trans[(size_t)map[s] * 256 + b] = t < 0 ? -1 : map[t];
+        for (int b = 0; b < d->w; b++) {
+            int t = d->trans[(size_t)s * (size_t)d->w + b];
+            d->trans[(size_t)map[s] * (size_t)d->w + b] = t < 0 ? -1 : map[t];
         }
         d->accept[map[s]] = d->accept[s];
     }
@@ -616,9 +698,12 @@ hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
     nfa a = {.ir = ir};
     csr c = {0};
     rawdfa d = {0};
-    int in, fin;
-    hr_err *e = frag(&a, node, &in, &fin);
+    int in = 0, fin = 0;
+    hr_err *e = hr_gcanon_init(&a.canon, ir);
+    if (!e) e = state(&a, &fin);
+    if (!e) e = frag(&a, node, fin, &in);
     if (!e) e = build_csr(&a, &c);
+    if (!e) columns(&c, &d);
     if (!e) e = determinize(&c, in, fin, &d);
     uint8_t *live = e ? NULL : calloc((size_t)d.n + 1, 1);
     int *map = e ? NULL : malloc(((size_t)d.n + 1) * sizeof(int));
@@ -636,6 +721,8 @@ hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
     csr_free(&c);
     free(a.e);
     free(a.eps);
+    free(a.memo);
+    hr_gcanon_free(&a.canon);
     for (int k = 0; k < a.n_ops; k++)
         hr_gdfa_free(&a.ops[k].dfa);
     free(a.ops);

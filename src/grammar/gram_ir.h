@@ -51,6 +51,8 @@ typedef struct {
     int *body;        /* (n_rules) node of each rule, -1 while only referenced */
     size_t *name_off; /* (n_rules) where the rule was first referenced or defined */
     int n_rules, cap_rules;
+    int *name_tab; /* open addressing over the names: rule index + 1, 0 empty */
+    size_t cap_name_tab;
 } hr_gir;
 
 void hr_gir_free(hr_gir *ir);
@@ -74,6 +76,23 @@ typedef struct {
     int n, cap;
 } hr_gints;
 int hr_gints_push(hr_gints *l, int x); /* 0, or -1 when out of memory */
+
+/* Structural ids of nodes (canon.c): equal ids for nodes of the same structure. */
+typedef struct {
+    const hr_gir *ir;
+    int *of;       /* open addressing: entry of of_id, -1 empty */
+    int *of_id;    /* (node, id) pairs */
+    size_t cap_of; /* of's slots; of_id holds cap_of / 2 pairs */
+    int n_of;
+    int *reps; /* open addressing: representative, -1 empty */
+    size_t cap_reps;
+    uint64_t *rep_hash; /* (n_reps) */
+    int *rep_node;      /* (n_reps) the first node of each structure */
+    int n_reps, cap_rep_list;
+} hr_gcanon;
+hr_err *hr_gcanon_init(hr_gcanon *c, const hr_gir *ir);
+void hr_gcanon_free(hr_gcanon *c);
+int hr_gcanon_id(hr_gcanon *c, int node); /* -1 when out of memory */
 
 /* ---- front ends ---- */
 /* GBNF text into ir (gbnf.c); *root is the rule "root". */
@@ -109,10 +128,10 @@ typedef struct {
 
 #define HR_G_CHAIN_INF (1 << 30)
 
-/* minimize.c: the equivalence classes of a DFA's states (trans (n, 256), -1 dead; rep one
- * byte of each of n_rep byte classes) into cls, the start's class 0; returns their number,
- * or -1 when out of memory. */
-int hr_gdfa_partition(const int32_t *trans, const uint8_t *accept, int n, const uint8_t *rep,
+/* minimize.c: the equivalence classes of a DFA's states (trans (n, w), -1 dead; rep one
+ * column of each of n_rep classes of columns) into cls, the start's class 0; returns their
+ * number, or -1 when out of memory. */
+int hr_gdfa_partition(const int32_t *trans, int w, const uint8_t *accept, int n, const uint8_t *rep,
                       int n_rep, int *cls);
 
 /* Fills chain_set and chain_len of a minimized DFA. */

@@ -33,6 +33,7 @@ void hr_gir_free(hr_gir *ir) {
     free(ir->names);
     free(ir->body);
     free(ir->name_off);
+    free(ir->name_tab);
     memset(ir, 0, sizeof *ir);
 }
 
@@ -156,9 +157,45 @@ int hr_gir_ref(hr_gir *ir, int rule) {
     return id;
 }
 
-int hr_gir_rule(hr_gir *ir, const char *name, size_t len, size_t off) {
+static size_t name_hash(const char *name, size_t len) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t k = 0; k < len; k++)
+        h = (h ^ (uint8_t)name[k]) * 1099511628211ull;
+    return (size_t)h;
+}
+
+/* The name table's slot for name: where its rule is, or the empty slot it would take. */
+static size_t name_slot(const hr_gir *ir, const char *name, size_t len) {
+    size_t s = name_hash(name, len) & (ir->cap_name_tab - 1);
+    for (; ir->name_tab[s]; s = (s + 1) & (ir->cap_name_tab - 1)) {
+        const char *r = ir->names[ir->name_tab[s] - 1];
+        if (!strncmp(r, name, len) && !r[len]) break;
+    }
+    return s;
+}
+
+/* Room in the name table for one more rule (it stays at most half full). */
+static int grow_names(hr_gir *ir) {
+    if ((size_t)(ir->n_rules + 1) * 2 <= ir->cap_name_tab) return 0;
+    size_t old = ir->cap_name_tab;
+    int *t = ir->name_tab;
+    ir->cap_name_tab = old ? old * 2 : 256;
+    ir->name_tab = calloc(ir->cap_name_tab, sizeof(int));
+    if (!ir->name_tab) {
+        ir->name_tab = t;
+        ir->cap_name_tab = old;
+        return -1;
+    }
     for (int i = 0; i < ir->n_rules; i++)
-        if (strlen(ir->names[i]) == len && !memcmp(ir->names[i], name, len)) return i;
+        ir->name_tab[name_slot(ir, ir->names[i], strlen(ir->names[i]))] = i + 1;
+    free(t);
+    return 0;
+}
+
+int hr_gir_rule(hr_gir *ir, const char *name, size_t len, size_t off) {
+    if (grow_names(ir)) return -1;
+    size_t slot = name_slot(ir, name, len);
+    if (ir->name_tab[slot]) return ir->name_tab[slot] - 1;
     int cap = ir->cap_rules;
     if (grow((void **)&ir->names, &cap, ir->n_rules + 1, sizeof(char *))) return -1;
     cap = ir->cap_rules;
@@ -173,6 +210,7 @@ int hr_gir_rule(hr_gir *ir, const char *name, size_t len, size_t off) {
     ir->names[ir->n_rules] = s;
     ir->body[ir->n_rules] = -1;
     ir->name_off[ir->n_rules] = off;
+    ir->name_tab[slot] = ir->n_rules + 1;
     return ir->n_rules++;
 }
 

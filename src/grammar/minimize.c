@@ -10,6 +10,7 @@
 
 typedef struct {
     int n, k;                /* states including the sink (n - 1), byte classes */
+    int w;                   /* row width of the transition table */
     int *elems, *pos;        /* states grouped by block; where each state sits in elems */
     int *block;              /* (n) block of each state */
     int *beg, *end, *marked; /* per block: [beg, end) in elems, marked ones first */
@@ -60,9 +61,10 @@ static void split(hop *h) {
     h->n_touched = 0;
 }
 
-static int step(const int32_t *trans, int n_real, const uint8_t *rep, int s, int c) {
+static int step(const hop *h, const int32_t *trans, const uint8_t *rep, int s, int c) {
+    int n_real = h->n - 1;
     if (s == n_real) return n_real;
-    int t = trans[(size_t)s * 256 + rep[c]];
+    int t = trans[(size_t)s * (size_t)h->w + rep[c]];
     return t < 0 ? n_real : t;
 }
 
@@ -73,14 +75,14 @@ static int build_inverse(hop *h, const int32_t *trans, const uint8_t *rep) {
     if (!h->inv_off || !h->inv) return -1;
     for (int c = 0; c < k; c++)
         for (int s = 0; s < n; s++)
-            h->inv_off[c * n + step(trans, n - 1, rep, s, c) + 1]++;
+            h->inv_off[c * n + step(h, trans, rep, s, c) + 1]++;
     for (int i = 0; i < k * n; i++)
         h->inv_off[i + 1] += h->inv_off[i];
     int *fill = calloc((size_t)k * n, sizeof(int));
     if (!fill) return -1;
     for (int c = 0; c < k; c++)
         for (int s = 0; s < n; s++) {
-            int t = step(trans, n - 1, rep, s, c);
+            int t = step(h, trans, rep, s, c);
             h->inv[h->inv_off[c * n + t] + fill[c * n + t]++] = s;
         }
     free(fill);
@@ -131,9 +133,9 @@ static void init_blocks(hop *h, const uint8_t *accept) {
             queue(h, 1, c);
 }
 
-int hr_gdfa_partition(const int32_t *trans, const uint8_t *accept, int n_real, const uint8_t *rep,
-                      int n_rep, int *cls) {
-    hop h = {.n = n_real + 1, .k = n_rep};
+int hr_gdfa_partition(const int32_t *trans, int w, const uint8_t *accept, int n_real,
+                      const uint8_t *rep, int n_rep, int *cls) {
+    hop h = {.n = n_real + 1, .k = n_rep, .w = w};
     if (alloc(&h) || build_inverse(&h, trans, rep)) {
         release(&h);
         return -1;

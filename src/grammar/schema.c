@@ -983,6 +983,11 @@ static hr_err *by_type(hr_sc_ctx *c, const json_t *s, const char *path, const ch
 }
 
 static hr_err *value_inner(hr_sc_ctx *c, const json_t *s, const char *path, const char **rule) {
+    if (hr_sc_has_conditional(s)) {
+        const json_t *m;
+        HR_TRY(hr_sc_conditionals(c, s, path, &m));
+        return hr_sc_value(c, m, path, rule);
+    }
     json_t *not = json_object_get(s, "not");
     if (not ) { /* "not" of a required list or a type is a schema: merge it in */
         json_t *neg = hr_sc_keep(c, hr_sc_negation(c, not ));

@@ -152,6 +152,13 @@ hr_err *hr_sc_one_of_branch(hr_sc_ctx *c, const json_t *rest, const json_t *list
 /* "not s" as a new schema when it can be said exactly (s lists only required properties
  * and a type), else NULL. */
 json_t *hr_sc_negation(hr_sc_ctx *c, const json_t *s);
+/* As hr_sc_negation, also of {properties (required, type object)} whose property schemas
+ * have negations: for if/then/else. */
+json_t *hr_sc_negation_cond(hr_sc_ctx *c, const json_t *s);
+/* schema_cond.c: does s hold if/then/else or a schema dependency, and s with those
+ * rewritten as allOf/anyOf of exact negations (refused with the path where there is none) */
+int hr_sc_has_conditional(const json_t *s);
+hr_err *hr_sc_conditionals(hr_sc_ctx *c, const json_t *s, const char *path, const json_t **out);
 /* uniqueItems: true on an array of items (no tuple), minItems mn, maxItems mx (< 0: none):
  * *done with *rule (NULL: no array fits) when the items take few values and uniqueness is
  * exact; else *done 0 and the context marked HR_SCHEMA_OVER_UNIQUE. */

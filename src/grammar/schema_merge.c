@@ -264,6 +264,20 @@ static hr_err *merge_patterns(const json_t *a, const json_t *b, json_t *m) {
     return e;
 }
 
+/* m[k] = the strings of list a and those of list b not already in a. */
+static hr_err *put_union(json_t *m, const char *k, const json_t *a, const json_t *b) {
+    json_t *u = hr_json_copy(a);
+    if (!u) return hr_err_oom();
+    hr_err *e = hr_json_set_new(m, k, u);
+    for (size_t i = 0; !e && i < json_array_size(b); i++) {
+        int seen = 0;
+        for (size_t j = 0; j < json_array_size(a) && !seen; j++)
+            seen = json_equal(json_array_get(a, j), json_array_get(b, i));
+        if (!seen) e = add(u, json_array_get(b, i));
+    }
+    return e;
+}
+
 static hr_err *merge_pair(hr_sc_ctx *c, const json_t *a, const json_t *b, const char *path,
                           json_t *m) {
     const json_t *sides[2] = {a, b};
@@ -273,6 +287,10 @@ static hr_err *merge_pair(hr_sc_ctx *c, const json_t *a, const json_t *b, const 
         json_object_foreach((json_t *)sides[s], k, v) {
             json_t *o = json_object_get(sides[1 - s], k);
             if (IN(k, group_kw)) continue;
+            if (!strcmp(k, HR_SC_NOT_STRINGS) && o) { /* none of A and none of B: A and B */
+                if (s == 0) HR_TRY(put_union(m, k, v, o));
+                continue;
+            }
             if (IN(k, lower_kw) || IN(k, upper_kw)) {
                 if (s == 1 && o) continue;
                 json_t *pick = v;
@@ -319,6 +337,7 @@ static hr_err *merge_pair(hr_sc_ctx *c, const json_t *a, const json_t *b, const 
 static hr_err *flatten(hr_sc_ctx *c, const json_t *s, const char *path, const json_t **out) {
     *out = s;
     if (!json_is_object(s)) return NULL;
+    if (hr_sc_has_conditional(s)) HR_TRY(hr_sc_conditionals(c, s, path, &s));
     json_t *ref = json_object_get(s, "$ref"), *all = json_object_get(s, "allOf");
     if (!ref && !all) return NULL;
     json_t *rest = hr_json_copy((json_t *)s);

@@ -168,7 +168,49 @@ static json_t *negate_pattern(const json_t *s) {
                      "array", "number", "type", "string", HR_SC_NOT_PATTERNS, pat);
 }
 
-static json_t *negation(hr_sc_ctx *c, const json_t *s) {
+static json_t *negate(hr_sc_ctx *c, const json_t *s, int props);
+
+/* not {properties (and maybe required, type object)}, each property's schema negatable:
+ * another type (when the type is given), an object missing a required property, or one
+ * whose property k is present and fails its schema. */
+static json_t *negate_properties(hr_sc_ctx *c, const json_t *s) {
+    json_t *t = json_object_get(s, "type"), *props = json_object_get(s, "properties");
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)s, k, v) {
+        int object_type =
+            !strcmp(k, "type") && json_is_string(t) && !strcmp(json_string_value(t), "object");
+        if (hr_sc_is_assertion(k) && strcmp(k, "properties") && strcmp(k, "required") &&
+            !object_type)
+            return NULL;
+    }
+    json_t *alts = json_array();
+    if (alts && t)
+        json_array_append_new(
+            alts, json_pack("{s:[sssss]}", "type", "null", "boolean", "array", "string", "number"));
+    json_t *req = json_object_get(s, "required");
+    for (size_t i = 0; alts && i < json_array_size(req); i++)
+        json_array_append_new(alts, json_pack("{s:s,s:{s:b}}", "type", "object", "properties",
+                                              json_string_value(json_array_get(req, i)), 0));
+    json_object_foreach(props, k, v) {
+        json_t *neg = alts ? negate(c, v, 1) : NULL;
+        if (!neg) {
+            json_decref(alts);
+            return NULL;
+        }
+        json_array_append_new(alts, json_pack("{s:s,s:[s],s:{s:o}}", "type", "object", "required",
+                                              k, "properties", k, neg));
+    }
+    if (!alts || !json_array_size(alts)) {
+        json_decref(alts);
+        return alts ? json_false() : NULL;
+    }
+    return json_pack("{s:o}", "anyOf", alts);
+}
+
+/* "not s", NULL when it cannot be said; props: also of a properties conjunction (for
+ * if/then/else; oneOf keeps to the other forms). */
+static json_t *negate(hr_sc_ctx *c, const json_t *s, int props) {
     s = deref(c, s);
     if (json_is_true(s)) return json_false();
     if (!json_is_object(s)) return NULL;
@@ -180,6 +222,7 @@ static json_t *negation(hr_sc_ctx *c, const json_t *s) {
     if (ns) return ns;
     json_t *np = negate_pattern(s);
     if (np) return np;
+    if (props && json_object_get(s, "properties")) return negate_properties(c, s);
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)s, k, v) if (hr_sc_is_assertion(k) && strcmp(k, "required") &&
@@ -210,7 +253,11 @@ static json_t *negation(hr_sc_ctx *c, const json_t *s) {
     return json_pack("{s:o}", "anyOf", alts);
 }
 
+static json_t *negation(hr_sc_ctx *c, const json_t *s) { return negate(c, s, 0); }
+
 json_t *hr_sc_negation(hr_sc_ctx *c, const json_t *s) { return negation(c, s); }
+
+json_t *hr_sc_negation_cond(hr_sc_ctx *c, const json_t *s) { return negate(c, s, 1); }
 
 hr_err *hr_sc_one_of_branch(hr_sc_ctx *c, const json_t *rest, const json_t *list, size_t i,
                             const char *path, const json_t **out) {

@@ -28,8 +28,8 @@ expect_rc schema_ok 0 "accepted" "$H" grammar --model "$M" --schema "$T/s.json" 
 expect_rc schema_compact_ok 0 "accepted" "$H" grammar --model "$M" --schema "$T/s.json" --compact --text '{"n":12}'
 expect_rc schema_compact_ws 1 "rejected at byte 5" "$H" grammar --model "$M" --schema "$T/s.json" --compact --text '{"n": 12}'
 expect_rc schema_reject 1 "rejected at byte 6" "$H" grammar --model "$M" --schema "$T/s.json" --text '{"n": 0}'
-printf '{"type":"object","dependentSchemas":{"a":{}}}' >"$T/u.json"
-expect_rc schema_refused 2 "grammar refused: .*u.json: schema: \"dependentSchemas\" at # is not supported" "$H" grammar --model "$M" --schema "$T/u.json" --text '[]'
+printf '{"type":"object","if":{"minimum":2},"then":{"required":["a"]}}' >"$T/u.json"
+expect_rc schema_refused 2 "grammar refused: .*u.json: schema: \"if\" at # is not supported" "$H" grammar --model "$M" --schema "$T/u.json" --text '[]'
 printf '{"type":' >"$T/broken.json"
 expect_rc schema_broken 2 "broken.json" "$H" grammar --model "$M" --schema "$T/broken.json" --text '[]'
 expect_rc compact_alone 2 "--compact goes with --schema" "$H" grammar --model "$M" --regex a --compact --text a

@@ -598,15 +598,62 @@ static void test_combinators_and_refs(void) {
     JUDGE("{\"type\":\"array\",\"items\":{\"$ref\":\"#\"}}", L("[]", "[[],[[]]]"), L("[1]"));
 }
 
+/* if/then/else and schema dependencies: the condition's negation picks the other branch. */
+static void test_conditionals(void) {
+    JUDGE("{\"type\":\"object\",\"properties\":{\"country\":{\"enum\":[\"US\",\"CA\"]},"
+          "\"postal_code\":{\"type\":\"string\"}},\"required\":[\"country\",\"postal_code\"],"
+          "\"if\":{\"properties\":{\"country\":{\"const\":\"US\"}}},"
+          "\"then\":{\"properties\":{\"postal_code\":{\"pattern\":\"^[0-9]{5}$\"}}},"
+          "\"else\":{\"properties\":{\"postal_code\":{\"pattern\":\"^[A-Z][0-9][A-Z] "
+          "[0-9][A-Z][0-9]$\"}}}}",
+          L("{\"country\":\"US\",\"postal_code\":\"12345\"}",
+            "{\"postal_code\":\"K1A 0B1\",\"country\":\"CA\"}",
+            "{\n  \"country\": \"US\",\n  \"postal_code\": \"02139\"\n}"),
+          L("{\"country\":\"US\",\"postal_code\":\"K1A 0B1\"}",
+            "{\"country\":\"CA\",\"postal_code\":\"12345\"}", "{\"country\":\"US\"}"));
+    JUDGE("{\"type\":\"object\",\"properties\":{\"method\":{\"type\":\"string\"},"
+          "\"card\":{\"type\":\"string\"},\"iban\":{\"type\":\"string\"}},"
+          "\"if\":{\"properties\":{\"method\":{\"const\":\"card\"}},\"required\":[\"method\"]},"
+          "\"then\":{\"required\":[\"card\"]},\"else\":{\"not\":{\"required\":[\"card\"]}}}",
+          L("{\"method\":\"card\",\"card\":\"4111\"}", "{\"method\":\"sepa\",\"iban\":\"DE89\"}",
+            "{}", "{\n  \"iban\": \"DE89\"\n}"),
+          L("{\"method\":\"card\"}", "{\"method\":\"sepa\",\"card\":\"4111\"}",
+            "{\"card\":\"4111\"}", "{\"method\":1}"));
+    /* no type: a non-object, or an object without "kind", meets the condition */
+    JUDGE("{\"if\":{\"properties\":{\"kind\":{\"const\":\"x\"}}},\"then\":{\"required\":[\"v\"]},"
+          "\"else\":{\"type\":\"object\"}}",
+          L("7", "\"s\"", "{\"kind\":\"y\"}", "{\"kind\":\"x\",\"v\":1}", "{\"v\":0}"),
+          L("{\"kind\":\"x\"}", "{\"kind\":\"x\",\"w\":1}", "{}"));
+    JUDGE("{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+          "\"credit_card\":{\"type\":\"integer\"},\"billing_address\":{\"type\":\"string\"}},"
+          "\"dependentSchemas\":{\"credit_card\":{\"required\":[\"billing_address\"]}}}",
+          L("{\"name\":\"a\"}", "{\"credit_card\":5,\"billing_address\":\"x\"}",
+            "{\"billing_address\":\"x\"}",
+            "{\n  \"billing_address\": \"x\",\n  \"credit_card\": 5\n}"),
+          L("{\"credit_card\":5}", "{\"credit_card\":5,\"name\":\"n\"}"));
+    /* draft-07 dependencies: a list (the object compiler's) beside a schema (a conditional) */
+    JUDGE("{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\"},"
+          "\"b\":{\"type\":\"integer\"},\"c\":{\"type\":\"string\"}},"
+          "\"dependencies\":{\"a\":[\"b\"],\"c\":{\"properties\":{\"a\":{\"minimum\":10}}}}}",
+          L("{\"a\":1,\"b\":2}", "{\"c\":\"x\"}", "{\"c\":\"x\",\"a\":10,\"b\":1}", "{}"),
+          L("{\"a\":1}", "{\"c\":\"x\",\"a\":3,\"b\":1}", "{\"c\":\"x\",\"a\":10}"));
+    /* inside allOf: each conditional is kept */
+    JUDGE("{\"allOf\":[{\"if\":{\"properties\":{\"t\":{\"const\":\"a\"}}},\"then\":{\"required\":"
+          "[\"x\"]}},{\"if\":{\"properties\":{\"t\":{\"const\":\"b\"}}},\"then\":{\"required\":"
+          "[\"y\"]}}],\"type\":\"object\"}",
+          L("{\"t\":\"a\",\"x\":1}", "{\"t\":\"b\",\"y\":1}", "{\"t\":\"c\"}"),
+          L("{\"t\":\"a\",\"y\":1}", "{\"t\":\"b\",\"x\":1}"));
+}
+
 /* A refused schema names the keyword and its path. */
 static void test_refusals(void) {
     static const char *cases[][2] = {
-        {"{\"properties\":{\"tags\":{\"dependentSchemas\":{\"a\":{}}}}}",
-         "\"dependentSchemas\" at #/properties/tags"},
+        {"{\"properties\":{\"tags\":{\"if\":{\"minimum\":3},\"then\":{\"maximum\":9}}}}",
+         "\"if\" at #/properties/tags"},
         {"{\"items\":{\"contains\":{},\"maxContains\":2}}", "\"maxContains\" at #/items"},
         {"{\"contains\":{},\"maxItems\":3}", "\"contains\" with minItems"},
-        {"{\"if\":{},\"then\":{}}", "\"if\" at #"},
-        {"{\"dependentSchemas\":{\"a\":{}}}", "\"dependentSchemas\" at #"},
+        {"{\"if\":{\"properties\":{\"a\":{\"const\":1}}},\"else\":{}}", "\"if\" at #"},
+        {"{\"dependentSchemas\":{\"a\":{\"not\":{\"minimum\":3}}}}", "\"not\" at #"},
         {"{\"dependencies\":{\"a\":[\"b\"]}}", "supported only between"},
         {"{\"$ref\":\"other.json#/x\"}", "not a local reference"},
         {"{\"$ref\":\"#/nowhere\"}", "points to nothing"},
@@ -696,6 +743,7 @@ int main(void) {
     HR_RUN(test_many_properties);
     HR_RUN(test_arrays);
     HR_RUN(test_combinators_and_refs);
+    HR_RUN(test_conditionals);
     HR_RUN(test_refusals);
     HR_RUN(test_prefix_and_any_object);
     HR_RUN(test_whitespace);
