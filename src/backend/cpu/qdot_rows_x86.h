@@ -129,6 +129,28 @@ static void rows4_q8_0(const void *w, const void *x, size_t xs, long nb, float *
     rows_tile(Q8_0_F, w, x, xs, nb, 4, out);
 }
 
+/* acc plus sc times the integer dot of n code vectors u[c] with x's words 4c .. (sc: int32
+ * lanes up to 63, the 8 rows' scales of one sub-block). VNNI: a vpdpbusd chain, then vpmulld.
+ * AVX2: the n maddubs summed in int16 lanes before one madd by sc in both halves of each
+ * lane: exact while n times a maddubs lane's bound (2 x 127 x the largest code) stays under
+ * 2^15 (4-bit codes: n = 8, 30480; 5-bit: n = 4, 31496), so the same integers either way. */
+static inline __m256i dot_scaled(__m256i acc, const __m256i *u, const int8_t *x, int n,
+                                 __m256i sc) {
+#ifdef __AVX512VNNI__
+    __m256i a = _mm256_setzero_si256();
+    UNROLL
+    for (int c = 0; c < n; c++)
+        a = dot_usa(a, u[c], bcast4(x + 4 * c));
+    return _mm256_add_epi32(acc, _mm256_mullo_epi32(a, sc));
+#else
+    __m256i a = _mm256_maddubs_epi16(u[0], bcast4(x));
+    UNROLL
+    for (int c = 1; c < n; c++)
+        a = _mm256_add_epi16(a, _mm256_maddubs_epi16(u[c], bcast4(x + 4 * c)));
+    return dot_ws(acc, a, _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
+#endif
+}
+
 /* Q4_K's 8 rows' 6-bit scales of sub-block j (int32 lanes) from a repacked super-block h. */
 static inline __m256i q4_k_rows_sc(const uint8_t *h, int j) {
     __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(h + 32 + 8 * j)));
@@ -148,8 +170,9 @@ static inline __m256i q4_k_rows_min(const uint8_t *h, int j) {
 
 /* Q4_K / Q5_K tile: per super-block, sub-block pair q's 8 chunks of nibbles decoded once
  * (low: sub-block 2q, high: 2q + 1; Q5_K's fifth bits from its 8 chunks of qh), each token's
- * code dots (8 rows in 8 lanes) times the sub-blocks' scales (vpmulld) summed in integers,
- * the mins times x's sums per 32 likewise; then the qdot_rows_ref.c float steps. */
+ * code dots (8 rows in 8 lanes) times the sub-blocks' scales (dot_scaled) summed in integers,
+ * the mins times x's sums per 32 likewise (two sub-blocks' mins per lane, one madd /
+ * vpdpwssd with x's adjacent int16 sums); then the qdot_rows_ref.c float steps. */
 TILE rows_qk_tile(int five, const void *tile, const void *x, size_t xs, long nb, int nt,
                   float *out) {
     const uint8_t *o = tile;
@@ -184,30 +207,28 @@ TILE rows_qk_tile(int five, const void *tile, const void *x, size_t xs, long nb,
             UNROLL
             for (int t = 0; t < nt; t++) {
                 const int8_t *xl = ((const hr_q8k *)token(x, xs, t) + sb)->q + 64 * q;
-                __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+                int n = five ? 4 : 8;
                 UNROLL
-                for (int c = 0; c < 8; c++) {
-                    a0 = dot_usa(a0, lo[c], bcast4(xl + 4 * c));
-                    a1 = dot_usa(a1, hi[c], bcast4(xl + 32 + 4 * c));
+                for (int c = 0; c < 8; c += n) {
+                    isum[t] = dot_scaled(isum[t], lo + c, xl + 4 * c, n, sl);
+                    isum[t] = dot_scaled(isum[t], hi + c, xl + 32 + 4 * c, n, sh);
                 }
-                isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_mullo_epi32(a0, sl),
-                                                                     _mm256_mullo_epi32(a1, sh)));
             }
         }
         __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o));
         __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16)));
-        __m256i mins[8];
+        __m256i mins[4]; /* sub-blocks 2p, 2p + 1 in the int16 halves of each row's lane */
         UNROLL
-        for (int j = 0; j < 8; j++)
-            mins[j] = q4_k_rows_min(o, j);
+        for (int p = 0; p < 4; p++)
+            mins[p] = _mm256_or_si256(q4_k_rows_min(o, 2 * p),
+                                      _mm256_slli_epi32(q4_k_rows_min(o, 2 * p + 1), 16));
         UNROLL
         for (int t = 0; t < nt; t++) {
             const hr_q8k *xk = (const hr_q8k *)token(x, xs, t) + sb;
             __m256i msum = _mm256_setzero_si256();
             UNROLL
-            for (int j = 0; j < 8; j++)
-                msum = _mm256_add_epi32(msum,
-                                        _mm256_mullo_epi32(mins[j], _mm256_set1_epi32(xk->s32[j])));
+            for (int p = 0; p < 4; p++)
+                msum = dot_ws(msum, mins[p], bcast4((const int8_t *)(xk->s32 + 2 * p)));
             __m256 xd = _mm256_set1_ps(xk->d);
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, xd), acc[t]);
             acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, xd), acc[t]);
