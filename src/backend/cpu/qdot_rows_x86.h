@@ -129,11 +129,22 @@ static void rows4_q8_0(const void *w, const void *x, size_t xs, long nb, float *
     rows_tile(Q8_0_F, w, x, xs, nb, 4, out);
 }
 
+/* How many of `have` code vectors of codes up to code_max dot_scaled may take at once: on AVX2 the
+ * n maddubs are summed in int16 lanes, exact while n times a maddubs lane's bound (2 x 127 x
+ * code_max) stays under 2^15 (4-bit codes: 8, 30480; 5-bit: 4, 31496; 6-bit: 2, 32004). */
+static inline int scaled_group(int code_max, int have) {
+#ifdef __AVX512VNNI__
+    return have;
+#else
+    int n = 32767 / (2 * 127 * code_max);
+    return n < have ? n : have;
+#endif
+}
+
 /* acc plus sc times the integer dot of n code vectors u[c] with x's words 4c .. (sc: int32
- * lanes up to 63, the 8 rows' scales of one sub-block). VNNI: a vpdpbusd chain, then vpmulld.
- * AVX2: the n maddubs summed in int16 lanes before one madd by sc in both halves of each
- * lane: exact while n times a maddubs lane's bound (2 x 127 x the largest code) stays under
- * 2^15 (4-bit codes: n = 8, 30480; 5-bit: n = 4, 31496), so the same integers either way. */
+ * lanes in int16 range, the 8 rows' scales of one sub-block; n <= scaled_group of the codes).
+ * VNNI: a vpdpbusd chain, then vpmulld. AVX2: the n maddubs summed in int16 lanes, then one
+ * madd by sc in both halves of each lane. The same integers either way. */
 static inline __m256i dot_scaled(__m256i acc, const __m256i *u, const int8_t *x, int n,
                                  __m256i sc) {
 #ifdef __AVX512VNNI__
@@ -147,7 +158,7 @@ static inline __m256i dot_scaled(__m256i acc, const __m256i *u, const int8_t *x,
     UNROLL
     for (int c = 1; c < n; c++)
         a = _mm256_add_epi16(a, _mm256_maddubs_epi16(u[c], bcast4(x + 4 * c)));
-    return dot_ws(acc, a, _mm256_or_si256(sc, _mm256_slli_epi32(sc, 16)));
+    return dot_ws(acc, a, _mm256_blend_epi16(sc, _mm256_slli_epi32(sc, 16), 0xaa));
 #endif
 }
 
@@ -207,7 +218,7 @@ TILE rows_qk_tile(int five, const void *tile, const void *x, size_t xs, long nb,
             UNROLL
             for (int t = 0; t < nt; t++) {
                 const int8_t *xl = ((const hr_q8k *)token(x, xs, t) + sb)->q + 64 * q;
-                int n = five ? 4 : 8;
+                int n = scaled_group(five ? 31 : 15, 8);
                 UNROLL
                 for (int c = 0; c < 8; c += n) {
                     isum[t] = dot_scaled(isum[t], lo + c, xl + 4 * c, n, sl);
@@ -240,9 +251,9 @@ TILE rows_qk_tile(int five, const void *tile, const void *x, size_t xs, long nb,
 /* Q6_K tile: per super-block, half h and half u of each sub-block, the 4 chunks of ql's low
  * nibbles (sub-blocks 4h, 4h + 1), their high ones (4h + 2, 4h + 3) and qh's 2-bit pairs
  * decoded once into 16 vectors of 6-bit codes; per token and 16-element sub-block k, the
- * integer sum starts at -32 times x's sum per 16, takes 4 vpdpbusd of codes times broadcast
- * x words and is multiplied by the 8 rows' int8 scales of k (vpmulld); one FMA by d x_d per
- * super-block, as qdot_rows_ref.c. */
+ * code dot with broadcast x words times the 8 rows' int8 scales of k (dot_scaled); the -32
+ * offsets once per super-block, the scales of two sub-blocks per lane times x's adjacent sums
+ * per 16 (madd / vpdpwssd), times 32; one FMA by d x_d per super-block, as qdot_rows_ref.c. */
 TILE rows_q6_k_tile(const void *tile, const void *x, size_t xs, long nb, int nt, float *out) {
     const uint8_t *o = tile;
     const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
@@ -275,25 +286,35 @@ TILE rows_q6_k_tile(const void *tile, const void *x, size_t xs, long nb, int nt,
             for (int s = 0; s < 4; s++)
                 sc[s] = _mm256_cvtepi8_epi32(
                     _mm_loadl_epi64((const __m128i *)(o + 16 + 8 * (2 * (4 * h + s) + u))));
+            int n = scaled_group(63, 4);
             UNROLL
             for (int t = 0; t < nt; t++) {
                 const hr_q8k *xk = (const hr_q8k *)token(x, xs, t) + sb;
                 UNROLL
                 for (int s = 0; s < 4; s++) {
-                    int j = 4 * h + s;
-                    const int8_t *xq = xk->q + 32 * j + 16 * u;
-                    __m256i a = _mm256_set1_epi32(-32 * xk->s16[2 * j + u]);
+                    const int8_t *xq = xk->q + 32 * (4 * h + s) + 16 * u;
                     UNROLL
-                    for (int c = 0; c < 4; c++)
-                        a = dot_usa(a, q[s][c], bcast4(xq + 4 * c));
-                    isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(a, sc[s]));
+                    for (int c = 0; c < 4; c += n)
+                        isum[t] = dot_scaled(isum[t], q[s] + c, xq + 4 * c, n, sc[s]);
                 }
             }
+        }
+        __m256i scp[8]; /* sub-blocks 2p, 2p + 1's scales in the int16 halves of each row's lane */
+        UNROLL
+        for (int p = 0; p < 8; p++) {
+            __m128i m = _mm_loadu_si128((const __m128i *)(o + 16 + 16 * p));
+            scp[p] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(m, _mm_srli_si128(m, 8)));
         }
         __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o));
         UNROLL
         for (int t = 0; t < nt; t++) {
-            __m256 xd = _mm256_set1_ps(((const hr_q8k *)token(x, xs, t) + sb)->d);
+            const hr_q8k *xk = (const hr_q8k *)token(x, xs, t) + sb;
+            __m256i off = _mm256_setzero_si256();
+            UNROLL
+            for (int p = 0; p < 8; p++)
+                off = dot_ws(off, scp[p], bcast4((const int8_t *)(xk->s16 + 2 * p)));
+            isum[t] = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(off, 5));
+            __m256 xd = _mm256_set1_ps(xk->d);
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, xd), acc[t]);
         }
     }
