@@ -168,15 +168,25 @@ static inline __m256i q4_k_rows_sc(const uint8_t *h, int j) {
     return _mm256_and_si256(b, _mm256_set1_epi32(63));
 }
 
-/* And their mins: low 2 bits above the scales, high 4 in nibble r / 4 of byte r % 4. */
-static inline __m256i q4_k_rows_min(const uint8_t *h, int j) {
-    __m256i lo = _mm256_srli_epi32(
-        _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(h + 32 + 8 * j))), 6);
-    int32_t w;
-    memcpy(&w, h + 96 + 4 * j, 4);
-    __m256i hi = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(_mm_set1_epi32(w)),
-                                   _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
-    return _mm256_or_si256(lo, _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(15)), 2));
+/* And their mins, all 64 at once, sub-blocks 2p, 2p + 1 in the int16 halves of each row's lane
+ * (mins[p]): the low 2 bits above the scales (bytes 8j + r), the high 4 in nibble r / 4 of
+ * byte 4j + r % 4, the two nibbles' dwords interleaved into the scales' order (8j + r), then
+ * per pair of sub-blocks one byte shuffle (row r's two bytes side by side) and a widening. */
+static inline void q4_k_rows_mins(const uint8_t *h, __m256i *mins) {
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    __m256i hb = load32(h + 96), lo = _mm256_and_si256(hb, m4),
+            hi = _mm256_and_si256(_mm256_srli_epi16(hb, 4), m4);
+    __m256i a = _mm256_unpacklo_epi32(lo, hi), b = _mm256_unpackhi_epi32(lo, hi); /* j 0 1 | 4 5 */
+    __m256i top[2] = {_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31)};
+    const __m256i pair = _mm256_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15, 0,
+                                          8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    UNROLL
+    for (int g = 0; g < 2; g++) {
+        __m256i low = _mm256_and_si256(_mm256_srli_epi16(load32(h + 32 + 32 * g), 6), m2);
+        __m256i m = _mm256_shuffle_epi8(_mm256_or_si256(low, _mm256_slli_epi16(top[g], 2)), pair);
+        mins[2 * g] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(m));
+        mins[2 * g + 1] = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m, 1));
+    }
 }
 
 /* Q4_K / Q5_K tile: per super-block, sub-block pair q's 8 chunks of nibbles decoded once
@@ -228,11 +238,8 @@ TILE rows_qk_tile(int five, const void *tile, const void *x, size_t xs, long nb,
         }
         __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o));
         __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16)));
-        __m256i mins[4]; /* sub-blocks 2p, 2p + 1 in the int16 halves of each row's lane */
-        UNROLL
-        for (int p = 0; p < 4; p++)
-            mins[p] = _mm256_or_si256(q4_k_rows_min(o, 2 * p),
-                                      _mm256_slli_epi32(q4_k_rows_min(o, 2 * p + 1), 16));
+        __m256i mins[4];
+        q4_k_rows_mins(o, mins);
         UNROLL
         for (int t = 0; t < nt; t++) {
             const hr_q8k *xk = (const hr_q8k *)token(x, xs, t) + sb;
