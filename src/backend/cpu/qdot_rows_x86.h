@@ -41,6 +41,39 @@ TILE acc_store(float *out, const __m256 *acc, int nt) {
         _mm256_storeu_ps(out + HR_QROWS * t, acc[t]);
 }
 
+/* How many of `have` code vectors of codes up to code_max dot_scaled may take at once: on AVX2 the
+ * n maddubs are summed in int16 lanes, exact while n times a maddubs lane's bound (2 x 127 x
+ * code_max) stays under 2^15 (4-bit codes: 8, 30480; 5-bit: 4, 31496; 6-bit: 2, 32004). */
+static inline int scaled_group(int code_max, int have) {
+#ifdef __AVX512VNNI__
+    return have;
+#else
+    int n = 32767 / (2 * 127 * code_max);
+    return n < have ? n : have;
+#endif
+}
+
+/* acc plus sc times the integer dot of n code vectors u[c] with x's words 4c .. (sc: int32
+ * lanes in int16 range, the 8 rows' scales of one sub-block; n <= scaled_group of the codes).
+ * VNNI: a vpdpbusd chain, then vpmulld. AVX2: the n maddubs summed in int16 lanes, then one
+ * madd by sc in both halves of each lane. The same integers either way. */
+static inline __m256i dot_scaled(__m256i acc, const __m256i *u, const int8_t *x, int n,
+                                 __m256i sc) {
+#ifdef __AVX512VNNI__
+    __m256i a = _mm256_setzero_si256();
+    UNROLL
+    for (int c = 0; c < n; c++)
+        a = dot_usa(a, u[c], bcast4(x + 4 * c));
+    return _mm256_add_epi32(acc, _mm256_mullo_epi32(a, sc));
+#else
+    __m256i a = _mm256_maddubs_epi16(u[0], bcast4(x));
+    UNROLL
+    for (int c = 1; c < n; c++)
+        a = _mm256_add_epi16(a, _mm256_maddubs_epi16(u[c], bcast4(x + 4 * c)));
+    return dot_ws(acc, a, _mm256_blend_epi16(sc, _mm256_slli_epi32(sc, 16), 0xaa));
+#endif
+}
+
 /* Q5_0's fifth bits of code vector v (elements 4v + k: bit 8k + v of each lane's re-laid
  * qh, qrepack.h) at bit 4 of each byte. */
 static inline __m256i q5_0_bits(__m256i qh, int v) {
@@ -88,12 +121,10 @@ rows_block(int f, const uint8_t *o, const void *x, size_t xs, long b, int nt, __
                 a1 = dot_q8u(a1, v[c + 1], bcast4(xq + 4 * c + 4));
             }
         } else {
+            const __m256i one = _mm256_set1_epi32(1);
             a0 = _mm256_set1_epi32(-(f == Q5_0_F ? 16 : 8) * g->sum[i]);
-            UNROLL
-            for (int c = 0; c < 4; c++) {
-                a0 = dot_usa(a0, v[c], bcast4(xq + 4 * c));
-                a1 = dot_usa(a1, v[c + 4], bcast4(xq + 32 + 4 * c));
-            }
+            a0 = dot_scaled(a0, v, xq, 4, one);
+            a1 = dot_scaled(a1, v + 4, xq + 32, 4, one);
         }
         __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(g->d[i]));
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a0, a1)), s, acc[t]);
@@ -127,39 +158,6 @@ static void rows1_q8_0(const void *w, const void *x, size_t xs, long nb, float *
 }
 static void rows4_q8_0(const void *w, const void *x, size_t xs, long nb, float *out) {
     rows_tile(Q8_0_F, w, x, xs, nb, 4, out);
-}
-
-/* How many of `have` code vectors of codes up to code_max dot_scaled may take at once: on AVX2 the
- * n maddubs are summed in int16 lanes, exact while n times a maddubs lane's bound (2 x 127 x
- * code_max) stays under 2^15 (4-bit codes: 8, 30480; 5-bit: 4, 31496; 6-bit: 2, 32004). */
-static inline int scaled_group(int code_max, int have) {
-#ifdef __AVX512VNNI__
-    return have;
-#else
-    int n = 32767 / (2 * 127 * code_max);
-    return n < have ? n : have;
-#endif
-}
-
-/* acc plus sc times the integer dot of n code vectors u[c] with x's words 4c .. (sc: int32
- * lanes in int16 range, the 8 rows' scales of one sub-block; n <= scaled_group of the codes).
- * VNNI: a vpdpbusd chain, then vpmulld. AVX2: the n maddubs summed in int16 lanes, then one
- * madd by sc in both halves of each lane. The same integers either way. */
-static inline __m256i dot_scaled(__m256i acc, const __m256i *u, const int8_t *x, int n,
-                                 __m256i sc) {
-#ifdef __AVX512VNNI__
-    __m256i a = _mm256_setzero_si256();
-    UNROLL
-    for (int c = 0; c < n; c++)
-        a = dot_usa(a, u[c], bcast4(x + 4 * c));
-    return _mm256_add_epi32(acc, _mm256_mullo_epi32(a, sc));
-#else
-    __m256i a = _mm256_maddubs_epi16(u[0], bcast4(x));
-    UNROLL
-    for (int c = 1; c < n; c++)
-        a = _mm256_add_epi16(a, _mm256_maddubs_epi16(u[c], bcast4(x + 4 * c)));
-    return dot_ws(acc, a, _mm256_blend_epi16(sc, _mm256_slli_epi32(sc, 16), 0xaa));
-#endif
 }
 
 /* Q4_K's 8 rows' 6-bit scales of sub-block j (int32 lanes) from a repacked super-block h. */
