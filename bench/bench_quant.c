@@ -1,8 +1,9 @@
 /* Quantized-weight matmul on the CPU backend, per GGUF type (bf16 as the baseline): decode
  * (T = 1) through a qwen3-0.6b-shaped weight set (28 layers of q, k, v, o, gate, up, down
  * plus the tied lm_head, random blocks), as weight GB/s against this machine's read
- * bandwidth and the tok/s that matmul time alone allows; and prefill GFLOP/s of one
- * gate-shaped [3072, 1024] matrix at T = 64. Median of 5 passes.
+ * bandwidth and the tok/s that matmul time alone allows; T = 1 in cache (one [1024, 1024]
+ * matrix IN_CACHE times over, the kernel's speed without the memory wall); and prefill GFLOP/s
+ * of one gate-shaped [3072, 1024] matrix at T = 64. Median of 5 passes.
  *   bench_quant [threads (default: all CPUs)] [types, comma-separated (default: all)] */
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 #include "common.h"
 #include "tensor/quant.h"
 
-enum { LAYERS = 28, HIDDEN = 1024, VOCAB = 151936, PREFILL_T = 64 };
+enum { LAYERS = 28, HIDDEN = 1024, VOCAB = 151936, PREFILL_T = 64, IN_CACHE = 64 };
 static const long shapes[7][2] = {{2048, HIDDEN}, {1024, HIDDEN}, {1024, HIDDEN}, {HIDDEN, 2048},
                                   {3072, HIDDEN}, {3072, HIDDEN}, {HIDDEN, 3072}};
 static const hr_dtype types[] = {HR_BF16, HR_Q8_0, HR_Q4_0, HR_Q4_1, HR_Q5_0,   HR_Q5_1,  HR_Q2_K,
@@ -67,7 +68,7 @@ static hr_err *bench_type(hr_backend *be, hr_dtype t, double bw) {
         size_t bytes = 0;
         for (int i = 0; i < n; i++)
             bytes += hr_tensor_bytes(&w[i]);
-        double dt[5], pt[5];
+        double dt[5], ct[5], pt[5];
         for (int r = 0; r < 5; r++) {
             uint64_t t0 = hr_now_ns();
             for (int i = 0; i < n; i++)
@@ -76,16 +77,21 @@ static hr_err *bench_type(hr_backend *be, hr_dtype t, double bw) {
             t0 = hr_now_ns();
             be->vt->matmul(be, y, x, &w[4], NULL, PREFILL_T);
             pt[r] = (double)(hr_now_ns() - t0) * 1e-9;
+            t0 = hr_now_ns();
+            for (int i = 0; i < IN_CACHE; i++)
+                be->vt->matmul(be, y, x, &w[1], NULL, 1);
+            ct[r] = (double)(hr_now_ns() - t0) * 1e-9;
         }
         double d = median5(dt), p = median5(pt), gbs = (double)bytes / d * 1e-9;
+        double cgbs = (double)hr_tensor_bytes(&w[1]) * IN_CACHE / median5(ct) * 1e-9;
         const hr_cpu_qdots *q = hr_cpu_qdots_get();
-        printf("%-7s %-6s %7.1f MB %8.2f ms %6.1f GB/s %5.0f%% of read bw %7.1f tok/s | T=%d %6.1f "
-               "GFLOP/s\n",
+        printf("%-7s %-6s %7.1f MB %8.2f ms %6.1f GB/s %5.0f%% of read bw %7.1f tok/s | in cache "
+               "%6.1f GB/s | T=%d %6.1f GFLOP/s\n",
                hr_dtype_name(t),
                t == HR_BF16 ? "f32"
                : q->dot[t]  ? "q8"
                             : "dequant",
-               (double)bytes * 1e-6, d * 1e3, gbs, 100.0 * gbs / bw, 1.0 / d, PREFILL_T,
+               (double)bytes * 1e-6, d * 1e3, gbs, 100.0 * gbs / bw, 1.0 / d, cgbs, PREFILL_T,
                2.0 * PREFILL_T * 3072 * HIDDEN / p * 1e-9);
     }
     for (int i = 0; i < n; i++) {

@@ -29,15 +29,16 @@ static unsigned rnd(void) {
 }
 static float frand(void) { return (float)(rnd() & 0xffff) / 32768.0f - 1.0f; }
 
-/* n elements of random blocks of t with f16 scales in [-0.05, 0.05] (Q4_K / Q5_K: d, dmin;
- * Q6_K's d at 208). */
-static uint8_t *random_blocks(hr_dtype t, long n) {
+/* n elements of blocks of t with f16 scales in [-0.05, 0.05] (Q4_K / Q5_K: d, dmin; Q6_K's d
+ * at 208), every other byte random or, with full, 0xff (the largest codes, 6-bit scales and
+ * mins). */
+static uint8_t *blocks(hr_dtype t, long n, int full) {
     int bb = hr_dtype_get(t)->block_bytes, scales = t == HR_Q4_K || t == HR_Q5_K ? 2 : 1;
     int at = t == HR_Q6_K ? 208 : 0;
     long nb = n / hr_dtype_get(t)->block;
     uint8_t *b = malloc((size_t)(nb * bb));
     for (long i = 0; i < nb * bb; i++)
-        b[i] = (uint8_t)rnd();
+        b[i] = full ? 0xff : (uint8_t)rnd();
     for (long i = 0; i < nb; i++)
         for (int j = 0; j < scales; j++) {
             uint16_t h = hr_f32_to_f16(frand() * 0.05f);
@@ -45,6 +46,8 @@ static uint8_t *random_blocks(hr_dtype t, long n) {
         }
     return b;
 }
+
+static uint8_t *random_blocks(hr_dtype t, long n) { return blocks(t, n, 0); }
 
 /* Rows of a weight the backend repacks: at least its 1 MiB copy threshold, N % 8 = 5. */
 static long rows_for(hr_dtype t, long K) {
@@ -80,8 +83,9 @@ static void test_block_roundtrip(void) {
     hr_pool_destroy(pool);
 }
 
-/* Every SIMD level's rows1 and rows4 against the C tile on one random tile of K. */
-static void test_rows_variants(void) {
+/* Every SIMD level's rows1 and rows4 against the C tile on one tile of K: random, and (full)
+ * the integer sums' worst case, every code at its largest against x quantized to +-127. */
+static void rows_variants(int full) {
     hr_cpu_level saved = hr_cpu()->level;
     hr_cpu_set_level(HR_CPU_AVX512);
     const hr_cpu_qdots *v[2];
@@ -92,14 +96,15 @@ static void test_rows_variants(void) {
         for (int k = 0; k < 4; k++) {
             hr_dtype t = types[i];
             long K = Ks[i][k], nb = K / 32;
-            uint8_t *src = random_blocks(t, HR_QROWS * K), *tile = malloc(hr_dtype_bytes(t, 8 * K));
+            uint8_t *src = blocks(t, HR_QROWS * K, full), *tile = malloc(hr_dtype_bytes(t, 8 * K));
             hr_qrepack(NULL, t, src, tile, HR_QROWS, K);
             size_t xs = hr_qx_row_bytes(K) + sizeof(hr_q8x); /* tokens need not be adjacent */
             char *xq = aligned_alloc(64, 4 * xs);
             float *x = malloc(sizeof(float) * (size_t)K), ref[32], o[32];
             for (int r = 0; r < 4; r++) {
                 for (long j = 0; j < K; j++)
-                    x[j] = frand() * (float)(r + 1) * (j % 5 == 0 ? 3.0f : 1.0f);
+                    x[j] = full ? (r % 2 ? -1.0f : 1.0f)
+                                : frand() * (float)(r + 1) * (j % 5 == 0 ? 3.0f : 1.0f);
                 hr_qx_quantize(t, x, xq + r * xs, K);
                 hr_cpu_qdots_ref.rows1[t](tile, xq + r * xs, xs, nb, ref + 8 * r);
             }
@@ -108,11 +113,11 @@ static void test_rows_variants(void) {
                          hr_dtype_name(t));
                 for (int r = 0; r < 4; r++)
                     v[j]->rows1[t](tile, xq + r * xs, xs, nb, o + 8 * r);
-                HR_CHECK(!memcmp(o, ref, sizeof o), "%s rows1 %s K=%ld differs from C", v[j]->name,
-                         hr_dtype_name(t), K);
+                HR_CHECK(!memcmp(o, ref, sizeof o), "%s rows1 %s K=%ld%s differs from C",
+                         v[j]->name, hr_dtype_name(t), K, full ? " (full codes)" : "");
                 v[j]->rows4[t](tile, xq, xs, nb, o);
-                HR_CHECK(!memcmp(o, ref, sizeof o), "%s rows4 %s K=%ld differs from C", v[j]->name,
-                         hr_dtype_name(t), K);
+                HR_CHECK(!memcmp(o, ref, sizeof o), "%s rows4 %s K=%ld%s differs from C",
+                         v[j]->name, hr_dtype_name(t), K, full ? " (full codes)" : "");
             }
             free(src);
             free(tile);
@@ -120,6 +125,11 @@ static void test_rows_variants(void) {
             free(x);
         }
     hr_cpu_set_level(saved);
+}
+
+static void test_rows_variants(void) {
+    rows_variants(0);
+    rows_variants(1);
 }
 
 static hr_backend *backend(int threads) {

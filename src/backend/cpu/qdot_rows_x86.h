@@ -41,6 +41,39 @@ TILE acc_store(float *out, const __m256 *acc, int nt) {
         _mm256_storeu_ps(out + HR_QROWS * t, acc[t]);
 }
 
+/* How many of `have` code vectors of codes up to code_max dot_scaled may take at once: on AVX2 the
+ * n maddubs are summed in int16 lanes, exact while n times a maddubs lane's bound (2 x 127 x
+ * code_max) stays under 2^15 (4-bit codes: 8, 30480; 5-bit: 4, 31496; 6-bit: 2, 32004). */
+static inline int scaled_group(int code_max, int have) {
+#ifdef __AVX512VNNI__
+    return have;
+#else
+    int n = 32767 / (2 * 127 * code_max);
+    return n < have ? n : have;
+#endif
+}
+
+/* acc plus sc times the integer dot of n code vectors u[c] with x's words 4c .. (sc: int32
+ * lanes in int16 range, the 8 rows' scales of one sub-block; n <= scaled_group of the codes).
+ * VNNI: a vpdpbusd chain, then vpmulld. AVX2: the n maddubs summed in int16 lanes, then one
+ * madd by sc in both halves of each lane. The same integers either way. */
+static inline __m256i dot_scaled(__m256i acc, const __m256i *u, const int8_t *x, int n,
+                                 __m256i sc) {
+#ifdef __AVX512VNNI__
+    __m256i a = _mm256_setzero_si256();
+    UNROLL
+    for (int c = 0; c < n; c++)
+        a = dot_usa(a, u[c], bcast4(x + 4 * c));
+    return _mm256_add_epi32(acc, _mm256_mullo_epi32(a, sc));
+#else
+    __m256i a = _mm256_maddubs_epi16(u[0], bcast4(x));
+    UNROLL
+    for (int c = 1; c < n; c++)
+        a = _mm256_add_epi16(a, _mm256_maddubs_epi16(u[c], bcast4(x + 4 * c)));
+    return dot_ws(acc, a, _mm256_blend_epi16(sc, _mm256_slli_epi32(sc, 16), 0xaa));
+#endif
+}
+
 /* Q5_0's fifth bits of code vector v (elements 4v + k: bit 8k + v of each lane's re-laid
  * qh, qrepack.h) at bit 4 of each byte. */
 static inline __m256i q5_0_bits(__m256i qh, int v) {
@@ -88,12 +121,10 @@ rows_block(int f, const uint8_t *o, const void *x, size_t xs, long b, int nt, __
                 a1 = dot_q8u(a1, v[c + 1], bcast4(xq + 4 * c + 4));
             }
         } else {
+            const __m256i one = _mm256_set1_epi32(1);
             a0 = _mm256_set1_epi32(-(f == Q5_0_F ? 16 : 8) * g->sum[i]);
-            UNROLL
-            for (int c = 0; c < 4; c++) {
-                a0 = dot_usa(a0, v[c], bcast4(xq + 4 * c));
-                a1 = dot_usa(a1, v[c + 4], bcast4(xq + 32 + 4 * c));
-            }
+            a0 = dot_scaled(a0, v, xq, 4, one);
+            a1 = dot_scaled(a1, v + 4, xq + 32, 4, one);
         }
         __m256 s = _mm256_mul_ps(dw, _mm256_set1_ps(g->d[i]));
         acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a0, a1)), s, acc[t]);
@@ -135,21 +166,32 @@ static inline __m256i q4_k_rows_sc(const uint8_t *h, int j) {
     return _mm256_and_si256(b, _mm256_set1_epi32(63));
 }
 
-/* And their mins: low 2 bits above the scales, high 4 in nibble r / 4 of byte r % 4. */
-static inline __m256i q4_k_rows_min(const uint8_t *h, int j) {
-    __m256i lo = _mm256_srli_epi32(
-        _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(h + 32 + 8 * j))), 6);
-    int32_t w;
-    memcpy(&w, h + 96 + 4 * j, 4);
-    __m256i hi = _mm256_srlv_epi32(_mm256_cvtepu8_epi32(_mm_set1_epi32(w)),
-                                   _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
-    return _mm256_or_si256(lo, _mm256_slli_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(15)), 2));
+/* And their mins, all 64 at once, sub-blocks 2p, 2p + 1 in the int16 halves of each row's lane
+ * (mins[p]): the low 2 bits above the scales (bytes 8j + r), the high 4 in nibble r / 4 of
+ * byte 4j + r % 4, the two nibbles' dwords interleaved into the scales' order (8j + r), then
+ * per pair of sub-blocks one byte shuffle (row r's two bytes side by side) and a widening. */
+static inline void q4_k_rows_mins(const uint8_t *h, __m256i *mins) {
+    const __m256i m4 = _mm256_set1_epi8(15), m2 = _mm256_set1_epi8(3);
+    __m256i hb = load32(h + 96), lo = _mm256_and_si256(hb, m4),
+            hi = _mm256_and_si256(_mm256_srli_epi16(hb, 4), m4);
+    __m256i a = _mm256_unpacklo_epi32(lo, hi), b = _mm256_unpackhi_epi32(lo, hi); /* j 0 1 | 4 5 */
+    __m256i top[2] = {_mm256_permute2x128_si256(a, b, 0x20), _mm256_permute2x128_si256(a, b, 0x31)};
+    const __m256i pair = _mm256_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15, 0,
+                                          8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    UNROLL
+    for (int g = 0; g < 2; g++) {
+        __m256i low = _mm256_and_si256(_mm256_srli_epi16(load32(h + 32 + 32 * g), 6), m2);
+        __m256i m = _mm256_shuffle_epi8(_mm256_or_si256(low, _mm256_slli_epi16(top[g], 2)), pair);
+        mins[2 * g] = _mm256_cvtepu8_epi16(_mm256_castsi256_si128(m));
+        mins[2 * g + 1] = _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m, 1));
+    }
 }
 
 /* Q4_K / Q5_K tile: per super-block, sub-block pair q's 8 chunks of nibbles decoded once
  * (low: sub-block 2q, high: 2q + 1; Q5_K's fifth bits from its 8 chunks of qh), each token's
- * code dots (8 rows in 8 lanes) times the sub-blocks' scales (vpmulld) summed in integers,
- * the mins times x's sums per 32 likewise; then the qdot_rows_ref.c float steps. */
+ * code dots (8 rows in 8 lanes) times the sub-blocks' scales (dot_scaled) summed in integers,
+ * the mins times x's sums per 32 likewise (two sub-blocks' mins per lane, one madd /
+ * vpdpwssd with x's adjacent int16 sums); then the qdot_rows_ref.c float steps. */
 TILE rows_qk_tile(int five, const void *tile, const void *x, size_t xs, long nb, int nt,
                   float *out) {
     const uint8_t *o = tile;
@@ -184,30 +226,25 @@ TILE rows_qk_tile(int five, const void *tile, const void *x, size_t xs, long nb,
             UNROLL
             for (int t = 0; t < nt; t++) {
                 const int8_t *xl = ((const hr_q8k *)token(x, xs, t) + sb)->q + 64 * q;
-                __m256i a0 = _mm256_setzero_si256(), a1 = _mm256_setzero_si256();
+                int n = scaled_group(five ? 31 : 15, 8);
                 UNROLL
-                for (int c = 0; c < 8; c++) {
-                    a0 = dot_usa(a0, lo[c], bcast4(xl + 4 * c));
-                    a1 = dot_usa(a1, hi[c], bcast4(xl + 32 + 4 * c));
+                for (int c = 0; c < 8; c += n) {
+                    isum[t] = dot_scaled(isum[t], lo + c, xl + 4 * c, n, sl);
+                    isum[t] = dot_scaled(isum[t], hi + c, xl + 32 + 4 * c, n, sh);
                 }
-                isum[t] = _mm256_add_epi32(isum[t], _mm256_add_epi32(_mm256_mullo_epi32(a0, sl),
-                                                                     _mm256_mullo_epi32(a1, sh)));
             }
         }
         __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o));
         __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(o + 16)));
-        __m256i mins[8];
-        UNROLL
-        for (int j = 0; j < 8; j++)
-            mins[j] = q4_k_rows_min(o, j);
+        __m256i mins[4];
+        q4_k_rows_mins(o, mins);
         UNROLL
         for (int t = 0; t < nt; t++) {
             const hr_q8k *xk = (const hr_q8k *)token(x, xs, t) + sb;
             __m256i msum = _mm256_setzero_si256();
             UNROLL
-            for (int j = 0; j < 8; j++)
-                msum = _mm256_add_epi32(msum,
-                                        _mm256_mullo_epi32(mins[j], _mm256_set1_epi32(xk->s32[j])));
+            for (int p = 0; p < 4; p++)
+                msum = dot_ws(msum, mins[p], bcast4((const int8_t *)(xk->s32 + 2 * p)));
             __m256 xd = _mm256_set1_ps(xk->d);
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, xd), acc[t]);
             acc[t] = _mm256_fnmadd_ps(_mm256_cvtepi32_ps(msum), _mm256_mul_ps(dmin, xd), acc[t]);
@@ -219,9 +256,9 @@ TILE rows_qk_tile(int five, const void *tile, const void *x, size_t xs, long nb,
 /* Q6_K tile: per super-block, half h and half u of each sub-block, the 4 chunks of ql's low
  * nibbles (sub-blocks 4h, 4h + 1), their high ones (4h + 2, 4h + 3) and qh's 2-bit pairs
  * decoded once into 16 vectors of 6-bit codes; per token and 16-element sub-block k, the
- * integer sum starts at -32 times x's sum per 16, takes 4 vpdpbusd of codes times broadcast
- * x words and is multiplied by the 8 rows' int8 scales of k (vpmulld); one FMA by d x_d per
- * super-block, as qdot_rows_ref.c. */
+ * code dot with broadcast x words times the 8 rows' int8 scales of k (dot_scaled); the -32
+ * offsets once per super-block, the scales of two sub-blocks per lane times x's adjacent sums
+ * per 16 (madd / vpdpwssd), times 32; one FMA by d x_d per super-block, as qdot_rows_ref.c. */
 TILE rows_q6_k_tile(const void *tile, const void *x, size_t xs, long nb, int nt, float *out) {
     const uint8_t *o = tile;
     const __m256i m4 = _mm256_set1_epi8(15), m30 = _mm256_set1_epi8(0x30);
@@ -254,25 +291,35 @@ TILE rows_q6_k_tile(const void *tile, const void *x, size_t xs, long nb, int nt,
             for (int s = 0; s < 4; s++)
                 sc[s] = _mm256_cvtepi8_epi32(
                     _mm_loadl_epi64((const __m128i *)(o + 16 + 8 * (2 * (4 * h + s) + u))));
+            int n = scaled_group(63, 4);
             UNROLL
             for (int t = 0; t < nt; t++) {
                 const hr_q8k *xk = (const hr_q8k *)token(x, xs, t) + sb;
                 UNROLL
                 for (int s = 0; s < 4; s++) {
-                    int j = 4 * h + s;
-                    const int8_t *xq = xk->q + 32 * j + 16 * u;
-                    __m256i a = _mm256_set1_epi32(-32 * xk->s16[2 * j + u]);
+                    const int8_t *xq = xk->q + 32 * (4 * h + s) + 16 * u;
                     UNROLL
-                    for (int c = 0; c < 4; c++)
-                        a = dot_usa(a, q[s][c], bcast4(xq + 4 * c));
-                    isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(a, sc[s]));
+                    for (int c = 0; c < 4; c += n)
+                        isum[t] = dot_scaled(isum[t], q[s] + c, xq + 4 * c, n, sc[s]);
                 }
             }
+        }
+        __m256i scp[8]; /* sub-blocks 2p, 2p + 1's scales in the int16 halves of each row's lane */
+        UNROLL
+        for (int p = 0; p < 8; p++) {
+            __m128i m = _mm_loadu_si128((const __m128i *)(o + 16 + 16 * p));
+            scp[p] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(m, _mm_srli_si128(m, 8)));
         }
         __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)o));
         UNROLL
         for (int t = 0; t < nt; t++) {
-            __m256 xd = _mm256_set1_ps(((const hr_q8k *)token(x, xs, t) + sb)->d);
+            const hr_q8k *xk = (const hr_q8k *)token(x, xs, t) + sb;
+            __m256i off = _mm256_setzero_si256();
+            UNROLL
+            for (int p = 0; p < 8; p++)
+                off = dot_ws(off, scp[p], bcast4((const int8_t *)(xk->s16 + 2 * p)));
+            isum[t] = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(off, 5));
+            __m256 xd = _mm256_set1_ps(xk->d);
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(d, xd), acc[t]);
         }
     }
