@@ -123,17 +123,27 @@ hr_err *hr_listener_start(const hr_listener_config *cfg, hr_listener **out) {
 
 unsigned hr_listener_seconds(int s, unsigned dflt) { return s < 0 ? 0 : s ? (unsigned)s : dflt; }
 
-enum MHD_Result hr_listener_reply_oom(struct MHD_Connection *c, const char *url) {
-    const char *b = hr_oom_body(hr_http_api_of(c, url, NULL));
+enum MHD_Result hr_listener_add_headers(struct MHD_Response *r, const char *const *kv) {
+    for (; kv[0]; kv += 2)
+        if (kv[1] && MHD_add_response_header(r, kv[0], kv[1]) != MHD_YES) return MHD_NO;
+    return MHD_YES;
+}
+
+enum MHD_Result hr_listener_reply_oom_api(struct MHD_Connection *c, hr_api_kind api) {
+    static const char *const headers[] = {
+        "Content-Type", "application/json", "Retry-After", "1", "Connection", "close", NULL};
+    const char *b = hr_oom_body(api);
     struct MHD_Response *r =
         MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_PERSISTENT);
     if (!r) return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    MHD_add_response_header(r, "Retry-After", "1");
-    MHD_add_response_header(r, "Connection", "close");
-    enum MHD_Result ok = MHD_queue_response(c, 503, r);
+    enum MHD_Result ok = hr_listener_add_headers(r, headers);
+    if (ok == MHD_YES) ok = MHD_queue_response(c, 503, r);
     MHD_destroy_response(r);
     return ok;
+}
+
+enum MHD_Result hr_listener_reply_oom(struct MHD_Connection *c, const char *url) {
+    return hr_listener_reply_oom_api(c, hr_http_api_of(c, url, NULL));
 }
 
 int hr_listener_port(const hr_listener *l) { return l->port; }
