@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "server/acceptor.h"
 #include "server/unix_socket.h"
 
 struct hr_listener {
@@ -22,7 +23,7 @@ struct hr_listener {
     struct MHD_Daemon *d;
     hr_conn_guard *guard; /* NULL: no deadline */
     int port;
-    MHD_socket quiesced_fd; /* closed after MHD_stop_daemon */
+    hr_acceptor *acc; /* accepts for d (quiesced at once), its socket closed after d stops */
 };
 
 /* Descriptors kept beside the connections: the listener, the engine's files, logs. */
@@ -75,7 +76,7 @@ static void listener_free(hr_listener *l) {
 
 static hr_err *start_daemon(hr_listener *l, int unix_fd, struct sockaddr_storage *ss, int v6) {
     const hr_listener_config *cfg = &l->cfg;
-    /* MHD_USE_ITC lets hr_listener_quiesce stop the listener (MHD_quiesce_daemon). */
+    /* MHD_USE_ITC lets the acceptor take the listening socket over (MHD_quiesce_daemon). */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
     struct MHD_OptionItem where[] = {
@@ -89,7 +90,13 @@ static hr_err *start_daemon(hr_listener *l, int unix_fd, struct sockaddr_storage
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, unix_fd >= 0 ? 0u : cfg->max_connections_per_ip,
         MHD_OPTION_NOTIFY_CONNECTION, l->guard ? hr_conn_guard_notify : NULL, l->guard,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_END);
-    if (l->d) return NULL;
+    if (l->d) {
+        MHD_socket fd = MHD_quiesce_daemon(l->d); /* the acceptor accepts from here */
+        hr_err *e = fd == MHD_INVALID_SOCKET ? hr_errf("cannot take over the listening socket")
+                                             : hr_acceptor_start(fd, l->d, &l->acc);
+        if (e) MHD_stop_daemon(l->d), l->d = NULL;
+        return e;
+    }
     int err = errno; /* libmicrohttpd's: the bind's, or its listening thread's start */
     if (unix_fd >= 0) close(unix_fd);
     if (cfg->unix_socket)
@@ -103,7 +110,6 @@ hr_err *hr_listener_start(const hr_listener_config *cfg, hr_listener **out) {
     hr_listener *l = calloc(1, sizeof *l);
     if (!l) return hr_err_oom();
     l->cfg = *cfg;
-    l->quiesced_fd = MHD_INVALID_SOCKET;
     if (!l->cfg.host) l->cfg.host = "127.0.0.1";
     fit_fd_limit(&l->cfg);
     struct sockaddr_storage ss;
@@ -152,15 +158,13 @@ unsigned hr_listener_max_connections(const hr_listener *l) { return l->cfg.max_c
 
 hr_conn_guard *hr_listener_guard(const hr_listener *l) { return l->guard; }
 
-void hr_listener_quiesce(hr_listener *l) {
-    l->quiesced_fd = MHD_quiesce_daemon(l->d);
-    if (l->quiesced_fd != MHD_INVALID_SOCKET) shutdown(l->quiesced_fd, SHUT_RDWR);
-}
+void hr_listener_quiesce(hr_listener *l) { hr_acceptor_stop(l->acc); }
 
 void hr_listener_stop(hr_listener *l) {
     if (!l) return;
+    hr_acceptor_stop(l->acc);
     MHD_stop_daemon(l->d);
-    if (l->quiesced_fd != MHD_INVALID_SOCKET) close(l->quiesced_fd);
+    hr_acceptor_free(l->acc);
     listener_free(l);
 }
 
