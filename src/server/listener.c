@@ -29,19 +29,20 @@ struct hr_listener {
 /* Descriptors kept beside the connections: the listener, the engine's files, logs. */
 #define FD_MARGIN 32
 
-/* --max-connections needs as many descriptors: raises the soft RLIMIT_NOFILE toward the
- * hard one if it is short, else lowers the connection limit to fit (with a warning), so
- * the listener never spins on accept() failing with EMFILE. */
+/* --max-connections needs as many descriptors (times fds_per_connection): raises the soft
+ * RLIMIT_NOFILE toward the hard one if it is short, else lowers the connection limit to
+ * fit (with a warning), so accept() does not fail with EMFILE for want of them. */
 static void fit_fd_limit(hr_listener_config *cfg) {
     struct rlimit rl;
-    rlim_t need = (rlim_t)cfg->max_connections + FD_MARGIN;
+    rlim_t per = cfg->fds_per_connection ? cfg->fds_per_connection : 1;
+    rlim_t need = (rlim_t)cfg->max_connections * per + FD_MARGIN;
     if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
         return;
     struct rlimit raised = {
         rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max, rl.rlim_max};
     if (raised.rlim_cur > rl.rlim_cur && !setrlimit(RLIMIT_NOFILE, &raised)) rl = raised;
     if (rl.rlim_cur >= need) return;
-    unsigned fit = rl.rlim_cur > FD_MARGIN ? (unsigned)(rl.rlim_cur - FD_MARGIN) : 1;
+    unsigned fit = rl.rlim_cur > FD_MARGIN + per ? (unsigned)((rl.rlim_cur - FD_MARGIN) / per) : 1;
     HR_WARN("--max-connections %u needs %llu file descriptors but the limit is %llu (ulimit -n): "
             "serving at most %u connections",
             cfg->max_connections, (unsigned long long)need, (unsigned long long)rl.rlim_cur, fit);

@@ -23,6 +23,7 @@ typedef struct {
     unsigned request_timeout_s;      /* a request's headers and body (0 = no deadline) */
     unsigned max_connections;        /* > 0; lowered to fit ulimit -n, with a warning */
     unsigned max_connections_per_ip; /* 0 = none beyond max_connections */
+    unsigned fds_per_connection;     /* descriptors one connection holds (0 = 1) */
     MHD_AccessHandlerCallback on_request;
     MHD_RequestCompletedCallback on_completed;
     /* The first callback of a request (its raw target), after the deadline starts; its

@@ -599,6 +599,7 @@ hr_err *hr_proxy_start(const hr_proxy_config *cfg, hr_supervisor *sup, hr_proxy 
                              .request_timeout_s = hr_listener_seconds(cfg->request_timeout_s, 30),
                              .max_connections = p->cfg.max_connections,
                              .max_connections_per_ip = cfg->max_connections_per_ip,
+                             .fds_per_connection = 2, /* the client's and the child's */
                              .on_request = on_request,
                              .on_completed = on_completed,
                              .on_uri = on_uri,

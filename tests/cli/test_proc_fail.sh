@@ -126,4 +126,10 @@ for mode in "" --isolate; do
   expect_rc "${m}_answers_after" 0 "" test "$(get /health "$T/h4")" = 200
   stops "${m}_after" "$T/$m.6.log"
 done
+
+# the --isolate parent holds two descriptors per connection (the client's and the child's):
+# its connection limit is fitted to that, so accept does not run out of them
+expect_rc isolate_fd_fit 0 "needs 1056 file descriptors but the limit is 200 .*at most 84 conn" \
+  sh -c "ulimit -n 200; timeout -s TERM 3 '$H' serve --model '$B' --port 0 --threads 2 \
+    --kv-memory 64 --isolate --max-connections 512 2>&1; exit 0"
 summary
