@@ -8,9 +8,7 @@
 # with exit 0 on SIGTERM, and leaves no block libmicrohttpd allocated live at exit.
 . "$(dirname "$0")/lib.sh"
 B=$S/fixtures/models/brown-llama-8m
-SHIM=$(cd "$(dirname "$H")" && pwd)/tests/libmhd_alloc_fail.so
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
-expect_rc shim_built 0 "" test -f "$SHIM"
+use_shim libmhd_alloc_fail
 
 # req PORT OUT KIND: one request's "STATUS CONTENT_TYPE" (000: no reply), its body in OUT
 req() {

@@ -9,9 +9,7 @@
 # answered once accept works again. Every run stops with exit 0 on SIGTERM.
 . "$(dirname "$0")/lib.sh"
 B=$S/fixtures/models/brown-llama-8m
-SHIM=$(cd "$(dirname "$H")" && pwd)/tests/libproc_fail.so
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
-expect_rc shim_built 0 "" test -f "$SHIM"
+use_shim libproc_fail
 
 # run_serve LOG MODE VAR=VALUE...: serve (MODE: --isolate or "") under the shim with those
 # faults; sets PID and PORT (once listening)
