@@ -122,7 +122,8 @@ def test_bad_requests():
          'names the tool "nope", which is not in "tools"'),
         (json.dumps(chat("TOOL", tool_choice="required")).encode(), 'needs a non-empty "tools" array'),
         (json.dumps(chat("x", response_format={"type": "json_schema", "json_schema": {
-            "schema": {"type": "object", "dependentSchemas": {"a": {}}}}})).encode(), '"dependentSchemas" at #'),
+            "schema": {"type": "object", "if": {"minimum": 2}, "then": {"required": ["a"]}}}})).encode(),
+         '"if" at #'),
         (json.dumps(chat("x", response_format={"type": "yaml"})).encode(), '"response_format".type must be'),
         (json.dumps(chat("x", guided_regex="a", grammar='root ::= "a"')).encode(), "both constrain the output"),
         (json.dumps({"messages": [{"role": "robot", "content": "x"}]}).encode(), "messages[0].role"),
@@ -633,8 +634,8 @@ def test_responses():
     bad = [
         ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "data:"}]}]},
          "input[0].content[0] is an input_image part", "input[0].content[0]"),
-        ({"input": "x", "text": {"format": {"type": "json_schema", "name": "s", "schema": {"dependentSchemas": {"a": {}}}}}},
-         '"dependentSchemas" at #', "text.format.schema"),
+        ({"input": "x", "text": {"format": {"type": "json_schema", "name": "s", "schema": {"if": {"minimum": 2}, "then": {"required": ["a"]}}}}},
+         '"if" at #', "text.format.schema"),
         ({"input": "x", "text": {"format": {"type": "yaml"}}}, '"text.format".type must be', "text.format"),
         ({"input": "x", "background": True}, '"background": true is not supported', "background"),
         ({}, '"input" is required', "input"),

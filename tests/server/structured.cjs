@@ -170,8 +170,8 @@ async function otherApis() {
 
 async function refusals() {
   const uniq = await post("/v1/chat/completions", { ...opts, messages: ask("x"), response_format:
-    { type: "json_schema", json_schema: { name: "u", schema: { type: "object", dependentSchemas: { a: {} } } } } });
-  check("refuse_unsupported_keyword", uniq.status === 400 && /dependentSchemas/.test(uniq.body.error.message), uniq.body);
+    { type: "json_schema", json_schema: { name: "u", schema: { type: "object", if: { minimum: 2 }, then: { required: ["a"] } } } } });
+  check("refuse_unsupported_keyword", uniq.status === 400 && /"if"/.test(uniq.body.error.message), uniq.body);
   const two = await post("/v1/chat/completions", { ...opts, messages: ask("x"), guided_regex: "a",
                                                    response_format: { type: "json_object" } });
   check("refuse_two_constraints", two.status === 400 && /both/.test(two.body.error.message), two.body);
