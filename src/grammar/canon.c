@@ -12,14 +12,17 @@
 
 static uint64_t mix(uint64_t h, uint64_t x) { return (h ^ x) * FNV_PRIME; }
 
+/* *t becomes an empty table of at least 2 need slots; on failure *t and *cap are left as
+ * they were. */
 static hr_err *table_init(int **t, size_t *cap, size_t need) {
     size_t c = 256;
     while (c < need * 2)
         c *= 2;
+    int *n = malloc(c * sizeof(int));
+    if (!n) return hr_err_oom();
+    memset(n, 0xff, c * sizeof(int));
     free(*t);
-    *t = malloc(c * sizeof(int));
-    if (!*t) return hr_err_oom();
-    memset(*t, 0xff, c * sizeof(int));
+    *t = n;
     *cap = c;
     return NULL;
 }
@@ -80,7 +83,7 @@ static uint64_t shape_hash(hr_gcanon *c, int node, int *oom) {
     if (n->kind == HR_GN_SET)
         for (int k = 0; k < n->n; k++)
             h = mix(h, (uint64_t)ir->ranges[n->first + k].lo << 32 | ir->ranges[n->first + k].hi);
-    for (int k = 0; k < kid_count(n); k++) {
+    for (int k = 0; k < kid_count(n) && !*oom; k++) {
         int id = hr_gcanon_id(c, kid(ir, n, k));
         if (id < 0) *oom = 1;
         h = mix(h, (uint32_t)id);
@@ -96,7 +99,6 @@ static hr_err *grow_reps(hr_gcanon *c) {
     int *n = realloc(c->rep_node, (size_t)cap * sizeof *n);
     if (n) c->rep_node = n;
     if (!h || !n) return hr_err_oom();
-    c->cap_rep_list = cap;
     if ((size_t)cap * 2 > c->cap_reps) { /* rebuild the representatives' table */
         HR_TRY(table_init(&c->reps, &c->cap_reps, (size_t)cap));
         for (int r = 0; r < c->n_reps; r++) {
@@ -106,6 +108,7 @@ static hr_err *grow_reps(hr_gcanon *c) {
             c->reps[s] = r;
         }
     }
+    c->cap_rep_list = cap; /* only once the table has room for it */
     return NULL;
 }
 
