@@ -1,10 +1,10 @@
 /* Tensor-core building blocks of the attention kernels (attention_tc.cu: prefill tiles,
  * attention_dtc.cu: decode): 16-byte asynchronous global-to-shared copies, ldmatrix fragment
- * loads, bf16 mma.sync m16n8k16 with f32 accumulation, and one warp's FlashAttention-2 step
- * over a key tile in shared memory — S = Q K^T, the online softmax, O += P V — with S, P and O
- * in registers. Fragment layouts are PTX's: lane l holds rows l / 4 and l / 4 + 8, columns
- * 2 (l % 4) and 2 (l % 4) + 1. Shared tiles are [keys][HD + 8] bf16: ldmatrix's eight 16-byte
- * rows then fall on distinct bank groups. */
+ * loads, bf16 (and, for mmf.cu, f16) mma.sync m16n8k16 with f32 accumulation, and one warp's
+ * FlashAttention-2 step over a key tile in shared memory — S = Q K^T, the online softmax,
+ * O += P V — with S, P and O in registers. Fragment layouts are PTX's: lane l holds rows l / 4
+ * and l / 4 + 8, columns 2 (l % 4) and 2 (l % 4) + 1. Shared tiles are [keys][HD + 8] bf16:
+ * ldmatrix's eight 16-byte rows then fall on distinct bank groups. */
 #ifndef HR_BACKEND_CUDA_MMA_CUH
 #define HR_BACKEND_CUDA_MMA_CUH
 
@@ -47,6 +47,15 @@ static __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint
                  "{%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* The same with f16 in (mmf.cu). */
+static __device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], uint32_t b0,
+                                               uint32_t b1) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {

@@ -42,15 +42,6 @@ static __device__ __forceinline__ uint32_t deq(uint32_t w, uint32_t sel, __half2
     return h2u(__hmul2(__hsub2(magic2(w, sel), zb), d));
 }
 
-/* c[16x8] += a[16x16] b[16x8], f16 in, f32 accumulate. */
-static __device__ __forceinline__ void mma_f16(float c[4], const uint32_t a[4], uint32_t b0,
-                                               uint32_t b1) {
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 /* The four A registers of a step from rows g (word w0) and g + 8 (w1) of an m-tile: their
  * elements 4 t4, 4 t4 + 1 (k slots 2 t4, 2 t4 + 1) and 4 t4 + 2, 4 t4 + 3 (slots + 8). */
 static __device__ __forceinline__ void frag(uint32_t a[4], uint32_t w0, uint32_t w1, __half2 zb,
@@ -166,25 +157,24 @@ static __device__ __forceinline__ void scale_table(const mf_stage<HR_CU_Q4_K> &s
     }
 }
 
-/* Rows blockIdx.y x bm .. of the launch, x rows blockIdx.x x MF_BN .., chunks of split z.
+/* Rows blockIdx.y x MF_BM .. of the launch, x rows blockIdx.x x MF_BN .., chunks of split z.
  * splits = 1: y of the set; else ws[z][T][N], summed by mq_reduce_k. */
 template <int Q>
 static __global__ void __launch_bounds__(MF_THREADS, 2)
     mmf_k(hr_cu_gemv_set g, const __half *x, long rb, int T, long K, float *ws, int splits) {
     HR_PDL_ENTRY();
-    constexpr int BM = MF_BM;
     extern __shared__ __align__(16) unsigned char mf_smem[];
-    __shared__ const uint8_t *rowp[BM];
+    __shared__ const uint8_t *rowp[MF_BM];
     __shared__ const __half *xrow[MF_BN]; /* rows past T repeat row T - 1 */
-    __shared__ __half2 sct[Q == HR_CU_Q4_K ? BM : 1][8];
+    __shared__ __half2 sct[Q == HR_CU_Q4_K ? MF_BM : 1][8];
     mf_stage<Q> *st = (mf_stage<Q> *)mf_smem;
-    long n0 = (long)blockIdx.y * BM, col0 = (long)blockIdx.x * MF_BN, nb = K / 32, c0, c1;
+    long n0 = (long)blockIdx.y * MF_BM, col0 = (long)blockIdx.x * MF_BN, nb = K / 32, c0, c1;
     split_range((K + 255) / 256, splits, &c0, &c1);
-    set_rows<BM>(rowp, g, n0, rb);
+    set_rows<MF_BM>(rowp, g, n0, rb);
     if (threadIdx.x < MF_BN)
         xrow[threadIdx.x] = x + (col0 + threadIdx.x < T ? col0 + threadIdx.x : T - 1) * K;
     __syncthreads();
-    if (c0 < c1) load_w<Q, BM, MF_THREADS>(st[0].w, rowp, c0, nb), load_x<Q>(st[0], xrow, c0, K);
+    if (c0 < c1) load_w<Q, MF_BM, MF_THREADS>(st[0].w, rowp, c0, nb), load_x<Q>(st[0], xrow, c0, K);
     cp_commit();
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, gq = lane >> 2, t4 = lane & 3;
     int ri[2 * MF_MT]; /* the staged rows of the lane's fragments: g and g + 8 of each m-tile */
@@ -197,7 +187,7 @@ static __global__ void __launch_bounds__(MF_THREADS, 2)
         __syncthreads();
         if (c + 1 < c1) {
             mf_stage<Q> &sn = st[(c + 1 - c0) % MF_STAGES];
-            load_w<Q, BM, MF_THREADS>(sn.w, rowp, c + 1, nb), load_x<Q>(sn, xrow, c + 1, K);
+            load_w<Q, MF_BM, MF_THREADS>(sn.w, rowp, c + 1, nb), load_x<Q>(sn, xrow, c + 1, K);
         }
         cp_commit();
         const mf_stage<Q> &sc = st[(c - c0) % MF_STAGES];

@@ -239,7 +239,7 @@ static __device__ __forceinline__ void chunk(float (*acc)[4], const mq_stage<Q, 
 }
 
 /* Rows n0 .. n0 + MQ_BM - 1 of the launch, x rows col0 .. col0 + BN - 1, chunks of split z.
- * splits = 1: y of the set; else ws[z][T][N], summed by mmq_reduce_k. */
+ * splits = 1: y of the set; else ws[z][T][N], summed by mq_reduce_k (qtile.cuh). */
 template <int Q, int BN>
 static __global__ void __launch_bounds__(mq_shape<BN>::threads, 2)
     mmq_k(hr_cu_gemv_set g, hr_xq_parts x, long rb, int T, long K, float *ws, int splits) {
