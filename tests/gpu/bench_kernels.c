@@ -2,7 +2,8 @@
  * Llama-3-8B layer (bf16 weights, T = 1..HR_CU_GEMV_MAX_T activation rows) through the
  * backend's own GEMV — fused as the backend launches them (q, k and v in one launch; gate and
  * up in another) — and through cuBLAS one matrix at a time (x rounded to bf16, as the
- * bf16-products mode does), timed with CUDA events over weight sets rotated so the 60 MB L2
+ * bf16-products mode does), then at 8..64 rows through cuBLAS and mmh (`bench_kernels h`: only
+ * those), timed with CUDA events over weight sets rotated so the 60 MB L2
  * never holds them; prints GB/s of weights read; then the prefill products through cuBLAS
  * (gemm_section), and the decode products with GGUF weights (qsection); `bench_kernels q
  * [FORMAT [T]]`: only those (of one format, at one T). Numbers, never pass/fail. */
@@ -69,9 +70,10 @@ static float timer_ms_per_rep(cudaStream_t s, cudaEvent_t ev[2]) {
 }
 
 /* One timed pass: REPS launches over the rotated weight sets; v 0 own GEMV (K split over a
- * block), 1 own GEMV (a warp per row group), 2 cuBLAS. */
+ * block), 1 own GEMV (a warp per row group), 2 cuBLAS a matrix at a time, 3 mmh (the set in one
+ * launch; ws its split-K partials); x rounded to bf16 in each pass of 2 and 3. */
 static float pass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[SETS][MAXM], int sets,
-                  const float *x, void *xh, float *y[MAXM], int T, int v) {
+                  const float *x, void *xh, float *ws, float *y[MAXM], int T, int v) {
     cudaEvent_t ev[2];
     timer_start(s, ev);
     for (int r = 0; r < REPS; r++) {
@@ -80,6 +82,10 @@ static float pass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[SE
             hr_cu_gemv_split = v == 0;
             hr_cu_gemv_set g = set_of(p, wk, y);
             hr_cu_gemv(s, &g, (float *)x, HR_CU_BF16, T, p->K);
+        } else if (v == 3) {
+            hr_cu_gemv_set g = set_of(p, wk, y);
+            hr_cu_round(s, xh, NULL, HR_CU_BF16, x, (long)T * p->K);
+            hr_cu_mmh(s, &g, xh, HR_CU_BF16, T, p->K, ws);
         } else {
             const float one = 1, zero = 0;
             hr_cu_round(s, xh, NULL, HR_CU_BF16, x, (long)T * p->K);
@@ -241,17 +247,18 @@ static void qsection(cudaStream_t s, cublasHandle_t h, const char *only_fmt, int
         }
 }
 
-int main(int argc, char **argv) {
-    cudaStream_t s;
-    CK(cudaStreamCreate(&s));
-    cublasHandle_t h;
-    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
-    cublasSetStream(h, s);
-    if (argc > 1 && argv[1][0] == 'q') {
-        qsection(s, h, argc > 2 ? argv[2] : NULL, argc > 3 ? atoi(argv[3]) : 0);
-        return 0;
-    }
-    printf("%-22s %3s %12s %12s %12s\n", "product", "T", "split GB/s", "warp GB/s", "cuBLAS GB/s");
+/* The bf16 decode products of a Llama-3-8B layer at the rows Ts: GB/s of weights read by the
+ * backend's GEMV (split and warp versions) and cuBLAS (mmh 0), or by cuBLAS and mmh (mmh 1). */
+static void bf16_section(cudaStream_t s, cublasHandle_t h, const int *Ts, int nT, int mmh) {
+    enum { TMAX = HR_CU_MMH_MAX_T };
+    static const char *const names[] = {"split GB/s", "warp GB/s", "cuBLAS GB/s", "mmh GB/s"};
+    int v0 = mmh ? 2 : 0, v1 = mmh ? 4 : 3;
+    printf("%-22s %3s", "product", "T");
+    for (int v = v0; v < v1; v++)
+        printf(" %12s", names[v]);
+    printf("\n");
+    float *ws;
+    CK(cudaMalloc((void **)&ws, hr_cu_mmq_ws_bytes(TMAX)));
     for (size_t pi = 0; pi < sizeof products / sizeof *products; pi++) {
         const product *p = &products[pi];
         size_t wb = 0;
@@ -267,20 +274,23 @@ int main(int argc, char **argv) {
                 CK(cudaMalloc(&w[k][i], b));
                 CK(cudaMemset(w[k][i], 0x3c, b)); /* bf16 ~0.01: not zeros */
             }
-        CK(cudaMalloc((void **)&x, sizeof(float) * 8 * p->K));
-        CK(cudaMalloc(&xh, 2 * 8 * p->K));
-        CK(cudaMemset(x, 0x3f, sizeof(float) * 8 * p->K));
+        CK(cudaMalloc((void **)&x, sizeof(float) * TMAX * p->K));
+        CK(cudaMalloc(&xh, 2 * TMAX * p->K));
+        CK(cudaMemset(x, 0x3f, sizeof(float) * TMAX * p->K));
         for (int i = 0; i < p->n; i++)
-            CK(cudaMalloc((void **)&y[i], sizeof(float) * 8 * p->N[i]));
-        for (int T = 1; T <= HR_CU_GEMV_MAX_T; T *= 2) {
-            float best[3] = {1e30f, 1e30f, 1e30f};
-            for (int v = 0; v < 3; v++)
+            CK(cudaMalloc((void **)&y[i], sizeof(float) * TMAX * p->N[i]));
+        for (int ti = 0; ti < nT; ti++) {
+            int T = Ts[ti];
+            float best[4] = {1e30f, 1e30f, 1e30f, 1e30f};
+            for (int v = v0; v < v1; v++)
                 for (int round = 0; round < 3; round++) {
-                    float ms = pass(s, h, p, w, sets, x, xh, y, T, v);
+                    float ms = pass(s, h, p, w, sets, x, xh, ws, y, T, v);
                     if (ms < best[v]) best[v] = ms;
                 }
-            printf("%-22s %3d %12.0f %12.0f %12.0f\n", p->name, T, wb / (best[0] * 1e-3) / 1e9,
-                   wb / (best[1] * 1e-3) / 1e9, wb / (best[2] * 1e-3) / 1e9);
+            printf("%-22s %3d", p->name, T);
+            for (int v = v0; v < v1; v++)
+                printf(" %12.0f", wb / (best[v] * 1e-3) / 1e9);
+            printf("\n");
         }
         for (int k = 0; k < sets; k++)
             for (int i = 0; i < p->n; i++)
@@ -290,6 +300,26 @@ int main(int argc, char **argv) {
         cudaFree(x);
         cudaFree(xh);
     }
+    cudaFree(ws);
+}
+
+int main(int argc, char **argv) {
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    cublasHandle_t h;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
+    cublasSetStream(h, s);
+    static const int gemv_ts[] = {1, 2, 4}, mmh_ts[] = {8, 16, 32, 48, 64};
+    if (argc > 1 && argv[1][0] == 'q') {
+        qsection(s, h, argc > 2 ? argv[2] : NULL, argc > 3 ? atoi(argv[3]) : 0);
+        return 0;
+    }
+    if (argc > 1 && argv[1][0] == 'h') {
+        bf16_section(s, h, mmh_ts, 5, 1);
+        return 0;
+    }
+    bf16_section(s, h, gemv_ts, 3, 0);
+    bf16_section(s, h, mmh_ts, 5, 1);
     gemm_section(s, h);
     qsection(s, h, NULL, 0);
     return 0;

@@ -9,8 +9,9 @@
  * whose error shows what bf16 rounding does to each model (the random-weight hybrids amplify it far
  * beyond the dense ones). Prints one table row per check (max error, relative to max |reference|,
  * top-1 agreement where the reference margin is over 0.05) and exits 1 when a check is outside its
- * tolerance; then the GGUF-quantized checks (quant_check.c) and the sampling checks
- * (sample_check.c). Usage: gpu_check SHARED_DIR. */
+ * tolerance; then the 16-bit products past the GEMV's rows (product_check.c), the
+ * GGUF-quantized checks (quant_check.c) and the sampling checks (sample_check.c). Usage: gpu_check
+ * SHARED_DIR. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,8 @@ static const char *shared;
 void hr_gpu_sample_checks(const char *shared, int *failures);
 /* quant_check.c: GGUF-quantized weights (products of every block format, two GGUF models) */
 void hr_gpu_quant_checks(const char *shared, int *failures);
+/* product_check.c: the 16-bit weight products past the GEMV's rows (mmh, cuBLAS) */
+void hr_gpu_product_checks(int *failures);
 
 typedef struct {
     float max_err, max_ref;
@@ -396,6 +399,7 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof models / sizeof *models; i++)
         check_model(models[i]);
     check_nll();
+    hr_gpu_product_checks(&failures);
     hr_gpu_quant_checks(shared, &failures);
     hr_gpu_sample_checks(shared, &failures);
     printf("gpu_check: %d failed\n", failures);

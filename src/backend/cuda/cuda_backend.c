@@ -414,7 +414,10 @@ static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
     if (m->n_tokens <= HR_CU_MMQ_MAX_T && cb->max_q_elems &&
         !hr_cu_grow(cb, &cb->xq, &cb->xq_bytes, hr_cu_xq_bytes(m->n_tokens, cb->max_k)))
         return take_error(cb);
-    if (m->n_tokens > HR_CU_MMVQ_MAX_T && m->n_tokens <= HR_CU_MMF_MAX_T && cb->max_q_elems &&
+    int split_products =
+        (m->n_tokens > HR_CU_MMVQ_MAX_T && m->n_tokens <= HR_CU_MMF_MAX_T && cb->max_q_elems) ||
+        (m->n_tokens > HR_CU_GEMV_MAX_T && m->n_tokens <= cb->mmh_max_t);
+    if (split_products &&
         !hr_cu_grow(cb, &cb->mmq_ws, &cb->mmq_ws_bytes, hr_cu_mmq_ws_bytes(m->n_tokens)))
         return take_error(cb);
     HR_TRY(hr_cu_check(cudaMemcpyAsync(cb->meta_dev, st, bytes, cudaMemcpyHostToDevice, cb->stream),
@@ -537,6 +540,16 @@ static hr_err *init(hr_cuda_backend *cb) {
     cb->mmq_off = mq && !strcmp(mq, "0");
     const char *mf = getenv("HEARTH_CUDA_MMF");
     cb->mmf_off = mf && !strcmp(mf, "0");
+    const char *mh = getenv("HEARTH_CUDA_MMH");
+    cb->mmh_max_t = HR_CU_MMH_MAX_T;
+    if (mh) {
+        char *end;
+        long v = strtol(mh, &end, 10);
+        if (end == mh || *end || v < 0 || v > HR_CU_MMH_MAX_T)
+            return hr_errf("cuda: HEARTH_CUDA_MMH must be a row count from 0 to %d, not '%s'",
+                           HR_CU_MMH_MAX_T, mh);
+        cb->mmh_max_t = (int)v;
+    }
     return NULL;
 }
 

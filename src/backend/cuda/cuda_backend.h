@@ -139,6 +139,8 @@ typedef struct {
     int qgemv_f32; /* HEARTH_CUDA_QGEMV=f32: no mmvq/mmq (f32 GEMV to 4 rows, f16 cuBLAS beyond) */
     int mmq_off;   /* HEARTH_CUDA_MMQ=0: no mmq (mmf, or f16 cuBLAS, past mmvq's rows) */
     int mmf_off;   /* HEARTH_CUDA_MMF=0: no mmf (f16 cuBLAS past the 8-bit products' rows) */
+    int mmh_max_t; /* HEARTH_CUDA_MMH=N: the most rows mmh takes (default HR_CU_MMH_MAX_T; 0: none)
+                    */
 } hr_cuda_backend;
 
 /* A CUDA runtime failure as an hr_err ("what: message"), NULL on success. */

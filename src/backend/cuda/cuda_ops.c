@@ -27,6 +27,11 @@ static int dt(hr_cuda_backend *cb, const hr_tensor *t, const char *op) {
     return d;
 }
 
+/* The scratch now holds x (n elements) rounded to 16-bit type d. */
+static void xh_holds(hr_cuda_backend *cb, const float *x, size_t n, int d) {
+    cb->xh_of = x, cb->xh_n = n, cb->xh_dtype = d, cb->xh_at = cb->xh;
+}
+
 /* x's n elements rounded to 16-bit type d in cb->xh (and, unless bf16 products, the rest in
  * its second half): once for products of one x back to back (q, k, v; gate, up); NULL when the
  * scratch cannot grow (the failure recorded). */
@@ -35,7 +40,7 @@ static const void *x_rounded(hr_cuda_backend *cb, const float *x, size_t n, int 
     if (cb->xh_of != x || cb->xh_n != n || cb->xh_dtype != d || cb->xh_at != cb->xh) {
         hr_cu_round(cb->stream, cb->xh, cb->bf16_products ? NULL : (char *)cb->xh + n * 2, d, x,
                     (long)n);
-        cb->xh_of = x, cb->xh_n = n, cb->xh_dtype = d, cb->xh_at = cb->xh;
+        xh_holds(cb, x, n, d);
     }
     return cb->xh;
 }
@@ -63,6 +68,23 @@ static void gemm(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor 
     }
     if (st != CUBLAS_STATUS_SUCCESS)
         hr_cu_fail(cb, hr_errf("cuda matmul: cuBLAS failed (%s)", cublasGetStatusString(st)));
+}
+
+/* A set of 16-bit products of one x past the GEMV's rows: mmh where it reads the weights faster
+ * than cuBLAS does (hr_cu_mmh_wins), else cuBLAS a matrix at a time; x rounded once for either. */
+static void products16(hr_cuda_backend *cb, const hr_cu_gemv_set *g) {
+    int T = cb->pending.T, d = cb->pending.dtype;
+    long K = cb->pending.K;
+    if (hr_cu_mmh_wins(g)) {
+        const void *xh = x_rounded(cb, cb->pending.x, (size_t)T * (size_t)K, d);
+        if (xh && hr_cu_grow(cb, &cb->mmq_ws, &cb->mmq_ws_bytes, hr_cu_mmq_ws_bytes(T)))
+            hr_cu_mmh(cb->stream, g, xh, d, T, K, cb->mmq_ws);
+        return;
+    }
+    for (int i = 0; i < g->n; i++) {
+        hr_tensor w = {.data = (void *)g->w[i]};
+        gemm(cb, g->y[i], cb->pending.x, &w, d, T, g->start[i + 1] - g->start[i], K);
+    }
 }
 
 static void flush_add(hr_cuda_backend *cb) {
@@ -148,6 +170,35 @@ static const void *x_quantized(hr_cuda_backend *cb, const float *x, int T, long 
     return cb->xq;
 }
 
+/* For mmh: the pending norm of x (T rows of K) launched as the kernel that also rounds its
+ * output to d into the scratch, then what else is pending; 0 when there is none or no scratch
+ * (the caller flushes). */
+static int norm_rounded(hr_cuda_backend *cb, const float *x, int T, long K, int d) {
+    hr_cu_gemv_fold f = cb->pending_norm.fold;
+    size_t n = (size_t)T * (size_t)K;
+    if (cb->pending_norm.y != x || cb->pending_norm.rows != T || cb->pending_norm.dim != K ||
+        !hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * n * 2))
+        return 0;
+    cb->pending_norm.y = NULL;
+    hr_cu_norm_round(cb->stream, (float *)x, (float *)f.norm_x, cb->pending_norm.add, f.norm_w,
+                     f.norm_dtype, T, (int)K, f.eps, f.one_plus, cb->xh, d);
+    hr_cu_flush(cb);
+    xh_holds(cb, x, n, d);
+    return 1;
+}
+
+/* The same for the pending activation whose output is x. */
+static int act_rounded(hr_cuda_backend *cb, const float *x, int T, long K, int d) {
+    typeof(cb->pending_act) p = cb->pending_act;
+    size_t n = (size_t)T * (size_t)K;
+    if (p.y != x || p.n != (long)n || !hr_cu_grow(cb, &cb->xh, &cb->xh_bytes, 2 * n * 2)) return 0;
+    cb->pending_act.y = NULL;
+    hr_cu_act_mul_round(cb->stream, p.y, p.gate, p.up, p.n, p.act, cb->xh, d);
+    hr_cu_flush(cb);
+    xh_holds(cb, x, n, d);
+    return 1;
+}
+
 static void flush_rope(hr_cuda_backend *cb);
 
 void hr_cu_flush(hr_cuda_backend *cb) {
@@ -169,6 +220,8 @@ void hr_cu_flush(hr_cuda_backend *cb) {
                  hr_cu_grow(cb, &cb->mmq_ws, &cb->mmq_ws_bytes, hr_cu_mmq_ws_bytes(cb->pending.T)))
             hr_cu_mmq(cb->stream, g, xq, cb->pending.q, cb->pending.T, cb->pending.K,
                       cb->pending.rb, cb->mmq_ws);
+    } else if (cb->pending.T > HR_CU_GEMV_MAX_T) {
+        products16(cb, g);
     } else {
         hr_cu_gemv(cb->stream, g, (float *)cb->pending.x, cb->pending.dtype, cb->pending.T,
                    cb->pending.K);
@@ -279,7 +332,9 @@ void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *
     int d = dt(cb, w, "matmul");
     if (d < 0 || T <= 0) return;
     long N = w->shape[0], K = w->shape[w->ndim - 1];
-    if (T > HR_CU_GEMV_MAX_T) {
+    int mmh =
+        T > HR_CU_GEMV_MAX_T && T <= cb->mmh_max_t && cb->bf16_products && hr_cu_mmh_takes(d, K);
+    if (T > HR_CU_GEMV_MAX_T && !mmh) {
         hr_cu_flush(cb);
         gemm(cb, y, x, w, d, T, N, K);
         int bd = bias ? dt(cb, bias, "matmul bias") : -1;
@@ -287,14 +342,15 @@ void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *
         return;
     }
     if (!joins(cb, y, x, d, -1, 0, T, K)) {
-        /* a pending norm of x folds into the launch (the products read it on the fly) */
+        /* a pending norm of x folds into the GEMV's launch (the products read it on the fly) */
         hr_cu_gemv_fold fold = {0};
-        if (cb->pending_norm.y == x && !cb->pending_norm.add && cb->pending_norm.rows == T &&
-            cb->pending_norm.dim == K) {
+        if (!mmh && cb->pending_norm.y == x && !cb->pending_norm.add &&
+            cb->pending_norm.rows == T && cb->pending_norm.dim == K) {
             fold = cb->pending_norm.fold;
             cb->pending_norm.y = NULL;
         }
-        hr_cu_flush(cb);
+        if (!mmh || (!norm_rounded(cb, x, T, K, d) && !act_rounded(cb, x, T, K, d)))
+            hr_cu_flush(cb);
         cb->pending.x = x;
         cb->pending.T = T;
         cb->pending.K = K;
@@ -333,6 +389,7 @@ void hr_cu_op_rmsnorm(hr_backend *be, float *y, const float *x, const hr_tensor 
     int d = w ? dt(cb, w, "rmsnorm") : HR_CU_F32;
     if (d < 0) return;
     int most = cb->max_q_elems ? HR_CU_MMQ_MAX_T : HR_CU_GEMV_MAX_T;
+    if (cb->bf16_products && cb->mmh_max_t > most) most = cb->mmh_max_t; /* may round y for mmh */
     if (cb->fold && rows <= most && (fuse || y != x)) {
         /* may fold into the products of y (a plain norm) or quantize y for them */
         cb->pending_norm.y = y;
@@ -446,8 +503,9 @@ void hr_cu_op_act_mul(hr_backend *be, float *y, const float *gate, const float *
                       hr_act_fn act) {
     HR_CU_OP(be);
     int a = act == HR_ACT_FN_SILU ? 0 : 1;
-    if (cb->max_q_elems && n > 0)
-        cb->pending_act = (typeof(cb->pending_act)){y, gate, up, n, a}; /* may quantize y */
+    if ((cb->max_q_elems || (cb->bf16_products && cb->mmh_max_t)) && n > 0)
+        cb->pending_act =
+            (typeof(cb->pending_act)){y, gate, up, n, a}; /* may quantize or round y */
     else
         hr_cu_act_mul(cb->stream, y, gate, up, n, a);
 }
@@ -457,9 +515,9 @@ void hr_cu_op_act_mul(hr_backend *be, float *y, const float *gate, const float *
 void hr_cu_op_add(hr_backend *be, float *y, const float *a, long n) {
     hr_cuda_backend *pb = (hr_cuda_backend *)be;
     hr_cu_gemv_set *g = &pb->pending.set;
-    if (pb->fold && g->n == 1 && pb->pending.q < 0 && g->y[0] == a && !pb->pending.bias[0] &&
-        !g->fold.acc && y != a && (const float *)y != pb->pending.x &&
-        (long)pb->pending.T * g->start[1] == n) {
+    if (pb->fold && g->n == 1 && pb->pending.q < 0 && pb->pending.T <= HR_CU_GEMV_MAX_T &&
+        g->y[0] == a && !pb->pending.bias[0] && !g->fold.acc && y != a &&
+        (const float *)y != pb->pending.x && (long)pb->pending.T * g->start[1] == n) {
         g->fold.acc = y;
         hr_cu_graph_op(pb); /* counted like any op (nothing is pending while a graph replays) */
         return;

@@ -41,7 +41,8 @@ static __device__ __forceinline__ float norm_weight(const void *w, int w_dtype, 
  * products (xq.cuh; in-register rows only, blockDim a multiple of PER). */
 template <int ADD, int PER>
 static __global__ void norm_k(float *y, float *x, const float *a, const void *w, int w_dtype,
-                              int dim, float eps, int one_plus, hr_xq_parts xq) {
+                              int dim, float eps, int one_plus, hr_xq_parts xq, void *yh,
+                              int yh_dtype) {
     HR_PDL_ENTRY();
     __shared__ float wmax[32];
     float *xr = x + (long)blockIdx.x * dim, *yr = y + (long)blockIdx.x * dim;
@@ -54,8 +55,11 @@ static __global__ void norm_k(float *y, float *x, const float *a, const void *w,
             ss += v * v;
         }
         float inv = 1.0f / sqrtf(hr_block_sum(ss) / (float)dim + eps);
-        for (int i = threadIdx.x; i < dim; i += blockDim.x)
-            yr[i] = xr[i] * inv * norm_weight(w, w_dtype, i, one_plus);
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+            float o = xr[i] * inv * norm_weight(w, w_dtype, i, one_plus);
+            yr[i] = o;
+            if (yh) hr_st(yh, yh_dtype, (long)blockIdx.x * dim + i, o);
+        }
         return;
     }
     float v[NORM_REGS], wv[NORM_REGS];
@@ -76,6 +80,7 @@ static __global__ void norm_k(float *y, float *x, const float *a, const void *w,
         int i = threadIdx.x + r * blockDim.x;
         float o = v[r] * inv * wv[r];
         if (i < dim) yr[i] = o;
+        if (yh && i < dim) hr_st(yh, yh_dtype, (long)blockIdx.x * dim + i, o);
         if (PER && r * (int)blockDim.x < dim) /* uniform over the block */
             hr_xq_put<PER ? PER : 32>(xq, blockIdx.x, dim, i, o, i < dim, wmax);
     }
@@ -87,14 +92,26 @@ extern "C" void hr_cu_rmsnorm(cudaStream_t s, float *y, const float *x, const vo
                               int rows, int dim, float eps, int one_plus) {
     if (rows <= 0) return;
     hr_launch(norm_k<0, 0>, rows, norm_threads(dim), 0, s, y, (float *)x, (const float *)NULL, w,
-              w_dtype, dim, eps, one_plus, hr_xq_parts{});
+              w_dtype, dim, eps, one_plus, hr_xq_parts{}, (void *)NULL, 0);
 }
 
 extern "C" void hr_cu_add_rmsnorm(cudaStream_t s, float *y, float *x, const float *a, const void *w,
                                   int w_dtype, int rows, int dim, float eps, int one_plus) {
     if (rows <= 0) return;
     hr_launch(norm_k<1, 0>, rows, norm_threads(dim), 0, s, y, x, a, w, w_dtype, dim, eps, one_plus,
-              hr_xq_parts{});
+              hr_xq_parts{}, (void *)NULL, 0);
+}
+
+extern "C" void hr_cu_norm_round(cudaStream_t s, float *y, float *x, const float *a, const void *w,
+                                 int w_dtype, int rows, int dim, float eps, int one_plus, void *yh,
+                                 int yh_dtype) {
+    if (rows <= 0) return;
+    if (a)
+        hr_launch(norm_k<1, 0>, rows, norm_threads(dim), 0, s, y, x, a, w, w_dtype, dim, eps,
+                  one_plus, hr_xq_parts{}, yh, yh_dtype);
+    else
+        hr_launch(norm_k<0, 0>, rows, norm_threads(dim), 0, s, y, x, a, w, w_dtype, dim, eps,
+                  one_plus, hr_xq_parts{}, yh, yh_dtype);
 }
 
 extern "C" int hr_cu_norm_quant_fits(int dim, int per) {
@@ -108,13 +125,17 @@ extern "C" void hr_cu_norm_quant(cudaStream_t s, float *y, float *x, const float
     hr_xq_parts p = hr_xq_at(xq, rows, dim);
     int th = norm_threads(dim);
     if (a && per == 256)
-        hr_launch(norm_k<1, 256>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p);
+        hr_launch(norm_k<1, 256>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p,
+                  (void *)NULL, 0);
     else if (a)
-        hr_launch(norm_k<1, 32>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p);
+        hr_launch(norm_k<1, 32>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p,
+                  (void *)NULL, 0);
     else if (per == 256)
-        hr_launch(norm_k<0, 256>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p);
+        hr_launch(norm_k<0, 256>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p,
+                  (void *)NULL, 0);
     else
-        hr_launch(norm_k<0, 32>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p);
+        hr_launch(norm_k<0, 32>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p,
+                  (void *)NULL, 0);
 }
 
 enum { ROPE_HEADS = 4 }; /* heads per block */
@@ -215,14 +236,27 @@ static __device__ __forceinline__ float act_fn(float g, int act) {
     return 0.5f * g * (1.0f + tanhf(c * (g + 0.044715f * g * g * g)));
 }
 
-static __global__ void act_mul_k(float *y, const float *g, const float *u, long n, int act) {
+/* yh non-NULL: y rounded to 16-bit type yh_dtype there as well. */
+static __global__ void act_mul_k(float *y, const float *g, const float *u, long n, int act,
+                                 void *yh, int yh_dtype) {
     HR_PDL_ENTRY();
-    HR_FOR(i, n) y[i] = act_fn(g[i], act) * u[i];
+    HR_FOR(i, n) {
+        float v = act_fn(g[i], act) * u[i];
+        y[i] = v;
+        if (yh) hr_st(yh, yh_dtype, i, v);
+    }
 }
 
 extern "C" void hr_cu_act_mul(cudaStream_t s, float *y, const float *gate, const float *up, long n,
                               int act) {
-    if (n > 0) hr_launch(act_mul_k, hr_blocks(n, 256), 256, 0, s, y, gate, up, n, act);
+    if (n > 0)
+        hr_launch(act_mul_k, hr_blocks(n, 256), 256, 0, s, y, gate, up, n, act, (void *)NULL, 0);
+}
+
+extern "C" void hr_cu_act_mul_round(cudaStream_t s, float *y, const float *gate, const float *up,
+                                    long n, int act, void *yh, int yh_dtype) {
+    if (n > 0)
+        hr_launch(act_mul_k, hr_blocks(n, 256), 256, 0, s, y, gate, up, n, act, yh, yh_dtype);
 }
 
 /* act_mul_k of T rows of K, one thread per element and a block per 256 of a row, also writing

@@ -63,6 +63,14 @@ void hr_cu_quantize_x(cudaStream_t s, void *xq, const float *x, int T, long K, i
 int hr_cu_norm_quant_fits(int dim, int per);
 void hr_cu_norm_quant(cudaStream_t s, float *y, float *x, const float *a, const void *w,
                       int w_dtype, int rows, int dim, float eps, int one_plus, void *xq, int per);
+/* hr_cu_rmsnorm (a: NULL) or hr_cu_add_rmsnorm whose kernel also writes y rounded to the 16-bit
+ * type yh_dtype into yh, as hr_cu_round would (for the 16-bit products, mmh.cu). */
+void hr_cu_norm_round(cudaStream_t s, float *y, float *x, const float *a, const void *w,
+                      int w_dtype, int rows, int dim, float eps, int one_plus, void *yh,
+                      int yh_dtype);
+/* hr_cu_act_mul whose kernel also writes y rounded likewise into yh. */
+void hr_cu_act_mul_round(cudaStream_t s, float *y, const float *gate, const float *up, long n,
+                         int act, void *yh, int yh_dtype);
 /* hr_cu_act_mul of T rows of K whose kernel also writes y quantized into xq. */
 void hr_cu_act_mul_quant(cudaStream_t s, float *y, const float *gate, const float *up, int T,
                          long K, int act, void *xq, int per);
@@ -169,6 +177,15 @@ enum { HR_CU_MMF_MAX_T = 128 }; /* the most hr_cu_mmf_max_t gives */
 int hr_cu_mmf_max_t(int q, int planar, long rb);
 void hr_cu_mmf(cudaStream_t s, const hr_cu_gemv_set *g, const void *xh, int q, int T, long K,
                long rb, float *ws);
+/* The same for 16-bit weights (dtype HR_CU_BF16 or HR_CU_F16, where hr_cu_mmh_takes) and
+ * HR_CU_GEMV_MAX_T < T <= HR_CU_MMH_MAX_T, from x rounded to the weight's type (xh: [T][K]) on the
+ * tensor cores (mmh.cu); ws as for mmq, of hr_cu_mmq_ws_bytes(T). */
+enum { HR_CU_MMH_MAX_T = 64 };
+int hr_cu_mmh_takes(int dtype, long K);
+/* Whether mmh is faster than cuBLAS for the set g (measured; to HR_CU_MMH_MAX_T rows). */
+int hr_cu_mmh_wins(const hr_cu_gemv_set *g);
+void hr_cu_mmh(cudaStream_t s, const hr_cu_gemv_set *g, const void *xh, int dtype, int T, long K,
+               float *ws);
 /* 1 (default): for T = 1 or K >= 8192 each block splits K over its warps for 4 rows; 0, or
  * other shapes: a warp per row group (HEARTH_CUDA_GEMV=warp; bench_kernels measures both). */
 extern int hr_cu_gemv_split;
