@@ -207,24 +207,33 @@ static __global__ void __launch_bounds__(32 * WARPS)
     }
 }
 
+/* Block th merges row-head th's splits: warp 0 takes the splits' maxima and sums into one
+ * weight per split (shared memory: splits floats), then every thread sums its dims' partial
+ * outputs with those weights, the splits' loads of a dim coalesced across the block. */
 static __global__ void merge_k(float *out, const float *partial, int splits, int hd) {
     HR_PDL_ENTRY();
-    int th = blockIdx.x;
+    extern __shared__ float merge_w[]; /* [splits] weights, then the sum L */
+    int th = blockIdx.x, lane = threadIdx.x;
     const float *pp = partial + (long)th * splits * (hd + 2);
-    float M = -INFINITY;
-    for (int s = 0; s < splits; s++)
-        M = fmaxf(M, pp[s * (hd + 2)]);
-    float L = 0;
-    for (int s = 0; s < splits; s++) {
-        float m = pp[s * (hd + 2)];
-        L += m == -INFINITY ? 0.0f : pp[s * (hd + 2) + 1] * expf(m - M);
+    if (threadIdx.x < 32) {
+        float M = -INFINITY, L = 0;
+        for (int s = lane; s < splits; s += 32)
+            M = fmaxf(M, pp[s * (hd + 2)]);
+        M = hr_warp_max(M);
+        for (int s = lane; s < splits; s += 32) {
+            float m = pp[s * (hd + 2)], e = m == -INFINITY ? 0.0f : expf(m - M);
+            merge_w[s] = e;
+            L += pp[s * (hd + 2) + 1] * e;
+        }
+        L = hr_warp_sum(L);
+        if (lane == 0) merge_w[splits] = L;
     }
+    __syncthreads();
+    float L = merge_w[splits];
     for (int d = threadIdx.x; d < hd; d += blockDim.x) {
         float o = 0;
-        for (int s = 0; s < splits; s++) {
-            float m = pp[s * (hd + 2)];
-            if (m != -INFINITY) o += pp[s * (hd + 2) + 2 + d] * expf(m - M);
-        }
+        for (int s = 0; s < splits; s++)
+            if (merge_w[s] != 0.0f) o += pp[s * (hd + 2) + 2 + d] * merge_w[s]; /* -inf: none */
         out[(long)th * hd + d] = L > 0 ? o / L : 0.0f;
     }
 }
@@ -279,7 +288,7 @@ extern "C" void hr_cu_attention(cudaStream_t s, const hr_cu_meta *m, const hr_cu
         cuda_core(s, m, splits, tiled, kv, p, out, q, partial);
     if (splits > 1) {
         int threads = p->head_dim < 256 ? (p->head_dim + 31) / 32 * 32 : 256;
-        hr_launch(merge_k, m->n_tokens * p->n_heads, threads, 0, s, out, partial, splits,
-                  p->head_dim);
+        hr_launch(merge_k, m->n_tokens * p->n_heads, threads, sizeof(float) * (splits + 1), s, out,
+                  partial, splits, p->head_dim);
     }
 }
