@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "server/acceptor.h"
 #include "server/unix_socket.h"
 
 struct hr_listener {
@@ -22,25 +23,26 @@ struct hr_listener {
     struct MHD_Daemon *d;
     hr_conn_guard *guard; /* NULL: no deadline */
     int port;
-    MHD_socket quiesced_fd; /* closed after MHD_stop_daemon */
+    hr_acceptor *acc; /* accepts for d (quiesced at once), its socket closed after d stops */
 };
 
 /* Descriptors kept beside the connections: the listener, the engine's files, logs. */
 #define FD_MARGIN 32
 
-/* --max-connections needs as many descriptors: raises the soft RLIMIT_NOFILE toward the
- * hard one if it is short, else lowers the connection limit to fit (with a warning), so
- * the listener never spins on accept() failing with EMFILE. */
+/* --max-connections needs as many descriptors (times fds_per_connection): raises the soft
+ * RLIMIT_NOFILE toward the hard one if it is short, else lowers the connection limit to
+ * fit (with a warning), so accept() does not fail with EMFILE for want of them. */
 static void fit_fd_limit(hr_listener_config *cfg) {
     struct rlimit rl;
-    rlim_t need = (rlim_t)cfg->max_connections + FD_MARGIN;
+    rlim_t per = cfg->fds_per_connection ? cfg->fds_per_connection : 1;
+    rlim_t need = (rlim_t)cfg->max_connections * per + FD_MARGIN;
     if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
         return;
     struct rlimit raised = {
         rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max, rl.rlim_max};
     if (raised.rlim_cur > rl.rlim_cur && !setrlimit(RLIMIT_NOFILE, &raised)) rl = raised;
     if (rl.rlim_cur >= need) return;
-    unsigned fit = rl.rlim_cur > FD_MARGIN ? (unsigned)(rl.rlim_cur - FD_MARGIN) : 1;
+    unsigned fit = rl.rlim_cur > FD_MARGIN + per ? (unsigned)((rl.rlim_cur - FD_MARGIN) / per) : 1;
     HR_WARN("--max-connections %u needs %llu file descriptors but the limit is %llu (ulimit -n): "
             "serving at most %u connections",
             cfg->max_connections, (unsigned long long)need, (unsigned long long)rl.rlim_cur, fit);
@@ -75,7 +77,7 @@ static void listener_free(hr_listener *l) {
 
 static hr_err *start_daemon(hr_listener *l, int unix_fd, struct sockaddr_storage *ss, int v6) {
     const hr_listener_config *cfg = &l->cfg;
-    /* MHD_USE_ITC lets hr_listener_quiesce stop the listener (MHD_quiesce_daemon). */
+    /* MHD_USE_ITC lets the acceptor take the listening socket over (MHD_quiesce_daemon). */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
     struct MHD_OptionItem where[] = {
@@ -89,7 +91,13 @@ static hr_err *start_daemon(hr_listener *l, int unix_fd, struct sockaddr_storage
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, unix_fd >= 0 ? 0u : cfg->max_connections_per_ip,
         MHD_OPTION_NOTIFY_CONNECTION, l->guard ? hr_conn_guard_notify : NULL, l->guard,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_END);
-    if (l->d) return NULL;
+    if (l->d) {
+        MHD_socket fd = MHD_quiesce_daemon(l->d); /* the acceptor accepts from here */
+        hr_err *e = fd == MHD_INVALID_SOCKET ? hr_errf("cannot take over the listening socket")
+                                             : hr_acceptor_start(fd, l->d, &l->acc);
+        if (e) MHD_stop_daemon(l->d), l->d = NULL;
+        return e;
+    }
     int err = errno; /* libmicrohttpd's: the bind's, or its listening thread's start */
     if (unix_fd >= 0) close(unix_fd);
     if (cfg->unix_socket)
@@ -103,7 +111,6 @@ hr_err *hr_listener_start(const hr_listener_config *cfg, hr_listener **out) {
     hr_listener *l = calloc(1, sizeof *l);
     if (!l) return hr_err_oom();
     l->cfg = *cfg;
-    l->quiesced_fd = MHD_INVALID_SOCKET;
     if (!l->cfg.host) l->cfg.host = "127.0.0.1";
     fit_fd_limit(&l->cfg);
     struct sockaddr_storage ss;
@@ -123,17 +130,27 @@ hr_err *hr_listener_start(const hr_listener_config *cfg, hr_listener **out) {
 
 unsigned hr_listener_seconds(int s, unsigned dflt) { return s < 0 ? 0 : s ? (unsigned)s : dflt; }
 
-enum MHD_Result hr_listener_reply_oom(struct MHD_Connection *c, const char *url) {
-    const char *b = hr_oom_body(hr_http_api_of(c, url, NULL));
+enum MHD_Result hr_listener_add_headers(struct MHD_Response *r, const char *const *kv) {
+    for (; kv[0]; kv += 2)
+        if (kv[1] && MHD_add_response_header(r, kv[0], kv[1]) != MHD_YES) return MHD_NO;
+    return MHD_YES;
+}
+
+enum MHD_Result hr_listener_reply_oom_api(struct MHD_Connection *c, hr_api_kind api) {
+    static const char *const headers[] = {
+        "Content-Type", "application/json", "Retry-After", "1", "Connection", "close", NULL};
+    const char *b = hr_oom_body(api);
     struct MHD_Response *r =
         MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_PERSISTENT);
     if (!r) return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    MHD_add_response_header(r, "Retry-After", "1");
-    MHD_add_response_header(r, "Connection", "close");
-    enum MHD_Result ok = MHD_queue_response(c, 503, r);
+    enum MHD_Result ok = hr_listener_add_headers(r, headers);
+    if (ok == MHD_YES) ok = MHD_queue_response(c, 503, r);
     MHD_destroy_response(r);
     return ok;
+}
+
+enum MHD_Result hr_listener_reply_oom(struct MHD_Connection *c, const char *url) {
+    return hr_listener_reply_oom_api(c, hr_http_api_of(c, url, NULL));
 }
 
 int hr_listener_port(const hr_listener *l) { return l->port; }
@@ -142,15 +159,13 @@ unsigned hr_listener_max_connections(const hr_listener *l) { return l->cfg.max_c
 
 hr_conn_guard *hr_listener_guard(const hr_listener *l) { return l->guard; }
 
-void hr_listener_quiesce(hr_listener *l) {
-    l->quiesced_fd = MHD_quiesce_daemon(l->d);
-    if (l->quiesced_fd != MHD_INVALID_SOCKET) shutdown(l->quiesced_fd, SHUT_RDWR);
-}
+void hr_listener_quiesce(hr_listener *l) { hr_acceptor_stop(l->acc); }
 
 void hr_listener_stop(hr_listener *l) {
     if (!l) return;
+    hr_acceptor_stop(l->acc);
     MHD_stop_daemon(l->d);
-    if (l->quiesced_fd != MHD_INVALID_SOCKET) close(l->quiesced_fd);
+    hr_acceptor_free(l->acc);
     listener_free(l);
 }
 

@@ -11,10 +11,7 @@
 # sanitizer report.
 . "$(dirname "$0")/lib.sh"
 B=$S/fixtures/models/brown-llama-8m
-SHIM=$(cd "$(dirname "$H")" && pwd)/tests/libthread_fail.so
-# ASan wants its runtime first in the library list; the shim comes before it here
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
-expect_rc shim_built 0 "" test -f "$SHIM"
+use_shim libthread_fail
 
 # health PORT: GET /health's status (000: no reply)
 health() { curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/health"; }
