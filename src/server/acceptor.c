@@ -20,6 +20,8 @@
 struct hr_acceptor {
     int fd;
     struct MHD_Daemon *d;
+    int (*full)(void *cls);
+    void *cls;
     int wake[2]; /* written by hr_acceptor_stop */
     pthread_t thread;
     int running;
@@ -47,6 +49,10 @@ static void *run(void *arg) {
         if (c >= 0) {
             if (failures) HR_INFO("accepting again after %ld failed accepts", failures);
             delay_ms = 0, failures = 0;
+            if (a->full(a->cls)) {
+                close(c); /* refused at once, as libmicrohttpd refuses past its limit */
+                continue;
+            }
             MHD_add_connection(a->d, c, (struct sockaddr *)&ss, len); /* closes c on failure */
             continue;
         }
@@ -61,10 +67,11 @@ static void *run(void *arg) {
     return NULL;
 }
 
-hr_err *hr_acceptor_start(int listen_fd, struct MHD_Daemon *d, hr_acceptor **out) {
+hr_err *hr_acceptor_start(int listen_fd, struct MHD_Daemon *d, int (*full)(void *cls), void *cls,
+                          hr_acceptor **out) {
     hr_acceptor *a = calloc(1, sizeof *a);
     if (!a) return close(listen_fd), hr_err_oom();
-    *a = (hr_acceptor){.fd = listen_fd, .d = d, .wake = {-1, -1}};
+    *a = (hr_acceptor){.fd = listen_fd, .d = d, .full = full, .cls = cls, .wake = {-1, -1}};
     fcntl(listen_fd, F_SETFL, fcntl(listen_fd, F_GETFL) | O_NONBLOCK);
     hr_err *e = NULL;
     if (pipe2(a->wake, O_CLOEXEC)) e = hr_errf("pipe: %s", strerror(errno));
