@@ -71,10 +71,8 @@ one_run() {
   done
   port=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$log")
   if [ -z "$port" ]; then
-    timeout 30 tail --pid="$pid" -f /dev/null
-    wait "$pid"
-    expect_rc "alloc_${name}_fails_clearly" 0 "cannot listen on .*: Cannot allocate memory" \
-      sh -c "test $? = 1 && cat $log"
+    fails_clearly "alloc_${name}_fails_clearly" "$pid" \
+      "cannot listen on .*: Cannot allocate memory" "$log"
     return
   fi
   expect_rc "alloc_${name}_answers" 0 "" requests "$port" "$name" $first

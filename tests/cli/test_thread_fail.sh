@@ -55,10 +55,8 @@ one_run() {
   port=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$log")
   SERVED=0
   if [ -z "$port" ]; then
-    timeout 30 tail --pid="$pid" -f /dev/null
-    wait "$pid"
-    expect_rc "start_${n}_fails_clearly" 0 "cannot (start the .* thread|listen on .*): Resource" \
-      sh -c "test $? = 1 && cat $log"
+    fails_clearly "start_${n}_fails_clearly" "$pid" \
+      "cannot (start the .* thread|listen on .*): Resource" "$log"
     return
   fi
   SERVED=1

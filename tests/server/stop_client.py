@@ -151,13 +151,9 @@ def burst_stream(outcomes):
             "Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body)).encode()
     data = b""
     try:
-        s = socket.create_connection(("127.0.0.1", PORT), timeout=30)
-        s.sendall(head + body)
-        while True:
-            d = s.recv(65536)
-            if not d:
-                break
-            data += d
+        with socket.create_connection(("127.0.0.1", PORT), timeout=30) as s:
+            s.sendall(head + body)
+            data = s.makefile("rb").read()
     except socket.timeout:
         return outcomes.append("waiting")
     except OSError:
