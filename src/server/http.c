@@ -30,16 +30,46 @@ static int retryable(int status) {
     return status == 408 || status == 409 || status == 429 || (status >= 500 && status != 501);
 }
 
-static hr_err *queue(hr_http_req *q, int status, struct MHD_Response *r, const char *type) {
-    MHD_add_response_header(r, "Content-Type", type);
-    if (atomic_load(&q->s->draining)) MHD_add_response_header(r, "Connection", "close");
-    if (status >= 400)
-        MHD_add_response_header(r, "x-should-retry", retryable(status) ? "true" : "false");
-    if (q->retry_after) MHD_add_response_header(r, "Retry-After", q->retry_after);
+/* The reply's headers; MHD_NO when libmicrohttpd could not add one. */
+static enum MHD_Result add_headers(hr_http_req *q, int status, struct MHD_Response *r,
+                                   const char *type) {
+    const char *retry = status < 400 ? NULL : retryable(status) ? "true" : "false";
+    const char *const kv[] = {"Content-Type",
+                              type,
+                              "Cache-Control",
+                              type == SSE_TYPE ? "no-cache" : NULL,
+                              "Connection",
+                              atomic_load(&q->s->draining) ? "close" : NULL,
+                              "x-should-retry",
+                              retry,
+                              "Retry-After",
+                              q->retry_after,
+                              NULL};
+    return hr_listener_add_headers(r, kv);
+}
+
+/* r with its headers, queued and let go. */
+static hr_err *queue_headed(hr_http_req *q, int status, struct MHD_Response *r) {
     q->acc.status = status;
     enum MHD_Result ok = MHD_queue_response(q->conn, (unsigned)status, r);
     MHD_destroy_response(r);
     return ok == MHD_YES ? NULL : hr_errf("could not queue a response");
+}
+
+/* r, whose headers could not all be added, let go: api's static out-of-memory 503
+ * instead, or the connection closes. */
+static hr_err *headers_failed(hr_http_req *q, hr_api_kind api, struct MHD_Response *r) {
+    MHD_destroy_response(r);
+    q->acc.status = 503;
+    snprintf(q->acc.error, sizeof q->acc.error, "out of memory");
+    if (hr_listener_reply_oom_api(q->conn, api) == MHD_YES) return NULL;
+    return hr_errf("could not queue a response");
+}
+
+static hr_err *queue(hr_http_req *q, hr_api_kind api, int status, struct MHD_Response *r,
+                     const char *type) {
+    if (add_headers(q, status, r, type) != MHD_YES) return headers_failed(q, api, r);
+    return queue_headed(q, status, r);
 }
 
 /* A response of the heap text s, freed by the allocator it came from (hearth's free, which
@@ -55,7 +85,7 @@ hr_err *hr_http_reply_oom(hr_http_req *q, hr_api_kind api) {
     struct MHD_Response *r =
         MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_PERSISTENT);
     if (!r) return hr_err_oom();
-    return queue(q, 503, r, "application/json");
+    return queue(q, api, 503, r, "application/json");
 }
 
 /* hr_http_reply_json with api's shape for an out-of-memory 503. */
@@ -65,7 +95,7 @@ static hr_err *reply_json(hr_http_req *q, hr_api_kind api, int status, json_t *b
     if (!s) return hr_http_reply_oom(q, api);
     struct MHD_Response *r = owned_buffer(s);
     if (!r) return free(s), hr_err_oom();
-    return queue(q, status, r, "application/json");
+    return queue(q, api, status, r, "application/json");
 }
 
 hr_err *hr_http_reply_json(hr_http_req *q, int status, json_t *body) {
@@ -75,7 +105,7 @@ hr_err *hr_http_reply_json(hr_http_req *q, int status, json_t *body) {
 hr_err *hr_http_reply_text(hr_http_req *q, int status, const char *type, char *text) {
     struct MHD_Response *r = owned_buffer(text);
     if (!r) return free(text), hr_err_oom();
-    return queue(q, status, r, type);
+    return queue(q, q->api, status, r, type);
 }
 
 hr_err *hr_http_reply_error(hr_http_req *q, hr_api_kind api, int status, const char *msg) {
@@ -241,8 +271,12 @@ hr_err *hr_http_reply_sse(hr_http_req *q, hr_http_gen *g) {
         sse_free(g); /* stops the engine's work on it first */
         return hr_err_oom();
     }
-    MHD_add_response_header(r, "Cache-Control", "no-cache");
-    return queue(q, 200, r, SSE_TYPE);
+    if (add_headers(q, 200, r, SSE_TYPE) != MHD_YES) {
+        g->acc.status = 503; /* in the access line sse_free writes */
+        snprintf(g->acc.error, sizeof g->acc.error, "out of memory");
+        return headers_failed(q, q->api, r);
+    }
+    return queue_headed(q, 200, r);
 }
 
 typedef struct {

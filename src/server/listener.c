@@ -4,8 +4,10 @@
 #include "server/listener.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "server/acceptor.h"
 #include "server/unix_socket.h"
 
 struct hr_listener {
@@ -22,25 +25,31 @@ struct hr_listener {
     struct MHD_Daemon *d;
     hr_conn_guard *guard; /* NULL: no deadline */
     int port;
-    MHD_socket quiesced_fd; /* closed after MHD_stop_daemon */
+    hr_acceptor *acc; /* accepts for d (quiesced at once), its socket closed after d stops */
+    atomic_uint open; /* connections started and not closed, at most cfg.max_connections */
 };
+
+/* The socket context of a connection refused past --max-connections (the deadline guard's
+ * node otherwise). */
+static char refused_mark;
 
 /* Descriptors kept beside the connections: the listener, the engine's files, logs. */
 #define FD_MARGIN 32
 
-/* --max-connections needs as many descriptors: raises the soft RLIMIT_NOFILE toward the
- * hard one if it is short, else lowers the connection limit to fit (with a warning), so
- * the listener never spins on accept() failing with EMFILE. */
+/* --max-connections needs as many descriptors (times fds_per_connection): raises the soft
+ * RLIMIT_NOFILE toward the hard one if it is short, else lowers the connection limit to
+ * fit (with a warning), so accept() does not fail with EMFILE for want of them. */
 static void fit_fd_limit(hr_listener_config *cfg) {
     struct rlimit rl;
-    rlim_t need = (rlim_t)cfg->max_connections + FD_MARGIN;
+    rlim_t per = cfg->fds_per_connection ? cfg->fds_per_connection : 1;
+    rlim_t need = (rlim_t)cfg->max_connections * per + FD_MARGIN;
     if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
         return;
     struct rlimit raised = {
         rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? need : rl.rlim_max, rl.rlim_max};
     if (raised.rlim_cur > rl.rlim_cur && !setrlimit(RLIMIT_NOFILE, &raised)) rl = raised;
     if (rl.rlim_cur >= need) return;
-    unsigned fit = rl.rlim_cur > FD_MARGIN ? (unsigned)(rl.rlim_cur - FD_MARGIN) : 1;
+    unsigned fit = rl.rlim_cur > FD_MARGIN + per ? (unsigned)((rl.rlim_cur - FD_MARGIN) / per) : 1;
     HR_WARN("--max-connections %u needs %llu file descriptors but the limit is %llu (ulimit -n): "
             "serving at most %u connections",
             cfg->max_connections, (unsigned long long)need, (unsigned long long)rl.rlim_cur, fit);
@@ -61,9 +70,56 @@ static hr_err *resolve(const char *host, int port, struct sockaddr_storage *ss, 
     return NULL;
 }
 
+/* The acceptor's test: every slot taken (it closes the connection instead of handing it
+ * over). */
+static int full(void *cls) {
+    hr_listener *l = cls;
+    return atomic_load(&l->open) >= l->cfg.max_connections;
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION: --max-connections is enforced here, where each connection
+ * starts (in the daemon's thread), not by libmicrohttpd's own limit (see start_daemon). One
+ * past it is shut down at once and marked, so that a request it had already sent is
+ * refused unread; the deadline guard sees the others. */
+static void on_notify(void *cls, struct MHD_Connection *c, void **ctx,
+                      enum MHD_ConnectionNotificationCode code) {
+    hr_listener *l = cls;
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED && *ctx == &refused_mark) {
+        *ctx = NULL;
+        return;
+    }
+    if (code == MHD_CONNECTION_NOTIFY_STARTED &&
+        atomic_fetch_add(&l->open, 1) >= l->cfg.max_connections) {
+        atomic_fetch_sub(&l->open, 1);
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (ci) shutdown(ci->connect_fd, SHUT_RDWR);
+        *ctx = &refused_mark;
+        return;
+    }
+    if (code == MHD_CONNECTION_NOTIFY_CLOSED) atomic_fetch_sub(&l->open, 1);
+    if (l->guard) hr_conn_guard_notify(l->guard, c, ctx, code);
+}
+
+static int refused(struct MHD_Connection *c) {
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci && ci->socket_context == &refused_mark;
+}
+
+/* The access handler: the owner's, but for a refused connection (closed). */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload,
+                                  size_t *upload_size, void **con_cls) {
+    hr_listener *l = cls;
+    if (refused(c)) return MHD_NO;
+    return l->cfg.on_request(l->cfg.cls, c, url, method, version, upload, upload_size, con_cls);
+}
+
 /* MHD_OPTION_URI_LOG_CALLBACK: the request line is in, its deadline starts. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c) {
     hr_listener *l = cls;
+    if (refused(c)) return NULL;
     if (l->guard) hr_conn_guard_request_line(l->guard, uri, c);
     return l->cfg.on_uri ? l->cfg.on_uri(l->cfg.cls, uri, c) : NULL;
 }
@@ -75,7 +131,11 @@ static void listener_free(hr_listener *l) {
 
 static hr_err *start_daemon(hr_listener *l, int unix_fd, struct sockaddr_storage *ss, int v6) {
     const hr_listener_config *cfg = &l->cfg;
-    /* MHD_USE_ITC lets hr_listener_quiesce stop the listener (MHD_quiesce_daemon). */
+    /* MHD_USE_ITC lets the acceptor take the listening socket over (MHD_quiesce_daemon).
+     * libmicrohttpd's connection limit is set beyond reach (each connection it counts holds
+     * a descriptor): 0.9.75 leaves its connection mutex locked when a connection added with
+     * MHD_add_connection finds the limit reached in the daemon's thread (fixed in 1.0.0),
+     * and every thread then waits on it; on_notify enforces --max-connections instead. */
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                      MHD_USE_POLL | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
     struct MHD_OptionItem where[] = {
@@ -83,13 +143,18 @@ static hr_err *start_daemon(hr_listener *l, int unix_fd, struct sockaddr_storage
                      : (struct MHD_OptionItem){MHD_OPTION_SOCK_ADDR, 0, ss},
         {MHD_OPTION_END, 0, NULL}};
     l->d = MHD_start_daemon(
-        flags, (uint16_t)cfg->port, NULL, NULL, cfg->on_request, cfg->cls, MHD_OPTION_ARRAY, where,
+        flags, (uint16_t)cfg->port, NULL, NULL, on_request, l, MHD_OPTION_ARRAY, where,
         MHD_OPTION_NOTIFY_COMPLETED, cfg->on_completed, cfg->cls, MHD_OPTION_CONNECTION_TIMEOUT,
-        cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, unix_fd >= 0 ? 0u : cfg->max_connections_per_ip,
-        MHD_OPTION_NOTIFY_CONNECTION, l->guard ? hr_conn_guard_notify : NULL, l->guard,
+        cfg->timeout_s, MHD_OPTION_CONNECTION_LIMIT, UINT_MAX, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        unix_fd >= 0 ? 0u : cfg->max_connections_per_ip, MHD_OPTION_NOTIFY_CONNECTION, on_notify, l,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, l, MHD_OPTION_END);
-    if (l->d) return NULL;
+    if (l->d) {
+        MHD_socket fd = MHD_quiesce_daemon(l->d); /* the acceptor accepts from here */
+        hr_err *e = fd == MHD_INVALID_SOCKET ? hr_errf("cannot take over the listening socket")
+                                             : hr_acceptor_start(fd, l->d, full, l, &l->acc);
+        if (e) MHD_stop_daemon(l->d), l->d = NULL;
+        return e;
+    }
     int err = errno; /* libmicrohttpd's: the bind's, or its listening thread's start */
     if (unix_fd >= 0) close(unix_fd);
     if (cfg->unix_socket)
@@ -103,7 +168,6 @@ hr_err *hr_listener_start(const hr_listener_config *cfg, hr_listener **out) {
     hr_listener *l = calloc(1, sizeof *l);
     if (!l) return hr_err_oom();
     l->cfg = *cfg;
-    l->quiesced_fd = MHD_INVALID_SOCKET;
     if (!l->cfg.host) l->cfg.host = "127.0.0.1";
     fit_fd_limit(&l->cfg);
     struct sockaddr_storage ss;
@@ -123,17 +187,27 @@ hr_err *hr_listener_start(const hr_listener_config *cfg, hr_listener **out) {
 
 unsigned hr_listener_seconds(int s, unsigned dflt) { return s < 0 ? 0 : s ? (unsigned)s : dflt; }
 
-enum MHD_Result hr_listener_reply_oom(struct MHD_Connection *c, const char *url) {
-    const char *b = hr_oom_body(hr_http_api_of(c, url, NULL));
+enum MHD_Result hr_listener_add_headers(struct MHD_Response *r, const char *const *kv) {
+    for (; kv[0]; kv += 2)
+        if (kv[1] && MHD_add_response_header(r, kv[0], kv[1]) != MHD_YES) return MHD_NO;
+    return MHD_YES;
+}
+
+enum MHD_Result hr_listener_reply_oom_api(struct MHD_Connection *c, hr_api_kind api) {
+    static const char *const headers[] = {
+        "Content-Type", "application/json", "Retry-After", "1", "Connection", "close", NULL};
+    const char *b = hr_oom_body(api);
     struct MHD_Response *r =
         MHD_create_response_from_buffer(strlen(b), (void *)b, MHD_RESPMEM_PERSISTENT);
     if (!r) return MHD_NO;
-    MHD_add_response_header(r, "Content-Type", "application/json");
-    MHD_add_response_header(r, "Retry-After", "1");
-    MHD_add_response_header(r, "Connection", "close");
-    enum MHD_Result ok = MHD_queue_response(c, 503, r);
+    enum MHD_Result ok = hr_listener_add_headers(r, headers);
+    if (ok == MHD_YES) ok = MHD_queue_response(c, 503, r);
     MHD_destroy_response(r);
     return ok;
+}
+
+enum MHD_Result hr_listener_reply_oom(struct MHD_Connection *c, const char *url) {
+    return hr_listener_reply_oom_api(c, hr_http_api_of(c, url, NULL));
 }
 
 int hr_listener_port(const hr_listener *l) { return l->port; }
@@ -142,15 +216,13 @@ unsigned hr_listener_max_connections(const hr_listener *l) { return l->cfg.max_c
 
 hr_conn_guard *hr_listener_guard(const hr_listener *l) { return l->guard; }
 
-void hr_listener_quiesce(hr_listener *l) {
-    l->quiesced_fd = MHD_quiesce_daemon(l->d);
-    if (l->quiesced_fd != MHD_INVALID_SOCKET) shutdown(l->quiesced_fd, SHUT_RDWR);
-}
+void hr_listener_quiesce(hr_listener *l) { hr_acceptor_stop(l->acc); }
 
 void hr_listener_stop(hr_listener *l) {
     if (!l) return;
+    hr_acceptor_stop(l->acc);
     MHD_stop_daemon(l->d);
-    if (l->quiesced_fd != MHD_INVALID_SOCKET) close(l->quiesced_fd);
+    hr_acceptor_free(l->acc);
     listener_free(l);
 }
 

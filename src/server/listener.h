@@ -23,6 +23,7 @@ typedef struct {
     unsigned request_timeout_s;      /* a request's headers and body (0 = no deadline) */
     unsigned max_connections;        /* > 0; lowered to fit ulimit -n, with a warning */
     unsigned max_connections_per_ip; /* 0 = none beyond max_connections */
+    unsigned fds_per_connection;     /* descriptors one connection holds (0 = 1) */
     MHD_AccessHandlerCallback on_request;
     MHD_RequestCompletedCallback on_completed;
     /* The first callback of a request (its raw target), after the deadline starts; its
@@ -47,9 +48,15 @@ hr_conn_guard *hr_listener_guard(const hr_listener *l);
 void hr_listener_quiesce(hr_listener *l);
 /* Waits for the connections to end and frees (NULL: nothing). */
 void hr_listener_stop(hr_listener *l);
-/* Out of memory before a request has a state: the 503 with its API's static body
- * (hr_oom_body) and Connection: close, queued without allocating anything of hearth's. */
+/* Adds the headers kv (name, value, ..., up to a NULL name; a NULL value skips its name):
+ * MHD_NO when libmicrohttpd could not add one. A reply missing a header (its Content-Type,
+ * Connection: close) is never sent: the caller destroys it and answers otherwise. */
+enum MHD_Result hr_listener_add_headers(struct MHD_Response *r, const char *const *kv);
+/* Out of memory before a request has a state, or for a reply's headers: the 503 with the
+ * API's static body (hr_oom_body) and Connection: close, queued without allocating
+ * anything of hearth's; MHD_NO (close the connection) when libmicrohttpd cannot make it. */
 enum MHD_Result hr_listener_reply_oom(struct MHD_Connection *c, const char *url);
+enum MHD_Result hr_listener_reply_oom_api(struct MHD_Connection *c, hr_api_kind api);
 /* The client of c closed its end (poll RDHUP without blocking). */
 int hr_listener_client_gone(struct MHD_Connection *c);
 /* Restarts c's idle timer at timeout_s: waiting on the engine is not the client's

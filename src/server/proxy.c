@@ -93,13 +93,21 @@ static enum MHD_Result reply_json(px_req *r, int status, json_t *body) {
         s ? MHD_create_response_from_buffer_with_free_callback(strlen(s), s, free)
           : MHD_create_response_from_buffer(strlen(oom), (void *)oom, MHD_RESPMEM_PERSISTENT);
     if (!res) return free(s), MHD_NO;
-    MHD_add_response_header(res, "Content-Type", "application/json");
-    if (!s) MHD_add_response_header(res, "Retry-After", "1");
-    if (status >= 400)
-        MHD_add_response_header(res, "x-should-retry", status >= 500 ? "true" : "false");
-    if (atomic_load(&r->p->draining)) MHD_add_response_header(res, "Connection", "close");
-    enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)status, res);
+    const char *const kv[] = {"Content-Type",
+                              "application/json",
+                              "Retry-After",
+                              s ? NULL : "1",
+                              "x-should-retry",
+                              status < 400    ? NULL
+                              : status >= 500 ? "true"
+                                              : "false",
+                              "Connection",
+                              atomic_load(&r->p->draining) ? "close" : NULL,
+                              NULL};
+    enum MHD_Result ok = hr_listener_add_headers(res, kv);
+    if (ok == MHD_YES) ok = MHD_queue_response(r->conn, (unsigned)status, res);
     MHD_destroy_response(res);
+    if (ok != MHD_YES && s) return hr_listener_reply_oom_api(r->conn, r->api);
     return ok;
 }
 
@@ -421,12 +429,14 @@ static enum MHD_Result queue_reply(px_req *r) {
         MHD_create_response_from_callback(size, 16384, reply_read, r, reply_free);
     if (!res) return MHD_NO;
     r->refs++;
-    for (int i = 0; i < h->n_headers; i++)
-        copy_header(res, &h->headers[i]);
-    if (atomic_load(&r->p->draining)) MHD_add_response_header(res, "Connection", "close");
-    enum MHD_Result ok = MHD_queue_response(r->conn, (unsigned)h->status, res);
+    enum MHD_Result ok = MHD_YES;
+    for (int i = 0; i < h->n_headers && ok == MHD_YES; i++)
+        ok = copy_header(res, &h->headers[i]);
+    if (ok == MHD_YES && atomic_load(&r->p->draining))
+        ok = MHD_add_response_header(res, "Connection", "close");
+    if (ok == MHD_YES) ok = MHD_queue_response(r->conn, (unsigned)h->status, res);
     MHD_destroy_response(res);
-    return ok;
+    return ok == MHD_YES ? ok : reply_json(r, 503, NULL); /* not queued whole */
 }
 
 /* The child's head is complete: the body's framing and kind, room for one read of a body
@@ -589,6 +599,7 @@ hr_err *hr_proxy_start(const hr_proxy_config *cfg, hr_supervisor *sup, hr_proxy 
                              .request_timeout_s = hr_listener_seconds(cfg->request_timeout_s, 30),
                              .max_connections = p->cfg.max_connections,
                              .max_connections_per_ip = cfg->max_connections_per_ip,
+                             .fds_per_connection = 2, /* the client's and the child's */
                              .on_request = on_request,
                              .on_completed = on_completed,
                              .on_uri = on_uri,

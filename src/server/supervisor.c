@@ -298,6 +298,31 @@ static void describe_exit(hr_supervisor *s, int status, double up_s) {
                       : "");
 }
 
+/* The wait before the next child after n quick deaths in a row. */
+static double backoff_s(int n) {
+    double delay = BACKOFF_FIRST_S;
+    for (int i = 1; i < n && delay < BACKOFF_MAX_S; i++)
+        delay *= 2;
+    return delay > BACKOFF_MAX_S ? BACKOFF_MAX_S : delay;
+}
+
+/* No child could be started (pipe2 or fork failed: out of processes, memory or
+ * descriptors): a quick death, so the tries back off and a run of them makes the state
+ * failed, with the reason in /health. */
+static void spawn_failed(hr_supervisor *s, hr_err *e) {
+    pthread_mutex_lock(&s->mu);
+    s->quick_deaths++;
+    snprintf(s->reason, sizeof s->reason, "cannot start the engine child: %.500s", hr_err_msg(e));
+    if (s->quick_deaths >= FAILED_AFTER) s->state = ST_FAILED;
+    pthread_cond_broadcast(&s->changed);
+    pthread_mutex_unlock(&s->mu);
+    hr_err_free(e);
+    double delay = backoff_s(s->quick_deaths);
+    s->next_spawn_ns = after_s(delay);
+    HR_ERROR("isolate: %s; next try in %.1f s%s", s->reason, delay,
+             s->quick_deaths >= FAILED_AFTER ? "; /health says failed" : "");
+}
+
 /* The child is gone: record why, schedule the next one. */
 static void reaped(hr_supervisor *s, int status) {
     if (s->err_fd >= 0) relay_stderr(s); /* its last words: all in the pipe by now */
@@ -322,10 +347,7 @@ static void reaped(hr_supervisor *s, int status) {
     pthread_cond_broadcast(&s->changed);
     pthread_mutex_unlock(&s->mu);
     if (s->stopping) return;
-    double delay = BACKOFF_FIRST_S;
-    for (int i = 1; i < s->quick_deaths && delay < BACKOFF_MAX_S; i++)
-        delay *= 2;
-    if (delay > BACKOFF_MAX_S) delay = BACKOFF_MAX_S;
+    double delay = backoff_s(s->quick_deaths);
     s->next_spawn_ns = after_s(delay);
     if (s->quick_deaths >= FAILED_AFTER)
         HR_ERROR("isolate: crash loop (%d quick exits in a row): %s; /health says failed; "
@@ -383,11 +405,7 @@ static void step(hr_supervisor *s) {
     if (s->pid && s->pr.fd < 0 && now >= s->next_probe_ns && !s->hang_killed) probe_start(s);
     if (!s->pid && now >= s->next_spawn_ns) {
         hr_err *e = spawn(s);
-        if (e) { /* fork failed (out of processes or memory): try again later */
-            HR_ERROR("isolate: cannot start the engine child: %s", hr_err_msg(e));
-            hr_err_free(e);
-            s->next_spawn_ns = after_s(BACKOFF_MAX_S);
-        }
+        if (e) spawn_failed(s, e);
     }
 }
 

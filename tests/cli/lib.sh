@@ -41,3 +41,17 @@ serve_start() {
   for _ in $(seq 100); do grep -q "ready on" "$log" && break; sleep 0.1; done
   PORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$log")
 }
+# fails_clearly NAME PID PATTERN LOG: the server PID (never ready) exits 1 within 30 s with
+# PATTERN (grep -E) in its log LOG.
+fails_clearly() {
+  timeout 30 tail --pid="$2" -f /dev/null
+  wait "$2"
+  expect_rc "$1" 0 "$3" sh -c "test $? = 1 && cat $4"
+}
+# use_shim LIB: SHIM is BUILD/tests/LIB.so (an LD_PRELOAD fault shim, tests/fault/), checked
+# to be built; ASan is told the shim may come before its runtime in the library list.
+use_shim() {
+  SHIM=$(cd "$(dirname "$H")" && pwd)/tests/$1.so
+  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+  expect_rc shim_built 0 "" test -f "$SHIM"
+}

@@ -11,10 +11,7 @@
 # sanitizer report.
 . "$(dirname "$0")/lib.sh"
 B=$S/fixtures/models/brown-llama-8m
-SHIM=$(cd "$(dirname "$H")" && pwd)/tests/libthread_fail.so
-# ASan wants its runtime first in the library list; the shim comes before it here
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
-expect_rc shim_built 0 "" test -f "$SHIM"
+use_shim libthread_fail
 
 # health PORT: GET /health's status (000: no reply)
 health() { curl -s -m 10 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/health"; }
@@ -58,10 +55,8 @@ one_run() {
   port=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$log")
   SERVED=0
   if [ -z "$port" ]; then
-    timeout 30 tail --pid="$pid" -f /dev/null
-    wait "$pid"
-    expect_rc "start_${n}_fails_clearly" 0 "cannot (start the .* thread|listen on .*): Resource" \
-      sh -c "test $? = 1 && cat $log"
+    fails_clearly "start_${n}_fails_clearly" "$pid" \
+      "cannot (start the .* thread|listen on .*): Resource" "$log"
     return
   fi
   SERVED=1

@@ -7,7 +7,11 @@ the server and reads its exit status).
     non-streamed request gets a 503 JSON error.
   grace PORT PID LOG: a stream in flight at SIGTERM finishes normally while new
     connections are refused.
-  twice PORT PID LOG: a second SIGTERM while a stream runs exits at once."""
+  twice PORT PID LOG: a second SIGTERM while a stream runs exits at once.
+  burst PORT PID NAME: server with --max-connections 4: bursts of 16 streams at once (past the
+    limit: each served whole or refused, none left waiting), then /health answers and a
+    SIGTERM stops it (libmicrohttpd 0.9.75 left its connection mutex locked when a
+    connection added from the acceptor met the limit: every thread then hung)."""
 import http.client
 import json
 import os
@@ -140,4 +144,42 @@ def twice():
     check("twice_cut_stream_ended", True)
 
 
-{"cut": cut, "grace": grace, "twice": twice}[MODE]()
+def burst_stream(outcomes):
+    body = json.dumps({"prompt": "Once upon a time", "max_tokens": 12, "ignore_eos": True,
+                       "stream": True}).encode()
+    head = ("POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body)).encode()
+    data = b""
+    try:
+        with socket.create_connection(("127.0.0.1", PORT), timeout=30) as s:
+            s.sendall(head + body)
+            data = s.makefile("rb").read()
+    except socket.timeout:
+        return outcomes.append("waiting")
+    except OSError:
+        pass
+    outcomes.append("served" if b"data: [DONE]\n\n" in data else "refused" if not data else "cut")
+
+
+def burst():
+    for n in range(3):
+        outcomes = []
+        threads = [threading.Thread(target=burst_stream, args=(outcomes,)) for _ in range(16)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        served = outcomes.count("served")
+        check("%s_%d_served_or_refused" % (sys.argv[4], n), served >= 1 and served + outcomes.count("refused") == 16,
+              outcomes)
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10)
+        c.request("GET", "/health")
+        status = c.getresponse().status
+    except (OSError, http.client.HTTPException) as e:
+        status = e
+    check(sys.argv[4] + "_then_health", status == 200, status)
+    os.kill(PID, signal.SIGTERM)
+
+
+{"cut": cut, "grace": grace, "twice": twice, "burst": burst}[MODE]()
