@@ -199,6 +199,13 @@ static int act_rounded(hr_cuda_backend *cb, const float *x, int T, long K, int d
     return 1;
 }
 
+/* Launches what is pending before a product that reads x (T rows of K) rounded to 16-bit type
+ * d: a pending norm or activation whose output is x rounds it as well (bf16 products). */
+static void flush_rounding(hr_cuda_backend *cb, const float *x, int T, long K, int d) {
+    if (!cb->bf16_products || (!norm_rounded(cb, x, T, K, d) && !act_rounded(cb, x, T, K, d)))
+        hr_cu_flush(cb);
+}
+
 static void flush_rope(hr_cuda_backend *cb);
 
 void hr_cu_flush(hr_cuda_backend *cb) {
@@ -300,7 +307,10 @@ static void qmatmul(hr_cuda_backend *cb, float *y, const float *x, const hr_tens
         defer(cb, y, x, w->data, N, bias);
         return;
     }
-    hr_cu_flush(cb);
+    if (T > HR_CU_GEMV_MAX_T)
+        flush_rounding(cb, x, T, K, HR_CU_F16); /* mmf, or the f16 decode and cuBLAS */
+    else
+        hr_cu_flush(cb);
     if (mmf_takes(cb, w, q, rb, T)) {
         const void *xh = x_rounded(cb, x, (size_t)T * (size_t)K, HR_CU_F16);
         hr_cu_gemv_set g = {.n = 1, .w = {w->data}, .y = {y}, .start = {0, N}};
@@ -335,7 +345,10 @@ void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *
     int mmh =
         T > HR_CU_GEMV_MAX_T && T <= cb->mmh_max_t && cb->bf16_products && hr_cu_mmh_takes(d, K);
     if (T > HR_CU_GEMV_MAX_T && !mmh) {
-        hr_cu_flush(cb);
+        if (d == HR_CU_F32)
+            hr_cu_flush(cb);
+        else
+            flush_rounding(cb, x, T, K, d);
         gemm(cb, y, x, w, d, T, N, K);
         int bd = bias ? dt(cb, bias, "matmul bias") : -1;
         if (bd >= 0) hr_cu_add_bias(cb->stream, y, bias->data, bd, T, N);
@@ -349,7 +362,9 @@ void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *
             fold = cb->pending_norm.fold;
             cb->pending_norm.y = NULL;
         }
-        if (!mmh || (!norm_rounded(cb, x, T, K, d) && !act_rounded(cb, x, T, K, d)))
+        if (mmh)
+            flush_rounding(cb, x, T, K, d);
+        else
             hr_cu_flush(cb);
         cb->pending.x = x;
         cb->pending.T = T;
@@ -388,8 +403,8 @@ void hr_cu_op_rmsnorm(hr_backend *be, float *y, const float *x, const hr_tensor 
     HR_CU_OP(be);
     int d = w ? dt(cb, w, "rmsnorm") : HR_CU_F32;
     if (d < 0) return;
-    int most = cb->max_q_elems ? HR_CU_MMQ_MAX_T : HR_CU_GEMV_MAX_T;
-    if (cb->bf16_products && cb->mmh_max_t > most) most = cb->mmh_max_t; /* may round y for mmh */
+    /* with bf16 products the 16-bit products of any rows may round y with it */
+    int most = cb->bf16_products ? rows : cb->max_q_elems ? HR_CU_MMQ_MAX_T : HR_CU_GEMV_MAX_T;
     if (cb->fold && rows <= most && (fuse || y != x)) {
         /* may fold into the products of y (a plain norm) or quantize y for them */
         cb->pending_norm.y = y;
@@ -503,7 +518,7 @@ void hr_cu_op_act_mul(hr_backend *be, float *y, const float *gate, const float *
                       hr_act_fn act) {
     HR_CU_OP(be);
     int a = act == HR_ACT_FN_SILU ? 0 : 1;
-    if ((cb->max_q_elems || (cb->bf16_products && cb->mmh_max_t)) && n > 0)
+    if ((cb->max_q_elems || cb->bf16_products) && n > 0)
         cb->pending_act =
             (typeof(cb->pending_act)){y, gate, up, n, a}; /* may quantize or round y */
     else
