@@ -2,7 +2,8 @@
  * never depend on how its prompt was chunked (one shot through the blocked path, chunks of
  * 7, token by token through the decode path), with sliding windows, soft-capping, GQA
  * groups of 1 to 40 heads and every KV dtype, at every kernel level; the bf16-product path
- * (--compute bf16 over a bf16 store) stays close to f32 attention over the same values; and
+ * (--compute bf16 over a bf16 store) stays close to f32 attention over the same values; 1, 2, 3
+ * and 7 threads give the same bits; and
  * its kernels (attn_bx.h) against plain C. */
 #include <math.h>
 #include <stdlib.h>
@@ -29,11 +30,11 @@ typedef struct {
 } shape;
 
 /* Attention outputs [P, heads, hd] of P tokens of one row written and attended in chunks of
- * C (the last one shorter). */
-static hr_err *attend(const shape *s, int C, int bf16, const float *k, const float *v,
+ * C (the last one shorter) on nt threads. */
+static hr_err *attend(const shape *s, int C, int bf16, int nt, const float *k, const float *v,
                       const float *q, float *out) {
     hr_backend *be;
-    HR_TRY(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2, .compute_bf16 = bf16}, &be));
+    HR_TRY(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = nt, .compute_bf16 = bf16}, &be));
     int nb = (s->P + BS - 1) / BS;
     hr_kv_store kv = {.dtype = s->dtype,
                       .n_layers = 1,
@@ -91,10 +92,10 @@ static void check_chunking(const shape *s, int bf16) {
     bufs b;
     HR_CHECK(fill(&b, s), "out of memory");
     if (!hr_t_cur_failed) {
-        HR_CHECK_OK(attend(s, s->P, bf16, b.k, b.v, b.q, b.one));
+        HR_CHECK_OK(attend(s, s->P, bf16, 2, b.k, b.v, b.q, b.one));
         int chunks[] = {100, 7, 1}; /* blocks at other offsets, then the per-token path */
         for (int c = 0; c < 3 && !hr_t_cur_failed; c++) {
-            HR_CHECK_OK(attend(s, chunks[c], bf16, b.k, b.v, b.q, b.part));
+            HR_CHECK_OK(attend(s, chunks[c], bf16, 2, b.k, b.v, b.q, b.part));
             HR_CHECK(!memcmp(b.one, b.part, sizeof(float) * b.nq),
                      "%s level %d P=%d heads %d/%d hd %d window %d softcap %g bf16 %d: chunks of "
                      "%d changed the bits",
@@ -132,6 +133,31 @@ static void test_chunking_invariance(void) {
     hr_cpu_set_level(HR_CPU_AVX512);
 }
 
+/* 1, 2, 3 and 7 threads give the same bits on the blocked prefill path and the decode path
+ * (chunks of (token, kv head) items claimed from the pool, their size set by the thread count). */
+static void test_thread_counts(void) {
+    const shape *ss[] = {&shapes[3], &shapes[10]};
+    int nts[] = {2, 3, 7};
+    for (int i = 0; i < 2 && !hr_t_cur_failed; i++) {
+        const shape *s = ss[i];
+        bufs b;
+        HR_CHECK(fill(&b, s), "out of memory");
+        int steps[] = {s->P, 1};
+        for (int j = 0; j < 2 && !hr_t_cur_failed; j++) {
+            int C = steps[j];
+            HR_CHECK_OK(attend(s, C, 0, 1, b.k, b.v, b.q, b.one));
+            for (int t = 0; t < 3 && !hr_t_cur_failed; t++) {
+                memset(b.part, 0xff, sizeof(float) * b.nq); /* NaNs where nothing writes */
+                HR_CHECK_OK(attend(s, C, 0, nts[t], b.k, b.v, b.q, b.part));
+                HR_CHECK(!memcmp(b.one, b.part, sizeof(float) * b.nq),
+                         "heads %d/%d, steps of %d: %d threads differ from 1", s->heads, s->kvh, C,
+                         nts[t]);
+            }
+        }
+        drop(&b);
+    }
+}
+
 /* bf16 products against f32 attention over the same stored values: within what rounding q
  * and the weights to bf16 gives (outputs are averages of values in [-1, 1]). The two must
  * differ where the bf16 path runs. */
@@ -144,8 +170,8 @@ static void test_bf16_products_close(void) {
         bufs b;
         HR_CHECK(fill(&b, s), "out of memory");
         if (!hr_t_cur_failed) {
-            HR_CHECK_OK(attend(s, s->P, 0, b.k, b.v, b.q, b.one));
-            HR_CHECK_OK(attend(s, s->P, 1, b.k, b.v, b.q, b.part));
+            HR_CHECK_OK(attend(s, s->P, 0, 2, b.k, b.v, b.q, b.one));
+            HR_CHECK_OK(attend(s, s->P, 1, 2, b.k, b.v, b.q, b.part));
             float worst = 0;
             for (size_t j = 0; j < b.nq; j++)
                 worst = fmaxf(worst, fabsf(b.one[j] - b.part[j]));
@@ -237,6 +263,7 @@ static void test_bx_kernels(void) {
 
 int main(void) {
     HR_RUN(test_chunking_invariance);
+    HR_RUN(test_thread_counts);
     HR_RUN(test_bf16_products_close);
     HR_RUN(test_bx_kernels);
     return hr_test_summary();

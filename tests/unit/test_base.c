@@ -1,5 +1,5 @@
-/* base/: errors, files (mmap, atomic write, bounded reads), the thread pool, dtype
- * conversions, JSON field readers. */
+/* base/: errors, files (mmap, atomic write, bounded reads), the thread pool (parts and
+ * dynamically claimed chunks), dtype conversions, JSON field readers. */
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -106,6 +106,56 @@ static void test_pool(void) {
     hr_pool_destroy(p);
 }
 
+enum { FOR_UNITS = 5000, FOR_THREADS = 4 };
+
+typedef struct {
+    atomic_int hits[FOR_UNITS];
+    atomic_int busy[FOR_THREADS]; /* a thread inside a chunk */
+    atomic_int bad;               /* a chunk misshapen, on a bad thread, or two at once */
+    long grain, n;
+} for_ctx;
+
+static void for_task(void *ctx, int t, long b, long e) {
+    for_ctx *c = ctx;
+    int shaped =
+        b % c->grain == 0 && e > b && e - b <= c->grain && (e - b == c->grain || e == c->n);
+    if (!shaped || t < 0 || t >= FOR_THREADS || atomic_exchange(&c->busy[t], 1)) c->bad = 1;
+    for (long i = b; i < e; i++)
+        atomic_fetch_add(&c->hits[i], 1);
+    if (t >= 0 && t < FOR_THREADS) atomic_store(&c->busy[t], 0);
+}
+
+/* Every unit once, in whole chunks, each thread one chunk at a time; n of 0, a grain of 0
+ * and a grain past n; on the pool and on a NULL one (the caller alone). */
+static void check_for(hr_pool *p, long n, long grain) {
+    static for_ctx c;
+    memset(&c, 0, sizeof c);
+    c.n = n;
+    c.grain = grain < 1 ? 1 : grain;
+    hr_pool_for(p, n, grain, for_task, &c);
+    int once = 1;
+    for (long i = 0; i < FOR_UNITS; i++)
+        once &= c.hits[i] == (i < n);
+    HR_CHECK(once && !c.bad, "n %ld grain %ld: units not covered once (bad %d)", n, grain,
+             (int)c.bad);
+}
+
+static void test_pool_for(void) {
+    hr_pool *p;
+    HR_CHECK_OK(hr_pool_create(FOR_THREADS, &p));
+    long sizes[][2] = {{0, 4}, {1, 1}, {7, 0}, {100, 300}, {4999, 16}, {5000, 1}, {5000, 77}};
+    for (int rep = 0; rep < 50; rep++)
+        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+            check_for(rep % 10 == 9 ? NULL : p, sizes[i][0], sizes[i][1]);
+    usleep(5000); /* workers asleep: a run wakes them */
+    check_for(p, 5000, 10);
+    HR_CHECK(hr_pool_grain(p, 1000, 16, 4, 0) == 48, "grain %ld", hr_pool_grain(p, 1000, 16, 4, 0));
+    HR_CHECK(hr_pool_grain(p, 1000, 16, 4, 40) == 32, "capped");
+    HR_CHECK(hr_pool_grain(p, 10, 16, 4, 0) == 16, "never below the alignment");
+    HR_CHECK(hr_pool_grain(NULL, 1000, 1, 2, 0) == 500, "NULL pool: one thread");
+    hr_pool_destroy(p);
+}
+
 static void test_split_range(void) {
     long covered = 0;
     for (int t = 0; t < 3; t++) {
@@ -157,6 +207,7 @@ int main(void) {
     HR_RUN(test_atomic_write_and_mmap);
     HR_RUN(test_read_file_max);
     HR_RUN(test_pool);
+    HR_RUN(test_pool_for);
     HR_RUN(test_split_range);
     HR_RUN(test_half_conversions);
     HR_RUN(test_json_int);

@@ -3,7 +3,7 @@
  * once for the whole group. Prefill rows: one item per (block of consecutive tokens,
  * kv head); each K tile is gathered once into contiguous scratch and Q K^T runs on the
  * matmul kernel, then the tile's V rows are gathered into the same scratch for P V.
- * Items are handed out from a shared counter.
+ * Items are handed out from a shared counter (decode: in chunks through hr_pool_for).
  * Both paths compute the same bits for a query, so a token's output never depends on how
  * its prompt was chunked or batched: positions go in tiles of TJ aligned to multiples of
  * TJ, a score is the level's dot (which sums like its matmul tile), the online softmax of
@@ -381,11 +381,9 @@ static long plan_items(const hr_step_meta *m, const hr_attn_params *p, attn_item
     return n;
 }
 
-static void attn_task(void *ctx, int t, int nt) {
+/* Items [b, e) of a decode-like step: item i is (token i / kv heads, kv head i % kv heads). */
+static void attn_task(void *ctx, int t, long b, long e) {
     attn_ctx *c = ctx;
-    long items = (long)c->cb->meta.n_tokens * c->p->n_kv_heads, b, e;
-    hr_split_range(items, 1, t, nt, &b, &e);
-    if (e <= b) return;
     bx_scratch x;
     float *scr;
     void *mem;
@@ -413,9 +411,10 @@ void hr_cpu_attention(hr_backend *be, float *out, const float *q, const hr_kv_st
         .items = malloc(sizeof(attn_item) * (size_t)cb->meta.n_tokens * (size_t)p->n_kv_heads)};
     int blocks = 0;
     if (ic.items) ic.n_items = plan_items(&cb->meta, p, ic.items, &blocks);
-    if (!blocks) { /* decode-like step (or out of memory): the static per-token split */
+    if (!blocks) { /* decode-like step (or out of memory): chunks of (token, kv head) items */
         free(ic.items);
-        hr_pool_run(cb->pool, attn_task, &c);
+        long items = (long)cb->meta.n_tokens * p->n_kv_heads;
+        hr_pool_for(cb->pool, items, hr_pool_grain(cb->pool, items, 1, 4, 0), attn_task, &c);
         return;
     }
     atomic_init(&ic.next, 0);

@@ -1,10 +1,9 @@
-/* CPU matmul op: y[T,N] = x[T,K] w[N,K]^T + bias. Output columns are handed out in chunks
- * from a shared counter (threads that finish early take more), each chunk computed by the
- * kernel of the weight's dtype. With --compute bf16, bf16 weights multiply x rounded to
- * bf16 (matmul_bf16.h): on AMX tiles when the shapes allow, else on VDPBF16PS, else
- * through the f32 kernels. Quantized weights go through matmul_quant.c. One weight always
- * takes the same path, whatever T is. */
-#include <stdatomic.h>
+/* CPU matmul op: y[T,N] = x[T,K] w[N,K]^T + bias. Output columns are claimed in chunks
+ * from the pool (hr_pool_for: threads that finish early take more, a descheduled one holds
+ * up at most its chunk), each chunk computed by the kernel of the weight's dtype. With --compute
+ * bf16, bf16 weights multiply x rounded to bf16 (matmul_bf16.h): on AMX tiles when the shapes
+ * allow, else on VDPBF16PS, else through the f32 kernels. Quantized weights go through
+ * matmul_quant.c. One weight always takes the same path, whatever T is. */
 #include <stdlib.h>
 
 #include "backend/cpu/cpu_backend.h"
@@ -23,8 +22,7 @@ typedef struct {
     hr_mm_bx_fn
         bx; /* set: bx(xp) computes; else xp set: AMX; else q set: quantized w; else fn(x) */
     const hr_qmm *q;
-    long chunk;       /* columns per chunk, a multiple of 16 */
-    atomic_long next; /* first column not yet handed out */
+    long chunk; /* columns per chunk, a multiple of 16 (of 64 for AMX) */
 } mm_ctx;
 
 static void add_bias(const mm_ctx *c, long b, long e) {
@@ -39,23 +37,18 @@ static void add_bias(const mm_ctx *c, long b, long e) {
     }
 }
 
-static void mm_task(void *ctx, int t, int nt) {
+static void mm_task(void *ctx, int t, long b, long e) {
     mm_ctx *c = ctx;
     long N = c->w->shape[0], K = c->w->shape[1];
-    for (;;) {
-        long b = atomic_fetch_add(&c->next, c->chunk);
-        if (b >= N) return;
-        long e = b + c->chunk < N ? b + c->chunk : N;
-        if (c->bx)
-            c->bx(c->y, N, c->xp, K, c->w->data, (int)K, c->T, b, e);
-        else if (c->xp)
-            hr_amx_mm(c->y, N, c->xp, c->w->data, (int)K, c->T, b, e);
-        else if (c->q)
-            hr_qmm_cols(c->q, c->y, b, e, t);
-        else
-            c->fn(c->y, N, c->x, K, c->w->data, (int)K, c->T, b, e);
-        if (c->bias) add_bias(c, b, e);
-    }
+    if (c->bx)
+        c->bx(c->y, N, c->xp, K, c->w->data, (int)K, c->T, b, e);
+    else if (c->xp)
+        hr_amx_mm(c->y, N, c->xp, c->w->data, (int)K, c->T, b, e);
+    else if (c->q)
+        hr_qmm_cols(c->q, c->y, b, e, t);
+    else
+        c->fn(c->y, N, c->x, K, c->w->data, (int)K, c->T, b, e);
+    if (c->bias) add_bias(c, b, e);
 }
 
 /* Rounds x to bf16 for the non-AMX paths, rows split over the threads: into bf16 (bx) or
@@ -91,6 +84,16 @@ static void pack_task(void *ctx, int t, int nt) {
     hr_amx_pack(c->xp, c->x, c->K, c->K, c->T, G * t / nt, G * (t + 1) / nt);
 }
 
+/* Chunks of a weight's columns: about CHUNKS_PER_THREAD per thread and at most CHUNK_BYTES of
+ * weight each (the head's 151936 rows: ~300 chunks, not one per thread), a multiple of align. */
+enum { CHUNKS_PER_THREAD = 8, CHUNK_BYTES = 256 << 10 };
+
+static long chunk_cols(const hr_cpu_backend *cb, const hr_tensor *w, long align) {
+    size_t row = hr_dtype_bytes(w->dtype, w->shape[1]);
+    long most = row ? (long)(CHUNK_BYTES / row) : 0;
+    return hr_pool_grain(cb->pool, w->shape[0], align, CHUNKS_PER_THREAD, most < 1 ? 1 : most);
+}
+
 static size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
 
 /* Bytes of scratch a T-token matmul with rows of K needs on any path. */
@@ -123,7 +126,7 @@ static int prepare_bf16(hr_cpu_backend *cb, const hr_cpu_kernels *k, mm_ctx *c, 
         pack_ctx p = {xp, c->x, (int)K, c->T};
         hr_pool_run(cb->pool, pack_task, &p);
         c->xp = xp;
-        c->chunk = (c->chunk + 63) / 64 * 64;
+        c->chunk = chunk_cols(cb, c->w, 64);
         return 1;
     }
     int bx = hr_cpu()->avx512bf16 && k->mm_bx;
@@ -143,7 +146,7 @@ void hr_cpu_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
                    const hr_tensor *bias, int T) {
     const hr_cpu_kernels *k = hr_cpu_kernels_get();
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
-    long N = w->shape[0], K = w->shape[1], per_thread = N / (4 * hr_pool_size(cb->pool));
+    long N = w->shape[0], K = w->shape[1];
     mm_ctx c = {.y = y,
                 .x = x,
                 .w = w,
@@ -152,7 +155,7 @@ void hr_cpu_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
                 .fn = w->dtype == HR_BF16  ? k->mm_bf16
                       : w->dtype == HR_F16 ? k->mm_f16
                                            : k->mm_f32};
-    c.chunk = per_thread < 16 ? 16 : per_thread / 16 * 16;
+    c.chunk = chunk_cols(cb, w, 16);
     hr_qmm q;
     if (hr_dtype_get(w->dtype)->quantized) {
         if (!scratch(cb, hr_qmm_scratch_bytes(T, K, hr_pool_size(cb->pool)))) {
@@ -169,6 +172,5 @@ void hr_cpu_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
         HR_ERROR("out of memory for the bf16 matmul scratch (%d x %ld)", T, K);
         abort();
     }
-    atomic_init(&c.next, 0);
-    hr_pool_run(cb->pool, mm_task, &c);
+    hr_pool_for(cb->pool, N, c.chunk, mm_task, &c);
 }

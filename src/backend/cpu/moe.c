@@ -111,8 +111,8 @@ static hr_mm_fn mm_for(const hr_cpu_kernels *k, const hr_tensor *w) {
 
 /* One pool run computes a matmul for every hit expert: phase 0 gate and up (g, u = xs W^T),
  * phase 1 down (o = g W^T). Work units are 16 output columns of one (expert, matrix); each
- * thread takes a contiguous range of units and issues one kernel call per run of units of
- * the same matrix. */
+ * chunk of units (claimed from the pool) issues one kernel call per run of units of the
+ * same matrix. */
 typedef struct {
     moe_scratch *s;
     const hr_moe_weights *w;
@@ -138,16 +138,21 @@ static void ex_run(const ex_ctx *c, long mat, long u0, long u1) {
         mm_for(c->k, wt)(y + (long)b * N, N, x, K, wt->data, (int)K, n, u0 * 16, n1);
 }
 
-static void ex_task(void *ctx, int th, int nth) {
+/* Units [b, e) of the phase: unit i is 16 output columns (i % units) of matrix i / units. */
+static void ex_task(void *ctx, int th, long b, long e) {
     ex_ctx *c = ctx;
-    long mats = c->phase == 0 ? 2L * c->s->n_hit : c->s->n_hit, b, e;
-    hr_split_range(mats * c->units, 1, th, nth, &b, &e);
     while (b < e) {
         long mat = b / c->units, u0 = b % c->units;
         long u1 = e - mat * c->units < c->units ? e - mat * c->units : c->units;
         ex_run(c, mat, u0, u1);
         b = mat * c->units + u1;
     }
+}
+
+/* The phase's units in chunks, about 4 per thread. */
+static void run_phase(hr_pool *pool, ex_ctx *c) {
+    long units = (c->phase == 0 ? 2L * c->s->n_hit : c->s->n_hit) * c->units;
+    hr_pool_for(pool, units, hr_pool_grain(pool, units, 1, 4, 0), ex_task, c);
 }
 
 /* Packs (AMX) or rounds to bf16 in place (other CPUs) the rows of every hit expert in
@@ -207,13 +212,13 @@ void hr_cpu_moe_experts(hr_backend *be, float *y, const float *x, const int32_t 
     hr_pool *pool = ((hr_cpu_backend *)be)->pool;
     ex_ctx c = {&s, w, hr_cpu_kernels_get(), 0, (I + 15) / 16, bf16 == 2};
     if (bf16) prepare_bf16(pool, &s, s.xs, (int)H, bf16 == 2);
-    hr_pool_run(pool, ex_task, &c);
+    run_phase(pool, &c);
     for (long i = 0; i < n * I; i++)
         s.g[i] = hr_cpu_act(s.g[i], w->act) * s.u[i];
     if (bf16) prepare_bf16(pool, &s, s.g, (int)I, bf16 == 2);
     c.phase = 1;
     c.units = (H + 15) / 16;
-    hr_pool_run(pool, ex_task, &c);
+    run_phase(pool, &c);
     /* weighted sum in expert order, as the reference accumulates */
     for (long i = 0; i < n; i++) {
         int p = s.pair[i];
