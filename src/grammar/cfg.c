@@ -259,7 +259,7 @@ static hr_err *new_term(builder *b, int node, int *sym) {
         if (!q || !qn || !qh) return hr_err_oom();
         b->cap_terms = nc;
     }
-    HR_TRY(hr_gdfa_build(b->ir, node, &b->terms[b->n_terms]));
+    HR_TRY(hr_gdfa_build_cached(b->ir, node, &b->terms[b->n_terms]));
     b->term_node[b->n_terms] = node;
     b->term_hash[b->n_terms] = h;
     b->term_slot[j] = b->n_terms + 1;

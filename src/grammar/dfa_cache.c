@@ -1,0 +1,266 @@
+/* The process-wide cache of terminal DFAs: every JSON Schema grammar rebuilds the same
+ * terminals (a string, a number, `"," ws`, a key's quotes and colon), so each is built once
+ * per process. The key is the terminal's structure written out canonically (each distinct
+ * structure once, in post-order, kids named by their position in that order; rule
+ * references followed), so two terminals share an entry exactly when hr_gdfa_build would
+ * build them from the same structure, and the DFA copied out of the cache is the one the
+ * build would give. One mutex guards a hash table threaded on an LRU list, bounded in bytes;
+ * DFAs are built outside the lock (two threads missing on one key may both build it; the
+ * first to finish is kept). */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grammar/gram_ir.h"
+
+#define N_BUCKETS 4096
+#define DEFAULT_CAP ((size_t)32 << 20)
+
+typedef struct dentry {
+    struct dentry *chain, *newer, *older; /* chain: the bucket's list */
+    uint64_t hash;
+    int32_t *key;
+    size_t key_n, bytes;
+    hr_gdfa dfa;
+} dentry;
+
+static struct {
+    pthread_mutex_t mu;
+    dentry *bucket[N_BUCKETS];
+    dentry *newest, *oldest;
+    size_t cap, bytes;
+    uint64_t hits, misses;
+} cache = {.mu = PTHREAD_MUTEX_INITIALIZER, .cap = DEFAULT_CAP};
+
+/* ---- the key ---- */
+
+typedef struct {
+    hr_gcanon canon;
+    const hr_gir *ir;
+    int *ord; /* (cap_ord) each structural id's position in the key, -1 not yet written */
+    int cap_ord, n_ord;
+    hr_gints out;
+    int oom;
+} keyer;
+
+static int deref(const hr_gir *ir, int node) {
+    while (ir->nodes[node].kind == HR_GN_REF)
+        node = ir->body[ir->nodes[node].child];
+    return node;
+}
+
+static void put(keyer *k, int x) {
+    if (hr_gints_push(&k->out, x)) k->oom = 1;
+}
+
+/* Room in ord for structural id `id`. */
+static int ord_room(keyer *k, int id) {
+    if (id < k->cap_ord) return 0;
+    int cap = k->cap_ord ? k->cap_ord : 64;
+    while (cap <= id)
+        cap *= 2;
+    int *o = realloc(k->ord, (size_t)cap * sizeof *o);
+    if (!o) return -1;
+    for (int i = k->cap_ord; i < cap; i++)
+        o[i] = -1;
+    k->ord = o;
+    k->cap_ord = cap;
+    return 0;
+}
+
+/* Writes node's structure unless one like it is written already; its position, -1 on OOM. */
+static int write_node(keyer *k, int node) {
+    node = deref(k->ir, node);
+    int id = hr_gcanon_id(&k->canon, node);
+    if (id < 0 || ord_room(k, id)) return -1;
+    if (k->ord[id] >= 0) return k->ord[id];
+    const hr_gnode *n = &k->ir->nodes[node];
+    int one = n->kind == HR_GN_REP || n->kind == HR_GN_NOT;
+    int nk = one ? 1 : n->kind == HR_GN_SET ? 0 : n->n;
+    int kid_ord[8], *kids = nk <= 8 ? kid_ord : malloc((size_t)nk * sizeof(int));
+    if (!kids) return -1;
+    for (int i = 0; i < nk && !k->oom; i++) {
+        kids[i] = write_node(k, one ? n->child : k->ir->kids[n->first + i]);
+        if (kids[i] < 0) k->oom = 1;
+    }
+    put(k, (int)n->kind);
+    put(k, n->n);
+    put(k, n->min);
+    put(k, n->max);
+    for (int i = 0; n->kind == HR_GN_SET && i < n->n; i++) {
+        put(k, (int)k->ir->ranges[n->first + i].lo);
+        put(k, (int)k->ir->ranges[n->first + i].hi);
+    }
+    for (int i = 0; i < nk; i++)
+        put(k, kids[i]);
+    if (kids != kid_ord) free(kids);
+    k->ord[id] = k->n_ord++;
+    return k->oom ? -1 : k->ord[id];
+}
+
+/* node's key into *key (malloc'd, *n words); NULL on OOM. */
+static int32_t *make_key(const hr_gir *ir, int node, size_t *n) {
+    keyer k = {.ir = ir};
+    hr_err *e = hr_gcanon_init(&k.canon, ir);
+    if (e) {
+        hr_err_free(e);
+        hr_gcanon_free(&k.canon);
+        return NULL;
+    }
+    int ok = write_node(&k, node) >= 0;
+    hr_gcanon_free(&k.canon);
+    free(k.ord);
+    if (!ok) {
+        free(k.out.v);
+        return NULL;
+    }
+    *n = (size_t)k.out.n;
+    return (int32_t *)k.out.v;
+}
+
+static uint64_t hash_key(const int32_t *key, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint32_t)key[i]) * 1099511628211ull;
+    return h;
+}
+
+/* ---- DFAs in and out ---- */
+
+static size_t dfa_bytes(const hr_gdfa *d) {
+    return (size_t)d->n_states * (256 * sizeof(int32_t) + 1 + sizeof(hr_gbytes) + sizeof(int32_t));
+}
+
+static void *dup_mem(const void *p, size_t n) {
+    void *q = n ? malloc(n) : NULL;
+    if (q) memcpy(q, p, n);
+    return q;
+}
+
+static hr_err *dfa_copy(const hr_gdfa *d, hr_gdfa *out) {
+    size_t n = (size_t)d->n_states;
+    memset(out, 0, sizeof *out);
+    if (!n) return NULL;
+    out->n_states = d->n_states;
+    out->trans = dup_mem(d->trans, n * 256 * sizeof(int32_t));
+    out->accept = dup_mem(d->accept, n);
+    out->chain_set = dup_mem(d->chain_set, n * sizeof(hr_gbytes));
+    out->chain_len = dup_mem(d->chain_len, n * sizeof(int32_t));
+    if (out->trans && out->accept && out->chain_set && out->chain_len) return NULL;
+    hr_gdfa_free(out);
+    return hr_err_oom();
+}
+
+/* ---- the table (callers hold the lock) ---- */
+
+static void lru_unlink(dentry *e) {
+    if (e->newer)
+        e->newer->older = e->older;
+    else
+        cache.newest = e->older;
+    if (e->older)
+        e->older->newer = e->newer;
+    else
+        cache.oldest = e->newer;
+}
+
+static void lru_push(dentry *e) {
+    e->newer = NULL;
+    e->older = cache.newest;
+    if (cache.newest) cache.newest->newer = e;
+    cache.newest = e;
+    if (!cache.oldest) cache.oldest = e;
+}
+
+static dentry **find(uint64_t h, const int32_t *key, size_t n) {
+    dentry **p = &cache.bucket[h % N_BUCKETS];
+    for (; *p; p = &(*p)->chain)
+        if ((*p)->hash == h && (*p)->key_n == n && !memcmp((*p)->key, key, n * sizeof *key)) break;
+    return p;
+}
+
+static void drop(dentry *e) {
+    dentry **p = find(e->hash, e->key, e->key_n);
+    *p = e->chain;
+    lru_unlink(e);
+    cache.bytes -= e->bytes;
+    free(e->key);
+    hr_gdfa_free(&e->dfa);
+    free(e);
+}
+
+static void shrink_to(size_t cap) {
+    while (cache.oldest && cache.bytes > cap)
+        drop(cache.oldest);
+}
+
+/* Keeps a copy of d under key (taken over; freed when not kept). */
+static void remember(int32_t *key, size_t n, uint64_t h, const hr_gdfa *d) {
+    size_t bytes = sizeof(dentry) + n * sizeof *key + dfa_bytes(d);
+    dentry *e = calloc(1, sizeof *e);
+    hr_err *err = e ? dfa_copy(d, &e->dfa) : hr_err_oom();
+    pthread_mutex_lock(&cache.mu);
+    dentry **p = err ? NULL : find(h, key, n);
+    if (p && !*p && bytes <= cache.cap / 8) {
+        *e = (dentry){.hash = h, .key = key, .key_n = n, .bytes = bytes, .dfa = e->dfa};
+        *p = e;
+        lru_push(e);
+        cache.bytes += bytes;
+        shrink_to(cache.cap);
+        key = NULL;
+        e = NULL;
+    }
+    pthread_mutex_unlock(&cache.mu);
+    hr_err_free(err);
+    if (e) hr_gdfa_free(&e->dfa);
+    free(e);
+    free(key);
+}
+
+hr_err *hr_gdfa_build_cached(const hr_gir *ir, int node, hr_gdfa *out) {
+    pthread_mutex_lock(&cache.mu);
+    size_t cap = cache.cap;
+    pthread_mutex_unlock(&cache.mu);
+    size_t n = 0;
+    int32_t *key = cap ? make_key(ir, node, &n) : NULL;
+    if (!key) return hr_gdfa_build(ir, node, out); /* no cache, or no memory for the key */
+    uint64_t h = hash_key(key, n);
+    pthread_mutex_lock(&cache.mu);
+    dentry *e = *find(h, key, n);
+    hr_err *err = NULL;
+    if (e) {
+        err = dfa_copy(&e->dfa, out);
+        lru_unlink(e);
+        lru_push(e);
+        cache.hits++;
+    } else
+        cache.misses++;
+    pthread_mutex_unlock(&cache.mu);
+    if (e) {
+        free(key);
+        return err;
+    }
+    err = hr_gdfa_build(ir, node, out);
+    if (err)
+        free(key);
+    else
+        remember(key, n, h, out);
+    return err;
+}
+
+void hr_grammar_dfa_cache_limit(size_t bytes) {
+    pthread_mutex_lock(&cache.mu);
+    cache.cap = bytes;
+    shrink_to(bytes);
+    pthread_mutex_unlock(&cache.mu);
+}
+
+void hr_grammar_dfa_cache_stats(hr_grammar_dfa_cache_info *info) {
+    pthread_mutex_lock(&cache.mu);
+    size_t n = 0;
+    for (const dentry *e = cache.newest; e; e = e->older)
+        n++;
+    *info = (hr_grammar_dfa_cache_info){
+        .hits = cache.hits, .misses = cache.misses, .entries = n, .bytes = cache.bytes};
+    pthread_mutex_unlock(&cache.mu);
+}
