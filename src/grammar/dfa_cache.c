@@ -35,7 +35,7 @@ static struct {
 /* ---- the key ---- */
 
 typedef struct {
-    hr_gcanon canon;
+    hr_gcanon *canon;
     const hr_gir *ir;
     int *ord; /* (cap_ord) each structural id's position in the key, -1 not yet written */
     int cap_ord, n_ord;
@@ -71,7 +71,7 @@ static int ord_room(keyer *k, int id) {
 /* Writes node's structure unless one like it is written already; its position, -1 on OOM. */
 static int write_node(keyer *k, int node) {
     node = deref(k->ir, node);
-    int id = hr_gcanon_id(&k->canon, node);
+    int id = hr_gcanon_id(k->canon, node);
     if (id < 0 || ord_room(k, id)) return -1;
     if (k->ord[id] >= 0) return k->ord[id];
     const hr_gnode *n = &k->ir->nodes[node];
@@ -98,17 +98,10 @@ static int write_node(keyer *k, int node) {
     return k->oom ? -1 : k->ord[id];
 }
 
-/* node's key into *key (malloc'd, *n words); NULL on OOM. */
-static int32_t *make_key(const hr_gir *ir, int node, size_t *n) {
-    keyer k = {.ir = ir};
-    hr_err *e = hr_gcanon_init(&k.canon, ir);
-    if (e) {
-        hr_err_free(e);
-        hr_gcanon_free(&k.canon);
-        return NULL;
-    }
+/* node's key (malloc'd, *n words); NULL on OOM. */
+static int32_t *make_key(const hr_gir *ir, hr_gcanon *canon, int node, size_t *n) {
+    keyer k = {.ir = ir, .canon = canon};
     int ok = write_node(&k, node) >= 0;
-    hr_gcanon_free(&k.canon);
     free(k.ord);
     if (!ok) {
         free(k.out.v);
@@ -217,12 +210,12 @@ static void remember(int32_t *key, size_t n, uint64_t h, const hr_gdfa *d) {
     free(key);
 }
 
-hr_err *hr_gdfa_build_cached(const hr_gir *ir, int node, hr_gdfa *out) {
+hr_err *hr_gdfa_build_cached(const hr_gir *ir, hr_gcanon *canon, int node, hr_gdfa *out) {
     pthread_mutex_lock(&cache.mu);
     size_t cap = cache.cap;
     pthread_mutex_unlock(&cache.mu);
     size_t n = 0;
-    int32_t *key = cap ? make_key(ir, node, &n) : NULL;
+    int32_t *key = cap ? make_key(ir, canon, node, &n) : NULL;
     if (!key) return hr_gdfa_build(ir, node, out); /* no cache, or no memory for the key */
     uint64_t h = hash_key(key, n);
     pthread_mutex_lock(&cache.mu);
