@@ -4,9 +4,11 @@
  * structure once, in post-order, kids named by their position in that order; rule
  * references followed), so two terminals share an entry exactly when hr_gdfa_build would
  * build them from the same structure, and the DFA copied out of the cache is the one the
- * build would give. One mutex guards a hash table threaded on an LRU list, bounded in bytes;
- * DFAs are built outside the lock (two threads missing on one key may both build it; the
- * first to finish is kept). */
+ * build would give. Entries hold the rows over byte classes (a DFA's few distinct columns),
+ * widened again on a hit; a DFA over 1/64 of the cap is not kept (the large ones are unique to
+ * their schema and would push out the small shared ones). One mutex guards a hash table threaded on
+ * an LRU list, bounded in bytes; DFAs are built outside the lock (two threads missing on one key
+ * may both build it; the first to finish is kept). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +18,23 @@
 #define N_BUCKETS 4096
 #define DEFAULT_CAP ((size_t)32 << 20)
 
+/* A DFA as the cache holds it: its rows over byte classes (bytes whose columns are equal)
+ * instead of 256 bytes, a few dozen times smaller; one block holds the arrays. */
+typedef struct {
+    int n, k;             /* states, byte classes */
+    uint8_t cls[256];     /* each byte's class */
+    int32_t *tab;         /* (n, k) */
+    uint8_t *accept;      /* (n) */
+    hr_gbytes *chain_set; /* (n) */
+    int32_t *chain_len;   /* (n) */
+} packed;
+
 typedef struct dentry {
     struct dentry *chain, *newer, *older; /* chain: the bucket's list */
     uint64_t hash;
     int32_t *key;
     size_t key_n, bytes;
-    hr_gdfa dfa;
+    packed dfa;
 } dentry;
 
 static struct {
@@ -120,28 +133,69 @@ static uint64_t hash_key(const int32_t *key, size_t n) {
 
 /* ---- DFAs in and out ---- */
 
-static size_t dfa_bytes(const hr_gdfa *d) {
-    return (size_t)d->n_states * (256 * sizeof(int32_t) + 1 + sizeof(hr_gbytes) + sizeof(int32_t));
+static size_t packed_bytes(int n, int k) {
+    return (size_t)n * ((size_t)k * sizeof(int32_t) + sizeof(hr_gbytes) + sizeof(int32_t) + 1);
 }
 
-static void *dup_mem(const void *p, size_t n) {
-    void *q = n ? malloc(n) : NULL;
-    if (q) memcpy(q, p, n);
-    return q;
+static int same_column(const hr_gdfa *d, int a, int b) {
+    for (int s = 0; s < d->n_states; s++)
+        if (d->trans[(size_t)s * 256 + a] != d->trans[(size_t)s * 256 + b]) return 0;
+    return 1;
 }
 
-static hr_err *dfa_copy(const hr_gdfa *d, hr_gdfa *out) {
-    size_t n = (size_t)d->n_states;
+/* d into p (p->tab the block to free); -1 on OOM. */
+static int pack(const hr_gdfa *d, packed *p) {
+    uint64_t h[256];
+    int rep[256], n = d->n_states;
+    memset(p, 0, sizeof *p);
+    for (int b = 0; b < 256; b++) {
+        h[b] = 1469598103934665603ull;
+        for (int s = 0; s < n; s++)
+            h[b] = (h[b] ^ (uint32_t)d->trans[(size_t)s * 256 + b]) * 1099511628211ull;
+        int c = 0;
+        while (c < p->k && (h[rep[c]] != h[b] || !same_column(d, rep[c], b)))
+            c++;
+        if (c == p->k) rep[p->k++] = b;
+        p->cls[b] = (uint8_t)c;
+    }
+    p->n = n;
+    if (!n) return 0;
+    size_t k = (size_t)p->k;
+    char *m = malloc(packed_bytes(n, p->k));
+    if (!m) return -1;
+    p->tab = (int32_t *)m;
+    p->chain_set = (hr_gbytes *)(m + (size_t)n * k * sizeof(int32_t));
+    p->chain_len = (int32_t *)(p->chain_set + n);
+    p->accept = (uint8_t *)(p->chain_len + n);
+    for (int s = 0; s < n; s++)
+        for (size_t c = 0; c < k; c++)
+            p->tab[(size_t)s * k + c] = d->trans[(size_t)s * 256 + (size_t)rep[c]];
+    memcpy(p->chain_set, d->chain_set, (size_t)n * sizeof(hr_gbytes));
+    memcpy(p->chain_len, d->chain_len, (size_t)n * sizeof(int32_t));
+    memcpy(p->accept, d->accept, (size_t)n);
+    return 0;
+}
+
+static hr_err *unpack(const packed *p, hr_gdfa *out) {
+    size_t n = (size_t)p->n, k = (size_t)p->k;
     memset(out, 0, sizeof *out);
     if (!n) return NULL;
-    out->n_states = d->n_states;
-    out->trans = dup_mem(d->trans, n * 256 * sizeof(int32_t));
-    out->accept = dup_mem(d->accept, n);
-    out->chain_set = dup_mem(d->chain_set, n * sizeof(hr_gbytes));
-    out->chain_len = dup_mem(d->chain_len, n * sizeof(int32_t));
-    if (out->trans && out->accept && out->chain_set && out->chain_len) return NULL;
-    hr_gdfa_free(out);
-    return hr_err_oom();
+    out->n_states = p->n;
+    out->trans = malloc(n * 256 * sizeof(int32_t));
+    out->accept = malloc(n);
+    out->chain_set = malloc(n * sizeof(hr_gbytes));
+    out->chain_len = malloc(n * sizeof(int32_t));
+    if (!out->trans || !out->accept || !out->chain_set || !out->chain_len) {
+        hr_gdfa_free(out);
+        return hr_err_oom();
+    }
+    for (size_t s = 0; s < n; s++)
+        for (int b = 0; b < 256; b++)
+            out->trans[s * 256 + (size_t)b] = p->tab[s * k + p->cls[b]];
+    memcpy(out->accept, p->accept, n);
+    memcpy(out->chain_set, p->chain_set, n * sizeof(hr_gbytes));
+    memcpy(out->chain_len, p->chain_len, n * sizeof(int32_t));
+    return NULL;
 }
 
 /* ---- the table (callers hold the lock) ---- */
@@ -178,7 +232,7 @@ static void drop(dentry *e) {
     lru_unlink(e);
     cache.bytes -= e->bytes;
     free(e->key);
-    hr_gdfa_free(&e->dfa);
+    free(e->dfa.tab);
     free(e);
 }
 
@@ -187,15 +241,21 @@ static void shrink_to(size_t cap) {
         drop(cache.oldest);
 }
 
-/* Keeps a copy of d under key (taken over; freed when not kept). */
+/* Keeps a packed copy of d under key (taken over; freed when not kept). */
 static void remember(int32_t *key, size_t n, uint64_t h, const hr_gdfa *d) {
-    size_t bytes = sizeof(dentry) + n * sizeof *key + dfa_bytes(d);
     dentry *e = calloc(1, sizeof *e);
-    hr_err *err = e ? dfa_copy(d, &e->dfa) : hr_err_oom();
+    if (e && pack(d, &e->dfa)) {
+        free(e);
+        e = NULL;
+    }
     pthread_mutex_lock(&cache.mu);
-    dentry **p = err ? NULL : find(h, key, n);
-    if (p && !*p && bytes <= cache.cap / 8) {
-        *e = (dentry){.hash = h, .key = key, .key_n = n, .bytes = bytes, .dfa = e->dfa};
+    size_t bytes = e ? sizeof *e + n * sizeof *key + packed_bytes(e->dfa.n, e->dfa.k) : 0;
+    dentry **p = e ? find(h, key, n) : NULL;
+    if (p && !*p && bytes <= cache.cap / 64) {
+        e->hash = h;
+        e->key = key;
+        e->key_n = n;
+        e->bytes = bytes;
         *p = e;
         lru_push(e);
         cache.bytes += bytes;
@@ -204,8 +264,7 @@ static void remember(int32_t *key, size_t n, uint64_t h, const hr_gdfa *d) {
         e = NULL;
     }
     pthread_mutex_unlock(&cache.mu);
-    hr_err_free(err);
-    if (e) hr_gdfa_free(&e->dfa);
+    if (e) free(e->dfa.tab);
     free(e);
     free(key);
 }
@@ -222,7 +281,7 @@ hr_err *hr_gdfa_build_cached(const hr_gir *ir, hr_gcanon *canon, int node, hr_gd
     dentry *e = *find(h, key, n);
     hr_err *err = NULL;
     if (e) {
-        err = dfa_copy(&e->dfa, out);
+        err = unpack(&e->dfa, out);
         lru_unlink(e);
         lru_push(e);
         cache.hits++;
