@@ -4,11 +4,11 @@
  * structure once, in post-order, kids named by their position in that order; rule
  * references followed), so two terminals share an entry exactly when hr_gdfa_build would
  * build them from the same structure, and the DFA copied out of the cache is the one the
- * build would give. Entries hold the rows over byte classes (a DFA's few distinct columns),
- * widened again on a hit; a DFA over 1/64 of the cap is not kept (the large ones are unique to
- * their schema and would push out the small shared ones). One mutex guards a hash table threaded on
- * an LRU list, bounded in bytes; DFAs are built outside the lock (two threads missing on one key
- * may both build it; the first to finish is kept). */
+ * build would give. Entries hold the rows over byte classes (a DFA's few distinct
+ * columns), widened again on a hit; a DFA over 1/64 of the cap is not kept (the large ones
+ * are unique to their schema and would push out the small shared ones). One mutex guards a
+ * hash table threaded on an LRU list, bounded in bytes; DFAs are built outside the lock (two
+ * threads missing on one key may both build it; the first to finish is kept). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
