@@ -137,27 +137,31 @@ static size_t packed_bytes(int n, int k) {
     return (size_t)n * ((size_t)k * sizeof(int32_t) + sizeof(hr_gbytes) + sizeof(int32_t) + 1);
 }
 
-static int same_column(const hr_gdfa *d, int a, int b) {
-    for (int s = 0; s < d->n_states; s++)
-        if (d->trans[(size_t)s * 256 + a] != d->trans[(size_t)s * 256 + b]) return 0;
-    return 1;
-}
-
-/* d into p (p->tab the block to free); -1 on OOM. */
-static int pack(const hr_gdfa *d, packed *p) {
+/* d into p (p->tab the block to free): 0 done, 1 not kept (over max bytes, or two columns
+ * with equal hashes that differ), -1 out of memory. Rows are read in order, never columns. */
+static int pack(const hr_gdfa *d, size_t max, packed *p) {
     uint64_t h[256];
     int rep[256], n = d->n_states;
     memset(p, 0, sizeof *p);
-    for (int b = 0; b < 256; b++) {
+    if (packed_bytes(n, 1) > max) return 1;
+    for (int b = 0; b < 256; b++)
         h[b] = 1469598103934665603ull;
-        for (int s = 0; s < n; s++)
+    for (int s = 0; s < n; s++)
+        for (int b = 0; b < 256; b++)
             h[b] = (h[b] ^ (uint32_t)d->trans[(size_t)s * 256 + b]) * 1099511628211ull;
+    for (int b = 0; b < 256; b++) {
         int c = 0;
-        while (c < p->k && (h[rep[c]] != h[b] || !same_column(d, rep[c], b)))
+        while (c < p->k && h[rep[c]] != h[b])
             c++;
         if (c == p->k) rep[p->k++] = b;
         p->cls[b] = (uint8_t)c;
     }
+    for (int s = 0; s < n; s++) {
+        const int32_t *row = d->trans + (size_t)s * 256;
+        for (int b = 0; b < 256; b++)
+            if (row[b] != row[rep[p->cls[b]]]) return 1;
+    }
+    if (packed_bytes(n, p->k) > max) return 1;
     p->n = n;
     if (!n) return 0;
     size_t k = (size_t)p->k;
@@ -241,10 +245,11 @@ static void shrink_to(size_t cap) {
         drop(cache.oldest);
 }
 
-/* Keeps a packed copy of d under key (taken over; freed when not kept). */
-static void remember(int32_t *key, size_t n, uint64_t h, const hr_gdfa *d) {
+/* Keeps a packed copy of d under key (taken over; freed when not kept); cap: the cache's
+ * cap when the lookup began. */
+static void remember(int32_t *key, size_t n, uint64_t h, const hr_gdfa *d, size_t cap) {
     dentry *e = calloc(1, sizeof *e);
-    if (e && pack(d, &e->dfa)) {
+    if (e && pack(d, cap / 64, &e->dfa)) {
         free(e);
         e = NULL;
     }
@@ -296,7 +301,7 @@ hr_err *hr_gdfa_build_cached(const hr_gir *ir, hr_gcanon *canon, int node, hr_gd
     if (err)
         free(key);
     else
-        remember(key, n, h, out);
+        remember(key, n, h, out, cap);
     return err;
 }
 
