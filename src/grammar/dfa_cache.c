@@ -42,7 +42,7 @@ static struct {
     dentry *bucket[N_BUCKETS];
     dentry *newest, *oldest;
     size_t cap, bytes;
-    uint64_t hits, misses;
+    uint64_t hits, misses, evictions;
 } cache = {.mu = PTHREAD_MUTEX_INITIALIZER, .cap = DEFAULT_CAP};
 
 /* ---- the key ---- */
@@ -241,7 +241,7 @@ static void drop(dentry *e) {
 }
 
 static void shrink_to(size_t cap) {
-    while (cache.oldest && cache.bytes > cap)
+    for (; cache.oldest && cache.bytes > cap; cache.evictions++)
         drop(cache.oldest);
 }
 
@@ -317,7 +317,10 @@ void hr_grammar_dfa_cache_stats(hr_grammar_dfa_cache_info *info) {
     size_t n = 0;
     for (const dentry *e = cache.newest; e; e = e->older)
         n++;
-    *info = (hr_grammar_dfa_cache_info){
-        .hits = cache.hits, .misses = cache.misses, .entries = n, .bytes = cache.bytes};
+    *info = (hr_grammar_dfa_cache_info){.hits = cache.hits,
+                                        .misses = cache.misses,
+                                        .evictions = cache.evictions,
+                                        .entries = n,
+                                        .bytes = cache.bytes};
     pthread_mutex_unlock(&cache.mu);
 }

@@ -36,6 +36,7 @@ size_t hr_grammar_bytes(const hr_grammar *g);
 void hr_grammar_dfa_cache_limit(size_t bytes);
 typedef struct {
     uint64_t hits, misses; /* lookups since the process started */
+    uint64_t evictions;    /* entries dropped to stay under the cap */
     size_t entries, bytes; /* held now */
 } hr_grammar_dfa_cache_info;
 void hr_grammar_dfa_cache_stats(hr_grammar_dfa_cache_info *info);
