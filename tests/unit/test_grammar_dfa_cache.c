@@ -15,7 +15,7 @@
 
 #define CAP_DEFAULT ((size_t)32 << 20)
 #define CAP_SMALL ((size_t)64 << 10)
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define STRIDE 8 /* every 8th fixture schema: each is compiled three times, ~5x slower */
 #else
 #define STRIDE 1
@@ -119,8 +119,9 @@ static void print_times(const char *what, double *ms, int n) {
            ms[(n * 99) / 100], ms[n - 1], n);
 }
 
-/* Every fixture schema (every STRIDE-th under ASan): off (the reference), on and cold (the cache
- * emptied first), on and warm (right after); tables equal, masks equal along a valid instance. */
+/* Every fixture schema (every STRIDE-th under a sanitizer): off (the reference), on and
+ * cold (the cache emptied first), on and warm (right after); tables equal, masks equal along
+ * a valid instance. */
 static void test_fixtures_same(void) {
     const char *dir = hr_fixture("jsonschema");
     DIR *d = opendir(dir);
