@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # make test-tsan: the multi-threaded tests on a ThreadSanitizer build (BUILD, default
-# build-tsan): the engine's scheduler and its thread pool, the pooled matmul, the grammar
-# mask worker, the HTTP server on the fake engine, the --isolate supervisor and proxy
-# (upstream parsing, then the whole parent and child). A race report fails the test: TSan exits 66 at the
-# end of a process that had one, and the CLI checks look for its reports in the logs.
+# build-tsan): the engine's scheduler and its thread pool, the pooled matmul, the grammar mask
+# worker and the process-wide DFA cache, the HTTP server on the fake engine, the --isolate supervisor and
+# proxy (upstream parsing, then the whole parent and child). A race report fails the test:
+# TSan exits 66 at the end of a process that had one, and the CLI checks look for its
+# reports in the logs.
 # Ends with tests/run.sh's "N passed, N failed".
 set -uo pipefail
 BUILD=${1:-build-tsan}
 # halt_on_error=0: every report of a run is printed; second_deadlock_stack: both stacks
 export TSAN_OPTIONS="${TSAN_OPTIONS:-halt_on_error=0:second_deadlock_stack=1}"
 export HEARTH_TSAN=1 # looser memory bounds where TSan's shadow memory counts
-export HEARTH_ONLY="test_base test_matmul_threads test_engine test_engine_grammar test_grammar_mask test_server_http test_upstream test_isolate"
+export HEARTH_ONLY="test_base test_matmul_threads test_engine test_engine_grammar test_grammar_mask test_grammar_dfa_cache test_server_http test_upstream test_isolate"
 exec bash "$(dirname "$0")/run.sh" "$BUILD"

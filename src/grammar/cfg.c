@@ -34,6 +34,7 @@ typedef struct {
     int *term_slot, *term_node;
     uint64_t *term_hash;
     int cap_slots;
+    hr_gcanon canon; /* structural ids for the DFA cache's keys, kept across terminals */
 } builder;
 
 /* ---- regularity ---- */
@@ -259,7 +260,7 @@ static hr_err *new_term(builder *b, int node, int *sym) {
         if (!q || !qn || !qh) return hr_err_oom();
         b->cap_terms = nc;
     }
-    HR_TRY(hr_gdfa_build(b->ir, node, &b->terms[b->n_terms]));
+    HR_TRY(hr_gdfa_build_cached(b->ir, &b->canon, node, &b->terms[b->n_terms]));
     b->term_node[b->n_terms] = node;
     b->term_hash[b->n_terms] = h;
     b->term_slot[j] = b->n_terms + 1;
@@ -497,6 +498,7 @@ static hr_err *build(hr_gir *ir, int root, hr_grammar **out) {
     b.rule_nt = malloc(((size_t)ir->n_rules + 1) * sizeof(int));
     b.rule_term = malloc(((size_t)ir->n_rules + 1) * sizeof(int));
     hr_err *e = (g && b.rule_reg && b.node_reg && b.rule_nt && b.rule_term) ? NULL : hr_err_oom();
+    if (!e) e = hr_gcanon_init(&b.canon, ir);
     if (!e) {
         memset(b.node_reg, -1, (size_t)ir->n_nodes + 1);
         for (int r = 0; r < ir->n_rules; r++)
@@ -525,6 +527,7 @@ static hr_err *build(hr_gir *ir, int root, hr_grammar **out) {
     free(b.term_slot);
     free(b.term_node);
     free(b.term_hash);
+    hr_gcanon_free(&b.canon);
     free(b.queue.v);
     free(b.prods);
     free(b.syms.v);

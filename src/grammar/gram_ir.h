@@ -141,6 +141,10 @@ hr_err *hr_gdfa_chains(hr_gdfa *d);
  * byte DFA with no dead states. The language may be empty: then n_states is 0. */
 hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out);
 void hr_gdfa_free(hr_gdfa *d);
+/* dfa_cache.c: hr_gdfa_build through the process-wide cache of DFAs by structure (the same
+ * result; hr_grammar_dfa_cache_limit sets its size). canon (over ir) gives the structural
+ * ids the key is written from; one may serve every terminal of a grammar. */
+hr_err *hr_gdfa_build_cached(const hr_gir *ir, hr_gcanon *canon, int node, hr_gdfa *out);
 
 /* intersect.c: the product of x and y (a transition table and accept flags only, states
  * that cannot accept not removed); empty (n_states 0) when either is. */

@@ -29,6 +29,18 @@ void hr_grammar_free(hr_grammar *g);
 /* Memory the grammar holds now (its tables and its mask cache, which grows with use). */
 size_t hr_grammar_bytes(const hr_grammar *g);
 
+/* Compiling keeps the DFAs it builds in a process-wide cache keyed by their structure (the
+ * same terminals recur in every JSON Schema grammar), bounded in bytes: 32 MiB unless set
+ * here; 0 empties and disables it. Thread-safe; the compiled grammars are the same with or
+ * without it. */
+void hr_grammar_dfa_cache_limit(size_t bytes);
+typedef struct {
+    uint64_t hits, misses; /* lookups since the process started */
+    uint64_t evictions;    /* entries dropped to stay under the cap */
+    size_t entries, bytes; /* held now */
+} hr_grammar_dfa_cache_info;
+void hr_grammar_dfa_cache_stats(hr_grammar_dfa_cache_info *info);
+
 /* The tokenizer's token bytes and a trie over them. Special and added tokens are left out
  * of masks except the stop ids (hr_tokenizer_stop_ids), allowed exactly when accepting. */
 hr_err *hr_grammar_vocab_create(const hr_tokenizer *tok, hr_grammar_vocab **out);
