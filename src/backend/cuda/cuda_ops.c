@@ -170,8 +170,8 @@ static const void *x_quantized(hr_cuda_backend *cb, const float *x, int T, long 
     return cb->xq;
 }
 
-/* For mmh: the pending norm of x (T rows of K) launched as the kernel that also rounds its
- * output to d into the scratch, then what else is pending; 0 when there is none or no scratch
+/* The pending norm of x (T rows of K) launched as the kernel that also rounds its output to
+ * 16-bit type d into the scratch, then what else is pending; 0 when there is none or no scratch
  * (the caller flushes). */
 static int norm_rounded(hr_cuda_backend *cb, const float *x, int T, long K, int d) {
     hr_cu_gemv_fold f = cb->pending_norm.fold;
@@ -199,10 +199,12 @@ static int act_rounded(hr_cuda_backend *cb, const float *x, int T, long K, int d
     return 1;
 }
 
-/* Launches what is pending before a product that reads x (T rows of K) rounded to 16-bit type
- * d: a pending norm or activation whose output is x rounds it as well (bf16 products). */
+/* Launches what is pending before a product that reads x (T rows of K) with weights of type d:
+ * where that product takes x rounded to 16-bit d (bf16 products), a pending norm or activation
+ * whose output is x rounds it as well. */
 static void flush_rounding(hr_cuda_backend *cb, const float *x, int T, long K, int d) {
-    if (!cb->bf16_products || (!norm_rounded(cb, x, T, K, d) && !act_rounded(cb, x, T, K, d)))
+    if (!cb->bf16_products || d == HR_CU_F32 ||
+        (!norm_rounded(cb, x, T, K, d) && !act_rounded(cb, x, T, K, d)))
         hr_cu_flush(cb);
 }
 
@@ -342,13 +344,11 @@ void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *
     int d = dt(cb, w, "matmul");
     if (d < 0 || T <= 0) return;
     long N = w->shape[0], K = w->shape[w->ndim - 1];
-    int mmh =
+    /* 16-bit products of mmh's rows wait to launch as a set (products16: mmh or cuBLAS) */
+    int set16 =
         T > HR_CU_GEMV_MAX_T && T <= cb->mmh_max_t && cb->bf16_products && hr_cu_mmh_takes(d, K);
-    if (T > HR_CU_GEMV_MAX_T && !mmh) {
-        if (d == HR_CU_F32)
-            hr_cu_flush(cb);
-        else
-            flush_rounding(cb, x, T, K, d);
+    if (T > HR_CU_GEMV_MAX_T && !set16) {
+        flush_rounding(cb, x, T, K, d);
         gemm(cb, y, x, w, d, T, N, K);
         int bd = bias ? dt(cb, bias, "matmul bias") : -1;
         if (bd >= 0) hr_cu_add_bias(cb->stream, y, bias->data, bd, T, N);
@@ -357,12 +357,12 @@ void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *
     if (!joins(cb, y, x, d, -1, 0, T, K)) {
         /* a pending norm of x folds into the GEMV's launch (the products read it on the fly) */
         hr_cu_gemv_fold fold = {0};
-        if (!mmh && cb->pending_norm.y == x && !cb->pending_norm.add &&
+        if (!set16 && cb->pending_norm.y == x && !cb->pending_norm.add &&
             cb->pending_norm.rows == T && cb->pending_norm.dim == K) {
             fold = cb->pending_norm.fold;
             cb->pending_norm.y = NULL;
         }
-        if (mmh)
+        if (set16)
             flush_rounding(cb, x, T, K, d);
         else
             hr_cu_flush(cb);

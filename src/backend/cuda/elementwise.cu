@@ -88,20 +88,6 @@ static __global__ void norm_k(float *y, float *x, const float *a, const void *w,
 
 static int norm_threads(int dim) { return dim >= 1024 ? 1024 : (dim + 31) / 32 * 32; }
 
-extern "C" void hr_cu_rmsnorm(cudaStream_t s, float *y, const float *x, const void *w, int w_dtype,
-                              int rows, int dim, float eps, int one_plus) {
-    if (rows <= 0) return;
-    hr_launch(norm_k<0, 0>, rows, norm_threads(dim), 0, s, y, (float *)x, (const float *)NULL, w,
-              w_dtype, dim, eps, one_plus, hr_xq_parts{}, (void *)NULL, 0);
-}
-
-extern "C" void hr_cu_add_rmsnorm(cudaStream_t s, float *y, float *x, const float *a, const void *w,
-                                  int w_dtype, int rows, int dim, float eps, int one_plus) {
-    if (rows <= 0) return;
-    hr_launch(norm_k<1, 0>, rows, norm_threads(dim), 0, s, y, x, a, w, w_dtype, dim, eps, one_plus,
-              hr_xq_parts{}, (void *)NULL, 0);
-}
-
 extern "C" void hr_cu_norm_round(cudaStream_t s, float *y, float *x, const float *a, const void *w,
                                  int w_dtype, int rows, int dim, float eps, int one_plus, void *yh,
                                  int yh_dtype) {
@@ -112,6 +98,16 @@ extern "C" void hr_cu_norm_round(cudaStream_t s, float *y, float *x, const float
     else
         hr_launch(norm_k<0, 0>, rows, norm_threads(dim), 0, s, y, x, a, w, w_dtype, dim, eps,
                   one_plus, hr_xq_parts{}, yh, yh_dtype);
+}
+
+extern "C" void hr_cu_rmsnorm(cudaStream_t s, float *y, const float *x, const void *w, int w_dtype,
+                              int rows, int dim, float eps, int one_plus) {
+    hr_cu_norm_round(s, y, (float *)x, NULL, w, w_dtype, rows, dim, eps, one_plus, NULL, 0);
+}
+
+extern "C" void hr_cu_add_rmsnorm(cudaStream_t s, float *y, float *x, const float *a, const void *w,
+                                  int w_dtype, int rows, int dim, float eps, int one_plus) {
+    hr_cu_norm_round(s, y, x, a, w, w_dtype, rows, dim, eps, one_plus, NULL, 0);
 }
 
 extern "C" int hr_cu_norm_quant_fits(int dim, int per) {
@@ -247,16 +243,15 @@ static __global__ void act_mul_k(float *y, const float *g, const float *u, long 
     }
 }
 
-extern "C" void hr_cu_act_mul(cudaStream_t s, float *y, const float *gate, const float *up, long n,
-                              int act) {
-    if (n > 0)
-        hr_launch(act_mul_k, hr_blocks(n, 256), 256, 0, s, y, gate, up, n, act, (void *)NULL, 0);
-}
-
 extern "C" void hr_cu_act_mul_round(cudaStream_t s, float *y, const float *gate, const float *up,
                                     long n, int act, void *yh, int yh_dtype) {
     if (n > 0)
         hr_launch(act_mul_k, hr_blocks(n, 256), 256, 0, s, y, gate, up, n, act, yh, yh_dtype);
+}
+
+extern "C" void hr_cu_act_mul(cudaStream_t s, float *y, const float *gate, const float *up, long n,
+                              int act) {
+    hr_cu_act_mul_round(s, y, gate, up, n, act, NULL, 0);
 }
 
 /* act_mul_k of T rows of K, one thread per element and a block per 256 of a row, also writing

@@ -64,7 +64,8 @@ int hr_cu_norm_quant_fits(int dim, int per);
 void hr_cu_norm_quant(cudaStream_t s, float *y, float *x, const float *a, const void *w,
                       int w_dtype, int rows, int dim, float eps, int one_plus, void *xq, int per);
 /* hr_cu_rmsnorm (a: NULL) or hr_cu_add_rmsnorm whose kernel also writes y rounded to the 16-bit
- * type yh_dtype into yh, as hr_cu_round would (for the 16-bit products, mmh.cu). */
+ * type yh_dtype into yh, as hr_cu_round would, for the 16-bit products that read it (yh NULL:
+ * neither does). */
 void hr_cu_norm_round(cudaStream_t s, float *y, float *x, const float *a, const void *w,
                       int w_dtype, int rows, int dim, float eps, int one_plus, void *yh,
                       int yh_dtype);

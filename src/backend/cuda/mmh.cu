@@ -2,8 +2,8 @@
  * tensor cores, for the decode batches where cuBLAS reads the weights well below the bandwidth
  * (hr_cu_mmh_wins):
  * x rounded to the weight's type once per product group (as the cuBLAS path rounds it), the
- * products of one x (q, k, v; gate, up) in one launch over a product set, so the small k and v
- * matrices share the grid with q, and K split over blockIdx.z when the grid is small (the
+ * products of one x (q, k, v) in one launch over a product set, so the small k and v matrices
+ * share the grid with q, and K split over blockIdx.z when the grid is small (the
  * partials summed in split order by qtile.cuh's mq_reduce_k: a result depends on T and the
  * shapes, never on timing). m16n8k16 mma.sync with f32 accumulation.
  * The weights stream from memory straight into the mma fragments, as the GEMV streams them: in
@@ -17,13 +17,10 @@
 #include "backend/cuda/qtile.cuh"
 
 enum { MH_WARPS = 4, MH_THREADS = 32 * MH_WARPS, MH_MT = 2, MH_BM = 16 * MH_MT * MH_WARPS };
-enum {
-    MH_KC = 256,
-    MH_XS = MH_KC + 32,
-    MH_PF = 4
-}; /* staged x rows 576 bytes apart: 64 mod 128,
-     so a quarter warp's 16-byte reads (two rows
-     of 64 bytes) fall on distinct banks */
+/* x staged in chunks of 256 (the K split's unit), rows 576 bytes apart: 64 mod 128, so a quarter
+ * warp's 16-byte reads (two rows of 64 bytes) fall on distinct banks; MH_PF blocks of weight
+ * loads in flight per lane. */
+enum { MH_KC = 256, MH_XS = MH_KC + 32, MH_PF = 4 };
 
 template <int D>
 static __device__ __forceinline__ void mma16(float c[4], const uint32_t a[4], uint32_t b0,
