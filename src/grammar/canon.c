@@ -67,9 +67,9 @@ static int same(hr_gcanon *c, int a, int b) {
     const hr_gir *ir = c->ir;
     const hr_gnode *x = &ir->nodes[a], *y = &ir->nodes[b];
     if (x->kind != y->kind || x->n != y->n || x->min != y->min || x->max != y->max) return 0;
-    if (x->kind == HR_GN_SET)
-        return !memcmp(&ir->ranges[x->first], &ir->ranges[y->first],
-                       (size_t)x->n * sizeof(hr_grange));
+    if (x->kind == HR_GN_SET) /* an empty set ([]) may have no range table at all */
+        return x->n == 0 || !memcmp(&ir->ranges[x->first], &ir->ranges[y->first],
+                                    (size_t)x->n * sizeof(hr_grange));
     for (int k = 0; k < kid_count(x); k++)
         if (hr_gcanon_id(c, kid(ir, x, k)) != hr_gcanon_id(c, kid(ir, y, k))) return 0;
     return 1;
