@@ -25,21 +25,27 @@ typedef struct {
 template <int HD> struct tc_smem { __nv_bfloat16 k[STAGES][BK][HD + 8], v[STAGES][BK][HD + 8]; };
 
 /* K and V rows j0 .. j0 + BK - 1 of kv head kvh into stage buffers; positions outside
- * [lo, last] (not written, or before the window and maybe released) are zeros. */
+ * [lo, last] (not written, or before the window and maybe released) are zeros. Each thread
+ * copies one 16-byte column chunk of every ROWS-th row, walking the block table with a running
+ * (block, slot) pair: one division per tile, not one per chunk. */
 template <int HD>
 static __device__ void load_kv(tc_smem<HD> &sm, int stage, const hr_cu_kv_layer &kv,
                                const int32_t *bt, int kvh, int j0, int lo, int last) {
-    constexpr int CH = HD / 8; /* 16-byte chunks per row */
+    constexpr int CH = HD / 8,
+                  ROWS = 32 * TC_WARPS / CH; /* 16-byte chunks per row; rows per pass */
     const __nv_bfloat16 *K = (const __nv_bfloat16 *)kv.k, *V = (const __nv_bfloat16 *)kv.v;
-    for (int c = threadIdx.x; c < BK * CH; c += blockDim.x) {
-        int jj = c / CH, d = (c % CH) * 8, j = j0 + jj, ok = j >= lo && j <= last;
-        long base = ok ? (((long)bt[j / kv.block_size] * kv.n_kv_heads + kvh) * kv.block_size +
-                          j % kv.block_size) *
-                                 HD +
-                             d
-                       : 0;
+    int r0 = threadIdx.x / CH, d = (threadIdx.x % CH) * 8, bs = kv.block_size;
+    long bstride = (long)kv.n_kv_heads * bs * HD, hoff = (long)kvh * bs * HD + d;
+    int j = j0 + r0, b = j / bs, slot = j - b * bs;
+#pragma unroll
+    for (int jj = r0; jj < BK; jj += ROWS) {
+        int ok = j >= lo && j <= last;
+        long base = ok ? bt[b] * bstride + hoff + (long)slot * HD : 0;
         cp16(&sm.k[stage][jj][d], K + base, ok);
         cp16(&sm.v[stage][jj][d], V + base, ok);
+        j += ROWS, slot += ROWS;
+        while (slot >= bs)
+            slot -= bs, b++;
     }
 }
 
@@ -104,6 +110,11 @@ static __global__ void __launch_bounds__(32 * TC_WARPS)
     /* the warp's visible keys: from its first row's window start to its last row */
     int warp_last = p0 + 16 * w + 15, warp_lo = p0 + 16 * w - p.window + 1;
     warp_lo = p.window > 0 && warp_lo > 0 ? warp_lo : 0;
+    /* tiles every row of the warp sees whole: keys up to its first row, from its last row's
+     * window start; those skip the masks (and need no soft-cap and a positive scale) */
+    int warp_first = p0 + 16 * w, warp_lo_max = p.window > 0 ? warp_last - p.window + 1 : 0;
+    int plain = p.softcap <= 0 && p.scale > 0;
+    float scale_log2 = p.scale * 1.4426950408889634f;
     uint32_t qa[HD / 16][4];
     load_q<HD>(qa, q, t0, nq, h, p.n_heads, w);
     float o[HD / 8][4], s[BK / 8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
@@ -121,7 +132,10 @@ static __global__ void __launch_bounds__(32 * TC_WARPS)
         __syncthreads();
         if (j0 <= warp_last && j0 + BK - 1 >= warp_lo) { /* some key of the tile is visible */
             scores<HD, BK>(s, qa, sm.k[st]);
-            softmax_tile<HD, BK>(s, o, m, l, p, pq, lo_i, j0);
+            if (plain && j0 + BK - 1 <= warp_first && j0 >= warp_lo_max)
+                softmax_tile_full<HD, BK>(s, o, m, l, scale_log2);
+            else
+                softmax_tile<HD, BK>(s, o, m, l, p, pq, lo_i, j0);
             accumulate<HD, BK>(o, s, sm.v[st]);
         }
         __syncthreads(); /* stage st is refilled next iteration */

@@ -27,7 +27,9 @@ extern "C" void hr_cu_embed(cudaStream_t s, const hr_cu_meta *m, float *y, const
     hr_launch(embed_k, m->n_tokens, 256, 0, s, y, m->tokens, table, dtype, dim, scale);
 }
 
-enum { NORM_REGS = 8 }; /* row elements per thread held in registers */
+/* row elements per thread held in registers: the quantizing norms (1024-thread blocks) and the
+ * others (norm_row_threads) */
+enum { NORM_REGS = 8, NORM_ROW_REGS = 16 };
 
 static __device__ __forceinline__ float norm_weight(const void *w, int w_dtype, int i,
                                                     int one_plus) {
@@ -39,16 +41,16 @@ static __device__ __forceinline__ float norm_weight(const void *w, int w_dtype, 
  * reduction, none after); longer rows loop. Each thread owns the same elements throughout, so
  * y may alias a or x. PER (32 or 256; 0: none) also writes y quantized into xq for the GGUF
  * products (xq.cuh; in-register rows only, blockDim a multiple of PER). */
-template <int ADD, int PER>
-static __global__ void norm_k(float *y, float *x, const float *a, const void *w, int w_dtype,
-                              int dim, float eps, int one_plus, hr_xq_parts xq, void *yh,
-                              int yh_dtype) {
+template <int ADD, int PER, int R>
+static __global__ void __launch_bounds__(R == NORM_REGS ? 1024 : 512, 1)
+    norm_k(float *y, float *x, const float *a, const void *w, int w_dtype, int dim, float eps,
+           int one_plus, hr_xq_parts xq, void *yh, int yh_dtype) {
     HR_PDL_ENTRY();
     __shared__ float wmax[32];
     float *xr = x + (long)blockIdx.x * dim, *yr = y + (long)blockIdx.x * dim;
     const float *ar = ADD ? a + (long)blockIdx.x * dim : NULL;
     float ss = 0;
-    if (!PER && dim > NORM_REGS * (int)blockDim.x) {
+    if (!PER && dim > R * (int)blockDim.x) {
         for (int i = threadIdx.x; i < dim; i += blockDim.x) {
             float v = ADD ? xr[i] + ar[i] : xr[i];
             if (ADD) xr[i] = v;
@@ -62,9 +64,9 @@ static __global__ void norm_k(float *y, float *x, const float *a, const void *w,
         }
         return;
     }
-    float v[NORM_REGS], wv[NORM_REGS];
+    float v[R], wv[R];
 #pragma unroll
-    for (int r = 0; r < NORM_REGS; r++) {
+    for (int r = 0; r < R; r++) {
         int i = threadIdx.x + r * blockDim.x;
         v[r] = i < dim ? (ADD ? xr[i] + ar[i] : xr[i]) : 0.0f;
         wv[r] = i < dim ? norm_weight(w, w_dtype, i, one_plus) : 0.0f;
@@ -72,11 +74,11 @@ static __global__ void norm_k(float *y, float *x, const float *a, const void *w,
     }
     if (ADD)
 #pragma unroll
-        for (int r = 0; r < NORM_REGS; r++)
+        for (int r = 0; r < R; r++)
             if (threadIdx.x + r * blockDim.x < dim) xr[threadIdx.x + r * blockDim.x] = v[r];
     float inv = 1.0f / sqrtf(hr_block_sum(ss) / (float)dim + eps);
 #pragma unroll
-    for (int r = 0; r < NORM_REGS; r++) {
+    for (int r = 0; r < R; r++) {
         int i = threadIdx.x + r * blockDim.x;
         float o = v[r] * inv * wv[r];
         if (i < dim) yr[i] = o;
@@ -88,16 +90,25 @@ static __global__ void norm_k(float *y, float *x, const float *a, const void *w,
 
 static int norm_threads(int dim) { return dim >= 1024 ? 1024 : (dim + 31) / 32 * 32; }
 
+/* Threads per row for the norms without quantized output: the row in registers, NORM_REGS
+ * elements a thread, in blocks small enough that several rows share a multiprocessor (one
+ * 1024-thread block a row left half of it idle through each row's reduction). */
+static int norm_row_threads(int dim) {
+    int t = (dim + NORM_ROW_REGS - 1) / NORM_ROW_REGS;
+    t = (t + 31) / 32 * 32;
+    return t < 128 ? (dim >= 128 ? 128 : (dim + 31) / 32 * 32) : t > 512 ? 512 : t;
+}
+
 extern "C" void hr_cu_norm_round(cudaStream_t s, float *y, float *x, const float *a, const void *w,
                                  int w_dtype, int rows, int dim, float eps, int one_plus, void *yh,
                                  int yh_dtype) {
     if (rows <= 0) return;
     if (a)
-        hr_launch(norm_k<1, 0>, rows, norm_threads(dim), 0, s, y, x, a, w, w_dtype, dim, eps,
-                  one_plus, hr_xq_parts{}, yh, yh_dtype);
+        hr_launch(norm_k<1, 0, NORM_ROW_REGS>, rows, norm_row_threads(dim), 0, s, y, x, a, w,
+                  w_dtype, dim, eps, one_plus, hr_xq_parts{}, yh, yh_dtype);
     else
-        hr_launch(norm_k<0, 0>, rows, norm_threads(dim), 0, s, y, x, a, w, w_dtype, dim, eps,
-                  one_plus, hr_xq_parts{}, yh, yh_dtype);
+        hr_launch(norm_k<0, 0, NORM_ROW_REGS>, rows, norm_row_threads(dim), 0, s, y, x, a, w,
+                  w_dtype, dim, eps, one_plus, hr_xq_parts{}, yh, yh_dtype);
 }
 
 extern "C" void hr_cu_rmsnorm(cudaStream_t s, float *y, const float *x, const void *w, int w_dtype,
@@ -121,17 +132,17 @@ extern "C" void hr_cu_norm_quant(cudaStream_t s, float *y, float *x, const float
     hr_xq_parts p = hr_xq_at(xq, rows, dim);
     int th = norm_threads(dim);
     if (a && per == 256)
-        hr_launch(norm_k<1, 256>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p,
-                  (void *)NULL, 0);
+        hr_launch(norm_k<1, 256, NORM_REGS>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps,
+                  one_plus, p, (void *)NULL, 0);
     else if (a)
-        hr_launch(norm_k<1, 32>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p,
-                  (void *)NULL, 0);
+        hr_launch(norm_k<1, 32, NORM_REGS>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus,
+                  p, (void *)NULL, 0);
     else if (per == 256)
-        hr_launch(norm_k<0, 256>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p,
-                  (void *)NULL, 0);
+        hr_launch(norm_k<0, 256, NORM_REGS>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps,
+                  one_plus, p, (void *)NULL, 0);
     else
-        hr_launch(norm_k<0, 32>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus, p,
-                  (void *)NULL, 0);
+        hr_launch(norm_k<0, 32, NORM_REGS>, rows, th, 0, s, y, x, a, w, w_dtype, dim, eps, one_plus,
+                  p, (void *)NULL, 0);
 }
 
 enum { ROPE_HEADS = 4 }; /* heads per block */
@@ -243,9 +254,41 @@ static __global__ void act_mul_k(float *y, const float *g, const float *u, long 
     }
 }
 
+/* Four 16-bit values at yh + 4 i (8 bytes). */
+static __device__ __forceinline__ void st4_16(void *yh, int dtype, long i, float4 v) {
+    uint2 b;
+    if (dtype == HR_CU_BF16) {
+        __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+        b = make_uint2(*(uint32_t *)&lo, *(uint32_t *)&hi);
+    } else {
+        __half2 lo = __floats2half2_rn(v.x, v.y), hi = __floats2half2_rn(v.z, v.w);
+        b = make_uint2(*(uint32_t *)&lo, *(uint32_t *)&hi);
+    }
+    ((uint2 *)yh)[i] = b;
+}
+
+/* act_mul_k four elements at a time (16-byte loads and stores: more bytes in flight per
+ * thread), for n a multiple of 4 and 16-byte aligned operands. */
+static __global__ void act_mul4_k(float4 *y, const float4 *g, const float4 *u, long n4, int act,
+                                  void *yh, int yh_dtype) {
+    HR_PDL_ENTRY();
+    HR_FOR(i, n4) {
+        float4 a = g[i], b = u[i], v;
+        v.x = act_fn(a.x, act) * b.x, v.y = act_fn(a.y, act) * b.y;
+        v.z = act_fn(a.z, act) * b.z, v.w = act_fn(a.w, act) * b.w;
+        y[i] = v;
+        if (yh) st4_16(yh, yh_dtype, i, v);
+    }
+}
+
 extern "C" void hr_cu_act_mul_round(cudaStream_t s, float *y, const float *gate, const float *up,
                                     long n, int act, void *yh, int yh_dtype) {
-    if (n > 0)
+    if (n <= 0) return;
+    uintptr_t a = (uintptr_t)y | (uintptr_t)gate | (uintptr_t)up;
+    if (n % 4 == 0 && a % 16 == 0 && (uintptr_t)yh % 8 == 0 && (!yh || yh_dtype != HR_CU_F32))
+        hr_launch(act_mul4_k, hr_blocks(n / 4, 256), 256, 0, s, (float4 *)y, (const float4 *)gate,
+                  (const float4 *)up, n / 4, act, yh, yh_dtype);
+    else
         hr_launch(act_mul_k, hr_blocks(n, 256), 256, 0, s, y, gate, up, n, act, yh, yh_dtype);
 }
 

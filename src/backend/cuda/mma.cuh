@@ -24,8 +24,7 @@ static __device__ __forceinline__ void cp16(void *dst, const void *src, int vali
 
 static __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
-template <int N>
-static __device__ __forceinline__ void cp_wait() {
+template <int N> static __device__ __forceinline__ void cp_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
@@ -42,11 +41,13 @@ static __device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const void *p) {
 }
 
 /* c[16x8] += a[16x16] b[16x8], bf16 in, f32 accumulate. */
-static __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-                 "{%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+static __device__ __forceinline__ void mma(float c[4], const uint32_t a[4], uint32_t b0,
+                                           uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 /* The same with f16 in (mmf.cu). */
@@ -69,7 +70,8 @@ static __device__ __forceinline__ void scores(float s[NK / 8][4], const uint32_t
                                               const __nv_bfloat16 (*k)[HD + 8]) {
     int lane = threadIdx.x & 31, mi = lane >> 3, r = lane & 7;
 #pragma unroll
-    for (int n = 0; n < NK / 8; n++) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+    for (int n = 0; n < NK / 8; n++)
+        s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
 #pragma unroll
     for (int n = 0; n < NK / 8; n += 2) {
 #pragma unroll
@@ -89,7 +91,8 @@ static __device__ __forceinline__ void accumulate(float o[HD / 8][4], const floa
     int lane = threadIdx.x & 31, mi = lane >> 3, r = lane & 7;
 #pragma unroll
     for (int kk = 0; kk < NK / 16; kk++) {
-        uint32_t pa[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
+        uint32_t pa[4] = {pack_bf16(s[2 * kk][0], s[2 * kk][1]),
+                          pack_bf16(s[2 * kk][2], s[2 * kk][3]),
                           pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
                           pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
@@ -142,6 +145,43 @@ static __device__ __forceinline__ void softmax_tile(float s[NK / 8][4], float o[
             float x = s[n][e] == -INFINITY ? 0.0f : exp2f(s[n][e] - mn[i]);
             s[n][e] = x;
             l[i] += x;
+        }
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++) {
+        o[n][0] *= corr[0], o[n][1] *= corr[0];
+        o[n][2] *= corr[1], o[n][3] *= corr[1];
+    }
+}
+
+/* softmax_tile for a tile whose keys every row of the warp sees (no mask, no soft-cap, scale > 0):
+ * the maximum is taken over the raw scores and the scale folds into the exponent's FMA
+ * (sl = scale * log2(e)); the running max m is in the same units as softmax_tile's. */
+template <int HD, int NK>
+static __device__ __forceinline__ void softmax_tile_full(float s[NK / 8][4], float o[HD / 8][4],
+                                                         float m[2], float l[2], float sl) {
+    float mt[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < NK / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            mt[e >> 1] = fmaxf(mt[e >> 1], s[n][e]);
+    float corr[2], mn[2];
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        mt[i] = fmaxf(mt[i], __shfl_xor_sync(0xffffffffu, mt[i], 1));
+        mt[i] = fmaxf(mt[i], __shfl_xor_sync(0xffffffffu, mt[i], 2));
+        mn[i] = fmaxf(m[i], mt[i] * sl);
+        corr[i] = exp2f(m[i] - mn[i]); /* 0 while m is -inf: o and l are 0 then */
+        m[i] = mn[i];
+        l[i] *= corr[i];
+    }
+#pragma unroll
+    for (int n = 0; n < NK / 8; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+            float x = exp2f(fmaf(s[n][e], sl, -mn[e >> 1]));
+            s[n][e] = x;
+            l[e >> 1] += x;
         }
 #pragma unroll
     for (int n = 0; n < HD / 8; n++) {
