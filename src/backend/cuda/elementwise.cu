@@ -285,7 +285,9 @@ extern "C" void hr_cu_act_mul_round(cudaStream_t s, float *y, const float *gate,
                                     long n, int act, void *yh, int yh_dtype) {
     if (n <= 0) return;
     uintptr_t a = (uintptr_t)y | (uintptr_t)gate | (uintptr_t)up;
-    if (n % 4 == 0 && a % 16 == 0 && (uintptr_t)yh % 8 == 0 && (!yh || yh_dtype != HR_CU_F32))
+    /* a few rows (decode) keep one element a thread: more blocks, spread over the device */
+    if (n >= (1L << 17) && n % 4 == 0 && a % 16 == 0 && (uintptr_t)yh % 8 == 0 &&
+        (!yh || yh_dtype != HR_CU_F32))
         hr_launch(act_mul4_k, hr_blocks(n / 4, 256), 256, 0, s, (float4 *)y, (const float4 *)gate,
                   (const float4 *)up, n / 4, act, yh, yh_dtype);
     else
