@@ -8,7 +8,9 @@
 #   bash bench/ssd_cache.sh [PRESET] [PREFIX_WORDS]   (from the repository root, after a build)
 # PRESET: a `hearth mkmodel --preset` shape (default qwen3-0.6b), built once into
 # $BENCH_DIR (default /tmp/hearth-bench-ssd) with the qwen3-tools-20m tokenizer. THREADS:
-# engine threads (default 2).
+# engine threads (default 2). SERVE_ARGS: more `hearth serve` flags (e.g. "--device cuda" on
+# the GPU machine). ROUNDS: tier off / on decode pairs (default 2); GEN: tokens each decode
+# generates (default 128).
 set -euo pipefail
 H=${HEARTH_BIN:-build/hearth}
 S=${HEARTH_SHARED:-../shared}
@@ -24,7 +26,8 @@ cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; wait 2>/dev/null; rm -rf "
 trap cleanup EXIT
 start() { # LOG ARGS...
   local log=$1; shift
-  "$H" serve --model "$M" --port 0 --threads "${THREADS:-2}" --max-seqs 4 "$@" >/dev/null 2>"$log" &
+  # shellcheck disable=SC2086 # SERVE_ARGS is a list of flags
+  "$H" serve --model "$M" --port 0 --threads "${THREADS:-2}" --max-seqs 4 ${SERVE_ARGS:-} "$@" >/dev/null 2>"$log" &
   PID=$!
   for _ in $(seq 1200); do grep -q "ready on" "$log" && break; sleep 0.1; done
   PORT=$(sed -n 's|.*ready on http://[^:]*:\([0-9]*\).*|\1|p' "$log")
@@ -43,9 +46,9 @@ u = r["usage"]
 print(f"{time.time() - t:.3f} s (prompt {u['prompt_tokens']} tokens, cached {u['prompt_tokens_details']['cached_tokens']})")
 PY
 }
-decode() { # -> decode tok/s of a 128-token completion of a short prompt
+decode() { # -> decode tok/s of a GEN-token completion of a short prompt
   curl -s "http://127.0.0.1:$PORT/v1/completions" -H 'content-type: application/json' \
-    -d '{"prompt": "Once upon a time", "max_tokens": 128, "temperature": 0, "ignore_eos": true}' >/dev/null
+    -d '{"prompt": "Once upon a time", "max_tokens": '"${GEN:-128}"', "temperature": 0, "ignore_eos": true}' >/dev/null
   curl -s "http://127.0.0.1:$PORT/stats" | python3 -c 'import json,sys; print("%.2f tok/s" % json.load(sys.stdin)["decode_tok_s"])'
 }
 stat() { curl -s "http://127.0.0.1:$PORT/stats" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
@@ -72,7 +75,7 @@ settle 0
 echo "decode, tier on (restarted):  $(decode)"
 stop
 # alternated, so a change in the shared machine's load shows as on/on disagreeing
-for round in 1 2; do
+for round in $(seq "${ROUNDS:-2}"); do
   start "$T/off$round.log"
   echo "decode, tier off:  $(decode)"
   stop

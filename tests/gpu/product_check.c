@@ -1,11 +1,15 @@
 /* gpu_check's checks of the 16-bit weight products on the CUDA backend in the bf16-products
- * mode (the GPU machine only): for bf16 and f16 weights, two weights issued back to back on one x
- * as q and k are, with 5..HR_CU_MMH_MAX_T rows of x and one row past them: a set of 1000 and 260
- * rows takes mmh.cu (tiles past each matrix's end, a set boundary inside a tile; K = 2304 splits
- * over blocks, K = 808 ends in a partial chunk), a set of two 2100-row weights cuBLAS (deferred
- * to its launch as a set); within 1e-5 of the f64 product of x rounded to the weight's type: both
- * take every product of the rounded values exactly and differ only in the f32 order of the sums.
- * Prints one line per check, "ok" or "FAIL". */
+ * mode (the GPU machine only): for bf16 and f16 weights, two weights uploaded and issued back to
+ * back on one x as q and k are, with 5..HR_CU_MMH_MAX_T rows of x and rows past them: a set of
+ * 1000 and 260 rows takes mmh.cu (tiles past each matrix's end, a set boundary inside a tile;
+ * K = 2304 splits over blocks, K = 808 ends in a partial chunk) and, from HR_CU_CAT_MIN_T rows
+ * where the two lie contiguously (K = 2304: their bytes a multiple of the arena's alignment), one
+ * cuBLAS product of both split into the outputs; past HR_CU_CAT_MAX_T rows, and for a set of two
+ * 2100-row weights, cuBLAS a matrix at a time (deferred to its launch as a set); within 1e-5 of
+ * the f64 product of x rounded to the weight's type: each takes every product of the rounded
+ * values exactly and they differ only in the f32 order of the sums. Then gate and up on 1..4 rows
+ * of f32 x, the GEMV with act_mul folded into it, against f64. Prints one line per check, "ok"
+ * or "FAIL". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,18 +104,95 @@ static hr_err *set_err(hr_backend *be, hr_dtype t, const wset *s, int T, double 
     return e;
 }
 
+/* act(v) as the CPU computes it, in f64 */
+static double act64(double v, hr_act_fn act) {
+    if (act == HR_ACT_FN_SILU) return v / (1.0 + exp(-v));
+    return 0.5 * v * (1.0 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+}
+
+/* The GEMV of gate and up (s: two matrices of equal rows) on T <= 4 rows of f32 x followed by
+ * act_mul, which folds into its launch (hr_cu_gemv_fold's act_y): max |error| / max |ref| over
+ * gate, up and act(gate) * up against f64 (the GEMV takes x unrounded). */
+static hr_err *act_err(hr_backend *be, const wset *s, int T, hr_act_fn act, double *err) {
+    long N = s->N[0], K = s->K;
+    size_t xb = sizeof(float) * (size_t)T * K, yb = sizeof(float) * (size_t)T * N;
+    float *x = malloc(xb), *y = malloc(3 * yb);
+    void *dx = NULL, *dy[3] = {NULL, NULL, NULL};
+    hr_err *e = x && y ? NULL : hr_err_oom();
+    for (size_t i = 0; !e && i < (size_t)T * K; i++)
+        x[i] = prnd();
+    if (!e) e = be->vt->alloc(be, xb, &dx);
+    for (int m = 0; m < 3 && !e; m++)
+        e = be->vt->alloc(be, yb, &dy[m]);
+    if (!e) e = be->vt->write(be, dx, x, xb);
+    if (!e) {
+        be->vt->matmul(be, dy[0], dx, &s->dev[0], NULL, T);
+        be->vt->matmul(be, dy[1], dx, &s->dev[1], NULL, T);
+        be->vt->act_mul(be, dy[2], dy[0], dy[1], (long)T * N, act);
+    }
+    for (int m = 0; m < 3 && !e; m++)
+        e = be->vt->read(be, dy[m], (char *)y + m * yb, yb);
+    double mx = 0, mr = 0;
+    for (long i = 0; !e && i < (long)T * N; i++) {
+        long r = i / N, n = i % N;
+        double ref[3] = {0, 0, 0};
+        for (long k = 0; k < K; k++) {
+            ref[0] += (double)x[r * K + k] * s->w[0][n * K + k];
+            ref[1] += (double)x[r * K + k] * s->w[1][n * K + k];
+        }
+        ref[2] = act64(ref[0], act) * ref[1];
+        for (int m = 0; m < 3; m++) {
+            mx = fmax(mx, fabs(y[m * T * N + i] - ref[m]));
+            mr = fmax(mr, fabs(ref[m]));
+        }
+    }
+    *err = mr > 0 ? mx / mr : mx;
+    if (dx) be->vt->free(be, dx);
+    for (int m = 0; m < 3; m++)
+        if (dy[m]) be->vt->free(be, dy[m]);
+    free(x);
+    free(y);
+    return e;
+}
+
+static void check_act(hr_backend *be, hr_dtype t, int *failures) {
+    wset s;
+    hr_err *e = wset_make(be, t, 1000, 1000, 2304, &s);
+    for (int T = 1; T <= HR_CU_GEMV_MAX_T && !e; T++)
+        for (int a = 0; a < 2 && !e; a++) {
+            double err;
+            e = act_err(be, &s, T, a ? HR_ACT_FN_GELU_TANH : HR_ACT_FN_SILU, &err);
+            if (e) break;
+            printf("%-18s %-22s %10d %10.2e %13s %s\n", hr_dtype_name(t),
+                   a ? "GEMV + GELU fold" : "GEMV + SiLU fold", T, err, "",
+                   err < 1e-5 ? "ok" : "FAIL");
+            *failures += !(err < 1e-5);
+        }
+    if (e) {
+        printf("%-18s %-22s FAIL: %s\n", hr_dtype_name(t), "GEMV + act fold", hr_err_msg(e));
+        hr_err_free(e);
+        ++*failures;
+    }
+    wset_free(be, &s);
+}
+
 static void check_type(hr_backend *be, hr_dtype t, long N0, long N1, long K, int *failures) {
     wset s;
     hr_err *e = wset_make(be, t, N0, N1, K, &s);
     hr_cu_gemv_set probe = {.n = 2, .start = {0, N0, N0 + N1}};
-    static const int Ts[] = {5, 8, 9, 16, 17, 33, 48, 64, HR_CU_MMH_MAX_T + 1};
+    static const int Ts[] = {5, 8, 9, 16, 17, 32, 33, 48, 64, HR_CU_MMH_MAX_T + 1, 520};
+    int cat = !e && (const char *)s.dev[0].data + N0 * K * 2 == s.dev[1].data;
     for (size_t i = 0; !e && i < sizeof Ts / sizeof *Ts; i++) {
         double err;
         e = set_err(be, t, &s, Ts[i], &err);
         if (e) break;
         char what[32];
-        int mmh = Ts[i] <= HR_CU_MMH_MAX_T && hr_cu_mmh_wins(&probe);
-        snprintf(what, sizeof what, "%s K=%ld", mmh ? "mmh" : "cuBLAS", K);
+        int small = hr_cu_mmh_wins(&probe);
+        const char *path = small && cat && Ts[i] >= HR_CU_CAT_MIN_T && Ts[i] <= HR_CU_CAT_MAX_T
+                               ? "cuBLAS cat"
+                           : small && Ts[i] <= HR_CU_MMH_MAX_T ? "mmh"
+                                                               : "cuBLAS";
+        snprintf(what, sizeof what, "%s K=%ld", path, K);
         printf("%-18s %-22s %10d %10.2e %13s %s\n", hr_dtype_name(t), what, Ts[i], err, "",
                err < 1e-5 ? "ok" : "FAIL");
         *failures += !(err < 1e-5);
@@ -139,6 +220,7 @@ void hr_gpu_product_checks(int *failures) {
         check_type(be, types[i], 1000, 260, 2304, failures);
         check_type(be, types[i], 1000, 260, 808, failures);
         check_type(be, types[i], 2100, 2100, 2304, failures);
+        check_act(be, types[i], failures);
     }
     hr_backend_destroy(be);
 }

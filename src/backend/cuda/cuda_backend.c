@@ -88,11 +88,12 @@ static void cu_destroy(hr_backend *be) {
         if (cb->bounce[i]) cudaFreeHost(cb->bounce[i]);
         if (cb->bounce_done[i]) cudaEventDestroy(cb->bounce_done[i]);
     }
-    void *dev[] = {cb->meta_dev, cb->xh,  cb->xq,      cb->mmq_ws,
-                   cb->partial,  cb->moe, cb->blas_ws, cb->wdq};
+    void *dev[] = {cb->meta_dev, cb->xh,      cb->xq,  cb->mmq_ws, cb->partial,
+                   cb->moe,      cb->blas_ws, cb->wdq, cb->cat};
     for (size_t i = 0; i < sizeof dev / sizeof *dev; i++)
         if (dev[i]) cudaFree(dev[i]);
     free(cb->moe_host);
+    hr_cu_arena_destroy(cb);
     if (cb->blas) cublasDestroy(cb->blas);
     if (cb->stream) cudaStreamDestroy(cb->stream);
     hr_err_free(cb->sticky);
@@ -146,7 +147,7 @@ static hr_err *cu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev) 
     void *planar = NULL;
     size_t bytes = hr_tensor_bytes(host);
     if (hr_qplanes_has(host->dtype) && host->ndim == 2) HR_TRY(to_planes(host, &planar, &bytes));
-    hr_err *err = cu_alloc(be, bytes, &dev->data);
+    hr_err *err = hr_cu_arena_alloc(cb, bytes, &dev->data);
     if (!err)
         err = hr_cu_check(
             cudaMemcpy(dev->data, planar ? planar : host->data, bytes, cudaMemcpyHostToDevice),
@@ -154,7 +155,7 @@ static hr_err *cu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev) 
     free(planar);
     dev->planes = planar != NULL;
     if (err) {
-        cudaFree(dev->data);
+        if (dev->data) hr_cu_arena_free(cb, dev->data);
         dev->data = NULL;
         return err;
     }
@@ -164,9 +165,10 @@ static hr_err *cu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev) 
 }
 
 static void cu_release(hr_backend *be, hr_tensor *dev) {
-    hr_cu_flush((hr_cuda_backend *)be);
-    hr_cu_moved((hr_cuda_backend *)be);
-    if (dev->data) cudaFree(dev->data);
+    hr_cuda_backend *cb = (hr_cuda_backend *)be;
+    hr_cu_flush(cb);
+    hr_cu_moved(cb);
+    if (dev->data) hr_cu_arena_free(cb, dev->data);
     dev->data = NULL;
 }
 
@@ -530,6 +532,8 @@ static hr_err *init(hr_cuda_backend *cb) {
     cb->graphs_off = g && !strcmp(g, "0");
     const char *pdl = getenv("HEARTH_CUDA_PDL");
     hr_cu_pdl = !(pdl && !strcmp(pdl, "0"));
+    const char *pf = getenv("HEARTH_CUDA_PREFETCH");
+    hr_cu_prefetch = !(pf && !strcmp(pf, "0"));
     const char *fo = getenv("HEARTH_CUDA_FOLD");
     cb->fold = !(fo && !strcmp(fo, "0"));
     const char *gv = getenv("HEARTH_CUDA_GEMV");
@@ -540,6 +544,16 @@ static hr_err *init(hr_cuda_backend *cb) {
     cb->mmq_off = mq && !strcmp(mq, "0");
     const char *mf = getenv("HEARTH_CUDA_MMF");
     cb->mmf_off = mf && !strcmp(mf, "0");
+    const char *cat = getenv("HEARTH_CUDA_CAT");
+    cb->cat_min_t = HR_CU_CAT_MIN_T;
+    if (cat) {
+        char *end;
+        long v = strtol(cat, &end, 10);
+        if (end == cat || *end || v < 0 || v > 1 << 20)
+            return hr_errf("cuda: HEARTH_CUDA_CAT must be a row count from 0 to %d, not '%s'",
+                           1 << 20, cat);
+        cb->cat_min_t = (int)v;
+    }
     const char *mh = getenv("HEARTH_CUDA_MMH");
     cb->mmh_max_t = HR_CU_MMH_MAX_T;
     if (mh) {

@@ -12,8 +12,17 @@ enum {
     HR_CU_STAGES = 2,
     HR_CU_GRAPHS = 32,
     HR_CU_BLAS_WORKSPACE = 32 << 20,
-    HR_CU_BOUNCE = 4 << 20
+    HR_CU_BOUNCE = 4 << 20,
+    HR_CU_CHUNK_MIN = 64 << 20, /* the weight arena's first chunk (cuda_arena.c) */
+    HR_CU_CHUNK_MAX = 1 << 30   /* and its largest */
 };
+
+/* A chunk of the weight arena: tensors at base .. base + used, live of them not released. */
+typedef struct {
+    void *base;
+    size_t size, used;
+    long live;
+} hr_cu_chunk;
 
 /* A decode step's shape: steps of equal keys issue the same ops with the same arguments, so
  * one captured CUDA graph replays them (cuda_graph.c). epoch changes whenever device memory
@@ -85,6 +94,11 @@ typedef struct {
     size_t moe_bytes;
     int32_t *moe_host; /* expert ids read back, then the sorted pairs and their slots */
     size_t moe_host_n;
+    hr_cu_chunk *chunks; /* the weight arena (cuda_arena.c) */
+    int n_chunks, cap_chunks;
+    void *cat; /* the output of a concatenated product set before its split (cuda_ops.c) */
+    size_t cat_bytes;
+    int cat_min_t;    /* HR_CU_CAT_MIN_T, or HEARTH_CUDA_CAT=N (0: never) */
     long max_k;       /* longest weight row uploaded */
     long max_q_elems; /* largest GGUF-quantized matrix uploaded (elements) */
     void *wdq;        /* bf16 copy of one quantized matrix for a large-batch product */
@@ -135,14 +149,20 @@ typedef struct {
     long graph_ops; /* ops issued since the step began */
     unsigned long epoch, tick, capture_epoch;
     int graphs_off; /* HEARTH_CUDA_GRAPHS=0, or a step needed the host (MoE) */
-    int fold; /* norms and residual adds fold into small-batch products (HEARTH_CUDA_FOLD=0: off) */
-    int qgemv_f32; /* HEARTH_CUDA_QGEMV=f32: no mmvq/mmq (f32 GEMV to 4 rows, f16 cuBLAS beyond) */
-    int mmq_off;   /* HEARTH_CUDA_MMQ=0: no mmq (mmf, or f16 cuBLAS, past mmvq's rows) */
-    int mmf_off;   /* HEARTH_CUDA_MMF=0: no mmf (f16 cuBLAS past the 8-bit products' rows) */
-    int mmh_max_t; /* HEARTH_CUDA_MMH=N: the most rows mmh takes (default HR_CU_MMH_MAX_T; 0: none)
-                    */
+    int fold;       /* norms, residual adds and gated activations fold into small-batch products
+                     * (HEARTH_CUDA_FOLD=0: off) */
+    int qgemv_f32;  /* HEARTH_CUDA_QGEMV=f32: no mmvq/mmq (f32 GEMV to 4 rows, f16 cuBLAS beyond) */
+    int mmq_off;    /* HEARTH_CUDA_MMQ=0: no mmq (mmf, or f16 cuBLAS, past mmvq's rows) */
+    int mmf_off;    /* HEARTH_CUDA_MMF=0: no mmf (f16 cuBLAS past the 8-bit products' rows) */
+    int mmh_max_t;  /* HEARTH_CUDA_MMH=N: the most rows mmh takes (default HR_CU_MMH_MAX_T; 0: none)
+                     */
 } hr_cuda_backend;
 
+/* Weight memory (cuda_arena.c): bytes placed after the previous upload where the chunk has
+ * room; freed by hr_cu_arena_free (a chunk when its last tensor goes); every chunk at destroy. */
+hr_err *hr_cu_arena_alloc(hr_cuda_backend *cb, size_t bytes, void **out);
+void hr_cu_arena_free(hr_cuda_backend *cb, void *p);
+void hr_cu_arena_destroy(hr_cuda_backend *cb);
 /* A CUDA runtime failure as an hr_err ("what: message"), NULL on success. */
 hr_err *hr_cu_check(cudaError_t e, const char *what);
 /* Records the first op failure; later ones are dropped. */

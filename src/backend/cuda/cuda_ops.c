@@ -70,12 +70,33 @@ static void gemm(hr_cuda_backend *cb, float *y, const float *x, const hr_tensor 
         hr_cu_fail(cb, hr_errf("cuda matmul: cuBLAS failed (%s)", cublasGetStatusString(st)));
 }
 
-/* A set of 16-bit products of one x past the GEMV's rows: mmh where it reads the weights faster
- * than cuBLAS does (hr_cu_mmh_wins), else cuBLAS a matrix at a time; x rounded once for either. */
+/* Whether the set's weights lie one after the other (the arena placed them so: cuda_arena.c),
+ * K 16-bit elements a row. */
+static int contiguous(const hr_cu_gemv_set *g, long K) {
+    for (int i = 0; i + 1 < g->n; i++)
+        if ((const char *)g->w[i] + (g->start[i + 1] - g->start[i]) * K * 2 != g->w[i + 1])
+            return 0;
+    return g->n > 1;
+}
+
+/* A set of 16-bit products of one x past the GEMV's rows. A set with a small matrix (q, k, v:
+ * hr_cu_mmh_wins), which cuBLAS reads slowly a matrix at a time: from cat_min_t to
+ * HR_CU_CAT_MAX_T rows, where its weights are contiguous, one cuBLAS product of them all into
+ * cb->cat, split into the outputs;
+ * else to mmh_max_t rows mmh; everything else cuBLAS a matrix at a time. x rounded once. */
 static void products16(hr_cuda_backend *cb, const hr_cu_gemv_set *g) {
     int T = cb->pending.T, d = cb->pending.dtype;
-    long K = cb->pending.K;
-    if (hr_cu_mmh_wins(g)) {
+    long K = cb->pending.K, N = g->start[g->n];
+    int small = hr_cu_mmh_wins(g);
+    if (small && cb->cat_min_t && T >= cb->cat_min_t && T <= HR_CU_CAT_MAX_T && contiguous(g, K)) {
+        if (!hr_cu_grow(cb, &cb->cat, &cb->cat_bytes, sizeof(float) * (size_t)T * (size_t)N))
+            return;
+        hr_tensor w = {.data = (void *)g->w[0]};
+        gemm(cb, cb->cat, cb->pending.x, &w, d, T, N, K);
+        hr_cu_split_cols(cb->stream, g, cb->cat, T);
+        return;
+    }
+    if (small && T <= cb->mmh_max_t) {
         const void *xh = x_rounded(cb, cb->pending.x, (size_t)T * (size_t)K, d);
         if (xh && hr_cu_grow(cb, &cb->mmq_ws, &cb->mmq_ws_bytes, hr_cu_mmq_ws_bytes(T)))
             hr_cu_mmh(cb->stream, g, xh, d, T, K, cb->mmq_ws);
@@ -252,7 +273,7 @@ void hr_cu_flush(hr_cuda_backend *cb) {
 static int joins(const hr_cuda_backend *cb, float *y, const float *x, int d, int q, long rb, int T,
                  long K) {
     const hr_cu_gemv_set *g = &cb->pending.set;
-    if (!g->n || g->n == HR_CU_GEMV_FUSE || g->fold.acc || x != cb->pending.x ||
+    if (!g->n || g->n == HR_CU_GEMV_FUSE || g->fold.acc || g->fold.act_y || x != cb->pending.x ||
         T != cb->pending.T || K != cb->pending.K || q != cb->pending.q ||
         (q < 0 ? d != cb->pending.dtype : rb != cb->pending.rb) || (const float *)y == x)
         return 0;
@@ -344,9 +365,8 @@ void hr_cu_op_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *
     int d = dt(cb, w, "matmul");
     if (d < 0 || T <= 0) return;
     long N = w->shape[0], K = w->shape[w->ndim - 1];
-    /* 16-bit products of mmh's rows wait to launch as a set (products16: mmh or cuBLAS) */
-    int set16 =
-        T > HR_CU_GEMV_MAX_T && T <= cb->mmh_max_t && cb->bf16_products && hr_cu_mmh_takes(d, K);
+    /* 16-bit products past the GEMV's rows wait to launch as a set (products16) */
+    int set16 = T > HR_CU_GEMV_MAX_T && cb->bf16_products && hr_cu_mmh_takes(d, K);
     if (T > HR_CU_GEMV_MAX_T && !set16) {
         flush_rounding(cb, x, T, K, d);
         gemm(cb, y, x, w, d, T, N, K);
@@ -514,8 +534,32 @@ void hr_cu_op_attention(hr_backend *be, float *out, const float *q, const hr_kv_
     hr_cu_attention(cb->stream, &cb->meta, &l, &a, out, q, cb->partial);
 }
 
+/* Whether act_mul(y, gate, up, n) can fold into the pending product set (hr_cu_gemv_fold's
+ * act_y): the GEMV of 16-bit gate and up, unbiased, of equal rows, writing gate and up, with
+ * nothing else folded after it and y none of its operands. */
+static int act_folds(const hr_cuda_backend *cb, const float *y, const float *gate, const float *up,
+                     long n) {
+    const hr_cu_gemv_set *g = &cb->pending.set;
+    int d = cb->pending.dtype;
+    return cb->fold && g->n == 2 && cb->pending.q < 0 && cb->pending.T <= HR_CU_GEMV_MAX_T &&
+           (d == HR_CU_BF16 || d == HR_CU_F16) && g->y[0] == gate && g->y[1] == up &&
+           g->start[2] == 2 * g->start[1] && (long)cb->pending.T * g->start[1] == n &&
+           !cb->pending.bias[0] && !cb->pending.bias[1] && !g->fold.acc && y != gate && y != up &&
+           y != cb->pending.x && y != g->fold.norm_x;
+}
+
+/* Folded into the pending gate and up GEMV where it can be (act_folds), else deferred to be
+ * rounded or quantized with the next product's x, or launched. */
 void hr_cu_op_act_mul(hr_backend *be, float *y, const float *gate, const float *up, long n,
                       hr_act_fn act) {
+    hr_cuda_backend *pb = (hr_cuda_backend *)be;
+    if (act_folds(pb, y, gate, up, n)) {
+        pb->pending.set.fold.act_y = y;
+        pb->pending.set.fold.act = act == HR_ACT_FN_SILU ? 0 : 1;
+        hr_cu_forget_x(pb);
+        hr_cu_graph_op(pb); /* counted like any op (nothing is pending while a graph replays) */
+        return;
+    }
     HR_CU_OP(be);
     int a = act == HR_ACT_FN_SILU ? 0 : 1;
     if ((cb->max_q_elems || cb->bf16_products) && n > 0)

@@ -5,6 +5,7 @@
 #include "backend/cuda/xq.cuh"
 
 int hr_cu_pdl = 1;
+int hr_cu_prefetch = 1;
 
 /* grid-stride loop over n elements */
 #define HR_FOR(i, n)                                                                               \
@@ -237,18 +238,12 @@ extern "C" void hr_cu_kv_write(cudaStream_t s, const hr_cu_meta *m, const hr_cu_
               k, v);
 }
 
-static __device__ __forceinline__ float act_fn(float g, int act) {
-    if (act == 0) return g / (1.0f + expf(-g));
-    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
-    return 0.5f * g * (1.0f + tanhf(c * (g + 0.044715f * g * g * g)));
-}
-
 /* yh non-NULL: y rounded to 16-bit type yh_dtype there as well. */
 static __global__ void act_mul_k(float *y, const float *g, const float *u, long n, int act,
                                  void *yh, int yh_dtype) {
     HR_PDL_ENTRY();
     HR_FOR(i, n) {
-        float v = act_fn(g[i], act) * u[i];
+        float v = hr_act_fn(g[i], act) * u[i];
         y[i] = v;
         if (yh) hr_st(yh, yh_dtype, i, v);
     }
@@ -274,8 +269,8 @@ static __global__ void act_mul4_k(float4 *y, const float4 *g, const float4 *u, l
     HR_PDL_ENTRY();
     HR_FOR(i, n4) {
         float4 a = g[i], b = u[i], v;
-        v.x = act_fn(a.x, act) * b.x, v.y = act_fn(a.y, act) * b.y;
-        v.z = act_fn(a.z, act) * b.z, v.w = act_fn(a.w, act) * b.w;
+        v.x = hr_act_fn(a.x, act) * b.x, v.y = hr_act_fn(a.y, act) * b.y;
+        v.z = hr_act_fn(a.z, act) * b.z, v.w = hr_act_fn(a.w, act) * b.w;
         y[i] = v;
         if (yh) st4_16(yh, yh_dtype, i, v);
     }
@@ -308,7 +303,7 @@ static __global__ void act_mul_quant_k(float *y, const float *g, const float *u,
     __shared__ float wmax[32];
     long e = (long)blockIdx.x * 256 + threadIdx.x, t = blockIdx.y, i = t * K + e;
     bool in = e < K;
-    float v = in ? act_fn(g[i], act) * u[i] : 0.0f;
+    float v = in ? hr_act_fn(g[i], act) * u[i] : 0.0f;
     if (in) y[i] = v;
     hr_xq_put<PER>(xq, t, K, e, v, in, wmax);
 }
@@ -484,4 +479,32 @@ extern "C" void hr_cu_argmax(cudaStream_t s, int32_t *ids, const float *x, int r
     hr_launch(argmax_part_k, dim3((unsigned)chunks, (unsigned)rows), ARGMAX_THREADS, 0, s, part, x,
               n);
     hr_launch(argmax_k, rows, ARGMAX_THREADS, 0, s, ids, (const float2 *)part, chunks, n);
+}
+
+/* hr_cu_split_cols: four columns a thread where every matrix's rows are a multiple of 4 (V = 4),
+ * else one. */
+template <int V> static __global__ void split_cols_k(hr_cu_gemv_set g, const float *cat, long n) {
+    HR_PDL_ENTRY();
+    long cols = g.start[g.n];
+    HR_FOR(i, n) {
+        long t = i * V / cols, c = i * V % cols, in;
+        int m = hr_set_row(g, c, &in);
+        float *y = g.y[m] + t * (g.start[m + 1] - g.start[m]) + in;
+        if (V == 4)
+            *(float4 *)y = ((const float4 *)cat)[i];
+        else
+            *y = cat[i];
+    }
+}
+
+extern "C" void hr_cu_split_cols(cudaStream_t s, const hr_cu_gemv_set *g, const float *cat, int T) {
+    long n = (long)T * g->start[g->n];
+    int four = 1;
+    for (int i = 0; i < g->n; i++)
+        four &= (g->start[i + 1] - g->start[i]) % 4 == 0 && (uintptr_t)g->y[i] % 16 == 0;
+    if (n <= 0) return;
+    if (four)
+        hr_launch(split_cols_k<4>, hr_blocks(n / 4, 256), 256, 0, s, *g, cat, n / 4);
+    else
+        hr_launch(split_cols_k<1>, hr_blocks(n, 256), 256, 0, s, *g, cat, n);
 }

@@ -46,13 +46,24 @@ static __device__ __forceinline__ one_matrix matrix_of(const hr_cu_gemv_set &g) 
     return m;
 }
 
+/* Rows n0 .. n0 + rows - 1 of m (16-bit, K elements each; clipped at its end) asked of the L2
+ * by the block (hr_prefetch_l2). */
+static __device__ __forceinline__ void prefetch_rows(const one_matrix &m, long n0, long rows,
+                                                     long K) {
+    if (n0 >= m.N) return;
+    if (rows > m.N - n0) rows = m.N - n0;
+    hr_prefetch_l2((const uint16_t *)m.w + n0 * K, 2 * K * rows, threadIdx.x, blockDim.x);
+}
+
 /* 16-bit weights, K % 8 == 0, 16-byte aligned rows and activations. A warp computes R rows of
  * matrix blockIdx.y: each x vector loaded (from L1) serves R weight vectors, and R independent
  * weight loads are in flight per lane. */
 template <int T, int R, int DT>
-static __global__ void __launch_bounds__(256) gemv_vec(hr_cu_gemv_set g, const float *x, long K) {
-    HR_PDL_ENTRY();
+static __global__ void __launch_bounds__(256)
+    gemv_vec(hr_cu_gemv_set g, const float *x, long K, int pf) {
     one_matrix m = matrix_of(g);
+    if (pf) prefetch_rows(m, (long)blockIdx.x * WARPS_PER_BLOCK * R, WARPS_PER_BLOCK * R, K);
+    HR_PDL_ENTRY();
     long n0 = (((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * R;
     int lane = threadIdx.x & 31;
     if (n0 >= m.N) return;
@@ -131,35 +142,42 @@ static __device__ void store_normed(const hr_cu_gemv_fold &f, float *x, const fl
  * more warps than gemv_vec for the same rows, so more loads in flight: for the products with
  * few rows (o, down, k/v) that cannot fill the GPU one warp per row group. NORM: x is the
  * rmsnorm of fold.norm_x, applied on the fly (each block sees all of K, so it sums the squares
- * itself; block 0 also stores the normalized x); ACC: fold.acc += y too. */
-template <int T, int R, int DT, int NORM, int ACC>
+ * itself; block 0 also stores the normalized x); ACC: fold.acc += y too; ACT: the block takes
+ * rows n0 .. of matrix 0 (gate) and of matrix 1 (up), the same sums as two launches give,
+ * and also writes fold.act_y = act(gate) * up. */
+template <int T, int R, int DT, int NORM, int ACC, int ACT>
 static __global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
-    gemv_split(hr_cu_gemv_set g, float *x, long K) {
-    HR_PDL_ENTRY();
-    __shared__ float part[WARPS_PER_BLOCK][R * T + T];
-    one_matrix m = matrix_of(g);
+    gemv_split(hr_cu_gemv_set g, float *x, long K, int pf) {
+    constexpr int RR = ACT ? 2 * R : R; /* rows read: R of the matrix (ACT: R of each) */
+    __shared__ float part[WARPS_PER_BLOCK][RR * T + T];
+    one_matrix m = matrix_of(g), up = {g.w[1], g.y[1], m.N};
     long n0 = (long)blockIdx.x * R;
+    if (pf) prefetch_rows(m, n0, R, K);
+    if (pf && ACT) prefetch_rows(up, n0, R, K);
+    HR_PDL_ENTRY();
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (n0 >= m.N) return;
     const float *xs = NORM ? g.fold.norm_x : x;
-    const uint4 *wr[R];
+    const uint4 *wr[RR];
 #pragma unroll
-    for (int r = 0; r < R; r++)
-        wr[r] = (const uint4 *)((const uint16_t *)m.w + (n0 + r < m.N ? n0 + r : n0) * K);
-    float acc[R][T], ss[T];
+    for (int r = 0; r < RR; r++) {
+        long n = n0 + r % R;
+        wr[r] = (const uint4 *)((const uint16_t *)(r < R ? m.w : up.w) + (n < m.N ? n : n0) * K);
+    }
+    float acc[RR][T], ss[T];
 #pragma unroll
     for (int t = 0; t < T; t++) {
         ss[t] = 0;
 #pragma unroll
-        for (int r = 0; r < R; r++)
+        for (int r = 0; r < RR; r++)
             acc[r][t] = 0;
     }
     long nv = K / 8;
 #pragma unroll 2
     for (long i = threadIdx.x; i < nv; i += 32 * WARPS_PER_BLOCK) {
-        float wf[R][8], nw[8];
+        float wf[RR][8], nw[8];
 #pragma unroll
-        for (int r = 0; r < R; r++)
+        for (int r = 0; r < RR; r++)
             unpack8(__ldg(wr[r] + i), DT, wf[r]);
         if (NORM) norm_weights8(g.fold, i, nw);
 #pragma unroll
@@ -173,7 +191,7 @@ static __global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
                 b.x *= nw[4], b.y *= nw[5], b.z *= nw[6], b.w *= nw[7];
             }
 #pragma unroll
-            for (int r = 0; r < R; r++)
+            for (int r = 0; r < RR; r++)
                 acc[r][t] += wf[r][0] * a.x + wf[r][1] * a.y + wf[r][2] * a.z + wf[r][3] * a.w +
                              wf[r][4] * b.x + wf[r][5] * b.y + wf[r][6] * b.z + wf[r][7] * b.w;
         }
@@ -181,33 +199,42 @@ static __global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
 #pragma unroll
     for (int t = 0; t < T; t++) {
 #pragma unroll
-        for (int r = 0; r < R; r++) {
+        for (int r = 0; r < RR; r++) {
             float v = hr_warp_sum(acc[r][t]);
             if (lane == 0) part[warp][r * T + t] = v;
         }
         if (NORM) {
             float v = hr_warp_sum(ss[t]);
-            if (lane == 0) part[warp][R * T + t] = v;
+            if (lane == 0) part[warp][RR * T + t] = v;
         }
     }
     __syncthreads();
     if (NORM && blockIdx.x == 0 && blockIdx.y == 0)
-        store_normed<T>(g.fold, x, &part[0][0], R * T, K);
+        store_normed<T>(g.fold, x, &part[0][0], RR * T, K);
     if (threadIdx.x < R * T) {
         int r = threadIdx.x / T, t = threadIdx.x % T;
-        float v = 0, q = 0;
+        float v = 0, u = 0, q = 0;
 #pragma unroll
-        for (int w = 0; w < WARPS_PER_BLOCK; w++)
+        for (int w = 0; w < WARPS_PER_BLOCK; w++) {
             v += part[w][threadIdx.x];
+            if (ACT) u += part[w][R * T + threadIdx.x];
+        }
         if (NORM) {
 #pragma unroll
             for (int w = 0; w < WARPS_PER_BLOCK; w++)
-                q += part[w][R * T + t];
-            v *= 1.0f / sqrtf(q / (float)K + g.fold.eps);
+                q += part[w][RR * T + t];
+            float inv = 1.0f / sqrtf(q / (float)K + g.fold.eps);
+            v *= inv;
+            u *= inv;
         }
         if (n0 + r < m.N) {
-            m.y[t * m.N + n0 + r] = v;
-            if (ACC) g.fold.acc[t * m.N + n0 + r] += v;
+            long o = t * m.N + n0 + r;
+            m.y[o] = v;
+            if (ACC) g.fold.acc[o] += v;
+            if (ACT) {
+                up.y[o] = u;
+                g.fold.act_y[o] = hr_act_fn(v, g.fold.act) * u;
+            }
         }
     }
 }
@@ -247,18 +274,23 @@ static dim3 grid_for(const hr_cu_gemv_set *g, int R) {
     return dim3((unsigned)((warps + WARPS_PER_BLOCK - 1) / WARPS_PER_BLOCK), (unsigned)g->n);
 }
 
-template <int T, int DT, int NORM, int ACC>
+template <int T, int DT, int NORM, int ACC, int ACT = 0>
 static void launch_split(cudaStream_t s, const hr_cu_gemv_set *g, float *x, long K) {
     constexpr int RS = 4;
-    dim3 grid((unsigned)((widest_of(g) + RS - 1) / RS), (unsigned)g->n);
-    hr_launch(gemv_split<T, RS, DT, NORM, ACC>, grid, 32 * WARPS_PER_BLOCK, 0, s, *g, x, K);
+    dim3 grid((unsigned)((widest_of(g) + RS - 1) / RS), ACT ? 1u : (unsigned)g->n);
+    hr_launch(gemv_split<T, RS, DT, NORM, ACC, ACT>, grid, 32 * WARPS_PER_BLOCK, 0, s, *g, x, K,
+              hr_cu_prefetch);
 }
 
 template <int T, int DT>
 static void launch_t(cudaStream_t s, const hr_cu_gemv_set *g, float *x, long K) {
     constexpr int R = T <= 2 ? 2 : 4; /* rows per warp: more share each x load as T grows */
     int norm = g->fold.norm_x != NULL, acc = g->fold.acc != NULL;
-    if (norm && acc)
+    if (g->fold.act_y && norm)
+        launch_split<T, DT, 1, 0, 1>(s, g, x, K);
+    else if (g->fold.act_y)
+        launch_split<T, DT, 0, 0, 1>(s, g, x, K);
+    else if (norm && acc)
         launch_split<T, DT, 1, 1>(s, g, x, K);
     else if (norm)
         launch_split<T, DT, 1, 0>(s, g, x, K);
@@ -268,7 +300,7 @@ static void launch_t(cudaStream_t s, const hr_cu_gemv_set *g, float *x, long K) 
         launch_split<T, DT, 0, 0>(s, g, x, K);
     else
         hr_launch(gemv_vec<T, R, DT>, grid_for(g, R), 32 * WARPS_PER_BLOCK, 0, s, *g,
-                  (const float *)x, K);
+                  (const float *)x, K, hr_cu_prefetch);
 }
 
 template <int DT>
@@ -300,5 +332,6 @@ extern "C" void hr_cu_gemv(cudaStream_t s, const hr_cu_gemv_set *g, float *x, in
         hr_launch(gemv_any, grid_for(g, 1), 32 * WARPS_PER_BLOCK, 0, s, *g, (const float *)x, dtype,
                   T, K);
         if (f->acc) hr_cu_add(s, f->acc, g->y[0], (long)T * (g->start[1] - g->start[0]));
+        if (f->act_y) hr_cu_act_mul(s, f->act_y, g->y[0], g->y[1], (long)T * g->start[1], f->act);
     }
 }

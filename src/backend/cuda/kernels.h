@@ -24,6 +24,9 @@ enum { HR_CU_TILE = 64, HR_CU_TILE_MIN = 64 };
 /* Whether kernels launch with programmatic dependent launch (common.cuh; default on, off with
  * HEARTH_CUDA_PDL=0); set once when the backend is created. */
 extern int hr_cu_pdl;
+/* Whether the weight products ask the L2 for their first weights before they wait on the
+ * previous kernel (hr_prefetch_l2; on unless HEARTH_CUDA_PREFETCH=0), set with hr_cu_pdl. */
+extern int hr_cu_prefetch;
 
 /* The element type codes the kernels take (the subset of hr_dtype they read). */
 enum { HR_CU_F32 = 0, HR_CU_F16 = 1, HR_CU_BF16 = 2 };
@@ -142,13 +145,17 @@ void hr_cu_round(cudaStream_t s, void *dst, void *lo, int dtype, const float *sr
 enum { HR_CU_GEMV_MAX_T = 4, HR_CU_GEMV_FUSE = 4 };
 /* Optional work folded into a launch: with norm_x set, x is rmsnorm(norm_x) (weights norm_w,
  * like hr_cu_rmsnorm), computed on the fly and also stored to x; with acc set (one matrix),
- * acc += y as well. */
+ * acc += y as well; with act_y set (two matrices of equal rows, gate and up: 16-bit weights),
+ * act_y = act(y_0) * y_1 as hr_cu_act_mul computes it (act 0 SiLU, 1 GELU-tanh), one block
+ * taking the same rows of both. */
 typedef struct {
     const float *norm_x;
     const void *norm_w;
     int norm_dtype, one_plus;
     float eps;
     float *acc;
+    float *act_y;
+    int act;
 } hr_cu_gemv_fold;
 typedef struct {
     int n;
@@ -158,6 +165,14 @@ typedef struct {
     hr_cu_gemv_fold fold;
 } hr_cu_gemv_set;
 void hr_cu_gemv(cudaStream_t s, const hr_cu_gemv_set *g, float *x, int dtype, int T, long K);
+/* The rows of x for which a product set of contiguous 16-bit weights with a small matrix (q, k,
+ * v) runs as one cuBLAS product split into its outputs (cuda_ops.c; HEARTH_CUDA_CAT=N sets the
+ * fewest, 0: never): decode batches (a prefill's products are long enough one by one, and its
+ * split output would need a large scratch). */
+enum { HR_CU_CAT_MIN_T = 33, HR_CU_CAT_MAX_T = 512 };
+/* The set's outputs from cat[T, start[n]], its matrices' products side by side in each row (one
+ * product of their concatenated weights): y_i[t, j] = cat[t, start[i] + j]. */
+void hr_cu_split_cols(cudaStream_t s, const hr_cu_gemv_set *g, const float *cat, int T);
 /* The same for GGUF matrices of format q with rows of rb bytes and T <= HR_CU_MMVQ_MAX_T, from
  * x quantized by
  * hr_cu_quantize_x (mmvq.cu; the set's fold is not taken). */

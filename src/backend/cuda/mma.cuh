@@ -105,6 +105,36 @@ static __device__ __forceinline__ void accumulate(float o[HD / 8][4], const floa
     }
 }
 
+/* The maximum over the four lanes that hold one row's scores. */
+static __device__ __forceinline__ float quad_max(float v) {
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+    return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+
+/* o's two rows scaled by corr[0] and corr[1] (the running max moved). */
+template <int HD>
+static __device__ __forceinline__ void rescale_o(float o[HD / 8][4], const float corr[2]) {
+#pragma unroll
+    for (int n = 0; n < HD / 8; n++) {
+        o[n][0] *= corr[0], o[n][1] *= corr[0];
+        o[n][2] *= corr[1], o[n][3] *= corr[1];
+    }
+}
+
+/* The tile's row maxima mt (this thread's share) folded into the running maxima m; corr the
+ * factors that move l (rescaled here) and o to the new maxima (1 while a row has seen only masked
+ * keys). */
+static __device__ __forceinline__ void fold_max(float m[2], float l[2], float mt[2],
+                                                float corr[2]) {
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        float mn = fmaxf(m[i], quad_max(mt[i]));
+        corr[i] = mn == -INFINITY ? 1.0f : exp2f(m[i] - mn);
+        m[i] = mn;
+        l[i] *= corr[i];
+    }
+}
+
 /* Masks and soft-caps the tile's scores of this thread's two rows (query positions pq[0..1],
  * window starts lo[0..1]), folds them into the running max m and sum l (this thread's share),
  * rescales o and leaves the probabilities in s (scores in log2 units: m is scale * log2(e)
@@ -127,30 +157,18 @@ static __device__ __forceinline__ void softmax_tile(float s[NK / 8][4], float o[
             s[n][e] = x;
             mt[i] = fmaxf(mt[i], x);
         }
-    float corr[2], mn[2];
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        mt[i] = fmaxf(mt[i], __shfl_xor_sync(0xffffffffu, mt[i], 1));
-        mt[i] = fmaxf(mt[i], __shfl_xor_sync(0xffffffffu, mt[i], 2));
-        mn[i] = fmaxf(m[i], mt[i]);
-        corr[i] = mn[i] == -INFINITY ? 1.0f : exp2f(m[i] - mn[i]);
-        m[i] = mn[i];
-        l[i] *= corr[i];
-    }
+    float corr[2];
+    fold_max(m, l, mt, corr);
 #pragma unroll
     for (int n = 0; n < NK / 8; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
             int i = e >> 1;
-            float x = s[n][e] == -INFINITY ? 0.0f : exp2f(s[n][e] - mn[i]);
+            float x = s[n][e] == -INFINITY ? 0.0f : exp2f(s[n][e] - m[i]);
             s[n][e] = x;
             l[i] += x;
         }
-#pragma unroll
-    for (int n = 0; n < HD / 8; n++) {
-        o[n][0] *= corr[0], o[n][1] *= corr[0];
-        o[n][2] *= corr[1], o[n][3] *= corr[1];
-    }
+    rescale_o<HD>(o, corr);
 }
 
 /* softmax_tile for a tile whose keys every row of the warp sees (no mask, no soft-cap, scale > 0):
@@ -165,29 +183,18 @@ static __device__ __forceinline__ void softmax_tile_full(float s[NK / 8][4], flo
 #pragma unroll
         for (int e = 0; e < 4; e++)
             mt[e >> 1] = fmaxf(mt[e >> 1], s[n][e]);
-    float corr[2], mn[2];
-#pragma unroll
-    for (int i = 0; i < 2; i++) {
-        mt[i] = fmaxf(mt[i], __shfl_xor_sync(0xffffffffu, mt[i], 1));
-        mt[i] = fmaxf(mt[i], __shfl_xor_sync(0xffffffffu, mt[i], 2));
-        mn[i] = fmaxf(m[i], mt[i] * sl);
-        corr[i] = exp2f(m[i] - mn[i]); /* 0 while m is -inf: o and l are 0 then */
-        m[i] = mn[i];
-        l[i] *= corr[i];
-    }
+    float corr[2];
+    mt[0] *= sl, mt[1] *= sl; /* sl > 0: the scaled maximum is the maximum scaled */
+    fold_max(m, l, mt, corr);
 #pragma unroll
     for (int n = 0; n < NK / 8; n++)
 #pragma unroll
         for (int e = 0; e < 4; e++) {
-            float x = exp2f(fmaf(s[n][e], sl, -mn[e >> 1]));
+            float x = exp2f(fmaf(s[n][e], sl, -m[e >> 1]));
             s[n][e] = x;
             l[e >> 1] += x;
         }
-#pragma unroll
-    for (int n = 0; n < HD / 8; n++) {
-        o[n][0] *= corr[0], o[n][1] *= corr[0];
-        o[n][2] *= corr[1], o[n][3] *= corr[1];
-    }
+    rescale_o<HD>(o, corr);
 }
 
 #endif
