@@ -294,12 +294,12 @@ def hang_up(url, rng, deadline):
         if not half:
             return "hangup", "ok", ""
         h.s.shutdown(socket.SHUT_WR)
-        try:
+        try:  # closed, or a stream's head and then closed (the server saw the client gone)
             status = h.head()
+            data = b"".join(h.pieces())
         except (Cut, ConnectionResetError):
             return "halfclose", "ok", ""
         # an answer at once (the proxy's 503 while the child restarts) is not a generation
-        data = b"".join(h.pieces())
         return "halfclose", "fault" if is_fault(status, data) else "bad", f"{status} {data[:100]!r}"
     finally:
         h.close()

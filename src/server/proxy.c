@@ -47,6 +47,7 @@ typedef struct {
     hr_api_kind api;
     int up;        /* upstream socket, -1: none */
     int up_failed; /* a write to the child failed: the rest of the body is discarded */
+    int lost;      /* the child died while the body came: its 502 waits for the body's end */
     char *up_head; /* the request head for the child (built once, sent to each try) */
     size_t up_head_len;
     int chunked_req;
@@ -466,9 +467,17 @@ static int head_alloc(px_req *r) {
     return r->head != NULL;
 }
 
-/* The body went out: wait for the child's reply head (the client leaving meanwhile
- * closes the upstream connection, which cancels the request in the child). */
-static enum MHD_Result await_reply(px_req *r) {
+static const char died_msg[] = "the engine process stopped before it answered this request (it "
+                               "is being restarted); retry";
+
+/* The body went out (body_in), or the child stopped reading it: wait for the child's
+ * reply head (the client leaving meanwhile closes the upstream connection, which cancels
+ * the request in the child). A child that died before the body was in gets its 502 once
+ * the rest is read (lost): a reply while the client still sends would go out, but closing
+ * the connection with its body unread makes the kernel reset it, which can drop the reply
+ * before the client reads it (libmicrohttpd has no lingering close); the client saw only a
+ * broken pipe. */
+static enum MHD_Result await_reply(px_req *r, int body_in) {
     if (r->chunked_req && !r->up_failed && up_write(r, "0\r\n\r\n", 5)) r->up_failed = 1;
     if (!head_alloc(r)) return reply_json(r, 503, NULL);
     for (int done = 0; !done;) {
@@ -476,10 +485,11 @@ static enum MHD_Result await_reply(px_req *r) {
         keep_alive(r);
         char in[RECV_MAX];
         size_t got, used;
-        if (up_read(r, in, sizeof in, &got))
-            return reply_error(r, 502,
-                               "the engine process stopped before it answered this "
-                               "request (it is being restarted); retry");
+        if (up_read(r, in, sizeof in, &got)) {
+            if (body_in) return reply_error(r, 502, died_msg);
+            r->lost = 1;
+            return MHD_YES;
+        }
         hr_err *e = hr_upstream_head_feed(r->head, in, got, &used, &done);
         if (e) {
             HR_WARN("isolate proxy: %s", hr_err_msg(e));
@@ -504,9 +514,7 @@ static enum MHD_Result await_continue(px_req *r) {
             keep_alive(r);
             off = 0;
             if (up_read(r, in, sizeof in, &got))
-                return reply_error(r, 502,
-                                   "the engine process stopped before it answered this "
-                                   "request (it is being restarted); retry");
+                return reply_error(r, 502, died_msg);
             continue;
         }
         size_t used;
@@ -555,12 +563,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         forward_body(r, upload, n);
         if (!r->up_failed) return MHD_YES;
         /* The child stopped reading (an early 413 or 401, or it died): its reply now,
-         * rather than reading the rest of the body for nothing. */
+         * rather than reading the rest of the body for nothing (but a death's, below). */
         r->replied = 1;
-        return await_reply(r);
+        return await_reply(r, 0);
     }
     hr_conn_guard_read(hr_listener_guard(r->p->lis), c); /* the body is in */
-    return r->replied ? MHD_YES : await_reply(r);
+    if (r->lost) return r->lost = 0, reply_error(r, 502, died_msg);
+    return r->replied ? MHD_YES : await_reply(r, 1);
 }
 
 /* The first callback of a request: its state, with the raw target libmicrohttpd's url

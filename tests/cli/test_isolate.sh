@@ -3,7 +3,7 @@
 # engine child mid-work (error events, restart, /health answering throughout); a request
 # that cannot reach the child retried on the next; 64 streams with disconnects leave no
 # fd in the parent and nothing active in the child; a half-closed client's busy stream is
-# cancelled; the public listener enforces the
+# cancelled; a child dying under a large upload still gets its client a 502; the public listener enforces the
 # engine server's limits (early 401/413, request deadline, per-address limit); a crash
 # loop shows as failed with its reason while the parent idles; a child stuck in its load
 # is killed at --load-timeout; SIGTERM removes the child and the runtime directory.
@@ -45,6 +45,8 @@ python3 "$C" many "$PORT" "$PID" > "$T/many.out" 2>&1
 grep '^#' "$T/many.out"; report many_script <(grep -v '^#' "$T/many.out")
 python3 "$C" halfclose "$PORT" > "$T/halfclose.out" 2>&1
 report halfclose_script "$T/halfclose.out"
+python3 "$C" upload "$PORT" > "$T/upload.out" 2>&1
+report upload_script "$T/upload.out"
 expect_rc log_says_killed 0 "did not answer /health within 2.0 s: killing it" cat "$T/iso.log"
 
 CHILD=$(pgrep -P "$PID")

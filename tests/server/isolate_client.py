@@ -18,6 +18,9 @@ starts the servers). Prints "ok NAME" / "FAIL NAME: why" lines.
   halfclose PORT: a client that half-closes (shutdown SHUT_WR) while its stream flows
     without a pause is gone, as for the engine server: its connection closes within a
     second and the child's sequence is cancelled (not relayed to its end).
+  upload PORT: (--probe-timeout 2) the child dies (SIGSTOPped, then killed by the
+    supervisor) while a 6 MB body is on its way: the client still gets its 502 (the rest
+    of the body read and dropped first), not a broken pipe; the next request succeeds.
   limits PORT: the public listener's own limits (the parent runs with --api-key sekret
     --max-body-mb 1 --request-timeout 2): a wrong key and an oversized body are answered
     after the headers (no 100 Continue); headers trickled a byte per 0.3 s are cut at the
@@ -374,6 +377,30 @@ def halfclose():
         check("halfclose_cancelled_%d" % i, active == 0, active)
 
 
+def upload():
+    pid = child_pid()
+    os.kill(pid, signal.SIGSTOP)
+    body = json.dumps({"prompt": "a " * 3000000, "max_tokens": 1}).encode()
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=30)
+    got, err = b"", None
+    try:  # more than the sockets on the way hold: the send blocks until the child is gone
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+    except OSError as e:
+        err = e
+    s.close()
+    check("upload_child_died_502", got.startswith(b"HTTP/1.1 502") and b"engine process stopped" in got,
+          (err, got[:200]))
+    check("upload_replaced", wait_ready(pid) is not None)
+    st, data = call("/v1/completions", {"prompt": "The jury said", "max_tokens": 4})
+    check("upload_next_request", st == 200, data)
+
+
 def term():
     parent = int(sys.argv[3])
     c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=60)
@@ -449,5 +476,5 @@ def per_ip():
     check("per_ip_served_after", r.status == 200, r.read()[:200])
 
 
-{"same": same, "kill": kill, "stop": stop, "retry": retry, "many": many, "halfclose": halfclose, "term": term,
+{"same": same, "kill": kill, "stop": stop, "retry": retry, "many": many, "halfclose": halfclose, "upload": upload, "term": term,
  "limits": limits, "per_ip": per_ip}[MODE]()
