@@ -47,7 +47,9 @@ typedef struct {
     hr_api_kind api;
     int up;        /* upstream socket, -1: none */
     int up_failed; /* a write to the child failed: the rest of the body is discarded */
-    int lost;      /* the child died while the body came: its 502 waits for the body's end */
+    int body_coming; /* the client sends a body after the headers (no Expect: 100-continue) */
+    int later;       /* a reply (later_msg) that waits for the body's end: reply_later */
+    char later_msg[512];
     char *up_head; /* the request head for the child (built once, sent to each try) */
     size_t up_head_len;
     int chunked_req;
@@ -230,6 +232,19 @@ static int open_upstream(px_req *r, const char *path) {
     return rc;
 }
 
+/* The proxy's own error reply to a request whose body may still be coming: at once when
+ * none is, else after the rest of the body is read and dropped (bounded by --max-body-mb
+ * and --request-timeout). Replied at once, the connection closes with the body unread,
+ * and the kernel's reset can drop the reply before the client reads it (libmicrohttpd has
+ * no lingering close): the soak's clients saw a broken pipe, not the 503 or 502. */
+static enum MHD_Result reply_later(px_req *r, int status, const char *msg) {
+    if (!r->body_coming) return reply_error(r, status, msg);
+    r->replied = 1; /* the body is dropped as it comes; on_request replies at its end */
+    r->later = status;
+    snprintf(r->later_msg, sizeof r->later_msg, "%s", msg);
+    return MHD_YES;
+}
+
 /* The request reaches a ready child, or once more the next child when the first attempt
  * could not (nothing of it was taken). Else the reply is a 503 (not ready) or 502. */
 static enum MHD_Result forward_start(px_req *r, const char *method) {
@@ -248,7 +263,7 @@ static enum MHD_Result forward_start(px_req *r, const char *method) {
                  st && !strcmp(st, "failed") ? "it keeps failing" : st, reason ? ": " : "",
                  reason ? reason : "");
         json_decref(state);
-        return reply_error(r, 503, msg);
+        return reply_later(r, 503, msg);
     }
     if (!build_head(r, method)) return reply_json(r, 503, NULL);
     if (!open_upstream(r, path)) return MHD_YES;
@@ -260,7 +275,7 @@ static enum MHD_Result forward_start(px_req *r, const char *method) {
         keep_alive(r);
     }
     if (got > 0 && !open_upstream(r, path)) return MHD_YES;
-    return reply_error(r, got > 0 ? 502 : 503,
+    return reply_later(r, got > 0 ? 502 : 503,
                        "the engine process went away before it took the request and no "
                        "replacement was ready in time, retry shortly");
 }
@@ -283,6 +298,7 @@ static enum MHD_Result on_headers(px_req *r, const char *url, const char *method
     r->chunked_req = te != NULL; /* the framing check let only chunked through */
     const char *expect = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Expect");
     r->expect = expect && !strcasecmp(expect, "100-continue") && !strcmp(version, "HTTP/1.1");
+    r->body_coming = len > 0 && !r->expect;
     return forward_start(r, method);
 }
 
@@ -472,11 +488,8 @@ static const char died_msg[] = "the engine process stopped before it answered th
 
 /* The body went out (body_in), or the child stopped reading it: wait for the child's
  * reply head (the client leaving meanwhile closes the upstream connection, which cancels
- * the request in the child). A child that died before the body was in gets its 502 once
- * the rest is read (lost): a reply while the client still sends would go out, but closing
- * the connection with its body unread makes the kernel reset it, which can drop the reply
- * before the client reads it (libmicrohttpd has no lingering close); the client saw only a
- * broken pipe. */
+ * the request in the child). A child that died before the body was in: its 502 once the
+ * rest of the body is read (reply_later). */
 static enum MHD_Result await_reply(px_req *r, int body_in) {
     if (r->chunked_req && !r->up_failed && up_write(r, "0\r\n\r\n", 5)) r->up_failed = 1;
     if (!head_alloc(r)) return reply_json(r, 503, NULL);
@@ -487,8 +500,8 @@ static enum MHD_Result await_reply(px_req *r, int body_in) {
         size_t got, used;
         if (up_read(r, in, sizeof in, &got)) {
             if (body_in) return reply_error(r, 502, died_msg);
-            r->lost = 1;
-            return MHD_YES;
+            r->body_coming = 1; /* after a 100 Continue too */
+            return reply_later(r, 502, died_msg);
         }
         hr_err *e = hr_upstream_head_feed(r->head, in, got, &used, &done);
         if (e) {
@@ -568,7 +581,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return await_reply(r, 0);
     }
     hr_conn_guard_read(hr_listener_guard(r->p->lis), c); /* the body is in */
-    if (r->lost) return r->lost = 0, reply_error(r, 502, died_msg);
+    if (r->later) { /* reply_later's reply, now that the body is in */
+        int status = r->later;
+        r->later = 0;
+        return reply_error(r, status, r->later_msg);
+    }
     return r->replied ? MHD_YES : await_reply(r, 1);
 }
 

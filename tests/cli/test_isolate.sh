@@ -3,7 +3,8 @@
 # engine child mid-work (error events, restart, /health answering throughout); a request
 # that cannot reach the child retried on the next; 64 streams with disconnects leave no
 # fd in the parent and nothing active in the child; a half-closed client's busy stream is
-# cancelled; a child dying under a large upload still gets its client a 502; the public listener enforces the
+# cancelled; a child dying under a large upload still gets its client a 502, a parent without a
+# ready child a large body's 503; the public listener enforces the
 # engine server's limits (early 401/413, request deadline, per-address limit); a crash
 # loop shows as failed with its reason while the parent idles; a child stuck in its load
 # is killed at --load-timeout; SIGTERM removes the child and the runtime directory.
@@ -130,6 +131,8 @@ done
 expect_rc loop_failed 0 '"state":"failed".*no tokenizer.json' cat "$T/loop.json"
 expect_rc loop_503 0 '"type":"error".*not ready \(it keeps failing\)' \
   curl -s "http://127.0.0.1:$LPORT/v1/messages" -d '{}'
+python3 "$C" notready "$LPORT" > "$T/notready.out" 2>&1
+report notready_script "$T/notready.out"
 cpu=$(awk '{print $14 + $15}' /proc/$LOOP/stat)
 expect_rc loop_parent_idle 0 "" test "$cpu" -lt 50  # clock ticks (1/100 s) in all that time
 echo "# crash-loop parent CPU: $cpu ticks"

@@ -21,6 +21,8 @@ starts the servers). Prints "ok NAME" / "FAIL NAME: why" lines.
   upload PORT: (--probe-timeout 2) the child dies (SIGSTOPped, then killed by the
     supervisor) while a 6 MB body is on its way: the client still gets its 502 (the rest
     of the body read and dropped first), not a broken pipe; the next request succeeds.
+  notready PORT: (a parent whose child keeps failing) a 6 MB body gets the not-ready 503,
+    read after the body, not a broken pipe.
   limits PORT: the public listener's own limits (the parent runs with --api-key sekret
     --max-body-mb 1 --request-timeout 2): a wrong key and an oversized body are answered
     after the headers (no 100 Continue); headers trickled a byte per 0.3 s are cut at the
@@ -377,13 +379,13 @@ def halfclose():
         check("halfclose_cancelled_%d" % i, active == 0, active)
 
 
-def upload():
-    pid = child_pid()
-    os.kill(pid, signal.SIGSTOP)
+def big_post():
+    """(the reply, the error) of a 6 MB completion request: more than the sockets on the
+    way hold, so the client is still sending when the proxy decides."""
     body = json.dumps({"prompt": "a " * 3000000, "max_tokens": 1}).encode()
     s = socket.create_connection(("127.0.0.1", PORT), timeout=30)
     got, err = b"", None
-    try:  # more than the sockets on the way hold: the send blocks until the child is gone
+    try:
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                   b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
         while True:
@@ -394,6 +396,18 @@ def upload():
     except OSError as e:
         err = e
     s.close()
+    return got, err
+
+
+def notready():
+    got, err = big_post()
+    check("notready_503_after_body", got.startswith(b"HTTP/1.1 503") and b"not ready" in got, (err, got[:200]))
+
+
+def upload():
+    pid = child_pid()
+    os.kill(pid, signal.SIGSTOP)
+    got, err = big_post()  # the send blocks until the supervisor kills the child
     check("upload_child_died_502", got.startswith(b"HTTP/1.1 502") and b"engine process stopped" in got,
           (err, got[:200]))
     check("upload_replaced", wait_ready(pid) is not None)
@@ -476,5 +490,5 @@ def per_ip():
     check("per_ip_served_after", r.status == 200, r.read()[:200])
 
 
-{"same": same, "kill": kill, "stop": stop, "retry": retry, "many": many, "halfclose": halfclose, "upload": upload, "term": term,
+{"same": same, "kill": kill, "stop": stop, "retry": retry, "many": many, "halfclose": halfclose, "upload": upload, "notready": notready, "term": term,
  "limits": limits, "per_ip": per_ip}[MODE]()
