@@ -47,6 +47,9 @@ typedef struct {
     hr_api_kind api;
     int up;        /* upstream socket, -1: none */
     int up_failed; /* a write to the child failed: the rest of the body is discarded */
+    int body_coming; /* the client sends a body after the headers (no Expect: 100-continue) */
+    int later;       /* a reply (later_msg) that waits for the body's end: reply_later */
+    char later_msg[512];
     char *up_head; /* the request head for the child (built once, sent to each try) */
     size_t up_head_len;
     int chunked_req;
@@ -60,6 +63,7 @@ typedef struct {
     int oom;       /* cut for memory: a stream's last event says out of memory */
     int ended;     /* a cut stream's error event is in end */
     long events;   /* whole SSE events passed on */
+    uint64_t looked_ns; /* when reply_read last looked at the client (hr_now_ns) */
     hr_sbuf out;   /* decoded reply bytes not yet given to libmicrohttpd */
     char end[512]; /* a cut stream's error event (hr_error_event: nothing allocated) */
     size_t end_len, end_off;
@@ -228,6 +232,19 @@ static int open_upstream(px_req *r, const char *path) {
     return rc;
 }
 
+/* The proxy's own error reply to a request whose body may still be coming: at once when
+ * none is, else after the rest of the body is read and dropped (bounded by --max-body-mb
+ * and --request-timeout). Replied at once, the connection closes with the body unread,
+ * and the kernel's reset can drop the reply before the client reads it (libmicrohttpd has
+ * no lingering close): the soak's clients saw a broken pipe, not the 503 or 502. */
+static enum MHD_Result reply_later(px_req *r, int status, const char *msg) {
+    if (!r->body_coming) return reply_error(r, status, msg);
+    r->replied = 1; /* the body is dropped as it comes; on_request replies at its end */
+    r->later = status;
+    snprintf(r->later_msg, sizeof r->later_msg, "%s", msg);
+    return MHD_YES;
+}
+
 /* The request reaches a ready child, or once more the next child when the first attempt
  * could not (nothing of it was taken). Else the reply is a 503 (not ready) or 502. */
 static enum MHD_Result forward_start(px_req *r, const char *method) {
@@ -246,7 +263,7 @@ static enum MHD_Result forward_start(px_req *r, const char *method) {
                  st && !strcmp(st, "failed") ? "it keeps failing" : st, reason ? ": " : "",
                  reason ? reason : "");
         json_decref(state);
-        return reply_error(r, 503, msg);
+        return reply_later(r, 503, msg);
     }
     if (!build_head(r, method)) return reply_json(r, 503, NULL);
     if (!open_upstream(r, path)) return MHD_YES;
@@ -258,7 +275,7 @@ static enum MHD_Result forward_start(px_req *r, const char *method) {
         keep_alive(r);
     }
     if (got > 0 && !open_upstream(r, path)) return MHD_YES;
-    return reply_error(r, got > 0 ? 502 : 503,
+    return reply_later(r, got > 0 ? 502 : 503,
                        "the engine process went away before it took the request and no "
                        "replacement was ready in time, retry shortly");
 }
@@ -281,6 +298,7 @@ static enum MHD_Result on_headers(px_req *r, const char *url, const char *method
     r->chunked_req = te != NULL; /* the framing check let only chunked through */
     const char *expect = MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, "Expect");
     r->expect = expect && !strcasecmp(expect, "100-continue") && !strcmp(version, "HTTP/1.1");
+    r->body_coming = len > 0 && !r->expect;
     return forward_start(r, method);
 }
 
@@ -401,7 +419,13 @@ static ssize_t reply_read(void *cls, uint64_t pos, char *buf, size_t max) {
                 r->body_done = 1;
         }
         take_body(r, in, got);
-        if (got) continue; /* the client and its timer are looked at only in quiet ticks */
+        /* The client and its timer are looked at in quiet ticks and at most a tick apart
+         * while the child's bytes flow: a poll per token cost 11-24 us of the parent's CPU,
+         * but a stream with no 50 ms gap would never see a client that half-closed (it
+         * still takes the bytes, so nothing else ends the reply; the child generated on). */
+        uint64_t now = hr_now_ns();
+        if (got && now - r->looked_ns < TICK_MS * 1000000ull) continue;
+        r->looked_ns = now;
         if (hr_listener_client_gone(r->conn)) { /* the child sees its client gone and cancels */
             close(r->up);
             r->up = -1;
@@ -459,9 +483,14 @@ static int head_alloc(px_req *r) {
     return r->head != NULL;
 }
 
-/* The body went out: wait for the child's reply head (the client leaving meanwhile
- * closes the upstream connection, which cancels the request in the child). */
-static enum MHD_Result await_reply(px_req *r) {
+static const char died_msg[] = "the engine process stopped before it answered this request (it "
+                               "is being restarted); retry";
+
+/* The body went out (body_in), or the child stopped reading it: wait for the child's
+ * reply head (the client leaving meanwhile closes the upstream connection, which cancels
+ * the request in the child). A child that died before the body was in: its 502 once the
+ * rest of the body is read (reply_later). */
+static enum MHD_Result await_reply(px_req *r, int body_in) {
     if (r->chunked_req && !r->up_failed && up_write(r, "0\r\n\r\n", 5)) r->up_failed = 1;
     if (!head_alloc(r)) return reply_json(r, 503, NULL);
     for (int done = 0; !done;) {
@@ -469,10 +498,11 @@ static enum MHD_Result await_reply(px_req *r) {
         keep_alive(r);
         char in[RECV_MAX];
         size_t got, used;
-        if (up_read(r, in, sizeof in, &got))
-            return reply_error(r, 502,
-                               "the engine process stopped before it answered this "
-                               "request (it is being restarted); retry");
+        if (up_read(r, in, sizeof in, &got)) {
+            if (body_in) return reply_error(r, 502, died_msg);
+            r->body_coming = 1; /* after a 100 Continue too */
+            return reply_later(r, 502, died_msg);
+        }
         hr_err *e = hr_upstream_head_feed(r->head, in, got, &used, &done);
         if (e) {
             HR_WARN("isolate proxy: %s", hr_err_msg(e));
@@ -497,9 +527,7 @@ static enum MHD_Result await_continue(px_req *r) {
             keep_alive(r);
             off = 0;
             if (up_read(r, in, sizeof in, &got))
-                return reply_error(r, 502,
-                                   "the engine process stopped before it answered this "
-                                   "request (it is being restarted); retry");
+                return reply_error(r, 502, died_msg);
             continue;
         }
         size_t used;
@@ -548,12 +576,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         forward_body(r, upload, n);
         if (!r->up_failed) return MHD_YES;
         /* The child stopped reading (an early 413 or 401, or it died): its reply now,
-         * rather than reading the rest of the body for nothing. */
+         * rather than reading the rest of the body for nothing (but a death's, below). */
         r->replied = 1;
-        return await_reply(r);
+        return await_reply(r, 0);
     }
     hr_conn_guard_read(hr_listener_guard(r->p->lis), c); /* the body is in */
-    return r->replied ? MHD_YES : await_reply(r);
+    if (r->later) { /* reply_later's reply, now that the body is in */
+        int status = r->later;
+        r->later = 0;
+        return reply_error(r, status, r->later_msg);
+    }
+    return r->replied ? MHD_YES : await_reply(r, 1);
 }
 
 /* The first callback of a request: its state, with the raw target libmicrohttpd's url

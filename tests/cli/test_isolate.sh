@@ -2,7 +2,9 @@
 # through the proxy equal direct ones and stream in pieces; kill -9 and SIGSTOP of the
 # engine child mid-work (error events, restart, /health answering throughout); a request
 # that cannot reach the child retried on the next; 64 streams with disconnects leave no
-# fd in the parent and nothing active in the child; the public listener enforces the
+# fd in the parent and nothing active in the child; a half-closed client's busy stream is
+# cancelled; a child dying under a large upload still gets its client a 502, a parent without a
+# ready child a large body's 503; the public listener enforces the
 # engine server's limits (early 401/413, request deadline, per-address limit); a crash
 # loop shows as failed with its reason while the parent idles; a child stuck in its load
 # is killed at --load-timeout; SIGTERM removes the child and the runtime directory.
@@ -42,6 +44,10 @@ python3 "$C" retry "$PORT" "$RUNDIR" > "$T/retry.out" 2>&1
 grep '^#' "$T/retry.out"; report retry_script <(grep -v '^#' "$T/retry.out")
 python3 "$C" many "$PORT" "$PID" > "$T/many.out" 2>&1
 grep '^#' "$T/many.out"; report many_script <(grep -v '^#' "$T/many.out")
+python3 "$C" halfclose "$PORT" > "$T/halfclose.out" 2>&1
+report halfclose_script "$T/halfclose.out"
+python3 "$C" upload "$PORT" > "$T/upload.out" 2>&1
+report upload_script "$T/upload.out"
 expect_rc log_says_killed 0 "did not answer /health within 2.0 s: killing it" cat "$T/iso.log"
 
 CHILD=$(pgrep -P "$PID")
@@ -125,6 +131,8 @@ done
 expect_rc loop_failed 0 '"state":"failed".*no tokenizer.json' cat "$T/loop.json"
 expect_rc loop_503 0 '"type":"error".*not ready \(it keeps failing\)' \
   curl -s "http://127.0.0.1:$LPORT/v1/messages" -d '{}'
+python3 "$C" notready "$LPORT" > "$T/notready.out" 2>&1
+report notready_script "$T/notready.out"
 cpu=$(awk '{print $14 + $15}' /proc/$LOOP/stat)
 expect_rc loop_parent_idle 0 "" test "$cpu" -lt 50  # clock ticks (1/100 s) in all that time
 echo "# crash-loop parent CPU: $cpu ticks"

@@ -15,6 +15,14 @@ starts the servers). Prints "ok NAME" / "FAIL NAME: why" lines.
   many PORT PARENT_PID: 64 concurrent streams, about half left mid-stream and some read
     slowly: afterwards the parent's fd count is back to its baseline, its RSS grew less
     than 16 MiB (thread stacks and malloc arenas), and /stats shows nothing active.
+  halfclose PORT: a client that half-closes (shutdown SHUT_WR) while its stream flows
+    without a pause is gone, as for the engine server: its connection closes within a
+    second and the child's sequence is cancelled (not relayed to its end).
+  upload PORT: (--probe-timeout 2) the child dies (SIGSTOPped, then killed by the
+    supervisor) while a 6 MB body is on its way: the client still gets its 502 (the rest
+    of the body read and dropped first), not a broken pipe; the next request succeeds.
+  notready PORT: (a parent whose child keeps failing) a 6 MB body gets the not-ready 503,
+    read after the body, not a broken pipe.
   limits PORT: the public listener's own limits (the parent runs with --api-key sekret
     --max-body-mb 1 --request-timeout 2): a wrong key and an oversized body are answered
     after the headers (no 100 Continue); headers trickled a byte per 0.3 s are cut at the
@@ -340,6 +348,73 @@ def many():
     check("many_child_idle", stats["active"] == 0 and stats["queued"] == 0, stats)
 
 
+def halfclose():
+    body = json.dumps({"prompt": "the jury said", "max_tokens": 1800, "ignore_eos": True,
+                       "stream": True}).encode()
+    for i in range(2):
+        s = socket.create_connection(("127.0.0.1", PORT), timeout=30)
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        got = s.recv(65536)
+        while got.count(b"data: ") < 20:  # the stream flows: tokens closer than 50 ms apart
+            got += s.recv(65536)
+        s.shutdown(socket.SHUT_WR)
+        t0, n = time.time(), 0
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            n += len(d)
+            got = got[-16:] + d
+        took = time.time() - t0
+        s.close()
+        check("halfclose_closed_%d" % i, took < 1.0 and b"[DONE]" not in got,
+              "closed %.2f s after the half-close, %d more bytes" % (took, n))
+        deadline, active = time.time() + 2, None
+        while time.time() < deadline:
+            active = json.loads(call("/stats")[1])["active"]
+            if active == 0:
+                break
+            time.sleep(0.05)
+        check("halfclose_cancelled_%d" % i, active == 0, active)
+
+
+def big_post():
+    """(the reply, the error) of a 6 MB completion request: more than the sockets on the
+    way hold, so the client is still sending when the proxy decides."""
+    body = json.dumps({"prompt": "a " * 3000000, "max_tokens": 1}).encode()
+    s = socket.create_connection(("127.0.0.1", PORT), timeout=30)
+    got, err = b"", None
+    try:
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        while True:
+            d = s.recv(65536)
+            if not d:
+                break
+            got += d
+    except OSError as e:
+        err = e
+    s.close()
+    return got, err
+
+
+def notready():
+    got, err = big_post()
+    check("notready_503_after_body", got.startswith(b"HTTP/1.1 503") and b"not ready" in got, (err, got[:200]))
+
+
+def upload():
+    pid = child_pid()
+    os.kill(pid, signal.SIGSTOP)
+    got, err = big_post()  # the send blocks until the supervisor kills the child
+    check("upload_child_died_502", got.startswith(b"HTTP/1.1 502") and b"engine process stopped" in got,
+          (err, got[:200]))
+    check("upload_replaced", wait_ready(pid) is not None)
+    st, data = call("/v1/completions", {"prompt": "The jury said", "max_tokens": 4})
+    check("upload_next_request", st == 200, data)
+
+
 def term():
     parent = int(sys.argv[3])
     c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=60)
@@ -415,5 +490,5 @@ def per_ip():
     check("per_ip_served_after", r.status == 200, r.read()[:200])
 
 
-{"same": same, "kill": kill, "stop": stop, "retry": retry, "many": many, "term": term,
+{"same": same, "kill": kill, "stop": stop, "retry": retry, "many": many, "halfclose": halfclose, "upload": upload, "notready": notready, "term": term,
  "limits": limits, "per_ip": per_ip}[MODE]()
