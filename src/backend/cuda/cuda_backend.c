@@ -496,6 +496,19 @@ int hr_backend_cuda_devices(void) {
     return n;
 }
 
+/* *out = the row count in environment variable name (0 .. most), or dflt where it is unset. */
+static hr_err *env_rows(const char *name, int dflt, int most, int *out) {
+    const char *s = getenv(name);
+    *out = dflt;
+    if (!s) return NULL;
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 0 || v > most)
+        return hr_errf("cuda: %s must be a row count from 0 to %d, not '%s'", name, most, s);
+    *out = (int)v;
+    return NULL;
+}
+
 static hr_err *init(hr_cuda_backend *cb) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -544,26 +557,8 @@ static hr_err *init(hr_cuda_backend *cb) {
     cb->mmq_off = mq && !strcmp(mq, "0");
     const char *mf = getenv("HEARTH_CUDA_MMF");
     cb->mmf_off = mf && !strcmp(mf, "0");
-    const char *cat = getenv("HEARTH_CUDA_CAT");
-    cb->cat_min_t = HR_CU_CAT_MIN_T;
-    if (cat) {
-        char *end;
-        long v = strtol(cat, &end, 10);
-        if (end == cat || *end || v < 0 || v > 1 << 20)
-            return hr_errf("cuda: HEARTH_CUDA_CAT must be a row count from 0 to %d, not '%s'",
-                           1 << 20, cat);
-        cb->cat_min_t = (int)v;
-    }
-    const char *mh = getenv("HEARTH_CUDA_MMH");
-    cb->mmh_max_t = HR_CU_MMH_MAX_T;
-    if (mh) {
-        char *end;
-        long v = strtol(mh, &end, 10);
-        if (end == mh || *end || v < 0 || v > HR_CU_MMH_MAX_T)
-            return hr_errf("cuda: HEARTH_CUDA_MMH must be a row count from 0 to %d, not '%s'",
-                           HR_CU_MMH_MAX_T, mh);
-        cb->mmh_max_t = (int)v;
-    }
+    HR_TRY(env_rows("HEARTH_CUDA_CAT", HR_CU_CAT_MIN_T, 1 << 20, &cb->cat_min_t));
+    HR_TRY(env_rows("HEARTH_CUDA_MMH", HR_CU_MMH_MAX_T, HR_CU_MMH_MAX_T, &cb->mmh_max_t));
     return NULL;
 }
 
