@@ -45,8 +45,8 @@ typedef struct {
     int started; /* the headers were handled */
     int replied; /* the proxy answered itself: the body is discarded */
     hr_api_kind api;
-    int up;        /* upstream socket, -1: none */
-    int up_failed; /* a write to the child failed: the rest of the body is discarded */
+    int up;          /* upstream socket, -1: none */
+    int up_failed;   /* a write to the child failed: the rest of the body is discarded */
     int body_coming; /* the client sends a body after the headers (no Expect: 100-continue) */
     int later;       /* a reply (later_msg) that waits for the body's end: reply_later */
     char later_msg[512];
@@ -58,14 +58,14 @@ typedef struct {
     hr_chunked dec;
     int64_t left; /* Content-Length bytes still to come; -1: by chunks or to the end */
     int sse;
-    int body_done; /* the reply's last byte came */
-    int cut;       /* the reply cannot go on: the child went away, or memory ran out here */
-    int oom;       /* cut for memory: a stream's last event says out of memory */
-    int ended;     /* a cut stream's error event is in end */
-    long events;   /* whole SSE events passed on */
+    int body_done;      /* the reply's last byte came */
+    int cut;            /* the reply cannot go on: the child went away, or memory ran out here */
+    int oom;            /* cut for memory: a stream's last event says out of memory */
+    int ended;          /* a cut stream's error event is in end */
+    long events;        /* whole SSE events passed on */
     uint64_t looked_ns; /* when reply_read last looked at the client (hr_now_ns) */
-    hr_sbuf out;   /* decoded reply bytes not yet given to libmicrohttpd */
-    char end[512]; /* a cut stream's error event (hr_error_event: nothing allocated) */
+    hr_sbuf out;        /* decoded reply bytes not yet given to libmicrohttpd */
+    char end[512];      /* a cut stream's error event (hr_error_event: nothing allocated) */
     size_t end_len, end_off;
 } px_req;
 
@@ -526,8 +526,7 @@ static enum MHD_Result await_continue(px_req *r) {
             if (hr_listener_client_gone(r->conn)) return MHD_NO;
             keep_alive(r);
             off = 0;
-            if (up_read(r, in, sizeof in, &got))
-                return reply_error(r, 502, died_msg);
+            if (up_read(r, in, sizeof in, &got)) return reply_error(r, 502, died_msg);
             continue;
         }
         size_t used;
