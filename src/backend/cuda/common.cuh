@@ -12,34 +12,12 @@
  * start while the previous one in the stream drains; each kernel's first statement is
  * HR_PDL_ENTRY, which waits until the previous grid has completed and its writes are visible
  * (a no-op for a kernel launched without the attribute), then lets the next kernel launch. A
- * kernel reads or writes nothing before it but weights, which no kernel writes
- * (hr_prefetch_l2). */
+ * kernel reads or writes nothing before it. */
 #define HR_PDL_ENTRY()                                                                             \
     do {                                                                                           \
         asm volatile("griddepcontrol.wait;\n" ::: "memory");                                       \
         asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");                          \
     } while (0)
-
-/* Weights a kernel asks of the L2 before its HR_PDL_ENTRY (hr_cu_prefetch set), so that its
- * first blocks, resident while the previous kernel drains, stream them in during that tail
- * instead of waiting idle (docs/cuda.md): bytes at p, in pieces of 16 KiB split over the
- * `threads` callers (this one is `tid`). No wait, no result; a no-op below sm_90 and where p or
- * bytes is not a multiple of 16. */
-static __device__ __forceinline__ void hr_prefetch_l2(const void *p, long bytes, int tid,
-                                                      int threads) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const long piece = 16384;
-    if (((uintptr_t)p | (uintptr_t)bytes) & 15) return;
-    for (long off = tid * piece; off < bytes; off += threads * piece) {
-        unsigned n = (unsigned)(bytes - off < piece ? bytes - off : piece);
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"((const char *)p + off),
-                     "r"(n)
-                     : "memory");
-    }
-#else
-    (void)p, (void)bytes, (void)tid, (void)threads;
-#endif
-}
 
 template <typename... Params, typename... Args>
 static inline void hr_launch(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shm,

@@ -545,8 +545,6 @@ static hr_err *init(hr_cuda_backend *cb) {
     cb->graphs_off = g && !strcmp(g, "0");
     const char *pdl = getenv("HEARTH_CUDA_PDL");
     hr_cu_pdl = !(pdl && !strcmp(pdl, "0"));
-    const char *pf = getenv("HEARTH_CUDA_PREFETCH");
-    hr_cu_prefetch = !(pf && !strcmp(pf, "0"));
     const char *fo = getenv("HEARTH_CUDA_FOLD");
     cb->fold = !(fo && !strcmp(fo, "0"));
     const char *gv = getenv("HEARTH_CUDA_GEMV");

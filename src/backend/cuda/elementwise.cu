@@ -5,7 +5,6 @@
 #include "backend/cuda/xq.cuh"
 
 int hr_cu_pdl = 1;
-int hr_cu_prefetch = 1;
 
 /* grid-stride loop over n elements */
 #define HR_FOR(i, n)                                                                               \

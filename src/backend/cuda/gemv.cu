@@ -46,24 +46,13 @@ static __device__ __forceinline__ one_matrix matrix_of(const hr_cu_gemv_set &g) 
     return m;
 }
 
-/* Rows n0 .. n0 + rows - 1 of m (16-bit, K elements each; clipped at its end) asked of the L2
- * by the block (hr_prefetch_l2). */
-static __device__ __forceinline__ void prefetch_rows(const one_matrix &m, long n0, long rows,
-                                                     long K) {
-    if (n0 >= m.N) return;
-    if (rows > m.N - n0) rows = m.N - n0;
-    hr_prefetch_l2((const uint16_t *)m.w + n0 * K, 2 * K * rows, threadIdx.x, blockDim.x);
-}
-
 /* 16-bit weights, K % 8 == 0, 16-byte aligned rows and activations. A warp computes R rows of
  * matrix blockIdx.y: each x vector loaded (from L1) serves R weight vectors, and R independent
  * weight loads are in flight per lane. */
 template <int T, int R, int DT>
-static __global__ void __launch_bounds__(256)
-    gemv_vec(hr_cu_gemv_set g, const float *x, long K, int pf) {
-    one_matrix m = matrix_of(g);
-    if (pf) prefetch_rows(m, (long)blockIdx.x * WARPS_PER_BLOCK * R, WARPS_PER_BLOCK * R, K);
+static __global__ void __launch_bounds__(256) gemv_vec(hr_cu_gemv_set g, const float *x, long K) {
     HR_PDL_ENTRY();
+    one_matrix m = matrix_of(g);
     long n0 = (((long)blockIdx.x * blockDim.x + threadIdx.x) >> 5) * R;
     int lane = threadIdx.x & 31;
     if (n0 >= m.N) return;
@@ -147,14 +136,12 @@ static __device__ void store_normed(const hr_cu_gemv_fold &f, float *x, const fl
  * and also writes fold.act_y = act(gate) * up. */
 template <int T, int R, int DT, int NORM, int ACC, int ACT>
 static __global__ void __launch_bounds__(32 * WARPS_PER_BLOCK)
-    gemv_split(hr_cu_gemv_set g, float *x, long K, int pf) {
+    gemv_split(hr_cu_gemv_set g, float *x, long K) {
+    HR_PDL_ENTRY();
     constexpr int RR = ACT ? 2 * R : R; /* rows read: R of the matrix (ACT: R of each) */
     __shared__ float part[WARPS_PER_BLOCK][RR * T + T];
     one_matrix m = matrix_of(g), up = {g.w[1], g.y[1], m.N};
     long n0 = (long)blockIdx.x * R;
-    if (pf) prefetch_rows(m, n0, R, K);
-    if (pf && ACT) prefetch_rows(up, n0, R, K);
-    HR_PDL_ENTRY();
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (n0 >= m.N) return;
     const float *xs = NORM ? g.fold.norm_x : x;
@@ -278,8 +265,7 @@ template <int T, int DT, int NORM, int ACC, int ACT = 0>
 static void launch_split(cudaStream_t s, const hr_cu_gemv_set *g, float *x, long K) {
     constexpr int RS = 4;
     dim3 grid((unsigned)((widest_of(g) + RS - 1) / RS), ACT ? 1u : (unsigned)g->n);
-    hr_launch(gemv_split<T, RS, DT, NORM, ACC, ACT>, grid, 32 * WARPS_PER_BLOCK, 0, s, *g, x, K,
-              hr_cu_prefetch);
+    hr_launch(gemv_split<T, RS, DT, NORM, ACC, ACT>, grid, 32 * WARPS_PER_BLOCK, 0, s, *g, x, K);
 }
 
 template <int T, int DT>
@@ -300,7 +286,7 @@ static void launch_t(cudaStream_t s, const hr_cu_gemv_set *g, float *x, long K) 
         launch_split<T, DT, 0, 0>(s, g, x, K);
     else
         hr_launch(gemv_vec<T, R, DT>, grid_for(g, R), 32 * WARPS_PER_BLOCK, 0, s, *g,
-                  (const float *)x, K, hr_cu_prefetch);
+                  (const float *)x, K);
 }
 
 template <int DT>

@@ -24,9 +24,6 @@ enum { HR_CU_TILE = 64, HR_CU_TILE_MIN = 64 };
 /* Whether kernels launch with programmatic dependent launch (common.cuh; default on, off with
  * HEARTH_CUDA_PDL=0); set once when the backend is created. */
 extern int hr_cu_pdl;
-/* Whether the weight products ask the L2 for their first weights before they wait on the
- * previous kernel (hr_prefetch_l2; on unless HEARTH_CUDA_PREFETCH=0), set with hr_cu_pdl. */
-extern int hr_cu_prefetch;
 
 /* The element type codes the kernels take (the subset of hr_dtype they read). */
 enum { HR_CU_F32 = 0, HR_CU_F16 = 1, HR_CU_BF16 = 2 };
@@ -169,7 +166,7 @@ void hr_cu_gemv(cudaStream_t s, const hr_cu_gemv_set *g, float *x, int dtype, in
  * v) runs as one cuBLAS product split into its outputs (cuda_ops.c; HEARTH_CUDA_CAT=N sets the
  * fewest, 0: never): decode batches (a prefill's products are long enough one by one, and its
  * split output would need a large scratch). */
-enum { HR_CU_CAT_MIN_T = 33, HR_CU_CAT_MAX_T = 512 };
+enum { HR_CU_CAT_MIN_T = 17, HR_CU_CAT_MAX_T = 512 };
 /* The set's outputs from cat[T, start[n]], its matrices' products side by side in each row (one
  * product of their concatenated weights): y_i[t, j] = cat[t, start[i] + j]. */
 void hr_cu_split_cols(cudaStream_t s, const hr_cu_gemv_set *g, const float *cat, int T);

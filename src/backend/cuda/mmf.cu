@@ -161,8 +161,8 @@ static __device__ __forceinline__ void scale_table(const mf_stage<HR_CU_Q4_K> &s
  * splits = 1: y of the set; else ws[z][T][N], summed by mq_reduce_k. */
 template <int Q>
 static __global__ void __launch_bounds__(MF_THREADS, 2)
-    mmf_k(hr_cu_gemv_set g, const __half *x, long rb, int T, long K, float *ws, int splits,
-          int pf) {
+    mmf_k(hr_cu_gemv_set g, const __half *x, long rb, int T, long K, float *ws, int splits) {
+    HR_PDL_ENTRY();
     extern __shared__ __align__(16) unsigned char mf_smem[];
     __shared__ const uint8_t *rowp[MF_BM];
     __shared__ const __half *xrow[MF_BN]; /* rows past T repeat row T - 1 */
@@ -170,8 +170,7 @@ static __global__ void __launch_bounds__(MF_THREADS, 2)
     mf_stage<Q> *st = (mf_stage<Q> *)mf_smem;
     long n0 = (long)blockIdx.y * MF_BM, col0 = (long)blockIdx.x * MF_BN, nb = K / 32, c0, c1;
     split_range((K + 255) / 256, splits, &c0, &c1);
-    set_rows<MF_BM>(rowp, g, n0, rb, pf);
-    HR_PDL_ENTRY();
+    set_rows<MF_BM>(rowp, g, n0, rb);
     if (threadIdx.x < MF_BN)
         xrow[threadIdx.x] = x + (col0 + threadIdx.x < T ? col0 + threadIdx.x : T - 1) * K;
     __syncthreads();

@@ -78,7 +78,8 @@ static __device__ __forceinline__ void step(float (*acc)[BN / 8][4], const uint4
  * ws[z][T][N], summed by mq_reduce_k. */
 template <int D, int BN>
 static __global__ void __launch_bounds__(MH_THREADS, BN < 64 ? 3 : 2)
-    mmh_k(hr_cu_gemv_set g, const uint16_t *x, int T, long K, float *ws, int splits, int pf) {
+    mmh_k(hr_cu_gemv_set g, const uint16_t *x, int T, long K, float *ws, int splits) {
+    HR_PDL_ENTRY();
     extern __shared__ __align__(16) unsigned char mh_smem[];
     __shared__ const uint16_t *xrow[BN];
     uint16_t(*xs)[BN][MH_XS] = (uint16_t(*)[BN][MH_XS])mh_smem; /* two stages */
@@ -96,21 +97,15 @@ static __global__ void __launch_bounds__(MH_THREADS, BN < 64 ? 3 : 2)
             int k = hr_set_row(g, n < N ? n : N - 1, &in);
             row[m][h] = (const uint16_t *)g.w[k] + in * K;
         }
-    uint4 w[MH_PF][MH_MT][2]; /* the first weights in flight before the wait (hr_prefetch_l2) */
-    if (pf)
-#pragma unroll
-        for (int p = 0; p < MH_PF; p++)
-            load_w(w[p], row, b0 + p, b1, K);
-    HR_PDL_ENTRY();
-    if (!pf)
-#pragma unroll
-        for (int p = 0; p < MH_PF; p++)
-            load_w(w[p], row, b0 + p, b1, K);
     if (threadIdx.x < BN)
         xrow[threadIdx.x] = col0 + threadIdx.x < T ? x + (col0 + threadIdx.x) * K : NULL;
     __syncthreads();
     if (b0 < b1) load_x<BN>(xs[0], xrow, s0, K);
     cp_commit();
+    uint4 w[MH_PF][MH_MT][2];
+#pragma unroll
+    for (int p = 0; p < MH_PF; p++)
+        load_w(w[p], row, b0 + p, b1, K);
     float acc[MH_MT][BN / 8][4] = {};
     for (long b = b0; b < b1; b += MH_PF) {
 #pragma unroll

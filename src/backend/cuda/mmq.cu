@@ -242,7 +242,8 @@ static __device__ __forceinline__ void chunk(float (*acc)[4], const mq_stage<Q, 
  * splits = 1: y of the set; else ws[z][T][N], summed by mq_reduce_k (qtile.cuh). */
 template <int Q, int BN>
 static __global__ void __launch_bounds__(mq_shape<BN>::threads, 2)
-    mmq_k(hr_cu_gemv_set g, hr_xq_parts x, long rb, int T, long K, float *ws, int splits, int pf) {
+    mmq_k(hr_cu_gemv_set g, hr_xq_parts x, long rb, int T, long K, float *ws, int splits) {
+    HR_PDL_ENTRY();
     extern __shared__ __align__(16) unsigned char mq_smem[];
     __shared__ const uint8_t *rowp[MQ_BM];
     typedef mq_stage<Q, BN> stage;
@@ -250,8 +251,7 @@ static __global__ void __launch_bounds__(mq_shape<BN>::threads, 2)
     stage *st = (stage *)mq_smem;
     long n0 = (long)blockIdx.x * MQ_BM, col0 = (long)blockIdx.y * BN, nb = K / 32, c0, c1;
     split_range((K + 255) / 256, splits, &c0, &c1);
-    set_rows<MQ_BM>(rowp, g, n0, rb, pf);
-    HR_PDL_ENTRY();
+    set_rows<MQ_BM>(rowp, g, n0, rb);
     __syncthreads();
 #pragma unroll
     for (int s = 0; s < S - 1; s++) {

@@ -201,7 +201,8 @@ static __device__ __forceinline__ float unit_term(const wunit<Q> &w, const xunit
 }
 
 template <int Q, int T, int R>
-static __global__ void mmvq_k(hr_cu_gemv_set g, hr_xq_parts x, long K, long rb, int pf) {
+static __global__ void mmvq_k(hr_cu_gemv_set g, hr_xq_parts x, long K, long rb) {
+    HR_PDL_ENTRY();
     /* units per batch of loads: those of U units are issued before their products */
     constexpr int U = T == 1 ? 2 : 1;
     __shared__ float part[MV_WARPS][R][T];
@@ -213,9 +214,7 @@ static __global__ void mmvq_k(hr_cu_gemv_set g, hr_xq_parts x, long K, long rb, 
         long in;
         int m = hr_set_row(g, n0 + r < N ? n0 + r : N - 1, &in);
         rows[r] = (const uint8_t *)g.w[m] + in * rb;
-        if (pf && threadIdx.x == 0 && n0 + r < N) hr_prefetch_l2(rows[r], rb, 0, 1);
     }
-    HR_PDL_ENTRY(); /* after the weights' prefetch (common.cuh) */
     float acc[R][T] = {};
     for (long base = 32 * warp; base < nb; base += stride * U) {
         wunit<Q> wu[U][R];
@@ -255,14 +254,14 @@ static void mmvq_rows(cudaStream_t s, const hr_cu_gemv_set *g, hr_xq_parts x, in
     long N = g->start[g->n];
     unsigned grid = (unsigned)((N + R - 1) / R), threads = 32 * MV_WARPS;
     switch (T) {
-    case 1: hr_launch(mmvq_k<Q, 1, R>, grid, threads, 0, s, *g, x, K, rb, hr_cu_prefetch); break;
-    case 2: hr_launch(mmvq_k<Q, 2, R>, grid, threads, 0, s, *g, x, K, rb, hr_cu_prefetch); break;
-    case 3: hr_launch(mmvq_k<Q, 3, R>, grid, threads, 0, s, *g, x, K, rb, hr_cu_prefetch); break;
-    case 4: hr_launch(mmvq_k<Q, 4, R>, grid, threads, 0, s, *g, x, K, rb, hr_cu_prefetch); break;
-    case 5: hr_launch(mmvq_k<Q, 5, R>, grid, threads, 0, s, *g, x, K, rb, hr_cu_prefetch); break;
-    case 6: hr_launch(mmvq_k<Q, 6, R>, grid, threads, 0, s, *g, x, K, rb, hr_cu_prefetch); break;
-    case 7: hr_launch(mmvq_k<Q, 7, R>, grid, threads, 0, s, *g, x, K, rb, hr_cu_prefetch); break;
-    default: hr_launch(mmvq_k<Q, 8, R>, grid, threads, 0, s, *g, x, K, rb, hr_cu_prefetch); break;
+    case 1: hr_launch(mmvq_k<Q, 1, R>, grid, threads, 0, s, *g, x, K, rb); break;
+    case 2: hr_launch(mmvq_k<Q, 2, R>, grid, threads, 0, s, *g, x, K, rb); break;
+    case 3: hr_launch(mmvq_k<Q, 3, R>, grid, threads, 0, s, *g, x, K, rb); break;
+    case 4: hr_launch(mmvq_k<Q, 4, R>, grid, threads, 0, s, *g, x, K, rb); break;
+    case 5: hr_launch(mmvq_k<Q, 5, R>, grid, threads, 0, s, *g, x, K, rb); break;
+    case 6: hr_launch(mmvq_k<Q, 6, R>, grid, threads, 0, s, *g, x, K, rb); break;
+    case 7: hr_launch(mmvq_k<Q, 7, R>, grid, threads, 0, s, *g, x, K, rb); break;
+    default: hr_launch(mmvq_k<Q, 8, R>, grid, threads, 0, s, *g, x, K, rb); break;
     }
 }
 

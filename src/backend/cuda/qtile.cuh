@@ -66,18 +66,15 @@ static __device__ __forceinline__ void load_w(uint8_t (*w)[mq_w<Q>::stride],
 }
 
 /* Threads 0 .. BM - 1 point rowp at launch rows n0 .. n0 + BM - 1 of the set (rows past its end
- * at the last one: their sums are dropped) and, with pf in split 0, ask the L2 for those rows
- * (hr_prefetch_l2: the kernel waits on the previous one after this); the caller synchronizes. */
+ * at the last one: their sums are dropped); the caller synchronizes. */
 template <int BM>
 static __device__ __forceinline__ void set_rows(const uint8_t **rowp, const hr_cu_gemv_set &g,
-                                                long n0, long rb, int pf) {
+                                                long n0, long rb) {
     long N = g.start[g.n];
     if (threadIdx.x < BM) {
         long in, n = n0 + threadIdx.x < N ? n0 + threadIdx.x : N - 1;
         int m = hr_set_row(g, n, &in);
         rowp[threadIdx.x] = (const uint8_t *)g.w[m] + in * rb;
-        if (pf && blockIdx.z == 0 && n0 + threadIdx.x < N)
-            hr_prefetch_l2(rowp[threadIdx.x], rb, 0, 1);
     }
 }
 
@@ -144,7 +141,7 @@ static inline void mq_launch_split(void (*kernel)(Params...), dim3 grid, int thr
     long N = g->start[g->n];
     int splits = mq_splits((long)grid.x * grid.y, (K + 255) / 256, N, ws);
     grid.z = (unsigned)splits;
-    hr_launch(kernel, grid, threads, shm, s, *g, args..., T, K, ws, splits, hr_cu_prefetch);
+    hr_launch(kernel, grid, threads, shm, s, *g, args..., T, K, ws, splits);
     if (splits > 1)
         hr_launch(mq_reduce_k, hr_blocks((long)T * N, 256), 256, 0, s, *g, (const float *)ws,
                   splits, T);
