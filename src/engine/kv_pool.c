@@ -299,25 +299,6 @@ void hr_kv_state_restore(hr_kv_pool *pool, const hr_kv_seq *seq, int n_blocks, i
     pool->store.state_pos[slot] = n_blocks * pool->store.block_size;
 }
 
-/* The keys of blocks i .. (at most HR_KV_TIER_AHEAD, before limit) of tokens, the chain
- * going on from key (block i - 1's); returns how many. */
-static int ahead_keys(const hr_kv_pool *pool, uint64_t key, const int32_t *tokens, int i, int limit,
-                      uint64_t *next) {
-    int n = 0, bs = pool->store.block_size;
-    for (; n < HR_KV_TIER_AHEAD && i + n < limit; n++)
-        next[n] = key = block_key(pool, key, tokens + (size_t)(i + n) * bs);
-    return n;
-}
-
-/* Block i of the prompt from the tier (block_key key, after parent), or -1. */
-static int tier_restore(hr_kv_pool *pool, uint64_t key, uint64_t parent, const int32_t *tokens,
-                        int i, int limit) {
-    uint64_t next[HR_KV_TIER_AHEAD];
-    int bs = pool->store.block_size, n_next = ahead_keys(pool, key, tokens, i + 1, limit, next);
-    return pool->tier.restore(pool->tier.ctx, pool, key, parent, tokens + (size_t)i * bs, next,
-                              n_next);
-}
-
 int hr_kv_seq_reuse(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, int n,
                     int max_blocks) {
     if (!pool->cache_enabled || seq->n_blocks != 0) return 0;
@@ -331,7 +312,7 @@ int hr_kv_seq_reuse(hr_kv_pool *pool, hr_kv_seq *seq, const int32_t *tokens, int
         if (b >= 0) {
             if (pool->refcount[b]++ == 0) lru_remove(pool, b);
         } else if (pool->tier.restore &&
-                   (b = tier_restore(pool, key, parent, tokens, i, limit)) >= 0) {
+                   (b = pool->tier.restore(pool->tier.ctx, pool, key, parent, t)) >= 0) {
             publish_block(pool, b, key, parent, t);
         } else {
             break;

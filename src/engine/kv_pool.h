@@ -20,20 +20,14 @@
 
 typedef struct hr_kv_pool hr_kv_pool;
 
-/* Keys of the prompt's next blocks a tier's restore is told about (HR_KV_TIER_AHEAD at most),
- * so it can start reading them while it fills this one. */
-enum { HR_KV_TIER_AHEAD = 16 };
-
 /* A colder tier below the prefix cache (the SSD cache, ssd_tier.h). evict sees an idle cached
  * block just before allocation takes it (its key, parent and tokens still set); restore is
  * asked for a block the memory cache misses and returns a block it took with
- * hr_kv_pool_take and filled with that block's KV, or -1; next holds the keys of the n_next
- * blocks that follow it in the prompt (each the parent of the one after). NULL hooks: no
- * tier. */
+ * hr_kv_pool_take and filled with that block's KV, or -1. NULL hooks: no tier. */
 typedef struct {
     void (*evict)(void *ctx, hr_kv_pool *pool, int block);
     int (*restore)(void *ctx, hr_kv_pool *pool, uint64_t key, uint64_t parent,
-                   const int32_t *tokens, const uint64_t *next, int n_next);
+                   const int32_t *tokens);
     void *ctx;
 } hr_kv_tier_hooks;
 

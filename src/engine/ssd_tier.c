@@ -67,13 +67,6 @@ struct hr_ssd_tier {
     size_t total;
     hr_ssd_stats st;
     long restores_at_lookup; /* engine thread */
-    /* engine thread: files of the prompt's next blocks, open and asked of the page cache
-     * (read_ahead) while the current one is restored */
-    struct {
-        uint64_t key;
-        int fd;
-    } ahead[HR_KV_TIER_AHEAD];
-    int n_ahead;
 };
 
 /* ---- the index ---- */
@@ -396,61 +389,6 @@ void hr_ssd_tier_drain(hr_ssd_tier *t) {
 
 /* ---- restore ---- */
 
-/* Closes read-ahead file k, dropping its pages. */
-static void ahead_close(hr_ssd_tier *t, int k) {
-    posix_fadvise(t->ahead[k].fd, 0, 0, POSIX_FADV_DONTNEED);
-    close(t->ahead[k].fd);
-    t->ahead[k] = t->ahead[--t->n_ahead];
-}
-
-static int ahead_find(const hr_ssd_tier *t, uint64_t key) {
-    for (int k = 0; k < t->n_ahead; k++)
-        if (t->ahead[k].key == key) return k;
-    return -1;
-}
-
-/* key's read-ahead descriptor, now the caller's, or -1. */
-static int ahead_take(hr_ssd_tier *t, uint64_t key) {
-    int k = ahead_find(t, key), fd = k >= 0 ? t->ahead[k].fd : -1;
-    if (k >= 0) t->ahead[k] = t->ahead[--t->n_ahead];
-    return fd;
-}
-
-/* Keeps the read-ahead window at the blocks next[0 .. n) that are on disk, up to the first
- * the index lacks (the chain's restore ends there): their files open, the kernel asked to read
- * them (POSIX_FADV_WILLNEED), so the disk works on them while the engine thread fills the
- * current block; the window's other files are closed. The page cache holds at most
- * HR_KV_TIER_AHEAD block files for it. */
-static void read_ahead(hr_ssd_tier *t, const uint64_t *next, int n) {
-    for (int k = t->n_ahead - 1; k >= 0; k--) {
-        int want = 0;
-        for (int j = 0; j < n && !want; j++)
-            want = next[j] == t->ahead[k].key;
-        if (!want) ahead_close(t, k);
-    }
-    for (int j = 0; j < n && t->n_ahead < HR_KV_TIER_AHEAD; j++) {
-        if (ahead_find(t, next[j]) >= 0) continue;
-        pthread_mutex_lock(&t->mu);
-        int i = find(t, next[j]), missing = i < 0 || t->ent[i].fp != t->o.fingerprint,
-            pending = !missing && t->ent[i].pending;
-        pthread_mutex_unlock(&t->mu);
-        if (missing) break;
-        if (pending) continue; /* restored from its queued image */
-        char *path = path_of(t, next[j]);
-        int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-        free(path);
-        if (fd < 0) break;
-        posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
-        t->ahead[t->n_ahead].key = next[j];
-        t->ahead[t->n_ahead++].fd = fd;
-    }
-}
-
-static void ahead_close_all(hr_ssd_tier *t) {
-    while (t->n_ahead)
-        ahead_close(t, 0);
-}
-
 /* Writes a file image of layout L into pool block b; with L 1 also its state snapshot, into
  * a snapshot the pool gives the block (none left: the block comes back without one, and a
  * hybrid lookup then ends before it). */
@@ -486,15 +424,13 @@ static hr_err *check_image(hr_ssd_tier *t, size_t n, uint64_t key, uint64_t pare
     return NULL;
 }
 
-/* Reads key's file (n bytes, as indexed) into the stage, opening it unless *fd is open (read
- * ahead); fd stays open for the touch and the fadvise. */
+/* Reads key's file (n bytes, as indexed) into the stage; fd stays open for the touch and the
+ * fadvise. */
 static hr_err *read_file(hr_ssd_tier *t, uint64_t key, size_t n, int *fd) {
-    if (*fd < 0) {
-        char *path = path_of(t, key);
-        if (!path) return hr_err_oom();
-        *fd = open(path, O_RDONLY | O_CLOEXEC);
-        free(path);
-    }
+    char *path = path_of(t, key);
+    if (!path) return hr_err_oom();
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    free(path);
     if (*fd < 0) return hr_errf("cannot open: %s", strerror(errno));
     if (n > t->file_bytes[t->n_layouts - 1])
         return hr_errf("%zu bytes: larger than this model's blocks", n);
@@ -522,7 +458,7 @@ static int restore_pending(hr_ssd_tier *t, hr_kv_pool *pool, const job *j, uint6
 /* Reads key's file into pool block b; a damaged file is deleted (and logged). */
 static int restore_file(hr_ssd_tier *t, hr_kv_pool *pool, uint64_t key, size_t n, uint64_t parent,
                         const int32_t *tokens, int b) {
-    int fd = ahead_take(t, key), corrupt = 0, L = 0;
+    int fd = -1, corrupt = 0, L = 0;
     hr_err *err = read_file(t, key, n, &fd);
     if (!err) err = check_image(t, n, key, parent, tokens, &L, &corrupt);
     if (!err) err = load_block(t, pool, t->stage, b, L);
@@ -550,10 +486,9 @@ static int restore_file(hr_ssd_tier *t, hr_kv_pool *pool, uint64_t key, size_t n
 /* The pool's miss hook. The block is taken before mu is held: taking one may evict, and the
  * eviction hook queues a spill under mu. */
 static int on_restore(void *ctx, hr_kv_pool *pool, uint64_t key, uint64_t parent,
-                      const int32_t *tokens, const uint64_t *next, int n_next) {
+                      const int32_t *tokens) {
     hr_ssd_tier *t = ctx;
     if (hr_kv_pool_available(pool) <= 1) return -1; /* leave a block for the prompt's rest */
-    read_ahead(t, next, n_next);
     pthread_mutex_lock(&t->mu);
     int i = find(t, key), have = i >= 0 && t->ent[i].fp == t->o.fingerprint;
     pthread_mutex_unlock(&t->mu);
@@ -578,7 +513,6 @@ static int on_restore(void *ctx, hr_kv_pool *pool, uint64_t key, uint64_t parent
 }
 
 void hr_ssd_tier_lookup_done(hr_ssd_tier *t, double ms) {
-    ahead_close_all(t);
     pthread_mutex_lock(&t->mu);
     if (t->st.restores > t->restores_at_lookup) {
         t->st.hits++;
@@ -761,7 +695,6 @@ void hr_ssd_tier_close(hr_ssd_tier *t, hr_kv_pool *pool) {
     }
     while (t->head)
         drop_oldest(t);
-    ahead_close_all(t);
     free(t->ent);
     free(t->buckets);
     free(t->stage);

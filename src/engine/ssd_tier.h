@@ -50,7 +50,7 @@ void hr_ssd_tier_flush(hr_ssd_tier *t, hr_kv_pool *pool);
 /* Waits until the writer has written (or dropped) everything queued. */
 void hr_ssd_tier_drain(hr_ssd_tier *t);
 /* After a prefix lookup (hr_kv_seq_reuse) that took ms: counts a hit and its time when it
- * restored blocks, and closes the files it read ahead. */
+ * restored blocks. */
 void hr_ssd_tier_lookup_done(hr_ssd_tier *t, double ms);
 void hr_ssd_tier_stats(hr_ssd_tier *t, hr_ssd_stats *st);
 

@@ -4,8 +4,7 @@
  * temporary and unknown files; another model's files kept and never used), a flipped data
  * byte caught by --ssd-cache-verify, the byte cap under churn, the spill queue's bound, and
  * a directory that stops taking writes (replaced by a plain file: chmod does not stop root)
- * degrading to memory-only, and the read-ahead of a long prefix (exact bytes, stops where
- * the chain does, no descriptor left open). */
+ * degrading to memory-only. */
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -402,55 +401,6 @@ static void test_write_failure_degrades(void) {
     hr_err_free(err);
 }
 
-static int open_fds(void) { return count_files("/proc/self/fd", ""); }
-
-/* A 20-block prefix (longer than the read-ahead window) restored through the window: into a
- * pool of 8, the restore stops at 7 (a block left for the prompt's rest) with read-ahead files
- * still open, which the lookup's end closes; a prompt that leaves the chain after 12 blocks
- * restores 12, the bytes exact both times. */
-static void test_read_ahead(void) {
-    enum { N = 20 };
-    const char *dir = fresh_dir("ahead");
-    static int32_t toks[(N + 1) * BS], other[(N + 1) * BS];
-    prompt(toks, (N + 1) * BS, 8);
-    hr_kv_pool p;
-    hr_ssd_tier *t;
-    HR_CHECK_OK(open_tier(dir, &p, N + 4, FP, 0, 0, &t));
-    cache_prefix(&p, toks, N, 100);
-    hr_ssd_tier_flush(t, &p);
-    close_tier(t, &p);
-    HR_CHECK(count_files(dir, ".hkv") == N, "%d files", count_files(dir, ".hkv"));
-    int base = open_fds();
-    HR_CHECK_OK(open_tier(dir, &p, 8, FP, 0, 0, &t));
-    int tier_fds = open_fds() - base;
-    hr_kv_seq s = {0};
-    int got = hr_kv_seq_reuse(&p, &s, toks, (N + 1) * BS, N), same = 1;
-    for (int i = 0; i < got; i++)
-        same &= block_is(&p, s.blocks[i], 100 + i);
-    int during = open_fds() - base - tier_fds;
-    hr_ssd_tier_lookup_done(t, 1);
-    int after = open_fds() - base - tier_fds;
-    hr_kv_seq_release(&p, &s);
-    HR_CHECK(got == 7 && same, "restored %d of %d into 8 blocks, bytes %s", got, N,
-             same ? "same" : "differ");
-    HR_CHECK(during > 0 && after == 0, "%d read-ahead files open before the lookup's end, %d after",
-             during, after);
-    memcpy(other, toks, sizeof other);
-    other[12 * BS + 3]++;
-    close_tier(t, &p);
-    HR_CHECK_OK(open_tier(dir, &p, N + 4, FP, 0, 0, &t));
-    got = hr_kv_seq_reuse(&p, &s, other, (N + 1) * BS, N), same = 1;
-    for (int i = 0; i < got; i++)
-        same &= block_is(&p, s.blocks[i], 100 + i);
-    hr_kv_seq_release(&p, &s);
-    hr_ssd_tier_lookup_done(t, 1);
-    HR_CHECK(got == 12 && same && open_fds() - base - tier_fds == 0,
-             "a prompt leaving the chain at block 12 restored %d (bytes %s), %d files left open",
-             got, same ? "same" : "differ", open_fds() - base - tier_fds);
-    close_tier(t, &p);
-    HR_CHECK(open_fds() == base, "%d descriptors left after close", open_fds() - base);
-}
-
 int main(void) {
     snprintf(root, sizeof root, "/tmp/hearth-test-ssd-%d", (int)getpid());
     hr_err *err = hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 1}, &be);
@@ -467,7 +417,6 @@ int main(void) {
     HR_RUN(test_cap_under_churn);
     HR_RUN(test_queue_bound);
     HR_RUN(test_write_failure_degrades);
-    HR_RUN(test_read_ahead);
     hr_model_free(tiny);
     hr_backend_destroy(be);
     hr_test_remove_tree(root);
