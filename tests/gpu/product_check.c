@@ -155,6 +155,20 @@ static hr_err *act_err(hr_backend *be, const wset *s, int T, hr_act_fn act, doub
     return e;
 }
 
+/* One check's line: within 1e-5 of f64 is "ok". */
+static void report(hr_dtype t, const char *what, int T, double err, int *failures) {
+    printf("%-18s %-22s %10d %10.2e %13s %s\n", hr_dtype_name(t), what, T, err, "",
+           err < 1e-5 ? "ok" : "FAIL");
+    *failures += !(err < 1e-5);
+}
+
+/* A check that could not run (e set): its FAIL line; frees e. */
+static void report_err(hr_dtype t, const char *what, hr_err *e, int *failures) {
+    printf("%-18s %-22s FAIL: %s\n", hr_dtype_name(t), what, hr_err_msg(e));
+    hr_err_free(e);
+    ++*failures;
+}
+
 static void check_act(hr_backend *be, hr_dtype t, int *failures) {
     wset s;
     hr_err *e = wset_make(be, t, 1000, 1000, 2304, &s);
@@ -162,17 +176,9 @@ static void check_act(hr_backend *be, hr_dtype t, int *failures) {
         for (int a = 0; a < 2 && !e; a++) {
             double err;
             e = act_err(be, &s, T, a ? HR_ACT_FN_GELU_TANH : HR_ACT_FN_SILU, &err);
-            if (e) break;
-            printf("%-18s %-22s %10d %10.2e %13s %s\n", hr_dtype_name(t),
-                   a ? "GEMV + GELU fold" : "GEMV + SiLU fold", T, err, "",
-                   err < 1e-5 ? "ok" : "FAIL");
-            *failures += !(err < 1e-5);
+            if (!e) report(t, a ? "GEMV + GELU fold" : "GEMV + SiLU fold", T, err, failures);
         }
-    if (e) {
-        printf("%-18s %-22s FAIL: %s\n", hr_dtype_name(t), "GEMV + act fold", hr_err_msg(e));
-        hr_err_free(e);
-        ++*failures;
-    }
+    if (e) report_err(t, "GEMV + act fold", e, failures);
     wset_free(be, &s);
 }
 
@@ -193,15 +199,9 @@ static void check_type(hr_backend *be, hr_dtype t, long N0, long N1, long K, int
                            : small && Ts[i] <= HR_CU_MMH_MAX_T ? "mmh"
                                                                : "cuBLAS";
         snprintf(what, sizeof what, "%s K=%ld", path, K);
-        printf("%-18s %-22s %10d %10.2e %13s %s\n", hr_dtype_name(t), what, Ts[i], err, "",
-               err < 1e-5 ? "ok" : "FAIL");
-        *failures += !(err < 1e-5);
+        report(t, what, Ts[i], err, failures);
     }
-    if (e) {
-        printf("%-18s %-22s FAIL: %s\n", hr_dtype_name(t), "mmh", hr_err_msg(e));
-        hr_err_free(e);
-        ++*failures;
-    }
+    if (e) report_err(t, "mmh", e, failures);
     wset_free(be, &s);
 }
 
