@@ -3,12 +3,13 @@
  * random rows (a 262,144-token vocabulary among them), for many parameter sets and draws u,
  * with CUDA graphs on (the op's second call of a shape is captured, later ones replayed with
  * new parameters) and off: the same token as the reference draws at some u' within 1e-5 of u
- * (f32 sums and expf move a cumulative boundary by that much) and the two picks' probabilities are
- * not one float apart, the same fallbacks wherever the sorted prefix is not within 2% of the cap,
- * the chosen and top logprobs within 1e-4, the same top ids; every third row with a grammar's token
- * mask (sparse, dense or in runs) as the op's input. Then the engine on CUDA: 16 seeded requests of
- * every sampling kind give the same tokens (logprobs to rounding) when run twice, alone and in
- * batches of other compositions. Prints one line per check, "ok" or "FAIL". */
+ * (f32 sums and expf move a cumulative boundary by that much), or under a top-p within 1e-5 of
+ * the row's (the cut's running mass summed in another order), and the two picks' probabilities
+ * are not one float apart, the same fallbacks wherever the sorted prefix is not within 2% of the
+ * cap, the chosen and top logprobs within 1e-4, the same top ids; every third row with a grammar's
+ * token mask (sparse, dense or in runs) as the op's input. Then the engine on CUDA: 16 seeded
+ * requests of every sampling kind give the same tokens (logprobs to rounding) when run twice, alone
+ * and in batches of other compositions. Prints one line per check, "ok" or "FAIL". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,10 @@
 enum { ROWS = 12, N_U = 4, N_EDITS = 48 };
 static const float LP_TOL = 1e-4f;
 static const double U_EPS = 1e-5;
+/* How far a top-p cut's running mass may differ between the reference's sequential float sum
+ * and the kernel's tree scan over up to HR_SAMPLE_CAP candidates (each ~n * eps * mass in
+ * the worst case; 1e-5 is ~10x their typical gap, far below any candidate's probability). */
+static const float TOP_P_EPS = 1e-5f;
 
 void hr_gpu_sample_checks(const char *shared, int *failures);
 
@@ -156,6 +161,14 @@ static void judge_row(op_score *s, const ref_ctx *c, const hr_sample_row *row,
             near =
                 ref_at(c->raw, c->V, *row, uk, c->edits, c->mask, c->work, c->probs, c->idx).id ==
                 dev->id;
+        }
+        /* a cut whose running mass lies within TOP_P_EPS of top_p ends one candidate apart in
+         * the two sums' orders */
+        for (int k = -1; k <= 1 && row->top_p < 1 && !tie && !near; k += 2) {
+            hr_sample_row cut = *row;
+            cut.top_p = row->top_p + (float)k * TOP_P_EPS;
+            near = ref_at(c->raw, c->V, cut, row->u, c->edits, c->mask, c->work, c->probs, c->idx)
+                       .id == dev->id;
         }
         if (tie || near) {
             s->near_boundary++;
