@@ -23,7 +23,7 @@ those windows, and in a run without kills, they are unexpected.
 
 Reported: requests by kind and outcome, unexpected ones, latency percentiles, the RSS and
 open fds of the server and its descendants (the --isolate engine child) at the start, after
-the warm-up and at the end, /stats right after the last client and once settled, the
+the warm-up and at the end, the parent's and child's RSS every 30 s, /stats right after the last client and once settled, the
 machine's load during the run, and whether the server process stayed the same one.
 
     python3 bench/soak.py --url http://127.0.0.1:8080 --pid PID [--minutes 10] [--clients 8]
@@ -494,6 +494,15 @@ def main():
     threads.append(threading.Thread(target=run.loadavg, args=(loads,), daemon=True))
     if a.kill_child:
         threads.append(threading.Thread(target=run.killer))
+    rss_series = []  # (seconds, parent MiB, child MiB) every 30 s: growth told from a late first touch
+
+    def sample_rss():
+        while True:
+            u = usage(a.pid)
+            rss_series.append((time.time() - run.t0, u.get("parent", (0, 0))[1] / 1024,
+                               u.get("child", (0, 0))[1] / 1024))
+            time.sleep(30)
+    threads.append(threading.Thread(target=sample_rss, daemon=True))
     [t.start() for t in threads]
     # the baseline once warm: the KV cache touched, every thread's malloc arena made
     warm = min(a.warmup, a.minutes * 30)
@@ -528,6 +537,8 @@ def main():
         print(f"{who} {ps}/{p0}/{p1}: rss {rs / 1024:.1f} at the start, {r0 / 1024:.1f} after {warm:.0f} s, "
               f"{r1 / 1024:.1f} MiB at the end ({(r1 - r0) / max(r0, 1) * 100:+.1f}% since warm); "
               f"fds {fs}, {f0}, {f1}")
+    print("rss every 30 s (s: parent / child MiB): " + ", ".join(
+        f"{t:.0f}: {p:.1f} / {c:.1f}" for t, p, c in rss_series))
     print(f"stats right after: {json.dumps(at_once)}; settled after {t_settled:.1f} s: {json.dumps(settled)}")
     print(f"load (1 min, every 10 s): min {min(loads):.2f} median {sorted(loads)[len(loads) // 2]:.2f} "
           f"max {max(loads):.2f}")
