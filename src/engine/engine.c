@@ -3,6 +3,7 @@
  * refusal, and each request's event channel (callback, or a mutex+condvar queue pulled by
  * hr_request_next). The scheduler step itself is in sched.c. */
 #include <limits.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -395,9 +396,32 @@ static int has_work(void *ctx) {
     return busy;
 }
 
+/* Once the engine has idled this long after work, the heap is trimmed. */
+enum { TRIM_IDLE_MS = 1000 };
+
+/* The heap's free pages back to the system: glibc keeps what a thread freed in that thread's
+ * arena, so without this an idle server holds the peak of the request bodies its connection
+ * threads parsed, long after they are gone. */
+static void trim_heap(void) {
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+/* Waits on e->cv (under e->mu) for at most ms; 0 when woken, else ETIMEDOUT. */
+static int wait_ms(hr_engine *e, long ms) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (ms % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+    return pthread_cond_timedwait(&e->cv, &e->mu, &until);
+}
+
 /* Idle (under e->mu): waits for work. With the SSD tier, idle cached blocks are written
  * behind first, and while the spill queue is too full to take them all it wakes every 20 ms
- * to offer the rest. */
+ * to offer the rest. After work, once TRIM_IDLE_MS pass with nothing new (the replies' memory
+ * freed by then), the heap is trimmed. */
 static void wait_idle(hr_engine *e) {
     int more = 0;
     if (e->ssd && !e->stopping && !e->inbox_head) {
@@ -406,17 +430,18 @@ static void wait_idle(hr_engine *e) {
         pthread_mutex_lock(&e->mu);
     }
     while (!e->stopping && !e->inbox_head) {
-        if (!more) {
+        if (!more && !e->trim_due) {
             pthread_cond_wait(&e->cv, &e->mu);
             continue;
         }
-        struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += 20 * 1000000;
-        if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
-        if (pthread_cond_timedwait(&e->cv, &e->mu, &until) == 0) continue;
+        if (wait_ms(e, more ? 20 : TRIM_IDLE_MS) == 0) continue;
         pthread_mutex_unlock(&e->mu);
-        more = hr_ssd_tier_write_behind(e->ssd, &e->pool, has_work, e);
+        if (more) {
+            more = hr_ssd_tier_write_behind(e->ssd, &e->pool, has_work, e);
+        } else {
+            e->trim_due = 0;
+            trim_heap();
+        }
         pthread_mutex_lock(&e->mu);
     }
 }
@@ -433,6 +458,7 @@ static void *engine_main(void *arg) {
         pthread_mutex_unlock(&e->mu);
         if (stopping) break;
         hr_sched_step(e, &idle);
+        if (!idle) e->trim_due = 1;
         pthread_mutex_lock(&e->mu);
         publish_stats(e);
         pthread_mutex_unlock(&e->mu);

@@ -87,6 +87,7 @@ struct hr_engine {
     int n_waiting;
     hr_request **running; /* (max_seqs) in admission order */
     int n_running;
+    int trim_due;               /* a step ran since the heap was last trimmed (wait_idle) */
     unsigned decode_turn;       /* rotates the decode pass when max_batch_tokens < n_running */
     double decode_s;            /* time of the steps with decode rows only (no prefill chunk) */
     long long decode_tokens;    /* tokens those steps generated */

@@ -2,8 +2,8 @@
  * Llama-3-8B layer (bf16 weights, T = 1..HR_CU_GEMV_MAX_T activation rows) through the
  * backend's own GEMV — fused as the backend launches them (q, k and v in one launch; gate and
  * up in another) — and through cuBLAS one matrix at a time (x rounded to bf16, as the
- * bf16-products mode does), then at 8..64 rows through cuBLAS and mmh (`bench_kernels h`: only
- * those), timed with CUDA events over weight sets rotated so the 60 MB L2
+ * bf16-products mode does), then at 8..128 rows through cuBLAS, mmh (to 64 rows) and mmw
+ * (`bench_kernels h`: only those), timed with CUDA events over weight sets rotated so the 60 MB L2
  * never holds them; prints GB/s of weights read; then the prefill products through cuBLAS
  * (gemm_section), and the decode products with GGUF weights (qsection); `bench_kernels q
  * [FORMAT [T]]`: only those (of one format, at one T). Numbers, never pass/fail. */
@@ -71,7 +71,8 @@ static float timer_ms_per_rep(cudaStream_t s, cudaEvent_t ev[2]) {
 
 /* One timed pass: REPS launches over the rotated weight sets; v 0 own GEMV (K split over a
  * block), 1 own GEMV (a warp per row group), 2 cuBLAS a matrix at a time, 3 mmh (the set in one
- * launch; ws its split-K partials); x rounded to bf16 in each pass of 2 and 3. */
+ * launch; ws its split-K partials), 4 mmw (the set in one launch); x rounded to bf16 in each pass
+ * of 2, 3 and 4. */
 static float pass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[SETS][MAXM], int sets,
                   const float *x, void *xh, float *ws, float *y[MAXM], int T, int v) {
     cudaEvent_t ev[2];
@@ -82,10 +83,13 @@ static float pass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[SE
             hr_cu_gemv_split = v == 0;
             hr_cu_gemv_set g = set_of(p, wk, y);
             hr_cu_gemv(s, &g, (float *)x, HR_CU_BF16, T, p->K);
-        } else if (v == 3) {
+        } else if (v >= 3) {
             hr_cu_gemv_set g = set_of(p, wk, y);
             hr_cu_round(s, xh, NULL, HR_CU_BF16, x, (long)T * p->K);
-            hr_cu_mmh(s, &g, xh, HR_CU_BF16, T, p->K, ws);
+            if (v == 3)
+                hr_cu_mmh(s, &g, xh, HR_CU_BF16, T, p->K, ws);
+            else
+                hr_cu_mmw(s, &g, xh, HR_CU_BF16, T, p->K);
         } else {
             const float one = 1, zero = 0;
             hr_cu_round(s, xh, NULL, HR_CU_BF16, x, (long)T * p->K);
@@ -248,11 +252,13 @@ static void qsection(cudaStream_t s, cublasHandle_t h, const char *only_fmt, int
 }
 
 /* The bf16 decode products of a Llama-3-8B layer at the rows Ts: GB/s of weights read by the
- * backend's GEMV (split and warp versions) and cuBLAS (mmh 0), or by cuBLAS and mmh (mmh 1). */
+ * backend's GEMV (split and warp versions) and cuBLAS (mmh 0), or by cuBLAS, mmh (to its rows)
+ * and mmw (mmh 1; mmw only on a device that has it). */
 static void bf16_section(cudaStream_t s, cublasHandle_t h, const int *Ts, int nT, int mmh) {
-    enum { TMAX = HR_CU_MMH_MAX_T };
-    static const char *const names[] = {"split GB/s", "warp GB/s", "cuBLAS GB/s", "mmh GB/s"};
-    int v0 = mmh ? 2 : 0, v1 = mmh ? 4 : 3;
+    enum { TMAX = HR_CU_MMW_MAX_T };
+    static const char *const names[] = {"split GB/s", "warp GB/s", "cuBLAS GB/s", "mmh GB/s",
+                                        "mmw GB/s"};
+    int v0 = mmh ? 2 : 0, v1 = mmh ? (hr_cu_mmw_ok() ? 5 : 4) : 3;
     printf("%-22s %3s", "product", "T");
     for (int v = v0; v < v1; v++)
         printf(" %12s", names[v]);
@@ -281,15 +287,18 @@ static void bf16_section(cudaStream_t s, cublasHandle_t h, const int *Ts, int nT
             CK(cudaMalloc((void **)&y[i], sizeof(float) * TMAX * p->N[i]));
         for (int ti = 0; ti < nT; ti++) {
             int T = Ts[ti];
-            float best[4] = {1e30f, 1e30f, 1e30f, 1e30f};
+            float best[5] = {1e30f, 1e30f, 1e30f, 1e30f, 1e30f};
             for (int v = v0; v < v1; v++)
-                for (int round = 0; round < 3; round++) {
+                for (int round = 0; round < 3 && (v != 3 || T <= HR_CU_MMH_MAX_T); round++) {
                     float ms = pass(s, h, p, w, sets, x, xh, ws, y, T, v);
                     if (ms < best[v]) best[v] = ms;
                 }
             printf("%-22s %3d", p->name, T);
             for (int v = v0; v < v1; v++)
-                printf(" %12.0f", wb / (best[v] * 1e-3) / 1e9);
+                if (best[v] < 1e30f)
+                    printf(" %12.0f", wb / (best[v] * 1e-3) / 1e9);
+                else
+                    printf(" %12s", "-");
             printf("\n");
         }
         for (int k = 0; k < sets; k++)
@@ -303,23 +312,37 @@ static void bf16_section(cudaStream_t s, cublasHandle_t h, const int *Ts, int nT
     cudaFree(ws);
 }
 
+/* mmw at 64 rows of x by the most K splits it may take (the cluster size), and how many such
+ * clusters the device holds at once. */
+static void mmw_splits_section(cudaStream_t s, cublasHandle_t h) {
+    static const int caps[] = {1, 2, 4, 8}, one[] = {64};
+    for (size_t i = 0; i < sizeof caps / sizeof *caps; i++) {
+        hr_cu_mmw_max_splits = caps[i];
+        printf("mmw with at most %d splits: %d clusters of %d resident (64-row tiles)\n", caps[i],
+               hr_cu_mmw_clusters(64, caps[i]), caps[i]);
+        bf16_section(s, h, one, 1, 1);
+    }
+    hr_cu_mmw_max_splits = HR_CU_MMW_SPLITS;
+}
+
 int main(int argc, char **argv) {
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
     cublasHandle_t h;
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 1;
     cublasSetStream(h, s);
-    static const int gemv_ts[] = {1, 2, 4}, mmh_ts[] = {8, 16, 32, 48, 64};
+    static const int gemv_ts[] = {1, 2, 4}, mmh_ts[] = {8, 16, 32, 48, 64, 96, 128};
     if (argc > 1 && argv[1][0] == 'q') {
         qsection(s, h, argc > 2 ? argv[2] : NULL, argc > 3 ? atoi(argv[3]) : 0);
         return 0;
     }
     if (argc > 1 && argv[1][0] == 'h') {
-        bf16_section(s, h, mmh_ts, 5, 1);
+        bf16_section(s, h, mmh_ts, 7, 1);
+        if (hr_cu_mmw_ok()) mmw_splits_section(s, h);
         return 0;
     }
     bf16_section(s, h, gemv_ts, 3, 0);
-    bf16_section(s, h, mmh_ts, 5, 1);
+    bf16_section(s, h, mmh_ts, 7, 1);
     gemm_section(s, h);
     qsection(s, h, NULL, 0);
     return 0;

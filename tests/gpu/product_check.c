@@ -1,6 +1,9 @@
 /* gpu_check's checks of the 16-bit weight products on the CUDA backend in the bf16-products
  * mode (the GPU machine only): for bf16 and f16 weights, two weights uploaded and issued back to
- * back on one x as q and k are, with 5..HR_CU_MMH_MAX_T rows of x and rows past them: a set of
+ * back on one x as q and k are, with 5..HR_CU_MMW_MAX_T rows of x and rows past them. On a
+ * device with wgmma, once more on a backend made with HEARTH_CUDA_MMW=HR_CU_MMW_MAX_T, where
+ * HR_CU_MMW_MIN_T..HR_CU_MMW_MAX_T rows take mmw.cu (K split over a cluster of 4 blocks for
+ * K = 2304, of 3 for K = 808, none for the 17000 rows of K = 256). Otherwise a set of
  * 1000 and 260 rows takes mmh.cu (tiles past each matrix's end, a set boundary inside a tile;
  * K = 2304 splits over blocks, K = 808 ends in a partial chunk) and, from HR_CU_CAT_MIN_T rows
  * where the two lie contiguously (K = 2304: their bytes a multiple of the arena's alignment), one
@@ -182,22 +185,28 @@ static void check_act(hr_backend *be, hr_dtype t, int *failures) {
     wset_free(be, &s);
 }
 
-static void check_type(hr_backend *be, hr_dtype t, long N0, long N1, long K, int *failures) {
+/* The path a set of N0 and N1 rows (contiguous: cat) takes at T rows (mmw: on). */
+static const char *path_of(long N0, long N1, int cat, int T, int mmw) {
+    hr_cu_gemv_set probe = {.n = 2, .start = {0, N0, N0 + N1}};
+    int small = hr_cu_mmh_wins(&probe);
+    return mmw && T >= HR_CU_MMW_MIN_T && T <= HR_CU_MMW_MAX_T            ? "mmw"
+           : small && cat && T >= HR_CU_CAT_MIN_T && T <= HR_CU_CAT_MAX_T ? "cuBLAS cat"
+           : small && T <= HR_CU_MMH_MAX_T                                ? "mmh"
+                                                                          : "cuBLAS";
+}
+
+static void check_type(hr_backend *be, hr_dtype t, long N0, long N1, long K, int mmw,
+                       int *failures) {
     wset s;
     hr_err *e = wset_make(be, t, N0, N1, K, &s);
-    hr_cu_gemv_set probe = {.n = 2, .start = {0, N0, N0 + N1}};
-    static const int Ts[] = {5, 8, 9, 16, 17, 32, 33, 48, 64, HR_CU_MMH_MAX_T + 1, 520};
+    static const int Ts[] = {5, 8, 9, 16, 17, 32, 33, 48, 64, 65, 96, 127, 128, 129, 520};
     int cat = !e && (const char *)s.dev[0].data + N0 * K * 2 == s.dev[1].data;
     for (size_t i = 0; !e && i < sizeof Ts / sizeof *Ts; i++) {
         double err;
         e = set_err(be, t, &s, Ts[i], &err);
         if (e) break;
         char what[32];
-        int small = hr_cu_mmh_wins(&probe);
-        const char *path = small && cat && Ts[i] >= HR_CU_CAT_MIN_T && Ts[i] <= HR_CU_CAT_MAX_T
-                               ? "cuBLAS cat"
-                           : small && Ts[i] <= HR_CU_MMH_MAX_T ? "mmh"
-                                                               : "cuBLAS";
+        const char *path = path_of(N0, N1, cat, Ts[i], mmw);
         snprintf(what, sizeof what, "%s K=%ld", path, K);
         report(t, what, Ts[i], err, failures);
     }
@@ -205,7 +214,9 @@ static void check_type(hr_backend *be, hr_dtype t, long N0, long N1, long K, int
     wset_free(be, &s);
 }
 
-void hr_gpu_product_checks(int *failures) {
+/* Every check on a backend made now (HEARTH_CUDA_MMW as the caller set it; mmw: whether it
+ * is on). */
+static void checks_on(int mmw, int *failures) {
     hr_backend_options o = {.device = "cuda", .cpu = {.compute_bf16 = 1}};
     hr_backend *be = NULL;
     hr_err *e = hr_backend_create(&o, &be);
@@ -217,10 +228,23 @@ void hr_gpu_product_checks(int *failures) {
     }
     static const hr_dtype types[] = {HR_BF16, HR_F16};
     for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
-        check_type(be, types[i], 1000, 260, 2304, failures);
-        check_type(be, types[i], 1000, 260, 808, failures);
-        check_type(be, types[i], 2100, 2100, 2304, failures);
-        check_act(be, types[i], failures);
+        check_type(be, types[i], 1000, 260, 2304, mmw, failures);
+        check_type(be, types[i], 1000, 260, 808, mmw, failures);
+        check_type(be, types[i], 2100, 2100, 2304, mmw, failures);
+        if (mmw)
+            check_type(be, types[i], 16000, 1000, 256, mmw, failures);
+        else
+            check_act(be, types[i], failures);
     }
     hr_backend_destroy(be);
+}
+
+void hr_gpu_product_checks(int *failures) {
+    checks_on(0, failures);
+    if (!hr_cu_mmw_ok()) return;
+    char rows[16];
+    snprintf(rows, sizeof rows, "%d", HR_CU_MMW_MAX_T);
+    setenv("HEARTH_CUDA_MMW", rows, 1);
+    checks_on(1, failures);
+    unsetenv("HEARTH_CUDA_MMW");
 }

@@ -447,8 +447,9 @@ static void check_engine(const char *dir, const char *name, int *failures) {
          * requests share the first steps depends on when the engine thread wakes during the
          * submissions, so even a repeat is equal to rounding (logprobs within LP_TOL), not bit
          * for bit; a draw can flip where u falls within that rounding of a boundary, so one
-         * request may part in the other compositions */
-        int ok = twice == N_REQ && solo >= N_REQ - 1 && grouped >= N_REQ - 1;
+         * request may part, in a repeat as in the other compositions (seen once in a repeat on
+         * the H200: 15/16 with a logprob difference of 1e-5) */
+        int ok = twice >= N_REQ - 1 && solo >= N_REQ - 1 && grouped >= N_REQ - 1;
         printf("%-18s %-26s run twice %d/%d identical, alone %d/%d, in fives reversed %d/%d, "
                "max logprob diff %.2g %s\n",
                name, "engine sampling on cuda", twice, N_REQ, solo, N_REQ, grouped, N_REQ, lp,

@@ -4,7 +4,8 @@
  * random cancellations against a small KV pool, and hybrid models (recurrent state slots,
  * prefix reuse through state snapshots, snapshot eviction), and the release of blocks that
  * left the window of an all-sliding (mistral-style) model. Uses brown-llama-8m and its tokenizer
- * (tiny-llama for the stress run, tiny-qwen3_next and tiny-qwen3_5 for the hybrid one). */
+ * (tiny-llama for the stress run, tiny-qwen3_next and tiny-qwen3_5 for the hybrid one), and
+ * the heap trimmed once the engine idles after work. */
 #include <pthread.h>
 #include <unistd.h>
 
@@ -565,6 +566,61 @@ static void test_create_on_refuses_open_options(void) {
     hr_engine_destroy(e);
 }
 
+/* 4 KB blocks of about 192 MB malloc'd and touched on a thread of their own (its own arena, as
+ * a connection thread's), all freed but every 64th: the heap keeps the free pages between them
+ * until something trims it. Returns the blocks kept. */
+enum { FRAG_BLOCKS = 48 * 1024, FRAG_KEEP = 64 };
+
+static void *fragment_heap(void *arg) {
+    void **kept = arg;
+    void **all = malloc(sizeof(void *) * FRAG_BLOCKS);
+    if (!all) return NULL;
+    for (int i = 0; i < FRAG_BLOCKS; i++)
+        if ((all[i] = malloc(4096))) memset(all[i], i, 4096);
+    for (int i = 0; i < FRAG_BLOCKS; i++) {
+        if (i % FRAG_KEEP == FRAG_KEEP - 1)
+            kept[i / FRAG_KEEP] = all[i];
+        else
+            free(all[i]);
+    }
+    free(all);
+    return NULL;
+}
+
+static long rss_mib(void) {
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    if (f) fclose(f);
+    return resident * sysconf(_SC_PAGESIZE) >> 20;
+}
+
+/* An engine idle for a second after work gives the heap's free pages back: the fragmented
+ * 189 MB another thread freed leave the RSS. (Sanitizer builds bring their own allocator.) */
+static void test_idle_trim(void) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    return;
+#endif
+    hr_engine *e = NULL;
+    HR_CHECK_OK(engine(0, 0, 0, &e));
+    void *kept[FRAG_BLOCKS / FRAG_KEEP] = {0};
+    pthread_t t;
+    HR_CHECK(pthread_create(&t, NULL, fragment_heap, kept) == 0, "pthread_create");
+    pthread_join(t, NULL);
+    long before = rss_mib();
+    int32_t p[8];
+    prompt_of(p, 8, 5);
+    result res;
+    hr_request_params rp = {.tokens = p, .n_tokens = 8, .max_tokens = 4};
+    HR_CHECK_OK(run_one(e, &rp, &res));
+    usleep(1600 * 1000);
+    long after = rss_mib();
+    for (int i = 0; i < FRAG_BLOCKS / FRAG_KEEP; i++)
+        free(kept[i]);
+    hr_engine_destroy(e);
+    HR_CHECK(before - after > 120, "rss %ld MiB before, %ld after a second idle", before, after);
+}
+
 static void test_stress(void) {
     enum { N = 200 };
     hr_engine *e;
@@ -1104,6 +1160,7 @@ int main(void) {
     HR_RUN(test_create_on_refuses_open_options);
     HR_RUN(test_create_on_own_template);
     HR_RUN(test_decode_rate_excludes_prefill);
+    HR_RUN(test_idle_trim);
     HR_RUN(test_stress);
     hr_tokenizer_free(tok);
     hr_model_free(model);

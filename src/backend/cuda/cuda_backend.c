@@ -557,6 +557,9 @@ static hr_err *init(hr_cuda_backend *cb) {
     cb->mmf_off = mf && !strcmp(mf, "0");
     HR_TRY(env_rows("HEARTH_CUDA_CAT", HR_CU_CAT_MIN_T, 1 << 20, &cb->cat_min_t));
     HR_TRY(env_rows("HEARTH_CUDA_MMH", HR_CU_MMH_MAX_T, HR_CU_MMH_MAX_T, &cb->mmh_max_t));
+    HR_TRY(env_rows("HEARTH_CUDA_MMW_MIN", HR_CU_MMW_MIN_T, 1 << 20, &cb->mmw_min_t));
+    HR_TRY(env_rows("HEARTH_CUDA_MMW", 0, HR_CU_MMW_MAX_T, &cb->mmw_max_t));
+    if (!hr_cu_mmw_ok()) cb->mmw_max_t = 0;
     return NULL;
 }
 

@@ -156,6 +156,9 @@ typedef struct {
     int mmf_off;    /* HEARTH_CUDA_MMF=0: no mmf (f16 cuBLAS past the 8-bit products' rows) */
     int mmh_max_t;  /* HEARTH_CUDA_MMH=N: the most rows mmh takes (default HR_CU_MMH_MAX_T; 0: none)
                      */
+    int mmw_min_t, mmw_max_t; /* the rows mmw takes: HEARTH_CUDA_MMW_MIN=N (default
+                               * HR_CU_MMW_MIN_T) to HEARTH_CUDA_MMW=N (default 0: none); none on
+                               * a device without wgmma */
 } hr_cuda_backend;
 
 /* Weight memory (cuda_arena.c): bytes placed after the previous upload where the chunk has

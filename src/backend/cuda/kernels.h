@@ -195,6 +195,18 @@ void hr_cu_mmf(cudaStream_t s, const hr_cu_gemv_set *g, const void *xh, int q, i
  * tensor cores (mmh.cu); ws as for mmq, of hr_cu_mmq_ws_bytes(T). */
 enum { HR_CU_MMH_MAX_T = 64 };
 int hr_cu_mmh_takes(int dtype, long K);
+/* The same on Hopper's wgmma (mmw.cu; only where hr_cu_mmw_ok: a compute capability 9.0 device)
+ * for any T past HR_CU_GEMV_MAX_T, K a multiple of 8: no workspace (K splits sum in a cluster's
+ * shared memory, at most hr_cu_mmw_max_splits blocks, default HR_CU_MMW_SPLITS). Slower than
+ * cuBLAS and mmh as it stands (docs/perf-notes.md), so the backend gives it rows only when
+ * HEARTH_CUDA_MMW=N asks: HR_CU_MMW_MIN_T (or HEARTH_CUDA_MMW_MIN) to N rows, every set.
+ * hr_cu_mmw_clusters: how many clusters of `splits` blocks with tiles of bn rows of x the device
+ * holds at once (0 where it cannot say). */
+enum { HR_CU_MMW_MIN_T = 17, HR_CU_MMW_MAX_T = 128, HR_CU_MMW_SPLITS = 4 };
+extern int hr_cu_mmw_max_splits;
+int hr_cu_mmw_ok(void);
+int hr_cu_mmw_clusters(int bn, int splits);
+void hr_cu_mmw(cudaStream_t s, const hr_cu_gemv_set *g, const void *xh, int dtype, int T, long K);
 /* Whether mmh is faster than cuBLAS for the set g (measured; to HR_CU_MMH_MAX_T rows). */
 int hr_cu_mmh_wins(const hr_cu_gemv_set *g);
 void hr_cu_mmh(cudaStream_t s, const hr_cu_gemv_set *g, const void *xh, int dtype, int T, long K,
