@@ -193,6 +193,7 @@ typedef struct {
     long ssd_spills;            /* blocks written */
     long ssd_dropped;           /* spills dropped (queue full, or writes off) */
     double ssd_last_restore_ms; /* the last prompt's prefix lookup that restored */
+    long ssd_skipped;           /* lookups that prefilled instead: faster than the disk */
     int ssd_writes_off;         /* a write failed: the tier is read-only from then */
 } hr_engine_stats;
 

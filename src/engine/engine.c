@@ -486,6 +486,7 @@ void hr_engine_stats_get(hr_engine *e, hr_engine_stats *st) {
     st->ssd_spills = ss.spills;
     st->ssd_dropped = ss.dropped;
     st->ssd_last_restore_ms = ss.last_restore_ms;
+    st->ssd_skipped = ss.skipped;
     st->ssd_writes_off = ss.writes_off;
 }
 

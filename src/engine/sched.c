@@ -498,6 +498,14 @@ static int decode_only(const hr_engine *e, int n_rows) {
     return 1;
 }
 
+/* The step's tokens of prompts (rows still prefilling). */
+static int prefill_tokens(const hr_engine *e, int n_rows) {
+    int n = 0;
+    for (int k = 0; k < n_rows; k++)
+        if (e->row_req[k]->n_computed < e->row_req[k]->n_prompt) n += e->rows[k].n_tokens;
+    return n;
+}
+
 /* decode_tok_s counts only decode-only steps: a step that also prefills takes longer for
  * the same generated tokens. */
 static void update_stats(hr_engine *e, int decode, int n_tokens, int n_sampled, uint64_t ns) {
@@ -599,7 +607,9 @@ void hr_sched_step(hr_engine *e, int *idle) {
     for (int k = 0; k < n_rows; k++)
         n_sampled += e->rows[k].logits == HR_LOGITS_LAST;
     /* before any DONE goes out, so a caller that saw DONE sees its tokens counted */
-    update_stats(e, decode_only(e, n_rows), n_tokens, n_sampled, hr_now_ns() - t0);
+    uint64_t ns = hr_now_ns() - t0;
+    update_stats(e, decode_only(e, n_rows), n_tokens, n_sampled, ns);
+    if (e->ssd) hr_ssd_tier_note_prefill(e->ssd, prefill_tokens(e, n_rows), (double)ns / 1e6);
     for (int k = 0; k < n_rows; k++) {
         hr_request *r = e->row_req[k];
         r->n_computed += e->rows[k].n_tokens;

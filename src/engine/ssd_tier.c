@@ -67,7 +67,13 @@ struct hr_ssd_tier {
     size_t total;
     hr_ssd_stats st;
     long restores_at_lookup; /* engine thread */
+    /* engine thread: running means of a disk block's restore and a token's prefill (ms), and
+     * the lookups skipped since a restore was last tried */
+    double restore_ms, prefill_ms;
+    long skips_since_probe;
 };
+
+enum { PROBE_EVERY = 32 }; /* while restores lose, every 32nd lookup tries one block again */
 
 /* ---- the index ---- */
 
@@ -483,6 +489,32 @@ static int restore_file(hr_ssd_tier *t, hr_kv_pool *pool, uint64_t key, size_t n
     return !err;
 }
 
+int hr_ssd_restore_pays(double restore_ms, double prefill_ms, int block_size) {
+    return restore_ms <= 0 || prefill_ms <= 0 || restore_ms <= prefill_ms * block_size;
+}
+
+/* A running mean: the first value, then a quarter of each new one. */
+static void blend(double *mean, double v) { *mean = *mean > 0 ? 0.75 * *mean + 0.25 * v : v; }
+
+void hr_ssd_tier_note_prefill(hr_ssd_tier *t, int tokens, double ms) {
+    if (tokens >= 64 && ms > 0) blend(&t->prefill_ms, ms / tokens);
+}
+
+/* Whether a block on disk should be read back rather than prefilled (engine thread); when not,
+ * the lookup is counted as skipped, and every PROBE_EVERY-th one restores anyway so the
+ * restore's cost is measured again. */
+static int restore_wanted(hr_ssd_tier *t, int block_size) {
+    if (hr_ssd_restore_pays(t->restore_ms, t->prefill_ms, block_size)) return 1;
+    if (++t->skips_since_probe >= PROBE_EVERY) {
+        t->skips_since_probe = 0;
+        return 1;
+    }
+    pthread_mutex_lock(&t->mu);
+    t->st.skipped++;
+    pthread_mutex_unlock(&t->mu);
+    return 0;
+}
+
 /* The pool's miss hook. The block is taken before mu is held: taking one may evict, and the
  * eviction hook queues a spill under mu. */
 static int on_restore(void *ctx, hr_kv_pool *pool, uint64_t key, uint64_t parent,
@@ -491,7 +523,9 @@ static int on_restore(void *ctx, hr_kv_pool *pool, uint64_t key, uint64_t parent
     if (hr_kv_pool_available(pool) <= 1) return -1; /* leave a block for the prompt's rest */
     pthread_mutex_lock(&t->mu);
     int i = find(t, key), have = i >= 0 && t->ent[i].fp == t->o.fingerprint;
+    int from_disk = have && !t->ent[i].pending;
     pthread_mutex_unlock(&t->mu);
+    if (from_disk && !restore_wanted(t, pool->store.block_size)) return -1;
     int b = have ? hr_kv_pool_take(pool) : -1;
     if (b < 0) return -1;
     pthread_mutex_lock(&t->mu);
@@ -501,7 +535,11 @@ static int on_restore(void *ctx, hr_kv_pool *pool, uint64_t key, uint64_t parent
     if (i >= 0 && t->ent[i].pending)
         ok = restore_pending(t, pool, t->ent[i].pending, parent, tokens, b);
     pthread_mutex_unlock(&t->mu);
-    if (on_disk) ok = restore_file(t, pool, key, n, parent, tokens, b);
+    if (on_disk) {
+        uint64_t t0 = hr_now_ns();
+        ok = restore_file(t, pool, key, n, parent, tokens, b);
+        if (ok) blend(&t->restore_ms, (double)(hr_now_ns() - t0) / 1e6);
+    }
     if (!ok) {
         hr_kv_pool_put(pool, b);
         return -1;

@@ -31,7 +31,8 @@ typedef struct {
     long removed;           /* corrupt, truncated or over-cap files deleted */
     size_t queued_bytes;    /* spill queue now */
     double last_restore_ms; /* the last lookup that restored */
-    int writes_off;         /* a write failed (full or read-only disk): memory-only from then */
+    long skipped;   /* lookups whose disk blocks were left to prefill (hr_ssd_restore_pays) */
+    int writes_off; /* a write failed (full or read-only disk): memory-only from then */
 } hr_ssd_stats;
 
 /* Opens (creating) o->dir for pool's KV layout, scans it (header only) and starts the writer.
@@ -52,6 +53,14 @@ void hr_ssd_tier_drain(hr_ssd_tier *t);
 /* After a prefix lookup (hr_kv_seq_reuse) that took ms: counts a hit and its time when it
  * restored blocks. */
 void hr_ssd_tier_lookup_done(hr_ssd_tier *t, double ms);
+/* A step that prefilled `tokens` in ms (the engine thread): the prefill cost a restore is
+ * weighed against. Steps of fewer than 64 prefill tokens are not counted (their decode rows
+ * would weigh too much). */
+void hr_ssd_tier_note_prefill(hr_ssd_tier *t, int tokens, double ms);
+/* Whether reading a block back from disk (restore_ms a block, as measured) is cheaper than
+ * computing its block_size tokens again (prefill_ms a token); either unknown (<= 0): yes, so
+ * both get measured. On a GPU prefill can beat a disk (docs/ssd-cache.md). */
+int hr_ssd_restore_pays(double restore_ms, double prefill_ms, int block_size);
 void hr_ssd_tier_stats(hr_ssd_tier *t, hr_ssd_stats *st);
 
 #endif

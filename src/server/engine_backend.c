@@ -264,6 +264,7 @@ static hr_err *ssd_stats(const hr_engine_stats *st, json_t *out) {
         {"ssd_spills", json_integer(st->ssd_spills)},
         {"ssd_dropped_spills", json_integer(st->ssd_dropped)},
         {"ssd_last_restore_ms", json_real(st->ssd_last_restore_ms)},
+        {"ssd_restores_skipped", json_integer(st->ssd_skipped)},
         {"ssd_writes_off", json_integer(st->ssd_writes_off)},
     };
     return hr_json_set_fields(out, f, sizeof f / sizeof *f);

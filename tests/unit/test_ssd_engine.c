@@ -3,7 +3,8 @@
  * continues greedily with exactly the tokens the in-memory prefix cache gives, in exact and
  * fast modes (tiny-llama, brown-llama-8m); an engine of the other compute mode never uses
  * those files; the same for a hybrid model (tiny-qwen3_5), whose blocks at snapshot points
- * carry their recurrent-state snapshot (one every 2 blocks here). */
+ * carry their recurrent-state snapshot (one every 2 blocks here); and a restore skipped where
+ * prefilling the blocks costs less. */
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -29,11 +30,12 @@ static hr_err *make(const char *model, const char *dir, int fast, hr_engine **e)
     return hr_engine_create(hr_fixture(model), &o, e);
 }
 
-static hr_err *generate(hr_engine *e, result *res) {
+/* Greedy tokens after prompt `salt` (prompts of different salts share no prefix). */
+static hr_err *generate_from(hr_engine *e, int salt, result *res) {
     int32_t p[N_PROMPT];
     int vocab = hr_engine_token_ids(e);
     for (int i = 0; i < N_PROMPT; i++)
-        p[i] = 3 + (int32_t)((i * 7919 + 17) % (vocab - 3));
+        p[i] = 3 + (int32_t)((i * 7919 + 17 + salt * 104729) % (vocab - 3));
     hr_request_params rp = {
         .tokens = p, .n_tokens = N_PROMPT, .max_tokens = N_GEN, .ignore_eos = 1};
     hr_request *r;
@@ -47,6 +49,8 @@ static hr_err *generate(hr_engine *e, result *res) {
     hr_request_release(r);
     return NULL;
 }
+
+static hr_err *generate(hr_engine *e, result *res) { return generate_from(e, 0, res); }
 
 static int same(const result *a, const result *b) {
     return a->n == N_GEN && b->n == N_GEN && !memcmp(a->toks, b->toks, sizeof a->toks);
@@ -99,6 +103,41 @@ static void test_restart_tiny_llama_fast(void) { check_restart("models/tiny-llam
 static void test_restart_brown_exact(void) { check_restart("models/brown-llama-8m", 0); }
 static void test_restart_brown_fast(void) { check_restart("models/brown-llama-8m", 1); }
 
+/* Restoring that costs more than prefilling again is skipped: after a restore has measured the
+ * disk, a prefill cost made far lower (as on a GPU, where 16k tokens prefill faster than they
+ * read back) leaves a second prompt's blocks on disk: prefilled, the same tokens, counted. */
+static void test_restore_skipped(void) {
+    const char *dir = fresh_dir("skip");
+    hr_engine *e;
+    result a0, b0, a1, b1;
+    HR_CHECK_OK(make("models/tiny-llama", dir, 0, &e));
+    hr_err *err = generate_from(e, 0, &a0);
+    if (!err) err = generate_from(e, 1, &b0);
+    hr_engine_destroy(e);
+    HR_CHECK_OK(err);
+    HR_CHECK_OK(make("models/tiny-llama", dir, 0, &e));
+    err = generate_from(e, 0, &a1);
+    hr_engine_stats st0, st1;
+    hr_engine_stats_get(e, &st0);
+    for (int i = 0; i < 20 && !err; i++) /* the engine is idle: nothing else notes one now */
+        hr_ssd_tier_note_prefill(e->ssd, 1000, 1e-3);
+    if (!err) err = generate_from(e, 1, &b1);
+    hr_engine_stats_get(e, &st1);
+    hr_engine_destroy(e);
+    HR_CHECK_OK(err);
+    HR_CHECK(a1.n_cached == 96 && same(&a0, &a1) && st0.ssd_restores > 0 && st0.ssd_skipped == 0,
+             "first prompt: reused %d, restores %ld, skipped %ld", a1.n_cached, st0.ssd_restores,
+             st0.ssd_skipped);
+    HR_CHECK(b1.n_cached == 0 && same(&b0, &b1) && st1.ssd_skipped == 1 &&
+                 st1.ssd_restores == st0.ssd_restores,
+             "second prompt: reused %d, tokens %s, skipped %ld, restores %ld -> %ld", b1.n_cached,
+             same(&b0, &b1) ? "same" : "differ", st1.ssd_skipped, st0.ssd_restores,
+             st1.ssd_restores);
+    HR_CHECK(hr_ssd_restore_pays(0, 1e-6, 16) && hr_ssd_restore_pays(1, 0, 16) &&
+                 hr_ssd_restore_pays(1.0, 0.1, 16) && !hr_ssd_restore_pays(1.7, 0.1, 16),
+             "hr_ssd_restore_pays");
+}
+
 static void test_restart_hybrid_exact(void) { check_restart("models/tiny-qwen3_5", 0); }
 static void test_restart_hybrid_fast(void) { check_restart("models/tiny-qwen3_5", 1); }
 
@@ -110,6 +149,7 @@ int main(void) {
     HR_RUN(test_restart_brown_fast);
     HR_RUN(test_restart_hybrid_exact);
     HR_RUN(test_restart_hybrid_fast);
+    HR_RUN(test_restore_skipped);
     hr_test_remove_tree(root);
     return hr_test_summary();
 }
