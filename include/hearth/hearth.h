@@ -61,6 +61,7 @@ typedef struct {
     const char *ssd_cache; /* directory of block files (NULL: no tier) */
     size_t ssd_cache_max;  /* bytes of files in it at most (0: 32 GiB) */
     int ssd_cache_verify;  /* check every tensor's checksum on restore */
+    int ssd_cache_always_restore; /* restore disk blocks even where prefilling them is cheaper */
     size_t ssd_queue;      /* bytes of evicted blocks waiting for the disk (0: 256 MiB) */
 } hr_engine_options;
 

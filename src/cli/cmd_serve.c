@@ -31,7 +31,7 @@ typedef struct {
     long timeout_s, max_conns, max_queue, grace_s, request_timeout_s, max_conns_ip, request_mb;
     long grammar_mb;
     long load_timeout_s; /* --isolate: a child not ready this long is killed (0: none) */
-    int mmap, no_preempt, no_prefix_cache, exact, isolate, ssd_verify;
+    int mmap, no_preempt, no_prefix_cache, exact, isolate, ssd_verify, ssd_always;
     double probe_interval, probe_timeout; /* --isolate's health probe of the child, seconds */
     hr_numerics_req num;                  /* from --compute, --kv-dtype, --exact */
 } serve_opts;
@@ -68,8 +68,9 @@ static hr_err *model_id(const serve_opts *o, char *name, size_t cap) {
 /* --ssd-cache's flags: a directory name, a size in (0, 1048576] GiB, and the others only with it.
  */
 static hr_err *check_ssd(serve_opts *o) {
-    if (!o->ssd_cache && (o->ssd_cache_gb != 0 || o->ssd_verify))
-        return hr_errf("--ssd-cache-max and --ssd-cache-verify need --ssd-cache DIR");
+    if (!o->ssd_cache && (o->ssd_cache_gb != 0 || o->ssd_verify || o->ssd_always))
+        return hr_errf("--ssd-cache-max, --ssd-cache-verify and --ssd-cache-always-restore need "
+                       "--ssd-cache DIR");
     if (!o->ssd_cache) return NULL;
     if (!*o->ssd_cache) return hr_errf("--ssd-cache needs a directory");
     if (o->no_prefix_cache)
@@ -119,7 +120,8 @@ static hr_err *start(const serve_opts *o, serve_state *st) {
                             .snapshot_interval = (int)o->snap_every,
                             .ssd_cache = o->ssd_cache,
                             .ssd_cache_max = (size_t)(o->ssd_cache_gb * (double)(1 << 30)),
-                            .ssd_cache_verify = o->ssd_verify};
+                            .ssd_cache_verify = o->ssd_verify,
+                            .ssd_cache_always_restore = o->ssd_always};
     eo.compute = o->num.compute;
     eo.kv_dtype = o->num.kv_dtype;
     eo.fast = o->num.fast;
@@ -366,6 +368,9 @@ int hr_cmd_serve(int argc, char **argv) {
          "used go first)"},
         {"ssd-cache-verify", HR_OPT_FLAG, &o.ssd_verify,
          "check every tensor's checksum when a block is restored (default: the header's only)"},
+        {"ssd-cache-always-restore", HR_OPT_FLAG, &o.ssd_always,
+         "restore disk blocks even where prefilling them again is measured to be faster (default: "
+         "the cheaper of the two, e.g. prefill on a fast GPU)"},
         {"compute", HR_OPT_STR, &o.compute, HR_COMPUTE_HELP},
         {"kv-dtype", HR_OPT_STR, &o.kv_dtype, HR_KV_DTYPE_HELP},
         {"exact", HR_OPT_FLAG, &o.exact, HR_EXACT_HELP},

@@ -582,6 +582,7 @@ static hr_err *open_ssd(hr_engine *e, uint64_t fingerprint) {
     hr_ssd_options so = {.dir = o->ssd_cache,
                          .max_bytes = o->ssd_cache_max ? o->ssd_cache_max : (size_t)32 << 30,
                          .verify = o->ssd_cache_verify,
+                         .always_restore = o->ssd_cache_always_restore,
                          .queue_bytes = o->ssd_queue,
                          .fingerprint = fingerprint,
                          .tok_hash = hr_tokenizer_hash(e->tok)};

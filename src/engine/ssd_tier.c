@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -504,7 +505,8 @@ void hr_ssd_tier_note_prefill(hr_ssd_tier *t, int tokens, double ms) {
  * the lookup is counted as skipped, and every PROBE_EVERY-th one restores anyway so the
  * restore's cost is measured again. */
 static int restore_wanted(hr_ssd_tier *t, int block_size) {
-    if (hr_ssd_restore_pays(t->restore_ms, t->prefill_ms, block_size)) return 1;
+    if (t->o.always_restore || hr_ssd_restore_pays(t->restore_ms, t->prefill_ms, block_size))
+        return 1;
     if (++t->skips_since_probe >= PROBE_EVERY) {
         t->skips_since_probe = 0;
         return 1;
@@ -567,14 +569,47 @@ void hr_ssd_tier_stats(hr_ssd_tier *t, hr_ssd_stats *st) {
     pthread_mutex_unlock(&t->mu);
 }
 
+/* ---- measured costs, kept across restarts ---- */
+
+/* This model's measured restore and prefill costs: "FINGERPRINT.costs", one text line. */
+static char *costs_path(const hr_ssd_tier *t) {
+    char name[40];
+    snprintf(name, sizeof name, "%016llx.costs", (unsigned long long)t->o.fingerprint);
+    return hr_path_join(t->dir, name);
+}
+
+/* The costs an earlier run measured (a missing or unreadable file leaves them unknown), so a
+ * restarted server weighs its first restore too. */
+static void load_costs(hr_ssd_tier *t) {
+    char *path = costs_path(t), *text = NULL;
+    size_t n;
+    hr_err *err = path ? hr_read_file_max(path, 256, &text, &n) : hr_err_oom();
+    double r, p;
+    if (!err && sscanf(text, "%lf %lf", &r, &p) == 2 && isfinite(r) && isfinite(p) && r >= 0 &&
+        p >= 0)
+        t->restore_ms = r, t->prefill_ms = p;
+    hr_err_free(err);
+    free(text);
+    free(path);
+}
+
+static void save_costs(const hr_ssd_tier *t) {
+    if (t->restore_ms <= 0 && t->prefill_ms <= 0) return;
+    char line[64];
+    int n = snprintf(line, sizeof line, "%.6g %.6g\n", t->restore_ms, t->prefill_ms);
+    char *path = costs_path(t);
+    if (path) hr_err_free(hr_write_atomic(path, line, (size_t)n)); /* a lost file: re-measured */
+    free(path);
+}
+
 /* ---- open: the header-only scan ---- */
 
 /* A temporary file of hr_write_atomic ("NAME.tmp.PID") whose writer is gone: a write cut
  * short (kill -9, power loss). A live process's is left alone (another server may share dir). */
 static int stale_tmp(const char *name) {
-    const char *p = strstr(name, ".hkv.tmp.");
-    if (!p) return 0;
-    long pid = strtol(p + 9, NULL, 10);
+    const char *p = strstr(name, ".hkv.tmp."), *c = strstr(name, ".costs.tmp.");
+    if (!p && !c) return 0;
+    long pid = strtol(p ? p + 9 : c + 11, NULL, 10);
     return pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH);
 }
 
@@ -692,6 +727,7 @@ static hr_err *tier_start(hr_ssd_tier *t, hr_kv_pool *pool) {
         return hr_errf("--ssd-cache %s is not a directory", t->dir);
     HR_TRY(hr_err_wrap(hr_mkdir_p(t->dir), "--ssd-cache %s: ", t->dir)); /* keeps HR_E_OOM */
     HR_TRY(scan(t));
+    load_costs(t);
     HR_TRY(hr_thread_start(&t->writer, writer_main, t, "ssd cache writer"));
     t->writer_started = 1;
     return NULL;
@@ -730,6 +766,7 @@ void hr_ssd_tier_close(hr_ssd_tier *t, hr_kv_pool *pool) {
         pthread_cond_signal(&t->work);
         pthread_mutex_unlock(&t->mu);
         pthread_join(t->writer, NULL);
+        save_costs(t);
     }
     while (t->head)
         drop_oldest(t);

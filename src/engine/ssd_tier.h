@@ -18,6 +18,7 @@ typedef struct {
     const char *dir;    /* created when missing */
     size_t max_bytes;   /* cap on the block files in dir, all models' (LRU by mtime beyond it) */
     int verify;         /* check every tensor's checksum on restore (else the header's only) */
+    int always_restore; /* restore even where prefilling the blocks is measured to be cheaper */
     size_t queue_bytes; /* spill queue cap (0: 256 MiB); beyond it the oldest pending is dropped */
     uint64_t fingerprint, tok_hash; /* the model's (engine/fingerprint.h); other files are kept */
 } hr_ssd_options;

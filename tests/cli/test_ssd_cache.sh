@@ -10,6 +10,7 @@ D=$T/cache
 expect_rc bad_max 2 "--ssd-cache-max must be" "$H" serve --model "$B" --ssd-cache "$D" --ssd-cache-max -1
 expect_rc max_alone 2 "need --ssd-cache" "$H" serve --model "$B" --ssd-cache-max 4
 expect_rc verify_alone 2 "need --ssd-cache" "$H" serve --model "$B" --ssd-cache-verify
+expect_rc always_alone 2 "need --ssd-cache" "$H" serve --model "$B" --ssd-cache-always-restore
 expect_rc no_prefix 2 "does not go with --no-prefix-cache" "$H" serve --model "$B" --ssd-cache "$D" --no-prefix-cache
 touch "$T/file"
 expect_rc not_a_dir 1 "not a directory" "$H" serve --model "$B" --port 0 --ssd-cache "$T/file"

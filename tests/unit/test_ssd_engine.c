@@ -5,6 +5,7 @@
  * those files; the same for a hybrid model (tiny-qwen3_5), whose blocks at snapshot points
  * carry their recurrent-state snapshot (one every 2 blocks here); and a restore skipped where
  * prefilling the blocks costs less. */
+#include <dirent.h>
 #include <unistd.h>
 
 #include "engine/engine.h"
@@ -19,15 +20,21 @@ typedef struct {
     int n, n_cached;
 } result;
 
-static hr_err *make(const char *model, const char *dir, int fast, hr_engine **e) {
+/* always: restore whatever prefill costs (the restart checks test what a restore gives) */
+static hr_err *make_on(const char *model, const char *dir, int fast, int always, hr_engine **e) {
     hr_engine_options o = {.n_threads = 1,
                            .fast = fast,
                            .kv_memory = 8 << 20,
                            .max_seqs = 4,
                            .max_batch_tokens = 64,
                            .snapshot_interval = 2, /* hybrid: a snapshot every 32 positions */
-                           .ssd_cache = dir};
+                           .ssd_cache = dir,
+                           .ssd_cache_always_restore = always};
     return hr_engine_create(hr_fixture(model), &o, e);
+}
+
+static hr_err *make(const char *model, const char *dir, int fast, hr_engine **e) {
+    return make_on(model, dir, fast, 1, e);
 }
 
 /* Greedy tokens after prompt `salt` (prompts of different salts share no prefix). */
@@ -103,25 +110,63 @@ static void test_restart_tiny_llama_fast(void) { check_restart("models/tiny-llam
 static void test_restart_brown_exact(void) { check_restart("models/brown-llama-8m", 0); }
 static void test_restart_brown_fast(void) { check_restart("models/brown-llama-8m", 1); }
 
-/* Restoring that costs more than prefilling again is skipped: after a restore has measured the
- * disk, a prefill cost made far lower (as on a GPU, where 16k tokens prefill faster than they
- * read back) leaves a second prompt's blocks on disk: prefilled, the same tokens, counted. */
+/* The costs file the tier keeps in dir (the one a run that measured them left), or "". */
+static void costs_file(const char *dir, char *name, size_t cap) {
+    name[0] = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *de; d && (de = readdir(d));)
+        if (strlen(de->d_name) == 22 && !strcmp(de->d_name + 16, ".costs"))
+            snprintf(name, cap, "%s", de->d_name);
+    if (d) closedir(d);
+}
+
+static int write_text(const char *dir, const char *name, const char *text) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (!f) return 0;
+    fputs(text, f);
+    return fclose(f) == 0;
+}
+
+/* An auto-restoring engine on dir whose costs file says `costs` serves prompt salt into *res. */
+static hr_err *run_with_costs(const char *dir, const char *costs, const char *text, int salt,
+                              result *res, hr_engine_stats *st, hr_engine **keep) {
+    hr_engine *e;
+    if (!write_text(dir, costs, text)) return hr_errf("cannot write %s/%s", dir, costs);
+    HR_TRY(make_on("models/tiny-llama", dir, 0, 0, &e));
+    hr_err *err = generate_from(e, salt, res);
+    hr_engine_stats_get(e, st);
+    if (keep && !err)
+        *keep = e;
+    else
+        hr_engine_destroy(e);
+    return err;
+}
+
+/* Restoring that costs more than prefilling again is skipped. The tier measures both (the
+ * costs files below pin what it starts from, so no timing decides): a disk said to be fast
+ * restores a prompt; then, a prefill cost made far lower (as on a GPU, where 16k tokens
+ * prefill faster than they read back), a second prompt's blocks stay on disk, prefilled, the
+ * same tokens, counted; a costs file saying the disk is slow skips at once after a restart,
+ * an unreadable one leaves both unknown (restore). */
 static void test_restore_skipped(void) {
     const char *dir = fresh_dir("skip");
     hr_engine *e;
-    result a0, b0, a1, b1;
+    result a0, b0, a1, b1, a2, a3;
     HR_CHECK_OK(make("models/tiny-llama", dir, 0, &e));
     hr_err *err = generate_from(e, 0, &a0);
     if (!err) err = generate_from(e, 1, &b0);
     hr_engine_destroy(e);
     HR_CHECK_OK(err);
-    HR_CHECK_OK(make("models/tiny-llama", dir, 0, &e));
-    err = generate_from(e, 0, &a1);
-    hr_engine_stats st0, st1;
-    hr_engine_stats_get(e, &st0);
-    for (int i = 0; i < 20 && !err; i++) /* the engine is idle: nothing else notes one now */
+    char costs[64];
+    costs_file(dir, costs, sizeof costs);
+    HR_CHECK(costs[0], "no costs file in %s after a run that measured them", dir);
+    hr_engine_stats st0, st1, st2, st3;
+    HR_CHECK_OK(run_with_costs(dir, costs, "0.000001 1000\n", 0, &a1, &st0, &e));
+    for (int i = 0; i < 80; i++) /* the engine is idle: nothing else notes one now */
         hr_ssd_tier_note_prefill(e->ssd, 1000, 1e-3);
-    if (!err) err = generate_from(e, 1, &b1);
+    err = generate_from(e, 1, &b1);
     hr_engine_stats_get(e, &st1);
     hr_engine_destroy(e);
     HR_CHECK_OK(err);
@@ -133,6 +178,12 @@ static void test_restore_skipped(void) {
              "second prompt: reused %d, tokens %s, skipped %ld, restores %ld -> %ld", b1.n_cached,
              same(&b0, &b1) ? "same" : "differ", st1.ssd_skipped, st0.ssd_restores,
              st1.ssd_restores);
+    HR_CHECK_OK(run_with_costs(dir, costs, "1000 0.000001\n", 0, &a2, &st2, NULL));
+    HR_CHECK(same(&a0, &a2) && a2.n_cached == 0 && st2.ssd_skipped == 1,
+             "costs of a slow disk: reused %d, skipped %ld", a2.n_cached, st2.ssd_skipped);
+    HR_CHECK_OK(run_with_costs(dir, costs, "slow fast\n", 0, &a3, &st3, NULL));
+    HR_CHECK(same(&a0, &a3) && a3.n_cached == 96 && st3.ssd_skipped == 0,
+             "unreadable costs: reused %d, skipped %ld", a3.n_cached, st3.ssd_skipped);
     HR_CHECK(hr_ssd_restore_pays(0, 1e-6, 16) && hr_ssd_restore_pays(1, 0, 16) &&
                  hr_ssd_restore_pays(1.0, 0.1, 16) && !hr_ssd_restore_pays(1.7, 0.1, 16),
              "hr_ssd_restore_pays");
