@@ -58,11 +58,11 @@ typedef struct {
     size_t snapshot_memory; /* bytes for state snapshots (0: as much as the state slots) */
     int snapshot_interval;  /* blocks between snapshots (0: 256 positions' worth) */
     /* the prefix cache's SSD tier (docs/ssd-cache.md; dense models) */
-    const char *ssd_cache; /* directory of block files (NULL: no tier) */
-    size_t ssd_cache_max;  /* bytes of files in it at most (0: 32 GiB) */
-    int ssd_cache_verify;  /* check every tensor's checksum on restore */
+    const char *ssd_cache;        /* directory of block files (NULL: no tier) */
+    size_t ssd_cache_max;         /* bytes of files in it at most (0: 32 GiB) */
+    int ssd_cache_verify;         /* check every tensor's checksum on restore */
     int ssd_cache_always_restore; /* restore disk blocks even where prefilling them is cheaper */
-    size_t ssd_queue;      /* bytes of evicted blocks waiting for the disk (0: 256 MiB) */
+    size_t ssd_queue;             /* bytes of evicted blocks waiting for the disk (0: 256 MiB) */
 } hr_engine_options;
 
 /* Loads dir (config.json, safetensors, and tokenizer/chat template when present) and
