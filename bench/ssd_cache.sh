@@ -70,7 +70,7 @@ echo "files: $(ls "$C" | wc -l), $(du -sh "$C" | cut -f1)"
 # the tier drops its files from the page cache after writing them (posix_fadvise), so the
 # restart below reads from the disk (this machine is shared: no global drop_caches)
 start "$T/b.log" --ssd-cache "$C"
-echo "after restart: $(ttft), restore $(stat ssd_last_restore_ms) ms of $(stat ssd_restores) blocks"
+echo "after restart: $(ttft), restore $(stat ssd_last_restore_ms) ms of $(stat ssd_restores) blocks, $(stat ssd_restores_skipped) lookups left to the prefill"
 settle 0
 echo "decode, tier on (restarted):  $(decode)"
 stop
