@@ -9,8 +9,9 @@
 # PRESET: a `hearth mkmodel --preset` shape (default qwen3-0.6b), built once into
 # $BENCH_DIR (default /tmp/hearth-bench-ssd) with the qwen3-tools-20m tokenizer. THREADS:
 # engine threads (default 2). SERVE_ARGS: more `hearth serve` flags (e.g. "--device cuda" on
-# the GPU machine). ROUNDS: tier off / on decode pairs (default 2); GEN: tokens each decode
-# generates (default 128).
+# the GPU machine). TIER_ARGS: more flags for the tier's servers only (e.g.
+# "--ssd-cache-always-restore"). ROUNDS: tier off / on decode pairs (default 2); GEN: tokens each
+# decode generates (default 128).
 set -euo pipefail
 H=${HEARTH_BIN:-build/hearth}
 S=${HEARTH_SHARED:-../shared}
@@ -54,7 +55,7 @@ decode() { # -> decode tok/s of a GEN-token completion of a short prompt
 stat() { curl -s "http://127.0.0.1:$PORT/stats" | python3 -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
 echo "model $PRESET, prompt of $WORDS words, load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 C=$T/cache
-start "$T/a.log" --ssd-cache "$C"
+start "$T/a.log" --ssd-cache "$C" ${TIER_ARGS:-}
 settle() { # [MIN]: waits until ssd_spills >= MIN (default 1) and unchanged for 2 s
   local last=-1 n
   for _ in $(seq 600); do
@@ -69,7 +70,7 @@ stop
 echo "files: $(ls "$C" | wc -l), $(du -sh "$C" | cut -f1)"
 # the tier drops its files from the page cache after writing them (posix_fadvise), so the
 # restart below reads from the disk (this machine is shared: no global drop_caches)
-start "$T/b.log" --ssd-cache "$C"
+start "$T/b.log" --ssd-cache "$C" ${TIER_ARGS:-}
 echo "after restart: $(ttft), restore $(stat ssd_last_restore_ms) ms of $(stat ssd_restores) blocks, $(stat ssd_restores_skipped) lookups left to the prefill"
 settle 0
 echo "decode, tier on (restarted):  $(decode)"
@@ -79,7 +80,7 @@ for round in $(seq "${ROUNDS:-2}"); do
   start "$T/off$round.log"
   echo "decode, tier off:  $(decode)"
   stop
-  start "$T/on$round.log" --ssd-cache "$C"
+  start "$T/on$round.log" --ssd-cache "$C" ${TIER_ARGS:-}
   echo "decode, tier on:   $(decode)"
   stop
 done
