@@ -490,15 +490,8 @@ static void fail_rows(hr_engine *e, int n_rows, hr_err *err) {
     remove_ended(e);
 }
 
-/* Whether no row of the step computes prompt tokens (a prefill chunk, or a preempted
- * sequence's recompute). */
-static int decode_only(const hr_engine *e, int n_rows) {
-    for (int k = 0; k < n_rows; k++)
-        if (e->row_req[k]->n_computed < e->row_req[k]->n_prompt) return 0;
-    return 1;
-}
-
-/* The step's tokens of prompts (rows still prefilling). */
+/* The step's tokens of prompts: prefill chunks and preempted sequences' recomputes (every row
+ * has at least one token, so 0 means a decode-only step). */
 static int prefill_tokens(const hr_engine *e, int n_rows) {
     int n = 0;
     for (int k = 0; k < n_rows; k++)
@@ -608,8 +601,9 @@ void hr_sched_step(hr_engine *e, int *idle) {
         n_sampled += e->rows[k].logits == HR_LOGITS_LAST;
     /* before any DONE goes out, so a caller that saw DONE sees its tokens counted */
     uint64_t ns = hr_now_ns() - t0;
-    update_stats(e, decode_only(e, n_rows), n_tokens, n_sampled, ns);
-    if (e->ssd) hr_ssd_tier_note_prefill(e->ssd, prefill_tokens(e, n_rows), (double)ns / 1e6);
+    int prefilled = prefill_tokens(e, n_rows);
+    update_stats(e, prefilled == 0, n_tokens, n_sampled, ns);
+    if (e->ssd) hr_ssd_tier_note_prefill(e->ssd, prefilled, (double)ns / 1e6);
     for (int k = 0; k < n_rows; k++) {
         hr_request *r = e->row_req[k];
         r->n_computed += e->rows[k].n_tokens;

@@ -128,8 +128,8 @@ template <int D, int BN>
 static __global__ void __launch_bounds__(MW_THREADS)
     mmw_k(hr_cu_gemv_set g, const uint16_t *x, int T, long K, int splits) {
     HR_PDL_ENTRY();
-    constexpr int S = mw_stages<BN>();
 #if MW_ON
+    constexpr int S = mw_stages<BN>();
     extern __shared__ __align__(16) unsigned char mw_raw[]; /* MW_ALIGN more than the stages */
     unsigned char *mw_smem = mw_raw + ((MW_ALIGN - smem_addr(mw_raw) % MW_ALIGN) % MW_ALIGN);
     mw_stage<BN> *st = (mw_stage<BN> *)mw_smem;
