@@ -88,8 +88,10 @@ static float pass(cudaStream_t s, cublasHandle_t h, const product *p, void *w[SE
             hr_cu_round(s, xh, NULL, HR_CU_BF16, x, (long)T * p->K);
             if (v == 3)
                 hr_cu_mmh(s, &g, xh, HR_CU_BF16, T, p->K, ws);
-            else
-                hr_cu_mmw(s, &g, xh, HR_CU_BF16, T, p->K);
+            else if (!hr_cu_mmw(s, &g, xh, HR_CU_BF16, T, p->K)) {
+                fprintf(stderr, "mmw refused %s at %d rows\n", p->name, T);
+                exit(1);
+            }
         } else {
             const float one = 1, zero = 0;
             hr_cu_round(s, xh, NULL, HR_CU_BF16, x, (long)T * p->K);

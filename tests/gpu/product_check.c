@@ -203,11 +203,17 @@ static void check_type(hr_backend *be, hr_dtype t, long N0, long N1, long K, int
     int cat = !e && (const char *)s.dev[0].data + N0 * K * 2 == s.dev[1].data;
     for (size_t i = 0; !e && i < sizeof Ts / sizeof *Ts; i++) {
         double err;
+        long refused = hr_cu_mmw_refused;
         e = set_err(be, t, &s, Ts[i], &err);
         if (e) break;
         char what[32];
         const char *path = path_of(N0, N1, cat, Ts[i], mmw);
         snprintf(what, sizeof what, "%s K=%ld", path, K);
+        if (hr_cu_mmw_refused != refused) {
+            printf("%s %s T=%d: FAIL: mmw refused the set\n", hr_dtype_name(t), what, Ts[i]);
+            ++*failures;
+            continue;
+        }
         report(t, what, Ts[i], err, failures);
     }
     if (e) report_err(t, "mmh", e, failures);

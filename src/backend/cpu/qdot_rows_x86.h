@@ -138,10 +138,11 @@ TILE rows_tile(int f, const void *tile, const void *x, size_t xs, long nb, int n
     acc_zero(acc, nt);
     long b = 0;
     /* whole groups of x's 8 blocks with the slot a constant: no index arithmetic per block */
-    for (; b + 8 <= nb; b += 8, o += 8 * HR_QROWS * bb)
+    for (; b + 8 <= nb; b += 8, o += 8 * HR_QROWS * bb) {
         UNROLL
         for (int i = 0; i < 8; i++)
             rows_block(f, o + i * HR_QROWS * bb, x, xs, b / 8, i, nt, acc);
+    }
     for (; b < nb; b++, o += HR_QROWS * bb)
         rows_block(f, o, x, xs, b / 8, (int)(b % 8), nt, acc);
     acc_store(out, acc, nt);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_profiler_api.h>
+
 #include "backend/cuda/cuda_backend.h"
 
 #include "tensor/qplanes.h"
@@ -388,11 +390,25 @@ static void pack_sample(const hr_step_meta *m, char *st, size_t rows_off, size_t
                (size_t)sm->n_masks * (size_t)sm->mask_words * sizeof(uint32_t));
 }
 
+enum { PROFILED_STEP = 8 }; /* past the eager and captured steps of the rows' graph */
+
+/* HEARTH_CUDA_PROFILE: the profiler's range is one decode step of the rows asked for. */
+static void profile_range(hr_cuda_backend *cb, const hr_step_meta *m) {
+    if (cb->profile_seen == PROFILED_STEP) {
+        cudaProfilerStop();
+        cb->profile_seen++;
+    } else if (cb->profile_seen < PROFILED_STEP && m->n_tokens == m->n_rows &&
+               m->n_rows == cb->profile_rows && ++cb->profile_seen == PROFILED_STEP) {
+        cudaProfilerStart();
+    }
+}
+
 static hr_err *cu_step_begin(hr_backend *be, const hr_step_meta *m) {
     hr_cuda_backend *cb = (hr_cuda_backend *)be;
     hr_cu_flush(cb);
     hr_cu_fail(cb, hr_cu_graph_end(cb)); /* a step that never synced */
     HR_TRY(take_error(cb));
+    if (cb->profile_rows) profile_range(cb, m);
     int width, max_len;
     step_shape(m, &width, &max_len);
     size_t nt = (size_t)m->n_tokens, nr = (size_t)m->n_rows, cells = nr * (size_t)width;
@@ -560,7 +576,7 @@ static hr_err *init(hr_cuda_backend *cb) {
     HR_TRY(env_rows("HEARTH_CUDA_MMW_MIN", HR_CU_MMW_MIN_T, 1 << 20, &cb->mmw_min_t));
     HR_TRY(env_rows("HEARTH_CUDA_MMW", 0, HR_CU_MMW_MAX_T, &cb->mmw_max_t));
     if (!hr_cu_mmw_ok()) cb->mmw_max_t = 0;
-    return NULL;
+    return env_rows("HEARTH_CUDA_PROFILE", 0, 1 << 20, &cb->profile_rows);
 }
 
 hr_err *hr_backend_cuda_create(const hr_backend_options *o, hr_backend **out) {

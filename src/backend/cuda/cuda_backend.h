@@ -159,6 +159,9 @@ typedef struct {
     int mmw_min_t, mmw_max_t; /* the rows mmw takes: HEARTH_CUDA_MMW_MIN=N (default
                                * HR_CU_MMW_MIN_T) to HEARTH_CUDA_MMW=N (default 0: none); none on
                                * a device without wgmma */
+    int profile_rows;         /* HEARTH_CUDA_PROFILE=N: the profiler records the eighth decode
+                               * step of N rows (ncu --profile-from-start off; 0: none) */
+    int profile_seen;         /* decode steps of profile_rows rows so far */
 } hr_cuda_backend;
 
 /* Weight memory (cuda_arena.c): bytes placed after the previous upload where the chunk has

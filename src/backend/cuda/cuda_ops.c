@@ -80,7 +80,7 @@ static int contiguous(const hr_cu_gemv_set *g, long K) {
 }
 
 /* A set of 16-bit products of one x past the GEMV's rows. From mmw_min_t to mmw_max_t rows
- * mmw, the whole set in one launch. Else a set with a small matrix (q, k, v: hr_cu_mmh_wins),
+ * mmw where it takes the shape. Else a set with a small matrix (q, k, v: hr_cu_mmh_wins),
  * which cuBLAS reads slowly a matrix at a time: from cat_min_t to HR_CU_CAT_MAX_T rows, where
  * its weights are contiguous, one cuBLAS product of them all into cb->cat, split into the
  * outputs; else to mmh_max_t rows mmh; everything else cuBLAS a matrix at a time. x rounded
@@ -90,8 +90,7 @@ static void products16(hr_cuda_backend *cb, const hr_cu_gemv_set *g) {
     long K = cb->pending.K, N = g->start[g->n];
     if (T >= cb->mmw_min_t && T <= cb->mmw_max_t) {
         const void *xh = x_rounded(cb, cb->pending.x, (size_t)T * (size_t)K, d);
-        if (xh) hr_cu_mmw(cb->stream, g, xh, d, T, K);
-        return;
+        if (!xh || hr_cu_mmw(cb->stream, g, xh, d, T, K)) return;
     }
     int small = hr_cu_mmh_wins(g);
     if (small && cb->cat_min_t && T >= cb->cat_min_t && T <= HR_CU_CAT_MAX_T && contiguous(g, K)) {

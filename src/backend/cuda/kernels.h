@@ -196,17 +196,19 @@ void hr_cu_mmf(cudaStream_t s, const hr_cu_gemv_set *g, const void *xh, int q, i
 enum { HR_CU_MMH_MAX_T = 64 };
 int hr_cu_mmh_takes(int dtype, long K);
 /* The same on Hopper's wgmma (mmw.cu; only where hr_cu_mmw_ok: a compute capability 9.0 device)
- * for any T past HR_CU_GEMV_MAX_T, K a multiple of 8: no workspace (K splits sum in a cluster's
- * shared memory, at most hr_cu_mmw_max_splits blocks, default HR_CU_MMW_SPLITS). Slower than
- * cuBLAS and mmh as it stands (docs/perf-notes.md), so the backend gives it rows only when
- * HEARTH_CUDA_MMW=N asks: HR_CU_MMW_MIN_T (or HEARTH_CUDA_MMW_MIN) to N rows, every set.
- * hr_cu_mmw_clusters: how many clusters of `splits` blocks with tiles of bn rows of x the device
- * holds at once (0 where it cannot say). */
-enum { HR_CU_MMW_MIN_T = 17, HR_CU_MMW_MAX_T = 128, HR_CU_MMW_SPLITS = 4 };
+ * for any T past HR_CU_GEMV_MAX_T: no workspace (K splits sum in a cluster's shared memory, at
+ * most hr_cu_mmw_max_splits blocks, default HR_CU_MMW_SPLITS). 0 (nothing launched) where it
+ * cannot take the shape: K not a multiple of 8, x or a matrix not 16-byte aligned, a tensor map
+ * the driver refuses. The backend gives it rows only when HEARTH_CUDA_MMW=N asks:
+ * HR_CU_MMW_MIN_T (or HEARTH_CUDA_MMW_MIN) to N rows, every set. hr_cu_mmw_clusters: how many
+ * clusters of `splits` blocks with tiles of bn rows of x the device holds at once (0 where it
+ * cannot say). */
+enum { HR_CU_MMW_MIN_T = 17, HR_CU_MMW_MAX_T = 128, HR_CU_MMW_SPLITS = 8 };
 extern int hr_cu_mmw_max_splits;
+extern long hr_cu_mmw_refused; /* hr_cu_mmw calls that launched nothing (gpu_check reads it) */
 int hr_cu_mmw_ok(void);
 int hr_cu_mmw_clusters(int bn, int splits);
-void hr_cu_mmw(cudaStream_t s, const hr_cu_gemv_set *g, const void *xh, int dtype, int T, long K);
+int hr_cu_mmw(cudaStream_t s, const hr_cu_gemv_set *g, const void *xh, int dtype, int T, long K);
 /* Whether mmh is faster than cuBLAS for the set g (measured; to HR_CU_MMH_MAX_T rows). */
 int hr_cu_mmh_wins(const hr_cu_gemv_set *g);
 void hr_cu_mmh(cudaStream_t s, const hr_cu_gemv_set *g, const void *xh, int dtype, int T, long K,
