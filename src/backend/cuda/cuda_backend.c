@@ -525,6 +525,19 @@ static hr_err *env_rows(const char *name, int dflt, int most, int *out) {
     return NULL;
 }
 
+/* HEARTH_CUDA_DTC: the decode attention's key tile and stages (kernels.h). */
+static hr_err *dtc_tile(const char *s) {
+    static const char *const names[] = {"32x2", "16x2", "16x3", "16x4", "auto"};
+    hr_cu_dtc_tile = HR_CU_DTC_AUTO;
+    if (!s) return NULL;
+    for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
+        if (!strcmp(s, names[i])) {
+            hr_cu_dtc_tile = i;
+            return NULL;
+        }
+    return hr_errf("cuda: HEARTH_CUDA_DTC must be auto, 32x2, 16x2, 16x3 or 16x4, not '%s'", s);
+}
+
 static hr_err *init(hr_cuda_backend *cb) {
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
@@ -565,6 +578,7 @@ static hr_err *init(hr_cuda_backend *cb) {
     cb->fold = !(fo && !strcmp(fo, "0"));
     const char *gv = getenv("HEARTH_CUDA_GEMV");
     hr_cu_gemv_split = !(gv && !strcmp(gv, "warp"));
+    HR_TRY(dtc_tile(getenv("HEARTH_CUDA_DTC")));
     const char *qg = getenv("HEARTH_CUDA_QGEMV");
     cb->qgemv_f32 = qg && !strcmp(qg, "f32");
     const char *mq = getenv("HEARTH_CUDA_MMQ");

@@ -247,6 +247,11 @@ int hr_cu_attention_tc(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer
 /* The tensor-core decode kernel (attention_dtc.cu): whether it takes the layer (bf16 KV, head
  * dim 64 or 128, at most 16 query heads per kv head), its splits for the step, the launch. */
 int hr_cu_attention_dtc_fits(const hr_cu_kv_layer *kv, const hr_cu_attn *p);
+/* The decode kernel's key tile and stages: HEARTH_CUDA_DTC=auto (the default: by the step's
+ * width, attention_dtc.cu), or for A/B runs 32x2, 16x2, 16x3 or 16x4 (keys a tile x tiles a
+ * warp keeps in shared memory). */
+enum { HR_CU_DTC_32X2, HR_CU_DTC_16X2, HR_CU_DTC_16X3, HR_CU_DTC_16X4, HR_CU_DTC_AUTO };
+extern int hr_cu_dtc_tile;
 int hr_cu_attention_dtc_splits(const hr_cu_meta *m, const hr_cu_attn *p);
 void hr_cu_attention_dtc(cudaStream_t s, const hr_cu_meta *m, const hr_cu_kv_layer *kv,
                          const hr_cu_attn *p, int splits, int skip_tiled, float *out,
