@@ -5,6 +5,7 @@
  * quantized table; the refusal of rows that are not whole blocks. */
 #include "backend/backend.h"
 #include "backend/cpu/qdot.h"
+#include "backend/cpu/qrepack.h"
 #include "base/cpu.h"
 #include "harness.h"
 #include "quant_err.h"
@@ -58,11 +59,15 @@ static hr_backend *backend(int threads) {
     return be;
 }
 
-/* The matmul's definition: the f32 matmul of w dequantized, or where this level has a dot
- * for t, that dot of each weight row with each row of x quantized. */
-static void reference(hr_backend *be, float *y, const float *x, const void *wq, const float *wf,
-                      hr_dtype t, int T, long N, long K) {
+/* The matmul's definition: the f32 matmul of w dequantized (wf), or where this level has a dot
+ * for t, that dot of each row of the uploaded weight dq with each row of x quantized; for a
+ * weight the backend repacked (dq->row_tile, qrepack.h), the C tile over its whole tiles and the
+ * dot past them. */
+static void reference(hr_backend *be, float *y, const float *x, const float *wf,
+                      const hr_tensor *dq, int T, long N, long K) {
+    hr_dtype t = dq->dtype;
     hr_qdot_fn dot = hr_cpu_qdots_get()->dot[t];
+    long whole = dq->row_tile ? N / HR_QROWS * HR_QROWS : 0;
     if (!dot) {
         hr_tensor host = {.data = (void *)wf, .dtype = HR_F32, .ndim = 2, .shape = {N, K}}, dev;
         hr_err *e = be->vt->upload(be, &host, &dev);
@@ -76,9 +81,15 @@ static void reference(hr_backend *be, float *y, const float *x, const void *wq, 
     char *xq = aligned_alloc(64, (xs * (size_t)T + 63) / 64 * 64);
     for (int r = 0; r < T; r++)
         hr_qx_quantize(t, x + r * K, xq + r * xs, K);
-    for (int r = 0; r < T; r++)
-        for (long n = 0; n < N; n++)
-            y[r * N + n] = dot((const char *)wq + n * hr_dtype_bytes(t, K), xq + r * xs, K / 32);
+    size_t tb = hr_dtype_bytes(t, HR_QROWS * K);
+    for (int r = 0; r < T; r++) {
+        for (long s = 0; s < whole; s += HR_QROWS)
+            hr_cpu_qdots_ref.rows1[t]((const char *)dq->data + s / HR_QROWS * tb, xq + r * xs, xs,
+                                      K / 32, y + r * N + s);
+        for (long n = whole; n < N; n++) /* the upload may have dropped wq's pages */
+            y[r * N + n] =
+                dot((const char *)dq->data + n * hr_dtype_bytes(t, K), xq + r * xs, K / 32);
+    }
     free(xq);
 }
 
@@ -103,7 +114,7 @@ static int check_matmul(hr_backend *be, hr_dtype t, int T, long N, long K) {
     hr_err *e = be->vt->upload(be, &host_q, &dq);
     if (!e) e = be->vt->upload(be, &host_f, &df);
     if (!e) {
-        reference(be, y0, x, wq, wf, t, T, N, K);
+        reference(be, y0, x, wf, &dq, T, N, K);
         be->vt->matmul(be, y1, x, &dq, NULL, T);
         ok = memcmp(y0, y1, sizeof(float) * (size_t)(T * N)) == 0;
         for (int r = 0; ok && r < T; r++) {

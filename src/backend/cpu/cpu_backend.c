@@ -33,8 +33,16 @@ static hr_err *cpu_alloc(hr_backend *be, size_t bytes, void **out) {
 static void cpu_free(hr_backend *be, void *p) { free(p); }
 
 /* Large tensors are copied into 2 MiB-page memory: decode streams every weight once per
- * token and 4 KiB pages of a file mapping cost ~20% of it in TLB misses (perf-notes.md). */
-enum { HUGE_PAGE = 2u << 20, COPY_MIN = 1u << 20 };
+ * token and 4 KiB pages of a file mapping cost ~20% of it in TLB misses (perf-notes.md).
+ * Smaller ones stay where they are, except weights the matmul repacks (qrepack.h), which are
+ * copied into 4 KiB pages: the row tiles are faster than the row dots at any size. */
+enum { HUGE_PAGE = 2u << 20, SMALL_PAGE = 4096, COPY_MIN = 1u << 20 };
+
+/* Bytes a copied tensor of `bytes` maps. */
+static size_t mapped_bytes(size_t bytes) {
+    size_t page = bytes >= COPY_MIN ? HUGE_PAGE : SMALL_PAGE;
+    return (bytes + page - 1) / page * page;
+}
 
 /* An MLX-quantized weight needs its companions on this backend and whole groups per row. */
 static hr_err *check_mlx(const hr_tensor *w, int64_t row) {
@@ -65,13 +73,14 @@ static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev)
     if (quant) cb->has_quant = 1;
     if ((t == HR_BF16 || quant) && row > cb->max_k) cb->max_k = row;
     size_t bytes = hr_tensor_bytes(host);
-    if (cb->opt.weights_in_place || bytes < COPY_MIN) return NULL;
-    size_t rounded = (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
+    int repack = hr_qrepack_fits(t, host->ndim, host->shape[0]);
+    if (cb->opt.weights_in_place || (bytes < COPY_MIN && !repack)) return NULL;
+    size_t rounded = mapped_bytes(bytes);
     void *p = mmap(NULL, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return hr_errc(HR_E_OOM, "out of memory: cannot allocate %zu MiB for weights", bytes >> 20);
-    madvise(p, rounded, MADV_HUGEPAGE);
-    if (hr_qrepack_fits(t, host->ndim, host->shape[0])) {
+    if (bytes >= COPY_MIN) madvise(p, rounded, MADV_HUGEPAGE);
+    if (repack) {
         hr_qrepack(cb->pool, t, host->data, p, host->shape[0], row);
         dev->row_tile = HR_QROWS;
     } else {
@@ -87,8 +96,9 @@ static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev)
 
 static void cpu_release(hr_backend *be, hr_tensor *dev) {
     size_t bytes = hr_tensor_bytes(dev);
-    if (((hr_cpu_backend *)be)->opt.weights_in_place || bytes < COPY_MIN) return;
-    munmap(dev->data, (bytes + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
+    if (((hr_cpu_backend *)be)->opt.weights_in_place || (bytes < COPY_MIN && !dev->row_tile))
+        return;
+    munmap(dev->data, mapped_bytes(bytes));
     dev->data = NULL;
 }
 
