@@ -87,7 +87,9 @@ static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev)
         memcpy(p, host->data, bytes);
     }
     dev->data = p;
-    /* drop the source pages from this process (the page cache keeps them) */
+    /* drop a large source's pages from this process (the page cache keeps them); a small
+     * one's are left, as they were when small tensors stayed in place */
+    if (bytes < COPY_MIN) return NULL;
     uintptr_t b = ((uintptr_t)host->data + 4095) & ~(uintptr_t)4095;
     uintptr_t e = ((uintptr_t)host->data + bytes) & ~(uintptr_t)4095;
     if (e > b) madvise((void *)b, e - b, MADV_DONTNEED);
