@@ -2,8 +2,9 @@
  * mode (the GPU machine only): for bf16 and f16 weights, two weights uploaded and issued back to
  * back on one x as q and k are, with 5..HR_CU_MMW_MAX_T rows of x and rows past them. On a
  * device with wgmma, once more on a backend made with HEARTH_CUDA_MMW=HR_CU_MMW_MAX_T, where
- * HR_CU_MMW_MIN_T..HR_CU_MMW_MAX_T rows take mmw.cu (K split over a cluster of 4 blocks for
- * K = 2304, of 3 for K = 808, none for the 17000 rows of K = 256). Otherwise a set of
+ * HR_CU_MMW_MIN_T..HR_CU_MMW_MAX_T rows take mmw.cu (a launch per matrix, its rows not whole
+ * tiles; K split over a cluster of 8 blocks for K = 2304, of 3 for K = 808, none for the 17000
+ * rows of K = 256; two consumer warpgroups past 64 rows; a refused set fails). Otherwise a set of
  * 1000 and 260 rows takes mmh.cu (tiles past each matrix's end, a set boundary inside a tile;
  * K = 2304 splits over blocks, K = 808 ends in a partial chunk) and, from HR_CU_CAT_MIN_T rows
  * where the two lie contiguously (K = 2304: their bytes a multiple of the arena's alignment), one
