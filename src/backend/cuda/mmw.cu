@@ -1,11 +1,12 @@
 /* Products of 16-bit weights (bf16 or f16) with the decode batches past mmh's rows, on Hopper's
  * warpgroup tensor-core instruction (wgmma, sm_90a): the weights are the M side of
  * wgmma.m64nNk16 and the rows of x its N side (16 to 128 of them), both read from shared memory
- * in the 128-byte swizzled K-major layout that wgmma's descriptors name. A block is a consumer
- * warpgroup (128 threads) for 128 weight rows (two m64 tiles) and BN rows of x, and a producer
- * warp: one of its threads streams the K chunks of 64 elements into 6 to 8 shared-memory stages
- * by the tensor memory accelerator (TMA: a 2-D box of a tensor map per operand, swizzled and
- * zero-filled past the rows and K by the copy itself), each stage's arrival counted by an
+ * in the 128-byte swizzled K-major layout that wgmma's descriptors name. A block is one or two
+ * consumer warpgroups (128 threads each) of 128 weight rows (two m64 tiles) and BN rows of x
+ * (two for 128 rows of x: they share each x chunk), and a producer warp: one of its threads
+ * streams the K chunks of 64 elements into 6 to 8 shared-memory stages by the tensor memory
+ * accelerator (TMA: a 2-D box of a tensor map per operand, swizzled and zero-filled past the
+ * rows and K by the copy itself), each stage's arrival counted by an
  * mbarrier, each stage handed back by the consumers' mbarrier once the wgmma reading it is done
  * (one chunk's wgmma left in flight). The weights do not depend on the previous kernel, so the
  * first stages' weight boxes are asked for before the programmatic-dependent-launch wait and x's
