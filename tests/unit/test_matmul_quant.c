@@ -5,9 +5,9 @@
  * quantized table; the refusal of rows that are not whole blocks. */
 #include "backend/backend.h"
 #include "backend/cpu/qdot.h"
-#include "backend/cpu/qrepack.h"
 #include "base/cpu.h"
 #include "harness.h"
+#include "qref.h"
 #include "quant_err.h"
 #include "tensor/quant.h"
 
@@ -59,38 +59,20 @@ static hr_backend *backend(int threads) {
     return be;
 }
 
-/* The matmul's definition: the f32 matmul of w dequantized (wf), or where this level has a dot
- * for t, that dot of each row of the uploaded weight dq with each row of x quantized; for a
- * weight the backend repacked (dq->row_tile, qrepack.h), the C tile over its whole tiles and the
- * dot past them. */
+/* The matmul's definition: where this level has a dot for t, hr_test_qref on the uploaded
+ * weight dq; else the f32 matmul of w dequantized (wf). */
 static void reference(hr_backend *be, float *y, const float *x, const float *wf,
                       const hr_tensor *dq, int T, long N, long K) {
-    hr_dtype t = dq->dtype;
-    hr_qdot_fn dot = hr_cpu_qdots_get()->dot[t];
-    long whole = dq->row_tile ? N / HR_QROWS * HR_QROWS : 0;
-    if (!dot) {
-        hr_tensor host = {.data = (void *)wf, .dtype = HR_F32, .ndim = 2, .shape = {N, K}}, dev;
-        hr_err *e = be->vt->upload(be, &host, &dev);
-        if (e)
-            hr_err_free(e);
-        else
-            be->vt->matmul(be, y, x, &dev, NULL, T);
+    if (hr_cpu_qdots_get()->dot[dq->dtype]) {
+        hr_test_qref(y, x, dq, T);
         return;
     }
-    size_t xs = hr_qx_row_bytes(K);
-    char *xq = aligned_alloc(64, (xs * (size_t)T + 63) / 64 * 64);
-    for (int r = 0; r < T; r++)
-        hr_qx_quantize(t, x + r * K, xq + r * xs, K);
-    size_t tb = hr_dtype_bytes(t, HR_QROWS * K);
-    for (int r = 0; r < T; r++) {
-        for (long s = 0; s < whole; s += HR_QROWS)
-            hr_cpu_qdots_ref.rows1[t]((const char *)dq->data + s / HR_QROWS * tb, xq + r * xs, xs,
-                                      K / 32, y + r * N + s);
-        for (long n = whole; n < N; n++) /* the upload may have dropped wq's pages */
-            y[r * N + n] =
-                dot((const char *)dq->data + n * hr_dtype_bytes(t, K), xq + r * xs, K / 32);
-    }
-    free(xq);
+    hr_tensor host = {.data = (void *)wf, .dtype = HR_F32, .ndim = 2, .shape = {N, K}}, dev;
+    hr_err *e = be->vt->upload(be, &host, &dev);
+    if (e)
+        hr_err_free(e);
+    else
+        be->vt->matmul(be, y, x, &dev, NULL, T);
 }
 
 static float worst_err; /* largest |y - f32 y| / sum_k |w_k x_k| of the 8-bit paths */

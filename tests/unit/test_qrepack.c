@@ -11,6 +11,7 @@
 #include "backend/cpu/qrepack.h"
 #include "base/cpu.h"
 #include "harness.h"
+#include "qref.h"
 #include "quant_err.h"
 #include "tensor/quant.h"
 #include "tensor/view.h"
@@ -139,27 +140,6 @@ static hr_backend *backend(int threads) {
     return be;
 }
 
-/* y[T, N] by the definition: the C tiles over dev's tiles, this level's row dot for the
- * rows past them. */
-static void reference(float *y, const float *x, const hr_tensor *dev, int T) {
-    hr_dtype t = dev->dtype;
-    long N = dev->shape[0], K = dev->shape[1], nb = K / 32, whole = N / 8 * 8;
-    size_t xs = hr_qx_row_bytes(K), tb = hr_dtype_bytes(t, 8 * K), rb = hr_dtype_bytes(t, K);
-    char *xq = aligned_alloc(64, xs * (size_t)T);
-    for (int r = 0; r < T; r++) {
-        hr_qx_quantize(t, x + r * K, xq + r * xs, K);
-        float o[8];
-        for (long s = 0; s < whole; s += 8) {
-            hr_cpu_qdots_ref.rows1[t]((const char *)dev->data + s / 8 * tb, xq + r * xs, xs, nb, o);
-            memcpy(y + r * N + s, o, sizeof o);
-        }
-        for (long n = whole; n < N; n++)
-            y[r * N + n] =
-                hr_cpu_qdots_get()->dot[t]((const char *)dev->data + n * rb, xq + r * xs, nb);
-    }
-    free(xq);
-}
-
 /* y[T, N] through the unrepacked path: this level's row dot of every row of the row-major
  * weight wq. */
 static void row_dots(float *y, const float *x, const uint8_t *wq, hr_dtype t, long N, long K,
@@ -225,7 +205,7 @@ static void check_matmul(hr_backend *be, hr_dtype t, long K, int first, float *y
     for (int r = 0; r < MAX_T; r++)
         be->vt->matmul(be, y1 + r * N, x + r * K, &dq, NULL, 1);
     if (first) {
-        reference(y, x, &dq, 5);
+        hr_test_qref(y, x, &dq, 5);
         HR_CHECK(!memcmp(y, y1, sizeof(float) * 5 * (size_t)N), "%s K=%ld: not the C tiles", name,
                  K);
         float err = hr_test_quant_err(y1, yr, wf, x, 5, N, K);

@@ -449,10 +449,10 @@ extern "C" int hr_cu_mmw_ok(void) {
 template <int D>
 static int mmw_set(cudaStream_t s, const hr_cu_gemv_set *g, const uint16_t *xh, int T, long K) {
     int whole = 1, wg = T > 64 ? 2 : 1;
-    for (int i = 1; i < g->n; i++)
-        wg = g->start[i] % (2 * MW_WG_ROWS) ? 1 : wg;
-    for (int i = 1; i < g->n; i++)
+    for (int i = 1; i < g->n; i++) {
         whole &= g->start[i] % MW_WG_ROWS == 0;
+        if (g->start[i] % (2 * MW_WG_ROWS)) wg = 1;
+    }
     if (whole) return mmw_tiles<D>(s, g, xh, T, K, wg);
     for (int i = 0; i < g->n; i++) {
         hr_cu_gemv_set one = {.n = 1, .w = {g->w[i]}, .y = {g->y[i]}};
