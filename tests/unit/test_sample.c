@@ -341,7 +341,44 @@ static void test_engine_op_equals_host(void) {
     hr_backend_destroy(be_host);
 }
 
+/* The argmax op against the one-pass loop it must equal (`x[i] > x[best]`): the first of tied
+ * maxima, NaNs skipped (a NaN at 0 gives 0), -0 and +0 tied, -inf rows, lengths under and past
+ * the vector width, two rows at once. */
+static void test_argmax_op(void) {
+    enum { N = 1000 };
+    static float x[2 * N];
+    int32_t ids[2];
+    hr_backend *be;
+    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 1}, &be));
+    int bad = 0;
+    for (int trial = 0; trial < 2000; trial++) {
+        int n = 1 + (int)(rnd() % (trial < 1000 ? 40 : N)), kind = (int)(rnd() % 6);
+        for (int i = 0; i < 2 * n; i++) {
+            int r = (int)(rnd() % 8);
+            x[i] = kind == 0   ? -INFINITY
+                   : kind == 1 ? (float)(r % 3) - 1.0f /* many ties */
+                   : kind == 2 ? (r == 0 ? NAN : rndf())
+                   : kind == 3 ? (r < 4   ? -0.0f
+                                  : r < 6 ? 0.0f
+                                          : -1.0f)
+                               : rndf() * 4.0f - 2.0f;
+        }
+        if (kind == 4) x[0] = NAN;
+        be->vt->argmax(be, ids, x, 2, n);
+        for (int r = 0; r < 2; r++) {
+            const float *xr = x + (long)r * n;
+            int best = 0;
+            for (int i = 1; i < n; i++)
+                if (xr[i] > xr[best]) best = i;
+            bad += ids[r] != best;
+        }
+    }
+    HR_CHECK(bad == 0, "%d argmax rows differ from the one-pass loop", bad);
+    hr_backend_destroy(be);
+}
+
 int main(void) {
+    HR_RUN(test_argmax_op);
     HR_RUN(test_edits_equal_proc_apply);
     HR_RUN(test_op_equals_host);
     HR_RUN(test_engine_op_equals_host);

@@ -415,14 +415,31 @@ static void cpu_copy2d(hr_backend *be, float *dst, long dst_stride, const float 
         memcpy(dst + r * dst_stride, src + r * src_stride, sizeof(float) * (size_t)cols);
 }
 
+/* The first index of x's largest value, NaNs never chosen unless x[0] is one (then 0): what
+ * `if (x[i] > x[best]) best = i` gives, in two passes that vectorize (16 running maxima, then
+ * the first element equal to their maximum); the one-pass loop was 2% of a decode step. */
+static int argmax_row(const float *x, int n) {
+    enum { L = 16 };
+    if (x[0] != x[0]) return 0;
+    float mx[L], m = x[0];
+    for (int l = 0; l < L; l++)
+        mx[l] = x[0];
+    int i = 1;
+    for (; i + L <= n; i += L)
+        for (int l = 0; l < L; l++)
+            mx[l] = x[i + l] > mx[l] ? x[i + l] : mx[l];
+    for (; i < n; i++)
+        m = x[i] > m ? x[i] : m;
+    for (int l = 0; l < L; l++)
+        m = mx[l] > m ? mx[l] : m;
+    for (i = 0; x[i] != m; i++)
+        ;
+    return i;
+}
+
 static void cpu_argmax(hr_backend *be, int32_t *ids, const float *x, int rows, int n) {
-    for (int r = 0; r < rows; r++) {
-        const float *xr = x + (long)r * n;
-        int best = 0;
-        for (int i = 1; i < n; i++)
-            if (xr[i] > xr[best]) best = i;
-        ids[r] = best;
-    }
+    for (int r = 0; r < rows; r++)
+        ids[r] = argmax_row(x + (long)r * n, n);
 }
 
 typedef struct {
