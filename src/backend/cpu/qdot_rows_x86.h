@@ -131,6 +131,16 @@ static inline __attribute__((always_inline)) void rows_block(int f, const uint8_
     }
 }
 
+/* The n bytes that lie `ahead` bytes past p fetched into L1, a line at a time (never faults,
+ * so past a tensor's end is fine). A tile's stream is sequential, yet the hardware prefetchers
+ * alone left a 2-core Zen 5's Q4_0 decode at 77-80 tok/s; two groups (super-blocks) ahead,
+ * 95-98. always_inline: as a plain inline, GCC 12 -O2 dropped the prefetches altogether. */
+static inline __attribute__((always_inline)) void prefetch_ahead(const uint8_t *p, int ahead,
+                                                                 int n) {
+    for (int l = 0; l < n; l += 64)
+        _mm_prefetch((const char *)p + ahead + l, _MM_HINT_T0);
+}
+
 TILE rows_tile(int f, const void *tile, const void *x, size_t xs, long nb, int nt, float *out) {
     const uint8_t *o = tile;
     int bb = block_bytes(f);
@@ -139,6 +149,7 @@ TILE rows_tile(int f, const void *tile, const void *x, size_t xs, long nb, int n
     long b = 0;
     /* whole groups of x's 8 blocks with the slot a constant: no index arithmetic per block */
     for (; b + 8 <= nb; b += 8, o += 8 * HR_QROWS * bb) {
+        prefetch_ahead(o, 2 * 8 * HR_QROWS * bb, 8 * HR_QROWS * bb);
         UNROLL
         for (int i = 0; i < 8; i++)
             rows_block(f, o + i * HR_QROWS * bb, x, xs, b / 8, i, nt, acc);
@@ -206,6 +217,7 @@ TILE rows_qk_tile(int five, const void *tile, const void *x, size_t xs, long nb,
     __m256 acc[4];
     acc_zero(acc, nt);
     for (long sb = 0; sb < nb / 8; sb++, o += HR_QROWS * (five ? 176 : 144)) {
+        prefetch_ahead(o, 2 * HR_QROWS * (five ? 176 : 144), HR_QROWS * (five ? 176 : 144));
         const uint8_t *nib = o + 128 + (five ? 256 : 0);
         __m256i isum[4];
         UNROLL
@@ -272,6 +284,7 @@ TILE rows_q6_k_tile(const void *tile, const void *x, size_t xs, long nb, int nt,
     __m256 acc[4];
     acc_zero(acc, nt);
     for (long sb = 0; sb < nb / 8; sb++, o += HR_QROWS * 210) {
+        prefetch_ahead(o, 2 * HR_QROWS * 210, HR_QROWS * 210);
         const uint8_t *ch = o + 144; /* the 48 chunks, 12 per quarter hu */
         __m256i isum[4];
         UNROLL
