@@ -69,7 +69,8 @@ void hr_qmm_prepare(hr_qmm *q, hr_pool *pool, const float *x, const hr_tensor *w
                   .dot = qd->dot[w->dtype],
                   .dot4 = qd->dot4[w->dtype],
                   .rows1 = w->row_tile ? qd->rows1[w->dtype] : NULL,
-                  .rows4 = w->row_tile ? qd->rows4[w->dtype] : NULL};
+                  .rows4 = w->row_tile ? qd->rows4[w->dtype] : NULL,
+                  .rows4x2 = w->row_tile ? qd->rows4x2[w->dtype] : NULL};
     if (hr_mlx_bits(w->dtype)) {
         prepare_mlx(q, hr_pool_size(pool), scratch);
         return;
@@ -142,18 +143,21 @@ static void tile_cols(const hr_qmm *q, float *y, long n0, long n1) {
     for (int t0 = 0; t0 < q->T; t0 += 4) {
         const char *x = (const char *)q->xq + (size_t)t0 * xs;
         int nt = q->T - t0 < 4 ? q->T - t0 : 4;
-        for (long s = n0 / HR_QROWS * HR_QROWS; s < n1 && s < whole; s += HR_QROWS) {
-            float o[4 * HR_QROWS];
+        for (long s = n0 / HR_QROWS * HR_QROWS, step; s < n1 && s < whole; s += step) {
+            float o[4 * 2 * HR_QROWS];
             const char *tile = w + (size_t)(s / HR_QROWS) * tile_bytes;
-            if (nt == 4 && q->rows4)
+            step = nt == 4 && q->rows4x2 && s + 2 * HR_QROWS <= whole ? 2 * HR_QROWS : HR_QROWS;
+            if (step > HR_QROWS)
+                q->rows4x2(tile, x, xs, nb, o);
+            else if (nt == 4 && q->rows4)
                 q->rows4(tile, x, xs, nb, o);
             else
                 for (int t = 0; t < nt; t++)
                     q->rows1(tile, x + t * xs, xs, nb, o + HR_QROWS * t);
-            long a = s > n0 ? s : n0, e = s + HR_QROWS < n1 ? s + HR_QROWS : n1;
+            long a = s > n0 ? s : n0, e = s + step < n1 ? s + step : n1;
             for (int t = 0; t < nt; t++)
                 for (long n = a; n < e; n++)
-                    y[(t0 + t) * N + n] = o[HR_QROWS * t + n - s];
+                    y[(t0 + t) * N + n] = o[step * t + n - s];
         }
     }
     if (n1 > whole) dot_cols(q, y, n0 > whole ? n0 : whole, n1);

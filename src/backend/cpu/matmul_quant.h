@@ -16,14 +16,15 @@ typedef struct {
     const float *x;     /* [T, K] */
     int T;
     long K;
-    hr_qdot_fn dot;     /* set: x quantized into xq; else the dequantized-row path */
-    hr_qdot4_fn dot4;   /* NULL: dot per token */
-    hr_qrows_fn rows1;  /* set: w is repacked (qrepack.h), its tiles through rows1 / rows4 */
-    hr_qrows_fn rows4;  /* NULL: rows1 per token */
-    const void *xq;     /* [T] rows of hr_qx_row_bytes(K): hr_q8x or hr_q8k blocks */
-    hr_mlx_dot_fn mdot; /* set: MLX dots over x with its group sums xs */
-    const float *xs;    /* [T, K / group] */
-    float *sb;          /* per thread: a row's scales and biases, 2 * K / 32 floats */
+    hr_qdot_fn dot;      /* set: x quantized into xq; else the dequantized-row path */
+    hr_qdot4_fn dot4;    /* NULL: dot per token */
+    hr_qrows_fn rows1;   /* set: w is repacked (qrepack.h), its tiles through rows1 / rows4 */
+    hr_qrows_fn rows4;   /* NULL: rows1 per token */
+    hr_qrows_fn rows4x2; /* set: pairs of tiles with four tokens through it */
+    const void *xq;      /* [T] rows of hr_qx_row_bytes(K): hr_q8x or hr_q8k blocks */
+    hr_mlx_dot_fn mdot;  /* set: MLX dots over x with its group sums xs */
+    const float *xs;     /* [T, K / group] */
+    float *sb;           /* per thread: a row's scales and biases, 2 * K / 32 floats */
     const hr_cpu_kernels *k;
     float *rows; /* per thread: HR_QMM_ROWS dequantized weight rows of K floats */
 } hr_qmm;

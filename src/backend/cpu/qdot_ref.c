@@ -173,6 +173,7 @@ const hr_cpu_qdots hr_cpu_qdots_ref = {
      [HR_Q5_K] = hr_qrows_ref_q5_k,
      [HR_Q6_K] = hr_qrows_ref_q6_k},
     {0},
+    {0}, /* four tokens of two tiles are rows4 per tile */
     hr_qx_quantize,
 };
 

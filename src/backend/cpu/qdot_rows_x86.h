@@ -178,6 +178,108 @@ static void rows4_q8_0(const void *w, const void *x, size_t xs, long nb, float *
     rows_tile(Q8_0_F, w, x, xs, nb, 4, out);
 }
 
+#ifdef __AVX512VNNI__
+/* Two tiles as one: A's 32 bytes at a in lanes 0-7, B's at b in lanes 8-15. */
+static inline __m512i load2x32(const uint8_t *a, const uint8_t *b) {
+    return _mm512_inserti64x4(_mm512_castsi256_si512(load32(a)), load32(b), 1);
+}
+
+/* rows_block over tiles A (block at o) and B (tb bytes on) at once, A's 8 rows in lanes 0-7
+ * and B's in 8-15 of 512-bit vectors: each x word broadcast once for 16 rows, one vpdpbusd
+ * where rows_block takes two. The integer sums are the same integers (summed in another
+ * order) and the float steps per lane are rows_block's, so each lane is bit for bit its
+ * row's rows_block. */
+static inline __attribute__((always_inline)) void rows_block2(int f, const uint8_t *o, size_t tb,
+                                                              const void *x, size_t xs, long grp,
+                                                              int i, int nt, __m512 *acc) {
+    __m256i dh =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)o)),
+                                _mm_loadu_si128((const __m128i *)(o + tb)), 1);
+    __m512 dw = _mm512_cvtph_ps(dh);
+    const uint8_t *codes = o + 2 * HR_QROWS + (f == Q5_0_F ? 32 : 0);
+    const __m512i m4 = _mm512_set1_epi8(15), b4 = _mm512_set1_epi8(16);
+    __m512i v[8];
+    if (f == Q8_0_F) {
+        UNROLL
+        for (int c = 0; c < 8; c++)
+            v[c] = load2x32(codes + 32 * c, codes + tb + 32 * c);
+    } else {
+        UNROLL
+        for (int c = 0; c < 4; c++) {
+            __m512i p = load2x32(codes + 32 * c, codes + tb + 32 * c);
+            v[c] = _mm512_and_si512(p, m4);
+            v[c + 4] = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
+        }
+        if (f == Q5_0_F) {
+            __m512i qh = load2x32(o + 2 * HR_QROWS, o + tb + 2 * HR_QROWS);
+            UNROLL
+            for (int c = 0; c < 8; c++) {
+                __m512i h = c <= 4 ? _mm512_slli_epi32(qh, 4 - c) : _mm512_srli_epi32(qh, c - 4);
+                v[c] = _mm512_or_si512(v[c], _mm512_and_si512(h, b4));
+            }
+        }
+    }
+    UNROLL
+    for (int t = 0; t < nt; t++) {
+        const hr_q8x *g = (const hr_q8x *)token(x, xs, t) + grp;
+        const int8_t *xq = g->q + hr_q8x_pos(f != Q8_0_F, i, 0);
+        int off = f == Q8_0_F ? Q8U_OFFSET : f == Q5_0_F ? 16 : 8;
+        __m512i a0 = _mm512_set1_epi32(-off * g->sum[i]), a1 = _mm512_setzero_si512();
+        UNROLL
+        for (int c = 0; c < 8; c += 2) {
+            int32_t w0, w1; /* x words 4c .., the high nibbles' 16 bytes on for Q4_0 / Q5_0 */
+            const int8_t *xc = xq + 4 * c + (f != Q8_0_F && c >= 4 ? 16 : 0);
+            memcpy(&w0, xc, 4);
+            memcpy(&w1, xc + 4, 4);
+            a0 = _mm512_dpbusd_epi32(a0, v[c], _mm512_set1_epi32(w0));
+            a1 = _mm512_dpbusd_epi32(a1, v[c + 1], _mm512_set1_epi32(w1));
+        }
+        __m512 sc = _mm512_mul_ps(dw, _mm512_set1_ps(g->d[i]));
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a0, a1)), sc, acc[t]);
+    }
+}
+
+/* rows_tile over two consecutive tiles (16 rows): out[16 t + r], rows 8 .. 15 the second
+ * tile's. */
+TILE rows_tile2(int f, const void *tile, const void *x, size_t xs, long nb, int nt, float *out) {
+    const uint8_t *o = tile;
+    int bb = block_bytes(f);
+    size_t tb = (size_t)HR_QROWS * (size_t)nb * (size_t)bb;
+    __m512 acc[4];
+    UNROLL
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm512_setzero_ps();
+    long b = 0;
+    for (; b + 8 <= nb; b += 8, o += 8 * HR_QROWS * bb) {
+        prefetch_ahead(o, 2 * 8 * HR_QROWS * bb, 8 * HR_QROWS * bb);
+        prefetch_ahead(o + tb, 2 * 8 * HR_QROWS * bb, 8 * HR_QROWS * bb);
+        UNROLL
+        for (int i = 0; i < 8; i++)
+            rows_block2(f, o + i * HR_QROWS * bb, tb, x, xs, b / 8, i, nt, acc);
+    }
+    for (; b < nb; b++, o += HR_QROWS * bb)
+        rows_block2(f, o, tb, x, xs, b / 8, (int)(b % 8), nt, acc);
+    UNROLL
+    for (int t = 0; t < nt; t++)
+        _mm512_storeu_ps(out + 2 * HR_QROWS * t, acc[t]);
+}
+
+static void rows4x2_q4_0(const void *w, const void *x, size_t xs, long nb, float *out) {
+    rows_tile2(Q4_0_F, w, x, xs, nb, 4, out);
+}
+static void rows4x2_q5_0(const void *w, const void *x, size_t xs, long nb, float *out) {
+    rows_tile2(Q5_0_F, w, x, xs, nb, 4, out);
+}
+static void rows4x2_q8_0(const void *w, const void *x, size_t xs, long nb, float *out) {
+    rows_tile2(Q8_0_F, w, x, xs, nb, 4, out);
+}
+#define QDOT_ROWS4X2                                                                               \
+    { [HR_Q8_0] = rows4x2_q8_0, [HR_Q4_0] = rows4x2_q4_0, [HR_Q5_0] = rows4x2_q5_0 }
+#else
+#define QDOT_ROWS4X2                                                                               \
+    { 0 }
+#endif
+
 /* Q4_K's 8 rows' 6-bit scales of sub-block j (int32 lanes) from a repacked super-block h. */
 static inline __m256i q4_k_rows_sc(const uint8_t *h, int j) {
     __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(h + 32 + 8 * j)));

@@ -429,5 +429,5 @@ QDOT_PAIR(q6_k)
              [HR_Q4_K] = rows1_q4_k, [HR_Q5_K] = rows1_q5_k, [HR_Q6_K] = rows1_q6_k},              \
             {[HR_Q8_0] = rows4_q8_0, [HR_Q4_0] = rows4_q4_0, [HR_Q5_0] = rows4_q5_0,               \
              [HR_Q4_K] = rows4_q4_k, [HR_Q5_K] = rows4_q5_k, [HR_Q6_K] = rows4_q6_k},              \
-            quantize_x                                                                             \
+            QDOT_ROWS4X2, quantize_x                                                               \
     }
