@@ -60,7 +60,8 @@ typedef struct {
     hr_qrows_fn rows1[HR_DTYPE_COUNT]; /* the repacked types (qrepack.h): one token */
     hr_qrows_fn rows4[HR_DTYPE_COUNT]; /* and four; NULL: four calls of rows1 */
     /* two consecutive tiles (16 rows) and four tokens, out[16 t + r], bit for bit rows4 of
-     * each; NULL: rows4 per tile */
+     * each (prefill only: for one token two streams a thread read slower); NULL: rows4 per
+     * tile */
     hr_qrows_fn rows4x2[HR_DTYPE_COUNT];
     /* hr_qx_quantize, bit for bit */
     void (*quantize)(hr_dtype t, const float *x, void *out, long K);

@@ -8,7 +8,9 @@
  * unsigned bytes up to 255, the signed codes back and the sign trick. Q4_K / Q5_K / Q6_K: see their
  * tiles. Either way the same integers as qdot_rows_ref.c, then the same float operations in the
  * same order: bit for bit the C tile, and a token's lanes the same whatever the other tokens of
- * rows4 are. */
+ * rows4 are. With AVX-512 VNNI, four tokens (prefill) also run over two tiles at once
+ * (rows_tile2, rows_qk_tile2: 16 rows in 512-bit lanes, every x word broadcast once for both),
+ * each lane bit for bit its 8-row tile's. */
 #include "backend/cpu/qrepack.h"
 
 /* Token x's 4-byte word at p in all 8 lanes. */
@@ -273,11 +275,6 @@ static void rows4x2_q5_0(const void *w, const void *x, size_t xs, long nb, float
 static void rows4x2_q8_0(const void *w, const void *x, size_t xs, long nb, float *out) {
     rows_tile2(Q8_0_F, w, x, xs, nb, 4, out);
 }
-#define QDOT_ROWS4X2                                                                               \
-    { [HR_Q8_0] = rows4x2_q8_0, [HR_Q4_0] = rows4x2_q4_0, [HR_Q5_0] = rows4x2_q5_0 }
-#else
-#define QDOT_ROWS4X2                                                                               \
-    { 0 }
 #endif
 
 /* Q4_K's 8 rows' 6-bit scales of sub-block j (int32 lanes) from a repacked super-block h. */
@@ -374,6 +371,113 @@ TILE rows_qk_tile(int five, const void *tile, const void *x, size_t xs, long nb,
     acc_store(out, acc, nt);
 }
 
+#ifdef __AVX512VNNI__
+/* q4_k_rows_sc of tiles A (heads at h) and B (tb bytes on) in 16 int32 lanes. */
+static inline __m512i q4_k_rows_sc2(const uint8_t *h, size_t tb, int j) {
+    __m128i b = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(h + 32 + 8 * j)),
+                                   _mm_loadl_epi64((const __m128i *)(h + tb + 32 + 8 * j)));
+    return _mm512_and_si512(_mm512_cvtepu8_epi32(b), _mm512_set1_epi32(63));
+}
+
+/* 16 f16 heads, A's 8 at h and B's at h + tb, as f32 lanes. */
+static inline __m512 heads2(const uint8_t *h, size_t tb) {
+    return _mm512_cvtph_ps(
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)h)),
+                                _mm_loadu_si128((const __m128i *)(h + tb)), 1));
+}
+
+/* rows_qk_tile over two consecutive tiles (16 rows, A's in lanes 0-7, B's in 8-15): each x
+ * word broadcast once for both, one vpdpbusd where the 8-row tile takes two; the same
+ * integers and per lane the same float steps, so bit for bit rows_qk_tile of each tile. */
+TILE rows_qk_tile2(int five, const void *tile, const void *x, size_t xs, long nb, int nt,
+                   float *out) {
+    const uint8_t *o = tile;
+    const int sbb = HR_QROWS * (five ? 176 : 144);
+    const size_t tb = (size_t)(nb / 8) * (size_t)sbb;
+    const __m512i m4 = _mm512_set1_epi8(15), b4 = _mm512_set1_epi8(16);
+    __m512 acc[4];
+    UNROLL
+    for (int t = 0; t < nt; t++)
+        acc[t] = _mm512_setzero_ps();
+    for (long sb = 0; sb < nb / 8; sb++, o += sbb) {
+        prefetch_ahead(o, 2 * sbb, sbb);
+        prefetch_ahead(o + tb, 2 * sbb, sbb);
+        const uint8_t *nib = o + 128 + (five ? 256 : 0);
+        __m512i isum[4];
+        UNROLL
+        for (int t = 0; t < nt; t++)
+            isum[t] = _mm512_setzero_si512();
+        for (int q = 0; q < 4; q++) {
+            __m512i lo[8], hi[8];
+            UNROLL
+            for (int c = 0; c < 8; c++) {
+                __m512i p = load2x32(nib + 32 * (8 * q + c), nib + tb + 32 * (8 * q + c));
+                lo[c] = _mm512_and_si512(p, m4);
+                hi[c] = _mm512_and_si512(_mm512_srli_epi16(p, 4), m4);
+                if (five) {
+                    __m512i hb = load2x32(o + 128 + 32 * c, o + tb + 128 + 32 * c);
+                    __m512i hl = q == 2  ? hb
+                                 : q < 2 ? _mm512_slli_epi16(hb, 4 - 2 * q)
+                                         : _mm512_srli_epi16(hb, 2);
+                    __m512i hh =
+                        q < 2 ? _mm512_slli_epi16(hb, 3 - 2 * q) : _mm512_srli_epi16(hb, 2 * q - 3);
+                    lo[c] = _mm512_or_si512(lo[c], _mm512_and_si512(hl, b4));
+                    hi[c] = _mm512_or_si512(hi[c], _mm512_and_si512(hh, b4));
+                }
+            }
+            __m512i sl = q4_k_rows_sc2(o, tb, 2 * q), sh = q4_k_rows_sc2(o, tb, 2 * q + 1);
+            UNROLL
+            for (int t = 0; t < nt; t++) {
+                const int8_t *xl = ((const hr_q8k *)token(x, xs, t) + sb)->q + 64 * q;
+                __m512i al = _mm512_setzero_si512(), ah = _mm512_setzero_si512();
+                UNROLL
+                for (int c = 0; c < 8; c++) {
+                    int32_t wl, wh;
+                    memcpy(&wl, xl + 4 * c, 4);
+                    memcpy(&wh, xl + 32 + 4 * c, 4);
+                    al = _mm512_dpbusd_epi32(al, lo[c], _mm512_set1_epi32(wl));
+                    ah = _mm512_dpbusd_epi32(ah, hi[c], _mm512_set1_epi32(wh));
+                }
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(al, sl));
+                isum[t] = _mm512_add_epi32(isum[t], _mm512_mullo_epi32(ah, sh));
+            }
+        }
+        __m512 d = heads2(o, tb), dmin = heads2(o + 16, tb);
+        __m256i ma[4], mb[4];
+        __m512i mins[4];
+        q4_k_rows_mins(o, ma);
+        q4_k_rows_mins(o + tb, mb);
+        UNROLL
+        for (int p = 0; p < 4; p++)
+            mins[p] = _mm512_inserti64x4(_mm512_castsi256_si512(ma[p]), mb[p], 1);
+        UNROLL
+        for (int t = 0; t < nt; t++) {
+            const hr_q8k *xk = (const hr_q8k *)token(x, xs, t) + sb;
+            __m512i msum = _mm512_setzero_si512();
+            UNROLL
+            for (int p = 0; p < 4; p++) {
+                int32_t w;
+                memcpy(&w, xk->s32 + 2 * p, 4);
+                msum = _mm512_dpwssd_epi32(msum, mins[p], _mm512_set1_epi32(w));
+            }
+            __m512 xd = _mm512_set1_ps(xk->d);
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(d, xd), acc[t]);
+            acc[t] = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(msum), _mm512_mul_ps(dmin, xd), acc[t]);
+        }
+    }
+    UNROLL
+    for (int t = 0; t < nt; t++)
+        _mm512_storeu_ps(out + 2 * HR_QROWS * t, acc[t]);
+}
+
+static void rows4x2_q4_k(const void *w, const void *x, size_t xs, long nb, float *out) {
+    rows_qk_tile2(0, w, x, xs, nb, 4, out);
+}
+static void rows4x2_q5_k(const void *w, const void *x, size_t xs, long nb, float *out) {
+    rows_qk_tile2(1, w, x, xs, nb, 4, out);
+}
+#endif
+
 /* Q6_K tile: per super-block, half h and half u of each sub-block, the 4 chunks of ql's low
  * nibbles (sub-blocks 4h, 4h + 1), their high ones (4h + 2, 4h + 3) and qh's 2-bit pairs
  * decoded once into 16 vectors of 6-bit codes; per token and 16-element sub-block k, the
@@ -466,3 +570,14 @@ static void rows1_q6_k(const void *w, const void *x, size_t xs, long nb, float *
 static void rows4_q6_k(const void *w, const void *x, size_t xs, long nb, float *out) {
     rows_q6_k_tile(w, x, xs, nb, 4, out);
 }
+
+#ifdef __AVX512VNNI__
+#define QDOT_ROWS4X2                                                                               \
+    {                                                                                              \
+        [HR_Q8_0] = rows4x2_q8_0, [HR_Q4_0] = rows4x2_q4_0, [HR_Q5_0] = rows4x2_q5_0,              \
+        [HR_Q4_K] = rows4x2_q4_k, [HR_Q5_K] = rows4x2_q5_k                                         \
+    }
+#else
+#define QDOT_ROWS4X2                                                                               \
+    { 0 }
+#endif
