@@ -91,6 +91,34 @@ static void test_vector_variants(void) {
         }
 }
 
+/* round_bf16, where a level has it, bit for bit hr_f32_to_bf16 on random bit patterns (NaNs,
+ * infinities, denormals, ties of the rounding among them) at lengths around the vector width. */
+static void test_round_bf16_variants(void) {
+    enum { N = 1000 };
+    static float x[N];
+    static uint16_t y[N + 1];
+    for (int v = 0; v < n_variants; v++) {
+        if (!variants[v]->round_bf16) continue;
+        int bad = 0;
+        for (int trial = 0; trial < 50; trial++) {
+            int n = trial < 40 ? 1 + trial : N;
+            for (int i = 0; i < n; i++) {
+                rng = rng * 1103515245u + 12345u;
+                uint32_t u = rng ^ (rng << 13);
+                if (i % 5 == 1) u = (u & 0x807f0000u) | 0x8000u; /* a tie, denormal or small */
+                if (i % 7 == 2) u |= 0x7f800000u;                /* inf or NaN */
+                memcpy(&x[i], &u, 4);
+            }
+            y[n] = 0xbeef;
+            variants[v]->round_bf16(y, x, n);
+            for (int i = 0; i < n; i++)
+                bad += y[i] != hr_f32_to_bf16(x[i]);
+            bad += y[n] != 0xbeef; /* nothing written past n */
+        }
+        HR_CHECK(bad == 0, "%s round_bf16: %d elements differ", variants[v]->name, bad);
+    }
+}
+
 /* pv at one size: bit for bit one axpy per weight that is not 0 at the same level, and
  * close to the reference level. o starts with some -0, which an FMA by a 0 weight would
  * turn into +0. zeros 0: every weight is positive; 1: rows i % 8 >= 4 have some 0 (+0 and
@@ -305,6 +333,7 @@ int main(void) {
     if (n_variants) {
         HR_RUN(test_matmul_variants);
         HR_RUN(test_vector_variants);
+        HR_RUN(test_round_bf16_variants);
     }
     HR_RUN(test_pv_variants);
     HR_RUN(test_softmax_variants);

@@ -44,6 +44,9 @@ typedef struct {
     /* s[i] = exp(s[i] - m) for i < n (s[i] <= m; -INFINITY gives 0); returns their sum. The
        SIMD levels use their own exp (within 2 ulp of expf, tested) and sum in lanes. */
     float (*exp_sum)(float *s, int n, float m);
+    /* y[0..n) = x rounded to bf16, bit for bit hr_f32_to_bf16 (denormals kept, which
+       VCVTNEPS2BF16 would flush); NULL: that function element by element. */
+    void (*round_bf16)(uint16_t *y, const float *x, long n);
 } hr_cpu_kernels;
 
 /* The reference KV row loader (kv_rows.c). */

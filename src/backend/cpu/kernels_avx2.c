@@ -318,5 +318,5 @@ static float exp_sum(float *s, int n, float m) {
     return hsum(sum);
 }
 
-const hr_cpu_kernels hr_cpu_kernels_avx2 = {"avx2", mm_f32, mm_bf16, mm_f16,  NULL, dot,
-                                            axpy,   scale,  pv,      kv_load, max,  exp_sum};
+const hr_cpu_kernels hr_cpu_kernels_avx2 = {"avx2", mm_f32, mm_bf16, mm_f16, NULL,    dot, axpy,
+                                            scale,  pv,     kv_load, max,    exp_sum, NULL};

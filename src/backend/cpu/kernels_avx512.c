@@ -328,5 +328,22 @@ static float exp_sum(float *s, int n, float m) {
     return _mm512_reduce_add_ps(sum);
 }
 
-const hr_cpu_kernels hr_cpu_kernels_avx512 = {"avx512", mm_f32, mm_bf16, mm_f16,  mm_bx, dot,
-                                              axpy,     scale,  pv,      kv_load, max,   exp_sum};
+/* hr_f32_to_bf16 on 16 lanes: round to nearest even by the carry trick, a NaN quieted. */
+static void round_bf16(uint16_t *y, const float *x, long n) {
+    const __m512i abs = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000),
+                  half = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1),
+                  quiet = _mm512_set1_epi32(0x40);
+    for (long i = 0; i < n; i += 16) {
+        __mmask16 m = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+        __m512i u = _mm512_maskz_loadu_epi32(m, x + i);
+        __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, abs), inf);
+        __m512i r = _mm512_add_epi32(
+            u, _mm512_add_epi32(half, _mm512_and_si512(_mm512_srli_epi32(u, 16), one)));
+        r = _mm512_mask_or_epi32(_mm512_srli_epi32(r, 16), nan, _mm512_srli_epi32(u, 16), quiet);
+        _mm256_mask_storeu_epi16(y + i, m, _mm512_cvtepi32_epi16(r));
+    }
+}
+
+const hr_cpu_kernels hr_cpu_kernels_avx512 = {"avx512", mm_f32,  mm_bf16,   mm_f16, mm_bx,
+                                              dot,      axpy,    scale,     pv,     kv_load,
+                                              max,      exp_sum, round_bf16};

@@ -68,9 +68,9 @@ static float exp_sum(float *s, int n, float m) {
     return sum;
 }
 
-const hr_cpu_kernels hr_cpu_kernels_ref = {"generic", mm_f32, mm_bf16, mm_f16, NULL,
-                                           dot,       axpy,   scale,   pv,     hr_kv_row_load_ref,
-                                           max,       exp_sum};
+const hr_cpu_kernels hr_cpu_kernels_ref = {"generic", mm_f32,  mm_bf16, mm_f16, NULL,
+                                           dot,       axpy,    scale,   pv,     hr_kv_row_load_ref,
+                                           max,       exp_sum, NULL};
 
 const hr_cpu_kernels *hr_cpu_kernels_get(void) {
     switch (hr_cpu()->level) {

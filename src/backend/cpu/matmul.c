@@ -59,11 +59,17 @@ typedef struct {
     float *xr;
     long K;
     int T;
+    const hr_cpu_kernels *k;
 } round_ctx;
 
 static void round_task(void *ctx, int t, int nt) {
     round_ctx *c = ctx;
-    for (long i = c->K * (c->T * t / nt); i < c->K * (c->T * (t + 1) / nt); i++) {
+    long b = c->K * (c->T * t / nt), e = c->K * (c->T * (t + 1) / nt);
+    if (c->xb && c->k->round_bf16) {
+        c->k->round_bf16(c->xb + b, c->x + b, e - b);
+        return;
+    }
+    for (long i = b; i < e; i++) {
         uint16_t b = hr_f32_to_bf16(c->x[i]);
         if (c->xb)
             c->xb[i] = b;
@@ -131,7 +137,7 @@ static int prepare_bf16(hr_cpu_backend *cb, const hr_cpu_kernels *k, mm_ctx *c, 
     }
     int bx = hr_cpu()->avx512bf16 && k->mm_bx;
     void *buf = cb->scratch;
-    round_ctx r = {c->x, bx ? buf : NULL, bx ? NULL : buf, K, c->T};
+    round_ctx r = {c->x, bx ? buf : NULL, bx ? NULL : buf, K, c->T, k};
     hr_pool_run(cb->pool, round_task, &r);
     if (bx) {
         c->xp = buf;
