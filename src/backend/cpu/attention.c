@@ -66,6 +66,14 @@ static inline __attribute__((always_inline)) void row_prefetch(const attn_ctx *c
         __builtin_prefetch(p + o, 0, 3);
 }
 
+/* At position j: the V row of j when visible (j >= lo), and the K row `ahead` positions on
+ * when it is at most last. */
+static inline __attribute__((always_inline)) void
+pos_prefetch(const attn_ctx *c, const int32_t *bt, int kvh, int j, int ahead, int lo, int last) {
+    if (j >= lo) row_prefetch(c, c->kv->v, bt, j, kvh);
+    if (j + ahead <= last) row_prefetch(c, c->kv->k, bt, j + ahead, kvh);
+}
+
 /* Position j's row of kv head kvh in K or V (base) as f32: the stored row of an f32 store,
  * else the row widened into buf (head_dim floats). */
 static const float *kv_row(const attn_ctx *c, const void *base, const int32_t *bt, int j, int kvh,
@@ -114,8 +122,7 @@ static void qk_tile_bx(const attn_ctx *c, const int32_t *bt, int kvh, int j0, in
     int hd = c->p->head_dim, w = (nj + 15) / 16 * 16;
     for (int jj = 0; jj < nj; jj++) {
         x->rows[jj] = j0 + jj >= lo ? kv_raw(c, c->kv->k, bt, j0 + jj, kvh) : NULL;
-        if (x->rows[jj]) row_prefetch(c, c->kv->v, bt, j0 + jj, kvh);
-        if (j0 + TJ + jj <= last) row_prefetch(c, c->kv->k, bt, j0 + TJ + jj, kvh);
+        pos_prefetch(c, bt, kvh, j0 + jj, TJ, lo, last);
     }
     c->bx->kt(x->kt, x->rows, nj, hd);
     for (int i = 0; i < n; i++) {
@@ -231,8 +238,7 @@ static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, floa
         int nj = pos - j0 + 1 < TJ ? pos - j0 + 1 : TJ;
         if (c->bx) qk_tile_bx(c, bt, kvh, j0, nj, lo, pos, &s[0][0], TJ, nh, x);
         for (int jj = 0; !c->bx && jj < nj; jj++) {
-            if (j0 + jj + PF_ROWS <= pos) row_prefetch(c, c->kv->k, bt, j0 + jj + PF_ROWS, kvh);
-            if (j0 + jj >= lo) row_prefetch(c, c->kv->v, bt, j0 + jj, kvh);
+            pos_prefetch(c, bt, kvh, j0 + jj, PF_ROWS, lo, pos);
             const float *krow = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh, scr) : NULL;
             for (int h = 0; h < nh; h++)
                 s[h][jj] = krow ? c->k->dot(q[h], krow, hd) : 0;
@@ -302,8 +308,7 @@ static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int 
         size_t row = sizeof(float) * (size_t)hd;
         for (int jj = 0; jj < nj; jj++) { /* whole rows: a test per element ran scalar */
             float *kt = b->kv + (long)jj * hd;
-            if (j0 + jj + PF_ROWS <= last) row_prefetch(c, c->kv->k, bt, j0 + jj + PF_ROWS, kvh);
-            if (j0 + jj >= lo) row_prefetch(c, c->kv->v, bt, j0 + jj, kvh);
+            pos_prefetch(c, bt, kvh, j0 + jj, PF_ROWS, lo, last);
             const float *kr = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh, kt) : NULL;
             if (!kr)
                 memset(kt, 0, row);

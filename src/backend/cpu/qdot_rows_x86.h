@@ -186,6 +186,13 @@ static inline __m512i load2x32(const uint8_t *a, const uint8_t *b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(load32(a)), load32(b), 1);
 }
 
+/* 16 f16 heads, A's 8 at h and B's at h + tb, as f32 lanes. */
+static inline __m512 heads2(const uint8_t *h, size_t tb) {
+    return _mm512_cvtph_ps(
+        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)h)),
+                                _mm_loadu_si128((const __m128i *)(h + tb)), 1));
+}
+
 /* rows_block over tiles A (block at o) and B (tb bytes on) at once, A's 8 rows in lanes 0-7
  * and B's in 8-15 of 512-bit vectors: each x word broadcast once for 16 rows, one vpdpbusd
  * where rows_block takes two. The integer sums are the same integers (summed in another
@@ -194,10 +201,7 @@ static inline __m512i load2x32(const uint8_t *a, const uint8_t *b) {
 static inline __attribute__((always_inline)) void rows_block2(int f, const uint8_t *o, size_t tb,
                                                               const void *x, size_t xs, long grp,
                                                               int i, int nt, __m512 *acc) {
-    __m256i dh =
-        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)o)),
-                                _mm_loadu_si128((const __m128i *)(o + tb)), 1);
-    __m512 dw = _mm512_cvtph_ps(dh);
+    __m512 dw = heads2(o, tb);
     const uint8_t *codes = o + 2 * HR_QROWS + (f == Q5_0_F ? 32 : 0);
     const __m512i m4 = _mm512_set1_epi8(15), b4 = _mm512_set1_epi8(16);
     __m512i v[8];
@@ -315,8 +319,9 @@ TILE rows_qk_tile(int five, const void *tile, const void *x, size_t xs, long nb,
     const __m256i m4 = _mm256_set1_epi8(15), b4 = _mm256_set1_epi8(16);
     __m256 acc[4];
     acc_zero(acc, nt);
-    for (long sb = 0; sb < nb / 8; sb++, o += HR_QROWS * (five ? 176 : 144)) {
-        prefetch_ahead(o, 2 * HR_QROWS * (five ? 176 : 144), HR_QROWS * (five ? 176 : 144));
+    const int sbb = HR_QROWS * (five ? 176 : 144);
+    for (long sb = 0; sb < nb / 8; sb++, o += sbb) {
+        prefetch_ahead(o, 2 * sbb, sbb);
         const uint8_t *nib = o + 128 + (five ? 256 : 0);
         __m256i isum[4];
         UNROLL
@@ -377,13 +382,6 @@ static inline __m512i q4_k_rows_sc2(const uint8_t *h, size_t tb, int j) {
     __m128i b = _mm_unpacklo_epi64(_mm_loadl_epi64((const __m128i *)(h + 32 + 8 * j)),
                                    _mm_loadl_epi64((const __m128i *)(h + tb + 32 + 8 * j)));
     return _mm512_and_si512(_mm512_cvtepu8_epi32(b), _mm512_set1_epi32(63));
-}
-
-/* 16 f16 heads, A's 8 at h and B's at h + tb, as f32 lanes. */
-static inline __m512 heads2(const uint8_t *h, size_t tb) {
-    return _mm512_cvtph_ps(
-        _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)h)),
-                                _mm_loadu_si128((const __m128i *)(h + tb)), 1));
 }
 
 /* rows_qk_tile over two consecutive tiles (16 rows, A's in lanes 0-7, B's in 8-15): each x
