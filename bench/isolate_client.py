@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Measures hearth serve --isolate against a direct server on the same model (run by
 bench/isolate.sh, which starts both): decode tok/s and time to first token of the same
-stream from both servers at once (paired by round), time to first token one request
-at a time, and the parent's own /health latency while 8 long
+stream from both servers at once (paired by round), decode tok/s and time to first
+token one request at a time, and the parent's own /health latency while 8 long
 streams decode through the proxy; and the CPU time the parent spends relaying tokens.
 Prints numbers, not pass/fail.
 
@@ -90,6 +90,22 @@ def ttft_alternating(rounds=40):
           % (statistics.median(deltas) * 1e3, rounds, deltas[rounds // 4] * 1e3, deltas[3 * rounds // 4] * 1e3))
 
 
+def decode_alternating(rounds):
+    """Decode tok/s one stream at a time (the servers alternate, order flipped each round),
+    paired by round: the hop's cost to a user's stream without the two servers (and the
+    parent) competing for the cores, as they do in compare() on a 2-core machine."""
+    ratios = []
+    for i in range(rounds):
+        order = (DIRECT, PROXY) if i % 2 == 0 else (PROXY, DIRECT)
+        tps = {port: stream(port, body_for(300 + i, 400))[1] for port in order}
+        if tps[DIRECT]:
+            ratios.append(tps[PROXY] / tps[DIRECT] - 1)
+    ratios.sort()
+    n = len(ratios)
+    print("decode one at a time, proxy vs direct: %+.2f%% (median of %d; quartiles %+.2f%% .. %+.2f%%)"
+          % (statistics.median(ratios) * 100, n, ratios[n // 4] * 100, ratios[3 * n // 4] * 100))
+
+
 def cpu_ticks(pid):
     f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
     return int(f[11]) + int(f[12])  # utime + stime
@@ -134,6 +150,7 @@ def health_under_load():
 
 
 compare()
+decode_alternating(ROUNDS)
 ttft_alternating()
 if PARENT:
     proxy_cpu()
