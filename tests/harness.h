@@ -1,6 +1,7 @@
 /* A tiny test harness: each tests/unit/test_*.c has a main that calls HR_RUN on its test
  * functions and returns hr_test_summary(). Output lines: "ok NAME" / "FAIL NAME: why",
- * then "# N passed, M failed" which tests/run.sh adds up. */
+ * then "# N passed, M failed" which tests/run.sh adds up. HEARTH_TEST_SKIP="exe:fn ..."
+ * leaves out the named test functions of the named executables (tests/run_tsan.sh). */
 #ifndef HR_TESTS_HARNESS_H
 #define HR_TESTS_HARNESS_H
 
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int hr_t_passed, hr_t_failed, hr_t_cur_failed;
 static const char *hr_t_cur;
@@ -39,8 +41,28 @@ static const char *hr_t_cur;
         }                                                                                          \
     } while (0)
 
+/* Whether HEARTH_TEST_SKIP names test function fn of this executable ("exe:fn"). */
+static inline int hr_t_skipped(const char *fn) {
+    const char *skip = getenv("HEARTH_TEST_SKIP");
+    char path[4096];
+    ssize_t n = skip && *skip ? readlink("/proc/self/exe", path, sizeof path - 1) : -1;
+    if (n <= 0) return 0;
+    path[n] = 0;
+    const char *exe = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+    size_t le = strlen(exe), lf = strlen(fn);
+    for (const char *p = skip + strspn(skip, " \n"); *p; p += strspn(p, " \n")) {
+        size_t len = strcspn(p, " \n");
+        if (len == le + 1 + lf && !strncmp(p, exe, le) && p[le] == ':' &&
+            !strncmp(p + le + 1, fn, lf))
+            return 1;
+        p += len;
+    }
+    return 0;
+}
+
 #define HR_RUN(fn)                                                                                 \
     do {                                                                                           \
+        if (hr_t_skipped(#fn)) break;                                                              \
         hr_t_cur = #fn;                                                                            \
         hr_t_cur_failed = 0;                                                                       \
         fn();                                                                                      \

@@ -202,7 +202,26 @@ static void test_json_int(void) {
     }
 }
 
+/* The harness's HEARTH_TEST_SKIP: "exe:fn" entries of this executable only, whole names. */
+static void test_harness_skip(void) {
+    const char *old = getenv("HEARTH_TEST_SKIP");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("HEARTH_TEST_SKIP", " other:test_pool\n  test_base:test_pool test_base:test_split", 1);
+    int pool = hr_t_skipped("test_pool"), split = hr_t_skipped("test_split"),
+        range = hr_t_skipped("test_split_range"), err = hr_t_skipped("test_err_wrap");
+    setenv("HEARTH_TEST_SKIP", "test_bas:test_err_wrap", 1);
+    int prefix = hr_t_skipped("test_err_wrap");
+    if (saved)
+        setenv("HEARTH_TEST_SKIP", saved, 1);
+    else
+        unsetenv("HEARTH_TEST_SKIP");
+    free(saved);
+    HR_CHECK(pool && split, "named functions not skipped (%d %d)", pool, split);
+    HR_CHECK(!range && !err && !prefix, "others skipped (%d %d %d)", range, err, prefix);
+}
+
 int main(void) {
+    HR_RUN(test_harness_skip);
     HR_RUN(test_err_wrap);
     HR_RUN(test_atomic_write_and_mmap);
     HR_RUN(test_read_file_max);
