@@ -304,7 +304,13 @@ static void run_schema(bench *b, const char *path, const char *name) {
     st->compiled++;
     push(&st->compile, wall), push(&st->compile_cpu, cpu), push(&st->compile_gbnf, gbnf_ns);
     note_worst(st->worst_compile, name, wall);
+    uint64_t cold0 = st->mask_sum, warm0 = st->mask_warm_sum;
+    int tok0 = st->tokens;
     run_instances(b, g, json_object_get(f, "tests"), name);
+    if (b->o->verbose)
+        printf("# %s: compile %.2f ms, %d tokens, masks cold %.2f ms, warm %.2f ms\n", name,
+               wall / 1e6, st->tokens - tok0, (st->mask_sum - cold0) / 1e6,
+               (st->mask_warm_sum - warm0) / 1e6);
     hr_grammar_free(g);
     json_decref(f);
 }
