@@ -74,9 +74,37 @@ static int utf8_below(const hr_grammar_vocab *v, int u) {
     return !(v->node_below[u].w[1] & high) || (v->node_utf8[u] & 1);
 }
 
+/* The state a chain leads to (succ in chain.c): where the chain set's printable bytes go;
+ * -1 when the set has none. */
+static int32_t chain_succ(const hr_gdfa *d, int32_t s) {
+    const hr_gbytes *c = &d->chain_set[s];
+    int bit = c->w[0]                   ? __builtin_ctzll(c->w[0])
+              : (c->w[1] & 0xFFFFFFFFu) ? 64 + __builtin_ctzll(c->w[1])
+                                        : -1;
+    return bit < 0 ? -1 : d->trans[(size_t)s * 256 + 0x20 + bit];
+}
+
+/* Trie node u holds a UTF-8 lead byte read from state s (the parent's): when s's chain takes
+ * every non-ASCII character (bit 97: each one read from s ends in succ through live states),
+ * every path below u is valid UTF-8 from inside this character, and succ's chain covers the
+ * bytes below, the state stays alive through the subtree, as a chain at u would say. */
+static int lead_covers(const hr_gdfa *d, int32_t s, const hr_grammar_vocab *v, int u) {
+    uint8_t b = v->node_byte[u];
+    if (b < 0xC2 || b > 0xF4 || !(d->chain_set[s].w[1] >> (97 - 64) & 1)) return 0;
+    int q = hr_gutf8_step(0, b);
+    if (q <= 0 || !(v->node_utf8[u] >> q & 1)) return 0;
+    int32_t t = chain_succ(d, s);
+    return t >= 0 && chain_covers(d, t, v, u);
+}
+
 /* Some entry of the parser's frontier stays alive below trie node u (whose byte is the
  * last consumed): then the parse stays alive too, and every token below is accepted. */
 static int front_stays_below(const hr_matcher *m, int u) {
+    if (m->v->node_byte[u] >= 0xC2 && m->cur > 0) /* a lead byte: the parent's entries */
+        for (size_t k = m->front_beg[m->cur - 1]; k < m->front_beg[m->cur]; k++) {
+            const hr_gfront *f = &m->front[k];
+            if (lead_covers(&m->g->terms[-m->g->pos_sym[f->pos] - 1], f->state, m->v, u)) return 1;
+        }
     if (!utf8_below(m->v, u)) return 0;
     for (size_t k = m->front_beg[m->cur]; k < m->front_beg[m->cur + 1]; k++) {
         const hr_gfront *f = &m->front[k];
@@ -291,8 +319,11 @@ typedef struct {
 /* Some live pair stays alive through every path below the node (chain_covers). A frontier
  * entry that stays alive keeps the parse alive whatever completions happen on the way, so
  * every token of the subtree is allowed. */
-static int stays_below(const hr_grammar_vocab *v, const pair_dfa *pd, int k, const int32_t *states,
-                       int u) {
+static int stays_below(const hr_grammar_vocab *v, const pair_dfa *pd, int k, const int32_t *in,
+                       const int32_t *states, int u) {
+    if (v->node_byte[u] >= 0xC2) /* a lead byte: from the parent's states (lead_covers) */
+        for (int i = 0; i < k; i++)
+            if (states[i] >= 0 && lead_covers(pd[i].d, in[i], v, u)) return 1;
     if (!utf8_below(v, u)) return 0;
     for (int i = 0; i < k; i++)
         if (states[i] >= 0 && chain_covers(pd[i].d, states[i], v, u)) return 1;
@@ -327,7 +358,7 @@ static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, 
         int d = v->node_depth[u], end = v->node_end[u];
         int32_t *out = sets + (size_t)d * k;
         int st = step_pairs(pd, k, out - k, out, v->node_byte[u]);
-        if (st & 1 && (end == u + 1 || stays_below(v, pd, k, out, u))) {
+        if (st & 1 && (end == u + 1 || stays_below(v, pd, k, out - k, out, u))) {
             set_subtree_tokens(v, u, e->bits); /* the whole subtree is allowed */
             u = end;
         } else if (st != 1) { /* dead, or a bound node */
