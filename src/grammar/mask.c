@@ -61,11 +61,11 @@ static inline void set_subtree_tokens(const hr_grammar_vocab *v, int u, uint32_t
 
 /* The DFA state s of d stays alive through every path below trie node u: its chain takes
  * every byte there (non-ASCII ones only where every path is valid UTF-8, so the state is
- * between characters) for at least as many characters as the longest path has bytes. */
+ * between characters) for at least as many characters as start on any path below. */
 static int chain_covers(const hr_gdfa *d, int32_t s, const hr_grammar_vocab *v, int u) {
     const hr_gbytes *below = &v->node_below[u], *c = &d->chain_set[s];
     return !(below->w[0] & ~c->w[0]) && !(below->w[1] & ~c->w[1]) &&
-           d->chain_len[s] >= v->node_below_len[u];
+           d->chain_len[s] >= v->node_below_chars[u];
 }
 
 /* Non-ASCII bytes below u only on valid UTF-8 paths (what a chain's bit 97 speaks of). */
