@@ -2,14 +2,15 @@
  * mask starts from a cache entry for the frontier's (terminal, DFA state) pairs, built by
  * walking the vocabulary trie with those DFA states alone: the tokens along which some pair
  * stays alive and none reaches an accepting state (allowed whatever the Earley sets hold;
- * whole subtrees at once where a pair's chain covers them), and the trie nodes where some
- * pair first accepts (a terminal that only ends the start rule does not count: completing
- * it adds no frontier entry). Only from those nodes, grouped, does the parser run, a byte
- * per trie node, truncating on the way up and skipping subtrees it rejects. Inside a JSON
- * string nearly every token comes from the entry and only tokens holding a '"' are
- * walked. The cache lives in the grammar, keyed by vocabulary too, behind a mutex; an
- * entry is built outside the lock and never changes once published, so matchers on many
- * threads read it freely. */
+ * whole subtrees at once where a pair's chain covers them, judged at a UTF-8 lead byte by
+ * the chain of the state its character ends in), and the trie nodes where some pair first
+ * accepts (a terminal that only ends the start rule does not count: completing it adds no
+ * frontier entry). Only from those nodes, grouped, does the parser run, a byte per trie
+ * node, truncating on the way up, skipping subtrees it rejects and taking whole those a
+ * frontier entry's chain covers. Inside a JSON string nearly every token comes from the
+ * entry and only tokens holding a '"' are walked. The cache lives in the grammar, keyed by
+ * vocabulary too, behind a mutex; an entry is built outside the lock and never changes once
+ * published, so matchers on many threads read it freely. */
 #include <stdlib.h>
 #include <string.h>
 
