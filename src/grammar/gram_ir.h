@@ -194,11 +194,12 @@ struct hr_grammar_vocab {
     int32_t *node_end;    /* (n_nodes) first node after the subtree */
     int32_t *node_tok; /* (n_nodes + 1) tokens ending here: sorted_tok[node_tok[u], node_tok[u+1]);
                           the subtree's tokens are sorted_tok[node_tok[u], node_tok[node_end[u]]) */
-    hr_gbytes *node_below;    /* (n_nodes) the bytes on every edge below the node */
-    uint8_t *node_utf8;       /* (n_nodes) bit q: from validator state q at the node, every
-                                 path below is valid UTF-8 (possibly cut inside a character) */
-    uint16_t *node_below_len; /* (n_nodes) the longest path below the node, in bytes */
-    int32_t *sorted_tok;      /* NORMAL token ids by their node */
+    hr_gbytes *node_below;      /* (n_nodes) the bytes on every edge below the node */
+    uint8_t *node_utf8;         /* (n_nodes) bit q: from validator state q at the node, every
+                                   path below is valid UTF-8 (possibly cut inside a character) */
+    uint16_t *node_below_chars; /* (n_nodes) the most characters starting on a path below the
+                                   node (its bytes other than UTF-8 continuation bytes) */
+    int32_t *sorted_tok;        /* NORMAL token ids by their node */
     int max_depth;
 };
 

@@ -2,14 +2,15 @@
  * mask starts from a cache entry for the frontier's (terminal, DFA state) pairs, built by
  * walking the vocabulary trie with those DFA states alone: the tokens along which some pair
  * stays alive and none reaches an accepting state (allowed whatever the Earley sets hold;
- * whole subtrees at once where a pair's chain covers them), and the trie nodes where some
- * pair first accepts (a terminal that only ends the start rule does not count: completing
- * it adds no frontier entry). Only from those nodes, grouped, does the parser run, a byte
- * per trie node, truncating on the way up and skipping subtrees it rejects. Inside a JSON
- * string nearly every token comes from the entry and only tokens holding a '"' are
- * walked. The cache lives in the grammar, keyed by vocabulary too, behind a mutex; an
- * entry is built outside the lock and never changes once published, so matchers on many
- * threads read it freely. */
+ * whole subtrees at once where a pair's chain covers them, judged at a UTF-8 lead byte by
+ * the chain of the state its character ends in), and the trie nodes where some pair first
+ * accepts (a terminal that only ends the start rule does not count: completing it adds no
+ * frontier entry). Only from those nodes, grouped, does the parser run, a byte per trie
+ * node, truncating on the way up, skipping subtrees it rejects and taking whole those a
+ * frontier entry's chain covers. Inside a JSON string nearly every token comes from the
+ * entry and only tokens holding a '"' are walked. The cache lives in the grammar, keyed by
+ * vocabulary too, behind a mutex; an entry is built outside the lock and never changes once
+ * published, so matchers on many threads read it freely. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,21 +44,92 @@ void hr_matcher_mask_ref(hr_matcher *m, uint32_t *bits) {
     set_stops(m, bits);
 }
 
-static void set_node_tokens(const hr_grammar_vocab *v, int u, uint32_t *bits) {
-    for (int k = v->node_tok[u]; k < v->node_tok[u + 1]; k++) {
-        int32_t id = v->sorted_tok[k];
-        bits[id >> 5] |= 1u << (id & 31);
-    }
+/* The tokens tok[b, e) (a run of the trie's preorder, or of a suffix trie's). */
+static inline void set_tokens(const int32_t *tok, int b, int e, uint32_t *bits) {
+    for (int k = b; k < e; k++)
+        bits[tok[k] >> 5] |= 1u << (tok[k] & 31);
 }
 
+/* The tokens ending at trie node u. */
+static inline void set_node_tokens(const hr_grammar_vocab *v, int u, uint32_t *bits) {
+    set_tokens(v->sorted_tok, v->node_tok[u], v->node_tok[u + 1], bits);
+}
+
+/* Every token of the subtree of trie node u. */
+static inline void set_subtree_tokens(const hr_grammar_vocab *v, int u, uint32_t *bits) {
+    set_tokens(v->sorted_tok, v->node_tok[u], v->node_tok[v->node_end[u]], bits);
+}
+
+/* The DFA state s of d stays alive through every path below trie node u: its chain takes
+ * every byte there (non-ASCII ones only where every path is valid UTF-8, so the state is
+ * between characters) for at least as many characters as start on any path below. */
+static int chain_covers(const hr_gdfa *d, int32_t s, const hr_grammar_vocab *v, int u) {
+    const hr_gbytes *below = &v->node_below[u], *c = &d->chain_set[s];
+    return !(below->w[0] & ~c->w[0]) && !(below->w[1] & ~c->w[1]) &&
+           d->chain_len[s] >= v->node_below_chars[u];
+}
+
+/* Non-ASCII bytes below u only on valid UTF-8 paths (what a chain's bit 97 speaks of). */
+static int utf8_below(const hr_grammar_vocab *v, int u) {
+    const uint64_t high = 1ull << (97 - 64);
+    return !(v->node_below[u].w[1] & high) || (v->node_utf8[u] & 1);
+}
+
+/* The state a chain leads to (succ in chain.c): where the chain set's printable bytes go;
+ * -1 when the set has none. */
+static int32_t chain_succ(const hr_gdfa *d, int32_t s) {
+    const hr_gbytes *c = &d->chain_set[s];
+    int bit = c->w[0]                   ? __builtin_ctzll(c->w[0])
+              : (c->w[1] & 0xFFFFFFFFu) ? 64 + __builtin_ctzll(c->w[1])
+                                        : -1;
+    return bit < 0 ? -1 : d->trans[(size_t)s * 256 + 0x20 + bit];
+}
+
+/* Trie node u holds a UTF-8 lead byte read from state s (the parent's): when s's chain takes
+ * every non-ASCII character (bit 97: each one read from s ends in succ through live states),
+ * every path below u is valid UTF-8 from inside this character, and succ's chain covers the
+ * bytes below, the state stays alive through the subtree, as a chain at u would say. */
+static int lead_covers(const hr_gdfa *d, int32_t s, const hr_grammar_vocab *v, int u) {
+    uint8_t b = v->node_byte[u];
+    if (b < 0xC2 || b > 0xF4 || !(d->chain_set[s].w[1] >> (97 - 64) & 1)) return 0;
+    int q = hr_gutf8_step(0, b);
+    if (q <= 0 || !(v->node_utf8[u] >> q & 1)) return 0;
+    int32_t t = chain_succ(d, s);
+    return t >= 0 && chain_covers(d, t, v, u);
+}
+
+/* Some entry of the parser's frontier stays alive below trie node u (whose byte is the
+ * last consumed): then the parse stays alive too, and every token below is accepted. */
+static int front_stays_below(const hr_matcher *m, int u) {
+    if (m->v->node_byte[u] >= 0xC2 && m->cur > 0) /* a lead byte: the parent's entries */
+        for (size_t k = m->front_beg[m->cur - 1]; k < m->front_beg[m->cur]; k++) {
+            const hr_gfront *f = &m->front[k];
+            if (lead_covers(&m->g->terms[-m->g->pos_sym[f->pos] - 1], f->state, m->v, u)) return 1;
+        }
+    if (!utf8_below(m->v, u)) return 0;
+    for (size_t k = m->front_beg[m->cur]; k < m->front_beg[m->cur + 1]; k++) {
+        const hr_gfront *f = &m->front[k];
+        if (chain_covers(&m->g->terms[-m->g->pos_sym[f->pos] - 1], f->state, m->v, u)) return 1;
+    }
+    return 0;
+}
+
+#define CHAIN_CHECK 8 /* nodes below a node before the parser walk tries the frontier's chains */
+
 /* Walks the subtree below trie node top (whose bytes are already consumed, at parser
- * position base), setting every token the parser accepts. */
+ * position base), setting every token the parser accepts; a subtree that some frontier
+ * entry's chain covers is taken whole. */
 static void walk_subtree(hr_matcher *m, int top, int base, uint32_t *bits) {
     const hr_grammar_vocab *v = m->v;
     int d0 = v->node_depth[top];
     for (int u = top + 1; u < v->node_end[top];) {
         hr_gm_truncate(m, base + v->node_depth[u] - 1 - d0);
         if (!hr_gm_push(m, v->node_byte[u])) {
+            u = v->node_end[u];
+            continue;
+        }
+        if (v->node_end[u] - u > CHAIN_CHECK && front_stays_below(m, u)) {
+            set_subtree_tokens(v, u, bits);
             u = v->node_end[u];
             continue;
         }
@@ -236,60 +308,72 @@ static int add_bound(bounds *b, int32_t u, const int32_t *vec, int k) {
     return 0;
 }
 
-/* Some live pair stays alive through every path below the node: its chain takes every
- * byte there (non-ASCII ones only where every path is valid UTF-8, so the state is between
- * characters) for at least as many characters as the longest path has bytes. A frontier
+/* A pair's DFA as the walk reads it: the tables behind g->terms[term], and whether its
+ * accepting states count (a terminal that only ends the start rule makes no bound nodes). */
+typedef struct {
+    const hr_gdfa *d;
+    const int32_t *trans;
+    const uint8_t *accept;
+    uint8_t counts;
+} pair_dfa;
+
+/* Some live pair stays alive through every path below the node (chain_covers). A frontier
  * entry that stays alive keeps the parse alive whatever completions happen on the way, so
  * every token of the subtree is allowed. */
-static int stays_below(const hr_grammar *g, const hr_grammar_vocab *v, const entry *e,
+static int stays_below(const hr_grammar_vocab *v, const pair_dfa *pd, int k, const int32_t *in,
                        const int32_t *states, int u) {
-    const hr_gbytes *below = &v->node_below[u];
-    const uint64_t high = 1ull << (97 - 64);
-    if ((below->w[1] & high) && !(v->node_utf8[u] & 1)) return 0;
-    for (int i = 0; i < e->n_pairs; i++) {
-        if (states[i] < 0) continue;
-        const hr_gdfa *d = &g->terms[e->pairs[2 * i]];
-        const hr_gbytes *c = &d->chain_set[states[i]];
-        if (!(below->w[0] & ~c->w[0]) && !(below->w[1] & ~c->w[1]) &&
-            d->chain_len[states[i]] >= v->node_below_len[u])
-            return 1;
-    }
+    if (v->node_byte[u] >= 0xC2) /* a lead byte: from the parent's states (lead_covers) */
+        for (int i = 0; i < k; i++)
+            if (states[i] >= 0 && lead_covers(pd[i].d, in[i], v, u)) return 1;
+    if (!utf8_below(v, u)) return 0;
+    for (int i = 0; i < k; i++)
+        if (states[i] >= 0 && chain_covers(pd[i].d, states[i], v, u)) return 1;
     return 0;
 }
 
-/* Walks the trie with the pairs alone: sets holds each depth's state vector. */
+/* One trie node's byte from the parent's state vector in into out: bit 0 some pair alive,
+ * bit 1 some counting pair accepting. */
+static int step_pairs(const pair_dfa *pd, int k, const int32_t *in, int32_t *out, uint8_t byte) {
+    int alive = 0, acc = 0;
+    for (int i = 0; i < k; i++) {
+        int32_t s = in[i] < 0 ? -1 : pd[i].trans[(size_t)in[i] * 256 + byte];
+        out[i] = s;
+        if (s >= 0) alive = 1, acc |= pd[i].accept[s] & pd[i].counts;
+    }
+    return alive | acc << 1;
+}
+
+/* Walks the trie with the pairs alone: sets holds each depth's state vector. A live leaf
+ * is allowed at once (nothing below it to stay alive through). */
 static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, int32_t *sets,
                       bounds *b) {
     int k = e->n_pairs;
-    for (int i = 0; i < k; i++)
+    pair_dfa *pd = malloc(((size_t)k + 1) * sizeof *pd);
+    if (!pd) return -1;
+    for (int i = 0; i < k; i++) {
+        int t = e->pairs[2 * i];
+        pd[i] = (pair_dfa){&g->terms[t], g->terms[t].trans, g->terms[t].accept, !g->term_inert[t]};
         sets[i] = e->pairs[2 * i + 1];
-    for (int u = 1; u < v->n_nodes;) {
-        int d = v->node_depth[u], alive = 0, acc = 0;
-        const int32_t *in = sets + (size_t)(d - 1) * k;
-        int32_t *out = sets + (size_t)d * k;
-        uint8_t byte = v->node_byte[u];
-        for (int i = 0; i < k; i++) {
-            int32_t s =
-                in[i] < 0 ? -1 : g->terms[e->pairs[2 * i]].trans[(size_t)in[i] * 256 + byte];
-            out[i] = s;
-            if (s >= 0)
-                alive = 1,
-                acc |= g->terms[e->pairs[2 * i]].accept[s] && !g->term_inert[e->pairs[2 * i]];
-        }
-        if (alive && stays_below(g, v, e, out, u)) { /* the whole subtree is allowed */
-            for (int j = v->node_tok[u]; j < v->node_tok[v->node_end[u]]; j++)
-                e->bits[v->sorted_tok[j] >> 5] |= 1u << (v->sorted_tok[j] & 31);
-            u = v->node_end[u];
-            continue;
-        }
-        if (!alive || acc) {
-            if (acc && add_bound(b, u, out, k)) return -1;
-            u = v->node_end[u];
-            continue;
-        }
-        set_node_tokens(v, u, e->bits);
-        u++;
     }
+    for (int u = 1; u < v->n_nodes;) {
+        int d = v->node_depth[u], end = v->node_end[u];
+        int32_t *out = sets + (size_t)d * k;
+        int st = step_pairs(pd, k, out - k, out, v->node_byte[u]);
+        if (st & 1 && (end == u + 1 || stays_below(v, pd, k, out - k, out, u))) {
+            set_subtree_tokens(v, u, e->bits); /* the whole subtree is allowed */
+            u = end;
+        } else if (st != 1) { /* dead, or a bound node */
+            if (st & 2 && add_bound(b, u, out, k)) {
+                free(pd);
+                return -1;
+            }
+            u = end;
+        } else {
+            set_node_tokens(v, u, e->bits);
+            u++;
+        }
+    }
+    free(pd);
     return 0;
 }
 
@@ -463,11 +547,6 @@ static entry *get_entry(hr_matcher *m, pairs *p, int *owned) {
     }
     entry_free(fresh);
     return e;
-}
-
-static void set_tokens(const int32_t *tok, int b, int e, uint32_t *bits) {
-    for (int i = b; i < e; i++)
-        bits[tok[i] >> 5] |= 1u << (tok[i] & 31);
 }
 
 /* One group of bound nodes: the parser takes the bytes of the group's representative,

@@ -110,19 +110,20 @@ static hr_err *build_trie(hr_grammar_vocab *v, int32_t *sorted, int n) {
     return e;
 }
 
-/* node_below, node_utf8 and node_below_len from the leaves up: preorder puts every child after its
- * parent. */
+/* node_below, node_utf8 and node_below_chars from the leaves up: preorder puts every child after
+ * its parent. */
 static hr_err *summarize_below(hr_grammar_vocab *v) {
     v->node_below = calloc((size_t)v->n_nodes + 1, sizeof(hr_gbytes));
     v->node_utf8 = malloc((size_t)v->n_nodes + 1);
-    v->node_below_len = calloc((size_t)v->n_nodes + 1, sizeof(uint16_t));
-    if (!v->node_below || !v->node_utf8 || !v->node_below_len) return hr_err_oom();
+    v->node_below_chars = calloc((size_t)v->n_nodes + 1, sizeof(uint16_t));
+    if (!v->node_below || !v->node_utf8 || !v->node_below_chars) return hr_err_oom();
     for (int u = v->n_nodes - 1; u >= 0; u--) {
         v->node_utf8[u] = 0xFF;
         for (int c = u + 1; c < v->node_end[u]; c = v->node_end[c]) {
             int k = hr_gbytes_bit(v->node_byte[c]);
-            if (v->node_below_len[c] + 1 > v->node_below_len[u])
-                v->node_below_len[u] = (uint16_t)(v->node_below_len[c] + 1);
+            int starts = (v->node_byte[c] & 0xC0) != 0x80; /* not a continuation byte */
+            if (v->node_below_chars[c] + starts > v->node_below_chars[u])
+                v->node_below_chars[u] = (uint16_t)(v->node_below_chars[c] + starts);
             v->node_below[u].w[0] |= v->node_below[c].w[0];
             v->node_below[u].w[1] |= v->node_below[c].w[1];
             v->node_below[u].w[k >> 6] |= 1ull << (k & 63);
@@ -173,7 +174,7 @@ void hr_grammar_vocab_free(hr_grammar_vocab *v) {
     free(v->node_tok);
     free(v->node_below);
     free(v->node_utf8);
-    free(v->node_below_len);
+    free(v->node_below_chars);
     free(v->sorted_tok);
     free(v);
 }
