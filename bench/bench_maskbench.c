@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../tests/schema_refusals.h"
 #include "base/json.h"
 #include "common.h"
 #include "grammar/grammar.h"
@@ -64,24 +65,18 @@ typedef struct {
 } opts;
 
 typedef struct {
-    char kw[96];
-    int n;
-} refusal;
-
-typedef struct {
     char name[128];
     uint64_t ns;
 } worst;
 
-enum { N_WORST = 5, MAX_REFUSALS = 128 };
+enum { N_WORST = 5 };
 
 typedef struct {
     int schemas, compiled, refused, instances, tokens, not_allowed, not_accepting, checked;
     samples compile, compile_cpu, compile_gbnf, compile_cold;
     samples mask, accept, tbm, mask_warm, tbm_warm;
     uint64_t mask_sum, tbm_sum, mask_warm_sum;
-    refusal ref[MAX_REFUSALS];
-    int nr;
+    schema_refusals refusals;
     worst worst_compile[N_WORST], worst_mask[N_WORST];
 } stats;
 
@@ -110,40 +105,6 @@ static void note_worst(worst *w, const char *name, uint64_t ns) {
     }
     snprintf(w[k].name, sizeof w[k].name, "%s", name);
     w[k].ns = ns;
-}
-
-/* The refused keyword (grouped as tests/unit/test_grammar_schema.c does), or the reason when
- * the message names none. */
-static void refusal_kind(const char *msg, char *kw, size_t cap) {
-    const char *body = strstr(msg, "schema: ") ? strstr(msg, "schema: ") + 8 : msg;
-    const char *q = strchr(body, '"'), *q2 = q ? strchr(q + 1, '"') : NULL;
-    if (q && q2 && q == body)
-        snprintf(kw, cap, "%.*s", (int)(q2 - q - 1), q + 1);
-    else
-        snprintf(kw, cap, "%.80s", body);
-    if (!strncmp(body, "\"$ref\"", 6)) snprintf(kw, cap, "$ref (remote)");
-    if (strstr(msg, "format \"")) snprintf(kw, cap, "format");
-    if (strstr(msg, "patternProperties \""))
-        snprintf(kw, cap, "patternProperties matching a declared property");
-    if (strstr(msg, "pattern: ")) snprintf(kw, cap, "pattern (regex construct)");
-    if (strstr(msg, "grammar too large")) snprintf(kw, cap, "(grammar too large)");
-    if (strstr(msg, "together with")) snprintf(kw, cap, "%.80s", body);
-    char *at = strstr(kw, " at #");
-    if (at) *at = 0;
-}
-
-static void note_refusal(stats *st, const char *msg) {
-    char kw[96];
-    refusal_kind(msg, kw, sizeof kw);
-    for (int i = 0; i < st->nr; i++)
-        if (!strcmp(st->ref[i].kw, kw)) {
-            st->ref[i].n++;
-            return;
-        }
-    if (st->nr < MAX_REFUSALS) {
-        snprintf(st->ref[st->nr].kw, sizeof st->ref[0].kw, "%s", kw);
-        st->ref[st->nr++].n = 1;
-    }
 }
 
 /* The server's path for response_format json_schema (src/server/request_grammar.c). */
@@ -284,7 +245,7 @@ static void run_schema(bench *b, const char *path, const char *name) {
     st->schemas++;
     hr_err *e = hr_json_load_file(path, &f);
     if (e) { /* an integer past int64: jansson cannot load the file */
-        note_refusal(st, "(jansson cannot load it)");
+        schema_refusals_note(&st->refusals, "(jansson cannot load it)");
         st->refused++;
         hr_err_free(e);
         return;
@@ -295,7 +256,7 @@ static void run_schema(bench *b, const char *path, const char *name) {
     uint64_t wall = hr_now_ns() - t0, cpu = cpu_ns() - c0;
     if (e) {
         if (b->o->verbose) printf("# refused %s: %s\n", name, hr_err_msg(e));
-        note_refusal(st, hr_err_msg(e));
+        schema_refusals_note(&st->refusals, hr_err_msg(e));
         st->refused++;
         hr_err_free(e);
         json_decref(f);
@@ -377,8 +338,7 @@ static void print_report(bench *b) {
     for (int i = 0; i < N_WORST && st->worst_mask[i].ns; i++)
         printf("slowest mask %d: %s %.0f us\n", i + 1, st->worst_mask[i].name,
                st->worst_mask[i].ns / 1e3);
-    for (int i = 0; i < st->nr; i++)
-        printf("refused %3d: %s\n", st->ref[i].n, st->ref[i].kw);
+    schema_refusals_print(&st->refusals, "");
 }
 
 static void usage(void) {

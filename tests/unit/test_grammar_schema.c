@@ -12,6 +12,7 @@
 #include "grammar/grammar.h"
 #include "grammar/schema.h"
 #include "harness.h"
+#include "schema_refusals.h"
 
 /* Compiles schema text (NULL error text on success); *g the grammar. */
 static hr_err *compile_text(const char *schema, int compact, hr_grammar **g) {
@@ -46,41 +47,6 @@ static int accepts_str(const hr_grammar *g, const char *s) { return accepts(g, s
 
 /* ---- the fixtures ---- */
 
-typedef struct {
-    char kw[96];
-    int n;
-} refusal;
-
-static void note_refusal(refusal *r, int *nr, const char *msg) {
-    char kw[96] = "?";
-    const char *q = strchr(msg, '"');
-    if (q) {
-        const char *q2 = strchr(q + 1, '"');
-        size_t n = q2 ? (size_t)(q2 - q - 1) : 0;
-        if (n >= sizeof kw) n = sizeof kw - 1;
-        memcpy(kw, q + 1, n);
-        kw[n] = 0;
-        if (!strncmp(msg, "schema: \"$ref\"", 14)) snprintf(kw, sizeof kw, "$ref (remote)");
-        if (strstr(msg, "format \"")) snprintf(kw, sizeof kw, "format");
-    }
-    if (strstr(msg, "pattern: ")) snprintf(kw, sizeof kw, "pattern (regex construct)");
-    if (strstr(msg, "grammar too large")) snprintf(kw, sizeof kw, "(grammar too large)");
-    if (strstr(msg, "together with"))
-        snprintf(kw, sizeof kw, "%.60s",
-                 strstr(msg, "schema: ") ? strstr(msg, "schema: ") + 8 : msg);
-    char *at = strstr(kw, " at #");
-    if (at) *at = 0;
-    for (int i = 0; i < *nr; i++)
-        if (!strcmp(r[i].kw, kw)) {
-            r[i].n++;
-            return;
-        }
-    if (*nr < 256) {
-        snprintf(r[*nr].kw, sizeof r[*nr].kw, "%s", kw);
-        r[(*nr)++].n = 1;
-    }
-}
-
 enum { N_OVER = 4 };
 static const char *over_names[N_OVER] = {"oneOf overlap", "repeated property",
                                          "untracked required property", "uniqueItems"};
@@ -101,9 +67,9 @@ static void test_fixtures(void) {
     DIR *d = opendir(dir);
     HR_CHECK(d, "cannot open %s", dir);
     struct dirent *de;
-    int total = 0, compiled = 0, misjudged = 0, instances = 0, nr = 0, unsound = 0, n_valid = 0;
+    int total = 0, compiled = 0, misjudged = 0, instances = 0, unsound = 0, n_valid = 0;
     int by_class[N_OVER] = {0}, undocumented = 0;
-    refusal ref[256];
+    schema_refusals ref = {0};
     static double ms[1024], ms_gbnf[1024], ms_engine[1024];
     int n_ms = 0;
     const int verbose = getenv("HR_SCHEMA_VERBOSE") != NULL;
@@ -117,7 +83,7 @@ static void test_fixtures(void) {
         hr_err *e = hr_json_load_file(path, &f);
         if (e) { /* e.g. an integer past int64: no jansson schema to compile */
             printf("# cannot load %s: %s\n", de->d_name, hr_err_msg(e));
-            note_refusal(ref, &nr, "\"(jansson cannot load it)\"");
+            schema_refusals_note(&ref, "\"(jansson cannot load it)\"");
             hr_err_free(e);
             continue;
         }
@@ -134,7 +100,7 @@ static void test_fixtures(void) {
         double t1 = now_ms();
         if (e) {
             if (verbose) printf("# refused %s: %s\n", de->d_name, hr_err_msg(e));
-            note_refusal(ref, &nr, hr_err_msg(e));
+            schema_refusals_note(&ref, hr_err_msg(e));
             hr_err_free(e);
             free(text);
             json_decref(f);
@@ -191,8 +157,7 @@ static void test_fixtures(void) {
                "p50 %.2f p99 %.2f max %.2f\n",
                ms_gbnf[n_ms / 2], ms_gbnf[(n_ms * 99) / 100], ms_gbnf[n_ms - 1],
                ms_engine[n_ms / 2], ms_engine[(n_ms * 99) / 100], ms_engine[n_ms - 1]);
-    for (int i = 0; i < nr; i++)
-        printf("# refused %3d: %s\n", ref[i].n, ref[i].kw);
+    schema_refusals_print(&ref, "# ");
     HR_CHECK(total >= 599, "only %d fixture schemas", total);
     HR_CHECK(compiled * 10 >= total * 9, "compiled %d of %d (< 90%%)", compiled, total);
     for (int k = 0; k < N_OVER; k++)
