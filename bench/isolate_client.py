@@ -77,30 +77,30 @@ def compare():
              statistics.median(deltas) * 1e3, deltas[len(deltas) // 4] * 1e3, deltas[3 * len(deltas) // 4] * 1e3))
 
 
-def ttft_alternating(rounds=40):
-    """Time to first token one request at a time (the two servers alternate, order flipped
-    each round): what the extra hop adds without the two competing for the cores."""
-    deltas = []
+def alternating(rounds, first, n):
+    """One stream at a time, the servers alternating (order flipped each round), so neither
+    competes with the other (or the parent) for the cores: each round's (direct, proxy)
+    results of stream(), prompts first, first + 1, ..., n tokens each."""
+    out = []
     for i in range(rounds):
         order = (DIRECT, PROXY) if i % 2 == 0 else (PROXY, DIRECT)
-        t = {port: stream(port, body_for(200 + i, 8))[0] for port in order}
-        deltas.append(t[PROXY] - t[DIRECT])
-    deltas.sort()
+        r = {port: stream(port, body_for(first + i, n)) for port in order}
+        out.append((r[DIRECT], r[PROXY]))
+    return out
+
+
+def ttft_alternating(rounds=40):
+    """Time to first token one request at a time: what the extra hop adds."""
+    deltas = sorted(p[0] - d[0] for d, p in alternating(rounds, 200, 8))
     print("ttft one at a time, proxy - direct: %+.2f ms (median of %d; quartiles %+.2f .. %+.2f ms)"
           % (statistics.median(deltas) * 1e3, rounds, deltas[rounds // 4] * 1e3, deltas[3 * rounds // 4] * 1e3))
 
 
 def decode_alternating(rounds):
-    """Decode tok/s one stream at a time (the servers alternate, order flipped each round),
-    paired by round: the hop's cost to a user's stream without the two servers (and the
-    parent) competing for the cores, as they do in compare() on a 2-core machine."""
-    ratios = []
-    for i in range(rounds):
-        order = (DIRECT, PROXY) if i % 2 == 0 else (PROXY, DIRECT)
-        tps = {port: stream(port, body_for(300 + i, 400))[1] for port in order}
-        if tps[DIRECT]:
-            ratios.append(tps[PROXY] / tps[DIRECT] - 1)
-    ratios.sort()
+    """Decode tok/s one stream at a time, paired by round: the hop's cost to a user's stream
+    (compare() pairs concurrent streams, which on a 2-core machine share the cores with the
+    parent)."""
+    ratios = sorted(p[1] / d[1] - 1 for d, p in alternating(rounds, 300, 400) if d[1])
     n = len(ratios)
     print("decode one at a time, proxy vs direct: %+.2f%% (median of %d; quartiles %+.2f%% .. %+.2f%%)"
           % (statistics.median(ratios) * 100, n, ratios[n // 4] * 100, ratios[3 * n // 4] * 100))
