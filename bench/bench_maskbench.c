@@ -15,8 +15,8 @@
  * second pass over the same instances gives the warm masks. After all schemas every one
  * is compiled again with the DFA cache off (hr_grammar_dfa_cache_limit(0)): the cold compile.
  * Checks: every warm mask equals the cold one (a hash), every K-th token's mask (default
- * 50) equals hr_matcher_mask_ref; a difference exits 1. Percentiles as MaskBench's
- * get_p (index floor(n p / 100)). */
+ * 50; 0: none) equals hr_matcher_mask_ref; a difference exits 1; a bad count exits 2. Percentiles
+ * as MaskBench's get_p (index floor(n p / 100)). */
 #include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -347,6 +347,17 @@ static void usage(void) {
     exit(2);
 }
 
+/* A whole decimal count of at least lo (0 for --limit and --check-every: none / never). */
+static int count_arg(const char *flag, const char *v, int lo) {
+    char *end;
+    long n = strtol(v, &end, 10);
+    if (end == v || *end || n < lo || n > 1000000000) {
+        fprintf(stderr, "bench_maskbench: %s wants a whole number >= %d, not '%s'\n", flag, lo, v);
+        exit(2);
+    }
+    return (int)n;
+}
+
 static void parse(int argc, char **argv, opts *o) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -365,15 +376,14 @@ static void parse(int argc, char **argv, opts *o) {
         else if (!strcmp(a, "--model"))
             o->model = v, i++;
         else if (!strcmp(a, "--limit"))
-            o->limit = atoi(v), i++;
+            o->limit = count_arg(a, v, 0), i++;
         else if (!strcmp(a, "--stride"))
-            o->stride = atoi(v), i++;
+            o->stride = count_arg(a, v, 1), i++;
         else if (!strcmp(a, "--check-every"))
-            o->check_every = atoi(v), i++;
+            o->check_every = count_arg(a, v, 0), i++;
         else
             usage();
     }
-    if (o->stride < 1) usage();
 }
 
 int main(int argc, char **argv) {
