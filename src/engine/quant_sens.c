@@ -62,6 +62,7 @@ static hr_err *measure(hr_model *m, hr_tensor *w, const hr_qplan_entry *e, int b
     hr_tensor saved = *w;
     w->data = buf;
     w->dtype = HR_F32;
+    w->row_tile = 0; /* buf is row-major */
     hr_err *err = hr_model_logits_all(m, tok, n, logits);
     *w = saved;
     *kl = err ? 0 : hr_mean_kl(ref, logits, n, hr_model_cfg(m)->vocab);

@@ -5,6 +5,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "tensor/tile16.h"
+
 int hr_mlx_bits(hr_dtype t) {
     switch (t) {
     case HR_MLX_Q2: return 2;
@@ -43,6 +45,7 @@ uint32_t hr_mlx_code(const void *row, int bits, int64_t i) {
 }
 
 float hr_mlx_companion(const hr_tensor *t, int64_t i) {
+    i = hr_tensor_elem_off(t, i);
     switch (t->dtype) {
     case HR_BF16: return hr_bf16_to_f32(((const uint16_t *)t->data)[i]);
     case HR_F16: return hr_f16_to_f32(((const uint16_t *)t->data)[i]);

@@ -20,7 +20,8 @@ int hr_mlx_group_ok(int group_size);
 
 /* Code i of a packed row. */
 uint32_t hr_mlx_code(const void *row, int bits, int64_t i);
-/* Element i of an f32 / f16 / bf16 tensor (a scales or biases companion). */
+/* Element i (row-major) of an f32 / f16 / bf16 tensor (a scales or biases companion), tiled by
+ * the CPU backend or not (tensor/tile16.h). */
 float hr_mlx_companion(const hr_tensor *t, int64_t i);
 /* Elements [c0, c0 + n) of row r of w, an MLX tensor with its companions: the reference
  * dequantization every CPU path is defined by. */

@@ -1,5 +1,6 @@
 /* The CPU backend: host memory, weights copied into 2 MiB pages (Q4_0 / Q8_0 / Q4_K matrices
- * repacked into interleaved rows on the way, qrepack.h) or used in place (mmapped), ops run
+ * repacked into interleaved rows on the way, qrepack.h, and bf16 / f16 ones into 4-row tiles
+ * on AVX2, wtile16.h) or used in place (mmapped), ops run
  * immediately on the thread pool with kernels picked by cpuid. Matmul and attention are in their
  * own files; the cheap elementwise ops are here. */
 #include <math.h>
@@ -11,8 +12,10 @@
 
 #include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/qrepack.h"
+#include "backend/cpu/wtile16.h"
 #include "tensor/mlx_quant.h"
 #include "tensor/quant.h"
+#include "tensor/tile16.h"
 
 static void cpu_destroy(hr_backend *be) {
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
@@ -34,8 +37,8 @@ static void cpu_free(hr_backend *be, void *p) { free(p); }
 
 /* Large tensors are copied into 2 MiB-page memory: decode streams every weight once per
  * token and 4 KiB pages of a file mapping cost ~20% of it in TLB misses (perf-notes.md).
- * Smaller ones stay where they are, except weights the matmul repacks (qrepack.h), which are
- * copied into 4 KiB pages: the row tiles are faster than the row dots at any size. */
+ * Smaller ones stay where they are, except weights the matmul repacks (qrepack.h, wtile16.h),
+ * which are copied into 4 KiB pages: the row tiles are faster than the row dots at any size. */
 enum { HUGE_PAGE = 2u << 20, SMALL_PAGE = 4096, COPY_MIN = 1u << 20 };
 
 /* Bytes a copied tensor of `bytes` maps. */
@@ -73,14 +76,19 @@ static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev)
     if (quant) cb->has_quant = 1;
     if ((t == HR_BF16 || quant) && row > cb->max_k) cb->max_k = row;
     size_t bytes = hr_tensor_bytes(host);
-    int repack = hr_qrepack_fits(t, host->ndim, host->shape[0]);
+    int repack = hr_qrepack_fits(t, host->ndim, host->shape[0]),
+        tile16 = hr_wtile16_fits(t, host->ndim, host->shape);
+    repack |= tile16;
     if (cb->opt.weights_in_place || (bytes < COPY_MIN && !repack)) return NULL;
     size_t rounded = mapped_bytes(bytes);
     void *p = mmap(NULL, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)
         return hr_errc(HR_E_OOM, "out of memory: cannot allocate %zu MiB for weights", bytes >> 20);
     if (bytes >= COPY_MIN) madvise(p, rounded, MADV_HUGEPAGE);
-    if (repack) {
+    if (tile16) {
+        hr_wtile16_pack(cb->pool, host->data, p, host->shape[0], row);
+        dev->row_tile = HR_TILE16_ROWS;
+    } else if (repack) {
         hr_qrepack(cb->pool, t, host->data, p, host->shape[0], row);
         dev->row_tile = HR_QROWS;
     } else {
@@ -237,6 +245,7 @@ static hr_err *cpu_step_begin(hr_backend *be, const hr_step_meta *meta) {
 }
 
 static float elem_f32(const hr_tensor *t, long i) {
+    i = hr_tensor_elem_off(t, i);
     switch (t->dtype) {
     case HR_BF16: return hr_bf16_to_f32(((const uint16_t *)t->data)[i]);
     case HR_F16: return hr_f16_to_f32(((const uint16_t *)t->data)[i]);

@@ -8,6 +8,7 @@
 
 #include "base/cpu.h"
 #include "tensor/dtype.h"
+#include "tensor/tensor.h"
 
 /* GGML Q8_0: 32 elements per block, an f16 scale then 32 int8. Q4_0: an f16 scale then 16
  * bytes, element i in the low nibble of byte i and element i + 16 in its high nibble, each
@@ -28,6 +29,9 @@ typedef struct {
     hr_mm_fn mm_f16;   /* w is IEEE f16 */
     hr_mm_bx_fn mm_bx; /* bf16 x times bf16 w on VDPBF16PS; NULL below AVX-512, use only
                           when hr_cpu()->avx512bf16 */
+    /* w is bf16 / f16 in the 4-row tiles of tensor/tile16.h (K a multiple of 8, n0 of 4, n1
+       of 4 or the last row); the sums of mm_bf16 / mm_f16 at the same level */
+    hr_mm_fn mm_bf16_t4, mm_f16_t4;
     float (*dot)(const float *a, const float *b, int n);
     void (*axpy)(float *y, float a, const float *x, int n); /* y += a * x */
     void (*scale)(float *y, float a, int n);                /* y *= a */
@@ -51,6 +55,19 @@ typedef struct {
 
 /* The reference KV row loader (kv_rows.c). */
 void hr_kv_row_load_ref(float *y, const void *row, hr_dtype dtype, int n);
+
+/* The AVX2 tile kernels, which the AVX-512 level uses too (its own kernels read rows). */
+void hr_avx2_mm_bf16_t4(float *y, long ldy, const float *x, long ldx, const void *w, int K, int T,
+                        long n0, long n1);
+void hr_avx2_mm_f16_t4(float *y, long ldy, const float *x, long ldx, const void *w, int K, int T,
+                       long n0, long n1);
+
+/* The kernel for weight w (its dtype, and whether the CPU backend tiled it). */
+static inline hr_mm_fn hr_cpu_mm_for(const hr_cpu_kernels *k, const hr_tensor *w) {
+    if (w->dtype == HR_BF16) return w->row_tile ? k->mm_bf16_t4 : k->mm_bf16;
+    if (w->dtype == HR_F16) return w->row_tile ? k->mm_f16_t4 : k->mm_f16;
+    return k->mm_f32;
+}
 
 extern const hr_cpu_kernels hr_cpu_kernels_ref;
 extern const hr_cpu_kernels hr_cpu_kernels_avx2;

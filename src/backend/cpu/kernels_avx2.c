@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "backend/cpu/exp_poly.h"
 #include "backend/cpu/kernels.h"
@@ -65,10 +66,140 @@ enum { PF_AHEAD = 256 }; /* elements ahead that the decode tile prefetches */
         }                                                                                          \
     }
 
-/* Tokens in pairs (4 rows x 2 tokens), a leftover token alone (4 rows x 1 token). */
-#define DEFINE_MM(NAME, TILE2, TILE1, ESZ)                                                         \
+/* Prefill (T >= STRIP_MIN_T): each 4-row strip of weights widened once into f32 rows
+ * (f32 weights are used where they are), then 4 rows x 3 tokens per tile over them: 12
+ * accumulators and 7 loads per 12 FMAs, where the row tiles widen every weight again for
+ * every token pair. The strip is swept STRIP_KC columns at a time (16 KiB of it stays in L1
+ * for all the tokens) over up to STRIP_TOKENS tokens, the accumulators carried between sweeps;
+ * x comes from L3 (as fast as smaller token blocks from L2 on a Zen 3, and each strip is
+ * widened once per STRIP_TOKENS). The widened rows' stride is padded so the four rows do not
+ * share L1 sets. Each output sums exactly as the row tiles sum it (lane j over k = j mod 8
+ * in order, hsum, then the K % 8 tail), so a token's result does not depend on the batch. */
+enum { STRIP_MIN_T = 3, STRIP_PAD = 16, STRIP_KC = 1024, STRIP_TOKENS = 384 };
+
+/* wr[0..4) = rows n .. n + 3 of w as f32 (rows past nr alias row n), widened into buf (rows
+ * ld floats apart) where w is not f32. */
+typedef void (*strip_rows_fn)(const float **wr, float *buf, long ld, const void *w, long n, int K,
+                              int nr);
+
+/* Columns [k0, k1) of NT tokens x 4 rows (k0 and k1 multiples of 8 unless k1 = K), carrying
+ * the accumulators in part between sweeps; the last sweep (k1 = K) writes y. */
+#define DEFINE_STRIP(NAME, NT)                                                                     \
+    static void NAME(float *y, long ldy, const float *x, long ldx, const float *const *w, int k0,  \
+                     int k1, int K, int nr, __m256 *part) {                                        \
+        __m256 acc[NT][4];                                                                         \
+        UNROLL for (int t = 0; t < NT; t++) UNROLL for (int r = 0; r < 4; r++) acc[t][r] =         \
+            k0 ? part[4 * t + r] : _mm256_setzero_ps();                                            \
+        int k = k0;                                                                                \
+        for (; k + 8 <= k1; k += 8) {                                                              \
+            __m256 xv[NT];                                                                         \
+            UNROLL for (int t = 0; t < NT; t++) xv[t] = _mm256_loadu_ps(x + t * ldx + k);          \
+            UNROLL for (int r = 0; r < 4; r++) {                                                   \
+                __m256 wv = _mm256_loadu_ps(w[r] + k);                                             \
+                UNROLL for (int t = 0; t < NT; t++) acc[t][r] =                                    \
+                    _mm256_fmadd_ps(wv, xv[t], acc[t][r]);                                         \
+            }                                                                                      \
+        }                                                                                          \
+        if (k1 < K) {                                                                              \
+            UNROLL for (int t = 0; t < NT; t++) UNROLL for (int r = 0; r < 4; r++)                 \
+                part[4 * t + r] = acc[t][r];                                                       \
+            return;                                                                                \
+        }                                                                                          \
+        UNROLL for (int t = 0; t < NT; t++) UNROLL for (int r = 0; r < 4; r++) {                   \
+            if (r >= nr) continue;                                                                 \
+            float s = hsum(acc[t][r]);                                                             \
+            for (int kk = k; kk < K; kk++)                                                         \
+                s += w[r][kk] * x[t * ldx + kk];                                                   \
+            y[t * ldy + r] = s;                                                                    \
+        }                                                                                          \
+    }
+
+DEFINE_STRIP(strip3, 3)
+DEFINE_STRIP(strip2, 2)
+DEFINE_STRIP(strip1, 1)
+
+/* One sweep of columns [k0, k1) of strip n over tokens [t0, t1), 3 at a time, each group's
+ * accumulators in part. */
+static void sweep(float *y, long ldy, const float *x, long ldx, const float *const *wr, int k0,
+                  int k1, int K, int nr, int t0, int t1, __m256 *part) {
+    int t = t0;
+    for (; t + 3 <= t1; t += 3, part += 12)
+        strip3(y + t * ldy, ldy, x + t * ldx, ldx, wr, k0, k1, K, nr, part);
+    if (t1 - t == 2) strip2(y + t * ldy, ldy, x + t * ldx, ldx, wr, k0, k1, K, nr, part);
+    if (t1 - t == 1) strip1(y + t * ldy, ldy, x + t * ldx, ldx, wr, k0, k1, K, nr, part);
+}
+
+/* Columns [n0, n1) for T tokens through widened strips; 0 (nothing done) when the buffers
+ * cannot be had, and the caller's row tiles give the same sums. */
+static int strips(float *y, long ldy, const float *x, long ldx, const void *w, int K, int T,
+                  long n0, long n1, strip_rows_fn rows, int widen) {
+    long ld = (K + 7) / 8 * 8 + STRIP_PAD;
+    int tb = STRIP_TOKENS; /* a multiple of 3 */
+    size_t part_bytes = sizeof(__m256) * 4 * (size_t)(tb + 2);
+    char *mem = aligned_alloc(32, part_bytes + (widen ? sizeof(float) * 4 * (size_t)ld : 0));
+    if (!mem) return 0;
+    __m256 *part = (__m256 *)mem;
+    float *buf = (float *)(mem + part_bytes);
+    for (int t0 = 0; t0 < T; t0 += tb) {
+        int t1 = T - t0 < tb ? T : t0 + tb;
+        for (long n = n0; n < n1; n += 4) {
+            int nr = n1 - n < 4 ? (int)(n1 - n) : 4;
+            const float *wr[4];
+            rows(wr, buf, ld, w, n, K, nr);
+            for (int k0 = 0; k0 < K || k0 == 0; k0 += STRIP_KC)
+                sweep(y + n, ldy, x, ldx, wr, k0, K - k0 < STRIP_KC ? K : k0 + STRIP_KC, K, nr, t0,
+                      t1, part);
+        }
+    }
+    free(mem);
+    return 1;
+}
+
+static void rows_f32(const float **wr, float *buf, long ld, const void *w, long n, int K, int nr) {
+    (void)buf, (void)ld;
+    for (int r = 0; r < 4; r++)
+        wr[r] = (const float *)w + (n + (r < nr ? r : 0)) * (long)K;
+}
+
+/* Row-major 2-byte weights widened row by row. */
+#define DEFINE_ROWS(NAME, LD, SC)                                                                  \
+    static void NAME(const float **wr, float *buf, long ld, const void *w, long n, int K,          \
+                     int nr) {                                                                     \
+        for (int r = 0; r < 4; r++) {                                                              \
+            wr[r] = buf + (r < nr ? r : 0) * ld;                                                   \
+            if (r >= nr) continue;                                                                 \
+            const uint16_t *row = (const uint16_t *)w + (n + r) * (long)K;                         \
+            int k = 0;                                                                             \
+            for (; k + 8 <= K; k += 8)                                                             \
+                _mm256_store_ps(buf + r * ld + k, LD(row, k));                                     \
+            for (; k < K; k++)                                                                     \
+                buf[r * ld + k] = SC(row, k);                                                      \
+        }                                                                                          \
+    }
+
+/* A 4-row tile (tensor/tile16.h) widened from its one stream. */
+#define DEFINE_ROWS_T4(NAME, LD)                                                                   \
+    static void NAME(const float **wr, float *buf, long ld, const void *w, long n, int K,          \
+                     int nr) {                                                                     \
+        (void)nr;                                                                                  \
+        const uint16_t *tile = (const uint16_t *)w + n * (long)K;                                  \
+        for (int r = 0; r < 4; r++)                                                                \
+            wr[r] = buf + r * ld;                                                                  \
+        for (int k = 0; k < K; k += 8, tile += 32)                                                 \
+            UNROLL for (int r = 0; r < 4; r++) _mm256_store_ps(buf + r * ld + k, LD(tile, 8 * r)); \
+    }
+
+DEFINE_ROWS(rows_bf16, ld_bf16, sc_bf16)
+DEFINE_ROWS(rows_f16, ld_f16, sc_f16)
+DEFINE_ROWS_T4(rows_t4_bf16, ld_bf16)
+DEFINE_ROWS_T4(rows_t4_f16, ld_f16)
+
+/* Prefill through strips; decode in token pairs (4 rows x 2 tokens), a leftover token alone
+ * (4 rows x 1 token), 16 rows at a time. */
+#define DEFINE_MM(NAME, TILE2, TILE1, ESZ, ROWS, WIDEN)                                            \
     static void NAME(float *y, long ldy, const float *x, long ldx, const void *w, int K, int T,    \
                      long n0, long n1) {                                                           \
+        if (T >= STRIP_MIN_T && strips(y, ldy, x, ldx, w, K, T, n0, n1, ROWS, WIDEN)) return;      \
         const char *wb = w;                                                                        \
         for (long nb = n0; nb < n1; nb += 16) {                                                    \
             long ne = nb + 16 < n1 ? nb + 16 : n1;                                                 \
@@ -90,9 +221,60 @@ DEFINE_TILE(tile2_f16, 4, 2, 2, ld_f16, sc_f16)
 DEFINE_TILE(tile1_f32, 4, 1, 4, ld_f32, sc_f32)
 DEFINE_TILE(tile1_bf16, 4, 1, 2, ld_bf16, sc_bf16)
 DEFINE_TILE(tile1_f16, 4, 1, 2, ld_f16, sc_f16)
-DEFINE_MM(mm_f32, tile2_f32, tile1_f32, 4)
-DEFINE_MM(mm_bf16, tile2_bf16, tile1_bf16, 2)
-DEFINE_MM(mm_f16, tile2_f16, tile1_f16, 2)
+DEFINE_MM(mm_f32, tile2_f32, tile1_f32, 4, rows_f32, 0)
+DEFINE_MM(mm_bf16, tile2_bf16, tile1_bf16, 2, rows_bf16, 1)
+DEFINE_MM(mm_f16, tile2_f16, tile1_f16, 2, rows_f16, 1)
+
+/* Weights in 4-row tiles (tensor/tile16.h, K a multiple of 8): NT tokens over one tile's
+ * sequential stream, summing as the row tiles do; the decode tile prefetches T4_PF elements
+ * (2 KiB) ahead. */
+enum { T4_PF = 1024 };
+#define DEFINE_T4TILE(NAME, NT, LD)                                                                \
+    static void NAME(float *y, long ldy, const float *x, long ldx, const uint16_t *w, int K) {     \
+        __m256 acc[NT][4];                                                                         \
+        UNROLL for (int t = 0; t < NT; t++) UNROLL for (int r = 0; r < 4; r++) acc[t][r] =         \
+            _mm256_setzero_ps();                                                                   \
+        for (int k = 0; k < K; k += 8, w += 32) {                                                  \
+            __m256 wv[4];                                                                          \
+            if (NT == 1) _mm_prefetch((const char *)(w + T4_PF), _MM_HINT_T0);                     \
+            UNROLL for (int r = 0; r < 4; r++) wv[r] = LD(w, 8 * r);                               \
+            UNROLL for (int t = 0; t < NT; t++) {                                                  \
+                __m256 xv = _mm256_loadu_ps(x + t * ldx + k);                                      \
+                UNROLL for (int r = 0; r < 4; r++) acc[t][r] =                                     \
+                    _mm256_fmadd_ps(wv[r], xv, acc[t][r]);                                         \
+            }                                                                                      \
+        }                                                                                          \
+        UNROLL for (int t = 0; t < NT; t++) UNROLL for (int r = 0; r < 4; r++) y[t * ldy + r] =    \
+            hsum(acc[t][r]);                                                                       \
+    }
+
+/* Rows in whole tiles [n0, n1 / 4 * 4) as tiles (n0 a multiple of 4), the N % 4 row-major
+ * rows after them (n1 then the last row) through the row-major kernel MM. */
+#define DEFINE_MM_T4(NAME, T4TILE2, T4TILE1, ROWS, MM)                                             \
+    void NAME(float *y, long ldy, const float *x, long ldx, const void *w, int K, int T, long n0,  \
+              long n1) {                                                                           \
+        long nt = n1 / 4 * 4;                                                                      \
+        const uint16_t *wb = w;                                                                    \
+        if (!(T >= STRIP_MIN_T && strips(y, ldy, x, ldx, w, K, T, n0, nt, ROWS, 1)))               \
+            for (long nb = n0; nb < nt; nb += 16) {                                                \
+                long ne = nb + 16 < nt ? nb + 16 : nt;                                             \
+                int t = 0;                                                                         \
+                for (; t + 2 <= T; t += 2)                                                         \
+                    for (long n = nb; n < ne; n += 4)                                              \
+                        T4TILE2(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K, K);      \
+                for (; t < T; t++)                                                                 \
+                    for (long n = nb; n < ne; n += 4)                                              \
+                        T4TILE1(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K, K);      \
+            }                                                                                      \
+        if (nt < n1) MM(y, ldy, x, ldx, w, K, T, nt, n1);                                          \
+    }
+
+DEFINE_T4TILE(t4tile2_bf16, 2, ld_bf16)
+DEFINE_T4TILE(t4tile1_bf16, 1, ld_bf16)
+DEFINE_T4TILE(t4tile2_f16, 2, ld_f16)
+DEFINE_T4TILE(t4tile1_f16, 1, ld_f16)
+DEFINE_MM_T4(hr_avx2_mm_bf16_t4, t4tile2_bf16, t4tile1_bf16, rows_t4_bf16, mm_bf16)
+DEFINE_MM_T4(hr_avx2_mm_f16_t4, t4tile2_f16, t4tile1_f16, rows_t4_f16, mm_f16)
 
 /* Sums exactly as a matmul tile sums one output (attention relies on it). */
 static float dot(const float *a, const float *b, int n) {
@@ -318,5 +500,18 @@ static float exp_sum(float *s, int n, float m) {
     return hsum(sum);
 }
 
-const hr_cpu_kernels hr_cpu_kernels_avx2 = {"avx2", mm_f32, mm_bf16, mm_f16, NULL,    dot, axpy,
-                                            scale,  pv,     kv_load, max,    exp_sum, NULL};
+const hr_cpu_kernels hr_cpu_kernels_avx2 = {"avx2",
+                                            mm_f32,
+                                            mm_bf16,
+                                            mm_f16,
+                                            NULL,
+                                            hr_avx2_mm_bf16_t4,
+                                            hr_avx2_mm_f16_t4,
+                                            dot,
+                                            axpy,
+                                            scale,
+                                            pv,
+                                            kv_load,
+                                            max,
+                                            exp_sum,
+                                            NULL};

@@ -5,6 +5,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "tensor/dtype.h"
+#include "tensor/tile16.h"
 
 #define REF_MM(NAME, WT, CONV)                                                                     \
     static void NAME(float *y, long ldy, const float *x, long ldx, const void *wv, int K, int T,   \
@@ -21,10 +22,28 @@
             }                                                                                      \
     }
 
+/* The same over 4-row tiles (tensor/tile16.h): the same sums, read where the tiles put them. */
+#define REF_MM_T4(NAME, CONV)                                                                      \
+    static void NAME(float *y, long ldy, const float *x, long ldx, const void *wv, int K, int T,   \
+                     long n0, long n1) {                                                           \
+        const uint16_t *w = wv;                                                                    \
+        long N = n1 % HR_TILE16_ROWS ? n1 : n1 + HR_TILE16_ROWS; /* tiled below n1 / 4 * 4 */      \
+        for (int t = 0; t < T; t++)                                                                \
+            for (long n = n0; n < n1; n++) {                                                       \
+                const float *xr = x + t * ldx;                                                     \
+                float s = 0;                                                                       \
+                for (int k = 0; k < K; k++)                                                        \
+                    s += CONV(w[hr_tile16_off(N, K, n, k)]) * xr[k];                               \
+                y[t * ldy + n] = s;                                                                \
+            }                                                                                      \
+    }
+
 #define ID(v) (v)
 REF_MM(mm_f32, float, ID)
 REF_MM(mm_bf16, uint16_t, hr_bf16_to_f32)
 REF_MM(mm_f16, uint16_t, hr_f16_to_f32)
+REF_MM_T4(mm_bf16_t4, hr_bf16_to_f32)
+REF_MM_T4(mm_f16_t4, hr_f16_to_f32)
 
 /* Sums exactly as mm_f32 sums one output (attention relies on it). */
 static float dot(const float *a, const float *b, int n) {
@@ -68,9 +87,9 @@ static float exp_sum(float *s, int n, float m) {
     return sum;
 }
 
-const hr_cpu_kernels hr_cpu_kernels_ref = {"generic", mm_f32,  mm_bf16, mm_f16, NULL,
-                                           dot,       axpy,    scale,   pv,     hr_kv_row_load_ref,
-                                           max,       exp_sum, NULL};
+const hr_cpu_kernels hr_cpu_kernels_ref = {
+    "generic",          mm_f32, mm_bf16, mm_f16, NULL, mm_bf16_t4, mm_f16_t4, dot, axpy, scale, pv,
+    hr_kv_row_load_ref, max,    exp_sum, NULL};
 
 const hr_cpu_kernels *hr_cpu_kernels_get(void) {
     switch (hr_cpu()->level) {

@@ -2,7 +2,8 @@
  * from the pool (hr_pool_for: threads that finish early take more, a descheduled one holds
  * up at most its chunk), each chunk computed by the kernel of the weight's dtype. With --compute
  * bf16, bf16 weights multiply x rounded to bf16 (matmul_bf16.h): on AMX tiles when the shapes
- * allow, else on VDPBF16PS, else through the f32 kernels. Quantized weights go through
+ * allow, else on VDPBF16PS, else through the f32 kernels (always for a weight the backend tiled,
+ * tensor/tile16.h, which only those read). Quantized weights go through
  * matmul_quant.c. One weight always takes the same path, whatever T is. */
 #include <stdlib.h>
 
@@ -127,7 +128,7 @@ int hr_cpu_matmul_reserve(hr_cpu_backend *cb, int T) {
  * when that memory cannot be had. */
 static int prepare_bf16(hr_cpu_backend *cb, const hr_cpu_kernels *k, mm_ctx *c, long N, long K) {
     if (!scratch(cb, scratch_need(cb, c->T, K))) return 0;
-    if (hr_amx_fits(N, K)) {
+    if (!c->w->row_tile && hr_amx_fits(N, K)) {
         uint16_t *xp = cb->scratch;
         pack_ctx p = {xp, c->x, (int)K, c->T};
         hr_pool_run(cb->pool, pack_task, &p);
@@ -135,7 +136,7 @@ static int prepare_bf16(hr_cpu_backend *cb, const hr_cpu_kernels *k, mm_ctx *c, 
         c->chunk = chunk_cols(cb, c->w, 64);
         return 1;
     }
-    int bx = hr_cpu()->avx512bf16 && k->mm_bx;
+    int bx = hr_cpu()->avx512bf16 && k->mm_bx && !c->w->row_tile;
     void *buf = cb->scratch;
     round_ctx r = {c->x, bx ? buf : NULL, bx ? NULL : buf, K, c->T, k};
     hr_pool_run(cb->pool, round_task, &r);
@@ -153,14 +154,7 @@ void hr_cpu_matmul(hr_backend *be, float *y, const float *x, const hr_tensor *w,
     const hr_cpu_kernels *k = hr_cpu_kernels_get();
     hr_cpu_backend *cb = (hr_cpu_backend *)be;
     long N = w->shape[0], K = w->shape[1];
-    mm_ctx c = {.y = y,
-                .x = x,
-                .w = w,
-                .bias = bias,
-                .T = T,
-                .fn = w->dtype == HR_BF16  ? k->mm_bf16
-                      : w->dtype == HR_F16 ? k->mm_f16
-                                           : k->mm_f32};
+    mm_ctx c = {.y = y, .x = x, .w = w, .bias = bias, .T = T, .fn = hr_cpu_mm_for(k, w)};
     c.chunk = chunk_cols(cb, w, 16);
     hr_qmm q;
     if (hr_dtype_get(w->dtype)->quantized) {

@@ -105,10 +105,6 @@ static void group(moe_scratch *s, const float *x, const int32_t *ids, int n, int
                sizeof(float) * (size_t)w->hidden);
 }
 
-static hr_mm_fn mm_for(const hr_cpu_kernels *k, const hr_tensor *w) {
-    return w->dtype == HR_BF16 ? k->mm_bf16 : w->dtype == HR_F16 ? k->mm_f16 : k->mm_f32;
-}
-
 /* One pool run computes a matmul for every hit expert: phase 0 gate and up (g, u = xs W^T),
  * phase 1 down (o = g W^T). Work units are 16 output columns of one (expert, matrix); each
  * chunk of units (claimed from the pool) issues one kernel call per run of units of the
@@ -135,7 +131,7 @@ static void ex_run(const ex_ctx *c, long mat, long u0, long u1) {
         hr_amx_mm(y + (long)b * N, N, s->xp + s->xp_off[mat / (c->phase == 0 ? 2 : 1)], wt->data,
                   (int)K, n, u0 * 16, n1);
     else
-        mm_for(c->k, wt)(y + (long)b * N, N, x, K, wt->data, (int)K, n, u0 * 16, n1);
+        hr_cpu_mm_for(c->k, wt)(y + (long)b * N, N, x, K, wt->data, (int)K, n, u0 * 16, n1);
 }
 
 /* Units [b, e) of the phase: unit i is 16 output columns (i % units) of matrix i / units. */
@@ -193,7 +189,10 @@ static void prepare_bf16(hr_pool *pool, moe_scratch *s, float *rows, int K, int 
 /* --compute bf16 applies: 0 no, 1 through the rounded f32 path, 2 on AMX tiles. */
 static int bf16_mode(const hr_cpu_backend *cb, const hr_moe_weights *w) {
     if (!cb->opt.compute_bf16 || w->gate[0]->dtype != HR_BF16) return 0;
-    return hr_amx_fits(w->inter, w->hidden) && hr_amx_fits(w->hidden, w->inter) ? 2 : 1;
+    return !w->gate[0]->row_tile && hr_amx_fits(w->inter, w->hidden) &&
+                   hr_amx_fits(w->hidden, w->inter)
+               ? 2
+               : 1;
 }
 
 void hr_cpu_moe_experts(hr_backend *be, float *y, const float *x, const int32_t *ids,
