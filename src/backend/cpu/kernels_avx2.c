@@ -69,13 +69,20 @@ enum { PF_AHEAD = 256 }; /* elements ahead that the decode tile prefetches */
 /* Prefill (T >= STRIP_MIN_T): each 4-row strip of weights widened once into f32 rows
  * (f32 weights are used where they are), then 4 rows x 3 tokens per tile over them: 12
  * accumulators and 7 loads per 12 FMAs, where the row tiles widen every weight again for
- * every token pair. The strip is swept STRIP_KC columns at a time (16 KiB of it stays in L1
- * for all the tokens) over up to STRIP_TOKENS tokens, the accumulators carried between sweeps;
- * x comes from L3 (as fast as smaller token blocks from L2 on a Zen 3, and each strip is
- * widened once per STRIP_TOKENS). The widened rows' stride is padded so the four rows do not
- * share L1 sets. Each output sums exactly as the row tiles sum it (lane j over k = j mod 8
+ * every token pair. Blocked as a GEMM: a group of strips (GROUP_BYTES of f32, in L2) is
+ * widened once and then swept by blocks of tokens whose x stays in L2 (XBLOCK_BYTES), each
+ * strip STRIP_KC columns at a time (16 KiB of it stays in L1 for the block's tokens), the
+ * accumulators carried between sweeps. The widened rows' stride is padded so the four rows do
+ * not share L1 sets. Each output sums exactly as the row tiles sum it (lane j over k = j mod 8
  * in order, hsum, then the K % 8 tail), so a token's result does not depend on the batch. */
-enum { STRIP_MIN_T = 3, STRIP_PAD = 16, STRIP_KC = 1024, STRIP_TOKENS = 384 };
+enum {
+    STRIP_MIN_T = 3,
+    STRIP_PAD = 16,
+    STRIP_KC = 1024,
+    GROUP_BYTES = 192 << 10,
+    GROUP_MAX = 16, /* strips */
+    XBLOCK_BYTES = 128 << 10
+};
 
 /* wr[0..4) = rows n .. n + 3 of w as f32 (rows past nr alias row n), widened into buf (rows
  * ld floats apart) where w is not f32. */
@@ -133,22 +140,29 @@ static void sweep(float *y, long ldy, const float *x, long ldx, const float *con
  * cannot be had, and the caller's row tiles give the same sums. */
 static int strips(float *y, long ldy, const float *x, long ldx, const void *w, int K, int T,
                   long n0, long n1, strip_rows_fn rows, int widen) {
-    long ld = (K + 7) / 8 * 8 + STRIP_PAD;
-    int tb = STRIP_TOKENS; /* a multiple of 3 */
+    long ld = (K + 7) / 8 * 8 + STRIP_PAD, g = GROUP_BYTES / (16 * ld);
+    g = g < 1 ? 1 : g > GROUP_MAX ? GROUP_MAX : g;
+    int tb = XBLOCK_BYTES / (4 * K);
+    tb = tb < 3 ? 3 : tb / 3 * 3;
     size_t part_bytes = sizeof(__m256) * 4 * (size_t)(tb + 2);
-    char *mem = aligned_alloc(32, part_bytes + (widen ? sizeof(float) * 4 * (size_t)ld : 0));
+    char *mem = aligned_alloc(32, part_bytes + (widen ? sizeof(float) * 4 * (size_t)(ld * g) : 0));
     if (!mem) return 0;
     __m256 *part = (__m256 *)mem;
     float *buf = (float *)(mem + part_bytes);
-    for (int t0 = 0; t0 < T; t0 += tb) {
-        int t1 = T - t0 < tb ? T : t0 + tb;
-        for (long n = n0; n < n1; n += 4) {
-            int nr = n1 - n < 4 ? (int)(n1 - n) : 4;
-            const float *wr[4];
-            rows(wr, buf, ld, w, n, K, nr);
-            for (int k0 = 0; k0 < K || k0 == 0; k0 += STRIP_KC)
-                sweep(y + n, ldy, x, ldx, wr, k0, K - k0 < STRIP_KC ? K : k0 + STRIP_KC, K, nr, t0,
-                      t1, part);
+    const float *wr[GROUP_MAX][4];
+    for (long nb = n0; nb < n1; nb += 4 * g) {
+        int ns = 0; /* strips in this group */
+        for (long n = nb; n < n1 && ns < g; n += 4, ns++)
+            rows(wr[ns], buf + 4 * ld * ns, ld, w, n, K, n1 - n < 4 ? (int)(n1 - n) : 4);
+        for (int t0 = 0; t0 < T; t0 += tb) {
+            int t1 = T - t0 < tb ? T : t0 + tb;
+            for (int i = 0; i < ns; i++) {
+                long n = nb + 4 * i;
+                int nr = n1 - n < 4 ? (int)(n1 - n) : 4;
+                for (int k0 = 0; k0 < K || k0 == 0; k0 += STRIP_KC)
+                    sweep(y + n, ldy, x, ldx, wr[i], k0, K - k0 < STRIP_KC ? K : k0 + STRIP_KC, K,
+                          nr, t0, t1, part);
+            }
         }
     }
     free(mem);
