@@ -179,17 +179,24 @@ static void check_upload(hr_backend *be, hr_backend *flat, hr_dtype dt, int ndim
     HR_CHECK(same, "%s [%d, %d]: tiled matmul differs from the rows'", hr_dtype_name(dt), N, K);
 }
 
-static void test_backend_upload(void) {
+/* At the AVX2 level, a backend that tiles (*be) and one that uses weights in place (*flat);
+ * NULL (said) where the CPU has no AVX2. */
+static hr_err *two_backends(hr_backend **be, hr_backend **flat) {
+    *be = *flat = NULL;
     if (hr_cpu()->level < HR_CPU_AVX2) {
         printf("  note: no AVX2 on this CPU; the backend never tiles\n");
-        return;
+        return NULL;
     }
-    hr_cpu_level hw = hr_cpu()->level;
     hr_cpu_set_level(HR_CPU_AVX2);
-    hr_backend *be = NULL, *flat = NULL;
-    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &be));
-    HR_CHECK_OK(
-        hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2, .weights_in_place = 1}, &flat));
+    HR_TRY(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, be));
+    return hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2, .weights_in_place = 1}, flat);
+}
+
+static void test_backend_upload(void) {
+    hr_cpu_level hw = hr_cpu()->level;
+    hr_backend *be, *flat;
+    HR_CHECK_OK(two_backends(&be, &flat));
+    if (!be) return;
     check_upload(be, flat, HR_BF16, 2, 37, 40, 1);
     check_upload(be, flat, HR_F16, 2, 8, 1032, 1);
     check_upload(be, flat, HR_BF16, 2, 3, 40, 0);  /* less than a tile */
@@ -204,19 +211,13 @@ static void test_backend_upload(void) {
 /* A random bf16 model of each fixture's config: 7 tokens' logits, every position, on a
  * backend that tiles and on one that uses the weights in place. */
 static void test_fixture_models(void) {
-    if (hr_cpu()->level < HR_CPU_AVX2) {
-        printf("  note: no AVX2 on this CPU; the backend never tiles\n");
-        return;
-    }
     const char *names[] = {"tiny-llama",       "tiny-qwen2",      "tiny-qwen3",     "tiny-gemma3",
                            "tiny-gemma4",      "tiny-gemma4_moe", "tiny-qwen3_moe", "tiny-qwen3_5",
                            "tiny-qwen3_5_moe", "tiny-qwen3_next"};
     hr_cpu_level hw = hr_cpu()->level;
-    hr_cpu_set_level(HR_CPU_AVX2);
-    hr_backend *be = NULL, *flat = NULL;
-    HR_CHECK_OK(hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2}, &be));
-    HR_CHECK_OK(
-        hr_backend_cpu_create(&(hr_cpu_options){.n_threads = 2, .weights_in_place = 1}, &flat));
+    hr_backend *be, *flat;
+    HR_CHECK_OK(two_backends(&be, &flat));
+    if (!be) return;
     int32_t ids[7] = {1, 5, 9, 2, 7, 3, 11};
     for (size_t i = 0; i < sizeof names / sizeof *names && !hr_t_cur_failed; i++) {
         char cfg_path[512], dir[] = "/tmp/hearth-wtile16-XXXXXX", *cfg = NULL;
