@@ -76,9 +76,8 @@ static hr_err *cpu_upload(hr_backend *be, const hr_tensor *host, hr_tensor *dev)
     if (quant) cb->has_quant = 1;
     if ((t == HR_BF16 || quant) && row > cb->max_k) cb->max_k = row;
     size_t bytes = hr_tensor_bytes(host);
-    int repack = hr_qrepack_fits(t, host->ndim, host->shape[0]),
-        tile16 = hr_wtile16_fits(t, host->ndim, host->shape);
-    repack |= tile16;
+    int tile16 = hr_wtile16_fits(t, host->ndim, host->shape),
+        repack = tile16 || hr_qrepack_fits(t, host->ndim, host->shape[0]);
     if (cb->opt.weights_in_place || (bytes < COPY_MIN && !repack)) return NULL;
     size_t rounded = mapped_bytes(bytes);
     void *p = mmap(NULL, rounded, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -240,11 +240,14 @@ DEFINE_MM(mm_bf16, tile2_bf16, tile1_bf16, 2, rows_bf16, 1)
 DEFINE_MM(mm_f16, tile2_f16, tile1_f16, 2, rows_f16, 1)
 
 /* Weights in 4-row tiles (tensor/tile16.h, K a multiple of 8): NT tokens over one tile's
- * sequential stream, summing as the row tiles do; the decode tile prefetches T4_PF elements
- * (2 KiB) ahead. */
+ * sequential stream, summing as the row tiles do (nr is always 4: tiles are whole); the decode
+ * tile prefetches T4_PF elements (2 KiB) ahead. */
 enum { T4_PF = 1024 };
 #define DEFINE_T4TILE(NAME, NT, LD)                                                                \
-    static void NAME(float *y, long ldy, const float *x, long ldx, const uint16_t *w, int K) {     \
+    static void NAME(float *y, long ldy, const float *x, long ldx, const char *wp, int K,          \
+                     int nr) {                                                                     \
+        (void)nr;                                                                                  \
+        const uint16_t *w = (const uint16_t *)wp;                                                  \
         __m256 acc[NT][4];                                                                         \
         UNROLL for (int t = 0; t < NT; t++) UNROLL for (int r = 0; r < 4; r++) acc[t][r] =         \
             _mm256_setzero_ps();                                                                   \
@@ -262,24 +265,14 @@ enum { T4_PF = 1024 };
             hsum(acc[t][r]);                                                                       \
     }
 
-/* Rows in whole tiles [n0, n1 / 4 * 4) as tiles (n0 a multiple of 4), the N % 4 row-major
- * rows after them (n1 then the last row) through the row-major kernel MM. */
-#define DEFINE_MM_T4(NAME, T4TILE2, T4TILE1, ROWS, MM)                                             \
+/* Rows in whole tiles [n0, n1 / 4 * 4) through TILES, DEFINE_MM over the tiles (n0 a multiple
+ * of 4), the N % 4 row-major rows after them (n1 then the last row) through the row-major
+ * kernel MM. */
+#define DEFINE_MM_T4(NAME, TILES, MM)                                                              \
     void NAME(float *y, long ldy, const float *x, long ldx, const void *w, int K, int T, long n0,  \
               long n1) {                                                                           \
         long nt = n1 / 4 * 4;                                                                      \
-        const uint16_t *wb = w;                                                                    \
-        if (!(T >= STRIP_MIN_T && strips(y, ldy, x, ldx, w, K, T, n0, nt, ROWS, 1)))               \
-            for (long nb = n0; nb < nt; nb += 16) {                                                \
-                long ne = nb + 16 < nt ? nb + 16 : nt;                                             \
-                int t = 0;                                                                         \
-                for (; t + 2 <= T; t += 2)                                                         \
-                    for (long n = nb; n < ne; n += 4)                                              \
-                        T4TILE2(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K, K);      \
-                for (; t < T; t++)                                                                 \
-                    for (long n = nb; n < ne; n += 4)                                              \
-                        T4TILE1(y + t * ldy + n, ldy, x + t * ldx, ldx, wb + n * (long)K, K);      \
-            }                                                                                      \
+        TILES(y, ldy, x, ldx, w, K, T, n0, nt);                                                    \
         if (nt < n1) MM(y, ldy, x, ldx, w, K, T, nt, n1);                                          \
     }
 
@@ -287,8 +280,10 @@ DEFINE_T4TILE(t4tile2_bf16, 2, ld_bf16)
 DEFINE_T4TILE(t4tile1_bf16, 1, ld_bf16)
 DEFINE_T4TILE(t4tile2_f16, 2, ld_f16)
 DEFINE_T4TILE(t4tile1_f16, 1, ld_f16)
-DEFINE_MM_T4(hr_avx2_mm_bf16_t4, t4tile2_bf16, t4tile1_bf16, rows_t4_bf16, mm_bf16)
-DEFINE_MM_T4(hr_avx2_mm_f16_t4, t4tile2_f16, t4tile1_f16, rows_t4_f16, mm_f16)
+DEFINE_MM(tiles_bf16, t4tile2_bf16, t4tile1_bf16, 2, rows_t4_bf16, 1)
+DEFINE_MM(tiles_f16, t4tile2_f16, t4tile1_f16, 2, rows_t4_f16, 1)
+DEFINE_MM_T4(hr_avx2_mm_bf16_t4, tiles_bf16, mm_bf16)
+DEFINE_MM_T4(hr_avx2_mm_f16_t4, tiles_f16, mm_f16)
 
 /* Sums exactly as a matmul tile sums one output (attention relies on it). */
 static float dot(const float *a, const float *b, int n) {

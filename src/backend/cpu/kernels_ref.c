@@ -7,43 +7,32 @@
 #include "tensor/dtype.h"
 #include "tensor/tile16.h"
 
-#define REF_MM(NAME, WT, CONV)                                                                     \
+/* Element (n, k) of w sits at AT(n, k): row-major, or in the 4-row tiles of tensor/tile16.h
+ * (rows below n1 / 4 * 4 tiled; nt stands for the weight's row count there). */
+#define REF_MM(NAME, WT, CONV, AT)                                                                 \
     static void NAME(float *y, long ldy, const float *x, long ldx, const void *wv, int K, int T,   \
                      long n0, long n1) {                                                           \
         const WT *w = wv;                                                                          \
-        for (int t = 0; t < T; t++)                                                                \
-            for (long n = n0; n < n1; n++) {                                                       \
-                const WT *wr = w + n * (long)K;                                                    \
-                const float *xr = x + t * ldx;                                                     \
-                float s = 0;                                                                       \
-                for (int k = 0; k < K; k++)                                                        \
-                    s += CONV(wr[k]) * xr[k];                                                      \
-                y[t * ldy + n] = s;                                                                \
-            }                                                                                      \
-    }
-
-/* The same over 4-row tiles (tensor/tile16.h): the same sums, read where the tiles put them. */
-#define REF_MM_T4(NAME, CONV)                                                                      \
-    static void NAME(float *y, long ldy, const float *x, long ldx, const void *wv, int K, int T,   \
-                     long n0, long n1) {                                                           \
-        const uint16_t *w = wv;                                                                    \
-        long N = n1 % HR_TILE16_ROWS ? n1 : n1 + HR_TILE16_ROWS; /* tiled below n1 / 4 * 4 */      \
+        long nt = n1 % HR_TILE16_ROWS ? n1 : n1 + HR_TILE16_ROWS;                                  \
+        (void)nt;                                                                                  \
         for (int t = 0; t < T; t++)                                                                \
             for (long n = n0; n < n1; n++) {                                                       \
                 const float *xr = x + t * ldx;                                                     \
                 float s = 0;                                                                       \
                 for (int k = 0; k < K; k++)                                                        \
-                    s += CONV(w[hr_tile16_off(N, K, n, k)]) * xr[k];                               \
+                    s += CONV(w[AT(n, k)]) * xr[k];                                                \
                 y[t * ldy + n] = s;                                                                \
             }                                                                                      \
     }
 
+#define ROWS_AT(n, k) ((n) * (long)K + (k))
+#define TILES_AT(n, k) hr_tile16_off(nt, K, n, k)
 #define ID(v) (v)
-REF_MM(mm_f32, float, ID)
-REF_MM(mm_bf16, uint16_t, hr_bf16_to_f32)
-REF_MM(mm_f16, uint16_t, hr_f16_to_f32)
-REF_MM_T4(mm_bf16_t4, hr_bf16_to_f32)
-REF_MM_T4(mm_f16_t4, hr_f16_to_f32)
+REF_MM(mm_f32, float, ID, ROWS_AT)
+REF_MM(mm_bf16, uint16_t, hr_bf16_to_f32, ROWS_AT)
+REF_MM(mm_f16, uint16_t, hr_f16_to_f32, ROWS_AT)
+REF_MM(mm_bf16_t4, uint16_t, hr_bf16_to_f32, TILES_AT)
+REF_MM(mm_f16_t4, uint16_t, hr_f16_to_f32, TILES_AT)
 
 /* Sums exactly as mm_f32 sums one output (attention relies on it). */
 static float dot(const float *a, const float *b, int n) {
