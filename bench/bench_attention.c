@@ -4,8 +4,8 @@
  * (Q K^T and P V, causal: 4 * hd * heads * visible positions per query) of the wall
  * time, and the process's CPU time of the same call (less sensitive to other load on a
  * shared machine; the pool's threads yield while they wait). Usage:
- * bench_attention [--threads T] [--chunk C] [--kv f32|bf16|q8_0] [--compute f32|bf16] [N ...]
- * (defaults 2, 512, bf16, bf16, 2048 8192 16384). */
+ * bench_attention [--threads T] [--chunk C] [--kv f32|bf16|q8_0] [--compute f32|bf16]
+ * [--reps R] [N ...] (defaults 2, 512, bf16, bf16, 9 decode calls, 2048 8192 16384). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,7 @@
 #include "../bench/common.h"
 #include "backend/backend.h"
 
-enum { HEADS = 16, KVH = 8, HD = 128, BS = 16 };
+enum { HEADS = 16, KVH = 8, HD = 128, BS = 16, MAX_REPS = 256 };
 
 static float frand(unsigned *s) {
     *s = *s * 1103515245u + 12345u;
@@ -46,7 +46,7 @@ static double cpu_s(void) {
 static double timed(hr_backend *be, hr_kv_store *kv, meta_bufs *mb, int p0, int n, int nb,
                     const float *q, float *out, int reps, double *cpu) {
     const hr_attn_params ap = {0, HEADS, KVH, HD, 0.08838835f, 0, 0};
-    double t[16], c[16];
+    double t[MAX_REPS], c[MAX_REPS];
     hr_step_meta m = meta_of(mb, p0, n, nb);
     for (int r = 0; r < reps; r++) {
         if (be->vt->step_begin(be, &m)) abort(); /* no weights: nothing to reserve */
@@ -62,7 +62,7 @@ static double timed(hr_backend *be, hr_kv_store *kv, meta_bufs *mb, int p0, int 
     return t[reps / 2];
 }
 
-static int bench(int N, int C, int threads, hr_dtype kvd, int bf16) {
+static int bench(int N, int C, int threads, hr_dtype kvd, int bf16, int reps) {
     hr_backend *be;
     hr_err *err =
         hr_backend_cpu_create(&(hr_cpu_options){.n_threads = threads, .compute_bf16 = bf16}, &be);
@@ -98,7 +98,7 @@ static int bench(int N, int C, int threads, hr_dtype kvd, int bf16) {
     if (be->vt->step_begin(be, &all)) return fprintf(stderr, "step_begin failed\n"), 1;
     be->vt->kv_write(be, &kv, 0, k, v);
     double pc, dc, pre = timed(be, &kv, &mb, N - C, C, nb, q, out, 3, &pc);
-    double dec = timed(be, &kv, &mb, N - 1, 1, nb, q, out, 9, &dc);
+    double dec = timed(be, &kv, &mb, N - 1, 1, nb, q, out, reps, &dc);
     double vis = (double)C * (N - C) + (double)C * (C + 1) / 2;
     printf("ctx %5d: prefill chunk %d %7.1f ms (cpu %7.1f) %6.1f GFLOP/s | decode %6.2f ms (cpu "
            "%6.2f) %5.1f GFLOP/s\n",
@@ -111,14 +111,18 @@ static int bench(int N, int C, int threads, hr_dtype kvd, int bf16) {
 }
 
 int main(int argc, char **argv) {
-    int threads = 2, C = 512, bf16 = 1, ns[16], n = 0;
+    int threads = 2, C = 512, bf16 = 1, reps = 9, ns[16], n = 0;
     hr_dtype kvd = HR_BF16;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--chunk") && i + 1 < argc)
             C = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--kv") && i + 1 < argc) {
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
+            reps = atoi(argv[++i]);
+            if (reps < 1 || reps > MAX_REPS)
+                return fprintf(stderr, "--reps: 1 to %d\n", MAX_REPS), 2;
+        } else if (!strcmp(argv[i], "--kv") && i + 1 < argc) {
             const char *d = argv[++i];
             kvd = !strcmp(d, "f32") ? HR_F32 : !strcmp(d, "q8_0") ? HR_Q8_0 : HR_BF16;
             if (kvd == HR_BF16 && strcmp(d, "bf16"))
@@ -133,7 +137,7 @@ int main(int argc, char **argv) {
         else
             return fprintf(stderr,
                            "usage: %s [--threads T] [--chunk C] [--kv f32|bf16|q8_0] "
-                           "[--compute f32|bf16] [N ...]\n",
+                           "[--compute f32|bf16] [--reps R] [N ...]\n",
                            argv[0]),
                    2;
     }
@@ -147,7 +151,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n; i++) {
         if (ns[i] < C)
             return fprintf(stderr, "context %d is shorter than the chunk %d\n", ns[i], C), 2;
-        if (bench(ns[i], C, threads, kvd, bf16)) return 1;
+        if (bench(ns[i], C, threads, kvd, bf16, reps)) return 1;
     }
     return 0;
 }

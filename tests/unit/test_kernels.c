@@ -1,5 +1,6 @@
 /* CPU kernels: every SIMD variant the machine supports against the plain C reference on
  * random inputs at several sizes, odd ones included; the sampler's distributions. */
+#include "backend/cpu/cpu_backend.h"
 #include "backend/cpu/kernels.h"
 #include "engine/sampler.h"
 #include "harness.h"
@@ -181,6 +182,66 @@ static void test_pv_variants(void) {
                     }
 }
 
+/* qk at one size and KV dtype: each score bit for bit the level's dot of q and the row as
+ * its kv_load widens it, 0 for a NULL row (rows jj % 4 == 2 below jj < nj / 2), nothing
+ * written past nj or past nq query rows. */
+static void check_qk(const hr_cpu_kernels *k, hr_dtype dt, int nq, int nj, int hd) {
+    enum { LD = 70, NQ = 6 };
+    size_t rb = hr_kv_row_bytes(dt, hd);
+    char *store = malloc(rb * (size_t)nj);
+    float *x = malloc(sizeof(float) * (size_t)hd), *wide = malloc(sizeof(float) * (size_t)hd);
+    float *qm = malloc(sizeof(float) * NQ * (size_t)hd), s[NQ + 1][LD];
+    const float *q[NQ];
+    const void *rows[64];
+    for (int h = 0; h < nq; h++) {
+        q[h] = qm + (long)h * hd;
+        for (int d = 0; d < hd; d++)
+            qm[(long)h * hd + d] = frand() * 3;
+    }
+    for (int jj = 0; jj < nj; jj++) {
+        for (int d = 0; d < hd; d++)
+            x[d] = frand() * (1 + jj % 3);
+        hr_kv_row_store(store + rb * (size_t)jj, x, dt, hd);
+        rows[jj] = jj % 4 == 2 && jj < nj / 2 ? NULL : store + rb * (size_t)jj;
+    }
+    for (int h = 0; h <= NQ; h++)
+        for (int jj = 0; jj < LD; jj++)
+            s[h][jj] = 7.5f;
+    k->qk(&s[0][0], LD, q, nq, rows, dt, nj, hd);
+    int bad = 0;
+    for (int jj = 0; jj < nj; jj++) {
+        if (rows[jj]) k->kv_load(wide, rows[jj], dt, hd);
+        for (int h = 0; h < nq; h++) {
+            float want = rows[jj] ? k->dot(q[h], wide, hd) : 0;
+            bad += memcmp(&s[h][jj], &want, sizeof want) != 0;
+        }
+    }
+    for (int h = 0; h <= NQ; h++)
+        for (int jj = h < nq ? nj : 0; jj < LD; jj++)
+            bad += s[h][jj] != 7.5f;
+    free(store), free(x), free(wide), free(qm);
+    HR_CHECK(!bad, "%s qk %s nq=%d nj=%d hd=%d: %d scores not its dot's bits", k->name,
+             hr_dtype_name(dt), nq, nj, hd, bad);
+}
+
+static void test_qk_variants(void) {
+    hr_dtype dts[] = {HR_F32, HR_BF16, HR_F16, HR_Q8_0, HR_Q4_0};
+    int hds[] = {8, 32, 64, 128, 136, 544}, njs[] = {1, 3, 4, 7, 64}, tested = 0;
+    for (int v = 0; v < n_variants; v++) {
+        if (!variants[v]->qk) continue;
+        tested++;
+        for (int d = 0; d < 5; d++)
+            for (int h = 0; h < 6; h++)
+                for (int j = 0; j < 5; j++)
+                    for (int nq = 1; nq <= 5; nq++) {
+                        if ((dts[d] == HR_Q8_0 || dts[d] == HR_Q4_0) && hds[h] % 32) continue;
+                        check_qk(variants[v], dts[d], nq, njs[j], hds[h]);
+                        if (hr_t_cur_failed) return;
+                    }
+    }
+    if (!tested) printf("  no level here has a qk kernel (attention uses kv_load and dot)\n");
+}
+
 /* The softmax pieces of attention at every level: max bit for bit the reference's; exp_sum
  * within 2 ulp of expf over the range scores take (down to -100 below the maximum, where
  * expf is denormal or 0: there within 1e-37), -inf to exactly 0, the sum close. */
@@ -336,6 +397,7 @@ int main(void) {
         HR_RUN(test_round_bf16_variants);
     }
     HR_RUN(test_pv_variants);
+    HR_RUN(test_qk_variants);
     HR_RUN(test_softmax_variants);
     HR_RUN(test_sampler_greedy_and_filters);
     HR_RUN(test_sampler_distribution_and_seed);

@@ -53,35 +53,73 @@ static const void *kv_raw(const attn_ctx *c, const void *base, const int32_t *bt
            hr_kv_offset(kv, c->p->layer, c->rb, bt[j / kv->block_size], kvh, j % kv->block_size);
 }
 
-/* Position j's row of kv head kvh in K or V (base) fetched into L1. The walk over a row's
- * blocks meets a new 4 KiB page every 16 positions, where the hardware prefetchers stop; the
- * K rows PF_ROWS positions ahead and each position's V row with its K row (read by P V right
- * after the tile) took a 2048-position Q4_0 decode on a 2-core Zen 5 from 31 to 50 tok/s. */
-enum { PF_ROWS = 16 };
-
-static inline __attribute__((always_inline)) void row_prefetch(const attn_ctx *c, const void *base,
-                                                               const int32_t *bt, int j, int kvh) {
-    const char *p = kv_raw(c, base, bt, j, kvh);
-    for (size_t o = 0; o < c->rb; o += 64)
-        __builtin_prefetch(p + o, 0, 3);
+/* rows[jj] = position j0 + jj's stored row of kv head kvh in K or V (base) for jj < nj,
+ * NULL before lo (rows outside a sliding window may be released): one block-table lookup
+ * a block, the block's rows of one head being adjacent. */
+static void tile_rows(const attn_ctx *c, const void *base, const int32_t *bt, int kvh, int j0,
+                      int nj, int lo, const void **rows) {
+    int bs = c->kv->block_size;
+    for (int jj = 0; jj < nj;) {
+        int j = j0 + jj, n = bs - j % bs < nj - jj ? bs - j % bs : nj - jj;
+        const char *p = j + n > lo ? kv_raw(c, base, bt, j, kvh) : NULL;
+        for (int i = 0; i < n; i++)
+            rows[jj + i] = j + i >= lo ? p + (size_t)i * c->rb : NULL;
+        jj += n;
+    }
 }
 
-/* At position j: the V row of j when visible (j >= lo), and the K row `ahead` positions on
- * when it is at most last. */
+/* The rows rows[0..n) (NULL: none) fetched into L1; with in_v, rows of K and the V rows of
+ * the same positions fetched. Always inlined: GCC takes a function of prefetches alone for
+ * one without effects and drops its calls. */
 static inline __attribute__((always_inline)) void
-pos_prefetch(const attn_ctx *c, const int32_t *bt, int kvh, int j, int ahead, int lo, int last) {
-    if (j >= lo) row_prefetch(c, c->kv->v, bt, j, kvh);
-    if (j + ahead <= last) row_prefetch(c, c->kv->k, bt, j + ahead, kvh);
+fetch_rows(const attn_ctx *c, const void *const *rows, int n, int in_v) {
+    for (int jj = 0; jj < n; jj++) {
+        const char *r = rows[jj];
+        if (!r) continue;
+        if (in_v) r = (const char *)c->kv->v + (r - (const char *)c->kv->k);
+        for (size_t o = 0; o < c->rb; o += 64)
+            __builtin_prefetch(r + o, 0, 3);
+    }
 }
 
-/* Position j's row of kv head kvh in K or V (base) as f32: the stored row of an f32 store,
- * else the row widened into buf (head_dim floats). */
-static const float *kv_row(const attn_ctx *c, const void *base, const int32_t *bt, int j, int kvh,
-                           float *buf) {
-    const void *row = kv_raw(c, base, bt, j, kvh);
-    if (c->kv->dtype == HR_F32) return row;
-    c->k->kv_load(buf, row, c->kv->dtype, c->p->head_dim);
-    return buf;
+/* Positions [j0, j0 + n) of K or V (base), those from lo on, fetched into L1. */
+static void tile_fetch(const attn_ctx *c, const void *base, const int32_t *bt, int kvh, int j0,
+                       int n, int lo) {
+    const void *rows[TJ];
+    tile_rows(c, base, bt, kvh, j0, n, lo, rows);
+    fetch_rows(c, rows, n, 0);
+}
+
+/* Before the tile at j0 (nj positions) is read: its V rows and the next tile's K rows (to
+ * last). A row walk meets a new 4 KiB page every block, where the hardware prefetchers
+ * stop; rows fetched ahead took a 2048-position Q4_0 decode on a 2-core Zen 5 from 31 to
+ * 50 tok/s. */
+static void tile_prefetch(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, int lo,
+                          int last) {
+    int next = last - (j0 + nj) + 1 < TJ ? last - (j0 + nj) + 1 : TJ;
+    tile_fetch(c, c->kv->v, bt, kvh, j0, nj, lo);
+    if (next > 0) tile_fetch(c, c->kv->k, bt, kvh, j0 + nj, next, lo);
+}
+
+/* v[jj] = rows[jj] as f32 for jj < nj (NULL stays NULL): an f32 store's rows as they are
+ * when tile is NULL, else copied or widened into tile (head_dim floats a row), each run of
+ * rows adjacent in the store in one call. A narrow store needs the tile. */
+static void rows_f32(const attn_ctx *c, const void *const *rows, int nj, float *tile,
+                     const float **v) {
+    int hd = c->p->head_dim;
+    for (int jj = 0; jj < nj;) {
+        int e = jj + 1;
+        while (rows[jj] && e < nj && rows[e] == (const char *)rows[e - 1] + c->rb)
+            e++;
+        float *dst = tile ? tile + (long)jj * hd : NULL;
+        if (rows[jj] && dst && c->kv->dtype == HR_F32)
+            memcpy(dst, rows[jj], sizeof(float) * (size_t)(e - jj) * (size_t)hd);
+        else if (rows[jj] && dst)
+            c->k->kv_load(dst, rows[jj], c->kv->dtype, (e - jj) * hd);
+        for (int i = jj; i < e; i++)
+            v[i] = !rows[i] ? NULL : dst ? dst + (long)(i - jj) * hd : rows[i];
+        jj = e;
+    }
 }
 
 /* Scratch of the bf16-product path for up to M queries: q rounded, the K tile transposed
@@ -120,10 +158,11 @@ static int weighed(const float *s, long s_ld, int n, int jj) {
 static void qk_tile_bx(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, int lo,
                        int last, float *s, long s_ld, int n, bx_scratch *x) {
     int hd = c->p->head_dim, w = (nj + 15) / 16 * 16;
-    for (int jj = 0; jj < nj; jj++) {
-        x->rows[jj] = j0 + jj >= lo ? kv_raw(c, c->kv->k, bt, j0 + jj, kvh) : NULL;
-        pos_prefetch(c, bt, kvh, j0 + jj, TJ, lo, last);
-    }
+    const void *rows[TJ];
+    tile_rows(c, c->kv->k, bt, kvh, j0, nj, lo, rows);
+    tile_prefetch(c, bt, kvh, j0, nj, lo, last);
+    for (int jj = 0; jj < nj; jj++)
+        x->rows[jj] = rows[jj];
     c->bx->kt(x->kt, x->rows, nj, hd);
     for (int i = 0; i < n; i++) {
         x->sp[i] = s + i * s_ld;
@@ -197,19 +236,57 @@ static void softmax_tile(const attn_ctx *c, float *s, int j0, int nj, int pq, fl
  * into it: rows of one kv head lie a whole KV row apart (4 KiB for 8 heads of 128) and
  * would compete for the same few L1 sets while every block of queries walks them again.
  * A narrow store needs the tile. */
-static void pv_tile(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, float *const *o,
-                    const float *s, long s_ld, int n, float *tile) {
+static void pv_tile(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, int lo,
+                    float *const *o, const float *s, long s_ld, int n, float *tile) {
+    const void *rows[TJ];
     const float *v[TJ];
-    int hd = c->p->head_dim;
+    tile_rows(c, c->kv->v, bt, kvh, j0, nj, lo, rows);
     for (int jj = 0; jj < nj; jj++) {
         int i = 0;
         while (i < n && s[i * s_ld + jj] == 0)
             i++;
-        float *dst = tile ? tile + (long)jj * hd : NULL;
-        v[jj] = i < n ? kv_row(c, c->kv->v, bt, j0 + jj, kvh, dst) : NULL;
-        if (v[jj] && dst && v[jj] != dst) v[jj] = memcpy(dst, v[jj], sizeof(float) * (size_t)hd);
+        if (i == n) rows[jj] = NULL;
     }
-    c->k->pv(o, s, s_ld, n, v, nj, hd);
+    rows_f32(c, rows, nj, tile, v);
+    c->k->pv(o, s, s_ld, n, v, nj, c->p->head_dim);
+}
+
+/* Raw scores s[h][0, n) (row stride TJ) of the nq queries q over the K rows rows[0..n)
+ * (NULL: 0) on the level's qk, else row by row (rows widened into scr). */
+static void score_rows(const attn_ctx *c, const float *const *q, int nq, const void *const *rows,
+                       int n, float *s, float *scr) {
+    int hd = c->p->head_dim;
+    if (c->k->qk) {
+        c->k->qk(s, TJ, q, nq, rows, c->kv->dtype, n, hd);
+        return;
+    }
+    for (int jj = 0; jj < n; jj++) {
+        const float *krow = NULL;
+        if (rows[jj]) rows_f32(c, &rows[jj], 1, c->kv->dtype == HR_F32 ? NULL : scr, &krow);
+        for (int h = 0; h < nq; h++)
+            s[h * TJ + jj] = krow ? c->k->dot(q[h], krow, hd) : 0;
+    }
+}
+
+/* Decode fetches ahead between the scores of every PF_STEP positions: the K rows PF_ROWS
+ * positions on and the V rows of the positions being scored. A row walk meets a new 4 KiB
+ * page every block, where the hardware prefetchers stop (rows fetched ahead took a
+ * 2048-position Q4_0 decode on a 2-core Zen 5 from 31 to 50 tok/s). */
+enum { PF_ROWS = 16, PF_STEP = 4 };
+
+/* Raw scores s[h][0, nj) (row stride TJ) of the nq queries q over tile positions
+ * [j0, j0 + nj), 0 before lo, fetching rows ahead (to last). */
+static void qk_tile(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, int lo, int last,
+                    const float *const *q, int nq, float *s, float *scr) {
+    const void *rows[TJ + PF_ROWS];
+    int ahead = last - j0 + 1 < nj + PF_ROWS ? last - j0 + 1 : nj + PF_ROWS;
+    tile_rows(c, c->kv->k, bt, kvh, j0, ahead, lo, rows);
+    for (int c0 = 0; c0 < nj; c0 += PF_STEP) {
+        int n = nj - c0 < PF_STEP ? nj - c0 : PF_STEP, na = ahead - c0 - PF_ROWS;
+        fetch_rows(c, rows + c0, n, 1);
+        if (na > 0) fetch_rows(c, rows + c0 + PF_ROWS, na < PF_STEP ? na : PF_STEP, 0);
+        score_rows(c, q, nq, rows + c0, n, s + c0, scr);
+    }
 }
 
 /* Query heads [h0, h0 + nh) of kv head kvh for token t; scr: token_scratch floats, or x for
@@ -236,19 +313,16 @@ static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, floa
     int lo = first_visible(p, pos);
     for (int j0 = lo / TJ * TJ; j0 <= pos; j0 += TJ) {
         int nj = pos - j0 + 1 < TJ ? pos - j0 + 1 : TJ;
-        if (c->bx) qk_tile_bx(c, bt, kvh, j0, nj, lo, pos, &s[0][0], TJ, nh, x);
-        for (int jj = 0; !c->bx && jj < nj; jj++) {
-            pos_prefetch(c, bt, kvh, j0 + jj, PF_ROWS, lo, pos);
-            const float *krow = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh, scr) : NULL;
-            for (int h = 0; h < nh; h++)
-                s[h][jj] = krow ? c->k->dot(q[h], krow, hd) : 0;
-        }
+        if (c->bx)
+            qk_tile_bx(c, bt, kvh, j0, nj, lo, pos, &s[0][0], TJ, nh, x);
+        else
+            qk_tile(c, bt, kvh, j0, nj, lo, pos, q, nh, &s[0][0], scr);
         for (int h = 0; h < nh; h++)
             softmax_tile(c, s[h], j0, nj, pos, &mx[h], &sum[h], o[h]);
         if (c->bx)
             pv_tile_bx(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh, x);
         else
-            pv_tile(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh, scr ? scr + hd : NULL);
+            pv_tile(c, bt, kvh, j0, nj, lo, o, &s[0][0], TJ, nh, scr ? scr + hd : NULL);
     }
     for (int h = 0; h < nh; h++)
         c->k->scale(o[h], 1.0f / sum[h], hd);
@@ -305,21 +379,18 @@ static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int 
             pv_tile_bx(c, bt, kvh, j0, nj, b->o, b->s, TJ, M, &b->x);
             continue;
         }
-        size_t row = sizeof(float) * (size_t)hd;
-        for (int jj = 0; jj < nj; jj++) { /* whole rows: a test per element ran scalar */
-            float *kt = b->kv + (long)jj * hd;
-            pos_prefetch(c, bt, kvh, j0 + jj, PF_ROWS, lo, last);
-            const float *kr = j0 + jj >= lo ? kv_row(c, c->kv->k, bt, j0 + jj, kvh, kt) : NULL;
-            if (!kr)
-                memset(kt, 0, row);
-            else if (kr != kt)
-                memcpy(kt, kr, row);
-        }
+        const void *rows[TJ];
+        const float *kr[TJ];
+        tile_rows(c, c->kv->k, bt, kvh, j0, nj, lo, rows);
+        tile_prefetch(c, bt, kvh, j0, nj, lo, last);
+        rows_f32(c, rows, nj, b->kv, kr);
+        for (int jj = 0; jj < nj; jj++)
+            if (!kr[jj]) memset(b->kv + (long)jj * hd, 0, sizeof(float) * (size_t)hd);
         c->k->mm_f32(b->s, TJ, b->q, hd, b->kv, hd, M, 0, nj);
         for (int i = 0; i < M; i++)
             softmax_tile(c, b->s + (long)i * TJ, j0, nj, p0 + i / G, &b->mx[i], &b->sum[i],
                          b->o[i]);
-        pv_tile(c, bt, kvh, j0, nj, b->o, b->s, TJ, M, b->kv);
+        pv_tile(c, bt, kvh, j0, nj, lo, b->o, b->s, TJ, M, b->kv);
     }
     for (int i = 0; i < M; i++)
         c->k->scale(b->o[i], 1.0f / b->sum[i], hd);

@@ -43,6 +43,12 @@ typedef struct {
     /* y[0..n) = one KV head vector stored in dtype (F32, BF16, F16, Q8_0, Q4_0), widened in
        registers; bit for bit hr_kv_row_load_ref. */
     void (*kv_load)(float *y, const void *row, hr_dtype dtype, int n);
+    /* Q K^T of one attention tile: s[h * s_ld + jj] = dot(q[h], row jj as kv_load widens
+       it, hd) for h < nq, jj < nj, bit for bit the level's dot, and 0 where rows[jj] is
+       NULL (never read); rows in dtype as kv_load takes it. NULL: kv_load and dot row by
+       row. */
+    void (*qk)(float *s, long s_ld, const float *const *q, int nq, const void *const *rows,
+               hr_dtype dtype, int nj, int hd);
     /* The largest of s[0..n), n >= 1 (-INFINITY if all are). */
     float (*max)(const float *s, int n);
     /* s[i] = exp(s[i] - m) for i < n (s[i] <= m; -INFINITY gives 0); returns their sum. The

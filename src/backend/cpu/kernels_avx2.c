@@ -465,6 +465,83 @@ static void kv_load(float *y, const void *row, hr_dtype dtype, int n) {
     }
 }
 
+/* Q K^T: 4 rows x NH query heads (1 or 2) a tile, 4 or 8 independent chains, each the
+ * chain of dot (one 8-lane accumulator over the elements in order, then hsum); rows in
+ * f32, bf16 or f16, widened in registers as kv_load widens them (exactly). hd % 8 == 0. */
+enum { QK_MAX_HD = 512 };
+static const float qk_zero_row[QK_MAX_HD];
+
+#define QK_LD(DT, p, i)                                                                            \
+    ((DT) == HR_BF16 ? ld_bf16(p, i) : (DT) == HR_F16 ? ld_f16(p, i) : ld_f32(p, i))
+
+INLINE void qk_tile(float *s, long s_ld, const float *const *q, const void *const r[4], int nr,
+                    int hd, const hr_dtype DT, const int NH) {
+    __m256 acc[2][4];
+    UNROLL for (int h = 0; h < NH; h++) UNROLL for (int k = 0; k < 4; k++) acc[h][k] =
+        _mm256_setzero_ps();
+    for (int i = 0; i < hd; i += 8) {
+        __m256 kv[4];
+        UNROLL for (int k = 0; k < 4; k++) kv[k] = QK_LD(DT, r[k], i);
+        UNROLL for (int h = 0; h < NH; h++) {
+            __m256 qv = _mm256_loadu_ps(q[h] + i);
+            UNROLL for (int k = 0; k < 4; k++) acc[h][k] = _mm256_fmadd_ps(qv, kv[k], acc[h][k]);
+        }
+    }
+    float r4[2][4]; /* constant indices keep acc in registers */
+    UNROLL for (int h = 0; h < NH; h++) UNROLL for (int k = 0; k < 4; k++) r4[h][k] =
+        hsum(acc[h][k]);
+    for (int h = 0; h < NH; h++)
+        for (int k = 0; k < nr; k++)
+            s[h * s_ld + k] = r4[h][k];
+}
+
+/* Query heads [0, nq) over rows r[0..nr) stored in dt (F32, BF16, F16). */
+static void qk_heads(float *s, long s_ld, const float *const *q, int nq, const void *const r[4],
+                     int nr, int hd, hr_dtype dt) {
+    for (int h = 0; h < nq; h += 2) {
+        int two = nq - h >= 2;
+        float *sh = s + h * s_ld;
+        if (dt == HR_BF16)
+            two ? qk_tile(sh, s_ld, q + h, r, nr, hd, HR_BF16, 2)
+                : qk_tile(sh, s_ld, q + h, r, nr, hd, HR_BF16, 1);
+        else if (dt == HR_F16)
+            two ? qk_tile(sh, s_ld, q + h, r, nr, hd, HR_F16, 2)
+                : qk_tile(sh, s_ld, q + h, r, nr, hd, HR_F16, 1);
+        else
+            two ? qk_tile(sh, s_ld, q + h, r, nr, hd, HR_F32, 2)
+                : qk_tile(sh, s_ld, q + h, r, nr, hd, HR_F32, 1);
+    }
+}
+
+static void qk(float *s, long s_ld, const float *const *q, int nq, const void *const *rows,
+               hr_dtype dtype, int nj, int hd) {
+    float wide[4 * QK_MAX_HD];
+    int narrow = dtype != HR_F32 && dtype != HR_BF16 && dtype != HR_F16;
+    if (hd % 8 || hd > QK_MAX_HD) { /* no real model; dot row by row */
+        for (int jj = 0; jj < nj; jj++) {
+            if (rows[jj]) kv_load(wide, rows[jj], dtype, hd);
+            for (int h = 0; h < nq; h++)
+                s[h * s_ld + jj] = rows[jj] ? dot(q[h], wide, hd) : 0;
+        }
+        return;
+    }
+    for (int j0 = 0; j0 < nj; j0 += 4) {
+        int nr = nj - j0 < 4 ? nj - j0 : 4;
+        const void *r[4];
+        for (int k = 0; k < 4; k++) {
+            r[k] = k < nr && rows[j0 + k] ? rows[j0 + k] : qk_zero_row;
+            if (narrow && r[k] != qk_zero_row) {
+                kv_load(wide + k * hd, r[k], dtype, hd);
+                r[k] = wide + k * hd;
+            }
+        }
+        qk_heads(s + j0, s_ld, q, nq, r, nr, hd, narrow ? HR_F32 : dtype);
+        for (int k = 0; k < nr; k++)
+            for (int h = 0; !rows[j0 + k] && h < nq; h++)
+                s[h * s_ld + j0 + k] = 0;
+    }
+}
+
 static float max(const float *s, int n) {
     __m256 m = _mm256_set1_ps(-INFINITY);
     int i = 0;
@@ -521,6 +598,7 @@ const hr_cpu_kernels hr_cpu_kernels_avx2 = {"avx2",
                                             scale,
                                             pv,
                                             kv_load,
+                                            qk,
                                             max,
                                             exp_sum,
                                             NULL};

@@ -346,4 +346,4 @@ static void round_bf16(uint16_t *y, const float *x, long n) {
 
 const hr_cpu_kernels hr_cpu_kernels_avx512 = {
     "avx512", mm_f32, mm_bf16, mm_f16, mm_bx,   hr_avx2_mm_bf16_t4, hr_avx2_mm_f16_t4, dot, axpy,
-    scale,    pv,     kv_load, max,    exp_sum, round_bf16};
+    scale,    pv,     kv_load, NULL, max,    exp_sum, round_bf16};
