@@ -8,8 +8,11 @@
  * its prompt was chunked or batched: positions go in tiles of TJ aligned to multiples of
  * TJ, a score is the level's dot (which sums like its matmul tile), the online softmax of
  * a tile is one function, and P V (the pv kernel) adds each visible position's row in
- * order. KV stored narrow (bf16, f16, q8_0, q4_0) is widened row by row into per-thread scratch
- * by the level's kv_load (exact, so every path still sees the same f32 values).
+ * order. KV stored narrow (bf16, f16, q8_0, q4_0) is widened by the level's kv_load into
+ * per-thread scratch (exact, so every path still sees the same f32 values); a decode tile's
+ * Q K^T runs on the level's qk kernel, which widens in registers and sums each score as its
+ * dot does. Rows are found one block-table lookup a block (a block keeps a head's rows
+ * adjacent) and fetched ahead of use.
  * With --compute bf16 over a bf16 store (AVX-512 BF16, head_dim a multiple of 32) both
  * products are bf16 pairs on VDPBF16PS instead (attn_bx.h): q and the weights rounded to
  * bf16, K and V read as stored, f32 accumulation; both products run on one kernel that

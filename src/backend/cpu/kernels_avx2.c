@@ -586,19 +586,19 @@ static float exp_sum(float *s, int n, float m) {
     return hsum(sum);
 }
 
-const hr_cpu_kernels hr_cpu_kernels_avx2 = {"avx2",
-                                            mm_f32,
-                                            mm_bf16,
-                                            mm_f16,
-                                            NULL,
-                                            hr_avx2_mm_bf16_t4,
-                                            hr_avx2_mm_f16_t4,
-                                            dot,
-                                            axpy,
-                                            scale,
-                                            pv,
-                                            kv_load,
-                                            qk,
-                                            max,
-                                            exp_sum,
-                                            NULL};
+const hr_cpu_kernels hr_cpu_kernels_avx2 = {
+    .name = "avx2",
+    .mm_f32 = mm_f32,
+    .mm_bf16 = mm_bf16,
+    .mm_f16 = mm_f16,
+    .mm_bf16_t4 = hr_avx2_mm_bf16_t4,
+    .mm_f16_t4 = hr_avx2_mm_f16_t4,
+    .dot = dot,
+    .axpy = axpy,
+    .scale = scale,
+    .pv = pv,
+    .kv_load = kv_load,
+    .qk = qk,
+    .max = max,
+    .exp_sum = exp_sum,
+};

@@ -345,5 +345,19 @@ static void round_bf16(uint16_t *y, const float *x, long n) {
 }
 
 const hr_cpu_kernels hr_cpu_kernels_avx512 = {
-    "avx512", mm_f32, mm_bf16, mm_f16, mm_bx,   hr_avx2_mm_bf16_t4, hr_avx2_mm_f16_t4, dot, axpy,
-    scale,    pv,     kv_load, NULL, max,    exp_sum, round_bf16};
+    .name = "avx512",
+    .mm_f32 = mm_f32,
+    .mm_bf16 = mm_bf16,
+    .mm_f16 = mm_f16,
+    .mm_bx = mm_bx,
+    .mm_bf16_t4 = hr_avx2_mm_bf16_t4,
+    .mm_f16_t4 = hr_avx2_mm_f16_t4,
+    .dot = dot,
+    .axpy = axpy,
+    .scale = scale,
+    .pv = pv,
+    .kv_load = kv_load,
+    .max = max,
+    .exp_sum = exp_sum,
+    .round_bf16 = round_bf16,
+};

@@ -77,8 +77,20 @@ static float exp_sum(float *s, int n, float m) {
 }
 
 const hr_cpu_kernels hr_cpu_kernels_ref = {
-    "generic",          mm_f32, mm_bf16, mm_f16, NULL, mm_bf16_t4, mm_f16_t4, dot, axpy, scale, pv,
-    hr_kv_row_load_ref, NULL, max, exp_sum, NULL};
+    .name = "generic",
+    .mm_f32 = mm_f32,
+    .mm_bf16 = mm_bf16,
+    .mm_f16 = mm_f16,
+    .mm_bf16_t4 = mm_bf16_t4,
+    .mm_f16_t4 = mm_f16_t4,
+    .dot = dot,
+    .axpy = axpy,
+    .scale = scale,
+    .pv = pv,
+    .kv_load = hr_kv_row_load_ref,
+    .max = max,
+    .exp_sum = exp_sum,
+};
 
 const hr_cpu_kernels *hr_cpu_kernels_get(void) {
     switch (hr_cpu()->level) {
