@@ -118,6 +118,7 @@ static const shape shapes[] = {
     {100, 40, 1, 32, 0, 0, HR_BF16},  /* a group past MAX_GROUP: token by token */
     {100, 4, 2, 48, 0, 0, HR_BF16},   /* head_dim not a multiple of 32: f32 products */
     {130, 16, 8, 128, 0, 0, HR_BF16}, /* qwen3-0.6b's heads */
+    {70, 4, 2, 36, 0, 0, HR_F16},     /* head_dim not a multiple of 8: scores row by row */
 };
 
 static void test_chunking_invariance(void) {

@@ -182,9 +182,9 @@ static void test_pv_variants(void) {
                     }
 }
 
-/* qk at one size and KV dtype: each score bit for bit the level's dot of q and the row as
- * its kv_load widens it, 0 for a NULL row (rows jj % 4 == 2 below jj < nj / 2), nothing
- * written past nj or past nq query rows. */
+/* qk at one size and KV dtype (every head_dim hr_cpu_qk_fits takes): each score bit for
+ * bit the level's dot of q and the row as its kv_load widens it, 0 for a NULL row (rows
+ * jj % 4 == 2 below jj < nj / 2), nothing written past nj or past nq query rows. */
 static void check_qk(const hr_cpu_kernels *k, hr_dtype dt, int nq, int nj, int hd) {
     enum { LD = 70, NQ = 6 };
     size_t rb = hr_kv_row_bytes(dt, hd);
@@ -226,7 +226,7 @@ static void check_qk(const hr_cpu_kernels *k, hr_dtype dt, int nq, int nj, int h
 
 static void test_qk_variants(void) {
     hr_dtype dts[] = {HR_F32, HR_BF16, HR_F16, HR_Q8_0, HR_Q4_0};
-    int hds[] = {8, 32, 64, 128, 136, 544}, njs[] = {1, 3, 4, 7, 64}, tested = 0;
+    int hds[] = {8, 32, 64, 128, 136, HR_QK_MAX_HD}, njs[] = {1, 3, 4, 7, 64}, tested = 0;
     for (int v = 0; v < n_variants; v++) {
         if (!variants[v]->qk) continue;
         tested++;

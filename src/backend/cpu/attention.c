@@ -259,7 +259,7 @@ static void pv_tile(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int n
 static void score_rows(const attn_ctx *c, const float *const *q, int nq, const void *const *rows,
                        int n, float *s, float *scr) {
     int hd = c->p->head_dim;
-    if (c->k->qk) {
+    if (hr_cpu_qk_fits(c->k, hd)) {
         c->k->qk(s, TJ, q, nq, rows, c->kv->dtype, n, hd);
         return;
     }

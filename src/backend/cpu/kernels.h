@@ -22,6 +22,9 @@ typedef void (*hr_mm_fn)(float *y, long ldy, const float *x, long ldx, const voi
 typedef void (*hr_mm_bx_fn)(float *y, long ldy, const uint16_t *x, long ldx, const void *w, int K,
                             int T, long n0, long n1);
 
+/* The longest head vector the qk kernels take. */
+enum { HR_QK_MAX_HD = 512 };
+
 typedef struct {
     const char *name;
     hr_mm_fn mm_f32;   /* w is f32 */
@@ -45,8 +48,8 @@ typedef struct {
     void (*kv_load)(float *y, const void *row, hr_dtype dtype, int n);
     /* Q K^T of one attention tile: s[h * s_ld + jj] = dot(q[h], row jj as kv_load widens
        it, hd) for h < nq, jj < nj, bit for bit the level's dot, and 0 where rows[jj] is
-       NULL (never read); rows in dtype as kv_load takes it. NULL: kv_load and dot row by
-       row. */
+       NULL (never read); rows in dtype as kv_load takes it; hd a multiple of 8 up to
+       HR_QK_MAX_HD (hr_cpu_qk_fits). NULL: kv_load and dot row by row. */
     void (*qk)(float *s, long s_ld, const float *const *q, int nq, const void *const *rows,
                hr_dtype dtype, int nj, int hd);
     /* The largest of s[0..n), n >= 1 (-INFINITY if all are). */
@@ -67,6 +70,11 @@ void hr_avx2_mm_bf16_t4(float *y, long ldy, const float *x, long ldx, const void
                         long n0, long n1);
 void hr_avx2_mm_f16_t4(float *y, long ldy, const float *x, long ldx, const void *w, int K, int T,
                        long n0, long n1);
+
+/* Whether level k's qk kernel scores head vectors of hd elements. */
+static inline int hr_cpu_qk_fits(const hr_cpu_kernels *k, int hd) {
+    return k->qk && hd % 8 == 0 && hd <= HR_QK_MAX_HD;
+}
 
 /* The kernel for weight w (its dtype, and whether the CPU backend tiled it). */
 static inline hr_mm_fn hr_cpu_mm_for(const hr_cpu_kernels *k, const hr_tensor *w) {

@@ -468,8 +468,7 @@ static void kv_load(float *y, const void *row, hr_dtype dtype, int n) {
 /* Q K^T: 4 rows x NH query heads (1 or 2) a tile, 4 or 8 independent chains, each the
  * chain of dot (one 8-lane accumulator over the elements in order, then hsum); rows in
  * f32, bf16 or f16, widened in registers as kv_load widens them (exactly). hd % 8 == 0. */
-enum { QK_MAX_HD = 512 };
-static const float qk_zero_row[QK_MAX_HD];
+static const float qk_zero_row[HR_QK_MAX_HD];
 
 #define QK_LD(DT, p, i)                                                                            \
     ((DT) == HR_BF16 ? ld_bf16(p, i) : (DT) == HR_F16 ? ld_f16(p, i) : ld_f32(p, i))
@@ -515,16 +514,8 @@ static void qk_heads(float *s, long s_ld, const float *const *q, int nq, const v
 
 static void qk(float *s, long s_ld, const float *const *q, int nq, const void *const *rows,
                hr_dtype dtype, int nj, int hd) {
-    float wide[4 * QK_MAX_HD];
+    float wide[4 * HR_QK_MAX_HD];
     int narrow = dtype != HR_F32 && dtype != HR_BF16 && dtype != HR_F16;
-    if (hd % 8 || hd > QK_MAX_HD) { /* no real model; dot row by row */
-        for (int jj = 0; jj < nj; jj++) {
-            if (rows[jj]) kv_load(wide, rows[jj], dtype, hd);
-            for (int h = 0; h < nq; h++)
-                s[h * s_ld + jj] = rows[jj] ? dot(q[h], wide, hd) : 0;
-        }
-        return;
-    }
     for (int j0 = 0; j0 < nj; j0 += 4) {
         int nr = nj - j0 < 4 ? nj - j0 : 4;
         const void *r[4];
