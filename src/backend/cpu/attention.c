@@ -85,23 +85,28 @@ fetch_rows(const attn_ctx *c, const void *const *rows, int n, int in_v) {
     }
 }
 
-/* Positions [j0, j0 + n) of K or V (base), those from lo on, fetched into L1. */
-static void tile_fetch(const attn_ctx *c, const void *base, const int32_t *bt, int kvh, int j0,
-                       int n, int lo) {
-    const void *rows[TJ];
-    tile_rows(c, base, bt, kvh, j0, n, lo, rows);
-    fetch_rows(c, rows, n, 0);
+/* Decode and prefill fetch rows PF_ROWS positions ahead, every PF_STEP positions. */
+enum { PF_ROWS = 16, PF_STEP = 4 };
+
+/* K rows of tile positions [j0, j0 + nj) and of dist positions past it (to last) into
+ * rows (tile_rows); returns how many were found. */
+static int rows_ahead(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, int lo,
+                      int last, int dist, const void **rows) {
+    int ahead = last - j0 + 1 < nj + dist ? last - j0 + 1 : nj + dist;
+    tile_rows(c, c->kv->k, bt, kvh, j0, ahead, lo, rows);
+    return ahead;
 }
 
-/* Before the tile at j0 (nj positions) is read: its V rows and the next tile's K rows (to
- * last). A row walk meets a new 4 KiB page every block, where the hardware prefetchers
- * stop; rows fetched ahead took a 2048-position Q4_0 decode on a 2-core Zen 5 from 31 to
- * 50 tok/s. */
-static void tile_prefetch(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, int lo,
-                          int last) {
-    int next = last - (j0 + nj) + 1 < TJ ? last - (j0 + nj) + 1 : TJ;
-    tile_fetch(c, c->kv->v, bt, kvh, j0, nj, lo);
-    if (next > 0) tile_fetch(c, c->kv->k, bt, kvh, j0 + nj, next, lo);
+/* Before tile rows [c0, c0 + n) are read (rows as rows_ahead found them, ahead of them): their
+ * V rows and the K rows dist positions on. A row walk meets a new 4 KiB page every block,
+ * where the hardware prefetchers stop (rows fetched ahead took a 2048-position Q4_0 decode
+ * on a 2-core Zen 5 from 31 to 50 tok/s); fetched a few rows at a time between the reads,
+ * not a tile at once, which ran prefill attention ~10% slower here. */
+static inline __attribute__((always_inline)) void
+fetch_step(const attn_ctx *c, const void *const *rows, int c0, int n, int ahead, int dist) {
+    int na = ahead - c0 - dist;
+    fetch_rows(c, rows + c0, n, 1);
+    if (na > 0) fetch_rows(c, rows + c0 + dist, na < n ? na : n, 0);
 }
 
 /* v[jj] = rows[jj] as f32 for jj < nj (NULL stays NULL): an f32 store's rows as they are
@@ -161,11 +166,12 @@ static int weighed(const float *s, long s_ld, int n, int jj) {
 static void qk_tile_bx(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, int lo,
                        int last, float *s, long s_ld, int n, bx_scratch *x) {
     int hd = c->p->head_dim, w = (nj + 15) / 16 * 16;
-    const void *rows[TJ];
-    tile_rows(c, c->kv->k, bt, kvh, j0, nj, lo, rows);
-    tile_prefetch(c, bt, kvh, j0, nj, lo, last);
-    for (int jj = 0; jj < nj; jj++)
+    const void *rows[2 * TJ];
+    int ahead = rows_ahead(c, bt, kvh, j0, nj, lo, last, TJ, rows);
+    for (int jj = 0; jj < nj; jj++) {
         x->rows[jj] = rows[jj];
+        fetch_step(c, rows, jj, 1, ahead, TJ);
+    }
     c->bx->kt(x->kt, x->rows, nj, hd);
     for (int i = 0; i < n; i++) {
         x->sp[i] = s + i * s_ld;
@@ -271,23 +277,15 @@ static void score_rows(const attn_ctx *c, const float *const *q, int nq, const v
     }
 }
 
-/* Decode fetches ahead between the scores of every PF_STEP positions: the K rows PF_ROWS
- * positions on and the V rows of the positions being scored. A row walk meets a new 4 KiB
- * page every block, where the hardware prefetchers stop (rows fetched ahead took a
- * 2048-position Q4_0 decode on a 2-core Zen 5 from 31 to 50 tok/s). */
-enum { PF_ROWS = 16, PF_STEP = 4 };
-
 /* Raw scores s[h][0, nj) (row stride TJ) of the nq queries q over tile positions
  * [j0, j0 + nj), 0 before lo, fetching rows ahead (to last). */
 static void qk_tile(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, int lo, int last,
                     const float *const *q, int nq, float *s, float *scr) {
     const void *rows[TJ + PF_ROWS];
-    int ahead = last - j0 + 1 < nj + PF_ROWS ? last - j0 + 1 : nj + PF_ROWS;
-    tile_rows(c, c->kv->k, bt, kvh, j0, ahead, lo, rows);
+    int ahead = rows_ahead(c, bt, kvh, j0, nj, lo, last, PF_ROWS, rows);
     for (int c0 = 0; c0 < nj; c0 += PF_STEP) {
-        int n = nj - c0 < PF_STEP ? nj - c0 : PF_STEP, na = ahead - c0 - PF_ROWS;
-        fetch_rows(c, rows + c0, n, 1);
-        if (na > 0) fetch_rows(c, rows + c0 + PF_ROWS, na < PF_STEP ? na : PF_STEP, 0);
+        int n = nj - c0 < PF_STEP ? nj - c0 : PF_STEP;
+        fetch_step(c, rows, c0, n, ahead, PF_ROWS);
         score_rows(c, q, nq, rows + c0, n, s + c0, scr);
     }
 }
@@ -382,11 +380,14 @@ static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int 
             pv_tile_bx(c, bt, kvh, j0, nj, b->o, b->s, TJ, M, &b->x);
             continue;
         }
-        const void *rows[TJ];
+        const void *rows[TJ + PF_ROWS];
         const float *kr[TJ];
-        tile_rows(c, c->kv->k, bt, kvh, j0, nj, lo, rows);
-        tile_prefetch(c, bt, kvh, j0, nj, lo, last);
-        rows_f32(c, rows, nj, b->kv, kr);
+        int ahead = rows_ahead(c, bt, kvh, j0, nj, lo, last, PF_ROWS, rows);
+        for (int c0 = 0; c0 < nj; c0 += PF_STEP) {
+            int n = nj - c0 < PF_STEP ? nj - c0 : PF_STEP;
+            fetch_step(c, rows, c0, n, ahead, PF_ROWS);
+            rows_f32(c, rows + c0, n, b->kv + (long)c0 * hd, kr + c0);
+        }
         for (int jj = 0; jj < nj; jj++)
             if (!kr[jj]) memset(b->kv + (long)jj * hd, 0, sizeof(float) * (size_t)hd);
         c->k->mm_f32(b->s, TJ, b->q, hd, b->kv, hd, M, 0, nj);
