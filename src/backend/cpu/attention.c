@@ -160,6 +160,15 @@ static int weighed(const float *s, long s_ld, int n, int jj) {
     return 0;
 }
 
+/* rows[jj] = the V row of tile position j0 + jj when some of the n queries weighs it (s),
+ * else NULL: a row no query sees may be released (before a sliding window), never read. */
+static void weighed_rows(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, int lo,
+                         const float *s, long s_ld, int n, const void **rows) {
+    tile_rows(c, c->kv->v, bt, kvh, j0, nj, lo, rows);
+    for (int jj = 0; jj < nj; jj++)
+        if (rows[jj] && !weighed(s, s_ld, n, jj)) rows[jj] = NULL;
+}
+
 /* Raw scores s[i][0, nj) of the n queries (rounded in x->q, rows of head_dim) over tile
  * positions [j0, j0 + nj) with bf16 products: rows before lo (outside the window) are
  * zeros, never read. Prefetches the tile's V rows and the next tile's K rows (to last). */
@@ -182,11 +191,13 @@ static void qk_tile_bx(const attn_ctx *c, const int32_t *bt, int kvh, int j0, in
 
 /* pv_tile with bf16 products: the V rows as stored (zeros for a row no query weighs, which
  * may be released, and for the pad of an odd tile), by pairs, times the rounded weights. */
-static void pv_tile_bx(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj,
+static void pv_tile_bx(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int nj, int lo,
                        float *const *o, const float *s, long s_ld, int n, bx_scratch *x) {
     int hd = c->p->head_dim, np = (nj + 1) / 2;
+    const void *rows[TJ];
+    weighed_rows(c, bt, kvh, j0, nj, lo, s, s_ld, n, rows);
     for (int jj = 0; jj < nj; jj++)
-        x->rows[jj] = weighed(s, s_ld, n, jj) ? kv_raw(c, c->kv->v, bt, j0 + jj, kvh) : NULL;
+        x->rows[jj] = rows[jj];
     c->bx->pairs(x->vp, x->rows, nj, hd);
     for (int i = 0; i < n; i++) {
         c->bx->round(x->pb + i * TJ, s + i * s_ld, (2 * np + 15) / 16 * 16);
@@ -249,13 +260,7 @@ static void pv_tile(const attn_ctx *c, const int32_t *bt, int kvh, int j0, int n
                     float *const *o, const float *s, long s_ld, int n, float *tile) {
     const void *rows[TJ];
     const float *v[TJ];
-    tile_rows(c, c->kv->v, bt, kvh, j0, nj, lo, rows);
-    for (int jj = 0; jj < nj; jj++) {
-        int i = 0;
-        while (i < n && s[i * s_ld + jj] == 0)
-            i++;
-        if (i == n) rows[jj] = NULL;
-    }
+    weighed_rows(c, bt, kvh, j0, nj, lo, s, s_ld, n, rows);
     rows_f32(c, rows, nj, tile, v);
     c->k->pv(o, s, s_ld, n, v, nj, c->p->head_dim);
 }
@@ -321,7 +326,7 @@ static void attend_group(const attn_ctx *c, int t, int kvh, int h0, int nh, floa
         for (int h = 0; h < nh; h++)
             softmax_tile(c, s[h], j0, nj, pos, &mx[h], &sum[h], o[h]);
         if (c->bx)
-            pv_tile_bx(c, bt, kvh, j0, nj, o, &s[0][0], TJ, nh, x);
+            pv_tile_bx(c, bt, kvh, j0, nj, lo, o, &s[0][0], TJ, nh, x);
         else
             pv_tile(c, bt, kvh, j0, nj, lo, o, &s[0][0], TJ, nh, scr ? scr + hd : NULL);
     }
@@ -377,7 +382,7 @@ static void attend_block(const attn_ctx *c, blk_scratch *b, int t0, int nq, int 
             for (int i = 0; i < M; i++)
                 softmax_tile(c, b->s + (long)i * TJ, j0, nj, p0 + i / G, &b->mx[i], &b->sum[i],
                              b->o[i]);
-            pv_tile_bx(c, bt, kvh, j0, nj, b->o, b->s, TJ, M, &b->x);
+            pv_tile_bx(c, bt, kvh, j0, nj, lo, b->o, b->s, TJ, M, &b->x);
             continue;
         }
         const void *rows[TJ + PF_ROWS];
