@@ -39,7 +39,7 @@ build-tsan/Makefile: CMakeLists.txt
 
 # ThreadSanitizer over the multi-threaded tests (tests/run_tsan.sh lists them; CI's stage)
 TSAN_TARGETS = hearth_bin test_base test_matmul_threads test_engine test_engine_grammar \
-	test_grammar_mask test_grammar_dfa_cache test_server_http test_upstream
+	test_grammar_mask test_grammar_mask_cache test_grammar_dfa_cache test_server_http test_upstream
 test-tsan: deps build-tsan/Makefile
 	@cmake --build build-tsan -j$(JOBS) --target $(TSAN_TARGETS)
 	@bash tests/run_tsan.sh build-tsan

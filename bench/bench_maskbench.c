@@ -2,7 +2,8 @@
  * thread (issue #14: mask p50 <= 40 us, p99 <= 500 us, compile p50 <= 5 ms):
  *   bench_maskbench [--dir ../shared/fixtures/jsonschema] [--model ../shared/fixtures/models/
  *                   qwen3-tools-20m] [--limit N] [--stride S] [--check-every K] [--spaced]
- *                   [--invalid] [--no-cold-compile] [--verbose]
+ *                   [--invalid] [--no-cold-compile] [--fresh-masks] [--mask-cache-mb M]
+ *                   [--verbose]
  * Per schema (file names sorted): compile it as the server does for response_format
  * json_schema (hr_schema_to_gbnf with default options, then hr_grammar_compile), timed with
  * the process-wide DFA cache as a server has it after the schemas before (32 MiB, natural
@@ -10,9 +11,11 @@
  * token, as MaskBench) the instance's text (compact JSON; --spaced: Python's json.dumps
  * separators ", " and ": ", MaskBench's exact text) is tokenized with the model's tokenizer
  * (no special tokens) and for each token hr_matcher_mask is timed, then hr_matcher_accept.
- * A fresh grammar per schema, so its mask cache starts empty (cold, as MaskBench; later
- * instances of one schema share it, as MaskBench's deep copies of one interpreter do); a
- * second pass over the same instances gives the warm masks. After all schemas every one
+ * A fresh grammar per schema, cold as MaskBench's (later instances of a schema share its
+ * masks' entries, as MaskBench's deep copies of one interpreter do); the process-wide mask
+ * cache keeps the entries of the schemas before, as a server's does (--fresh-masks: emptied
+ * before each schema, nothing shared between schemas); a second pass over the same
+ * instances gives the warm masks. After all schemas every one
  * is compiled again with the DFA cache off (hr_grammar_dfa_cache_limit(0)): the cold compile.
  * Checks: every warm mask equals the cold one (a hash), every K-th token's mask (default
  * 50; 0: none) equals hr_matcher_mask_ref; a difference exits 1; a bad count exits 2. Percentiles
@@ -61,7 +64,8 @@ static uint64_t pct(const samples *s, double p) {
 
 typedef struct {
     const char *dir, *model;
-    int limit, stride, check_every, spaced, invalid, cold_compile, verbose;
+    int limit, stride, check_every, spaced, invalid, cold_compile, fresh_masks, verbose;
+    size_t mask_cache;
 } opts;
 
 typedef struct {
@@ -75,6 +79,7 @@ typedef struct {
     int schemas, compiled, refused, instances, tokens, not_allowed, not_accepting, checked;
     samples compile, compile_cpu, compile_gbnf, compile_cold;
     samples mask, accept, tbm, mask_warm, tbm_warm;
+    samples mask_built, mask_hit; /* cold masks that built their entry / found it cached */
     uint64_t mask_sum, tbm_sum, mask_warm_sum;
     schema_refusals refusals;
     worst worst_compile[N_WORST], worst_mask[N_WORST];
@@ -151,9 +156,12 @@ static int run_tokens(bench *b, const hr_grammar *g, const int32_t *ids, int n, 
     stats *st = &b->st;
     int rc = 0;
     for (int i = 0; i < n; i++) {
+        hr_grammar_shared_info c0, c1;
+        hr_grammar_mask_cache_stats(&c0);
         uint64_t t0 = hr_now_ns();
         hr_matcher_mask(m, b->bits);
         uint64_t t1 = hr_now_ns(), mask_ns = t1 - t0;
+        hr_grammar_mask_cache_stats(&c1);
         if (warm) { /* the checks, untimed, before the state moves on */
             if (hash[i] != mask_hash(b->bits, b->words)) {
                 fprintf(stderr, "bench_maskbench: %s: warm and cold masks differ at token %d\n",
@@ -171,6 +179,7 @@ static int run_tokens(bench *b, const hr_grammar *g, const int32_t *ids, int n, 
             push(&st->mask, mask_ns), push(&st->accept, acc_ns), push(&st->tbm, mask_ns + acc_ns);
             st->mask_sum += mask_ns, st->tbm_sum += mask_ns + acc_ns;
             st->tokens++;
+            push(c1.misses > c0.misses ? &st->mask_built : &st->mask_hit, mask_ns);
             hash[i] = mask_hash(b->bits, b->words);
             note_worst(st->worst_mask, name, mask_ns);
         } else {
@@ -265,6 +274,10 @@ static void run_schema(bench *b, const char *path, const char *name) {
     st->compiled++;
     push(&st->compile, wall), push(&st->compile_cpu, cpu), push(&st->compile_gbnf, gbnf_ns);
     note_worst(st->worst_compile, name, wall);
+    if (b->o->fresh_masks) { /* nothing shared with the schemas before */
+        hr_grammar_mask_cache_limit(0);
+        hr_grammar_mask_cache_limit(b->o->mask_cache);
+    }
     uint64_t cold0 = st->mask_sum, warm0 = st->mask_warm_sum;
     int tok0 = st->tokens;
     run_instances(b, g, json_object_get(f, "tests"), name);
@@ -307,7 +320,7 @@ static int is_json(const struct dirent *d) {
 static void print_dist(const char *what, samples *s, double unit, const char *u) {
     if (!s->n) return;
     qsort(s->v, s->n, sizeof *s->v, cmp_u64);
-    printf("%-34s p50 %8.2f  p90 %8.2f  p99 %8.2f  max %9.2f %s  (n %zu)\n", what,
+    printf("%-36s p50 %8.2f  p90 %8.2f  p99 %8.2f  max %9.2f %s  (n %zu)\n", what,
            pct(s, 50) / unit, pct(s, 90) / unit, pct(s, 99) / unit, s->v[s->n - 1] / unit, u, s->n);
 }
 
@@ -324,6 +337,8 @@ static void print_report(bench *b) {
     print_dist("  of it schema -> GBNF (ms)", &st->compile_gbnf, 1e6, "ms");
     print_dist("compile, DFA cache off (ms)", &st->compile_cold, 1e6, "ms");
     print_dist("mask, cold grammar (us)", &st->mask, 1e3, "us");
+    print_dist("  of them building an entry (us)", &st->mask_built, 1e3, "us");
+    print_dist("  of them with the entry cached (us)", &st->mask_hit, 1e3, "us");
     print_dist("accept (us)", &st->accept, 1e3, "us");
     print_dist("mask + accept = MaskBench TBM (us)", &st->tbm, 1e3, "us");
     print_dist("mask, warm second pass (us)", &st->mask_warm, 1e3, "us");
@@ -338,6 +353,12 @@ static void print_report(bench *b) {
     for (int i = 0; i < N_WORST && st->worst_mask[i].ns; i++)
         printf("slowest mask %d: %s %.0f us\n", i + 1, st->worst_mask[i].name,
                st->worst_mask[i].ns / 1e3);
+    hr_grammar_shared_info mc;
+    hr_grammar_mask_cache_stats(&mc);
+    printf("mask cache: %llu hits, %llu entries built, %llu evicted; %zu entries (%.1f MiB) "
+           "held at the end\n",
+           (unsigned long long)mc.hits, (unsigned long long)mc.misses,
+           (unsigned long long)mc.evictions, mc.entries, mc.bytes / 1048576.0);
     schema_refusals_print(&st->refusals, "");
 }
 
@@ -369,6 +390,8 @@ static void parse(int argc, char **argv, opts *o) {
             o->cold_compile = 0;
         else if (!strcmp(a, "--verbose"))
             o->verbose = 1;
+        else if (!strcmp(a, "--fresh-masks"))
+            o->fresh_masks = 1;
         else if (!v)
             usage();
         else if (!strcmp(a, "--dir"))
@@ -381,6 +404,8 @@ static void parse(int argc, char **argv, opts *o) {
             o->stride = count_arg(a, v, 1), i++;
         else if (!strcmp(a, "--check-every"))
             o->check_every = count_arg(a, v, 0), i++;
+        else if (!strcmp(a, "--mask-cache-mb"))
+            o->mask_cache = (size_t)count_arg(a, v, 0) << 20, i++;
         else
             usage();
     }
@@ -391,8 +416,10 @@ int main(int argc, char **argv) {
               .model = "../shared/fixtures/models/qwen3-tools-20m",
               .stride = 1,
               .check_every = 50,
+              .mask_cache = (size_t)256 << 20,
               .cold_compile = 1};
     parse(argc, argv, &o);
+    hr_grammar_mask_cache_limit(o.mask_cache);
     bench b = {.o = &o};
     hr_err *e = hr_tokenizer_load(o.model, &b.tok);
     if (!e) e = hr_grammar_vocab_create(b.tok, &b.v);

@@ -519,7 +519,6 @@ static hr_err *build(hr_gir *ir, int root, hr_grammar **out) {
     }
     if (!e) e = prune(&b);
     if (!e) e = layout(&b, g);
-    if (!e) e = hr_gcache_create(&g->cache);
     free(b.rule_reg);
     free(b.node_reg);
     free(b.rule_nt);
@@ -552,7 +551,7 @@ size_t hr_grammar_bytes(const hr_grammar *g) {
                (size_t)g->n_prods * 4 + (size_t)g->n_pos * 8;
     for (int t = 0; t < g->n_terms; t++)
         n += (size_t)g->terms[t].n_states * (256 * 4 + 1 + sizeof(hr_gbytes) + 4);
-    return n + (g->cache ? hr_gcache_bytes(g->cache) : 0);
+    return n;
 }
 
 void hr_grammar_free(hr_grammar *g) {
@@ -566,7 +565,6 @@ void hr_grammar_free(hr_grammar *g) {
     free(g->pos_sym);
     free(g->pos_lhs);
     free(g->term_inert);
-    if (g->cache) hr_gcache_free(g->cache);
     free(g);
 }
 

@@ -727,7 +727,13 @@ hr_err *hr_gdfa_build(const hr_gir *ir, int node, hr_gdfa *out) {
         hr_gdfa_free(&a.ops[k].dfa);
     free(a.ops);
     if (e) hr_gdfa_free(out); /* a minimized DFA whose chains failed */
+    if (!e) out->uid = hr_guid_new();
     return e;
+}
+
+uint64_t hr_guid_new(void) {
+    static atomic_uint_fast64_t next;
+    return atomic_fetch_add(&next, 1) + 1;
 }
 
 void hr_gdfa_free(hr_gdfa *d) {

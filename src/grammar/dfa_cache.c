@@ -21,6 +21,7 @@
 /* A DFA as the cache holds it: its rows over byte classes (bytes whose columns are equal)
  * instead of 256 bytes, a few dozen times smaller; one block holds the arrays. */
 typedef struct {
+    uint64_t uid;         /* the DFA's, given to every copy */
     int n, k;             /* states, byte classes */
     uint8_t cls[256];     /* each byte's class */
     int32_t *tab;         /* (n, k) */
@@ -163,6 +164,7 @@ static int pack(const hr_gdfa *d, size_t max, packed *p) {
     }
     if (packed_bytes(n, p->k) > max) return 1;
     p->n = n;
+    p->uid = d->uid;
     if (!n) return 0;
     size_t k = (size_t)p->k;
     char *m = malloc(packed_bytes(n, p->k));
@@ -183,6 +185,7 @@ static int pack(const hr_gdfa *d, size_t max, packed *p) {
 static hr_err *unpack(const packed *p, hr_gdfa *out) {
     size_t n = (size_t)p->n, k = (size_t)p->k;
     memset(out, 0, sizeof *out);
+    out->uid = p->uid;
     if (!n) return NULL;
     out->n_states = p->n;
     out->trans = malloc(n * 256 * sizeof(int32_t));
@@ -312,15 +315,15 @@ void hr_grammar_dfa_cache_limit(size_t bytes) {
     pthread_mutex_unlock(&cache.mu);
 }
 
-void hr_grammar_dfa_cache_stats(hr_grammar_dfa_cache_info *info) {
+void hr_grammar_dfa_cache_stats(hr_grammar_shared_info *info) {
     pthread_mutex_lock(&cache.mu);
     size_t n = 0;
     for (const dentry *e = cache.newest; e; e = e->older)
         n++;
-    *info = (hr_grammar_dfa_cache_info){.hits = cache.hits,
-                                        .misses = cache.misses,
-                                        .evictions = cache.evictions,
-                                        .entries = n,
-                                        .bytes = cache.bytes};
+    *info = (hr_grammar_shared_info){.hits = cache.hits,
+                                     .misses = cache.misses,
+                                     .evictions = cache.evictions,
+                                     .entries = n,
+                                     .bytes = cache.bytes};
     pthread_mutex_unlock(&cache.mu);
 }

@@ -124,7 +124,12 @@ typedef struct {
      * chain, such as a string interior's loop or a maxLength counter) */
     hr_gbytes *chain_set; /* (n_states) bit 97 set: every non-ASCII character is in the set */
     int32_t *chain_len;   /* (n_states) characters; HR_G_CHAIN_INF for a loop */
+    uint64_t uid;         /* names the tables process-wide: two DFAs with one uid are equal (a build
+                             gets a new one; DFAs from one entry of the DFA cache share its) */
 } hr_gdfa;
+
+/* A new process-wide identifier (never 0, never reused): DFAs' and vocabularies' uids. */
+uint64_t hr_guid_new(void);
 
 #define HR_G_CHAIN_INF (1 << 30)
 
@@ -156,8 +161,6 @@ hr_err *hr_gdfa_complement(const hr_gdfa *x, hr_gdfa *out);
 /* A symbol in a production: >= 0 a nonterminal, < 0 terminal -(t+1). END closes a production. */
 #define HR_G_END INT32_MIN
 
-typedef struct hr_gcache hr_gcache;
-
 struct hr_grammar {
     int n_terms;
     hr_gdfa *terms;    /* (n_terms) */
@@ -171,7 +174,6 @@ struct hr_grammar {
     int32_t *pos_lhs;    /* (n_pos) the production's left-hand side */
     uint8_t *term_inert; /* (n_terms) every use ends a production of the start symbol, so
                             completing it only makes the parse accepting */
-    hr_gcache *cache;    /* the fast masks' cache (mask.c), mutex-guarded */
     atomic_int refs;     /* references beyond the first (hr_grammar_ref) */
 };
 
@@ -180,6 +182,7 @@ struct hr_grammar {
 enum { HR_GV_NORMAL, HR_GV_STOP, HR_GV_NEVER };
 
 struct hr_grammar_vocab {
+    uint64_t uid; /* names it in the mask cache's keys (hr_guid_new) */
     int n_vocab;
     uint32_t *tok_off; /* (n_vocab + 1) bytes of token i: bytes[tok_off[i], tok_off[i+1]) */
     uint8_t *bytes;
@@ -237,10 +240,5 @@ struct hr_matcher {
 int hr_gm_push(hr_matcher *m, uint8_t b);
 /* Back to pos bytes consumed (pos <= cur). */
 void hr_gm_truncate(hr_matcher *m, int pos);
-
-/* mask.c: the cache's life. */
-hr_err *hr_gcache_create(hr_gcache **out);
-void hr_gcache_free(hr_gcache *c);
-size_t hr_gcache_bytes(hr_gcache *c); /* memory its entries hold */
 
 #endif

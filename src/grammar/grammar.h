@@ -2,8 +2,8 @@
  * expression) compiled into terminals backed by byte DFAs and a CFG over them, matched
  * exactly by an Earley parser over bytes; per step, the bitmask of the vocabulary's tokens
  * that keep the output inside the grammar's language. docs/grammar.md has the format.
- * A compiled grammar and a vocab are immutable apart from the grammar's mask cache, which a
- * mutex guards, so both may be shared by matchers on different threads; a matcher is one
+ * A compiled grammar and a vocab are immutable (the masks' cache is process-wide, behind a
+ * mutex), so both may be shared by matchers on different threads; a matcher is one
  * sequence's state and belongs to one thread at a time. */
 #ifndef HR_GRAMMAR_GRAMMAR_H
 #define HR_GRAMMAR_GRAMMAR_H
@@ -26,7 +26,7 @@ hr_err *hr_grammar_compile_regex(const char *re, size_t len, hr_grammar **out);
  * the last frees it. */
 hr_grammar *hr_grammar_ref(hr_grammar *g);
 void hr_grammar_free(hr_grammar *g);
-/* Memory the grammar holds now (its tables and its mask cache, which grows with use). */
+/* Memory the grammar's tables hold. */
 size_t hr_grammar_bytes(const hr_grammar *g);
 
 /* Compiling keeps the DFAs it builds in a process-wide cache keyed by their structure (the
@@ -38,8 +38,15 @@ typedef struct {
     uint64_t hits, misses; /* lookups since the process started */
     uint64_t evictions;    /* entries dropped to stay under the cap */
     size_t entries, bytes; /* held now */
-} hr_grammar_dfa_cache_info;
-void hr_grammar_dfa_cache_stats(hr_grammar_dfa_cache_info *info);
+} hr_grammar_shared_info;
+void hr_grammar_dfa_cache_stats(hr_grammar_shared_info *info);
+
+/* The fast masks keep what they precompute for a parser frontier (its terminals' DFAs and
+ * states) in one process-wide cache shared by every grammar and vocabulary, bounded in
+ * bytes (LRU): 256 MiB unless set here; 0 empties and disables it. Thread-safe; the masks
+ * are the same with or without it. */
+void hr_grammar_mask_cache_limit(size_t bytes);
+void hr_grammar_mask_cache_stats(hr_grammar_shared_info *info);
 
 /* The tokenizer's token bytes and a trie over them. Special and added tokens are left out
  * of masks except the stop ids (hr_tokenizer_stop_ids), allowed exactly when accepting. */

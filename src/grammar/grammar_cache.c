@@ -1,6 +1,6 @@
 /* The compiled-grammar cache: a hash table (by FNV-1a of kind and text, texts compared on
  * a hit) threaded on a doubly linked LRU list, under one mutex. Compiling happens outside
- * the lock; a grammar's size is measured again at each hit, since its mask cache grows. */
+ * the lock; a grammar's size (its tables and its text) is measured once, as it is kept. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,11 +135,7 @@ hr_err *hr_grammar_cache_get(hr_grammar_cache *c, hr_grammar_src kind, const cha
         c->hits++;
         unlink_lru(c, e);
         push_front(c, e);
-        size_t now = hr_grammar_bytes(e->g) + len;
-        c->bytes += now - e->bytes;
-        e->bytes = now;
         *out = hr_grammar_ref(e->g);
-        shrink(c, e);
         pthread_mutex_unlock(&c->mu);
         return NULL;
     }

@@ -1,6 +1,6 @@
 /* A bounded LRU of compiled grammars keyed by their source text, shared by the requests of
  * a server: agents resend the same tools and schema every turn, and compiling a large one
- * takes up to seconds, while a cached grammar also keeps its warm mask cache. */
+ * takes up to seconds. */
 #ifndef HR_GRAMMAR_GRAMMAR_CACHE_H
 #define HR_GRAMMAR_GRAMMAR_CACHE_H
 
@@ -20,8 +20,8 @@ typedef struct {
     size_t entries, bytes, cap_bytes;
 } hr_grammar_cache_stats;
 
-/* A cache holding at most cap_bytes (hr_grammar_bytes of its grammars, measured as they
- * are looked up, plus their texts); 0 caches nothing (every get compiles). */
+/* A cache holding at most cap_bytes (hr_grammar_bytes of its grammars plus their texts); 0
+ * caches nothing (every get compiles). */
 hr_err *hr_grammar_cache_create(size_t cap_bytes, hr_grammar_cache **out);
 void hr_grammar_cache_free(hr_grammar_cache *c);
 /* The grammar of (kind, text[0..len)): a new reference to the cached one, or compiled and

@@ -1,5 +1,5 @@
 /* Token masks. The reference tries every token's bytes from the current state. The fast
- * mask starts from a cache entry for the frontier's (terminal, DFA state) pairs, built by
+ * mask starts from a cache entry for the frontier's (DFA, state) pairs, built by
  * walking the vocabulary trie with those DFA states alone: the tokens along which some pair
  * stays alive and none reaches an accepting state (allowed whatever the Earley sets hold;
  * whole subtrees at once where a pair's chain covers them, judged at a UTF-8 lead byte by
@@ -8,14 +8,17 @@
  * frontier entry). Only from those nodes, grouped, does the parser run, a byte per trie
  * node, truncating on the way up, skipping subtrees it rejects and taking whole those a
  * frontier entry's chain covers. Inside a JSON string nearly every token comes from the
- * entry and only tokens holding a '"' are walked. The cache lives in the grammar, keyed by
- * vocabulary too, behind a mutex; an entry is built outside the lock and never changes once
- * published, so matchers on many threads read it freely. */
+ * entry and only tokens holding a '"' are walked. The entries live in one process-wide
+ * cache (mask_cache.c) keyed by the pairs' DFAs rather than the grammar's terminals, so
+ * grammars sharing terminals (every JSON grammar's strings and numbers) share entries; an
+ * entry is built outside the cache's lock and never changes once published, so matchers on
+ * many threads read it freely. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "grammar/gram_ir.h"
 #include "grammar/grammar.h"
+#include "grammar/mask_cache.h"
 
 static void set_stops(const hr_matcher *m, uint32_t *bits) {
     if (!hr_matcher_is_accepting(m)) return;
@@ -139,113 +142,63 @@ static void walk_subtree(hr_matcher *m, int top, int base, uint32_t *bits) {
     hr_gm_truncate(m, base);
 }
 
-/* The frontier's distinct (terminal, state) pairs, sorted, as the cache key. */
+/* The frontier's distinct (DFA, state, counts) triples, sorted, as the cache key; term[i]:
+ * a terminal of the grammar behind pair i (any one: equal uids, equal tables). */
 typedef struct {
-    int32_t *v; /* (term, state) pairs */
-    int n, cap;
+    hr_gkey_pair *v;
+    int32_t *term;
+    int n;
 } pairs;
 
-static int cmp_pair(const void *x, const void *y) {
-    const int32_t *a = x, *b = y;
-    return a[0] != b[0] ? (a[0] < b[0] ? -1 : 1) : (a[1] < b[1] ? -1 : a[1] > b[1]);
+typedef struct {
+    hr_gkey_pair k;
+    int32_t term;
+} term_pair;
+
+static int cmp_key(const hr_gkey_pair *a, const hr_gkey_pair *b) {
+    if (a->uid != b->uid) return a->uid < b->uid ? -1 : 1;
+    if (a->state != b->state) return a->state < b->state ? -1 : 1;
+    return (a->counts > b->counts) - (a->counts < b->counts);
+}
+
+static int cmp_term_pair(const void *x, const void *y) {
+    return cmp_key(&((const term_pair *)x)->k, &((const term_pair *)y)->k);
 }
 
 static int frontier_pairs(const hr_matcher *m, pairs *p) {
-    size_t b = m->front_beg[m->cur], e = m->front_beg[m->cur + 1];
-    if ((size_t)p->cap < 2 * (e - b)) {
-        int32_t *q = realloc(p->v, 2 * (e - b) * sizeof(int32_t));
-        if (!q) return -1;
-        p->v = q;
-        p->cap = (int)(2 * (e - b));
+    size_t b = m->front_beg[m->cur], e = m->front_beg[m->cur + 1], n = e - b;
+    term_pair *tp = malloc((n + 1) * sizeof *tp);
+    p->v = malloc((n + 1) * sizeof *p->v);
+    p->term = malloc((n + 1) * sizeof *p->term);
+    if (!tp || !p->v || !p->term) {
+        free(tp);
+        return -1;
     }
+    for (size_t k = 0; k < n; k++) {
+        int t = -m->g->pos_sym[m->front[b + k].pos] - 1;
+        tp[k] = (term_pair){{m->g->terms[t].uid, m->front[b + k].state, !m->g->term_inert[t]}, t};
+    }
+    qsort(tp, n, sizeof *tp, cmp_term_pair);
     p->n = 0;
-    for (size_t k = b; k < e; k++) {
-        p->v[2 * p->n] = -m->g->pos_sym[m->front[k].pos] - 1;
-        p->v[2 * p->n + 1] = m->front[k].state;
-        p->n++;
-    }
-    qsort(p->v, (size_t)p->n, 2 * sizeof(int32_t), cmp_pair);
-    int u = 0;
-    for (int i = 0; i < p->n; i++)
-        if (!u || cmp_pair(&p->v[2 * i], &p->v[2 * (u - 1)])) {
-            p->v[2 * u] = p->v[2 * i];
-            p->v[2 * u + 1] = p->v[2 * i + 1];
-            u++;
+    for (size_t i = 0; i < n; i++)
+        if (!p->n || cmp_key(&tp[i].k, &p->v[p->n - 1])) {
+            p->v[p->n] = tp[i].k;
+            p->term[p->n++] = tp[i].term;
         }
-    p->n = u;
+    free(tp);
     return 0;
 }
 
 /* Bound nodes are grouped by the DFA states every pair reaches there: the parser states
  * after two nodes of one group differ only in where the last position is, so one walk of
  * a group node's bytes serves all. What follows the nodes in their tokens (the suffixes)
- * goes into one small trie per group, so a suffix that many tokens share (`",` after a
- * string's last word) is parsed once. */
-typedef struct {
-    int n; /* nodes in preorder; node 0 (the empty suffix) is the root */
-    uint8_t *byte;
-    uint16_t *depth;
-    int32_t *end;
-    int32_t *tok_beg; /* (n + 1) tokens ending at node u: tok[tok_beg[u], tok_beg[u+1]) */
-    int32_t *tok;
-} strie;
-
-typedef struct entry {
-    struct entry *next;
-    uint64_t hash;
-    const hr_grammar_vocab *v;
-    int n_pairs;
-    int32_t *pairs;
-    uint32_t *bits; /* tokens strictly inside the terminals */
-    int n_groups;
-    int32_t *rep;     /* (n_groups) a bound node of the group, whose bytes the parser takes */
-    strie *suffix;    /* (n_groups) the suffixes below the group's small nodes */
-    int32_t *big;     /* the group's nodes with large subtrees (or alone in their group),
-                         walked in the vocabulary trie: big[big_beg[g], big_beg[g+1]) */
-    int32_t *big_beg; /* (n_groups + 1) */
-    size_t bytes;     /* memory held */
-} entry;
-
-#define N_BUCKETS 1024
-#define CACHE_BYTES (64u << 20)
-
-struct hr_gcache {
-    pthread_mutex_t mu;
-    entry *bucket[N_BUCKETS];
-    size_t bytes; /* held by entries; past CACHE_BYTES new ones are not kept */
-};
+ * goes into one small trie per group (hr_ghr_gstrie), so a suffix that many tokens share (`",`
+ * after a string's last word) is parsed once. */
 
 static uint64_t hash_ints(uint64_t h, const int32_t *p, int n) {
     for (int i = 0; i < n; i++)
         h = (h ^ (uint32_t)p[i]) * 1099511628211ull;
     return h;
-}
-
-static uint64_t hash_pairs(const hr_grammar_vocab *v, const int32_t *p, int n) {
-    return hash_ints((uint64_t)(uintptr_t)v * 0x9E3779B97F4A7C15ull, p, 2 * n);
-}
-
-static entry *lookup(hr_gcache *c, const hr_grammar_vocab *v, const pairs *p, uint64_t h) {
-    for (entry *e = c->bucket[h % N_BUCKETS]; e; e = e->next)
-        if (e->hash == h && e->v == v && e->n_pairs == p->n &&
-            !memcmp(e->pairs, p->v, (size_t)p->n * 2 * sizeof(int32_t)))
-            return e;
-    return NULL;
-}
-
-static void entry_free(entry *e) {
-    if (!e) return;
-    free(e->pairs);
-    free(e->bits);
-    for (int g = 0; e->suffix && g < e->n_groups; g++) {
-        strie *t = &e->suffix[g];
-        free(t->byte), free(t->depth), free(t->end), free(t->tok_beg), free(t->tok);
-    }
-    free(e->suffix);
-    free(e->big);
-    free(e->big_beg);
-    free(e->rep);
-    free(e);
 }
 
 /* The bound nodes found by the walk, each with its state vector (n_pairs states, -1 dead). */
@@ -343,18 +296,25 @@ static int step_pairs(const pair_dfa *pd, int k, const int32_t *in, int32_t *out
     return alive | acc << 1;
 }
 
+/* The pairs' DFAs as the walks read them; NULL when out of memory. */
+static pair_dfa *pair_dfas(const hr_grammar *g, const pairs *p) {
+    pair_dfa *pd = malloc(((size_t)p->n + 1) * sizeof *pd);
+    for (int i = 0; pd && i < p->n; i++) {
+        const hr_gdfa *d = &g->terms[p->term[i]];
+        pd[i] = (pair_dfa){d, d->trans, d->accept, (uint8_t)p->v[i].counts};
+    }
+    return pd;
+}
+
 /* Walks the trie with the pairs alone: sets holds each depth's state vector. A live leaf
  * is allowed at once (nothing below it to stay alive through). */
-static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, entry *e, int32_t *sets,
-                      bounds *b) {
-    int k = e->n_pairs;
-    pair_dfa *pd = malloc(((size_t)k + 1) * sizeof *pd);
+static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p, hr_gentry *e,
+                      int32_t *sets, bounds *b) {
+    int k = p->n;
+    pair_dfa *pd = pair_dfas(g, p);
     if (!pd) return -1;
-    for (int i = 0; i < k; i++) {
-        int t = e->pairs[2 * i];
-        pd[i] = (pair_dfa){&g->terms[t], g->terms[t].trans, g->terms[t].accept, !g->term_inert[t]};
-        sets[i] = e->pairs[2 * i + 1];
-    }
+    for (int i = 0; i < k; i++)
+        sets[i] = p->v[i].state;
     for (int u = 1; u < v->n_nodes;) {
         int d = v->node_depth[u], end = v->node_end[u];
         int32_t *out = sets + (size_t)d * k;
@@ -391,7 +351,7 @@ static int cmp_suffix(const void *x, const void *y) {
 }
 
 /* The preorder trie of items (sorted here) into t. */
-static int strie_build(strie *t, suffix_item *it, int n) {
+static int strie_build(hr_gstrie *t, suffix_item *it, int n) {
     qsort(it, (size_t)n, sizeof *it, cmp_suffix);
     size_t cap = 1;
     for (int i = 0; i < n; i++)
@@ -443,11 +403,11 @@ static int is_big(const hr_grammar_vocab *v, int u, int alone) {
 
 /* Per group: a representative node, the nodes walked in the vocabulary trie (large
  * subtrees, or alone in the group), and the trie of the suffixes below the others. */
-static int group_bounds(const hr_grammar_vocab *v, entry *e, const bounds *b) {
+static int group_bounds(const hr_grammar_vocab *v, hr_gentry *e, const bounds *b) {
     int G = b->n_groups;
     e->n_groups = G;
     e->rep = malloc(((size_t)G + 1) * sizeof(int32_t));
-    e->suffix = calloc((size_t)G + 1, sizeof(strie));
+    e->suffix = calloc((size_t)G + 1, sizeof(hr_gstrie));
     e->big_beg = calloc((size_t)G + 2, sizeof(int32_t));
     e->big = malloc(((size_t)b->n + 1) * sizeof(int32_t));
     int32_t *count = calloc((size_t)G + 1, sizeof(int32_t));
@@ -488,72 +448,201 @@ static int group_bounds(const hr_grammar_vocab *v, entry *e, const bounds *b) {
     return ok ? 0 : -1;
 }
 
-static entry *build_entry(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p,
-                          uint64_t h) {
-    entry *e = calloc(1, sizeof *e);
-    int32_t *sets =
-        malloc(((size_t)v->max_depth + 1) * (size_t)(p->n ? p->n : 1) * sizeof(int32_t));
-    bounds b = {0};
-    int ok = e && sets;
-    if (ok) {
-        e->hash = h;
-        e->v = v;
-        e->n_pairs = p->n;
-        e->pairs = malloc(((size_t)p->n + 1) * 2 * sizeof(int32_t));
-        e->bits = calloc(mask_words(v), sizeof(uint32_t));
-        ok = e->pairs && e->bits;
-    }
-    if (ok) {
-        memcpy(e->pairs, p->v, (size_t)p->n * 2 * sizeof(int32_t));
-        ok = !walk_pairs(g, v, e, sets, &b) && !group_bounds(v, e, &b);
-    }
-    free(sets);
-    free(b.node), free(b.group), free(b.vecs), free(b.table);
-    if (!ok) {
-        entry_free(e);
+/* A new entry for the key p (refs 0), its bits still clear; NULL when out of memory. */
+static hr_gentry *new_entry(const hr_grammar_vocab *v, const pairs *p, uint64_t h) {
+    hr_gentry *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->hash = h;
+    e->vocab = v->uid;
+    e->n_pairs = p->n;
+    e->pairs = malloc(((size_t)p->n + 1) * sizeof *e->pairs);
+    e->bits = calloc(mask_words(v), sizeof(uint32_t));
+    if (!e->pairs || !e->bits) {
+        hr_gentry_free(e);
         return NULL;
     }
+    memcpy(e->pairs, p->v, (size_t)p->n * sizeof *e->pairs);
     return e;
 }
 
-/* The cache entry for the matcher's frontier, built and published when missing; NULL
- * when out of memory. *owned: the caller frees it (the cache was full). */
-static entry *get_entry(hr_matcher *m, pairs *p, int *owned) {
-    hr_gcache *c = m->g->cache;
-    *owned = 0;
-    if (frontier_pairs(m, p)) return NULL;
-    uint64_t h = hash_pairs(m->v, p->v, p->n);
-    pthread_mutex_lock(&c->mu);
-    entry *e = lookup(c, m->v, p, h);
-    pthread_mutex_unlock(&c->mu);
+/* Groups b's bound nodes into e and keeps their list; frees b. NULL (e freed) when out of
+ * memory. */
+static hr_gentry *finish_entry(const hr_grammar_vocab *v, hr_gentry *e, bounds *b, int ok) {
+    if (ok && b->n) {
+        e->bound = malloc((size_t)b->n * sizeof(int32_t));
+        ok = e->bound != NULL;
+        if (ok) memcpy(e->bound, b->node, (size_t)b->n * sizeof(int32_t));
+        e->n_bound = b->n;
+    }
+    ok = ok && !group_bounds(v, e, b);
+    free(b->node), free(b->group), free(b->vecs), free(b->table);
+    if (!ok) {
+        hr_gentry_free(e);
+        return NULL;
+    }
+    e->bytes += mask_words(v) * 4 + (size_t)e->n_groups * 4 +
+                (size_t)e->n_pairs * sizeof *e->pairs + (size_t)e->n_bound * 4 + sizeof *e;
+    return e;
+}
+
+/* The entry for the key p by one walk of the trie with all its pairs. */
+static hr_gentry *walk_entry(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p,
+                             uint64_t h) {
+    hr_gentry *e = new_entry(v, p, h);
+    int32_t *sets =
+        malloc(((size_t)v->max_depth + 1) * (size_t)(p->n ? p->n : 1) * sizeof(int32_t));
+    bounds b = {0};
+    int ok = e && sets && !walk_pairs(g, v, p, e, sets, &b);
+    free(sets);
+    return e ? finish_entry(v, e, &b, ok) : NULL;
+}
+
+/* ---- entries merged from parts ----
+ * A pair whose chain lasts long (a string interior, a key that may be any string but the
+ * declared ones, a long counter) walks a large part of the trie, and meets many different
+ * companions: a key's first character comes with every declared key not yet written.
+ * Such a frontier's entry is merged from parts cached on their own — one entry per long
+ * pair, one for the other pairs together — and comes out as one walk with all the pairs
+ * would make it, but for more bits: a token some part allows is allowed (one of its pairs
+ * stays alive through it), and every token the full walk allows lies in some part's bits or
+ * below a bound node of some part. The bound nodes are the parts' bound nodes that the full
+ * walk reaches: each is stepped from the root with every pair, and dropped inside a subtree
+ * a live pair's chain covers (or inside another bound node); there the state vector for its
+ * group comes from. */
+
+#define LONG_CHAIN 8 /* characters: a pair whose chain lasts longer is a part of its own */
+
+static int cmp_int32(const void *x, const void *y) {
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
+/* The parts' bound nodes, sorted and distinct (*n of them); NULL when out of memory. */
+static int32_t *part_bounds(hr_gentry **part, int n_parts, int *n) {
+    size_t total = 0;
+    for (int i = 0; i < n_parts; i++)
+        total += (size_t)part[i]->n_bound;
+    int32_t *c = malloc((total + 1) * sizeof *c);
+    if (!c) return NULL;
+    total = 0;
+    for (int i = 0; i < n_parts; i++)
+        for (int j = 0; j < part[i]->n_bound; j++)
+            c[total++] = part[i]->bound[j];
+    qsort(c, total, sizeof *c, cmp_int32);
+    int u = 0;
+    for (size_t i = 0; i < total; i++)
+        if (!u || c[i] != c[u - 1]) c[u++] = c[i];
+    *n = u;
+    return c;
+}
+
+/* Steps every pair from the root to each candidate node, as walk_pairs would reach it,
+ * keeping the nodes it would call bound (with their state vectors) in b. path / sets: the
+ * nodes and state vectors of the current root path, by depth (path[d + 1]: the child of
+ * path[d] last gone into, -1 none yet). */
+static int reach_bounds(const hr_grammar_vocab *v, const pair_dfa *pd, int k, const int32_t *cand,
+                        int n_cand, int32_t *path, int32_t *sets, bounds *b) {
+    int depth = 0, skip_end = 0;
+    path[0] = 0, path[1] = -1;
+    for (int i = 0; i < n_cand; i++) {
+        int w = cand[i];
+        if (w < skip_end) continue; /* below a covered subtree or a bound node */
+        while (depth > 0 && !(path[depth] < w && w < v->node_end[path[depth]]))
+            depth--;
+        while (path[depth] != w) {
+            /* the candidates come in preorder: resume at the child last gone into */
+            int c = path[depth + 1] >= 0 ? path[depth + 1] : path[depth] + 1;
+            while (v->node_end[c] <= w)
+                c = v->node_end[c];
+            int32_t *in = sets + (size_t)depth * k, *out = in + k;
+            path[++depth] = c;
+            path[depth + 1] = -1;
+            int st = step_pairs(pd, k, in, out, v->node_byte[c]);
+            int end = v->node_end[c];
+            if (st & 1 && (end == c + 1 || stays_below(v, pd, k, in, out, c))) {
+                skip_end = end; /* covered: every token below is in some part's bits */
+                break;
+            }
+            if (st != 1) { /* bound (or dead) here: nothing below is walked further */
+                if (st & 2 && add_bound(b, c, out, k)) return -1;
+                skip_end = end;
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+static hr_gentry *get_part(const hr_matcher *m, const pairs *p);
+
+/* The entry for p merged from its parts (the long pairs one by one, the rest together). */
+static hr_gentry *merge_entry(const hr_matcher *m, const pairs *p, uint64_t h) {
+    const hr_grammar_vocab *v = m->v;
+    int k = p->n, n_parts = 0, n_rest = 0, n_cand = 0;
+    hr_gentry **part = calloc((size_t)k + 1, sizeof *part);
+    pairs rest = {malloc(((size_t)k + 1) * sizeof *rest.v),
+                  malloc(((size_t)k + 1) * sizeof *rest.term), 0};
+    int ok = part && rest.v && rest.term;
+    for (int i = 0; ok && i < k; i++) {
+        if (m->g->terms[p->term[i]].chain_len[p->v[i].state] <= LONG_CHAIN) {
+            rest.v[n_rest] = p->v[i], rest.term[n_rest++] = p->term[i];
+            continue;
+        }
+        pairs one = {&p->v[i], &p->term[i], 1};
+        ok = (part[n_parts++] = get_part(m, &one)) != NULL;
+    }
+    rest.n = n_rest;
+    if (ok && n_rest) ok = (part[n_parts++] = get_part(m, &rest)) != NULL;
+    hr_gentry *e = ok ? new_entry(v, p, h) : NULL;
+    int32_t *cand = e ? part_bounds(part, n_parts, &n_cand) : NULL;
+    int32_t *path = malloc(((size_t)v->max_depth + 2) * sizeof *path),
+            *sets = malloc(((size_t)v->max_depth + 1) * (size_t)k * sizeof *sets);
+    pair_dfa *pd = pair_dfas(m->g, p);
+    bounds b = {0};
+    ok = cand && path && sets && pd;
+    for (size_t w = 0; ok && w < mask_words(v); w++)
+        for (int i = 0; i < n_parts; i++)
+            e->bits[w] |= part[i]->bits[w];
+    for (int i = 0; ok && i < k; i++)
+        sets[i] = p->v[i].state;
+    ok = ok && !reach_bounds(v, pd, k, cand, n_cand, path, sets, &b);
+    for (int i = 0; part && i < n_parts; i++)
+        hr_gentry_release(part[i]);
+    free(part), free(rest.v), free(rest.term), free(cand), free(path), free(sets), free(pd);
+    return e ? finish_entry(v, e, &b, ok) : NULL;
+}
+
+/* The entry for the key p, cached or built and offered to the cache, with a reference for
+ * the caller; NULL when out of memory. A frontier with a long pair among others is merged
+ * from parts; a part is walked. */
+static hr_gentry *get_key(const hr_matcher *m, const pairs *p, int may_merge) {
+    uint64_t h = hr_gentry_hash(m->v->uid, p->v, p->n);
+    hr_gentry *e = hr_gentry_find(m->v->uid, p->v, p->n, h);
     if (e) return e;
-    entry *fresh = build_entry(m->g, m->v, p, h);
-    if (!fresh) return NULL;
-    size_t size = mask_words(m->v) * 4 + fresh->bytes + (size_t)fresh->n_groups * 4 +
-                  (size_t)p->n * 8 + sizeof *fresh;
-    pthread_mutex_lock(&c->mu);
-    e = lookup(c, m->v, p, h);
-    if (!e && c->bytes + size <= CACHE_BYTES) {
-        fresh->next = c->bucket[h % N_BUCKETS];
-        c->bucket[h % N_BUCKETS] = fresh;
-        c->bytes += size;
-        e = fresh;
-        fresh = NULL;
-    }
-    pthread_mutex_unlock(&c->mu);
-    if (!e) {
-        *owned = 1;
-        return fresh;
-    }
-    entry_free(fresh);
+    int n_long = 0;
+    for (int i = 0; may_merge && i < p->n; i++)
+        n_long += m->g->terms[p->term[i]].chain_len[p->v[i].state] > LONG_CHAIN;
+    e = n_long && p->n > 1 ? merge_entry(m, p, h) : walk_entry(m->g, m->v, p, h);
+    return e ? hr_gentry_publish(e) : NULL;
+}
+
+static hr_gentry *get_part(const hr_matcher *m, const pairs *p) { return get_key(m, p, 0); }
+
+/* The entry for the matcher's frontier, with a reference for the caller; NULL when out of
+ * memory. */
+static hr_gentry *get_entry(hr_matcher *m) {
+    pairs p = {0};
+    hr_gentry *e = frontier_pairs(m, &p) ? NULL : get_key(m, &p, 1);
+    free(p.v);
+    free(p.term);
     return e;
 }
 
 /* One group of bound nodes: the parser takes the bytes of the group's representative,
  * then walks the subtrees of the big nodes and the group's suffix trie from there. */
-static void walk_group(hr_matcher *m, const entry *e, int g, uint32_t *bits) {
+static void walk_group(hr_matcher *m, const hr_gentry *e, int g, uint32_t *bits) {
     const hr_grammar_vocab *v = m->v;
-    const strie *t = &e->suffix[g];
+    const hr_gstrie *t = &e->suffix[g];
     int base = m->cur, u = e->rep[g], d = v->node_depth[u];
     const uint8_t *path = v->bytes + v->tok_off[v->sorted_tok[v->node_tok[u]]];
     int k = 0;
@@ -586,11 +675,8 @@ void hr_matcher_mask(hr_matcher *m, uint32_t *bits) {
     size_t words = mask_words(m->v);
     memset(bits, 0, words * sizeof(uint32_t));
     if (m->ended) return;
-    pairs p = {0};
-    int owned;
-    entry *e = get_entry(m, &p, &owned);
-    free(p.v);
-    if (!e) { /* out of memory for the cache: the plain trie walk */
+    hr_gentry *e = get_entry(m);
+    if (!e) { /* out of memory for the entry: the plain trie walk */
         walk_subtree(m, 0, m->cur, bits);
         set_stops(m, bits);
         return;
@@ -598,31 +684,6 @@ void hr_matcher_mask(hr_matcher *m, uint32_t *bits) {
     memcpy(bits, e->bits, words * sizeof(uint32_t));
     for (int g = 0; g < e->n_groups; g++)
         walk_group(m, e, g, bits);
-    if (owned) entry_free(e);
+    hr_gentry_release(e);
     set_stops(m, bits);
-}
-
-size_t hr_gcache_bytes(hr_gcache *c) {
-    pthread_mutex_lock(&c->mu);
-    size_t n = c->bytes;
-    pthread_mutex_unlock(&c->mu);
-    return n;
-}
-
-hr_err *hr_gcache_create(hr_gcache **out) {
-    hr_gcache *c = calloc(1, sizeof *c);
-    if (!c) return hr_err_oom();
-    pthread_mutex_init(&c->mu, NULL);
-    *out = c;
-    return NULL;
-}
-
-void hr_gcache_free(hr_gcache *c) {
-    for (int b = 0; b < N_BUCKETS; b++)
-        for (entry *e = c->bucket[b], *next; e; e = next) {
-            next = e->next;
-            entry_free(e);
-        }
-    pthread_mutex_destroy(&c->mu);
-    free(c);
 }

@@ -8,6 +8,7 @@
 
 #include "grammar/gram_ir.h"
 #include "grammar/grammar.h"
+#include "grammar/mask_cache.h"
 
 static int cmp_tok(const void *x, const void *y, void *arg) {
     const hr_grammar_vocab *v = arg;
@@ -154,6 +155,7 @@ hr_err *hr_grammar_vocab_create(const hr_tokenizer *tok, hr_grammar_vocab **out)
         e = build_trie(v, v->sorted_tok, n);
     }
     if (!e) e = summarize_below(v);
+    v->uid = hr_guid_new();
     if (e) {
         hr_grammar_vocab_free(v);
         return e;
@@ -164,6 +166,7 @@ hr_err *hr_grammar_vocab_create(const hr_tokenizer *tok, hr_grammar_vocab **out)
 
 void hr_grammar_vocab_free(hr_grammar_vocab *v) {
     if (!v) return;
+    if (v->uid) hr_gentry_forget_vocab(v->uid);
     free(v->tok_off);
     free(v->bytes);
     free(v->kind);

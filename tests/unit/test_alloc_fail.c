@@ -255,11 +255,17 @@ static hr_err *op_schema(uint64_t *d) {
     return schema_masks(s, "{\"customer_name\": \"A", d);
 }
 
-/* The schema op through the process-wide DFA cache, which the other ops leave off so that
- * their sweeps reach the DFA builder: the warm run fills it, the swept runs copy out of it. */
+/* The schema op through the process-wide DFA and mask caches, which the other ops leave off
+ * so that their sweeps reach the DFA builder and every mask builds its entry alone: the warm
+ * run fills the DFA cache, the swept runs copy out of it. The mask cache is emptied after
+ * each run (a DFA built outside the cache after a failure has a new uid, so its masks' new
+ * entries would stay), so every run builds its entries and offers them to the cache. */
 static hr_err *op_schema_cached(uint64_t *d) {
     hr_grammar_dfa_cache_limit((size_t)32 << 20);
-    return op_schema(d);
+    hr_grammar_mask_cache_limit((size_t)256 << 20);
+    hr_err *e = op_schema(d);
+    hr_grammar_mask_cache_limit(0);
+    return e;
 }
 
 /* Strings whose grammar is an intersection with a complement (`&`, `~`): a pattern with a
@@ -1189,6 +1195,7 @@ int main(int argc, char **argv) {
     if (!e) e = hr_grammar_vocab_create(brown_tok, &brown_gv);
     if (!e) e = reply_cases_parse();
     hr_grammar_dfa_cache_limit(0);   /* until schema_cached: every compile builds its DFAs */
+    hr_grammar_mask_cache_limit(0);  /* and every mask its entry */
     hr_log_threshold = HR_LOG_ERROR; /* the tier's "out of memory" warnings, hundreds */
     if (!e && (selected("proxy") || selected("supervisor"))) e = iso_start();
     if (!e && selected("pretok")) e = pretok_write();

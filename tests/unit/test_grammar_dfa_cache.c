@@ -174,7 +174,7 @@ static void test_fixtures_same(void) {
     HR_CHECK(n >= 500 / STRIDE, "only %d fixture schemas compiled", n);
     print_times("cache off", ms_off, n);
     print_times("cache warm (the same schema again)", ms_warm, n);
-    hr_grammar_dfa_cache_info info;
+    hr_grammar_shared_info info;
     hr_grammar_dfa_cache_stats(&info);
     printf("# cache: %llu hits, %llu misses, %zu entries, %zu bytes\n",
            (unsigned long long)info.hits, (unsigned long long)info.misses, info.entries,
@@ -225,7 +225,7 @@ static void test_threads_evicting(void) {
     for (int i = 0; i < N_TEXTS; i++)
         HR_CHECK_OK(hr_grammar_compile(texts[i], strlen(texts[i]), &ref_g[i]));
     hr_grammar_dfa_cache_limit(CAP_SMALL); /* fewer bytes than the texts' DFAs */
-    hr_grammar_dfa_cache_info before, info;
+    hr_grammar_shared_info before, info;
     hr_grammar_dfa_cache_stats(&before);
     pthread_t th[4];
     for (int t = 0; t < 4; t++)
