@@ -1,7 +1,7 @@
 /* Chains of a byte DFA, for the masks' shortcut over whole trie subtrees. For a state s,
  * succ is where most printable ASCII bytes lead; the chain set is every byte class that
- * leads there (the control bytes as one class, every non-ASCII character as another, the
- * latter when each valid UTF-8 character reaches succ through live states); chain_len
+ * leads there (the control bytes as one class, the characters of each UTF-8 lead byte as
+ * one, when each of them reaches succ through live states); chain_len
  * counts how many characters from that set the DFA is sure to survive: a string interior
  * loops (succ = s, unbounded), a maxLength counter steps along its states to its limit. */
 #include <stdlib.h>
@@ -31,16 +31,22 @@ static int finishes_at(utf8_ctx *x, int target, int t, int q) {
     return ok;
 }
 
-static int utf8_to(utf8_ctx *x, int s, int target) {
+static void set_bit(hr_gbytes *g, int k) { g->w[k >> 6] |= 1ull << (k & 63); }
+
+/* The lead bytes L whose every character, read from s, reaches target through live states
+ * (w[2] bit L - 0xC0), and bit 97 when all of them do. */
+static void utf8_to(utf8_ctx *x, int s, int target, hr_gbytes *set) {
     x->stamp++;
+    int all = 1;
     for (int b = 0xC2; b <= 0xF4; b++) {
         int t = x->d->trans[(size_t)s * 256 + b];
-        if (t < 0 || !finishes_at(x, target, t, hr_gutf8_step(0, (uint8_t)b))) return 0;
+        if (t >= 0 && finishes_at(x, target, t, hr_gutf8_step(0, (uint8_t)b)))
+            set->w[2] |= 1ull << (b - 0xC0);
+        else
+            all = 0;
     }
-    return 1;
+    if (all) set_bit(set, 97);
 }
-
-static void set_bit(hr_gbytes *g, int k) { g->w[k >> 6] |= 1ull << (k & 63); }
 
 /* succ of s and its chain set; -1 when no printable byte lives. */
 static int chain_set(utf8_ctx *x, int s, hr_gbytes *set) {
@@ -65,12 +71,12 @@ static int chain_set(utf8_ctx *x, int s, hr_gbytes *set) {
             set_bit(set, hr_gbytes_bit((uint8_t)b));
     }
     if (ctrl) set_bit(set, 96);
-    if (utf8_to(x, s, best)) set_bit(set, 97);
+    utf8_to(x, s, best, set);
     return best;
 }
 
 static int covers(const hr_gbytes *a, const hr_gbytes *b) {
-    return !(b->w[0] & ~a->w[0]) && !(b->w[1] & ~a->w[1]);
+    return !(b->w[0] & ~a->w[0]) && !(b->w[1] & ~a->w[1]) && !(b->w[2] & ~a->w[2]);
 }
 
 /* chain_len along the successor graph (one successor per state): a state whose successor

@@ -101,12 +101,15 @@ hr_err *hr_gbnf_parse(const char *text, size_t len, hr_gir *ir, int *root);
  * base is the offset of re in the enclosing text, for error messages. */
 hr_err *hr_regex_parse(const char *re, size_t len, size_t base, hr_gir *ir, int *node);
 
-/* ---- byte sets summarized in 128 bits ---- */
+/* ---- byte sets summarized in 192 bits ---- */
 /* Bit b - 0x20 for each printable ASCII byte 0x20..0x7F, bit 96 for "some byte 0x00..0x1F",
- * bit 97 for "some byte 0x80..0xFF": enough to tell that text stays inside a DFA state. */
+ * bit 97 for "some byte 0x80..0xFF", and in w[2] bit L - 0xC0 for each UTF-8 lead byte L
+ * (characters starting with L): enough to tell that text stays inside a DFA state. */
 typedef struct {
-    uint64_t w[2];
+    uint64_t w[3];
 } hr_gbytes;
+
+#define HR_G_NON_ASCII (1ull << (97 - 64)) /* bit 97, in w[1] */
 
 static inline int hr_gbytes_bit(uint8_t b) { return b < 0x20 ? 96 : b >= 0x80 ? 97 : b - 0x20; }
 
@@ -122,7 +125,8 @@ typedef struct {
     /* chains (chain.c): from state s, any text of up to chain_len[s] characters drawn from
      * chain_set[s] keeps the DFA alive (a character class moving s along one successor
      * chain, such as a string interior's loop or a maxLength counter) */
-    hr_gbytes *chain_set; /* (n_states) bit 97 set: every non-ASCII character is in the set */
+    hr_gbytes *chain_set; /* (n_states) w[2] bit L - 0xC0: every character led by L is in the
+                             set; bit 97: every non-ASCII character is */
     int32_t *chain_len;   /* (n_states) characters; HR_G_CHAIN_INF for a loop */
     uint64_t uid;         /* names the tables process-wide: two DFAs with one uid are equal (a build
                              gets a new one; DFAs from one entry of the DFA cache share its) */
@@ -197,12 +201,14 @@ struct hr_grammar_vocab {
     int32_t *node_end;    /* (n_nodes) first node after the subtree */
     int32_t *node_tok; /* (n_nodes + 1) tokens ending here: sorted_tok[node_tok[u], node_tok[u+1]);
                           the subtree's tokens are sorted_tok[node_tok[u], node_tok[node_end[u]]) */
-    hr_gbytes *node_below;      /* (n_nodes) the bytes on every edge below the node */
+    hr_gbytes *node_below;      /* (n_nodes) the bytes on every edge below the node (w[2]: the
+                                   lead bytes among them) */
     uint8_t *node_utf8;         /* (n_nodes) bit q: from validator state q at the node, every
                                    path below is valid UTF-8 (possibly cut inside a character) */
     uint16_t *node_below_chars; /* (n_nodes) the most characters starting on a path below the
                                    node (its bytes other than UTF-8 continuation bytes) */
     int32_t *sorted_tok;        /* NORMAL token ids by their node */
+    uint32_t *normal_bits;      /* ((n_vocab + 31) / 32) the NORMAL tokens as a mask */
     int max_depth;
 };
 

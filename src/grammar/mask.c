@@ -64,18 +64,18 @@ static inline void set_subtree_tokens(const hr_grammar_vocab *v, int u, uint32_t
 }
 
 /* The DFA state s of d stays alive through every path below trie node u: its chain takes
- * every byte there (non-ASCII ones only where every path is valid UTF-8, so the state is
- * between characters) for at least as many characters as start on any path below. */
+ * every byte there (non-ASCII ones by the lead bytes of the characters that start below,
+ * only where every path is valid UTF-8, so the state is between characters) for at least as
+ * many characters as start on any path below. */
 static int chain_covers(const hr_gdfa *d, int32_t s, const hr_grammar_vocab *v, int u) {
     const hr_gbytes *below = &v->node_below[u], *c = &d->chain_set[s];
-    return !(below->w[0] & ~c->w[0]) && !(below->w[1] & ~c->w[1]) &&
-           d->chain_len[s] >= v->node_below_chars[u];
+    return !(below->w[0] & ~c->w[0]) && !(below->w[1] & ~HR_G_NON_ASCII & ~c->w[1]) &&
+           !(below->w[2] & ~c->w[2]) && d->chain_len[s] >= v->node_below_chars[u];
 }
 
-/* Non-ASCII bytes below u only on valid UTF-8 paths (what a chain's bit 97 speaks of). */
+/* Non-ASCII bytes below u only on valid UTF-8 paths (what a chain's lead bits speak of). */
 static int utf8_below(const hr_grammar_vocab *v, int u) {
-    const uint64_t high = 1ull << (97 - 64);
-    return !(v->node_below[u].w[1] & high) || (v->node_utf8[u] & 1);
+    return !(v->node_below[u].w[1] & HR_G_NON_ASCII) || (v->node_utf8[u] & 1);
 }
 
 /* The state a chain leads to (succ in chain.c): where the chain set's printable bytes go;
@@ -89,12 +89,13 @@ static int32_t chain_succ(const hr_gdfa *d, int32_t s) {
 }
 
 /* Trie node u holds a UTF-8 lead byte read from state s (the parent's): when s's chain takes
- * every non-ASCII character (bit 97: each one read from s ends in succ through live states),
- * every path below u is valid UTF-8 from inside this character, and succ's chain covers the
- * bytes below, the state stays alive through the subtree, as a chain at u would say. */
+ * every character of that lead byte (each one read from s ends in succ through live
+ * states), every path below u is valid UTF-8 from inside this character, and succ's chain
+ * covers the bytes below, the state stays alive through the subtree, as a chain at u would
+ * say. */
 static int lead_covers(const hr_gdfa *d, int32_t s, const hr_grammar_vocab *v, int u) {
     uint8_t b = v->node_byte[u];
-    if (b < 0xC2 || b > 0xF4 || !(d->chain_set[s].w[1] >> (97 - 64) & 1)) return 0;
+    if (b < 0xC2 || b > 0xF4 || !(d->chain_set[s].w[2] >> (b - 0xC0) & 1)) return 0;
     int q = hr_gutf8_step(0, b);
     if (q <= 0 || !(v->node_utf8[u] >> q & 1)) return 0;
     int32_t t = chain_succ(d, s);
@@ -306,35 +307,78 @@ static pair_dfa *pair_dfas(const hr_grammar *g, const pairs *p) {
     return pd;
 }
 
+/* Runs of the trie's preorder token list (sorted_tok[b, e)), adjacent ones joined. */
+typedef struct {
+    int32_t *v; /* (b, e) pairs */
+    int n, cap;
+    size_t tokens;
+} runs;
+
+static int add_run(runs *r, int32_t b, int32_t e) {
+    if (b == e) return 0;
+    r->tokens += (size_t)(e - b);
+    if (r->n && r->v[2 * r->n - 1] == b) {
+        r->v[2 * r->n - 1] = e;
+        return 0;
+    }
+    if (r->n == r->cap) {
+        int nc = r->cap ? r->cap * 2 : 256;
+        int32_t *q = realloc(r->v, (size_t)nc * 2 * sizeof *q);
+        if (!q) return -1;
+        r->v = q, r->cap = nc;
+    }
+    r->v[2 * r->n] = b, r->v[2 * r->n + 1] = e;
+    r->n++;
+    return 0;
+}
+
+/* The entry's bits from the walk's runs: the allowed tokens set one by one, or, when most
+ * tokens are allowed (a string interior allows ~140k of Qwen's 151k), every normal token
+ * but the others (the fewer writes either way). */
+static void fill_bits(const hr_grammar_vocab *v, const runs *yes, const runs *no, uint32_t *bits) {
+    const runs *r = yes;
+    if (yes->tokens > no->tokens) {
+        memcpy(bits, v->normal_bits, mask_words(v) * sizeof(uint32_t));
+        r = no;
+    }
+    for (int i = 0; i < r->n; i++)
+        for (int k = r->v[2 * i]; k < r->v[2 * i + 1]; k++) {
+            int32_t id = v->sorted_tok[k];
+            bits[id >> 5] ^= 1u << (id & 31);
+        }
+}
+
 /* Walks the trie with the pairs alone: sets holds each depth's state vector. A live leaf
- * is allowed at once (nothing below it to stay alive through). */
+ * is allowed at once (nothing below it to stay alive through). The tokens go into runs,
+ * allowed (yes) or not (no: dead, or below a bound node, which the parser takes). */
 static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p, hr_gentry *e,
                       int32_t *sets, bounds *b) {
-    int k = p->n;
+    int k = p->n, ok = 1;
     pair_dfa *pd = pair_dfas(g, p);
+    runs yes = {0}, no = {0};
     if (!pd) return -1;
+    ok = !add_run(&no, v->node_tok[0], v->node_tok[1]); /* empty tokens: never by the walk */
     for (int i = 0; i < k; i++)
         sets[i] = p->v[i].state;
-    for (int u = 1; u < v->n_nodes;) {
+    for (int u = 1; ok && u < v->n_nodes;) {
         int d = v->node_depth[u], end = v->node_end[u];
         int32_t *out = sets + (size_t)d * k;
         int st = step_pairs(pd, k, out - k, out, v->node_byte[u]);
         if (st & 1 && (end == u + 1 || stays_below(v, pd, k, out - k, out, u))) {
-            set_subtree_tokens(v, u, e->bits); /* the whole subtree is allowed */
+            ok = !add_run(&yes, v->node_tok[u], v->node_tok[end]); /* all allowed */
             u = end;
         } else if (st != 1) { /* dead, or a bound node */
-            if (st & 2 && add_bound(b, u, out, k)) {
-                free(pd);
-                return -1;
-            }
+            ok = !(st & 2 && add_bound(b, u, out, k)) &&
+                 !add_run(&no, v->node_tok[u], v->node_tok[end]);
             u = end;
         } else {
-            set_node_tokens(v, u, e->bits);
+            ok = !add_run(&yes, v->node_tok[u], v->node_tok[u + 1]);
             u++;
         }
     }
-    free(pd);
-    return 0;
+    if (ok) fill_bits(v, &yes, &no, e->bits);
+    free(yes.v), free(no.v), free(pd);
+    return ok ? 0 : -1;
 }
 
 typedef struct {
@@ -448,191 +492,52 @@ static int group_bounds(const hr_grammar_vocab *v, hr_gentry *e, const bounds *b
     return ok ? 0 : -1;
 }
 
-/* A new entry for the key p (refs 0), its bits still clear; NULL when out of memory. */
-static hr_gentry *new_entry(const hr_grammar_vocab *v, const pairs *p, uint64_t h) {
+/* The entry for the key p (not yet published: refs 0), by one walk of the trie with its
+ * pairs; NULL when out of memory. */
+static hr_gentry *build_entry(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p,
+                              uint64_t h) {
     hr_gentry *e = calloc(1, sizeof *e);
-    if (!e) return NULL;
-    e->hash = h;
-    e->vocab = v->uid;
-    e->n_pairs = p->n;
-    e->pairs = malloc(((size_t)p->n + 1) * sizeof *e->pairs);
-    e->bits = calloc(mask_words(v), sizeof(uint32_t));
-    if (!e->pairs || !e->bits) {
-        hr_gentry_free(e);
-        return NULL;
+    int32_t *sets =
+        malloc(((size_t)v->max_depth + 1) * (size_t)(p->n ? p->n : 1) * sizeof(int32_t));
+    bounds b = {0};
+    int ok = e && sets;
+    if (ok) {
+        e->hash = h;
+        e->vocab = v->uid;
+        e->n_pairs = p->n;
+        e->pairs = malloc(((size_t)p->n + 1) * sizeof *e->pairs);
+        e->bits = calloc(mask_words(v), sizeof(uint32_t));
+        ok = e->pairs && e->bits;
     }
-    memcpy(e->pairs, p->v, (size_t)p->n * sizeof *e->pairs);
-    return e;
-}
-
-/* Groups b's bound nodes into e and keeps their list; frees b. NULL (e freed) when out of
- * memory. */
-static hr_gentry *finish_entry(const hr_grammar_vocab *v, hr_gentry *e, bounds *b, int ok) {
-    if (ok && b->n) {
-        e->bound = malloc((size_t)b->n * sizeof(int32_t));
-        ok = e->bound != NULL;
-        if (ok) memcpy(e->bound, b->node, (size_t)b->n * sizeof(int32_t));
-        e->n_bound = b->n;
+    if (ok) {
+        memcpy(e->pairs, p->v, (size_t)p->n * sizeof *e->pairs);
+        ok = !walk_pairs(g, v, p, e, sets, &b) && !group_bounds(v, e, &b);
     }
-    ok = ok && !group_bounds(v, e, b);
-    free(b->node), free(b->group), free(b->vecs), free(b->table);
+    free(sets);
+    free(b.node), free(b.group), free(b.vecs), free(b.table);
     if (!ok) {
         hr_gentry_free(e);
         return NULL;
     }
     e->bytes += mask_words(v) * 4 + (size_t)e->n_groups * 4 +
-                (size_t)e->n_pairs * sizeof *e->pairs + (size_t)e->n_bound * 4 + sizeof *e;
+                (size_t)e->n_pairs * sizeof *e->pairs + sizeof *e;
     return e;
 }
 
-/* The entry for the key p by one walk of the trie with all its pairs. */
-static hr_gentry *walk_entry(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p,
-                             uint64_t h) {
-    hr_gentry *e = new_entry(v, p, h);
-    int32_t *sets =
-        malloc(((size_t)v->max_depth + 1) * (size_t)(p->n ? p->n : 1) * sizeof(int32_t));
-    bounds b = {0};
-    int ok = e && sets && !walk_pairs(g, v, p, e, sets, &b);
-    free(sets);
-    return e ? finish_entry(v, e, &b, ok) : NULL;
-}
-
-/* ---- entries merged from parts ----
- * A pair whose chain lasts long (a string interior, a key that may be any string but the
- * declared ones, a long counter) walks a large part of the trie, and meets many different
- * companions: a key's first character comes with every declared key not yet written.
- * Such a frontier's entry is merged from parts cached on their own — one entry per long
- * pair, one for the other pairs together — and comes out as one walk with all the pairs
- * would make it, but for more bits: a token some part allows is allowed (one of its pairs
- * stays alive through it), and every token the full walk allows lies in some part's bits or
- * below a bound node of some part. The bound nodes are the parts' bound nodes that the full
- * walk reaches: each is stepped from the root with every pair, and dropped inside a subtree
- * a live pair's chain covers (or inside another bound node); there the state vector for its
- * group comes from. */
-
-#define LONG_CHAIN 8 /* characters: a pair whose chain lasts longer is a part of its own */
-
-static int cmp_int32(const void *x, const void *y) {
-    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
-    return (a > b) - (a < b);
-}
-
-/* The parts' bound nodes, sorted and distinct (*n of them); NULL when out of memory. */
-static int32_t *part_bounds(hr_gentry **part, int n_parts, int *n) {
-    size_t total = 0;
-    for (int i = 0; i < n_parts; i++)
-        total += (size_t)part[i]->n_bound;
-    int32_t *c = malloc((total + 1) * sizeof *c);
-    if (!c) return NULL;
-    total = 0;
-    for (int i = 0; i < n_parts; i++)
-        for (int j = 0; j < part[i]->n_bound; j++)
-            c[total++] = part[i]->bound[j];
-    qsort(c, total, sizeof *c, cmp_int32);
-    int u = 0;
-    for (size_t i = 0; i < total; i++)
-        if (!u || c[i] != c[u - 1]) c[u++] = c[i];
-    *n = u;
-    return c;
-}
-
-/* Steps every pair from the root to each candidate node, as walk_pairs would reach it,
- * keeping the nodes it would call bound (with their state vectors) in b. path / sets: the
- * nodes and state vectors of the current root path, by depth (path[d + 1]: the child of
- * path[d] last gone into, -1 none yet). */
-static int reach_bounds(const hr_grammar_vocab *v, const pair_dfa *pd, int k, const int32_t *cand,
-                        int n_cand, int32_t *path, int32_t *sets, bounds *b) {
-    int depth = 0, skip_end = 0;
-    path[0] = 0, path[1] = -1;
-    for (int i = 0; i < n_cand; i++) {
-        int w = cand[i];
-        if (w < skip_end) continue; /* below a covered subtree or a bound node */
-        while (depth > 0 && !(path[depth] < w && w < v->node_end[path[depth]]))
-            depth--;
-        while (path[depth] != w) {
-            /* the candidates come in preorder: resume at the child last gone into */
-            int c = path[depth + 1] >= 0 ? path[depth + 1] : path[depth] + 1;
-            while (v->node_end[c] <= w)
-                c = v->node_end[c];
-            int32_t *in = sets + (size_t)depth * k, *out = in + k;
-            path[++depth] = c;
-            path[depth + 1] = -1;
-            int st = step_pairs(pd, k, in, out, v->node_byte[c]);
-            int end = v->node_end[c];
-            if (st & 1 && (end == c + 1 || stays_below(v, pd, k, in, out, c))) {
-                skip_end = end; /* covered: every token below is in some part's bits */
-                break;
-            }
-            if (st != 1) { /* bound (or dead) here: nothing below is walked further */
-                if (st & 2 && add_bound(b, c, out, k)) return -1;
-                skip_end = end;
-                break;
-            }
-        }
-    }
-    return 0;
-}
-
-static hr_gentry *get_part(const hr_matcher *m, const pairs *p);
-
-/* The entry for p merged from its parts (the long pairs one by one, the rest together). */
-static hr_gentry *merge_entry(const hr_matcher *m, const pairs *p, uint64_t h) {
-    const hr_grammar_vocab *v = m->v;
-    int k = p->n, n_parts = 0, n_rest = 0, n_cand = 0;
-    hr_gentry **part = calloc((size_t)k + 1, sizeof *part);
-    pairs rest = {malloc(((size_t)k + 1) * sizeof *rest.v),
-                  malloc(((size_t)k + 1) * sizeof *rest.term), 0};
-    int ok = part && rest.v && rest.term;
-    for (int i = 0; ok && i < k; i++) {
-        if (m->g->terms[p->term[i]].chain_len[p->v[i].state] <= LONG_CHAIN) {
-            rest.v[n_rest] = p->v[i], rest.term[n_rest++] = p->term[i];
-            continue;
-        }
-        pairs one = {&p->v[i], &p->term[i], 1};
-        ok = (part[n_parts++] = get_part(m, &one)) != NULL;
-    }
-    rest.n = n_rest;
-    if (ok && n_rest) ok = (part[n_parts++] = get_part(m, &rest)) != NULL;
-    hr_gentry *e = ok ? new_entry(v, p, h) : NULL;
-    int32_t *cand = e ? part_bounds(part, n_parts, &n_cand) : NULL;
-    int32_t *path = malloc(((size_t)v->max_depth + 2) * sizeof *path),
-            *sets = malloc(((size_t)v->max_depth + 1) * (size_t)k * sizeof *sets);
-    pair_dfa *pd = pair_dfas(m->g, p);
-    bounds b = {0};
-    ok = cand && path && sets && pd;
-    for (size_t w = 0; ok && w < mask_words(v); w++)
-        for (int i = 0; i < n_parts; i++)
-            e->bits[w] |= part[i]->bits[w];
-    for (int i = 0; ok && i < k; i++)
-        sets[i] = p->v[i].state;
-    ok = ok && !reach_bounds(v, pd, k, cand, n_cand, path, sets, &b);
-    for (int i = 0; part && i < n_parts; i++)
-        hr_gentry_release(part[i]);
-    free(part), free(rest.v), free(rest.term), free(cand), free(path), free(sets), free(pd);
-    return e ? finish_entry(v, e, &b, ok) : NULL;
-}
-
 /* The entry for the key p, cached or built and offered to the cache, with a reference for
- * the caller; NULL when out of memory. A frontier with a long pair among others is merged
- * from parts; a part is walked. */
-static hr_gentry *get_key(const hr_matcher *m, const pairs *p, int may_merge) {
+ * the caller; NULL when out of memory. */
+static hr_gentry *get_key(const hr_matcher *m, const pairs *p) {
     uint64_t h = hr_gentry_hash(m->v->uid, p->v, p->n);
     hr_gentry *e = hr_gentry_find(m->v->uid, p->v, p->n, h);
-    if (e) return e;
-    int n_long = 0;
-    for (int i = 0; may_merge && i < p->n; i++)
-        n_long += m->g->terms[p->term[i]].chain_len[p->v[i].state] > LONG_CHAIN;
-    e = n_long && p->n > 1 ? merge_entry(m, p, h) : walk_entry(m->g, m->v, p, h);
-    return e ? hr_gentry_publish(e) : NULL;
+    if (!e && (e = build_entry(m->g, m->v, p, h))) e = hr_gentry_publish(e);
+    return e;
 }
-
-static hr_gentry *get_part(const hr_matcher *m, const pairs *p) { return get_key(m, p, 0); }
 
 /* The entry for the matcher's frontier, with a reference for the caller; NULL when out of
  * memory. */
 static hr_gentry *get_entry(hr_matcher *m) {
     pairs p = {0};
-    hr_gentry *e = frontier_pairs(m, &p) ? NULL : get_key(m, &p, 1);
+    hr_gentry *e = frontier_pairs(m, &p) ? NULL : get_key(m, &p);
     free(p.v);
     free(p.term);
     return e;

@@ -42,7 +42,6 @@ void hr_gentry_free(hr_gentry *e) {
     free(e->big);
     free(e->big_beg);
     free(e->rep);
-    free(e->bound);
     free(e);
 }
 

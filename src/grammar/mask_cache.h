@@ -42,8 +42,6 @@ typedef struct hr_gentry {
     int32_t *big;      /* the group's nodes with large subtrees (or alone in their group),
                           walked in the vocabulary trie: big[big_beg[g], big_beg[g+1]) */
     int32_t *big_beg;  /* (n_groups + 1) */
-    int32_t *bound;    /* (n_bound) every bound node, in preorder (what a merge reads) */
-    int n_bound;
     size_t bytes; /* memory held, all told */
 } hr_gentry;
 

@@ -125,9 +125,10 @@ static hr_err *summarize_below(hr_grammar_vocab *v) {
             int starts = (v->node_byte[c] & 0xC0) != 0x80; /* not a continuation byte */
             if (v->node_below_chars[c] + starts > v->node_below_chars[u])
                 v->node_below_chars[u] = (uint16_t)(v->node_below_chars[c] + starts);
-            v->node_below[u].w[0] |= v->node_below[c].w[0];
-            v->node_below[u].w[1] |= v->node_below[c].w[1];
+            for (int w = 0; w < 3; w++)
+                v->node_below[u].w[w] |= v->node_below[c].w[w];
             v->node_below[u].w[k >> 6] |= 1ull << (k & 63);
+            if (v->node_byte[c] >= 0xC0) v->node_below[u].w[2] |= 1ull << (v->node_byte[c] - 0xC0);
             for (int q = 0; q < 8; q++) {
                 int q2 = hr_gutf8_step(q, v->node_byte[c]);
                 if (q2 < 0 || !(v->node_utf8[c] >> q2 & 1)) v->node_utf8[u] &= (uint8_t) ~(1u << q);
@@ -148,8 +149,13 @@ hr_err *hr_grammar_vocab_create(const hr_tokenizer *tok, hr_grammar_vocab **out)
     hr_err *e = (v->tok_off && v->kind && v->sorted_tok) ? NULL : hr_err_oom();
     if (!e) e = load_bytes(tok, v);
     int n = 0;
+    v->normal_bits = e ? NULL : calloc(((size_t)v->n_vocab + 31) / 32, sizeof(uint32_t));
+    if (!e && !v->normal_bits) e = hr_err_oom();
     for (int i = 0; !e && i < v->n_vocab; i++)
-        if (v->kind[i] == HR_GV_NORMAL) v->sorted_tok[n++] = i;
+        if (v->kind[i] == HR_GV_NORMAL) {
+            v->sorted_tok[n++] = i;
+            v->normal_bits[i >> 5] |= 1u << (i & 31);
+        }
     if (!e) {
         qsort_r(v->sorted_tok, (size_t)n, sizeof(int32_t), cmp_tok, v);
         e = build_trie(v, v->sorted_tok, n);
@@ -179,6 +185,7 @@ void hr_grammar_vocab_free(hr_grammar_vocab *v) {
     free(v->node_utf8);
     free(v->node_below_chars);
     free(v->sorted_tok);
+    free(v->normal_bits);
     free(v);
 }
 

@@ -14,7 +14,7 @@
 #include "harness.h"
 
 #define CAP_DEFAULT ((size_t)32 << 20)
-#define CAP_SMALL ((size_t)64 << 10)
+#define CAP_SMALL ((size_t)80 << 10)
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define STRIDE 8 /* every 8th fixture schema: each is compiled three times, ~5x slower */
 #else
