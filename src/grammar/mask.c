@@ -492,6 +492,27 @@ static int group_bounds(const hr_grammar_vocab *v, hr_gentry *e, const bounds *b
     return ok ? 0 : -1;
 }
 
+/* Most entries allow few tokens (a literal's next byte): their bits are kept as the nonzero
+ * words and where they go, when that is under a quarter of the mask (a string interior's
+ * 140k tokens stay whole). */
+static int pack_bits(const hr_grammar_vocab *v, hr_gentry *e) {
+    size_t words = mask_words(v), n = 0;
+    for (size_t w = 0; w < words; w++)
+        n += e->bits[w] != 0;
+    if (n * 2 > words / 4) return 0;
+    uint32_t *val = malloc((n + 1) * sizeof *val);
+    e->word = malloc((n + 1) * sizeof *e->word);
+    if (!val || !e->word) {
+        free(val);
+        return -1;
+    }
+    for (size_t w = 0; w < words; w++)
+        if (e->bits[w]) val[e->n_words] = e->bits[w], e->word[e->n_words++] = (int32_t)w;
+    free(e->bits);
+    e->bits = val;
+    return 0;
+}
+
 /* The entry for the key p (not yet published: refs 0), by one walk of the trie with its
  * pairs; NULL when out of memory. */
 static hr_gentry *build_entry(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p,
@@ -515,11 +536,11 @@ static hr_gentry *build_entry(const hr_grammar *g, const hr_grammar_vocab *v, co
     }
     free(sets);
     free(b.node), free(b.group), free(b.vecs), free(b.table);
-    if (!ok) {
+    if (!ok || pack_bits(v, e)) {
         hr_gentry_free(e);
         return NULL;
     }
-    e->bytes += mask_words(v) * 4 + (size_t)e->n_groups * 4 +
+    e->bytes += (e->word ? (size_t)e->n_words * 8 : mask_words(v) * 4) + (size_t)e->n_groups * 4 +
                 (size_t)e->n_pairs * sizeof *e->pairs + sizeof *e;
     return e;
 }
@@ -586,7 +607,11 @@ void hr_matcher_mask(hr_matcher *m, uint32_t *bits) {
         set_stops(m, bits);
         return;
     }
-    memcpy(bits, e->bits, words * sizeof(uint32_t));
+    if (e->word)
+        for (int i = 0; i < e->n_words; i++)
+            bits[e->word[i]] = e->bits[i];
+    else
+        memcpy(bits, e->bits, words * sizeof(uint32_t));
     for (int g = 0; g < e->n_groups; g++)
         walk_group(m, e, g, bits);
     hr_gentry_release(e);

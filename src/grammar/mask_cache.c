@@ -34,6 +34,7 @@ void hr_gentry_free(hr_gentry *e) {
     if (!e) return;
     free(e->pairs);
     free(e->bits);
+    free(e->word);
     for (int g = 0; e->suffix && g < e->n_groups; g++) {
         hr_gstrie *t = &e->suffix[g];
         free(t->byte), free(t->depth), free(t->end), free(t->tok_beg), free(t->tok);

@@ -35,14 +35,17 @@ typedef struct hr_gentry {
     uint64_t hash, vocab; /* vocab: the vocabulary's uid */
     int n_pairs;
     hr_gkey_pair *pairs; /* sorted, distinct */
-    uint32_t *bits;      /* tokens strictly inside the terminals */
+    uint32_t *bits;      /* tokens strictly inside the terminals: the whole mask, or (word
+                            set) only its nonzero words */
+    int32_t *word;       /* (n_words) where each of bits goes; NULL: bits is the whole mask */
+    int n_words;
     int n_groups;
     int32_t *rep;      /* (n_groups) a bound node of the group, whose bytes the parser takes */
     hr_gstrie *suffix; /* (n_groups) the suffixes below the group's small nodes */
     int32_t *big;      /* the group's nodes with large subtrees (or alone in their group),
                           walked in the vocabulary trie: big[big_beg[g], big_beg[g+1]) */
     int32_t *big_beg;  /* (n_groups + 1) */
-    size_t bytes; /* memory held, all told */
+    size_t bytes;      /* memory held, all told */
 } hr_gentry;
 
 uint64_t hr_gentry_hash(uint64_t vocab, const hr_gkey_pair *p, int n);

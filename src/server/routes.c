@@ -36,12 +36,14 @@ static hr_err *parse_responses(const hr_server *s, const json_t *b, hr_api_reque
 }
 
 /* The server's own counters (the listener's, the budget's, the store's, the grammar
- * cache's). */
+ * cache's and the process-wide mask cache's). */
 static hr_err *server_stats(hr_server *s, json_t *o) {
     size_t stored, bytes;
     hr_response_store_usage(s->responses, &stored, &bytes);
     hr_grammar_cache_stats gs;
     hr_grammar_cache_stats_get(s->grammars, &gs);
+    hr_grammar_shared_info ms;
+    hr_grammar_mask_cache_stats(&ms);
     const hr_json_field f[] = {
         {"max_connections", json_integer(hr_listener_max_connections(s->lis))},
         {"request_memory_used", json_integer((json_int_t)hr_mem_budget_used(&s->budget))},
@@ -55,6 +57,9 @@ static hr_err *server_stats(hr_server *s, json_t *o) {
         {"grammar_cache_evictions", json_integer((json_int_t)gs.evictions)},
         {"grammar_cache_entries", json_integer((json_int_t)gs.entries)},
         {"grammar_cache_bytes", json_integer((json_int_t)gs.bytes)},
+        {"grammar_mask_cache_entries", json_integer((json_int_t)ms.entries)},
+        {"grammar_mask_cache_bytes", json_integer((json_int_t)ms.bytes)},
+        {"grammar_mask_cache_evictions", json_integer((json_int_t)ms.evictions)},
     };
     return hr_json_set_fields(o, f, sizeof f / sizeof *f);
 }

@@ -526,6 +526,8 @@ def test_grammar_cache():
     check("grammar_cache_hit", sts == [200, 200] and b["grammar_compiles"] - a["grammar_compiles"] == 1
           and b["grammar_cache_hits"] - a["grammar_cache_hits"] == 1 and b["grammar_cache_entries"] >= 1
           and b["grammar_cache_bytes"] > 0, (sts, a, b))
+    check("grammar_mask_cache_stats", all(isinstance(b.get(k), int) and b[k] >= 0 for k in (
+        "grammar_mask_cache_entries", "grammar_mask_cache_bytes", "grammar_mask_cache_evictions")), b)
     st, _, _ = request("POST", "/v1/chat/completions", chat("hello", response_format=fmt({"type": "integer"})))
     _, c, _ = request("GET", "/stats")
     check("grammar_cache_other_schema", st == 200 and c["grammar_compiles"] - b["grammar_compiles"] == 1, (st, c))
