@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "grammar/gram_ir.h"
+#include "grammar/lru.h"
 
 #define N_BUCKETS 4096
 #define DEFAULT_CAP ((size_t)32 << 20)
@@ -31,7 +32,8 @@ typedef struct {
 } packed;
 
 typedef struct dentry {
-    struct dentry *chain, *newer, *older; /* chain: the bucket's list */
+    hr_glru_link lru;     /* first: a link is its entry */
+    struct dentry *chain; /* the bucket's list */
     uint64_t hash;
     int32_t *key;
     size_t key_n, bytes;
@@ -41,7 +43,7 @@ typedef struct dentry {
 static struct {
     pthread_mutex_t mu;
     dentry *bucket[N_BUCKETS];
-    dentry *newest, *oldest;
+    hr_glru lru;
     size_t cap, bytes;
     uint64_t hits, misses, evictions;
 } cache = {.mu = PTHREAD_MUTEX_INITIALIZER, .cap = DEFAULT_CAP};
@@ -207,25 +209,6 @@ static hr_err *unpack(const packed *p, hr_gdfa *out) {
 
 /* ---- the table (callers hold the lock) ---- */
 
-static void lru_unlink(dentry *e) {
-    if (e->newer)
-        e->newer->older = e->older;
-    else
-        cache.newest = e->older;
-    if (e->older)
-        e->older->newer = e->newer;
-    else
-        cache.oldest = e->newer;
-}
-
-static void lru_push(dentry *e) {
-    e->newer = NULL;
-    e->older = cache.newest;
-    if (cache.newest) cache.newest->newer = e;
-    cache.newest = e;
-    if (!cache.oldest) cache.oldest = e;
-}
-
 static dentry **find(uint64_t h, const int32_t *key, size_t n) {
     dentry **p = &cache.bucket[h % N_BUCKETS];
     for (; *p; p = &(*p)->chain)
@@ -236,7 +219,7 @@ static dentry **find(uint64_t h, const int32_t *key, size_t n) {
 static void drop(dentry *e) {
     dentry **p = find(e->hash, e->key, e->key_n);
     *p = e->chain;
-    lru_unlink(e);
+    hr_glru_unlink(&cache.lru, &e->lru);
     cache.bytes -= e->bytes;
     free(e->key);
     free(e->dfa.tab);
@@ -244,8 +227,8 @@ static void drop(dentry *e) {
 }
 
 static void shrink_to(size_t cap) {
-    for (; cache.oldest && cache.bytes > cap; cache.evictions++)
-        drop(cache.oldest);
+    for (; cache.lru.oldest && cache.bytes > cap; cache.evictions++)
+        drop((dentry *)cache.lru.oldest);
 }
 
 /* Keeps a packed copy of d under key (taken over; freed when not kept); cap: the cache's
@@ -265,7 +248,7 @@ static void remember(int32_t *key, size_t n, uint64_t h, const hr_gdfa *d, size_
         e->key_n = n;
         e->bytes = bytes;
         *p = e;
-        lru_push(e);
+        hr_glru_push(&cache.lru, &e->lru);
         cache.bytes += bytes;
         shrink_to(cache.cap);
         key = NULL;
@@ -290,8 +273,8 @@ hr_err *hr_gdfa_build_cached(const hr_gir *ir, hr_gcanon *canon, int node, hr_gd
     hr_err *err = NULL;
     if (e) {
         err = unpack(&e->dfa, out);
-        lru_unlink(e);
-        lru_push(e);
+        hr_glru_unlink(&cache.lru, &e->lru);
+        hr_glru_push(&cache.lru, &e->lru);
         cache.hits++;
     } else
         cache.misses++;
@@ -318,7 +301,7 @@ void hr_grammar_dfa_cache_limit(size_t bytes) {
 void hr_grammar_dfa_cache_stats(hr_grammar_shared_info *info) {
     pthread_mutex_lock(&cache.mu);
     size_t n = 0;
-    for (const dentry *e = cache.newest; e; e = e->older)
+    for (const hr_glru_link *l = cache.lru.newest; l; l = l->older)
         n++;
     *info = (hr_grammar_shared_info){.hits = cache.hits,
                                      .misses = cache.misses,

@@ -16,7 +16,7 @@
 static struct {
     pthread_mutex_t mu;
     hr_gentry *bucket[N_BUCKETS];
-    hr_gentry *newest, *oldest;
+    hr_glru lru;
     size_t cap, bytes, entries;
     uint64_t hits, misses, evictions;
 } cache = {.mu = PTHREAD_MUTEX_INITIALIZER, .cap = DEFAULT_CAP};
@@ -61,37 +61,18 @@ static hr_gentry **find(uint64_t vocab, const hr_gkey_pair *p, int n, uint64_t h
     return q;
 }
 
-static void lru_unlink(hr_gentry *e) {
-    if (e->newer)
-        e->newer->older = e->older;
-    else
-        cache.newest = e->older;
-    if (e->older)
-        e->older->newer = e->newer;
-    else
-        cache.oldest = e->newer;
-}
-
-static void lru_push(hr_gentry *e) {
-    e->newer = NULL;
-    e->older = cache.newest;
-    if (cache.newest) cache.newest->newer = e;
-    cache.newest = e;
-    if (!cache.oldest) cache.oldest = e;
-}
-
 static void drop(hr_gentry *e) {
     hr_gentry **q = find(e->vocab, e->pairs, e->n_pairs, e->hash);
     *q = e->chain;
-    lru_unlink(e);
+    hr_glru_unlink(&cache.lru, &e->lru);
     cache.bytes -= e->bytes;
     cache.entries--;
     hr_gentry_release(e);
 }
 
 static void shrink_to(size_t cap) {
-    for (; cache.oldest && cache.bytes > cap; cache.evictions++)
-        drop(cache.oldest);
+    for (; cache.lru.oldest && cache.bytes > cap; cache.evictions++)
+        drop((hr_gentry *)cache.lru.oldest);
 }
 
 /* ---- lookups ---- */
@@ -101,8 +82,8 @@ hr_gentry *hr_gentry_find(uint64_t vocab, const hr_gkey_pair *p, int n, uint64_t
     hr_gentry *e = *find(vocab, p, n, hash);
     if (e) {
         atomic_fetch_add(&e->refs, 1);
-        lru_unlink(e);
-        lru_push(e);
+        hr_glru_unlink(&cache.lru, &e->lru);
+        hr_glru_push(&cache.lru, &e->lru);
         cache.hits++;
     } else
         cache.misses++;
@@ -120,7 +101,7 @@ hr_gentry *hr_gentry_publish(hr_gentry *fresh) {
         atomic_fetch_add(&fresh->refs, 1);
         fresh->chain = NULL;
         *q = fresh;
-        lru_push(fresh);
+        hr_glru_push(&cache.lru, &fresh->lru);
         cache.bytes += fresh->bytes;
         cache.entries++;
         shrink_to(cache.cap);
@@ -133,9 +114,9 @@ hr_gentry *hr_gentry_publish(hr_gentry *fresh) {
 
 void hr_gentry_forget_vocab(uint64_t vocab) {
     pthread_mutex_lock(&cache.mu);
-    for (hr_gentry *e = cache.newest, *older; e; e = older) {
-        older = e->older;
-        if (e->vocab == vocab) drop(e);
+    for (hr_glru_link *l = cache.lru.newest, *older; l; l = older) {
+        older = l->older;
+        if (((hr_gentry *)l)->vocab == vocab) drop((hr_gentry *)l);
     }
     pthread_mutex_unlock(&cache.mu);
 }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "grammar/lru.h"
+
 /* One pair of the key: a DFA (its uid), a state of it, and whether its accepting states
  * make bound nodes (0 for a terminal that only ends the start rule). 16 bytes, no padding:
  * keys compare with memcmp. */
@@ -30,7 +32,8 @@ typedef struct {
 } hr_gstrie;
 
 typedef struct hr_gentry {
-    struct hr_gentry *chain, *newer, *older; /* the cache's bucket list and LRU list */
+    hr_glru_link lru;        /* the cache's LRU list (first: a link is its entry) */
+    struct hr_gentry *chain; /* the cache's bucket list */
     atomic_int refs;
     uint64_t hash, vocab; /* vocab: the vocabulary's uid */
     int n_pairs;
