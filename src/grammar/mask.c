@@ -190,19 +190,18 @@ static int frontier_pairs(const hr_matcher *m, pairs *p) {
     return 0;
 }
 
-/* Bound nodes are grouped by the DFA states every pair reaches there: the parser states
- * after two nodes of one group differ only in where the last position is, so one walk of
- * a group node's bytes serves all. What follows the nodes in their tokens (the suffixes)
- * goes into one small trie per group (hr_ghr_gstrie), so a suffix that many tokens share (`",`
- * after a string's last word) is parsed once. */
-
 static uint64_t hash_ints(uint64_t h, const int32_t *p, int n) {
     for (int i = 0; i < n; i++)
         h = (h ^ (uint32_t)p[i]) * 1099511628211ull;
     return h;
 }
 
-/* The bound nodes found by the walk, each with its state vector (n_pairs states, -1 dead). */
+/* The bound nodes found by the walk, each with its state vector (n_pairs states, -1 dead).
+ * They are grouped by those vectors: the parser states after two nodes of one group differ
+ * only in where the last position is, so one walk of a group node's bytes serves all. What
+ * follows the nodes in their tokens (the suffixes) goes into one small trie per group
+ * (hr_gstrie), so a suffix that many tokens share (`",` after a string's last word) is
+ * parsed once. */
 typedef struct {
     int32_t *node, *group;
     int n, cap;
@@ -297,16 +296,6 @@ static int step_pairs(const pair_dfa *pd, int k, const int32_t *in, int32_t *out
     return alive | acc << 1;
 }
 
-/* The pairs' DFAs as the walks read them; NULL when out of memory. */
-static pair_dfa *pair_dfas(const hr_grammar *g, const pairs *p) {
-    pair_dfa *pd = malloc(((size_t)p->n + 1) * sizeof *pd);
-    for (int i = 0; pd && i < p->n; i++) {
-        const hr_gdfa *d = &g->terms[p->term[i]];
-        pd[i] = (pair_dfa){d, d->trans, d->accept, (uint8_t)p->v[i].counts};
-    }
-    return pd;
-}
-
 /* Runs of the trie's preorder token list (sorted_tok[b, e)), adjacent ones joined. */
 typedef struct {
     int32_t *v; /* (b, e) pairs */
@@ -354,12 +343,15 @@ static void fill_bits(const hr_grammar_vocab *v, const runs *yes, const runs *no
 static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p, hr_gentry *e,
                       int32_t *sets, bounds *b) {
     int k = p->n, ok = 1;
-    pair_dfa *pd = pair_dfas(g, p);
+    pair_dfa *pd = malloc(((size_t)k + 1) * sizeof *pd);
     runs yes = {0}, no = {0};
     if (!pd) return -1;
-    ok = !add_run(&no, v->node_tok[0], v->node_tok[1]); /* empty tokens: never by the walk */
-    for (int i = 0; i < k; i++)
+    for (int i = 0; i < k; i++) {
+        const hr_gdfa *d = &g->terms[p->term[i]];
+        pd[i] = (pair_dfa){d, d->trans, d->accept, (uint8_t)p->v[i].counts};
         sets[i] = p->v[i].state;
+    }
+    ok = !add_run(&no, v->node_tok[0], v->node_tok[1]); /* empty tokens: never by the walk */
     for (int u = 1; ok && u < v->n_nodes;) {
         int d = v->node_depth[u], end = v->node_end[u];
         int32_t *out = sets + (size_t)d * k;
