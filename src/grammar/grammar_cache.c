@@ -6,11 +6,13 @@
 #include <string.h>
 
 #include "grammar/grammar_cache.h"
+#include "grammar/lru.h"
 
 #define N_BUCKETS 1024
 
 typedef struct entry {
-    struct entry *next_hash, *prev, *next; /* prev/next: LRU order, head most recent */
+    hr_glru_link lru;        /* first: a link is its entry */
+    struct entry *next_hash; /* the bucket's list */
     uint64_t hash;
     hr_grammar_src kind;
     char *text;
@@ -21,7 +23,7 @@ typedef struct entry {
 struct hr_grammar_cache {
     pthread_mutex_t mu;
     entry *bucket[N_BUCKETS];
-    entry *head, *tail;
+    hr_glru lru;
     size_t cap, bytes, n;
     uint64_t hits, compiles, evictions;
 };
@@ -42,32 +44,12 @@ hr_err *hr_grammar_cache_create(size_t cap_bytes, hr_grammar_cache **out) {
     return NULL;
 }
 
-static void unlink_lru(hr_grammar_cache *c, entry *e) {
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        c->head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
-        c->tail = e->prev;
-    e->prev = e->next = NULL;
-}
-
-static void push_front(hr_grammar_cache *c, entry *e) {
-    e->next = c->head;
-    e->prev = NULL;
-    if (c->head) c->head->prev = e;
-    c->head = e;
-    if (!c->tail) c->tail = e;
-}
-
 static void drop(hr_grammar_cache *c, entry *e) {
     entry **p = &c->bucket[e->hash % N_BUCKETS];
     while (*p != e)
         p = &(*p)->next_hash;
     *p = e->next_hash;
-    unlink_lru(c, e);
+    hr_glru_unlink(&c->lru, &e->lru);
     c->bytes -= e->bytes;
     c->n--;
     hr_grammar_free(e->g);
@@ -75,17 +57,11 @@ static void drop(hr_grammar_cache *c, entry *e) {
     free(e);
 }
 
-/* Evicts from the tail until the cache fits its cap (keeping keep). */
-static void shrink(hr_grammar_cache *c, const entry *keep) {
-    entry *e = c->tail;
-    while (c->bytes > c->cap && e) {
-        entry *prev = e->prev;
-        if (e != keep) {
-            drop(c, e);
-            c->evictions++;
-        }
-        e = prev;
-    }
+/* Evicts the least recently used until the cache fits its cap (a kept grammar alone always
+ * fits: insert keeps none larger than the cap). */
+static void shrink(hr_grammar_cache *c) {
+    for (; c->lru.oldest && c->bytes > c->cap; c->evictions++)
+        drop(c, (entry *)c->lru.oldest);
 }
 
 static entry *find(hr_grammar_cache *c, uint64_t h, hr_grammar_src kind, const char *text,
@@ -118,10 +94,10 @@ static void insert(hr_grammar_cache *c, uint64_t h, hr_grammar_src kind, const c
         .hash = h, .kind = kind, .text = t, .len = len, .bytes = bytes, .g = hr_grammar_ref(g)};
     e->next_hash = c->bucket[h % N_BUCKETS];
     c->bucket[h % N_BUCKETS] = e;
-    push_front(c, e);
+    hr_glru_push(&c->lru, &e->lru);
     c->bytes += bytes;
     c->n++;
-    shrink(c, e);
+    shrink(c);
 }
 
 hr_err *hr_grammar_cache_get(hr_grammar_cache *c, hr_grammar_src kind, const char *text, size_t len,
@@ -133,8 +109,8 @@ hr_err *hr_grammar_cache_get(hr_grammar_cache *c, hr_grammar_src kind, const cha
     entry *e = find(c, h, kind, text, len);
     if (e) {
         c->hits++;
-        unlink_lru(c, e);
-        push_front(c, e);
+        hr_glru_unlink(&c->lru, &e->lru);
+        hr_glru_push(&c->lru, &e->lru);
         *out = hr_grammar_ref(e->g);
         pthread_mutex_unlock(&c->mu);
         return NULL;
@@ -158,8 +134,8 @@ void hr_grammar_cache_stats_get(hr_grammar_cache *c, hr_grammar_cache_stats *out
 
 void hr_grammar_cache_free(hr_grammar_cache *c) {
     if (!c) return;
-    while (c->head)
-        drop(c, c->head);
+    while (c->lru.newest)
+        drop(c, (entry *)c->lru.newest);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }

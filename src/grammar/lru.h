@@ -1,4 +1,4 @@
-/* The LRU list of the grammar engine's process-wide caches (dfa_cache.c, mask_cache.c),
+/* The LRU list of the grammar engine's caches (dfa_cache.c, mask_cache.c, grammar_cache.c),
  * shared by the files of src/grammar/ only: intrusive, an entry's first member its link, so
  * a link is its entry. The caller holds the cache's lock. */
 #ifndef HR_GRAMMAR_LRU_H

@@ -161,11 +161,11 @@ hr_err *hr_grammar_vocab_create(const hr_tokenizer *tok, hr_grammar_vocab **out)
         e = build_trie(v, v->sorted_tok, n);
     }
     if (!e) e = summarize_below(v);
-    v->uid = hr_guid_new();
     if (e) {
         hr_grammar_vocab_free(v);
         return e;
     }
+    v->uid = hr_guid_new();
     *out = v;
     return NULL;
 }
