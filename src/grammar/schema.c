@@ -483,7 +483,10 @@ static hr_err *get_count(const json_t *s, const char *k, const char *path, int64
 }
 
 /* "\"" CHAR{mn,mx} "\"" for long bounds: whole 64-character chunks as a nonterminal (its
- * hint keeps it one), so the DFA stays small; lengths 64a+b split exactly. mx < 0: none. */
+ * hint keeps it one), so the DFA stays small; lengths 64a+b split exactly. mx < 0: none. The
+ * closing quote ends each tail's terminal: a tail that could end anywhere (CHAR{0,63} alone)
+ * would make every token inside the string a place where a terminal completes, and the mask
+ * would run the parser over the whole vocabulary. */
 #define CHUNK 64
 static const char *long_string(hr_sc_ctx *c, int64_t mn, int64_t mx) {
     char body[512];
@@ -495,20 +498,19 @@ static const char *long_string(hr_sc_ctx *c, int64_t mn, int64_t mx) {
     if (mn / CHUNK) hr_gbuf_printf(&b, " %s{%lld}", chunk, (long long)(mn / CHUNK));
     if (mn % CHUNK) hr_gbuf_printf(&b, " /" HR_SC_CHAR "{%lld}/", (long long)(mn % CHUNK));
     if (mx < 0)
-        hr_gbuf_puts(&b, " /" HR_SC_CHAR "*/");
+        hr_gbuf_puts(&b, " /" HR_SC_CHAR "*\"/");
     else {
         int64_t d = mx - mn, q = d / CHUNK, r = d % CHUNK;
         if (q == 0)
-            hr_gbuf_printf(&b, " /" HR_SC_CHAR "{0,%lld}/", (long long)r);
+            hr_gbuf_printf(&b, " /" HR_SC_CHAR "{0,%lld}\"/", (long long)r);
         else {
             hr_gbuf_puts(&b, " (");
             if (q > 1) hr_gbuf_printf(&b, "%s{0,%lld} ", chunk, (long long)(q - 1));
-            hr_gbuf_printf(&b, "/" HR_SC_CHAR "{0,%d}/ | %s{%lld}", CHUNK - 1, chunk, (long long)q);
-            if (r) hr_gbuf_printf(&b, " /" HR_SC_CHAR "{0,%lld}/", (long long)r);
+            hr_gbuf_printf(&b, "/" HR_SC_CHAR "{0,%d}\"/ | %s{%lld} /" HR_SC_CHAR "{0,%lld}\"/",
+                           CHUNK - 1, chunk, (long long)q, (long long)r);
             hr_gbuf_puts(&b, ")");
         }
     }
-    hr_gbuf_puts(&b, " \"\\\"\"");
     const char *out = b.oom ? NULL : hr_sc_rule(c, "lstr", b.p);
     hr_gbuf_free(&b);
     return out;

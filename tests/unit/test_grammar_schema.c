@@ -262,23 +262,49 @@ static void test_strings(void) {
     JUDGE("{\"allOf\":[{\"type\":\"string\",\"pattern\":\"a\"},{\"pattern\":\"b\"},"
           "{\"not\":{\"pattern\":\"c\"}},{\"maxLength\":4}]}",
           L("\"ab\"", "\"xbxa\""), L("\"a\"", "\"abc\"", "\"abxxx\"", "\"b\""));
-    JUDGE("{\"type\":\"string\",\"minLength\":300,\"maxLength\":301}",
-          L("\""
-            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-            "aaaaaaaaaaaaaa"
-            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-            "aaaaaaaaaaaaaa"
-            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-            "aaaaaaaaaaaaaa"
-            "\""),
-          L("\""
-            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-            "aaaaaaaaaaaaa"
-            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-            "aaaaaaaaaaaaaa"
-            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-            "aaaaaaaaaaaaaa"
-            "\""));
+}
+
+/* A JSON string of n characters, drawn in turn from a letter, a two-byte character, a short
+ * escape and a \\u escape (each one character of minLength/maxLength). */
+static char *string_of_chars(int n) {
+    static const char *unit[] = {"a", "\xc3\xa9", "\\n", "\\u00e9"};
+    char *s = malloc((size_t)n * 6 + 3), *p = s;
+    *p++ = '"';
+    for (int i = 0; i < n; i++) {
+        size_t k = strlen(unit[i % 4]);
+        memcpy(p, unit[i % 4], k);
+        p += k;
+    }
+    *p++ = '"';
+    *p = 0;
+    return s;
+}
+
+/* Bounds above 256 characters go through 64-character chunks (long_string in schema.c):
+ * every length at and around the bounds and the chunk edges is judged. */
+static void test_long_strings(void) {
+    static const struct {
+        const char *schema;
+        int mn, mx; /* mx -1: none */
+    } cases[] = {
+        {"{\"type\":\"string\",\"maxLength\":1024}", 0, 1024},
+        {"{\"type\":\"string\",\"minLength\":300,\"maxLength\":301}", 300, 301},
+        {"{\"type\":\"string\",\"minLength\":70,\"maxLength\":300}", 70, 300},
+        {"{\"type\":\"string\",\"maxLength\":257}", 0, 257},
+        {"{\"type\":\"string\",\"minLength\":300}", 300, -1},
+    };
+    static const int lens[] = {0,   1,   63,  64,  65,  69,  70,  127, 128, 129,  133,  134,
+                               256, 257, 258, 299, 300, 301, 302, 320, 700, 1023, 1024, 1025};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+            int n = lens[i], ok = n >= cases[c].mn && (cases[c].mx < 0 || n <= cases[c].mx);
+            char *str = string_of_chars(n);
+            const char *one[] = {str, NULL}, *none[] = {NULL};
+            char why[4096];
+            HR_CHECK(judge(cases[c].schema, ok ? one : none, ok ? none : one, why, sizeof why),
+                     "length %d: %.200s", n, why);
+            free(str);
+        }
 }
 
 static void test_formats(void) {
@@ -701,6 +727,7 @@ static void test_whitespace(void) {
 int main(void) {
     HR_RUN(test_types_and_enums);
     HR_RUN(test_strings);
+    HR_RUN(test_long_strings);
     HR_RUN(test_formats);
     HR_RUN(test_integer_ranges);
     HR_RUN(test_decimal_bounds);
