@@ -373,61 +373,109 @@ static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, const pair
     return ok ? 0 : -1;
 }
 
+/* A group's suffix trie while it is merged: children as sibling lists (the root's by byte),
+ * tokens as lists. */
 typedef struct {
-    const uint8_t *p;
-    uint32_t len;
-    int32_t id;
-} suffix_item;
+    int32_t *first, *next, *tok_head; /* (cap) nodes; -1 none */
+    uint8_t *byte;
+    int32_t *tok_id, *tok_next; /* token slots */
+    int32_t root_child[256];
+    int n, n_tok;
+} strie_merge;
 
-static int cmp_suffix(const void *x, const void *y) {
-    const suffix_item *a = x, *b = y;
-    int c = memcmp(a->p, b->p, a->len < b->len ? a->len : b->len);
-    if (c) return c;
-    return a->len != b->len ? (a->len < b->len ? -1 : 1) : a->id - b->id;
+static int32_t child_of(strie_merge *w, int32_t x, uint8_t byte) {
+    int32_t *link = x ? &w->first[x] : &w->root_child[byte];
+    for (int32_t c = *link; c >= 0; c = w->next[c])
+        if (w->byte[c] == byte) return c;
+    int32_t c = w->n++;
+    w->byte[c] = byte, w->first[c] = -1, w->tok_head[c] = -1;
+    w->next[c] = *link; /* the root's per-byte lists hold one node each */
+    *link = c;
+    return c;
 }
 
-/* The preorder trie of items (sorted here) into t. */
-static int strie_build(hr_gstrie *t, suffix_item *it, int n) {
-    qsort(it, (size_t)n, sizeof *it, cmp_suffix);
-    size_t cap = 1;
-    for (int i = 0; i < n; i++)
-        cap += it[i].len;
-    t->byte = malloc(cap);
-    t->depth = malloc(cap * sizeof(uint16_t));
-    t->end = malloc(cap * sizeof(int32_t));
-    t->tok_beg = calloc(cap + 1, sizeof(int32_t));
-    t->tok = malloc(((size_t)n + 1) * sizeof(int32_t));
-    int32_t *stack = malloc(65536 * sizeof(int32_t)),
-            *node_of = malloc(((size_t)n + 1) * sizeof(int32_t));
-    int ok = t->byte && t->depth && t->end && t->tok_beg && t->tok && stack && node_of;
-    int nn = 1, depth = 0;
-    if (ok) t->byte[0] = 0, t->depth[0] = 0, stack[0] = 0;
-    for (int i = 0; ok && i < n; i++) {
-        int len = (int)it[i].len, c = 0;
-        if (i)
-            while (c < len && c < (int)it[i - 1].len && it[i - 1].p[c] == it[i].p[c])
-                c++;
-        for (; depth > c; depth--)
-            t->end[stack[depth]] = nn;
-        for (; depth < len; depth++) {
-            t->byte[nn] = it[i].p[depth];
-            t->depth[nn] = (uint16_t)(depth + 1);
-            stack[depth + 1] = nn++;
+/* Adds the subtree below vocabulary trie node top: node top is the merge's root. */
+static void merge_subtree(strie_merge *w, const hr_grammar_vocab *v, int top, int32_t *at) {
+    int d0 = v->node_depth[top];
+    at[0] = 0;
+    for (int u = top; u < v->node_end[top]; u++) {
+        int d = v->node_depth[u] - d0;
+        int32_t x = d ? child_of(w, at[d - 1], v->node_byte[u]) : 0;
+        at[d] = x;
+        for (int k = v->node_tok[u]; k < v->node_tok[u + 1]; k++) {
+            w->tok_id[w->n_tok] = v->sorted_tok[k];
+            w->tok_next[w->n_tok] = w->tok_head[x];
+            w->tok_head[x] = w->n_tok++;
         }
-        node_of[i] = stack[len];
-        t->tok[i] = it[i].id;
     }
+}
+
+/* The merged trie laid out in preorder into t (children and tokens in any order). */
+static int strie_layout(const strie_merge *w, hr_gstrie *t, int max_depth) {
+    t->byte = malloc((size_t)w->n);
+    t->depth = malloc((size_t)w->n * sizeof(uint16_t));
+    t->end = malloc((size_t)w->n * sizeof(int32_t));
+    t->tok_beg = malloc(((size_t)w->n + 1) * sizeof(int32_t));
+    t->tok = malloc(((size_t)w->n_tok + 1) * sizeof(int32_t));
+    int32_t *node = malloc(((size_t)max_depth + 2) * sizeof(int32_t)),
+            *out = malloc(((size_t)max_depth + 2) * sizeof(int32_t)),
+            *kid = malloc(((size_t)max_depth + 2) * sizeof(int32_t));
+    int ok = t->byte && t->depth && t->end && t->tok_beg && t->tok && node && out && kid;
+    int sp = 0, n = 0, n_tok = 0, root_byte = 0;
+    if (ok) node[sp] = 0, out[sp] = -1, sp++;
+    while (ok && sp) {
+        int top = sp - 1, x = node[top];
+        if (out[top] < 0) { /* entering x */
+            int o = out[top] = n++;
+            t->byte[o] = w->byte[x];
+            t->depth[o] = (uint16_t)top;
+            t->tok_beg[o] = n_tok;
+            for (int32_t k = w->tok_head[x]; k >= 0; k = w->tok_next[k])
+                t->tok[n_tok++] = w->tok_id[k];
+            kid[top] = x ? w->first[x] : -1;
+        }
+        int32_t c = kid[top];
+        if (!x && c < 0) /* the root's children: the next byte's list */
+            while (root_byte < 256 && (c = w->root_child[root_byte++]) < 0) {
+            }
+        if (c >= 0) {
+            kid[top] = x ? w->next[c] : -1;
+            node[sp] = c, out[sp] = -1, sp++;
+        } else {
+            t->end[out[top]] = n;
+            sp--;
+        }
+    }
+    if (ok) t->n = n, t->tok_beg[n] = n_tok;
+    free(node), free(out), free(kid);
+    return ok ? 0 : -1;
+}
+
+/* The trie of the suffixes below the group's small nodes (nodes[0, n)) into t. */
+static int strie_build(const hr_grammar_vocab *v, const int32_t *nodes, int n, hr_gstrie *t) {
+    size_t cap = 1, toks = 0;
+    for (int i = 0; i < n; i++) {
+        cap += (size_t)(v->node_end[nodes[i]] - nodes[i]);
+        toks += (size_t)(v->node_tok[v->node_end[nodes[i]]] - v->node_tok[nodes[i]]);
+    }
+    strie_merge w = {.n = 1};
+    w.first = malloc(cap * sizeof(int32_t));
+    w.next = malloc(cap * sizeof(int32_t));
+    w.tok_head = malloc(cap * sizeof(int32_t));
+    w.byte = malloc(cap);
+    w.tok_id = malloc((toks + 1) * sizeof(int32_t));
+    w.tok_next = malloc((toks + 1) * sizeof(int32_t));
+    int32_t *at = malloc(((size_t)v->max_depth + 1) * sizeof(int32_t));
+    int ok = w.first && w.next && w.tok_head && w.byte && w.tok_id && w.tok_next && at;
     if (ok) {
-        for (; depth >= 0; depth--)
-            t->end[stack[depth]] = nn;
-        t->n = nn;
+        memset(w.root_child, -1, sizeof w.root_child);
+        w.first[0] = w.next[0] = w.tok_head[0] = -1, w.byte[0] = 0;
         for (int i = 0; i < n; i++)
-            t->tok_beg[node_of[i] + 1]++;
-        for (int u = 0; u < nn; u++)
-            t->tok_beg[u + 1] += t->tok_beg[u];
+            merge_subtree(&w, v, nodes[i], at);
+        ok = !strie_layout(&w, t, v->max_depth);
     }
-    free(stack);
-    free(node_of);
+    free(w.first), free(w.next), free(w.tok_head), free(w.byte), free(w.tok_id), free(w.tok_next);
+    free(at);
     return ok ? 0 : -1;
 }
 
@@ -447,39 +495,31 @@ static int group_bounds(const hr_grammar_vocab *v, hr_gentry *e, const bounds *b
     e->big_beg = calloc((size_t)G + 2, sizeof(int32_t));
     e->big = malloc(((size_t)b->n + 1) * sizeof(int32_t));
     int32_t *count = calloc((size_t)G + 1, sizeof(int32_t));
-    int ok = e->rep && e->suffix && e->big_beg && e->big && count, total = 0;
+    int ok = e->rep && e->suffix && e->big_beg && e->big && count;
     for (int i = 0; ok && i < b->n; i++)
         e->rep[b->group[i]] = b->node[i], count[b->group[i]]++;
-    for (int i = 0; ok && i < b->n; i++) {
-        int u = b->node[i], g = b->group[i];
-        if (is_big(v, u, count[g] == 1))
-            e->big_beg[g + 2]++;
-        else
-            total += v->node_tok[v->node_end[u]] - v->node_tok[u];
-    }
+    for (int i = 0; ok && i < b->n; i++)
+        if (is_big(v, b->node[i], count[b->group[i]] == 1)) e->big_beg[b->group[i] + 2]++;
     for (int g = 0; ok && g < G; g++)
         e->big_beg[g + 2] += e->big_beg[g + 1];
     for (int i = 0; ok && i < b->n; i++)
         if (is_big(v, b->node[i], count[b->group[i]] == 1))
             e->big[e->big_beg[b->group[i] + 1]++] = b->node[i];
-    suffix_item *items = ok ? malloc(((size_t)total + 1) * sizeof *items) : NULL;
-    ok = ok && items;
+    int32_t *small = ok ? malloc(((size_t)b->n + 1) * sizeof(int32_t)) : NULL;
+    ok = ok && small;
     for (int g = 0; ok && g < G; g++) {
-        int n = 0;
+        int n = 0, toks = 0;
         for (int i = 0; i < b->n; i++) {
-            int u = b->node[i], d = v->node_depth[u];
+            int u = b->node[i];
             if (b->group[i] != g || is_big(v, u, count[g] == 1)) continue;
-            for (int k = v->node_tok[u]; k < v->node_tok[v->node_end[u]]; k++) {
-                int32_t id = v->sorted_tok[k];
-                items[n++] = (suffix_item){v->bytes + v->tok_off[id] + d,
-                                           v->tok_off[id + 1] - v->tok_off[id] - (uint32_t)d, id};
-            }
+            small[n++] = u;
+            toks += v->node_tok[v->node_end[u]] - v->node_tok[u];
         }
-        if (n) ok = !strie_build(&e->suffix[g], items, n);
-        if (ok) e->bytes += (size_t)e->suffix[g].n * 11 + (size_t)n * 4;
+        if (n) ok = !strie_build(v, small, n, &e->suffix[g]);
+        if (ok) e->bytes += (size_t)e->suffix[g].n * 11 + (size_t)toks * 4;
     }
     e->bytes += (size_t)b->n * 4;
-    free(items);
+    free(small);
     free(count);
     return ok ? 0 : -1;
 }

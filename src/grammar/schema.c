@@ -482,8 +482,10 @@ static hr_err *get_count(const json_t *s, const char *k, const char *path, int64
     return NULL;
 }
 
-/* "\"" CHAR{mn,mx} "\"" for long bounds: whole 64-character chunks as a nonterminal (its
- * hint keeps it one), so the DFA stays small; lengths 64a+b split exactly. mx < 0: none. The
+/* "\"" CHAR{mn,mx} "\"" for bounds above CHUNK: whole 64-character chunks as a nonterminal
+ * (its hint keeps it one), so the DFA stays small and one chunk DFA and few tail DFAs serve
+ * every such string of every schema (their mask entries shared, where a counter to 255 made
+ * an entry per character); lengths 64a+b split exactly. mx < 0: none. The
  * closing quote ends each tail's terminal: a tail that could end anywhere (CHAR{0,63} alone)
  * would make every token inside the string a place where a terminal completes, and the mask
  * would run the parser over the whole vocabulary. */
@@ -661,7 +663,7 @@ static hr_err *string_rule(hr_sc_ctx *c, const json_t *s, const char *path, cons
                     path);
     else if (!e && bounded && (mn > 100000 || mx > 100000))
         e = hr_errf("schema: minLength/maxLength above 100000 at %s is not supported", path);
-    else if (!e && !np && (mn > 256 || mx > 256)) {
+    else if (!e && !np && (mn > CHUNK || mx > CHUNK)) {
         *rule = long_string(c, mn, mx);
         return *rule ? NULL : hr_err_oom();
     } else if (!e && (bounded || !np || negated)) /* a negation needs the inside's syntax */

@@ -280,7 +280,7 @@ static char *string_of_chars(int n) {
     return s;
 }
 
-/* Bounds above 256 characters go through 64-character chunks (long_string in schema.c):
+/* Bounds above 64 characters go through 64-character chunks (long_string in schema.c):
  * every length at and around the bounds and the chunk edges is judged. */
 static void test_long_strings(void) {
     static const struct {
@@ -291,10 +291,13 @@ static void test_long_strings(void) {
         {"{\"type\":\"string\",\"minLength\":300,\"maxLength\":301}", 300, 301},
         {"{\"type\":\"string\",\"minLength\":70,\"maxLength\":300}", 70, 300},
         {"{\"type\":\"string\",\"maxLength\":257}", 0, 257},
+        {"{\"type\":\"string\",\"minLength\":10,\"maxLength\":100}", 10, 100},
+        {"{\"type\":\"string\",\"maxLength\":64}", 0, 64},
         {"{\"type\":\"string\",\"minLength\":300}", 300, -1},
     };
-    static const int lens[] = {0,   1,   63,  64,  65,  69,  70,  127, 128, 129,  133,  134,
-                               256, 257, 258, 299, 300, 301, 302, 320, 700, 1023, 1024, 1025};
+    static const int lens[] = {0,   1,   9,   10,  63,  64,   65,   69,  70,  100,
+                               101, 127, 128, 129, 133, 134,  256,  257, 258, 299,
+                               300, 301, 302, 320, 700, 1023, 1024, 1025};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
             int n = lens[i], ok = n >= cases[c].mn && (cases[c].mx < 0 || n <= cases[c].mx);
