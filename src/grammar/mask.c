@@ -270,106 +270,127 @@ typedef struct {
     uint8_t counts;
 } pair_dfa;
 
+/* A pair alive at a trie node: its index in the key, its state there and at the parent (a
+ * lead byte is judged from the parent's state). */
+typedef struct {
+    int32_t i, s, from;
+} live_pair;
+
 /* Some live pair stays alive through every path below the node (chain_covers). A frontier
  * entry that stays alive keeps the parse alive whatever completions happen on the way, so
  * every token of the subtree is allowed. */
-static int stays_below(const hr_grammar_vocab *v, const pair_dfa *pd, int k, const int32_t *in,
-                       const int32_t *states, int u) {
+static int stays_below(const hr_grammar_vocab *v, const pair_dfa *pd, const live_pair *lv, int n,
+                       int u) {
     if (v->node_byte[u] >= 0xC2) /* a lead byte: from the parent's states (lead_covers) */
-        for (int i = 0; i < k; i++)
-            if (states[i] >= 0 && lead_covers(pd[i].d, in[i], v, u)) return 1;
+        for (int j = 0; j < n; j++)
+            if (lead_covers(pd[lv[j].i].d, lv[j].from, v, u)) return 1;
     if (!utf8_below(v, u)) return 0;
-    for (int i = 0; i < k; i++)
-        if (states[i] >= 0 && chain_covers(pd[i].d, states[i], v, u)) return 1;
+    for (int j = 0; j < n; j++)
+        if (chain_covers(pd[lv[j].i].d, lv[j].s, v, u)) return 1;
     return 0;
 }
 
-/* One trie node's byte from the parent's state vector in into out: bit 0 some pair alive,
- * bit 1 some counting pair accepting. */
-static int step_pairs(const pair_dfa *pd, int k, const int32_t *in, int32_t *out, uint8_t byte) {
-    int alive = 0, acc = 0;
-    for (int i = 0; i < k; i++) {
-        int32_t s = in[i] < 0 ? -1 : pd[i].trans[(size_t)in[i] * 256 + byte];
-        out[i] = s;
-        if (s >= 0) alive = 1, acc |= pd[i].accept[s] & pd[i].counts;
-    }
-    return alive | acc << 1;
+/* A bound node's state vector: every pair's state, -1 where dead. */
+static int bound_at(bounds *b, int u, const live_pair *lv, int n, int32_t *vec, int k) {
+    for (int i = 0; i < k; i++)
+        vec[i] = -1;
+    for (int j = 0; j < n; j++)
+        vec[lv[j].i] = lv[j].s;
+    return add_bound(b, u, vec, k);
 }
 
-/* Runs of the trie's preorder token list (sorted_tok[b, e)), adjacent ones joined. */
+/* The walk's verdicts on the trie's preorder token list sorted_tok, which it meets in order
+ * and whole: segments alternately not allowed (first) and allowed, the i-th ending at
+ * cut[i], the last at the list's end. */
 typedef struct {
-    int32_t *v; /* (b, e) pairs */
-    int n, cap;
-    size_t tokens;
-} runs;
+    int32_t *cut;
+    int n, cap, allowed;
+} verdicts;
 
-static int add_run(runs *r, int32_t b, int32_t e) {
-    if (b == e) return 0;
-    r->tokens += (size_t)(e - b);
-    if (r->n && r->v[2 * r->n - 1] == b) {
-        r->v[2 * r->n - 1] = e;
-        return 0;
-    }
+static int add_cut(verdicts *r, int32_t at) {
     if (r->n == r->cap) {
         int nc = r->cap ? r->cap * 2 : 256;
-        int32_t *q = realloc(r->v, (size_t)nc * 2 * sizeof *q);
+        int32_t *q = realloc(r->cut, (size_t)nc * sizeof *q);
         if (!q) return -1;
-        r->v = q, r->cap = nc;
+        r->cut = q, r->cap = nc;
     }
-    r->v[2 * r->n] = b, r->v[2 * r->n + 1] = e;
-    r->n++;
+    r->cut[r->n++] = at;
+    r->allowed ^= 1;
     return 0;
 }
 
-/* The entry's bits from the walk's runs: the allowed tokens set one by one, or, when most
- * tokens are allowed (a string interior allows ~140k of Qwen's 151k), every normal token
- * but the others (the fewer writes either way). */
-static void fill_bits(const hr_grammar_vocab *v, const runs *yes, const runs *no, uint32_t *bits) {
-    const runs *r = yes;
-    if (yes->tokens > no->tokens) {
-        memcpy(bits, v->normal_bits, mask_words(v) * sizeof(uint32_t));
-        r = no;
-    }
-    for (int i = 0; i < r->n; i++)
-        for (int k = r->v[2 * i]; k < r->v[2 * i + 1]; k++) {
+/* The tokens sorted_tok[b, e) are allowed or not. */
+static inline int judge(verdicts *r, int allowed, int32_t b, int32_t e) {
+    return allowed == r->allowed || b == e ? 0 : add_cut(r, b);
+}
+
+/* The entry's bits from the verdicts: the allowed tokens set one by one, or, when most tokens
+ * are allowed (a string interior allows ~140k of Qwen's 151k), every normal token but the
+ * others (the fewer writes either way). */
+static void fill_bits(const hr_grammar_vocab *v, const verdicts *r, uint32_t *bits) {
+    int32_t total = v->node_tok[v->n_nodes], yes = 0;
+    for (int i = 0; i < r->n; i += 2)
+        yes += (i + 1 < r->n ? r->cut[i + 1] : total) - r->cut[i];
+    int flip = yes * 2 > total;
+    if (flip) memcpy(bits, v->normal_bits, mask_words(v) * sizeof(uint32_t));
+    for (int i = flip ? -1 : 0; i < r->n; i += 2) { /* the segments to write */
+        int32_t b = i < 0 ? 0 : r->cut[i], e = i + 1 < r->n ? r->cut[i + 1] : total;
+        for (int32_t k = b; k < e; k++) {
             int32_t id = v->sorted_tok[k];
             bits[id >> 5] ^= 1u << (id & 31);
         }
+    }
 }
 
-/* Walks the trie with the pairs alone: sets holds each depth's state vector. A live leaf
- * is allowed at once (nothing below it to stay alive through). The tokens go into runs,
- * allowed (yes) or not (no: dead, or below a bound node, which the parser takes). */
+/* Walks the trie with the pairs alone: lv holds each depth's live pairs (n_lv of them), so
+ * a dead pair costs nothing below its node (a frontier's key literals die within a byte or
+ * two, its string lives on). A live leaf is allowed at once (nothing below it to stay alive
+ * through). Not allowed: dead, or below a bound node (which the parser takes). */
 static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p, hr_gentry *e,
-                      int32_t *sets, bounds *b) {
+                      live_pair *lv, int *n_lv, bounds *b) {
     int k = p->n, ok = 1;
     pair_dfa *pd = malloc(((size_t)k + 1) * sizeof *pd);
-    runs yes = {0}, no = {0};
-    if (!pd) return -1;
+    int32_t *vec = malloc(((size_t)k + 1) * sizeof *vec);
+    verdicts r = {0};
+    if (!pd || !vec) {
+        free(pd);
+        free(vec);
+        return -1;
+    }
     for (int i = 0; i < k; i++) {
         const hr_gdfa *d = &g->terms[p->term[i]];
         pd[i] = (pair_dfa){d, d->trans, d->accept, (uint8_t)p->v[i].counts};
-        sets[i] = p->v[i].state;
+        lv[i] = (live_pair){i, p->v[i].state, -1};
     }
-    ok = !add_run(&no, v->node_tok[0], v->node_tok[1]); /* empty tokens: never by the walk */
-    for (int u = 1; ok && u < v->n_nodes;) {
-        int d = v->node_depth[u], end = v->node_end[u];
-        int32_t *out = sets + (size_t)d * k;
-        int st = step_pairs(pd, k, out - k, out, v->node_byte[u]);
-        if (st & 1 && (end == u + 1 || stays_below(v, pd, k, out - k, out, u))) {
-            ok = !add_run(&yes, v->node_tok[u], v->node_tok[end]); /* all allowed */
-            u = end;
-        } else if (st != 1) { /* dead, or a bound node */
-            ok = !(st & 2 && add_bound(b, u, out, k)) &&
-                 !add_run(&no, v->node_tok[u], v->node_tok[end]);
-            u = end;
+    n_lv[0] = k;
+    const uint8_t *byte = v->node_byte;
+    const uint16_t *depth = v->node_depth;
+    const int32_t *end = v->node_end, *tok = v->node_tok;
+    for (int u = 1, n_nodes = v->n_nodes; ok && u < n_nodes;) {
+        int d = depth[u], acc = 0, n = 0;
+        const live_pair *in = lv + (size_t)(d - 1) * k;
+        live_pair *out = lv + (size_t)d * k;
+        for (int j = 0, m = n_lv[d - 1]; j < m; j++) { /* the node's byte for each live pair */
+            const pair_dfa *q = &pd[in[j].i];
+            int32_t s = q->trans[(size_t)in[j].s * 256 + byte[u]];
+            if (s < 0) continue;
+            out[n++] = (live_pair){in[j].i, s, in[j].s};
+            acc |= q->accept[s] & q->counts;
+        }
+        n_lv[d] = n;
+        if (n && (end[u] == u + 1 || stays_below(v, pd, out, n, u))) {
+            ok = !judge(&r, 1, tok[u], tok[end[u]]); /* all allowed */
+            u = end[u];
+        } else if (!n || acc) { /* dead, or a bound node */
+            ok = !(acc && bound_at(b, u, out, n, vec, k)) && !judge(&r, 0, tok[u], tok[end[u]]);
+            u = end[u];
         } else {
-            ok = !add_run(&yes, v->node_tok[u], v->node_tok[u + 1]);
+            ok = !judge(&r, 1, tok[u], tok[u + 1]);
             u++;
         }
     }
-    if (ok) fill_bits(v, &yes, &no, e->bits);
-    free(yes.v), free(no.v), free(pd);
+    if (ok) fill_bits(v, &r, e->bits);
+    free(r.cut), free(pd), free(vec);
     return ok ? 0 : -1;
 }
 
@@ -550,10 +571,10 @@ static int pack_bits(const hr_grammar_vocab *v, hr_gentry *e) {
 static hr_gentry *build_entry(const hr_grammar *g, const hr_grammar_vocab *v, const pairs *p,
                               uint64_t h) {
     hr_gentry *e = calloc(1, sizeof *e);
-    int32_t *sets =
-        malloc(((size_t)v->max_depth + 1) * (size_t)(p->n ? p->n : 1) * sizeof(int32_t));
+    live_pair *lv = malloc(((size_t)v->max_depth + 1) * (size_t)(p->n ? p->n : 1) * sizeof *lv);
+    int *n_lv = malloc(((size_t)v->max_depth + 1) * sizeof *n_lv);
     bounds b = {0};
-    int ok = e && sets;
+    int ok = e && lv && n_lv;
     if (ok) {
         e->hash = h;
         e->vocab = v->uid;
@@ -564,9 +585,10 @@ static hr_gentry *build_entry(const hr_grammar *g, const hr_grammar_vocab *v, co
     }
     if (ok) {
         memcpy(e->pairs, p->v, (size_t)p->n * sizeof *e->pairs);
-        ok = !walk_pairs(g, v, p, e, sets, &b) && !group_bounds(v, e, &b);
+        ok = !walk_pairs(g, v, p, e, lv, n_lv, &b) && !group_bounds(v, e, &b);
     }
-    free(sets);
+    free(lv);
+    free(n_lv);
     free(b.node), free(b.group), free(b.vecs), free(b.table);
     if (!ok || pack_bits(v, e)) {
         hr_gentry_free(e);
