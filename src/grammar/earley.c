@@ -48,6 +48,12 @@ static int hash_reset(hr_matcher *m, size_t want) {
     return 0;
 }
 
+/* An item or frontier entry of the position being built that the stamps dedupe (a
+ * prediction there): the index leaves it out. */
+static int is_fresh(const hr_matcher *m, const uint32_t *stamp, uint32_t origin) {
+    return stamp && origin == m->building;
+}
+
 /* Rebuilds the table over the set and frontier being built, twice as large. */
 static int hash_grow(hr_matcher *m, size_t set0, size_t front0);
 
@@ -72,9 +78,13 @@ static int hash_insert(hr_matcher *m, uint64_t h, uint64_t val, size_t set0, siz
 static int hash_grow(hr_matcher *m, size_t set0, size_t front0) {
     if (hash_reset(m, m->hash_cap)) return -1;
     for (size_t i = set0; i < m->n_items; i++)
-        if (hash_insert(m, item_hash(m->items[i]), i + 1, set0, front0)) return -1;
+        if (!is_fresh(m, m->stamp_item, m->items[i].origin) &&
+            hash_insert(m, item_hash(m->items[i]), i + 1, set0, front0))
+            return -1;
     for (size_t i = front0; i < m->n_front; i++)
-        if (hash_insert(m, front_hash(m->front[i]), (i + 1) | FRONT_TAG, set0, front0)) return -1;
+        if (!is_fresh(m, m->stamp_front, m->front[i].origin) &&
+            hash_insert(m, front_hash(m->front[i]), (i + 1) | FRONT_TAG, set0, front0))
+            return -1;
     return 0;
 }
 
@@ -88,9 +98,13 @@ static void start_hashing(hr_matcher *m, size_t set0, size_t front0) {
         return;
     }
     for (size_t i = set0; i < m->n_items && !m->oom; i++)
-        if (hash_insert(m, item_hash(m->items[i]), i + 1, set0, front0)) m->oom = 1;
+        if (!is_fresh(m, m->stamp_item, m->items[i].origin) &&
+            hash_insert(m, item_hash(m->items[i]), i + 1, set0, front0))
+            m->oom = 1;
     for (size_t i = front0; i < m->n_front && !m->oom; i++)
-        if (hash_insert(m, front_hash(m->front[i]), (i + 1) | FRONT_TAG, set0, front0)) m->oom = 1;
+        if (!is_fresh(m, m->stamp_front, m->front[i].origin) &&
+            hash_insert(m, front_hash(m->front[i]), (i + 1) | FRONT_TAG, set0, front0))
+            m->oom = 1;
 }
 
 static int item_present(const hr_matcher *m, hr_gitem it, uint64_t h, size_t set0) {
@@ -133,27 +147,54 @@ static void note_added(hr_matcher *m, uint64_t h, uint64_t val, size_t set0, siz
         start_hashing(m, set0, front0);
 }
 
+/* A prediction at the position being built (origin = it): already stamped this round, or
+ * stamped now. Every other item has an older origin, so the two never meet. */
+static int fresh_seen(const hr_matcher *m, uint32_t *stamp, uint32_t pos, uint32_t origin,
+                      int *fresh) {
+    *fresh = is_fresh(m, stamp, origin);
+    if (!*fresh) return 0;
+    if (stamp[pos] == m->gen) return 1;
+    stamp[pos] = m->gen;
+    return 0;
+}
+
+/* After a fresh append: it stays out of the index, but counts toward leaving the scan. */
+static void note_fresh(hr_matcher *m, size_t set0, size_t front0) {
+    if (!m->hashing && (m->n_items - set0) + (m->n_front - front0) > SMALL)
+        start_hashing(m, set0, front0);
+}
+
 /* Adds item to the set being built (from set0) unless present. */
 static void add_item(hr_matcher *m, hr_gitem it, size_t set0, size_t front0) {
-    uint64_t h = m->hashing ? item_hash(it) : 0;
-    if (item_present(m, it, h, set0)) return;
+    int fresh;
+    if (fresh_seen(m, m->stamp_item, it.pos, it.origin, &fresh)) return;
+    uint64_t h = m->hashing && !fresh ? item_hash(it) : 0;
+    if (!fresh && item_present(m, it, h, set0)) return;
     if (grow((void **)&m->items, &m->cap_items, m->n_items + 1, sizeof(hr_gitem))) {
         m->oom = 1;
         return;
     }
     m->items[m->n_items++] = it;
-    note_added(m, h, m->n_items, set0, front0);
+    if (fresh)
+        note_fresh(m, set0, front0);
+    else
+        note_added(m, h, m->n_items, set0, front0);
 }
 
 static void add_front(hr_matcher *m, hr_gfront f, size_t set0, size_t front0) {
-    uint64_t h = m->hashing ? front_hash(f) : 0;
-    if (front_present(m, f, h, front0)) return;
+    int fresh; /* predicted: state 0 */
+    if (fresh_seen(m, m->stamp_front, f.pos, f.origin, &fresh)) return;
+    uint64_t h = m->hashing && !fresh ? front_hash(f) : 0;
+    if (!fresh && front_present(m, f, h, front0)) return;
     if (grow((void **)&m->front, &m->cap_front, m->n_front + 1, sizeof(hr_gfront))) {
         m->oom = 1;
         return;
     }
     m->front[m->n_front++] = f;
-    note_added(m, h, m->n_front | FRONT_TAG, set0, front0);
+    if (fresh)
+        note_fresh(m, set0, front0);
+    else
+        note_added(m, h, m->n_front | FRONT_TAG, set0, front0);
 }
 
 /* Predict / complete / start terminals over the set at position p (being built). */
@@ -198,6 +239,16 @@ static int ensure_pos(hr_matcher *m, int p) {
     return 0;
 }
 
+/* The stamps' round for building position q. */
+static void next_round(hr_matcher *m, uint32_t q) {
+    m->building = q;
+    if (m->stamp_item && ++m->gen == 0) { /* wrapped: every stamp is stale */
+        memset(m->stamp_item, 0, (size_t)m->g->n_pos * sizeof(uint32_t));
+        memset(m->stamp_front, 0, (size_t)m->g->n_pos * sizeof(uint32_t));
+        m->gen = 1;
+    }
+}
+
 int hr_gm_push(hr_matcher *m, uint8_t byte) {
     const hr_grammar *g = m->g;
     int p = m->cur, q = p + 1;
@@ -210,6 +261,7 @@ int hr_gm_push(hr_matcher *m, uint8_t byte) {
             0)
         fb++; /* most bytes fail here, before any bookkeeping */
     if (fb == fe) return 0;
+    next_round(m, (uint32_t)q);
     m->hashing = 0;
     m->acc[q] = 0;
     m->set_beg[q] = set0;
@@ -250,6 +302,15 @@ hr_err *hr_matcher_create(const hr_grammar *g, const hr_grammar_vocab *v, hr_mat
         hr_matcher_free(m);
         return hr_err_oom();
     }
+    if (g->n_pos <= HR_GM_STAMPS) { /* without them (out of memory) the index dedupes all */
+        m->stamp_item = calloc((size_t)g->n_pos + 1, sizeof(uint32_t));
+        m->stamp_front = calloc((size_t)g->n_pos + 1, sizeof(uint32_t));
+        if (!m->stamp_item || !m->stamp_front) {
+            free(m->stamp_item), free(m->stamp_front);
+            m->stamp_item = m->stamp_front = NULL;
+        }
+    }
+    next_round(m, 0);
     m->set_beg[0] = m->front_beg[0] = 0;
     m->acc[0] = 0;
     for (int q = g->nt_prods[0]; q < g->nt_prods[1]; q++)
@@ -274,6 +335,8 @@ void hr_matcher_free(hr_matcher *m) {
     free(m->acc);
     free(m->tok_pos);
     free(m->hash);
+    free(m->stamp_item);
+    free(m->stamp_front);
     free(m);
 }
 

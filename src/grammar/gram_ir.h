@@ -239,8 +239,15 @@ struct hr_matcher {
                        tag bit for the frontier, 0 empty), once they outgrow a linear scan */
     size_t hash_cap, hash_alloc, hash_n; /* in use (a power of two), allocated, filled */
     int hashing;                         /* the index is in use for the position being built */
+    /* Items and frontier entries predicted at the position being built (origin = it) are
+     * deduped by stamps per dotted position instead of the index: equal to gen when present
+     * (gen moves on with every position built). NULL past HR_GM_STAMPS positions. */
+    uint32_t *stamp_item, *stamp_front, gen;
+    uint32_t building;
     int oom; /* a push failed for memory: the matcher refuses from then on */
 };
+
+#define HR_GM_STAMPS (1 << 18) /* grammars with more dotted positions dedupe by the index */
 
 /* Consumes one byte: 1 ok, 0 the grammar cannot continue (state unchanged). */
 int hr_gm_push(hr_matcher *m, uint8_t b);
