@@ -394,8 +394,8 @@ static int walk_pairs(const hr_grammar *g, const hr_grammar_vocab *v, const pair
     return ok ? 0 : -1;
 }
 
-/* A group's suffix trie while it is merged: children as sibling lists (the root's by byte),
- * tokens as lists. */
+/* A group's suffix trie while it is merged: children as sibling lists, tokens as lists; the
+ * root's children also by byte (the root has the most, and every suffix starts there). */
 typedef struct {
     int32_t *first, *next, *tok_head; /* (cap) nodes; -1 none */
     uint8_t *byte;
@@ -405,13 +405,15 @@ typedef struct {
 } strie_merge;
 
 static int32_t child_of(strie_merge *w, int32_t x, uint8_t byte) {
-    int32_t *link = x ? &w->first[x] : &w->root_child[byte];
-    for (int32_t c = *link; c >= 0; c = w->next[c])
-        if (w->byte[c] == byte) return c;
-    int32_t c = w->n++;
+    int32_t c = x ? w->first[x] : w->root_child[byte];
+    while (c >= 0 && w->byte[c] != byte)
+        c = w->next[c];
+    if (c >= 0) return c;
+    c = w->n++;
     w->byte[c] = byte, w->first[c] = -1, w->tok_head[c] = -1;
-    w->next[c] = *link; /* the root's per-byte lists hold one node each */
-    *link = c;
+    w->next[c] = w->first[x];
+    w->first[x] = c;
+    if (!x) w->root_child[byte] = c;
     return c;
 }
 
@@ -442,7 +444,7 @@ static int strie_layout(const strie_merge *w, hr_gstrie *t, int max_depth) {
             *out = malloc(((size_t)max_depth + 2) * sizeof(int32_t)),
             *kid = malloc(((size_t)max_depth + 2) * sizeof(int32_t));
     int ok = t->byte && t->depth && t->end && t->tok_beg && t->tok && node && out && kid;
-    int sp = 0, n = 0, n_tok = 0, root_byte = 0;
+    int sp = 0, n = 0, n_tok = 0;
     if (ok) node[sp] = 0, out[sp] = -1, sp++;
     while (ok && sp) {
         int top = sp - 1, x = node[top];
@@ -453,14 +455,11 @@ static int strie_layout(const strie_merge *w, hr_gstrie *t, int max_depth) {
             t->tok_beg[o] = n_tok;
             for (int32_t k = w->tok_head[x]; k >= 0; k = w->tok_next[k])
                 t->tok[n_tok++] = w->tok_id[k];
-            kid[top] = x ? w->first[x] : -1;
+            kid[top] = w->first[x];
         }
         int32_t c = kid[top];
-        if (!x && c < 0) /* the root's children: the next byte's list */
-            while (root_byte < 256 && (c = w->root_child[root_byte++]) < 0) {
-            }
         if (c >= 0) {
-            kid[top] = x ? w->next[c] : -1;
+            kid[top] = w->next[c];
             node[sp] = c, out[sp] = -1, sp++;
         } else {
             t->end[out[top]] = n;

@@ -485,10 +485,10 @@ static hr_err *get_count(const json_t *s, const char *k, const char *path, int64
 /* "\"" CHAR{mn,mx} "\"" for bounds above CHUNK: whole 64-character chunks as a nonterminal
  * (its hint keeps it one), so the DFA stays small and one chunk DFA and few tail DFAs serve
  * every such string of every schema (their mask entries shared, where a counter to 255 made
- * an entry per character); lengths 64a+b split exactly. mx < 0: none. The
- * closing quote ends each tail's terminal: a tail that could end anywhere (CHAR{0,63} alone)
- * would make every token inside the string a place where a terminal completes, and the mask
- * would run the parser over the whole vocabulary. */
+ * an entry per character); lengths 64a+b split exactly. mx < 0: none. The closing quote ends
+ * each tail's terminal: a tail that could end anywhere (CHAR{0,63} alone) would make every
+ * token inside the string a place where a terminal completes, and the mask would run the
+ * parser over the whole vocabulary. */
 #define CHUNK 64
 static const char *long_string(hr_sc_ctx *c, int64_t mn, int64_t mx) {
     char body[512];
